@@ -1,0 +1,23 @@
+"""stax.ir — the graph every layer shares, the op set, and capture-to-op lowering (spec §3–5)."""
+
+from .errors import SchemaError, StaxError, UnsupportedError, VerificationError
+from .graph import Graph, Node, Opcode, map_nodes
+from .interpreter import run_graph, run_program
+from .lower import lower_capture
+from .meta import TensorMeta, contiguous_strides
+from .ops import NN_FUNCTIONS, OPS, OpDef, OpKind, get_op
+from .printer import format_graph
+from .program import CAPTURE_SCHEMA, OPGRAPH_SCHEMA, GraphProgram, load_capture, load_opgraph
+from .pytree import TreeDef, tree_flatten, tree_unflatten
+from .serialize import check_schema, read_json, write_json
+from .verify import verify_graph
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CAPTURE_SCHEMA", "OPGRAPH_SCHEMA", "NN_FUNCTIONS", "OPS", "Graph", "GraphProgram", "Node",
+    "OpDef", "OpKind", "Opcode", "SchemaError", "StaxError", "TensorMeta", "TreeDef",
+    "UnsupportedError", "VerificationError", "check_schema", "contiguous_strides", "format_graph",
+    "get_op", "load_capture", "load_opgraph", "lower_capture", "map_nodes", "read_json",
+    "run_graph", "run_program", "tree_flatten", "tree_unflatten", "verify_graph", "write_json",
+]

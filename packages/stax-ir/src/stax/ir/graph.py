@@ -1,0 +1,200 @@
+"""The graph shared by the capture and operator layers (spec §3.1, definition 3.1).
+
+A graph is a list of nodes in a topological order; every node defines one value once (SSA), and
+its users are kept as a use-list so passes can ask local questions ("who reads this?") without a
+scan. Targets are strings (``"operator.add"``, ``"numpy.maximum"``, ``"sum"``, ``"add"``) so that a
+graph serializes without pickling a live Python object.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from typing import Any
+
+from .meta import TensorMeta
+
+
+class Opcode(str, Enum):
+    """The six opcodes of spec table 3.1."""
+
+    PLACEHOLDER = "placeholder"
+    GET_ATTR = "get_attr"
+    CALL_FUNCTION = "call_function"
+    CALL_METHOD = "call_method"
+    CALL_MODULE = "call_module"
+    OUTPUT = "output"
+
+
+class Node:
+    """One operation; ``args``/``kwargs`` may hold other nodes (its inputs) and constants."""
+
+    __slots__ = ("graph", "name", "op", "target", "args", "kwargs", "meta", "users")
+
+    def __init__(self, graph: Graph, name: str, op: Opcode, target: str,
+                 args: tuple[Any, ...], kwargs: dict[str, Any], meta: dict[str, Any]) -> None:
+        self.graph = graph
+        self.name = name
+        self.op = op
+        self.target = target
+        self.args: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] = {}
+        self.meta = meta
+        self.users: dict[Node, None] = {}  # an ordered set
+        self.set_args(args, kwargs)
+
+    # -- inputs and users ----------------------------------------------------------------------
+    @property
+    def inputs(self) -> list[Node]:
+        """The nodes this node reads, in argument order, without repeats."""
+        seen: dict[Node, None] = {}
+        map_nodes((self.args, self.kwargs), lambda n: seen.setdefault(n, None))
+        return list(seen)
+
+    def set_args(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> None:
+        """Replace the arguments, keeping every use-list consistent."""
+        for old in self.inputs:
+            old.users.pop(self, None)
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs or {})
+        for new in self.inputs:
+            new.users[self] = None
+
+    def replace_all_uses_with(self, other: Node) -> None:
+        for user in list(self.users):
+            user.set_args(*map_nodes((user.args, user.kwargs),
+                                     lambda n: other if n is self else n))
+
+    @property
+    def tensor(self) -> TensorMeta | None:
+        """The metadata of this node's value, when known (spec §3.3: meta ``val``)."""
+        return self.meta.get("tensor")
+
+    @property
+    def source(self) -> str | None:
+        """``file:line`` of the user's code that created this node, when known."""
+        return self.meta.get("source")
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+def map_nodes(value: Any, fn: Callable[[Node], Any]) -> Any:
+    """Apply ``fn`` to every node inside nested tuples/lists/dicts/slices, rebuilding them."""
+    if isinstance(value, Node):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_nodes(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_nodes(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_nodes(v, fn) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(map_nodes(value.start, fn), map_nodes(value.stop, fn),
+                     map_nodes(value.step, fn))
+    return value
+
+
+_RESERVED = set(dir(builtins)) | set(keyword.kwlist)
+
+
+class Graph:
+    """A mutable graph with insertion points; ``dialect`` says which layer's targets it holds."""
+
+    def __init__(self, dialect: str = "capture") -> None:
+        self.dialect = dialect
+        self.nodes: list[Node] = []
+        self._names: set[str] = set()
+        self._insert_at: int | None = None  # None: append at the end
+
+    # -- naming ----------------------------------------------------------------------------------
+    def _unique_name(self, hint: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint.split(".")[-1]) or "v"
+        if base[0].isdigit():
+            base = "_" + base
+        if base in _RESERVED:
+            base += "_0"
+        name, i = base, 1
+        while name in self._names:
+            name = f"{base}_{i}"
+            i += 1
+        self._names.add(name)
+        return name
+
+    # -- construction ----------------------------------------------------------------------------
+    def create_node(self, op: Opcode, target: str, args: tuple[Any, ...] = (),
+                    kwargs: dict[str, Any] | None = None, *, name: str | None = None,
+                    meta: dict[str, Any] | None = None) -> Node:
+        node = Node(self, self._unique_name(name or target), Opcode(op), target, args,
+                    kwargs or {}, dict(meta or {}))
+        if self._insert_at is None:
+            self.nodes.append(node)
+        else:
+            self.nodes.insert(self._insert_at, node)
+            self._insert_at += 1
+        return node
+
+    def placeholder(self, name: str, meta: dict[str, Any] | None = None) -> Node:
+        return self.create_node(Opcode.PLACEHOLDER, name, name=name, meta=meta)
+
+    def call_function(self, target: str, args: tuple[Any, ...] = (),
+                      kwargs: dict[str, Any] | None = None, **extra: Any) -> Node:
+        return self.create_node(Opcode.CALL_FUNCTION, target, args, kwargs, **extra)
+
+    def call_method(self, target: str, args: tuple[Any, ...] = (),
+                    kwargs: dict[str, Any] | None = None, **extra: Any) -> Node:
+        return self.create_node(Opcode.CALL_METHOD, target, args, kwargs, **extra)
+
+    def output(self, results: tuple[Any, ...]) -> Node:
+        return self.create_node(Opcode.OUTPUT, "output", (tuple(results),), name="output")
+
+    @contextmanager
+    def inserting_before(self, node: Node) -> Iterator[None]:
+        saved = self._insert_at
+        self._insert_at = self.nodes.index(node)
+        try:
+            yield
+        finally:
+            self._insert_at = saved
+
+    @contextmanager
+    def inserting_after(self, node: Node) -> Iterator[None]:
+        saved = self._insert_at
+        self._insert_at = self.nodes.index(node) + 1
+        try:
+            yield
+        finally:
+            self._insert_at = saved
+
+    def erase_node(self, node: Node) -> None:
+        if node.users:
+            raise ValueError(f"cannot erase %{node.name}: still used by {list(node.users)}")
+        node.set_args(())
+        self.nodes.remove(node)
+        self._names.discard(node.name)
+
+    # -- queries -----------------------------------------------------------------------------------
+    @property
+    def placeholders(self) -> list[Node]:
+        return [n for n in self.nodes if n.op is Opcode.PLACEHOLDER]
+
+    @property
+    def output_node(self) -> Node:
+        last = self.nodes[-1] if self.nodes else None
+        if last is None or last.op is not Opcode.OUTPUT:
+            raise ValueError("graph has no output node")
+        return last
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __str__(self) -> str:
+        from .printer import format_graph
+
+        return format_graph(self)

@@ -1,0 +1,152 @@
+"""Lowering of the capture graph (Python calls) to the op graph (canonical ops), spec §4–5.
+
+Each capture target (``operator.add``, ``numpy.add``, method ``sum``, ``stax.nn.relu``...) has one
+rule here that emits canonical ops. Dtype and shape come from the mixed-mode metadata recorded at
+capture time (the eager result on the example inputs), so NumPy's NEP 50 promotion is decided by
+NumPy itself and never re-derived. A target without a rule, or a call with arguments a rule does
+not handle, raises ``UnsupportedError`` naming the node and the user's source line.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import UnsupportedError
+from .graph import Graph, Node, Opcode, map_nodes
+from .meta import TensorMeta
+from .program import OPGRAPH_SCHEMA, GraphProgram
+
+Rule = Callable[["LoweringContext", Node, tuple[Any, ...], dict[str, Any]], Any]
+RULES: dict[tuple[str, str], Rule] = {}
+
+
+def rule(*keys: str) -> Callable[[Rule], Rule]:
+    """Register a rule for ``"function:<target>"`` / ``"method:<name>"`` keys."""
+    def register(fn: Rule) -> Rule:
+        for key in keys:
+            kind, _, target = key.partition(":")
+            RULES[(kind, target)] = fn
+        return fn
+    return register
+
+
+class LoweringContext:
+    def __init__(self) -> None:
+        self.graph = Graph("op")
+        self.current: Node | None = None
+
+    def emit(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any] | None = None,
+             meta: TensorMeta | None = None) -> Node:
+        assert self.current is not None
+        info: dict[str, Any] = {"tensor": meta or self.current.tensor}
+        if self.current.source:
+            info["source"] = self.current.source
+        return self.graph.call_function(op, tuple(operands), attrs or {}, name=op, meta=info)
+
+    def unsupported(self, what: str, hint: str | None = None) -> UnsupportedError:
+        assert self.current is not None
+        return UnsupportedError(what, node=self.current.name, source=self.current.source, hint=hint)
+
+
+def describe(node: Node) -> str:
+    return f"method .{node.target}()" if node.op is Opcode.CALL_METHOD else f"{node.target}()"
+
+
+def lower_capture(capture: GraphProgram) -> GraphProgram:
+    """Lower a ``stax.capture/1`` program to a ``stax.opgraph/1`` program."""
+    ctx = LoweringContext()
+    env: dict[Node, Any] = {}
+    for node in capture.graph.nodes:
+        ctx.current = node
+        if node.op is Opcode.PLACEHOLDER:
+            env[node] = ctx.graph.placeholder(node.target, dict(node.meta))
+            continue
+        if node.op is Opcode.OUTPUT:
+            ctx.graph.output(map_nodes(node.args[0], env.__getitem__))
+            continue
+        kind = "method" if node.op is Opcode.CALL_METHOD else "function"
+        fn = RULES.get((kind, node.target))
+        if fn is None:
+            raise ctx.unsupported(f"{describe(node)} has no native lowering yet")
+        if node.tensor is None:
+            raise ctx.unsupported(f"{describe(node)} produced no array value at capture")
+        args = map_nodes(node.args, env.__getitem__)
+        kwargs = map_nodes(node.kwargs, env.__getitem__)
+        env[node] = fn(ctx, node, args, kwargs)
+    return GraphProgram(OPGRAPH_SCHEMA, capture.name, ctx.graph, list(capture.inputs),
+                        capture.input_tree, capture.output_tree, dict(capture.info))
+
+
+# -- operands ------------------------------------------------------------------------------------
+
+_SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def _operand(ctx: LoweringContext, value: Any) -> Any:
+    if isinstance(value, Node) or isinstance(value, _SCALAR_TYPES):
+        return value
+    raise ctx.unsupported(f"operand of type {type(value).__name__} in {describe(ctx.current)}")
+
+
+def _no_ufunc_kwargs(ctx: LoweringContext, kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise ctx.unsupported(f"{describe(ctx.current)} with keyword arguments {sorted(kwargs)}",
+                              hint="out=/where=/dtype= on ufuncs land with the capture issue")
+
+
+def _pointwise(op: str) -> Rule:
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        _no_ufunc_kwargs(ctx, kwargs)
+        return ctx.emit(op, tuple(_operand(ctx, a) for a in args))
+    return lower
+
+
+rule("function:operator.add", "function:numpy.add")(_pointwise("add"))
+rule("function:operator.sub", "function:numpy.subtract")(_pointwise("sub"))
+rule("function:operator.mul", "function:numpy.multiply")(_pointwise("mul"))
+rule("function:operator.truediv", "function:numpy.true_divide",
+     "function:numpy.divide")(_pointwise("truediv"))
+rule("function:numpy.maximum")(_pointwise("maximum"))
+rule("function:numpy.minimum")(_pointwise("minimum"))
+rule("function:operator.neg", "function:numpy.negative")(_pointwise("neg"))
+
+
+@rule("function:stax.nn.relu")
+def _relu(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    (x,) = args
+    return ctx.emit("maximum", (_operand(ctx, x), 0))
+
+
+_SUM_SIGNATURE = inspect.signature(np.sum)
+_NO_VALUE = getattr(np, "_NoValue", None)
+
+
+@rule("function:numpy.sum", "method:sum")
+def _sum(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    bound = _SUM_SIGNATURE.bind(*args, **kwargs)
+    params = bound.arguments
+    x = params.get("a")
+    if not isinstance(x, Node) or x.tensor is None:
+        raise ctx.unsupported("sum of a non-array operand")
+    for name in ("out", "initial", "where"):
+        if name in params and params[name] is not _NO_VALUE and not (
+                name == "where" and params[name] is True):
+            raise ctx.unsupported(f"sum(..., {name}=...)")
+    ndim = x.tensor.ndim
+    axis = params.get("axis")
+    if axis is None:
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        if not all(isinstance(a, (int, np.integer)) for a in axes):
+            raise ctx.unsupported(f"sum over axis={axis!r}")
+        axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+    keepdims = params.get("keepdims", False)
+    keepdims = False if keepdims is _NO_VALUE else bool(keepdims)
+    return ctx.emit("sum", (x,), {"axis": axes, "keepdims": keepdims,
+                                 "dtype": node.tensor.dtype})

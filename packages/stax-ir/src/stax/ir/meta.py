@@ -1,0 +1,100 @@
+"""Tensor metadata: what every layer knows about a value without looking at its data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import UnsupportedError
+
+#: dtypes that every layer understands, by NumPy name.
+SUPPORTED_DTYPES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64",
+)
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides, in elements, for ``shape``."""
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """Shape, dtype, strides (in elements, not bytes) and device of one array value.
+
+    ``scalar`` is true when the eager value is a NumPy scalar (``np.float32(1.0)``) rather than a
+    0-d array: NumPy reductions over all axes return scalars, and a compiled function must too.
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+    device: str = "cpu"
+    scalar: bool = False
+
+    @classmethod
+    def of(cls, value: Any) -> TensorMeta:
+        """Metadata of a NumPy array or NumPy scalar."""
+        if isinstance(value, np.generic):
+            return cls((), value.dtype.name, (), scalar=True)
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"expected a NumPy array, got {type(value).__name__}")
+        dtype = value.dtype
+        if not dtype.isnative:
+            raise UnsupportedError(f"array of non-native byte order {dtype.str!r}",
+                                   hint="convert with .astype(dtype.newbyteorder('='))")
+        if dtype.name not in SUPPORTED_DTYPES:
+            raise UnsupportedError(f"dtype {dtype.name} is not supported")
+        itemsize = dtype.itemsize
+        if any(s % itemsize for s in value.strides):
+            raise UnsupportedError(f"byte strides {value.strides} are not multiples of the "
+                                   f"item size {itemsize}")
+        strides = tuple(s // itemsize for s in value.strides)
+        return cls(tuple(int(d) for d in value.shape), dtype.name, strides)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.np_dtype.itemsize
+
+    @property
+    def is_contiguous(self) -> bool:
+        return all(size == 1 or st == want for size, st, want in
+                   zip(self.shape, self.strides, contiguous_strides(self.shape)))
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype,
+                               "strides": list(self.strides), "device": self.device}
+        if self.scalar:
+            doc["scalar"] = True
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> TensorMeta:
+        return cls(tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),
+                   doc.get("device", "cpu"), bool(doc.get("scalar", False)))
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"

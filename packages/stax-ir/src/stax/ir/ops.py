@@ -1,0 +1,70 @@
+"""The operator set of the op graph: each op declared once (STYLE.md habit 2).
+
+An ``OpDef`` holds the op's kind, its attributes and its NumPy reference (the semantics every
+backend must reproduce). Later layers register their own rules for an op by its name (loop
+lowering in ``stax.loop``, CPU emission in ``stax.codegen``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+
+class OpKind(str, Enum):
+    POINTWISE = "pointwise"
+    REDUCTION = "reduction"
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    kind: OpKind
+    arity: int
+    reference: Callable[..., Any]
+    attrs: tuple[str, ...] = ()
+    doc: str = ""
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def _declare(name: str, kind: OpKind, arity: int, reference: Callable[..., Any],
+             attrs: tuple[str, ...] = (), doc: str = "") -> None:
+    OPS[name] = OpDef(name, kind, arity, reference, attrs, doc)
+
+
+P, R = OpKind.POINTWISE, OpKind.REDUCTION
+_declare("add", P, 2, np.add, doc="x + y (logical or on bool)")
+_declare("sub", P, 2, np.subtract)
+_declare("mul", P, 2, np.multiply, doc="x * y (logical and on bool)")
+_declare("truediv", P, 2, np.true_divide)
+_declare("maximum", P, 2, np.maximum, doc="NaN-propagating; returns y when x == y")
+_declare("minimum", P, 2, np.minimum, doc="NaN-propagating; returns y when x == y")
+_declare("neg", P, 1, np.negative)
+_declare("sum", R, 1,
+         lambda x, axis, keepdims, dtype: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype),
+         attrs=("axis", "keepdims", "dtype"),
+         doc="sum over the axes in ``axis`` (a tuple), accumulating in ``dtype``")
+
+
+def get_op(name: str) -> OpDef:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}; known ops: {sorted(OPS)}") from None
+
+
+# -- functions NumPy lacks (``stax.runtime.nn``): their eager semantics, declared here so every
+# -- layer (and the reference interpreter) agrees on them without importing the runtime.
+def _relu(x: Any) -> Any:
+    return np.maximum(x, 0)
+
+
+NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "stax.nn.relu": _relu,
+}

@@ -1,0 +1,73 @@
+"""Flattening of nested Python containers into leaves and a serializable tree description.
+
+Arguments and results of user functions are trees of tuples, lists and dicts; every layer works
+on the flat list of leaves, and the ``TreeDef`` (plain JSON data) puts them back together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TreeDef:
+    """``kind`` is "leaf", "tuple", "list" or "dict"; dict keys are kept in insertion order."""
+
+    kind: str
+    children: tuple[TreeDef, ...] = ()
+    keys: tuple[Any, ...] = ()
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == "leaf":
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    def to_json(self) -> Any:
+        if self.kind == "leaf":
+            return "*"
+        doc: dict[str, Any] = {"kind": self.kind, "children": [c.to_json() for c in self.children]}
+        if self.kind == "dict":
+            doc["keys"] = list(self.keys)
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Any) -> TreeDef:
+        if doc == "*":
+            return LEAF
+        return cls(doc["kind"], tuple(cls.from_json(c) for c in doc["children"]),
+                   tuple(doc.get("keys", ())))
+
+
+LEAF = TreeDef("leaf")
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
+    leaves: list[Any] = []
+
+    def walk(node: Any) -> TreeDef:
+        if type(node) in (tuple, list):
+            return TreeDef(type(node).__name__, tuple(walk(c) for c in node))
+        if type(node) is dict:
+            return TreeDef("dict", tuple(walk(v) for v in node.values()), tuple(node))
+        leaves.append(node)
+        return LEAF
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
+    it = iter(leaves)
+
+    def build(td: TreeDef) -> Any:
+        if td.kind == "leaf":
+            return next(it)
+        children = [build(c) for c in td.children]
+        if td.kind == "tuple":
+            return tuple(children)
+        if td.kind == "list":
+            return children
+        return dict(zip(td.keys, children))
+
+    return build(treedef)

@@ -1,0 +1,141 @@
+"""JSON documents with a schema name and version, and the JSON form of graphs.
+
+Every layer hands the next a ``{"schema": "stax.<layer>/<major>[.<minor>]", ...}`` document.
+Readers accept every minor version of the major they know and reject anything else with an
+error naming both versions (ARCHITECTURE.md §2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import SchemaError, UnsupportedError
+from .graph import Graph, Node, Opcode
+from .meta import TensorMeta
+
+# -- document envelope ---------------------------------------------------------------------------
+
+
+def make_document(schema: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {"schema": schema, **body}
+
+
+def check_schema(doc: dict[str, Any], expected: str) -> None:
+    """Raise unless ``doc["schema"]`` has the name and major version of ``expected``."""
+    found = doc.get("schema") if isinstance(doc, dict) else None
+    if not isinstance(found, str) or "/" not in found:
+        raise SchemaError(f"not a Stax document: expected schema {expected!r}, found {found!r}")
+    want_name, want_ver = expected.split("/")
+    name, ver = found.split("/", 1)
+    if name != want_name or ver.split(".")[0] != want_ver.split(".")[0]:
+        raise SchemaError(f"document has schema {found!r}; this reader accepts {expected!r} "
+                          f"(any minor version of major {want_ver.split('.')[0]})")
+
+
+def write_json(path: str | Path, doc: dict[str, Any]) -> None:
+    Path(path).write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+# -- constants -----------------------------------------------------------------------------------
+
+
+def encode_value(value: Any, node_ref: Any = None) -> Any:
+    """Tagged JSON for an argument: nodes, Python/NumPy scalars, containers, slices, dtypes."""
+    if isinstance(value, Node):
+        return {"node": value.name}
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, np.generic):
+        return {"scalar": encode_value(value.item()), "dtype": value.dtype.name}
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return {"dtype": np.dtype(value).name}
+    if isinstance(value, tuple):
+        return {"tuple": [encode_value(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_value(v) for v in value]
+    if isinstance(value, dict):
+        return {"dict": [[k, encode_value(v)] for k, v in value.items()]}
+    if isinstance(value, slice):
+        return {"slice": [encode_value(value.start), encode_value(value.stop),
+                          encode_value(value.step)]}
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    raise UnsupportedError(f"cannot serialize a constant of type {type(value).__name__}")
+
+
+def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
+    if isinstance(doc, list):
+        return [decode_value(v, nodes) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    if "node" in doc:
+        if nodes is None:
+            raise SchemaError(f"node reference {doc['node']!r} outside a graph")
+        return nodes[doc["node"]]
+    if "float" in doc:
+        return float(doc["float"])
+    if "scalar" in doc:
+        return np.dtype(doc["dtype"]).type(decode_value(doc["scalar"]))
+    if "dtype" in doc:
+        return np.dtype(doc["dtype"])
+    if "tuple" in doc:
+        return tuple(decode_value(v, nodes) for v in doc["tuple"])
+    if "dict" in doc:
+        return {k: decode_value(v, nodes) for k, v in doc["dict"]}
+    if "slice" in doc:
+        return slice(*(decode_value(v, nodes) for v in doc["slice"]))
+    if "ellipsis" in doc:
+        return Ellipsis
+    raise SchemaError(f"unknown tagged value {doc!r}")
+
+
+# -- graphs --------------------------------------------------------------------------------------
+
+
+def graph_to_json(graph: Graph) -> dict[str, Any]:
+    nodes = []
+    for n in graph.nodes:
+        entry: dict[str, Any] = {"name": n.name, "op": n.op.value, "target": n.target,
+                                 "args": encode_value(n.args), "kwargs": encode_value(n.kwargs)}
+        meta: dict[str, Any] = {}
+        if n.tensor is not None:
+            meta["tensor"] = n.tensor.to_json()
+        if n.source is not None:
+            meta["source"] = n.source
+        if meta:
+            entry["meta"] = meta
+        nodes.append(entry)
+    return {"dialect": graph.dialect, "nodes": nodes}
+
+
+def graph_from_json(doc: dict[str, Any]) -> Graph:
+    graph = Graph(doc["dialect"])
+    by_name: dict[str, Node] = {}
+    for entry in doc["nodes"]:
+        meta: dict[str, Any] = {}
+        raw = entry.get("meta", {})
+        if "tensor" in raw:
+            meta["tensor"] = TensorMeta.from_json(raw["tensor"])
+        if "source" in raw:
+            meta["source"] = raw["source"]
+        node = graph.create_node(Opcode(entry["op"]), entry["target"],
+                                 decode_value(entry["args"], by_name),
+                                 decode_value(entry["kwargs"], by_name),
+                                 name=entry["name"], meta=meta)
+        if node.name != entry["name"]:
+            raise SchemaError(f"duplicate node name {entry['name']!r}")
+        by_name[node.name] = node
+    return graph

@@ -1,0 +1,170 @@
+"""The proxy that stands in for a NumPy array during capture (spec §3.2–3.3).
+
+A ``Proxy`` carries a graph node (the symbol) and the eager value of that node on the example
+inputs (mixed mode). NumPy hands it every call through its own protocols — ``__array_ufunc__``,
+``__array_function__``, operator dunders, ndarray methods and attributes — and each call becomes
+one node whose metadata (shape, dtype, strides) is the eager result's.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from stax.ir import Opcode, UnsupportedError
+
+from .source import user_source
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+#: ndarray methods that mutate their array: refused before they run (functionalization is §4.9).
+MUTATING_METHODS = frozenset({
+    "fill", "sort", "partition", "put", "itemset", "resize", "setfield", "setflags", "byteswap",
+})
+#: NumPy functions that write into an argument.
+MUTATING_FUNCTIONS = frozenset({
+    "numpy.copyto", "numpy.put", "numpy.place", "numpy.putmask", "numpy.fill_diagonal",
+    "numpy.put_along_axis",
+})
+#: attributes read straight from the example value: static metadata, part of the signature.
+STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes"})
+
+
+class Proxy:
+    __slots__ = ("node", "value", "tracer")
+    __array_priority__ = 1000.0
+    __hash__ = None  # type: ignore[assignment]  # like ndarray: == is element-wise
+
+    def __init__(self, node: Any, value: Any, tracer: Tracer) -> None:
+        self.node = node
+        self.value = value
+        self.tracer = tracer
+
+    def __repr__(self) -> str:
+        return f"Proxy(%{self.node.name}: {self.node.tensor})"
+
+    # -- NumPy protocols -----------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        target = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if method == "at" or "out" in kwargs:
+            raise _mutation(f"{target}(..., out=...)" if "out" in kwargs else target)
+        return self.tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs,
+                                  getattr(ufunc, method))
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        module = func.__module__ or "numpy"
+        target = f"{module}.{func.__name__}"
+        if target in MUTATING_FUNCTIONS or kwargs.get("out") is not None:
+            raise _mutation(target)
+        return self.tracer.record(Opcode.CALL_FUNCTION, target, args, kwargs, func)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise UnsupportedError(
+            "conversion of a traced array to a concrete NumPy array (np.asarray, a C extension, "
+            "or a NumPy function without __array_function__ support)", source=user_source())
+
+    # -- attributes and methods -----------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        if name in STATIC_ATTRIBUTES:
+            return getattr(self.value, name)
+        if name == "T":
+            return self.tracer.record(Opcode.CALL_FUNCTION, "numpy.transpose", (self,), {},
+                                      np.transpose)
+        attr = getattr(self.value, name)  # AttributeError as ndarray would raise it
+        if not callable(attr):
+            raise UnsupportedError(f"reading ndarray attribute .{name} of a traced array",
+                                   source=user_source())
+        if name in MUTATING_METHODS:
+            raise _mutation(f"method .{name}()")
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("out") is not None:
+                raise _mutation(f"method .{name}(..., out=...)")
+            return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
+                                      lambda obj, *a, **k: getattr(obj, name)(*a, **k))
+        return method
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    # -- values Python reads from data: data gates (spec §3.4) are not captured yet ------------
+    def _data_read(self, what: str) -> Any:
+        raise UnsupportedError(f"{what} of a traced array reads its data into Python "
+                               "(data-dependent control flow is not captured yet)",
+                               node=self.node.name, source=user_source(3))
+
+    def __bool__(self) -> bool:
+        return self._data_read("bool()")
+
+    def __int__(self) -> int:
+        return self._data_read("int()")
+
+    def __float__(self) -> float:
+        return self._data_read("float()")
+
+    def __index__(self) -> int:
+        return self._data_read("use as an index")
+
+    def __complex__(self) -> complex:
+        return self._data_read("complex()")
+
+    def __iter__(self) -> Any:
+        return self._data_read("iteration")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise _mutation("item assignment x[...] = ...")
+
+
+def _mutation(what: str) -> UnsupportedError:
+    return UnsupportedError(f"in-place update {what} is not captured yet", source=user_source(3),
+                            hint="write it out of place (y = x + 1 instead of x += 1)")
+
+
+def _binary(fn: Any, reflected: bool) -> Any:
+    target = f"operator.{fn.__name__}"
+
+    def forward(self: Proxy, other: Any) -> Any:
+        return self.tracer.record(Opcode.CALL_FUNCTION, target, (self, other), {}, fn)
+
+    def backward(self: Proxy, other: Any) -> Any:
+        return self.tracer.record(Opcode.CALL_FUNCTION, target, (other, self), {}, fn)
+
+    return backward if reflected else forward
+
+
+def _unary(fn: Any) -> Any:
+    target = f"operator.{fn.__name__}"
+
+    def apply(self: Proxy) -> Any:
+        return self.tracer.record(Opcode.CALL_FUNCTION, target, (self,), {}, fn)
+
+    return apply
+
+
+def _inplace(name: str) -> Any:
+    def refuse(self: Proxy, other: Any) -> Any:
+        raise _mutation(f"operator {name}")
+    return refuse
+
+
+_BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+           "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
+           "pow": operator.pow, "matmul": operator.matmul, "and": operator.and_,
+           "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift,
+           "rshift": operator.rshift}
+_INPLACE_SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": "//=",
+                    "mod": "%=", "pow": "**=", "matmul": "@=", "and": "&=", "or": "|=",
+                    "xor": "^=", "lshift": "<<=", "rshift": ">>="}
+for _name, _fn in _BINARY.items():
+    setattr(Proxy, f"__{_name}__", _binary(_fn, False))
+    setattr(Proxy, f"__r{_name}__", _binary(_fn, True))
+    setattr(Proxy, f"__i{_name}__", _inplace(_INPLACE_SYMBOLS[_name]))
+for _name, _fn in {"lt": operator.lt, "le": operator.le, "eq": operator.eq, "ne": operator.ne,
+                   "gt": operator.gt, "ge": operator.ge}.items():
+    setattr(Proxy, f"__{_name}__", _binary(_fn, False))
+for _name, _fn in {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs,
+                   "invert": operator.invert}.items():
+    setattr(Proxy, f"__{_name}__", _unary(_fn))

@@ -1,0 +1,162 @@
+"""Capture by proxy tracing in mixed mode (spec §3.2–3.3): function + example inputs -> capture graph."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from stax.ir import (CAPTURE_SCHEMA, Graph, GraphProgram, Opcode, TensorMeta,
+                     UnsupportedError, tree_flatten, tree_unflatten)
+
+from .proxy import Proxy
+from .source import user_source
+
+_CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
+                   type(Ellipsis))
+
+
+def example_copy(array: np.ndarray) -> np.ndarray:
+    """A private copy of ``array`` with the same strides (spec §2.2: the stand-in keeps the layout).
+
+    Capture runs every call on these copies, so nothing a traced program does can touch the
+    caller's arrays, and the traced layout is the argument's layout.
+    """
+    if array.flags.c_contiguous:
+        return array.copy(order="C")
+    if array.flags.f_contiguous:
+        return array.copy(order="F")
+    itemsize = array.itemsize
+    low = sum(s * (d - 1) for s, d in zip(array.strides, array.shape) if s < 0)
+    high = sum(s * (d - 1) for s, d in zip(array.strides, array.shape) if s > 0) + itemsize
+    span = (ctypes.c_char * (high - low)).from_address(array.ctypes.data + low)
+    storage = np.frombuffer(span, dtype=np.uint8).copy()
+    return np.ndarray(array.shape, array.dtype, buffer=storage, offset=-low, strides=array.strides)
+
+
+class Tracer:
+    """Records calls on proxies into a capture graph."""
+
+    def __init__(self) -> None:
+        self.graph = Graph("capture")
+
+    def record(self, op: Opcode, target: str, args: Any, kwargs: dict[str, Any],
+               fn: Callable[..., Any]) -> Any:
+        source = user_source(3)
+        node_args = self._symbolic(args, source)
+        node_kwargs = self._symbolic(kwargs, source)
+        value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
+        if not isinstance(value, (np.ndarray, np.generic)) or isinstance(value, np.void):
+            raise UnsupportedError(f"{target}() returned a {type(value).__name__}, not an array",
+                                   source=source)
+        meta = {"tensor": TensorMeta.of(value), "source": source}
+        node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
+        return Proxy(node, value, self)
+
+    def _symbolic(self, value: Any, source: str | None) -> Any:
+        if isinstance(value, Proxy):
+            if value.tracer is not self:
+                raise UnsupportedError("a proxy from another capture (nested compile)", source=source)
+            return value.node
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._symbolic(v, source) for v in value)
+        if isinstance(value, dict):
+            return {k: self._symbolic(v, source) for k, v in value.items()}
+        if isinstance(value, np.ndarray):
+            raise UnsupportedError(
+                "an array that is not an argument of the compiled function (a global, a closure "
+                "variable or an array created inside it) is used in a traced call", source=source,
+                hint="pass it as an argument")
+        if isinstance(value, _CONSTANT_TYPES) or (
+                isinstance(value, type) and issubclass(value, np.generic)):
+            return value
+        raise UnsupportedError(f"a constant of type {type(value).__name__} in a traced call",
+                               source=source)
+
+
+def _concrete(value: Any) -> Any:
+    if isinstance(value, Proxy):
+        return value.value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_concrete(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _concrete(v) for k, v in value.items()}
+    return value
+
+
+def _leaf_names(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+    """A readable placeholder name for every leaf of ``(args, kwargs)``, in flatten order."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    names: list[str] = []
+    for i, arg in enumerate(args):
+        base = params[i] if i < len(params) else f"arg{i}"
+        count = len(tree_flatten(arg)[0])
+        names += [base] if count == 1 else [f"{base}_{j}" for j in range(count)]
+    for key, arg in kwargs.items():
+        count = len(tree_flatten(arg)[0])
+        names += [key] if count == 1 else [f"{key}_{j}" for j in range(count)]
+    return names
+
+
+def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
+          *, name: str | None = None) -> GraphProgram:
+    """Capture ``fn`` on example ``args``: a ``stax.capture/1`` program.
+
+    Arrays among the (flattened) arguments become placeholders; every other leaf is a constant the
+    capture is specialized on (spec §2.2: scalars enter the key by value).
+    """
+    kwargs = dict(kwargs or {})
+    tracer = Tracer()
+    leaves, input_tree = tree_flatten((tuple(args), kwargs))
+    traced_leaves: list[Any] = []
+    inputs: list[str | None] = []
+    for leaf, leaf_name in zip(leaves, _leaf_names(fn, tuple(args), kwargs)):
+        if isinstance(leaf, np.ndarray):
+            meta = TensorMeta.of(leaf)
+            node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
+            traced_leaves.append(Proxy(node, example_copy(leaf), tracer))
+            inputs.append(node.target)
+        else:
+            traced_leaves.append(leaf)
+            inputs.append(None)
+
+    traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
+    result = fn(*traced_args, **traced_kwargs)
+    out_leaves, output_tree = tree_flatten(result)
+    outputs = []
+    for leaf in out_leaves:
+        if isinstance(leaf, np.ndarray):
+            raise UnsupportedError("the function returns an array that does not depend on its "
+                                   "array arguments", hint="compute it outside the function")
+        outputs.append(tracer._symbolic(leaf, None))
+    tracer.graph.output(tuple(outputs))
+    info = {"function": getattr(fn, "__qualname__", repr(fn)),
+            "module": getattr(fn, "__module__", None)}
+    return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
+                        inputs, input_tree, output_tree, info)
+
+
+def leaf_function(target: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make a NumPy-level function a single capture node named ``target`` when given proxies.
+
+    On plain arrays the function runs eagerly, so a program behaves the same compiled or not.
+    """
+    def decorate(impl: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(impl)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for leaf in tree_flatten((args, kwargs))[0]:
+                if isinstance(leaf, Proxy):
+                    return leaf.tracer.record(Opcode.CALL_FUNCTION, target, args, kwargs, impl)
+            return impl(*args, **kwargs)
+
+        wrapper.__stax_target__ = target  # type: ignore[attr-defined]
+        return wrapper
+    return decorate
