@@ -1,0 +1,113 @@
+"""The compiled artifact ``stax.kernels/1``: kernels, launch plan and buffer plan (spec §7–8).
+
+It carries everything needed to run without the earlier layers: the LLVM IR of every kernel (one
+module), which buffers each kernel reads and writes in which order, how to allocate each buffer,
+and how the user's inputs and outputs map onto buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stax.ir import TreeDef, check_schema, read_json, write_json
+from stax.ir.serialize import decode_value, encode_value
+
+KERNELS_SCHEMA = "stax.kernels/1.0"
+
+
+@dataclass(frozen=True)
+class BufferPlan:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+    role: str  # "input" | "output" | "intermediate"
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    name: str
+    args: tuple[str, ...]          # buffers passed, in order
+    computes: tuple[str, ...]      # buffers it writes
+    outer_range: int               # the x0 extent split across threads (1 when no loops)
+    work: int                      # elements visited: product of all loop extents
+    parallel: bool
+    bytes_read: int
+    bytes_written: int
+
+
+@dataclass
+class KernelArtifact:
+    name: str
+    target: dict[str, str]
+    codegen_version: str
+    llvm_ir: str
+    buffers: list[BufferPlan]
+    kernels: list[KernelPlan]
+    input_slots: list[str | None]
+    input_tree: TreeDef
+    outputs: list[dict[str, Any]]   # {"buffer", "scalar"} or {"const"}
+    output_tree: TreeDef
+    fusion: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def intermediates(self) -> list[BufferPlan]:
+        return [b for b in self.buffers if b.role == "intermediate"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": KERNELS_SCHEMA,
+            "name": self.name,
+            "target": self.target,
+            "codegen_version": self.codegen_version,
+            "buffers": [{"name": b.name, "shape": list(b.shape), "dtype": b.dtype,
+                         "strides": list(b.strides), "role": b.role} for b in self.buffers],
+            "kernels": [{"name": k.name, "args": list(k.args), "computes": list(k.computes),
+                         "outer_range": k.outer_range, "work": k.work, "parallel": k.parallel,
+                         "bytes_read": k.bytes_read, "bytes_written": k.bytes_written}
+                        for k in self.kernels],
+            "input_slots": self.input_slots,
+            "input_tree": self.input_tree.to_json(),
+            "outputs": [{**o, "const": encode_value(o.get("const"))} for o in self.outputs],
+            "output_tree": self.output_tree.to_json(),
+            "fusion": self.fusion,
+            "llvm_ir": self.llvm_ir,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> KernelArtifact:
+        check_schema(doc, KERNELS_SCHEMA)
+        return cls(
+            doc["name"], dict(doc["target"]), doc["codegen_version"], doc["llvm_ir"],
+            [BufferPlan(b["name"], tuple(b["shape"]), b["dtype"], tuple(b["strides"]), b["role"])
+             for b in doc["buffers"]],
+            [KernelPlan(k["name"], tuple(k["args"]), tuple(k["computes"]), k["outer_range"],
+                        k["work"], k["parallel"], k["bytes_read"], k["bytes_written"])
+             for k in doc["kernels"]],
+            list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
+            [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
+            TreeDef.from_json(doc["output_tree"]), list(doc.get("fusion", [])),
+        )
+
+    def dump(self, path: str | Path) -> None:
+        write_json(path, self.to_json())
+
+    def __str__(self) -> str:
+        lines = [f"# {KERNELS_SCHEMA} {self.name} for {self.target.get('cpu')}"]
+        for b in self.buffers:
+            lines.append(f"buffer {b.name}: {b.dtype}{list(b.shape)} strides={b.strides} ({b.role})")
+        for k in self.kernels:
+            lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
+                         f"{' in parallel' if k.parallel else ''}: computes {', '.join(k.computes)};"
+                         f" moves {k.bytes_read} B in, {k.bytes_written} B out")
+        for f in self.fusion:
+            verdict = "fused" if f["fused"] else "not fused"
+            lines.append(f"fusion {f['producer']} -> {f['consumer']}: {verdict} ({f['reason']})")
+        return "\n".join(lines)
+
+
+def load_artifact(path_or_doc: str | Path | dict[str, Any]) -> KernelArtifact:
+    doc = path_or_doc if isinstance(path_or_doc, dict) else read_json(path_or_doc)
+    return KernelArtifact.from_json(doc)

@@ -1,0 +1,251 @@
+"""LLVM IR for one fused kernel, built with ``llvmlite.ir`` (spec §8).
+
+A kernel is a loop nest shared by one or more buffers with the same iteration space: outer loops
+over ``ranges`` (``x0`` split across threads through ``[start, stop)``), inner loops over
+``reduction_ranges``. The innermost loop is written in scalar form with the accumulation's
+``fadd`` marked ``reassoc`` — the only fast-math flag Stax ever sets — so LLVM's loop vectorizer
+widens it to the host's vector width with several accumulators. User arithmetic carries no flags:
+NaN, Inf and -0.0 behave as NumPy's.
+
+Signature: ``void kernel(i8* obj0, ..., i8* objN, i64 start, i64 stop)`` where each ``obj`` is a
+NumPy array object; the data pointer is read from the array struct (``ARRAY_DATA_OFFSET``), so the
+caller passes arrays without converting them through ``.ctypes`` on every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from stax.loop import (Affine, Binary, Cast, ComputedBuffer, Const, Expr, Load, Reduction, Unary,
+                       rvar, xvar)
+
+from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What to emit: the buffers computed in one loop nest, and every buffer the kernel touches."""
+
+    name: str
+    nodes: tuple[ComputedBuffer, ...]
+    args: tuple[str, ...]          # buffer names, in argument order
+    dtypes: dict[str, str]         # buffer name -> dtype
+
+
+class KernelEmitter:
+    def __init__(self, module: ir.Module, spec: KernelSpec, data_offset: int) -> None:
+        self.spec = spec
+        fnty = ir.FunctionType(ir.VoidType(), [I8P] * len(spec.args) + [I64, I64])
+        self.fn = ir.Function(module, fnty, spec.name)
+        self.fn.attributes.add("nounwind")
+        *objs, self.start, self.stop = self.fn.args
+        for obj, name in zip(objs, spec.args):
+            obj.name = f"obj_{name}"
+        self.builder = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.pointers = {name: self._data_pointer(obj, spec.dtypes[name], data_offset)
+                         for obj, name in zip(objs, spec.args)}
+        self.vars: dict[str, ir.Value] = {}
+        self.memo: dict[int, ir.Value] = {}
+        self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
+
+    def _data_pointer(self, obj: ir.Value, dtype: str, offset: int) -> ir.Value:
+        b = self.builder
+        slot = b.bitcast(b.gep(obj, [ir.Constant(I64, offset)]), I8P.as_pointer())
+        data = b.load(slot, name=f"{obj.name}_data")
+        return b.bitcast(data, memory_type(dtype).as_pointer())
+
+    # -- loops ---------------------------------------------------------------------------------
+    def loop(self, var: str, low: ir.Value, high: ir.Value, carried: Sequence[ir.Value],
+             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]]) -> list[ir.Value]:
+        """``for var in [low, high)`` with loop-carried values; returns their final values."""
+        b = self.builder
+        pre = b.block
+        head = self.fn.append_basic_block(f"{var}_loop")
+        done = self.fn.append_basic_block(f"{var}_done")
+        b.cbranch(b.icmp_signed("<", low, high), head, done)
+        b.position_at_end(head)
+        iv = b.phi(I64, name=var)
+        phis = [b.phi(c.type, name=f"{var}_acc{i}") for i, c in enumerate(carried)]
+        iv.add_incoming(low, pre)
+        for phi, init in zip(phis, carried):
+            phi.add_incoming(init, pre)
+        self.vars[var] = iv
+        updated = list(body(phis))
+        nxt = b.add(iv, ir.Constant(I64, 1), name=f"{var}_next")
+        latch = b.block
+        iv.add_incoming(nxt, latch)
+        for phi, new in zip(phis, updated):
+            phi.add_incoming(new, latch)
+        b.cbranch(b.icmp_signed("<", nxt, high), head, done)
+        b.position_at_end(done)
+        results = []
+        for init, new in zip(carried, updated):
+            out = b.phi(init.type)
+            out.add_incoming(init, pre)
+            out.add_incoming(new, latch)
+            results.append(out)
+        return results
+
+    def nest(self, ranges: Sequence[int], prefix: Callable[[int], str], carried: Sequence[ir.Value],
+             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], split: bool = False
+             ) -> list[ir.Value]:
+        """Nested loops over ``ranges``; with ``split`` the outermost runs over ``[start, stop)``."""
+        if not ranges:
+            return list(body(carried))
+
+        def level(d: int, values: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            if d == len(ranges):
+                return body(values)
+            low = self.start if split and d == 0 else ir.Constant(I64, 0)
+            high = self.stop if split and d == 0 else ir.Constant(I64, ranges[d])
+            return self.loop(prefix(d), low, high, values, lambda v: level(d + 1, v))
+        return list(level(0, carried))
+
+    # -- expressions ---------------------------------------------------------------------------
+    def index(self, expr: Affine) -> ir.Value:
+        b = self.builder
+        total: ir.Value = ir.Constant(I64, expr.const)
+        for var, coeff in expr.terms:
+            term = self.vars[var] if coeff == 1 else b.mul(self.vars[var], ir.Constant(I64, coeff))
+            total = term if (isinstance(total, ir.Constant) and total.constant == 0) else b.add(total, term)
+        return total
+
+    def value(self, expr: Expr) -> ir.Value:
+        cached = self.memo.get(id(expr))
+        if cached is None:
+            cached = self.memo[id(expr)] = self._emit(expr)
+        return cached
+
+    def _emit(self, e: Expr) -> ir.Value:
+        b = self.builder
+        if isinstance(e, Load):
+            local = self.local.get(e.buffer)
+            if local is not None and local[0] == e.index:
+                return local[1]
+            raw = b.load(b.gep(self.pointers[e.buffer], [self.index(e.index)]))
+            return b.icmp_unsigned("!=", raw, ir.Constant(raw.type, 0)) if e.dtype == "bool" else raw
+        if isinstance(e, Const):
+            return ir.Constant(value_type(e.dtype), int(e.value) if e.dtype == "bool" else e.value)
+        if isinstance(e, Cast):
+            return self._cast(self.value(e.x), e.x.dtype, e.dtype)
+        if isinstance(e, Unary):
+            x = self.value(e.x)
+            if e.op == "neg":
+                return b.fneg(x) if is_float(e.dtype) else b.sub(ir.Constant(x.type, 0), x)
+        if isinstance(e, Binary):
+            return self._binary(e.op, self.value(e.a), self.value(e.b), e.dtype)
+        raise NotImplementedError(f"cannot emit {e!r}")
+
+    def _binary(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
+        b = self.builder
+        if op in ("maximum", "minimum"):
+            if is_float(dtype):
+                # NumPy: NaN in a wins, then NaN in b (b is returned), ties return b (signed zeros)
+                wins = b.fcmp_ordered(">" if op == "maximum" else "<", a, c)
+                wins = b.or_(wins, b.fcmp_unordered("uno", a, a))
+            else:
+                cmp = b.icmp_signed if is_signed(dtype) else b.icmp_unsigned
+                wins = cmp(">" if op == "maximum" else "<", a, c)
+            return b.select(wins, a, c)
+        if op == "or":
+            return b.or_(a, c)
+        if op == "and":
+            return b.and_(a, c)
+        if is_float(dtype):
+            return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "truediv": b.fdiv}[op](a, c)
+        return {"add": b.add, "sub": b.sub, "mul": b.mul}[op](a, c)
+
+    def _cast(self, x: ir.Value, src: str, dst: str) -> ir.Value:
+        b = self.builder
+        to = value_type(dst)
+        if src == dst:
+            return x
+        if dst == "bool":
+            zero = ir.Constant(x.type, 0.0 if is_float(src) else 0)
+            return b.fcmp_unordered("!=", x, zero) if is_float(src) else b.icmp_unsigned("!=", x, zero)
+        if is_float(src) and is_float(dst):
+            return b.fpext(x, to) if to.intrinsic_name == "f64" else b.fptrunc(x, to)
+        if is_float(dst):
+            return b.sitofp(x, to) if is_signed(src) else b.uitofp(x, to)
+        if is_float(src):
+            return b.fptosi(x, to) if is_signed(dst) else b.fptoui(x, to)
+        if x.type.width == to.width:
+            return x
+        if x.type.width > to.width:
+            return b.trunc(x, to)
+        return b.sext(x, to) if is_signed(src) else b.zext(x, to)
+
+    def store(self, node: ComputedBuffer, value: ir.Value) -> None:
+        b = self.builder
+        if node.dtype == "bool":
+            value = b.zext(value, memory_type("bool"))
+        b.store(value, b.gep(self.pointers[node.name], [self.index(node.store_index)]))
+
+    # -- kernels -------------------------------------------------------------------------------
+    def emit(self) -> ir.Function:
+        nodes = self.spec.nodes
+        ranges = nodes[0].ranges
+        split = bool(ranges)
+
+        def outer_body(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.memo = {}
+            self.local = {}
+            if isinstance(nodes[0].data, Reduction):
+                self._reductions(nodes)
+            else:
+                self._pointwise(nodes)
+            return []
+
+        if split:
+            self.nest(ranges, xvar, [], outer_body, split=True)
+        else:
+            guard = self.fn.append_basic_block("body")
+            done = self.fn.append_basic_block("exit")
+            self.builder.cbranch(self.builder.icmp_signed("<", self.start, self.stop), guard, done)
+            self.builder.position_at_end(guard)
+            outer_body([])
+            self.builder.branch(done)
+            self.builder.position_at_end(done)
+        self.builder.ret_void()
+        return self.fn
+
+    def _pointwise(self, nodes: Sequence[ComputedBuffer]) -> None:
+        for node in nodes:
+            v = self.value(node.data.body)
+            self.store(node, v)
+            self.local[node.name] = (node.store_index, v)
+
+    def _reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
+        inits = [self._identity(n) for n in nodes]
+        outer_memo = self.memo
+
+        def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.memo = dict(outer_memo)  # loop-invariant values may be reused, nothing inner
+            return [self._accumulate(n, acc, self.value(n.data.body)) for n, acc in zip(nodes, accs)]
+
+        finals = self.nest(nodes[0].reduction_ranges, rvar, inits, inner)
+        self.memo = outer_memo
+        for node, value in zip(nodes, finals):
+            self.store(node, value)
+
+    def _identity(self, node: ComputedBuffer) -> ir.Value:
+        assert node.data.reduction_type == "sum"
+        return ir.Constant(value_type(node.dtype), 0.0 if is_float(node.dtype) else 0)
+
+    def _accumulate(self, node: ComputedBuffer, acc: ir.Value, x: ir.Value) -> ir.Value:
+        b = self.builder
+        if node.dtype == "bool":
+            return b.or_(acc, x)
+        if is_float(node.dtype):
+            return b.fadd(acc, x, flags=("reassoc",))
+        return b.add(acc, x)
+
+
+def emit_kernel(module: ir.Module, spec: KernelSpec, data_offset: int) -> ir.Function:
+    return KernelEmitter(module, spec, data_offset).emit()
+
+
+__all__ = ["I1", "KernelSpec", "emit_kernel"]

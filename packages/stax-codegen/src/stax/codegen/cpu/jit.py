@@ -1,0 +1,103 @@
+"""Compiling LLVM IR text to machine code for the host CPU (parse, verify, optimize, JIT).
+
+Building IR (``emit``) is kept apart from compiling it (this module), as llvmlite itself does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@functools.lru_cache(maxsize=None)
+def _llvm() -> Any:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    triple: str
+    cpu: str
+    features: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"device": "cpu", "triple": self.triple, "cpu": self.cpu, "features": self.features}
+
+
+@functools.lru_cache(maxsize=None)
+def host_target() -> HostTarget:
+    llvm = _llvm()
+    return HostTarget(llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                      llvm.get_host_cpu_features().flatten())
+
+
+@functools.lru_cache(maxsize=None)
+def _target_machine() -> Any:
+    """The target machine used for optimization passes and assembly listings (never handed to
+    an engine, which would take ownership of it)."""
+    return _new_target_machine()
+
+
+def _new_target_machine() -> Any:
+    llvm = _llvm()
+    host = host_target()
+    target = llvm.Target.from_triple(host.triple)
+    return target.create_target_machine(cpu=host.cpu, features=host.features, opt=3)
+
+
+@functools.lru_cache(maxsize=None)
+def array_data_offset() -> int:
+    """Byte offset of the data pointer inside a NumPy array object (``PyArrayObject.data``).
+
+    It follows the object header (16 bytes on a normal CPython build); found by looking, once,
+    so a build with a larger header still works.
+    """
+    probe = np.arange(4.0)
+    want = probe.ctypes.data
+    for offset in range(8, 129, 8):
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == want:
+            return offset
+    raise RuntimeError("cannot locate the data pointer inside numpy.ndarray")
+
+
+class CompiledModule:
+    """Machine code of one LLVM module; keeps the JIT engine (and so the code) alive."""
+
+    def __init__(self, llvm_ir: str) -> None:
+        llvm = _llvm()
+        tm = _target_machine()
+        module = llvm.parse_assembly(llvm_ir)
+        module.triple = host_target().triple
+        module.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_interleaving = True
+        pto.loop_unrolling = True
+        builder = llvm.create_pass_builder(tm, pto)
+        builder.getModulePassManager().run(module, builder)
+        self.optimized_ir = str(module)
+        # The engine takes ownership of the target machine it is given: give it its own.
+        self._engine = llvm.create_mcjit_compiler(module, _new_target_machine())
+        self._engine.finalize_object()
+        self._module = module
+
+    def address(self, name: str) -> int:
+        return self._engine.get_function_address(name)
+
+    def assembly(self) -> str:
+        return _target_machine().emit_assembly(self._module)
+
+
+def kernel_function(module: CompiledModule, name: str, nargs: int) -> Any:
+    """A ctypes callable ``f(array, ..., start, stop)``; calling it releases the GIL."""
+    proto = ctypes.CFUNCTYPE(None, *([ctypes.py_object] * nargs), ctypes.c_int64, ctypes.c_int64)
+    return proto(module.address(name))

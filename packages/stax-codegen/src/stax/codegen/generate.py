@@ -1,0 +1,75 @@
+"""Loop IR -> compiled artifact: schedule, emit one LLVM function per kernel, plan buffers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from llvmlite import ir
+
+from stax.loop import LoopProgram, loads
+
+from .artifact import BufferPlan, KernelArtifact, KernelPlan
+from .cpu.emit import KernelSpec, emit_kernel
+from .cpu.jit import array_data_offset, host_target
+from .scheduler import Group, schedule
+
+CODEGEN_VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    #: a kernel visiting fewer elements than this runs on the calling thread only: below it, waking
+    #: workers costs more than the second core saves.
+    parallel_threshold: int = 1 << 18
+
+
+def generate(program: LoopProgram, options: CodegenOptions | None = None) -> KernelArtifact:
+    """Build the ``stax.kernels/1`` artifact for ``program`` (LLVM IR for the host CPU)."""
+    options = options or CodegenOptions()
+    groups, decisions = schedule(program)
+    host = host_target()
+    module = ir.Module(name=program.name)
+    module.triple = host.triple
+    dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
+    nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
+              for b in (*program.inputs, *program.buffers)}
+    kernels = []
+    for i, group in enumerate(groups):
+        name = f"kernel_{i}"
+        args = _kernel_args(group)
+        emit_kernel(module, KernelSpec(name, tuple(group.nodes), args, dtypes), array_data_offset())
+        kernels.append(_plan(name, group, args, nbytes, options))
+    output_names = {o.buffer for o in program.outputs if o.buffer is not None}
+    buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
+    buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
+                           "output" if b.name in output_names else "intermediate")
+                for b in program.buffers]
+    outputs = [{"buffer": o.buffer, "scalar": o.scalar} if o.buffer is not None
+               else {"const": o.const} for o in program.outputs]
+    return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
+                          kernels, list(program.input_slots), program.input_tree, outputs,
+                          program.output_tree, [asdict(d) for d in decisions])
+
+
+def _kernel_args(group: Group) -> tuple[str, ...]:
+    names: dict[str, None] = {}
+    for node in group.nodes:
+        for ld in loads(node.data.body):
+            names.setdefault(ld.buffer, None)
+    for node in group.nodes:
+        names.setdefault(node.name, None)
+    return tuple(names)
+
+
+def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int],
+          options: CodegenOptions) -> KernelPlan:
+    first = group.nodes[0]
+    work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
+    outer = first.ranges[0] if first.ranges else 1
+    computes = tuple(n.name for n in group.nodes)
+    read = sum(nbytes[a] for a in args if a not in computes)
+    written = sum(nbytes[c] for c in computes)
+    return KernelPlan(name, args, computes, outer, work,
+                      outer > 1 and work >= options.parallel_threshold, read, written)

@@ -1,0 +1,102 @@
+"""Scheduling: which loop-IR buffers share a kernel (spec §7).
+
+Each ``ComputedBuffer`` starts as a scheduler node with its read and write sets. Pairs of groups
+are fused greedily by the bytes fusion saves, and only when legal. Legality and score are kept
+apart (STYLE.md habit 9): ``why_not_fusable`` returns the reason a pair cannot share a loop nest,
+and every refusal is recorded so ``STAX_LOGS=kernels`` can say what was not fused and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stax.loop import ComputedBuffer, LoopProgram, Reduction, loads
+
+
+@dataclass
+class Group:
+    """Buffers computed by one kernel, in order."""
+
+    nodes: list[ComputedBuffer]
+    reads: set[str] = field(default_factory=set)
+    writes: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, node: ComputedBuffer) -> Group:
+        return cls([node], {ld.buffer for ld in loads(node.data.body)}, {node.name})
+
+    @property
+    def domain(self) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+        first = self.nodes[0]
+        kind = "reduction" if isinstance(first.data, Reduction) else "pointwise"
+        return kind, first.ranges, first.reduction_ranges
+
+    @property
+    def label(self) -> str:
+        return "+".join(n.name for n in self.nodes)
+
+
+@dataclass(frozen=True)
+class FusionDecision:
+    producer: str
+    consumer: str
+    fused: bool
+    reason: str
+    bytes_saved: int
+
+
+def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
+    """``None`` when ``b`` (later) may join ``a``'s loop nest; otherwise the reason it may not."""
+    if a.domain != b.domain:
+        return f"different iteration spaces {a.domain[1:]} and {b.domain[1:]}"
+    produced = {n.name: n for n in a.nodes}
+    for node in b.nodes:
+        for ld in loads(node.data.body):
+            src = produced.get(ld.buffer)
+            if src is None:
+                continue
+            if isinstance(src.data, Reduction):
+                return f"{node.name} reads reduction {src.name} inside the same loop nest"
+            if ld.index != src.store_index:
+                return f"{node.name} reads {src.name} at another element than the one computed"
+    i, j = groups.index(a), groups.index(b)
+    for middle in groups[i + 1:j]:
+        if middle.reads & a.writes and b.reads & middle.writes:
+            return f"fusing would create a cycle through {middle.label}"
+    return None
+
+
+def bytes_saved(a: Group, b: Group, sizes: dict[str, int]) -> int:
+    """Bytes one fused kernel avoids moving: shared inputs read once, a's outputs not reread."""
+    return sum(sizes.get(name, 0) for name in (a.reads | a.writes) & b.reads)
+
+
+def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
+    sizes = {b.name: int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize
+             for b in (*program.inputs, *program.buffers)}
+    groups = [Group.of(node) for node in program.buffers]
+    decisions: list[FusionDecision] = []
+    refused: set[tuple[str, str]] = set()
+    while True:
+        best: tuple[int, Group, Group] | None = None
+        for i, a in enumerate(groups):
+            for b in groups[i + 1:]:
+                saved = bytes_saved(a, b, sizes)
+                if saved == 0 or (a.label, b.label) in refused:
+                    continue
+                reason = why_not_fusable(a, b, groups)
+                if reason is not None:
+                    refused.add((a.label, b.label))
+                    decisions.append(FusionDecision(a.label, b.label, False, reason, saved))
+                elif best is None or saved > best[0]:
+                    best = (saved, a, b)
+        if best is None:
+            return groups, decisions
+        saved, a, b = best
+        decisions.append(FusionDecision(a.label, b.label, True, "same loop nest", saved))
+        a.nodes += b.nodes
+        a.reads |= b.reads
+        a.writes |= b.writes
+        groups.remove(b)

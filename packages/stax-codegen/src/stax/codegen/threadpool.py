@@ -1,0 +1,68 @@
+"""A persistent pool of worker threads that run kernel chunks in parallel.
+
+ctypes releases the GIL around a foreign call, so Python threads calling a compiled kernel on
+disjoint ``[start, stop)`` ranges run on all cores. The workers live for the whole process; a
+parallel launch costs two queue operations per worker.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class ThreadPool:
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._tasks: list[queue.SimpleQueue[Any]] = []
+        self._done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        for i in range(self.size - 1):
+            tasks: queue.SimpleQueue[Any] = queue.SimpleQueue()
+            threading.Thread(target=self._work, args=(tasks,), name=f"stax-worker-{i}",
+                             daemon=True).start()
+            self._tasks.append(tasks)
+
+    def _work(self, tasks: queue.SimpleQueue[Any]) -> None:
+        while True:
+            fn, args = tasks.get()
+            try:
+                fn(*args)
+                self._done.put(None)
+            except BaseException as exc:  # reported to the caller, never lost
+                self._done.put(exc)
+
+    def parallel_for(self, fn: Callable[..., Any], args: tuple[Any, ...], total: int) -> None:
+        """Run ``fn(*args, start, stop)`` over ``[0, total)`` split into one chunk per thread."""
+        n = min(self.size, total)
+        if n <= 1:
+            fn(*args, 0, total)
+            return
+        bounds = [total * i // n for i in range(n + 1)]
+        with self._lock:  # one parallel launch at a time: the done-queue is shared
+            for i in range(1, n):
+                self._tasks[i - 1].put((fn, (*args, bounds[i], bounds[i + 1])))
+            error: BaseException | None = None
+            try:
+                fn(*args, bounds[0], bounds[1])
+            except BaseException as exc:
+                error = exc
+            for _ in range(n - 1):
+                result = self._done.get()
+                error = error or result
+        if error is not None:
+            raise error
+
+
+_POOL: ThreadPool | None = None
+
+
+def default_pool() -> ThreadPool:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPool(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                           else (os.cpu_count() or 1))
+    return _POOL

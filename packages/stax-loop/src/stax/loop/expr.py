@@ -1,0 +1,152 @@
+"""Loop bodies as data: immutable expression DAGs (STYLE.md habit 4, spec §6).
+
+A body is printed, hashed, serialized and inspected without running it. Sharing is by object
+identity: the same subexpression object used twice is one DAG node, and the serialized form keeps
+that (nodes are numbered once, referenced by number).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from stax.ir.serialize import decode_value, encode_value
+
+from .index import Affine
+
+#: loop-level operators and their arity.
+BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and")
+UNARY_OPS = ("neg",)
+
+
+class Expr:
+    dtype: str
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+
+@dataclass(frozen=True, eq=False)
+class Load(Expr):
+    buffer: str
+    index: Affine
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: Any
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class Cast(Expr):
+    x: Expr
+    dtype: str
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Unary(Expr):
+    op: str
+    x: Expr
+    dtype: str
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Binary(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a, self.b)
+
+
+def postorder(root: Expr) -> Iterator[Expr]:
+    """Every DAG node once, operands before users."""
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in seen:
+            continue
+        if expanded:
+            seen.add(id(node))
+            yield node
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen)
+
+
+def loads(root: Expr) -> list[Load]:
+    return [e for e in postorder(root) if isinstance(e, Load)]
+
+
+# -- text and JSON -------------------------------------------------------------------------------
+
+
+def _describe(e: Expr, ref: dict[int, str]) -> str:
+    if isinstance(e, Load):
+        return f"load {e.buffer}[{e.index}]"
+    if isinstance(e, Const):
+        return f"const {e.value!r}"
+    if isinstance(e, Cast):
+        return f"cast {ref[id(e.x)]}"
+    if isinstance(e, Unary):
+        return f"{e.op} {ref[id(e.x)]}"
+    if isinstance(e, Binary):
+        return f"{e.op} {ref[id(e.a)]}, {ref[id(e.b)]}"
+    raise TypeError(type(e).__name__)
+
+
+def format_expr(root: Expr, indent: str = "    ") -> list[str]:
+    ref: dict[int, str] = {}
+    lines = []
+    for i, e in enumerate(postorder(root)):
+        ref[id(e)] = f"t{i}"
+        lines.append(f"{indent}t{i}: {e.dtype} = {_describe(e, ref)}")
+    return lines
+
+
+def expr_to_json(root: Expr) -> list[Any]:
+    ref: dict[int, int] = {}
+    out: list[Any] = []
+    for e in postorder(root):
+        ref[id(e)] = len(out)
+        if isinstance(e, Load):
+            out.append(["load", e.dtype, e.buffer, e.index.to_json()])
+        elif isinstance(e, Const):
+            out.append(["const", e.dtype, encode_value(e.value)])
+        elif isinstance(e, Cast):
+            out.append(["cast", e.dtype, ref[id(e.x)]])
+        elif isinstance(e, Unary):
+            out.append(["unary", e.dtype, e.op, ref[id(e.x)]])
+        elif isinstance(e, Binary):
+            out.append(["binary", e.dtype, e.op, ref[id(e.a)], ref[id(e.b)]])
+    return out
+
+
+def expr_from_json(doc: list[Any]) -> Expr:
+    nodes: list[Expr] = []
+    for kind, dtype, *rest in doc:
+        if kind == "load":
+            nodes.append(Load(rest[0], Affine.from_json(rest[1]), dtype))
+        elif kind == "const":
+            nodes.append(Const(decode_value(rest[0]), dtype))
+        elif kind == "cast":
+            nodes.append(Cast(nodes[rest[0]], dtype))
+        elif kind == "unary":
+            nodes.append(Unary(rest[0], nodes[rest[1]], dtype))
+        elif kind == "binary":
+            nodes.append(Binary(rest[0], nodes[rest[1]], nodes[rest[2]], dtype))
+        else:
+            raise ValueError(f"unknown expression kind {kind!r}")
+    return nodes[-1]

@@ -1,0 +1,90 @@
+"""Affine index expressions: sum(coeff * var) + const over named loop variables.
+
+ARCHITECTURE.md §4: building sympy expressions costs about a millisecond each, so loop-IR indices
+use this small algebra instead (microseconds). Views (transpose, slices, broadcasting with stride 0)
+are affine maps, so every index the skeleton lowers is affine; floor/mod terms for reshapes of
+non-contiguous views extend this class, not sympy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``terms`` are ``(variable, coefficient)`` pairs sorted by name, with no zero coefficients."""
+
+    terms: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def var(name: str) -> Affine:
+        return Affine(((name, 1),))
+
+    @staticmethod
+    def of(value: int | Affine) -> Affine:
+        return value if isinstance(value, Affine) else Affine((), int(value))
+
+    @staticmethod
+    def _make(coeffs: Mapping[str, int], const: int) -> Affine:
+        return Affine(tuple(sorted((v, c) for v, c in coeffs.items() if c)), const)
+
+    def __add__(self, other: int | Affine) -> Affine:
+        other = Affine.of(other)
+        coeffs = dict(self.terms)
+        for v, c in other.terms:
+            coeffs[v] = coeffs.get(v, 0) + c
+        return Affine._make(coeffs, self.const + other.const)
+
+    __radd__ = __add__
+
+    def __mul__(self, k: int) -> Affine:
+        return Affine._make({v: c * k for v, c in self.terms}, self.const * k)
+
+    __rmul__ = __mul__
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(v for v, _ in self.terms)
+
+    def coefficient(self, var: str) -> int:
+        return dict(self.terms).get(var, 0)
+
+    def substitute(self, mapping: Mapping[str, int | Affine]) -> Affine:
+        result = Affine((), self.const)
+        for v, c in self.terms:
+            result = result + (Affine.of(mapping[v]) if v in mapping else Affine.var(v)) * c
+        return result
+
+    def bounds(self, ranges: Mapping[str, int]) -> tuple[int, int]:
+        """Smallest and largest value over ``0 <= var < ranges[var]`` (ranges must be non-empty)."""
+        low = high = self.const
+        for v, c in self.terms:
+            extent = c * (ranges[v] - 1)
+            low, high = low + min(0, extent), high + max(0, extent)
+        return low, high
+
+    def __str__(self) -> str:
+        parts = [v if c == 1 else f"{c}*{v}" for v, c in self.terms]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts).replace("+ -", "- ")
+
+    def to_json(self) -> Any:
+        return [[v, c] for v, c in self.terms] + [self.const]
+
+    @staticmethod
+    def from_json(doc: Any) -> Affine:
+        *terms, const = doc
+        return Affine._make({v: c for v, c in terms}, const)
+
+
+def linear_index(variables: Iterable[Affine | int], strides: Iterable[int]) -> Affine:
+    """``sum(var_d * stride_d)``: the offset of element (vars) in a strided layout."""
+    total = Affine()
+    for v, s in zip(variables, strides):
+        total = total + Affine.of(v) * s
+    return total

@@ -1,0 +1,178 @@
+"""Loop-level IR (spec §6): buffers whose contents are ``Pointwise`` or ``Reduction`` bodies.
+
+Variables ``x0, x1, ...`` range over a body's ``ranges`` (its iteration space) and ``r0, r1, ...``
+over ``reduction_ranges``. A ``ComputedBuffer`` stores element ``(x0, x1, ...)`` at
+``store_index``. Everything here is immutable data and serializes to ``stax.loopir/1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stax.ir import TreeDef, check_schema, read_json, write_json
+from stax.ir.serialize import decode_value, encode_value
+
+from .expr import Expr, expr_from_json, expr_to_json, format_expr
+from .index import Affine
+
+LOOPIR_SCHEMA = "stax.loopir/1.0"
+REDUCTION_TYPES = ("sum",)
+
+
+def xvar(i: int) -> str:
+    return f"x{i}"
+
+
+def rvar(i: int) -> str:
+    return f"r{i}"
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    ranges: tuple[int, ...]
+    body: Expr
+
+
+@dataclass(frozen=True)
+class Reduction:
+    ranges: tuple[int, ...]
+    reduction_ranges: tuple[int, ...]
+    reduction_type: str
+    body: Expr  # the value accumulated at (x, r), already in the accumulator dtype
+
+
+Body = Pointwise | Reduction
+
+
+@dataclass(frozen=True)
+class InputBuffer:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ComputedBuffer:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+    store_index: Affine
+    data: Body
+
+    @property
+    def ranges(self) -> tuple[int, ...]:
+        return self.data.ranges
+
+    @property
+    def reduction_ranges(self) -> tuple[int, ...]:
+        return self.data.reduction_ranges if isinstance(self.data, Reduction) else ()
+
+
+@dataclass(frozen=True)
+class OutputRef:
+    """One leaf of the result: a buffer (``scalar``: return a NumPy scalar) or a constant."""
+
+    buffer: str | None = None
+    scalar: bool = False
+    const: Any = None
+
+
+@dataclass
+class LoopProgram:
+    name: str
+    inputs: list[InputBuffer]
+    input_slots: list[str | None]  # per flattened argument leaf: its input buffer, or a constant
+    input_tree: TreeDef
+    buffers: list[ComputedBuffer]  # in an order where producers come first
+    outputs: list[OutputRef]
+    output_tree: TreeDef
+
+    def buffer(self, name: str) -> InputBuffer | ComputedBuffer:
+        for b in (*self.inputs, *self.buffers):
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    # -- text ----------------------------------------------------------------------------------
+    def __str__(self) -> str:
+        lines = [f"# {LOOPIR_SCHEMA} {self.name}"]
+        for b in self.inputs:
+            lines.append(f"input {b.name}: {b.dtype}{list(b.shape)} strides={b.strides}")
+        for cb in self.buffers:
+            data = cb.data
+            if isinstance(data, Reduction):
+                kind = (f"Reduction({data.reduction_type}, ranges={list(data.ranges)}, "
+                        f"reduction_ranges={list(data.reduction_ranges)})")
+            else:
+                kind = f"Pointwise(ranges={list(data.ranges)})"
+            lines.append(f"{cb.name}: {cb.dtype}{list(cb.shape)} strides={cb.strides} = {kind}")
+            lines += format_expr(data.body)
+            lines.append(f"    store {cb.name}[{cb.store_index}]")
+        outs = [o.buffer if o.buffer is not None else repr(o.const) for o in self.outputs]
+        lines.append("return " + ", ".join(outs))
+        return "\n".join(lines)
+
+    # -- JSON ----------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": LOOPIR_SCHEMA,
+            "name": self.name,
+            "inputs": [{"name": b.name, "shape": list(b.shape), "dtype": b.dtype,
+                        "strides": list(b.strides)} for b in self.inputs],
+            "input_slots": self.input_slots,
+            "input_tree": self.input_tree.to_json(),
+            "buffers": [_buffer_to_json(cb) for cb in self.buffers],
+            "outputs": [{"buffer": o.buffer, "scalar": o.scalar, "const": encode_value(o.const)}
+                        for o in self.outputs],
+            "output_tree": self.output_tree.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> LoopProgram:
+        check_schema(doc, LOOPIR_SCHEMA)
+        return cls(
+            doc["name"],
+            [InputBuffer(b["name"], tuple(b["shape"]), b["dtype"], tuple(b["strides"]))
+             for b in doc["inputs"]],
+            list(doc["input_slots"]),
+            TreeDef.from_json(doc["input_tree"]),
+            [_buffer_from_json(b) for b in doc["buffers"]],
+            [OutputRef(o["buffer"], o["scalar"], decode_value(o["const"])) for o in doc["outputs"]],
+            TreeDef.from_json(doc["output_tree"]),
+        )
+
+    def dump(self, path: str | Path) -> None:
+        write_json(path, self.to_json())
+
+
+def load_loopir(path_or_doc: str | Path | dict[str, Any]) -> LoopProgram:
+    doc = path_or_doc if isinstance(path_or_doc, dict) else read_json(path_or_doc)
+    return LoopProgram.from_json(doc)
+
+
+def _buffer_to_json(cb: ComputedBuffer) -> dict[str, Any]:
+    data = cb.data
+    body: dict[str, Any] = {"ranges": list(data.ranges), "body": expr_to_json(data.body)}
+    if isinstance(data, Reduction):
+        body.update(kind="reduction", reduction_ranges=list(data.reduction_ranges),
+                    reduction_type=data.reduction_type)
+    else:
+        body["kind"] = "pointwise"
+    return {"name": cb.name, "shape": list(cb.shape), "dtype": cb.dtype,
+            "strides": list(cb.strides), "store_index": cb.store_index.to_json(), "data": body}
+
+
+def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer:
+    d = doc["data"]
+    body = expr_from_json(d["body"])
+    data: Body
+    if d["kind"] == "reduction":
+        data = Reduction(tuple(d["ranges"]), tuple(d["reduction_ranges"]), d["reduction_type"], body)
+    else:
+        data = Pointwise(tuple(d["ranges"]), body)
+    return ComputedBuffer(doc["name"], tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),
+                          Affine.from_json(doc["store_index"]), data)

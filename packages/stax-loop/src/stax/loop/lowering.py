@@ -1,0 +1,209 @@
+"""Lowering of the op graph to loop IR by function composition (spec §6.3).
+
+Each op-graph value becomes a ``Lazy``: its shape, dtype and a *loader* that, given an index
+expression per dimension, returns the expression computing that element. A pointwise op's loader
+calls its operands' loaders, so composing loaders inlines producers into consumers: lowering is
+element-wise fusion. Only what must live in memory is realized as a ``ComputedBuffer`` (§6.6):
+reductions (their consumers read them back) and the function's outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stax.ir import GraphProgram, Node, Opcode, TensorMeta, UnsupportedError, contiguous_strides
+
+from .expr import Binary, Cast, Const, Expr, Load, Unary
+from .index import Affine, linear_index
+from .ir import (ComputedBuffer, InputBuffer, LoopProgram, OutputRef, Pointwise, Reduction, rvar,
+                 xvar)
+
+Loader = Callable[[tuple[Affine, ...]], Expr]
+
+#: dtypes the loop layer lowers; float16 waits for a checked rounding story in codegen.
+LOOP_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                         "uint64", "float32", "float64"})
+
+
+@dataclass(frozen=True)
+class Lazy:
+    shape: tuple[int, ...]
+    dtype: str
+    loader: Loader
+    buffer: str | None = None  # set when the value lives in memory (input or realized)
+
+
+class LoopLowering:
+    def __init__(self, program: GraphProgram) -> None:
+        self.program = program
+        self.inputs: list[InputBuffer] = []
+        self.buffers: list[ComputedBuffer] = []
+        self.values: dict[Node, Lazy] = {}
+        self.node: Node | None = None
+
+    def unsupported(self, what: str) -> UnsupportedError:
+        node = self.node
+        return UnsupportedError(what, node=node.name if node else None,
+                                source=node.source if node else None)
+
+    # -- driver --------------------------------------------------------------------------------
+    def run(self) -> LoopProgram:
+        for node in self.program.graph.nodes:
+            self.node = node
+            if node.op is Opcode.PLACEHOLDER:
+                self.values[node] = self._input(node)
+            elif node.op is Opcode.CALL_FUNCTION:
+                rule = LOWERINGS.get(node.target)
+                if rule is None:
+                    raise self.unsupported(f"op {node.target!r} has no loop lowering yet")
+                self._check_dtype(node.tensor)
+                self.values[node] = rule(self, node)
+            elif node.op is not Opcode.OUTPUT:
+                raise self.unsupported(f"opcode {node.op.value} in an op graph")
+        self.node = None
+        outputs = [self._output(v) for v in self.program.outputs]
+        return LoopProgram(self.program.name, self.inputs, list(self.program.inputs),
+                           self.program.input_tree, self.buffers, outputs,
+                           self.program.output_tree)
+
+    def _check_dtype(self, meta: TensorMeta | None) -> None:
+        if meta is None:
+            raise self.unsupported("value without metadata")
+        if meta.dtype not in LOOP_DTYPES:
+            raise self.unsupported(f"dtype {meta.dtype} is not compiled natively yet")
+
+    def _input(self, node: Node) -> Lazy:
+        meta = node.tensor
+        self._check_dtype(meta)
+        buf = InputBuffer(node.target, meta.shape, meta.dtype, meta.strides)
+        self.inputs.append(buf)
+        return self._stored(buf.name, meta.shape, meta.dtype, meta.strides)
+
+    @staticmethod
+    def _stored(name: str, shape: tuple[int, ...], dtype: str, strides: tuple[int, ...]) -> Lazy:
+        def load(index: tuple[Affine, ...]) -> Expr:
+            return Load(name, linear_index(index, strides), dtype)
+        return Lazy(shape, dtype, load, name)
+
+    def _output(self, value: Any) -> OutputRef:
+        if not isinstance(value, Node):
+            return OutputRef(const=value)
+        lazy = self.values[value]
+        meta = value.tensor
+        if lazy.buffer is None:
+            self.node = value
+            lazy = self.realize(lazy, output_strides(meta))
+            self.values[value] = lazy
+        return OutputRef(buffer=lazy.buffer, scalar=meta.scalar)
+
+    # -- helpers used by the rules ---------------------------------------------------------------
+    def operand(self, value: Any, shape: tuple[int, ...], dtype: str) -> Loader:
+        """A loader for ``value`` broadcast to ``shape`` and cast to ``dtype``."""
+        if isinstance(value, Node):
+            lazy = self.values[value]
+            offset = len(shape) - len(lazy.shape)
+            broadcast = tuple(src == 1 and dst != 1 for src, dst in zip(lazy.shape, shape[offset:]))
+
+            def load(index: tuple[Affine, ...]) -> Expr:
+                own = tuple(Affine() if b else i for b, i in zip(broadcast, index[offset:]))
+                expr = lazy.loader(own)
+                return expr if expr.dtype == dtype else Cast(expr, dtype)
+            return load
+        const = Const(np.dtype(dtype).type(value).item(), dtype)
+        return lambda index: const
+
+    def realize(self, lazy: Lazy, strides: tuple[int, ...]) -> Lazy:
+        """Write a pointwise value to a new buffer with layout ``strides``."""
+        index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
+        name = f"buf{len(self.buffers)}"
+        self.buffers.append(ComputedBuffer(name, lazy.shape, lazy.dtype, strides,
+                                           linear_index(index, strides),
+                                           Pointwise(lazy.shape, lazy.loader(index))))
+        return self._stored(name, lazy.shape, lazy.dtype, strides)
+
+    def reduce(self, node: Node, x: Lazy, axes: tuple[int, ...], keepdims: bool,
+               reduction_type: str) -> Lazy:
+        meta = node.tensor
+        kept = [d for d in range(len(x.shape)) if d not in axes]
+        index: list[Affine] = [Affine()] * len(x.shape)
+        for i, d in enumerate(kept):
+            index[d] = Affine.var(xvar(i))
+        for j, d in enumerate(axes):
+            index[d] = Affine.var(rvar(j))
+        body = self.operand(node.args[0], x.shape, meta.dtype)(tuple(index))
+        strides = contiguous_strides(meta.shape)
+        out_dims = [d for d in range(len(x.shape)) if keepdims or d not in axes]
+        store = linear_index((index[d] if d in kept else Affine() for d in out_dims), strides)
+        name = f"buf{len(self.buffers)}"
+        data = Reduction(tuple(x.shape[d] for d in kept), tuple(x.shape[d] for d in axes),
+                         reduction_type, body)
+        self.buffers.append(ComputedBuffer(name, meta.shape, meta.dtype, strides, store, data))
+        return self._stored(name, meta.shape, meta.dtype, strides)
+
+
+def output_strides(meta: TensorMeta) -> tuple[int, ...]:
+    """The layout eager NumPy gave this value, when it is dense; otherwise row-major.
+
+    NumPy keeps the input's memory order for element-wise results (``x.T + 1`` is F-ordered), and
+    a compiled function returns the same layout.
+    """
+    order = sorted(range(meta.ndim), key=lambda d: -meta.strides[d])
+    dense = [0] * meta.ndim
+    step = 1
+    for d in reversed(order):
+        dense[d] = step
+        step *= meta.shape[d]
+    if all(meta.shape[d] == 1 or dense[d] == meta.strides[d] for d in range(meta.ndim)):
+        return tuple(dense)
+    return contiguous_strides(meta.shape)
+
+
+# -- per-op rules --------------------------------------------------------------------------------
+
+Rule = Callable[[LoopLowering, Node], Lazy]
+LOWERINGS: dict[str, Rule] = {}
+
+#: On bool, NumPy's add/mul/maximum/minimum are logical or/and.
+_BOOL_FORMS = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}
+
+
+def _binary(op: str) -> Rule:
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        meta = node.tensor
+        a = ctx.operand(node.args[0], meta.shape, meta.dtype)
+        b = ctx.operand(node.args[1], meta.shape, meta.dtype)
+        name = _BOOL_FORMS.get(op, op) if meta.dtype == "bool" else op
+        if meta.dtype == "bool" and name == op:
+            raise ctx.unsupported(f"{op} on bool")
+        return Lazy(meta.shape, meta.dtype, lambda i: Binary(name, a(i), b(i), meta.dtype))
+    return lower
+
+
+for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum"):
+    LOWERINGS[_op] = _binary(_op)
+
+
+def _neg(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    if meta.dtype == "bool":
+        raise ctx.unsupported("neg on bool")
+    x = ctx.operand(node.args[0], meta.shape, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, lambda i: Unary("neg", x(i), meta.dtype))
+
+
+def _sum(ctx: LoopLowering, node: Node) -> Lazy:
+    x = ctx.values[node.args[0]]
+    return ctx.reduce(node, x, tuple(node.kwargs["axis"]), node.kwargs["keepdims"], "sum")
+
+
+LOWERINGS["neg"] = _neg
+LOWERINGS["sum"] = _sum
+
+
+def lower_opgraph(program: GraphProgram) -> LoopProgram:
+    """Lower a ``stax.opgraph/1`` program to a ``stax.loopir/1`` program."""
+    return LoopLowering(program).run()

@@ -1,0 +1,81 @@
+"""Backends: the spec §1.2 contract ``backend(graph, example_inputs, **options) -> callable``.
+
+A backend receives the capture program and the example arrays (input-buffer order) and returns a
+callable that takes arrays in that order and returns the flat list of output leaves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stax.codegen import Executable, generate
+from stax.ir import GraphProgram, lower_capture, run_graph, verify_graph
+from stax.loop import lower_opgraph
+
+Backend = Callable[..., Callable[..., list[Any]]]
+BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(name: str, backend: Backend) -> None:
+    BACKENDS[name] = backend
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; registered: {sorted(BACKENDS)}") from None
+
+
+def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
+                 dump: Callable[[str, Any], None] | None = None,
+                 timings: dict[str, float] | None = None, **options: Any) -> Callable[..., list[Any]]:
+    """The default backend: op graph -> loop IR -> fused LLVM kernels (one short straight line)."""
+    dump = dump or (lambda stage, doc: None)
+    timings = timings if timings is not None else {}
+    clock = time.perf_counter()
+
+    def stage(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name] = now - clock
+        clock = now
+
+    opgraph = lower_capture(capture)
+    verify_graph(opgraph.graph)
+    dump("opgraph", opgraph)
+    stage("opgraph")
+    loop = lower_opgraph(opgraph)
+    dump("loopir", loop)
+    stage("loopir")
+    artifact = generate(loop)
+    dump("kernels", artifact)
+    stage("kernels")
+    executable = Executable(artifact)
+    stage("jit")
+    executable.artifact = artifact
+    return executable
+
+
+def eager_backend(capture: GraphProgram, example_inputs: list[np.ndarray],
+                  **options: Any) -> Callable[..., list[Any]]:
+    """Runs the captured graph with the NumPy reference interpreter."""
+    names = [n for n in capture.inputs if n is not None]
+    graph = capture.graph
+
+    def run(*arrays: np.ndarray) -> list[Any]:
+        return list(run_graph(graph, dict(zip(names, arrays))))
+    return run
+
+
+register_backend("stax", stax_backend)
+register_backend("eager", eager_backend)
+
+
+def dump_path(directory: Path, name: str, version: int, stage: str) -> Path:
+    return directory / f"{name}.v{version}.{stage}.json"

@@ -1,0 +1,34 @@
+"""Settings from the environment, read in exactly one place (STYLE.md habit 8).
+
+``STAX_LOGS``      comma list of: recompiles, graph, passes, loop, kernels, perf (or "all")
+``STAX_DUMP_DIR``  write each compile's four documents there
+``STAX_CACHE_DIR`` on-disk cache (default ~/.cache/stax; used from the caching issue on)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "kernels", "perf")
+
+
+@dataclass(frozen=True)
+class Settings:
+    logs: frozenset[str]
+    dump_dir: Path | None
+    cache_dir: Path
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        raw = {c.strip() for c in os.environ.get("STAX_LOGS", "").split(",") if c.strip()}
+        logs = frozenset(LOG_CATEGORIES) if "all" in raw else frozenset(raw & set(LOG_CATEGORIES))
+        dump = os.environ.get("STAX_DUMP_DIR")
+        cache = os.environ.get("STAX_CACHE_DIR") or str(Path.home() / ".cache" / "stax")
+        return cls(logs, Path(dump) if dump else None, Path(cache))
+
+
+def current() -> Settings:
+    """The settings now (compiles are rare, so the environment is read at each one)."""
+    return Settings.from_env()

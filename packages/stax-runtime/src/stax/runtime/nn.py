@@ -1,0 +1,24 @@
+"""Functions NumPy lacks. Each is one capture node when traced and plain NumPy otherwise, so a
+program behaves the same compiled or not. Their semantics are declared in ``stax.ir.ops``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from stax.ir import NN_FUNCTIONS
+from stax.trace import leaf_function
+
+
+def _export(name: str, doc: str) -> Callable[..., Any]:
+    target = f"stax.nn.{name}"
+    fn = leaf_function(target)(NN_FUNCTIONS[target])
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = __name__
+    fn.__doc__ = doc
+    return fn
+
+
+relu = _export("relu", "relu(x) = np.maximum(x, 0): NaN stays NaN, dtype as NumPy's maximum.")
+
+__all__ = ["relu"]
