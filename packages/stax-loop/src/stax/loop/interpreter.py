@@ -1,0 +1,103 @@
+"""The loop-IR reference interpreter: evaluates bodies with NumPy over whole index grids.
+
+It defines what a loop program means independently of any code generator (STYLE.md habit 6), so
+loop lowering is tested against eager NumPy without compiling, and generated kernels are tested
+against it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .expr import Binary, Cast, Const, Expr, Load, Unary, postorder
+from .index import Affine
+from .ir import LoopProgram, Reduction, rvar, xvar
+
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+           "maximum": np.maximum, "minimum": np.minimum, "or": np.logical_or,
+           "and": np.logical_and}
+
+
+def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.ndarray]:
+    dims = len(ranges) + len(rranges)
+    grid = {}
+    for i, n in enumerate((*ranges, *rranges)):
+        shape = [1] * dims
+        shape[i] = n
+        name = xvar(i) if i < len(ranges) else rvar(i - len(ranges))
+        grid[name] = np.arange(n, dtype=np.int64).reshape(shape)
+    return grid
+
+
+def _index(expr: Affine, grid: dict[str, np.ndarray]) -> Any:
+    total: Any = np.int64(expr.const)
+    for var, coeff in expr.terms:
+        total = total + grid[var] * coeff
+    return total
+
+
+def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: dict[str, np.ndarray]) -> Any:
+    values: dict[int, Any] = {}
+    for e in postorder(body):
+        if isinstance(e, Load):
+            v = memory[e.buffer][_index(e.index, grid)]
+        elif isinstance(e, Const):
+            v = np.dtype(e.dtype).type(e.value)
+        elif isinstance(e, Cast):
+            v = np.asarray(values[id(e.x)]).astype(e.dtype)
+        elif isinstance(e, Unary):
+            v = np.negative(values[id(e.x)])
+        elif isinstance(e, Binary):
+            with np.errstate(all="ignore"):
+                v = _BINARY[e.op](values[id(e.a)], values[id(e.b)])
+        else:
+            raise TypeError(type(e).__name__)
+        values[id(e)] = v
+    return values[id(body)]
+
+
+def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any]:
+    """Run ``program`` on arrays in input-buffer order; the flat output leaves."""
+    memory: dict[str, np.ndarray] = {}
+    objects: dict[str, np.ndarray] = {}
+    for buf, array in zip(program.inputs, arrays):
+        objects[buf.name] = array
+        memory[buf.name] = _memory_of(array)
+    for cb in program.buffers:
+        out = np.zeros(max(1, math.prod(cb.shape) if cb.shape else 1), dtype=cb.dtype)
+        grid = _grid(cb.ranges, cb.reduction_ranges)
+        value = np.asarray(evaluate(cb.data.body, grid, memory))
+        full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))
+                               if grid else ())
+        if isinstance(cb.data, Reduction):
+            axes = tuple(range(len(cb.ranges), len(cb.ranges) + len(cb.reduction_ranges)))
+            full = np.sum(full, axis=axes, dtype=cb.dtype)
+            grid = _grid(cb.ranges, ())
+        full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
+        out[_index(cb.store_index, grid)] = full
+        memory[cb.name] = out
+        itemsize = np.dtype(cb.dtype).itemsize
+        objects[cb.name] = np.lib.stride_tricks.as_strided(
+            out, shape=cb.shape, strides=tuple(s * itemsize for s in cb.strides))
+    results = []
+    for ref in program.outputs:
+        if ref.buffer is None:
+            results.append(ref.const)
+        else:
+            value = objects[ref.buffer].copy() if ref.buffer in memory and ref.buffer not in {
+                b.name for b in program.inputs} else objects[ref.buffer]
+            results.append(value[()] if ref.scalar else value)
+    return results
+
+
+def _memory_of(array: np.ndarray) -> np.ndarray:
+    """Memory addressed the way loads address it: element 0 at flat position 0."""
+    itemsize = array.itemsize
+    strides = [s // itemsize for s in array.strides]
+    if any(s < 0 for s in strides):
+        raise NotImplementedError("negative strides in the loop interpreter")
+    high = sum(s * (d - 1) for s, d in zip(strides, array.shape)) + 1 if array.size else 1
+    return np.lib.stride_tricks.as_strided(array, shape=(high,), strides=(itemsize,))

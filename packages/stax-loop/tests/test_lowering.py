@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+
+from stax.ir import GraphProgram, UnsupportedError, load_opgraph
+from stax.loop import Load, LoopProgram, Reduction, load_loopir, loads, lower_opgraph
+from stax.loop.interpreter import run_loop_program
+
+
+def reference(x, w):
+    return (np.maximum(x + w, 0) * 2).sum(-1)
+
+
+def with_x_strides(program: GraphProgram, strides):
+    """The fixture graph re-specialized to another layout of ``x`` (what a new key would trace)."""
+    doc = program.to_json()
+    for node in doc["graph"]["nodes"]:
+        if node["name"] == "x":
+            node["meta"]["tensor"]["strides"] = list(strides)
+    return load_opgraph(doc)
+
+
+def test_example_1_1_is_one_reduction_with_everything_inlined(opgraph_doc_path):
+    loop = lower_opgraph(load_opgraph(opgraph_doc_path))
+    assert len(loop.buffers) == 1
+    (buf,) = loop.buffers
+    assert isinstance(buf.data, Reduction)
+    assert buf.data.ranges == (64,) and buf.data.reduction_ranges == (128,)
+    assert sorted(ld.buffer for ld in loads(buf.data.body)) == ["w", "x"]
+    assert str(loop).splitlines()[3:] == [
+        "buf0: float32[64] strides=(1,) = Reduction(sum, ranges=[64], reduction_ranges=[128])",
+        "    t0: float32 = load x[r0 + 128*x0]",
+        "    t1: float32 = load w[r0 + 128*x0]",
+        "    t2: float32 = add t0, t1",
+        "    t3: float32 = const 0.0",
+        "    t4: float32 = maximum t2, t3",
+        "    t5: float32 = const 2.0",
+        "    t6: float32 = mul t4, t5",
+        "    store buf0[x0]",
+        "return buf0",
+    ]
+
+
+def test_loopir_round_trip(opgraph_doc_path):
+    loop = lower_opgraph(load_opgraph(opgraph_doc_path))
+    doc = loop.to_json()
+    assert doc["schema"] == "stax.loopir/1.0"
+    again = load_loopir(doc)
+    assert again.to_json() == doc and str(again) == str(loop)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_views_are_affine_index_maps(opgraph_doc_path, layout):
+    base = load_opgraph(opgraph_doc_path)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 128), dtype=np.float32)
+    w = rng.standard_normal((64, 128), dtype=np.float32)
+    if layout == "transposed":
+        x = np.ascontiguousarray(x.T).T
+        program = with_x_strides(base, (1, 64))
+    else:
+        program = base
+    loop = lower_opgraph(program)
+    load_x = next(ld for ld in loads(loop.buffers[0].data.body) if ld.buffer == "x")
+    assert isinstance(load_x, Load)
+    expected = "64*r0 + x0" if layout == "transposed" else "r0 + 128*x0"
+    assert str(load_x.index) == expected
+    (out,) = run_loop_program(loop, [x, w])
+    np.testing.assert_allclose(out, reference(x, w), rtol=1e-5, atol=1e-4)
+
+
+def test_float16_is_refused_with_node(opgraph_doc_path):
+    doc = load_opgraph(opgraph_doc_path).to_json()
+    for node in doc["graph"]["nodes"]:
+        if "meta" in node:
+            node["meta"]["tensor"]["dtype"] = "float16"
+    with pytest.raises(UnsupportedError, match="float16") as info:
+        lower_opgraph(load_opgraph(doc))
+    assert info.value.node == "x"
+
+
+def test_program_type(opgraph_doc_path):
+    assert isinstance(lower_opgraph(load_opgraph(opgraph_doc_path)), LoopProgram)

@@ -1,0 +1,55 @@
+"""Write the golden documents each consuming package keeps under tests/fixtures/.
+
+Each layer's tests read the documents the previous layer's released version wrote (ARCHITECTURE.md
+§2), so a change that breaks reading an old document shows up as a failing test. Run this only when
+releasing a new version of a producing layer, and keep the old fixtures beside the new ones.
+
+    python tools/make_fixtures.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from stax.codegen import generate
+from stax.ir import lower_capture, write_json
+from stax.loop import lower_opgraph
+from stax.runtime import nn
+from stax.trace import trace
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def example_1_1(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return (nn.relu(x + w) * 2).sum(-1)
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 128), dtype=np.float32)
+    w = rng.standard_normal((64, 128), dtype=np.float32)
+    capture = trace(example_1_1, (x, w), name="example_1_1")
+    # Source lines point into this script; keep them stable and short in the fixtures.
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "example_1_1.py:" + node.source.rsplit(":", 1)[1]
+    opgraph = lower_capture(capture)
+    loop = lower_opgraph(opgraph)
+    artifact = generate(loop)
+    docs = {
+        "stax-ir": ("example_1_1.capture.v0.1.0.json", capture),
+        "stax-loop": ("example_1_1.opgraph.v0.1.0.json", opgraph),
+        "stax-codegen": ("example_1_1.loopir.v0.1.0.json", loop),
+        "stax-runtime": ("example_1_1.kernels.v0.1.0.json", artifact),
+    }
+    for package, (name, doc) in docs.items():
+        folder = ROOT / "packages" / package / "tests" / "fixtures"
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / name, doc.to_json())
+        print("wrote", folder / name)
+
+
+if __name__ == "__main__":
+    main()
