@@ -1,0 +1,43 @@
+import numpy as np
+
+from stax.codegen import generate, schedule
+from stax.loop import lower_opgraph
+
+
+
+def test_reductions_over_one_domain_share_a_kernel(build, run):
+    x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    b = build(x=x)
+    s1 = b("sum", b.inputs["x"], axis=(1,), keepdims=False, dtype="float32")
+    s2 = b("sum", b("mul", b.inputs["x"], b.inputs["x"]), axis=(1,), keepdims=False,
+           dtype="float32")
+    got, artifact = run(b, s1, s2)
+    assert len(artifact.kernels) == 1 and artifact.kernels[0].computes == ("buf0", "buf1")
+    assert artifact.fusion[0]["fused"] and artifact.fusion[0]["bytes_saved"] == x.nbytes
+    for g, want in zip(got, b.expected(s1, s2)):
+        np.testing.assert_allclose(g, want, rtol=1e-5)
+
+
+def test_refusals_are_recorded_with_reasons(build, run):
+    x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    b = build(x=x)
+    rows = b("sum", b.inputs["x"], axis=(1,), keepdims=False, dtype="float32")
+    cols = b("sum", b.inputs["x"], axis=(0,), keepdims=False, dtype="float32")
+    program = lower_opgraph(b.program(rows, cols))
+    groups, decisions = schedule(program)
+    assert len(groups) == 2
+    assert not decisions[0].fused and "different iteration spaces" in decisions[0].reason
+    artifact = generate(program)
+    assert "not fused (different iteration spaces" in str(artifact)
+
+
+def test_reduction_result_read_in_same_nest_is_refused(build, run):
+    x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
+    b = build(x=x)
+    s = b("sum", b.inputs["x"], axis=(1,), keepdims=True, dtype="float32")
+    centered = b("sub", b.inputs["x"], s)
+    total = b("sum", centered, axis=(1,), keepdims=False, dtype="float32")
+    got, artifact = run(b, s, total)
+    assert len(artifact.kernels) == 2
+    assert any("reads reduction" in d["reason"] for d in artifact.fusion)
+    np.testing.assert_allclose(got[1], b.expected(total)[0], atol=1e-4)
