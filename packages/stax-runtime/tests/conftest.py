@@ -1,0 +1,22 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def example_1_1(x, w):
+    return (np.maximum(x + w, 0) * 2).sum(-1)
+
+
+@pytest.fixture
+def kernels_doc_path() -> Path:
+    return FIXTURES / "example_1_1.kernels.v0.1.0.json"
+
+
+def sum_tolerance(x: np.ndarray, axis: int = -1) -> float:
+    """Spec §13: a reordered float sum differs by at most about n * eps * sum|x| (worst case)."""
+    n = x.shape[axis] if x.ndim else 1
+    eps = np.finfo(x.dtype).eps if x.dtype.kind == "f" else 0.0
+    return float(4 * n * eps * np.abs(x).sum(axis=axis).max()) if x.size else 0.0

@@ -1,0 +1,143 @@
+import logging
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.runtime import CacheInfo, UnsupportedError
+
+
+def test_decorator_forms_and_wrapping():
+    @stax.compile
+    def f(x):
+        """doc"""
+        return x * 2
+
+    @stax.compile(strict_native=True)
+    def g(x):
+        return x + 1
+
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(f(x), x * 2)
+    np.testing.assert_array_equal(g(x), x + 1)
+    assert f.__name__ == "f" and f.__doc__ == "doc"
+
+
+def test_versions_per_signature_and_cache_info():
+    cf = stax.compile(lambda x, k: x * k, strict_native=True)
+    x = np.arange(6.0).reshape(2, 3)
+    for _ in range(3):
+        cf(x, 3)
+    cf(x, 4)             # a scalar is specialized by value (example 2.1)
+    cf(x.T, 3)           # strides enter the key
+    cf(x.astype(np.float32), 3)
+    info = cf.cache_info()
+    assert isinstance(info, CacheInfo)
+    assert info.versions == 4 and info.compiles == 4 and info.misses == 4
+    assert info.hits[3] == 2 and info.fallbacks == 0
+    np.testing.assert_array_equal(cf(x.T, 4), x.T * 4)
+
+
+def test_signed_zero_scalars_are_different_keys():
+    cf = stax.compile(lambda x, k: x * k, strict_native=True)
+    x = np.ones(3)
+    assert not np.signbit(cf(x, 0.0)).any()
+    assert np.signbit(cf(x, -0.0)).all()
+
+
+def test_pytree_arguments_and_results():
+    cf = stax.compile(lambda p, scale=1.0: {"s": p[0] + p[1] * scale, "n": p[0]},
+                      strict_native=True)
+    a, b = np.arange(3.0), np.ones(3)
+    out = cf((a, b), scale=2.0)
+    np.testing.assert_array_equal(out["s"], a + b * 2.0)
+    assert out["n"] is a  # returning an input returns the same object, as eager does
+
+
+def test_fallback_logs_one_line_and_matches_eager(caplog):
+    def f(x):
+        return np.sin(x) + 1
+
+    cf = stax.compile(f)
+    x = np.linspace(0, 1, 5)
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        got = cf(x)
+        cf(x)
+    np.testing.assert_array_equal(got, f(x))
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1
+    assert "falls back to eager NumPy" in lines[0] and "numpy.sin()" in lines[0]
+    assert __file__ in lines[0]
+    assert cf.cache_info().fallbacks == 2
+
+
+def test_strict_native_raises_typed_error_with_source_line():
+    def f(x):
+        return np.sin(x) + 1
+
+    with pytest.raises(UnsupportedError) as info:
+        stax.compile(f, strict_native=True)(np.ones(3))
+    assert info.value.node == "sin" and __file__ in info.value.source
+
+
+def test_in_place_function_falls_back_with_eager_side_effects():
+    def f(x):
+        x += 1
+        return x * 2
+
+    x = np.zeros(3)
+    out = stax.compile(f)(x)
+    np.testing.assert_array_equal(x, np.ones(3))  # mutated exactly once, as eager
+    np.testing.assert_array_equal(out, np.full(3, 2.0))
+
+
+def test_data_dependent_branch_falls_back_correctly():
+    def f(x):
+        return x * 2 if x.sum() > 0 else x - 1
+
+    cf = stax.compile(f)
+    np.testing.assert_array_equal(cf(np.ones(3)), np.full(3, 2.0))
+    np.testing.assert_array_equal(cf(-np.ones(3)), np.full(3, -2.0))
+
+
+def test_user_errors_surface_unchanged():
+    cf = stax.compile(lambda a, b: a + b)
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        cf(np.ones(3), np.ones(4))
+
+
+def test_eager_backend_runs_the_captured_graph():
+    cf = stax.compile(lambda x: (x + 1).sum(-1), backend="eager")
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(cf(x), (x + 1).sum(-1))
+    assert cf.cache_info().fallbacks == 0
+
+
+def test_unknown_backend_and_device_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        stax.compile(lambda x: x, backend="nope")
+    with pytest.raises(stax.StaxError, match="device 'cuda'"):
+        stax.compile(lambda x: x, device="cuda")
+
+
+def test_internal_errors_fall_back_and_strict_reraises(monkeypatch, caplog):
+    def broken(capture, examples, **options):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(stax.BACKENDS, "broken", broken)
+    cf = stax.compile(lambda x: x + 1, backend="broken")
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        np.testing.assert_array_equal(cf(np.ones(2)), np.full(2, 2.0))
+    assert "internal compiler error" in caplog.text and "boom" in caplog.text
+    with pytest.raises(RuntimeError, match="boom"):
+        stax.compile(lambda x: x + 1, backend="broken", strict_native=True)(np.ones(2))
+
+
+def test_perf_and_kernel_logs(monkeypatch, caplog):
+    monkeypatch.setenv("STAX_LOGS", "perf,kernels,graph")
+    cf = stax.compile(lambda x: (x * 2).sum(-1))
+    with caplog.at_level(logging.INFO, logger="stax"):
+        cf(np.ones((4, 4)))
+    text = caplog.text
+    assert "compiled" in text and "capture" in text and "launch kernel_0" in text
+    assert "call_method[target=sum]" in text
