@@ -6,7 +6,6 @@ import pytest
 from stax.codegen import Executable, generate, load_artifact
 from stax.loop import load_loopir
 
-
 FLOATS = [np.float32, np.float64]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 

@@ -4,7 +4,6 @@ from stax.codegen import generate, schedule
 from stax.loop import lower_opgraph
 
 
-
 def test_reductions_over_one_domain_share_a_kernel(build, run):
     x = np.random.default_rng(0).standard_normal((16, 32)).astype(np.float32)
     b = build(x=x)

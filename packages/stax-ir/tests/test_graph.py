@@ -33,7 +33,7 @@ def test_names_avoid_builtins_and_repeats():
 
 def test_insertion_points_and_replace_all_uses():
     g = small_graph()
-    x, w, add, s, out = g.nodes
+    x, _w, add, s, _out = g.nodes
     with g.inserting_before(s):
         neg = g.call_function("operator.neg", (add,), meta=META)
     assert g.nodes.index(neg) == g.nodes.index(s) - 1

@@ -1,8 +1,17 @@
 import numpy as np
 import pytest
 
-from stax.ir import (Graph, GraphProgram, TensorMeta, TreeDef, UnsupportedError, load_capture,
-                     lower_capture, run_program, verify_graph)
+from stax.ir import (
+    Graph,
+    GraphProgram,
+    TensorMeta,
+    TreeDef,
+    UnsupportedError,
+    load_capture,
+    lower_capture,
+    run_program,
+    verify_graph,
+)
 from stax.ir.program import CAPTURE_SCHEMA
 
 

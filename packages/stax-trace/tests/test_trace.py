@@ -64,7 +64,7 @@ def test_source_lines_point_at_user_code():
 
 
 def test_traced_program_cannot_touch_caller_arrays():
-    x, w = example((4, 4))
+    x, _w = example((4, 4))
     before = x.copy()
 
     def mutate(a):

@@ -32,7 +32,7 @@ class Opcode(str, Enum):
 class Node:
     """One operation; ``args``/``kwargs`` may hold other nodes (its inputs) and constants."""
 
-    __slots__ = ("graph", "name", "op", "target", "args", "kwargs", "meta", "users")
+    __slots__ = ("args", "graph", "kwargs", "meta", "name", "op", "target", "users")
 
     def __init__(self, graph: Graph, name: str, op: Opcode, target: str,
                  args: tuple[Any, ...], kwargs: dict[str, Any], meta: dict[str, Any]) -> None:

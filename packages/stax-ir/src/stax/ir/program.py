@@ -10,10 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .graph import Graph, Node, Opcode
+from .graph import Graph, Node
 from .pytree import TreeDef
-from .serialize import (check_schema, decode_value, encode_value, graph_from_json, graph_to_json,
-                        make_document, read_json, write_json)
+from .serialize import (
+    check_schema,
+    decode_value,
+    encode_value,
+    graph_from_json,
+    graph_to_json,
+    make_document,
+    read_json,
+    write_json,
+)
 
 CAPTURE_SCHEMA = "stax.capture/1.0"
 OPGRAPH_SCHEMA = "stax.opgraph/1.0"

@@ -2,8 +2,18 @@
 
 from .expr import Binary, Cast, Const, Expr, Load, Unary, format_expr, loads, postorder
 from .index import Affine, linear_index
-from .ir import (LOOPIR_SCHEMA, ComputedBuffer, InputBuffer, LoopProgram, OutputRef, Pointwise,
-                 Reduction, load_loopir, rvar, xvar)
+from .ir import (
+                 LOOPIR_SCHEMA,
+                 ComputedBuffer,
+                 InputBuffer,
+                 LoopProgram,
+                 OutputRef,
+                 Pointwise,
+                 Reduction,
+                 load_loopir,
+                 rvar,
+                 xvar,
+)
 from .lowering import LOWERINGS, lower_opgraph
 
 __version__ = "0.1.0"

@@ -19,8 +19,16 @@ from stax.ir import GraphProgram, Node, Opcode, TensorMeta, UnsupportedError, co
 
 from .expr import Binary, Cast, Const, Expr, Load, Unary
 from .index import Affine, linear_index
-from .ir import (ComputedBuffer, InputBuffer, LoopProgram, OutputRef, Pointwise, Reduction, rvar,
-                 xvar)
+from .ir import (
+    ComputedBuffer,
+    InputBuffer,
+    LoopProgram,
+    OutputRef,
+    Pointwise,
+    Reduction,
+    rvar,
+    xvar,
+)
 
 Loader = Callable[[tuple[Affine, ...]], Expr]
 

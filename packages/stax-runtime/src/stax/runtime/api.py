@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_unflatten, write_json
 from stax.trace import trace
 
@@ -159,8 +158,8 @@ class CompiledFunction:
         output_tree = capture.output_tree
         version = Version(_tree_runner(run_flat, slots, output_tree), native=True,
                           artifact=artifact)
-        if output_tree.kind == "leaf" and slots == list(range(len(slots))) and \
-                capture.input_tree.children[1].kind == "dict" and not capture.input_tree.children[1].children:
+        positional_arrays_only = slots == list(range(len(slots))) and not kwargs
+        if output_tree.kind == "leaf" and positional_arrays_only:
             version.fast = lambda *arrays: run_flat(*arrays)[0]  # type: ignore[attr-defined]
         return version
 

@@ -34,7 +34,7 @@ STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nb
 
 
 class Proxy:
-    __slots__ = ("node", "value", "tracer")
+    __slots__ = ("node", "tracer", "value")
     __array_priority__ = 1000.0
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is element-wise
 

@@ -10,8 +10,16 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import (CAPTURE_SCHEMA, Graph, GraphProgram, Opcode, TensorMeta,
-                     UnsupportedError, tree_flatten, tree_unflatten)
+from stax.ir import (
+    CAPTURE_SCHEMA,
+    Graph,
+    GraphProgram,
+    Opcode,
+    TensorMeta,
+    UnsupportedError,
+    tree_flatten,
+    tree_unflatten,
+)
 
 from .proxy import Proxy
 from .source import user_source

@@ -19,8 +19,19 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from stax.loop import (Affine, Binary, Cast, ComputedBuffer, Const, Expr, Load, Reduction, Unary,
-                       rvar, xvar)
+from stax.loop import (
+    Affine,
+    Binary,
+    Cast,
+    ComputedBuffer,
+    Const,
+    Expr,
+    Load,
+    Reduction,
+    Unary,
+    rvar,
+    xvar,
+)
 
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
@@ -48,7 +59,7 @@ class KernelEmitter:
         self.pointers = {name: self._data_pointer(obj, spec.dtypes[name], data_offset)
                          for obj, name in zip(objs, spec.args)}
         self.vars: dict[str, ir.Value] = {}
-        self.memo: dict[int, ir.Value] = {}
+        self.memo: dict[object, ir.Value] = {}  # id(expr) or ("index", affine)
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
 
     def _data_pointer(self, obj: ir.Value, dtype: str, offset: int) -> ir.Value:
@@ -106,6 +117,12 @@ class KernelEmitter:
 
     # -- expressions ---------------------------------------------------------------------------
     def index(self, expr: Affine) -> ir.Value:
+        cached = self.memo.get(("index", expr))
+        if cached is None:
+            cached = self.memo[("index", expr)] = self._index(expr)
+        return cached
+
+    def _index(self, expr: Affine) -> ir.Value:
         b = self.builder
         total: ir.Value = ir.Constant(I64, expr.const)
         for var, coeff in expr.terms:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _llvm() -> Any:
     import llvmlite.binding as llvm
 
@@ -32,14 +32,14 @@ class HostTarget:
         return {"device": "cpu", "triple": self.triple, "cpu": self.cpu, "features": self.features}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_target() -> HostTarget:
     llvm = _llvm()
     return HostTarget(llvm.get_process_triple(), llvm.get_host_cpu_name(),
                       llvm.get_host_cpu_features().flatten())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _target_machine() -> Any:
     """The target machine used for optimization passes and assembly listings (never handed to
     an engine, which would take ownership of it)."""
@@ -53,7 +53,7 @@ def _new_target_machine() -> Any:
     return target.create_target_machine(cpu=host.cpu, features=host.features, opt=3)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def array_data_offset() -> int:
     """Byte offset of the data pointer inside a NumPy array object (``PyArrayObject.data``).
 

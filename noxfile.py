@@ -1,0 +1,87 @@
+"""Every way to build, test, lint, demo and benchmark Stax.
+
+    nox -s tests        all five packages installed together, every test
+    nox -s isolated     each package alone with only its declared dependencies, its own tests
+    nox -s lint         ruff
+    nox -s demo         example 1.1 through every layer
+    nox -s bench        pytest-benchmark: compiled vs eager NumPy
+
+The packages are built once per nox run into a wheelhouse; sessions install from it with
+``--no-index`` so a package gets exactly what its pyproject declares and nothing from the source tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PACKAGES = ["ir", "trace", "loop", "codegen", "runtime"]
+WHEELHOUSE = ROOT / ".nox" / "wheelhouse"
+TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+RUFF = "ruff==0.17.6"
+
+nox.options.sessions = ["lint", "tests", "isolated"]
+nox.options.reuse_existing_virtualenvs = True
+
+_built = False
+
+
+def _wheelhouse(session: nox.Session) -> str:
+    """Build all five packages, plus every third-party wheel they and the tests need, once."""
+    global _built
+    if not _built:
+        for old in WHEELHOUSE.glob("stax_*.whl"):
+            old.unlink()
+        session.run("python", "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(WHEELHOUSE),
+                    *[str(ROOT / "packages" / f"stax-{p}") for p in PACKAGES], *TEST_DEPS,
+                    "pytest-benchmark>=4")
+        _built = True
+    return str(WHEELHOUSE)
+
+
+def _install(session: nox.Session, *requirements: str) -> None:
+    session.install("--no-index", "--find-links", _wheelhouse(session), "--force-reinstall",
+                    "--no-deps", *[r for r in requirements if r.startswith("stax-")])
+    session.install("--no-index", "--find-links", _wheelhouse(session), *requirements)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Every package's tests against the five packages installed together."""
+    _install(session, *[f"stax-{p}" for p in PACKAGES], *TEST_DEPS)
+    session.run("pytest", *[f"packages/stax-{p}/tests" for p in PACKAGES], *session.posargs)
+
+
+@nox.session
+@nox.parametrize("package", PACKAGES)
+def isolated(session: nox.Session, package: str) -> None:
+    """One package with only its declared dependencies: proves the layering."""
+    _install(session, f"stax-{package}", *TEST_DEPS)
+    session.run("python", "-c", "import importlib.util as u, sys; "
+                "print('installed stax layers:', sorted(m for m in "
+                "['stax.ir','stax.trace','stax.loop','stax.codegen','stax.runtime'] "
+                "if u.find_spec(m)))")
+    session.run("pytest", f"packages/stax-{package}/tests", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install(RUFF)
+    session.run("ruff", "check", "packages", "noxfile.py", "dev.py", "demo", "benchmarks", "tools")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Example 1.1 through every layer, with timings against eager NumPy."""
+    _install(session, *[f"stax-{p}" for p in PACKAGES])
+    session.run("python", "demo/example_1_1.py", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: compiled vs eager NumPy, measured in one run."""
+    _install(session, *[f"stax-{p}" for p in PACKAGES], "pytest>=8", "pytest-benchmark>=4")
+    session.run("pytest", "benchmarks", "--benchmark-only", "--benchmark-columns=median,iqr,rounds",
+                "--benchmark-sort=name", *session.posargs)
