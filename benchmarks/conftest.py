@@ -7,6 +7,7 @@ from collections import defaultdict
 import pytest
 
 MEDIANS: dict[str, dict[str, float]] = defaultdict(dict)
+NOTES: list[str] = []
 
 
 @pytest.fixture
@@ -16,10 +17,20 @@ def record():
     return save
 
 
+@pytest.fixture
+def note():
+    """``note(line)``: a line for the summary (measurements that are not timing rounds)."""
+    return NOTES.append
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
+    tr = terminalreporter
+    if NOTES:
+        tr.section("measurements")
+        for line in NOTES:
+            tr.write_line(line)
     if not MEDIANS:
         return
-    tr = terminalreporter
     tr.section("speedups (median eager NumPy / median implementation, same run)")
     for case, times in sorted(MEDIANS.items()):
         base = times.get("numpy")

@@ -141,3 +141,11 @@ def test_perf_and_kernel_logs(monkeypatch, caplog):
     text = caplog.text
     assert "compiled" in text and "capture" in text and "launch kernel_0" in text
     assert "call_method[target=sum]" in text
+
+
+def test_ndarray_subclasses_run_eagerly():
+    m = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
+    out = stax.compile(lambda x: x * 2)(m)
+    assert isinstance(out, np.ma.MaskedArray) and out.mask[1]
+    with pytest.raises(UnsupportedError, match="MaskedArray"):
+        stax.compile(lambda x: x * 2, strict_native=True)(m)

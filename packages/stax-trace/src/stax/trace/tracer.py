@@ -127,6 +127,10 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     traced_leaves: list[Any] = []
     inputs: list[str | None] = []
     for leaf, leaf_name in zip(leaves, _leaf_names(fn, tuple(args), kwargs)):
+        if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
+            raise UnsupportedError(f"argument of ndarray subclass {type(leaf).__name__} (its own "
+                                   "semantics, such as masks, would be lost)",
+                                   hint="pass a plain numpy.ndarray")
         if isinstance(leaf, np.ndarray):
             meta = TensorMeta.of(leaf)
             node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
