@@ -55,17 +55,23 @@ def test_replay_from_dumped_files_in_a_fresh_process(tmp_path, monkeypatch):
     np.save(tmp_path / "w.npy", w)
     script = textwrap.dedent(f"""
         import numpy as np
-        from stax.ir import load_capture, lower_capture
-        from stax.loop import lower_opgraph
-        from stax.codegen import Executable, generate
+        from stax.ir import load_capture, load_opgraph, lower_capture
+        from stax.loop import load_loopir, lower_opgraph
+        from stax.codegen import Executable, generate, load_artifact
         d = {str(tmp_path)!r}
         x, w = np.load(d + "/x.npy"), np.load(d + "/w.npy")
-        capture = load_capture(d + "/f.v0.capture.json")
-        out = Executable(generate(lower_opgraph(lower_capture(capture))))(x, w)[0]
-        np.save(d + "/out.npy", out)
+        run = lambda artifact: Executable(artifact)(x, w)[0]
+        outs = [
+            run(generate(lower_opgraph(lower_capture(load_capture(d + "/f.v0.capture.json"))))),
+            run(generate(lower_opgraph(load_opgraph(d + "/f.v0.opgraph.json")))),
+            run(generate(load_loopir(d + "/f.v0.loopir.json"))),
+            run(load_artifact(d + "/f.v0.kernels.json")),
+        ]
+        np.save(d + "/out.npy", np.stack(outs))
     """)
     subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
-    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+    for replayed in np.load(tmp_path / "out.npy"):
+        np.testing.assert_array_equal(replayed, expected)
 
 
 def test_golden_kernels_document_of_release_0_1_0_still_runs(kernels_doc_path):
