@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from stax.ir import NN_FUNCTIONS, UnsupportedError, load_capture, run_program, verify_graph
-from stax.trace import Proxy, example_copy, leaf_function, trace
+from stax.trace import Proxy, example_copy, gate, leaf_function, trace
 
 relu = leaf_function("stax.nn.relu")(NN_FUNCTIONS["stax.nn.relu"])
 
@@ -102,20 +102,71 @@ def test_output_trees():
 def test_capture_document_round_trip():
     capture = trace(f_relu, example())
     doc = capture.to_json()
-    assert doc["schema"] == "stax.capture/1.0"
+    assert doc["schema"] == "stax.capture/1.1"
     assert load_capture(doc).to_json() == doc
 
 
-@pytest.mark.parametrize("body, message", [
-    (lambda a: a + 1 if a.sum() > 0 else a, "bool()"),
-    (lambda a: int(a.sum()), "int()"),
-    (lambda a: [r for r in a], "iteration"),
-])
-def test_data_reads_are_refused_with_source(body, message):
+def example_3_1(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def test_example_3_1_branch_is_a_bool_gate_with_a_two_node_replay():
+    capture = trace(example_3_1, (np.ones((4, 8)),))
+    (g,) = capture.gates
+    assert (g.node, g.kind, g.value) == ("gt", "bool", True)
+    assert g.source.startswith(__file__)
+    replay = capture.replay
+    assert [n.target for n in replay.nodes] == ["x", "sum", "operator.gt", "output"]
+    # the traced branch only: no x - 1 in the graph
+    assert "operator.sub" not in [n.target for n in capture.graph.nodes]
+    negative = trace(example_3_1, (-2 * np.ones((4, 8)),))
+    assert negative.gates[0].value is False
+    assert "operator.sub" in [n.target for n in negative.graph.nodes]
+
+
+def test_gate_kinds_of_table_3_2():
+    x = np.full((4, 3), 2.0)
+    capture = trace(lambda a: a[: int(a[0, 0])] * float(a.sum()) + a[: a.shape[0] // 2].sum(),
+                    (x,))
+    assert [(g.kind, g.value) for g in capture.gates] == [("int", 2), ("float", 24.0)]
+    sliced = trace(lambda a, n: a[:n], (x, 3))
+    assert sliced.gates == []  # a Python int argument is a constant of the key, not a gate
+    index = trace(lambda a: a[: a[0, 0].astype(np.int64)], (x,))
+    assert [(g.kind, g.value) for g in index.gates] == [("index", 2)]
+
+
+def test_gates_are_extracted_before_anything_can_drop_them():
+    capture = trace(example_3_1, (np.ones((2, 2)),))
+    gt = next(n for n in capture.graph.nodes if n.name == "gt")
+    assert not gt.users  # dead in the graph: only the replay keeps it (corollary 3.1)
+    doc = load_capture(capture.to_json())
+    assert [n.name for n in doc.replay.nodes] == [n.name for n in capture.replay.nodes]
+    assert doc.gates == capture.gates
+
+
+def test_iteration_walks_the_first_axis():
     x, _ = example((3, 4))
-    with pytest.raises(UnsupportedError, match=message) as info:
-        trace(body, (x,))
-    assert __file__ in str(info.value)
+    capture = trace(lambda a: [r * 2 for r in a], (x,))
+    assert capture.gates == []
+    out = run_program(capture, (x,), {})
+    for row, want in zip(out, x):
+        np.testing.assert_array_equal(row, want * 2)
+
+
+def test_gate_declares_a_value_stays_an_array():
+    x = np.ones((2, 3))
+    capture = trace(lambda a: a * gate(a.sum()), (x,))
+    assert capture.gates == []
+    assert gate(5) == 5
+    np.testing.assert_array_equal(run_program(capture, (x,), {}), x * 6)
+
+
+def test_numpy_errors_of_gates_surface_unchanged():
+    x, _ = example((3, 4))
+    with pytest.raises(ValueError, match="ambiguous"):
+        trace(lambda a: a * 2 if a > 0 else a, (x,))
 
 
 def test_in_place_updates_are_refused_before_running():

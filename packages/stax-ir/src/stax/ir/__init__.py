@@ -7,9 +7,10 @@ from .lower import lower_capture
 from .meta import TensorMeta, contiguous_strides
 from .ops import NN_FUNCTIONS, OPS, OpDef, OpKind, get_op
 from .printer import format_graph
-from .program import CAPTURE_SCHEMA, OPGRAPH_SCHEMA, GraphProgram, load_capture, load_opgraph
+from .program import CAPTURE_SCHEMA, OPGRAPH_SCHEMA, Gate, GraphProgram, load_capture, load_opgraph
 from .pytree import TreeDef, tree_flatten, tree_unflatten
 from .serialize import check_schema, read_json, write_json
+from .slicing import backward_slice
 from .verify import verify_graph
 
 __version__ = "0.1.0"
@@ -19,6 +20,7 @@ __all__ = [
     "NN_FUNCTIONS",
     "OPGRAPH_SCHEMA",
     "OPS",
+    "Gate",
     "Graph",
     "GraphProgram",
     "Node",
@@ -31,6 +33,7 @@ __all__ = [
     "TreeDef",
     "UnsupportedError",
     "VerificationError",
+    "backward_slice",
     "check_schema",
     "contiguous_strides",
     "format_graph",

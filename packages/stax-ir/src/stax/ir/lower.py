@@ -60,8 +60,11 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
     """Lower a ``stax.capture/1`` program to a ``stax.opgraph/1`` program."""
     ctx = LoweringContext()
     env: dict[Node, Any] = {}
+    live = _live_nodes(capture.graph)
     for node in capture.graph.nodes:
         ctx.current = node
+        if node not in live:
+            continue  # computes only data gates: the replay subgraph (extracted at capture) has it
         if node.op is Opcode.PLACEHOLDER:
             env[node] = ctx.graph.placeholder(node.target, dict(node.meta))
             continue
@@ -79,6 +82,18 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
         env[node] = fn(ctx, node, args, kwargs)
     return GraphProgram(OPGRAPH_SCHEMA, capture.name, ctx.graph, list(capture.inputs),
                         capture.input_tree, capture.output_tree, dict(capture.info))
+
+
+def _live_nodes(graph: Graph) -> set[Node]:
+    """Placeholders and every node the outputs depend on."""
+    live = set(graph.placeholders)
+    pending = [graph.output_node]
+    while pending:
+        node = pending.pop()
+        if node not in live or node.op is Opcode.PLACEHOLDER:
+            live.add(node)
+            pending.extend(n for n in node.inputs if n not in live)
+    return live
 
 
 # -- operands ------------------------------------------------------------------------------------

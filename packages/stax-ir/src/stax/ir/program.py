@@ -6,7 +6,7 @@ a ``GraphProgram``; only the dialect of the graph and the schema name differ.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,22 @@ from .serialize import (
     write_json,
 )
 
-CAPTURE_SCHEMA = "stax.capture/1.0"
+CAPTURE_SCHEMA = "stax.capture/1.1"  # 1.1: data gates and their replay graph
 OPGRAPH_SCHEMA = "stax.opgraph/1.0"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A data gate (spec definition 3.2): Python read ``node``'s value as ``kind`` and got ``value``.
+
+    ``kind`` is "bool", "int", "float" or "index" (spec table 3.2); ``value`` is the outcome on the
+    example inputs, which a later call's replayed outcome must equal for the capture to apply.
+    """
+
+    node: str
+    kind: str
+    value: Any
+    source: str | None = None
 
 
 @dataclass
@@ -41,6 +55,8 @@ class GraphProgram:
     input_tree: TreeDef
     output_tree: TreeDef
     info: dict[str, Any] = field(default_factory=dict)
+    gates: list[Gate] = field(default_factory=list)
+    replay: Graph | None = None  # the gates' backward slice (algorithm 3.1), outputs in gate order
 
     @property
     def outputs(self) -> tuple[Any, ...]:
@@ -61,14 +77,20 @@ class GraphProgram:
             "input_tree": self.input_tree.to_json(),
             "output_tree": self.output_tree.to_json(),
             "info": encode_value(self.info),
+            "gates": [{**asdict(g), "value": encode_value(g.value)} for g in self.gates],
+            "replay": graph_to_json(self.replay) if self.replay is not None else None,
         })
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], schema: str) -> GraphProgram:
         check_schema(doc, schema)
+        replay = doc.get("replay")
         return cls(doc["schema"], doc["name"], graph_from_json(doc["graph"]), list(doc["inputs"]),
                    TreeDef.from_json(doc["input_tree"]), TreeDef.from_json(doc["output_tree"]),
-                   decode_value(doc.get("info", {})))
+                   decode_value(doc.get("info", {})),
+                   [Gate(g["node"], g["kind"], decode_value(g["value"]), g.get("source"))
+                    for g in doc.get("gates", [])],
+                   graph_from_json(replay) if replay is not None else None)
 
     def dump(self, path: str | Path) -> None:
         write_json(path, self.to_json())

@@ -1,9 +1,10 @@
 """``compile`` and ``CompiledFunction``: the call layer (spec §2).
 
-A call computes the specialization key, looks up the compiled version for it, and runs it; on a
-miss it captures the function on these arguments, hands the capture to the backend, and caches the
-result. Whatever Stax cannot compile runs eagerly for that key, with one log line saying why
-(or, under ``strict_native=True``, raises the same message as a typed error).
+A call computes the specialization key kappa = (sigma, gamma_s, gamma_g, rho), finds the compiled
+version for it through three dispatch levels (algorithm 2.1), and runs it. On a miss it explains
+which guards of which version failed (corollary 2.1), captures the function on these arguments,
+hands the capture to the backend and caches the result. Whatever Stax cannot compile runs eagerly
+for that key, with one log line saying why (or, under ``strict_native=True``, raises it).
 """
 
 from __future__ import annotations
@@ -15,16 +16,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_unflatten, write_json
-from stax.trace import trace
+from stax.trace import leaf_names, trace
 
 from . import config, logs
 from .backends import dump_path, get_backend
-from .signature import array_signature, signature
+from .freevars import FreeVariables
+from .gates import GATE_CONDITION, GateReplay
+from .signature import GuardFailure, array_signature, diff_signature, signature
+
+PLAIN = "plain"  # rho: the transform applied (value-and-grad and friends arrive with autodiff)
 
 
 @dataclass(frozen=True)
 class CacheInfo:
-    """``hits`` counts cache hits per dispatch level (spec algorithm 2.1)."""
+    """``hits`` counts cache hits per dispatch level (spec algorithm 2.1): 1, the same argument
+    layouts as the previous call (a tuple compare); 2, a lookup by the arrays' layouts; 3, a lookup
+    by the full signature."""
 
     versions: int
     compiles: int
@@ -33,21 +40,74 @@ class CacheInfo:
     fallbacks: int
 
 
+@dataclass(frozen=True)
+class GateFailure:
+    """The guard on gamma_g: the replayed data-gate outcomes differ from the traced ones."""
+
+    expected: list[Any]
+    actual: list[Any] | None
+
+    condition = GATE_CONDITION
+
+    def __str__(self) -> str:
+        got = "replay failed" if self.actual is None else f"got {self.actual}"
+        return f"{GATE_CONDITION} ({got}; traced {self.expected})"
+
+
+@dataclass(frozen=True)
+class VersionReport:
+    """Why version ``index`` does (``failures`` empty) or does not apply to some arguments."""
+
+    index: int
+    native: bool
+    failures: list[GuardFailure | GateFailure]
+
+    @property
+    def matches(self) -> bool:
+        return not self.failures
+
+
 @dataclass
 class Version:
-    """One specialization: the backend's callable, or eager execution with the reason."""
+    """One specialization: its key, and the backend's callable or eager execution with a reason."""
 
+    index: int
+    sigma: Any
     run: Callable[[tuple[Any, ...], dict[str, Any]], Any]
     native: bool
     reason: str | None = None
     artifact: Any = None
+    gates: GateReplay | None = None
+    rho: str = PLAIN
+    fast: Callable[..., Any] | None = None  # run(*arrays) for f(array, ...) calls
     stats: dict[str, float] = field(default_factory=dict)
+
+    def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """The gamma_g guard (sigma already matched): replay the data gates on these arguments."""
+        return self.gates is None or self.gates.matches(tree_flatten((args, kwargs))[0])
+
+    def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> list[GuardFailure | GateFailure]:
+        out: list[GuardFailure | GateFailure] = list(diff_signature(self.sigma, sigma))
+        if self.gates is not None:
+            outcomes = self.gates.outcomes(tree_flatten((args, kwargs))[0])
+            if outcomes != self.gates.expected:
+                out.append(GateFailure(self.gates.expected, outcomes))
+        return out
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Spec §2.4: versions kept per function, and compiles per function over its lifetime."""
+
+    max_versions: int = 8
+    max_compiles: int = 256
 
 
 class CompiledFunction:
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None, dynamic: bool = False,
                  strict_native: bool = False, backend: str = "stax",
-                 options: dict[str, Any] | None = None) -> None:
+                 options: dict[str, Any] | None = None, limits: Limits | None = None) -> None:
         if device not in (None, "cpu"):
             raise StaxError(f"device {device!r} is not available yet; Stax compiles for 'cpu'")
         self.fn = fn
@@ -57,12 +117,18 @@ class CompiledFunction:
         self.backend_name = backend
         self.backend = get_backend(backend)
         self.options = dict(options or {})
-        self._versions: dict[Any, Version] = {}
-        self._fast: dict[Any, Callable[..., Any]] = {}
+        self.limits = limits or Limits()
+        self._free = FreeVariables(fn)
+        self._versions: list[Version] = []
+        self._by_sigma: dict[Any, list[Version]] = {}
+        self._by_layout: dict[Any, list[Version]] = {}
+        self._last_layout: Any = None
+        self._last_candidates: list[Version] = []
         self._compiles = 0
         self._hits = {1: 0, 2: 0, 3: 0}
         self._misses = 0
         self._fallbacks = 0
+        self._limit_warned = False
         functools.update_wrapper(self, fn)
         if dynamic:
             logs.warn(f"stax: {self._name}: dynamic=True is not implemented yet; "
@@ -72,21 +138,30 @@ class CompiledFunction:
     def _name(self) -> str:
         return getattr(self.fn, "__qualname__", repr(self.fn))
 
-    # -- calling -------------------------------------------------------------------------------
+    # -- calling (algorithm 2.1) -----------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._free:
+            args = (*self._free.read(), *args)
         if not kwargs:
-            key = array_signature(args)
-            if key is not None:
-                fast = self._fast.get(key)
-                if fast is not None:
-                    self._hits[3] += 1
-                    return fast(*args)
-        key = signature(args, kwargs)
-        version = self._versions.get(key)
-        if version is None:
-            version = self._compile(key, args, kwargs)
-        else:
-            self._hits[3] += 1
+            layout = array_signature(args)
+            if layout is not None:
+                if layout == self._last_layout:
+                    candidates, level = self._last_candidates, 1
+                else:
+                    candidates, level = self._by_layout.get(layout, ()), 2
+                for version in candidates:
+                    if version.gates is None or version.applies(args, kwargs):
+                        self._hits[level] += 1
+                        self._last_layout, self._last_candidates = layout, candidates
+                        return version.fast(*args) if version.fast else self._run(version, args, kwargs)
+        sigma = signature(args, kwargs)
+        for version in self._by_sigma.get(sigma, ()):
+            if version.applies(args, kwargs):
+                self._hits[3] += 1
+                return self._run(version, args, kwargs)
+        return self._run(self._miss(sigma, args, kwargs), args, kwargs)
+
+    def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not version.native:
             self._fallbacks += 1
         return version.run(args, kwargs)
@@ -96,56 +171,95 @@ class CompiledFunction:
                          self._fallbacks)
 
     def versions(self) -> list[Version]:
-        return list(self._versions.values())
+        return list(self._versions)
 
-    # -- compiling -----------------------------------------------------------------------------
-    def _compile(self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Version:
+    def explain(self, *args: Any, **kwargs: Any) -> list[VersionReport]:
+        """For each cached version, the guards that fail for these arguments (corollary 2.1)."""
+        if self._free:
+            args = (*self._free.read(), *args)
+        sigma = signature(args, kwargs)
+        return [VersionReport(v.index, v.native, v.failures(sigma, args, kwargs))
+                for v in self._versions]
+
+    # -- a miss ------------------------------------------------------------------------------------
+    def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Version:
         self._misses += 1
         settings = config.current()
-        number = len(self._versions)
-        if self._versions:
+        if self._versions and "recompiles" in settings.logs:
+            reasons = [str(f) for v in self._versions for f in v.failures(sigma, args, kwargs)]
             logs.emit("recompiles", settings.logs,
-                      f"recompiling {self._name}: no cached version matches the arguments' "
-                      f"signature ({number} cached)")
+                      f"recompiling {self._name!r}: " + "; ".join(reasons))
+        if len(self._versions) >= self.limits.max_versions or \
+                self._compiles >= self.limits.max_compiles:
+            self._warn_limit(sigma, args, kwargs)
+            fn = self._traced_function()
+            return Version(-1, sigma, lambda a, k: fn(*a, **k), native=False,
+                           reason="version or compile limit reached")
+        version = self._compile(sigma, args, kwargs, settings)
+        self._versions.append(version)
+        self._by_sigma.setdefault(sigma, []).append(version)
+        layout = array_signature(args) if not kwargs else None
+        if layout is not None:
+            self._by_layout[layout] = self._by_sigma[sigma]
+        return version
+
+    def _warn_limit(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self._limit_warned:
+            return
+        self._limit_warned = True
+        counts: dict[str, int] = {}
+        for v in self._versions:
+            for failure in v.failures(sigma, args, kwargs):
+                key = failure.path if isinstance(failure, GuardFailure) else "gamma_g (data gates)"
+                counts[key] = counts.get(key, 0) + 1
+        changing = max(counts, key=counts.__getitem__) if counts else "nothing"
+        logs.warn(f"stax: {self._name} reached its limit ({self.limits.max_versions} versions, "
+                  f"{self.limits.max_compiles} compiles); the key component that keeps changing "
+                  f"is {changing}: new keys now run eagerly. A Python scalar that changes from call "
+                  "to call can be passed as a 0-d array; int()/float() of an array can be avoided "
+                  "with stax.runtime.gate.")
+
+    def _traced_function(self) -> Callable[..., Any]:
+        return self._free.lifted() if self._free else self.fn
+
+    def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 settings: config.Settings) -> Version:
+        number = len(self._versions)
         start = time.perf_counter()
         timings: dict[str, float] = {}
         try:
-            version = self._build(args, kwargs, settings, number, timings)
+            version = self._build(sigma, args, kwargs, settings, number, timings)
         except (UnsupportedError, _InternalError) as exc:
             if self.strict_native:
                 raise (exc.__cause__ if isinstance(exc, _InternalError) else exc) from None
             reason = str(exc)
             logs.warn(f"stax: {self._name} falls back to eager NumPy for this signature: {reason}")
-            fn = self.fn
-            version = Version(lambda a, k: fn(*a, **k), native=False, reason=reason)
+            fn = self._traced_function()
+            version = Version(number, sigma, lambda a, k: fn(*a, **k), native=False, reason=reason)
         self._compiles += 1
         version.stats["compile_s"] = time.perf_counter() - start
         version.stats.update(timings)
         logs.emit("perf", settings.logs, f"compiled {self._name} v{number} in "
                   f"{version.stats['compile_s'] * 1e3:.1f} ms: " + ", ".join(
                       f"{k} {v * 1e3:.1f} ms" for k, v in timings.items()))
-        self._versions[key] = version
-        if version.native:
-            fast_key = array_signature(args) if not kwargs else None
-            fast = getattr(version, "fast", None)
-            if fast_key is not None and fast is not None:
-                self._fast[fast_key] = fast
         return version
 
-    def _build(self, args: tuple[Any, ...], kwargs: dict[str, Any], settings: config.Settings,
-               number: int, timings: dict[str, float]) -> Version:
+    def _build(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               settings: config.Settings, number: int, timings: dict[str, float]) -> Version:
         name = getattr(self.fn, "__name__", "fn")
+        user_args = args[len(self._free.names):]
+        names = [*self._free.names, *leaf_names(self.fn, user_args, kwargs)]
         clock = time.perf_counter()
-        capture = trace(self.fn, args, kwargs, name=name)  # user errors propagate unchanged
+        capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names)
         timings["capture"] = time.perf_counter() - clock
         dump = self._dumper(settings, name, number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
         leaves = tree_flatten((args, kwargs))[0]
         slots = [i for i, s in enumerate(capture.inputs) if s is not None]
-        examples = [leaves[i] for i in slots]
         try:
-            run_flat = self.backend(capture, examples, dump=dump, timings=timings, **self.options)
+            run_flat = self.backend(capture, [leaves[i] for i in slots], dump=dump,
+                                    timings=timings, **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly
@@ -153,14 +267,13 @@ class CompiledFunction:
                                  f"{type(exc).__name__}: {exc}") from exc
         artifact = getattr(run_flat, "artifact", None)
         if artifact is not None:
-            logs.emit("loop", settings.logs, "(loop IR dumped with STAX_DUMP_DIR)")
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
-        version = Version(_tree_runner(run_flat, slots, output_tree), native=True,
-                          artifact=artifact)
-        positional_arrays_only = slots == list(range(len(slots))) and not kwargs
-        if output_tree.kind == "leaf" and positional_arrays_only:
-            version.fast = lambda *arrays: run_flat(*arrays)[0]  # type: ignore[attr-defined]
+        version = Version(number, sigma, _tree_runner(run_flat, slots, output_tree), native=True,
+                          artifact=artifact,
+                          gates=GateReplay(capture) if capture.gates else None)
+        if output_tree.kind == "leaf" and slots == list(range(len(slots))) and not kwargs:
+            version.fast = lambda *arrays: run_flat(*arrays)[0]
         return version
 
     def _dumper(self, settings: config.Settings, name: str, number: int
@@ -195,5 +308,3 @@ def compile(fn: Callable[..., Any] | None = None, *, device: str | None = None,
         return CompiledFunction(f, device=device, dynamic=dynamic, strict_native=strict_native,
                                 backend=backend, options=options)
     return wrap if fn is None else wrap(fn)
-
-

@@ -90,29 +90,32 @@ class Proxy:
     def __len__(self) -> int:
         return len(self.value)
 
-    # -- values Python reads from data: data gates (spec §3.4) are not captured yet ------------
-    def _data_read(self, what: str) -> Any:
-        raise UnsupportedError(f"{what} of a traced array reads its data into Python "
-                               "(data-dependent control flow is not captured yet)",
-                               node=self.node.name, source=user_source(3))
-
+    # -- values Python reads from data: data gates (spec §3.4, table 3.2) -----------------------
     def __bool__(self) -> bool:
-        return self._data_read("bool()")
+        return self.tracer.gate(self, "bool")
 
     def __int__(self) -> int:
-        return self._data_read("int()")
+        return self.tracer.gate(self, "int")
 
     def __float__(self) -> float:
-        return self._data_read("float()")
+        return self.tracer.gate(self, "float")
 
     def __index__(self) -> int:
-        return self._data_read("use as an index")
+        return self.tracer.gate(self, "index")
 
     def __complex__(self) -> complex:
-        return self._data_read("complex()")
+        raise UnsupportedError("complex() of a traced array", node=self.node.name,
+                               source=user_source())
 
     def __iter__(self) -> Any:
-        return self._data_read("iteration")
+        """Iterating an array walks its first axis: a shape read, not a data gate."""
+        if not self.value.ndim:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(len(self.value)))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.tracer.record(Opcode.CALL_FUNCTION, "operator.getitem", (self, key), {},
+                                  operator.getitem)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise _mutation("item assignment x[...] = ...")

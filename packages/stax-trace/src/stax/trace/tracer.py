@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import inspect
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -12,11 +13,13 @@ import numpy as np
 
 from stax.ir import (
     CAPTURE_SCHEMA,
+    Gate,
     Graph,
     GraphProgram,
     Opcode,
     TensorMeta,
     UnsupportedError,
+    backward_slice,
     tree_flatten,
     tree_unflatten,
 )
@@ -51,10 +54,18 @@ class Tracer:
 
     def __init__(self) -> None:
         self.graph = Graph("capture")
+        self.gates: list[Gate] = []
+
+    def gate(self, proxy: Proxy, kind: str) -> Any:
+        """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
+        value = _GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
+        self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
+        return value
 
     def record(self, op: Opcode, target: str, args: Any, kwargs: dict[str, Any],
                fn: Callable[..., Any]) -> Any:
         source = user_source(3)
+        args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
         node_kwargs = self._symbolic(kwargs, source)
         value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
@@ -86,6 +97,19 @@ class Tracer:
                                source=source)
 
 
+_GATE_CONVERSIONS = {"bool": bool, "int": int, "float": float, "index": operator.index}
+
+
+def _gate_slice_bounds(value: Any) -> Any:
+    """A traced slice bound (``x[:n]``) is an index gate: Python needs its integer value."""
+    if isinstance(value, slice):
+        return slice(*(operator.index(v) if isinstance(v, Proxy) else v
+                       for v in (value.start, value.stop, value.step)))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_gate_slice_bounds(v) for v in value)
+    return value
+
+
 def _concrete(value: Any) -> Any:
     if isinstance(value, Proxy):
         return value.value
@@ -96,7 +120,7 @@ def _concrete(value: Any) -> Any:
     return value
 
 
-def _leaf_names(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+def leaf_names(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
     """A readable placeholder name for every leaf of ``(args, kwargs)``, in flatten order."""
     try:
         params = [p.name for p in inspect.signature(fn).parameters.values()
@@ -115,18 +139,22 @@ def _leaf_names(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
 
 
 def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
-          *, name: str | None = None) -> GraphProgram:
+          *, name: str | None = None, arg_names: list[str] | None = None) -> GraphProgram:
     """Capture ``fn`` on example ``args``: a ``stax.capture/1`` program.
 
     Arrays among the (flattened) arguments become placeholders; every other leaf is a constant the
-    capture is specialized on (spec §2.2: scalars enter the key by value).
+    capture is specialized on (spec §2.2: scalars enter the key by value). Wherever Python reads a
+    traced value (``if``, ``int()``, an index) the example's answer is used and recorded as a data
+    gate; the gates' backward slice is extracted right after capture, before any pass could delete
+    the nodes that compute them (corollary 3.1).
     """
     kwargs = dict(kwargs or {})
     tracer = Tracer()
     leaves, input_tree = tree_flatten((tuple(args), kwargs))
     traced_leaves: list[Any] = []
     inputs: list[str | None] = []
-    for leaf, leaf_name in zip(leaves, _leaf_names(fn, tuple(args), kwargs)):
+    names = arg_names if arg_names is not None else leaf_names(fn, tuple(args), kwargs)
+    for leaf, leaf_name in zip(leaves, names):
         if isinstance(leaf, np.ndarray) and type(leaf) is not np.ndarray:
             raise UnsupportedError(f"argument of ndarray subclass {type(leaf).__name__} (its own "
                                    "semantics, such as masks, would be lost)",
@@ -150,10 +178,25 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
                                    "array arguments", hint="compute it outside the function")
         outputs.append(tracer._symbolic(leaf, None))
     tracer.graph.output(tuple(outputs))
+    replay = None
+    if tracer.gates:
+        by_name = {n.name: n for n in tracer.graph.nodes}
+        replay = backward_slice(tracer.graph, [by_name[g.node] for g in tracer.gates])
     info = {"function": getattr(fn, "__qualname__", repr(fn)),
             "module": getattr(fn, "__module__", None)}
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
-                        inputs, input_tree, output_tree, info)
+                        inputs, input_tree, output_tree, info, tracer.gates, replay)
+
+
+def gate(value: Any) -> Any:
+    """Declare that a traced number stays an array (spec §3.6): it is a runtime input of the graph,
+    not a constant in the key. Only an explicit ``int()``/``float()`` on it makes it a data gate.
+
+    Outside capture (plain arrays and numbers) it returns its argument unchanged.
+    """
+    if isinstance(value, Proxy):
+        value.node.meta["gated"] = True
+    return value
 
 
 def leaf_function(target: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

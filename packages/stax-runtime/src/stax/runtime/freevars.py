@@ -1,0 +1,73 @@
+"""Lifting free variables to arguments (spec §2.5, lambda lifting).
+
+Arrays a function reads from its module globals or its closure are not in its parameter list, yet
+each call must see their current binding and data. Stax reads them at every call and passes them
+as leading arguments, so they enter the key (a rebinding to an array of another layout recompiles)
+and the kernel reads their current data (an in-place update is seen without recompiling,
+example 2.2). Capture runs a copy of the function whose globals and cells hold the proxies.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+class FreeVariables:
+    """The free arrays of ``fn``: globals and closure cells bound to arrays when first seen."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        code = getattr(fn, "__code__", None)
+        scope = getattr(fn, "__globals__", {})
+        self.globals = sorted(n for n in _global_names(code) if isinstance(scope.get(n), np.ndarray)) \
+            if code is not None else []
+        cells = getattr(fn, "__closure__", None) or ()
+        freevars = code.co_freevars if code is not None else ()
+        self.cells = [(name, i) for i, (name, cell) in enumerate(zip(freevars, cells))
+                      if isinstance(_cell_value(cell), np.ndarray)]
+        self.names = [*self.globals, *(name for name, _ in self.cells)]
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+    def read(self) -> tuple[Any, ...]:
+        """The current values, in ``names`` order."""
+        scope = self.fn.__globals__
+        closure = self.fn.__closure__
+        return (*(scope.get(n) for n in self.globals),
+                *(_cell_value(closure[i]) for _, i in self.cells))
+
+    def lifted(self) -> Callable[..., Any]:
+        """``g(*free_values, *args, **kwargs)``: ``fn`` reading its free variables from arguments."""
+        fn, count = self.fn, len(self.names)
+
+        def call(*values: Any, **kwargs: Any) -> Any:
+            scope = dict(fn.__globals__)
+            scope.update(zip(self.globals, values))
+            closure = list(fn.__closure__ or ())
+            for (_, index), value in zip(self.cells, values[len(self.globals):count]):
+                closure[index] = types.CellType(value)
+            clone = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__,
+                                       tuple(closure) or None)
+            clone.__kwdefaults__ = fn.__kwdefaults__
+            return clone(*values[count:], **kwargs)
+        return call
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
