@@ -140,3 +140,26 @@ def test_ndarray_subclasses_run_eagerly():
     assert isinstance(out, np.ma.MaskedArray) and out.mask[1]
     with pytest.raises(UnsupportedError, match="MaskedArray"):
         stax.compile(lambda x: x * 2, strict_native=True)(m)
+
+
+def test_random_draws_advance_generators_exactly_as_eager():
+    def f(x, rng):
+        return x + rng.standard_normal(x.shape)
+
+    def g(x):
+        return x * np.random.rand()
+
+    x = np.zeros(3)
+    eager_rng, compiled_rng = np.random.default_rng(5), np.random.default_rng(5)
+    cf = stax.compile(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(cf(x, compiled_rng), f(x, eager_rng))
+    np.random.seed(3)
+    eager = [g(x) for _ in range(3)]
+    np.random.seed(3)
+    cg = stax.compile(g)
+    compiled = [cg(x) for _ in range(3)]
+    for a, b in zip(compiled, eager):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(UnsupportedError, match="random numbers"):
+        stax.compile(g, strict_native=True)(x)

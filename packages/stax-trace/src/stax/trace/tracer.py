@@ -24,6 +24,7 @@ from stax.ir import (
     tree_unflatten,
 )
 
+from .isolation import RandomStateGuard, reachable_generators
 from .proxy import Proxy
 from .source import user_source
 
@@ -169,7 +170,15 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
             inputs.append(None)
 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
-    result = fn(*traced_args, **traced_kwargs)
+    generators = RandomStateGuard(reachable_generators(fn, leaves))
+    try:
+        result = fn(*traced_args, **traced_kwargs)
+    finally:
+        drew_random_numbers = generators.restore()
+    if drew_random_numbers:
+        raise UnsupportedError("the function draws random numbers (np.random or a Generator); "
+                               "random draws are not captured yet",
+                               hint="it runs eagerly, and its generators advance exactly once")
     out_leaves, output_tree = tree_flatten(result)
     outputs = []
     for leaf in out_leaves:
