@@ -169,3 +169,33 @@ def test_zero_size_and_zero_dim(build, run):
     out = b("mul", b.inputs["s"], 2)
     (got,), _ = run(b, out)
     assert got.shape == () and got == 7.0
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, np.int8, np.uint32, np.int64, np.bool_])
+@pytest.mark.parametrize("op", ["lt", "le", "gt", "ge", "eq", "ne"])
+def test_comparisons_exact(dtype, op, build, run):
+    if np.dtype(dtype).kind == "f":
+        x = np.repeat(SPECIALS, SPECIALS.size).astype(dtype)
+        w = np.tile(SPECIALS, SPECIALS.size).astype(dtype)
+    elif dtype is np.bool_:
+        x, w = np.array([True, True, False, False]), np.array([True, False, True, False])
+    else:
+        info = np.iinfo(dtype)
+        edge = np.array([info.min, info.max, 0, 1], dtype=dtype)
+        x, w = np.repeat(edge, edge.size), np.tile(edge, edge.size)
+    b = build(x=x, w=w)
+    outs = [b(op, b.inputs["x"], b.inputs["w"]), b(op, b.inputs["x"], 1)]
+    got, _ = run(b, *outs)
+    for g, want in zip(got, b.expected(*outs)):
+        assert g.dtype == np.bool_
+        np.testing.assert_array_equal(g, want)
+
+
+def test_comparison_of_mixed_dtypes(build, run):
+    x = np.arange(-3, 3, dtype=np.int16)
+    w = np.linspace(-3, 3, 6, dtype=np.float32)
+    b = build(x=x, w=w)
+    outs = [b("lt", b.inputs["x"], b.inputs["w"]), b("eq", b.inputs["w"], 0.6)]
+    got, _ = run(b, *outs)
+    for g, want in zip(got, b.expected(*outs)):
+        np.testing.assert_array_equal(g, want)

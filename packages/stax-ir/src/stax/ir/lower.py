@@ -129,6 +129,9 @@ rule("function:operator.truediv", "function:numpy.true_divide",
 rule("function:numpy.maximum")(_pointwise("maximum"))
 rule("function:numpy.minimum")(_pointwise("minimum"))
 rule("function:operator.neg", "function:numpy.negative")(_pointwise("neg"))
+for _op, _ufunc in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                    ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
+    rule(f"function:operator.{_op}", f"function:numpy.{_ufunc}")(_pointwise(_op))
 
 
 @rule("function:stax.nn.relu")

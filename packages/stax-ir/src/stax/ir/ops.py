@@ -46,6 +46,11 @@ _declare("truediv", P, 2, np.true_divide)
 _declare("maximum", P, 2, np.maximum, doc="NaN-propagating; returns y when x == y")
 _declare("minimum", P, 2, np.minimum, doc="NaN-propagating; returns y when x == y")
 _declare("neg", P, 1, np.negative)
+for _name, _ufunc in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
+                      ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
+    _declare(_name, P, 2, _ufunc, doc="comparison in the operands' common dtype; NaN compares "
+             "unequal to everything")
+COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 _declare("sum", R, 1,
          lambda x, axis, keepdims, dtype: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"),

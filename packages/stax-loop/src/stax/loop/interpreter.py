@@ -18,7 +18,8 @@ from .ir import LoopProgram, Reduction, rvar, xvar
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum, "or": np.logical_or,
-           "and": np.logical_and}
+           "and": np.logical_and, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
 
 
 def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.ndarray]:

@@ -195,6 +195,40 @@ for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum"):
     LOWERINGS[_op] = _binary(_op)
 
 
+def _compare(op: str) -> Rule:
+    """Comparisons compute in the operands' common dtype (NEP 50: a Python scalar takes the
+    array's dtype) and produce bool."""
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        meta = node.tensor
+        operands = node.args
+        common = np.result_type(*(v.tensor.np_dtype if isinstance(v, Node) else v
+                                  for v in operands)).name
+        if common not in LOOP_DTYPES:
+            raise ctx.unsupported(f"comparison in dtype {common}")
+        for value in operands:
+            if isinstance(value, int) and not isinstance(value, bool) and not _fits(value, common):
+                raise ctx.unsupported(f"comparison with the Python int {value}, which {common} "
+                                      "cannot hold")
+        a = ctx.operand(operands[0], meta.shape, common)
+        b = ctx.operand(operands[1], meta.shape, common)
+        return Lazy(meta.shape, "bool", lambda i: Binary(op, a(i), b(i), "bool"))
+    return lower
+
+
+def _fits(value: int, dtype: str) -> bool:
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        return value in (0, 1)
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min <= value <= info.max
+    return kind in "fc"
+
+
+for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
+    LOWERINGS[_op] = _compare(_op)
+
+
 def _neg(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     if meta.dtype == "bool":

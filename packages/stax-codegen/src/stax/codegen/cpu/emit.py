@@ -36,6 +36,9 @@ from stax.loop import (
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
 
+_PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """What to emit: the buffers computed in one loop nest, and every buffer the kernel touches."""
@@ -153,6 +156,8 @@ class KernelEmitter:
             if e.op == "neg":
                 return b.fneg(x) if is_float(e.dtype) else b.sub(ir.Constant(x.type, 0), x)
         if isinstance(e, Binary):
+            if e.op in _PREDICATES:
+                return self._compare(e.op, self.value(e.a), self.value(e.b), e.a.dtype)
             return self._binary(e.op, self.value(e.a), self.value(e.b), e.dtype)
         raise NotImplementedError(f"cannot emit {e!r}")
 
@@ -174,6 +179,13 @@ class KernelEmitter:
         if is_float(dtype):
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "truediv": b.fdiv}[op](a, c)
         return {"add": b.add, "sub": b.sub, "mul": b.mul}[op](a, c)
+
+    def _compare(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
+        b = self.builder
+        symbol = _PREDICATES[op]
+        if is_float(dtype):  # ordered, except != which is true when either side is NaN
+            return (b.fcmp_unordered if op == "ne" else b.fcmp_ordered)(symbol, a, c)
+        return (b.icmp_signed if is_signed(dtype) else b.icmp_unsigned)(symbol, a, c)
 
     def _cast(self, x: ir.Value, src: str, dst: str) -> ir.Value:
         b = self.builder
