@@ -52,10 +52,21 @@ def _single_call(target, args_shape=(4,), source="user.py:7 in f"):
 
 def test_unsupported_names_node_and_source_line():
     with pytest.raises(UnsupportedError) as info:
-        lower_capture(_single_call("numpy.sin"))
+        lower_capture(_single_call("numpy.unique"))
     err = info.value
-    assert err.node == "sin" and err.source == "user.py:7 in f"
-    assert "numpy.sin() has no native lowering" in str(err) and "user.py:7" in str(err)
+    assert err.node == "unique" and err.source == "user.py:7 in f"
+    assert "numpy.unique(): its result's shape depends on the data" in str(err)
+    assert "user.py:7" in str(err)
+
+
+def test_calls_without_a_native_rule_become_extern_nodes():
+    opgraph = lower_capture(_single_call("numpy.sin"))
+    node = opgraph.graph.nodes[1]
+    assert node.target == "extern" and node.name == "sin"
+    assert node.kwargs == {"fn": "numpy.sin", "method": False, "call_kwargs": {}}
+    verify_graph(opgraph.graph)
+    x = np.linspace(0, 1, 4).astype(np.float32)
+    np.testing.assert_array_equal(run_program(opgraph, (x,), {}), np.sin(x))
 
 
 def test_ufunc_keywords_are_refused():

@@ -10,6 +10,8 @@ def test_affine_algebra():
     assert e.bounds({"x0": 64, "x1": 128}) == (3, 63 * 128 + 127 + 3)
     assert str(x0 * -2 + 5) == "-2*x0 + 5"
     assert str(Affine()) == "0"
+    assert str(x0 * -3 + x1 * -1) == "-3*x0 - x1"
+    assert str(x0 * -1 + (-4)) == "-x0 - 4"
 
 
 def test_json_round_trip_and_linear_index():

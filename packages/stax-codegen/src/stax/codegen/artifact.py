@@ -14,7 +14,7 @@ from typing import Any
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
 
-KERNELS_SCHEMA = "stax.kernels/1.0"
+KERNELS_SCHEMA = "stax.kernels/1.1"  # 1.1: extern calls and step order
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,21 @@ class KernelPlan:
     bytes_written: int
 
 
+@dataclass(frozen=True)
+class ExternPlan:
+    """A NumPy call between kernels; operands are encoded with ``stax.loop``'s buffer refs."""
+
+    buffer: str
+    target: str
+    method: bool
+    args: Any           # JSON form (stax.loop.ir.encode_operands)
+    kwargs: Any
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+    scalar: bool
+
+
 @dataclass
 class KernelArtifact:
     name: str
@@ -51,6 +66,8 @@ class KernelArtifact:
     outputs: list[dict[str, Any]]   # {"buffer", "scalar"} or {"const"}
     output_tree: TreeDef
     fusion: list[dict[str, Any]] = field(default_factory=list)
+    externs: list[ExternPlan] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)  # kernel names and extern buffers, in order
 
     @property
     def intermediates(self) -> list[BufferPlan]:
@@ -73,6 +90,11 @@ class KernelArtifact:
             "outputs": [{**o, "const": encode_value(o.get("const"))} for o in self.outputs],
             "output_tree": self.output_tree.to_json(),
             "fusion": self.fusion,
+            "externs": [{"buffer": e.buffer, "target": e.target, "method": e.method,
+                         "args": e.args, "kwargs": e.kwargs, "shape": list(e.shape),
+                         "dtype": e.dtype, "strides": list(e.strides), "scalar": e.scalar}
+                        for e in self.externs],
+            "steps": self.steps,
             "llvm_ir": self.llvm_ir,
         }
 
@@ -89,6 +111,10 @@ class KernelArtifact:
             list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
             TreeDef.from_json(doc["output_tree"]), list(doc.get("fusion", [])),
+            [ExternPlan(e["buffer"], e["target"], e["method"], e["args"], e["kwargs"],
+                        tuple(e["shape"]), e["dtype"], tuple(e["strides"]), e["scalar"])
+             for e in doc.get("externs", [])],
+            list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
         )
 
     def dump(self, path: str | Path) -> None:
@@ -98,6 +124,10 @@ class KernelArtifact:
         lines = [f"# {KERNELS_SCHEMA} {self.name} for {self.target.get('cpu')}"]
         for b in self.buffers:
             lines.append(f"buffer {b.name}: {b.dtype}{list(b.shape)} strides={b.strides} ({b.role})")
+        for e in self.externs:
+            call = f".{e.target}" if e.method else e.target
+            lines.append(f"extern {e.buffer} = {call}(...) -> {e.dtype}{list(e.shape)} (NumPy)")
+        lines.append("steps: " + ", ".join(self.steps))
         for k in self.kernels:
             lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(k.computes)};"

@@ -8,9 +8,49 @@ from typing import Any
 
 import numpy as np
 
-from .artifact import BufferPlan, KernelArtifact
+from stax.ir import StaxError
+from stax.ir.interpreter import resolve_function
+from stax.loop.ir import BufferRef, decode_operands
+
+from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.jit import CompiledModule, kernel_function
 from .threadpool import default_pool
+
+
+class ExternResultMismatch(StaxError):
+    """An extern call returned something other than what capture saw (a shape that depends on the
+    data, say). Nothing the caller can see has been written; the runtime runs the call eagerly."""
+
+
+def _extern_step(plan: ExternPlan) -> Callable[[dict[str, Any]], None]:
+    """``step(env)``: call NumPy with the operands from ``env``, check the result, store it."""
+    args, kwargs = decode_operands(plan.args), decode_operands(plan.kwargs)
+    fn = None if plan.method else resolve_function(plan.target)
+    dtype = np.dtype(plan.dtype)
+    strides = tuple(s * dtype.itemsize for s in plan.strides)
+    name, shape = plan.buffer, plan.shape
+
+    def resolve(value: Any, env: dict[str, Any]) -> Any:
+        if isinstance(value, BufferRef):
+            return env[value.name]
+        if isinstance(value, (tuple, list)):
+            return type(value)(resolve(v, env) for v in value)
+        if isinstance(value, dict):
+            return {k: resolve(v, env) for k, v in value.items()}
+        return value
+
+    def step(env: dict[str, Any]) -> None:
+        a, k = resolve(args, env), resolve(kwargs, env)
+        result = getattr(a[0], plan.target)(*a[1:], **k) if fn is None else fn(*a, **k)
+        array = np.asarray(result) if isinstance(result, np.generic) else result
+        if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype or (
+                array.strides != strides and array.size > 1):
+            got = (f"{type(result).__name__} {getattr(array, 'dtype', '')}"
+                   f"{list(getattr(array, 'shape', ()))} strides={getattr(array, 'strides', None)}")
+            raise ExternResultMismatch(f"extern {plan.target}() returned {got}; capture saw "
+                                       f"{plan.dtype}{list(shape)} strides={strides}")
+        env[name] = array
+    return step
 
 
 def _allocator(plan: BufferPlan) -> Callable[[], np.ndarray]:
@@ -30,10 +70,17 @@ class Executable:
         self.artifact = artifact
         self.module = CompiledModule(artifact.llvm_ir)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
-        allocs = [(b.name, _allocator(b)) for b in artifact.buffers if b.role != "input"]
+        allocs = [(b.name, _allocator(b)) for b in artifact.buffers
+                  if b.role not in ("input", "extern")]
         pool = default_pool()
-        launches = []
-        for k in artifact.kernels:
+        kernels = {k.name: k for k in artifact.kernels}
+        externs = {e.buffer: e for e in artifact.externs}
+        launches: list[Any] = []
+        for step in artifact.steps:
+            if step in externs:
+                launches.append(_extern_step(externs[step]))
+                continue
+            k = kernels[step]
             fn = kernel_function(self.module, k.name, len(k.args))
             launches.append((fn, k.args, k.outer_range, k.parallel and pool.size > 1))
         outputs = artifact.outputs
@@ -43,7 +90,11 @@ class Executable:
             env = dict(zip(input_names, arrays))
             for name, alloc in allocs:
                 env[name] = alloc()
-            for fn, args, outer, parallel in launches:
+            for launch in launches:
+                if callable(launch):
+                    launch(env)
+                    continue
+                fn, args, outer, parallel = launch
                 objs = [env[a] for a in args]
                 if parallel:
                     pool.parallel_for(fn, tuple(objs), outer)
@@ -53,7 +104,7 @@ class Executable:
             for out in outputs:
                 if "buffer" in out:
                     value = env[out["buffer"]]
-                    results.append(value[()] if out["scalar"] else value)
+                    results.append(value[()] if out["scalar"] and value.ndim == 0 else value)
                 else:
                     results.append(out["const"])
             return results

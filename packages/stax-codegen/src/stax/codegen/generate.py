@@ -8,9 +8,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from llvmlite import ir
 
-from stax.loop import LoopProgram, loads
+from stax.loop import ExternCall, LoopProgram, loads
+from stax.loop.ir import encode_operands
 
-from .artifact import BufferPlan, KernelArtifact, KernelPlan
+from .artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.jit import array_data_offset, host_target
 from .scheduler import Group, schedule
@@ -35,22 +36,37 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
     nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
               for b in (*program.inputs, *program.buffers)}
-    kernels = []
-    for i, group in enumerate(groups):
-        name = f"kernel_{i}"
+    kernels: list[KernelPlan] = []
+    externs: list[ExternPlan] = []
+    steps: list[str] = []
+    for group in groups:
+        call = group.extern
+        if call is not None:
+            externs.append(_extern_plan(call))
+            steps.append(call.name)
+            continue
+        name = f"kernel_{len(kernels)}"
         args = _kernel_args(group)
         emit_kernel(module, KernelSpec(name, tuple(group.nodes), args, dtypes), array_data_offset())
         kernels.append(_plan(name, group, args, nbytes, options))
+        steps.append(name)
     output_names = {o.buffer for o in program.outputs if o.buffer is not None}
     buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
     buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
-                           "output" if b.name in output_names else "intermediate")
+                           "extern" if isinstance(b, ExternCall)
+                           else "output" if b.name in output_names else "intermediate")
                 for b in program.buffers]
     outputs = [{"buffer": o.buffer, "scalar": o.scalar} if o.buffer is not None
                else {"const": o.const} for o in program.outputs]
     return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
                           kernels, list(program.input_slots), program.input_tree, outputs,
-                          program.output_tree, [asdict(d) for d in decisions])
+                          program.output_tree, [asdict(d) for d in decisions], externs, steps)
+
+
+def _extern_plan(call: ExternCall) -> ExternPlan:
+    return ExternPlan(call.name, call.target, call.method, encode_operands(call.args),
+                      encode_operands(call.kwargs), call.shape, call.dtype, call.strides,
+                      call.scalar)
 
 
 def _kernel_args(group: Group) -> tuple[str, ...]:

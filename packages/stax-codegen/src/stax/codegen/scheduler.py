@@ -12,24 +12,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stax.loop import ComputedBuffer, LoopProgram, Reduction, loads
+from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Reduction, loads
 
 
 @dataclass
 class Group:
     """Buffers computed by one kernel, in order."""
 
-    nodes: list[ComputedBuffer]
+    nodes: list[ComputedBuffer | ExternCall]
     reads: set[str] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
 
     @classmethod
-    def of(cls, node: ComputedBuffer) -> Group:
+    def of(cls, node: ComputedBuffer | ExternCall) -> Group:
+        if isinstance(node, ExternCall):
+            return cls([node], set(node.reads), {node.name})
         return cls([node], {ld.buffer for ld in loads(node.data.body)}, {node.name})
+
+    @property
+    def extern(self) -> ExternCall | None:
+        first = self.nodes[0]
+        return first if isinstance(first, ExternCall) else None
 
     @property
     def domain(self) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
         first = self.nodes[0]
+        if isinstance(first, ExternCall):
+            return "extern", first.shape, ()
         kind = "reduction" if isinstance(first.data, Reduction) else "pointwise"
         return kind, first.ranges, first.reduction_ranges
 
@@ -49,6 +58,9 @@ class FusionDecision:
 
 def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
     """``None`` when ``b`` (later) may join ``a``'s loop nest; otherwise the reason it may not."""
+    for group in (a, b):
+        if group.extern is not None:
+            return f"{group.label} is an extern call ({group.extern.target}) run by NumPy"
     if a.domain != b.domain:
         return f"different iteration spaces {a.domain[1:]} and {b.domain[1:]}"
     produced = {n.name: n for n in a.nodes}

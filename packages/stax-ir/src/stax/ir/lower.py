@@ -40,12 +40,12 @@ class LoweringContext:
         self.current: Node | None = None
 
     def emit(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any] | None = None,
-             meta: TensorMeta | None = None) -> Node:
+             meta: TensorMeta | None = None, name: str | None = None) -> Node:
         assert self.current is not None
         info: dict[str, Any] = {"tensor": meta or self.current.tensor}
         if self.current.source:
             info["source"] = self.current.source
-        return self.graph.call_function(op, tuple(operands), attrs or {}, name=op, meta=info)
+        return self.graph.call_function(op, tuple(operands), attrs or {}, name=name or op, meta=info)
 
     def unsupported(self, what: str, hint: str | None = None) -> UnsupportedError:
         assert self.current is not None
@@ -71,17 +71,51 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
         if node.op is Opcode.OUTPUT:
             ctx.graph.output(map_nodes(node.args[0], env.__getitem__))
             continue
-        kind = "method" if node.op is Opcode.CALL_METHOD else "function"
-        fn = RULES.get((kind, node.target))
-        if fn is None:
-            raise ctx.unsupported(f"{describe(node)} has no native lowering yet")
         if node.tensor is None:
             raise ctx.unsupported(f"{describe(node)} produced no array value at capture")
+        kind = "method" if node.op is Opcode.CALL_METHOD else "function"
         args = map_nodes(node.args, env.__getitem__)
         kwargs = map_nodes(node.kwargs, env.__getitem__)
-        env[node] = fn(ctx, node, args, kwargs)
+        fn = RULES.get((kind, node.target))
+        env[node] = fn(ctx, node, args, kwargs) if fn is not None else _extern(ctx, node, args, kwargs)
     return GraphProgram(OPGRAPH_SCHEMA, capture.name, ctx.graph, list(capture.inputs),
                         capture.input_tree, capture.output_tree, dict(capture.info))
+
+
+#: Functions whose result shape depends on the data, not only on the input shapes: their traced
+#: shape would be wrong for other data, so they cannot be planned ahead.
+DATA_DEPENDENT_SHAPES = frozenset({
+    "numpy.unique", "numpy.unique_values", "numpy.unique_counts", "numpy.unique_inverse",
+    "numpy.unique_all", "numpy.flatnonzero", "numpy.argwhere", "numpy.extract", "numpy.compress",
+    "numpy.trim_zeros", "numpy.setdiff1d", "numpy.intersect1d", "numpy.union1d", "numpy.setxor1d",
+    "numpy.bincount", "numpy.nonzero", "numpy.histogram_bin_edges", "method:nonzero",
+    "method:compress",
+})
+
+
+def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """A call without a native rule runs as NumPy inside the compiled program (an extern node),
+    unless its result's shape depends on the data."""
+    method = node.op is Opcode.CALL_METHOD
+    name = f"method:{node.target}" if method else node.target
+    if name in DATA_DEPENDENT_SHAPES or (node.target == "numpy.repeat" and _has_node(args[1:])):
+        raise ctx.unsupported(f"{describe(node)}: its result's shape depends on the data")
+    if node.target == "operator.getitem" and _has_bool_index(args[1]):
+        raise ctx.unsupported("indexing with a boolean mask: the result's shape depends on the data")
+    return ctx.emit("extern", args, {"fn": node.target, "method": method, "call_kwargs": kwargs},
+                    name=node.target)
+
+
+def _has_node(value: Any) -> bool:
+    found: list[Node] = []
+    map_nodes(value, found.append)
+    return bool(found)
+
+
+def _has_bool_index(key: Any) -> bool:
+    found: list[Node] = []
+    map_nodes(key, found.append)
+    return any(n.tensor is not None and n.tensor.dtype == "bool" for n in found)
 
 
 def _live_nodes(graph: Graph) -> set[Node]:

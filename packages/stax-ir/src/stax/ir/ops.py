@@ -18,13 +18,14 @@ import numpy as np
 class OpKind(str, Enum):
     POINTWISE = "pointwise"
     REDUCTION = "reduction"
+    EXTERN = "extern"  # a NumPy call run as is, between compiled kernels
 
 
 @dataclass(frozen=True)
 class OpDef:
     name: str
     kind: OpKind
-    arity: int
+    arity: int  # -1: any number of operands
     reference: Callable[..., Any]
     attrs: tuple[str, ...] = ()
     doc: str = ""
@@ -55,6 +56,19 @@ _declare("sum", R, 1,
          lambda x, axis, keepdims, dtype: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"),
          doc="sum over the axes in ``axis`` (a tuple), accumulating in ``dtype``")
+
+
+def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> Any:
+    from .interpreter import resolve_function
+
+    if method:
+        return getattr(args[0], fn)(*args[1:], **call_kwargs)
+    return resolve_function(fn)(*args, **call_kwargs)
+
+
+_declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
+         doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
+             "NumPy; its operands may nest nodes inside tuples and lists")
 
 
 def get_op(name: str) -> OpDef:

@@ -50,7 +50,7 @@ def _verify_op_node(node: Node) -> None:
     op = OPS.get(node.target)
     if op is None:
         raise VerificationError(f"node %{node.name}: unknown op {node.target!r}")
-    if len(node.args) != op.arity:
+    if op.arity >= 0 and len(node.args) != op.arity:
         raise VerificationError(f"node %{node.name}: op {op.name} takes {op.arity} operands, "
                                 f"got {len(node.args)}")
     unknown = set(node.kwargs) - set(op.attrs)

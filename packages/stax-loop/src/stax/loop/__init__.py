@@ -3,24 +3,26 @@
 from .expr import Binary, Cast, Const, Expr, Load, Unary, format_expr, loads, postorder
 from .index import Affine, linear_index
 from .ir import (
-                 LOOPIR_SCHEMA,
-                 ComputedBuffer,
-                 InputBuffer,
-                 LoopProgram,
-                 OutputRef,
-                 Pointwise,
-                 Reduction,
-                 load_loopir,
-                 rvar,
-                 xvar,
+    LOOPIR_SCHEMA,
+    BufferRef,
+    ComputedBuffer,
+    ExternCall,
+    InputBuffer,
+    LoopProgram,
+    OutputRef,
+    Pointwise,
+    Reduction,
+    load_loopir,
+    rvar,
+    xvar,
 )
 from .lowering import LOWERINGS, lower_opgraph
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "Cast", "ComputedBuffer", "Const", "Expr",
-    "InputBuffer", "Load", "LoopProgram", "OutputRef", "Pointwise", "Reduction", "Unary",
-    "format_expr", "linear_index", "load_loopir", "loads", "lower_opgraph", "postorder", "rvar",
-    "xvar",
+    "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
+    "Const", "Expr", "ExternCall", "InputBuffer", "Load", "LoopProgram", "OutputRef", "Pointwise",
+    "Reduction", "Unary", "format_expr", "linear_index", "load_loopir", "loads", "lower_opgraph",
+    "postorder", "rvar", "xvar",
 ]

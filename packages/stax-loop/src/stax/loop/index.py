@@ -68,10 +68,15 @@ class Affine:
         return low, high
 
     def __str__(self) -> str:
-        parts = [v if c == 1 else f"{c}*{v}" for v, c in self.terms]
+        parts = [(c, v) for v, c in self.terms]
         if self.const or not parts:
-            parts.append(str(self.const))
-        return " + ".join(parts).replace("+ -", "- ")
+            parts.append((self.const, ""))
+        text = ""
+        for i, (c, v) in enumerate(parts):
+            sign = "-" if c < 0 else "+"
+            body = v if abs(c) == 1 and v else (f"{abs(c)}*{v}" if v else str(abs(c)))
+            text += (("-" if sign == "-" else "") + body) if i == 0 else f" {sign} {body}"
+        return text
 
     def to_json(self) -> Any:
         return [[v, c] for v, c in self.terms] + [self.const]

@@ -14,7 +14,7 @@ import numpy as np
 
 from .expr import Binary, Cast, Const, Expr, Load, Unary, postorder
 from .index import Affine
-from .ir import LoopProgram, Reduction, rvar, xvar
+from .ir import BufferRef, ExternCall, LoopProgram, Reduction, rvar, xvar
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum, "or": np.logical_or,
@@ -40,11 +40,15 @@ def _index(expr: Affine, grid: dict[str, np.ndarray]) -> Any:
     return total
 
 
-def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: dict[str, np.ndarray]) -> Any:
+Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)
+
+
+def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: Memory) -> Any:
     values: dict[int, Any] = {}
     for e in postorder(body):
         if isinstance(e, Load):
-            v = memory[e.buffer][_index(e.index, grid)]
+            flat, origin = memory[e.buffer]
+            v = flat[origin + _index(e.index, grid)]
         elif isinstance(e, Const):
             v = np.dtype(e.dtype).type(e.value)
         elif isinstance(e, Cast):
@@ -62,12 +66,18 @@ def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: dict[str, np.ndarr
 
 def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any]:
     """Run ``program`` on arrays in input-buffer order; the flat output leaves."""
-    memory: dict[str, np.ndarray] = {}
-    objects: dict[str, np.ndarray] = {}
+    memory: Memory = {}
+    objects: dict[str, Any] = {}
     for buf, array in zip(program.inputs, arrays):
         objects[buf.name] = array
         memory[buf.name] = _memory_of(array)
+    computed = set()
     for cb in program.buffers:
+        if isinstance(cb, ExternCall):
+            objects[cb.name] = _call_extern(cb, objects)
+            memory[cb.name] = _memory_of(np.asarray(objects[cb.name]))
+            continue
+        computed.add(cb.name)
         out = np.zeros(max(1, math.prod(cb.shape) if cb.shape else 1), dtype=cb.dtype)
         grid = _grid(cb.ranges, cb.reduction_ranges)
         value = np.asarray(evaluate(cb.data.body, grid, memory))
@@ -79,7 +89,7 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
             grid = _grid(cb.ranges, ())
         full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
         out[_index(cb.store_index, grid)] = full
-        memory[cb.name] = out
+        memory[cb.name] = (out, 0)
         itemsize = np.dtype(cb.dtype).itemsize
         objects[cb.name] = np.lib.stride_tricks.as_strided(
             out, shape=cb.shape, strides=tuple(s * itemsize for s in cb.strides))
@@ -88,17 +98,39 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
         if ref.buffer is None:
             results.append(ref.const)
         else:
-            value = objects[ref.buffer].copy() if ref.buffer in memory and ref.buffer not in {
-                b.name for b in program.inputs} else objects[ref.buffer]
-            results.append(value[()] if ref.scalar else value)
+            value = objects[ref.buffer]
+            value = value.copy() if ref.buffer in computed else value
+            results.append(value[()] if ref.scalar and isinstance(value, np.ndarray) else value)
     return results
 
 
-def _memory_of(array: np.ndarray) -> np.ndarray:
-    """Memory addressed the way loads address it: element 0 at flat position 0."""
+def _memory_of(array: np.ndarray) -> tuple[np.ndarray, int]:
+    """The array's memory span as a flat array, and where element 0 lies in it."""
     itemsize = array.itemsize
+    if not array.size:
+        return np.zeros(1, array.dtype), 0
     strides = [s // itemsize for s in array.strides]
-    if any(s < 0 for s in strides):
-        raise NotImplementedError("negative strides in the loop interpreter")
-    high = sum(s * (d - 1) for s, d in zip(strides, array.shape)) + 1 if array.size else 1
-    return np.lib.stride_tricks.as_strided(array, shape=(high,), strides=(itemsize,))
+    low = sum(s * (d - 1) for s, d in zip(strides, array.shape) if s < 0)
+    high = sum(s * (d - 1) for s, d in zip(strides, array.shape) if s > 0)
+    # flipping the axes with negative strides puts element 0 at the lowest address
+    lowest = array[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in strides)]
+    flat = np.lib.stride_tricks.as_strided(lowest, shape=(high - low + 1,), strides=(itemsize,))
+    return flat, -low
+
+
+def _call_extern(call: ExternCall, objects: dict[str, Any]) -> Any:
+    from stax.ir.interpreter import resolve_function
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, BufferRef):
+            return objects[value.name]
+        if isinstance(value, (tuple, list)):
+            return type(value)(resolve(v) for v in value)
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        return value
+
+    args, kwargs = resolve(call.args), resolve(call.kwargs)
+    if call.method:
+        return getattr(args[0], call.target)(*args[1:], **kwargs)
+    return resolve_function(call.target)(*args, **kwargs)

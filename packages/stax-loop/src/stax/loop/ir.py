@@ -17,7 +17,7 @@ from stax.ir.serialize import decode_value, encode_value
 from .expr import Expr, expr_from_json, expr_to_json, format_expr
 from .index import Affine
 
-LOOPIR_SCHEMA = "stax.loopir/1.0"
+LOOPIR_SCHEMA = "stax.loopir/1.1"  # 1.1: extern calls
 REDUCTION_TYPES = ("sum",)
 
 
@@ -73,6 +73,76 @@ class ComputedBuffer:
 
 
 @dataclass(frozen=True)
+class BufferRef:
+    """An extern call's operand that is a buffer (an input, a computed or an extern result)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class ExternCall:
+    """A buffer produced by calling NumPy (spec's extern kernels): ``target`` is a capture target
+    (``numpy.matmul``, ``operator.getitem``) or, with ``method``, a method of the first operand.
+    ``args``/``kwargs`` nest ``BufferRef``s among constants. The result may be a view of an operand,
+    exactly as in eager NumPy; ``shape``/``dtype``/``strides`` are what capture observed, and the
+    runtime checks every result against them."""
+
+    name: str
+    target: str
+    method: bool
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    shape: tuple[int, ...]
+    dtype: str
+    strides: tuple[int, ...]
+    scalar: bool = False
+
+    @property
+    def reads(self) -> list[str]:
+        found: list[str] = []
+        _walk_refs((self.args, self.kwargs), found.append)
+        return found
+
+
+def _walk_refs(value: Any, visit: Any) -> None:
+    if isinstance(value, BufferRef):
+        visit(value.name)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _walk_refs(v, visit)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _walk_refs(v, visit)
+    elif isinstance(value, slice):
+        _walk_refs((value.start, value.stop, value.step), visit)
+
+
+def encode_operands(value: Any) -> Any:
+    if isinstance(value, BufferRef):
+        return {"buffer": value.name}
+    if isinstance(value, tuple):
+        return {"tuple": [encode_operands(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_operands(v) for v in value]
+    if isinstance(value, dict):
+        return {"dict": [[k, encode_operands(v)] for k, v in value.items()]}
+    return encode_value(value)
+
+
+def decode_operands(doc: Any) -> Any:
+    if isinstance(doc, list):
+        return [decode_operands(v) for v in doc]
+    if isinstance(doc, dict):
+        if "buffer" in doc:
+            return BufferRef(doc["buffer"])
+        if "tuple" in doc:
+            return tuple(decode_operands(v) for v in doc["tuple"])
+        if "dict" in doc:
+            return {k: decode_operands(v) for k, v in doc["dict"]}
+    return decode_value(doc)
+
+
+@dataclass(frozen=True)
 class OutputRef:
     """One leaf of the result: a buffer (``scalar``: return a NumPy scalar) or a constant."""
 
@@ -87,11 +157,11 @@ class LoopProgram:
     inputs: list[InputBuffer]
     input_slots: list[str | None]  # per flattened argument leaf: its input buffer, or a constant
     input_tree: TreeDef
-    buffers: list[ComputedBuffer]  # in an order where producers come first
+    buffers: list[ComputedBuffer | ExternCall]  # in an order where producers come first
     outputs: list[OutputRef]
     output_tree: TreeDef
 
-    def buffer(self, name: str) -> InputBuffer | ComputedBuffer:
+    def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
             if b.name == name:
                 return b
@@ -103,6 +173,12 @@ class LoopProgram:
         for b in self.inputs:
             lines.append(f"input {b.name}: {b.dtype}{list(b.shape)} strides={b.strides}")
         for cb in self.buffers:
+            if isinstance(cb, ExternCall):
+                call = f".{cb.target}" if cb.method else cb.target
+                lines.append(f"{cb.name}: {cb.dtype}{list(cb.shape)} strides={cb.strides} = "
+                             f"extern {call}(args={_show_operands(cb.args)}, "
+                             f"kwargs={_show_operands(cb.kwargs)})")
+                continue
             data = cb.data
             if isinstance(data, Reduction):
                 kind = (f"Reduction({data.reduction_type}, ranges={list(data.ranges)}, "
@@ -154,7 +230,24 @@ def load_loopir(path_or_doc: str | Path | dict[str, Any]) -> LoopProgram:
     return LoopProgram.from_json(doc)
 
 
-def _buffer_to_json(cb: ComputedBuffer) -> dict[str, Any]:
+def _show_operands(value: Any) -> str:
+    if isinstance(value, BufferRef):
+        return value.name
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_show_operands(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show_operands(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={_show_operands(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
+    if isinstance(cb, ExternCall):
+        return {"name": cb.name, "extern": cb.target, "method": cb.method,
+                "args": encode_operands(cb.args), "kwargs": encode_operands(cb.kwargs),
+                "shape": list(cb.shape), "dtype": cb.dtype, "strides": list(cb.strides),
+                "scalar": cb.scalar}
     data = cb.data
     body: dict[str, Any] = {"ranges": list(data.ranges), "body": expr_to_json(data.body)}
     if isinstance(data, Reduction):
@@ -166,7 +259,11 @@ def _buffer_to_json(cb: ComputedBuffer) -> dict[str, Any]:
             "strides": list(cb.strides), "store_index": cb.store_index.to_json(), "data": body}
 
 
-def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer:
+def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
+    if "extern" in doc:
+        return ExternCall(doc["name"], doc["extern"], doc["method"], decode_operands(doc["args"]),
+                          decode_operands(doc["kwargs"]), tuple(doc["shape"]), doc["dtype"],
+                          tuple(doc["strides"]), doc["scalar"])
     d = doc["data"]
     body = expr_from_json(d["body"])
     data: Body

@@ -20,7 +20,9 @@ from stax.ir import GraphProgram, Node, Opcode, TensorMeta, UnsupportedError, co
 from .expr import Binary, Cast, Const, Expr, Load, Unary
 from .index import Affine, linear_index
 from .ir import (
+    BufferRef,
     ComputedBuffer,
+    ExternCall,
     InputBuffer,
     LoopProgram,
     OutputRef,
@@ -68,7 +70,8 @@ class LoopLowering:
                 rule = LOWERINGS.get(node.target)
                 if rule is None:
                     raise self.unsupported(f"op {node.target!r} has no loop lowering yet")
-                self._check_dtype(node.tensor)
+                if node.target != "extern":  # NumPy computes externs in any dtype
+                    self._check_dtype(node.tensor)
                 self.values[node] = rule(self, node)
             elif node.op is not Opcode.OUTPUT:
                 raise self.unsupported(f"opcode {node.op.value} in an op graph")
@@ -85,8 +88,7 @@ class LoopLowering:
             raise self.unsupported(f"dtype {meta.dtype} is not compiled natively yet")
 
     def _input(self, node: Node) -> Lazy:
-        meta = node.tensor
-        self._check_dtype(meta)
+        meta = node.tensor  # any dtype: extern calls take them all; kernels check what they load
         buf = InputBuffer(node.target, meta.shape, meta.dtype, meta.strides)
         self.inputs.append(buf)
         return self._stored(buf.name, meta.shape, meta.dtype, meta.strides)
@@ -113,6 +115,8 @@ class LoopLowering:
         """A loader for ``value`` broadcast to ``shape`` and cast to ``dtype``."""
         if isinstance(value, Node):
             lazy = self.values[value]
+            if lazy.dtype not in LOOP_DTYPES:
+                raise self.unsupported(f"dtype {lazy.dtype} is not compiled natively yet")
             offset = len(shape) - len(lazy.shape)
             broadcast = tuple(src == 1 and dst != 1 for src, dst in zip(lazy.shape, shape[offset:]))
 
@@ -242,7 +246,33 @@ def _sum(ctx: LoopLowering, node: Node) -> Lazy:
     return ctx.reduce(node, x, tuple(node.kwargs["axis"]), node.kwargs["keepdims"], "sum")
 
 
+def _extern(ctx: LoopLowering, node: Node) -> Lazy:
+    """Operands of a NumPy call must be arrays in memory: realize pointwise values first."""
+    def operand(value: Any) -> Any:
+        if isinstance(value, Node):
+            lazy = ctx.values[value]
+            if lazy.buffer is None:
+                lazy = ctx.values[value] = ctx.realize(lazy, output_strides(value.tensor))
+            return BufferRef(lazy.buffer)
+        if isinstance(value, (tuple, list)):
+            return type(value)(operand(v) for v in value)
+        if isinstance(value, dict):
+            return {k: operand(v) for k, v in value.items()}
+        if isinstance(value, slice):
+            return value
+        return value
+
+    meta = node.tensor
+    attrs = node.kwargs
+    name = f"buf{len(ctx.buffers)}"
+    ctx.buffers.append(ExternCall(name, attrs["fn"], attrs["method"], operand(node.args),
+                                  operand(attrs["call_kwargs"]), meta.shape, meta.dtype,
+                                  meta.strides, meta.scalar))
+    return ctx._stored(name, meta.shape, meta.dtype, meta.strides)
+
+
 LOWERINGS["neg"] = _neg
+LOWERINGS["extern"] = _extern
 LOWERINGS["sum"] = _sum
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stax.codegen import ExternResultMismatch
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_unflatten, write_json
 from stax.trace import leaf_names, trace
 
@@ -153,7 +154,7 @@ class CompiledFunction:
                     if version.gates is None or version.applies(args, kwargs):
                         self._hits[level] += 1
                         self._last_layout, self._last_candidates = layout, candidates
-                        return version.fast(*args) if version.fast else self._run(version, args, kwargs)
+                        return self._run(version, args, kwargs)
         sigma = signature(args, kwargs)
         for version in self._by_sigma.get(sigma, ()):
             if version.applies(args, kwargs):
@@ -164,7 +165,16 @@ class CompiledFunction:
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not version.native:
             self._fallbacks += 1
-        return version.run(args, kwargs)
+            return version.run(args, kwargs)
+        try:
+            return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
+        except ExternResultMismatch as exc:  # nothing visible was written: run this call eagerly
+            self._fallbacks += 1
+            if not version.stats.get("mismatch_logged"):
+                version.stats["mismatch_logged"] = 1.0
+                logs.warn(f"stax: {self._name} v{version.index}: {exc}; calls like this one run "
+                          "eagerly")
+            return self._traced_function()(*args, **kwargs)
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(len(self._versions), self._compiles, dict(self._hits), self._misses,

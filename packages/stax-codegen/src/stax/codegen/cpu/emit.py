@@ -35,7 +35,6 @@ from stax.loop import (
 
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
-
 _PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
