@@ -22,24 +22,24 @@ class ExternResultMismatch(StaxError):
     data, say). Nothing the caller can see has been written; the runtime runs the call eagerly."""
 
 
-def _extern_step(plan: ExternPlan) -> Callable[[dict[str, Any]], None]:
+def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]], None]:
     """``step(env)``: call NumPy with the operands from ``env``, check the result, store it."""
     args, kwargs = decode_operands(plan.args), decode_operands(plan.kwargs)
     fn = None if plan.method else resolve_function(plan.target)
     dtype = np.dtype(plan.dtype)
     strides = tuple(s * dtype.itemsize for s in plan.strides)
-    name, shape = plan.buffer, plan.shape
+    out, shape = slot[plan.buffer], plan.shape
 
-    def resolve(value: Any, env: dict[str, Any]) -> Any:
+    def resolve(value: Any, env: list[Any]) -> Any:
         if isinstance(value, BufferRef):
-            return env[value.name]
+            return env[slot[value.name]]
         if isinstance(value, (tuple, list)):
             return type(value)(resolve(v, env) for v in value)
         if isinstance(value, dict):
             return {k: resolve(v, env) for k, v in value.items()}
         return value
 
-    def step(env: dict[str, Any]) -> None:
+    def step(env: list[Any]) -> None:
         a, k = resolve(args, env), resolve(kwargs, env)
         result = getattr(a[0], plan.target)(*a[1:], **k) if fn is None else fn(*a, **k)
         array = np.asarray(result) if isinstance(result, np.generic) else result
@@ -49,7 +49,7 @@ def _extern_step(plan: ExternPlan) -> Callable[[dict[str, Any]], None]:
                    f"{list(getattr(array, 'shape', ()))} strides={getattr(array, 'strides', None)}")
             raise ExternResultMismatch(f"extern {plan.target}() returned {got}; capture saw "
                                        f"{plan.dtype}{list(shape)} strides={strides}")
-        env[name] = array
+        env[out] = array
     return step
 
 
@@ -73,40 +73,50 @@ class Executable:
         allocs = [(b.name, _allocator(b)) for b in artifact.buffers
                   if b.role not in ("input", "extern")]
         pool = default_pool()
+        # The environment is a list: inputs first, then every buffer in plan order; each step
+        # reads and writes fixed positions in it, so a call does no name lookups.
+        slot = {name: i for i, name in enumerate(self.input_names)}
+        for name, _ in allocs:
+            slot[name] = len(slot)
+        for e in artifact.externs:
+            slot[e.buffer] = len(slot)
+        size = len(slot)
+        n_inputs = len(self.input_names)
+        alloc_slots = [(slot[name], alloc) for name, alloc in allocs]
         kernels = {k.name: k for k in artifact.kernels}
         externs = {e.buffer: e for e in artifact.externs}
         launches: list[Any] = []
         for step in artifact.steps:
             if step in externs:
-                launches.append(_extern_step(externs[step]))
+                launches.append(_extern_step(externs[step], slot))
                 continue
             k = kernels[step]
             fn = kernel_function(self.module, k.name, len(k.args))
-            launches.append((fn, k.args, k.outer_range, k.parallel and pool.size > 1))
-        outputs = artifact.outputs
-        input_names = self.input_names
+            launches.append((fn, [slot[a] for a in k.args], k.outer_range,
+                             k.parallel and pool.size > 1))
+        outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
+                   for o in artifact.outputs]
 
         def run(*arrays: np.ndarray) -> list[Any]:
-            env = dict(zip(input_names, arrays))
-            for name, alloc in allocs:
-                env[name] = alloc()
+            env: list[Any] = [*arrays, *([None] * (size - n_inputs))]
+            for i, alloc in alloc_slots:
+                env[i] = alloc()
             for launch in launches:
                 if callable(launch):
                     launch(env)
                     continue
                 fn, args, outer, parallel = launch
-                objs = [env[a] for a in args]
                 if parallel:
-                    pool.parallel_for(fn, tuple(objs), outer)
+                    pool.parallel_for(fn, tuple([env[a] for a in args]), outer)
                 else:
-                    fn(*objs, 0, outer)
+                    fn(*[env[a] for a in args], 0, outer)
             results = []
-            for out in outputs:
-                if "buffer" in out:
-                    value = env[out["buffer"]]
-                    results.append(value[()] if out["scalar"] and value.ndim == 0 else value)
+            for i, extra in outputs:
+                if i is None:
+                    results.append(extra)
                 else:
-                    results.append(out["const"])
+                    value = env[i]
+                    results.append(value[()] if extra and value.ndim == 0 else value)
             return results
 
         self.run = run

@@ -8,7 +8,7 @@ from .meta import TensorMeta, contiguous_strides
 from .ops import NN_FUNCTIONS, OPS, OpDef, OpKind, get_op
 from .printer import format_graph
 from .program import CAPTURE_SCHEMA, OPGRAPH_SCHEMA, Gate, GraphProgram, load_capture, load_opgraph
-from .pytree import TreeDef, tree_flatten, tree_unflatten
+from .pytree import TreeDef, tree_flatten, tree_leaves, tree_unflatten
 from .serialize import check_schema, read_json, write_json
 from .slicing import backward_slice
 from .verify import verify_graph
@@ -46,6 +46,7 @@ __all__ = [
     "run_graph",
     "run_program",
     "tree_flatten",
+    "tree_leaves",
     "tree_unflatten",
     "verify_graph",
     "write_json",

@@ -57,6 +57,22 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     return leaves, walk(tree)
 
 
+def tree_leaves(tree: Any) -> list[Any]:
+    """The leaves of ``tree`` in ``tree_flatten`` order, without building a ``TreeDef`` (hot path)."""
+    leaves: list[Any] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is tuple or t is list:
+            stack.extend(reversed(node))
+        elif t is dict:
+            stack.extend(reversed(list(node.values())))
+        else:
+            leaves.append(node)
+    return leaves
+
+
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
     it = iter(leaves)
 

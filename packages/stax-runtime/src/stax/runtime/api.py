@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stax.codegen import ExternResultMismatch
-from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_unflatten, write_json
+from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, tree_unflatten, write_json
 from stax.trace import leaf_names, trace
 
 from . import config, logs
@@ -85,13 +85,13 @@ class Version:
 
     def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """The gamma_g guard (sigma already matched): replay the data gates on these arguments."""
-        return self.gates is None or self.gates.matches(tree_flatten((args, kwargs))[0])
+        return self.gates is None or self.gates.matches(tree_leaves((args, kwargs)))
 
     def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> list[GuardFailure | GateFailure]:
         out: list[GuardFailure | GateFailure] = list(diff_signature(self.sigma, sigma))
         if self.gates is not None:
-            outcomes = self.gates.outcomes(tree_flatten((args, kwargs))[0])
+            outcomes = self.gates.outcomes(tree_leaves((args, kwargs)))
             if outcomes != self.gates.expected:
                 out.append(GateFailure(self.gates.expected, outcomes))
         return out
@@ -304,9 +304,12 @@ class _InternalError(StaxError):
 
 def _tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], output_tree: Any
                  ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    single = output_tree.kind == "leaf"
+
     def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        leaves = tree_flatten((args, kwargs))[0]
-        return tree_unflatten(output_tree, run_flat(*[leaves[i] for i in slots]))
+        leaves = tree_leaves((args, kwargs))
+        outputs = run_flat(*[leaves[i] for i in slots])
+        return outputs[0] if single else tree_unflatten(output_tree, outputs)
     return run
 
 

@@ -27,7 +27,7 @@ _BY_VALUE = (int, bool, str, type(None))
 def leaf_signature(x: Any) -> Any:
     t = type(x)
     if t is np.ndarray:
-        return (ARRAY, "cpu", x.shape, x.dtype.name if x.dtype.isnative else x.dtype.str, x.strides)
+        return (ARRAY, "cpu", x.shape, x.dtype, x.strides)
     if t is float:
         return ("float", x.hex())
     if t in _BY_VALUE:
@@ -74,6 +74,8 @@ class GuardFailure:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, np.dtype):
+        return str(value) if value.isnative else value.str
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "float":
         return repr(float.fromhex(value[1]))
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) \
