@@ -69,8 +69,9 @@ def test_calls_without_a_native_rule_become_extern_nodes():
     np.testing.assert_array_equal(run_program(opgraph, (x,), {}), np.sin(x))
 
 
-def test_ufunc_keywords_are_refused():
+def test_ufunc_keywords_make_an_extern_call():
     program = _single_call("numpy.negative")
-    program.graph.nodes[1].kwargs = {"where": True}
-    with pytest.raises(UnsupportedError, match="keyword arguments"):
-        lower_capture(program)
+    program.graph.nodes[1].kwargs = {"dtype": np.dtype("float64")}
+    node = lower_capture(program).graph.nodes[1]
+    assert node.target == "extern"
+    assert node.kwargs["call_kwargs"] == {"dtype": np.dtype("float64")}

@@ -207,3 +207,35 @@ def test_leaf_function_runs_eagerly_on_arrays():
     x, _ = example((3, 4))
     np.testing.assert_array_equal(relu(x), np.maximum(x, 0))
     assert not isinstance(relu(x), Proxy)
+
+
+def test_creation_functions_become_nodes_when_used_unchanged():
+    x, _ = example((3, 4))
+    capture = trace(lambda a: (a + np.arange(a.shape[1])) * np.ones(4), (x,))
+    targets = [n.target for n in capture.graph.nodes]
+    assert "numpy.arange" in targets and "numpy.ones" in targets
+    np.testing.assert_array_equal(run_program(capture, (x,), {}), (x + np.arange(4)) * np.ones(4))
+    assert np.ones is not None and not hasattr(np.ones, "__stax_original__")  # restored
+
+
+def test_created_arrays_modified_in_place_are_refused():
+    x, _ = example((3, 4))
+
+    def f(a):
+        b = np.zeros(4)
+        b[0] = 5
+        return a + b
+
+    with pytest.raises(UnsupportedError, match=r"numpy.zeros\(\) is modified in place"):
+        trace(f, (x,))
+
+
+def test_calls_with_several_results_get_one_getitem_per_result():
+    x, _ = example((3, 4))
+    capture = trace(lambda a: np.divmod(a, 0.3)[1] + np.split(a, 2, axis=1)[0].sum(), (x,))
+    divmod_node = next(n for n in capture.graph.nodes if n.target == "numpy.divmod")
+    assert divmod_node.meta["sequence"] == 2 and divmod_node.tensor is None
+    want = np.divmod(x, 0.3)[1] + np.split(x, 2, axis=1)[0].sum()
+    np.testing.assert_array_equal(run_program(capture, (x,), {}), want)
+    again = load_capture(capture.to_json())
+    assert next(n for n in again.graph.nodes if n.target == "numpy.divmod").meta["sequence"] == 2

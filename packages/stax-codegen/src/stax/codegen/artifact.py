@@ -51,6 +51,7 @@ class ExternPlan:
     dtype: str
     strides: tuple[int, ...]
     scalar: bool
+    sequence: int | None = None  # the call returns this many arrays
 
 
 @dataclass
@@ -92,7 +93,8 @@ class KernelArtifact:
             "fusion": self.fusion,
             "externs": [{"buffer": e.buffer, "target": e.target, "method": e.method,
                          "args": e.args, "kwargs": e.kwargs, "shape": list(e.shape),
-                         "dtype": e.dtype, "strides": list(e.strides), "scalar": e.scalar}
+                         "dtype": e.dtype, "strides": list(e.strides), "scalar": e.scalar,
+                         "sequence": e.sequence}
                         for e in self.externs],
             "steps": self.steps,
             "llvm_ir": self.llvm_ir,
@@ -112,7 +114,8 @@ class KernelArtifact:
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
             TreeDef.from_json(doc["output_tree"]), list(doc.get("fusion", [])),
             [ExternPlan(e["buffer"], e["target"], e["method"], e["args"], e["kwargs"],
-                        tuple(e["shape"]), e["dtype"], tuple(e["strides"]), e["scalar"])
+                        tuple(e["shape"]), e["dtype"], tuple(e["strides"]), e["scalar"],
+                        e.get("sequence"))
              for e in doc.get("externs", [])],
             list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
         )

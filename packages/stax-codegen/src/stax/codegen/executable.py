@@ -42,6 +42,13 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]]
     def step(env: list[Any]) -> None:
         a, k = resolve(args, env), resolve(kwargs, env)
         result = getattr(a[0], plan.target)(*a[1:], **k) if fn is None else fn(*a, **k)
+        if plan.sequence is not None:
+            if not isinstance(result, (tuple, list)) or len(result) != plan.sequence:
+                raise ExternResultMismatch(f"extern {plan.target}() returned "
+                                           f"{type(result).__name__}; capture saw "
+                                           f"{plan.sequence} arrays")
+            env[out] = result
+            return
         array = np.asarray(result) if isinstance(result, np.generic) else result
         if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype or (
                 array.strides != strides and array.size > 1):

@@ -66,7 +66,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
 def _extern_plan(call: ExternCall) -> ExternPlan:
     return ExternPlan(call.name, call.target, call.method, encode_operands(call.args),
                       encode_operands(call.kwargs), call.shape, call.dtype, call.strides,
-                      call.scalar)
+                      call.scalar, call.sequence)
 
 
 def _kernel_args(group: Group) -> tuple[str, ...]:

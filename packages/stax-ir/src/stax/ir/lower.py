@@ -21,6 +21,12 @@ from .meta import TensorMeta
 from .program import OPGRAPH_SCHEMA, GraphProgram
 
 Rule = Callable[["LoweringContext", Node, tuple[Any, ...], dict[str, Any]], Any]
+
+
+class NotNative(Exception):
+    """Raised by a rule for a form of its call it does not lower (``np.add(x, y, dtype=...)``):
+    the call then runs as an extern NumPy call."""
+
 RULES: dict[tuple[str, str], Rule] = {}
 
 
@@ -45,6 +51,8 @@ class LoweringContext:
         info: dict[str, Any] = {"tensor": meta or self.current.tensor}
         if self.current.source:
             info["source"] = self.current.source
+        if "sequence" in self.current.meta:  # a call with several results (extern only)
+            info = {"sequence": self.current.meta["sequence"], "source": self.current.source}
         return self.graph.call_function(op, tuple(operands), attrs or {}, name=name or op, meta=info)
 
     def unsupported(self, what: str, hint: str | None = None) -> UnsupportedError:
@@ -71,13 +79,18 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
         if node.op is Opcode.OUTPUT:
             ctx.graph.output(map_nodes(node.args[0], env.__getitem__))
             continue
-        if node.tensor is None:
+        if node.tensor is None and "sequence" not in node.meta:
             raise ctx.unsupported(f"{describe(node)} produced no array value at capture")
         kind = "method" if node.op is Opcode.CALL_METHOD else "function"
         args = map_nodes(node.args, env.__getitem__)
         kwargs = map_nodes(node.kwargs, env.__getitem__)
         fn = RULES.get((kind, node.target))
-        env[node] = fn(ctx, node, args, kwargs) if fn is not None else _extern(ctx, node, args, kwargs)
+        try:
+            if fn is None:
+                raise NotNative
+            env[node] = fn(ctx, node, args, kwargs)
+        except NotNative:
+            env[node] = _extern(ctx, node, args, kwargs)
     return GraphProgram(OPGRAPH_SCHEMA, capture.name, ctx.graph, list(capture.inputs),
                         capture.input_tree, capture.output_tree, dict(capture.info))
 
@@ -138,13 +151,12 @@ _SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 def _operand(ctx: LoweringContext, value: Any) -> Any:
     if isinstance(value, Node) or isinstance(value, _SCALAR_TYPES):
         return value
-    raise ctx.unsupported(f"operand of type {type(value).__name__} in {describe(ctx.current)}")
+    raise NotNative
 
 
 def _no_ufunc_kwargs(ctx: LoweringContext, kwargs: dict[str, Any]) -> None:
     if kwargs:
-        raise ctx.unsupported(f"{describe(ctx.current)} with keyword arguments {sorted(kwargs)}",
-                              hint="out=/where=/dtype= on ufuncs land with the capture issue")
+        raise NotNative
 
 
 def _pointwise(op: str) -> Rule:
@@ -184,11 +196,11 @@ def _sum(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[s
     params = bound.arguments
     x = params.get("a")
     if not isinstance(x, Node) or x.tensor is None:
-        raise ctx.unsupported("sum of a non-array operand")
+        raise NotNative
     for name in ("out", "initial", "where"):
         if name in params and params[name] is not _NO_VALUE and not (
                 name == "where" and params[name] is True):
-            raise ctx.unsupported(f"sum(..., {name}=...)")
+            raise NotNative
     ndim = x.tensor.ndim
     axis = params.get("axis")
     if axis is None:
@@ -196,7 +208,7 @@ def _sum(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[s
     else:
         axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
         if not all(isinstance(a, (int, np.integer)) for a in axes):
-            raise ctx.unsupported(f"sum over axis={axis!r}")
+            raise NotNative
         axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
     keepdims = params.get("keepdims", False)
     keepdims = False if keepdims is _NO_VALUE else bool(keepdims)

@@ -115,6 +115,9 @@ def graph_to_json(graph: Graph) -> dict[str, Any]:
             meta["tensor"] = n.tensor.to_json()
         if n.source is not None:
             meta["source"] = n.source
+        for key in ("sequence", "gated"):
+            if key in n.meta:
+                meta[key] = n.meta[key]
         if meta:
             entry["meta"] = meta
         nodes.append(entry)
@@ -129,8 +132,9 @@ def graph_from_json(doc: dict[str, Any]) -> Graph:
         raw = entry.get("meta", {})
         if "tensor" in raw:
             meta["tensor"] = TensorMeta.from_json(raw["tensor"])
-        if "source" in raw:
-            meta["source"] = raw["source"]
+        for key in ("source", "sequence", "gated"):
+            if key in raw:
+                meta[key] = raw[key]
         node = graph.create_node(Opcode(entry["op"]), entry["target"],
                                  decode_value(entry["args"], by_name),
                                  decode_value(entry["kwargs"], by_name),

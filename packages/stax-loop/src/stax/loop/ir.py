@@ -96,6 +96,7 @@ class ExternCall:
     dtype: str
     strides: tuple[int, ...]
     scalar: bool = False
+    sequence: int | None = None  # the call returns this many arrays (a tuple or list)
 
     @property
     def reads(self) -> list[str]:
@@ -175,7 +176,9 @@ class LoopProgram:
         for cb in self.buffers:
             if isinstance(cb, ExternCall):
                 call = f".{cb.target}" if cb.method else cb.target
-                lines.append(f"{cb.name}: {cb.dtype}{list(cb.shape)} strides={cb.strides} = "
+                kind = (f"{cb.sequence} arrays" if cb.sequence is not None
+                        else f"{cb.dtype}{list(cb.shape)} strides={cb.strides}")
+                lines.append(f"{cb.name}: {kind} = "
                              f"extern {call}(args={_show_operands(cb.args)}, "
                              f"kwargs={_show_operands(cb.kwargs)})")
                 continue
@@ -247,7 +250,7 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
         return {"name": cb.name, "extern": cb.target, "method": cb.method,
                 "args": encode_operands(cb.args), "kwargs": encode_operands(cb.kwargs),
                 "shape": list(cb.shape), "dtype": cb.dtype, "strides": list(cb.strides),
-                "scalar": cb.scalar}
+                "scalar": cb.scalar, "sequence": cb.sequence}
     data = cb.data
     body: dict[str, Any] = {"ranges": list(data.ranges), "body": expr_to_json(data.body)}
     if isinstance(data, Reduction):
@@ -263,7 +266,7 @@ def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
     if "extern" in doc:
         return ExternCall(doc["name"], doc["extern"], doc["method"], decode_operands(doc["args"]),
                           decode_operands(doc["kwargs"]), tuple(doc["shape"]), doc["dtype"],
-                          tuple(doc["strides"]), doc["scalar"])
+                          tuple(doc["strides"]), doc["scalar"], doc.get("sequence"))
     d = doc["data"]
     body = expr_from_json(d["body"])
     data: Body

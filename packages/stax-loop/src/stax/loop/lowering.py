@@ -262,12 +262,13 @@ def _extern(ctx: LoopLowering, node: Node) -> Lazy:
             return value
         return value
 
-    meta = node.tensor
     attrs = node.kwargs
     name = f"buf{len(ctx.buffers)}"
+    sequence = node.meta.get("sequence")
+    meta = node.tensor if sequence is None else TensorMeta((), "object", ())
     ctx.buffers.append(ExternCall(name, attrs["fn"], attrs["method"], operand(node.args),
                                   operand(attrs["call_kwargs"]), meta.shape, meta.dtype,
-                                  meta.strides, meta.scalar))
+                                  meta.strides, meta.scalar, sequence))
     return ctx._stored(name, meta.shape, meta.dtype, meta.strides)
 
 

@@ -24,6 +24,7 @@ from stax.ir import (
     tree_unflatten,
 )
 
+from .creation import Created, not_recording, recording_creation
 from .isolation import RandomStateGuard, reachable_generators
 from .proxy import Proxy
 from .source import user_source
@@ -56,6 +57,7 @@ class Tracer:
     def __init__(self) -> None:
         self.graph = Graph("capture")
         self.gates: list[Gate] = []
+        self.created: dict[int, Created] = {}  # arrays made by np.zeros & co. during capture
 
     def gate(self, proxy: Proxy, kind: str) -> Any:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
@@ -69,13 +71,25 @@ class Tracer:
         args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
         node_kwargs = self._symbolic(kwargs, source)
-        value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
-        if not isinstance(value, (np.ndarray, np.generic)) or isinstance(value, np.void):
-            raise UnsupportedError(f"{target}() returned a {type(value).__name__}, not an array",
-                                   source=source)
-        meta = {"tensor": TensorMeta.of(value), "source": source}
-        node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
-        return Proxy(node, value, self)
+        with not_recording():
+            value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
+        if _is_array(value):
+            meta = {"tensor": TensorMeta.of(value), "source": source}
+            node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
+            return Proxy(node, value, self)
+        if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
+            # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
+            # operator.getitem node per result, as torch.fx does
+            metas = [TensorMeta.of(v) for v in value]  # refuses unsupported dtypes first
+            meta = {"sequence": len(value), "source": source}
+            node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
+            items = [Proxy(self.graph.create_node(
+                Opcode.CALL_FUNCTION, "operator.getitem", (node, i), {}, name=f"{node.name}_{i}",
+                meta={"tensor": m, "source": source}), v, self) for i, (v, m) in
+                enumerate(zip(value, metas))]
+            return type(value)(items) if type(value) in (tuple, list) else tuple(items)
+        raise UnsupportedError(f"{target}() returned a {type(value).__name__}, not an array",
+                               source=source)
 
     def _symbolic(self, value: Any, source: str | None) -> Any:
         if isinstance(value, Proxy):
@@ -87,6 +101,9 @@ class Tracer:
         if isinstance(value, dict):
             return {k: self._symbolic(v, source) for k, v in value.items()}
         if isinstance(value, np.ndarray):
+            created = self.created.get(id(value))
+            if created is not None and created.array is value:
+                return self._creation_node(created, source)
             raise UnsupportedError(
                 "an array that is not an argument of the compiled function (a global, a closure "
                 "variable or an array created inside it) is used in a traced call", source=source,
@@ -96,6 +113,23 @@ class Tracer:
             return value
         raise UnsupportedError(f"a constant of type {type(value).__name__} in a traced call",
                                source=source)
+
+
+    def _creation_node(self, created: Created, source: str | None) -> Any:
+        if created.node is None:
+            if not created.unchanged():
+                raise UnsupportedError(f"an array made by {created.target}() is modified in place "
+                                       "before it meets a traced value", source=source)
+            args = self._symbolic(created.args, created.source)
+            kwargs = self._symbolic(created.kwargs, created.source)
+            created.node = self.graph.create_node(
+                Opcode.CALL_FUNCTION, created.target, args, kwargs,
+                meta={"tensor": TensorMeta.of(created.array), "source": created.source})
+        return created.node
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.void)
 
 
 _GATE_CONVERSIONS = {"bool": bool, "int": int, "float": float, "index": operator.index}
@@ -171,14 +205,21 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
     generators = RandomStateGuard(reachable_generators(fn, leaves))
+    random_draws = UnsupportedError(
+        "the function draws random numbers (np.random or a Generator); random draws are not "
+        "captured yet", hint="it runs eagerly, and its generators advance exactly once")
     try:
-        result = fn(*traced_args, **traced_kwargs)
-    finally:
-        drew_random_numbers = generators.restore()
-    if drew_random_numbers:
-        raise UnsupportedError("the function draws random numbers (np.random or a Generator); "
-                               "random draws are not captured yet",
-                               hint="it runs eagerly, and its generators advance exactly once")
+        with recording_creation(tracer):
+            result = fn(*traced_args, **traced_kwargs)
+    except UnsupportedError:
+        if generators.restore():
+            raise random_draws from None
+        raise
+    except BaseException:
+        generators.restore()
+        raise
+    if generators.restore():
+        raise random_draws
     out_leaves, output_tree = tree_flatten(result)
     outputs = []
     for leaf in out_leaves:

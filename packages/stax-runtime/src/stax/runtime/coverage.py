@@ -1,0 +1,297 @@
+"""The NumPy surface Stax captures, measured.
+
+Every case is a small program run twice, compiled (``strict_native=True``) and eagerly, and the two
+results must agree. Each row says how Stax ran it: ``native`` (fused LLVM kernels only), ``extern``
+(captured; some calls run as NumPy steps between kernels), ``fallback`` (not captured: the whole
+function runs eagerly, with the reason). ``python -m stax.runtime.coverage`` prints the table; the
+repository keeps it in ``docs/coverage.md`` and a test keeps that file current.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .api import CompiledFunction
+
+
+@dataclass(frozen=True)
+class Case:
+    group: str
+    name: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class Row:
+    group: str
+    name: str
+    status: str         # native | extern | fallback | n/a
+    agrees: bool        # compiled result == eager result (always checked)
+    detail: str = ""
+
+
+def _samples(seed: int = 0) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    return {
+        "f": rng.uniform(0.1, 0.9, (3, 4)), "g": rng.uniform(0.1, 0.9, (3, 4)),
+        "i": rng.integers(1, 6, (3, 4)), "j": rng.integers(1, 6, (3, 4)),
+        "b": rng.random((3, 4)) > 0.5, "c": rng.random((3, 4)) > 0.5,
+        "m": rng.standard_normal((4, 3)), "v": rng.standard_normal(4),
+        "n": rng.standard_normal((3, 4)).astype(np.float32),
+    }
+
+
+def _ufunc_cases(s: dict[str, Any]) -> list[Case]:
+    cases = []
+    for name in sorted(n for n in dir(np) if isinstance(getattr(np, n), np.ufunc)):
+        uf = getattr(np, name)
+        if name in ("matmul", "matvec", "vecmat", "vecdot"):
+            continue  # linear algebra, below
+        tried = [("f", "g"), ("i", "j"), ("b", "c"), ("f", "i")]
+        for keys in tried:
+            args = tuple(s[k] for k in keys[: uf.nin])
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    uf(*args)
+            except TypeError:
+                continue
+            cases.append(Case("ufunc", f"np.{name}", lambda *a, uf=uf: uf(*a), args))
+            break
+        else:
+            cases.append(Case("ufunc", f"np.{name}", None, ()))  # type: ignore[arg-type]
+    f = s["f"]
+    cases += [
+        Case("ufunc method", "np.add.reduce", lambda x: np.add.reduce(x, axis=1), (f,), False),
+        Case("ufunc method", "np.multiply.accumulate",
+             lambda x: np.multiply.accumulate(x, axis=0), (f,)),
+        Case("ufunc method", "np.maximum.reduce", lambda x: np.maximum.reduce(x, axis=0), (f,)),
+        Case("ufunc kwargs", "np.add(dtype=)", lambda x, y: np.add(x, y, dtype=np.float32),
+             (f, s["g"])),
+        Case("ufunc kwargs", "np.add(out=)", lambda x, y: np.add(x, y, out=x), (f.copy(), s["g"])),
+    ]
+    return cases
+
+
+def _operator_cases(s: dict[str, Any]) -> list[Case]:
+    f, g, i, j = s["f"], s["g"], s["i"], s["j"]
+    ops: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+        ("x + y", lambda x, y: x + y, (f, g)), ("x - y", lambda x, y: x - y, (f, g)),
+        ("x * y", lambda x, y: x * y, (f, g)), ("x / y", lambda x, y: x / y, (f, g)),
+        ("x // y", lambda x, y: x // y, (i, j)), ("x % y", lambda x, y: x % y, (i, j)),
+        ("x ** y", lambda x, y: x ** y, (f, g)), ("x @ y", lambda x, y: x @ y.T, (f, g)),
+        ("x & y", lambda x, y: x & y, (i, j)), ("x | y", lambda x, y: x | y, (i, j)),
+        ("x ^ y", lambda x, y: x ^ y, (i, j)), ("x << y", lambda x, y: x << y, (i, j)),
+        ("x >> y", lambda x, y: x >> y, (i, j)), ("-x", lambda x: -x, (f,)),
+        ("+x", lambda x: +x, (f,)), ("abs(x)", lambda x: abs(x), (f,)),
+        ("~x", lambda x: ~x, (i,)), ("x < y", lambda x, y: x < y, (f, g)),
+        ("x <= y", lambda x, y: x <= y, (f, g)), ("x == y", lambda x, y: x == y, (i, j)),
+        ("x != y", lambda x, y: x != y, (i, j)), ("x > 0.5", lambda x: x > 0.5, (f,)),
+        ("x >= y", lambda x, y: x >= y, (f, g)), ("2 * x + 1", lambda x: 2 * x + 1, (f,)),
+    ]
+    cases = [Case("operator", name, fn, args) for name, fn, args in ops]
+
+    def inplace(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        x += y
+        return x
+
+    def local_inplace(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        z = x * 2
+        z *= y
+        return z
+
+    cases += [Case("in-place", "x += y (an argument)", inplace, (f.copy(), g)),
+              Case("in-place", "z *= y (a local)", local_inplace, (f, g))]
+    return cases
+
+
+_REDUCTIONS = ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "any", "all", "var", "std",
+               "cumsum", "cumprod")
+
+
+def _reduction_cases(s: dict[str, Any]) -> list[Case]:
+    cases = []
+    for name in _REDUCTIONS:
+        x = s["b"] if name in ("any", "all") else s["f"]
+        exact = name in ("max", "min", "argmax", "argmin", "any", "all")
+        cases.append(Case("reduction", f"x.{name}(axis=-1)",
+                          lambda x, name=name: getattr(x, name)(axis=-1), (x,), exact))
+        if name in ("cumsum", "cumprod"):
+            continue
+        axis = 0 if name in ("argmax", "argmin") else (0, 1)
+        cases.append(Case("reduction", f"np.{name}(x, axis={axis}, keepdims=True)",
+                          lambda x, name=name, axis=axis: getattr(np, name)(x, axis=axis,
+                                                                           keepdims=True),
+                          (x,), exact))
+        cases.append(Case("reduction", f"x.{name}()", lambda x, name=name: getattr(x, name)(),
+                          (x,), exact))
+    return cases
+
+
+def _shape_cases(s: dict[str, Any]) -> list[Case]:
+    f, g, b = s["f"], s["g"], s["b"]
+    shape_ops: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+        ("x.reshape(4, 3)", lambda x: x.reshape(4, 3), (f,)),
+        ("np.reshape(x, -1)", lambda x: np.reshape(x, -1), (f,)),
+        ("x.transpose()", lambda x: x.transpose(), (f,)), ("x.T", lambda x: x.T, (f,)),
+        ("np.swapaxes", lambda x: np.swapaxes(x, 0, 1), (f,)),
+        ("np.moveaxis", lambda x: np.moveaxis(x, 0, -1), (f,)),
+        ("np.expand_dims", lambda x: np.expand_dims(x, 1), (f,)),
+        ("np.squeeze", lambda x: np.squeeze(x[:1]), (f,)),
+        ("np.broadcast_to", lambda x: np.broadcast_to(x, (2, 3, 4)), (f,)),
+        ("np.concatenate", lambda x, y: np.concatenate([x, y], axis=1), (f, g)),
+        ("np.stack", lambda x, y: np.stack([x, y]), (f, g)),
+        ("np.split", lambda x: np.split(x, 2, axis=1), (f,)),
+        ("np.where(c, x, y)", lambda c, x, y: np.where(c, x, y), (b, f, g)),
+        ("np.clip", lambda x: np.clip(x, 0.2, 0.8), (f,)),
+        ("np.pad", lambda x: np.pad(x, 1), (f,)),
+        ("np.flip", lambda x: np.flip(x, 0), (f,)), ("np.roll", lambda x: np.roll(x, 1), (f,)),
+        ("np.tril", lambda x: np.tril(x), (f,)), ("np.triu", lambda x: np.triu(x), (f,)),
+        ("x.astype(np.float32)", lambda x: x.astype(np.float32), (f,)),
+        ("x.copy()", lambda x: x.copy(), (f,)),
+    ]
+    return [Case("shape", name, fn, args) for name, fn, args in shape_ops]
+
+
+def _index_cases(s: dict[str, Any]) -> list[Case]:
+    f, b = s["f"], s["b"]
+
+    def assign_slice(x: np.ndarray) -> np.ndarray:
+        y = x * 1
+        y[1:3] = 0
+        return y
+
+    index_ops: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+        ("x[1]", lambda x: x[1], (f,)), ("x[:, 1:3]", lambda x: x[:, 1:3], (f,)),
+        ("x[::-1, ::2]", lambda x: x[::-1, ::2], (f,)), ("x[..., None]", lambda x: x[..., None], (f,)),
+        ("x[[0, 2]]", lambda x: x[[0, 2]], (f,)),
+        ("x[idx] (array index)", lambda x, i: x[i], (f, np.array([2, 0]))),
+        ("x[mask]", lambda x, m: x[m], (f, b)),
+        ("y[1:3] = 0 (a local)", assign_slice, (f,)),
+    ]
+    return [Case("indexing", name, fn, args) for name, fn, args in index_ops]
+
+
+def _linalg_creation_cases(s: dict[str, Any]) -> list[Case]:
+    f, m, v = s["f"], s["m"], s["v"]
+    ops: list[tuple[str, str, Callable[..., Any], tuple[Any, ...], bool]] = [
+        ("linear algebra", "np.matmul", lambda x, y: np.matmul(x, y), (f, m), False),
+        ("linear algebra", "np.dot", lambda x, y: np.dot(x, y), (f, v), False),
+        ("linear algebra", "np.einsum", lambda x, y: np.einsum("ij,jk->ik", x, y), (f, m), False),
+        ("creation", "np.zeros_like", lambda x: np.zeros_like(x) + x, (f,), True),
+        ("creation", "np.ones(shape)", lambda x: x + np.ones(x.shape), (f,), True),
+        ("creation", "np.full(shape, v)", lambda x: x * np.full(x.shape, 2.0), (f,), True),
+        ("creation", "np.arange(n)", lambda x: x + np.arange(x.shape[1]), (f,), True),
+        ("creation", "np.eye(n)", lambda x: x @ np.eye(x.shape[1]), (f,), False),
+        ("creation", "np.linspace", lambda x: x * np.linspace(0, 1, x.shape[1]), (f,), True),
+        ("random", "rng.standard_normal", lambda x, rng: x + rng.standard_normal(x.shape),
+         (f, np.random.default_rng(1)), True),
+    ]
+    return [Case(group, name, fn, args, exact) for group, name, fn, args, exact in ops]
+
+
+def cases(seed: int = 0) -> list[Case]:
+    s = _samples(seed)
+    return [*_operator_cases(s), *_ufunc_cases(s), *_reduction_cases(s), *_shape_cases(s),
+            *_index_cases(s), *_linalg_creation_cases(s)]
+
+
+def _copy_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            out.append(a.copy())
+        elif isinstance(a, np.random.Generator):
+            out.append(np.random.default_rng(a.bit_generator.state["state"]["state"] % 2**32))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _agree(got: Any, want: Any, exact: bool) -> bool:
+    if isinstance(want, (tuple, list)):
+        return type(got) is type(want) and len(got) == len(want) and all(
+            _agree(g, w, exact) for g, w in zip(got, want))
+    if type(got) is not type(want):
+        return False
+    got_a, want_a = np.asarray(got), np.asarray(want)
+    if got_a.shape != want_a.shape or got_a.dtype != want_a.dtype:
+        return False
+    if exact or got_a.dtype.kind not in "fc":
+        return bool(np.array_equal(got_a, want_a, equal_nan=got_a.dtype.kind in "fc"))
+    return bool(np.allclose(got_a, want_a, rtol=1e-12, atol=1e-12, equal_nan=True))
+
+
+def measure(case: Case) -> Row:
+    if case.fn is None:
+        return Row(case.group, case.name, "n/a", True, "no numeric (float/int/bool) loop")
+    quiet = logging.getLogger("stax")
+    level, quiet.level = quiet.level, logging.ERROR
+    try:
+        return _measure(case)
+    finally:
+        quiet.level = level
+
+
+def _measure(case: Case) -> Row:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = case.fn(*_copy_args(case.args))
+        strict = CompiledFunction(case.fn, strict_native=True)
+        try:
+            got = strict(*_copy_args(case.args))
+        except Exception as exc:  # refused: check the eager fallback gives the same answer
+            reason = str(exc).split(" at ")[0].split(" (node")[0]
+            got = CompiledFunction(case.fn)(*_copy_args(case.args))
+            return Row(case.group, case.name, "fallback", _agree(got, want, True), reason)
+    version = strict.versions()[0]
+    externs = sorted({e.target for e in version.artifact.externs}) if version.artifact else []
+    status = "extern" if externs else "native"
+    detail = ", ".join(externs)
+    return Row(case.group, case.name, status, _agree(got, want, case.exact), detail)
+
+
+def table(rows: list[Row]) -> str:
+    counts = {s: sum(r.status == s for r in rows) for s in ("native", "extern", "fallback", "n/a")}
+    lines = [
+        "# NumPy coverage",
+        "",
+        "Generated by `python -m stax.runtime.coverage > docs/coverage.md`; a test keeps it current.",
+        "Each case runs compiled (`strict_native=True`) and eagerly; *agrees* compares the results",
+        "(bit for bit, except reordered floating-point reductions).",
+        "",
+        "- **native**: fused LLVM kernels only",
+        "- **extern**: captured; the listed calls run as NumPy steps between the compiled kernels",
+        "- **fallback**: not captured; the function runs eagerly for that key, for the reason given",
+        "",
+        f"Measured with NumPy {np.__version__}.",
+        "",
+        "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()),
+        "",
+        "| group | case | runs as | agrees | detail |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        detail = r.detail.replace("|", "\\|")
+        lines.append(f"| {r.group} | `{r.name}` | {r.status} | {'yes' if r.agrees else 'NO'} "
+                     f"| {detail} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    rows = [measure(c) for c in cases()]
+    sys.stdout.write(table(rows))
+    return 0 if all(r.agrees for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
