@@ -239,3 +239,65 @@ def test_calls_with_several_results_get_one_getitem_per_result():
     np.testing.assert_array_equal(run_program(capture, (x,), {}), want)
     again = load_capture(capture.to_json())
     assert next(n for n in again.graph.nodes if n.target == "numpy.divmod").meta["sequence"] == 2
+
+
+def test_in_place_updates_of_private_arrays_are_rebindings():
+    x, w = example((3, 4))
+
+    def f(a, b):
+        z = a * 2
+        z *= b
+        z[0] = 1.0
+        z[1:, ::2] = z[1:, ::2] + 5  # (z[1:] += 5 updates a view: that form still falls back)
+        return z
+
+    capture = trace(f, (x, w))
+    assert "stax.functional.setitem" in [n.target for n in capture.graph.nodes]
+    np.testing.assert_array_equal(run_program(capture, (x, w), {}), f(x.copy(), w))
+
+
+def test_in_place_keeps_the_dtype_and_eager_errors():
+    i = np.arange(6, dtype=np.int32)
+
+    def float_into_int(a):
+        z = a * 2
+        z += 1.5
+        return z
+
+    with pytest.raises(TypeError, match="Cannot cast ufunc 'add' output"):
+        trace(float_into_int, (i,))
+
+    def f32(a, b):
+        z = a * 1
+        z += b  # float64 added into float32 stays float32
+        return z
+
+    x = np.ones(3, np.float32)
+    capture = trace(f32, (x, np.full(3, 0.1)))
+    assert capture.graph.nodes[-2].tensor.dtype == "float32"
+    np.testing.assert_array_equal(run_program(capture, (x, np.full(3, 0.1)), {}),
+                                  f32(x, np.full(3, 0.1)))
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("view", "a view of another array"), ("viewed", "an array another value views"),
+    ("argument", "an argument"),
+])
+def test_in_place_updates_that_others_could_see_are_refused(body, reason):
+    x, _ = example((3, 4))
+
+    def f(a):
+        z = a * 2
+        if body == "view":
+            v = z[0]
+            v += 1
+            return z
+        if body == "viewed":
+            v = z.T
+            z += 1
+            return v
+        a += 1
+        return a
+
+    with pytest.raises(UnsupportedError, match=f"of {reason} is not captured"):
+        trace(f, (x,))

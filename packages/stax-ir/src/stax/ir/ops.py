@@ -84,6 +84,14 @@ def _relu(x: Any) -> Any:
     return np.maximum(x, 0)
 
 
+def _setitem(x: Any, key: Any, value: Any) -> Any:
+    """``x[key] = value`` as a pure function: a copy of ``x`` (same layout) with the update."""
+    y = np.copy(x, order="K")
+    y[key] = value
+    return y
+
+
 NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.nn.relu": _relu,
+    "stax.functional.setitem": _setitem,
 }

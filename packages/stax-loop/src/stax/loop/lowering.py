@@ -77,6 +77,8 @@ class LoopLowering:
                 raise self.unsupported(f"opcode {node.op.value} in an op graph")
         self.node = None
         outputs = [self._output(v) for v in self.program.outputs]
+        names = [b.name for b in (*self.inputs, *self.buffers)]
+        assert len(names) == len(set(names)), f"duplicate buffer names in {names}"
         return LoopProgram(self.program.name, self.inputs, list(self.program.inputs),
                            self.program.input_tree, self.buffers, outputs,
                            self.program.output_tree)
@@ -263,12 +265,12 @@ def _extern(ctx: LoopLowering, node: Node) -> Lazy:
         return value
 
     attrs = node.kwargs
+    args, kwargs = operand(node.args), operand(attrs["call_kwargs"])  # may realize buffers
     name = f"buf{len(ctx.buffers)}"
     sequence = node.meta.get("sequence")
     meta = node.tensor if sequence is None else TensorMeta((), "object", ())
-    ctx.buffers.append(ExternCall(name, attrs["fn"], attrs["method"], operand(node.args),
-                                  operand(attrs["call_kwargs"]), meta.shape, meta.dtype,
-                                  meta.strides, meta.scalar, sequence))
+    ctx.buffers.append(ExternCall(name, attrs["fn"], attrs["method"], args, kwargs, meta.shape,
+                                  meta.dtype, meta.strides, meta.scalar, sequence))
     return ctx._stored(name, meta.shape, meta.dtype, meta.strides)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir import Opcode, UnsupportedError
+from stax.ir import NN_FUNCTIONS, Opcode, UnsupportedError
 
 from .source import user_source
 
@@ -118,7 +118,26 @@ class Proxy:
                                   operator.getitem)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise _mutation("item assignment x[...] = ...")
+        self._update_in_place("item assignment x[...] = ...", lambda: self.tracer.record(
+            Opcode.CALL_FUNCTION, "stax.functional.setitem", (self, key, value), {},
+            NN_FUNCTIONS["stax.functional.setitem"]))
+
+    def _update_in_place(self, what: str, compute: Any) -> Proxy:
+        """``x op= y`` / ``x[k] = v`` on an array no other value can see (not an argument, not a
+        view, nothing viewing it) means the same as rebinding ``x`` to the updated copy: record
+        that, and make this proxy stand for it (spec §4.9 functionalization, at capture)."""
+        reason = self.tracer.shared(self)
+        if reason is not None:
+            raise _mutation(f"{what} of {reason}")
+        dtype = self.value.dtype
+        new = compute()
+        if new.value.shape != self.value.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.value.shape} "
+                             f"doesn't match the broadcast shape {new.value.shape}")
+        if new.value.dtype != dtype:  # in place keeps x's dtype: NumPy casts the result back
+            new = new.astype(dtype)
+        self.node, self.value = new.node, new.value
+        return self
 
 
 def _mutation(what: str) -> UnsupportedError:
@@ -147,10 +166,18 @@ def _unary(fn: Any) -> Any:
     return apply
 
 
-def _inplace(name: str) -> Any:
-    def refuse(self: Proxy, other: Any) -> Any:
-        raise _mutation(f"operator {name}")
-    return refuse
+def _inplace(name: str, fn: Any) -> Any:
+    target = f"operator.{fn.__name__}"
+    inplace_fn = getattr(operator, f"i{fn.__name__.rstrip('_')}")
+
+    def update(self: Proxy, other: Any) -> Any:
+        if isinstance(self.value, np.generic):  # NumPy scalars rebind: x = x op y
+            return self.tracer.record(Opcode.CALL_FUNCTION, target, (self, other), {}, fn)
+        probe = np.copy(self.value, order="K")
+        inplace_fn(probe, other.value if isinstance(other, Proxy) else other)  # eager's errors
+        return self._update_in_place(f"operator {name}", lambda: self.tracer.record(
+            Opcode.CALL_FUNCTION, target, (self, other), {}, fn))
+    return update
 
 
 _BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
@@ -164,7 +191,7 @@ _INPLACE_SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "flo
 for _name, _fn in _BINARY.items():
     setattr(Proxy, f"__{_name}__", _binary(_fn, False))
     setattr(Proxy, f"__r{_name}__", _binary(_fn, True))
-    setattr(Proxy, f"__i{_name}__", _inplace(_INPLACE_SYMBOLS[_name]))
+    setattr(Proxy, f"__i{_name}__", _inplace(_INPLACE_SYMBOLS[_name], _fn))
 for _name, _fn in {"lt": operator.lt, "le": operator.le, "eq": operator.eq, "ne": operator.ne,
                    "gt": operator.gt, "ge": operator.ge}.items():
     setattr(Proxy, f"__{_name}__", _binary(_fn, False))

@@ -58,6 +58,19 @@ class Tracer:
         self.graph = Graph("capture")
         self.gates: list[Gate] = []
         self.created: dict[int, Created] = {}  # arrays made by np.zeros & co. during capture
+        self.arrays: list[Any] = []  # every traced array value, to decide what an update can reach
+
+    def shared(self, proxy: Proxy) -> str | None:
+        """Why an in-place update of ``proxy`` could be seen through another name, or None."""
+        if proxy.node.op is Opcode.PLACEHOLDER:
+            return "an argument"
+        value = proxy.value
+        if value.base is not None:
+            return "a view of another array"
+        for other in self.arrays:
+            if other is not value and np.may_share_memory(other, value):
+                return "an array another value views"
+        return None
 
     def gate(self, proxy: Proxy, kind: str) -> Any:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
@@ -76,6 +89,8 @@ class Tracer:
         if _is_array(value):
             meta = {"tensor": TensorMeta.of(value), "source": source}
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
+            if isinstance(value, np.ndarray):
+                self.arrays.append(value)
             return Proxy(node, value, self)
         if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
