@@ -6,6 +6,7 @@ import ctypes
 import functools
 import inspect
 import operator
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -58,7 +59,8 @@ class Tracer:
         self.graph = Graph("capture")
         self.gates: list[Gate] = []
         self.created: dict[int, Created] = {}  # arrays made by np.zeros & co. during capture
-        self.arrays: list[Any] = []  # every traced array value, to decide what an update can reach
+        # every traced array value still alive, to decide what an in-place update can reach
+        self.arrays: list[weakref.ref[np.ndarray]] = []
 
     def shared(self, proxy: Proxy) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None."""
@@ -67,8 +69,9 @@ class Tracer:
         value = proxy.value
         if value.base is not None:
             return "a view of another array"
-        for other in self.arrays:
-            if other is not value and np.may_share_memory(other, value):
+        for ref in self.arrays:
+            other = ref()
+            if other is not None and other is not value and np.may_share_memory(other, value):
                 return "an array another value views"
         return None
 
@@ -90,7 +93,7 @@ class Tracer:
             meta = {"tensor": TensorMeta.of(value), "source": source}
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             if isinstance(value, np.ndarray):
-                self.arrays.append(value)
+                self.arrays.append(weakref.ref(value))
             return Proxy(node, value, self)
         if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
