@@ -23,8 +23,21 @@ def note():
     return NOTES.append
 
 
+def _dispatch_lines() -> list[str]:
+    t = MEDIANS.get("dispatch", {})
+    need = ("ufunc (8 elements)", "kernel call (no dispatch)", "level-1 hit",
+            "level-3 hit (keyword call)")
+    if not all(k in t for k in need):
+        return []
+    ufunc, kernel = t[need[0]], t[need[1]]
+    return [f"dispatch overhead on top of the kernel, in NumPy 8-element ufunc calls: "
+            f"level 1 {(t[need[2]] - kernel) / ufunc:.1f}x (bar 8x), "
+            f"level 3 {(t[need[3]] - kernel) / ufunc:.1f}x (bar 25x)"]
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     tr = terminalreporter
+    NOTES.extend(_dispatch_lines())
     if NOTES:
         tr.section("measurements")
         for line in NOTES:
@@ -33,6 +46,8 @@ def pytest_terminal_summary(terminalreporter) -> None:
         return
     tr.section("speedups (median eager NumPy / median implementation, same run)")
     for case, times in sorted(MEDIANS.items()):
+        if case in ("dispatch", "capture"):
+            continue
         base = times.get("numpy")
         parts = [f"{impl} {t * 1e6:.1f} us" for impl, t in sorted(times.items())]
         ratios = [f"{impl} {base / t:.2f}x" for impl, t in sorted(times.items())

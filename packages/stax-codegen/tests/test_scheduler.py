@@ -40,3 +40,17 @@ def test_reduction_result_read_in_same_nest_is_refused(build, run):
     assert len(artifact.kernels) == 2
     assert any("reads reduction" in d["reason"] for d in artifact.fusion)
     np.testing.assert_allclose(got[1], b.expected(total)[0], atol=1e-4)
+
+
+def test_no_fusion_across_a_longer_dependency_path(build, run):
+    """x+1 -> extern slice -> sum -> (sum + (x+1)): the two pointwise buffers share a loop nest
+    but the path through the extern and the reduction forbids fusing them (found by hypothesis)."""
+    x = np.arange(5.0)
+    b = build(x=x)
+    y = b("add", b.inputs["x"], 1)
+    head = b("extern", y, slice(None, 2), fn="operator.getitem", method=False, call_kwargs={})
+    total = b("sum", head, axis=(0,), keepdims=False, dtype="float64")
+    out = b("add", total, y)
+    (got,), artifact = run(b, out)
+    np.testing.assert_array_equal(got, b.expected(out)[0])
+    assert any("cycle through" in d["reason"] for d in artifact.fusion)

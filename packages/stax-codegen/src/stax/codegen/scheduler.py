@@ -73,11 +73,42 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
                 return f"{node.name} reads reduction {src.name} inside the same loop nest"
             if ld.index != src.store_index:
                 return f"{node.name} reads {src.name} at another element than the one computed"
-    i, j = groups.index(a), groups.index(b)
-    for middle in groups[i + 1:j]:
-        if middle.reads & a.writes and b.reads & middle.writes:
-            return f"fusing would create a cycle through {middle.label}"
+    through = _path_through_others(a, b, groups)
+    if through is not None:
+        return f"fusing would create a cycle through {through.label}"
     return None
+
+
+def _path_through_others(a: Group, b: Group, groups: list[Group]) -> Group | None:
+    """A group on a dependency path from ``a`` to ``b`` other than the direct edge, if any: such
+    a path makes one loop nest for ``a`` and ``b`` impossible (the acyclicity condition)."""
+    reached: list[Group] = []
+    frontier = [a]
+    while frontier:
+        src = frontier.pop()
+        for g in groups:
+            if g is not a and g is not b and g not in reached and g.reads & src.writes:
+                reached.append(g)
+                frontier.append(g)
+    for g in reached:
+        if b.reads & g.writes:
+            return g
+    return None
+
+
+def _topological(groups: list[Group]) -> list[Group]:
+    """Groups in an order where producers come first, keeping the given order where free."""
+    ordered: list[Group] = []
+    pending = list(groups)
+    while pending:
+        for g in pending:
+            if not any(g.reads & other.writes for other in pending if other is not g):
+                ordered.append(g)
+                pending.remove(g)
+                break
+        else:
+            raise AssertionError("cycle among scheduled groups")
+    return ordered
 
 
 def bytes_saved(a: Group, b: Group, sizes: dict[str, int]) -> int:
@@ -112,3 +143,4 @@ def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
         a.reads |= b.reads
         a.writes |= b.writes
         groups.remove(b)
+        groups[:] = _topological(groups)
