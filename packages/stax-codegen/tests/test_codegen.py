@@ -199,3 +199,10 @@ def test_comparison_of_mixed_dtypes(build, run):
     got, _ = run(b, *outs)
     for g, want in zip(got, b.expected(*outs)):
         np.testing.assert_array_equal(g, want)
+
+
+def test_loop_ir_of_schema_1_0_still_compiles(loopir_doc_path):
+    old = load_loopir(loopir_doc_path.with_name("example_1_1.loopir.schema-1.0.json"))
+    x, w = example((64, 128), seed=4)
+    np.testing.assert_allclose(Executable(generate(old))(x, w)[0], reference(x, w), rtol=1e-5,
+                               atol=1e-4)

@@ -68,3 +68,9 @@ def test_pytree_round_trip():
     assert leaves == [1, 2, 3, 4, 5]
     assert tree_unflatten(TreeDef.from_json(td.to_json()), leaves) == tree
     assert td.num_leaves == 5
+
+
+def test_documents_of_schema_1_0_still_load(capture_doc_path):
+    old = load_capture(capture_doc_path.with_name("example_1_1.capture.schema-1.0.json"))
+    assert old.schema == "stax.capture/1.0" and old.gates == [] and old.replay is None
+    assert str(old.graph) == str(load_capture(capture_doc_path).graph)

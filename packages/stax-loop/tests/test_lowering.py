@@ -80,3 +80,8 @@ def test_float16_is_refused_with_node(opgraph_doc_path):
 
 def test_program_type(opgraph_doc_path):
     assert isinstance(lower_opgraph(load_opgraph(opgraph_doc_path)), LoopProgram)
+
+
+def test_op_graph_of_schema_1_0_still_lowers(opgraph_doc_path):
+    old = load_opgraph(opgraph_doc_path.with_name("example_1_1.opgraph.schema-1.0.json"))
+    assert str(lower_opgraph(old)) == str(lower_opgraph(load_opgraph(opgraph_doc_path)))

@@ -78,3 +78,10 @@ def test_golden_kernels_document_of_release_0_1_0_still_runs(kernels_doc_path):
     x, w = inputs()
     (out,) = Executable(load_artifact(kernels_doc_path))(x, w)
     np.testing.assert_allclose(out, (np.maximum(x + w, 0) * 2).sum(-1), rtol=1e-5, atol=1e-4)
+
+
+def test_kernels_document_of_schema_1_0_still_runs(kernels_doc_path):
+    x, w = inputs()
+    old = load_artifact(kernels_doc_path.with_name("example_1_1.kernels.schema-1.0.json"))
+    np.testing.assert_allclose(Executable(old)(x, w)[0], (np.maximum(x + w, 0) * 2).sum(-1),
+                               rtol=1e-5, atol=1e-4)
