@@ -176,16 +176,21 @@ def test_ndarray_subclasses_run_eagerly():
 
 def test_random_draws_advance_generators_exactly_as_eager():
     def f(x, rng):
-        return x + rng.standard_normal(x.shape)
+        noise = rng.standard_normal(x.shape)
+        return (x + noise).sum(), rng.integers(0, 10, 4)
 
     def g(x):
         return x * np.random.rand()
 
     x = np.zeros(3)
     eager_rng, compiled_rng = np.random.default_rng(5), np.random.default_rng(5)
-    cf = stax.compile(f)
+    cf = stax.compile(f, strict_native=True)  # draws from a Generator argument are captured
     for _ in range(3):
-        np.testing.assert_array_equal(cf(x, compiled_rng), f(x, eager_rng))
+        got, want = cf(x, compiled_rng), f(x, eager_rng)
+        assert got[0] == want[0]
+        np.testing.assert_array_equal(got[1], want[1])
+    assert cf.cache_info().versions == 1
+    assert compiled_rng.bit_generator.state == eager_rng.bit_generator.state
     np.random.seed(3)
     eager = [g(x) for _ in range(3)]
     np.random.seed(3)
@@ -193,5 +198,17 @@ def test_random_draws_advance_generators_exactly_as_eager():
     compiled = [cg(x) for _ in range(3)]
     for a, b in zip(compiled, eager):
         np.testing.assert_array_equal(a, b)
-    with pytest.raises(UnsupportedError, match="random numbers"):
+    with pytest.raises(UnsupportedError, match="random numbers from np.random"):
         stax.compile(g, strict_native=True)(x)
+
+
+def test_a_gate_on_a_random_draw_is_refused_and_runs_eagerly():
+    def f(x, rng):
+        return x + 1 if rng.random(1)[0] > 0.5 else x - 1
+
+    a, b = np.random.default_rng(2), np.random.default_rng(2)
+    cf = stax.compile(f)
+    for _ in range(4):
+        np.testing.assert_array_equal(cf(np.zeros(2), a), f(np.zeros(2), b))
+    with pytest.raises(UnsupportedError, match="gate depends on a random draw"):
+        stax.compile(f, strict_native=True)(np.zeros(2), np.random.default_rng(2))

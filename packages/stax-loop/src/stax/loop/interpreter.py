@@ -70,7 +70,8 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
     objects: dict[str, Any] = {}
     for buf, array in zip(program.inputs, arrays):
         objects[buf.name] = array
-        memory[buf.name] = _memory_of(array)
+        if isinstance(array, np.ndarray):
+            memory[buf.name] = _memory_of(array)
     computed = set()
     for cb in program.buffers:
         if isinstance(cb, ExternCall):

@@ -91,6 +91,8 @@ class LoopLowering:
 
     def _input(self, node: Node) -> Lazy:
         meta = node.tensor  # any dtype: extern calls take them all; kernels check what they load
+        if meta is None:  # an object only extern calls use (a np.random.Generator)
+            meta = TensorMeta((), "object", ())
         buf = InputBuffer(node.target, meta.shape, meta.dtype, meta.strides)
         self.inputs.append(buf)
         return self._stored(buf.name, meta.shape, meta.dtype, meta.strides)

@@ -51,17 +51,18 @@ def _cell(cell: Any) -> Any:
 
 
 class RandomStateGuard:
-    """Saves generator states; ``restore()`` puts them back and says whether any had advanced."""
+    """Saves generator states; ``restore()`` puts them back and says which had advanced."""
 
     def __init__(self, generators: list[Any]) -> None:
         self.saved = [(g, _bit_generator(g).state) for g in generators]
 
-    def restore(self) -> bool:
-        advanced = False
+    def restore(self) -> set[int]:
+        """Put every state back; the ids of the generators that had advanced."""
+        advanced = set()
         for g, state in self.saved:
             bit_generator = _bit_generator(g)
             if not _same(bit_generator.state, state):
-                advanced = True
+                advanced.add(id(g))
                 bit_generator.state = state
         return advanced
 

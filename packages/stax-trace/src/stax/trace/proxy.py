@@ -140,6 +140,36 @@ class Proxy:
         return self
 
 
+class GeneratorProxy:
+    """Stands in for a ``np.random.Generator`` argument during capture.
+
+    Each draw (``rng.standard_normal(shape)``) becomes a graph node marked random; the compiled
+    program makes the same call on the caller's generator, in the same order, so the generator
+    advances exactly as in eager execution. Capture itself draws from the generator and puts its
+    state back afterwards.
+    """
+
+    __slots__ = ("generator", "node", "tracer")
+
+    def __init__(self, node: Any, generator: np.random.Generator, tracer: Tracer) -> None:
+        self.node = node
+        self.generator = generator
+        self.tracer = tracer
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.generator, name)
+        if name.startswith("_") or not callable(attr) or name in ("spawn", "bit_generator"):
+            raise UnsupportedError(f"Generator.{name} of a traced generator", source=user_source())
+
+        def draw(*args: Any, **kwargs: Any) -> Any:
+            return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
+                                      lambda g, *a, **k: getattr(g, name)(*a, **k), random=True)
+        return draw
+
+    def __repr__(self) -> str:
+        return f"GeneratorProxy(%{self.node.name})"
+
+
 def _mutation(what: str) -> UnsupportedError:
     return UnsupportedError(f"in-place update {what} is not captured yet", source=user_source(3),
                             hint="write it out of place (y = x + 1 instead of x += 1)")

@@ -27,7 +27,7 @@ from stax.ir import (
 
 from .creation import Created, not_recording, recording_creation
 from .isolation import RandomStateGuard, reachable_generators
-from .proxy import Proxy
+from .proxy import GeneratorProxy, Proxy
 from .source import user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
@@ -82,7 +82,7 @@ class Tracer:
         return value
 
     def record(self, op: Opcode, target: str, args: Any, kwargs: dict[str, Any],
-               fn: Callable[..., Any]) -> Any:
+               fn: Callable[..., Any], random: bool = False) -> Any:
         source = user_source(3)
         args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
@@ -91,6 +91,8 @@ class Tracer:
             value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
         if _is_array(value):
             meta = {"tensor": TensorMeta.of(value), "source": source}
+            if random:
+                meta["random"] = True
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             if isinstance(value, np.ndarray):
                 self.arrays.append(weakref.ref(value))
@@ -110,6 +112,8 @@ class Tracer:
                                source=source)
 
     def _symbolic(self, value: Any, source: str | None) -> Any:
+        if isinstance(value, GeneratorProxy):
+            return value.node
         if isinstance(value, Proxy):
             if value.tracer is not self:
                 raise UnsupportedError("a proxy from another capture (nested compile)", source=source)
@@ -166,6 +170,8 @@ def _gate_slice_bounds(value: Any) -> Any:
 def _concrete(value: Any) -> Any:
     if isinstance(value, Proxy):
         return value.value
+    if isinstance(value, GeneratorProxy):
+        return value.generator
     if isinstance(value, (tuple, list)):
         return type(value)(_concrete(v) for v in value)
     if isinstance(value, dict):
@@ -217,26 +223,33 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
             node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
             traced_leaves.append(Proxy(node, example_copy(leaf), tracer))
             inputs.append(node.target)
+        elif type(leaf) is np.random.Generator:
+            node = tracer.graph.placeholder(leaf_name, {"object": "numpy.random.Generator"})
+            traced_leaves.append(GeneratorProxy(node, leaf, tracer))
+            inputs.append(node.target)
         else:
             traced_leaves.append(leaf)
             inputs.append(None)
 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
     generators = RandomStateGuard(reachable_generators(fn, leaves))
+    captured = {id(leaf) for leaf in leaves if type(leaf) is np.random.Generator}
     random_draws = UnsupportedError(
-        "the function draws random numbers (np.random or a Generator); random draws are not "
-        "captured yet", hint="it runs eagerly, and its generators advance exactly once")
+        "the function draws random numbers from np.random or a generator it does not take as an "
+        "argument; such draws are not captured",
+        hint="pass a np.random.Generator argument; as it is, the function runs eagerly and its "
+             "generators advance exactly once")
     try:
         with recording_creation(tracer):
             result = fn(*traced_args, **traced_kwargs)
     except UnsupportedError:
-        if generators.restore():
+        if generators.restore() - captured:
             raise random_draws from None
         raise
     except BaseException:
         generators.restore()
         raise
-    if generators.restore():
+    if generators.restore() - captured:
         raise random_draws
     out_leaves, output_tree = tree_flatten(result)
     outputs = []
@@ -250,6 +263,10 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     if tracer.gates:
         by_name = {n.name: n for n in tracer.graph.nodes}
         replay = backward_slice(tracer.graph, [by_name[g.node] for g in tracer.gates])
+        drawn = [n for n in replay.nodes if n.meta.get("random")]
+        if drawn:  # replaying the gate would draw again and advance the caller's generator
+            raise UnsupportedError("a data gate depends on a random draw", node=drawn[0].name,
+                                   source=drawn[0].source)
     info = {"function": getattr(fn, "__qualname__", repr(fn)),
             "module": getattr(fn, "__module__", None)}
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
