@@ -112,15 +112,24 @@ def test_extern_result_that_changes_shape_runs_eagerly(caplog):
     assert cf.cache_info().fallbacks == 1
 
 
-def test_in_place_function_falls_back_with_eager_side_effects():
-    def f(x):
-        x += 1
-        return x * 2
+def test_in_place_updates_of_arguments_have_eager_side_effects():
+    def f(x, y):
+        x += y
+        return x * 2, x
 
-    x = np.zeros(3)
-    out = stax.compile(f)(x)
-    np.testing.assert_array_equal(x, np.ones(3))  # mutated exactly once, as eager
-    np.testing.assert_array_equal(out, np.full(3, 2.0))
+    cf = stax.compile(f, strict_native=True)
+    x, y = np.zeros(3), np.arange(3.0)
+    out, same = cf(x, y)
+    np.testing.assert_array_equal(x, np.arange(3.0))  # mutated exactly once, as eager
+    np.testing.assert_array_equal(out, 2 * np.arange(3.0))
+    assert same is x
+    cf(x, y)
+    np.testing.assert_array_equal(x, 2 * np.arange(3.0))
+    a = np.ones(3)
+    with_alias = f(a.copy(), a.copy())
+    got = cf(a, a)  # the argument overlaps another: this call runs eagerly
+    np.testing.assert_array_equal(got[0], with_alias[0])
+    assert cf.cache_info().fallbacks == 1
 
 
 def test_user_errors_surface_unchanged():

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 import stax.runtime as stax
 
 STEPS = st.lists(st.tuples(
-    st.sampled_from(["add", "mul", "max", "branch", "int", "float", "index"]),
+    st.sampled_from(["add", "mul", "max", "branch", "int", "float", "index", "iadd", "setitem",
+                     "slice_iadd", "view_imul"]),
     st.floats(-2, 2, allow_nan=False, width=32)), min_size=1, max_size=6)
 
 
@@ -28,6 +29,15 @@ def build(steps):
                 y = y * int(abs(y[0]) > abs(c))
             elif kind == "float":
                 y = y + float(w.max())
+            elif kind == "iadd":  # in place: on the argument itself while y is x
+                y += w * c
+            elif kind == "setitem":
+                y[0] = c
+            elif kind == "slice_iadd":
+                y[1:] += c
+            elif kind == "view_imul":
+                v = y[2:4]
+                v *= c
             else:  # index gate: a slice bound read from the data
                 y = y[: 1 + int(abs(x[0]) * 2) % y.shape[0]].sum() + y
         return y
@@ -43,6 +53,8 @@ def test_gated_programs_agree_with_eager_on_every_call(steps, seed):
     for _ in range(4):
         x = rng.standard_normal(5)
         w = rng.standard_normal(5)
-        np.testing.assert_allclose(cf(x, w), fn(x, w), rtol=1e-12, atol=1e-12)
+        x_eager = x.copy()
+        np.testing.assert_allclose(cf(x, w), fn(x_eager, w), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(x, x_eager, rtol=1e-12, atol=1e-12)  # same side effects
     info = cf.cache_info()
     assert info.versions <= 4 and info.compiles == info.misses

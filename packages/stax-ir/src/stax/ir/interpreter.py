@@ -55,5 +55,7 @@ def run_program(program: GraphProgram, args: tuple[Any, ...], kwargs: dict[str, 
     """Call a captured or lowered program like the user's function."""
     leaves, _ = tree_flatten((tuple(args), dict(kwargs)))
     env = {name: leaf for name, leaf in zip(program.inputs, leaves) if name is not None}
-    flat = run_graph(program.graph, env)
-    return tree_unflatten(program.output_tree, list(flat))
+    flat = list(run_graph(program.graph, env))
+    if program.writeback:
+        flat = program.writeback_plan().apply(flat, env)
+    return tree_unflatten(program.output_tree, flat)

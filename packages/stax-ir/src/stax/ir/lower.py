@@ -92,7 +92,8 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
         except NotNative:
             env[node] = _extern(ctx, node, args, kwargs)
     return GraphProgram(OPGRAPH_SCHEMA, capture.name, ctx.graph, list(capture.inputs),
-                        capture.input_tree, capture.output_tree, dict(capture.info))
+                        capture.input_tree, capture.output_tree, dict(capture.info),
+                        writeback=list(capture.writeback))
 
 
 #: Functions whose result shape depends on the data, not only on the input shapes: their traced

@@ -41,6 +41,28 @@ class Gate:
     source: str | None = None
 
 
+@dataclass(frozen=True)
+class WritebackPlan:
+    """How a caller applies in-place updates of arguments: ``copies`` are (argument, flat output
+    index) pairs to copy back; ``same`` are user output positions that *are* an updated argument
+    (eager returns the caller's array object itself there)."""
+
+    n_user: int
+    copies: list[tuple[str, int]]
+    same: list[tuple[int, str]]
+
+    def apply(self, flat: list[Any], arguments: dict[str, Any]) -> list[Any]:
+        """Copy the final values into the arguments; the user's outputs."""
+        import numpy as np
+
+        for name, index in self.copies:
+            np.copyto(arguments[name], flat[index])
+        user = list(flat[: self.n_user])
+        for position, name in self.same:
+            user[position] = arguments[name]
+        return user
+
+
 @dataclass
 class GraphProgram:
     """``inputs[i]`` says what the i-th flattened argument leaf is: the name of its placeholder
@@ -57,10 +79,22 @@ class GraphProgram:
     info: dict[str, Any] = field(default_factory=dict)
     gates: list[Gate] = field(default_factory=list)
     replay: Graph | None = None  # the gates' backward slice (algorithm 3.1), outputs in gate order
+    #: arguments the function updates in place: the last ``len(writeback)`` outputs are their final
+    #: values, which the caller copies into those arguments (spec §3.7, §4.9)
+    writeback: list[str] = field(default_factory=list)
 
     @property
     def outputs(self) -> tuple[Any, ...]:
         return self.graph.output_node.args[0]
+
+    def writeback_plan(self) -> WritebackPlan:
+        n_user = self.output_tree.num_leaves
+        outputs = self.outputs
+        finals = outputs[n_user:]
+        copies = [(name, n_user + k) for k, name in enumerate(self.writeback)]
+        same = [(j, self.writeback[finals.index(out)]) for j, out in enumerate(outputs[:n_user])
+                if isinstance(out, Node) and out in finals]
+        return WritebackPlan(n_user, copies, same)
 
     def placeholder(self, name: str) -> Node:
         for n in self.graph.placeholders:
@@ -79,6 +113,7 @@ class GraphProgram:
             "info": encode_value(self.info),
             "gates": [{**asdict(g), "value": encode_value(g.value)} for g in self.gates],
             "replay": graph_to_json(self.replay) if self.replay is not None else None,
+            "writeback": self.writeback,
         })
 
     @classmethod
@@ -90,7 +125,8 @@ class GraphProgram:
                    decode_value(doc.get("info", {})),
                    [Gate(g["node"], g["kind"], decode_value(g["value"]), g.get("source"))
                     for g in doc.get("gates", [])],
-                   graph_from_json(replay) if replay is not None else None)
+                   graph_from_json(replay) if replay is not None else None,
+                   list(doc.get("writeback", [])))
 
     def dump(self, path: str | Path) -> None:
         write_json(path, self.to_json())

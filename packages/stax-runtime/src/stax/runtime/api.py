@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from stax.codegen import ExternResultMismatch
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, tree_unflatten, write_json
 from stax.trace import leaf_names, trace
@@ -168,7 +170,7 @@ class CompiledFunction:
             return version.run(args, kwargs)
         try:
             return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
-        except ExternResultMismatch as exc:  # nothing visible was written: run this call eagerly
+        except (ExternResultMismatch, RunEagerly) as exc:  # nothing visible written yet
             self._fallbacks += 1
             if not version.stats.get("mismatch_logged"):
                 version.stats["mismatch_logged"] = 1.0
@@ -279,10 +281,12 @@ class CompiledFunction:
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
-        version = Version(number, sigma, _tree_runner(run_flat, slots, output_tree), native=True,
-                          artifact=artifact,
+        runner = _tree_runner(run_flat, slots, capture) if not capture.writeback else \
+            _writeback_runner(run_flat, slots, capture)
+        version = Version(number, sigma, runner, native=True, artifact=artifact,
                           gates=GateReplay(capture) if capture.gates else None)
-        if output_tree.kind == "leaf" and slots == list(range(len(slots))) and not kwargs:
+        if output_tree.kind == "leaf" and slots == list(range(len(slots))) and not kwargs \
+                and not capture.writeback:
             version.fast = lambda *arrays: run_flat(*arrays)[0]
         return version
 
@@ -302,14 +306,43 @@ class _InternalError(StaxError):
     pass
 
 
-def _tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], output_tree: Any
+def _tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
                  ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    output_tree = capture.output_tree
     single = output_tree.kind == "leaf"
 
     def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         leaves = tree_leaves((args, kwargs))
         outputs = run_flat(*[leaves[i] for i in slots])
         return outputs[0] if single else tree_unflatten(output_tree, outputs)
+    return run
+
+
+class RunEagerly(StaxError):
+    """A compiled version declines one call (it would not match eager NumPy's behaviour for these
+    particular arguments); the call runs eagerly, with one warning per version."""
+
+
+def _writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
+                      ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """A version that updates arguments in place: run, then copy the final values back. When an
+    updated argument overlaps another argument in memory (f(x, x), or views of one array), the
+    result would depend on that aliasing, which the key does not hold: such calls run eagerly."""
+    plan = capture.writeback_plan()
+    names = [capture.inputs[i] for i in slots]
+    updated = set(capture.writeback)
+
+    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        leaves = tree_leaves((args, kwargs))
+        arrays = [leaves[i] for i in slots]
+        env = dict(zip(names, arrays))
+        for n in updated:
+            if any(isinstance(other, np.ndarray) and np.may_share_memory(env[n], other)
+                   for m, other in env.items() if m != n):
+                raise RunEagerly(f"it updates argument {n!r} in place and that argument "
+                                 "overlaps another one in memory")
+        flat = plan.apply(run_flat(*arrays), env)
+        return tree_unflatten(capture.output_tree, flat)
     return run
 
 

@@ -34,7 +34,7 @@ STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nb
 
 
 class Proxy:
-    __slots__ = ("node", "tracer", "value")
+    __slots__ = ("node", "tracer", "value", "view_of")
     __array_priority__ = 1000.0
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is element-wise
 
@@ -42,6 +42,7 @@ class Proxy:
         self.node = node
         self.value = value
         self.tracer = tracer
+        self.view_of: tuple[Proxy, Any] | None = None  # (base, key) when x[key] is a view of base
 
     def __repr__(self) -> str:
         return f"Proxy(%{self.node.name}: {self.node.tensor})"
@@ -49,8 +50,10 @@ class Proxy:
     # -- NumPy protocols -----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         target = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-        if method == "at" or "out" in kwargs:
-            raise _mutation(f"{target}(..., out=...)" if "out" in kwargs else target)
+        if method == "at":
+            raise _mutation(target)
+        if "out" in kwargs:
+            return _ufunc_into(self.tracer, ufunc, method, target, inputs, kwargs)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs,
                                   getattr(ufunc, method))
 
@@ -114,19 +117,28 @@ class Proxy:
         return (self[i] for i in range(len(self.value)))
 
     def __getitem__(self, key: Any) -> Any:
-        return self.tracer.record(Opcode.CALL_FUNCTION, "operator.getitem", (self, key), {},
+        item = self.tracer.record(Opcode.CALL_FUNCTION, "operator.getitem", (self, key), {},
                                   operator.getitem)
+        if isinstance(item.value, np.ndarray) and np.may_share_memory(item.value, self.value):
+            item.view_of = (self, key)
+        return item
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        # ``x[k] op= v`` ends with ``x[k] = t`` where ``t`` is the view ``x[k]`` itself: that view
+        # does not make the write visible elsewhere
+        same_view = isinstance(value, Proxy) and value.view_of is not None and \
+            value.view_of[0] is self and _same_key(value.view_of[1], key)
         self._update_in_place("item assignment x[...] = ...", lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, "stax.functional.setitem", (self, key, value), {},
-            NN_FUNCTIONS["stax.functional.setitem"]))
+            NN_FUNCTIONS["stax.functional.setitem"]), ignore=value.value if same_view else None)
 
-    def _update_in_place(self, what: str, compute: Any) -> Proxy:
+    def _update_in_place(self, what: str, compute: Any, ignore: Any = None) -> Proxy:
         """``x op= y`` / ``x[k] = v`` on an array no other value can see (not an argument, not a
         view, nothing viewing it) means the same as rebinding ``x`` to the updated copy: record
         that, and make this proxy stand for it (spec §4.9 functionalization, at capture)."""
-        reason = self.tracer.shared(self)
+        if self.view_of is not None:
+            return self._update_view_in_place(what, compute)
+        reason = self.tracer.shared(self, ignore)
         if reason is not None:
             raise _mutation(f"{what} of {reason}")
         dtype = self.value.dtype
@@ -137,6 +149,22 @@ class Proxy:
         if new.value.dtype != dtype:  # in place keeps x's dtype: NumPy casts the result back
             new = new.astype(dtype)
         self.node, self.value = new.node, new.value
+        return self
+
+    def _update_view_in_place(self, what: str, compute: Any) -> Proxy:
+        """``x[k] op= v`` (Python: ``t = x[k]; t op= v; x[k] = t``) when ``t`` is a view: the
+        update writes through to ``x``. Record it as ``x = setitem(x, k, t op v)`` and make ``t``
+        the view ``x[k]`` of the updated ``x`` again."""
+        base, key = self.view_of
+        new = compute()
+        if new.value.shape != self.value.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.value.shape} "
+                             f"doesn't match the broadcast shape {new.value.shape}")
+        base._update_in_place(what, lambda: self.tracer.record(
+            Opcode.CALL_FUNCTION, "stax.functional.setitem", (base, key, new), {},
+            NN_FUNCTIONS["stax.functional.setitem"]), ignore=self.value)  # this view is replaced
+        again = base[key]
+        self.node, self.value = again.node, again.value
         return self
 
 
@@ -168,6 +196,30 @@ class GeneratorProxy:
 
     def __repr__(self) -> str:
         return f"GeneratorProxy(%{self.node.name})"
+
+
+def _same_key(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    plain = (int, slice, type(None), type(Ellipsis))
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_key(x, y) for x, y in zip(a, b))
+    return isinstance(a, plain) and isinstance(b, plain) and a == b
+
+
+def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, inputs: Any,
+                kwargs: dict[str, Any]) -> Any:
+    """``np.add(x, y, out=z)``: compute out of place, then update ``z`` in place (a rebinding, or
+    a write-back when ``z`` is an argument). Returns ``z``, as NumPy does."""
+    out = kwargs.pop("out")
+    out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if not isinstance(out, Proxy) or ufunc.nout != 1 or "where" in kwargs:
+        raise _mutation(f"{target}(..., out=...)")
+    probe = np.copy(out.value, order="K")  # eager's own errors (casting, shapes) first
+    concrete = [v.value if isinstance(v, Proxy) else v for v in inputs]
+    getattr(ufunc, method)(*concrete, out=probe, **kwargs)
+    return out._update_in_place(f"{target}(..., out=...)", lambda: tracer.record(
+        Opcode.CALL_FUNCTION, target, inputs, kwargs, getattr(ufunc, method)))
 
 
 def _mutation(what: str) -> UnsupportedError:

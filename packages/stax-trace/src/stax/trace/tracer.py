@@ -8,6 +8,7 @@ import inspect
 import operator
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,17 @@ def example_copy(array: np.ndarray) -> np.ndarray:
     return np.ndarray(array.shape, array.dtype, buffer=storage, offset=-low, strides=array.strides)
 
 
+@dataclass
+class Argument:
+    """An array argument: its placeholder, the example copy it started as, and whether the
+    caller's array may be written (an in-place update of it is written back at the end)."""
+
+    node: Any
+    example: np.ndarray
+    writeable: bool
+    proxy: Proxy
+
+
 class Tracer:
     """Records calls on proxies into a capture graph."""
 
@@ -61,19 +73,36 @@ class Tracer:
         self.created: dict[int, Created] = {}  # arrays made by np.zeros & co. during capture
         # every traced array value still alive, to decide what an in-place update can reach
         self.arrays: list[weakref.ref[np.ndarray]] = []
+        self.arguments: dict[int, Argument] = {}  # proxies standing for array arguments
 
-    def shared(self, proxy: Proxy) -> str | None:
-        """Why an in-place update of ``proxy`` could be seen through another name, or None."""
-        if proxy.node.op is Opcode.PLACEHOLDER:
-            return "an argument"
+    def shared(self, proxy: Proxy, ignore: Any = None) -> str | None:
+        """Why an in-place update of ``proxy`` could be seen through another name, or None.
+
+        An argument may be updated (its final value is written back to the caller's array at the
+        end), unless it is read-only or a view of it is alive."""
         value = proxy.value
+        argument = self.arguments.get(id(proxy))
+        if argument is not None:
+            if not argument.writeable:
+                return "a read-only argument"
+            if self._viewed(argument.example, (value, ignore)) or (
+                    value is not argument.example and self._viewed(value, (value, ignore))):
+                return "an argument another value views"
+            return None
         if value.base is not None:
             return "a view of another array"
+        if self._viewed(value, (value, ignore)):
+            return "an array another value views"
+        return None
+
+    def _viewed(self, array: np.ndarray, skip: tuple[Any, ...]) -> bool:
+        """Whether a live traced value, other than those in ``skip``, shares memory with ``array``."""
         for ref in self.arrays:
             other = ref()
-            if other is not None and other is not value and np.may_share_memory(other, value):
-                return "an array another value views"
-        return None
+            if other is not None and all(other is not s for s in skip) and \
+                    np.may_share_memory(other, array):
+                return True
+        return False
 
     def gate(self, proxy: Proxy, kind: str) -> Any:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
@@ -221,7 +250,9 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
         if isinstance(leaf, np.ndarray):
             meta = TensorMeta.of(leaf)
             node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
-            traced_leaves.append(Proxy(node, example_copy(leaf), tracer))
+            proxy = Proxy(node, example_copy(leaf), tracer)
+            tracer.arguments[id(proxy)] = Argument(node, proxy.value, leaf.flags.writeable, proxy)
+            traced_leaves.append(proxy)
             inputs.append(node.target)
         elif type(leaf) is np.random.Generator:
             node = tracer.graph.placeholder(leaf_name, {"object": "numpy.random.Generator"})
@@ -258,7 +289,9 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
             raise UnsupportedError("the function returns an array that does not depend on its "
                                    "array arguments", hint="compute it outside the function")
         outputs.append(tracer._symbolic(leaf, None))
-    tracer.graph.output(tuple(outputs))
+    # arguments updated in place: their final values are extra outputs, written back by the caller
+    updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
+    tracer.graph.output((*outputs, *(a.proxy.node for a in updated)))
     replay = None
     if tracer.gates:
         by_name = {n.name: n for n in tracer.graph.nodes}
@@ -270,7 +303,8 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     info = {"function": getattr(fn, "__qualname__", repr(fn)),
             "module": getattr(fn, "__module__", None)}
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
-                        inputs, input_tree, output_tree, info, tracer.gates, replay)
+                        inputs, input_tree, output_tree, info, tracer.gates, replay,
+                        [a.node.target for a in updated])
 
 
 def gate(value: Any) -> Any:
