@@ -180,3 +180,25 @@ def test_while_loops_unroll_per_gate_outcomes(x):
     cf = stax.compile(f, strict_native=True)
     np.testing.assert_array_equal(cf(x), f(x))
     np.testing.assert_array_equal(cf(x + 5), f(x + 5))
+
+
+def test_module_attribute_arrays_are_lifted(monkeypatch):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "lifted_config", Path(__file__).with_name("lifted_config.py"))
+    config = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(config)
+    monkeypatch.setitem(sys.modules, "lifted_config", config)
+    namespace = {"lifted_config": config}
+    exec("def f(x):\n    return x * lifted_config.scale\n", namespace)
+    cf = stax.compile(namespace["f"], strict_native=True)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(cf(x), x)
+    config.scale *= 3  # in place: seen without recompiling
+    np.testing.assert_array_equal(cf(x), 3 * x)
+    config.scale = np.full(4, 0.5)  # rebound: same layout, new data
+    np.testing.assert_array_equal(cf(x), 0.5 * x)
+    assert cf.cache_info().versions == 1

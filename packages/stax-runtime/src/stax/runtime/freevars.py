@@ -25,19 +25,24 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 
 class FreeVariables:
-    """The free arrays of ``fn``: globals and closure cells bound to arrays when first seen."""
+    """The free arrays of ``fn``: globals, closure cells and attributes of modules it reads
+    (``config.scale``), bound to arrays when first seen."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         code = getattr(fn, "__code__", None)
         scope = getattr(fn, "__globals__", {})
-        self.globals = sorted(n for n in _global_names(code) if isinstance(scope.get(n), np.ndarray)) \
-            if code is not None else []
+        names = _global_names(code) if code is not None else set()
+        self.globals = sorted(n for n in names if isinstance(scope.get(n), np.ndarray))
+        self.module_attrs = sorted(
+            (m, a) for m in names if isinstance(scope.get(m), types.ModuleType)
+            for a in names if isinstance(getattr(scope[m], a, None), np.ndarray))
         cells = getattr(fn, "__closure__", None) or ()
         freevars = code.co_freevars if code is not None else ()
         self.cells = [(name, i) for i, (name, cell) in enumerate(zip(freevars, cells))
                       if isinstance(_cell_value(cell), np.ndarray)]
-        self.names = [*self.globals, *(name for name, _ in self.cells)]
+        self.names = [*self.globals, *(f"{m}.{a}" for m, a in self.module_attrs),
+                      *(name for name, _ in self.cells)]
 
     def __bool__(self) -> bool:
         return bool(self.names)
@@ -47,23 +52,43 @@ class FreeVariables:
         scope = self.fn.__globals__
         closure = self.fn.__closure__
         return (*(scope.get(n) for n in self.globals),
+                *(getattr(scope[m], a, None) for m, a in self.module_attrs),
                 *(_cell_value(closure[i]) for _, i in self.cells))
 
     def lifted(self) -> Callable[..., Any]:
         """``g(*free_values, *args, **kwargs)``: ``fn`` reading its free variables from arguments."""
         fn, count = self.fn, len(self.names)
 
+        n_globals, n_attrs = len(self.globals), len(self.module_attrs)
+
         def call(*values: Any, **kwargs: Any) -> Any:
             scope = dict(fn.__globals__)
             scope.update(zip(self.globals, values))
+            views: dict[str, dict[str, Any]] = {}
+            for (module, attr), value in zip(self.module_attrs, values[n_globals:]):
+                views.setdefault(module, {})[attr] = value
+            for module, attrs in views.items():
+                scope[module] = _ModuleView(fn.__globals__[module], attrs)
             closure = list(fn.__closure__ or ())
-            for (_, index), value in zip(self.cells, values[len(self.globals):count]):
+            for (_, index), value in zip(self.cells, values[n_globals + n_attrs:count]):
                 closure[index] = types.CellType(value)
             clone = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__,
                                        tuple(closure) or None)
             clone.__kwdefaults__ = fn.__kwdefaults__
             return clone(*values[count:], **kwargs)
         return call
+
+
+class _ModuleView:
+    """A module as the captured function sees it: the lifted attributes replaced."""
+
+    def __init__(self, module: types.ModuleType, lifted: dict[str, Any]) -> None:
+        self._module = module
+        self._lifted = lifted
+
+    def __getattr__(self, name: str) -> Any:
+        lifted = self.__dict__["_lifted"]
+        return lifted[name] if name in lifted else getattr(self.__dict__["_module"], name)
 
 
 def _cell_value(cell: Any) -> Any:
