@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from stax.runtime import coverage
 
@@ -25,3 +26,13 @@ def test_the_required_surface_is_captured():
                  "np.einsum", "x[[0, 2]]", "np.ones(shape)", "np.concatenate", "np.split",
                  "np.divmod", "np.add.reduce"):
         assert rows[name].status in ("native", "extern"), rows[name]
+
+
+@pytest.mark.parametrize("variant", sorted(coverage.VARIANTS))
+def test_every_case_agrees_on_other_layouts_dtypes_and_special_values(variant):
+    failures = []
+    for case in coverage.cases(seed=3):
+        agrees, what = coverage.run_variant(case, variant)
+        if not agrees:
+            failures.append(f"{case.name}: {what}")
+    assert not failures, failures

@@ -211,7 +211,7 @@ def test_updates_through_index_views_write_through():
     np.testing.assert_array_equal(caller, eager)
 
 
-def test_read_only_arguments_and_ufunc_where_are_refused():
+def test_read_only_arguments_are_refused():
     x, _ = example((3, 4))
     x.flags.writeable = False
 
@@ -221,8 +221,16 @@ def test_read_only_arguments_and_ufunc_where_are_refused():
 
     with pytest.raises(UnsupportedError, match="read-only argument"):
         trace(f, (x,))
-    with pytest.raises(UnsupportedError, match="out="):
-        trace(lambda a: np.add(a, 1, out=a, where=a > 0), (x.copy(),))
+
+
+def test_ufunc_out_with_where_keeps_the_rest_of_out():
+    x, w = example((3, 4))
+    caller, eager = x.copy(), x.copy()
+    capture = trace(lambda a, b: np.add(a, b, out=a, where=a > 0), (caller, w))
+    got = run_program(capture, (caller, w), {})
+    np.add(eager, w, out=eager, where=eager > 0)
+    assert got is caller
+    np.testing.assert_array_equal(caller, eager)
 
 
 def test_free_arrays_are_refused():

@@ -7,7 +7,15 @@ from .lower import lower_capture
 from .meta import TensorMeta, contiguous_strides
 from .ops import NN_FUNCTIONS, OPS, OpDef, OpKind, get_op
 from .printer import format_graph
-from .program import CAPTURE_SCHEMA, OPGRAPH_SCHEMA, Gate, GraphProgram, load_capture, load_opgraph
+from .program import (
+    CAPTURE_SCHEMA,
+    GATE_CONVERSIONS,
+    OPGRAPH_SCHEMA,
+    Gate,
+    GraphProgram,
+    load_capture,
+    load_opgraph,
+)
 from .pytree import TreeDef, tree_flatten, tree_leaves, tree_unflatten
 from .serialize import check_schema, read_json, write_json
 from .slicing import backward_slice
@@ -17,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CAPTURE_SCHEMA",
+    "GATE_CONVERSIONS",
     "NN_FUNCTIONS",
     "OPGRAPH_SCHEMA",
     "OPS",

@@ -6,6 +6,8 @@ a ``GraphProgram``; only the dialect of the graph and the schema name differ.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +29,20 @@ CAPTURE_SCHEMA = "stax.capture/1.1"  # 1.1: data gates and their replay graph
 OPGRAPH_SCHEMA = "stax.opgraph/1.0"
 
 
+#: How each kind of data gate turns a traced value into the Python value the program read.
+GATE_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "bool": bool, "int": int, "float": float, "index": operator.index,
+    "item": lambda v: v.item(), "tolist": lambda v: v.tolist(),
+}
+
+
 @dataclass(frozen=True)
 class Gate:
     """A data gate (spec definition 3.2): Python read ``node``'s value as ``kind`` and got ``value``.
 
-    ``kind`` is "bool", "int", "float" or "index" (spec table 3.2); ``value`` is the outcome on the
-    example inputs, which a later call's replayed outcome must equal for the capture to apply.
+    ``kind`` is "bool", "int", "float", "index", "item" or "tolist" (spec table 3.2; the last two
+    read values or whole sequences, as iteration over ``x.tolist()`` does); ``value`` is the
+    outcome on the example inputs, which a later call's replayed outcome must equal for the capture to apply.
     """
 
     node: str

@@ -78,6 +78,8 @@ def _ufunc_cases(s: dict[str, Any]) -> list[Case]:
         Case("ufunc kwargs", "np.add(dtype=)", lambda x, y: np.add(x, y, dtype=np.float32),
              (f, s["g"])),
         Case("ufunc kwargs", "np.add(out=)", lambda x, y: np.add(x, y, out=x), (f.copy(), s["g"])),
+        Case("ufunc kwargs", "np.add(out=, where=)",
+             lambda x, y, m: np.add(x, y, out=x, where=m), (f.copy(), s["g"], s["b"])),
     ]
     return cases
 
@@ -170,6 +172,17 @@ def _index_cases(s: dict[str, Any]) -> list[Case]:
         y[1:3] = 0
         return y
 
+    def assign_mask(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        y = x * 1
+        y[m] = 0
+        return y
+
+    def iterate_values(x: np.ndarray) -> np.ndarray:
+        total = x * 0
+        for v in x[0].tolist():  # iteration over a data sequence: a gate (table 3.2)
+            total = total + v
+        return total * x[1, 1].item()
+
     index_ops: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
         ("x[1]", lambda x: x[1], (f,)), ("x[:, 1:3]", lambda x: x[:, 1:3], (f,)),
         ("x[::-1, ::2]", lambda x: x[::-1, ::2], (f,)), ("x[..., None]", lambda x: x[..., None], (f,)),
@@ -177,6 +190,8 @@ def _index_cases(s: dict[str, Any]) -> list[Case]:
         ("x[idx] (array index)", lambda x, i: x[i], (f, np.array([2, 0]))),
         ("x[mask]", lambda x, m: x[m], (f, b)),
         ("y[1:3] = 0 (a local)", assign_slice, (f,)),
+        ("y[mask] = 0 (a local)", assign_mask, (f, b)),
+        ("for v in x[0].tolist(); x[1, 1].item()", iterate_values, (f,)),
     ]
     return [Case("indexing", name, fn, args) for name, fn, args in index_ops]
 
@@ -210,7 +225,7 @@ def _copy_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
     for a in args:
         if isinstance(a, np.ndarray):
             out.append(a.copy())
-        elif isinstance(a, np.random.Generator):
+        elif isinstance(a, np.random.Generator):  # the same stream, a fresh object
             out.append(np.random.default_rng(a.bit_generator.state["state"]["state"] % 2**32))
         else:
             out.append(a)
@@ -258,6 +273,52 @@ def _measure(case: Case) -> Row:
     status = "extern" if externs else "native"
     detail = ", ".join(externs)
     return Row(case.group, case.name, status, _agree(got, want, case.exact), detail)
+
+
+# -- the same cases on other layouts, dtypes and special values -----------------------------------
+
+def _specials(a: np.ndarray) -> np.ndarray:
+    b = a.copy()
+    flat = b.reshape(-1)
+    flat[: 4] = [np.nan, np.inf, -0.0, -np.inf][: flat.size]
+    return b
+
+
+VARIANTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "float32": lambda a: a.astype(np.float32) if a.dtype == np.float64 else a,
+    "fortran": lambda a: np.asfortranarray(a),
+    "sliced": lambda a: np.repeat(np.repeat(a, 2, 0), 2, -1)[::2, ::2] if a.ndim == 2 else a,
+    "transposed": lambda a: np.ascontiguousarray(a.T).T if a.ndim == 2 else a,
+    "broadcast": lambda a: np.broadcast_to(a[:1], a.shape) if a.ndim == 2 else a,
+    "nan-inf-zero": lambda a: _specials(a) if a.dtype.kind == "f" else a,
+}
+
+
+def run_variant(case: Case, variant: str) -> tuple[bool, str]:
+    """Run ``case`` with its array arguments transformed by ``VARIANTS[variant]``, compiled (not
+    strict: whatever falls back must fall back correctly) and eagerly; (agree, what happened)."""
+    if case.fn is None:
+        return True, "n/a"
+    change = VARIANTS[variant]
+    args = tuple(change(a) if isinstance(a, np.ndarray) else a for a in _copy_args(case.args))
+    quiet = logging.getLogger("stax")
+    level, quiet.level = quiet.level, logging.CRITICAL
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                want: Any = case.fn(*_copy_args(args))
+            except Exception as exc:
+                want = exc
+            try:
+                got: Any = CompiledFunction(case.fn)(*_copy_args(args))
+            except Exception as exc:
+                got = exc
+    finally:
+        quiet.level = level
+    if isinstance(want, Exception) or isinstance(got, Exception):
+        return type(got) is type(want), f"eager: {want!r}; compiled: {got!r}"
+    return _agree(got, want, case.exact and variant != "float32"), "ran"
 
 
 def table(rows: list[Row]) -> str:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
 
-from stax.ir import GraphProgram, run_graph
+from stax.ir import GATE_CONVERSIONS, GraphProgram, run_graph
 
 GATE_CONDITION = "control-flow gate outcomes match the traced branch"
-
-_CONVERT = {"bool": bool, "int": int, "float": float, "index": operator.index}
 
 
 class GateReplay:
@@ -31,7 +28,7 @@ class GateReplay:
         try:
             with np.errstate(all="ignore"):
                 values = run_graph(self.graph, env)
-            return [_CONVERT[k](v) for k, v in zip(self.kinds, values)]
+            return [GATE_CONVERSIONS[k](v) for k, v in zip(self.kinds, values)]
         except Exception:
             return None
 

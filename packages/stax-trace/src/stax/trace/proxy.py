@@ -82,6 +82,11 @@ class Proxy:
                                    source=user_source())
         if name in MUTATING_METHODS:
             raise _mutation(f"method .{name}()")
+        if name in ("item", "tolist"):  # reads data into Python: a data gate (table 3.2)
+            def read(*args: Any) -> Any:
+                target = self[args] if args else self
+                return self.tracer.gate(target, name)
+            return read
 
         def method(*args: Any, **kwargs: Any) -> Any:
             if kwargs.get("out") is not None:
@@ -213,13 +218,28 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
     a write-back when ``z`` is an argument). Returns ``z``, as NumPy does."""
     out = kwargs.pop("out")
     out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-    if not isinstance(out, Proxy) or ufunc.nout != 1 or "where" in kwargs:
+    if not isinstance(out, Proxy) or ufunc.nout != 1:
         raise _mutation(f"{target}(..., out=...)")
+    where = kwargs.pop("where", True)
+    if where is not True and method != "__call__":
+        raise _mutation(f"{target}(..., out=..., where=...)")
     probe = np.copy(out.value, order="K")  # eager's own errors (casting, shapes) first
     concrete = [v.value if isinstance(v, Proxy) else v for v in inputs]
-    getattr(ufunc, method)(*concrete, out=probe, **kwargs)
-    return out._update_in_place(f"{target}(..., out=...)", lambda: tracer.record(
-        Opcode.CALL_FUNCTION, target, inputs, kwargs, getattr(ufunc, method)))
+    getattr(ufunc, method)(*concrete, out=probe, **kwargs,
+                           **({} if where is True else {"where": _plain(where)}))
+
+    def compute() -> Any:
+        new = tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs, getattr(ufunc, method))
+        if where is True:
+            return new
+        # out[where] gets the result, the rest of out is kept
+        return tracer.record(Opcode.CALL_FUNCTION, "numpy.where", (where, new.astype(out.value.dtype),
+                                                                    out), {}, np.where)
+    return out._update_in_place(f"{target}(..., out=...)", compute)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Proxy) else value
 
 
 def _mutation(what: str) -> UnsupportedError:

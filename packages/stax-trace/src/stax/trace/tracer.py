@@ -15,6 +15,7 @@ import numpy as np
 
 from stax.ir import (
     CAPTURE_SCHEMA,
+    GATE_CONVERSIONS,
     Gate,
     Graph,
     GraphProgram,
@@ -106,7 +107,7 @@ class Tracer:
 
     def gate(self, proxy: Proxy, kind: str) -> Any:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
-        value = _GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
+        value = GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
         self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
         return value
 
@@ -181,9 +182,6 @@ class Tracer:
 
 def _is_array(value: Any) -> bool:
     return isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.void)
-
-
-_GATE_CONVERSIONS = {"bool": bool, "int": int, "float": float, "index": operator.index}
 
 
 def _gate_slice_bounds(value: Any) -> Any:
