@@ -51,7 +51,8 @@ class Node:
     def inputs(self) -> list[Node]:
         """The nodes this node reads, in argument order, without repeats."""
         seen: dict[Node, None] = {}
-        map_nodes((self.args, self.kwargs), lambda n: seen.setdefault(n, None))
+        _collect_nodes(self.args, seen)
+        _collect_nodes(self.kwargs, seen)
         return list(seen)
 
     def set_args(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> None:
@@ -82,6 +83,20 @@ class Node:
         return f"%{self.name}"
 
 
+def _collect_nodes(value: Any, seen: dict[Node, None]) -> None:
+    t = type(value)
+    if t is Node:
+        seen[value] = None
+    elif t is tuple or t is list:
+        for v in value:
+            _collect_nodes(v, seen)
+    elif t is dict:
+        for v in value.values():
+            _collect_nodes(v, seen)
+    elif t is slice:
+        _collect_nodes((value.start, value.stop, value.step), seen)
+
+
 def map_nodes(value: Any, fn: Callable[[Node], Any]) -> Any:
     """Apply ``fn`` to every node inside nested tuples/lists/dicts/slices, rebuilding them."""
     if isinstance(value, Node):
@@ -99,6 +114,17 @@ def map_nodes(value: Any, fn: Callable[[Node], Any]) -> Any:
 
 
 _RESERVED = set(dir(builtins)) | set(keyword.kwlist)
+_BASE_NAMES: dict[str, str] = {}
+
+
+def _base_name(hint: str) -> str:
+    """A Python-identifier-like name for a node from its target (``operator.add`` -> ``add``)."""
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint.split(".")[-1]) or "v"
+    if base[0].isdigit():
+        base = "_" + base
+    if base in _RESERVED:
+        base += "_0"
+    return base
 
 
 class Graph:
@@ -112,11 +138,9 @@ class Graph:
 
     # -- naming ----------------------------------------------------------------------------------
     def _unique_name(self, hint: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in hint.split(".")[-1]) or "v"
-        if base[0].isdigit():
-            base = "_" + base
-        if base in _RESERVED:
-            base += "_0"
+        base = _BASE_NAMES.get(hint)
+        if base is None:
+            base = _BASE_NAMES[hint] = _base_name(hint)
         name, i = base, 1
         while name in self._names:
             name = f"{base}_{i}"

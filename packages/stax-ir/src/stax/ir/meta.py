@@ -16,6 +16,9 @@ SUPPORTED_DTYPES = (
 )
 
 
+_DTYPE_NAMES = {np.dtype(name): name for name in SUPPORTED_DTYPES}
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major strides, in elements, for ``shape``."""
     strides = []
@@ -48,6 +51,12 @@ class TensorMeta:
         if not isinstance(value, np.ndarray):
             raise TypeError(f"expected a NumPy array, got {type(value).__name__}")
         dtype = value.dtype
+        name = _DTYPE_NAMES.get(dtype)
+        if name is not None:  # the common case, without NumPy's slow dtype.name
+            itemsize = dtype.itemsize
+            strides = tuple(s // itemsize for s in value.strides)
+            if all(s * itemsize == b for s, b in zip(strides, value.strides)):
+                return cls(value.shape, name, strides)
         if not dtype.isnative:
             raise UnsupportedError(f"array of non-native byte order {dtype.str!r}",
                                    hint="convert with .astype(dtype.newbyteorder('='))")
