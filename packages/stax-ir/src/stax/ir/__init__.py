@@ -3,7 +3,7 @@
 from .errors import SchemaError, StaxError, UnsupportedError, VerificationError
 from .graph import Graph, Node, Opcode, map_nodes
 from .interpreter import run_graph, run_program
-from .lower import lower_capture
+from .lower import data_dependent_shape, lower_capture
 from .meta import TensorMeta, contiguous_strides
 from .ops import NN_FUNCTIONS, OPS, OpDef, OpKind, get_op
 from .printer import format_graph
@@ -45,6 +45,7 @@ __all__ = [
     "backward_slice",
     "check_schema",
     "contiguous_strides",
+    "data_dependent_shape",
     "format_graph",
     "get_op",
     "load_capture",

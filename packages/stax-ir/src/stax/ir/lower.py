@@ -107,15 +107,23 @@ DATA_DEPENDENT_SHAPES = frozenset({
 })
 
 
+def data_dependent_shape(node: Node) -> bool:
+    """Whether the shape of this capture node's result depends on data, not only on shapes
+    (``x[mask]``, ``np.unique``...). Capture makes such a shape a data gate ("shape_gated")."""
+    name = f"method:{node.target}" if node.op is Opcode.CALL_METHOD else node.target
+    if name in DATA_DEPENDENT_SHAPES:
+        return True
+    if node.target == "numpy.repeat" and _has_node(node.args[1:]):
+        return True
+    return node.target == "operator.getitem" and _has_bool_index(node.args[1])
+
+
 def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """A call without a native rule runs as NumPy inside the compiled program (an extern node),
-    unless its result's shape depends on the data."""
+    """A call without a native rule runs as NumPy inside the compiled program (an extern node).
+    A result whose shape depends on the data must have that shape gated at capture."""
     method = node.op is Opcode.CALL_METHOD
-    name = f"method:{node.target}" if method else node.target
-    if name in DATA_DEPENDENT_SHAPES or (node.target == "numpy.repeat" and _has_node(args[1:])):
+    if data_dependent_shape(node) and not node.meta.get("shape_gated"):
         raise ctx.unsupported(f"{describe(node)}: its result's shape depends on the data")
-    if node.target == "operator.getitem" and _has_bool_index(args[1]):
-        raise ctx.unsupported("indexing with a boolean mask: the result's shape depends on the data")
     return ctx.emit("extern", args, {"fn": node.target, "method": method, "call_kwargs": kwargs},
                     name=node.target)
 

@@ -61,7 +61,7 @@ class TensorMeta:
             raise UnsupportedError(f"array of non-native byte order {dtype.str!r}",
                                    hint="convert with .astype(dtype.newbyteorder('='))")
         if dtype.name not in SUPPORTED_DTYPES:
-            raise UnsupportedError(f"dtype {dtype.name} is not supported")
+            raise UnsupportedError(f"dtype {dtype.name}, which Stax does not support yet")
         itemsize = dtype.itemsize
         if any(s % itemsize for s in value.strides):
             raise UnsupportedError(f"byte strides {value.strides} are not multiples of the "

@@ -33,6 +33,9 @@ OPGRAPH_SCHEMA = "stax.opgraph/1.0"
 GATE_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
     "bool": bool, "int": int, "float": float, "index": operator.index,
     "item": lambda v: v.item(), "tolist": lambda v: v.tolist(),
+    # the shape of a result that depends on the data (x[mask], np.unique): gated, not guessed
+    "shape": lambda v: tuple(getattr(v, "shape", ())),
+    "shapes": lambda v: [tuple(getattr(e, "shape", ())) for e in v],
 }
 
 

@@ -23,6 +23,7 @@ from stax.ir import (
     TensorMeta,
     UnsupportedError,
     backward_slice,
+    data_dependent_shape,
     tree_flatten,
     tree_unflatten,
 )
@@ -120,19 +121,21 @@ class Tracer:
         with not_recording():
             value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
         if _is_array(value):
-            meta = {"tensor": TensorMeta.of(value), "source": source}
+            meta = {"tensor": _meta_of(value, target, source), "source": source}
             if random:
                 meta["random"] = True
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
+            self._gate_shape(node, "shape", value, source)
             if isinstance(value, np.ndarray):
                 self.arrays.append(weakref.ref(value))
             return Proxy(node, value, self)
         if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
             # operator.getitem node per result, as torch.fx does
-            metas = [TensorMeta.of(v) for v in value]  # refuses unsupported dtypes first
+            metas = [_meta_of(v, target, source) for v in value]  # unsupported dtypes first
             meta = {"sequence": len(value), "source": source}
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
+            self._gate_shape(node, "shapes", value, source)
             items = [Proxy(self.graph.create_node(
                 Opcode.CALL_FUNCTION, "operator.getitem", (node, i), {}, name=f"{node.name}_{i}",
                 meta={"tensor": m, "source": source}), v, self) for i, (v, m) in
@@ -140,6 +143,12 @@ class Tracer:
             return type(value)(items) if type(value) in (tuple, list) else tuple(items)
         raise UnsupportedError(f"{target}() returned a {type(value).__name__}, not an array",
                                source=source)
+
+    def _gate_shape(self, node: Any, kind: str, value: Any, source: str | None) -> None:
+        """A result whose shape depends on the data is specialized on that shape: a data gate."""
+        if data_dependent_shape(node):
+            node.meta["shape_gated"] = True
+            self.gates.append(Gate(node.name, kind, GATE_CONVERSIONS[kind](value), source))
 
     def _symbolic(self, value: Any, source: str | None) -> Any:
         if isinstance(value, GeneratorProxy):
@@ -178,6 +187,14 @@ class Tracer:
                 Opcode.CALL_FUNCTION, created.target, args, kwargs,
                 meta={"tensor": TensorMeta.of(created.array), "source": created.source})
         return created.node
+
+
+def _meta_of(value: Any, target: str, source: str | None) -> TensorMeta:
+    try:
+        return TensorMeta.of(value)
+    except UnsupportedError as exc:
+        raise UnsupportedError(f"{target}() returned an array of {exc.what}", source=source,
+                               hint=exc.hint) from None
 
 
 def _is_array(value: Any) -> bool:
