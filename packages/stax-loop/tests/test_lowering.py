@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from stax.ir import GraphProgram, UnsupportedError, load_opgraph
+from stax.ir import GraphProgram, load_opgraph
 from stax.loop import Load, LoopProgram, Reduction, load_loopir, loads, lower_opgraph
 from stax.loop.interpreter import run_loop_program
 
@@ -68,14 +68,22 @@ def test_views_are_affine_index_maps(opgraph_doc_path, layout):
     np.testing.assert_allclose(out, reference(x, w), rtol=1e-5, atol=1e-4)
 
 
-def test_float16_is_refused_with_node(opgraph_doc_path):
+def test_float16_ops_run_as_numpy_externs(opgraph_doc_path):
     doc = load_opgraph(opgraph_doc_path).to_json()
     for node in doc["graph"]["nodes"]:
         if "meta" in node:
             node["meta"]["tensor"]["dtype"] = "float16"
-    with pytest.raises(UnsupportedError, match="float16") as info:
-        lower_opgraph(load_opgraph(doc))
-    assert info.value.node == "add"
+        if node["target"] == "sum":
+            node["kwargs"]["dict"] = [kv if kv[0] != "dtype" else ["dtype", "float16"]
+                                      for kv in node["kwargs"]["dict"]]
+    loop = lower_opgraph(load_opgraph(doc))
+    assert [b.target for b in loop.buffers] == ["numpy.add", "numpy.maximum", "numpy.multiply",
+                                               "numpy.sum"]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 128)).astype(np.float16)
+    w = rng.standard_normal((64, 128)).astype(np.float16)
+    (out,) = run_loop_program(loop, [x, w])
+    np.testing.assert_array_equal(out, np.sum(np.maximum(x + w, 0) * 2, axis=1, dtype="float16"))
 
 
 def test_program_type(opgraph_doc_path):

@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import GraphProgram, Node, Opcode, TensorMeta, UnsupportedError, contiguous_strides
+from stax.ir import (
+    GraphProgram,
+    Node,
+    Opcode,
+    TensorMeta,
+    UnsupportedError,
+    contiguous_strides,
+    get_op,
+)
 
 from .expr import Binary, Cast, Const, Expr, Load, Unary
 from .index import Affine, linear_index
@@ -70,8 +78,8 @@ class LoopLowering:
                 rule = LOWERINGS.get(node.target)
                 if rule is None:
                     raise self.unsupported(f"op {node.target!r} has no loop lowering yet")
-                if node.target != "extern":  # NumPy computes externs in any dtype
-                    self._check_dtype(node.tensor)
+                if node.target != "extern" and not self._native_dtypes(node):
+                    rule = _op_as_extern  # NumPy computes it: dtypes kernels do not handle yet
                 self.values[node] = rule(self, node)
             elif node.op is not Opcode.OUTPUT:
                 raise self.unsupported(f"opcode {node.op.value} in an op graph")
@@ -82,6 +90,11 @@ class LoopLowering:
         return LoopProgram(self.program.name, self.inputs, list(self.program.inputs),
                            self.program.input_tree, self.buffers, outputs,
                            self.program.output_tree)
+
+    def _native_dtypes(self, node: Node) -> bool:
+        """Whether the result and every array operand have dtypes kernels compute in."""
+        metas = [node.tensor, *(a.tensor for a in node.args if isinstance(a, Node))]
+        return all(m is not None and m.dtype in LOOP_DTYPES for m in metas)
 
     def _check_dtype(self, meta: TensorMeta | None) -> None:
         if meta is None:
@@ -251,6 +264,20 @@ def _sum(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 def _extern(ctx: LoopLowering, node: Node) -> Lazy:
+    attrs = node.kwargs
+    return _extern_call(ctx, node, attrs["fn"], attrs["method"], node.args, attrs["call_kwargs"])
+
+
+def _op_as_extern(ctx: LoopLowering, node: Node) -> Lazy:
+    """An op in dtypes the kernels do not handle (float16...) runs as its NumPy reference."""
+    if node.target == "sum":
+        return _extern_call(ctx, node, "numpy.sum", False, node.args, dict(node.kwargs))
+    return _extern_call(ctx, node, f"numpy.{get_op(node.target).reference.__name__}", False,
+                        node.args, {})
+
+
+def _extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_args: Any,
+                 call_kwargs: Any) -> Lazy:
     """Operands of a NumPy call must be arrays in memory: realize pointwise values first."""
     def operand(value: Any) -> Any:
         if isinstance(value, Node):
@@ -266,13 +293,12 @@ def _extern(ctx: LoopLowering, node: Node) -> Lazy:
             return value
         return value
 
-    attrs = node.kwargs
-    args, kwargs = operand(node.args), operand(attrs["call_kwargs"])  # may realize buffers
+    args, kwargs = operand(call_args), operand(call_kwargs)  # may realize buffers
     name = f"buf{len(ctx.buffers)}"
     sequence = node.meta.get("sequence")
     meta = node.tensor if sequence is None else TensorMeta((), "object", ())
-    ctx.buffers.append(ExternCall(name, attrs["fn"], attrs["method"], args, kwargs, meta.shape,
-                                  meta.dtype, meta.strides, meta.scalar, sequence))
+    ctx.buffers.append(ExternCall(name, target, method, args, kwargs, meta.shape, meta.dtype,
+                                  meta.strides, meta.scalar, sequence))
     return ctx._stored(name, meta.shape, meta.dtype, meta.strides)
 
 
