@@ -291,6 +291,8 @@ VARIANTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "transposed": lambda a: np.ascontiguousarray(a.T).T if a.ndim == 2 else a,
     "broadcast": lambda a: np.broadcast_to(a[:1], a.shape) if a.ndim == 2 else a,
     "nan-inf-zero": lambda a: _specials(a) if a.dtype.kind == "f" else a,
+    "one-row": lambda a: a[:1].copy() if a.ndim == 2 else a,
+    "7x5": lambda a: np.resize(a, (7, 5)) if a.ndim == 2 else a,
 }
 
 
