@@ -84,6 +84,11 @@ def _relu(x: Any) -> Any:
     return np.maximum(x, 0)
 
 
+def _selu(x: Any) -> Any:
+    """SELU, written exactly as its decomposition (spec example 4.2), so both give the same bits."""
+    return 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1))
+
+
 def _setitem(x: Any, key: Any, value: Any) -> Any:
     """``x[key] = value`` as a pure function: a copy of ``x`` (same layout) with the update."""
     y = np.copy(x, order="K")
@@ -93,5 +98,6 @@ def _setitem(x: Any, key: Any, value: Any) -> Any:
 
 NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.nn.relu": _relu,
+    "stax.nn.selu": _selu,
     "stax.functional.setitem": _setitem,
 }

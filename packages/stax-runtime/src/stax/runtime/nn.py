@@ -20,5 +20,7 @@ def _export(name: str, doc: str) -> Callable[..., Any]:
 
 
 relu = _export("relu", "relu(x) = np.maximum(x, 0): NaN stays NaN, dtype as NumPy's maximum.")
+selu = _export("selu", "selu(x) = scale * where(x > 0, x, alpha * (exp(x) - 1)) "
+               "(alpha = 1.6732632423543772, scale = 1.0507009873554805).")
 
-__all__ = ["relu"]
+__all__ = ["relu", "selu"]

@@ -1,0 +1,129 @@
+"""Passes over the capture graph (spec §4.1): small named rewrites, run in rounds to a fixed point.
+
+A pass is a frozen dataclass with a ``name`` whose ``run(graph)`` rewrites the graph in place and
+returns whether it changed anything. ``PassManager`` runs its passes in order, round after round,
+until a round changes nothing (at most 16 rounds, the guard of spec §4.1), logging each change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..graph import Graph, Node, Opcode
+from ..meta import TensorMeta, contiguous_strides
+
+MAX_ROUNDS = 16
+
+
+class Pass(Protocol):
+    name: str
+
+    def run(self, graph: Graph) -> bool: ...
+
+
+#: Capture targets that combine their operands element by element (for metadata inference,
+#: CSE keys, and the pointwise regions of §4.7).
+ELEMENTWISE_FUNCTIONS = frozenset({
+    "operator.add", "operator.sub", "operator.mul", "operator.truediv", "operator.floordiv",
+    "operator.mod", "operator.pow", "operator.neg", "operator.pos", "operator.abs",
+    "operator.lt", "operator.le", "operator.gt", "operator.ge", "operator.eq", "operator.ne",
+    "operator.and_", "operator.or_", "operator.xor", "operator.invert", "numpy.where",
+    "stax.nn.relu", "stax.nn.selu",
+} | {f"numpy.{n}" for n in dir(np) if isinstance(getattr(np, n), np.ufunc) and
+     getattr(np, n).nout == 1 and n not in ("matmul", "matvec", "vecmat", "vecdot")})
+ELEMENTWISE_METHODS = frozenset({"exp", "log", "clip", "astype", "conj", "round"})
+
+
+def is_elementwise(node: Node) -> bool:
+    if node.op is Opcode.CALL_FUNCTION:
+        return node.target in ELEMENTWISE_FUNCTIONS and not node.kwargs
+    return node.op is Opcode.CALL_METHOD and node.target in ("exp", "log") and not node.kwargs
+
+
+def constant_value(value: Any) -> bool:
+    """A Python or NumPy scalar constant (not a node)."""
+    return isinstance(value, (bool, int, float, np.generic))
+
+
+def infer_meta(fn: Callable[..., Any], args: Sequence[Any]) -> TensorMeta | None:
+    """Metadata of an element-wise call from its operands' metadata, without the data: the dtype
+    from running ``fn`` on one-element stand-ins (NumPy decides it), the shape by broadcasting."""
+    dummies, shapes = [], []
+    for a in args:
+        if isinstance(a, Node):
+            if a.tensor is None:
+                return None
+            dummies.append(np.zeros((1,) * max(a.tensor.ndim, 1), a.tensor.dtype))
+            shapes.append(a.tensor.shape)
+        else:
+            dummies.append(a)
+    with np.errstate(all="ignore"):
+        result = np.asarray(fn(*dummies))
+    shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    return TensorMeta(shape, result.dtype.name, contiguous_strides(shape))
+
+
+@dataclass
+class PassLog:
+    """One line per change, in the form of spec example 4.2."""
+
+    lines: list[str] = field(default_factory=list)
+    measures: list[tuple[str, int, tuple[int, int, int], tuple[int, int, int], bool]] = \
+        field(default_factory=list)
+    rounds: int = 0
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+COMPOSITE = frozenset({"stax.nn.selu", "numpy.square", "numpy.clip", "numpy.deg2rad",
+                       "numpy.rad2deg", "numpy.radians", "numpy.degrees", "numpy.exp2"})
+
+
+def measure(graph: Graph) -> tuple[int, int, int]:
+    """The termination measure of proposition 4.1: (composite nodes, nodes, binary operations
+    with a constant on the left of a commutative operator)."""
+    composite = sum(1 for n in graph.nodes if n.target in COMPOSITE and
+                    n.op is Opcode.CALL_FUNCTION)
+    left = sum(1 for n in graph.nodes if n.target in COMMUTATIVE and len(n.args) == 2 and
+               constant_value(n.args[0]) and isinstance(n.args[1], Node))
+    return composite, len(graph.nodes), left
+
+
+COMMUTATIVE = frozenset({"operator.add", "operator.mul", "numpy.add", "numpy.multiply"})
+
+
+class PassManager:
+    """Runs passes in rounds until a round changes nothing (spec §4.1)."""
+
+    def __init__(self, passes: Sequence[Pass], verify: bool = False) -> None:
+        self.passes = list(passes)
+        self.verify = verify
+
+    def run(self, graph: Graph) -> PassLog:
+        from ..verify import verify_graph
+
+        log = PassLog()
+        for round_number in range(1, MAX_ROUNDS + 1):
+            log.rounds = round_number
+            changed_any = False
+            for p in self.passes:
+                before = measure(graph)
+                changed = p.run(graph)
+                after = measure(graph)
+                log.measures.append((p.name, round_number, before, after, changed))
+                if changed:
+                    changed_any = True
+                    log.lines.append(f"[round {round_number}] {p.name}: "
+                                     f"{getattr(p, 'last_summary', 'changed the graph')}")
+                if self.verify:
+                    verify_graph(graph)
+            if not changed_any:
+                log.lines.append(f"[round {round_number}] no change: fixed point")
+                return log
+        log.lines.append(f"stopped after {MAX_ROUNDS} rounds without reaching a fixed point")
+        return log

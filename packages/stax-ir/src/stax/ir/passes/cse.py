@@ -1,0 +1,46 @@
+"""CSE by value numbering (spec §4.5, proposition 4.2): one pass in topological order.
+
+Random draws (a second draw is another value) and nodes with side effects are never merged; the
+operator must also be written the same way (NormalizeOperators runs first so that ``2 * x`` and
+``x * 2`` are)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..graph import Graph, Node, Opcode
+
+
+def _key(value: Any) -> Any:
+    if isinstance(value, Node):
+        return ("node", value.name)
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _key(v)) for k, v in value.items()))
+    return (type(value).__name__, repr(value))  # repr tells -0.0 from 0.0
+
+
+@dataclass
+class CSE:
+    name: str = "CSEPass"
+    last_summary: str = field(default="", compare=False)
+
+    def run(self, graph: Graph) -> bool:
+        seen: dict[Any, Node] = {}
+        notes = []
+        for node in list(graph.nodes):
+            if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or \
+                    node.meta.get("random") or node.meta.get("sequence"):
+                continue
+            key = (node.op.value, node.target, _key(node.args), _key(node.kwargs))
+            first = seen.get(key)
+            if first is None:
+                seen[key] = node
+                continue
+            notes.append(f"%{node.name} merged into %{first.name}")
+            node.replace_all_uses_with(first)
+            graph.erase_node(node)
+        self.last_summary = "; ".join(notes)
+        return bool(notes)

@@ -1,0 +1,113 @@
+"""DecomposePass (spec §4.4, table 4.2): composite operators become fusible primitives.
+
+Only where the decomposition computes the same bits as the composite (each rule is tested against
+NumPy on special values): ``np.clip`` decomposes as ``minimum(hi, maximum(lo, x))``, which keeps
+NumPy's signed zeros, where ``minimum(maximum(x, lo), hi)`` would not; ``np.rad2deg`` stays whole
+because NumPy's float32 loop does not round like ``x * (180/pi)``. Functions with a numerically
+better dedicated form (log1p, expm1, sinh...) are kept, as table 4.2 says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..graph import Graph, Node, Opcode
+from ..ops import NN_FUNCTIONS
+from .base import constant_value, infer_meta
+from .rewrite import substitute
+
+#: Table 4.2 in Stax's target names. Decompose: a rule below. Keep: never decomposed. Optional:
+#: off by default.
+DECOMPOSE = ("stax.nn.selu", "numpy.square", "numpy.clip", "numpy.deg2rad", "numpy.radians")
+KEEP = ("stax.nn.relu", "numpy.log1p", "numpy.expm1", "numpy.log10", "numpy.sinh", "numpy.cosh",
+        "numpy.arcsinh", "numpy.arccosh", "numpy.arctanh", "numpy.rad2deg", "numpy.degrees",
+        "numpy.exp2")
+OPTIONAL = ("stax.nn.softmax", "stax.nn.log_softmax")
+
+SELU_ALPHA = 1.6732632423543772
+SELU_SCALE = 1.0507009873554805
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "operator.mul": lambda a, b: a * b, "operator.sub": lambda a, b: a - b,
+    "operator.gt": lambda a, b: a > b, "numpy.where": np.where, "numpy.exp": np.exp,
+    "numpy.maximum": np.maximum, "numpy.minimum": np.minimum,
+}
+
+
+class _Emitter:
+    """Creates nodes before ``anchor`` with metadata inferred from their operands."""
+
+    def __init__(self, graph: Graph, anchor: Node) -> None:
+        self.graph = graph
+        self.anchor = anchor
+
+    def __call__(self, target: str, *args: Any, name: str | None = None) -> Node:
+        meta: dict[str, Any] = {}
+        inferred = infer_meta(_FUNCTIONS[target], args)
+        if inferred is not None:
+            meta["tensor"] = inferred
+        if self.anchor.source:
+            meta["source"] = self.anchor.source
+        with self.graph.inserting_before(self.anchor):
+            return self.graph.call_function(target, args, name=name, meta=meta)
+
+
+def _selu(e: _Emitter, x: Any) -> Node:
+    """Spec example 4.2's chain, constants on the left as a decomposition table writes them."""
+    exp = e("numpy.exp", x)
+    sub = e("operator.sub", exp, 1)
+    mul = e("operator.mul", SELU_ALPHA, sub)
+    gt = e("operator.gt", x, 0)
+    where = e("numpy.where", gt, x, mul)
+    return e("operator.mul", SELU_SCALE, where)
+
+
+def _square(e: _Emitter, x: Any) -> Node:
+    return e("operator.mul", x, x)
+
+
+def _clip(e: _Emitter, x: Any, lo: Any, hi: Any) -> Node | None:
+    if not (constant_value(lo) and constant_value(hi)):
+        return None
+    return e("numpy.minimum", hi, e("numpy.maximum", lo, x))
+
+
+def _deg2rad(e: _Emitter, x: Any) -> Node:
+    return e("operator.mul", x, math.pi / 180)
+
+
+RULES: dict[str, Callable[..., Node | None]] = {
+    "stax.nn.selu": _selu, "numpy.square": _square, "numpy.clip": _clip,
+    "numpy.deg2rad": _deg2rad, "numpy.radians": _deg2rad,
+}
+assert set(RULES) == set(DECOMPOSE) and not set(RULES) & set(KEEP)
+assert all(t in NN_FUNCTIONS for t in DECOMPOSE if t.startswith("stax.nn."))
+
+
+@dataclass
+class DecomposePass:
+    name: str = "DecomposePass"
+    last_summary: str = field(default="", compare=False)
+
+    def run(self, graph: Graph) -> bool:
+        notes = []
+        for node in list(graph.nodes):
+            rule = RULES.get(node.target)
+            if rule is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs:
+                continue
+            result = rule(_Emitter(graph, node), *node.args)
+            if result is None:
+                continue
+            if result.tensor is not None and node.tensor is not None and \
+                    (result.tensor.dtype, result.tensor.shape) != (node.tensor.dtype,
+                                                                   node.tensor.shape):
+                raise AssertionError(f"decomposing %{node.name} changed its type")
+            notes.append(f"%{node.name} expanded into a chain ending in %{result.name}")
+            substitute(graph, node, result)
+        self.last_summary = "; ".join(notes)
+        return bool(notes)

@@ -1,0 +1,78 @@
+"""NormalizeOperators (spec §4.2, table 4.1): constants to the right of commutative operations,
+and only the algebraic identities that hold under IEEE 754."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..graph import Graph, Node, Opcode
+from .base import COMMUTATIVE, constant_value
+from .rewrite import is_output_value, substitute
+
+_MUL = ("operator.mul", "numpy.multiply")
+_DIV = ("operator.truediv", "numpy.true_divide", "numpy.divide")
+_SUB = ("operator.sub", "numpy.subtract")
+_ADD = ("operator.add", "numpy.add")
+_NEG = ("operator.neg", "numpy.negative")
+
+
+def _is(value: Any, number: float, sign: int | None = None) -> bool:
+    if not constant_value(value) or isinstance(value, (bool, np.bool_)):
+        return False
+    v = float(value)
+    return v == number and (sign is None or math.copysign(1.0, v) == sign)
+
+
+def identity_operand(node: Node) -> Node | None:
+    """The operand ``node`` equals by an IEEE-754 identity of table 4.1, if any.
+
+    x*1, x/1, x-(+0), x+(-0), -(-x) hold exactly; x+(+0) differs only in the sign of a zero
+    result and is accepted, as the spec argues; x*0 and reassociation never apply."""
+    if node.op is not Opcode.CALL_FUNCTION or node.kwargs or not node.args:
+        return None
+    t, args = node.target, node.args
+    if t in _NEG and isinstance(args[0], Node) and args[0].target in _NEG and \
+            args[0].op is Opcode.CALL_FUNCTION and isinstance(args[0].args[0], Node):
+        return args[0].args[0]
+    if len(args) != 2 or not isinstance(args[0], Node):
+        return None
+    x, c = args
+    if (t in _MUL and _is(c, 1.0)) or (t in _DIV and _is(c, 1.0)) or \
+            (t in _SUB and _is(c, 0.0, +1)) or (t in _ADD and _is(c, 0.0)):
+        return x
+    return None
+
+
+def safe_to_replace(node: Node, x: Node) -> bool:
+    """Value is not all: dtype, shape and aliasing must survive (§4.2), judged from metadata."""
+    a, b = node.tensor, x.tensor
+    if a is None or b is None or a.dtype != b.dtype or a.shape != b.shape or a.scalar != b.scalar:
+        return False
+    if is_output_value(node) and (x.op is Opcode.PLACEHOLDER or is_output_value(x)):
+        return False  # the output would alias an input (or another output)
+    return True
+
+
+@dataclass
+class NormalizeOperators:
+    name: str = "NormalizeOperators"
+    last_summary: str = field(default="", compare=False)
+
+    def run(self, graph: Graph) -> bool:
+        notes = []
+        for node in list(graph.nodes):
+            if node.target in COMMUTATIVE and node.op is Opcode.CALL_FUNCTION and \
+                    len(node.args) == 2 and not node.kwargs and constant_value(node.args[0]) \
+                    and isinstance(node.args[1], Node):
+                node.set_args((node.args[1], node.args[0]))
+                notes.append(f"constant of %{node.name} moved to the right")
+            x = identity_operand(node)
+            if x is not None and safe_to_replace(node, x):
+                notes.append(f"%{node.name} is %{x.name}")
+                substitute(graph, node, x)
+        self.last_summary = "; ".join(notes)
+        return bool(notes)

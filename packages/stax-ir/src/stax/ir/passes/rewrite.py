@@ -1,0 +1,18 @@
+"""Small graph edits the passes share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph import Graph, Node, Opcode, map_nodes
+
+
+def substitute(graph: Graph, node: Node, value: Any) -> None:
+    """Make every user of ``node`` read ``value`` (a node or a constant) instead; erase ``node``."""
+    for user in list(node.users):
+        user.set_args(*map_nodes((user.args, user.kwargs), lambda n: value if n is node else n))
+    graph.erase_node(node)
+
+
+def is_output_value(node: Node) -> bool:
+    return any(u.op is Opcode.OUTPUT for u in node.users)

@@ -1,0 +1,101 @@
+"""The fixed-point pipeline: spec example 4.2 round by round, the termination measure of
+proposition 4.1, ConstFold, CSE, DCE, PointwiseFusionHint and the pipeline string."""
+
+import numpy as np
+import pytest
+
+from stax.ir import run_program
+from stax.ir.passes import DEFAULT_PIPELINE, measure, parse_pipeline, regions, run_pipeline
+
+
+def example_4_2(capture):
+    x = np.linspace(-2, 2, 9)
+    b = capture(x=x)
+    y = b("operator.mul", b.inputs["x"], 3)
+    first = b("stax.nn.selu", y)
+    second = b("stax.nn.selu", b("operator.mul", y, 1))
+    out = b("operator.add", first, b("operator.mul", second, 2))
+    b.output(out)
+    return b, x
+
+
+def test_example_4_2_round_by_round(capture):
+    b, x = example_4_2(capture)
+    program = b.program()
+    before = run_program(program, (x,), {})
+    log = run_pipeline(b.graph, verify=True)
+    passes = [line.split(":")[0] for line in log.lines]
+    assert passes == ["[round 1] NormalizeOperators", "[round 1] DecomposePass",
+                      "[round 1] CSEPass", "[round 1] PointwiseFusionHint",
+                      "[round 2] NormalizeOperators", "[round 3] no change"]
+    assert log.rounds == 3
+    assert "expanded" in log.lines[1] and "merged" in log.lines[2]
+    targets = [n.target for n in b.graph.nodes]
+    assert targets.count("numpy.exp") == 1 and "stax.nn.selu" not in targets  # one chain left
+    consts = [n.args for n in b.graph.nodes if n.target == "operator.mul"]
+    assert (1.6732632423543772 in (a[1] for a in consts)) and all(
+        not isinstance(a[0], float) for a in consts)  # constants on the right after round 2
+    np.testing.assert_array_equal(run_program(program, (x,), {}), before)
+
+
+def test_measure_decreases_with_every_structural_change(capture):
+    b, _ = example_4_2(capture)
+    log = run_pipeline(b.graph)
+    for name, _, before, after, changed in log.measures:
+        if changed and name != "PointwiseFusionHint":
+            assert after < before, (name, before, after)
+        if not changed:
+            assert after == before
+    assert measure(b.graph)[0] == 0  # no composite operator is left
+
+
+def test_constfold_folds_python_scalars_only(capture):
+    b = capture(x=np.ones(3))
+    folded = b.graph.call_function("operator.mul", (3, 4))  # as another pass might leave it
+    node = b.graph.call_function("operator.add", (b.inputs["x"], folded),
+                                 meta=dict(b.inputs["x"].meta))
+    graph = b.output(node)
+    run_pipeline(graph, "constfold", verify=True)
+    assert node.args == (b.inputs["x"], 12)
+
+
+def test_cse_merges_same_calls_but_not_random_draws(capture):
+    b = capture(x=np.ones(3))
+    one = b("numpy.exp", b.inputs["x"])
+    two = b("numpy.exp", b.inputs["x"])
+    draw1 = b("numpy.exp", b.inputs["x"])
+    draw1.meta["random"] = True
+    graph = b.output(b("operator.add", one, two), draw1)
+    run_pipeline(graph, "cse", verify=True)
+    assert two not in graph.nodes and draw1 in graph.nodes
+
+
+def test_dce_keeps_inputs_and_draws(capture):
+    b = capture(x=np.ones(3), unused=np.ones(2))
+    dead = b("numpy.exp", b.inputs["x"])
+    draw = b("numpy.exp", b.inputs["x"])
+    draw.meta["random"] = True
+    graph = b.output(b("operator.add", b.inputs["x"], 1))
+    run_pipeline(graph, "dce", verify=True)
+    assert dead not in graph.nodes and draw in graph.nodes and b.inputs["unused"] in graph.nodes
+
+
+def test_pointwise_regions_of_example_1_1(capture):
+    x = np.ones((64, 128), np.float32)
+    b = capture(x=x, w=x)
+    add = b("operator.add", b.inputs["x"], b.inputs["w"])
+    relu = b("stax.nn.relu", add)
+    mul = b("operator.mul", relu, 2)
+    s = b("sum", mul, -1, method=True)
+    graph = b.output(s)
+    run_pipeline(graph)
+    assert regions(graph) == [("add", "pointwise", 0), ("relu", "pointwise", 0),
+                              ("mul", "pointwise", 0), ("sum_0", None, None)]
+
+
+def test_pipeline_strings():
+    assert [p.name for p in parse_pipeline(DEFAULT_PIPELINE)] == [
+        "NormalizeOperators", "ConstFold", "DecomposePass", "CSEPass", "DCE",
+        "PointwiseFusionHint"]
+    with pytest.raises(ValueError, match="unknown pass 'fuse'"):
+        parse_pipeline("normalize,fuse")
