@@ -99,3 +99,28 @@ def test_pipeline_strings():
         "PointwiseFusionHint"]
     with pytest.raises(ValueError, match="unknown pass 'fuse'"):
         parse_pipeline("normalize,fuse")
+
+
+def test_passes_run_on_op_graphs_and_from_the_command_line(capture_doc_path, tmp_path):
+    import subprocess
+    import sys
+
+    from stax.ir import load_capture, load_opgraph, lower_capture, write_json
+
+    opgraph = lower_capture(load_capture(capture_doc_path))
+    mul = next(n for n in opgraph.graph.nodes if n.target == "mul")
+    with opgraph.graph.inserting_after(mul):
+        one = opgraph.graph.call_function("mul", (mul, 1), meta=dict(mul.meta))
+    mul.replace_all_uses_with(one)
+    one.set_args((mul, 1))
+    path = tmp_path / "in.opgraph.json"
+    write_json(path, opgraph.to_json())
+    out = tmp_path / "out.opgraph.json"
+    done = subprocess.run([sys.executable, "-m", "stax.ir", "passes", "--pipeline",
+                           "normalize,cse,dce,pointwise_hint", str(path), str(out)],
+                          capture_output=True, text=True, check=True)
+    assert "NormalizeOperators: %mul_1 is %mul" in done.stderr
+    result = load_opgraph(out)
+    assert [n.target for n in result.graph.nodes] == ["x", "w", "add", "maximum", "mul", "sum",
+                                                      "output"]
+    assert [n.meta.get("region") for n in result.graph.nodes[2:6]] == [0, 0, 0, None]

@@ -271,7 +271,8 @@ class CompiledFunction:
         slots = [i for i, s in enumerate(capture.inputs) if s is not None]
         try:
             run_flat = self.backend(capture, [leaves[i] for i in slots], dump=dump,
-                                    timings=timings, **self.options)
+                                    timings=timings, log=lambda category, text: logs.emit(
+                                        category, settings.logs, text), **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from stax.codegen import Executable, generate
-from stax.ir import GraphProgram, lower_capture, run_graph, verify_graph
+from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
+from stax.ir.passes import DEFAULT_PIPELINE, run_pipeline
 from stax.loop import lower_opgraph
 
 Backend = Callable[..., Callable[..., list[Any]]]
@@ -34,9 +35,12 @@ def get_backend(name: str) -> Backend:
 
 def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
                  dump: Callable[[str, Any], None] | None = None,
-                 timings: dict[str, float] | None = None, **options: Any) -> Callable[..., list[Any]]:
-    """The default backend: op graph -> loop IR -> fused LLVM kernels (one short straight line)."""
+                 timings: dict[str, float] | None = None,
+                 log: Callable[[str, str], None] | None = None,
+                 pipeline: str = DEFAULT_PIPELINE, **options: Any) -> Callable[..., list[Any]]:
+    """The default backend: passes -> op graph -> loop IR -> fused LLVM kernels."""
     dump = dump or (lambda stage, doc: None)
+    log = log or (lambda category, text: None)
     timings = timings if timings is not None else {}
     clock = time.perf_counter()
 
@@ -46,6 +50,9 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
         timings[name] = now - clock
         clock = now
 
+    capture = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)  # passes rewrite a copy
+    log("passes", f"passes on {capture.name}:\n{run_pipeline(capture.graph, pipeline)}")
+    stage("passes")
     opgraph = lower_capture(capture)
     verify_graph(opgraph.graph)
     dump("opgraph", opgraph)

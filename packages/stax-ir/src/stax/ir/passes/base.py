@@ -38,9 +38,37 @@ ELEMENTWISE_FUNCTIONS = frozenset({
 ELEMENTWISE_METHODS = frozenset({"exp", "log", "clip", "astype", "conj", "round"})
 
 
+#: op-graph targets written as the capture targets the rules know (the passes run on both graphs)
+_OP_AS_CAPTURE = {"add": "operator.add", "sub": "operator.sub", "mul": "operator.mul",
+                  "truediv": "operator.truediv", "neg": "operator.neg", "maximum": "numpy.maximum",
+                  "minimum": "numpy.minimum", "lt": "operator.lt", "le": "operator.le",
+                  "gt": "operator.gt", "ge": "operator.ge", "eq": "operator.eq",
+                  "ne": "operator.ne"}
+
+
+def canonical_target(node: Node) -> str | None:
+    """The capture-level name of what a call node computes, in either dialect, or None."""
+    if node.op is not Opcode.CALL_FUNCTION:
+        return None
+    if node.graph.dialect != "op":
+        return node.target
+    if node.target == "extern":
+        return None if node.kwargs.get("method") or node.kwargs.get("call_kwargs") \
+            else node.kwargs.get("fn")
+    return _OP_AS_CAPTURE.get(node.target, f"op.{node.target}")
+
+
+def call_kwargs(node: Node) -> dict[str, Any]:
+    """The keyword arguments of the call itself (an extern op node keeps them in an attribute)."""
+    if node.graph.dialect == "op":
+        return node.kwargs.get("call_kwargs", {}) if node.target == "extern" else node.kwargs
+    return node.kwargs
+
+
 def is_elementwise(node: Node) -> bool:
-    if node.op is Opcode.CALL_FUNCTION:
-        return node.target in ELEMENTWISE_FUNCTIONS and not node.kwargs
+    target = canonical_target(node)
+    if target is not None:
+        return target in ELEMENTWISE_FUNCTIONS and not call_kwargs(node)
     return node.op is Opcode.CALL_METHOD and node.target in ("exp", "log") and not node.kwargs
 
 
@@ -87,10 +115,9 @@ COMPOSITE = frozenset({"stax.nn.selu", "numpy.square", "numpy.clip", "numpy.deg2
 def measure(graph: Graph) -> tuple[int, int, int]:
     """The termination measure of proposition 4.1: (composite nodes, nodes, binary operations
     with a constant on the left of a commutative operator)."""
-    composite = sum(1 for n in graph.nodes if n.target in COMPOSITE and
-                    n.op is Opcode.CALL_FUNCTION)
-    left = sum(1 for n in graph.nodes if n.target in COMMUTATIVE and len(n.args) == 2 and
-               constant_value(n.args[0]) and isinstance(n.args[1], Node))
+    composite = sum(1 for n in graph.nodes if canonical_target(n) in COMPOSITE)
+    left = sum(1 for n in graph.nodes if canonical_target(n) in COMMUTATIVE and len(n.args) == 2
+               and constant_value(n.args[0]) and isinstance(n.args[1], Node))
     return composite, len(graph.nodes), left
 
 

@@ -23,7 +23,7 @@ class ConstFold:
     def run(self, graph: Graph) -> bool:
         notes = []
         for node in list(graph.nodes):
-            fn = _FOLDABLE.get(node.target)
+            fn = _FOLDABLE.get(node.target) if graph.dialect == "capture" else None
             if fn is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs:
                 continue
             if not all(constant_value(a) or isinstance(a, (tuple, str)) for a in node.args):

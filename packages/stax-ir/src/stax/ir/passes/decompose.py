@@ -95,7 +95,10 @@ class DecomposePass:
     last_summary: str = field(default="", compare=False)
 
     def run(self, graph: Graph) -> bool:
-        notes = []
+        notes: list[str] = []
+        if graph.dialect != "capture":  # composites are expanded where they are still calls
+            self.last_summary = ""
+            return False
         for node in list(graph.nodes):
             rule = RULES.get(node.target)
             if rule is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs:

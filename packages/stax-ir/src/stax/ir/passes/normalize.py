@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, Node, Opcode
-from .base import COMMUTATIVE, constant_value
+from .base import COMMUTATIVE, call_kwargs, canonical_target, constant_value
 from .rewrite import is_output_value, substitute
 
 _MUL = ("operator.mul", "numpy.multiply")
@@ -32,11 +32,11 @@ def identity_operand(node: Node) -> Node | None:
 
     x*1, x/1, x-(+0), x+(-0), -(-x) hold exactly; x+(+0) differs only in the sign of a zero
     result and is accepted, as the spec argues; x*0 and reassociation never apply."""
-    if node.op is not Opcode.CALL_FUNCTION or node.kwargs or not node.args:
+    t, args = canonical_target(node), node.args
+    if t is None or call_kwargs(node) or not args:
         return None
-    t, args = node.target, node.args
-    if t in _NEG and isinstance(args[0], Node) and args[0].target in _NEG and \
-            args[0].op is Opcode.CALL_FUNCTION and isinstance(args[0].args[0], Node):
+    if t in _NEG and isinstance(args[0], Node) and canonical_target(args[0]) in _NEG and \
+            isinstance(args[0].args[0], Node):
         return args[0].args[0]
     if len(args) != 2 or not isinstance(args[0], Node):
         return None
@@ -65,8 +65,8 @@ class NormalizeOperators:
     def run(self, graph: Graph) -> bool:
         notes = []
         for node in list(graph.nodes):
-            if node.target in COMMUTATIVE and node.op is Opcode.CALL_FUNCTION and \
-                    len(node.args) == 2 and not node.kwargs and constant_value(node.args[0]) \
+            if canonical_target(node) in COMMUTATIVE and len(node.args) == 2 and \
+                    not call_kwargs(node) and constant_value(node.args[0]) \
                     and isinstance(node.args[1], Node):
                 node.set_args((node.args[1], node.args[0]))
                 notes.append(f"constant of %{node.name} moved to the right")
