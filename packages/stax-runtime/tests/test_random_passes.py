@@ -30,7 +30,7 @@ def build(steps):
             elif s == "div_one":
                 y = y / 1
             elif s == "neg_neg":
-                y = -(-y)
+                y = -(-y)  # noqa: B002  (double negation, an identity of table 4.1)
             elif s == "square":
                 y = np.square(y) + w
             elif s == "clip":
