@@ -18,6 +18,7 @@ import numpy as np
 from .errors import UnsupportedError
 from .graph import Graph, Node, Opcode, map_nodes
 from .meta import TensorMeta
+from .ops import NN_FUNCTIONS
 from .program import OPGRAPH_SCHEMA, GraphProgram
 
 Rule = Callable[["LoweringContext", Node, tuple[Any, ...], dict[str, Any]], Any]
@@ -195,14 +196,46 @@ def _relu(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     return ctx.emit("maximum", (_operand(ctx, x), 0))
 
 
-_SUM_SIGNATURE = inspect.signature(np.sum)
 _NO_VALUE = getattr(np, "_NoValue", None)
 
 
-@rule("function:numpy.sum", "method:sum")
-def _sum(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    bound = _SUM_SIGNATURE.bind(*args, **kwargs)
-    params = bound.arguments
+def _reduction(op: str, reference: Any) -> Rule:
+    signature = inspect.signature(reference)
+
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        return _lower_reduction(ctx, node, op, signature.bind(*args, **kwargs).arguments)
+    return lower
+
+
+rule("function:numpy.sum", "method:sum")(_reduction("sum", np.sum))
+rule("function:numpy.mean", "method:mean")(_reduction("mean", np.mean))
+
+
+@rule("function:stax.nn.mse_loss")
+def _mse_loss(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+    x, y = args
+    if kwargs or not (isinstance(x, Node) and isinstance(y, Node)):
+        raise NotNative
+    return ctx.emit("mse_loss", (x, y))
+
+
+@rule("function:stax.nn.layer_norm")
+def _layer_norm(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Node:
+    params = inspect.signature(NN_FUNCTIONS["stax.nn.layer_norm"]).bind(*args, **kwargs)
+    params.apply_defaults()
+    p = params.arguments
+    shape = p["normalized_shape"]
+    ndim = 1 if isinstance(shape, int) else len(tuple(shape))
+    if not isinstance(p["x"], Node):
+        raise NotNative
+    return ctx.emit("layer_norm", (p["x"], p["weight"], p["bias"]),
+                    {"normalized_ndim": ndim, "eps": float(p["eps"])})
+
+
+def _lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str, Any]) -> Node:
     x = params.get("a")
     if not isinstance(x, Node) or x.tensor is None:
         raise NotNative
@@ -221,5 +254,4 @@ def _sum(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[s
         axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
     keepdims = params.get("keepdims", False)
     keepdims = False if keepdims is _NO_VALUE else bool(keepdims)
-    return ctx.emit("sum", (x,), {"axis": axes, "keepdims": keepdims,
-                                 "dtype": node.tensor.dtype})
+    return ctx.emit(op, (x,), {"axis": axes, "keepdims": keepdims, "dtype": node.tensor.dtype})

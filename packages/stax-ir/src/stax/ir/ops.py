@@ -18,6 +18,7 @@ import numpy as np
 class OpKind(str, Enum):
     POINTWISE = "pointwise"
     REDUCTION = "reduction"
+    COMPOSITE = "composite"  # a whole operator (layer_norm, mse_loss) a backend may implement
     EXTERN = "extern"  # a NumPy call run as is, between compiled kernels
 
 
@@ -29,14 +30,19 @@ class OpDef:
     reference: Callable[..., Any]
     attrs: tuple[str, ...] = ()
     doc: str = ""
+    #: spec §4.8: ``decompose(emit, node)`` rewrites the op into others, for backends whose basis
+    #: lacks it; ``emit(op, operands, attrs, meta)`` creates a node before it
+    decompose: Callable[..., Any] | None = None
+    random: bool = False
 
 
 OPS: dict[str, OpDef] = {}
 
 
 def _declare(name: str, kind: OpKind, arity: int, reference: Callable[..., Any],
-             attrs: tuple[str, ...] = (), doc: str = "") -> None:
-    OPS[name] = OpDef(name, kind, arity, reference, attrs, doc)
+             attrs: tuple[str, ...] = (), doc: str = "",
+             decompose: Callable[..., Any] | None = None) -> None:
+    OPS[name] = OpDef(name, kind, arity, reference, attrs, doc, decompose)
 
 
 P, R = OpKind.POINTWISE, OpKind.REDUCTION
@@ -56,6 +62,54 @@ _declare("sum", R, 1,
          lambda x, axis, keepdims, dtype: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"),
          doc="sum over the axes in ``axis`` (a tuple), accumulating in ``dtype``")
+
+
+_declare("mean", R, 1,
+         lambda x, axis, keepdims, dtype: np.mean(x, axis=axis, keepdims=keepdims, dtype=dtype),
+         attrs=("axis", "keepdims", "dtype"), doc="mean over ``axis``, accumulating in ``dtype``")
+
+
+def _mse_loss_reference(x: Any, y: Any) -> Any:
+    d = np.subtract(x, y)
+    return np.mean(np.multiply(d, d))
+
+
+def _decompose_mse_loss(emit: Callable[..., Any], node: Any) -> Any:
+    """mse_loss(x, y) = mean((x - y) * (x - y)) — spec example 4.3."""
+    from .meta import TensorMeta, contiguous_strides
+
+    x, y = node.args
+    shape = tuple(np.broadcast_shapes(x.tensor.shape, y.tensor.shape))
+    dtype = np.result_type(x.tensor.np_dtype, y.tensor.np_dtype).name
+    elementwise = TensorMeta(shape, dtype, contiguous_strides(shape))
+    sub = emit("sub", (x, y), {}, elementwise)
+    mul = emit("mul", (sub, sub), {}, elementwise)
+    return emit("mean", (mul,), {"axis": tuple(range(len(shape))), "keepdims": False,
+                                 "dtype": node.tensor.dtype}, node.tensor)
+
+
+def _layer_norm_reference(x: Any, weight: Any, bias: Any, normalized_ndim: int,
+                          eps: float) -> Any:
+    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    mean = np.mean(x, axis=axes, keepdims=True)
+    centered = x - mean
+    var = np.mean(centered * centered, axis=axes, keepdims=True)
+    out = centered / np.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+_declare("mse_loss", OpKind.COMPOSITE, 2, _mse_loss_reference, doc="mean squared error",
+         decompose=_decompose_mse_loss)
+_declare("layer_norm", OpKind.COMPOSITE, 3,
+         lambda x, w, b, normalized_ndim, eps: _layer_norm_reference(x, w, b, normalized_ndim,
+                                                                     eps),
+         attrs=("normalized_ndim", "eps"),
+         doc="layer normalization over the last ``normalized_ndim`` axes (kept whole: a backend "
+             "computes mean and variance in one pass, Welford, spec §6.5)")
 
 
 def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> Any:
@@ -96,8 +150,19 @@ def _setitem(x: Any, key: Any, value: Any) -> Any:
     return y
 
 
+def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
+                eps: float = 1e-5) -> Any:
+    ndim = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
+    return _layer_norm_reference(x, weight, bias, ndim, eps)
+
+
 NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    # whole operators a backend may call as library functions (``stax.ops.<op>``)
+    "stax.ops.layer_norm": _layer_norm_reference,
+    "stax.ops.mse_loss": _mse_loss_reference,
     "stax.nn.relu": _relu,
     "stax.nn.selu": _selu,
+    "stax.nn.mse_loss": _mse_loss_reference,
+    "stax.nn.layer_norm": _layer_norm,
     "stax.functional.setitem": _setitem,
 }

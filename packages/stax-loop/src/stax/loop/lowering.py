@@ -302,6 +302,28 @@ def _extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_
     return ctx._stored(name, meta.shape, meta.dtype, meta.strides)
 
 
+def _mean(ctx: LoopLowering, node: Node) -> Lazy:
+    """The sum, accumulated in the result dtype as NumPy does, divided by the count."""
+    x = ctx.values[node.args[0]]
+    axes = tuple(node.kwargs["axis"])
+    total = ctx.reduce(node, x, axes, node.kwargs["keepdims"], "sum")
+    count = 1
+    for d in axes:
+        count *= x.shape[d]
+    dtype = node.tensor.dtype
+    n = Const(np.dtype(dtype).type(count).item(), dtype)
+    return Lazy(total.shape, dtype, lambda i: Binary("truediv", total.loader(i), n, dtype))
+
+
+def _library_call(ctx: LoopLowering, node: Node) -> Lazy:
+    """A whole operator the backend runs as its library function ``stax.ops.<op>``: in the basis
+    (spec §4.8), so it is not decomposed; its kernel arrives with the loop issue."""
+    attrs = tuple(node.kwargs[a] for a in get_op(node.target).attrs)
+    return _extern_call(ctx, node, f"stax.ops.{node.target}", False, (*node.args, *attrs), {})
+
+
+LOWERINGS["mean"] = _mean
+LOWERINGS["layer_norm"] = _library_call
 LOWERINGS["neg"] = _neg
 LOWERINGS["extern"] = _extern
 LOWERINGS["sum"] = _sum

@@ -15,8 +15,8 @@ import numpy as np
 
 from stax.codegen import Executable, generate
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
-from stax.ir.passes import DEFAULT_PIPELINE, run_pipeline
-from stax.loop import lower_opgraph
+from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
+from stax.loop import LOWERINGS, lower_opgraph
 
 Backend = Callable[..., Callable[..., list[Any]]]
 BACKENDS: dict[str, Backend] = {}
@@ -54,6 +54,9 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     log("passes", f"passes on {capture.name}:\n{run_pipeline(capture.graph, pipeline)}")
     stage("passes")
     opgraph = lower_capture(capture)
+    expanded = decompose_to_basis(opgraph.graph, basis=set(LOWERINGS))  # spec §4.8
+    if expanded:
+        log("passes", f"op-level decomposition: {', '.join(expanded)}")
     verify_graph(opgraph.graph)
     dump("opgraph", opgraph)
     stage("opgraph")

@@ -23,4 +23,8 @@ relu = _export("relu", "relu(x) = np.maximum(x, 0): NaN stays NaN, dtype as NumP
 selu = _export("selu", "selu(x) = scale * where(x > 0, x, alpha * (exp(x) - 1)) "
                "(alpha = 1.6732632423543772, scale = 1.0507009873554805).")
 
-__all__ = ["relu", "selu"]
+mse_loss = _export("mse_loss", "mse_loss(x, y) = mean((x - y) ** 2) over all elements.")
+layer_norm = _export("layer_norm", "layer_norm(x, normalized_shape, weight=None, bias=None, "
+                     "eps=1e-5): normalize over the last len(normalized_shape) axes.")
+
+__all__ = ["layer_norm", "mse_loss", "relu", "selu"]

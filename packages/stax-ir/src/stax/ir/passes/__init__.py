@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..graph import Graph
 from .base import MAX_ROUNDS, PassLog, PassManager, measure
+from .basis import decompose_to_basis
 from .constfold import ConstFold
 from .cse import CSE
 from .dce import DCE
@@ -33,7 +34,20 @@ def run_pipeline(graph: Graph, spec: str = DEFAULT_PIPELINE, verify: bool = Fals
 
 
 __all__ = [
-    "CSE", "DCE", "DEFAULT_PIPELINE", "MAX_ROUNDS", "PASSES", "ConstFold", "DecomposePass",
-    "NormalizeOperators", "PassLog", "PassManager", "PointwiseFusionHint", "measure",
-    "parse_pipeline", "regions", "run_pipeline",
+    "CSE",
+    "DCE",
+    "DEFAULT_PIPELINE",
+    "MAX_ROUNDS",
+    "PASSES",
+    "ConstFold",
+    "DecomposePass",
+    "NormalizeOperators",
+    "PassLog",
+    "PassManager",
+    "PointwiseFusionHint",
+    "decompose_to_basis",
+    "measure",
+    "parse_pipeline",
+    "regions",
+    "run_pipeline",
 ]
