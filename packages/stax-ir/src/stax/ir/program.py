@@ -149,7 +149,16 @@ class GraphProgram:
         return cls.from_json(read_json(path), schema)
 
     def __str__(self) -> str:
-        return f"# {self.schema} {self.name}\n{self.graph}"
+        text = f"# {self.schema} {self.name}\n{self.graph}"
+        if self.writeback:
+            finals = self.outputs[self.output_tree.num_leaves:]
+            text += "".join(f"\ncopy_({name}, {_ref(v)})  # written back to the caller"
+                            for name, v in zip(self.writeback, finals))
+        return text
+
+
+def _ref(value: Any) -> str:
+    return f"%{value.name}" if isinstance(value, Node) else repr(value)
 
 
 def load_capture(path_or_doc: str | Path | dict[str, Any]) -> GraphProgram:

@@ -26,8 +26,7 @@ MUTATING_METHODS = frozenset({
 })
 #: NumPy functions that write into an argument.
 MUTATING_FUNCTIONS = frozenset({
-    "numpy.copyto", "numpy.put", "numpy.place", "numpy.putmask", "numpy.fill_diagonal",
-    "numpy.put_along_axis",
+    "numpy.put", "numpy.place", "numpy.putmask", "numpy.fill_diagonal", "numpy.put_along_axis",
 })
 #: attributes read straight from the example value: static metadata, part of the signature.
 STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes"})
@@ -60,6 +59,11 @@ class Proxy:
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         module = func.__module__ or "numpy"
         target = f"{module}.{func.__name__}"
+        if target == "numpy.copyto" and isinstance(args[0], Proxy) and not kwargs:
+            dst, src = args  # np.copyto(dst, src) is dst[...] = src, with same_kind casting
+            np.copyto(np.copy(dst.value, order="K"), _plain(src))  # eager's casting errors
+            dst[...] = src
+            return None
         if target in MUTATING_FUNCTIONS or kwargs.get("out") is not None:
             raise _mutation(target)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, args, kwargs, func)

@@ -35,6 +35,10 @@ def identity_operand(node: Node) -> Node | None:
     t, args = canonical_target(node), node.args
     if t is None or call_kwargs(node) or not args:
         return None
+    if t == "stax.functional.setitem" and len(args) == 3 and isinstance(args[2], Node) and \
+            args[2].target == "operator.getitem" and args[2].args[0] is args[0] and \
+            _same_key(args[2].args[1], args[1]):
+        return args[0]  # b[k] = b[k]: the tail of ``b[k] += v`` once the update is recorded
     if t in _NEG and isinstance(args[0], Node) and canonical_target(args[0]) in _NEG and \
             isinstance(args[0].args[0], Node):
         return args[0].args[0]
@@ -45,6 +49,13 @@ def identity_operand(node: Node) -> Node | None:
             (t in _SUB and _is(c, 0.0, +1)) or (t in _ADD and _is(c, 0.0)):
         return x
     return None
+
+
+def _same_key(a: Any, b: Any) -> bool:
+    plain = (int, slice, type(None), type(Ellipsis))
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_key(x, y) for x, y in zip(a, b))
+    return isinstance(a, plain) and isinstance(b, plain) and a == b
 
 
 def safe_to_replace(node: Node, x: Node) -> bool:
