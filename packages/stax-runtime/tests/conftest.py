@@ -10,6 +10,12 @@ def example_1_1(x, w):
     return (np.maximum(x + w, 0) * 2).sum(-1)
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """Every test compiles into a cache directory of this test session, not the user's."""
+    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "stax-cache"))
+
+
 @pytest.fixture
 def kernels_doc_path() -> Path:
     return FIXTURES / "example_1_1.kernels.v0.1.0.json"

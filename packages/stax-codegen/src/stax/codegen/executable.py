@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from stax.loop.ir import BufferRef, decode_operands
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.jit import CompiledModule, kernel_function
+from .cpu.objcache import ObjectCache
 from .threadpool import default_pool
 
 
@@ -73,9 +75,10 @@ class Executable:
     """``executable(*arrays)`` runs the artifact on arrays given in input-buffer order and returns
     the flat list of output leaves (``artifact.outputs`` order)."""
 
-    def __init__(self, artifact: KernelArtifact) -> None:
+    def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None) -> None:
         self.artifact = artifact
-        self.module = CompiledModule(artifact.llvm_ir)
+        self.module = CompiledModule(artifact.llvm_ir,
+                                     ObjectCache(cache_dir) if cache_dir is not None else None)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
         allocs = [(b.name, _allocator(b)) for b in artifact.buffers
                   if b.role not in ("input", "extern")]

@@ -270,9 +270,10 @@ class CompiledFunction:
         leaves = tree_flatten((args, kwargs))[0]
         slots = [i for i, s in enumerate(capture.inputs) if s is not None]
         try:
+            extra = {"cache_dir": settings.cache_dir} if self.backend_name == "stax" else {}
             run_flat = self.backend(capture, [leaves[i] for i in slots], dump=dump,
                                     timings=timings, log=lambda category, text: logs.emit(
-                                        category, settings.logs, text), **self.options)
+                                        category, settings.logs, text), **extra, **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly

@@ -37,7 +37,8 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
                  dump: Callable[[str, Any], None] | None = None,
                  timings: dict[str, float] | None = None,
                  log: Callable[[str, str], None] | None = None,
-                 pipeline: str = DEFAULT_PIPELINE, **options: Any) -> Callable[..., list[Any]]:
+                 pipeline: str = DEFAULT_PIPELINE, cache_dir: Any = None,
+                 **options: Any) -> Callable[..., list[Any]]:
     """The default backend: passes -> op graph -> loop IR -> fused LLVM kernels."""
     dump = dump or (lambda stage, doc: None)
     log = log or (lambda category, text: None)
@@ -66,8 +67,8 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     artifact = generate(loop)
     dump("kernels", artifact)
     stage("kernels")
-    executable = Executable(artifact)
-    stage("jit")
+    executable = Executable(artifact, cache_dir)
+    stage("jit" if not executable.module.from_cache else "jit (disk cache)")
     executable.artifact = artifact
     return executable
 

@@ -2,7 +2,7 @@
 
 ``STAX_LOGS``      comma list of: recompiles, graph, passes, loop, kernels, perf (or "all")
 ``STAX_DUMP_DIR``  write each compile's four documents there
-``STAX_CACHE_DIR`` on-disk cache (default ~/.cache/stax; used from the caching issue on)
+``STAX_CACHE_DIR`` on-disk cache of compiled machine code (default ~/.cache/stax; "off" disables)
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "kernels", "perf")
 class Settings:
     logs: frozenset[str]
     dump_dir: Path | None
-    cache_dir: Path
+    cache_dir: Path | None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -26,7 +26,8 @@ class Settings:
         logs = frozenset(LOG_CATEGORIES) if "all" in raw else frozenset(raw & set(LOG_CATEGORIES))
         dump = os.environ.get("STAX_DUMP_DIR")
         cache = os.environ.get("STAX_CACHE_DIR") or str(Path.home() / ".cache" / "stax")
-        return cls(logs, Path(dump) if dump else None, Path(cache))
+        return cls(logs, Path(dump) if dump else None,
+                   None if cache.lower() in ("off", "none", "0") else Path(cache))
 
 
 def current() -> Settings:

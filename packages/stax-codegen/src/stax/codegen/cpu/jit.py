@@ -10,13 +10,16 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import llvmlite.binding as llvm
 import numpy as np
+
+from .objcache import ObjectCache
 
 
 @functools.cache
 def _llvm() -> Any:
-    import llvmlite.binding as llvm
-
+    """llvmlite's binding, with the host target initialized (once). The module is imported with
+    this one, so its load time counts as an import, not as a compile."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     return llvm
@@ -69,32 +72,74 @@ def array_data_offset() -> int:
 
 
 class CompiledModule:
-    """Machine code of one LLVM module; keeps the JIT engine (and so the code) alive."""
+    """Machine code of one LLVM module; keeps the JIT engine (and so the code) alive.
 
-    def __init__(self, llvm_ir: str) -> None:
-        llvm = _llvm()
-        tm = _target_machine()
-        module = llvm.parse_assembly(llvm_ir)
-        module.triple = host_target().triple
-        module.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_interleaving = True
-        pto.loop_unrolling = True
-        builder = llvm.create_pass_builder(tm, pto)
-        builder.getModulePassManager().run(module, builder)
-        self.optimized_ir = str(module)
+    With a ``cache``, the object code is looked up by content first (a warm start parses and
+    optimizes nothing) and stored after a compile."""
+
+    def __init__(self, llvm_ir: str, cache: ObjectCache | None = None) -> None:
+        self.llvm_ir = llvm_ir
+        self.from_cache = False
+        self._module: Any = None
+        key = cache.key(llvm_ir, *_cache_key_parts()) if cache is not None else None
+        payload = cache.load(key) if cache is not None and key is not None else None
+        if payload is not None:
+            self._engine = _engine_for_object(payload)
+            self.from_cache = True
+            return
+        module = _optimized_module(llvm_ir)
         # The engine takes ownership of the target machine it is given: give it its own.
-        self._engine = llvm.create_mcjit_compiler(module, _new_target_machine())
+        self._engine = _llvm().create_mcjit_compiler(module, _new_target_machine())
+        if cache is not None and key is not None:
+            self._engine.set_object_cache(
+                notify_func=lambda _module, buffer: cache.store(key, bytes(buffer)))
         self._engine.finalize_object()
         self._module = module
+
+    @property
+    def optimized_ir(self) -> str:
+        return str(self._module if self._module is not None else _optimized_module(self.llvm_ir))
 
     def address(self, name: str) -> int:
         return self._engine.get_function_address(name)
 
     def assembly(self) -> str:
-        return _target_machine().emit_assembly(self._module)
+        module = self._module if self._module is not None else _optimized_module(self.llvm_ir)
+        return _target_machine().emit_assembly(module)
+
+
+def _optimized_module(llvm_ir: str) -> Any:
+    llvm = _llvm()
+    module = llvm.parse_assembly(llvm_ir)
+    module.triple = host_target().triple
+    module.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    builder = llvm.create_pass_builder(_target_machine(), pto)
+    builder.getModulePassManager().run(module, builder)
+    return module
+
+
+def _engine_for_object(payload: bytes) -> Any:
+    llvm = _llvm()
+    empty = llvm.parse_assembly("")
+    empty.triple = host_target().triple
+    engine = llvm.create_mcjit_compiler(empty, _new_target_machine())
+    engine.add_object_file(llvm.ObjectFileRef.from_data(payload))
+    engine.finalize_object()
+    return engine
+
+
+def _cache_key_parts() -> tuple[str, ...]:
+    import llvmlite
+
+    from ..generate import CODEGEN_VERSION
+
+    host = host_target()
+    return (CODEGEN_VERSION, llvmlite.__version__, host.triple, host.cpu, host.features)
 
 
 def kernel_function(module: CompiledModule, name: str, nargs: int) -> Any:
