@@ -210,6 +210,25 @@ def _reduction(op: str, reference: Any) -> Rule:
 
 rule("function:numpy.sum", "method:sum")(_reduction("sum", np.sum))
 rule("function:numpy.mean", "method:mean")(_reduction("mean", np.mean))
+rule("function:numpy.max", "function:numpy.amax", "method:max")(_reduction("max", np.max))
+rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min", np.min))
+rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
+for _op in ("sqrt", "floor", "ceil", "trunc", "rint"):
+    rule(f"function:numpy.{_op}")(_pointwise(_op))
+
+
+@rule("function:numpy.where")
+def _where(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    if len(args) != 3 or kwargs:
+        raise NotNative
+    return ctx.emit("where", tuple(_operand(ctx, a) for a in args))
+
+
+@rule("method:astype")
+def _astype(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    if len(args) != 2 or kwargs or not isinstance(args[0], Node):
+        raise NotNative  # order=, casting=, copy=... run as NumPy
+    return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
 
 
 @rule("function:stax.nn.mse_loss")
@@ -239,7 +258,7 @@ def _lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str
     x = params.get("a")
     if not isinstance(x, Node) or x.tensor is None:
         raise NotNative
-    for name in ("out", "initial", "where"):
+    for name in ("out", "initial", "where", "dtype" if op in ("max", "min") else "out"):
         if name in params and params[name] is not _NO_VALUE and not (
                 name == "where" and params[name] is True):
             raise NotNative
@@ -254,4 +273,7 @@ def _lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str
         axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
     keepdims = params.get("keepdims", False)
     keepdims = False if keepdims is _NO_VALUE else bool(keepdims)
-    return ctx.emit(op, (x,), {"axis": axes, "keepdims": keepdims, "dtype": node.tensor.dtype})
+    attrs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
+    if op in ("sum", "mean"):
+        attrs["dtype"] = node.tensor.dtype
+    return ctx.emit(op, (x,), attrs)

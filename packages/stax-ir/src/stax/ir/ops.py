@@ -53,6 +53,12 @@ _declare("truediv", P, 2, np.true_divide)
 _declare("maximum", P, 2, np.maximum, doc="NaN-propagating; returns y when x == y")
 _declare("minimum", P, 2, np.minimum, doc="NaN-propagating; returns y when x == y")
 _declare("neg", P, 1, np.negative)
+for _name, _ufunc in (("abs", np.absolute), ("sqrt", np.sqrt), ("floor", np.floor),
+                      ("ceil", np.ceil), ("trunc", np.trunc), ("rint", np.rint)):
+    _declare(_name, P, 1, _ufunc, doc="exactly NumPy's ufunc (IEEE: correctly rounded)")
+_declare("where", P, 3, np.where, doc="cond ? a : b; cond is any value's truth (NaN is true)")
+_declare("cast", P, 1, lambda x, dtype: np.asarray(x).astype(dtype), attrs=("dtype",),
+         doc="x.astype(dtype)")
 for _name, _ufunc in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
                       ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
     _declare(_name, P, 2, _ufunc, doc="comparison in the operands' common dtype; NaN compares "
@@ -64,6 +70,10 @@ _declare("sum", R, 1,
          doc="sum over the axes in ``axis`` (a tuple), accumulating in ``dtype``")
 
 
+_declare("max", R, 1, lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+         attrs=("axis", "keepdims"), doc="NaN-propagating maximum over ``axis``")
+_declare("min", R, 1, lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+         attrs=("axis", "keepdims"), doc="NaN-propagating minimum over ``axis``")
 _declare("mean", R, 1,
          lambda x, axis, keepdims, dtype: np.mean(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"), doc="mean over ``axis``, accumulating in ``dtype``")

@@ -48,10 +48,15 @@ def read_json(path: str | Path) -> dict[str, Any]:
 # -- constants -----------------------------------------------------------------------------------
 
 
+_PYTHON_TYPES = {"bool": bool, "int": int, "float": float, "complex": complex}
+
+
 def encode_value(value: Any, node_ref: Any = None) -> Any:
     """Tagged JSON for an argument: nodes, Python/NumPy scalars, containers, slices, dtypes."""
     if isinstance(value, Node):
         return {"node": value.name}
+    if value in _PYTHON_TYPES.values() and isinstance(value, type):
+        return {"pytype": value.__name__}  # x.astype(bool): a Python type as a dtype
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -87,6 +92,8 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
         return nodes[doc["node"]]
     if "float" in doc:
         return float(doc["float"])
+    if "pytype" in doc:
+        return _PYTHON_TYPES[doc["pytype"]]
     if "scalar" in doc:
         return np.dtype(doc["dtype"]).type(decode_value(doc["scalar"]))
     if "dtype" in doc:

@@ -1,6 +1,6 @@
 """stax.loop — loop-level IR: Pointwise/Reduction bodies as expression DAGs (spec §6)."""
 
-from .expr import Binary, Cast, Const, Expr, Load, Unary, format_expr, loads, postorder
+from .expr import Binary, Cast, Const, Expr, Load, Select, Unary, format_expr, loads, postorder
 from .index import Affine, linear_index
 from .ir import (
     LOOPIR_SCHEMA,
@@ -23,6 +23,6 @@ __version__ = "0.1.0"
 __all__ = [
     "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
     "Const", "Expr", "ExternCall", "InputBuffer", "Load", "LoopProgram", "OutputRef", "Pointwise",
-    "Reduction", "Unary", "format_expr", "linear_index", "load_loopir", "loads", "lower_opgraph",
+    "Reduction", "Select", "Unary", "format_expr", "linear_index", "load_loopir", "loads", "lower_opgraph",
     "postorder", "rvar", "xvar",
 ]

@@ -18,7 +18,7 @@ from .index import Affine
 #: loop-level operators and their arity.
 BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and")
 COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dtype, result bool
-UNARY_OPS = ("neg",)
+UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint")
 
 
 class Expr:
@@ -71,6 +71,19 @@ class Binary(Expr):
         return (self.a, self.b)
 
 
+@dataclass(frozen=True, eq=False)
+class Select(Expr):
+    """``cond ? a : b`` with ``cond`` a bool expression."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+    dtype: str
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.cond, self.a, self.b)
+
+
 def postorder(root: Expr) -> Iterator[Expr]:
     """Every DAG node once, operands before users."""
     seen: set[int] = set()
@@ -105,6 +118,8 @@ def _describe(e: Expr, ref: dict[int, str]) -> str:
         return f"{e.op} {ref[id(e.x)]}"
     if isinstance(e, Binary):
         return f"{e.op} {ref[id(e.a)]}, {ref[id(e.b)]}"
+    if isinstance(e, Select):
+        return f"select {ref[id(e.cond)]}, {ref[id(e.a)]}, {ref[id(e.b)]}"
     raise TypeError(type(e).__name__)
 
 
@@ -132,6 +147,8 @@ def expr_to_json(root: Expr) -> list[Any]:
             out.append(["unary", e.dtype, e.op, ref[id(e.x)]])
         elif isinstance(e, Binary):
             out.append(["binary", e.dtype, e.op, ref[id(e.a)], ref[id(e.b)]])
+        elif isinstance(e, Select):
+            out.append(["select", e.dtype, ref[id(e.cond)], ref[id(e.a)], ref[id(e.b)]])
     return out
 
 
@@ -148,6 +165,8 @@ def expr_from_json(doc: list[Any]) -> Expr:
             nodes.append(Unary(rest[0], nodes[rest[1]], dtype))
         elif kind == "binary":
             nodes.append(Binary(rest[0], nodes[rest[1]], nodes[rest[2]], dtype))
+        elif kind == "select":
+            nodes.append(Select(nodes[rest[0]], nodes[rest[1]], nodes[rest[2]], dtype))
         else:
             raise ValueError(f"unknown expression kind {kind!r}")
     return nodes[-1]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .expr import Binary, Cast, Const, Expr, Load, Unary, postorder
+from .expr import Binary, Cast, Const, Expr, Load, Select, Unary, postorder
 from .index import Affine
 from .ir import BufferRef, ExternCall, LoopProgram, Reduction, rvar, xvar
 
@@ -40,6 +40,10 @@ def _index(expr: Affine, grid: dict[str, np.ndarray]) -> Any:
     return total
 
 
+_UNARY = {"neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.floor,
+          "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint}
+_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
+
 Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)
 
 
@@ -54,7 +58,10 @@ def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: Memory) -> Any:
         elif isinstance(e, Cast):
             v = np.asarray(values[id(e.x)]).astype(e.dtype)
         elif isinstance(e, Unary):
-            v = np.negative(values[id(e.x)])
+            with np.errstate(all="ignore"):
+                v = _UNARY[e.op](values[id(e.x)])
+        elif isinstance(e, Select):
+            v = np.where(values[id(e.cond)], values[id(e.a)], values[id(e.b)])
         elif isinstance(e, Binary):
             with np.errstate(all="ignore"):
                 v = _BINARY[e.op](values[id(e.a)], values[id(e.b)])
@@ -86,7 +93,9 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
                                if grid else ())
         if isinstance(cb.data, Reduction):
             axes = tuple(range(len(cb.ranges), len(cb.ranges) + len(cb.reduction_ranges)))
-            full = np.sum(full, axis=axes, dtype=cb.dtype)
+            reduce = _REDUCE[cb.data.reduction_type]
+            full = reduce(full, axis=axes).astype(cb.dtype) if cb.data.reduction_type != "sum" \
+                else np.sum(full, axis=axes, dtype=cb.dtype)
             grid = _grid(cb.ranges, ())
         full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
         out[_index(cb.store_index, grid)] = full

@@ -25,7 +25,7 @@ from stax.ir import (
     get_op,
 )
 
-from .expr import Binary, Cast, Const, Expr, Load, Unary
+from .expr import Binary, Cast, Const, Expr, Load, Select, Unary
 from .index import Affine, linear_index
 from .ir import (
     BufferRef,
@@ -258,9 +258,45 @@ def _neg(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, lambda i: Unary("neg", x(i), meta.dtype))
 
 
-def _sum(ctx: LoopLowering, node: Node) -> Lazy:
-    x = ctx.values[node.args[0]]
-    return ctx.reduce(node, x, tuple(node.kwargs["axis"]), node.kwargs["keepdims"], "sum")
+def _reduction(kind: str) -> Rule:
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        x = ctx.values[node.args[0]]
+        return ctx.reduce(node, x, tuple(node.kwargs["axis"]), node.kwargs["keepdims"], kind)
+    return lower
+
+
+_sum = _reduction("sum")
+
+
+def _unary(op: str) -> Rule:
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        meta = node.tensor
+        x = ctx.operand(node.args[0], meta.shape, meta.dtype)
+        if meta.dtype == "bool" and op == "abs":
+            return Lazy(meta.shape, meta.dtype, x)
+        if meta.dtype == "bool" or (op != "abs" and np.dtype(meta.dtype).kind != "f"):
+            return _op_as_extern(ctx, node)
+        return Lazy(meta.shape, meta.dtype, lambda i: Unary(op, x(i), meta.dtype))
+    return lower
+
+
+def _where(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    cond = ctx.operand(node.args[0], meta.shape, "bool")
+    a = ctx.operand(node.args[1], meta.shape, meta.dtype)
+    b = ctx.operand(node.args[2], meta.shape, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, lambda i: Select(cond(i), a(i), b(i), meta.dtype))
+
+
+def _cast(ctx: LoopLowering, node: Node) -> Lazy:
+    """Casts from floats to integers run as NumPy: NaN and out-of-range values have no LLVM
+    meaning (poison), and NumPy's answer is what the contract is."""
+    meta = node.tensor
+    src = node.args[0].tensor.dtype if isinstance(node.args[0], Node) else meta.dtype
+    if np.dtype(src).kind == "f" and np.dtype(meta.dtype).kind in "iu":
+        return _extern_call(ctx, node, "astype", True, (node.args[0], meta.dtype), {})
+    x = ctx.operand(node.args[0], meta.shape, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, x)
 
 
 def _extern(ctx: LoopLowering, node: Node) -> Lazy:
@@ -323,6 +359,12 @@ def _library_call(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 LOWERINGS["mean"] = _mean
+LOWERINGS["max"] = _reduction("max")
+LOWERINGS["min"] = _reduction("min")
+LOWERINGS["where"] = _where
+LOWERINGS["cast"] = _cast
+for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint"):
+    LOWERINGS[_op] = _unary(_op)
 LOWERINGS["layer_norm"] = _library_call
 LOWERINGS["neg"] = _neg
 LOWERINGS["extern"] = _extern

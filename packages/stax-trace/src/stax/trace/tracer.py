@@ -169,7 +169,7 @@ class Tracer:
                 "an array that is not an argument of the compiled function (a global, a closure "
                 "variable or an array created inside it) is used in a traced call", source=source,
                 hint="pass it as an argument")
-        if isinstance(value, _CONSTANT_TYPES) or (
+        if isinstance(value, _CONSTANT_TYPES) or value in (bool, int, float, complex) or (
                 isinstance(value, type) and issubclass(value, np.generic)):
             return value
         raise UnsupportedError(f"a constant of type {type(value).__name__} in a traced call",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from llvmlite import ir
 
 from stax.loop import (
@@ -28,6 +29,7 @@ from stax.loop import (
     Expr,
     Load,
     Reduction,
+    Select,
     Unary,
     rvar,
     xvar,
@@ -151,9 +153,9 @@ class KernelEmitter:
         if isinstance(e, Cast):
             return self._cast(self.value(e.x), e.x.dtype, e.dtype)
         if isinstance(e, Unary):
-            x = self.value(e.x)
-            if e.op == "neg":
-                return b.fneg(x) if is_float(e.dtype) else b.sub(ir.Constant(x.type, 0), x)
+            return self._unary(e.op, self.value(e.x), e.dtype)
+        if isinstance(e, Select):
+            return b.select(self.value(e.cond), self.value(e.a), self.value(e.b))
         if isinstance(e, Binary):
             if e.op in _PREDICATES:
                 return self._compare(e.op, self.value(e.a), self.value(e.b), e.a.dtype)
@@ -178,6 +180,21 @@ class KernelEmitter:
         if is_float(dtype):
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "truediv": b.fdiv}[op](a, c)
         return {"add": b.add, "sub": b.sub, "mul": b.mul}[op](a, c)
+
+    def _unary(self, op: str, x: ir.Value, dtype: str) -> ir.Value:
+        b = self.builder
+        if op == "neg":
+            return b.fneg(x) if is_float(dtype) else b.sub(ir.Constant(x.type, 0), x)
+        if op == "abs" and not is_float(dtype):
+            if not is_signed(dtype):
+                return x
+            return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)),
+                            b.sub(ir.Constant(x.type, 0), x), x)  # wraps at INT_MIN, as NumPy
+        # correctly rounded IEEE operations: LLVM widens them to vector instructions, no libm
+        name = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
+                "ceil": "llvm.ceil", "trunc": "llvm.trunc", "rint": "llvm.rint"}[op]
+        fn = self.fn.module.declare_intrinsic(name, [x.type])
+        return b.call(fn, [x])
 
     def _compare(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
         b = self.builder
@@ -260,14 +277,26 @@ class KernelEmitter:
             self.store(node, value)
 
     def _identity(self, node: ComputedBuffer) -> ir.Value:
-        assert node.data.reduction_type == "sum"
-        return ir.Constant(value_type(node.dtype), 0.0 if is_float(node.dtype) else 0)
+        kind, dtype = node.data.reduction_type, node.dtype
+        typ = value_type(dtype)
+        if kind == "sum" or dtype == "bool":
+            return ir.Constant(typ, (kind == "min") if dtype == "bool" else
+                               (0.0 if is_float(dtype) else 0))
+        if is_float(dtype):
+            return ir.Constant(typ, float("-inf") if kind == "max" else float("inf"))
+        info = np.iinfo(dtype)
+        return ir.Constant(typ, int(info.min if kind == "max" else info.max))
 
     def _accumulate(self, node: ComputedBuffer, acc: ir.Value, x: ir.Value) -> ir.Value:
         b = self.builder
-        if node.dtype == "bool":
+        kind, dtype = node.data.reduction_type, node.dtype
+        if kind in ("max", "min"):  # NumPy's maximum/minimum: a NaN anywhere wins
+            if dtype == "bool":
+                return b.or_(acc, x) if kind == "max" else b.and_(acc, x)
+            return self._binary("maximum" if kind == "max" else "minimum", acc, x, dtype)
+        if dtype == "bool":
             return b.or_(acc, x)
-        if is_float(node.dtype):
+        if is_float(dtype):
             return b.fadd(acc, x, flags=("reassoc",))
         return b.add(acc, x)
 
