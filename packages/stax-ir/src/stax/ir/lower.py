@@ -213,7 +213,7 @@ rule("function:numpy.mean", "method:mean")(_reduction("mean", np.mean))
 rule("function:numpy.max", "function:numpy.amax", "method:max")(_reduction("max", np.max))
 rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min", np.min))
 rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
-for _op in ("sqrt", "floor", "ceil", "trunc", "rint"):
+for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh"):
     rule(f"function:numpy.{_op}")(_pointwise(_op))
 
 

@@ -56,6 +56,9 @@ _declare("neg", P, 1, np.negative)
 for _name, _ufunc in (("abs", np.absolute), ("sqrt", np.sqrt), ("floor", np.floor),
                       ("ceil", np.ceil), ("trunc", np.trunc), ("rint", np.rint)):
     _declare(_name, P, 1, _ufunc, doc="exactly NumPy's ufunc (IEEE: correctly rounded)")
+for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh)):
+    _declare(_name, P, 1, _ufunc, doc="within a measured ulp bound of NumPy (not bit-exact: "
+             "neither is libm)")
 _declare("where", P, 3, np.where, doc="cond ? a : b; cond is any value's truth (NaN is true)")
 _declare("cast", P, 1, lambda x, dtype: np.asarray(x).astype(dtype), attrs=("dtype",),
          doc="x.astype(dtype)")

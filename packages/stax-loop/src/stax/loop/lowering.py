@@ -274,7 +274,8 @@ def _unary(op: str) -> Rule:
         x = ctx.operand(node.args[0], meta.shape, meta.dtype)
         if meta.dtype == "bool" and op == "abs":
             return Lazy(meta.shape, meta.dtype, x)
-        if meta.dtype == "bool" or (op != "abs" and np.dtype(meta.dtype).kind != "f"):
+        if meta.dtype == "bool" or (op != "abs" and np.dtype(meta.dtype).kind != "f") or \
+                (op == "tanh" and meta.dtype != "float32"):
             return _op_as_extern(ctx, node)
         return Lazy(meta.shape, meta.dtype, lambda i: Unary(op, x(i), meta.dtype))
     return lower
@@ -363,7 +364,7 @@ LOWERINGS["max"] = _reduction("max")
 LOWERINGS["min"] = _reduction("min")
 LOWERINGS["where"] = _where
 LOWERINGS["cast"] = _cast
-for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint"):
+for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh"):
     LOWERINGS[_op] = _unary(_op)
 LOWERINGS["layer_norm"] = _library_call
 LOWERINGS["neg"] = _neg

@@ -20,6 +20,10 @@ import numpy as np
 
 from .api import CompiledFunction
 
+#: Functions Stax computes with its own vectorized code, within a measured ulp bound of NumPy
+#: (neither is correctly rounded, so they may differ in the last bits; ``stax.codegen.cpu.vmath``).
+APPROXIMATE = frozenset({"exp", "log", "tanh"})
+
 
 @dataclass(frozen=True)
 class Case:
@@ -65,7 +69,8 @@ def _ufunc_cases(s: dict[str, Any]) -> list[Case]:
                     uf(*args)
             except TypeError:
                 continue
-            cases.append(Case("ufunc", f"np.{name}", lambda *a, uf=uf: uf(*a), args))
+            cases.append(Case("ufunc", f"np.{name}", lambda *a, uf=uf: uf(*a), args,
+                              exact=name not in APPROXIMATE))
             break
         else:
             cases.append(Case("ufunc", f"np.{name}", None, ()))  # type: ignore[arg-type]
@@ -243,7 +248,8 @@ def _agree(got: Any, want: Any, exact: bool) -> bool:
         return False
     if exact or got_a.dtype.kind not in "fc":
         return bool(np.array_equal(got_a, want_a, equal_nan=got_a.dtype.kind in "fc"))
-    return bool(np.allclose(got_a, want_a, rtol=1e-12, atol=1e-12, equal_nan=True))
+    eps = float(np.finfo(got_a.dtype).eps)
+    return bool(np.allclose(got_a, want_a, rtol=8 * eps, atol=8 * eps * 1e-3, equal_nan=True))
 
 
 def measure(case: Case) -> Row:

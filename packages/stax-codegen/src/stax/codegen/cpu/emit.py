@@ -35,6 +35,7 @@ from stax.loop import (
     xvar,
 )
 
+from . import vmath
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
 _PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -190,6 +191,11 @@ class KernelEmitter:
                 return x
             return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)),
                             b.sub(ir.Constant(x.type, 0), x), x)  # wraps at INT_MIN, as NumPy
+        if op in vmath.FUNCTIONS:  # computed in double, rounded once for float32
+            module = self.fn.module
+            wide = b.fpext(x, vmath.F64) if dtype == "float32" else x
+            result = vmath.FUNCTIONS[op](b, module, wide)
+            return b.fptrunc(result, x.type) if dtype == "float32" else result
         # correctly rounded IEEE operations: LLVM widens them to vector instructions, no libm
         name = {"abs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
                 "ceil": "llvm.ceil", "trunc": "llvm.trunc", "rint": "llvm.rint"}[op]
@@ -290,9 +296,15 @@ class KernelEmitter:
     def _accumulate(self, node: ComputedBuffer, acc: ir.Value, x: ir.Value) -> ir.Value:
         b = self.builder
         kind, dtype = node.data.reduction_type, node.dtype
-        if kind in ("max", "min"):  # NumPy's maximum/minimum: a NaN anywhere wins
+        if kind in ("max", "min"):  # a NaN anywhere wins, as in NumPy
             if dtype == "bool":
                 return b.or_(acc, x) if kind == "max" else b.and_(acc, x)
+            if is_float(dtype):
+                # llvm.maximum/minimum propagate NaN and vectorize; they order -0 < +0, where
+                # NumPy keeps whichever zero comes last: only a zero's sign can differ
+                fn = self.fn.module.declare_intrinsic(
+                    f"llvm.{kind}imum", [acc.type], ir.FunctionType(acc.type, [acc.type] * 2))
+                return b.call(fn, [acc, x])
             return self._binary("maximum" if kind == "max" else "minimum", acc, x, dtype)
         if dtype == "bool":
             return b.or_(acc, x)
