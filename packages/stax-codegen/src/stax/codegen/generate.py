@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from llvmlite import ir
 
-from stax.loop import ExternCall, LoopProgram, loads
+from stax.loop import ExternCall, LoopProgram, loads, postorder
 from stax.loop.ir import encode_operands
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan
@@ -21,9 +21,11 @@ CODEGEN_VERSION = "0.1.0"
 
 @dataclass(frozen=True)
 class CodegenOptions:
-    #: a kernel visiting fewer elements than this runs on the calling thread only: below it, waking
-    #: workers costs more than the second core saves.
-    parallel_threshold: int = 1 << 18
+    #: a kernel whose estimated work (elements visited x operations per element, a load or an add
+    #: counting 1 and an exp about 20) is below this runs on the calling thread only: below it,
+    #: waking workers costs more than the second core saves (measured with example 1.1 and
+    #: softmax rows).
+    parallel_threshold: int = 1 << 22
 
 
 def generate(program: LoopProgram, options: CodegenOptions | None = None) -> KernelArtifact:
@@ -79,6 +81,20 @@ def _kernel_args(group: Group) -> tuple[str, ...]:
     return tuple(names)
 
 
+_OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sqrt": 4, "truediv": 4}
+
+
+def _cost_per_element(group: Group) -> int:
+    """Operations per loop iteration, weighting transcendental functions by their length."""
+    total = 0
+    for node in group.nodes:
+        if isinstance(node, ExternCall):
+            continue
+        for e in postorder(node.data.body):
+            total += _OP_COST.get(getattr(e, "op", ""), 1)
+    return max(total, 1)
+
+
 def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int],
           options: CodegenOptions) -> KernelPlan:
     first = group.nodes[0]
@@ -87,5 +103,5 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     computes = tuple(n.name for n in group.nodes)
     read = sum(nbytes[a] for a in args if a not in computes)
     written = sum(nbytes[c] for c in computes)
-    return KernelPlan(name, args, computes, outer, work,
-                      outer > 1 and work >= options.parallel_threshold, read, written)
+    parallel = outer > 1 and work * _cost_per_element(group) >= options.parallel_threshold
+    return KernelPlan(name, args, computes, outer, work, parallel, read, written)
