@@ -287,9 +287,10 @@ class CompiledFunction:
             _writeback_runner(run_flat, slots, capture)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
                           gates=GateReplay(capture) if capture.gates else None)
-        if output_tree.kind == "leaf" and slots == list(range(len(slots))) and not kwargs \
+        if output_tree.kind == "leaf" and slots == list(range(len(leaves))) and not kwargs \
                 and not capture.writeback:
-            version.fast = lambda *arrays: run_flat(*arrays)[0]
+            run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
+            version.fast = run_one or (lambda *arrays: run_flat(*arrays)[0])
         return version
 
     def _dumper(self, settings: config.Settings, name: str, number: int
