@@ -156,6 +156,17 @@ def _selu(x: Any) -> Any:
     return 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1))
 
 
+def same_index_key(a: Any, b: Any) -> bool:
+    """Whether two indexing keys made of ints, slices, None and Ellipsis select the same
+    elements (keys holding arrays or nodes are never treated as equal)."""
+    if a is b:
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same_index_key(x, y) for x, y in zip(a, b))
+    plain = (int, slice, type(None), type(Ellipsis))
+    return isinstance(a, plain) and isinstance(b, plain) and a == b
+
+
 def _setitem(x: Any, key: Any, value: Any) -> Any:
     """``x[key] = value`` as a pure function: a copy of ``x`` (same layout) with the update."""
     y = np.copy(x, order="K")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stax.ir import NN_FUNCTIONS, Opcode, UnsupportedError
+from stax.ir.ops import same_index_key
 
 from .source import user_source
 
@@ -136,7 +137,7 @@ class Proxy:
         # ``x[k] op= v`` ends with ``x[k] = t`` where ``t`` is the view ``x[k]`` itself: that view
         # does not make the write visible elsewhere
         same_view = isinstance(value, Proxy) and value.view_of is not None and \
-            value.view_of[0] is self and _same_key(value.view_of[1], key)
+            value.view_of[0] is self and same_index_key(value.view_of[1], key)
         self._update_in_place("item assignment x[...] = ...", lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, "stax.functional.setitem", (self, key, value), {},
             NN_FUNCTIONS["stax.functional.setitem"]), ignore=value.value if same_view else None)
@@ -205,15 +206,6 @@ class GeneratorProxy:
 
     def __repr__(self) -> str:
         return f"GeneratorProxy(%{self.node.name})"
-
-
-def _same_key(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    plain = (int, slice, type(None), type(Ellipsis))
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same_key(x, y) for x, y in zip(a, b))
-    return isinstance(a, plain) and isinstance(b, plain) and a == b
 
 
 def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, inputs: Any,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, Node, Opcode
+from ..ops import same_index_key
 from .base import COMMUTATIVE, call_kwargs, canonical_target, constant_value
 from .rewrite import is_output_value, substitute
 
@@ -37,7 +38,7 @@ def identity_operand(node: Node) -> Node | None:
         return None
     if t == "stax.functional.setitem" and len(args) == 3 and isinstance(args[2], Node) and \
             args[2].target == "operator.getitem" and args[2].args[0] is args[0] and \
-            _same_key(args[2].args[1], args[1]):
+            same_index_key(args[2].args[1], args[1]):
         return args[0]  # b[k] = b[k]: the tail of ``b[k] += v`` once the update is recorded
     if t in _NEG and isinstance(args[0], Node) and canonical_target(args[0]) in _NEG and \
             isinstance(args[0].args[0], Node):
@@ -49,13 +50,6 @@ def identity_operand(node: Node) -> Node | None:
             (t in _SUB and _is(c, 0.0, +1)) or (t in _ADD and _is(c, 0.0)):
         return x
     return None
-
-
-def _same_key(a: Any, b: Any) -> bool:
-    plain = (int, slice, type(None), type(Ellipsis))
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same_key(x, y) for x, y in zip(a, b))
-    return isinstance(a, plain) and isinstance(b, plain) and a == b
 
 
 def safe_to_replace(node: Node, x: Node) -> bool:
