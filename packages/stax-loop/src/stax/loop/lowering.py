@@ -145,6 +145,15 @@ class LoopLowering:
         const = Const(np.dtype(dtype).type(value).item(), dtype)
         return lambda index: const
 
+    def operand_of(self, lazy: Lazy, shape: tuple[int, ...], loader: Loader) -> Loader:
+        """``loader`` over ``lazy``'s (keepdims) shape, broadcast to ``shape``."""
+        offset = len(shape) - len(lazy.shape)
+        broadcast = tuple(src == 1 and dst != 1 for src, dst in zip(lazy.shape, shape[offset:]))
+
+        def load(index: tuple[Affine, ...]) -> Expr:
+            return loader(tuple(Affine() if b else i for b, i in zip(broadcast, index[offset:])))
+        return load
+
     def realize(self, lazy: Lazy, strides: tuple[int, ...]) -> Lazy:
         """Write a pointwise value to a new buffer with layout ``strides``."""
         index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
@@ -157,21 +166,27 @@ class LoopLowering:
     def reduce(self, node: Node, x: Lazy, axes: tuple[int, ...], keepdims: bool,
                reduction_type: str) -> Lazy:
         meta = node.tensor
-        kept = [d for d in range(len(x.shape)) if d not in axes]
-        index: list[Affine] = [Affine()] * len(x.shape)
+        return self.reduce_values(self.operand(node.args[0], x.shape, meta.dtype), x.shape, axes,
+                                  keepdims, reduction_type, meta.dtype)
+
+    def reduce_values(self, loader: Loader, shape: tuple[int, ...], axes: tuple[int, ...],
+                      keepdims: bool, reduction_type: str, dtype: str) -> Lazy:
+        """Realize the reduction of ``loader``'s values (already in ``dtype``) over ``axes``."""
+        kept = [d for d in range(len(shape)) if d not in axes]
+        index: list[Affine] = [Affine()] * len(shape)
         for i, d in enumerate(kept):
             index[d] = Affine.var(xvar(i))
         for j, d in enumerate(axes):
             index[d] = Affine.var(rvar(j))
-        body = self.operand(node.args[0], x.shape, meta.dtype)(tuple(index))
-        strides = contiguous_strides(meta.shape)
-        out_dims = [d for d in range(len(x.shape)) if keepdims or d not in axes]
+        out_dims = [d for d in range(len(shape)) if keepdims or d not in axes]
+        out_shape = tuple(shape[d] if d in kept else 1 for d in out_dims)
+        strides = contiguous_strides(out_shape)
         store = linear_index((index[d] if d in kept else Affine() for d in out_dims), strides)
         name = f"buf{len(self.buffers)}"
-        data = Reduction(tuple(x.shape[d] for d in kept), tuple(x.shape[d] for d in axes),
-                         reduction_type, body)
-        self.buffers.append(ComputedBuffer(name, meta.shape, meta.dtype, strides, store, data))
-        return self._stored(name, meta.shape, meta.dtype, strides)
+        data = Reduction(tuple(shape[d] for d in kept), tuple(shape[d] for d in axes),
+                         reduction_type, loader(tuple(index)))
+        self.buffers.append(ComputedBuffer(name, out_shape, dtype, strides, store, data))
+        return self._stored(name, out_shape, dtype, strides)
 
 
 def output_strides(meta: TensorMeta) -> tuple[int, ...]:
@@ -352,6 +367,49 @@ def _mean(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(total.shape, dtype, lambda i: Binary("truediv", total.loader(i), n, dtype))
 
 
+def _layer_norm(ctx: LoopLowering, node: Node) -> Lazy:
+    """layer_norm as loops: mean and variance reductions (kept two-pass, each summing in the
+    dtype NumPy's mean uses) and one element-wise pass; a one-pass Welford kernel can replace the
+    two reductions without changing the op."""
+    meta = node.tensor
+    x_node, w_node, b_node = node.args
+    if meta.dtype not in ("float32", "float64") or not isinstance(x_node, Node):
+        return _library_call(ctx, node)
+    dtype, shape = meta.dtype, meta.shape
+    axes = tuple(range(len(shape) - node.kwargs["normalized_ndim"], len(shape)))
+    count = 1
+    for d in axes:
+        count *= shape[d]
+    n = Const(float(count), dtype)
+    x = ctx.operand(x_node, shape, dtype)
+    total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
+    mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))
+
+    def centered(i: tuple[Affine, ...]) -> Expr:
+        return Binary("sub", x(i), mean(i), dtype)
+
+    squares = ctx.reduce_values(lambda i: _square(centered(i), dtype), shape, axes, True, "sum",
+                                dtype)
+    var = ctx.operand_of(squares, shape, lambda i: Binary("truediv", squares.loader(i), n, dtype))
+    eps = Const(float(np.dtype(dtype).type(node.kwargs["eps"])), dtype)
+    w = ctx.operand(w_node, shape, dtype) if w_node is not None else None
+    b = ctx.operand(b_node, shape, dtype) if b_node is not None else None
+
+    def out(i: tuple[Affine, ...]) -> Expr:
+        y: Expr = Binary("truediv", centered(i),
+                         Unary("sqrt", Binary("add", var(i), eps, dtype), dtype), dtype)
+        if w is not None:
+            y = Binary("mul", y, w(i), dtype)
+        if b is not None:
+            y = Binary("add", y, b(i), dtype)
+        return y
+    return Lazy(shape, dtype, out)
+
+
+def _square(e: Expr, dtype: str) -> Expr:
+    return Binary("mul", e, e, dtype)
+
+
 def _library_call(ctx: LoopLowering, node: Node) -> Lazy:
     """A whole operator the backend runs as its library function ``stax.ops.<op>``: in the basis
     (spec §4.8), so it is not decomposed; its kernel arrives with the loop issue."""
@@ -366,7 +424,7 @@ LOWERINGS["where"] = _where
 LOWERINGS["cast"] = _cast
 for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh"):
     LOWERINGS[_op] = _unary(_op)
-LOWERINGS["layer_norm"] = _library_call
+LOWERINGS["layer_norm"] = _layer_norm
 LOWERINGS["neg"] = _neg
 LOWERINGS["extern"] = _extern
 LOWERINGS["sum"] = _sum
