@@ -211,6 +211,11 @@ def _reduction(op: str, reference: Any) -> Rule:
 rule("function:numpy.sum", "method:sum")(_reduction("sum", np.sum))
 rule("function:numpy.mean", "method:mean")(_reduction("mean", np.mean))
 rule("function:numpy.max", "function:numpy.amax", "method:max")(_reduction("max", np.max))
+rule("function:numpy.prod", "method:prod")(_reduction("prod", np.prod))
+rule("function:numpy.any", "method:any")(_reduction("any", np.any))
+rule("function:numpy.all", "method:all")(_reduction("all", np.all))
+rule("function:numpy.var", "method:var")(_reduction("var", np.var))
+rule("function:numpy.std", "method:std")(_reduction("std", np.std))
 rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min", np.min))
 rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
 for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh"):
@@ -258,10 +263,14 @@ def _lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str
     x = params.get("a")
     if not isinstance(x, Node) or x.tensor is None:
         raise NotNative
-    for name in ("out", "initial", "where", "dtype" if op in ("max", "min") else "out"):
-        if name in params and params[name] is not _NO_VALUE and not (
-                name == "where" and params[name] is True):
+    typed = op in ("sum", "mean", "prod", "var", "std")  # ops with a dtype= of their own
+    for name in ("out", "initial", "where", "mean", "correction", "dtype" if not typed else "out"):
+        if name in params and params[name] is not _NO_VALUE and params[name] is not None and \
+                not (name == "where" and params[name] is True):
             raise NotNative
+    ddof = params.get("ddof", 0)
+    if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool):
+        raise NotNative
     ndim = x.tensor.ndim
     axis = params.get("axis")
     if axis is None:
@@ -274,6 +283,8 @@ def _lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str
     keepdims = params.get("keepdims", False)
     keepdims = False if keepdims is _NO_VALUE else bool(keepdims)
     attrs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
-    if op in ("sum", "mean"):
+    if op in ("var", "std"):
+        attrs["ddof"] = int(ddof)
+    if typed:
         attrs["dtype"] = node.tensor.dtype
     return ctx.emit(op, (x,), attrs)

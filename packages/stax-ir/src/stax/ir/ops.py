@@ -77,6 +77,19 @@ _declare("max", R, 1, lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=ke
          attrs=("axis", "keepdims"), doc="NaN-propagating maximum over ``axis``")
 _declare("min", R, 1, lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
          attrs=("axis", "keepdims"), doc="NaN-propagating minimum over ``axis``")
+_declare("prod", R, 1,
+         lambda x, axis, keepdims, dtype: np.prod(x, axis=axis, keepdims=keepdims, dtype=dtype),
+         attrs=("axis", "keepdims", "dtype"), doc="product over ``axis`` in ``dtype``")
+_declare("any", R, 1, lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
+         attrs=("axis", "keepdims"))
+_declare("all", R, 1, lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
+         attrs=("axis", "keepdims"))
+for _name, _fn in (("var", np.var), ("std", np.std)):
+    _declare(_name, R, 1,
+             lambda x, axis, keepdims, ddof, dtype, _fn=_fn: _fn(x, axis=axis, keepdims=keepdims,
+                                                                  ddof=ddof, dtype=dtype),
+             attrs=("axis", "keepdims", "ddof", "dtype"),
+             doc="two-pass: the mean, then the mean squared deviation (as NumPy computes it)")
 _declare("mean", R, 1,
          lambda x, axis, keepdims, dtype: np.mean(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"), doc="mean over ``axis``, accumulating in ``dtype``")

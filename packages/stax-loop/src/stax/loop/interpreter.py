@@ -43,7 +43,7 @@ def _index(expr: Affine, grid: dict[str, np.ndarray]) -> Any:
 _UNARY = {"neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.floor,
           "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "exp": np.exp, "log": np.log,
           "tanh": np.tanh}
-_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
+_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
 Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)
 
@@ -95,8 +95,8 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
         if isinstance(cb.data, Reduction):
             axes = tuple(range(len(cb.ranges), len(cb.ranges) + len(cb.reduction_ranges)))
             reduce = _REDUCE[cb.data.reduction_type]
-            full = reduce(full, axis=axes).astype(cb.dtype) if cb.data.reduction_type != "sum" \
-                else np.sum(full, axis=axes, dtype=cb.dtype)
+            full = reduce(full, axis=axes).astype(cb.dtype) if cb.data.reduction_type in (
+                "max", "min") else reduce(full, axis=axes, dtype=cb.dtype)
             grid = _grid(cb.ranges, ())
         full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
         out[_index(cb.store_index, grid)] = full

@@ -417,7 +417,62 @@ def _library_call(ctx: LoopLowering, node: Node) -> Lazy:
     return _extern_call(ctx, node, f"stax.ops.{node.target}", False, (*node.args, *attrs), {})
 
 
+def _any_all(kind: str) -> Rule:
+    """any/all: the max/min of the values as bools (logical or/and)."""
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        x = ctx.values[node.args[0]]
+        loader = ctx.operand(node.args[0], x.shape, "bool")
+        return ctx.reduce_values(loader, x.shape, tuple(node.kwargs["axis"]),
+                                 node.kwargs["keepdims"], kind, "bool")
+    return lower
+
+
+def _var(std: bool) -> Rule:
+    """var/std as NumPy computes them: the mean (sum / n), then the sum of squared deviations
+    divided by n - ddof, in the result dtype; std is its square root."""
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        meta = node.tensor
+        dtype = meta.dtype
+        x_lazy = ctx.values[node.args[0]]
+        if dtype not in ("float32", "float64"):
+            return _op_as_extern(ctx, node)
+        shape, axes = x_lazy.shape, tuple(node.kwargs["axis"])
+        count = 1
+        for d in axes:
+            count *= shape[d]
+        x = ctx.operand(node.args[0], shape, dtype)
+        total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
+        n = Const(float(count), dtype)
+        mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))
+
+        def squared(i: tuple[Affine, ...]) -> Expr:
+            d = Binary("sub", x(i), mean(i), dtype)
+            return Binary("mul", d, d, dtype)
+
+        squares = ctx.reduce_values(squared, shape, axes, True, "sum", dtype)
+        dof = Const(float(max(count - node.kwargs["ddof"], 0)), dtype)
+        keep = node.kwargs["keepdims"]
+
+        def value(i: tuple[Affine, ...]) -> Expr:
+            full = list(i) if keep else _insert_axes(i, axes, len(shape))
+            v: Expr = Binary("truediv", squares.loader(tuple(full)), dof, dtype)
+            return Unary("sqrt", v, dtype) if std else v
+        return Lazy(meta.shape, dtype, value)
+    return lower
+
+
+def _insert_axes(index: tuple[Affine, ...], axes: tuple[int, ...], ndim: int) -> list[Affine]:
+    """An index over a keepdims=False result, as an index of the keepdims=True shape."""
+    it = iter(index)
+    return [Affine() if d in axes else next(it) for d in range(ndim)]
+
+
 LOWERINGS["mean"] = _mean
+LOWERINGS["prod"] = _reduction("prod")
+LOWERINGS["any"] = _any_all("max")
+LOWERINGS["all"] = _any_all("min")
+LOWERINGS["var"] = _var(std=False)
+LOWERINGS["std"] = _var(std=True)
 LOWERINGS["max"] = _reduction("max")
 LOWERINGS["min"] = _reduction("min")
 LOWERINGS["where"] = _where

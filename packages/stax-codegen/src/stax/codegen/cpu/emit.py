@@ -287,6 +287,8 @@ class KernelEmitter:
     def _identity(self, node: ComputedBuffer) -> ir.Value:
         kind, dtype = node.data.reduction_type, node.dtype
         typ = value_type(dtype)
+        if kind == "prod":
+            return ir.Constant(typ, 1.0 if is_float(dtype) else 1)
         if kind == "sum" or dtype == "bool":
             return ir.Constant(typ, (kind == "min") if dtype == "bool" else
                                (0.0 if is_float(dtype) else 0))
@@ -308,6 +310,10 @@ class KernelEmitter:
                     f"llvm.{kind}imum", [acc.type], ir.FunctionType(acc.type, [acc.type] * 2))
                 return b.call(fn, [acc, x])
             return self._binary("maximum" if kind == "max" else "minimum", acc, x, dtype)
+        if kind == "prod":
+            if dtype == "bool":
+                return b.and_(acc, x)
+            return b.fmul(acc, x, flags=("reassoc",)) if is_float(dtype) else b.mul(acc, x)
         if dtype == "bool":
             return b.or_(acc, x)
         if is_float(dtype):
