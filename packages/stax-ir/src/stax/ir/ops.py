@@ -80,6 +80,12 @@ _declare("min", R, 1, lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=ke
 _declare("prod", R, 1,
          lambda x, axis, keepdims, dtype: np.prod(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"), doc="product over ``axis`` in ``dtype``")
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    _declare(_name, R, 1,
+             lambda x, axis, keepdims, _fn=_fn: _arg_reference(_fn, x, axis, keepdims),
+             attrs=("axis", "keepdims"),
+             doc="index of the first extreme value (a NaN counts as the extreme), flattened "
+                 "over ``axis`` when it names every axis")
 _declare("any", R, 1, lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
          attrs=("axis", "keepdims"))
 _declare("all", R, 1, lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
@@ -149,6 +155,13 @@ def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> A
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
              "NumPy; its operands may nest nodes inside tuples and lists")
+
+
+def _arg_reference(fn: Any, x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
+    x = np.asarray(x)
+    if len(axis) == x.ndim and x.ndim != 1:
+        return fn(x, axis=None, keepdims=keepdims)
+    return fn(x, axis=axis[0] if axis else None, keepdims=keepdims)
 
 
 def get_op(name: str) -> OpDef:

@@ -94,9 +94,14 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
                                if grid else ())
         if isinstance(cb.data, Reduction):
             axes = tuple(range(len(cb.ranges), len(cb.ranges) + len(cb.reduction_ranges)))
-            reduce = _REDUCE[cb.data.reduction_type]
-            full = reduce(full, axis=axes).astype(cb.dtype) if cb.data.reduction_type in (
-                "max", "min") else reduce(full, axis=axes, dtype=cb.dtype)
+            kind = cb.data.reduction_type
+            if kind in ("argmax", "argmin"):  # over the reduction axes flattened, in C order
+                flat = full.reshape(full.shape[: len(cb.ranges)] + (-1,))
+                full = getattr(np, kind)(flat, axis=-1).astype(cb.dtype)
+            elif kind in ("max", "min"):
+                full = _REDUCE[kind](full, axis=axes).astype(cb.dtype)
+            else:
+                full = _REDUCE[kind](full, axis=axes, dtype=cb.dtype)
             grid = _grid(cb.ranges, ())
         full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
         out[_index(cb.store_index, grid)] = full

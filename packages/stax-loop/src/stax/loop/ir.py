@@ -18,7 +18,7 @@ from .expr import Expr, expr_from_json, expr_to_json, format_expr
 from .index import Affine
 
 LOOPIR_SCHEMA = "stax.loopir/1.1"  # 1.1: extern calls
-REDUCTION_TYPES = ("sum", "prod", "max", "min")
+REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
 
 def xvar(i: int) -> str:

@@ -78,7 +78,7 @@ class LoopLowering:
                 rule = LOWERINGS.get(node.target)
                 if rule is None:
                     raise self.unsupported(f"op {node.target!r} has no loop lowering yet")
-                if node.target != "extern" and not self._native_dtypes(node):
+                if node.target not in ("extern", "argmax", "argmin") and not self._native_dtypes(node):
                     rule = _op_as_extern  # NumPy computes it: dtypes kernels do not handle yet
                 self.values[node] = rule(self, node)
             elif node.op is not Opcode.OUTPUT:
@@ -322,8 +322,13 @@ def _extern(ctx: LoopLowering, node: Node) -> Lazy:
 
 def _op_as_extern(ctx: LoopLowering, node: Node) -> Lazy:
     """An op in dtypes the kernels do not handle (float16...) runs as its NumPy reference."""
-    if node.target == "sum":
-        return _extern_call(ctx, node, "numpy.sum", False, node.args, dict(node.kwargs))
+    if get_op(node.target).kind.value == "reduction":
+        kwargs = dict(node.kwargs)
+        if node.target in ("argmax", "argmin"):  # NumPy takes one axis or None there
+            ndim = len(ctx.values[node.args[0]].shape)
+            axes = kwargs["axis"]
+            kwargs["axis"] = None if len(axes) == ndim and ndim != 1 else axes[0]
+        return _extern_call(ctx, node, f"numpy.{node.target}", False, node.args, kwargs)
     return _extern_call(ctx, node, f"numpy.{get_op(node.target).reference.__name__}", False,
                         node.args, {})
 
@@ -467,6 +472,19 @@ def _insert_axes(index: tuple[Affine, ...], axes: tuple[int, ...], ndim: int) ->
     return [Affine() if d in axes else next(it) for d in range(ndim)]
 
 
+def _arg(kind: str) -> Rule:
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        x = ctx.values[node.args[0]]
+        if x.dtype not in LOOP_DTYPES:
+            return _op_as_extern(ctx, node)
+        loader = ctx.operand(node.args[0], x.shape, x.dtype)
+        axes = tuple(node.kwargs["axis"])
+        return ctx.reduce_values(loader, x.shape, axes, node.kwargs["keepdims"], kind, "int64")
+    return lower
+
+
+LOWERINGS["argmax"] = _arg("argmax")
+LOWERINGS["argmin"] = _arg("argmin")
 LOWERINGS["mean"] = _mean
 LOWERINGS["prod"] = _reduction("prod")
 LOWERINGS["any"] = _any_all("max")

@@ -38,6 +38,11 @@ from stax.loop import (
 from . import vmath
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
+
+def _is_arg(node: ComputedBuffer) -> bool:
+    return node.data.reduction_type in ("argmax", "argmin")
+
+
 _PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
@@ -272,17 +277,72 @@ class KernelEmitter:
             self.local[node.name] = (node.store_index, v)
 
     def _reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
-        inits = [self._identity(n) for n in nodes]
+        inits: list[ir.Value] = []
+        for n in nodes:  # an arg reduction carries (best value, its index), the others one value
+            inits += self._arg_identity(n) if _is_arg(n) else [self._identity(n)]
         outer_memo = self.memo
 
         def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
             self.memo = dict(outer_memo)  # loop-invariant values may be reused, nothing inner
-            return [self._accumulate(n, acc, self.value(n.data.body)) for n, acc in zip(nodes, accs)]
+            out: list[ir.Value] = []
+            position = 0
+            for n in nodes:
+                x = self.value(n.data.body)
+                if _is_arg(n):
+                    out += self._arg_accumulate(n, accs[position], accs[position + 1], x)
+                    position += 2
+                else:
+                    out.append(self._accumulate(n, accs[position], x))
+                    position += 1
+            return out
 
         finals = self.nest(nodes[0].reduction_ranges, rvar, inits, inner)
         self.memo = outer_memo
-        for node, value in zip(nodes, finals):
-            self.store(node, value)
+        position = 0
+        for node in nodes:
+            if _is_arg(node):
+                self.store(node, finals[position + 1])
+                position += 2
+            else:
+                self.store(node, finals[position])
+                position += 1
+
+    def _arg_identity(self, node: ComputedBuffer) -> list[ir.Value]:
+        dtype = node.data.body.dtype
+        typ = value_type(dtype)
+        if dtype == "bool":
+            first = ir.Constant(typ, 0 if node.data.reduction_type == "argmax" else 1)
+        elif is_float(dtype):
+            first = ir.Constant(typ, float("-inf") if node.data.reduction_type == "argmax"
+                                else float("inf"))
+        else:
+            info = np.iinfo(dtype)
+            first = ir.Constant(typ, int(info.min if node.data.reduction_type == "argmax"
+                                         else info.max))
+        return [first, ir.Constant(I64, 0)]
+
+    def _arg_accumulate(self, node: ComputedBuffer, best: ir.Value, where: ir.Value,
+                        x: ir.Value) -> list[ir.Value]:
+        """NumPy's rule: the first index of the extreme value, and a NaN beats every number (the
+        first NaN wins)."""
+        b = self.builder
+        dtype = node.data.body.dtype
+        greater = node.data.reduction_type == "argmax"
+        if is_float(dtype):
+            better = b.fcmp_ordered(">" if greater else "<", x, best)
+            nan_first = b.and_(b.fcmp_unordered("uno", x, x), b.fcmp_ordered("ord", best, best))
+            better = b.or_(better, nan_first)
+        else:
+            cmp = b.icmp_signed if is_signed(dtype) else b.icmp_unsigned
+            better = cmp(">" if greater else "<", x, best)
+        ranges = node.data.reduction_ranges
+        linear: ir.Value = ir.Constant(I64, 0)
+        for j in range(len(ranges)):
+            step = 1
+            for extent in ranges[j + 1:]:
+                step *= extent
+            linear = b.add(linear, b.mul(self.vars[rvar(j)], ir.Constant(I64, step)))
+        return [b.select(better, x, best), b.select(better, linear, where)]
 
     def _identity(self, node: ComputedBuffer) -> ir.Value:
         kind, dtype = node.data.reduction_type, node.dtype
