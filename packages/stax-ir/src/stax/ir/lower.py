@@ -121,12 +121,35 @@ def data_dependent_shape(node: Node) -> bool:
 
 def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """A call without a native rule runs as NumPy inside the compiled program (an extern node).
-    A result whose shape depends on the data must have that shape gated at capture."""
+    A result whose shape depends on the data must have that shape gated at capture. A view of its
+    first operand that the function does not return becomes a ``view`` op: an affine read of the
+    operand's memory, so no call is made; a returned view stays NumPy's own view object."""
     method = node.op is Opcode.CALL_METHOD
+    view = node.meta.get("view")
+    if view is not None and isinstance(args[0], Node) and _read_natively(node):
+        return ctx.emit("view", (args[0],), {"offset": view["offset"],
+                                             "strides": tuple(view["strides"]),
+                                             "shape": node.tensor.shape}, name=node.target)
     if data_dependent_shape(node) and not node.meta.get("shape_gated"):
         raise ctx.unsupported(f"{describe(node)}: its result's shape depends on the data")
     return ctx.emit("extern", args, {"fn": node.target, "method": method, "call_kwargs": kwargs},
                     name=node.target)
+
+
+def _read_natively(node: Node) -> bool:
+    """Whether every user of a view compiles natively (so none needs NumPy's view object): not
+    the output, not an extern call — views of views are followed."""
+    for user in node.users:
+        if user.op is Opcode.OUTPUT:
+            return False
+        kind = "method" if user.op is Opcode.CALL_METHOD else "function"
+        if (kind, user.target) in RULES:
+            continue
+        if user.meta.get("view") is not None and user.args and user.args[0] is node and \
+                _read_natively(user):
+            continue
+        return False
+    return True
 
 
 def _has_node(value: Any) -> bool:

@@ -59,6 +59,27 @@ for _name, _ufunc in (("abs", np.absolute), ("sqrt", np.sqrt), ("floor", np.floo
 for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh)):
     _declare(_name, P, 1, _ufunc, doc="within a measured ulp bound of NumPy (not bit-exact: "
              "neither is libm)")
+class _Memory:
+    """Memory of ``owner`` seen through another shape and strides (NumPy keeps this as the
+    view's base, and it keeps ``owner`` alive)."""
+
+    def __init__(self, owner: Any, address: int, shape: tuple[int, ...],
+                 strides: tuple[int, ...]) -> None:
+        self.owner = owner
+        self.__array_interface__ = {
+            "data": (address, not owner.flags.writeable), "shape": tuple(shape),
+            "strides": tuple(strides), "typestr": owner.dtype.str, "version": 3}
+
+
+def _view_reference(x: Any, offset: int, strides: tuple[int, ...], shape: tuple[int, ...]) -> Any:
+    x = np.asarray(x)
+    address = x.__array_interface__["data"][0] + offset * x.itemsize
+    return np.asarray(_Memory(x, address, shape, tuple(s * x.itemsize for s in strides)))
+
+
+_declare("view", P, 1, _view_reference, attrs=("offset", "strides", "shape"),
+         doc="the elements of the operand's memory at element offset + sum(i * strides): how "
+             "transposes, slices, reshapes and broadcasts of an operand read it")
 _declare("where", P, 3, np.where, doc="cond ? a : b; cond is any value's truth (NaN is true)")
 _declare("cast", P, 1, lambda x, dtype: np.asarray(x).astype(dtype), attrs=("dtype",),
          doc="x.astype(dtype)")
@@ -210,6 +231,7 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     # whole operators a backend may call as library functions (``stax.ops.<op>``)
     "stax.ops.layer_norm": _layer_norm_reference,
     "stax.ops.mse_loss": _mse_loss_reference,
+    "stax.ops.view": _view_reference,
     "stax.nn.relu": _relu,
     "stax.nn.selu": _selu,
     "stax.nn.mse_loss": _mse_loss_reference,

@@ -122,7 +122,7 @@ def graph_to_json(graph: Graph) -> dict[str, Any]:
             meta["tensor"] = n.tensor.to_json()
         if n.source is not None:
             meta["source"] = n.source
-        for key in ("sequence", "gated", "random", "object", "shape_gated", "region"):
+        for key in ("sequence", "gated", "random", "object", "shape_gated", "region", "view"):
             if key in n.meta:
                 meta[key] = n.meta[key]
         if meta:
@@ -139,7 +139,7 @@ def graph_from_json(doc: dict[str, Any]) -> Graph:
         raw = entry.get("meta", {})
         if "tensor" in raw:
             meta["tensor"] = TensorMeta.from_json(raw["tensor"])
-        for key in ("source", "sequence", "gated", "random", "object", "shape_gated", "region"):
+        for key in ("source", "sequence", "gated", "random", "object", "shape_gated", "region", "view"):
             if key in raw:
                 meta[key] = raw[key]
         node = graph.create_node(Opcode(entry["op"]), entry["target"],

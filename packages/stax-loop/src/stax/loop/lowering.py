@@ -53,6 +53,9 @@ class Lazy:
     dtype: str
     loader: Loader
     buffer: str | None = None  # set when the value lives in memory (input or realized)
+    #: how its elements lie in a buffer's memory: (buffer, element offset, strides); set for
+    #: buffers and for views of them
+    memory: tuple[str, int, tuple[int, ...]] | None = None
 
 
 class LoopLowering:
@@ -114,7 +117,7 @@ class LoopLowering:
     def _stored(name: str, shape: tuple[int, ...], dtype: str, strides: tuple[int, ...]) -> Lazy:
         def load(index: tuple[Affine, ...]) -> Expr:
             return Load(name, linear_index(index, strides), dtype)
-        return Lazy(shape, dtype, load, name)
+        return Lazy(shape, dtype, load, name, (name, 0, strides))
 
     def _output(self, value: Any) -> OutputRef:
         if not isinstance(value, Node):
@@ -483,6 +486,28 @@ def _arg(kind: str) -> Rule:
     return lower
 
 
+def _view(ctx: LoopLowering, node: Node) -> Lazy:
+    """Read the operand's memory through the view's affine map. The map was measured on the
+    example against the operand's layout there; a buffer of another layout runs NumPy instead."""
+    meta = node.tensor
+    source = node.args[0]
+    lazy = ctx.values[source]
+    if lazy.memory is None:  # an element-wise value: give it memory in NumPy's layout first
+        lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor))
+    buffer, base, strides = lazy.memory
+    if tuple(strides) != tuple(source.tensor.strides) or meta.dtype not in LOOP_DTYPES:
+        return _extern_call(ctx, node, "stax.ops.view", False,
+                            (source, node.kwargs["offset"], node.kwargs["strides"], meta.shape),
+                            {})
+    offset = base + node.kwargs["offset"]
+    view_strides = tuple(node.kwargs["strides"])
+
+    def load(index: tuple[Affine, ...]) -> Expr:
+        return Load(buffer, linear_index(index, view_strides) + offset, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, load, None, (buffer, offset, view_strides))
+
+
+LOWERINGS["view"] = _view
 LOWERINGS["argmax"] = _arg("argmax")
 LOWERINGS["argmin"] = _arg("argmin")
 LOWERINGS["mean"] = _mean

@@ -124,6 +124,9 @@ class Tracer:
             meta = {"tensor": _meta_of(value, target, source), "source": source}
             if random:
                 meta["random"] = True
+            view = _view_relation(value, args) if isinstance(value, np.ndarray) else None
+            if view is not None:
+                meta["view"] = view
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             self._gate_shape(node, "shape", value, source)
             if isinstance(value, np.ndarray):
@@ -187,6 +190,24 @@ class Tracer:
                 Opcode.CALL_FUNCTION, created.target, args, kwargs,
                 meta={"tensor": TensorMeta.of(created.array), "source": created.source})
         return created.node
+
+
+def _view_relation(value: np.ndarray, args: Any) -> dict[str, Any] | None:
+    """When the result is a view of the first argument (x.T, x[1:, ::2], x.reshape(...)), where
+    its elements lie in that argument's memory: an element offset from the argument's element 0
+    and strides, in elements. Given the argument's layout (part of the key) NumPy always makes
+    the same view, so later layers can read the argument's memory with this affine map."""
+    first = args[0] if isinstance(args, (tuple, list)) and args else None
+    if not isinstance(first, Proxy) or not isinstance(first.value, np.ndarray):
+        return None
+    source = first.value
+    if value.dtype != source.dtype or value.base is None or not np.shares_memory(value, source):
+        return None
+    itemsize = value.itemsize
+    delta = value.__array_interface__["data"][0] - source.__array_interface__["data"][0]
+    if delta % itemsize or any(s % itemsize for s in value.strides):
+        return None
+    return {"offset": delta // itemsize, "strides": [s // itemsize for s in value.strides]}
 
 
 def _meta_of(value: Any, target: str, source: str | None) -> TensorMeta:
