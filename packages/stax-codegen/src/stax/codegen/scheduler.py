@@ -9,10 +9,11 @@ and every refusal is recorded so ``STAX_LOGS=kernels`` can say what was not fuse
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Reduction, loads
+from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Reduction, loads, xvar
 
 
 @dataclass
@@ -61,7 +62,10 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
     for group in (a, b):
         if group.extern is not None:
             return f"{group.label} is an extern call ({group.extern.target}) run by NumPy"
-    if a.domain != b.domain:
+    same_nest = a.domain == b.domain and all(
+        _nest(n) == _nest(a.nodes[0]) for n in (*a.nodes, *b.nodes))
+    rows = {n.ranges[0] if n.ranges else None for n in (*a.nodes, *b.nodes)}
+    if not same_nest and (len(rows) != 1 or None in rows):
         return f"different iteration spaces {a.domain[1:]} and {b.domain[1:]}"
     produced = {n.name: n for n in a.nodes}
     for node in b.nodes:
@@ -69,7 +73,13 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
             src = produced.get(ld.buffer)
             if src is None:
                 continue
+            if _nest(src) != _nest(node):  # an earlier phase of the same row: done before
+                if not _reads_own_row(ld.index, src):
+                    return f"{node.name} reads {src.name} outside the row being computed"
+                continue
             if isinstance(src.data, Reduction):
+                if src.ranges and _reads_own_row(ld.index, src):
+                    continue  # the emitter starts a new phase of the row after the reduction
                 return f"{node.name} reads reduction {src.name} inside the same loop nest"
             if ld.index != src.store_index:
                 return f"{node.name} reads {src.name} at another element than the one computed"
@@ -77,6 +87,27 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
     if through is not None:
         return f"fusing would create a cycle through {through.label}"
     return None
+
+
+def _nest(node: ComputedBuffer | ExternCall) -> Any:
+    if isinstance(node, ExternCall):
+        return ("extern", node.name)
+    return isinstance(node.data, Reduction), node.ranges, node.reduction_ranges
+
+
+def _reads_own_row(index: Any, src: ComputedBuffer) -> bool:
+    """Whether a read at ``index`` only touches what ``src`` stores for the same x0 (row): the
+    same dependence on x0, and the rest of the address the same affine map of loop variables of
+    the same extents (renamed)."""
+    x0 = xvar(0)
+    store = src.store_index
+    if index.coefficient(x0) != store.coefficient(x0) or index.const != store.const:
+        return False
+    if (len(store.terms) == 1 and store.variables == (x0,)) or not store.terms:
+        return index.variables in ((x0,), ())  # a per-row value: only x0 may appear
+    rest_store = sorted(c for v, c in store.terms if v != x0)
+    rest_read = sorted(c for v, c in index.terms if v != x0)
+    return rest_store == rest_read
 
 
 def _path_through_others(a: Group, b: Group, groups: list[Group]) -> Group | None:

@@ -31,12 +31,33 @@ from stax.loop import (
     Reduction,
     Select,
     Unary,
+    loads,
     rvar,
     xvar,
 )
 
 from . import vmath
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
+
+
+def _phase_key(node: ComputedBuffer) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
+    return isinstance(node.data, Reduction), node.ranges, node.reduction_ranges
+
+
+def _phases(nodes: Sequence[ComputedBuffer]) -> list[list[ComputedBuffer]]:
+    """Consecutive nodes with the same loop nest form one phase, unless a node needs a reduction
+    of the phase being built (it must wait for the reduction to finish)."""
+    phases: list[list[ComputedBuffer]] = []
+    for node in nodes:
+        current = phases[-1] if phases else None
+        reads = {ld.buffer for ld in loads(node.data.body)}
+        waits = current is not None and any(
+            isinstance(n.data, Reduction) and n.name in reads for n in current)
+        if current is not None and _phase_key(current[0]) == _phase_key(node) and not waits:
+            current.append(node)
+        else:
+            phases.append([node])
+    return phases
 
 
 def _is_arg(node: ComputedBuffer) -> bool:
@@ -248,16 +269,34 @@ class KernelEmitter:
         ranges = nodes[0].ranges
         split = bool(ranges)
 
-        def outer_body(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+        def phase_body(phase: Sequence[ComputedBuffer]) -> None:
             self.memo = {}
             self.local = {}
-            if isinstance(nodes[0].data, Reduction):
-                self._reductions(nodes)
+            if isinstance(phase[0].data, Reduction):
+                self._reductions(phase)
             else:
-                self._pointwise(nodes)
+                self._pointwise(phase)
+
+        def outer_body(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            phase_body(nodes)
             return []
 
-        if split:
+        phases = _phases(nodes)
+        if split and len(phases) > 1:
+            # one row at a time (x0), the phases in order inside it: a later phase reads what an
+            # earlier one stored for this row, while the row is still in cache (row fusion, §7)
+            def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+                for phase in phases:
+                    inner = phase[0].ranges[1:]
+
+                    def body(_: Sequence[ir.Value], phase: Sequence[ComputedBuffer] = phase
+                             ) -> Sequence[ir.Value]:
+                        phase_body(phase)
+                        return []
+                    self.nest(inner, lambda d: xvar(d + 1), [], body)
+                return []
+            self.loop(xvar(0), self.start, self.stop, [], row)
+        elif split:
             self.nest(ranges, xvar, [], outer_body, split=True)
         else:
             guard = self.fn.append_basic_block("body")
