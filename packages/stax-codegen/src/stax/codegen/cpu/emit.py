@@ -219,6 +219,8 @@ class KernelEmitter:
                             b.sub(ir.Constant(x.type, 0), x), x)  # wraps at INT_MIN, as NumPy
         if op == "exp" and dtype == "float32":
             return vmath.exp32(b, self.fn.module, x)
+        if op == "tanh" and dtype == "float32":
+            return vmath.tanh32(b, self.fn.module, x)
         if op in vmath.FUNCTIONS:  # computed in double, rounded once for float32
             module = self.fn.module
             wide = b.fpext(x, vmath.F64) if dtype == "float32" else x
