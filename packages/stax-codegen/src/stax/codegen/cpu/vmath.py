@@ -131,7 +131,8 @@ def tanh32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     series = c(TANH_SERIES[-1])
     for coefficient in reversed(TANH_SERIES[1:-1]):
         series = b.fadd(b.fmul(series, x2), c(coefficient))
-    small = b.fadd(x, b.fmul(b.fmul(x, x2), series))  # x + x^3 (-1/3 + 2/15 x^2 - ...)
+    # x (1 + x^2 (-1/3 + 2/15 x^2 - ...)): a product keeps the sign of a zero x
+    small = b.fmul(x, b.fadd(c(1.0), b.fmul(x2, series)))
     t = b.select(b.fcmp_ordered("<", ax, c(0.55)), small, large)
     t = b.select(b.fcmp_ordered(">", ax, c(20.0)), b.call(copysign, [c(1.0), x]), t)
     return b.select(b.fcmp_unordered("uno", x, x), x, t)
