@@ -88,11 +88,6 @@ class TensorMeta:
     def nbytes(self) -> int:
         return self.numel * self.np_dtype.itemsize
 
-    @property
-    def is_contiguous(self) -> bool:
-        return all(size == 1 or st == want for size, st, want in
-                   zip(self.shape, self.strides, contiguous_strides(self.shape)))
-
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype,
                                "strides": list(self.strides), "device": self.device}

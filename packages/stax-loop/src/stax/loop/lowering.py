@@ -99,12 +99,6 @@ class LoopLowering:
         metas = [node.tensor, *(a.tensor for a in node.args if isinstance(a, Node))]
         return all(m is not None and m.dtype in LOOP_DTYPES for m in metas)
 
-    def _check_dtype(self, meta: TensorMeta | None) -> None:
-        if meta is None:
-            raise self.unsupported("value without metadata")
-        if meta.dtype not in LOOP_DTYPES:
-            raise self.unsupported(f"dtype {meta.dtype} is not compiled natively yet")
-
     def _input(self, node: Node) -> Lazy:
         meta = node.tensor  # any dtype: extern calls take them all; kernels check what they load
         if meta is None:  # an object only extern calls use (a np.random.Generator)
