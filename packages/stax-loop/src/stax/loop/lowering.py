@@ -169,6 +169,9 @@ class LoopLowering:
     def reduce_values(self, loader: Loader, shape: tuple[int, ...], axes: tuple[int, ...],
                       keepdims: bool, reduction_type: str, dtype: str) -> Lazy:
         """Realize the reduction of ``loader``'s values (already in ``dtype``) over ``axes``."""
+        split = self._split(loader, shape, axes, keepdims, reduction_type, dtype)
+        if split is not None:
+            return split
         kept = [d for d in range(len(shape)) if d not in axes]
         index: list[Affine] = [Affine()] * len(shape)
         for i, d in enumerate(kept):
@@ -184,6 +187,43 @@ class LoopLowering:
                          reduction_type, loader(tuple(index)))
         self.buffers.append(ComputedBuffer(name, out_shape, dtype, strides, store, data))
         return self._stored(name, out_shape, dtype, strides)
+
+
+    def _split(self, loader: Loader, shape: tuple[int, ...], axes: tuple[int, ...],
+               keepdims: bool, reduction_type: str, dtype: str) -> Lazy | None:
+        """A long reduction to one value becomes two (spec §6.5, split reductions): partial
+        results over chunks — an outer loop the threads share — then their combination. Sums also
+        round better in two levels. Several dimensions split along the first; one dimension into a
+        chunk count that divides its length (no masking)."""
+        total = 1
+        for d in axes:
+            total *= shape[d]
+        if len(axes) != len(shape) or total < SPLIT_MIN or reduction_type not in SPLITTABLE:
+            return None
+        if len(shape) >= 2:
+            partial = self.reduce_values(loader, shape, tuple(range(1, len(shape))), False,
+                                         reduction_type, dtype)
+        else:
+            chunks = next((k for k in range(SPLIT_CHUNKS, 1, -1) if total % k == 0), None)
+            if chunks is None:
+                return None
+            size = total // chunks
+
+            def chunked(index: tuple[Affine, ...]) -> Expr:
+                return loader((index[0] * size + index[1],))
+            partial = self.reduce_values(chunked, (chunks, size), (1,), False, reduction_type,
+                                         dtype)
+        combined = self.reduce_values(partial.loader, partial.shape, (0,), False,
+                                      reduction_type, dtype)
+        if not keepdims:
+            return combined
+        return Lazy((1,) * len(shape), dtype, lambda i: combined.loader(()))
+
+
+#: reductions that may be split (associative; argmax/argmin carry an index and are not)
+SPLITTABLE = frozenset({"sum", "prod", "max", "min"})
+SPLIT_MIN = 1 << 16
+SPLIT_CHUNKS = 64
 
 
 def output_strides(meta: TensorMeta) -> tuple[int, ...]:
