@@ -241,3 +241,27 @@ def test_a_gate_on_a_random_draw_is_refused_and_runs_eagerly():
         np.testing.assert_array_equal(cf(np.zeros(2), a), f(np.zeros(2), b))
     with pytest.raises(UnsupportedError, match="gate depends on a random draw"):
         stax.compile(f, strict_native=True)(np.zeros(2), np.random.default_rng(2))
+
+
+def test_constant_powers():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.standard_normal(50_000) * 10, [np.nan, np.inf, -np.inf, -0.0, 0.0]])
+    for dtype in (np.float32, np.float64):
+        a = x.astype(dtype)
+        for e in (2, 0.5, -1):  # NumPy's own fast paths: bit-exact
+            with np.errstate(all="ignore"):
+                got = stax.compile(lambda v, e=e: v ** e, strict_native=True)(a)
+                np.testing.assert_array_equal(got, a ** e)
+    a = x.astype(np.float32)
+    with np.errstate(all="ignore"):
+        cube = stax.compile(lambda v: v ** 3, strict_native=True)
+        got, want = cube(a), a ** 3
+    assert not cube.versions()[0].artifact.externs
+    exact = a.astype(np.float64) ** 3
+    finite = np.isfinite(want)
+    spacing = np.spacing(np.abs(want[finite])).astype(np.float64)
+    assert (np.abs(got[finite] - exact[finite]) / spacing).max() <= 0.5 + 1e-6  # correctly rounded
+    assert (np.abs(got[finite].astype(np.float64) - want[finite]) / spacing).max() <= 1.0
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    i = np.arange(-50, 50, dtype=np.int8)
+    np.testing.assert_array_equal(stax.compile(lambda v: v ** 3, strict_native=True)(i), i ** 3)

@@ -254,6 +254,37 @@ def _where(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     return ctx.emit("where", tuple(_operand(ctx, a) for a in args))
 
 
+@rule("function:operator.pow", "function:numpy.power", "function:numpy.pow")
+def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """Constant exponents NumPy computes without pow(): 2 (a square), 0.5 (sqrt), -1 (a
+    reciprocal) — bit-exact; integer exponents 3 and 4 by multiplication: exact for integers
+    (wrapping as NumPy's), and for float32 in float64 rounded once — correctly rounded, so within
+    1 ulp of NumPy's powf (which is not); float64 keeps NumPy's pow."""
+    if len(args) != 2 or kwargs or not isinstance(args[0], Node) or \
+            not isinstance(args[1], (int, float, np.integer, np.floating)) or \
+            isinstance(args[1], (bool, np.bool_)):
+        raise NotNative
+    x, e = args[0], float(args[1])
+    dtype = node.tensor.dtype
+    floating = np.dtype(dtype).kind == "f"
+    if e == 2.0:
+        return ctx.emit("mul", (x, x))
+    if e == 0.5 and floating:
+        return ctx.emit("sqrt", (x,))
+    if e == -1.0 and floating:
+        return ctx.emit("truediv", (1, x))
+    if e in (3.0, 4.0) and not floating:
+        square = ctx.emit("mul", (x, x))
+        return ctx.emit("mul", (square, x if e == 3.0 else square))
+    if e in (3.0, 4.0) and dtype == "float32":
+        wide = TensorMeta(node.tensor.shape, "float64", node.tensor.strides)
+        x64 = ctx.emit("cast", (x,), {"dtype": "float64"}, meta=wide)
+        square = ctx.emit("mul", (x64, x64), meta=wide)
+        result = ctx.emit("mul", (square, x64 if e == 3.0 else square), meta=wide)
+        return ctx.emit("cast", (result,), {"dtype": "float32"})
+    raise NotNative
+
+
 @rule("method:astype")
 def _astype(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     if len(args) != 2 or kwargs or not isinstance(args[0], Node):
