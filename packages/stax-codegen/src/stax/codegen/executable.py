@@ -11,7 +11,7 @@ import numpy as np
 
 from stax.ir import StaxError
 from stax.ir.interpreter import resolve_function
-from stax.loop.ir import BufferRef, decode_operands
+from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.jit import CompiledModule, kernel_function
@@ -32,17 +32,10 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]]
     strides = tuple(s * dtype.itemsize for s in plan.strides)
     out, shape = slot[plan.buffer], plan.shape
 
-    def resolve(value: Any, env: list[Any]) -> Any:
-        if isinstance(value, BufferRef):
-            return env[slot[value.name]]
-        if isinstance(value, (tuple, list)):
-            return type(value)(resolve(v, env) for v in value)
-        if isinstance(value, dict):
-            return {k: resolve(v, env) for k, v in value.items()}
-        return value
-
     def step(env: list[Any]) -> None:
-        a, k = resolve(args, env), resolve(kwargs, env)
+        def fetch(ref: BufferRef) -> Any:
+            return env[slot[ref.name]]
+        a, k = map_buffer_refs(args, fetch), map_buffer_refs(kwargs, fetch)
         result = getattr(a[0], plan.target)(*a[1:], **k) if fn is None else fn(*a, **k)
         if plan.sequence is not None:
             if not isinstance(result, (tuple, list)) or len(result) != plan.sequence:

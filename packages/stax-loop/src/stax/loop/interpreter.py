@@ -14,7 +14,7 @@ import numpy as np
 
 from .expr import Binary, Cast, Const, Expr, Load, Select, Unary, postorder
 from .index import Affine
-from .ir import BufferRef, ExternCall, LoopProgram, Reduction, rvar, xvar
+from .ir import BufferRef, ExternCall, LoopProgram, Reduction, map_buffer_refs, rvar, xvar
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum, "or": np.logical_or,
@@ -137,16 +137,9 @@ def _memory_of(array: np.ndarray) -> tuple[np.ndarray, int]:
 def _call_extern(call: ExternCall, objects: dict[str, Any]) -> Any:
     from stax.ir.interpreter import resolve_function
 
-    def resolve(value: Any) -> Any:
-        if isinstance(value, BufferRef):
-            return objects[value.name]
-        if isinstance(value, (tuple, list)):
-            return type(value)(resolve(v) for v in value)
-        if isinstance(value, dict):
-            return {k: resolve(v) for k, v in value.items()}
-        return value
-
-    args, kwargs = resolve(call.args), resolve(call.kwargs)
+    def fetch(ref: BufferRef) -> Any:
+        return objects[ref.name]
+    args, kwargs = map_buffer_refs(call.args, fetch), map_buffer_refs(call.kwargs, fetch)
     if call.method:
         return getattr(args[0], call.target)(*args[1:], **kwargs)
     return resolve_function(call.target)(*args, **kwargs)

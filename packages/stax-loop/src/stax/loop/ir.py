@@ -106,16 +106,19 @@ class ExternCall:
 
 
 def _walk_refs(value: Any, visit: Any) -> None:
+    map_buffer_refs(value, lambda ref: visit(ref.name))
+
+
+def map_buffer_refs(value: Any, fn: Any) -> Any:
+    """``value`` with every ``BufferRef`` inside (nested tuples, lists, dicts) replaced by
+    ``fn(ref)``: how an extern call's operands become the arrays it is called with."""
     if isinstance(value, BufferRef):
-        visit(value.name)
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            _walk_refs(v, visit)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _walk_refs(v, visit)
-    elif isinstance(value, slice):
-        _walk_refs((value.start, value.stop, value.step), visit)
+        return fn(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(map_buffer_refs(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: map_buffer_refs(v, fn) for k, v in value.items()}
+    return value
 
 
 def encode_operands(value: Any) -> Any:
