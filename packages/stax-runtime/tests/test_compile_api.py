@@ -265,3 +265,24 @@ def test_constant_powers():
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     i = np.arange(-50, 50, dtype=np.int8)
     np.testing.assert_array_equal(stax.compile(lambda v: v ** 3, strict_native=True)(i), i ** 3)
+
+
+def test_calls_from_several_threads_get_their_own_layouts_right():
+    import threading
+
+    cf = stax.compile(lambda x: x * 2 + 1, strict_native=True)
+    arrays = [np.arange(n, dtype=np.float64) for n in (3, 5, 7, 11)]
+    errors = []
+
+    def work(x):
+        for _ in range(300):
+            got = cf(x)
+            if got.shape != x.shape or not np.array_equal(got, x * 2 + 1):
+                errors.append(x.shape)
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in arrays]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

@@ -125,8 +125,9 @@ class CompiledFunction:
         self._versions: list[Version] = []
         self._by_sigma: dict[Any, list[Version]] = {}
         self._by_layout: dict[Any, list[Version]] = {}
-        self._last_layout: Any = None
-        self._last_candidates: list[Version] = []
+        # the previous call's (layouts, candidate versions), one tuple so that threads calling
+        # at once never pair one call's layouts with another's versions
+        self._last: tuple[Any, list[Version]] = (None, [])
         self._compiles = 0
         self._hits = {1: 0, 2: 0, 3: 0}
         self._misses = 0
@@ -148,14 +149,15 @@ class CompiledFunction:
         if not kwargs:
             layout = array_signature(args)
             if layout is not None:
-                if layout == self._last_layout:
-                    candidates, level = self._last_candidates, 1
+                last_layout, last_candidates = self._last
+                if layout == last_layout:
+                    candidates, level = last_candidates, 1
                 else:
                     candidates, level = self._by_layout.get(layout, ()), 2
                 for version in candidates:
                     if version.gates is None or version.applies(args, kwargs):
                         self._hits[level] += 1
-                        self._last_layout, self._last_candidates = layout, candidates
+                        self._last = (layout, candidates)
                         return self._run(version, args, kwargs)
         sigma = signature(args, kwargs)
         for version in self._by_sigma.get(sigma, ()):
