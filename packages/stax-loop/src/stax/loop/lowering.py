@@ -131,12 +131,10 @@ class LoopLowering:
             lazy = self.values[value]
             if lazy.dtype not in LOOP_DTYPES:
                 raise self.unsupported(f"dtype {lazy.dtype} is not compiled natively yet")
-            offset = len(shape) - len(lazy.shape)
-            broadcast = tuple(src == 1 and dst != 1 for src, dst in zip(lazy.shape, shape[offset:]))
+            broadcast = self.operand_of(lazy, shape, lazy.loader)
 
             def load(index: tuple[Affine, ...]) -> Expr:
-                own = tuple(Affine() if b else i for b, i in zip(broadcast, index[offset:]))
-                expr = lazy.loader(own)
+                expr = broadcast(index)
                 return expr if expr.dtype == dtype else Cast(expr, dtype)
             return load
         const = Const(np.dtype(dtype).type(value).item(), dtype)

@@ -84,6 +84,7 @@ class Version:
     rho: str = PLAIN
     fast: Callable[..., Any] | None = None  # run(*arrays) for f(array, ...) calls
     stats: dict[str, float] = field(default_factory=dict)
+    declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
 
     def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """The gamma_g guard (sigma already matched): replay the data gates on these arguments."""
@@ -174,8 +175,8 @@ class CompiledFunction:
             return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
         except (ExternResultMismatch, RunEagerly) as exc:  # nothing visible written yet
             self._fallbacks += 1
-            if not version.stats.get("mismatch_logged"):
-                version.stats["mismatch_logged"] = 1.0
+            if not version.declined_reported:
+                version.declined_reported = True
                 logs.warn(f"stax: {self._name} v{version.index}: {exc}; calls like this one run "
                           "eagerly")
             return self._traced_function()(*args, **kwargs)

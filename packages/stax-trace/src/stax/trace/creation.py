@@ -67,14 +67,19 @@ _RECORDERS = {name: _recorder(name, fn) for name, fn in _ORIGINALS.items()}
 
 
 @contextmanager
-def not_recording() -> Iterator[None]:
-    """NumPy's own calls while it computes a recorded call's value are not the user's: suspend."""
+def _routed_to(tracer: Tracer | None) -> Iterator[None]:
+    """This thread's creation calls go to ``tracer`` (None: to NumPy only) while the block runs."""
     previous = getattr(_active, "tracer", None)
-    _active.tracer = None
+    _active.tracer = tracer
     try:
         yield
     finally:
         _active.tracer = previous
+
+
+def not_recording() -> Any:
+    """NumPy's own calls while it computes a recorded call's value are not the user's: suspend."""
+    return _routed_to(None)
 
 
 @contextmanager
@@ -86,12 +91,10 @@ def recording_creation(tracer: Tracer) -> Iterator[None]:
             for name, fn in _RECORDERS.items():
                 setattr(np, name, fn)
         _installed += 1
-    previous = getattr(_active, "tracer", None)
-    _active.tracer = tracer
     try:
-        yield
+        with _routed_to(tracer):
+            yield
     finally:
-        _active.tracer = previous
         with _lock:
             _installed -= 1
             if _installed == 0:

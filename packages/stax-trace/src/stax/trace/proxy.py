@@ -153,13 +153,17 @@ class Proxy:
             raise _mutation(f"{what} of {reason}")
         dtype = self.value.dtype
         new = compute()
-        if new.value.shape != self.value.shape:
-            raise ValueError(f"non-broadcastable output operand with shape {self.value.shape} "
-                             f"doesn't match the broadcast shape {new.value.shape}")
+        self._check_same_shape(new)
         if new.value.dtype != dtype:  # in place keeps x's dtype: NumPy casts the result back
             new = new.astype(dtype)
         self.node, self.value = new.node, new.value
         return self
+
+    def _check_same_shape(self, new: Proxy) -> None:
+        """An in-place update cannot change the shape (NumPy's own error, raised as eager would)."""
+        if new.value.shape != self.value.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.value.shape} "
+                             f"doesn't match the broadcast shape {new.value.shape}")
 
     def _update_view_in_place(self, what: str, compute: Any) -> Proxy:
         """``x[k] op= v`` (Python: ``t = x[k]; t op= v; x[k] = t``) when ``t`` is a view: the
@@ -167,9 +171,7 @@ class Proxy:
         the view ``x[k]`` of the updated ``x`` again."""
         base, key = self.view_of
         new = compute()
-        if new.value.shape != self.value.shape:
-            raise ValueError(f"non-broadcastable output operand with shape {self.value.shape} "
-                             f"doesn't match the broadcast shape {new.value.shape}")
+        self._check_same_shape(new)
         base._update_in_place(what, lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, "stax.functional.setitem", (base, key, new), {},
             NN_FUNCTIONS["stax.functional.setitem"]), ignore=self.value)  # this view is replaced
