@@ -83,6 +83,7 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks: compiled vs eager NumPy, measured in one run."""
     _install(session, *[f"stax-{p}" for p in PACKAGES], "pytest>=8", "pytest-benchmark>=4")
-    session.install("numexpr")  # a peer measured in the same run (others: see the user guide)
+    # the peers measured in the same run; torch.compile too where torch==2.13.0 is installed
+    session.install("numexpr", "numba", "jax")
     session.run("pytest", "benchmarks", "--benchmark-only", "--benchmark-columns=median,iqr,rounds",
                 "--benchmark-sort=name", *session.posargs)

@@ -1,19 +1,42 @@
-"""Prints, after the benchmark table, each case's speedup over eager NumPy measured in this run."""
+"""Prints, after the benchmark table, one summary measured in this run: every implementation's
+median per case, its speedup over eager NumPy, Stax against the fastest peer, and the bandwidth
+achieved on each case's minimal traffic against the copy/triad bandwidth of this machine."""
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))  # `import peers` from the benchmark modules
+
 MEDIANS: dict[str, dict[str, float]] = defaultdict(dict)
+TRAFFIC: dict[str, int] = {}
+BANDWIDTH: dict[str, float] = {}
 NOTES: list[str] = []
+PEERS = ("numexpr", "numba", "jax")  # the issue's bar: faster than the fastest of these
+ROOFLINE_CASES = ("softmax(4096,4096)", "layer_norm(8192,1024)", "gelu(16M)")
 
 
 @pytest.fixture
 def record():
     def save(case: str, impl: str, benchmark) -> None:
         MEDIANS[case][impl] = benchmark.stats.stats.median
+    return save
+
+
+@pytest.fixture
+def traffic():
+    """``traffic(case, nbytes)``: the bytes the case must move at least."""
+    return TRAFFIC.__setitem__
+
+
+@pytest.fixture
+def bandwidth():
+    def save(name: str, nbytes: int, benchmark) -> None:
+        BANDWIDTH[name] = nbytes / benchmark.stats.stats.median
     return save
 
 
@@ -35,22 +58,45 @@ def _dispatch_lines() -> list[str]:
             f"level 3 {(t[need[3]] - kernel) / ufunc:.1f}x (bar 25x)"]
 
 
+def _time(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.2f} us"
+
+
+def _workload_lines(peak: float | None) -> list[str]:
+    lines = []
+    for case, times in MEDIANS.items():
+        if case in ("dispatch", "capture") or "numpy" not in times:
+            continue
+        base = times["numpy"]
+        cells = [f"{impl} {_time(t)} ({base / t:.2f}x)" for impl, t in times.items()]
+        lines.append(f"{case}: " + ", ".join(cells))
+        peer_times = {impl: times[impl] for impl in PEERS if impl in times}
+        stax = times.get("stax")
+        if stax and peer_times:
+            best = min(peer_times, key=peer_times.get)
+            verdict = "faster" if stax < peer_times[best] else "SLOWER"
+            lines.append(f"    stax vs fastest peer ({best}): {peer_times[best] / stax:.2f}x, {verdict}")
+        if stax and case in TRAFFIC and peak:
+            floor = TRAFFIC[case] / peak
+            lines.append(f"    minimal traffic {TRAFFIC[case] / 2**20:.1f} MiB: stax achieves "
+                         f"{TRAFFIC[case] / stax / 1e9:.1f} GB/s, {stax / floor:.2f}x the "
+                         f"minimal-traffic time {_time(floor)}"
+                         + (" (bar 2x)" if case in ROOFLINE_CASES else ""))
+    return lines
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     tr = terminalreporter
     NOTES.extend(_dispatch_lines())
+    peak = max(BANDWIDTH.values(), default=None)
+    for name, rate in BANDWIDTH.items():
+        NOTES.append(f"bandwidth, {name}: {rate / 1e9:.1f} GB/s")
     if NOTES:
         tr.section("measurements")
         for line in NOTES:
             tr.write_line(line)
-    if not MEDIANS:
-        return
-    tr.section("speedups (median eager NumPy / median implementation, same run)")
-    for case, times in sorted(MEDIANS.items()):
-        if case in ("dispatch", "capture"):
-            continue
-        base = times.get("numpy")
-        parts = [f"{impl} {t * 1e6:.1f} us" for impl, t in sorted(times.items())]
-        ratios = [f"{impl} {base / t:.2f}x" for impl, t in sorted(times.items())
-                  if base and impl != "numpy"]
-        tr.write_line(f"{case:>28}: " + ", ".join(parts) + ("  ->  " + ", ".join(ratios)
-                                                               if ratios else ""))
+    lines = _workload_lines(peak)
+    if lines:
+        tr.section("workloads (median; ratio = eager NumPy / implementation, same run)")
+        for line in lines:
+            tr.write_line(line)

@@ -1,67 +1,42 @@
-"""The issue-5 workloads, compiled vs eager NumPy (and numexpr where it applies and is installed),
-measured in one run. Peers that are not installed are skipped, never faked."""
+"""The issue-5 workloads, measured in one run: eager NumPy, numexpr, Numba, JAX jit (CPU),
+torch.compile (optional) and Stax, plus a copy and a triad that give the machine's bandwidth.
+
+The summary (``conftest.py``) prints one table: each implementation's median, its ratio to eager
+NumPy, Stax against the fastest peer, and the bandwidth each achieves on the case's minimal traffic
+(bytes every implementation must read and write at least once) against the measured bandwidth."""
+
+from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.runtime import nn
 
-try:
-    import numexpr
-except ImportError:  # optional peer
-    numexpr = None
+import peers
 
 RNG = np.random.default_rng(0)
 
 
-def softmax(x):
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
+def f32(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
 
 
-def layer_norm(x, w, b):
-    return nn.layer_norm(x, (x.shape[-1],), w, b)
-
-
-def gelu(x):
-    return 0.5 * x * (1 + np.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-
-
-def chain20(x):
-    for i in range(10):
-        x = x * 1.0001 + 0.5 * i
-    return x
-
-
-def plus_one(x):
-    return x + 1
-
-
-def mlp(x, w1, w2):
-    return np.maximum(x @ w1, 0) @ w2
-
-
-def f32(*shape):
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
+# case -> (program name, NumPy program, inputs, minimal traffic in bytes)
 CASES = {
-    "softmax(4096,4096)": (softmax, lambda: (f32(4096, 4096),)),
-    "softmax(64,1000)": (softmax, lambda: (f32(64, 1000),)),
-    "layer_norm(8192,1024)": (layer_norm, lambda: (f32(8192, 1024), f32(1024), f32(1024))),
-    "gelu(16M)": (gelu, lambda: (f32(1 << 24),)),
-    "chain20(256)": (chain20, lambda: (f32(256),)),
-    "x+1(1)": (plus_one, lambda: (f32(1),)),
-    "mlp(512x1024x4096x1024)": (mlp, lambda: (f32(512, 1024), f32(1024, 4096) * 0.03,
-                                               f32(4096, 1024) * 0.03)),
+    "example_1_1(64,128)": ("example_1_1", lambda: (f32(64, 128), f32(64, 128))),
+    "example_1_1(4096,4096)": ("example_1_1", lambda: (f32(4096, 4096), f32(4096, 4096))),
+    "softmax(4096,4096)": ("softmax", lambda: (f32(4096, 4096),)),
+    "softmax(64,1000)": ("softmax", lambda: (f32(64, 1000),)),
+    "layer_norm(8192,1024)": ("layer_norm", lambda: (f32(8192, 1024), f32(1024), f32(1024))),
+    "gelu(16M)": ("gelu", lambda: (f32(1 << 24),)),
+    "chain20(256)": ("chain20", lambda: (f32(256),)),
+    "x+1(1)": ("plus_one", lambda: (f32(1),)),
+    "mlp(512x1024x4096x1024)": ("mlp", lambda: (f32(512, 1024), f32(1024, 4096, scale=0.03),
+                                                 f32(4096, 1024, scale=0.03))),
 }
-NUMEXPR = {
-    "gelu(16M)": "0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))",
-    "x+1(1)": "x + 1",
-}
-_compiled = {}
-_inputs = {}
+IMPLS = ["numpy", "numexpr", "numba", "jax", "torch", "stax"]
+_inputs: dict = {}
+_compiled: dict = {}
 
 
 def inputs(case):
@@ -70,23 +45,63 @@ def inputs(case):
     return _inputs[case]
 
 
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("impl", ["numpy", "stax", "numexpr"])
-def test_workload(benchmark, record, case, impl):
-    fn, _ = CASES[case]
-    args = inputs(case)
+def minimal_bytes(args, result) -> int:
+    """Every input read once and the result written once."""
+    return sum(a.nbytes for a in args) + np.asarray(result).nbytes
+
+
+def runner(impl, name, args):
+    """A zero-argument callable that runs ``name`` on ``args`` with ``impl``, or None."""
+    fn = getattr(peers, name)
+    if impl == "numpy":
+        return lambda: fn(*args)
+    if impl == "stax":
+        compiled = _compiled.setdefault(name, stax.compile(fn))
+        return lambda: compiled(*args)
     if impl == "numexpr":
-        if numexpr is None or case not in NUMEXPR:
-            pytest.skip("numexpr not installed or not applicable")
-        expr = NUMEXPR[case]
-        run = lambda: numexpr.evaluate(expr, local_dict={"x": args[0]})  # noqa: E731
-    elif impl == "stax":
-        compiled = _compiled.setdefault(case, stax.compile(fn))
-        run = lambda: compiled(*args)  # noqa: E731
-    else:
-        run = lambda: fn(*args)  # noqa: E731
-    result = run()  # compile, and check, outside the timing
-    np.testing.assert_allclose(result, fn(*args), rtol=2e-5, atol=2e-5)
+        program = peers.numexpr_program(name)
+        return program and (lambda: program(*args))
+    if impl == "numba":
+        program = peers.numba_program(name)
+        return program and (lambda: program(*args))
+    prepare = {"jax": peers.jax_program, "torch": peers.torch_program}[impl](name)
+    return prepare and prepare(*args)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("impl", IMPLS)
+def test_workload(benchmark, record, traffic, case, impl):
+    name, _ = CASES[case]
+    args = inputs(case)
+    run = runner(impl, name, args)
+    if run is None:
+        pytest.skip(f"{impl} is not installed or has no program for {name}")
+    expected = getattr(peers, name)(*args)
+    result = run()  # compile (every peer) and check, outside the timing
+    np.testing.assert_allclose(np.asarray(result), expected, rtol=2e-5, atol=2e-4)
+    traffic(case, minimal_bytes(args, expected))
     benchmark.group = case
     benchmark(run)
     record(case, impl, benchmark)
+
+
+BANDWIDTH_ELEMENTS = 1 << 25  # 128 MiB per float32 array: far beyond every cache
+
+
+def test_bandwidth_copy(benchmark, bandwidth):
+    a = np.ones(BANDWIDTH_ELEMENTS, np.float32)
+    b = np.empty_like(a)
+    benchmark.group = "bandwidth"
+    benchmark(np.copyto, b, a)
+    bandwidth("copy (NumPy)", 2 * a.nbytes, benchmark)
+
+
+def test_bandwidth_triad(benchmark, bandwidth):
+    triad = peers.numba_program("triad")
+    if triad is None:
+        pytest.skip("numba is not installed (the triad needs a fused parallel loop)")
+    a, b, c = (np.full(BANDWIDTH_ELEMENTS, v, np.float32) for v in (0, 1, 2))
+    triad(a, b, c, np.float32(3))
+    benchmark.group = "bandwidth"
+    benchmark(triad, a, b, c, np.float32(3))
+    bandwidth("triad (Numba prange)", 3 * a.nbytes, benchmark)
