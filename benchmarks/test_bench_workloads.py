@@ -8,11 +8,10 @@ NumPy, Stax against the fastest peer, and the bandwidth each achieves on the cas
 from __future__ import annotations
 
 import numpy as np
+import peers
 import pytest
 
 import stax.runtime as stax
-
-import peers
 
 RNG = np.random.default_rng(0)
 
