@@ -16,6 +16,7 @@ from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.objcache import ObjectCache
+from .memory import MIN_BYTES, default_block_pool
 from .threadpool import default_pool
 
 
@@ -58,6 +59,9 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]]
 def _allocator(plan: BufferPlan) -> Callable[[], np.ndarray]:
     shape, dtype = plan.shape, np.dtype(plan.dtype)
     strides = tuple(s * dtype.itemsize for s in plan.strides)
+    if math.prod(shape) * dtype.itemsize >= MIN_BYTES:  # pages already mapped: no first-touch cost
+        pool = default_block_pool()
+        return lambda: pool.empty(shape, dtype, strides)
     if np.empty(shape, dtype).strides == strides:
         return lambda: np.empty(shape, dtype)
     size = math.prod(shape)

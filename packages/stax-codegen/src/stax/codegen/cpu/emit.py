@@ -36,6 +36,7 @@ from stax.loop import (
     xvar,
 )
 
+from ..rowshare import Spill, share_row_values
 from . import vmath
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
@@ -92,6 +93,7 @@ class KernelEmitter:
         self.vars: dict[str, ir.Value] = {}
         self.memo: dict[object, ir.Value] = {}  # id(expr) or ("index", affine)
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
+        self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
 
     def _data_pointer(self, obj: ir.Value, dtype: str, offset: int) -> ir.Value:
         b = self.builder
@@ -285,6 +287,9 @@ class KernelEmitter:
 
         phases = _phases(nodes)
         if split and len(phases) > 1:
+            phases, spills = share_row_values(phases)
+            for spill in spills:
+                self.spills.setdefault(spill.reduction, []).append(spill)
             # one row at a time (x0), the phases in order inside it: a later phase reads what an
             # earlier one stored for this row, while the row is still in cache (row fusion, §7)
             def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
@@ -329,6 +334,9 @@ class KernelEmitter:
             position = 0
             for n in nodes:
                 x = self.value(n.data.body)
+                for spill in self.spills.get(n.name, ()):
+                    self.builder.store(x, self.builder.gep(self.pointers[spill.buffer],
+                                                           [self.index(spill.index)]))
                 if _is_arg(n):
                     out += self._arg_accumulate(n, accs[position], accs[position + 1], x)
                     position += 2

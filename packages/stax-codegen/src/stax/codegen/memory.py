@@ -1,0 +1,82 @@
+"""Large buffers from blocks that earlier results gave back (a caching allocator).
+
+A fresh 64 MiB array costs more to touch the first time than to compute: the kernel maps and
+zeroes 16384 pages (about 5 ms on the 2-core bench machine, more than the whole softmax should
+take). NumPy cannot reuse such a block — glibc returns every allocation above 32 MiB to the
+kernel on ``free`` — so results above ``MIN_BYTES`` come from this pool instead.
+
+Each result is a NumPy array over a small exporter object (a ctypes array at the block's
+address); every view of the result keeps that exporter alive, and when the last one dies a
+finalizer puts the block back. The pool keeps at most ``limit`` bytes of free blocks; the rest is
+freed as usual. What callers see is an ordinary writable array (``flags.owndata`` is False, as
+for any view).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+import weakref
+
+import numpy as np
+
+MIN_BYTES = 1 << 20
+DEFAULT_LIMIT = 1 << 30
+
+
+@functools.cache
+def _exporter_type(nbytes: int) -> type:
+    # a subclass, because ctypes' own array types take no weak references
+    return type(f"StaxBlock{nbytes}", (ctypes.c_char * nbytes,), {})
+
+
+class BlockPool:
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self.limit = limit
+        self._free: dict[int, list[np.ndarray]] = {}
+        self._free_bytes = 0
+        self._lock = threading.Lock()
+        self.reused = 0
+        self.allocated = 0
+
+    def empty(self, shape: tuple[int, ...], dtype: np.dtype, strides: tuple[int, ...] | None = None
+              ) -> np.ndarray:
+        """An uninitialized array, from a recycled block when one of this size is free."""
+        nbytes = max(1, int(np.prod(shape)) * dtype.itemsize)
+        with self._lock:
+            blocks = self._free.get(nbytes)
+            block = blocks.pop() if blocks else None
+            if block is not None:
+                self._free_bytes -= nbytes
+                self.reused += 1
+            else:
+                self.allocated += 1
+        if block is None:
+            block = np.empty(nbytes, np.uint8)
+        exporter = _exporter_type(nbytes).from_address(block.ctypes.data)
+        weakref.finalize(exporter, self._give_back, block)
+        return np.ndarray(shape, dtype, buffer=exporter, strides=strides)
+
+    def _give_back(self, block: np.ndarray) -> None:
+        with self._lock:
+            if self._free_bytes + block.nbytes <= self.limit:
+                self._free.setdefault(block.nbytes, []).append(block)
+                self._free_bytes += block.nbytes
+
+    def clear(self) -> None:
+        """Free every block the pool holds (results still alive keep theirs)."""
+        with self._lock:
+            self._free.clear()
+            self._free_bytes = 0
+
+    @property
+    def free_bytes(self) -> int:
+        return self._free_bytes
+
+
+_POOL = BlockPool()
+
+
+def default_block_pool() -> BlockPool:
+    return _POOL

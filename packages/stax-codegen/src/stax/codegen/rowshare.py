@@ -1,0 +1,141 @@
+"""Keep an expensive per-element value of a row kernel instead of computing it twice (spec §7.5).
+
+In a row-fused kernel (softmax: max, then sum of ``exp(x - max)``, then ``exp(x - max) / sum``)
+a later element-wise phase often recomputes the very value an earlier reduction phase
+accumulated. When that value is expensive (it contains a transcendental) and the later node has
+the value's dtype, the reduction phase also stores the value into the later node's own output
+buffer, at the element the later node will write, and the later node reads it back from there
+and overwrites it in place: same buffer, same size, same dtype, same index — the in-place
+condition of §7.5. The row is still in cache, so the second pass costs a load instead of a
+transcendental, and no extra buffer exists.
+
+This is a decision about loop nests, not about the CPU: any backend that emits row kernels phase
+by phase can apply it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from stax.loop import (
+    Affine,
+    Binary,
+    Cast,
+    ComputedBuffer,
+    Const,
+    Expr,
+    Load,
+    Pointwise,
+    Reduction,
+    Select,
+    Unary,
+    postorder,
+    rvar,
+    xvar,
+)
+
+EXPENSIVE = frozenset({"exp", "log", "tanh"})
+
+
+@dataclass(frozen=True)
+class Spill:
+    """While reducing ``reduction``, also store its accumulated value into ``buffer[index]``."""
+
+    reduction: str
+    buffer: str
+    index: Affine  # in the reduction's variables (x for the row, r within it)
+
+
+def _rename(index: Affine, names: dict[str, str]) -> Affine:
+    return Affine(tuple(sorted((names.get(v, v), c) for v, c in index.terms)), index.const)
+
+
+def _key(e: Expr, names: dict[str, str], memo: dict[int, object]) -> object:
+    """A hashable structural key of ``e`` with loop variables renamed (expressions compare by
+    identity, so two phases' copies of one value are told apart only by structure)."""
+    found = memo.get(id(e))
+    if found is not None:
+        return found
+    if isinstance(e, Load):
+        key: object = ("load", e.buffer, _rename(e.index, names), e.dtype)
+    elif isinstance(e, Const):
+        key = ("const", repr(e.value), e.dtype)
+    elif isinstance(e, Cast):
+        key = ("cast", _key(e.x, names, memo), e.dtype)
+    elif isinstance(e, Unary):
+        key = ("unary", e.op, _key(e.x, names, memo), e.dtype)
+    elif isinstance(e, Binary):
+        key = ("binary", e.op, _key(e.a, names, memo), _key(e.b, names, memo), e.dtype)
+    elif isinstance(e, Select):
+        key = ("select",) + tuple(_key(c, names, memo) for c in e.children()) + (e.dtype,)
+    else:
+        raise TypeError(f"unknown expression {e!r}")
+    memo[id(e)] = key
+    return key
+
+
+def _expensive(e: Expr) -> bool:
+    return any(isinstance(n, Unary) and n.op in EXPENSIVE for n in postorder(e))
+
+
+def _substitute(e: Expr, target: int, replacement: Expr, memo: dict[int, Expr]) -> Expr:
+    """``e`` with the node whose id is ``target`` replaced (shared subexpressions stay shared)."""
+    if id(e) == target:
+        return replacement
+    done = memo.get(id(e))
+    if done is not None:
+        return done
+    kids = e.children()
+    new_kids = [_substitute(k, target, replacement, memo) for k in kids]
+    if all(a is b for a, b in zip(kids, new_kids)):
+        out = e
+    elif isinstance(e, Cast | Unary):
+        out = replace(e, x=new_kids[0])
+    elif isinstance(e, Binary):
+        out = replace(e, a=new_kids[0], b=new_kids[1])
+    elif isinstance(e, Select):
+        out = replace(e, cond=new_kids[0], a=new_kids[1], b=new_kids[2])
+    else:
+        raise TypeError(f"unknown expression {e!r}")
+    memo[id(e)] = out
+    return out
+
+
+def share_row_values(phases: Sequence[Sequence[ComputedBuffer]]
+                     ) -> tuple[list[list[ComputedBuffer]], list[Spill]]:
+    """The phases of one row kernel with recomputed expensive values replaced by loads of the
+    value an earlier reduction phase stored, and the stores (spills) that reduction must add."""
+    out = [list(phase) for phase in phases]
+    spills: list[Spill] = []
+    spilled: set[str] = set()
+    for i, phase in enumerate(out):
+        for red in phase:
+            if not isinstance(red.data, Reduction) or red.data.reduction_type == "argmax" \
+                    or red.data.reduction_type == "argmin" or not _expensive(red.data.body):
+                continue
+            rows = len(red.ranges)
+            to_x = {rvar(j): xvar(rows + j) for j in range(len(red.reduction_ranges))}
+            wanted = _key(red.data.body, to_x, {})
+            full = red.ranges + red.reduction_ranges
+            for later in out[i + 1:]:
+                for k, node in enumerate(later):
+                    if node.name in spilled or not isinstance(node.data, Pointwise) \
+                            or node.ranges != full or node.dtype != red.data.body.dtype:
+                        continue
+                    memo: dict[int, object] = {}
+                    match = next((e for e in postorder(node.data.body)
+                                  if _key(e, {}, memo) == wanted), None)
+                    if match is None:
+                        continue
+                    reread = Load(node.name, node.store_index, node.dtype)
+                    body = _substitute(node.data.body, id(match), reread, {})
+                    later[k] = replace(node, data=Pointwise(node.ranges, body))
+                    to_r = {x: r for r, x in to_x.items()}
+                    spills.append(Spill(red.name, node.name, _rename(node.store_index, to_r)))
+                    spilled.add(node.name)
+                    break
+                else:
+                    continue
+                break
+    return out, spills
