@@ -14,6 +14,7 @@ from stax.ir.interpreter import resolve_function
 from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
+from .cpu.entry import Entry, make_entry
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.objcache import ObjectCache
 from .memory import MIN_BYTES, default_block_pool
@@ -96,8 +97,8 @@ class Executable:
 
     def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None) -> None:
         self.artifact = artifact
-        self.module = CompiledModule(artifact.llvm_ir,
-                                     ObjectCache(cache_dir) if cache_dir is not None else None)
+        self._cache = ObjectCache(cache_dir) if cache_dir is not None else None
+        self.module = CompiledModule(artifact.llvm_ir, self._cache)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
         allocs = [(b.name, _allocator(b)) for b in artifact.buffers
                   if b.role not in ("input", "extern")]
@@ -153,3 +154,8 @@ class Executable:
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         return self.run(*arrays)
+
+    def entry(self, inputs: list[np.ndarray], slow: Callable[..., Any]) -> Entry | str:
+        """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``
+        that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none."""
+        return make_entry(self.artifact, self.module, inputs, slow, self._cache)

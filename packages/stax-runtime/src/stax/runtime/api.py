@@ -83,6 +83,7 @@ class Version:
     gates: GateReplay | None = None
     rho: str = PLAIN
     fast: Callable[..., Any] | None = None  # run(*arrays) for f(array, ...) calls
+    entry: Any = None  # the machine-code entry (stax.codegen.cpu.entry.Entry), if it has one
     stats: dict[str, float] = field(default_factory=dict)
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
 
@@ -134,6 +135,9 @@ class CompiledFunction:
         self._misses = 0
         self._fallbacks = 0
         self._limit_warned = False
+        # what a call runs: the Python dispatcher below, or the machine-code entry of the
+        # version the previous call used (which hands every other call back to the dispatcher)
+        self._call: Callable[..., Any] = self._dispatch
         functools.update_wrapper(self, fn)
         if dynamic:
             logs.warn(f"stax: {self._name}: dynamic=True is not implemented yet; "
@@ -145,6 +149,9 @@ class CompiledFunction:
 
     # -- calling (algorithm 2.1) -----------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
         if self._free:
             args = (*self._free.read(), *args)
         if not kwargs:
@@ -168,6 +175,8 @@ class CompiledFunction:
         return self._run(self._miss(sigma, args, kwargs), args, kwargs)
 
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if version.entry is not None:
+            self._call = version.entry.function  # level 1 in machine code for the next call
         if not version.native:
             self._fallbacks += 1
             return version.run(args, kwargs)
@@ -182,8 +191,9 @@ class CompiledFunction:
             return self._traced_function()(*args, **kwargs)
 
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(len(self._versions), self._compiles, dict(self._hits), self._misses,
-                         self._fallbacks)
+        hits = dict(self._hits)
+        hits[1] += sum(v.entry.hits for v in self._versions if v.entry is not None)
+        return CacheInfo(len(self._versions), self._compiles, hits, self._misses, self._fallbacks)
 
     def versions(self) -> list[Version]:
         return list(self._versions)
@@ -294,6 +304,15 @@ class CompiledFunction:
                 and not capture.writeback:
             run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
             version.fast = run_one or (lambda *arrays: run_flat(*arrays)[0])
+            make_entry = getattr(run_flat, "entry", None)
+            if make_entry is not None and version.gates is None and not self._free:
+                clock = time.perf_counter()
+                entry = make_entry(leaves, self._dispatch)
+                timings["entry"] = time.perf_counter() - clock
+                if isinstance(entry, str):
+                    logs.emit("kernels", settings.logs, f"no machine-code entry: {entry}")
+                else:
+                    version.entry = entry
         return version
 
     def _dumper(self, settings: config.Settings, name: str, number: int

@@ -103,6 +103,9 @@ class CompiledModule:
     def address(self, name: str) -> int:
         return self._engine.get_function_address(name)
 
+    def global_address(self, name: str) -> int:
+        return self._engine.get_global_value_address(name)
+
     def assembly(self) -> str:
         module = self._module if self._module is not None else _optimized_module(self.llvm_ir)
         return _target_machine().emit_assembly(module)

@@ -1,0 +1,297 @@
+"""A machine-code entry point per compiled version: the call ``f(x)`` without the interpreter.
+
+For a tiny call the time is all overhead: the Python dispatch (tuple compares of shapes, strides
+and dtypes), ctypes' argument conversion, ``np.empty``. The entry does the same work in LLVM IR,
+as a CPython ``METH_FASTCALL | METH_KEYWORDS`` builtin function:
+
+1. the guard: exactly ``len(inputs)`` positional arguments, no keywords, each an exact
+   ``numpy.ndarray`` with the version's ndim, shape, strides and dtype (the dtype object itself:
+   an equal but distinct dtype, a byte-swapped one say, takes the slow path, which decides);
+2. outputs and intermediates allocated with NumPy's own ``PyArray_NewFromDescr``;
+3. the kernels called directly, in plan order, on the calling thread;
+4. intermediates released, the output returned (a 0-d result as a NumPy scalar, as NumPy does).
+
+Anything else — another layout, a keyword, a subclass — goes to ``slow``, the Python dispatcher,
+with the arguments untouched, so the entry can only ever be faster, never different.
+
+Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
+extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
+one array result. The IR holds no addresses — they live in a context table filled at load time
+— so it is cached on disk with the kernels' object code.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from llvmlite import ir
+
+from ..artifact import KernelArtifact
+from ..memory import MIN_BYTES
+from .jit import CompiledModule, array_data_offset
+from .types import I8P, I64
+
+I32 = ir.IntType(32)
+I8PP = I8P.as_pointer()
+VECTORCALL_ARGUMENTS_OFFSET = 1 << 63
+METH_FASTCALL_KEYWORDS = 0x80 | 0x02
+# the NumPy C-API table (numpy/__multiarray_api.h): stable slots since NumPy 1.x
+API_ARRAY_TYPE, API_RETURN, API_NEW_FROM_DESCR = 2, 76, 94
+# context table slots
+CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
+    CTX_HITS, CTX_FIXED = range(9)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the fields of ``PyArrayObject`` are, found by looking at a probe array."""
+
+    data: int
+    nd: int
+    dimensions: int
+    strides: int
+    descr: int
+
+
+@functools.cache
+def array_layout() -> Layout | None:
+    probe = np.empty((3, 5, 7), np.float32)[:, ::2]
+    base = id(probe)
+
+    def word(offset: int) -> int:
+        return ctypes.c_ssize_t.from_address(base + offset).value
+
+    data = array_data_offset()
+    layout = Layout(data, data + 8, data + 16, data + 24, data + 40)
+    try:
+        nd_ok = ctypes.c_int.from_address(base + layout.nd).value == probe.ndim
+        dims = [ctypes.c_ssize_t.from_address(word(layout.dimensions) + 8 * i).value for i in range(3)]
+        steps = [ctypes.c_ssize_t.from_address(word(layout.strides) + 8 * i).value for i in range(3)]
+        descr_ok = word(layout.descr) == id(probe.dtype)
+    except (ValueError, OSError):
+        return None
+    ok = nd_ok and tuple(dims) == probe.shape and tuple(steps) == probe.strides and descr_ok
+    return layout if ok else None
+
+
+@functools.cache
+def _api() -> dict[str, int] | None:
+    """Addresses of the CPython and NumPy functions the entry calls; None if anything about the
+    running NumPy differs from what the entry assumes (then no version gets an entry)."""
+    try:
+        capsule = np._core._multiarray_umath._ARRAY_API
+    except AttributeError:  # NumPy 1.x
+        capsule = np.core._multiarray_umath._ARRAY_API
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    table = get(capsule, None)
+    slot = lambda i: ctypes.c_void_p.from_address(table + 8 * i).value  # noqa: E731
+    if slot(API_ARRAY_TYPE) != id(np.ndarray) or array_layout() is None:
+        return None
+    api = {"array_type": id(np.ndarray), "new": slot(API_NEW_FROM_DESCR), "return": slot(API_RETURN)}
+    for name in ("PyObject_Vectorcall", "Py_DecRef", "Py_IncRef"):
+        api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+    # check the NumPy slots do what their names say, once, through ctypes
+    new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
+                            ctypes.POINTER(ctypes.c_ssize_t), ctypes.c_void_p, ctypes.c_void_p,
+                            ctypes.c_int, ctypes.c_void_p)(api["new"])
+    descr = np.dtype(np.float64)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(descr))  # the call steals a reference
+    made = new(id(np.ndarray), descr, 2, (ctypes.c_ssize_t * 2)(2, 3), None, None, 0, None)
+    if type(made) is not np.ndarray or made.shape != (2, 3) or made.dtype != descr:
+        return None
+    return api
+
+
+@dataclass(frozen=True)
+class EntryPlan:
+    """What the entry does for one artifact, in slot order (inputs first, then allocations)."""
+
+    inputs: tuple[tuple[tuple[int, ...], tuple[int, ...], str], ...]   # shape, byte strides, dtype
+    allocs: tuple[tuple[tuple[int, ...], tuple[int, ...], str], ...]
+    kernels: tuple[tuple[str, tuple[int, ...], int], ...]              # name, arg slots, outer
+    output: int
+    scalar: bool
+
+    @staticmethod
+    def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
+           ) -> EntryPlan | str:
+        """The plan, or why this artifact gets no entry."""
+        if artifact.externs:
+            return "it has NumPy steps"
+        if any(k.parallel for k in artifact.kernels):
+            return "a kernel runs on the thread pool"
+        if len(artifact.outputs) != 1 or "buffer" not in artifact.outputs[0]:
+            return "it has no single array result"
+        slots: dict[str, int] = {}
+        inputs, allocs = [], []
+        buffers = [b for b in artifact.buffers if b.role == "input"]
+        for b, (shape, strides) in zip(buffers, input_layouts):
+            slots[b.name] = len(slots)
+            inputs.append((tuple(shape), tuple(strides), b.dtype))
+        for b in artifact.buffers:
+            if b.role in ("input", "extern"):
+                continue
+            itemsize = np.dtype(b.dtype).itemsize
+            if int(np.prod(b.shape)) * itemsize >= MIN_BYTES:
+                return "a buffer is large (it comes from the block pool)"
+            slots[b.name] = len(slots)
+            allocs.append((tuple(b.shape), tuple(s * itemsize for s in b.strides), b.dtype))
+        kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
+                        for k in artifact.kernels)
+        out = artifact.outputs[0]
+        return EntryPlan(tuple(inputs), tuple(allocs), kernels, slots[out["buffer"]],
+                         bool(out["scalar"]))
+
+
+def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
+    module = ir.Module("stax_entry")
+    n_ctx = CTX_FIXED + len(plan.inputs) + len(plan.allocs) + len(plan.kernels)
+    ctx = ir.GlobalVariable(module, ir.ArrayType(I64, n_ctx), "stax_ctx")
+    ctx.initializer = ir.Constant(ir.ArrayType(I64, n_ctx), [0] * n_ctx)
+    fnty = ir.FunctionType(I8P, [I8P, I8PP, I64, I8P])
+    fn = ir.Function(module, fnty, "stax_entry")
+    this, args, nargsf, kwnames = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slow = fn.append_basic_block("slow")
+    blocks = iter(range(10_000))
+
+    def ctx_word(i: int) -> ir.Value:
+        return b.load(b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, i)]))
+
+    def ctx_fn(i: int, ret: ir.Type, params: list[ir.Type]) -> ir.Value:
+        return b.inttoptr(ctx_word(i), ir.FunctionType(ret, params).as_pointer())
+
+    def field(obj: ir.Value, offset: int, typ: ir.Type) -> ir.Value:
+        return b.load(b.bitcast(b.gep(obj, [ir.Constant(I64, offset)]), typ.as_pointer()))
+
+    def require(cond: ir.Value) -> None:
+        ok = fn.append_basic_block(f"ok{next(blocks)}")
+        b.cbranch(cond, ok, slow)
+        b.position_at_end(ok)
+
+    nargs = b.and_(nargsf, ir.Constant(I64, ~VECTORCALL_ARGUMENTS_OFFSET & (2**64 - 1)))
+    require(b.and_(b.icmp_unsigned("==", kwnames, ir.Constant(I8P, None)),
+                   b.icmp_unsigned("==", nargs, ir.Constant(I64, len(plan.inputs)))))
+    objs: list[ir.Value] = []
+    array_type = ctx_word(CTX_ARRAY_TYPE)
+    for i, (shape, strides, _) in enumerate(plan.inputs):
+        a = b.load(b.gep(args, [ir.Constant(I64, i)]))
+        objs.append(a)
+        require(b.icmp_unsigned("==", field(a, 8, I64), array_type))  # Py_TYPE(a) exactly
+        same = b.icmp_unsigned("==", field(a, layout.descr, I64), ctx_word(CTX_FIXED + i))
+        same = b.and_(same, b.icmp_signed("==", field(a, layout.nd, I32),
+                                          ir.Constant(I32, len(shape))))
+        require(same)
+        dims, steps = field(a, layout.dimensions, I64.as_pointer()), field(a, layout.strides,
+                                                                          I64.as_pointer())
+        same = ir.Constant(ir.IntType(1), 1)
+        for d, (extent, stride) in enumerate(zip(shape, strides)):
+            got_extent = b.load(b.gep(dims, [ir.Constant(I64, d)]))
+            same = b.and_(same, b.icmp_signed("==", got_extent, ir.Constant(I64, extent)))
+            if extent != 1:  # NumPy ignores the stride of a length-1 axis, and so does the kernel
+                got_stride = b.load(b.gep(steps, [ir.Constant(I64, d)]))
+                same = b.and_(same, b.icmp_signed("==", got_stride, ir.Constant(I64, stride)))
+        require(same)
+    new = ctx_fn(CTX_NEW, I8P, [I64, I64, I32, I64.as_pointer(), I64.as_pointer(), I8P, I32, I8P])
+    incref = ctx_fn(CTX_INCREF, ir.VoidType(), [I64])
+    decref = ctx_fn(CTX_DECREF, ir.VoidType(), [I8P])
+    failed = fn.append_basic_block("failed")
+    made: list[ir.Value] = []
+    for j, (shape, strides, _) in enumerate(plan.allocs):
+        descr = ctx_word(CTX_FIXED + len(plan.inputs) + j)
+        b.call(incref, [descr])  # PyArray_NewFromDescr steals it
+        dims = ir.GlobalVariable(module, ir.ArrayType(I64, max(1, len(shape))), f"dims{j}")
+        dims.initializer = ir.Constant(dims.type.pointee, list(shape) or [0])
+        dims.global_constant = True
+        steps = ir.GlobalVariable(module, ir.ArrayType(I64, max(1, len(strides))), f"strides{j}")
+        steps.initializer = ir.Constant(steps.type.pointee, list(strides) or [0])
+        steps.global_constant = True
+        zero = ir.Constant(I32, 0)
+        obj = b.call(new, [array_type, descr, ir.Constant(I32, len(shape)),
+                           b.gep(dims, [zero, zero]), b.gep(steps, [zero, zero]),
+                           ir.Constant(I8P, None), ir.Constant(I32, 0), ir.Constant(I8P, None)])
+        ok = fn.append_basic_block(f"made{j}")
+        b.cbranch(b.icmp_unsigned("==", obj, ir.Constant(I8P, None)), failed, ok)
+        b.position_at_end(ok)
+        made.append(obj)
+        objs.append(obj)
+    for k, (_, slots, outer) in enumerate(plan.kernels):
+        kernel = ctx_fn(CTX_FIXED + len(plan.inputs) + len(plan.allocs) + k, ir.VoidType(),
+                        [I8P] * len(slots) + [I64, I64])
+        b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
+    hits = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, CTX_HITS)])
+    b.store(b.add(b.load(hits), ir.Constant(I64, 1)), hits)
+    result = objs[plan.output]
+    for obj in made:
+        if obj is not result:
+            b.call(decref, [obj])
+    if plan.scalar:
+        result = b.call(ctx_fn(CTX_RETURN, I8P, [I8P]), [result])  # 0-d array -> NumPy scalar
+    b.ret(result)
+    # a failed allocation: release what was made, return NULL with NumPy's MemoryError set
+    b.position_at_end(failed)
+    b.ret(ir.Constant(I8P, None))  # (a leak of earlier buffers only when memory ran out)
+    b.position_at_end(slow)
+    vectorcall = ctx_fn(CTX_VECTORCALL, I8P, [I8P, I8PP, I64, I8P])
+    b.ret(b.call(vectorcall, [b.inttoptr(ctx_word(CTX_SLOW), I8P), args, nargsf, kwnames]))
+    del this
+    return str(module)
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+class Entry:
+    """The builtin function ``entry(*arrays)``, with ``slow`` behind it for every other call.
+    ``hits`` counts the calls the entry ran itself."""
+
+    def __init__(self, plan: EntryPlan, kernels: CompiledModule, slow: Any, descrs: list[np.dtype],
+                 cache: Any = None) -> None:
+        api, layout = _api(), array_layout()
+        assert api is not None and layout is not None
+        self.module = CompiledModule(_entry_ir(plan, layout), cache)
+        self._keep = (slow, descrs, kernels)  # the context holds borrowed pointers to these
+        context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
+                   api["return"], api["Py_DecRef"], api["Py_IncRef"], 0]
+        context += [id(d) for d in descrs]
+        context += [kernels.address(name) for name, _, _ in plan.kernels]
+        self._ctx = (ctypes.c_int64 * len(context)).from_address(
+            self.module.global_address("stax_ctx"))
+        for i, value in enumerate(context):
+            self._ctx[i] = ctypes.c_int64(value).value
+        self._def = _MethodDef(b"stax_entry", self.module.address("stax_entry"),
+                               METH_FASTCALL_KEYWORDS, None)
+        new_function = ctypes.pythonapi.PyCFunction_NewEx
+        new_function.restype = ctypes.py_object
+        new_function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        self.function = new_function(ctypes.addressof(self._def), None, None)
+
+    @property
+    def hits(self) -> int:
+        return self._ctx[CTX_HITS]
+
+
+def entry_available() -> bool:
+    return _api() is not None
+
+
+def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
+               slow: Any, cache: Any = None) -> Entry | str:
+    """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none."""
+    if not entry_available():
+        return "this NumPy's array layout or C API is not the one the entry was written for"
+    if any(type(a) is not np.ndarray for a in inputs):
+        return "an argument is not a plain array"
+    plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs])
+    if isinstance(plan, str):
+        return plan
+    descrs = [a.dtype for a in inputs]
+    descrs += [np.dtype(b.dtype) for b in artifact.buffers if b.role not in ("input", "extern")]
+    return Entry(plan, kernels, slow, descrs, cache)

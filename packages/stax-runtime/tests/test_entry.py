@@ -1,0 +1,108 @@
+"""The machine-code entry: the call f(array, ...) on the previous call's layouts runs without the
+interpreter; every other call goes to the Python dispatcher with its arguments untouched."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def has_entry(cf):
+    return cf._call != cf._dispatch  # bound methods: compare, not identity
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn, shape, dtype", [
+    (lambda x: x + 1, (1,), np.float32),
+    (lambda x: x * 3 - 1, (7, 5), np.int64),
+    (lambda x: (np.maximum(x, 0) * 2).sum(-1), (64, 128), np.float32),
+    (softmax, (17, 33), np.float64),
+    (lambda x: x.sum(), (1023,), np.float64),  # a 0-d result comes back as a NumPy scalar
+    (lambda x: x.max(), (5,), np.float32),
+])
+def test_entry_results_are_numpys(fn, shape, dtype):
+    rng = np.random.default_rng(0)
+    cf = stax.compile(fn, strict_native=True)
+    x = (rng.standard_normal(shape) * 10).astype(dtype)
+    first = cf(x)
+    assert has_entry(cf)
+    for _ in range(3):
+        x = (rng.standard_normal(shape) * 10).astype(dtype)
+        got, want = cf(x), fn(x)
+        assert type(got) is type(want) and np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert first is not got  # a new result per call
+    assert cf.cache_info().hits[1] >= 3
+
+
+def test_other_calls_go_to_the_dispatcher():
+    cf = stax.compile(lambda x, y: x * 2 + y)  # not strict: a byte-swapped array runs eagerly
+    x = np.arange(12.0).reshape(3, 4)
+    y = np.ones(4)
+    np.testing.assert_array_equal(cf(x, y), x * 2 + y)
+    for args, kwargs in [((x.T.copy().T, y), {}),            # another layout (Fortran order)
+                         ((x[:, ::2], y[:2]), {}),           # other shapes, a sliced view
+                         ((x.astype(np.float32), y), {}),    # another dtype
+                         ((x.astype(">f8"), y), {}),         # an equal-sized byte-swapped dtype
+                         ((np.asmatrix(x), y), {}),          # a subclass
+                         ((x,), {"y": y}),                   # a keyword
+                         ((x, 2.5), {})]:                    # a Python scalar
+        want = args[0] * 2 + (kwargs or {"y": args[1]})["y"]
+        got = cf(*args, **kwargs)
+        np.testing.assert_array_equal(got, want)
+        assert type(got) is type(want)
+    np.testing.assert_array_equal(cf(x, y), x * 2 + y)  # and back
+    with pytest.raises(TypeError):
+        cf(x)  # the function's own error, from the dispatcher
+    with pytest.raises(TypeError):
+        cf(x, y, y)
+
+
+def test_writes_back_in_place_and_gated_versions_have_no_entry():
+    def bump(x):
+        x += 1
+        return x
+
+    def gated(x):
+        return x + 1 if x.sum() > 0 else x - 1
+
+    for fn in (bump, gated):
+        cf = stax.compile(fn)
+        x = np.ones(4)
+        cf(x)
+        assert not has_entry(cf)
+
+
+def test_free_variables_are_read_by_the_dispatcher():
+    scale = np.array([2.0, 3.0, 4.0])
+
+    def fn(x):
+        return x * scale
+    cf = stax.compile(fn)
+    cf(np.ones(3))
+    assert not has_entry(cf)
+
+
+def test_calls_from_several_threads():
+    cf = stax.compile(lambda x: x * x + 1, strict_native=True)
+    xs = [np.full((16,), float(i)) for i in range(8)]
+    cf(xs[0])
+    errors = []
+
+    def work(x):
+        for _ in range(500):
+            if not np.array_equal(cf(x), x * x + 1):
+                errors.append(x[0])
+    threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
