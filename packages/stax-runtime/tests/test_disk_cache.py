@@ -78,3 +78,5 @@ def test_warm_start_in_a_fresh_process(tmp_path):
     warm = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                           check=True).stdout.split("\n")
     assert "jit (disk cache)" in warm[1] and "jit (disk cache)" not in cold[1]
+    # the capture too: a warm start does not run the program eagerly on the (large) arguments
+    assert "capture (disk cache)" in warm[1] and "capture (disk cache)" not in cold[1]

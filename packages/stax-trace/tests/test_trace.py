@@ -71,8 +71,22 @@ def test_traced_program_cannot_touch_caller_arrays():
         a.value[:] = 7  # reach through the proxy to the example value
         return a + 1
 
-    trace(lambda a: mutate(a), (x,))
+    with pytest.raises(ValueError, match="read-only"):  # capture computes on read-only views
+        trace(lambda a: mutate(a), (x,))
     np.testing.assert_array_equal(x, before)
+
+
+def test_writes_into_an_argument_through_numpy_never_reach_the_caller():
+    """Functionalized (copyto), unsupported (put) or refused by the read-only view: never written."""
+    x, _w = example((4, 4))
+    before = x.copy()
+    for program in (lambda a: (np.copyto(a, 1.0), a)[1], lambda a: (np.put(a, [0, 3], 5.0), a)[1],
+                    lambda a: (np.copyto(a[1:], 2.0), a)[1], lambda a: (a.value.sort(), a)[1]):
+        try:
+            trace(program, (x,))
+        except (UnsupportedError, ValueError):
+            pass
+        np.testing.assert_array_equal(x, before)
 
 
 def test_example_copy_keeps_layout():

@@ -23,6 +23,7 @@ from stax.trace import leaf_names, trace
 
 from . import config, logs
 from .backends import dump_path, get_backend
+from .capture_cache import CaptureCache, Uncacheable, capture_key
 from .freevars import FreeVariables
 from .gates import GATE_CONDITION, GateReplay
 from .signature import GuardFailure, array_signature, diff_signature, signature
@@ -275,8 +276,15 @@ class CompiledFunction:
         user_args = args[len(self._free.names):]
         names = [*self._free.names, *leaf_names(self.fn, user_args, kwargs)]
         clock = time.perf_counter()
-        capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names)
-        timings["capture"] = time.perf_counter() - clock
+        captures, key = self._capture_cache(settings, sigma, names)
+        capture = captures.load(key) if captures is not None and key is not None else None
+        if capture is not None:
+            timings["capture (disk cache)"] = time.perf_counter() - clock
+        else:
+            capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names)
+            timings["capture"] = time.perf_counter() - clock
+            if captures is not None and key is not None and not capture.gates:
+                captures.store(key, capture)
         dump = self._dumper(settings, name, number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
@@ -314,6 +322,16 @@ class CompiledFunction:
                 else:
                     version.entry = entry
         return version
+
+    def _capture_cache(self, settings: config.Settings, sigma: Any, names: list[str]
+                       ) -> tuple[CaptureCache | None, str | None]:
+        if settings.cache_dir is None:
+            return None, None
+        try:
+            return CaptureCache(settings.cache_dir), capture_key(self.fn, sigma, names)
+        except Uncacheable as exc:
+            logs.emit("perf", settings.logs, f"{self._name}: capture not cached on disk: {exc}")
+            return None, None
 
     def _dumper(self, settings: config.Settings, name: str, number: int
                 ) -> Callable[[str, Any], None]:

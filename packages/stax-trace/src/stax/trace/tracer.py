@@ -25,6 +25,7 @@ from stax.ir import (
     backward_slice,
     data_dependent_shape,
     tree_flatten,
+    tree_leaves,
     tree_unflatten,
 )
 
@@ -35,6 +36,20 @@ from .source import user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
+
+
+def example_view(array: np.ndarray) -> np.ndarray:
+    """A read-only view of the caller's ``array``: what capture computes on.
+
+    In-place updates are functionalized at capture (they make new arrays), so a traced program
+    never needs to write into an argument's memory; a call that tries (``x.fill(0)`` say) meets
+    NumPy's read-only error, which capture turns into an unsupported construct — the caller's
+    array is never touched. A view instead of a private copy saves touching a fresh copy of
+    every argument (for large inputs, the biggest part of a first compile).
+    """
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def example_copy(array: np.ndarray) -> np.ndarray:
@@ -97,6 +112,14 @@ class Tracer:
             return "an array another value views"
         return None
 
+    def _reaches_argument(self, args: Any, kwargs: dict[str, Any]) -> bool:
+        """Whether an operand shares memory with an array argument (capture computes on
+        read-only views of the caller's arrays)."""
+        operands = [v for v in tree_leaves((_concrete(args), _concrete(kwargs)))
+                    if isinstance(v, np.ndarray)]
+        return any(np.may_share_memory(a.example, v) for a in self.arguments.values()
+                   for v in operands)
+
     def _viewed(self, array: np.ndarray, skip: tuple[Any, ...]) -> bool:
         """Whether a live traced value, other than those in ``skip``, shares memory with ``array``."""
         for ref in self.arrays:
@@ -119,7 +142,13 @@ class Tracer:
         node_args = self._symbolic(args, source)
         node_kwargs = self._symbolic(kwargs, source)
         with not_recording():
-            value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
+            try:
+                value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
+            except ValueError as exc:
+                if "read-only" not in str(exc) or not self._reaches_argument(args, kwargs):
+                    raise
+                raise UnsupportedError(f"{target}() writes into an array argument in place",
+                                       source=source, hint="return a new array instead") from None
         if _is_array(value):
             meta = {"tensor": _meta_of(value, target, source), "source": source}
             if random:
@@ -286,7 +315,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
         if isinstance(leaf, np.ndarray):
             meta = TensorMeta.of(leaf)
             node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
-            proxy = Proxy(node, example_copy(leaf), tracer)
+            proxy = Proxy(node, example_view(leaf), tracer)
             tracer.arguments[id(proxy)] = Argument(node, proxy.value, leaf.flags.writeable, proxy)
             traced_leaves.append(proxy)
             inputs.append(node.target)

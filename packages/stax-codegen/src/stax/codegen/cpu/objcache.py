@@ -20,8 +20,9 @@ _reported: set[str] = set()
 
 
 class ObjectCache:
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, suffix: str = ".o") -> None:
         self.directory = Path(directory)
+        self.suffix = suffix
 
     def key(self, llvm_ir: str, *parts: str) -> str:
         digest = hashlib.sha256()
@@ -31,7 +32,7 @@ class ObjectCache:
         return digest.hexdigest()
 
     def path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.o"
+        return self.directory / key[:2] / f"{key}{self.suffix}"
 
     def load(self, key: str) -> bytes | None:
         path = self.path(key)
