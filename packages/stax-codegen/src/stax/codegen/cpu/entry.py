@@ -256,7 +256,8 @@ class Entry:
                  cache: Any = None) -> None:
         api, layout = _api(), array_layout()
         assert api is not None and layout is not None
-        self.module = CompiledModule(_entry_ir(plan, layout), cache)
+        # straight-line guard code: a light optimization level compiles it in a few milliseconds
+        self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
         self._keep = (slow, descrs, kernels)  # the context holds borrowed pointers to these
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0]

@@ -77,17 +77,18 @@ class CompiledModule:
     With a ``cache``, the object code is looked up by content first (a warm start parses and
     optimizes nothing) and stored after a compile."""
 
-    def __init__(self, llvm_ir: str, cache: ObjectCache | None = None) -> None:
+    def __init__(self, llvm_ir: str, cache: ObjectCache | None = None, speed_level: int = 3) -> None:
         self.llvm_ir = llvm_ir
+        self.speed_level = speed_level
         self.from_cache = False
         self._module: Any = None
-        key = cache.key(llvm_ir, *_cache_key_parts()) if cache is not None else None
+        key = cache.key(llvm_ir, str(speed_level), *_cache_key_parts()) if cache is not None else None
         payload = cache.load(key) if cache is not None and key is not None else None
         if payload is not None:
             self._engine = _engine_for_object(payload)
             self.from_cache = True
             return
-        module = _optimized_module(llvm_ir)
+        module = _optimized_module(llvm_ir, speed_level)
         # The engine takes ownership of the target machine it is given: give it its own.
         self._engine = _llvm().create_mcjit_compiler(module, _new_target_machine())
         if cache is not None and key is not None:
@@ -98,7 +99,7 @@ class CompiledModule:
 
     @property
     def optimized_ir(self) -> str:
-        return str(self._module if self._module is not None else _optimized_module(self.llvm_ir))
+        return str(self._module if self._module is not None else _optimized_module(self.llvm_ir, self.speed_level))
 
     def address(self, name: str) -> int:
         return self._engine.get_function_address(name)
@@ -107,20 +108,22 @@ class CompiledModule:
         return self._engine.get_global_value_address(name)
 
     def assembly(self) -> str:
-        module = self._module if self._module is not None else _optimized_module(self.llvm_ir)
+        module = self._module if self._module is not None else \
+            _optimized_module(self.llvm_ir, self.speed_level)
         return _target_machine().emit_assembly(module)
 
 
-def _optimized_module(llvm_ir: str) -> Any:
+def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.triple = host_target().triple
     module.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_interleaving = True
-    pto.loop_unrolling = True
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    vectorize = speed_level >= 2
+    pto.loop_vectorization = vectorize
+    pto.slp_vectorization = vectorize
+    pto.loop_interleaving = vectorize
+    pto.loop_unrolling = vectorize
     builder = llvm.create_pass_builder(_target_machine(), pto)
     builder.getModulePassManager().run(module, builder)
     return module
