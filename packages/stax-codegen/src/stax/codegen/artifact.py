@@ -36,6 +36,7 @@ class KernelPlan:
     parallel: bool
     bytes_read: int
     bytes_written: int
+    index_bits: int = 64           # element index arithmetic: 32 when provably in range (§6.8)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class KernelArtifact:
                          "strides": list(b.strides), "role": b.role} for b in self.buffers],
             "kernels": [{"name": k.name, "args": list(k.args), "computes": list(k.computes),
                          "outer_range": k.outer_range, "work": k.work, "parallel": k.parallel,
-                         "bytes_read": k.bytes_read, "bytes_written": k.bytes_written}
+                         "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
+                         "index_bits": k.index_bits}
                         for k in self.kernels],
             "input_slots": self.input_slots,
             "input_tree": self.input_tree.to_json(),
@@ -108,7 +110,8 @@ class KernelArtifact:
             [BufferPlan(b["name"], tuple(b["shape"]), b["dtype"], tuple(b["strides"]), b["role"])
              for b in doc["buffers"]],
             [KernelPlan(k["name"], tuple(k["args"]), tuple(k["computes"]), k["outer_range"],
-                        k["work"], k["parallel"], k["bytes_read"], k["bytes_written"])
+                        k["work"], k["parallel"], k["bytes_read"], k["bytes_written"],
+                        k.get("index_bits", 64))
              for k in doc["kernels"]],
             list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
@@ -134,7 +137,8 @@ class KernelArtifact:
         for k in self.kernels:
             lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(k.computes)};"
-                         f" moves {k.bytes_read} B in, {k.bytes_written} B out")
+                         f" moves {k.bytes_read} B in, {k.bytes_written} B out;"
+                         f" int{k.index_bits} indices")
         for f in self.fusion:
             verdict = "fused" if f["fused"] else "not fused"
             lines.append(f"fusion {f['producer']} -> {f['consumer']}: {verdict} ({f['reason']})")

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from llvmlite import ir
 
-from stax.loop import ExternCall, LoopProgram, loads, postorder
+from stax.loop import ExternCall, LoopProgram, index_width, loads, postorder
 from stax.loop.ir import encode_operands
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan
@@ -104,4 +104,5 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     read = sum(nbytes[a] for a in args if a not in computes)
     written = sum(nbytes[c] for c in computes)
     parallel = outer > 1 and work * _cost_per_element(group) >= options.parallel_threshold
-    return KernelPlan(name, args, computes, outer, work, parallel, read, written)
+    bits = max(index_width(n) for n in group.nodes)
+    return KernelPlan(name, args, computes, outer, work, parallel, read, written, bits)

@@ -14,7 +14,7 @@ from typing import Any
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
 
-from .expr import Expr, expr_from_json, expr_to_json, format_expr
+from .expr import Expr, expr_from_json, expr_to_json, format_expr, loads
 from .index import Affine
 
 LOOPIR_SCHEMA = "stax.loopir/1.1"  # 1.1: extern calls
@@ -70,6 +70,31 @@ class ComputedBuffer:
     @property
     def reduction_ranges(self) -> tuple[int, ...]:
         return self.data.reduction_ranges if isinstance(self.data, Reduction) else ()
+
+
+def loop_extents(node: ComputedBuffer) -> dict[str, int]:
+    """Each loop variable of ``node`` and its extent."""
+    extents = {xvar(i): n for i, n in enumerate(node.ranges)}
+    extents.update({rvar(j): n for j, n in enumerate(node.reduction_ranges)})
+    return extents
+
+
+INT32_RANGE = (-(2 ** 31), 2 ** 31 - 1)
+
+
+def index_width(node: ComputedBuffer) -> int:
+    """32 when every element index ``node`` computes (its loads and its store) provably fits in
+    int32 over its loop ranges, else 64 (spec §6.8): 32-bit index arithmetic is cheaper, and a
+    strided access vectorizes as a gather of twice as many lanes."""
+    extents = loop_extents(node)
+    if any(n == 0 for n in extents.values()):
+        return 32  # no iteration: nothing is indexed
+    indices = [ld.index for ld in loads(node.data.body)] + [node.store_index]
+    for index in indices:
+        low, high = index.bounds(extents)
+        if low < INT32_RANGE[0] or high > INT32_RANGE[1]:
+            return 64
+    return 32
 
 
 @dataclass(frozen=True)

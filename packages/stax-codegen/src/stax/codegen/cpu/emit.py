@@ -31,6 +31,7 @@ from stax.loop import (
     Reduction,
     Select,
     Unary,
+    index_width,
     loads,
     rvar,
     xvar,
@@ -59,6 +60,31 @@ def _phases(nodes: Sequence[ComputedBuffer]) -> list[list[ComputedBuffer]]:
         else:
             phases.append([node])
     return phases
+
+
+def _columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Reductions that read memory contiguously along their last kept axis and with a stride
+    along the reduced ones: their loops are better interchanged (``_column_reductions``)."""
+    first = nodes[0]
+    if not isinstance(first.data, Reduction) or not first.ranges or not first.reduction_ranges:
+        return False
+    if any(_is_arg(n) or n.dtype == "bool" or n.data.body.dtype == "bool" for n in nodes):
+        return False
+    last = xvar(len(first.ranges) - 1)
+    if first.ranges[-1] < 4:
+        return False
+    contiguous = strided = False
+    for node in nodes:
+        if abs(node.store_index.coefficient(last)) != 1:
+            return False
+        for ld in loads(node.data.body):
+            step = abs(ld.index.coefficient(last))
+            if step > 1:
+                return False
+            contiguous |= step == 1
+            strided |= any(abs(ld.index.coefficient(rvar(j))) > 1
+                           for j in range(len(first.reduction_ranges)))
+    return contiguous and strided
 
 
 def _is_arg(node: ComputedBuffer) -> bool:
@@ -91,6 +117,9 @@ class KernelEmitter:
         self.pointers = {name: self._data_pointer(obj, spec.dtypes[name], data_offset)
                          for obj, name in zip(objs, spec.args)}
         self.vars: dict[str, ir.Value] = {}
+        # element indices in i32 when every one provably fits (spec §6.8), else i64
+        self.index_bits = max(index_width(n) for n in spec.nodes)
+        self.index_type = ir.IntType(self.index_bits)
         self.memo: dict[object, ir.Value] = {}  # id(expr) or ("index", affine)
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
@@ -157,11 +186,24 @@ class KernelEmitter:
 
     def _index(self, expr: Affine) -> ir.Value:
         b = self.builder
-        total: ir.Value = ir.Constant(I64, expr.const)
+        typ = self.index_type
+        flags = ("nsw",) if self.index_bits == 32 else ()  # no overflow: proven by the ranges
+        total: ir.Value = ir.Constant(typ, expr.const)
         for var, coeff in expr.terms:
-            term = self.vars[var] if coeff == 1 else b.mul(self.vars[var], ir.Constant(I64, coeff))
-            total = term if (isinstance(total, ir.Constant) and total.constant == 0) else b.add(total, term)
+            v = self._var(var)
+            term = v if coeff == 1 else b.mul(v, ir.Constant(typ, coeff), flags=flags)
+            total = term if (isinstance(total, ir.Constant) and total.constant == 0) else \
+                b.add(total, term, flags=flags)
         return total
+
+    def _var(self, var: str) -> ir.Value:
+        """A loop variable in the index type (loop counters themselves stay i64)."""
+        if self.index_bits == 64:
+            return self.vars[var]
+        cached = self.memo.get(("var", var))
+        if cached is None:
+            cached = self.memo[("var", var)] = self.builder.trunc(self.vars[var], self.index_type)
+        return cached
 
     def value(self, expr: Expr) -> ir.Value:
         cached = self.memo.get(id(expr))
@@ -286,7 +328,9 @@ class KernelEmitter:
             return []
 
         phases = _phases(nodes)
-        if split and len(phases) > 1:
+        if split and len(phases) == 1 and _columnwise(nodes):
+            self._column_reductions(nodes)
+        elif split and len(phases) > 1:
             phases, spills = share_row_values(phases)
             for spill in spills:
                 self.spills.setdefault(spill.reduction, []).append(spill)
@@ -355,6 +399,46 @@ class KernelEmitter:
             else:
                 self.store(node, finals[position])
                 position += 1
+
+    def _column_reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
+        """Reductions whose contiguous axis is kept (``x.sum(0)`` of a C-ordered matrix): the
+        loops interchanged, so the innermost loop runs along memory over the kept axis and the
+        result buffer itself holds the accumulators — ``out[j] = out[j] op x[i, j]`` row after
+        row, as NumPy does — instead of walking each column with a stride."""
+        ranges, reduction_ranges = nodes[0].ranges, nodes[0].reduction_ranges
+        last = len(ranges) - 1
+
+        def over_last(body: Callable[[], None]) -> None:
+            low = self.start if last == 0 else ir.Constant(I64, 0)
+            high = self.stop if last == 0 else ir.Constant(I64, ranges[last])
+            outer_memo = self.memo
+
+            def run(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+                self.memo = dict(outer_memo)
+                body()
+                return []
+            self.loop(xvar(last), low, high, [], run)
+            self.memo = outer_memo
+
+        def initialize() -> None:
+            for node in nodes:
+                self.store(node, self._identity(node))
+
+        def accumulate() -> None:
+            for node in nodes:
+                pointer = self.builder.gep(self.pointers[node.name], [self.index(node.store_index)])
+                total = self._accumulate(node, self.builder.load(pointer), self.value(node.data.body))
+                self.builder.store(total, pointer)
+
+        def rows(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.memo = {}
+            over_last(initialize)
+            self.nest(reduction_ranges, rvar, [], lambda _: (over_last(accumulate), [])[1])
+            return []
+        if last == 0:
+            rows([])
+        else:
+            self.nest(ranges[:last], xvar, [], rows, split=True)
 
     def _arg_identity(self, node: ComputedBuffer) -> list[ir.Value]:
         dtype = node.data.body.dtype

@@ -99,7 +99,9 @@ class CompiledModule:
 
     @property
     def optimized_ir(self) -> str:
-        return str(self._module if self._module is not None else _optimized_module(self.llvm_ir, self.speed_level))
+        module = self._module if self._module is not None else \
+            _optimized_module(self.llvm_ir, self.speed_level)
+        return str(module)
 
     def address(self, name: str) -> int:
         return self._engine.get_function_address(name)
