@@ -14,6 +14,8 @@ from typing import Any
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
 
+from .memory_plan import StoragePlan
+
 KERNELS_SCHEMA = "stax.kernels/1.1"  # 1.1: extern calls and step order
 
 
@@ -70,6 +72,7 @@ class KernelArtifact:
     fusion: list[dict[str, Any]] = field(default_factory=list)
     externs: list[ExternPlan] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)  # kernel names and extern buffers, in order
+    storage: StoragePlan | None = None  # blocks shared by buffers whose lives do not overlap
 
     @property
     def intermediates(self) -> list[BufferPlan]:
@@ -99,6 +102,10 @@ class KernelArtifact:
                          "sequence": e.sequence}
                         for e in self.externs],
             "steps": self.steps,
+            "storage": None if self.storage is None else {
+                "blocks": self.storage.sizes, "buffers": self.storage.storage,
+                "in_place": self.storage.in_place, "peak_bytes": self.storage.peak_bytes,
+                "unshared_bytes": self.storage.unshared_bytes},
             "llvm_ir": self.llvm_ir,
         }
 
@@ -121,6 +128,7 @@ class KernelArtifact:
                         e.get("sequence"))
              for e in doc.get("externs", [])],
             list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
+            _storage_from_json(doc.get("storage")),
         )
 
     def dump(self, path: str | Path) -> None:
@@ -139,10 +147,26 @@ class KernelArtifact:
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(k.computes)};"
                          f" moves {k.bytes_read} B in, {k.bytes_written} B out;"
                          f" int{k.index_bits} indices")
+        if self.storage is not None:
+            st = self.storage
+            for block, size in enumerate(st.sizes):
+                names = [n + (f" (in place over {st.in_place[n]})" if n in st.in_place else "")
+                         for n, b in st.storage.items() if b == block]
+                if len(names) > 1:
+                    lines.append(f"storage block {block} ({size} B): {', '.join(names)}")
+            lines.append(f"planned buffers: peak {st.peak_bytes} B "
+                         f"({st.unshared_bytes} B without reuse)")
         for f in self.fusion:
             verdict = "fused" if f["fused"] else "not fused"
             lines.append(f"fusion {f['producer']} -> {f['consumer']}: {verdict} ({f['reason']})")
         return "\n".join(lines)
+
+
+def _storage_from_json(doc: dict[str, Any] | None) -> StoragePlan | None:
+    if doc is None:
+        return None
+    return StoragePlan(dict(doc["buffers"]), list(doc["blocks"]), dict(doc["in_place"]),
+                       doc["peak_bytes"], doc["unshared_bytes"])
 
 
 def load_artifact(path_or_doc: str | Path | dict[str, Any]) -> KernelArtifact:

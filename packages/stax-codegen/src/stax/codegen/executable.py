@@ -69,6 +69,13 @@ def _allocator(plan: BufferPlan) -> Callable[[], np.ndarray]:
     return lambda: np.ndarray(shape, dtype, buffer=np.empty(size, dtype), strides=strides)
 
 
+def _block_allocator(nbytes: int) -> Callable[[], np.ndarray]:
+    if nbytes >= MIN_BYTES:
+        pool = default_block_pool()
+        return lambda: pool.empty((nbytes,), np.dtype(np.uint8))
+    return lambda: np.empty(nbytes, np.uint8)
+
+
 def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
                    outputs: list[tuple[Any, Any]], n_inputs: int) -> Callable[..., Any] | None:
     """For the common plan — one kernel on the calling thread, one array output — a function
@@ -100,19 +107,26 @@ class Executable:
         self._cache = ObjectCache(cache_dir) if cache_dir is not None else None
         self.module = CompiledModule(artifact.llvm_ir, self._cache)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
-        allocs = [(b.name, _allocator(b)) for b in artifact.buffers
-                  if b.role not in ("input", "extern")]
+        storage = artifact.storage
+        planned = [b for b in artifact.buffers if b.role not in ("input", "extern")]
+        shared = [b for b in planned if storage is not None and storage.shared(b.name)]
+        allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
         pool = default_pool()
         # The environment is a list: inputs first, then every buffer in plan order; each step
         # reads and writes fixed positions in it, so a call does no name lookups.
         slot = {name: i for i, name in enumerate(self.input_names)}
-        for name, _ in allocs:
+        for name in [n for n, _ in allocs] + [b.name for b in shared]:
             slot[name] = len(slot)
         for e in artifact.externs:
             slot[e.buffer] = len(slot)
         size = len(slot)
         n_inputs = len(self.input_names)
         alloc_slots = [(slot[name], alloc) for name, alloc in allocs]
+        # buffers sharing a block (spec §7.5): one block per call, a view of it per buffer
+        blocks = {storage.storage[b.name]: _block_allocator(storage.sizes[storage.storage[b.name]])
+                  for b in shared} if storage is not None else {}
+        views = [(slot[b.name], storage.storage[b.name], b.shape, np.dtype(b.dtype),
+                  tuple(st * np.dtype(b.dtype).itemsize for st in b.strides)) for b in shared]
         kernels = {k.name: k for k in artifact.kernels}
         externs = {e.buffer: e for e in artifact.externs}
         launches: list[Any] = []
@@ -131,6 +145,10 @@ class Executable:
             env: list[Any] = [*arrays, *([None] * (size - n_inputs))]
             for i, alloc in alloc_slots:
                 env[i] = alloc()
+            if views:
+                made = {block: alloc() for block, alloc in blocks.items()}
+                for i, block, shape, dtype, strides in views:
+                    env[i] = np.ndarray(shape, dtype, buffer=made[block], strides=strides)
             for launch in launches:
                 if callable(launch):
                     launch(env)

@@ -14,6 +14,7 @@ from stax.loop.ir import encode_operands
 from .artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.jit import array_data_offset, host_target
+from .memory_plan import order_steps, plan_storage
 from .scheduler import Group, schedule
 
 CODEGEN_VERSION = "0.1.0"
@@ -32,6 +33,11 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     """Build the ``stax.kernels/1`` artifact for ``program`` (LLVM IR for the host CPU)."""
     options = options or CodegenOptions()
     groups, decisions = schedule(program)
+    output_names = {o.buffer for o in program.outputs if o.buffer is not None}
+    sizes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
+             for b in (*program.inputs, *program.buffers)}
+    groups = order_steps(groups, sizes, output_names)
+    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, output_names)
     host = host_target()
     module = ir.Module(name=program.name)
     module.triple = host.triple
@@ -49,10 +55,11 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
             continue
         name = f"kernel_{len(kernels)}"
         args = _kernel_args(group)
-        emit_kernel(module, KernelSpec(name, tuple(group.nodes), args, dtypes), array_data_offset())
+        same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
+        emit_kernel(module, KernelSpec(name, tuple(group.nodes), args, dtypes, same),
+                    array_data_offset())
         kernels.append(_plan(name, group, args, nbytes, options))
         steps.append(name)
-    output_names = {o.buffer for o in program.outputs if o.buffer is not None}
     buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
     buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
                            "extern" if isinstance(b, ExternCall)
@@ -62,7 +69,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
                else {"const": o.const} for o in program.outputs]
     return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
                           kernels, list(program.input_slots), program.input_tree, outputs,
-                          program.output_tree, [asdict(d) for d in decisions], externs, steps)
+                          program.output_tree, [asdict(d) for d in decisions], externs, steps,
+                          storage)
 
 
 def _extern_plan(call: ExternCall) -> ExternPlan:

@@ -15,7 +15,7 @@ caller passes arrays without converting them through ``.ctypes`` on every call.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from llvmlite import ir
@@ -102,6 +102,7 @@ class KernelSpec:
     nodes: tuple[ComputedBuffer, ...]
     args: tuple[str, ...]          # buffer names, in argument order
     dtypes: dict[str, str]         # buffer name -> dtype
+    in_place: dict[str, str] = field(default_factory=dict)  # output -> input it overwrites
 
 
 class KernelEmitter:
@@ -116,6 +117,10 @@ class KernelEmitter:
         self.builder = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.pointers = {name: self._data_pointer(obj, spec.dtypes[name], data_offset)
                          for obj, name in zip(objs, spec.args)}
+        for out, over in spec.in_place.items():
+            # one pointer for both: LLVM sees the load and the store of one element, not two
+            # buffers it would have to check for overlap before vectorizing
+            self.pointers[out] = self.pointers[over]
         self.vars: dict[str, ir.Value] = {}
         # element indices in i32 when every one provably fits (spec §6.8), else i64
         self.index_bits = max(index_width(n) for n in spec.nodes)

@@ -127,6 +127,9 @@ class EntryPlan:
             return "a kernel runs on the thread pool"
         if len(artifact.outputs) != 1 or "buffer" not in artifact.outputs[0]:
             return "it has no single array result"
+        if artifact.storage is not None and any(artifact.storage.shared(b.name)
+                                                for b in artifact.buffers):
+            return "buffers share storage"
         slots: dict[str, int] = {}
         inputs, allocs = [], []
         buffers = [b for b in artifact.buffers if b.role == "input"]

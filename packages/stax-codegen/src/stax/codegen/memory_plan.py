@@ -1,0 +1,178 @@
+"""Step order and storage for the buffers a plan allocates (spec §7.5, and §7's ordering).
+
+After fusion, a plan is a sequence of steps (kernels and NumPy calls) over buffers. Two decisions
+remain, both about memory, neither about the CPU:
+
+- the order: among the steps whose inputs are ready, run the one that leaves the least memory
+  allocated afterwards (bytes it allocates minus bytes it lets go), keeping program order on
+  ties — a greedy answer to an NP-complete problem (minimal peak memory over topological orders);
+- the storage: a buffer lives from the step that writes it to the last step that reads it (to
+  the end, for results). Buffers whose lives do not overlap share one block of the same size, and
+  an element-wise kernel whose input dies at that kernel writes its output over it — in place —
+  when size, dtype, layout and index agree and no other computation of that kernel reads it.
+
+Buffers NumPy produces (extern steps) and the caller's arrays are never reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stax.loop import ComputedBuffer, ExternCall, Pointwise, loads
+
+from .scheduler import Group
+
+_END = 1 << 60
+
+
+@dataclass
+class StoragePlan:
+    """``storage[buffer]`` is the index of the block a buffer lives in; ``sizes[i]`` its bytes;
+    ``in_place[out] = in`` when a kernel writes ``out`` over ``in``."""
+
+    storage: dict[str, int] = field(default_factory=dict)
+    sizes: list[int] = field(default_factory=list)
+    in_place: dict[str, str] = field(default_factory=dict)
+    peak_bytes: int = 0          # the most bytes of planned buffers alive at once
+    unshared_bytes: int = 0      # what every buffer in its own block would take
+
+    def shared(self, name: str) -> bool:
+        index = self.storage.get(name)
+        return index is not None and sum(1 for s in self.storage.values() if s == index) > 1
+
+
+def _writes(group: Group) -> list[str]:
+    return [n.name for n in group.nodes]
+
+
+def order_steps(groups: Sequence[Group], sizes: dict[str, int], outputs: set[str]) -> list[Group]:
+    """A topological order of ``groups`` that keeps live memory low (greedy list scheduling)."""
+    produced_by = {name: g for g in groups for name in _writes(g)}
+    users: dict[str, int] = {}
+    for g in groups:
+        for name in g.reads - set(_writes(g)):
+            users[name] = users.get(name, 0) + 1
+    pending = list(groups)
+    ordered: list[Group] = []
+    done: set[int] = set()
+    while pending:
+        ready = [g for g in pending
+                 if all(id(produced_by[r]) in done for r in g.reads if r in produced_by
+                        and produced_by[r] is not g)]
+
+        def growth(g: Group) -> int:
+            allocated = sum(sizes.get(n, 0) for n in _writes(g))
+            freed = sum(sizes.get(r, 0) for r in g.reads - set(_writes(g))
+                        if r in produced_by and r not in outputs and users.get(r) == 1)
+            return allocated - freed
+        best = min(ready, key=lambda g: (growth(g), pending.index(g)))
+        pending.remove(best)
+        ordered.append(best)
+        done.add(id(best))
+        for r in best.reads - set(_writes(best)):
+            if r in users:
+                users[r] -= 1
+    return ordered
+
+
+#: NumPy functions and methods whose result is always a new array (never a view of an operand)
+NEW_ARRAY = frozenset({
+    "numpy.sum", "numpy.mean", "numpy.prod", "numpy.max", "numpy.min", "numpy.amax", "numpy.amin",
+    "numpy.cumsum", "numpy.cumprod", "numpy.argmax", "numpy.argmin", "numpy.var", "numpy.std",
+    "numpy.median", "numpy.percentile", "numpy.quantile", "numpy.any", "numpy.all",
+    "numpy.matmul", "numpy.dot", "numpy.einsum", "numpy.outer", "numpy.tensordot", "numpy.inner",
+    "numpy.concatenate", "numpy.stack", "numpy.vstack", "numpy.hstack", "numpy.sort",
+    "numpy.argsort", "numpy.unique", "numpy.where", "numpy.copy", "numpy.clip", "numpy.round",
+    "numpy.around", "numpy.diff", "numpy.pad", "numpy.tile", "numpy.repeat", "numpy.nonzero",
+    "operator.matmul", "numpy.linalg.norm", "numpy.linalg.inv", "numpy.linalg.solve",
+})
+NEW_ARRAY_METHODS = frozenset({"sum", "mean", "prod", "max", "min", "cumsum", "cumprod", "argmax",
+                               "argmin", "var", "std", "any", "all", "copy", "round", "dot",
+                               "clip", "flatten", "argsort"})
+
+
+def may_return_a_view(call: ExternCall) -> bool:
+    """False only when the call is known to return new memory (so its operands may die when it
+    has run); ``out=`` and ``copy=False`` keep the conservative answer."""
+    if "out" in call.kwargs or call.kwargs.get("copy") is False:
+        return True
+    if call.method:
+        return call.target not in NEW_ARRAY_METHODS and not (
+            call.target == "astype" and call.kwargs.get("copy", True))
+    if call.target in NEW_ARRAY:
+        return False
+    module, _, name = call.target.rpartition(".")
+    return not (module == "numpy" and isinstance(getattr(np, name, None), np.ufunc))
+
+
+def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer) -> bool:
+    """Whether ``out`` can be written over ``dead`` inside ``group``'s kernel: one element-wise
+    loop nest, ``dead`` read only by ``out`` and only at the element ``out`` writes."""
+    if len({(type(n.data), n.ranges) for n in group.nodes}) != 1 or \
+            not isinstance(out.data, Pointwise):
+        return False
+    if (out.shape, out.dtype, out.strides) != (dead.shape, dead.dtype, dead.strides):
+        return False
+    for node in group.nodes:
+        reads = [ld for ld in loads(node.data.body) if ld.buffer == dead.name]
+        if node is not out and reads:
+            return False
+        if any(ld.index != out.store_index for ld in reads):
+            return False
+    return True
+
+
+def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | ExternCall],
+                 sizes: dict[str, int], outputs: set[str]) -> StoragePlan:
+    """Blocks for the buffers the plan allocates, steps given in execution order."""
+    last_use: dict[str, int] = {name: _END for name in outputs}
+    for step, g in enumerate(groups):
+        for name in g.reads:
+            if name not in outputs:
+                last_use[name] = max(last_use.get(name, -1), step)
+    # NumPy may return a view of an operand (a reshape, a slice): the operand's block must then
+    # live as long as the result does, transitively along chains of such calls
+    for g in reversed(groups):
+        if g.extern is not None and may_return_a_view(g.extern):
+            result = last_use.get(g.extern.name, -1)
+            for name in g.reads:
+                if name not in outputs:
+                    last_use[name] = max(last_use.get(name, -1), result)
+    plan = StoragePlan()
+    free: list[int] = []           # blocks no live buffer uses
+    holder: dict[int, str] = {}    # block -> the buffer living in it now
+    live_bytes = 0
+    for step, g in enumerate(groups):
+        written = [n for n in g.nodes if isinstance(n, ComputedBuffer)]
+        for node in written:
+            if node.name not in last_use:
+                last_use[node.name] = step  # written, never read: dies where it is made
+            # in place over an input of this kernel that dies here
+            dying = [buffers[r] for r in g.reads if r in plan.storage and last_use.get(r) == step
+                     and holder.get(plan.storage[r]) == r and isinstance(buffers[r], ComputedBuffer)]
+            over = next((d for d in dying if _elementwise_over(g, node, d)), None)
+            if over is not None:
+                block = plan.storage[over.name]
+                plan.in_place[node.name] = over.name
+            else:
+                fits = [b for b in free if plan.sizes[b] == sizes[node.name]]
+                if fits:
+                    block = fits[0]
+                    free.remove(block)
+                else:
+                    block = len(plan.sizes)
+                    plan.sizes.append(sizes[node.name])
+                live_bytes += sizes[node.name]
+            plan.storage[node.name] = block
+            holder[block] = node.name
+            plan.unshared_bytes += sizes[node.name]
+        plan.peak_bytes = max(plan.peak_bytes, live_bytes)
+        for name, block in plan.storage.items():
+            if last_use.get(name) == step and holder.get(block) == name:
+                del holder[block]
+                free.append(block)
+                live_bytes -= sizes[name]
+    return plan
