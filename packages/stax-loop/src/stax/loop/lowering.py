@@ -481,15 +481,8 @@ def _var(std: bool) -> Rule:
         for d in axes:
             count *= shape[d]
         x = ctx.operand(node.args[0], shape, dtype)
-        total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
-        n = Const(float(count), dtype)
-        mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))
-
-        def squared(i: tuple[Affine, ...]) -> Expr:
-            d = Binary("sub", x(i), mean(i), dtype)
-            return Binary("mul", d, d, dtype)
-
-        squares = ctx.reduce_values(squared, shape, axes, True, "sum", dtype)
+        squares = _welford_merge(ctx, x, shape, dtype) if _long_full_reduction(shape, axes) \
+            else _squared_deviations(ctx, x, shape, axes, dtype)
         dof = Const(float(max(count - node.kwargs["ddof"], 0)), dtype)
         keep = node.kwargs["keepdims"]
 
@@ -499,6 +492,65 @@ def _var(std: bool) -> Rule:
             return Unary("sqrt", v, dtype) if std else v
         return Lazy(meta.shape, dtype, value)
     return lower
+
+
+def _squared_deviations(ctx: LoopLowering, x: Loader, shape: tuple[int, ...],
+                        axes: tuple[int, ...], dtype: str) -> Lazy:
+    """sum((x - mean)^2) over ``axes`` (kept as size 1), the mean from a first reduction: NumPy's
+    two passes. In a row kernel both passes read the row while it is in cache."""
+    count = 1
+    for d in axes:
+        count *= shape[d]
+    total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
+    n = Const(float(count), dtype)
+    mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))
+
+    def squared(i: tuple[Affine, ...]) -> Expr:
+        d = Binary("sub", x(i), mean(i), dtype)
+        return Binary("mul", d, d, dtype)
+    return ctx.reduce_values(squared, shape, axes, True, "sum", dtype)
+
+
+def _long_full_reduction(shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+    count = 1
+    for d in axes:
+        count *= shape[d]
+    return len(axes) == len(shape) and count >= SPLIT_MIN and (
+        len(shape) >= 2 or any(count % k == 0 for k in range(SPLIT_CHUNKS, 1, -1)))
+
+
+def _welford_merge(ctx: LoopLowering, x: Loader, shape: tuple[int, ...], dtype: str) -> Lazy:
+    """sum((x - mean)^2) over all of a long array in one pass over memory (spec §6.5): the
+    array as rows (the first axis, or chunks of a 1-D array), each row's sum and squared
+    deviations from its own mean in one row kernel while the row is in cache, then the rows'
+    results merged — M2 = sum_c M2_c + n_c (mean_c - mean)^2, Welford's (Chan's) combination of
+    partial moments, which never forms the cancelling sum(x^2) - n mean^2."""
+    count = 1
+    for extent in shape:
+        count *= extent
+    if len(shape) >= 2:
+        rows_shape, inner = shape, tuple(range(1, len(shape)))
+        rows = x
+    else:
+        chunks = next(k for k in range(SPLIT_CHUNKS, 1, -1) if count % k == 0)
+        rows_shape, inner = (chunks, count // chunks), (1,)
+
+        def rows(index: tuple[Affine, ...]) -> Expr:
+            return x((index[0] * rows_shape[1] + index[1],))
+    per_row = count // rows_shape[0]
+    m2_rows = _squared_deviations(ctx, rows, rows_shape, inner, dtype)  # (rows, 1, ...)
+    sums = ctx.reduce_values(rows, rows_shape, inner, False, "sum", dtype)  # (rows,)
+    row_mean = lambda i: Binary("truediv", sums.loader(i), Const(float(per_row), dtype), dtype)  # noqa: E731
+    total = ctx.reduce_values(sums.loader, sums.shape, (0,), True, "sum", dtype)  # (1,)
+    mean = Binary("truediv", total.loader((Affine(),)), Const(float(count), dtype), dtype)
+    ones = (Affine(),) * (len(rows_shape) - 1)
+
+    def merged(i: tuple[Affine, ...]) -> Expr:
+        d = Binary("sub", row_mean(i), mean, dtype)
+        spread = Binary("mul", Const(float(per_row), dtype), Binary("mul", d, d, dtype), dtype)
+        return Binary("add", m2_rows.loader((i[0], *ones)), spread, dtype)
+    m2 = ctx.reduce_values(merged, sums.shape, (0,), False, "sum", dtype)  # ()
+    return Lazy((1,) * len(shape), dtype, lambda i: m2.loader(()))
 
 
 def _insert_axes(index: tuple[Affine, ...], axes: tuple[int, ...], ndim: int) -> list[Affine]:

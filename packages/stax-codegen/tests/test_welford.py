@@ -1,0 +1,41 @@
+"""var/std of a long array in one pass over memory (spec §6.5): per-row moments in one row
+kernel, merged with Welford's (Chan's) combination. As accurate as NumPy's two passes, on data
+whose naive sum(x^2) - n mean^2 would cancel away, with NaN/Inf propagating as in NumPy."""
+
+import numpy as np
+import pytest
+
+
+def offset_data(shape, dtype, offset=1000.0):
+    rng = np.random.default_rng(5)
+    return (rng.standard_normal(shape) * 3 + offset).astype(dtype)
+
+
+@pytest.mark.parametrize("shape", [(1 << 16,), (1 << 20,), (256, 1024), (64, 32, 48)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op, ddof", [("var", 0), ("std", 1)])
+def test_long_reductions_match_numpy(build, run, shape, dtype, op, ddof):
+    x = offset_data(shape, dtype)
+    b = build(x=x)
+    out = b(op, b.inputs["x"], axis=tuple(range(len(shape))), ddof=ddof, keepdims=False,
+            dtype=None)
+    (got,), artifact = run(b, out)
+    exact = getattr(np, op)(x.astype(np.longdouble), ddof=ddof)
+    numpy_error = abs(getattr(np, op)(x, ddof=ddof) - exact) / exact
+    error = abs(np.longdouble(got) - exact) / exact
+    assert error <= max(4 * numpy_error, 8 * np.finfo(dtype).eps)
+    readers = [k for k in artifact.kernels if "x" in k.args]
+    assert len(readers) == 1  # the array is read by one kernel: one pass over memory
+
+
+def test_specials_propagate(build, run):
+    for special in (np.nan, np.inf):
+        x = offset_data((1 << 17,), np.float64)
+        x[12345] = special
+        b = build(x=x)
+        out = b("var", b.inputs["x"], axis=(0,), ddof=0, keepdims=True, dtype=None)
+        (got,), _ = run(b, out)
+        with np.errstate(invalid="ignore"):
+            want = np.var(x, keepdims=True)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        assert got.shape == want.shape
