@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 BOUNDS = {("exp", "float64"): 2.0, ("exp", "float32"): 2.0, ("log", "float64"): 3.0,
-          ("log", "float32"): 1.0, ("tanh", "float32"): 2.0}
+          ("log", "float32"): 1.0, ("tanh", "float32"): 2.0, ("sin", "float32"): 1.0,
+          ("cos", "float32"): 1.0}
 
 
 def inputs(op, dtype):
@@ -15,6 +16,10 @@ def inputs(op, dtype):
     elif op == "log":
         x = np.concatenate([np.exp(rng.uniform(-700, 700, 100_000)), rng.uniform(0.5, 2, 50_000),
                             [5e-324, 2.2e-308, 1.0]])
+    elif op in ("sin", "cos"):  # every magnitude, and the float32 values nearest k pi/2
+        x = np.concatenate([rng.uniform(-10, 10, 50_000), rng.uniform(-1e5, 1e5, 50_000),
+                            np.exp(rng.uniform(-100, 88, 50_000)) * rng.choice([-1, 1], 50_000),
+                            np.arange(1, 50_000) * np.pi / 2, [105414350.0, 3.4e38]])
     else:
         x = np.concatenate([rng.uniform(-25, 25, 100_000), rng.uniform(-1e-3, 1e-3, 10_000)])
     with np.errstate(all="ignore"):
@@ -25,6 +30,8 @@ SPECIALS = {  # values whose results are exact: NaN, infinities, zeros, saturati
     "exp": [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 1000.0, -1000.0],
     "log": [np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0],
     "tanh": [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 30.0, -30.0],
+    "sin": [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 1e-30, -1e-30],
+    "cos": [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-30],
 }
 
 

@@ -89,7 +89,7 @@ def _kernel_args(group: Group) -> tuple[str, ...]:
     return tuple(names)
 
 
-_OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sqrt": 4, "truediv": 4}
+_OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sin": 45, "cos": 45, "sqrt": 4, "truediv": 4}
 
 
 def _cost_per_element(group: Group) -> int:

@@ -35,7 +35,7 @@ from stax.loop import (
     xvar,
 )
 
-EXPENSIVE = frozenset({"exp", "log", "tanh"})
+EXPENSIVE = frozenset({"exp", "log", "tanh", "sin", "cos"})
 
 
 @dataclass(frozen=True)

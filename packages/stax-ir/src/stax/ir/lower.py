@@ -243,7 +243,7 @@ rule("function:numpy.var", "method:var")(_reduction("var", np.var))
 rule("function:numpy.std", "method:std")(_reduction("std", np.std))
 rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min", np.min))
 rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
-for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh"):
+for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos"):
     rule(f"function:numpy.{_op}")(_pointwise(_op))
 
 

@@ -56,7 +56,8 @@ _declare("neg", P, 1, np.negative)
 for _name, _ufunc in (("abs", np.absolute), ("sqrt", np.sqrt), ("floor", np.floor),
                       ("ceil", np.ceil), ("trunc", np.trunc), ("rint", np.rint)):
     _declare(_name, P, 1, _ufunc, doc="exactly NumPy's ufunc (IEEE: correctly rounded)")
-for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh)):
+for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh), ("sin", np.sin),
+                      ("cos", np.cos)):
     _declare(_name, P, 1, _ufunc, doc="within a measured ulp bound of NumPy (not bit-exact: "
              "neither is libm)")
 class _Memory:

@@ -18,7 +18,8 @@ from .index import Affine
 #: loop-level operators and their arity.
 BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and")
 COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dtype, result bool
-UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh")
+UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
+             "sin", "cos")
 
 
 class Expr:

@@ -42,7 +42,7 @@ def _index(expr: Affine, grid: dict[str, np.ndarray]) -> Any:
 
 _UNARY = {"neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.floor,
           "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "exp": np.exp, "log": np.log,
-          "tanh": np.tanh}
+          "tanh": np.tanh, "sin": np.sin, "cos": np.cos}
 _REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
 Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)

@@ -318,6 +318,10 @@ def _reduction(kind: str) -> Rule:
 _sum = _reduction("sum")
 
 
+#: computed natively for float32 only (float64 runs NumPy's libm call as an extern step)
+FLOAT32_ONLY = frozenset({"tanh", "sin", "cos"})
+
+
 def _unary(op: str) -> Rule:
     def lower(ctx: LoopLowering, node: Node) -> Lazy:
         meta = node.tensor
@@ -325,7 +329,7 @@ def _unary(op: str) -> Rule:
         if meta.dtype == "bool" and op == "abs":
             return Lazy(meta.shape, meta.dtype, x)
         if meta.dtype == "bool" or (op != "abs" and np.dtype(meta.dtype).kind != "f") or \
-                (op == "tanh" and meta.dtype != "float32"):
+                (op in FLOAT32_ONLY and meta.dtype != "float32"):
             return _op_as_extern(ctx, node)
         return Lazy(meta.shape, meta.dtype, lambda i: Unary(op, x(i), meta.dtype))
     return lower
@@ -604,7 +608,7 @@ LOWERINGS["max"] = _reduction("max")
 LOWERINGS["min"] = _reduction("min")
 LOWERINGS["where"] = _where
 LOWERINGS["cast"] = _cast
-for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh"):
+for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos"):
     LOWERINGS[_op] = _unary(_op)
 LOWERINGS["layer_norm"] = _layer_norm
 LOWERINGS["neg"] = _neg

@@ -22,7 +22,7 @@ from .api import CompiledFunction
 
 #: Functions Stax computes with its own vectorized code, within a measured ulp bound of NumPy
 #: (neither is correctly rounded, so they may differ in the last bits; ``stax.codegen.cpu.vmath``).
-APPROXIMATE = frozenset({"exp", "log", "tanh"})
+APPROXIMATE = frozenset({"exp", "log", "tanh", "sin", "cos"})
 
 
 @dataclass(frozen=True)

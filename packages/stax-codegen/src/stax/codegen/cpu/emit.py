@@ -270,6 +270,8 @@ class KernelEmitter:
             return vmath.exp32(b, self.fn.module, x)
         if op == "tanh" and dtype == "float32":
             return vmath.tanh32(b, self.fn.module, x)
+        if op in ("sin", "cos") and dtype == "float32":
+            return (vmath.sin32 if op == "sin" else vmath.cos32)(b, self.fn.module, x)
         if op in vmath.FUNCTIONS:  # computed in double, rounded once for float32
             module = self.fn.module
             wide = b.fpext(x, vmath.F64) if dtype == "float32" else x
