@@ -205,6 +205,8 @@ rule("function:operator.sub", "function:numpy.subtract")(_pointwise("sub"))
 rule("function:operator.mul", "function:numpy.multiply")(_pointwise("mul"))
 rule("function:operator.truediv", "function:numpy.true_divide",
      "function:numpy.divide")(_pointwise("truediv"))
+rule("function:operator.floordiv", "function:numpy.floor_divide")(_pointwise("floordiv"))
+rule("function:operator.mod", "function:numpy.remainder", "function:numpy.mod")(_pointwise("mod"))
 rule("function:numpy.maximum")(_pointwise("maximum"))
 rule("function:numpy.minimum")(_pointwise("minimum"))
 rule("function:operator.neg", "function:numpy.negative")(_pointwise("neg"))

@@ -16,7 +16,7 @@ from stax.ir.serialize import decode_value, encode_value
 from .index import Affine
 
 #: loop-level operators and their arity.
-BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and")
+BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and", "floordiv", "mod")
 COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dtype, result bool
 UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
              "sin", "cos")

@@ -19,7 +19,8 @@ from .ir import BufferRef, ExternCall, LoopProgram, Reduction, map_buffer_refs, 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum, "or": np.logical_or,
            "and": np.logical_and, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}
+           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
+           "floordiv": np.floor_divide, "mod": np.remainder}
 
 
 def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.ndarray]:

@@ -255,6 +255,8 @@ def _binary(op: str) -> Rule:
         meta = node.tensor
         a = ctx.operand(node.args[0], meta.shape, meta.dtype)
         b = ctx.operand(node.args[1], meta.shape, meta.dtype)
+        if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind not in "iu":
+            return _op_as_extern(ctx, node)  # float floor division/remainder: NumPy's fmod-based rules
         name = _BOOL_FORMS.get(op, op) if meta.dtype == "bool" else op
         if meta.dtype == "bool" and name == op:
             raise ctx.unsupported(f"{op} on bool")
@@ -262,7 +264,7 @@ def _binary(op: str) -> Rule:
     return lower
 
 
-for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum"):
+for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum", "floordiv", "mod"):
     LOWERINGS[_op] = _binary(_op)
 
 

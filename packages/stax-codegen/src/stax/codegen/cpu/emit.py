@@ -253,9 +253,38 @@ class KernelEmitter:
             return b.or_(a, c)
         if op == "and":
             return b.and_(a, c)
+        if op in ("floordiv", "mod"):
+            return self._floor_divmod(op, a, c, dtype)
         if is_float(dtype):
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "truediv": b.fdiv}[op](a, c)
         return {"add": b.add, "sub": b.sub, "mul": b.mul}[op](a, c)
+
+    def _floor_divmod(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
+        """Integer ``a // c`` or ``a % c`` as NumPy: the quotient rounded toward minus infinity,
+        the remainder with the divisor's sign; 0 for both when ``c == 0``; ``MIN // -1`` wraps
+        to MIN (remainder 0). The divisor is made safe before dividing (LLVM's division by zero
+        or of MIN by -1 is undefined)."""
+        b = self.builder
+        typ = a.type
+        zero, one = ir.Constant(typ, 0), ir.Constant(typ, 1)
+        by_zero = b.icmp_unsigned("==", c, zero)
+        if not is_signed(dtype):
+            safe = b.select(by_zero, one, c)
+            value = b.udiv(a, safe) if op == "floordiv" else b.urem(a, safe)
+            return b.select(by_zero, zero, value)
+        by_minus_one = b.icmp_signed("==", c, ir.Constant(typ, -1))
+        safe = b.select(b.or_(by_zero, by_minus_one), one, c)
+        q, r = b.sdiv(a, safe), b.srem(a, safe)
+        # truncation -> floor: a nonzero remainder whose sign differs from the divisor's
+        adjust = b.and_(b.icmp_signed("!=", r, zero),
+                        b.icmp_signed("<", b.xor(r, c), zero))
+        if op == "floordiv":
+            value = b.select(adjust, b.sub(q, one), q)
+            value = b.select(by_minus_one, b.sub(zero, a), value)
+        else:
+            value = b.select(adjust, b.add(r, c), r)
+            value = b.select(by_minus_one, zero, value)
+        return b.select(by_zero, zero, value)
 
     def _unary(self, op: str, x: ir.Value, dtype: str) -> ir.Value:
         b = self.builder
