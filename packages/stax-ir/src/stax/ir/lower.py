@@ -207,6 +207,20 @@ rule("function:operator.truediv", "function:numpy.true_divide",
      "function:numpy.divide")(_pointwise("truediv"))
 rule("function:operator.floordiv", "function:numpy.floor_divide")(_pointwise("floordiv"))
 rule("function:operator.mod", "function:numpy.remainder", "function:numpy.mod")(_pointwise("mod"))
+for _op, _targets in (
+        ("bitwise_and", ("operator.and_", "numpy.bitwise_and")),
+        ("bitwise_or", ("operator.or_", "numpy.bitwise_or")),
+        ("bitwise_xor", ("operator.xor", "numpy.bitwise_xor")),
+        ("left_shift", ("operator.lshift", "numpy.left_shift", "numpy.bitwise_left_shift")),
+        ("right_shift", ("operator.rshift", "numpy.right_shift", "numpy.bitwise_right_shift")),
+        ("invert", ("operator.invert", "numpy.invert", "numpy.bitwise_not",
+                    "numpy.bitwise_invert")),
+        ("positive", ("operator.pos", "numpy.positive")),
+        *((_name, (f"numpy.{_name}",)) for _name in (
+            "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
+            "isfinite", "signbit", "sign", "copysign", "fmax", "fmin", "heaviside",
+            "reciprocal"))):
+    rule(*(f"function:{t}" for t in _targets))(_pointwise(_op))
 rule("function:numpy.maximum")(_pointwise("maximum"))
 rule("function:numpy.minimum")(_pointwise("minimum"))
 rule("function:operator.neg", "function:numpy.negative")(_pointwise("neg"))

@@ -53,6 +53,19 @@ _declare("truediv", P, 2, np.true_divide)
 _declare("floordiv", P, 2, np.floor_divide, doc="x // y: floor of the quotient (integers: 0 when "
          "y == 0, wrapping at the minimum // -1)")
 _declare("mod", P, 2, np.remainder, doc="x % y with the sign of y (integers: 0 when y == 0)")
+# bits, logic, predicates and signs: exact, as NumPy's ufuncs (stax.loop.bits lowers them)
+for _name, _ufunc in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                      ("bitwise_xor", np.bitwise_xor), ("left_shift", np.left_shift),
+                      ("right_shift", np.right_shift), ("logical_and", np.logical_and),
+                      ("logical_or", np.logical_or), ("logical_xor", np.logical_xor),
+                      ("copysign", np.copysign), ("fmax", np.fmax), ("fmin", np.fmin),
+                      ("heaviside", np.heaviside)):
+    _declare(_name, P, 2, _ufunc, doc=f"numpy.{_ufunc.__name__}, exactly")
+for _name, _ufunc in (("invert", np.invert), ("logical_not", np.logical_not),
+                      ("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite),
+                      ("signbit", np.signbit), ("sign", np.sign), ("positive", np.positive),
+                      ("reciprocal", np.reciprocal)):
+    _declare(_name, P, 1, _ufunc, doc=f"numpy.{_ufunc.__name__}, exactly")
 _declare("maximum", P, 2, np.maximum, doc="NaN-propagating; returns y when x == y")
 _declare("minimum", P, 2, np.minimum, doc="NaN-propagating; returns y when x == y")
 _declare("neg", P, 1, np.negative)

@@ -16,10 +16,13 @@ from stax.ir.serialize import decode_value, encode_value
 from .index import Affine
 
 #: loop-level operators and their arity.
-BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and", "floordiv", "mod")
+#: ``or``/``and``/``xor`` are bitwise (logical on bool); ``shl``/``shr`` follow NumPy for counts
+#: outside [0, bits) (0, or -1 for a negative signed value shifted right)
+BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and", "xor", "shl",
+              "shr", "copysign", "floordiv", "mod")
 COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dtype, result bool
 UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
-             "sin", "cos")
+             "sin", "cos", "signbit")  # signbit: float operand, bool result
 
 
 class Expr:

@@ -17,9 +17,10 @@ from .index import Affine
 from .ir import BufferRef, ExternCall, LoopProgram, Reduction, map_buffer_refs, rvar, xvar
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-           "maximum": np.maximum, "minimum": np.minimum, "or": np.logical_or,
-           "and": np.logical_and, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-           "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
+           "maximum": np.maximum, "minimum": np.minimum, "or": np.bitwise_or,
+           "and": np.bitwise_and, "xor": np.bitwise_xor, "shl": np.left_shift,
+           "shr": np.right_shift, "copysign": np.copysign, "lt": np.less, "le": np.less_equal,
+           "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
            "floordiv": np.floor_divide, "mod": np.remainder}
 
 
@@ -43,7 +44,7 @@ def _index(expr: Affine, grid: dict[str, np.ndarray]) -> Any:
 
 _UNARY = {"neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.floor,
           "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "exp": np.exp, "log": np.log,
-          "tanh": np.tanh, "sin": np.sin, "cos": np.cos}
+          "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "signbit": np.signbit}
 _REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
 Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)

@@ -621,3 +621,6 @@ LOWERINGS["sum"] = _sum
 def lower_opgraph(program: GraphProgram) -> LoopProgram:
     """Lower a ``stax.opgraph/1`` program to a ``stax.loopir/1`` program."""
     return LoopLowering(program).run()
+
+
+from . import bits  # noqa: E402, F401  (registers its rules in LOWERINGS)

@@ -253,11 +253,33 @@ class KernelEmitter:
             return b.or_(a, c)
         if op == "and":
             return b.and_(a, c)
+        if op == "xor":
+            return b.xor(a, c)
+        if op in ("shl", "shr"):
+            return self._shift(op, a, c, dtype)
+        if op == "copysign":
+            fn = self.fn.module.declare_intrinsic("llvm.copysign", [a.type],
+                                                  ir.FunctionType(a.type, [a.type] * 2))
+            return b.call(fn, [a, c])
         if op in ("floordiv", "mod"):
             return self._floor_divmod(op, a, c, dtype)
         if is_float(dtype):
             return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "truediv": b.fdiv}[op](a, c)
         return {"add": b.add, "sub": b.sub, "mul": b.mul}[op](a, c)
+
+    def _shift(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
+        """NumPy's shifts: a count outside [0, bits) (compared unsigned, so negative counts too)
+        gives 0, or -1 for a negative signed value shifted right (LLVM leaves it undefined)."""
+        b = self.builder
+        width = ir.Constant(a.type, a.type.width)
+        inside = b.icmp_unsigned("<", c, width)
+        safe = b.select(inside, c, ir.Constant(a.type, 0))
+        if op == "shl":
+            return b.select(inside, b.shl(a, safe), ir.Constant(a.type, 0))
+        if is_signed(dtype):
+            beyond = b.ashr(a, ir.Constant(a.type, a.type.width - 1))  # 0 or -1
+            return b.select(inside, b.ashr(a, safe), beyond)
+        return b.select(inside, b.lshr(a, safe), ir.Constant(a.type, 0))
 
     def _floor_divmod(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
         """Integer ``a // c`` or ``a % c`` as NumPy: the quotient rounded toward minus infinity,
@@ -290,6 +312,9 @@ class KernelEmitter:
         b = self.builder
         if op == "neg":
             return b.fneg(x) if is_float(dtype) else b.sub(ir.Constant(x.type, 0), x)
+        if op == "signbit":  # the float operand's sign bit (dtype is the bool result's)
+            bits = b.bitcast(x, ir.IntType(64 if x.type.intrinsic_name == "f64" else 32))
+            return b.icmp_signed("<", bits, ir.Constant(bits.type, 0))
         if op == "abs" and not is_float(dtype):
             if not is_signed(dtype):
                 return x

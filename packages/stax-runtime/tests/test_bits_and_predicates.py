@@ -1,0 +1,72 @@
+"""Bit operations, logic, float predicates and sign functions compiled natively: bit for bit
+NumPy's results (shift counts outside the width included), NaN/Inf/-0.0 included."""
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+INT_PROGRAMS = {
+    "and/or/xor": lambda a, b: (a & b) | (a ^ b),
+    "shifts": lambda a, b: (a << b) ^ (a >> b),
+    "invert": lambda a, b: ~a,
+    "logical": lambda a, b: np.logical_and(a, b) ^ np.logical_or(a, b) | np.logical_not(b),
+    "sign, positive": lambda a, b: np.sign(a) + (+b),
+    "predicates": lambda a, b: np.isnan(a) | np.isinf(b) | ~np.isfinite(a) | np.signbit(a),
+    "numpy names": lambda a, b: np.bitwise_xor(np.left_shift(a, b), np.right_shift(b, a)),
+}
+FLOAT_PROGRAMS = {
+    "isnan/isinf/isfinite": lambda x, y: np.isnan(x) ^ np.isinf(y) | np.isfinite(x),
+    "signbit": lambda x, y: np.signbit(x),
+    "sign": lambda x, y: np.sign(x),
+    "copysign": lambda x, y: np.copysign(x, y),
+    "fmax/fmin": lambda x, y: np.fmax(x, y) - np.fmin(y, x),
+    "heaviside": lambda x, y: np.heaviside(x, y) + np.heaviside(y, 0.5),
+    "reciprocal, positive": lambda x, y: np.reciprocal(x) + (+y),
+    "logical on floats": lambda x, y: np.logical_and(x, y) | np.logical_not(x),
+}
+
+
+def native(fn, *args):
+    compiled = stax.compile(fn, strict_native=True)
+    with np.errstate(all="ignore"):
+        got, want = compiled(*args), fn(*args)
+    assert not compiled.versions()[0].artifact.externs  # computed in the kernel
+    return got, want
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("name", list(INT_PROGRAMS))
+def test_integer_bits_match_numpy(dtype, name):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(2)
+    a = rng.integers(info.min, info.max, 1025, dtype=dtype, endpoint=True)
+    b = rng.integers(0, 2 * info.bits, 1025).astype(dtype)
+    b[:4] = [0, info.bits - 1, info.bits, info.max]  # counts at and past the width
+    got, want = native(INT_PROGRAMS[name], a, b)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+
+
+def test_bool_bits_are_logical():
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 2, (2, 33)).astype(bool)
+    fn = lambda a, b: (a & b) ^ (a | ~b) ^ np.logical_xor(a, b)  # noqa: E731
+    got, want = native(fn, a, b)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(FLOAT_PROGRAMS))
+def test_float_predicates_and_signs_match_numpy(dtype, name):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(300) * 3).astype(dtype)
+    y = rng.standard_normal(300).astype(dtype)
+    x[:8] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.0, -0.0, 0.0]
+    y[:8] = [1.0, 0.0, -0.0, np.nan, 2.0, np.nan, -0.0, 0.0]
+    got, want = native(FLOAT_PROGRAMS[name], x, y)
+    np.testing.assert_array_equal(got, want)
+    if got.dtype.kind == "f":
+        numbers = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(want)[numbers])
