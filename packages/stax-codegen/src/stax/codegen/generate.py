@@ -89,7 +89,9 @@ def _kernel_args(group: Group) -> tuple[str, ...]:
     return tuple(names)
 
 
-_OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sin": 45, "cos": 45, "sqrt": 4, "truediv": 4}
+_OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sin": 45, "cos": 45, "sqrt": 4, "truediv": 4,
+            "pow": 45, "log2": 25, "log10": 25, "log1p": 25, "expm1": 25, "exp2": 25, "sinh": 30,
+            "cosh": 30, "cbrt": 45, "hypot": 6}
 
 
 def _cost_per_element(group: Group) -> int:

@@ -35,7 +35,8 @@ from stax.loop import (
     xvar,
 )
 
-EXPENSIVE = frozenset({"exp", "log", "tanh", "sin", "cos"})
+EXPENSIVE = frozenset({"exp", "log", "tanh", "sin", "cos", "log2", "log10", "log1p", "expm1",
+                       "exp2", "sinh", "cosh", "cbrt", "pow"})
 
 
 @dataclass(frozen=True)

@@ -259,7 +259,8 @@ rule("function:numpy.var", "method:var")(_reduction("var", np.var))
 rule("function:numpy.std", "method:std")(_reduction("std", np.std))
 rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min", np.min))
 rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
-for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos"):
+for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos", "log2",
+            "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "hypot"):
     rule(f"function:numpy.{_op}")(_pointwise(_op))
 
 
@@ -276,12 +277,16 @@ def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     reciprocal) — bit-exact; integer exponents 3 and 4 by multiplication: exact for integers
     (wrapping as NumPy's), and for float32 in float64 rounded once — correctly rounded, so within
     1 ulp of NumPy's powf (which is not); float64 keeps NumPy's pow."""
-    if len(args) != 2 or kwargs or not isinstance(args[0], Node) or \
+    if len(args) != 2 or kwargs:
+        raise NotNative
+    dtype = node.tensor.dtype
+    if not isinstance(args[0], Node) or \
             not isinstance(args[1], (int, float, np.integer, np.floating)) or \
             isinstance(args[1], (bool, np.bool_)):
+        if dtype == "float32":  # any other float32 power: computed in double, rounded once
+            return ctx.emit("pow", tuple(_operand(ctx, a) for a in args))
         raise NotNative
     x, e = args[0], float(args[1])
-    dtype = node.tensor.dtype
     floating = np.dtype(dtype).kind == "f"
     if e == 2.0:
         return ctx.emit("mul", (x, x))
@@ -298,6 +303,8 @@ def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
         square = ctx.emit("mul", (x64, x64), meta=wide)
         result = ctx.emit("mul", (square, x64 if e == 3.0 else square), meta=wide)
         return ctx.emit("cast", (result,), {"dtype": "float32"})
+    if dtype == "float32":
+        return ctx.emit("pow", (x, args[1]))
     raise NotNative
 
 

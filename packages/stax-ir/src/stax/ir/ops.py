@@ -66,6 +66,8 @@ for _name, _ufunc in (("invert", np.invert), ("logical_not", np.logical_not),
                       ("signbit", np.signbit), ("sign", np.sign), ("positive", np.positive),
                       ("reciprocal", np.reciprocal)):
     _declare(_name, P, 1, _ufunc, doc=f"numpy.{_ufunc.__name__}, exactly")
+_declare("hypot", P, 2, np.hypot, doc="within a measured ulp bound of NumPy")
+_declare("pow", P, 2, np.power, doc="x ** y, within a measured ulp bound of NumPy (float32)")
 _declare("maximum", P, 2, np.maximum, doc="NaN-propagating; returns y when x == y")
 _declare("minimum", P, 2, np.minimum, doc="NaN-propagating; returns y when x == y")
 _declare("neg", P, 1, np.negative)
@@ -73,7 +75,9 @@ for _name, _ufunc in (("abs", np.absolute), ("sqrt", np.sqrt), ("floor", np.floo
                       ("ceil", np.ceil), ("trunc", np.trunc), ("rint", np.rint)):
     _declare(_name, P, 1, _ufunc, doc="exactly NumPy's ufunc (IEEE: correctly rounded)")
 for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh), ("sin", np.sin),
-                      ("cos", np.cos)):
+                      ("cos", np.cos), ("log2", np.log2), ("log10", np.log10),
+                      ("log1p", np.log1p), ("expm1", np.expm1), ("exp2", np.exp2),
+                      ("sinh", np.sinh), ("cosh", np.cosh), ("cbrt", np.cbrt)):
     _declare(_name, P, 1, _ufunc, doc="within a measured ulp bound of NumPy (not bit-exact: "
              "neither is libm)")
 class _Memory:

@@ -257,6 +257,8 @@ def _binary(op: str) -> Rule:
         b = ctx.operand(node.args[1], meta.shape, meta.dtype)
         if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind not in "iu":
             return _op_as_extern(ctx, node)  # float floor division/remainder: NumPy's fmod-based rules
+        if op in FLOAT32_ONLY and meta.dtype != "float32":
+            return _op_as_extern(ctx, node)
         name = _BOOL_FORMS.get(op, op) if meta.dtype == "bool" else op
         if meta.dtype == "bool" and name == op:
             raise ctx.unsupported(f"{op} on bool")
@@ -264,7 +266,8 @@ def _binary(op: str) -> Rule:
     return lower
 
 
-for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum", "floordiv", "mod"):
+for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum", "floordiv", "mod", "hypot",
+            "pow"):
     LOWERINGS[_op] = _binary(_op)
 
 
@@ -321,7 +324,8 @@ _sum = _reduction("sum")
 
 
 #: computed natively for float32 only (float64 runs NumPy's libm call as an extern step)
-FLOAT32_ONLY = frozenset({"tanh", "sin", "cos"})
+FLOAT32_ONLY = frozenset({"tanh", "sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh",
+                          "cosh", "cbrt", "hypot", "pow"})
 
 
 def _unary(op: str) -> Rule:
@@ -610,7 +614,8 @@ LOWERINGS["max"] = _reduction("max")
 LOWERINGS["min"] = _reduction("min")
 LOWERINGS["where"] = _where
 LOWERINGS["cast"] = _cast
-for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos"):
+for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos",
+            "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt"):
     LOWERINGS[_op] = _unary(_op)
 LOWERINGS["layer_norm"] = _layer_norm
 LOWERINGS["neg"] = _neg

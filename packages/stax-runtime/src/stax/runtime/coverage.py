@@ -22,7 +22,8 @@ from .api import CompiledFunction
 
 #: Functions Stax computes with its own vectorized code, within a measured ulp bound of NumPy
 #: (neither is correctly rounded, so they may differ in the last bits; ``stax.codegen.cpu.vmath``).
-APPROXIMATE = frozenset({"exp", "log", "tanh", "sin", "cos"})
+APPROXIMATE = frozenset({"exp", "log", "tanh", "sin", "cos", "log2", "log10", "log1p", "expm1",
+                         "exp2", "sinh", "cosh", "cbrt", "hypot", "pow", "power", "float_power"})
 
 
 @dataclass(frozen=True)

@@ -319,3 +319,101 @@ def sin32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
 
 def cos32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     return _sincos32(b, module, x, "cos")
+
+
+# -- float32 functions computed in double and rounded once ---------------------------------------
+# A float32 argument is exact in double; exp64/log64 err by about 2 double ulps, which after the
+# one rounding to float32 leaves results within 0.5 + 2^-28 float32 ulp — except where a formula
+# cancels, which each function avoids with a short series near zero (keeping the sign of -0.0).
+
+def _series_times_x(b: ir.IRBuilder, x: ir.Value, coefficients: list[float]) -> ir.Value:
+    """x (c0 + c1 x + c2 x^2 + ...): a product keeps the sign of a zero x."""
+    return b.fmul(x, _poly(b, x, coefficients))
+
+
+def _small(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    fabs = module.declare_intrinsic("llvm.fabs", [F64])
+    return b.fcmp_ordered("<", b.call(fabs, [x]), _c(2.0 ** -20))
+
+
+def log2_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    return b.fmul(log64(b, module, x), _c(1.0 / math.log(2.0)))
+
+
+def log10_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    return b.fmul(log64(b, module, x), _c(1.0 / math.log(10.0)))
+
+
+def log1p_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    near = _series_times_x(b, x, [1.0, -1.0 / 2, 1.0 / 3, -1.0 / 4])
+    return b.select(_small(b, module, x), near, log64(b, module, b.fadd(x, _c(1.0))))
+
+
+def expm1_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    near = _series_times_x(b, x, [1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24])
+    return b.select(_small(b, module, x), near, b.fsub(exp64(b, module, x), _c(1.0)))
+
+
+def exp2_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    return exp64(b, module, b.fmul(x, _c(math.log(2.0))))
+
+
+def sinh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    e = exp64(b, module, x)
+    far = b.fmul(b.fsub(e, b.fdiv(_c(1.0), e)), _c(0.5))
+    near = b.fmul(x, _poly(b, b.fmul(x, x), [1.0, 1.0 / 6, 1.0 / 120]))  # x (1 + x^2/6 + ...)
+    return b.select(_small(b, module, x), near, far)
+
+
+def cosh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    e = exp64(b, module, x)
+    return b.fmul(b.fadd(e, b.fdiv(_c(1.0), e)), _c(0.5))
+
+
+def cbrt_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    fabs = module.declare_intrinsic("llvm.fabs", [F64])
+    copysign = module.declare_intrinsic("llvm.copysign", [F64], ir.FunctionType(F64, [F64, F64]))
+    magnitude = exp64(b, module, b.fmul(log64(b, module, b.call(fabs, [x])), _c(1.0 / 3.0)))
+    return b.call(copysign, [magnitude, x])  # cbrt(-0.0) = -0.0; NaN stays NaN
+
+
+VIA_DOUBLE = {"log2": log2_d, "log10": log10_d, "log1p": log1p_d, "expm1": expm1_d,
+              "exp2": exp2_d, "sinh": sinh_d, "cosh": cosh_d, "cbrt": cbrt_d}
+
+
+def hypot_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -> ir.Value:
+    """sqrt(x^2 + y^2) in double for float32 operands (squares exact, no overflow); an infinite
+    operand gives +inf even against a NaN (C99)."""
+    fabs = module.declare_intrinsic("llvm.fabs", [F64])
+    sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
+    value = b.call(sqrt, [b.fadd(b.fmul(x, x), b.fmul(y, y))])
+    infinite = b.or_(b.fcmp_ordered("==", b.call(fabs, [x]), _c(math.inf)),
+                     b.fcmp_ordered("==", b.call(fabs, [y]), _c(math.inf)))
+    return b.select(infinite, _c(math.inf), value)
+
+
+def pow_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x^y for float32 operands in double: exp(y log|x|) with C99's special cases — y = 0 or
+    x = 1 give 1 (even with a NaN), a negative x needs an integer y (odd: the sign stays),
+    zeros and infinities by the sign and parity of y, |x| = 1 against an infinite y gives 1."""
+    fabs = module.declare_intrinsic("llvm.fabs", [F64])
+    trunc = module.declare_intrinsic("llvm.trunc", [F64])
+    ax, ay = b.call(fabs, [x]), b.call(fabs, [y])
+    integer = b.fcmp_ordered("==", b.call(trunc, [y]), y)
+    half = b.fmul(y, _c(0.5))
+    odd = b.and_(integer, b.fcmp_unordered("!=", b.call(trunc, [half]), half))
+    magnitude = exp64(b, module, b.fmul(y, log64(b, module, ax)))  # |x|^y, zeros/infs included
+    negative_x = b.fcmp_ordered("<", x, _c(0.0))
+    sign_bit = b.icmp_signed("<", b.bitcast(x, I64), _i(0))  # -0.0 too: pow(-0.0, -1) = -inf
+    signed = b.select(b.and_(sign_bit, odd), b.fneg(magnitude), magnitude)
+    # a negative finite x and a non-integer finite y: NaN
+    invalid = b.and_(b.and_(negative_x, b.fcmp_ordered("<", ax, _c(math.inf))),
+                     b.and_(b.xor(integer, ir.Constant(ir.IntType(1), 1)),
+                            b.fcmp_ordered("<", ay, _c(math.inf))))
+    result = b.select(invalid, _c(math.nan), signed)
+    # zero x: sign survives only for odd y (log gives -inf, exp then 0 or inf: magnitude is right)
+    # |x| = 1 and y = +-inf: 1 (log|x| = 0 times inf would be NaN)
+    one = b.or_(b.fcmp_ordered("==", y, _c(0.0)), b.fcmp_ordered("==", x, _c(1.0)))
+    one = b.or_(one, b.and_(b.fcmp_ordered("==", ax, _c(1.0)),
+                            b.fcmp_ordered("==", ay, _c(math.inf))))
+    return b.select(one, _c(1.0), result)
