@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Reduction, loads, xvar
+from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Reduction, Scan, loads, xvar
 
 
 @dataclass
@@ -40,6 +40,8 @@ class Group:
         first = self.nodes[0]
         if isinstance(first, ExternCall):
             return "extern", first.shape, ()
+        if isinstance(first.data, Scan):  # a scan runs alone: its loop stores every step
+            return f"scan {first.name}", first.ranges, first.reduction_ranges
         kind = "reduction" if isinstance(first.data, Reduction) else "pointwise"
         return kind, first.ranges, first.reduction_ranges
 
@@ -62,6 +64,8 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
     for group in (a, b):
         if group.extern is not None:
             return f"{group.label} is an extern call ({group.extern.target}) run by NumPy"
+        if any(isinstance(n.data, Scan) for n in group.nodes):
+            return f"{group.label} is a scan (its loop stores every step in order)"
     same_nest = a.domain == b.domain and all(
         _nest(n) == _nest(a.nodes[0]) for n in (*a.nodes, *b.nodes))
     rows = {n.ranges[0] if n.ranges else None for n in (*a.nodes, *b.nodes)}
@@ -92,6 +96,8 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
 def _nest(node: ComputedBuffer | ExternCall) -> Any:
     if isinstance(node, ExternCall):
         return ("extern", node.name)
+    if isinstance(node.data, Scan):
+        return ("scan", node.name)
     return isinstance(node.data, Reduction), node.ranges, node.reduction_ranges
 
 

@@ -338,6 +338,31 @@ def _layer_norm(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                     {"normalized_ndim": ndim, "eps": float(p["eps"])})
 
 
+def _scan(op: str, reference: Any) -> Rule:
+    """cumsum/cumprod along one axis (``axis=None`` only for 1-D input: flattening other shapes
+    runs as NumPy), accumulating in the result dtype NumPy chose."""
+    signature = inspect.signature(reference)
+
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = signature.bind(*args, **kwargs).arguments
+        x = params.get("a")
+        if not isinstance(x, Node) or x.tensor is None or params.get("out") is not None:
+            raise NotNative
+        ndim = x.tensor.ndim
+        axis = params.get("axis")
+        if axis is None and ndim == 1:
+            axis = 0
+        if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or ndim == 0:
+            raise NotNative
+        return ctx.emit(op, (x,), {"axis": int(axis) % ndim, "dtype": node.tensor.dtype})
+    return lower
+
+
+rule("function:numpy.cumsum", "method:cumsum")(_scan("cumsum", np.cumsum))
+rule("function:numpy.cumprod", "method:cumprod")(_scan("cumprod", np.cumprod))
+
+
 def _lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str, Any]) -> Node:
     x = params.get("a")
     if not isinstance(x, Node) or x.tensor is None:

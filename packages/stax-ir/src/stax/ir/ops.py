@@ -20,6 +20,7 @@ class OpKind(str, Enum):
     REDUCTION = "reduction"
     COMPOSITE = "composite"  # a whole operator (layer_norm, mse_loss) a backend may implement
     EXTERN = "extern"  # a NumPy call run as is, between compiled kernels
+    SCAN = "scan"  # a running reduction along one axis (cumsum, cumprod)
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,11 @@ def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> A
     return resolve_function(fn)(*args, **call_kwargs)
 
 
+_declare("cumsum", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumsum(x, axis=axis, dtype=dtype),
+         attrs=("axis", "dtype"), doc="running sum along ``axis``, accumulated in ``dtype`` in "
+         "order (bit-exact with NumPy's sequential loop)")
+_declare("cumprod", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumprod(x, axis=axis, dtype=dtype),
+         attrs=("axis", "dtype"), doc="running product along ``axis``, in order")
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
              "NumPy; its operands may nest nodes inside tuples and lists")

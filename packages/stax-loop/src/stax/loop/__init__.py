@@ -12,6 +12,7 @@ from .ir import (
     OutputRef,
     Pointwise,
     Reduction,
+    Scan,
     index_width,
     load_loopir,
     loop_extents,
@@ -25,6 +26,6 @@ __version__ = "0.1.0"
 __all__ = [
     "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
     "Const", "Expr", "ExternCall", "InputBuffer", "Load", "LoopProgram", "OutputRef", "Pointwise",
-    "Reduction", "Select", "Unary", "format_expr", "index_width", "linear_index", "load_loopir",
+    "Reduction", "Scan", "Select", "Unary", "format_expr", "index_width", "linear_index", "load_loopir",
     "loads", "loop_extents", "lower_opgraph", "postorder", "rvar", "xvar",
 ]

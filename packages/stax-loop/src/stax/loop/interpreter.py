@@ -14,7 +14,7 @@ import numpy as np
 
 from .expr import Binary, Cast, Const, Expr, Load, Select, Unary, postorder
 from .index import Affine
-from .ir import BufferRef, ExternCall, LoopProgram, Reduction, map_buffer_refs, rvar, xvar
+from .ir import BufferRef, ExternCall, LoopProgram, Reduction, Scan, map_buffer_refs, rvar, xvar
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum, "or": np.bitwise_or,
@@ -96,7 +96,10 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
         value = np.asarray(evaluate(cb.data.body, grid, memory))
         full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))
                                if grid else ())
-        if isinstance(cb.data, Reduction):
+        if isinstance(cb.data, Scan):  # in order along the scanned axis, as NumPy
+            scan = np.cumsum if cb.data.scan_type == "sum" else np.cumprod
+            full = scan(np.array(full), axis=len(cb.ranges), dtype=cb.dtype)
+        elif isinstance(cb.data, Reduction):
             axes = tuple(range(len(cb.ranges), len(cb.ranges) + len(cb.reduction_ranges)))
             kind = cb.data.reduction_type
             if kind in ("argmax", "argmin"):  # over the reduction axes flattened, in C order

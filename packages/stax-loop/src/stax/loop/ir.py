@@ -43,7 +43,23 @@ class Reduction:
     body: Expr  # the value accumulated at (x, r), already in the accumulator dtype
 
 
-Body = Pointwise | Reduction
+@dataclass(frozen=True)
+class Scan:
+    """A running reduction along one axis: at (x, r0) the combination, in order, of ``body`` at
+    (x, 0), ..., (x, r0) — stored for every r0 (cumsum, cumprod). Sequential by definition: the
+    order is NumPy's, so the result is bit for bit NumPy's."""
+
+    ranges: tuple[int, ...]         # the other axes (x variables)
+    scan_range: int                 # the scanned axis (variable r0)
+    scan_type: str                  # "sum" | "prod"
+    body: Expr                      # the value at (x, r0), already in the result dtype
+
+    @property
+    def reduction_ranges(self) -> tuple[int, ...]:
+        return (self.scan_range,)
+
+
+Body = Pointwise | Reduction | Scan
 
 
 @dataclass(frozen=True)
@@ -69,7 +85,7 @@ class ComputedBuffer:
 
     @property
     def reduction_ranges(self) -> tuple[int, ...]:
-        return self.data.reduction_ranges if isinstance(self.data, Reduction) else ()
+        return self.data.reduction_ranges if isinstance(self.data, Reduction | Scan) else ()
 
 
 def loop_extents(node: ComputedBuffer) -> dict[str, int]:
@@ -214,6 +230,9 @@ class LoopProgram:
             if isinstance(data, Reduction):
                 kind = (f"Reduction({data.reduction_type}, ranges={list(data.ranges)}, "
                         f"reduction_ranges={list(data.reduction_ranges)})")
+            elif isinstance(data, Scan):
+                kind = (f"Scan({data.scan_type}, ranges={list(data.ranges)}, "
+                        f"scan_range={data.scan_range})")
             else:
                 kind = f"Pointwise(ranges={list(data.ranges)})"
             lines.append(f"{cb.name}: {cb.dtype}{list(cb.shape)} strides={cb.strides} = {kind}")
@@ -284,6 +303,8 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
     if isinstance(data, Reduction):
         body.update(kind="reduction", reduction_ranges=list(data.reduction_ranges),
                     reduction_type=data.reduction_type)
+    elif isinstance(data, Scan):
+        body.update(kind="scan", scan_range=data.scan_range, scan_type=data.scan_type)
     else:
         body["kind"] = "pointwise"
     return {"name": cb.name, "shape": list(cb.shape), "dtype": cb.dtype,
@@ -300,6 +321,8 @@ def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
     data: Body
     if d["kind"] == "reduction":
         data = Reduction(tuple(d["ranges"]), tuple(d["reduction_ranges"]), d["reduction_type"], body)
+    elif d["kind"] == "scan":
+        data = Scan(tuple(d["ranges"]), d["scan_range"], d["scan_type"], body)
     else:
         data = Pointwise(tuple(d["ranges"]), body)
     return ComputedBuffer(doc["name"], tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),

@@ -36,6 +36,7 @@ from .ir import (
     OutputRef,
     Pointwise,
     Reduction,
+    Scan,
     rvar,
     xvar,
 )
@@ -601,6 +602,31 @@ def _view(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, load, None, (buffer, offset, view_strides))
 
 
+def _scan(kind: str) -> Rule:
+    """cumsum/cumprod along ``axis``: the other axes are x variables, the scanned one r0; the
+    body (the operand, producers inlined) is cast to the result dtype first, as NumPy does."""
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        meta = node.tensor
+        axis, shape, dtype = node.kwargs["axis"], meta.shape, meta.dtype
+        if dtype == "bool" or dtype not in LOOP_DTYPES:
+            return _op_as_extern(ctx, node)
+        x = ctx.operand(node.args[0], shape, dtype)
+        kept = [d for d in range(len(shape)) if d != axis]
+        index = [Affine()] * len(shape)
+        for i, d in enumerate(kept):
+            index[d] = Affine.var(xvar(i))
+        index[axis] = Affine.var(rvar(0))
+        strides = output_strides(meta)
+        name = f"buf{len(ctx.buffers)}"
+        data = Scan(tuple(shape[d] for d in kept), shape[axis], kind, x(tuple(index)))
+        ctx.buffers.append(ComputedBuffer(name, shape, dtype, strides,
+                                          linear_index(index, strides), data))
+        return ctx._stored(name, shape, dtype, strides)
+    return lower
+
+
+LOWERINGS["cumsum"] = _scan("sum")
+LOWERINGS["cumprod"] = _scan("prod")
 LOWERINGS["view"] = _view
 LOWERINGS["argmax"] = _arg("argmax")
 LOWERINGS["argmin"] = _arg("argmin")

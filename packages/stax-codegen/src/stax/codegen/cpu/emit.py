@@ -29,6 +29,7 @@ from stax.loop import (
     Expr,
     Load,
     Reduction,
+    Scan,
     Select,
     Unary,
     index_width,
@@ -395,7 +396,9 @@ class KernelEmitter:
             return []
 
         phases = _phases(nodes)
-        if split and len(phases) == 1 and _columnwise(nodes):
+        if isinstance(nodes[0].data, Scan):
+            self._scan(nodes[0])
+        elif split and len(phases) == 1 and _columnwise(nodes):
             self._column_reductions(nodes)
         elif split and len(phases) > 1:
             phases, spills = share_row_values(phases)
@@ -506,6 +509,85 @@ class KernelEmitter:
             rows([])
         else:
             self.nest(ranges[:last], xvar, [], rows, split=True)
+
+    def _scan(self, node: ComputedBuffer) -> None:
+        """A running sum or product, in order along r0 (no ``reassoc``: NumPy's order, NumPy's
+        bits); the first element is the body's value itself (so -0.0 survives). Along rows it
+        carries the total in a register; when the scanned axis is strided and the last kept axis
+        contiguous (``cumsum(axis=0)`` of a C matrix) the loops are interchanged and each step
+        reads the previous step's output row, so the inner loop runs along memory and vectorizes."""
+        b = self.builder
+        ranges, extent = node.ranges, node.data.scan_range
+        r0 = rvar(0)
+        last = xvar(len(ranges) - 1) if ranges else None
+        columns = last is not None and abs(node.store_index.coefficient(last)) == 1 and \
+            abs(node.store_index.coefficient(r0)) > 1 and ranges[-1] >= 4
+        combine = "sum" if node.data.scan_type == "sum" else "prod"
+
+        def step(previous: ir.Value, value: ir.Value) -> ir.Value:
+            first = b.icmp_signed("==", self.vars[r0], ir.Constant(I64, 0))
+            if is_float(node.dtype):
+                total = (b.fadd if combine == "sum" else b.fmul)(previous, value)
+            else:
+                total = (b.add if combine == "sum" else b.mul)(previous, value)
+            return b.select(first, value, total)
+
+        def fresh(body: Callable[[], None]) -> Callable[[Sequence[ir.Value]], Sequence[ir.Value]]:
+            outer_memo = self.memo
+
+            def run(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+                self.memo = dict(outer_memo)
+                body()
+                self.memo = outer_memo
+                return []
+            return run
+
+        if not columns:
+            def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+                self.memo = {}
+
+                def scan(acc: Sequence[ir.Value]) -> Sequence[ir.Value]:
+                    outer_memo = self.memo
+                    self.memo = dict(outer_memo)
+                    total = step(acc[0], self.value(node.data.body))
+                    self.store(node, total)
+                    self.memo = outer_memo
+                    return [total]
+                self.loop(r0, ir.Constant(I64, 0), ir.Constant(I64, extent),
+                          [ir.Constant(value_type(node.dtype), 0)], scan)  # unused at r0 = 0
+                return []
+            if ranges:
+                self.nest(ranges, xvar, [], row, split=True)
+            else:
+                guard = self.fn.append_basic_block("body")
+                done = self.fn.append_basic_block("exit")
+                b.cbranch(b.icmp_signed("<", self.start, self.stop), guard, done)
+                b.position_at_end(guard)
+                row([])
+                b.branch(done)
+                b.position_at_end(done)
+            return
+
+        stride = node.store_index.coefficient(r0)
+
+        def element() -> None:
+            here = b.gep(self.pointers[node.name], [self.index(node.store_index)])
+            before = b.gep(here, [ir.Constant(I64, -stride)])
+            first = b.icmp_signed("==", self.vars[r0], ir.Constant(I64, 0))
+            previous = b.load(b.select(first, here, before))  # row 0 reads itself, unused
+            self.store(node, step(previous, self.value(node.data.body)))
+
+        def rows(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.memo = {}
+            low = self.start if len(ranges) == 1 else ir.Constant(I64, 0)
+            high = self.stop if len(ranges) == 1 else ir.Constant(I64, ranges[-1])
+            self.loop(r0, ir.Constant(I64, 0), ir.Constant(I64, extent), [],
+                      lambda _: (self.loop(last, low, high, [], fresh(element)), [])[1])
+            return []
+        if len(ranges) == 1:
+            rows([])
+        else:
+            self.nest(ranges[:-1], xvar, [], rows, split=True)
 
     def _arg_identity(self, node: ComputedBuffer) -> list[ir.Value]:
         dtype = node.data.body.dtype

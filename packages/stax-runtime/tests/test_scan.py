@@ -1,0 +1,68 @@
+"""cumsum/cumprod compiled natively as scans: in NumPy's order, so bit for bit NumPy's results
+(-0.0, NaN/Inf, integer wrap-around, NumPy's accumulation dtypes), on every axis and layout."""
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+DTYPES = [np.float32, np.float64, np.int8, np.int32, np.int64, np.uint16, np.bool_]
+CASES = [((1000,), None), ((4097,), 0), ((7, 17), 1), ((7, 17), 0), ((33, 64), 0), ((33, 64), -1),
+         ((5, 6, 9), 0), ((5, 6, 9), 1), ((5, 6, 9), 2), ((0, 3), 0), ((1, 1), 1)]
+PROGRAMS = {
+    "np.cumsum": lambda x, axis: np.cumsum(x, axis=axis),
+    "x.cumprod": lambda x, axis: x.cumprod(axis=axis),
+    "fused producer and consumer": lambda x, axis: np.cumsum(x * 3, axis=axis) - 1,
+}
+
+
+def data(shape, dtype):
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    if x.size > 5 and np.issubdtype(dtype, np.floating):
+        x.flat[0], x.flat[2], x.flat[4] = -0.0, -0.0, np.nan
+    return x
+
+
+def check(fn, *args):
+    compiled = stax.compile(fn, strict_native=True)
+    got, want = compiled(*args), fn(*args)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    if got.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    return compiled
+
+
+# (bool * 3 is an integer program: the integer dtypes cover the fused case)
+COMBINATIONS = [(d, n) for d in DTYPES for n in PROGRAMS
+                if not (d is np.bool_ and n == "fused producer and consumer")]
+
+
+@pytest.mark.parametrize("dtype, name", COMBINATIONS)
+@pytest.mark.parametrize("shape, axis", CASES)
+def test_scans_are_bit_exact(dtype, shape, axis, name):
+    program = PROGRAMS[name]
+    compiled = check(lambda x: program(x, axis), data(shape, dtype))
+    assert not compiled.versions()[0].artifact.externs  # the scan runs in a kernel
+
+
+@pytest.mark.parametrize("layout", ["F", "transposed", "sliced", "reversed"])
+def test_layouts(layout):
+    base = data((40, 30), np.float64)
+    x = {"F": np.asfortranarray(base), "transposed": base.T, "sliced": base[::3, 1::2],
+         "reversed": base[::-1]}[layout]
+    for axis in (0, 1):
+        check(lambda x: np.cumsum(x, axis=axis), x)
+
+
+def test_integer_wraparound_and_dtype_argument():
+    x = np.full(300, 100, np.int8)
+    check(lambda x: np.cumsum(x, dtype=np.int8), x)     # wraps in int8, as NumPy
+    check(lambda x: np.cumsum(x), x)                    # accumulates in int64, as NumPy
+
+
+def test_flattening_scan_of_a_matrix_runs_as_numpy():
+    x = data((4, 5), np.float64)
+    compiled = check(lambda x: np.cumsum(x), x)          # axis=None of 2-D: NumPy's flattening
+    assert compiled.versions()[0].artifact.externs
