@@ -25,6 +25,8 @@ from stax.loop import (
     ComputedBuffer,
     Const,
     Expr,
+    GuardedLoad,
+    Index,
     Load,
     Pointwise,
     Reduction,
@@ -58,8 +60,13 @@ def _key(e: Expr, names: dict[str, str], memo: dict[int, object]) -> object:
     found = memo.get(id(e))
     if found is not None:
         return found
-    if isinstance(e, Load):
-        key: object = ("load", e.buffer, _rename(e.index, names), e.dtype)
+    if isinstance(e, GuardedLoad):
+        key: object = ("guarded_load", e.buffer, _rename(e.index, names), e.dtype,
+                       _key(e.guard, names, memo))
+    elif isinstance(e, Load):
+        key = ("load", e.buffer, _rename(e.index, names), e.dtype)
+    elif isinstance(e, Index):
+        key = ("index", _rename(e.index, names), e.dtype)
     elif isinstance(e, Const):
         key = ("const", repr(e.value), e.dtype)
     elif isinstance(e, Cast):

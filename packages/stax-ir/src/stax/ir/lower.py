@@ -229,6 +229,133 @@ for _op, _ufunc in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
     rule(f"function:operator.{_op}", f"function:numpy.{_ufunc}")(_pointwise(_op))
 
 
+# -- building arrays ------------------------------------------------------------------------------
+
+def _bind(reference: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return inspect.signature(reference).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        raise NotNative from None
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    raise NotNative
+
+
+def _scalar(value: Any) -> Any:
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return value.item() if isinstance(value, np.generic) else value
+    raise NotNative
+
+
+def _arrays(value: Any) -> tuple[Node, ...]:
+    if not isinstance(value, (list, tuple)) or not value or \
+            not all(isinstance(v, Node) and v.tensor is not None for v in value):
+        raise NotNative
+    return tuple(value)
+
+
+@rule("function:numpy.concatenate")
+def _concatenate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Node:
+    """Joined along one axis (``axis=None`` flattens: NumPy); ``out=``/``dtype=`` forms too."""
+    params = _bind(lambda arrays, axis=0: None, args, kwargs)
+    arrays = _arrays(params["arrays"])
+    if params.get("axis", 0) is None:
+        raise NotNative
+    ndim = node.tensor.ndim
+    return ctx.emit("concatenate", arrays, {"axis": _int(params.get("axis", 0)) % ndim})
+
+
+@rule("function:numpy.stack")
+def _stack(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    params = _bind(lambda arrays, axis=0: None, args, kwargs)
+    arrays = _arrays(params["arrays"])
+    return ctx.emit("stack", arrays, {"axis": _int(params.get("axis", 0)) % node.tensor.ndim})
+
+
+@rule("function:numpy.pad")
+def _pad(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """Constant padding with one scalar value; other modes run as NumPy."""
+    params = _bind(lambda array, pad_width, mode="constant", constant_values=0: None, args, kwargs)
+    x = params["array"]
+    if not isinstance(x, Node) or x.tensor is None or params.get("mode", "constant") != "constant":
+        raise NotNative
+    ndim = x.tensor.ndim
+    width = np.asarray(params["pad_width"], dtype=object)
+    try:
+        pairs = np.broadcast_to(width, (ndim, 2))
+    except ValueError:
+        raise NotNative from None
+    pad_width = tuple((_int(a), _int(b)) for a, b in pairs)
+    if any(a < 0 or b < 0 for a, b in pad_width):
+        raise NotNative
+    value = _scalar(params.get("constant_values", 0))
+    return ctx.emit("pad", (x,), {"pad_width": pad_width, "value": value})
+
+
+def _triangle(op: str) -> Rule:
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = _bind(lambda m, k=0: None, args, kwargs)
+        x = params["m"]
+        if not isinstance(x, Node) or x.tensor is None or x.tensor.ndim < 2:
+            raise NotNative
+        return ctx.emit(op, (x,), {"k": _int(params.get("k", 0))})
+    return lower
+
+
+rule("function:numpy.tril")(_triangle("tril"))
+rule("function:numpy.triu")(_triangle("triu"))
+
+
+def _filled(value_of: Callable[[dict[str, Any]], Any], reference: Any) -> Rule:
+    """np.zeros/ones/full and their *_like forms: the shape and dtype are the result's (capture
+    measured them), the fill value a scalar."""
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = _bind(reference, args, kwargs)
+        if params.get("subok", True) is not True or params.get("like") is not None:
+            raise NotNative
+        meta = node.tensor
+        return ctx.emit("full", (), {"shape": tuple(meta.shape), "value": _scalar(value_of(params)),
+                                     "dtype": meta.dtype})
+    return lower
+
+
+rule("function:numpy.zeros")(_filled(lambda p: 0, np.zeros))
+rule("function:numpy.ones")(_filled(lambda p: 1, np.ones))
+rule("function:numpy.full")(_filled(lambda p: p["fill_value"], np.full))
+rule("function:numpy.zeros_like")(_filled(lambda p: 0, np.zeros_like))
+rule("function:numpy.ones_like")(_filled(lambda p: 1, np.ones_like))
+rule("function:numpy.full_like")(_filled(lambda p: p["fill_value"], np.full_like))
+
+
+@rule("function:numpy.arange")
+def _arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """Integer ranges (start + step * i, exact); float ranges keep NumPy's own rounding."""
+    meta = node.tensor
+    if np.dtype(meta.dtype).kind not in "iu" or set(kwargs) - {"dtype"} or \
+            not 1 <= len(args) <= 3:
+        raise NotNative
+    values = [_int(a) for a in args]
+    start, step = (0, 1) if len(values) == 1 else (values[0], values[2] if len(values) == 3 else 1)
+    return ctx.emit("arange", (), {"start": start, "step": step, "n": meta.shape[0],
+                                   "dtype": meta.dtype})
+
+
+@rule("function:numpy.eye")
+def _eye(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    params = _bind(np.eye, args, kwargs)
+    if params.get("order", "C") != "C" or params.get("like") is not None:
+        raise NotNative
+    meta = node.tensor
+    return ctx.emit("eye", (), {"n": meta.shape[0], "m": meta.shape[1],
+                                "k": _int(params.get("k", 0)), "dtype": meta.dtype})
+
+
 @rule("function:stax.nn.relu")
 def _relu(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     (x,) = args

@@ -200,6 +200,23 @@ _declare("cumsum", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumsum(x, axis=axis
          "order (bit-exact with NumPy's sequential loop)")
 _declare("cumprod", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumprod(x, axis=axis, dtype=dtype),
          attrs=("axis", "dtype"), doc="running product along ``axis``, in order")
+# building arrays: concatenation, stacking, constant padding, triangles, and creation functions
+_declare("concatenate", P, -1, lambda *xs, axis: np.concatenate(xs, axis=axis), attrs=("axis",),
+         doc="the operands joined along ``axis`` (each cast to the result dtype)")
+_declare("stack", P, -1, lambda *xs, axis: np.stack(xs, axis=axis), attrs=("axis",),
+         doc="the operands stacked along a new ``axis``")
+_declare("pad", P, 1, lambda x, pad_width, value: np.pad(x, pad_width, constant_values=value),
+         attrs=("pad_width", "value"), doc="constant padding: ``pad_width`` a (before, after) "
+         "pair per axis")
+_declare("tril", P, 1, lambda x, k: np.tril(x, k), attrs=("k",), doc="np.tril of the last two axes")
+_declare("triu", P, 1, lambda x, k: np.triu(x, k), attrs=("k",), doc="np.triu of the last two axes")
+_declare("full", P, 0, lambda shape, value, dtype: np.full(shape, value, dtype),
+         attrs=("shape", "value", "dtype"), doc="np.full (zeros, ones and the *_like forms too)")
+_declare("arange", P, 0,
+         lambda start, step, n, dtype: np.arange(start, start + step * n, step, dtype=dtype)[:n],
+         attrs=("start", "step", "n", "dtype"), doc="integer np.arange: start + step * i")
+_declare("eye", P, 0, lambda n, m, k, dtype: np.eye(n, m, k, dtype=dtype),
+         attrs=("n", "m", "k", "dtype"), doc="np.eye")
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
              "NumPy; its operands may nest nodes inside tuples and lists")

@@ -1,6 +1,19 @@
 """stax.loop — loop-level IR: Pointwise/Reduction bodies as expression DAGs (spec §6)."""
 
-from .expr import Binary, Cast, Const, Expr, Load, Select, Unary, format_expr, loads, postorder
+from .expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    GuardedLoad,
+    Index,
+    Load,
+    Select,
+    Unary,
+    format_expr,
+    loads,
+    postorder,
+)
 from .index import Affine, linear_index
 from .ir import (
     LOOPIR_SCHEMA,
@@ -25,7 +38,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
-    "Const", "Expr", "ExternCall", "InputBuffer", "Load", "LoopProgram", "OutputRef", "Pointwise",
+    "Const", "Expr", "ExternCall", "GuardedLoad", "Index", "InputBuffer", "Load", "LoopProgram",
+    "OutputRef", "Pointwise",
     "Reduction", "Scan", "Select", "Unary", "format_expr", "index_width", "linear_index", "load_loopir",
     "loads", "loop_extents", "lower_opgraph", "postorder", "rvar", "xvar",
 ]

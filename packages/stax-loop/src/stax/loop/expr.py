@@ -41,6 +41,27 @@ class Load(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class GuardedLoad(Load):
+    """``buffer[index]`` where ``guard`` holds, else 0: the piece of a concatenation or the inside
+    of a padding. The index may leave the buffer where the guard is false; it is never read
+    there (the emitter branches, which LLVM turns into masked vector loads)."""
+
+    guard: Expr = None  # type: ignore[assignment]
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.guard,)
+
+
+@dataclass(frozen=True, eq=False)
+class Index(Expr):
+    """The value of an affine expression of the loop variables, as an integer of ``dtype``
+    (``np.arange``, ``np.eye``, ``np.tril``'s diagonal test)."""
+
+    index: Affine
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
 class Const(Expr):
     value: Any
     dtype: str
@@ -113,8 +134,12 @@ def loads(root: Expr) -> list[Load]:
 
 
 def _describe(e: Expr, ref: dict[int, str]) -> str:
+    if isinstance(e, GuardedLoad):
+        return f"load {e.buffer}[{e.index}] if {ref[id(e.guard)]} else 0"
     if isinstance(e, Load):
         return f"load {e.buffer}[{e.index}]"
+    if isinstance(e, Index):
+        return f"index {e.index}"
     if isinstance(e, Const):
         return f"const {e.value!r}"
     if isinstance(e, Cast):
@@ -142,8 +167,12 @@ def expr_to_json(root: Expr) -> list[Any]:
     out: list[Any] = []
     for e in postorder(root):
         ref[id(e)] = len(out)
-        if isinstance(e, Load):
+        if isinstance(e, GuardedLoad):
+            out.append(["guarded_load", e.dtype, e.buffer, e.index.to_json(), ref[id(e.guard)]])
+        elif isinstance(e, Load):
             out.append(["load", e.dtype, e.buffer, e.index.to_json()])
+        elif isinstance(e, Index):
+            out.append(["index", e.dtype, e.index.to_json()])
         elif isinstance(e, Const):
             out.append(["const", e.dtype, encode_value(e.value)])
         elif isinstance(e, Cast):
@@ -162,6 +191,10 @@ def expr_from_json(doc: list[Any]) -> Expr:
     for kind, dtype, *rest in doc:
         if kind == "load":
             nodes.append(Load(rest[0], Affine.from_json(rest[1]), dtype))
+        elif kind == "guarded_load":
+            nodes.append(GuardedLoad(rest[0], Affine.from_json(rest[1]), dtype, nodes[rest[2]]))
+        elif kind == "index":
+            nodes.append(Index(Affine.from_json(rest[0]), dtype))
         elif kind == "const":
             nodes.append(Const(decode_value(rest[0]), dtype))
         elif kind == "cast":

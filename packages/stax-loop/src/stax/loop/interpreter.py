@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .expr import Binary, Cast, Const, Expr, Load, Select, Unary, postorder
+from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, postorder
 from .index import Affine
 from .ir import BufferRef, ExternCall, LoopProgram, Reduction, Scan, map_buffer_refs, rvar, xvar
 
@@ -55,9 +55,16 @@ Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, positi
 def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: Memory) -> Any:
     values: dict[int, Any] = {}
     for e in postorder(body):
-        if isinstance(e, Load):
+        if isinstance(e, GuardedLoad):
+            flat, origin = memory[e.buffer]
+            where = np.asarray(values[id(e.guard)], dtype=bool)
+            at = np.clip(origin + _index(e.index, grid), 0, len(flat) - 1)  # unread where false
+            v = np.where(where, flat[at], np.zeros((), flat.dtype))
+        elif isinstance(e, Load):
             flat, origin = memory[e.buffer]
             v = flat[origin + _index(e.index, grid)]
+        elif isinstance(e, Index):
+            v = np.asarray(_index(e.index, grid)).astype(e.dtype)
         elif isinstance(e, Const):
             v = np.dtype(e.dtype).type(e.value)
         elif isinstance(e, Cast):

@@ -654,4 +654,4 @@ def lower_opgraph(program: GraphProgram) -> LoopProgram:
     return LoopLowering(program).run()
 
 
-from . import bits  # noqa: E402, F401  (registers its rules in LOWERINGS)
+from . import bits, building  # noqa: E402, F401  (they register their rules in LOWERINGS)

@@ -27,6 +27,8 @@ from stax.loop import (
     ComputedBuffer,
     Const,
     Expr,
+    GuardedLoad,
+    Index,
     Load,
     Reduction,
     Scan,
@@ -219,6 +221,14 @@ class KernelEmitter:
 
     def _emit(self, e: Expr) -> ir.Value:
         b = self.builder
+        if isinstance(e, GuardedLoad):
+            return self._guarded_load(e)
+        if isinstance(e, Index):
+            at = self.index(e.index)
+            typ = value_type(e.dtype)
+            if at.type.width == typ.width:
+                return at
+            return b.trunc(at, typ) if at.type.width > typ.width else b.sext(at, typ)
         if isinstance(e, Load):
             local = self.local.get(e.buffer)
             if local is not None and local[0] == e.index:
@@ -238,6 +248,29 @@ class KernelEmitter:
                 return self._compare(e.op, self.value(e.a), self.value(e.b), e.a.dtype)
             return self._binary(e.op, self.value(e.a), self.value(e.b), e.dtype)
         raise NotImplementedError(f"cannot emit {e!r}")
+
+    def _guarded_load(self, e: GuardedLoad) -> ir.Value:
+        """``guard ? buffer[index] : 0`` with the load on a branch of its own: the index may be
+        outside the buffer where the guard is false. LLVM if-converts this into a masked load
+        when it vectorizes the loop."""
+        b = self.builder
+        guard = self.value(e.guard)
+        typ = memory_type(e.dtype)
+        # the address is computed before the branch (values cached for later uses must dominate
+        # them); only the load is conditional
+        address = b.gep(self.pointers[e.buffer], [self.index(e.index)])
+        before = b.block
+        reading = self.fn.append_basic_block("guarded_load")
+        joined = self.fn.append_basic_block("guarded_done")
+        b.cbranch(guard, reading, joined)
+        b.position_at_end(reading)
+        raw = b.load(address)
+        b.branch(joined)
+        b.position_at_end(joined)
+        value = b.phi(typ)
+        value.add_incoming(ir.Constant(typ, 0), before)
+        value.add_incoming(raw, reading)
+        return b.icmp_unsigned("!=", value, ir.Constant(typ, 0)) if e.dtype == "bool" else value
 
     def _binary(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
         b = self.builder

@@ -1,0 +1,175 @@
+"""Loop lowerings of the array-building ops: concatenate, stack, constant pad, tril/triu, full,
+arange and eye — element-wise maps over the result's index.
+
+Each output element comes from one operand element chosen by its position, so these are loaders
+like any other and fuse with their producers and consumers. A piece that covers only part of
+the result is read with guarded loads (every load in its expression reads only where the piece
+lies; elsewhere the value is 0 and a select discards it), so no index leaves its buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from stax.ir import Node
+
+from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary
+from .index import Affine
+from .lowering import LOWERINGS, Lazy, Loader, LoopLowering, _op_as_extern
+
+INDEX = "int64"
+
+
+def _guarded(e: Expr, guard: Expr, memo: dict[int, Expr] | None = None) -> Expr:
+    """``e`` with every load made a guarded load (shared subexpressions stay shared)."""
+    memo = {} if memo is None else memo
+    done = memo.get(id(e))
+    if done is not None:
+        return done
+    if isinstance(e, Load):
+        out: Expr = GuardedLoad(e.buffer, e.index, e.dtype, guard)
+    elif isinstance(e, Cast | Unary):
+        out = replace(e, x=_guarded(e.x, guard, memo))
+    elif isinstance(e, Binary):
+        out = replace(e, a=_guarded(e.a, guard, memo), b=_guarded(e.b, guard, memo))
+    elif isinstance(e, Select):
+        out = replace(e, cond=_guarded(e.cond, guard, memo), a=_guarded(e.a, guard, memo),
+                      b=_guarded(e.b, guard, memo))
+    else:
+        out = e
+    memo[id(e)] = out
+    return out
+
+
+def _compare(op: str, index: Affine, bound: int) -> Expr:
+    return Binary(op, Index(index, INDEX), Const(bound, INDEX), "bool")
+
+
+def _all(conditions: list[Expr]) -> Expr:
+    total = conditions[0]
+    for c in conditions[1:]:
+        total = Binary("and", total, c, "bool")
+    return total
+
+
+def _concatenate(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    axis, dtype = node.kwargs["axis"], meta.dtype
+    pieces: list[tuple[int, int, Loader]] = []
+    offset = 0
+    for value in node.args:
+        extent = value.tensor.shape[axis]
+        shape = tuple(extent if d == axis else n for d, n in enumerate(meta.shape))
+        pieces.append((offset, extent, ctx.operand(value, shape, dtype)))
+        offset += extent
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        result: Expr | None = None
+        for start, extent, loader in reversed(pieces):
+            if extent == 0:
+                continue
+            moved = tuple(ix + (-start) if d == axis else ix for d, ix in enumerate(i))
+            if len(pieces) == 1:
+                return loader(moved)
+            inside = _all([_compare("ge", i[axis], start), _compare("lt", i[axis], start + extent)])
+            value = _guarded(loader(moved), inside)
+            result = value if result is None else Select(inside, value, result, dtype)
+        return result if result is not None else Const(0, dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
+def _stack(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    axis, dtype = node.kwargs["axis"], meta.dtype
+    shape = tuple(n for d, n in enumerate(meta.shape) if d != axis)
+    loaders = [ctx.operand(value, shape, dtype) for value in node.args]
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        inner = tuple(ix for d, ix in enumerate(i) if d != axis)
+        result: Expr | None = None
+        for k in reversed(range(len(loaders))):
+            if len(loaders) == 1:
+                return loaders[0](inner)
+            here = _compare("eq", i[axis], k)
+            value = _guarded(loaders[k](inner), here)
+            result = value if result is None else Select(here, value, result, dtype)
+        assert result is not None
+        return result
+    return Lazy(meta.shape, dtype, load)
+
+
+def _pad(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    dtype, widths = meta.dtype, node.kwargs["pad_width"]
+    source = node.args[0]
+    x = ctx.operand(source, source.tensor.shape, dtype)
+    fill = Const(np.dtype(dtype).type(node.kwargs["value"]).item(), dtype)
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        conditions = []
+        for d, (before, _) in enumerate(widths):
+            extent = source.tensor.shape[d]
+            if before:
+                conditions.append(_compare("ge", i[d], before))
+            if before + extent < meta.shape[d]:
+                conditions.append(_compare("lt", i[d], before + extent))
+        moved = tuple(ix + (-before) for ix, (before, _) in zip(i, widths))
+        if not conditions:
+            return x(moved)
+        inside = _all(conditions)
+        return Select(inside, _guarded(x(moved), inside), fill, dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
+def _triangle(lower_part: bool):
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        meta = node.tensor
+        x = ctx.operand(node.args[0], meta.shape, meta.dtype)
+        k = node.kwargs["k"]
+
+        def load(i: tuple[Affine, ...]) -> Expr:
+            diagonal = i[-1] + i[-2] * -1  # column - row
+            keep = _compare("le" if lower_part else "ge", diagonal, k)
+            return Select(keep, x(i), Const(0, meta.dtype), meta.dtype)
+        return Lazy(meta.shape, meta.dtype, load)
+    return lower
+
+
+def _full(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    if meta.dtype not in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                          "uint64", "float32", "float64"):
+        return _op_as_extern(ctx, node)
+    value = Const(np.dtype(meta.dtype).type(node.kwargs["value"]).item(), meta.dtype)
+    return Lazy(meta.shape, meta.dtype, lambda i: value)
+
+
+def _arange(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    start, step, dtype = node.kwargs["start"], node.kwargs["step"], meta.dtype
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        return Cast(Index(i[0] * step + start, INDEX), dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
+def _eye(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    dtype, k = meta.dtype, node.kwargs["k"]
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        on = _compare("eq", i[1] + i[0] * -1, k)
+        return Select(on, Const(1, dtype), Const(0, dtype), dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
+LOWERINGS["concatenate"] = _concatenate
+LOWERINGS["stack"] = _stack
+LOWERINGS["pad"] = _pad
+LOWERINGS["tril"] = _triangle(True)
+LOWERINGS["triu"] = _triangle(False)
+LOWERINGS["full"] = _full
+LOWERINGS["arange"] = _arange
+LOWERINGS["eye"] = _eye
