@@ -18,7 +18,7 @@ import numpy as np
 from .errors import UnsupportedError
 from .graph import Graph, Node, Opcode, map_nodes
 from .meta import TensorMeta
-from .ops import NN_FUNCTIONS
+from .ops import COMPARISONS, NN_FUNCTIONS
 from .program import OPGRAPH_SCHEMA, GraphProgram
 
 Rule = Callable[["LoweringContext", Node, tuple[Any, ...], dict[str, Any]], Any]
@@ -195,9 +195,54 @@ def _no_ufunc_kwargs(ctx: LoweringContext, kwargs: dict[str, Any]) -> None:
 def _pointwise(op: str) -> Rule:
     def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Node:
+        if set(kwargs) == {"dtype"} and op not in COMPARISONS:
+            # a ufunc's dtype= computes in that dtype: NumPy casts the operands first
+            dtype = np.dtype(kwargs["dtype"]).name
+            if dtype != node.tensor.dtype:
+                raise NotNative
+            return ctx.emit(op, tuple(_cast_to(ctx, _operand(ctx, a), dtype) for a in args))
         _no_ufunc_kwargs(ctx, kwargs)
         return ctx.emit(op, tuple(_operand(ctx, a) for a in args))
     return lower
+
+
+def _cast_to(ctx: LoweringContext, value: Any, dtype: str) -> Any:
+    if not isinstance(value, Node) or value.tensor.dtype == dtype:
+        return value
+    meta = TensorMeta(value.tensor.shape, dtype, value.tensor.strides)
+    return ctx.emit("cast", (value,), {"dtype": dtype}, meta=meta)
+
+
+def _ufunc_reduce(op: str) -> Rule:
+    """``np.add.reduce`` and friends: the reduction op (their axis defaults to 0)."""
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = _bind(lambda array, axis=0, dtype=None, out=None, keepdims=False: None, args,
+                       kwargs)
+        params.setdefault("axis", 0)
+        params["a"] = params.pop("array")
+        return _lower_reduction(ctx, node, op, params)
+    return lower
+
+
+def _ufunc_accumulate(op: str) -> Rule:
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = _bind(lambda array, axis=0, dtype=None, out=None: None, args, kwargs)
+        x = params["array"]
+        if not isinstance(x, Node) or x.tensor is None or params.get("out") is not None or \
+                x.tensor.ndim == 0:
+            raise NotNative
+        axis = _int(params.get("axis", 0)) % x.tensor.ndim
+        return ctx.emit(op, (x,), {"axis": axis, "dtype": node.tensor.dtype})
+    return lower
+
+
+def _copy(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """A new array with the same values (its layout is the one NumPy gave, measured at capture)."""
+    if len(args) != 1 or set(kwargs) - {"order"} or not isinstance(args[0], Node):
+        raise NotNative
+    return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
 
 
 rule("function:operator.add", "function:numpy.add")(_pointwise("add"))
@@ -308,6 +353,37 @@ def _triangle(op: str) -> Rule:
 
 
 rule("function:numpy.tril")(_triangle("tril"))
+rule("method:copy", "function:numpy.copy")(_copy)
+rule("function:numpy.add.reduce")(_ufunc_reduce("sum"))
+rule("function:numpy.multiply.reduce")(_ufunc_reduce("prod"))
+rule("function:numpy.maximum.reduce")(_ufunc_reduce("max"))
+rule("function:numpy.minimum.reduce")(_ufunc_reduce("min"))
+rule("function:numpy.add.accumulate")(_ufunc_accumulate("cumsum"))
+rule("function:numpy.multiply.accumulate")(_ufunc_accumulate("cumprod"))
+
+
+@rule("function:numpy.roll")
+def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """A roll along one axis (or of a 1-D array): two pieces of one concatenation."""
+    params = _bind(lambda a, shift, axis=None: None, args, kwargs)
+    x = params["a"]
+    if not isinstance(x, Node) or x.tensor is None:
+        raise NotNative
+    ndim, axis = x.tensor.ndim, params.get("axis")
+    if axis is None and ndim == 1:
+        axis = 0
+    axis = _int(axis) % ndim if ndim else _int(axis)
+    return ctx.emit("roll", (x,), {"shift": _int(params["shift"]), "axis": axis})
+
+
+@rule("function:numpy.rad2deg", "function:numpy.degrees")
+def _rad2deg(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Node:
+    """float64: NumPy's loop is one multiplication by 180/pi (bit-exact so); its float32 loop
+    rounds otherwise and runs as NumPy."""
+    if len(args) != 1 or kwargs or node.tensor.dtype != "float64":
+        raise NotNative
+    return ctx.emit("mul", (_operand(ctx, args[0]), 180.0 / np.pi))
 rule("function:numpy.triu")(_triangle("triu"))
 
 

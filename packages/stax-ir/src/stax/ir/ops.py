@@ -208,6 +208,8 @@ _declare("stack", P, -1, lambda *xs, axis: np.stack(xs, axis=axis), attrs=("axis
 _declare("pad", P, 1, lambda x, pad_width, value: np.pad(x, pad_width, constant_values=value),
          attrs=("pad_width", "value"), doc="constant padding: ``pad_width`` a (before, after) "
          "pair per axis")
+_declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
+         attrs=("shift", "axis"), doc="np.roll along one axis")
 _declare("tril", P, 1, lambda x, k: np.tril(x, k), attrs=("k",), doc="np.tril of the last two axes")
 _declare("triu", P, 1, lambda x, k: np.triu(x, k), attrs=("k",), doc="np.triu of the last two axes")
 _declare("full", P, 0, lambda shape, value, dtype: np.full(shape, value, dtype),

@@ -1,5 +1,5 @@
-"""Loop lowerings of the array-building ops: concatenate, stack, constant pad, tril/triu, full,
-arange and eye — element-wise maps over the result's index.
+"""Loop lowerings of the array-building ops: concatenate, stack, constant pad, roll, tril/triu,
+full, arange and eye — element-wise maps over the result's index.
 
 Each output element comes from one operand element chosen by its position, so these are loaders
 like any other and fuse with their producers and consumers. A piece that covers only part of
@@ -123,6 +123,26 @@ def _pad(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
+def _roll(ctx: LoopLowering, node: Node) -> Lazy:
+    """out[i] = x[i - s] for i >= s, x[i - s + n] below (s = shift mod n along the axis)."""
+    meta = node.tensor
+    axis, dtype = node.kwargs["axis"], meta.dtype
+    n = meta.shape[axis]
+    shift = node.kwargs["shift"] % n if n else 0
+    x = ctx.operand(node.args[0], meta.shape, dtype)
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        if shift == 0:
+            return x(i)
+        later = _compare("ge", i[axis], shift)
+        early = _compare("lt", i[axis], shift)
+        tail = _guarded(x(tuple(ix + (-shift) if d == axis else ix for d, ix in enumerate(i))), later)
+        head = _guarded(x(tuple(ix + (n - shift) if d == axis else ix for d, ix in enumerate(i))),
+                        early)
+        return Select(later, tail, head, dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
 def _triangle(lower_part: bool):
     def lower(ctx: LoopLowering, node: Node) -> Lazy:
         meta = node.tensor
@@ -168,6 +188,7 @@ def _eye(ctx: LoopLowering, node: Node) -> Lazy:
 LOWERINGS["concatenate"] = _concatenate
 LOWERINGS["stack"] = _stack
 LOWERINGS["pad"] = _pad
+LOWERINGS["roll"] = _roll
 LOWERINGS["tril"] = _triangle(True)
 LOWERINGS["triu"] = _triangle(False)
 LOWERINGS["full"] = _full
