@@ -362,6 +362,64 @@ rule("function:numpy.add.accumulate")(_ufunc_accumulate("cumsum"))
 rule("function:numpy.multiply.accumulate")(_ufunc_accumulate("cumprod"))
 
 
+@rule("function:stax.functional.setitem")
+def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Node:
+    """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
+    ``where``; basic keys of slices with step +-1 and integers (Ellipsis expanded) are a
+    ``setitem`` op; anything else runs as NumPy."""
+    if len(args) != 3 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None:
+        raise NotNative
+    x, key, value = args
+    meta = x.tensor
+    scalar = isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
+    if not scalar and not (isinstance(value, Node) and value.tensor is not None):
+        raise NotNative
+    kind = np.dtype(meta.dtype).kind
+    source_kind = np.dtype(type(value) if scalar and not isinstance(value, np.generic) else
+                           (value.dtype if scalar else value.tensor.dtype)).kind
+    if kind in "iub" and source_kind == "f":
+        raise NotNative  # float -> integer assignment: NumPy's cast of NaN and large values
+    if isinstance(key, Node):  # x[mask] = scalar
+        if not scalar or key.tensor is None or key.tensor.dtype != "bool" or \
+                tuple(key.tensor.shape) != tuple(meta.shape):
+            raise NotNative
+        return ctx.emit("where", (key, _scalar(value), x))
+    entries = _basic_key(key, meta.shape)
+    operands = (x,) if scalar else (x, value)
+    return ctx.emit("setitem", operands, {"key": entries,
+                                          "scalar": _scalar(value) if scalar else None})
+
+
+def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
+    items = list(key) if isinstance(key, tuple) else [key]
+    if sum(1 for k in items if k is Ellipsis) > 1:
+        raise NotNative
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
+    items += [slice(None)] * (len(shape) - len(items))
+    if len(items) != len(shape):
+        raise NotNative
+    entries: list[tuple[Any, ...]] = []
+    for item, extent in zip(items, shape):
+        if isinstance(item, slice):
+            if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+                       for v in (item.start, item.stop, item.step)):
+                raise NotNative
+            start, stop, step = item.indices(extent)
+            if step not in (1, -1):
+                raise NotNative
+            entries.append(("slice", start, stop, step))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            if not -extent <= item < extent:
+                raise NotNative
+            entries.append(("int", int(item) % extent))
+        else:
+            raise NotNative
+    return tuple(entries)
+
+
 @rule("function:numpy.roll")
 def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """A roll along one axis (or of a 1-D array): two pieces of one concatenation."""

@@ -210,6 +210,10 @@ _declare("pad", P, 1, lambda x, pad_width, value: np.pad(x, pad_width, constant_
          "pair per axis")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
          attrs=("shift", "axis"), doc="np.roll along one axis")
+_declare("setitem", P, -1, lambda x, *value, key, scalar=None: _setitem_op(x, key, value, scalar),
+         attrs=("key", "scalar"), doc="x with x[key] = value (a copy): ``key`` per axis "
+         "('slice', start, stop, step) with step +-1, or ('int', k); the value an operand or "
+         "``scalar``")
 _declare("tril", P, 1, lambda x, k: np.tril(x, k), attrs=("k",), doc="np.tril of the last two axes")
 _declare("triu", P, 1, lambda x, k: np.triu(x, k), attrs=("k",), doc="np.triu of the last two axes")
 _declare("full", P, 0, lambda shape, value, dtype: np.full(shape, value, dtype),
@@ -265,6 +269,11 @@ def _setitem(x: Any, key: Any, value: Any) -> Any:
     y = np.copy(x, order="K")
     y[key] = value
     return y
+
+
+def _setitem_op(x: Any, key: Any, value: Any, scalar: Any) -> Any:
+    index = tuple(slice(e[1], e[2], e[3]) if e[0] == "slice" else e[1] for e in key)
+    return _setitem(x, index, value[0] if value else scalar)
 
 
 def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,

@@ -143,6 +143,41 @@ def _roll(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
+def _setitem(ctx: LoopLowering, node: Node) -> Lazy:
+    """x with x[key] = value: inside the key's region (slices with step +-1, integers) the value,
+    read at the position within the region (guarded), elsewhere x."""
+    meta = node.tensor
+    dtype, key = meta.dtype, node.kwargs["key"]
+    x = ctx.operand(node.args[0], meta.shape, dtype)
+    region_shape = tuple(len(range(e[1], e[2], e[3])) for e in key if e[0] == "slice")
+    if len(node.args) > 1:
+        value = ctx.operand(node.args[1], region_shape, dtype)
+    else:
+        fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
+        value = lambda i: fill  # noqa: E731
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        conditions: list[Expr] = []
+        inner: list[Affine] = []
+        for d, entry in enumerate(key):
+            if entry[0] == "int":
+                conditions.append(_compare("eq", i[d], entry[1]))
+                continue
+            _, start, stop, step = entry
+            count = len(range(start, stop, step))
+            if count == meta.shape[d]:  # the whole axis, in order or reversed
+                inner.append(i[d] if step == 1 else i[d] * -1 + (meta.shape[d] - 1))
+                continue
+            low, high = (start, start + count) if step == 1 else (start - count + 1, start + 1)
+            conditions += [_compare("ge", i[d], low), _compare("lt", i[d], high)]
+            inner.append(i[d] + (-start) if step == 1 else i[d] * -1 + start)
+        if not conditions:
+            return value(tuple(inner))
+        inside = _all(conditions)
+        return Select(inside, _guarded(value(tuple(inner)), inside), x(i), dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
 def _triangle(lower_part: bool):
     def lower(ctx: LoopLowering, node: Node) -> Lazy:
         meta = node.tensor
@@ -189,6 +224,7 @@ LOWERINGS["concatenate"] = _concatenate
 LOWERINGS["stack"] = _stack
 LOWERINGS["pad"] = _pad
 LOWERINGS["roll"] = _roll
+LOWERINGS["setitem"] = _setitem
 LOWERINGS["tril"] = _triangle(True)
 LOWERINGS["triu"] = _triangle(False)
 LOWERINGS["full"] = _full
