@@ -5,7 +5,6 @@ and a mask with a scalar becomes a ``where`` — NumPy's values, arguments writt
 import numpy as np
 import pytest
 
-
 import stax.runtime as stax
 
 
