@@ -91,7 +91,8 @@ def _kernel_args(group: Group) -> tuple[str, ...]:
 
 _OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sin": 45, "cos": 45, "sqrt": 4, "truediv": 4,
             "pow": 45, "log2": 25, "log10": 25, "log1p": 25, "expm1": 25, "exp2": 25, "sinh": 30,
-            "cosh": 30, "cbrt": 45, "hypot": 6}
+            "cosh": 30, "cbrt": 45, "hypot": 6, "arctan": 30, "arcsin": 35, "arccos": 35,
+            "arcsinh": 30, "arccosh": 30, "arctanh": 30, "tan": 50, "arctan2": 35}
 
 
 def _cost_per_element(group: Group) -> int:

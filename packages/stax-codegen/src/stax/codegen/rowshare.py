@@ -38,7 +38,8 @@ from stax.loop import (
 )
 
 EXPENSIVE = frozenset({"exp", "log", "tanh", "sin", "cos", "log2", "log10", "log1p", "expm1",
-                       "exp2", "sinh", "cosh", "cbrt", "pow"})
+                       "exp2", "sinh", "cosh", "cbrt", "pow", "arctan", "arcsin", "arccos",
+                       "arcsinh", "arccosh", "arctanh", "tan", "arctan2"})
 
 
 @dataclass(frozen=True)

@@ -521,7 +521,8 @@ rule("function:numpy.std", "method:std")(_reduction("std", np.std))
 rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min", np.min))
 rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
 for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos", "log2",
-            "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "hypot"):
+            "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "hypot", "arctan", "arcsin",
+            "arccos", "arcsinh", "arccosh", "arctanh", "tan", "arctan2"):
     rule(f"function:numpy.{_op}")(_pointwise(_op))
 
 

@@ -68,6 +68,7 @@ for _name, _ufunc in (("invert", np.invert), ("logical_not", np.logical_not),
                       ("reciprocal", np.reciprocal)):
     _declare(_name, P, 1, _ufunc, doc=f"numpy.{_ufunc.__name__}, exactly")
 _declare("hypot", P, 2, np.hypot, doc="within a measured ulp bound of NumPy")
+_declare("arctan2", P, 2, np.arctan2, doc="within a measured ulp bound of NumPy (float32)")
 _declare("pow", P, 2, np.power, doc="x ** y, within a measured ulp bound of NumPy (float32)")
 _declare("maximum", P, 2, np.maximum, doc="NaN-propagating; returns y when x == y")
 _declare("minimum", P, 2, np.minimum, doc="NaN-propagating; returns y when x == y")
@@ -78,7 +79,10 @@ for _name, _ufunc in (("abs", np.absolute), ("sqrt", np.sqrt), ("floor", np.floo
 for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh), ("sin", np.sin),
                       ("cos", np.cos), ("log2", np.log2), ("log10", np.log10),
                       ("log1p", np.log1p), ("expm1", np.expm1), ("exp2", np.exp2),
-                      ("sinh", np.sinh), ("cosh", np.cosh), ("cbrt", np.cbrt)):
+                      ("sinh", np.sinh), ("cosh", np.cosh), ("cbrt", np.cbrt),
+                      ("arctan", np.arctan), ("arcsin", np.arcsin), ("arccos", np.arccos),
+                      ("arcsinh", np.arcsinh), ("arccosh", np.arccosh), ("arctanh", np.arctanh),
+                      ("tan", np.tan)):
     _declare(_name, P, 1, _ufunc, doc="within a measured ulp bound of NumPy (not bit-exact: "
              "neither is libm)")
 class _Memory:

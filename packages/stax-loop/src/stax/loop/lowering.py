@@ -268,7 +268,7 @@ def _binary(op: str) -> Rule:
 
 
 for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum", "floordiv", "mod", "hypot",
-            "pow"):
+            "pow", "arctan2"):
     LOWERINGS[_op] = _binary(_op)
 
 
@@ -326,7 +326,8 @@ _sum = _reduction("sum")
 
 #: computed natively for float32 only (float64 runs NumPy's libm call as an extern step)
 FLOAT32_ONLY = frozenset({"tanh", "sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh",
-                          "cosh", "cbrt", "hypot", "pow"})
+                          "cosh", "cbrt", "hypot", "pow", "arctan", "arcsin", "arccos", "arcsinh",
+                          "arccosh", "arctanh", "tan", "arctan2"})
 
 
 def _unary(op: str) -> Rule:
@@ -641,7 +642,8 @@ LOWERINGS["min"] = _reduction("min")
 LOWERINGS["where"] = _where
 LOWERINGS["cast"] = _cast
 for _op in ("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos",
-            "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt"):
+            "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "arctan", "arcsin",
+            "arccos", "arcsinh", "arccosh", "arctanh", "tan"):
     LOWERINGS[_op] = _unary(_op)
 LOWERINGS["layer_norm"] = _layer_norm
 LOWERINGS["neg"] = _neg

@@ -23,7 +23,9 @@ from .api import CompiledFunction
 #: Functions Stax computes with its own vectorized code, within a measured ulp bound of NumPy
 #: (neither is correctly rounded, so they may differ in the last bits; ``stax.codegen.cpu.vmath``).
 APPROXIMATE = frozenset({"exp", "log", "tanh", "sin", "cos", "log2", "log10", "log1p", "expm1",
-                         "exp2", "sinh", "cosh", "cbrt", "hypot", "pow", "power", "float_power"})
+                         "exp2", "sinh", "cosh", "cbrt", "hypot", "pow", "power", "float_power",
+                         "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "tan",
+                         "arctan2", "atan", "asin", "acos", "asinh", "acosh", "atanh", "atan2"})
 
 
 @dataclass(frozen=True)

@@ -297,8 +297,8 @@ class KernelEmitter:
             return b.call(fn, [a, c])
         if op in ("floordiv", "mod"):
             return self._floor_divmod(op, a, c, dtype)
-        if op in ("hypot", "pow"):  # float32 operands, computed in double and rounded once
-            fn = vmath.hypot_d if op == "hypot" else vmath.pow_d
+        if op in ("hypot", "pow", "arctan2"):  # float32 operands, in double, rounded once
+            fn = {"hypot": vmath.hypot_d, "pow": vmath.pow_d, "arctan2": vmath.atan2_d}[op]
             wide = fn(b, self.fn.module, b.fpext(a, vmath.F64), b.fpext(c, vmath.F64))
             return b.fptrunc(wide, a.type)
         if is_float(dtype):
@@ -364,6 +364,8 @@ class KernelEmitter:
             return vmath.tanh32(b, self.fn.module, x)
         if op in vmath.VIA_DOUBLE:  # float32 only (the lowering's choice): double, rounded once
             return b.fptrunc(vmath.VIA_DOUBLE[op](b, self.fn.module, b.fpext(x, vmath.F64)), x.type)
+        if op == "tan" and dtype == "float32":
+            return vmath.tan32(b, self.fn.module, x)
         if op in ("sin", "cos") and dtype == "float32":
             return (vmath.sin32 if op == "sin" else vmath.cos32)(b, self.fn.module, x)
         if op in vmath.FUNCTIONS:  # computed in double, rounded once for float32

@@ -417,3 +417,102 @@ def pow_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -> ir.Va
     one = b.or_(one, b.and_(b.fcmp_ordered("==", ax, _c(1.0)),
                             b.fcmp_ordered("==", ay, _c(math.inf))))
     return b.select(one, _c(1.0), result)
+
+
+# -- inverse trigonometric and hyperbolic functions, and tan (float32, in double) ----------------
+
+def _abs_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    return b.call(module.declare_intrinsic("llvm.fabs", [F64]), [x])
+
+
+def _copysign_d(b: ir.IRBuilder, module: ir.Module, magnitude: ir.Value, sign: ir.Value) -> ir.Value:
+    fn = module.declare_intrinsic("llvm.copysign", [F64], ir.FunctionType(F64, [F64, F64]))
+    return b.call(fn, [magnitude, sign])
+
+
+def _atan_positive(b: ir.IRBuilder, a: ir.Value) -> ir.Value:
+    """atan of a >= 0 (inf included): a > 1 folds to pi/2 - atan(1/a); above tan(pi/12) the
+    argument moves by pi/6 (atan t = pi/6 + atan((t sqrt3 - 1) / (t + sqrt3))); the odd Taylor
+    series to t^23 then errs by 2e-16 at most."""
+    invert = b.fcmp_ordered(">", a, _c(1.0))
+    t = b.select(invert, b.fdiv(_c(1.0), a), a)
+    shifted = b.fcmp_ordered(">", t, _c(math.tan(math.pi / 12)))
+    sqrt3 = math.sqrt(3.0)
+    moved = b.fdiv(b.fsub(b.fmul(t, _c(sqrt3)), _c(1.0)), b.fadd(t, _c(sqrt3)))
+    u = b.select(shifted, moved, t)
+    series = _poly(b, b.fmul(u, u), [(-1) ** k / (2 * k + 1) for k in range(12)])
+    value = b.fadd(b.fmul(u, series), b.select(shifted, _c(math.pi / 6), _c(0.0)))
+    return b.select(invert, b.fsub(_c(math.pi / 2), value), value)
+
+
+def atan_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    return _copysign_d(b, module, _atan_positive(b, _abs_d(b, module, x)), x)
+
+
+def asin_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """atan(x / sqrt((1 - x)(1 + x))): exact products for a float32 x; NaN beyond |x| = 1."""
+    sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
+    root = b.call(sqrt, [b.fmul(b.fsub(_c(1.0), x), b.fadd(_c(1.0), x))])
+    return atan_d(b, module, b.fdiv(x, root))
+
+
+def acos_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """2 atan(sqrt((1 - x) / (1 + x)))."""
+    sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
+    ratio = b.call(sqrt, [b.fdiv(b.fsub(_c(1.0), x), b.fadd(_c(1.0), x))])
+    return b.fmul(_c(2.0), _atan_positive(b, ratio))
+
+
+def asinh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
+    a = _abs_d(b, module, x)
+    far = log64(b, module, b.fadd(a, b.call(sqrt, [b.fadd(b.fmul(a, a), _c(1.0))])))
+    near = b.fmul(a, _poly(b, b.fmul(a, a), [1.0, -1.0 / 6, 3.0 / 40, -5.0 / 112]))
+    small = b.fcmp_ordered("<", a, _c(2.0 ** -8))
+    return _copysign_d(b, module, b.select(small, near, far), x)
+
+
+def acosh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
+    root = b.call(sqrt, [b.fmul(b.fsub(x, _c(1.0)), b.fadd(x, _c(1.0)))])
+    return log64(b, module, b.fadd(x, root))  # NaN below 1 (a negative square root)
+
+
+def atanh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    far = b.fmul(_c(0.5), log64(b, module, b.fdiv(b.fadd(_c(1.0), x), b.fsub(_c(1.0), x))))
+    near = b.fmul(x, _poly(b, b.fmul(x, x), [1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7]))
+    small = b.fcmp_ordered("<", _abs_d(b, module, x), _c(2.0 ** -8))
+    return b.select(small, near, far)
+
+
+VIA_DOUBLE.update({"arctan": atan_d, "arcsin": asin_d, "arccos": acos_d, "arcsinh": asinh_d,
+                   "arccosh": acosh_d, "arctanh": atanh_d})
+
+
+def atan2_d(b: ir.IRBuilder, module: ir.Module, y: ir.Value, x: ir.Value) -> ir.Value:
+    """atan2 by C99: atan(|y| / |x|) folded by the sign bit of x (so -0.0 counts as negative)
+    and given y's sign; both zeros and both infinities have their own quadrant angles."""
+    ay, ax = _abs_d(b, module, y), _abs_d(b, module, x)
+    x_negative = b.icmp_signed("<", b.bitcast(x, I64), _i(0))
+    base = _atan_positive(b, b.fdiv(ay, ax))
+    zeros = b.and_(b.fcmp_ordered("==", ay, _c(0.0)), b.fcmp_ordered("==", ax, _c(0.0)))
+    infinities = b.and_(b.fcmp_ordered("==", ay, _c(math.inf)),
+                        b.fcmp_ordered("==", ax, _c(math.inf)))
+    base = b.select(zeros, _c(0.0), b.select(infinities, _c(math.pi / 4), base))
+    folded = b.select(x_negative, b.fsub(_c(math.pi), base), base)
+    return _copysign_d(b, module, folded, y)
+
+
+def tan32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """float32 tan from the sin/cos reduction: s/c, or -c/s in odd quadrants; odd in x."""
+    fabs = module.declare_intrinsic("llvm.fabs", [F32])
+    ax = b.call(fabs, [x])
+    q, y = _reduce_pio2(b, module, ax)
+    s, c = _sin_cos_poly(b, y)
+    odd = b.trunc(q, ir.IntType(1))
+    value = b.select(odd, b.fdiv(b.fneg(c), s), b.fdiv(s, c))
+    result = b.fptrunc(value, F32)
+    negative = b.icmp_signed("<", b.bitcast(x, I32), ir.Constant(I32, 0))
+    result = b.select(negative, b.fneg(result), result)
+    finite = b.fcmp_ordered("<", ax, ir.Constant(F32, math.inf))
+    return b.select(finite, result, ir.Constant(F32, math.nan))
