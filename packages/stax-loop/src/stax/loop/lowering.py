@@ -151,12 +151,18 @@ class LoopLowering:
         return load
 
     def realize(self, lazy: Lazy, strides: tuple[int, ...]) -> Lazy:
-        """Write a pointwise value to a new buffer with layout ``strides``."""
-        index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
+        """Write a pointwise value to a new buffer with layout ``strides``. The loops run in the
+        buffer's memory order (x0 over the largest stride, the last loop along memory), as NumPy
+        iterates: an F-ordered result is written along its columns, not across them."""
+        order = sorted(range(len(lazy.shape)), key=lambda d: -abs(strides[d]))
+        index = [Affine()] * len(lazy.shape)
+        for position, d in enumerate(order):
+            index[d] = Affine.var(xvar(position))
+        ranges = tuple(lazy.shape[d] for d in order)
         name = f"buf{len(self.buffers)}"
         self.buffers.append(ComputedBuffer(name, lazy.shape, lazy.dtype, strides,
                                            linear_index(index, strides),
-                                           Pointwise(lazy.shape, lazy.loader(index))))
+                                           Pointwise(ranges, lazy.loader(tuple(index)))))
         return self._stored(name, lazy.shape, lazy.dtype, strides)
 
     def reduce(self, node: Node, x: Lazy, axes: tuple[int, ...], keepdims: bool,
