@@ -106,3 +106,33 @@ def test_calls_from_several_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+@pytest.mark.parametrize("fn, extra_refs", [
+    (lambda x: x, 1),                          # the argument itself is the result
+    (lambda x: (x, x + 1), 1),                 # a flat tuple of results
+    (lambda x: (x + 1,), 0),                   # a one-element tuple stays a tuple
+    (lambda x: (x * 2, x.sum(), x, x), 2),     # a NumPy scalar; the argument twice
+])
+def test_results_and_references(fn, extra_refs):
+    import gc
+    import sys
+
+    x = np.arange(5.0)
+    compiled = stax.compile(fn)
+    compiled(x)
+    assert has_entry(compiled)
+    gc.collect()  # the compile's own references to the example are gone
+    before = sys.getrefcount(x)
+    for _ in range(200):
+        result = compiled(x)
+    del result
+    gc.collect()
+    result = compiled(x)
+    assert sys.getrefcount(x) - before == extra_refs  # no reference lost or leaked
+    want = fn(x)
+    assert type(result) is type(want)
+    for got, expected in zip(result if isinstance(want, tuple) else (result,),
+                             want if isinstance(want, tuple) else (want,)):
+        assert type(got) is type(expected)
+        np.testing.assert_array_equal(got, expected)

@@ -312,6 +312,10 @@ class CompiledFunction:
                 and not capture.writeback:
             run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
             version.fast = run_one or (lambda *arrays: run_flat(*arrays)[0])
+        flat_tuple = output_tree.kind == "tuple" and all(c.kind == "leaf"
+                                                           for c in output_tree.children)
+        if (output_tree.kind == "leaf" or flat_tuple) and slots == list(range(len(leaves))) \
+                and not kwargs and not capture.writeback:
             make_entry = getattr(run_flat, "entry", None)
             if make_entry is not None and version.gates is None and not self._free:
                 clock = time.perf_counter()

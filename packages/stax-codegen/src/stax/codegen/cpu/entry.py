@@ -9,14 +9,15 @@ as a CPython ``METH_FASTCALL | METH_KEYWORDS`` builtin function:
    an equal but distinct dtype, a byte-swapped one say, takes the slow path, which decides);
 2. outputs and intermediates allocated with NumPy's own ``PyArray_NewFromDescr``;
 3. the kernels called directly, in plan order, on the calling thread;
-4. intermediates released, the output returned (a 0-d result as a NumPy scalar, as NumPy does).
+4. intermediates released, the result returned — or a tuple of results — each 0-d result as a
+   NumPy scalar, as NumPy does; an argument returned as a result gets a reference of its own.
 
 Anything else — another layout, a keyword, a subclass — goes to ``slow``, the Python dispatcher,
 with the arguments untouched, so the entry can only ever be faster, never different.
 
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
 extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
-one array result. The IR holds no addresses — they live in a context table filled at load time
+array results (one, or a flat tuple). The IR holds no addresses — they live in a context table filled at load time
 — so it is cached on disk with the kernels' object code.
 """
 
@@ -43,7 +44,7 @@ METH_FASTCALL_KEYWORDS = 0x80 | 0x02
 API_ARRAY_TYPE, API_RETURN, API_NEW_FROM_DESCR = 2, 76, 94
 # context table slots
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
-    CTX_HITS, CTX_FIXED = range(9)
+    CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_FIXED = range(11)
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ def _api() -> dict[str, int] | None:
     if slot(API_ARRAY_TYPE) != id(np.ndarray) or array_layout() is None:
         return None
     api = {"array_type": id(np.ndarray), "new": slot(API_NEW_FROM_DESCR), "return": slot(API_RETURN)}
-    for name in ("PyObject_Vectorcall", "Py_DecRef", "Py_IncRef"):
+    for name in ("PyObject_Vectorcall", "Py_DecRef", "Py_IncRef", "PyTuple_New",
+                 "PyTuple_SetItem"):
         api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
     # check the NumPy slots do what their names say, once, through ctypes
     new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
@@ -114,8 +116,8 @@ class EntryPlan:
     inputs: tuple[tuple[tuple[int, ...], tuple[int, ...], str], ...]   # shape, byte strides, dtype
     allocs: tuple[tuple[tuple[int, ...], tuple[int, ...], str], ...]
     kernels: tuple[tuple[str, tuple[int, ...], int], ...]              # name, arg slots, outer
-    output: int
-    scalar: bool
+    outputs: tuple[tuple[int, bool], ...]  # (slot, scalar) per result
+    as_tuple: bool                          # the results as a tuple (else the one result)
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
@@ -125,8 +127,12 @@ class EntryPlan:
             return "it has NumPy steps"
         if any(k.parallel for k in artifact.kernels):
             return "a kernel runs on the thread pool"
-        if len(artifact.outputs) != 1 or "buffer" not in artifact.outputs[0]:
-            return "it has no single array result"
+        tree = artifact.output_tree
+        if not (tree.kind == "leaf" and len(artifact.outputs) == 1) and not (
+                tree.kind == "tuple" and all(c.kind == "leaf" for c in tree.children)):
+            return "its results are not one array or a flat tuple of arrays"
+        if any("buffer" not in o for o in artifact.outputs):
+            return "a result is a constant"
         if artifact.storage is not None and any(artifact.storage.shared(b.name)
                                                 for b in artifact.buffers):
             return "buffers share storage"
@@ -146,9 +152,8 @@ class EntryPlan:
             allocs.append((tuple(b.shape), tuple(s * itemsize for s in b.strides), b.dtype))
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
-        out = artifact.outputs[0]
-        return EntryPlan(tuple(inputs), tuple(allocs), kernels, slots[out["buffer"]],
-                         bool(out["scalar"]))
+        outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) for o in artifact.outputs)
+        return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple")
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -229,13 +234,29 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
     hits = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, CTX_HITS)])
     b.store(b.add(b.load(hits), ir.Constant(I64, 1)), hits)
-    result = objs[plan.output]
-    for obj in made:
-        if obj is not result:
+    # references: a result made here is handed over once; an argument returned, or a buffer
+    # returned twice, gets a reference of its own; buffers no result uses are released
+    returned: set[int] = set()
+    results: list[ir.Value] = []
+    for slot, scalar in plan.outputs:
+        obj = objs[slot]
+        if slot < len(plan.inputs) or slot in returned:
+            b.call(incref, [b.ptrtoint(obj, I64)])
+        returned.add(slot)
+        if scalar:  # 0-d array -> NumPy scalar (steals the array's reference)
+            obj = b.call(ctx_fn(CTX_RETURN, I8P, [I8P]), [obj])
+        results.append(obj)
+    for j, obj in enumerate(made):
+        if len(plan.inputs) + j not in returned:
             b.call(decref, [obj])
-    if plan.scalar:
-        result = b.call(ctx_fn(CTX_RETURN, I8P, [I8P]), [result])  # 0-d array -> NumPy scalar
-    b.ret(result)
+    if not plan.as_tuple:
+        b.ret(results[0])
+    else:
+        pack = b.call(ctx_fn(CTX_TUPLE_NEW, I8P, [I64]), [ir.Constant(I64, len(results))])
+        set_item = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])  # steals each item's reference
+        for k, obj in enumerate(results):
+            b.call(set_item, [pack, ir.Constant(I64, k), obj])
+        b.ret(pack)
     # a failed allocation: release what was made, return NULL with NumPy's MemoryError set
     b.position_at_end(failed)
     b.ret(ir.Constant(I8P, None))  # (a leak of earlier buffers only when memory ran out)
@@ -263,7 +284,8 @@ class Entry:
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
         self._keep = (slow, descrs, kernels)  # the context holds borrowed pointers to these
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
-                   api["return"], api["Py_DecRef"], api["Py_IncRef"], 0]
+                   api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
+                   api["PyTuple_SetItem"]]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         self._ctx = (ctypes.c_int64 * len(context)).from_address(
