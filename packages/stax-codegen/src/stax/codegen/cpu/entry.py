@@ -17,8 +17,8 @@ with the arguments untouched, so the entry can only ever be faster, never differ
 
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
 extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
-array results (one, or a flat tuple). The IR holds no addresses — they live in a context table filled at load time
-— so it is cached on disk with the kernels' object code.
+array results (one, or a flat tuple). The IR holds no addresses — they live in a context table
+filled at load time — so it is cached on disk with the kernels' object code.
 """
 
 from __future__ import annotations
