@@ -383,6 +383,8 @@ class KernelEmitter:
             return vmath.exp32(b, self.fn.module, x)
         if op == "tanh" and dtype == "float32":
             return vmath.tanh32(b, self.fn.module, x)
+        if op == "tanh":
+            return vmath.tanh64(b, self.fn.module, x)
         if op in vmath.VIA_DOUBLE:  # float32 only (the lowering's choice): double, rounded once
             return b.fptrunc(vmath.VIA_DOUBLE[op](b, self.fn.module, b.fpext(x, vmath.F64)), x.type)
         if op == "tan" and dtype == "float32":

@@ -516,3 +516,23 @@ def tan32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     result = b.select(negative, b.fneg(result), result)
     finite = b.fcmp_ordered("<", ax, ir.Constant(F32, math.inf))
     return b.select(finite, result, ir.Constant(F32, math.nan))
+
+
+TANH_SERIES_64 = _tanh_series(24)
+
+
+def tanh64(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """float64 tanh: below |x| = 0.55 the odd Taylor series to x^47 (each term about a tenth of
+    the last); above, 1 - 2 / (e^(2|x|) + 1) with the sign of x, where the result is at least
+    0.5 so exp's error (1.1 ulp) is halved; past 19.1 the arithmetic itself gives +-1.
+    Measured: 1.5 ulp (bound 3)."""
+    fabs = module.declare_intrinsic("llvm.fabs", [F64])
+    ax = b.call(fabs, [x])
+    big_e = exp64(b, module, b.fmul(ax, _c(2.0)))
+    large = b.fsub(_c(1.0), b.fdiv(_c(2.0), b.fadd(big_e, _c(1.0))))
+    large = _copysign_d(b, module, large, x)
+    x2 = b.fmul(x, x)
+    series = _poly(b, x2, [1.0, *TANH_SERIES_64[1:]])
+    small = b.fmul(x, series)  # a product keeps -0.0
+    t = b.select(b.fcmp_ordered("<", ax, _c(0.55)), small, large)
+    return b.select(b.fcmp_unordered("uno", x, x), x, t)
