@@ -257,16 +257,18 @@ def _reduce_pio2(b: ir.IRBuilder, module: ir.Module, ax: ir.Value) -> tuple[ir.V
     def mod4(v: ir.Value) -> ir.Value:  # exact: v carries at most 53 significant bits
         return b.fsub(v, b.fmul(_c(4.0), b.call(floor, [b.fmul(v, _c(0.25))])))
 
+    # m 2^(e - 24 (first + 1)), exact; chunk j scaled by 2^(-24 j) (exact constants), so each
+    # part is one exact product: a 24-bit m times a 24-bit chunk
+    scaled = b.fmul(md, pow2(b.sub(e, b.mul(b.add(first, i(1)), i(24)))))
     parts = []
     for j in range(5):
         # the chunk first + j: first is 0..4 over the float32 range (0 below 2^50), so a select
-        # among constants, cheaper than a gather from the table
-        chunk: ir.Value = _c(float(TWO_OVER_PI_24[j]))
+        # among constants, cheaper than a gather from a table
+        chunk: ir.Value = _c(TWO_OVER_PI_24[j] * 2.0 ** (-24 * j))
         for k in range(1, 5):
-            chunk = b.select(b.icmp_signed("==", first, i(k)), _c(float(TWO_OVER_PI_24[j + k])),
-                             chunk)
-        shift = b.sub(e, b.mul(b.add(first, i(j + 1)), i(24)))
-        parts.append(b.fmul(b.fmul(md, chunk), pow2(shift)))
+            chunk = b.select(b.icmp_signed("==", first, i(k)),
+                             _c(TWO_OVER_PI_24[j + k] * 2.0 ** (-24 * j)), chunk)
+        parts.append(b.fmul(scaled, chunk))
     head = mod4(b.fadd(mod4(parts[0]), mod4(parts[1])))
     n = b.call(module.declare_intrinsic("llvm.rint", [F64]), [b.fadd(head, parts[2])])
     a = b.fsub(head, n)                                               # exact
