@@ -57,3 +57,18 @@ def test_no_fusion_across_a_longer_dependency_path(build, run):
     (got,), artifact = run(b, out)
     np.testing.assert_array_equal(got, b.expected(out)[0])
     assert any("cycle through" in d["reason"] for d in artifact.fusion)
+
+
+def test_reductions_walking_one_buffer_differently_stay_apart(build, run):
+    """x.sum(0) and x.sum(1) share x and a loop nest shape, but fused one of them would stride
+    through memory: refused with its reason, each runs along memory."""
+    x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    b = build(x=x)
+    e = b("exp", b.inputs["x"])
+    columns = b("sum", e, axis=(0,), keepdims=False, dtype="float32")
+    rows = b("sum", e, axis=(1,), keepdims=False, dtype="float32")
+    got, artifact = run(b, columns, rows)
+    assert len(artifact.kernels) == 2
+    assert any("along different loops" in d["reason"] for d in artifact.fusion)
+    for g, want in zip(got, b.expected(columns, rows)):
+        np.testing.assert_allclose(g, want, rtol=1e-5)

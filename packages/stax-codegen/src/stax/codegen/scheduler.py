@@ -87,9 +87,38 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
                 return f"{node.name} reads reduction {src.name} inside the same loop nest"
             if ld.index != src.store_index:
                 return f"{node.name} reads {src.name} at another element than the one computed"
+    crossing = _crossing_reads(a, b)
+    if crossing is not None:
+        return crossing
     through = _path_through_others(a, b, groups)
     if through is not None:
         return f"fusing would create a cycle through {through.label}"
+    return None
+
+
+def _innermost(index: Any, node: ComputedBuffer) -> str | None:
+    """The loop variable along which ``index`` walks memory (coefficient +-1), innermost first."""
+    loops = [xvar(d) for d in range(len(node.ranges))] + \
+        [f"r{j}" for j in range(len(node.reduction_ranges))]
+    for var in reversed(loops):
+        if abs(index.coefficient(var)) == 1:
+            return var
+    return None
+
+
+def _crossing_reads(a: Group, b: Group) -> str | None:
+    """A profitability refusal, kept with the legal ones so it is recorded: two groups that read
+    one buffer along different loops of a shared nest (``x.sum(0)`` and ``x.sum(1)``) would
+    make one of them walk memory with a stride; apart, each runs along memory."""
+    walks: dict[str, set[Any]] = {}
+    for node in (*a.nodes, *b.nodes):
+        if not isinstance(node.data, Reduction):
+            continue
+        for ld in loads(node.data.body):
+            walks.setdefault(ld.buffer, set()).add(_innermost(ld.index, node))
+    for buffer, variables in walks.items():
+        if len(variables) > 1:
+            return f"they read {buffer} along different loops (one would stride)"
     return None
 
 
