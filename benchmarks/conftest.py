@@ -60,6 +60,16 @@ def _dispatch_lines() -> list[str]:
             f"{(t[need[4]] - kernel) / ufunc:.1f}x (bar 25x)"]
 
 
+def _experiment_lines() -> list[str]:
+    lines = []
+    for case, times in MEDIANS.items():
+        if case.startswith("explicit vectors") and {"stax", "explicit"} <= set(times):
+            lines.append(f"{case}: vectorizer {_time(times['stax'])}, explicit "
+                         f"{_time(times['explicit'])} (explicit / vectorizer "
+                         f"{times['explicit'] / times['stax']:.2f})")
+    return lines
+
+
 def _time(seconds: float) -> str:
     return f"{seconds * 1e3:.2f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.2f} us"
 
@@ -90,6 +100,7 @@ def _workload_lines(peak: float | None) -> list[str]:
 def pytest_terminal_summary(terminalreporter) -> None:
     tr = terminalreporter
     NOTES.extend(_dispatch_lines())
+    NOTES.extend(_experiment_lines())
     peak = max(BANDWIDTH.values(), default=None)
     for name, rate in BANDWIDTH.items():
         NOTES.append(f"bandwidth, {name}: {rate / 1e9:.1f} GB/s")
