@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stax.loop import ComputedBuffer, ExternCall, Pointwise, loads
+from stax.loop import ComputedBuffer, ExternCall, IndirectLoad, Pointwise, loads
 
 from .scheduler import Group
 
@@ -120,7 +120,7 @@ def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer) -
         reads = [ld for ld in loads(node.data.body) if ld.buffer == dead.name]
         if node is not out and reads:
             return False
-        if any(ld.index != out.store_index for ld in reads):
+        if any(isinstance(ld, IndirectLoad) or ld.index != out.store_index for ld in reads):
             return False
     return True
 

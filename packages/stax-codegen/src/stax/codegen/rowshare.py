@@ -27,6 +27,7 @@ from stax.loop import (
     Expr,
     GuardedLoad,
     Index,
+    IndirectLoad,
     Load,
     Pointwise,
     Reduction,
@@ -61,8 +62,10 @@ def _key(e: Expr, names: dict[str, str], memo: dict[int, object]) -> object:
     found = memo.get(id(e))
     if found is not None:
         return found
-    if isinstance(e, GuardedLoad):
-        key: object = ("guarded_load", e.buffer, _rename(e.index, names), e.dtype,
+    if isinstance(e, IndirectLoad):
+        key: object = ("indirect_load", e.buffer, e.dtype, _key(e.offset, names, memo))
+    elif isinstance(e, GuardedLoad):
+        key = ("guarded_load", e.buffer, _rename(e.index, names), e.dtype,
                        _key(e.guard, names, memo))
     elif isinstance(e, Load):
         key = ("load", e.buffer, _rename(e.index, names), e.dtype)

@@ -13,7 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Reduction, Scan, loads, xvar
+from stax.loop import (
+    ComputedBuffer,
+    ExternCall,
+    IndirectLoad,
+    LoopProgram,
+    Reduction,
+    Scan,
+    loads,
+    xvar,
+)
 
 
 @dataclass
@@ -77,6 +86,8 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
             src = produced.get(ld.buffer)
             if src is None:
                 continue
+            if isinstance(ld, IndirectLoad):
+                return f"{node.name} reads {src.name} at computed positions"
             if _nest(src) != _nest(node):  # an earlier phase of the same row: done before
                 if not _reads_own_row(ld.index, src):
                     return f"{node.name} reads {src.name} outside the row being computed"

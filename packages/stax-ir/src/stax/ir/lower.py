@@ -130,10 +130,30 @@ def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
         return ctx.emit("view", (args[0],), {"offset": view["offset"],
                                              "strides": tuple(view["strides"]),
                                              "shape": node.tensor.shape}, name=node.target)
+    if view is None and _copying_reshape(node, args, kwargs):
+        return ctx.emit("reshape", (args[0],), {"shape": tuple(node.tensor.shape)})
     if data_dependent_shape(node) and not node.meta.get("shape_gated"):
         raise ctx.unsupported(f"{describe(node)}: its result's shape depends on the data")
     return ctx.emit("extern", args, {"fn": node.target, "method": method, "call_kwargs": kwargs},
                     name=node.target)
+
+
+RESHAPES = frozenset({("method", "reshape"), ("method", "ravel"), ("method", "flatten"),
+                      ("function", "numpy.reshape"), ("function", "numpy.ravel")})
+
+
+def _copying_reshape(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """A C-order reshape, ravel or flatten whose result NumPy made as a copy (the operand's
+    layout does not allow a view): computed natively by reading the operand at the positions
+    the flat index gives."""
+    kind = "method" if node.op is Opcode.CALL_METHOD else "function"
+    if (kind, node.target) not in RESHAPES or not args or not isinstance(args[0], Node) or \
+            args[0].tensor is None or node.tensor is None:
+        return False
+    order = kwargs.get("order", "C")
+    if node.target in ("numpy.reshape", "reshape") and len(args) > 2 and kind == "function":
+        order = args[2]
+    return order == "C" and set(kwargs) <= {"order", "shape", "newshape"}
 
 
 def _read_natively(node: Node) -> bool:
@@ -145,6 +165,8 @@ def _read_natively(node: Node) -> bool:
         kind = "method" if user.op is Opcode.CALL_METHOD else "function"
         if (kind, user.target) in RULES:
             continue
+        if user.meta.get("view") is None and _copying_reshape(user, user.args, user.kwargs):
+            continue  # a reshape copy reads its operand natively
         if user.meta.get("view") is not None and user.args and user.args[0] is node and \
                 _read_natively(user):
             continue

@@ -212,6 +212,8 @@ _declare("stack", P, -1, lambda *xs, axis: np.stack(xs, axis=axis), attrs=("axis
 _declare("pad", P, 1, lambda x, pad_width, value: np.pad(x, pad_width, constant_values=value),
          attrs=("pad_width", "value"), doc="constant padding: ``pad_width`` a (before, after) "
          "pair per axis")
+_declare("reshape", P, 1, lambda x, shape: np.reshape(x, shape), attrs=("shape",),
+         doc="a C-order reshape that NumPy computes as a copy (a view becomes a ``view`` op)")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
          attrs=("shift", "axis"), doc="np.roll along one axis")
 _declare("setitem", P, -1, lambda x, *value, key, scalar=None: _setitem_op(x, key, value, scalar),

@@ -7,6 +7,7 @@ from .expr import (
     Expr,
     GuardedLoad,
     Index,
+    IndirectLoad,
     Load,
     Select,
     Unary,
@@ -38,8 +39,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
-    "Const", "Expr", "ExternCall", "GuardedLoad", "Index", "InputBuffer", "Load", "LoopProgram",
-    "OutputRef", "Pointwise",
-    "Reduction", "Scan", "Select", "Unary", "format_expr", "index_width", "linear_index", "load_loopir",
-    "loads", "loop_extents", "lower_opgraph", "postorder", "rvar", "xvar",
+    "Const", "Expr", "ExternCall", "GuardedLoad", "Index", "IndirectLoad", "InputBuffer", "Load",
+    "LoopProgram", "OutputRef", "Pointwise", "Reduction", "Scan", "Select", "Unary", "format_expr",
+    "index_width", "linear_index", "load_loopir", "loads", "loop_extents", "lower_opgraph",
+    "postorder", "rvar", "xvar",
 ]

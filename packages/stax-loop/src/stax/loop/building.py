@@ -15,9 +15,9 @@ import numpy as np
 
 from stax.ir import Node
 
-from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary
-from .index import Affine
-from .lowering import LOWERINGS, Lazy, Loader, LoopLowering, _op_as_extern
+from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, Select, Unary
+from .index import Affine, linear_index
+from .lowering import LOWERINGS, Lazy, Loader, LoopLowering, _op_as_extern, output_strides
 
 INDEX = "int64"
 
@@ -230,3 +230,42 @@ LOWERINGS["triu"] = _triangle(False)
 LOWERINGS["full"] = _full
 LOWERINGS["arange"] = _arange
 LOWERINGS["eye"] = _eye
+
+
+def _reshape(ctx: LoopLowering, node: Node) -> Lazy:
+    """A C-order reshape NumPy copies: output element i (flat, C order) is operand element i,
+    whose coordinates are the flat index's floor quotients and remainders by the operand's
+    extents; the operand is read at computed offsets in its memory (realized first if it is an
+    expression)."""
+    meta = node.tensor
+    source = node.args[0]
+    lazy = ctx.values[source]
+    if lazy.memory is None:
+        ctx.node = source
+        lazy = ctx.realize(lazy, output_strides(source.tensor))
+        ctx.values[source] = lazy
+        ctx.node = node
+    buffer, origin, strides = lazy.memory
+    in_shape = lazy.shape
+    out_strides = [1] * len(meta.shape)
+    for d in range(len(meta.shape) - 2, -1, -1):
+        out_strides[d] = out_strides[d + 1] * meta.shape[d + 1]
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        flat: Expr = Index(linear_index(i, out_strides), INDEX)
+        offset: Expr = Const(origin, INDEX)
+        step = 1
+        for d in range(len(in_shape) - 1, -1, -1):
+            extent = in_shape[d]
+            coordinate = Binary("floordiv", flat, Const(step, INDEX), INDEX) if step > 1 else flat
+            if d > 0:
+                coordinate = Binary("mod", coordinate, Const(extent, INDEX), INDEX)
+            offset = Binary("add", offset, Binary("mul", coordinate, Const(strides[d], INDEX),
+                                                  INDEX), INDEX)
+            step *= extent
+        value: Expr = IndirectLoad(buffer, Affine(), lazy.dtype, offset)
+        return value if lazy.dtype == meta.dtype else Cast(value, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, load)
+
+
+LOWERINGS["reshape"] = _reshape

@@ -54,6 +54,19 @@ class GuardedLoad(Load):
 
 
 @dataclass(frozen=True, eq=False)
+class IndirectLoad(Load):
+    """``buffer`` at the element offset computed by ``offset`` (an int64 expression): reads that
+    are not affine in the loop variables, as a reshape of a non-contiguous array (floor division
+    and remainder of the flat index). ``index`` is the constant 0 and means nothing here: the
+    scheduler treats the buffer as read anywhere."""
+
+    offset: Expr = None  # type: ignore[assignment]
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.offset,)
+
+
+@dataclass(frozen=True, eq=False)
 class Index(Expr):
     """The value of an affine expression of the loop variables, as an integer of ``dtype``
     (``np.arange``, ``np.eye``, ``np.tril``'s diagonal test)."""
@@ -137,6 +150,8 @@ def loads(root: Expr) -> list[Load]:
 def _describe(e: Expr, ref: dict[int, str]) -> str:
     if isinstance(e, GuardedLoad):
         return f"load {e.buffer}[{e.index}] if {ref[id(e.guard)]} else 0"
+    if isinstance(e, IndirectLoad):
+        return f"load {e.buffer}[{ref[id(e.offset)]}]"
     if isinstance(e, Load):
         return f"load {e.buffer}[{e.index}]"
     if isinstance(e, Index):
@@ -170,6 +185,8 @@ def expr_to_json(root: Expr) -> list[Any]:
         ref[id(e)] = len(out)
         if isinstance(e, GuardedLoad):
             out.append(["guarded_load", e.dtype, e.buffer, e.index.to_json(), ref[id(e.guard)]])
+        elif isinstance(e, IndirectLoad):
+            out.append(["indirect_load", e.dtype, e.buffer, ref[id(e.offset)]])
         elif isinstance(e, Load):
             out.append(["load", e.dtype, e.buffer, e.index.to_json()])
         elif isinstance(e, Index):
@@ -192,6 +209,8 @@ def expr_from_json(doc: list[Any]) -> Expr:
     for kind, dtype, *rest in doc:
         if kind == "load":
             nodes.append(Load(rest[0], Affine.from_json(rest[1]), dtype))
+        elif kind == "indirect_load":
+            nodes.append(IndirectLoad(rest[0], Affine(), dtype, nodes[rest[1]]))
         elif kind == "guarded_load":
             nodes.append(GuardedLoad(rest[0], Affine.from_json(rest[1]), dtype, nodes[rest[2]]))
         elif kind == "index":

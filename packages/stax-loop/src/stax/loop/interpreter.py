@@ -12,7 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, postorder
+from .expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    GuardedLoad,
+    Index,
+    IndirectLoad,
+    Load,
+    Select,
+    Unary,
+    postorder,
+)
 from .index import Affine
 from .ir import BufferRef, ExternCall, LoopProgram, Reduction, Scan, map_buffer_refs, rvar, xvar
 
@@ -58,7 +70,10 @@ Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, positi
 def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: Memory) -> Any:
     values: dict[int, Any] = {}
     for e in postorder(body):
-        if isinstance(e, GuardedLoad):
+        if isinstance(e, IndirectLoad):
+            flat, origin = memory[e.buffer]
+            v = flat[origin + np.asarray(values[id(e.offset)], dtype=np.int64)]
+        elif isinstance(e, GuardedLoad):
             flat, origin = memory[e.buffer]
             where = np.asarray(values[id(e.guard)], dtype=bool)
             at = np.clip(origin + _index(e.index, grid), 0, len(flat) - 1)  # unread where false

@@ -29,6 +29,7 @@ from stax.loop import (
     Expr,
     GuardedLoad,
     Index,
+    IndirectLoad,
     Load,
     Pointwise,
     Reduction,
@@ -244,6 +245,9 @@ class KernelEmitter:
         b = self.builder
         if isinstance(e, GuardedLoad):
             return self._guarded_load(e)
+        if isinstance(e, IndirectLoad):
+            raw = b.load(b.gep(self.pointers[e.buffer], [self.value(e.offset)]))
+            return b.icmp_unsigned("!=", raw, ir.Constant(raw.type, 0)) if e.dtype == "bool" else raw
         if isinstance(e, Index):
             at = self.index(e.index)
             typ = value_type(e.dtype)
