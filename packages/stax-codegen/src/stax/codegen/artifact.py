@@ -73,6 +73,7 @@ class KernelArtifact:
     externs: list[ExternPlan] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)  # kernel names and extern buffers, in order
     storage: StoragePlan | None = None  # blocks shared by buffers whose lives do not overlap
+    checks: list[str] = field(default_factory=list)  # bool buffers that must come out False
 
     @property
     def intermediates(self) -> list[BufferPlan]:
@@ -106,6 +107,7 @@ class KernelArtifact:
                 "blocks": self.storage.sizes, "buffers": self.storage.storage,
                 "in_place": self.storage.in_place, "peak_bytes": self.storage.peak_bytes,
                 "unshared_bytes": self.storage.unshared_bytes},
+            **({"checks": self.checks} if self.checks else {}),
             "llvm_ir": self.llvm_ir,
         }
 
@@ -129,6 +131,7 @@ class KernelArtifact:
              for e in doc.get("externs", [])],
             list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
             _storage_from_json(doc.get("storage")),
+            list(doc.get("checks", [])),
         )
 
     def dump(self, path: str | Path) -> None:
@@ -142,6 +145,8 @@ class KernelArtifact:
             call = f".{e.target}" if e.method else e.target
             lines.append(f"extern {e.buffer} = {call}(...) -> {e.dtype}{list(e.shape)} (NumPy)")
         lines.append("steps: " + ", ".join(self.steps))
+        if self.checks:
+            lines.append("checks (the call runs eagerly if one is true): " + ", ".join(self.checks))
         for k in self.kernels:
             lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(k.computes)};"

@@ -140,6 +140,8 @@ class Executable:
                              k.parallel and pool.size > 1))
         outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
                    for o in artifact.outputs]
+        check_slots = [slot[name] for name in artifact.checks]
+        names_of_checks = {slot[name]: name for name in artifact.checks}
 
         def run(*arrays: np.ndarray) -> list[Any]:
             env: list[Any] = [*arrays, *([None] * (size - n_inputs))]
@@ -158,6 +160,10 @@ class Executable:
                     pool.parallel_for(fn, tuple([env[a] for a in args]), outer)
                 else:
                     fn(*[env[a] for a in args], 0, outer)
+            for i in check_slots:
+                if env[i]:  # an index out of bounds, say: NumPy's error comes from the eager run
+                    raise ExternResultMismatch(f"check {names_of_checks[i]} failed: an index is "
+                                               "out of bounds")
             results = []
             for i, extra in outputs:
                 if i is None:
@@ -168,7 +174,8 @@ class Executable:
             return results
 
         self.run = run
-        self.run_one = _straight_line(launches, alloc_slots, outputs, n_inputs)
+        self.run_one = None if check_slots else _straight_line(launches, alloc_slots, outputs,
+                                                               n_inputs)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         return self.run(*arrays)

@@ -34,10 +34,11 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     options = options or CodegenOptions()
     groups, decisions = schedule(program)
     output_names = {o.buffer for o in program.outputs if o.buffer is not None}
+    kept = output_names | set(program.checks)  # read after the last step: never reused
     sizes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
-    groups = order_steps(groups, sizes, output_names)
-    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, output_names)
+    groups = order_steps(groups, sizes, kept)
+    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept)
     host = host_target()
     module = ir.Module(name=program.name)
     module.triple = host.triple
@@ -70,7 +71,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
                           kernels, list(program.input_slots), program.input_tree, outputs,
                           program.output_tree, [asdict(d) for d in decisions], externs, steps,
-                          storage)
+                          storage, list(program.checks))
 
 
 def _extern_plan(call: ExternCall) -> ExternPlan:

@@ -130,6 +130,9 @@ def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
         return ctx.emit("view", (args[0],), {"offset": view["offset"],
                                              "strides": tuple(view["strides"]),
                                              "shape": node.tensor.shape}, name=node.target)
+    if node.target == "operator.getitem" and not method and len(args) == 2 and \
+            _gatherable(args[0], args[1]):
+        return ctx.emit("take", (args[0], args[1]), {"axis": 0})
     if view is None and _copying_reshape(node, args, kwargs):
         return ctx.emit("reshape", (args[0],), {"shape": tuple(node.tensor.shape)})
     if data_dependent_shape(node) and not node.meta.get("shape_gated"):
@@ -167,6 +170,9 @@ def _read_natively(node: Node) -> bool:
             continue
         if user.meta.get("view") is None and _copying_reshape(user, user.args, user.kwargs):
             continue  # a reshape copy reads its operand natively
+        if user.target == "operator.getitem" and len(user.args) == 2 and \
+                _gatherable(user.args[0], user.args[1]):
+            continue  # a gather reads both its operands natively
         if user.meta.get("view") is not None and user.args and user.args[0] is node and \
                 _read_natively(user):
             continue
@@ -440,6 +446,22 @@ def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
         else:
             raise NotNative
     return tuple(entries)
+
+
+@rule("function:numpy.take")
+def _take(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    params = _bind(lambda a, indices, axis=None, out=None, mode="raise": None, args, kwargs)
+    x, indices = params["a"], params["indices"]
+    if not _gatherable(x, indices) or params.get("out") is not None or \
+            params.get("mode", "raise") != "raise" or params.get("axis") is None:
+        raise NotNative
+    return ctx.emit("take", (x, indices), {"axis": _int(params["axis"]) % x.tensor.ndim})
+
+
+def _gatherable(x: Any, indices: Any) -> bool:
+    return isinstance(x, Node) and x.tensor is not None and x.tensor.ndim >= 1 and \
+        isinstance(indices, Node) and indices.tensor is not None and \
+        np.dtype(indices.tensor.dtype).kind in "iu"
 
 
 @rule("function:numpy.roll")

@@ -214,6 +214,9 @@ _declare("pad", P, 1, lambda x, pad_width, value: np.pad(x, pad_width, constant_
          "pair per axis")
 _declare("reshape", P, 1, lambda x, shape: np.reshape(x, shape), attrs=("shape",),
          doc="a C-order reshape that NumPy computes as a copy (a view becomes a ``view`` op)")
+_declare("take", P, 2, lambda x, indices, axis: np.take(x, indices, axis=axis), attrs=("axis",),
+         doc="np.take / x[indices]: gathers along ``axis``; an index out of bounds is NumPy's "
+         "IndexError")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
          attrs=("shift", "axis"), doc="np.roll along one axis")
 _declare("setitem", P, -1, lambda x, *value, key, scalar=None: _setitem_op(x, key, value, scalar),

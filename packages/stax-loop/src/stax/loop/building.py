@@ -9,6 +9,7 @@ lies; elsewhere the value is 0 and a select discards it), so no index leaves its
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -269,3 +270,57 @@ def _reshape(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 LOWERINGS["reshape"] = _reshape
+
+
+def _take(ctx: LoopLowering, node: Node) -> Lazy:
+    """x[indices] / np.take along ``axis``: out[i..., j...] = x[..., indices[i...], ...]. A
+    negative index counts from the end; an index out of bounds is clamped for the read (nothing
+    outside x is touched) and reported by a check buffer (``any`` over the indices), so the
+    call runs eagerly and NumPy raises its IndexError."""
+    meta = node.tensor
+    x_node, i_node = node.args
+    axis, dtype = node.kwargs["axis"], meta.dtype
+    lazy = ctx.values[x_node]
+    if lazy.memory is None:
+        ctx.node = x_node
+        lazy = ctx.realize(lazy, output_strides(x_node.tensor))
+        ctx.values[x_node] = lazy
+        ctx.node = node
+    buffer, origin, strides = lazy.memory
+    extent = lazy.shape[axis]
+    i_shape = tuple(i_node.tensor.shape)
+    indices = ctx.operand(i_node, i_shape, INDEX)
+
+    def wrapped(k: Expr) -> Expr:
+        return Select(Binary("lt", k, Const(0, INDEX), "bool"),
+                      Binary("add", k, Const(extent, INDEX), INDEX), k, INDEX)
+
+    # the check: any index outside [-extent, extent)
+    def outside(i: tuple[Affine, ...]) -> Expr:
+        k = indices(i)
+        low = Binary("lt", k, Const(-extent, INDEX), "bool")
+        return Binary("or", low, Binary("ge", k, Const(extent, INDEX), "bool"), "bool")
+    if extent == 0 and math.prod(i_shape):
+        return _op_as_extern(ctx, node)  # every index is out of bounds: NumPy's error at once
+    if math.prod(i_shape):
+        check = ctx.reduce_values(outside, i_shape, tuple(range(len(i_shape))), False, "max",
+                                  "bool")
+        ctx.checks.append(check.buffer)
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        before, picked, after = i[:axis], i[axis:axis + len(i_shape)], i[axis + len(i_shape):]
+        k = wrapped(indices(tuple(picked)))
+        clamped = Select(Binary("lt", k, Const(0, INDEX), "bool"), Const(0, INDEX), k, INDEX)
+        clamped = Select(Binary("ge", clamped, Const(extent, INDEX), "bool"),
+                         Const(max(extent - 1, 0), INDEX), clamped, INDEX)
+        rest = Affine() + origin
+        for d, ix in zip((*range(axis), *range(axis + 1, len(lazy.shape))), (*before, *after)):
+            rest = rest + ix * strides[d]
+        offset = Binary("add", Binary("mul", clamped, Const(strides[axis], INDEX), INDEX),
+                        Index(rest, INDEX), INDEX)
+        value: Expr = IndirectLoad(buffer, Affine(), lazy.dtype, offset)
+        return value if lazy.dtype == dtype else Cast(value, dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
+LOWERINGS["take"] = _take

@@ -7,7 +7,7 @@ over ``reduction_ranges``. A ``ComputedBuffer`` stores element ``(x0, x1, ...)``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +205,9 @@ class LoopProgram:
     buffers: list[ComputedBuffer | ExternCall]  # in an order where producers come first
     outputs: list[OutputRef]
     output_tree: TreeDef
+    #: bool buffers that must come out False (an index out of bounds, say): when one is True the
+    #: call runs eagerly, so NumPy raises its own error
+    checks: list[str] = field(default_factory=list)
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -239,6 +242,8 @@ class LoopProgram:
             lines += format_expr(data.body)
             lines.append(f"    store {cb.name}[{cb.store_index}]")
         outs = [o.buffer if o.buffer is not None else repr(o.const) for o in self.outputs]
+        if self.checks:
+            lines.append("check not " + ", ".join(self.checks))
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
 
@@ -255,6 +260,7 @@ class LoopProgram:
             "outputs": [{"buffer": o.buffer, "scalar": o.scalar, "const": encode_value(o.const)}
                         for o in self.outputs],
             "output_tree": self.output_tree.to_json(),
+            **({"checks": self.checks} if self.checks else {}),
         }
 
     @classmethod
@@ -269,6 +275,7 @@ class LoopProgram:
             [_buffer_from_json(b) for b in doc["buffers"]],
             [OutputRef(o["buffer"], o["scalar"], decode_value(o["const"])) for o in doc["outputs"]],
             TreeDef.from_json(doc["output_tree"]),
+            list(doc.get("checks", [])),
         )
 
     def dump(self, path: str | Path) -> None:

@@ -66,6 +66,7 @@ class LoopLowering:
         self.buffers: list[ComputedBuffer] = []
         self.values: dict[Node, Lazy] = {}
         self.node: Node | None = None
+        self.checks: list[str] = []  # bool buffers that must be False (LoopProgram.checks)
 
     def unsupported(self, what: str) -> UnsupportedError:
         node = self.node
@@ -93,7 +94,7 @@ class LoopLowering:
         assert len(names) == len(set(names)), f"duplicate buffer names in {names}"
         return LoopProgram(self.program.name, self.inputs, list(self.program.inputs),
                            self.program.input_tree, self.buffers, outputs,
-                           self.program.output_tree)
+                           self.program.output_tree, list(self.checks))
 
     def _native_dtypes(self, node: Node) -> bool:
         """Whether the result and every array operand have dtypes kernels compute in."""

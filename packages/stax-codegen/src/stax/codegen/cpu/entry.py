@@ -125,6 +125,8 @@ class EntryPlan:
         """The plan, or why this artifact gets no entry."""
         if artifact.externs:
             return "it has NumPy steps"
+        if artifact.checks:
+            return "its result is checked after the kernels (an index bound)"
         if any(k.parallel for k in artifact.kernels):
             return "a kernel runs on the thread pool"
         tree = artifact.output_tree
