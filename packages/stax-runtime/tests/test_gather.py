@@ -60,3 +60,13 @@ def test_embedding_lookup():
     fn = lambda t, i: t[i].sum(1)  # noqa: E731
     np.testing.assert_allclose(stax.compile(fn, strict_native=True)(table, ids), fn(table, ids),
                                rtol=1e-5)
+
+
+def test_constant_index_lists():
+    x = RNG.standard_normal((5, 4))
+    for fn in (lambda x: x[[0, 2, -1]] * 2, lambda x: x[[3]] + 1, lambda x: np.exp(x)[[1, 1, 0]]):
+        compiled = stax.compile(fn, strict_native=True)
+        np.testing.assert_allclose(compiled(x), fn(x), rtol=1e-15)
+        assert not compiled.versions()[0].artifact.externs
+    with pytest.raises(IndexError):
+        stax.compile(lambda x: x[[0, 7]])(x)  # out of bounds: NumPy's error, from the eager run

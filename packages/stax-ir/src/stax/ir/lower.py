@@ -133,6 +133,9 @@ def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
     if node.target == "operator.getitem" and not method and len(args) == 2 and \
             _gatherable(args[0], args[1]):
         return ctx.emit("take", (args[0], args[1]), {"axis": 0})
+    constant = _constant_indices(args)
+    if node.target == "operator.getitem" and not method and constant is not None:
+        return ctx.emit("take_const", (args[0],), {"axis": 0, "indices": constant})
     if view is None and _copying_reshape(node, args, kwargs):
         return ctx.emit("reshape", (args[0],), {"shape": tuple(node.tensor.shape)})
     if data_dependent_shape(node) and not node.meta.get("shape_gated"):
@@ -456,6 +459,19 @@ def _take(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
             params.get("mode", "raise") != "raise" or params.get("axis") is None:
         raise NotNative
     return ctx.emit("take", (x, indices), {"axis": _int(params["axis"]) % x.tensor.ndim})
+
+
+def _constant_indices(args: tuple[Any, ...]) -> tuple[int, ...] | None:
+    """``x[[0, 2, -1]]``: a short list of Python ints, all in bounds (NumPy raises otherwise,
+    and does so eagerly), normalized to non-negative positions."""
+    if len(args) != 2 or not isinstance(args[0], Node) or args[0].tensor is None or \
+            not args[0].tensor.ndim or not isinstance(args[1], list) or not 0 < len(args[1]) <= 64:
+        return None
+    extent = args[0].tensor.shape[0]
+    if not all(isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and
+               -extent <= k < extent for k in args[1]):
+        return None
+    return tuple(int(k) % extent for k in args[1])
 
 
 def _gatherable(x: Any, indices: Any) -> bool:

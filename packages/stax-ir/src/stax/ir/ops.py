@@ -217,6 +217,8 @@ _declare("reshape", P, 1, lambda x, shape: np.reshape(x, shape), attrs=("shape",
 _declare("take", P, 2, lambda x, indices, axis: np.take(x, indices, axis=axis), attrs=("axis",),
          doc="np.take / x[indices]: gathers along ``axis``; an index out of bounds is NumPy's "
          "IndexError")
+_declare("take_const", P, 1, lambda x, axis, indices: np.take(x, list(indices), axis=axis),
+         attrs=("axis", "indices"), doc="x[[i, j, ...]] with a constant list of positions")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
          attrs=("shift", "axis"), doc="np.roll along one axis")
 _declare("setitem", P, -1, lambda x, *value, key, scalar=None: _setitem_op(x, key, value, scalar),

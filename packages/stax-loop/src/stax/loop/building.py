@@ -324,3 +324,27 @@ def _take(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 LOWERINGS["take"] = _take
+
+
+def _take_const(ctx: LoopLowering, node: Node) -> Lazy:
+    """x[[i, j, ...]] with constant, in-bounds positions along the first axis: each output row
+    reads its row of x, the position picked by a select over the output index (affine loads)."""
+    meta = node.tensor
+    positions = node.kwargs["indices"]
+    source = node.args[0]
+    x = ctx.operand(source, tuple(source.tensor.shape), meta.dtype)
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        result: Expr | None = None
+        for k in reversed(range(len(positions))):
+            row = x((Affine() + positions[k], *i[1:]))
+            if result is None:
+                result = row
+                continue
+            result = Select(_compare("eq", i[0], k), row, result, meta.dtype)
+        assert result is not None
+        return result
+    return Lazy(meta.shape, meta.dtype, load)
+
+
+LOWERINGS["take_const"] = _take_const
