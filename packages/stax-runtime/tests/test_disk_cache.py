@@ -80,3 +80,22 @@ def test_warm_start_in_a_fresh_process(tmp_path):
     assert "jit (disk cache)" in warm[1] and "jit (disk cache)" not in cold[1]
     # the capture too: a warm start does not run the program eagerly on the (large) arguments
     assert "capture (disk cache)" in warm[1] and "capture (disk cache)" not in cold[1]
+
+
+def test_plans_are_reused_by_capture_content(tmp_path, monkeypatch):
+    """The kernel plan of an identical capture comes from disk (no passes, lowering or IR
+    emission); another program, or dumping documents, makes the plan afresh."""
+    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path))
+    first = stax.compile(f, strict_native=True)
+    want = first(*args())
+    assert "kernels" in stages(first)
+    again = stax.compile(f, strict_native=True)
+    np.testing.assert_array_equal(again(*args()), want)
+    assert "plan (disk cache)" in stages(again) and "kernels" not in stages(again)
+    other = stax.compile(lambda x, w, b: f(x, w, b) + 1, strict_native=True)
+    other(*args())
+    assert "kernels" in stages(other)
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path / "dumps"))
+    dumped = stax.compile(f, strict_native=True)
+    dumped(*args())
+    assert "kernels" in stages(dumped) and list((tmp_path / "dumps").glob("*.loopir.json"))

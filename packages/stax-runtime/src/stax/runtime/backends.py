@@ -6,6 +6,7 @@ callable that takes arrays in that order and returns the flat list of output lea
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import Executable, generate
+from stax.codegen import Executable, KernelArtifact, generate
+from stax.codegen.cpu.jit import host_target
+from stax.codegen.cpu.objcache import ObjectCache
+from stax.codegen.generate import CODEGEN_VERSION
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
 from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
 from stax.loop import LOWERINGS, lower_opgraph
+
+from . import config
+from .capture_cache import stax_fingerprint
 
 Backend = Callable[..., Callable[..., list[Any]]]
 BACKENDS: dict[str, Backend] = {}
@@ -51,6 +58,19 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
         timings[name] = now - clock
         clock = now
 
+    # with STAX_DUMP_DIR every document is wanted, so the plan is made, not loaded
+    plans = _plan_cache(cache_dir) if config.current().dump_dir is None else None
+    key = plans.key(json.dumps(capture.to_json(), sort_keys=True, default=repr), pipeline,
+                    CODEGEN_VERSION, stax_fingerprint(), *_host_parts()) if plans is not None else None
+    blob = plans.load(key) if plans is not None and key is not None else None
+    if blob is not None:  # the whole plan of an identical capture: straight to machine code
+        artifact = KernelArtifact.from_json(json.loads(blob))
+        stage("plan (disk cache)")
+        dump("kernels", artifact)
+        executable = Executable(artifact, cache_dir)
+        stage("jit" if not executable.module.from_cache else "jit (disk cache)")
+        executable.artifact = artifact
+        return executable
     capture = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)  # passes rewrite a copy
     log("passes", f"passes on {capture.name}:\n{run_pipeline(capture.graph, pipeline)}")
     stage("passes")
@@ -67,10 +87,23 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     artifact = generate(loop)
     dump("kernels", artifact)
     stage("kernels")
+    if plans is not None and key is not None:
+        plans.store(key, json.dumps(artifact.to_json()).encode())
     executable = Executable(artifact, cache_dir)
     stage("jit" if not executable.module.from_cache else "jit (disk cache)")
     executable.artifact = artifact
     return executable
+
+
+def _plan_cache(cache_dir: Any) -> ObjectCache | None:
+    """Kernel plans stored by the content of the capture they came from (with the pipeline, the
+    codegen version and the host): a warm start skips passes, lowering and IR emission."""
+    return ObjectCache(Path(cache_dir) / "plans", suffix=".json") if cache_dir is not None else None
+
+
+def _host_parts() -> tuple[str, ...]:
+    host = host_target()
+    return host.triple, host.cpu, host.features
 
 
 def eager_backend(capture: GraphProgram, example_inputs: list[np.ndarray],

@@ -20,6 +20,7 @@ are stored with a digest by the object cache (a corrupted one is reported once a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -121,9 +122,24 @@ def capture_key(fn: Callable[..., Any], sigma: Any, names: list[str]) -> str:
         raise Uncacheable(f"a {type(fn).__name__} is not a Python function")
     described = _Keyer().function(fn)
     parts = ["stax.capture-cache/1", sys.version, np.__version__,
-             *(_version(d) for d in ("stax-ir", "stax-trace", "stax-runtime")),
+             *(_version(d) for d in ("stax-ir", "stax-trace", "stax-runtime")), stax_fingerprint(),
              repr(sigma), repr(names), json.dumps(described, sort_keys=True)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@functools.cache
+def stax_fingerprint() -> str:
+    """A digest of every Stax source file this process imported from: a capture or a plan made
+    by other Stax code (another release, or an edited source tree, whose version does not move)
+    gets another key. Computed once per process (a few milliseconds)."""
+    import stax
+
+    digest = hashlib.sha256()
+    for root in sorted(stax.__path__):
+        for path in sorted(Path(root).rglob("*.py")):
+            digest.update(path.as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
 def _version(dist: str) -> str:
