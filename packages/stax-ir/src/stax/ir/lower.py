@@ -480,6 +480,55 @@ def _gatherable(x: Any, indices: Any) -> bool:
         np.dtype(indices.tensor.dtype).kind in "iu"
 
 
+def _nan_reduction(kind: str) -> Rule:
+    """np.nansum/nanprod/nanmax/nanmin/nanmean as NumPy defines them: NaNs replaced by the
+    reduction's identity (max/min: a slice of only NaNs gives NaN; mean: the sum over the
+    count of numbers, NaN for none), composed of native ops."""
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = _bind(lambda a, axis=None, dtype=None, out=None, keepdims=False: None, args,
+                       kwargs)
+        x = params["a"]
+        if not isinstance(x, Node) or x.tensor is None or params.get("out") is not None or \
+                np.dtype(x.tensor.dtype).kind != "f" or np.dtype(node.tensor.dtype).kind != "f":
+            raise NotNative
+        if kind in ("max", "min") and params.get("dtype") is not None:
+            raise NotNative
+        ndim, meta = x.tensor.ndim, x.tensor
+        axis = params.get("axis")
+        axes = tuple(range(ndim)) if axis is None else tuple(
+            sorted(_int(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
+        keepdims = bool(params.get("keepdims", False))
+        bool_meta = TensorMeta(meta.shape, "bool", meta.strides)
+        missing = ctx.emit("isnan", (x,), meta=bool_meta)
+        fill = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
+        numbers = ctx.emit("where", (missing, fill, x), meta=meta)
+        attrs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
+        if kind in ("sum", "prod"):
+            return ctx.emit(kind, (numbers,), {**attrs, "dtype": node.tensor.dtype})
+        if kind in ("max", "min"):
+            extreme = ctx.emit(kind, (numbers,), attrs)
+            none = ctx.emit("all", (missing,), attrs,
+                            meta=TensorMeta(node.tensor.shape, "bool", node.tensor.strides))
+            return ctx.emit("where", (none, np.nan, extreme))
+        # mean: float(total) / count, computed as NumPy's _divide_by_count does (in float64 for
+        # float32 data, then rounded), a slice of only NaNs giving 0 / 0 = NaN
+        total_meta = TensorMeta(node.tensor.shape, node.tensor.dtype, node.tensor.strides)
+        total = ctx.emit("sum", (numbers,), {**attrs, "dtype": node.tensor.dtype}, meta=total_meta)
+        wide = TensorMeta(node.tensor.shape, "float64", node.tensor.strides)
+        present = ctx.emit("logical_not", (missing,), meta=bool_meta)
+        count = ctx.emit("sum", (present,), {**attrs, "dtype": "int64"},
+                         meta=TensorMeta(node.tensor.shape, "int64", node.tensor.strides))
+        quotient = ctx.emit("truediv", (_cast_to(ctx, total, "float64"),
+                                        _cast_to(ctx, count, "float64")), meta=wide)
+        return ctx.emit("cast", (quotient,), {"dtype": node.tensor.dtype})  # the call's own meta
+    return lower
+
+
+for _kind in ("sum", "prod", "max", "min", "mean"):
+    rule(f"function:numpy.nan{_kind}")(_nan_reduction(_kind))
+
+
 @rule("function:numpy.roll")
 def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """A roll along one axis (or of a 1-D array): two pieces of one concatenation."""
