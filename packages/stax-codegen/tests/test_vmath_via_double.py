@@ -56,7 +56,7 @@ C99_Y = np.float32([-1.0, -1.0, 3.0, 3.0, -2.0, 3.0, -3.0, 0.0, np.nan, np.inf, 
                     -np.inf, 0.5, 1.0 / 3, 3.0, np.nan, 0.0, -2.0, 0.5, np.inf, 2.0, 3.0])
 
 
-@pytest.mark.parametrize("op", ["pow", "hypot", "arctan2"])
+@pytest.mark.parametrize("op", ["pow", "hypot", "arctan2", "logaddexp", "logaddexp2"])
 def test_binary_ulp_bound_and_c99_specials(build, run, op):
     rng = np.random.default_rng(12)
     x = np.concatenate([rng.uniform(-4, 4, 20_000), C99_X]).astype(np.float32)
@@ -67,15 +67,19 @@ def test_binary_ulp_bound_and_c99_specials(build, run, op):
     out = b(op, b.inputs["x"], b.inputs["y"])
     (got,), artifact = run(b, out)
     assert not artifact.externs
-    reference = {"pow": np.power, "hypot": np.hypot, "arctan2": np.arctan2}[op]
+    reference = {"pow": np.power, "hypot": np.hypot, "arctan2": np.arctan2,
+                 "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2}[op]
     with np.errstate(all="ignore"):
         exact = reference(x.astype(np.longdouble), y.astype(np.longdouble))
         want = reference(x, y)
     assert ulps(got[:20_000], exact[:20_000]) <= 1.0
     table, wanted = got[20_000:], want[20_000:]
-    if op == "arctan2":  # the C99 cases; ordinary pairs of the table are covered by the bound
+    if op in ("arctan2", "logaddexp", "logaddexp2"):
+        # the special cases (C99 for arctan2; infinities, NaN for logaddexp); ordinary pairs of
+        # the table are covered by the bound
         angles = np.float32([0, np.pi / 4, np.pi / 2, 3 * np.pi / 4, np.pi])
-        special = ~np.isfinite(wanted) | np.isin(np.abs(wanted), angles)
+        special = ~np.isfinite(wanted) | (np.isin(np.abs(wanted), angles) if op == "arctan2"
+                                           else np.zeros_like(wanted, dtype=bool))
         table, wanted = table[special], wanted[special]
     np.testing.assert_array_equal(table, wanted)  # the C99 table: exact, signs too
     numbers = ~np.isnan(wanted)

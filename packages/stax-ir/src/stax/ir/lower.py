@@ -385,6 +385,16 @@ def _triangle(op: str) -> Rule:
 
 rule("function:numpy.tril")(_triangle("tril"))
 rule("method:copy", "function:numpy.copy")(_copy)
+
+
+@rule("function:numpy.conjugate", "function:numpy.conj", "method:conjugate", "method:conj")
+def _conjugate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Node:
+    """The conjugate of a real array is a copy of it (complex arrays are not compiled)."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None or \
+            np.dtype(args[0].tensor.dtype).kind == "c":
+        raise NotNative
+    return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
 rule("function:numpy.add.reduce")(_ufunc_reduce("sum"))
 rule("function:numpy.multiply.reduce")(_ufunc_reduce("prod"))
 rule("function:numpy.maximum.reduce")(_ufunc_reduce("max"))
@@ -631,7 +641,7 @@ rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min"
 rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
 for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos", "log2",
             "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "hypot", "arctan", "arcsin",
-            "arccos", "arcsinh", "arccosh", "arctanh", "tan", "arctan2"):
+            "arccos", "arcsinh", "arccosh", "arctanh", "tan", "arctan2", "logaddexp", "logaddexp2"):
     rule(f"function:numpy.{_op}")(_pointwise(_op))
 
 

@@ -34,7 +34,7 @@ _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.
            "shr": np.right_shift, "copysign": np.copysign, "lt": np.less, "le": np.less_equal,
            "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
            "floordiv": np.floor_divide, "mod": np.remainder, "hypot": np.hypot, "pow": np.power,
-           "arctan2": np.arctan2}
+           "arctan2": np.arctan2, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2}
 
 
 def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.ndarray]:

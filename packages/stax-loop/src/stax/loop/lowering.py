@@ -275,7 +275,7 @@ def _binary(op: str) -> Rule:
 
 
 for _op in ("add", "sub", "mul", "truediv", "maximum", "minimum", "floordiv", "mod", "hypot",
-            "pow", "arctan2"):
+            "pow", "arctan2", "logaddexp", "logaddexp2"):
     LOWERINGS[_op] = _binary(_op)
 
 
@@ -334,7 +334,7 @@ _sum = _reduction("sum")
 #: computed natively for float32 only (float64 runs NumPy's libm call as an extern step)
 FLOAT32_ONLY = frozenset({"sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh",
                           "cosh", "cbrt", "hypot", "pow", "arctan", "arcsin", "arccos", "arcsinh",
-                          "arccosh", "arctanh", "tan", "arctan2"})
+                          "arccosh", "arctanh", "tan", "arctan2", "logaddexp", "logaddexp2"})
 
 
 def _unary(op: str) -> Rule:

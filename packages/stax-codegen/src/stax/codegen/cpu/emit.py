@@ -322,8 +322,9 @@ class KernelEmitter:
             return b.call(fn, [a, c])
         if op in ("floordiv", "mod"):
             return self._floor_divmod(op, a, c, dtype)
-        if op in ("hypot", "pow", "arctan2"):  # float32 operands, in double, rounded once
-            fn = {"hypot": vmath.hypot_d, "pow": vmath.pow_d, "arctan2": vmath.atan2_d}[op]
+        if op in ("hypot", "pow", "arctan2", "logaddexp", "logaddexp2"):  # float32, in double
+            fn = {"hypot": vmath.hypot_d, "pow": vmath.pow_d, "arctan2": vmath.atan2_d,
+                  "logaddexp": vmath.logaddexp_d, "logaddexp2": vmath.logaddexp2_d}[op]
             wide = fn(b, self.fn.module, b.fpext(a, vmath.F64), b.fpext(c, vmath.F64))
             return b.fptrunc(wide, a.type)
         if is_float(dtype):

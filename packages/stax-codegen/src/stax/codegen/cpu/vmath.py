@@ -538,3 +538,22 @@ def tanh64(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     small = b.fmul(x, series)  # a product keeps -0.0
     t = b.select(b.fcmp_ordered("<", ax, _c(0.55)), small, large)
     return b.select(b.fcmp_unordered("uno", x, x), x, t)
+
+
+def logaddexp_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -> ir.Value:
+    """log(e^x + e^y) = max + log1p(e^-|x - y|) for float32 operands in double; equal
+    infinities give that infinity (their difference would be NaN), a NaN gives NaN."""
+    fabs = module.declare_intrinsic("llvm.fabs", [F64])
+    larger = b.select(b.fcmp_ordered(">", x, y), x, y)
+    gap = b.fneg(b.call(fabs, [b.fsub(x, y)]))
+    value = b.fadd(larger, log1p_d(b, module, exp64(b, module, gap)))
+    same = b.fcmp_ordered("==", x, y)  # inf == inf, and x == y exactly: max + log 2
+    value = b.select(b.and_(same, b.fcmp_ordered("==", b.call(fabs, [x]), _c(math.inf))), x, value)
+    nan = b.or_(b.fcmp_unordered("uno", x, x), b.fcmp_unordered("uno", y, y))
+    return b.select(nan, b.fadd(x, y), value)
+
+
+def logaddexp2_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -> ir.Value:
+    """log2(2^x + 2^y): logaddexp of x ln2, y ln2, over ln2 (all in double, rounded once)."""
+    ln2 = _c(math.log(2.0))
+    return b.fdiv(logaddexp_d(b, module, b.fmul(x, ln2), b.fmul(y, ln2)), ln2)
