@@ -143,6 +143,25 @@ def exp32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     return b.select(b.fcmp_unordered("uno", x, x), x, scaled)  # NaN in, NaN out
 
 
+def _exp32_at_least_one(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """exp32 for 0 <= x (tanh's e^(2|x|)): no subnormal results, so 2^n in one step; x above 89
+    is clamped there, where n = 128 makes 2^n (exponent field 255) infinite, as e^x is. NaN goes
+    through as NaN (the caller decides what a NaN gives)."""
+    def c(v: float) -> ir.Constant:
+        return ir.Constant(F32, v)
+
+    fma = _fmuladd32(b, module)
+    minnum = module.declare_intrinsic("llvm.minnum", [F32], ir.FunctionType(F32, [F32] * 2))
+    clamped = b.call(minnum, [x, c(89.0)])
+    nf = b.call(module.declare_intrinsic("llvm.rint", [F32]), [b.fmul(clamped, c(LOG2E))])
+    r = fma(nf, c(-0.693359375), clamped)
+    r = fma(nf, c(2.12194440e-4), r)
+    p = _horner32(fma, r, _fit("exp", 6))
+    scale = b.bitcast(b.shl(b.add(b.fptosi(nf, I32), ir.Constant(I32, 127)), ir.Constant(I32, 23)),
+                      F32)
+    return b.fmul(p, scale)
+
+
 def _tanh_series(terms: int) -> list[float]:
     """Taylor coefficients of tanh(x) / x in powers of x^2: 2^2n (2^2n - 1) B_2n / (2n)!."""
     from fractions import Fraction
@@ -171,7 +190,7 @@ def tanh32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     fabs = module.declare_intrinsic("llvm.fabs", [F32])
     copysign = module.declare_intrinsic("llvm.copysign", [F32], ir.FunctionType(F32, [F32, F32]))
     ax = b.call(fabs, [x])
-    big_e = exp32(b, module, b.fmul(ax, c(2.0)))
+    big_e = _exp32_at_least_one(b, module, b.fmul(ax, c(2.0)))
     large = b.fsub(c(1.0), b.fdiv(c(2.0), b.fadd(big_e, c(1.0))))
     large = b.call(copysign, [large, x])
     x2 = b.fmul(x, x)
