@@ -233,6 +233,19 @@ LOWERINGS["arange"] = _arange
 LOWERINGS["eye"] = _eye
 
 
+def _in_memory(ctx: LoopLowering, value: Node, user: Node) -> Lazy:
+    """``value`` as elements in a buffer's memory (an input, a view of one, a realized result),
+    written to a new buffer first if it is only an expression: for reads at computed offsets."""
+    lazy = ctx.values[value]
+    if lazy.memory is None:
+        ctx.node = value
+        lazy = ctx.realize(lazy, output_strides(value.tensor))
+        ctx.values[value] = lazy
+        ctx.node = user
+    assert lazy.memory is not None
+    return lazy
+
+
 def _reshape(ctx: LoopLowering, node: Node) -> Lazy:
     """A C-order reshape NumPy copies: output element i (flat, C order) is operand element i,
     whose coordinates are the flat index's floor quotients and remainders by the operand's
@@ -240,12 +253,7 @@ def _reshape(ctx: LoopLowering, node: Node) -> Lazy:
     expression)."""
     meta = node.tensor
     source = node.args[0]
-    lazy = ctx.values[source]
-    if lazy.memory is None:
-        ctx.node = source
-        lazy = ctx.realize(lazy, output_strides(source.tensor))
-        ctx.values[source] = lazy
-        ctx.node = node
+    lazy = _in_memory(ctx, source, node)
     buffer, origin, strides = lazy.memory
     in_shape = lazy.shape
     out_strides = [1] * len(meta.shape)
@@ -280,12 +288,7 @@ def _take(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     x_node, i_node = node.args
     axis, dtype = node.kwargs["axis"], meta.dtype
-    lazy = ctx.values[x_node]
-    if lazy.memory is None:
-        ctx.node = x_node
-        lazy = ctx.realize(lazy, output_strides(x_node.tensor))
-        ctx.values[x_node] = lazy
-        ctx.node = node
+    lazy = _in_memory(ctx, x_node, node)
     buffer, origin, strides = lazy.memory
     extent = lazy.shape[axis]
     i_shape = tuple(i_node.tensor.shape)

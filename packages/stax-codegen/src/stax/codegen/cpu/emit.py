@@ -162,8 +162,10 @@ class KernelEmitter:
 
     # -- loops ---------------------------------------------------------------------------------
     def loop(self, var: str, low: ir.Value, high: ir.Value, carried: Sequence[ir.Value],
-             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]]) -> list[ir.Value]:
-        """``for var in [low, high)`` with loop-carried values; returns their final values."""
+             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], step: int = 1
+             ) -> list[ir.Value]:
+        """``for var in range(low, high, step)`` with loop-carried values; returns their final
+        values."""
         b = self.builder
         pre = b.block
         head = self.fn.append_basic_block(f"{var}_loop")
@@ -177,7 +179,7 @@ class KernelEmitter:
             phi.add_incoming(init, pre)
         self.vars[var] = iv
         updated = list(body(phis))
-        nxt = b.add(iv, ir.Constant(I64, 1), name=f"{var}_next")
+        nxt = b.add(iv, ir.Constant(I64, step), name=f"{var}_next")
         latch = b.block
         iv.add_incoming(nxt, latch)
         for phi, new in zip(phis, updated):
@@ -569,32 +571,15 @@ class KernelEmitter:
                 return []
 
             def row_blocks(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                self._stepped_loop(f"{xvar(c)}_block", ir.Constant(I64, 0), high_c, TILE,
-                                   columns_of_block)
+                self.loop(f"{xvar(c)}_block", ir.Constant(I64, 0), high_c, [], columns_of_block,
+                          step=TILE)
                 return []
-            self._stepped_loop(f"{xvar(a)}_block", low_a, high_a, TILE, row_blocks)
+            self.loop(f"{xvar(a)}_block", low_a, high_a, [], row_blocks, step=TILE)
             return []
         if a == 0:
             over_last_two([])
         else:
             self.nest(ranges[:a], xvar, [], over_last_two, split=True)
-
-    def _stepped_loop(self, var: str, low: ir.Value, high: ir.Value, step: int,
-                      body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]]) -> None:
-        b = self.builder
-        pre = b.block
-        head = self.fn.append_basic_block(f"{var}_loop")
-        done = self.fn.append_basic_block(f"{var}_done")
-        b.cbranch(b.icmp_signed("<", low, high), head, done)
-        b.position_at_end(head)
-        iv = b.phi(I64, name=var)
-        iv.add_incoming(low, pre)
-        self.vars[var] = iv
-        body([])
-        nxt = b.add(iv, ir.Constant(I64, step), name=f"{var}_next")
-        iv.add_incoming(nxt, b.block)
-        b.cbranch(b.icmp_signed("<", nxt, high), head, done)
-        b.position_at_end(done)
 
     def _column_reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
         """Reductions whose contiguous axis is kept (``x.sum(0)`` of a C-ordered matrix): the
