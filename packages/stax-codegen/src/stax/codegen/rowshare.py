@@ -34,6 +34,7 @@ from stax.loop import (
     Select,
     Unary,
     postorder,
+    rewrite,
     rvar,
     xvar,
 )
@@ -91,29 +92,6 @@ def _expensive(e: Expr) -> bool:
     return any(isinstance(n, Unary) and n.op in EXPENSIVE for n in postorder(e))
 
 
-def _substitute(e: Expr, target: int, replacement: Expr, memo: dict[int, Expr]) -> Expr:
-    """``e`` with the node whose id is ``target`` replaced (shared subexpressions stay shared)."""
-    if id(e) == target:
-        return replacement
-    done = memo.get(id(e))
-    if done is not None:
-        return done
-    kids = e.children()
-    new_kids = [_substitute(k, target, replacement, memo) for k in kids]
-    if all(a is b for a, b in zip(kids, new_kids)):
-        out = e
-    elif isinstance(e, Cast | Unary):
-        out = replace(e, x=new_kids[0])
-    elif isinstance(e, Binary):
-        out = replace(e, a=new_kids[0], b=new_kids[1])
-    elif isinstance(e, Select):
-        out = replace(e, cond=new_kids[0], a=new_kids[1], b=new_kids[2])
-    else:
-        raise TypeError(f"unknown expression {e!r}")
-    memo[id(e)] = out
-    return out
-
-
 def share_row_values(phases: Sequence[Sequence[ComputedBuffer]]
                      ) -> tuple[list[list[ComputedBuffer]], list[Spill]]:
     """The phases of one row kernel with recomputed expensive values replaced by loads of the
@@ -141,7 +119,7 @@ def share_row_values(phases: Sequence[Sequence[ComputedBuffer]]
                     if match is None:
                         continue
                     reread = Load(node.name, node.store_index, node.dtype)
-                    body = _substitute(node.data.body, id(match), reread, {})
+                    body = rewrite(node.data.body, lambda e, m=match: reread if e is m else None)
                     later[k] = replace(node, data=Pointwise(node.ranges, body))
                     to_r = {x: r for r, x in to_x.items()}
                     spills.append(Spill(red.name, node.name, _rename(node.store_index, to_r)))

@@ -14,6 +14,7 @@ from .expr import (
     format_expr,
     loads,
     postorder,
+    rewrite,
 )
 from .index import Affine, linear_index
 from .ir import (
@@ -42,5 +43,5 @@ __all__ = [
     "Const", "Expr", "ExternCall", "GuardedLoad", "Index", "IndirectLoad", "InputBuffer", "Load",
     "LoopProgram", "OutputRef", "Pointwise", "Reduction", "Scan", "Select", "Unary", "format_expr",
     "index_width", "linear_index", "load_loopir", "loads", "loop_extents", "lower_opgraph",
-    "postorder", "rvar", "xvar",
+    "postorder", "rewrite", "rvar", "xvar",
 ]

@@ -10,38 +10,22 @@ lies; elsewhere the value is 0 and a select discards it), so no index leaves its
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
 from stax.ir import Node
 
-from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, Select, Unary
+from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, Select, rewrite
 from .index import Affine, linear_index
 from .lowering import LOWERINGS, Lazy, Loader, LoopLowering, _op_as_extern, output_strides
 
 INDEX = "int64"
 
 
-def _guarded(e: Expr, guard: Expr, memo: dict[int, Expr] | None = None) -> Expr:
+def _guarded(e: Expr, guard: Expr) -> Expr:
     """``e`` with every load made a guarded load (shared subexpressions stay shared)."""
-    memo = {} if memo is None else memo
-    done = memo.get(id(e))
-    if done is not None:
-        return done
-    if isinstance(e, Load):
-        out: Expr = GuardedLoad(e.buffer, e.index, e.dtype, guard)
-    elif isinstance(e, Cast | Unary):
-        out = replace(e, x=_guarded(e.x, guard, memo))
-    elif isinstance(e, Binary):
-        out = replace(e, a=_guarded(e.a, guard, memo), b=_guarded(e.b, guard, memo))
-    elif isinstance(e, Select):
-        out = replace(e, cond=_guarded(e.cond, guard, memo), a=_guarded(e.a, guard, memo),
-                      b=_guarded(e.b, guard, memo))
-    else:
-        out = e
-    memo[id(e)] = out
-    return out
+    return rewrite(e, lambda n: GuardedLoad(n.buffer, n.index, n.dtype, guard)
+                   if type(n) is Load else None)
 
 
 def _compare(op: str, index: Affine, bound: int) -> Expr:

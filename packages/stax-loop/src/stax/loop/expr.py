@@ -7,7 +7,8 @@ that (nodes are numbered once, referenced by number).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +140,35 @@ def postorder(root: Expr) -> Iterator[Expr]:
             continue
         stack.append((node, True))
         stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen)
+
+
+def rewrite(root: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
+    """``root`` with every node for which ``replace_node`` returns an expression replaced by it
+    (its operands are not visited then); the rest rebuilt only where an operand changed, so
+    shared subexpressions stay shared."""
+    memo: dict[int, Expr] = {}
+
+    def visit(e: Expr) -> Expr:
+        done = memo.get(id(e))
+        if done is not None:
+            return done
+        out = replace_node(e)
+        if out is None:
+            kids = e.children()
+            new = [visit(k) for k in kids]
+            if all(a is b for a, b in zip(kids, new)):
+                out = e
+            elif isinstance(e, Cast | Unary):
+                out = dataclasses.replace(e, x=new[0])
+            elif isinstance(e, Binary):
+                out = dataclasses.replace(e, a=new[0], b=new[1])
+            elif isinstance(e, Select):
+                out = dataclasses.replace(e, cond=new[0], a=new[1], b=new[2])
+            else:  # loads with operands (guard, offset) are replaced whole or kept
+                out = e
+        memo[id(e)] = out
+        return out
+    return visit(root)
 
 
 def loads(root: Expr) -> list[Load]:
