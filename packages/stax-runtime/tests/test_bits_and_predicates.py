@@ -70,3 +70,25 @@ def test_float_predicates_and_signs_match_numpy(dtype, name):
     if got.dtype.kind == "f":
         numbers = ~np.isnan(want)
         np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(want)[numbers])
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitwise_count_counts_magnitude_bits(dtype):
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(5).integers(info.min, info.max, 513, dtype=dtype, endpoint=True)
+    x[:3] = [info.min, info.max, 0]
+    got, want = native(np.bitwise_count, x)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+
+
+def test_ldexp_float32_is_exact_then_rounded_once():
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.standard_normal(1000), [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40,
+                                                    3e38]]).astype(np.float32)
+    n = rng.integers(-300, 300, x.size).astype(np.int32)
+    for fn in (lambda x, n: np.ldexp(x, n), lambda x, n: np.ldexp(x, 3),
+               lambda x, n: np.ldexp(x, n.astype(np.int64))):
+        got, want = native(fn, x, n)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

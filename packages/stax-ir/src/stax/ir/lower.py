@@ -641,7 +641,8 @@ rule("function:numpy.min", "function:numpy.amin", "method:min")(_reduction("min"
 rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(_pointwise("abs"))
 for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos", "log2",
             "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "hypot", "arctan", "arcsin",
-            "arccos", "arcsinh", "arccosh", "arctanh", "tan", "arctan2", "logaddexp", "logaddexp2"):
+            "arccos", "arcsinh", "arccosh", "arctanh", "tan", "arctan2", "logaddexp", "logaddexp2",
+            "ldexp", "bitwise_count"):
     rule(f"function:numpy.{_op}")(_pointwise(_op))
 
 

@@ -69,6 +69,8 @@ for _name, _ufunc in (("invert", np.invert), ("logical_not", np.logical_not),
     _declare(_name, P, 1, _ufunc, doc=f"numpy.{_ufunc.__name__}, exactly")
 _declare("hypot", P, 2, np.hypot, doc="within a measured ulp bound of NumPy")
 _declare("arctan2", P, 2, np.arctan2, doc="within a measured ulp bound of NumPy (float32)")
+_declare("ldexp", P, 2, np.ldexp, doc="x * 2**n, exact then rounded once (float32)")
+_declare("bitwise_count", P, 1, np.bitwise_count, doc="set bits of |x| (uint8), as NumPy")
 _declare("logaddexp", P, 2, np.logaddexp, doc="within a measured ulp bound of NumPy (float32)")
 _declare("logaddexp2", P, 2, np.logaddexp2, doc="within a measured ulp bound of NumPy (float32)")
 _declare("pow", P, 2, np.power, doc="x ** y, within a measured ulp bound of NumPy (float32)")

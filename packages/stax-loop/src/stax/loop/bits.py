@@ -166,4 +166,32 @@ LOWERINGS["sign"] = _sign
 for _op in ("copysign", "fmax", "fmin", "heaviside"):
     LOWERINGS[_op] = _float_binary(_op)
 LOWERINGS["positive"] = _positive
+
+
+def _bitwise_count(ctx: LoopLowering, node: Node) -> Lazy:
+    """NumPy counts the set bits of |x| (so -1 counts one), as uint8."""
+    meta = node.tensor
+    dtype = _operand_dtype(node, 0)
+    if _kind(dtype) not in "iu":
+        return _op_as_extern(ctx, node)
+    x = ctx.operand(node.args[0], meta.shape, dtype)
+    return Lazy(meta.shape, meta.dtype, lambda i: Unary("popcount", x(i), meta.dtype))
+
+
+def _ldexp(ctx: LoopLowering, node: Node) -> Lazy:
+    """x * 2**n for float32 results: exact in double (the exponent clamped to +-300, past which
+    float32 can only overflow or vanish), rounded once, as C's ldexpf."""
+    meta = node.tensor
+    exponent = node.args[1]
+    integral = isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) if \
+        not isinstance(exponent, Node) else _kind(exponent.tensor.dtype) in "iu"
+    if meta.dtype != "float32" or not integral:
+        return _op_as_extern(ctx, node)
+    x = ctx.operand(node.args[0], meta.shape, "float32")
+    n = ctx.operand(node.args[1], meta.shape, "int64")
+    return Lazy(meta.shape, "float32", lambda i: Binary("ldexp", x(i), n(i), "float32"))
+
+
+LOWERINGS["bitwise_count"] = _bitwise_count
+LOWERINGS["ldexp"] = _ldexp
 LOWERINGS["reciprocal"] = _reciprocal

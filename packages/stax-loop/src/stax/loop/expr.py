@@ -21,12 +21,12 @@ from .index import Affine
 #: outside [0, bits) (0, or -1 for a negative signed value shifted right)
 BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and", "xor", "shl",
               "shr", "copysign", "floordiv", "mod", "hypot", "pow", "arctan2", "logaddexp",
-              "logaddexp2")
+              "logaddexp2", "ldexp")  # ldexp: a float and an int64 operand
 COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dtype, result bool
 UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
              "sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt",
              "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "tan",
-             "signbit")  # signbit: float operand, bool result
+             "signbit", "popcount")  # signbit: float operand, bool result; popcount: uint8
 
 
 class Expr:

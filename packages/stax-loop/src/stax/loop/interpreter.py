@@ -34,7 +34,8 @@ _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.
            "shr": np.right_shift, "copysign": np.copysign, "lt": np.less, "le": np.less_equal,
            "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
            "floordiv": np.floor_divide, "mod": np.remainder, "hypot": np.hypot, "pow": np.power,
-           "arctan2": np.arctan2, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2}
+           "arctan2": np.arctan2, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+           "ldexp": np.ldexp}
 
 
 def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.ndarray]:
@@ -61,7 +62,8 @@ _UNARY = {"neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.f
           "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "exp2": np.exp2,
           "sinh": np.sinh, "cosh": np.cosh, "cbrt": np.cbrt, "arctan": np.arctan,
           "arcsin": np.arcsin, "arccos": np.arccos, "arcsinh": np.arcsinh,
-          "arccosh": np.arccosh, "arctanh": np.arctanh, "tan": np.tan}
+          "arccosh": np.arccosh, "arctanh": np.arctanh, "tan": np.tan,
+          "popcount": np.bitwise_count}
 _REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
 Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)

@@ -266,6 +266,13 @@ class KernelEmitter:
             return ir.Constant(value_type(e.dtype), int(e.value) if e.dtype == "bool" else e.value)
         if isinstance(e, Cast):
             return self._cast(self.value(e.x), e.x.dtype, e.dtype)
+        if isinstance(e, Unary) and e.op == "popcount":  # set bits of |x|, as NumPy's
+            x = self.value(e.x)
+            if is_signed(e.x.dtype):
+                x = b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)),
+                             b.sub(ir.Constant(x.type, 0), x), x)  # MIN wraps to itself: 1 bit
+            count = b.call(self.fn.module.declare_intrinsic("llvm.ctpop", [x.type]), [x])
+            return b.trunc(count, ir.IntType(8)) if x.type.width > 8 else count
         if isinstance(e, Unary):
             return self._unary(e.op, self.value(e.x), e.dtype)
         if isinstance(e, Select):
@@ -324,6 +331,13 @@ class KernelEmitter:
             return b.call(fn, [a, c])
         if op in ("floordiv", "mod"):
             return self._floor_divmod(op, a, c, dtype)
+        if op == "ldexp":  # float32 a, int64 c: exact in double, rounded once
+            bound = ir.Constant(I64, 300)
+            n = b.select(b.icmp_signed(">", c, bound), bound, c)
+            n = b.select(b.icmp_signed("<", n, ir.Constant(I64, -300)), ir.Constant(I64, -300), n)
+            scale = b.bitcast(b.shl(b.add(n, ir.Constant(I64, 1023)), ir.Constant(I64, 52)),
+                              vmath.F64)
+            return b.fptrunc(b.fmul(b.fpext(a, vmath.F64), scale), a.type)
         if op in ("hypot", "pow", "arctan2", "logaddexp", "logaddexp2"):  # float32, in double
             fn = {"hypot": vmath.hypot_d, "pow": vmath.pow_d, "arctan2": vmath.atan2_d,
                   "logaddexp": vmath.logaddexp_d, "logaddexp2": vmath.logaddexp2_d}[op]
