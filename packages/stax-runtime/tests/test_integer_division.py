@@ -1,6 +1,6 @@
-"""Integer floor division and remainder compiled natively, exactly as NumPy: floor rounding, the
-remainder's sign from the divisor, 0 for division by zero, MIN // -1 wrapping; float operands keep
-NumPy's own (fmod-based) rules as an extern step."""
+"""Floor division and remainder compiled natively, exactly as NumPy: for integers floor rounding,
+the remainder's sign from the divisor, 0 for division by zero, MIN // -1 wrapping; for floats
+NumPy's npy_divmod from an exact fmod."""
 
 import numpy as np
 import pytest
@@ -49,10 +49,24 @@ def test_layouts_and_broadcasting():
         np.testing.assert_array_equal(stax.compile(fn, strict_native=True)(a, b), fn(a, b))
 
 
-def test_floats_run_as_numpy():
-    x = np.array([5.5, -5.5, 0.0, -0.0, np.inf, np.nan])
-    fn = lambda x: (x // 2, x % -2)  # noqa: E731
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_floor_division_and_remainder_follow_numpys_divmod(dtype):
+    """npy_divmod from an exact fmod: the remainder takes the divisor's sign, the quotient is
+    snapped, zeros keep their signs, infinities and NaN as NumPy; a quotient too large for an
+    exact fmod fails the check and the call runs eagerly."""
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.standard_normal(3000) * 100, [5.5, -5.5, 0.0, -0.0, np.inf, np.nan,
+                                                          7.0, -7.0, 1e-30, 6.0]]).astype(dtype)
+    y = np.concatenate([rng.standard_normal(3000) * 3, [2.0, -2.0, 3.0, -3.0, 2.0, 1.0, -np.inf,
+                                                        0.0, 3.0, 3.0]]).astype(dtype)
+    fn = lambda x, y: (x // y, x % y, np.floor_divide(x, 1.5), np.remainder(y, -0.25))  # noqa: E731
     compiled = stax.compile(fn, strict_native=True)
-    for got, want in zip(compiled(x), fn(x)):
-        np.testing.assert_array_equal(got, want)
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    with np.errstate(all="ignore"):
+        got, want = compiled(x, y), fn(x, y)
+        assert not compiled.versions()[0].artifact.externs
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+            numbers = ~np.isnan(w)
+            np.testing.assert_array_equal(np.signbit(g)[numbers], np.signbit(w)[numbers])
+        huge = np.array([1e30, 5.0], dtype=dtype)
+        np.testing.assert_array_equal(stax.compile(lambda x, y: x % y)(huge, y[:2]), huge % y[:2])

@@ -73,7 +73,7 @@ class KernelArtifact:
     externs: list[ExternPlan] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)  # kernel names and extern buffers, in order
     storage: StoragePlan | None = None  # blocks shared by buffers whose lives do not overlap
-    checks: list[str] = field(default_factory=list)  # bool buffers that must come out False
+    checks: dict[str, str] = field(default_factory=dict)  # bool buffers that must be False
 
     @property
     def intermediates(self) -> list[BufferPlan]:
@@ -131,7 +131,7 @@ class KernelArtifact:
              for e in doc.get("externs", [])],
             list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
             _storage_from_json(doc.get("storage")),
-            list(doc.get("checks", [])),
+            dict(doc.get("checks", {})),
         )
 
     def dump(self, path: str | Path) -> None:
@@ -146,7 +146,8 @@ class KernelArtifact:
             lines.append(f"extern {e.buffer} = {call}(...) -> {e.dtype}{list(e.shape)} (NumPy)")
         lines.append("steps: " + ", ".join(self.steps))
         if self.checks:
-            lines.append("checks (the call runs eagerly if one is true): " + ", ".join(self.checks))
+            lines += [f"check {name}: the call runs eagerly when {why}"
+                      for name, why in self.checks.items()]
         for k in self.kernels:
             lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(k.computes)};"

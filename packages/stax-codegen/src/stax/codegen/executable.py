@@ -141,7 +141,7 @@ class Executable:
         outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
                    for o in artifact.outputs]
         check_slots = [slot[name] for name in artifact.checks]
-        names_of_checks = {slot[name]: name for name in artifact.checks}
+        check_reasons = {slot[name]: why for name, why in artifact.checks.items()}
 
         def run(*arrays: np.ndarray) -> list[Any]:
             env: list[Any] = [*arrays, *([None] * (size - n_inputs))]
@@ -162,8 +162,7 @@ class Executable:
                     fn(*[env[a] for a in args], 0, outer)
             for i in check_slots:
                 if env[i]:  # an index out of bounds, say: NumPy's error comes from the eager run
-                    raise ExternResultMismatch(f"check {names_of_checks[i]} failed: an index is "
-                                               "out of bounds")
+                    raise ExternResultMismatch(f"a check failed: {check_reasons[i]}")
             results = []
             for i, extra in outputs:
                 if i is None:

@@ -71,7 +71,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
                           kernels, list(program.input_slots), program.input_tree, outputs,
                           program.output_tree, [asdict(d) for d in decisions], externs, steps,
-                          storage, list(program.checks))
+                          storage, dict(program.checks))
 
 
 def _extern_plan(call: ExternCall) -> ExternPlan:

@@ -292,7 +292,7 @@ def _take(ctx: LoopLowering, node: Node) -> Lazy:
     if math.prod(i_shape):
         check = ctx.reduce_values(outside, i_shape, tuple(range(len(i_shape))), False, "max",
                                   "bool")
-        ctx.checks.append(check.buffer)
+        ctx.checks[check.buffer] = "an index is out of bounds"
 
     def load(i: tuple[Affine, ...]) -> Expr:
         before, picked, after = i[:axis], i[axis:axis + len(i_shape)], i[axis + len(i_shape):]

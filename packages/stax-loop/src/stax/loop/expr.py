@@ -21,7 +21,8 @@ from .index import Affine
 #: outside [0, bits) (0, or -1 for a negative signed value shifted right)
 BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and", "xor", "shl",
               "shr", "copysign", "floordiv", "mod", "hypot", "pow", "arctan2", "logaddexp",
-              "logaddexp2", "ldexp")  # ldexp: a float and an int64 operand
+              "logaddexp2", "ldexp", "py_floordiv", "py_mod")
+# ldexp: a float and an int64 operand; py_floordiv/py_mod: float // and % by NumPy's npy_divmod
 COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dtype, result bool
 UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
              "sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt",

@@ -35,7 +35,7 @@ _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.
            "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
            "floordiv": np.floor_divide, "mod": np.remainder, "hypot": np.hypot, "pow": np.power,
            "arctan2": np.arctan2, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
-           "ldexp": np.ldexp}
+           "ldexp": np.ldexp, "py_floordiv": np.floor_divide, "py_mod": np.remainder}
 
 
 def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.ndarray]:

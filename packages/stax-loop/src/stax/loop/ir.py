@@ -207,7 +207,7 @@ class LoopProgram:
     output_tree: TreeDef
     #: bool buffers that must come out False (an index out of bounds, say): when one is True the
     #: call runs eagerly, so NumPy raises its own error
-    checks: list[str] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)  # buffer -> what a True means
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -243,7 +243,7 @@ class LoopProgram:
             lines.append(f"    store {cb.name}[{cb.store_index}]")
         outs = [o.buffer if o.buffer is not None else repr(o.const) for o in self.outputs]
         if self.checks:
-            lines.append("check not " + ", ".join(self.checks))
+            lines += [f"check not {name} ({why})" for name, why in self.checks.items()]
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
 
@@ -275,7 +275,7 @@ class LoopProgram:
             [_buffer_from_json(b) for b in doc["buffers"]],
             [OutputRef(o["buffer"], o["scalar"], decode_value(o["const"])) for o in doc["outputs"]],
             TreeDef.from_json(doc["output_tree"]),
-            list(doc.get("checks", [])),
+            dict(doc.get("checks", {})),
         )
 
     def dump(self, path: str | Path) -> None:

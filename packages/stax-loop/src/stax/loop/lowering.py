@@ -66,7 +66,7 @@ class LoopLowering:
         self.buffers: list[ComputedBuffer] = []
         self.values: dict[Node, Lazy] = {}
         self.node: Node | None = None
-        self.checks: list[str] = []  # bool buffers that must be False (LoopProgram.checks)
+        self.checks: dict[str, str] = {}  # bool buffers that must be False, and what it means
 
     def unsupported(self, what: str) -> UnsupportedError:
         node = self.node
@@ -94,7 +94,7 @@ class LoopLowering:
         assert len(names) == len(set(names)), f"duplicate buffer names in {names}"
         return LoopProgram(self.program.name, self.inputs, list(self.program.inputs),
                            self.program.input_tree, self.buffers, outputs,
-                           self.program.output_tree, list(self.checks))
+                           self.program.output_tree, dict(self.checks))
 
     def _native_dtypes(self, node: Node) -> bool:
         """Whether the result and every array operand have dtypes kernels compute in."""
@@ -258,13 +258,39 @@ LOWERINGS: dict[str, Rule] = {}
 _BOOL_FORMS = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}
 
 
+#: |a / b| below which the quotient's truncation is off by at most one (then corrected), so
+#: fmod(a, b) = fma(-n, b, a) is exact; a larger quotient fails the call's check (NumPy runs it)
+FMOD_EXACT_QUOTIENT = {"float32": 2.0 ** 22, "float64": 2.0 ** 51}
+
+
+def _float_divmod(ctx: LoopLowering, op: str, meta: Any, a: Loader, b: Loader) -> Lazy:
+    """NumPy's float floor division and remainder (npy_divmod: from the exact fmod, the
+    remainder takes the divisor's sign, the quotient is snapped to an integer). fmod is exact
+    here for quotients below FMOD_EXACT_QUOTIENT; a check buffer flags larger ones, and such a
+    call runs eagerly."""
+    dtype = meta.dtype
+    limit = Const(FMOD_EXACT_QUOTIENT[dtype], dtype)
+
+    def too_large(i: tuple[Affine, ...]) -> Expr:
+        quotient = Unary("abs", Binary("truediv", a(i), b(i), dtype), dtype)
+        return Binary("and", Binary("ge", quotient, limit, "bool"),
+                      Binary("lt", quotient, Const(float("inf"), dtype), "bool"), "bool")
+    check = ctx.reduce_values(too_large, meta.shape, tuple(range(len(meta.shape))), False, "max",
+                              "bool")
+    ctx.checks[check.buffer] = "a quotient is too large for an exact fmod"
+    name = "py_floordiv" if op == "floordiv" else "py_mod"
+    return Lazy(meta.shape, dtype, lambda i: Binary(name, a(i), b(i), dtype))
+
+
 def _binary(op: str) -> Rule:
     def lower(ctx: LoopLowering, node: Node) -> Lazy:
         meta = node.tensor
         a = ctx.operand(node.args[0], meta.shape, meta.dtype)
         b = ctx.operand(node.args[1], meta.shape, meta.dtype)
+        if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind == "f":
+            return _float_divmod(ctx, op, meta, a, b)
         if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind not in "iu":
-            return _op_as_extern(ctx, node)  # float floor division/remainder: NumPy's fmod-based rules
+            return _op_as_extern(ctx, node)
         if op in FLOAT32_ONLY and meta.dtype != "float32":
             return _op_as_extern(ctx, node)
         name = _BOOL_FORMS.get(op, op) if meta.dtype == "bool" else op

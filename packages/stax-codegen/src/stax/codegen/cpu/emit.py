@@ -331,6 +331,8 @@ class KernelEmitter:
             return b.call(fn, [a, c])
         if op in ("floordiv", "mod"):
             return self._floor_divmod(op, a, c, dtype)
+        if op in ("py_floordiv", "py_mod"):
+            return self._float_divmod(op, a, c)
         if op == "ldexp":  # float32 a, int64 c: exact in double, rounded once
             bound = ir.Constant(I64, 300)
             n = b.select(b.icmp_signed(">", c, bound), bound, c)
@@ -360,6 +362,51 @@ class KernelEmitter:
             beyond = b.ashr(a, ir.Constant(a.type, a.type.width - 1))  # 0 or -1
             return b.select(inside, b.ashr(a, safe), beyond)
         return b.select(inside, b.lshr(a, safe), ir.Constant(a.type, 0))
+
+    def _float_divmod(self, op: str, a: ir.Value, c: ir.Value) -> ir.Value:
+        """NumPy's npy_divmod in the operands' precision. fmod first, exactly: n = trunc(a / c)
+        is off by at most one for the quotients the call's check admits, a - n c is exact with a
+        fused multiply-add, and an n one too large shows as a remainder of the wrong sign."""
+        b = self.builder
+        typ = a.type
+        module = self.fn.module
+        fn = lambda name, n: module.declare_intrinsic(name, [typ],  # noqa: E731
+                                                      ir.FunctionType(typ, [typ] * n))
+        fma, trunc, floor, fabs = fn("llvm.fma", 3), fn("llvm.trunc", 1), fn("llvm.floor", 1), \
+            fn("llvm.fabs", 1)
+        copysign = fn("llvm.copysign", 2)
+        zero, one = ir.Constant(typ, 0.0), ir.Constant(typ, 1.0)
+        inf, nan = ir.Constant(typ, float("inf")), ir.Constant(typ, float("nan"))
+        n = b.call(trunc, [b.fdiv(a, c)])
+        r = b.call(fma, [b.fneg(n), c, a])
+        wrong_sign = b.and_(b.fcmp_ordered("!=", r, zero),
+                            b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", a, zero)))
+        r = b.select(wrong_sign, b.fadd(r, b.call(copysign, [b.call(fabs, [c]), a])), r)
+        # C's fmod at the edges: a zero a keeps its sign, an infinite c leaves a finite a as is,
+        # an infinite a, a zero c or a NaN gives NaN
+        finite_a = b.fcmp_ordered("<", b.call(fabs, [a]), inf)
+        r = b.select(b.fcmp_ordered("==", a, zero), a, r)
+        r = b.select(b.and_(finite_a, b.fcmp_ordered("==", b.call(fabs, [c]), inf)), a, r)
+        invalid = b.or_(b.xor(finite_a, ir.Constant(ir.IntType(1), 1)),
+                        b.fcmp_unordered("==", c, zero))  # c == 0 or either is NaN
+        mod = b.select(invalid, nan, r)
+        # npy_divmod
+        div = b.fdiv(b.fsub(a, mod), c)
+        nonzero_mod = b.fcmp_unordered("!=", mod, zero)  # NaN counts as nonzero, as in C
+        adjust = b.and_(nonzero_mod, b.xor(b.fcmp_ordered("<", c, zero),
+                                           b.fcmp_ordered("<", mod, zero)))
+        mod2 = b.select(adjust, b.fadd(mod, c), mod)
+        div = b.select(adjust, b.fsub(div, one), div)
+        mod2 = b.select(nonzero_mod, mod2, b.call(copysign, [zero, c]))
+        snapped = b.call(floor, [div])
+        snapped = b.select(b.fcmp_ordered(">", b.fsub(div, snapped), ir.Constant(typ, 0.5)),
+                           b.fadd(snapped, one), snapped)
+        floordiv = b.select(b.fcmp_unordered("!=", div, zero), snapped,
+                            b.call(copysign, [zero, b.fdiv(a, c)]))
+        by_zero = b.fcmp_ordered("==", c, zero)
+        if op == "py_mod":
+            return b.select(by_zero, mod, mod2)  # fmod's NaN
+        return b.select(by_zero, b.fdiv(a, c), floordiv)
 
     def _floor_divmod(self, op: str, a: ir.Value, c: ir.Value, dtype: str) -> ir.Value:
         """Integer ``a // c`` or ``a % c`` as NumPy: the quotient rounded toward minus infinity,
