@@ -4,7 +4,8 @@ Each layer's tests read the documents the previous layer's released version wrot
 §2), so a change that breaks reading an old document shows up as a failing test. Run this only when
 releasing a new version of a producing layer, and keep the old fixtures beside the new ones.
 
-    python tools/make_fixtures.py
+    python tools/make_fixtures.py                # the released version's documents
+    python tools/make_fixtures.py --schema-1.2   # documents using every schema-1.2 form
 """
 
 from __future__ import annotations
@@ -24,6 +25,30 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def example_1_1(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (nn.relu(x + w) * 2).sum(-1)
+
+
+def features(x: np.ndarray, i: np.ndarray) -> np.ndarray:
+    """Every loop-IR form schema 1.2 added: a scan, guarded loads (a concatenation), an index
+    value (np.arange), an indirect load with its bounds check (a gather), a reshape copy."""
+    joined = np.concatenate([x, x.T.reshape(6, 4) * 2], axis=0)
+    return np.cumsum(joined, axis=1)[i] + np.arange(4)
+
+
+def schema_1_2_documents() -> None:
+    """The documents of the newest minor schemas, kept beside the older ones."""
+    x = np.arange(24, dtype=np.float32).reshape(6, 4) / 8
+    i = np.array([0, -1, 3], dtype=np.int64)
+    capture = trace(features, (x, i), name="features")
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "features.py:" + node.source.rsplit(":", 1)[1]
+    loop = lower_opgraph(lower_capture(capture))
+    docs = {"stax-codegen": ("features.loopir.schema-1.2.json", loop),
+            "stax-runtime": ("features.kernels.schema-1.2.json", generate(loop))}
+    for package, (name, doc) in docs.items():
+        path = ROOT / "packages" / package / "tests" / "fixtures" / name
+        write_json(path, doc.to_json())
+        print("wrote", path)
 
 
 def main() -> None:
@@ -52,4 +77,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    schema_1_2_documents() if sys.argv[1:] == ["--schema-1.2"] else main()

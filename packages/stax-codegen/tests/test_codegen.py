@@ -46,7 +46,7 @@ def test_inner_loop_is_vectorized(loopir_doc_path):
 def test_artifact_round_trip_and_reload(loopir_doc_path):
     artifact = generate(load_loopir(loopir_doc_path))
     doc = artifact.to_json()
-    assert doc["schema"] == "stax.kernels/1.1"
+    assert doc["schema"] == "stax.kernels/1.2"
     again = load_artifact(doc)
     assert again.to_json() == doc
     x, w = example((64, 128), seed=3)

@@ -16,7 +16,7 @@ from stax.ir.serialize import decode_value, encode_value
 
 from .memory_plan import StoragePlan
 
-KERNELS_SCHEMA = "stax.kernels/1.1"  # 1.1: extern calls and step order
+KERNELS_SCHEMA = "stax.kernels/1.2"  # 1.1: extern calls, step order; 1.2: storage, index width, checks
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from stax.ir.serialize import decode_value, encode_value
 from .expr import Expr, expr_from_json, expr_to_json, format_expr, loads
 from .index import Affine
 
-LOOPIR_SCHEMA = "stax.loopir/1.1"  # 1.1: extern calls
+LOOPIR_SCHEMA = "stax.loopir/1.2"  # 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
 
