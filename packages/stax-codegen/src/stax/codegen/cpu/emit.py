@@ -31,7 +31,6 @@ from stax.loop import (
     Index,
     IndirectLoad,
     Load,
-    Pointwise,
     Reduction,
     Scan,
     Select,
@@ -44,6 +43,7 @@ from stax.loop import (
 
 from ..rowshare import Spill, share_row_values
 from . import vmath
+from .nests import LoopShapes, _columnwise, _is_arg, _transposed
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
 
@@ -67,55 +67,6 @@ def _phases(nodes: Sequence[ComputedBuffer]) -> list[list[ComputedBuffer]]:
     return phases
 
 
-TILE = 16  # measured on 2048^2 float32 transposes: 16 beats 32 and 64 (set conflicts of power-of-two rows)
-
-
-def _transposed(nodes: Sequence[ComputedBuffer]) -> bool:
-    """Element-wise nodes over at least two large axes where some load runs along memory on the
-    second-to-last loop and strides on the last one: worth tiling (``_tiled``)."""
-    first = nodes[0]
-    if not isinstance(first.data, Pointwise) or len(first.ranges) < 2 or \
-            min(first.ranges[-2:]) < 2 * TILE:
-        return False
-    a, c = xvar(len(first.ranges) - 2), xvar(len(first.ranges) - 1)
-    for node in nodes:
-        for ld in loads(node.data.body):
-            if abs(ld.index.coefficient(a)) == 1 and abs(ld.index.coefficient(c)) > 1:
-                return True
-        if abs(node.store_index.coefficient(a)) == 1 and abs(node.store_index.coefficient(c)) > 1:
-            return True
-    return False
-
-
-def _columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
-    """Reductions that read memory contiguously along their last kept axis and with a stride
-    along the reduced ones: their loops are better interchanged (``_column_reductions``)."""
-    first = nodes[0]
-    if not isinstance(first.data, Reduction) or not first.ranges or not first.reduction_ranges:
-        return False
-    if any(_is_arg(n) or n.dtype == "bool" or n.data.body.dtype == "bool" for n in nodes):
-        return False
-    last = xvar(len(first.ranges) - 1)
-    if first.ranges[-1] < 4:
-        return False
-    contiguous = strided = False
-    for node in nodes:
-        if abs(node.store_index.coefficient(last)) != 1:
-            return False
-        for ld in loads(node.data.body):
-            step = abs(ld.index.coefficient(last))
-            if step > 1:
-                return False
-            contiguous |= step == 1
-            strided |= any(abs(ld.index.coefficient(rvar(j))) > 1
-                           for j in range(len(first.reduction_ranges)))
-    return contiguous and strided
-
-
-def _is_arg(node: ComputedBuffer) -> bool:
-    return node.data.reduction_type in ("argmax", "argmin")
-
-
 _PREDICATES = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
@@ -130,7 +81,7 @@ class KernelSpec:
     in_place: dict[str, str] = field(default_factory=dict)  # output -> input it overwrites
 
 
-class KernelEmitter:
+class KernelEmitter(LoopShapes):
     def __init__(self, module: ir.Module, spec: KernelSpec, data_offset: int) -> None:
         self.spec = spec
         fnty = ir.FunctionType(ir.VoidType(), [I8P] * len(spec.args) + [I64, I64])
@@ -208,6 +159,29 @@ class KernelEmitter:
             high = self.stop if split and d == 0 else ir.Constant(I64, ranges[d])
             return self.loop(prefix(d), low, high, values, lambda v: level(d + 1, v))
         return list(level(0, carried))
+
+    def fresh(self, body: Callable[[], None]) -> Callable[[Sequence[ir.Value]], Sequence[ir.Value]]:
+        """A loop body running ``body`` with a copy of the enclosing values (what it computes
+        inside depends on the loop variable and must not leak out)."""
+        outer_memo = self.memo
+
+        def run(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.memo = dict(outer_memo)
+            body()
+            self.memo = outer_memo
+            return []
+        return run
+
+    def once(self, body: Callable[[], None]) -> None:
+        """``body`` once, for a kernel without loops: only the thread given [0, 1) runs it."""
+        b = self.builder
+        guard = self.fn.append_basic_block("body")
+        done = self.fn.append_basic_block("exit")
+        b.cbranch(b.icmp_signed("<", self.start, self.stop), guard, done)
+        b.position_at_end(guard)
+        body()
+        b.branch(done)
+        b.position_at_end(done)
 
     # -- expressions ---------------------------------------------------------------------------
     def index(self, expr: Affine) -> ir.Value:
@@ -548,13 +522,7 @@ class KernelEmitter:
         elif split:
             self.nest(ranges, xvar, [], outer_body, split=True)
         else:
-            guard = self.fn.append_basic_block("body")
-            done = self.fn.append_basic_block("exit")
-            self.builder.cbranch(self.builder.icmp_signed("<", self.start, self.stop), guard, done)
-            self.builder.position_at_end(guard)
-            outer_body([])
-            self.builder.branch(done)
-            self.builder.position_at_end(done)
+            self.once(lambda: outer_body([]))
         self.builder.ret_void()
         return self.fn
 
@@ -597,169 +565,6 @@ class KernelEmitter:
             else:
                 self.store(node, finals[position])
                 position += 1
-
-    def _tiled(self, nodes: Sequence[ComputedBuffer]) -> None:
-        """Element-wise work that reads one operand across its memory order (``x.T + y``): the
-        last two loops in TILE x TILE blocks, so the lines the strided operand brings in are
-        used by the whole block before they leave the cache (the outermost of the two may be the
-        threads' split ``[start, stop)``)."""
-        b = self.builder
-        ranges = nodes[0].ranges
-        a, c = len(ranges) - 2, len(ranges) - 1
-        tile = ir.Constant(I64, TILE)
-
-        def within(var: str, high: ir.Value) -> tuple[ir.Value, ir.Value]:
-            first = self.vars[f"{var}_block"]
-            end = b.add(first, tile)
-            return first, b.select(b.icmp_signed("<", end, high), end, high)
-
-        def tile_body() -> None:
-            self.memo = {}
-            self.local = {}
-            self._pointwise(nodes)
-
-        def over_last_two(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-            # for each block of rows, for each block of columns: the rows, then the columns
-            low_a = self.start if a == 0 else ir.Constant(I64, 0)
-            high_a = self.stop if a == 0 else ir.Constant(I64, ranges[a])
-            high_c = ir.Constant(I64, ranges[c])
-
-            def columns_of_block(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                first_a, last_a = within(xvar(a), high_a)
-                first_c, last_c = within(xvar(c), high_c)
-                self.loop(xvar(a), first_a, last_a, [], lambda _: (
-                    self.loop(xvar(c), first_c, last_c, [], lambda _: (tile_body(), [])[1]), [])[1])
-                return []
-
-            def row_blocks(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                self.loop(f"{xvar(c)}_block", ir.Constant(I64, 0), high_c, [], columns_of_block,
-                          step=TILE)
-                return []
-            self.loop(f"{xvar(a)}_block", low_a, high_a, [], row_blocks, step=TILE)
-            return []
-        if a == 0:
-            over_last_two([])
-        else:
-            self.nest(ranges[:a], xvar, [], over_last_two, split=True)
-
-    def _column_reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
-        """Reductions whose contiguous axis is kept (``x.sum(0)`` of a C-ordered matrix): the
-        loops interchanged, so the innermost loop runs along memory over the kept axis and the
-        result buffer itself holds the accumulators — ``out[j] = out[j] op x[i, j]`` row after
-        row, as NumPy does — instead of walking each column with a stride."""
-        ranges, reduction_ranges = nodes[0].ranges, nodes[0].reduction_ranges
-        last = len(ranges) - 1
-
-        def over_last(body: Callable[[], None]) -> None:
-            low = self.start if last == 0 else ir.Constant(I64, 0)
-            high = self.stop if last == 0 else ir.Constant(I64, ranges[last])
-            outer_memo = self.memo
-
-            def run(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                self.memo = dict(outer_memo)
-                body()
-                return []
-            self.loop(xvar(last), low, high, [], run)
-            self.memo = outer_memo
-
-        def initialize() -> None:
-            for node in nodes:
-                self.store(node, self._identity(node))
-
-        def accumulate() -> None:
-            for node in nodes:
-                pointer = self.builder.gep(self.pointers[node.name], [self.index(node.store_index)])
-                total = self._accumulate(node, self.builder.load(pointer), self.value(node.data.body))
-                self.builder.store(total, pointer)
-
-        def rows(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-            self.memo = {}
-            over_last(initialize)
-            self.nest(reduction_ranges, rvar, [], lambda _: (over_last(accumulate), [])[1])
-            return []
-        if last == 0:
-            rows([])
-        else:
-            self.nest(ranges[:last], xvar, [], rows, split=True)
-
-    def _scan(self, node: ComputedBuffer) -> None:
-        """A running sum or product, in order along r0 (no ``reassoc``: NumPy's order, NumPy's
-        bits); the first element is the body's value itself (so -0.0 survives). Along rows it
-        carries the total in a register; when the scanned axis is strided and the last kept axis
-        contiguous (``cumsum(axis=0)`` of a C matrix) the loops are interchanged and each step
-        reads the previous step's output row, so the inner loop runs along memory and vectorizes."""
-        b = self.builder
-        ranges, extent = node.ranges, node.data.scan_range
-        r0 = rvar(0)
-        last = xvar(len(ranges) - 1) if ranges else None
-        columns = last is not None and abs(node.store_index.coefficient(last)) == 1 and \
-            abs(node.store_index.coefficient(r0)) > 1 and ranges[-1] >= 4
-        combine = "sum" if node.data.scan_type == "sum" else "prod"
-
-        def step(previous: ir.Value, value: ir.Value) -> ir.Value:
-            first = b.icmp_signed("==", self.vars[r0], ir.Constant(I64, 0))
-            if is_float(node.dtype):
-                total = (b.fadd if combine == "sum" else b.fmul)(previous, value)
-            else:
-                total = (b.add if combine == "sum" else b.mul)(previous, value)
-            return b.select(first, value, total)
-
-        def fresh(body: Callable[[], None]) -> Callable[[Sequence[ir.Value]], Sequence[ir.Value]]:
-            outer_memo = self.memo
-
-            def run(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                self.memo = dict(outer_memo)
-                body()
-                self.memo = outer_memo
-                return []
-            return run
-
-        if not columns:
-            def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                self.memo = {}
-
-                def scan(acc: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                    outer_memo = self.memo
-                    self.memo = dict(outer_memo)
-                    total = step(acc[0], self.value(node.data.body))
-                    self.store(node, total)
-                    self.memo = outer_memo
-                    return [total]
-                self.loop(r0, ir.Constant(I64, 0), ir.Constant(I64, extent),
-                          [ir.Constant(value_type(node.dtype), 0)], scan)  # unused at r0 = 0
-                return []
-            if ranges:
-                self.nest(ranges, xvar, [], row, split=True)
-            else:
-                guard = self.fn.append_basic_block("body")
-                done = self.fn.append_basic_block("exit")
-                b.cbranch(b.icmp_signed("<", self.start, self.stop), guard, done)
-                b.position_at_end(guard)
-                row([])
-                b.branch(done)
-                b.position_at_end(done)
-            return
-
-        stride = node.store_index.coefficient(r0)
-
-        def element() -> None:
-            here = b.gep(self.pointers[node.name], [self.index(node.store_index)])
-            before = b.gep(here, [ir.Constant(I64, -stride)])
-            first = b.icmp_signed("==", self.vars[r0], ir.Constant(I64, 0))
-            previous = b.load(b.select(first, here, before))  # row 0 reads itself, unused
-            self.store(node, step(previous, self.value(node.data.body)))
-
-        def rows(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-            self.memo = {}
-            low = self.start if len(ranges) == 1 else ir.Constant(I64, 0)
-            high = self.stop if len(ranges) == 1 else ir.Constant(I64, ranges[-1])
-            self.loop(r0, ir.Constant(I64, 0), ir.Constant(I64, extent), [],
-                      lambda _: (self.loop(last, low, high, [], fresh(element)), [])[1])
-            return []
-        if len(ranges) == 1:
-            rows([])
-        else:
-            self.nest(ranges[:-1], xvar, [], rows, split=True)
 
     def _arg_identity(self, node: ComputedBuffer) -> list[ir.Value]:
         dtype = node.data.body.dtype
