@@ -308,23 +308,20 @@ class CompiledFunction:
             _writeback_runner(run_flat, slots, capture)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
                           gates=GateReplay(capture) if capture.gates else None)
-        if output_tree.kind == "leaf" and slots == list(range(len(leaves))) and not kwargs \
-                and not capture.writeback:
+        # f(array, ...): every argument leaf is an input, none a keyword, nothing written back
+        plain_call = slots == list(range(len(leaves))) and not kwargs and not capture.writeback
+        if plain_call and output_tree.kind == "leaf":
             run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
             version.fast = run_one or (lambda *arrays: run_flat(*arrays)[0])
-        flat_tuple = output_tree.kind == "tuple" and all(c.kind == "leaf"
-                                                           for c in output_tree.children)
-        if (output_tree.kind == "leaf" or flat_tuple) and slots == list(range(len(leaves))) \
-                and not kwargs and not capture.writeback:
-            make_entry = getattr(run_flat, "entry", None)
-            if make_entry is not None and version.gates is None and not self._free:
-                clock = time.perf_counter()
-                entry = make_entry(leaves, self._dispatch)
-                timings["entry"] = time.perf_counter() - clock
-                if isinstance(entry, str):
-                    logs.emit("kernels", settings.logs, f"no machine-code entry: {entry}")
-                else:
-                    version.entry = entry
+        make_entry = getattr(run_flat, "entry", None)
+        if plain_call and make_entry is not None and version.gates is None and not self._free:
+            clock = time.perf_counter()
+            entry = make_entry(leaves, self._dispatch)  # it decides which results it can return
+            timings["entry"] = time.perf_counter() - clock
+            if isinstance(entry, str):
+                logs.emit("kernels", settings.logs, f"no machine-code entry: {entry}")
+            else:
+                version.entry = entry
         return version
 
     def _capture_cache(self, settings: config.Settings, sigma: Any, names: list[str]
