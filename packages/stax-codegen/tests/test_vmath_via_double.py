@@ -8,7 +8,8 @@ import pytest
 
 UNARY = ["log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "arctan", "arcsin",
          "arccos", "arcsinh", "arccosh", "arctanh", "tan"]
-SPECIALS = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45])
+SPECIALS = np.float32([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45, 2.0, -2.0, 0.5,
+                       -0.5, 3.4e38, -3.4e38])
 
 
 def ulps(got, exact):

@@ -283,6 +283,19 @@ rule("function:operator.truediv", "function:numpy.true_divide",
      "function:numpy.divide")(_pointwise("truediv"))
 rule("function:operator.floordiv", "function:numpy.floor_divide")(_pointwise("floordiv"))
 rule("function:operator.mod", "function:numpy.remainder", "function:numpy.mod")(_pointwise("mod"))
+
+
+@rule("function:numpy.fmod")
+def _fmod(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """C's fmod for floats: the remainder of |x| by |y| (floored and truncated agree on
+    non-negative operands) with the sign of x; inf, NaN and zero divisors as NumPy's (NaN, or x
+    for an infinite divisor). Integer fmod runs as NumPy."""
+    if len(args) != 2 or kwargs or np.dtype(node.tensor.dtype).kind != "f":
+        raise NotNative
+    x, y = (_operand(ctx, a) for a in args)
+    magnitudes = [ctx.emit("abs", (v,)) if isinstance(v, Node) else abs(v) for v in (x, y)]
+    remainder = ctx.emit("mod", tuple(magnitudes))
+    return ctx.emit("copysign", (remainder, x))
 for _op, _targets in (
         ("bitwise_and", ("operator.and_", "numpy.bitwise_and")),
         ("bitwise_or", ("operator.or_", "numpy.bitwise_or")),
@@ -658,14 +671,15 @@ def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     """Constant exponents NumPy computes without pow(): 2 (a square), 0.5 (sqrt), -1 (a
     reciprocal) — bit-exact; integer exponents 3 and 4 by multiplication: exact for integers
     (wrapping as NumPy's), and for float32 in float64 rounded once — correctly rounded, so within
-    1 ulp of NumPy's powf (which is not); float64 keeps NumPy's pow."""
+    1 ulp of NumPy's powf (which is not); any other float power by the kernels' pow (float64
+    within 1 ulp of the exact result, as NumPy's libm call)."""
     if len(args) != 2 or kwargs:
         raise NotNative
     dtype = node.tensor.dtype
     if not isinstance(args[0], Node) or \
             not isinstance(args[1], (int, float, np.integer, np.floating)) or \
             isinstance(args[1], (bool, np.bool_)):
-        if dtype == "float32":  # any other float32 power: computed in double, rounded once
+        if dtype in ("float32", "float64"):
             return ctx.emit("pow", tuple(_operand(ctx, a) for a in args))
         raise NotNative
     x, e = args[0], float(args[1])
@@ -685,9 +699,23 @@ def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
         square = ctx.emit("mul", (x64, x64), meta=wide)
         result = ctx.emit("mul", (square, x64 if e == 3.0 else square), meta=wide)
         return ctx.emit("cast", (result,), {"dtype": "float32"})
-    if dtype == "float32":
+    if dtype in ("float32", "float64"):
         return ctx.emit("pow", (x, args[1]))
     raise NotNative
+
+
+@rule("function:numpy.float_power")
+def _float_power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """float_power: pow in float64 (complex results run as NumPy)."""
+    if len(args) != 2 or kwargs or node.tensor.dtype != "float64":
+        raise NotNative
+    operands = []
+    for a in args:
+        if isinstance(a, Node) and a.tensor.dtype != "float64":
+            a = ctx.emit("cast", (a,), {"dtype": "float64"},
+                         meta=TensorMeta(a.tensor.shape, "float64", a.tensor.strides))
+        operands.append(_operand(ctx, a))
+    return ctx.emit("pow", tuple(operands))
 
 
 @rule("method:astype")

@@ -179,17 +179,17 @@ def _bitwise_count(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 def _ldexp(ctx: LoopLowering, node: Node) -> Lazy:
-    """x * 2**n for float32 results: exact in double (the exponent clamped to +-300, past which
-    float32 can only overflow or vanish), rounded once, as C's ldexpf."""
+    """x * 2**n rounded once, as C's ldexp/ldexpf (float32: exact in double with the exponent
+    clamped to +-300, past which float32 can only overflow or vanish; float64: by the bits)."""
     meta = node.tensor
     exponent = node.args[1]
     integral = isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) if \
         not isinstance(exponent, Node) else _kind(exponent.tensor.dtype) in "iu"
-    if meta.dtype != "float32" or not integral:
+    if meta.dtype not in ("float32", "float64") or not integral:
         return _op_as_extern(ctx, node)
-    x = ctx.operand(node.args[0], meta.shape, "float32")
+    x = ctx.operand(node.args[0], meta.shape, meta.dtype)
     n = ctx.operand(node.args[1], meta.shape, "int64")
-    return Lazy(meta.shape, "float32", lambda i: Binary("ldexp", x(i), n(i), "float32"))
+    return Lazy(meta.shape, meta.dtype, lambda i: Binary("ldexp", x(i), n(i), meta.dtype))
 
 
 LOWERINGS["bitwise_count"] = _bitwise_count

@@ -291,8 +291,6 @@ def _binary(op: str) -> Rule:
             return _float_divmod(ctx, op, meta, a, b)
         if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind not in "iu":
             return _op_as_extern(ctx, node)
-        if op in FLOAT32_ONLY and meta.dtype != "float32":
-            return _op_as_extern(ctx, node)
         name = _BOOL_FORMS.get(op, op) if meta.dtype == "bool" else op
         if meta.dtype == "bool" and name == op:
             raise ctx.unsupported(f"{op} on bool")
@@ -357,10 +355,23 @@ def _reduction(kind: str) -> Rule:
 _sum = _reduction("sum")
 
 
-#: computed natively for float32 only (float64 runs NumPy's libm call as an extern step)
-FLOAT32_ONLY = frozenset({"sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh",
-                          "cosh", "cbrt", "hypot", "pow", "arctan", "arcsin", "arccos", "arcsinh",
-                          "arccosh", "arctanh", "tan", "arctan2", "logaddexp", "logaddexp2"})
+#: float64 sin, cos and tan are computed natively for |x| below this (2^23 pi/2, the range of
+#: the kernels' fast argument reduction, ARCHITECTURE.md §4); a check buffer flags larger
+#: finite arguments, and such a call runs as NumPy
+TRIG_REDUCTION_LIMIT = 2.0 ** 23 * np.pi / 2
+_TRIG = frozenset({"sin", "cos", "tan"})
+
+
+def _trig_range_check(ctx: LoopLowering, meta: Any, x: Loader) -> None:
+    limit = Const(TRIG_REDUCTION_LIMIT, meta.dtype)
+
+    def too_large(i: tuple[Affine, ...]) -> Expr:
+        magnitude = Unary("abs", x(i), meta.dtype)
+        return Binary("and", Binary("ge", magnitude, limit, "bool"),
+                      Binary("lt", magnitude, Const(float("inf"), meta.dtype), "bool"), "bool")
+    check = ctx.reduce_values(too_large, meta.shape, tuple(range(len(meta.shape))), False, "max",
+                              "bool")
+    ctx.checks[check.buffer] = "a sin/cos/tan argument beyond 2^23 pi/2 (the fast reduction's range)"
 
 
 def _unary(op: str) -> Rule:
@@ -369,9 +380,10 @@ def _unary(op: str) -> Rule:
         x = ctx.operand(node.args[0], meta.shape, meta.dtype)
         if meta.dtype == "bool" and op == "abs":
             return Lazy(meta.shape, meta.dtype, x)
-        if meta.dtype == "bool" or (op != "abs" and np.dtype(meta.dtype).kind != "f") or \
-                (op in FLOAT32_ONLY and meta.dtype != "float32"):
+        if meta.dtype == "bool" or (op != "abs" and np.dtype(meta.dtype).kind != "f"):
             return _op_as_extern(ctx, node)
+        if op in _TRIG and meta.dtype == "float64":
+            _trig_range_check(ctx, meta, x)
         return Lazy(meta.shape, meta.dtype, lambda i: Unary(op, x(i), meta.dtype))
     return lower
 

@@ -25,7 +25,8 @@ from .api import CompiledFunction
 APPROXIMATE = frozenset({"exp", "log", "tanh", "sin", "cos", "log2", "log10", "log1p", "expm1",
                          "exp2", "sinh", "cosh", "cbrt", "hypot", "pow", "power", "float_power",
                          "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "tan",
-                         "arctan2", "atan", "asin", "acos", "asinh", "acosh", "atanh", "atan2"})
+                         "arctan2", "atan", "asin", "acos", "asinh", "acosh", "atanh", "atan2",
+                         "logaddexp", "logaddexp2"})
 
 
 @dataclass(frozen=True)

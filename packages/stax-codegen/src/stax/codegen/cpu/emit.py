@@ -42,7 +42,7 @@ from stax.loop import (
 )
 
 from ..rowshare import Spill, share_row_values
-from . import vmath
+from . import vmath, vmath64
 from .nests import LoopShapes, _columnwise, _is_arg, _transposed
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
@@ -307,6 +307,8 @@ class KernelEmitter(LoopShapes):
             return self._floor_divmod(op, a, c, dtype)
         if op in ("py_floordiv", "py_mod"):
             return self._float_divmod(op, a, c)
+        if op == "ldexp" and dtype == "float64":
+            return vmath64.ldexp(b, self.fn.module, a, c)
         if op == "ldexp":  # float32 a, int64 c: exact in double, rounded once
             bound = ir.Constant(I64, 300)
             n = b.select(b.icmp_signed(">", c, bound), bound, c)
@@ -314,6 +316,8 @@ class KernelEmitter(LoopShapes):
             scale = b.bitcast(b.shl(b.add(n, ir.Constant(I64, 1023)), ir.Constant(I64, 52)),
                               vmath.F64)
             return b.fptrunc(b.fmul(b.fpext(a, vmath.F64), scale), a.type)
+        if dtype == "float64" and op in vmath64.BINARY:  # double-double steps, within 1 ulp
+            return vmath64.BINARY[op](b, self.fn.module, a, c)
         if op in ("hypot", "pow", "arctan2", "logaddexp", "logaddexp2"):  # float32, in double
             fn = {"hypot": vmath.hypot_d, "pow": vmath.pow_d, "arctan2": vmath.atan2_d,
                   "logaddexp": vmath.logaddexp_d, "logaddexp2": vmath.logaddexp2_d}[op]
@@ -427,7 +431,9 @@ class KernelEmitter(LoopShapes):
             return vmath.tanh32(b, self.fn.module, x)
         if op == "tanh":
             return vmath.tanh64(b, self.fn.module, x)
-        if op in vmath.VIA_DOUBLE:  # float32 only (the lowering's choice): double, rounded once
+        if dtype == "float64" and op in vmath64.UNARY:  # double-double steps, within 1 ulp
+            return vmath64.UNARY[op](b, self.fn.module, x)
+        if op in vmath.VIA_DOUBLE:  # float32: computed in double, rounded once
             return b.fptrunc(vmath.VIA_DOUBLE[op](b, self.fn.module, b.fpext(x, vmath.F64)), x.type)
         if op == "tan" and dtype == "float32":
             return vmath.tan32(b, self.fn.module, x)

@@ -496,7 +496,8 @@ def asinh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
 def acosh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
     root = b.call(sqrt, [b.fmul(b.fsub(x, _c(1.0)), b.fadd(x, _c(1.0)))])
-    return log64(b, module, b.fadd(x, root))  # NaN below 1 (a negative square root)
+    value = log64(b, module, b.fadd(x, root))  # (x - 1)(x + 1) is positive again below -1
+    return b.select(b.fcmp_unordered("<", x, _c(1.0)), _c(math.nan), value)
 
 
 def atanh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
