@@ -136,3 +136,34 @@ def test_results_and_references(fn, extra_refs):
                              want if isinstance(want, tuple) else (want,)):
         assert type(got) is type(expected)
         np.testing.assert_array_equal(got, expected)
+
+
+def test_checked_programs_keep_the_entry_and_a_failed_check_runs_as_numpy():
+    """A check (an index bound, a sin argument beyond the fast reduction) is read by the entry
+    after the kernels: a set flag releases the entry's buffers and hands the call to the
+    dispatcher, which runs it as NumPy (its result, or its IndexError)."""
+    import gc
+    import sys
+
+    def gather(x, i):
+        return np.sin(x[i]) * 2
+
+    x, i = np.linspace(-3.0, 3.0, 9), np.array([1, 2, 8])
+    cf = stax.compile(gather)
+    cf(x, i)
+    assert has_entry(cf)
+    entry = cf.versions()[0].entry
+    gc.collect()
+    before, hits = sys.getrefcount(x), entry.hits
+    for _ in range(50):
+        np.testing.assert_allclose(cf(x, i), gather(x, i), rtol=1e-15)
+    assert entry.hits == hits + 50
+    with pytest.raises(IndexError):
+        cf(x, np.array([1, 2, 9]))
+    large = x.copy()
+    large[2] = 1e300  # sin's argument beyond 2^23 pi/2: NumPy's own answer
+    np.testing.assert_array_equal(cf(large, i), gather(large, i))
+    assert entry.hits == hits + 50  # both went the slow way
+    np.testing.assert_allclose(cf(x, i), gather(x, i), rtol=1e-15)
+    gc.collect()
+    assert sys.getrefcount(x) == before

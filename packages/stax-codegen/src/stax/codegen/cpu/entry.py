@@ -118,6 +118,9 @@ class EntryPlan:
     kernels: tuple[tuple[str, tuple[int, ...], int], ...]              # name, arg slots, outer
     outputs: tuple[tuple[int, bool], ...]  # (slot, scalar) per result
     as_tuple: bool                          # the results as a tuple (else the one result)
+    #: bool buffers that must be False after the kernels; a True hands the call to the
+    #: dispatcher, which runs it again and eagerly (a rare path: an index out of bounds, say)
+    checks: tuple[int, ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
@@ -125,8 +128,6 @@ class EntryPlan:
         """The plan, or why this artifact gets no entry."""
         if artifact.externs:
             return "it has NumPy steps"
-        if artifact.checks:
-            return "its result is checked after the kernels (an index bound)"
         if any(k.parallel for k in artifact.kernels):
             return "a kernel runs on the thread pool"
         tree = artifact.output_tree
@@ -155,7 +156,9 @@ class EntryPlan:
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
         outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) for o in artifact.outputs)
-        return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple")
+        checks = tuple(slots[name] for name in artifact.checks)
+        return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
+                         checks)
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -234,6 +237,12 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         kernel = ctx_fn(CTX_FIXED + len(plan.inputs) + len(plan.allocs) + k, ir.VoidType(),
                         [I8P] * len(slots) + [I64, I64])
         b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
+    recheck = fn.append_basic_block("recheck")
+    for c, slot in enumerate(plan.checks):  # a set flag: release what was made, go the slow way
+        flag = b.load(field(objs[slot], layout.data, I8P))
+        ok = fn.append_basic_block(f"checked{c}")
+        b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(ir.IntType(8), 0)), recheck, ok)
+        b.position_at_end(ok)
     hits = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, CTX_HITS)])
     b.store(b.add(b.load(hits), ir.Constant(I64, 1)), hits)
     # references: a result made here is handed over once; an argument returned, or a buffer
@@ -262,6 +271,10 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     # a failed allocation: release what was made, return NULL with NumPy's MemoryError set
     b.position_at_end(failed)
     b.ret(ir.Constant(I8P, None))  # (a leak of earlier buffers only when memory ran out)
+    b.position_at_end(recheck)
+    for obj in made:
+        b.call(decref, [obj])
+    b.branch(slow)
     b.position_at_end(slow)
     vectorcall = ctx_fn(CTX_VECTORCALL, I8P, [I8P, I8PP, I64, I8P])
     b.ret(b.call(vectorcall, [b.inttoptr(ctx_word(CTX_SLOW), I8P), args, nargsf, kwnames]))
