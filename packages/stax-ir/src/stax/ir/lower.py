@@ -52,7 +52,7 @@ class LoweringContext:
         info: dict[str, Any] = {"tensor": meta or self.current.tensor}
         if self.current.source:
             info["source"] = self.current.source
-        if "sequence" in self.current.meta:  # a call with several results (extern only)
+        if "sequence" in self.current.meta and meta is None:  # several results, as an extern
             info = {"sequence": self.current.meta["sequence"], "source": self.current.source}
         return self.graph.call_function(op, tuple(operands), attrs or {}, name=name or op, meta=info)
 
@@ -126,6 +126,9 @@ def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
     operand's memory, so no call is made; a returned view stays NumPy's own view object."""
     method = node.op is Opcode.CALL_METHOD
     view = node.meta.get("view")
+    if node.target == "operator.getitem" and len(args) == 2 and isinstance(args[0], tuple) and \
+            isinstance(args[1], int):
+        return args[0][args[1]]  # one result of a call a multi-result rule lowered natively
     if view is not None and isinstance(args[0], Node) and _read_natively(node):
         return ctx.emit("view", (args[0],), {"offset": view["offset"],
                                              "strides": tuple(view["strides"]),
@@ -283,6 +286,49 @@ rule("function:operator.truediv", "function:numpy.true_divide",
      "function:numpy.divide")(_pointwise("truediv"))
 rule("function:operator.floordiv", "function:numpy.floor_divide")(_pointwise("floordiv"))
 rule("function:operator.mod", "function:numpy.remainder", "function:numpy.mod")(_pointwise("mod"))
+
+
+def _result_metas(node: Node) -> list[TensorMeta]:
+    """The array metadata of each result of a multi-result call, from its getitem users (capture
+    makes one per result)."""
+    metas: dict[int, TensorMeta] = {}
+    for user in node.users:
+        if user.target == "operator.getitem" and len(user.args) == 2 and \
+                isinstance(user.args[1], int) and user.tensor is not None:
+            metas[user.args[1]] = user.tensor
+    if sorted(metas) != list(range(node.meta.get("sequence", 0))):
+        raise NotNative
+    return [metas[i] for i in sorted(metas)]
+
+
+@rule("function:numpy.divmod")
+def _divmod(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> tuple[Node, Node]:
+    """(x // y, x % y) as two native ops (the getitem users pick them)."""
+    if len(args) != 2 or kwargs:
+        raise NotNative
+    quotient, remainder = _result_metas(node)
+    x, y = (_operand(ctx, a) for a in args)
+    return (ctx.emit("floordiv", (x, y), meta=quotient), ctx.emit("mod", (x, y), meta=remainder))
+
+
+@rule("function:numpy.modf")
+def _modf(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> tuple[Node, Node]:
+    """(fraction, integral part), both with the sign of x: x - trunc(x) is exact; an infinite x
+    has fraction +-0.0, a NaN gives NaN twice."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Node):
+        raise NotNative
+    fraction_meta, integral_meta = _result_metas(node)
+    if np.dtype(integral_meta.dtype).kind != "f":
+        raise NotNative
+    x = args[0]
+    integral = ctx.emit("trunc", (x,), meta=integral_meta)
+    rest = ctx.emit("sub", (x, integral), meta=fraction_meta)
+    infinite = ctx.emit("isinf", (x,),
+                        meta=TensorMeta(fraction_meta.shape, "bool", fraction_meta.strides))
+    rest = ctx.emit("where", (infinite, 0.0, rest), meta=fraction_meta)
+    return (ctx.emit("copysign", (rest, x), meta=fraction_meta), integral)
 
 
 @rule("function:numpy.fmod")
