@@ -1,5 +1,5 @@
 """Array-building functions compiled natively (concatenate, stack, constant pad, tril/triu,
-zeros/ones/full and *_like, integer arange, eye): NumPy's values, dtypes and shapes, fused with
+zeros/ones/full and *_like, arange, linspace, eye): NumPy's values, dtypes and shapes, fused with
 their producers and consumers into one kernel, on odd shapes, mixed dtypes and every layout."""
 
 import numpy as np
@@ -68,7 +68,31 @@ def test_a_concatenation_fuses_into_one_kernel():
 def test_other_forms_run_as_numpy():
     x = f32(3, 4)
     for fn in (lambda x: np.concatenate([x, x], axis=None), lambda x: np.pad(x, 1, mode="edge"),
-               lambda x: np.arange(0.5, 3.0, 0.5) + x[0, :1]):
+               lambda x: np.linspace(x[0, :2], 3.0, 4) + 1):
         compiled = stax.compile(fn)
         np.testing.assert_array_equal(compiled(x), fn(x))
         assert compiled.versions()[0].artifact.externs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_arange_and_linspace_are_numpys_own_values(dtype):
+    """Float arange by NumPy's fill loop (a[0], a[1] = start + step, then start + i * delta in
+    the dtype) and linspace by its float64 formula with the exact endpoint: bit-equal over
+    random ends, steps, counts and endpoints."""
+    rng = np.random.default_rng(12)
+    for _ in range(40):
+        start = float(rng.uniform(-100, 100))
+        step = float(rng.uniform(1e-3, 3)) * float(rng.choice([-1, 1]))
+        stop = start + step * int(rng.integers(2, 300))
+        num, endpoint = int(rng.integers(0, 200)), bool(rng.integers(0, 2))
+
+        def fn(x, start=start, stop=stop, step=step, num=num, endpoint=endpoint):
+            return (np.arange(start, stop, step, dtype=dtype) + x[:1] * 0,
+                    np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype) - x[:1] * 0)
+        check(fn, np.ones(2, dtype))
+
+
+def test_linspace_edges():
+    check(lambda x: (np.linspace(0, 1, 5) + x, np.linspace(2, 2, 1) + x[:1],
+                     np.linspace(0, 1e-320, 7) + x[:1] * 0, np.linspace(1, 0, 0) + x[:1] * 0,
+                     np.arange(3.0) + x[:1], np.arange(0.5, 3) + x[:1]), np.zeros(5))

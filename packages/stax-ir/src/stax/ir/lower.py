@@ -645,17 +645,90 @@ rule("function:numpy.ones_like")(_filled(lambda p: 1, np.ones_like))
 rule("function:numpy.full_like")(_filled(lambda p: p["fill_value"], np.full_like))
 
 
+#: the dtypes creation functions compose natively (float16 and complex run as NumPy)
+CREATION_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                             "uint64", "float32", "float64"})
+
+
+def _positions(ctx: LoweringContext, n: int, dtype: str) -> Node:
+    """0, 1, ..., n - 1 in ``dtype`` (an integer range cast, as NumPy converts its loop index)."""
+    ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": n, "dtype": "int64"},
+                    meta=TensorMeta((n,), "int64", (1,)))
+    return ctx.emit("cast", (ramp,), {"dtype": dtype}, meta=TensorMeta((n,), dtype, (1,))), ramp
+
+
+def _float_arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...]) -> Node:
+    """NumPy's float arange: a[0] = start, a[1] = start + step (in Python floats), and
+    a[i] = start + i * delta with delta = a[1] - a[0], all in the result's dtype (its fill loop)."""
+    meta = node.tensor
+    values = [float(_scalar(a)) for a in args]
+    start, step = (0.0, 1.0) if len(values) == 1 else \
+        (values[0], values[2] if len(values) == 3 else 1.0)
+    kind = np.dtype(meta.dtype).type
+    first, second = kind(start), kind(start + step)
+    delta = second - first
+    n = meta.shape[0]
+    if n < 2:
+        return ctx.emit("full", (), {"value": first.item(), "shape": (n,), "dtype": meta.dtype})
+    positions, ramp = _positions(ctx, n, meta.dtype)
+    flags = TensorMeta((n,), "bool", (1,))
+    values_node = ctx.emit("add", (ctx.emit("mul", (positions, delta.item())), first.item()))
+    at_one = ctx.emit("eq", (ramp, 1), meta=flags)
+    values_node = ctx.emit("where", (at_one, second.item(), values_node))
+    return ctx.emit("where", (ctx.emit("eq", (ramp, 0), meta=flags), first.item(), values_node))
+
+
 @rule("function:numpy.arange")
 def _arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """Integer ranges (start + step * i, exact); float ranges keep NumPy's own rounding."""
+    """Integer ranges (start + step * i, exact); float ranges by NumPy's own fill formula."""
     meta = node.tensor
-    if np.dtype(meta.dtype).kind not in "iu" or set(kwargs) - {"dtype"} or \
-            not 1 <= len(args) <= 3:
+    if set(kwargs) - {"dtype"} or not 1 <= len(args) <= 3 or meta.dtype not in CREATION_DTYPES:
+        raise NotNative
+    if np.dtype(meta.dtype).kind == "f":
+        return _float_arange(ctx, node, args)
+    if np.dtype(meta.dtype).kind not in "iu":
         raise NotNative
     values = [_int(a) for a in args]
     start, step = (0, 1) if len(values) == 1 else (values[0], values[2] if len(values) == 3 else 1)
     return ctx.emit("arange", (), {"start": start, "step": step, "n": meta.shape[0],
                                    "dtype": meta.dtype})
+
+
+@rule("function:numpy.linspace")
+def _linspace(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """NumPy's linspace for scalar ends: i * step + start in float64 (i / div * delta when the
+    step underflows to 0), the last value exactly ``stop`` with the endpoint, then the dtype
+    (floored for integer dtypes). Array ends, ``retstep`` and ``axis`` run as NumPy."""
+    params = _bind(np.linspace, args, kwargs)
+    meta = node.tensor
+    if params.get("retstep") or params.get("axis", 0) != 0 or params.get("device") is not None \
+            or meta.dtype not in CREATION_DTYPES or np.dtype(meta.dtype).kind not in "iuf":
+        raise NotNative
+    start, stop = float(_scalar(params["start"])), float(_scalar(params["stop"]))
+    num, endpoint = _int(params.get("num", 50)), bool(params.get("endpoint", True))
+    div = num - 1 if endpoint else num
+    wide = TensorMeta((num,), "float64", (1,))
+    if num < 2 or div == 0:
+        values = ctx.emit("full", (), {"value": start, "shape": (num,), "dtype": "float64"},
+                          meta=wide)
+    else:
+        positions, ramp = _positions(ctx, num, "float64")
+        delta = stop - start
+        step = delta / div
+        if step == 0:
+            fraction = ctx.emit("truediv", (positions, float(div)), meta=wide)
+            values = ctx.emit("mul", (fraction, delta), meta=wide)
+        else:
+            values = ctx.emit("mul", (positions, step), meta=wide)
+        values = ctx.emit("add", (values, start), meta=wide)
+        if endpoint:
+            last = ctx.emit("eq", (ramp, num - 1), meta=TensorMeta((num,), "bool", (1,)))
+            values = ctx.emit("where", (last, stop, values), meta=wide)
+    if np.dtype(meta.dtype).kind in "iu":
+        values = ctx.emit("floor", (values,), meta=wide)
+    if meta.dtype == "float64":
+        return values
+    return ctx.emit("cast", (values,), {"dtype": meta.dtype})
 
 
 @rule("function:numpy.eye")
