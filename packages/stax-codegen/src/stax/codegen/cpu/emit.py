@@ -427,6 +427,8 @@ class KernelEmitter(LoopShapes):
                             b.sub(ir.Constant(x.type, 0), x), x)  # wraps at INT_MIN, as NumPy
         if op == "exp" and dtype == "float32":
             return vmath.exp32(b, self.fn.module, x)
+        if op == "log" and dtype == "float32":
+            return vmath.log32(b, self.fn.module, x)
         if op == "tanh" and dtype == "float32":
             return vmath.tanh32(b, self.fn.module, x)
         if op == "tanh":
