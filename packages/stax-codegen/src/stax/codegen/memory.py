@@ -25,9 +25,10 @@ MIN_BYTES = 1 << 20
 DEFAULT_LIMIT = 1 << 30
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
 def _exporter_type(nbytes: int) -> type:
-    # a subclass, because ctypes' own array types take no weak references
+    # a subclass, because ctypes' own array types take no weak references; one per block size,
+    # the most recent 256 kept (a program with very many large shapes makes them again)
     return type(f"StaxBlock{nbytes}", (ctypes.c_char * nbytes,), {})
 
 

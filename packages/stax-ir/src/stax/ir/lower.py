@@ -119,11 +119,27 @@ def data_dependent_shape(node: Node) -> bool:
     return node.target == "operator.getitem" and _has_bool_index(node.args[1])
 
 
+def _native_form(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """How a call without a rule still compiles natively, if it does: ``take`` (a gather by an
+    integer array), ``take_const`` (a short constant list of positions), ``reshape`` (a C-order
+    reshape NumPy made as a copy). Views are decided apart (``_read_natively``): whether NumPy's
+    own view object is needed depends on the view's users."""
+    if node.target == "operator.getitem" and node.op is not Opcode.CALL_METHOD and len(args) == 2:
+        if _gatherable(args[0], args[1]):
+            return "take"
+        if _constant_indices(args) is not None:
+            return "take_const"
+    if node.meta.get("view") is None and _copying_reshape(node, args, kwargs):
+        return "reshape"
+    return None
+
+
 def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """A call without a native rule runs as NumPy inside the compiled program (an extern node).
-    A result whose shape depends on the data must have that shape gated at capture. A view of its
-    first operand that the function does not return becomes a ``view`` op: an affine read of the
-    operand's memory, so no call is made; a returned view stays NumPy's own view object."""
+    """A call without a native rule runs as NumPy inside the compiled program (an extern node),
+    unless it has a native form (``_native_form``). A result whose shape depends on the data must
+    have that shape gated at capture. A view of its first operand that the function does not
+    return becomes a ``view`` op: an affine read of the operand's memory, so no call is made; a
+    returned view stays NumPy's own view object."""
     method = node.op is Opcode.CALL_METHOD
     view = node.meta.get("view")
     if node.target == "operator.getitem" and len(args) == 2 and isinstance(args[0], tuple) and \
@@ -133,13 +149,12 @@ def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
         return ctx.emit("view", (args[0],), {"offset": view["offset"],
                                              "strides": tuple(view["strides"]),
                                              "shape": node.tensor.shape}, name=node.target)
-    if node.target == "operator.getitem" and not method and len(args) == 2 and \
-            _gatherable(args[0], args[1]):
+    form = _native_form(node, args, kwargs)
+    if form == "take":
         return ctx.emit("take", (args[0], args[1]), {"axis": 0})
-    constant = _constant_indices(args)
-    if node.target == "operator.getitem" and not method and constant is not None:
-        return ctx.emit("take_const", (args[0],), {"axis": 0, "indices": constant})
-    if view is None and _copying_reshape(node, args, kwargs):
+    if form == "take_const":
+        return ctx.emit("take_const", (args[0],), {"axis": 0, "indices": _constant_indices(args)})
+    if form == "reshape":
         return ctx.emit("reshape", (args[0],), {"shape": tuple(node.tensor.shape)})
     if data_dependent_shape(node) and not node.meta.get("shape_gated"):
         raise ctx.unsupported(f"{describe(node)}: its result's shape depends on the data")
@@ -172,13 +187,8 @@ def _read_natively(node: Node) -> bool:
         if user.op is Opcode.OUTPUT:
             return False
         kind = "method" if user.op is Opcode.CALL_METHOD else "function"
-        if (kind, user.target) in RULES:
+        if (kind, user.target) in RULES or _native_form(user, user.args, user.kwargs):
             continue
-        if user.meta.get("view") is None and _copying_reshape(user, user.args, user.kwargs):
-            continue  # a reshape copy reads its operand natively
-        if user.target == "operator.getitem" and len(user.args) == 2 and \
-                _gatherable(user.args[0], user.args[1]):
-            continue  # a gather reads both its operands natively
         if user.meta.get("view") is not None and user.args and user.args[0] is node and \
                 _read_natively(user):
             continue
