@@ -51,6 +51,8 @@ PROGRAMS = {
     "eye": (lambda x, y: x + np.eye(4, 6) + np.eye(4, 6, k=2, dtype=np.int32) + np.eye(4, 6, k=-9),
             (f32(4, 6), f32(1))),
     "bool fill": (lambda x, y: (x > 0) | np.full(x.shape, True), (f32(3, 3), f32(1))),
+    "roll without an axis": (lambda x, y: (np.roll(x, 3), np.roll(x.T * 2, -7), np.roll(y, 40)),
+                             (f32(4, 5), f32(2, 3, 4)[:, ::2])),
 }
 
 

@@ -610,7 +610,8 @@ for _kind in ("sum", "prod", "max", "min", "mean"):
 
 @rule("function:numpy.roll")
 def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """A roll along one axis (or of a 1-D array): two pieces of one concatenation."""
+    """A roll along one axis (or of a 1-D array): two pieces of one concatenation; without an
+    axis, of the flattened array (read at computed offsets)."""
     params = _bind(lambda a, shift, axis=None: None, args, kwargs)
     x = params["a"]
     if not isinstance(x, Node) or x.tensor is None:
@@ -618,6 +619,8 @@ def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     ndim, axis = x.tensor.ndim, params.get("axis")
     if axis is None and ndim == 1:
         axis = 0
+    if axis is None:
+        return ctx.emit("roll", (x,), {"shift": _int(params["shift"]), "axis": None})
     axis = _int(axis) % ndim if ndim else _int(axis)
     return ctx.emit("roll", (x,), {"shift": _int(params["shift"]), "axis": axis})
 

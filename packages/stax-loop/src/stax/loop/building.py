@@ -111,6 +111,8 @@ def _pad(ctx: LoopLowering, node: Node) -> Lazy:
 def _roll(ctx: LoopLowering, node: Node) -> Lazy:
     """out[i] = x[i - s] for i >= s, x[i - s + n] below (s = shift mod n along the axis)."""
     meta = node.tensor
+    if node.kwargs["axis"] is None:
+        return _flat_roll(ctx, node)
     axis, dtype = node.kwargs["axis"], meta.dtype
     n = meta.shape[axis]
     shift = node.kwargs["shift"] % n if n else 0
@@ -230,34 +232,56 @@ def _in_memory(ctx: LoopLowering, value: Node, user: Node) -> Lazy:
     return lazy
 
 
+def _c_strides(shape: tuple[int, ...]) -> list[int]:
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+def _flat_read(lazy: Lazy, flat: Expr, dtype: str) -> Expr:
+    """Element ``flat`` (C order) of a value in memory: its coordinates are the flat index's
+    floor quotients and remainders by the extents, read at the offset they give."""
+    buffer, origin, strides = lazy.memory
+    offset: Expr = Const(origin, INDEX)
+    step = 1
+    for d in range(len(lazy.shape) - 1, -1, -1):
+        extent = lazy.shape[d]
+        coordinate = Binary("floordiv", flat, Const(step, INDEX), INDEX) if step > 1 else flat
+        if d > 0:
+            coordinate = Binary("mod", coordinate, Const(extent, INDEX), INDEX)
+        offset = Binary("add", offset, Binary("mul", coordinate, Const(strides[d], INDEX), INDEX),
+                        INDEX)
+        step *= extent
+    value: Expr = IndirectLoad(buffer, Affine(), lazy.dtype, offset)
+    return value if lazy.dtype == dtype else Cast(value, dtype)
+
+
 def _reshape(ctx: LoopLowering, node: Node) -> Lazy:
     """A C-order reshape NumPy copies: output element i (flat, C order) is operand element i,
-    whose coordinates are the flat index's floor quotients and remainders by the operand's
-    extents; the operand is read at computed offsets in its memory (realized first if it is an
-    expression)."""
+    read at computed offsets in the operand's memory (realized first if it is an expression)."""
     meta = node.tensor
-    source = node.args[0]
-    lazy = _in_memory(ctx, source, node)
-    buffer, origin, strides = lazy.memory
-    in_shape = lazy.shape
-    out_strides = [1] * len(meta.shape)
-    for d in range(len(meta.shape) - 2, -1, -1):
-        out_strides[d] = out_strides[d + 1] * meta.shape[d + 1]
+    lazy = _in_memory(ctx, node.args[0], node)
+    out_strides = _c_strides(meta.shape)
+    return Lazy(meta.shape, meta.dtype,
+                lambda i: _flat_read(lazy, Index(linear_index(i, out_strides), INDEX), meta.dtype))
+
+
+def _flat_roll(ctx: LoopLowering, node: Node) -> Lazy:
+    """np.roll without an axis: the flattened (C order) array rolled, in the input's shape:
+    out.flat[f] = x.flat[f - s], or x.flat[f - s + n] for f < s."""
+    meta = node.tensor
+    lazy = _in_memory(ctx, node.args[0], node)
+    n = int(np.prod(meta.shape))
+    shift = node.kwargs["shift"] % n if n else 0
+    out_strides = _c_strides(meta.shape)
 
     def load(i: tuple[Affine, ...]) -> Expr:
-        flat: Expr = Index(linear_index(i, out_strides), INDEX)
-        offset: Expr = Const(origin, INDEX)
-        step = 1
-        for d in range(len(in_shape) - 1, -1, -1):
-            extent = in_shape[d]
-            coordinate = Binary("floordiv", flat, Const(step, INDEX), INDEX) if step > 1 else flat
-            if d > 0:
-                coordinate = Binary("mod", coordinate, Const(extent, INDEX), INDEX)
-            offset = Binary("add", offset, Binary("mul", coordinate, Const(strides[d], INDEX),
-                                                  INDEX), INDEX)
-            step *= extent
-        value: Expr = IndirectLoad(buffer, Affine(), lazy.dtype, offset)
-        return value if lazy.dtype == meta.dtype else Cast(value, meta.dtype)
+        flat = Index(linear_index(i, out_strides), INDEX)
+        back = Binary("sub", flat, Const(shift, INDEX), INDEX)
+        wrapped = Select(Binary("lt", flat, Const(shift, INDEX), "bool"),
+                         Binary("add", back, Const(n, INDEX), INDEX), back, INDEX)
+        return _flat_read(lazy, wrapped, meta.dtype)
     return Lazy(meta.shape, meta.dtype, load)
 
 
