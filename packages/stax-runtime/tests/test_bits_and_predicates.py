@@ -92,3 +92,30 @@ def test_ldexp_float32_is_exact_then_rounded_once():
         got, want = native(fn, x, n)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_bits_nextafter_spacing_frexp_exactly_numpys(dtype):
+    """Read from the float's bits (the loop IR's ``bitcast``): every magnitude, subnormals,
+    both zeros, infinities, NaN, the largest float."""
+    rng = np.random.default_rng(7)
+    info = np.finfo(dtype)
+    edges = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, info.max, -info.max,
+                      info.smallest_subnormal, -info.smallest_subnormal, info.tiny, -info.tiny,
+                      0.5, 3.0], dtype=dtype)
+    with np.errstate(all="ignore"):
+        x = np.concatenate([edges, (rng.standard_normal(2000) * np.exp(
+            rng.uniform(-745, 709, 2000))).astype(dtype)])
+        y = np.concatenate([rng.choice(edges, edges.size), rng.standard_normal(2000).astype(dtype)])
+
+    def fn(x, y):
+        mantissa, exponent = np.frexp(x)
+        return np.nextafter(x, y), np.nextafter(x, 0.0), np.spacing(x), mantissa, exponent
+
+    got, want = native(fn, x, y)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+        if w.dtype.kind == "f":
+            numbers = ~np.isnan(w)
+            np.testing.assert_array_equal(np.signbit(g)[numbers], np.signbit(w)[numbers])

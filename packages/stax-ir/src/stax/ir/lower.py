@@ -341,6 +341,17 @@ def _modf(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     return (ctx.emit("copysign", (rest, x), meta=fraction_meta), integral)
 
 
+@rule("function:numpy.frexp")
+def _frexp(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> tuple[Node, Node]:
+    """(mantissa, exponent) from the float's bits (stax.loop.bits)."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Node):
+        raise NotNative
+    mantissa, exponent = _result_metas(node)
+    return (ctx.emit("frexp_mantissa", (args[0],), meta=mantissa),
+            ctx.emit("frexp_exponent", (args[0],), meta=exponent))
+
+
 @rule("function:numpy.fmod")
 def _fmod(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """C's fmod for floats: the remainder of |x| by |y| (floored and truncated agree on
@@ -787,7 +798,7 @@ rule("function:numpy.absolute", "function:operator.abs", "function:numpy.fabs")(
 for _op in ("sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos", "log2",
             "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "hypot", "arctan", "arcsin",
             "arccos", "arcsinh", "arccosh", "arctanh", "tan", "arctan2", "logaddexp", "logaddexp2",
-            "ldexp", "bitwise_count"):
+            "ldexp", "bitwise_count", "nextafter", "spacing"):
     rule(f"function:numpy.{_op}")(_pointwise(_op))
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from stax.ir import Node
 
-from .expr import Binary, Const, Expr, Select, Unary
+from .expr import Binary, Cast, Const, Expr, Select, Unary
 from .index import Affine
 from .lowering import LOWERINGS, Lazy, LoopLowering, Rule, _op_as_extern
 
@@ -192,6 +192,100 @@ def _ldexp(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, lambda i: Binary("ldexp", x(i), n(i), meta.dtype))
 
 
+#: per float dtype: the integer of its width, the mantissa bits, the exponent field's mask, the
+#: smallest normal and the smallest subnormal
+_FLOAT_BITS = {"float32": ("int32", 23, 0xFF, 2.0 ** -126, 2.0 ** -149),
+               "float64": ("int64", 52, 0x7FF, 2.0 ** -1022, 2.0 ** -1074)}
+
+
+def _next_toward(x: Expr, y: Expr, dtype: str) -> Expr:
+    """C's nextafter(x, y) from the bits: one step of the integer image away from zero or
+    toward it; zero steps to the smallest subnormal with y's sign; x == y gives y; NaN in, NaN
+    out."""
+    it, _, _, _, tiny = _FLOAT_BITS[dtype]
+    zero = Const(0.0, dtype)
+    bits = Unary("bitcast", x, it)
+    toward_zero = Binary("xor", Binary("gt", y, x, "bool"), Binary("gt", x, zero, "bool"), "bool")
+    stepped = Select(toward_zero, Binary("sub", bits, Const(1, it), it),
+                     Binary("add", bits, Const(1, it), it), it)
+    value: Expr = Unary("bitcast", stepped, dtype)
+    value = Select(Binary("eq", x, zero, "bool"), Binary("copysign", Const(tiny, dtype), y, dtype),
+                   value, dtype)
+    value = Select(Binary("eq", x, y, "bool"), y, value, dtype)
+    nan = Binary("or", Binary("ne", x, x, "bool"), Binary("ne", y, y, "bool"), "bool")
+    return Select(nan, Binary("add", x, y, dtype), value, dtype)
+
+
+def _nextafter(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    if meta.dtype not in _FLOAT_BITS:
+        return _op_as_extern(ctx, node)
+    a = ctx.operand(node.args[0], meta.shape, meta.dtype)
+    b = ctx.operand(node.args[1], meta.shape, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, lambda i: _next_toward(a(i), b(i), meta.dtype))
+
+
+def _spacing(ctx: LoopLowering, node: Node) -> Lazy:
+    """NumPy's spacing: the step to the next float away from zero (-0.0 counts as positive),
+    as nextafter(x, +-inf) - x; NaN for infinities."""
+    meta = node.tensor
+    dtype = meta.dtype
+    if dtype not in _FLOAT_BITS:
+        return _op_as_extern(ctx, node)
+    x = ctx.operand(node.args[0], meta.shape, dtype)
+
+    def value(i: tuple[Affine, ...]) -> Expr:
+        v = x(i)
+        inf = Const(float("inf"), dtype)
+        direction = Select(Binary("lt", v, Const(0.0, dtype), "bool"), Const(float("-inf"), dtype),
+                           inf, dtype)
+        step = Binary("sub", _next_toward(v, direction, dtype), v, dtype)
+        infinite = Binary("eq", Unary("abs", v, dtype), inf, "bool")
+        return Select(infinite, Const(float("nan"), dtype), step, dtype)
+    return Lazy(meta.shape, dtype, value)
+
+
+def _frexp(part: str) -> Rule:
+    """x = m 2^e with 0.5 <= |m| < 1 from the bits (a subnormal x scaled into the normal range
+    first): e = the exponent field - (bias - 1), m = x's bits with that field set to bias - 1;
+    zeros, infinities and NaN give (x, 0)."""
+    def lower(ctx: LoopLowering, node: Node) -> Lazy:
+        meta = node.tensor
+        source = node.args[0].tensor.dtype
+        if source not in _FLOAT_BITS:
+            return _op_as_extern(ctx, node)
+        it, width, mask, smallest, _ = _FLOAT_BITS[source]
+        scale = 54 if source == "float64" else 25
+        x = ctx.operand(node.args[0], meta.shape, source)
+
+        def value(i: tuple[Affine, ...]) -> Expr:
+            v = x(i)
+            magnitude = Unary("abs", v, source)
+            subnormal = Binary("lt", magnitude, Const(smallest, source), "bool")
+            scaled = Select(subnormal, Binary("mul", v, Const(2.0 ** scale, source), source), v,
+                            source)
+            bits = Unary("bitcast", scaled, it)
+            field = Binary("and", Binary("shr", bits, Const(width, it), it), Const(mask, it), it)
+            difference = Binary("sub", v, v, source)  # NaN for infinities and NaN
+            ordinary = Binary("and", Binary("ne", v, Const(0.0, source), "bool"),
+                              Binary("eq", difference, difference, "bool"), "bool")
+            if part == "mantissa":
+                kept = Binary("and", bits, Const(~(mask << width), it), it)
+                m = Unary("bitcast", Binary("or", kept, Const((mask // 2 - 1) << width, it), it),
+                          source)
+                return Select(ordinary, m, v, source)
+            e = Binary("sub", field, Select(subnormal, Const(mask // 2 - 1 + scale, it),
+                                            Const(mask // 2 - 1, it), it), it)
+            e = Select(ordinary, e, Const(0, it), it)
+            return e if it == meta.dtype else Cast(e, meta.dtype)
+        return Lazy(meta.shape, meta.dtype if part == "exponent" else source, value)
+    return lower
+
+
+LOWERINGS["nextafter"] = _nextafter
+LOWERINGS["spacing"] = _spacing
+LOWERINGS["frexp_mantissa"] = _frexp("mantissa")
+LOWERINGS["frexp_exponent"] = _frexp("exponent")
 LOWERINGS["bitwise_count"] = _bitwise_count
 LOWERINGS["ldexp"] = _ldexp
 LOWERINGS["reciprocal"] = _reciprocal

@@ -27,7 +27,9 @@ COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dt
 UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
              "sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt",
              "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "tan",
-             "signbit", "popcount")  # signbit: float operand, bool result; popcount: uint8
+             "signbit", "popcount", "bitcast")
+# signbit: float operand, bool result; popcount: uint8; bitcast: the operand's bits read as the
+# (same-width) result dtype
 
 
 class Expr:

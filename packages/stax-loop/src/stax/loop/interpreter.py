@@ -91,7 +91,8 @@ def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: Memory) -> Any:
             v = np.asarray(values[id(e.x)]).astype(e.dtype)
         elif isinstance(e, Unary):
             with np.errstate(all="ignore"):
-                v = _UNARY[e.op](values[id(e.x)])
+                v = np.asarray(values[id(e.x)], dtype=e.x.dtype).view(e.dtype) \
+                    if e.op == "bitcast" else _UNARY[e.op](values[id(e.x)])
         elif isinstance(e, Select):
             v = np.where(values[id(e.cond)], values[id(e.a)], values[id(e.b)])
         elif isinstance(e, Binary):

@@ -247,6 +247,8 @@ class KernelEmitter(LoopShapes):
                              b.sub(ir.Constant(x.type, 0), x), x)  # MIN wraps to itself: 1 bit
             count = b.call(self.fn.module.declare_intrinsic("llvm.ctpop", [x.type]), [x])
             return b.trunc(count, ir.IntType(8)) if x.type.width > 8 else count
+        if isinstance(e, Unary) and e.op == "bitcast":
+            return b.bitcast(self.value(e.x), value_type(e.dtype))
         if isinstance(e, Unary):
             return self._unary(e.op, self.value(e.x), e.dtype)
         if isinstance(e, Select):
