@@ -29,11 +29,16 @@ class ThreadPool:
     def _work(self, tasks: queue.SimpleQueue[Any]) -> None:
         while True:
             fn, args = tasks.get()
+            outcome: BaseException | None = None
             try:
                 fn(*args)
-                self._done.put(None)
             except BaseException as exc:  # reported to the caller, never lost
-                self._done.put(exc)
+                outcome = exc
+            # drop the call's arrays before saying done: a reference kept until the next task
+            # would keep a result alive after the caller let go of it (its block could not go
+            # back to the pool, and every call would touch fresh pages)
+            del fn, args
+            self._done.put(outcome)
 
     def parallel_for(self, fn: Callable[..., Any], args: tuple[Any, ...], total: int) -> None:
         """Run ``fn(*args, start, stop)`` over ``[0, total)`` split into one chunk per thread."""

@@ -6,6 +6,7 @@ on the flat list of leaves, and the ``TreeDef`` (plain JSON data) puts them back
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,16 +75,18 @@ def tree_leaves(tree: Any) -> list[Any]:
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
-    it = iter(leaves)
+    return _build(treedef, iter(leaves))
 
-    def build(td: TreeDef) -> Any:
-        if td.kind == "leaf":
-            return next(it)
-        children = [build(c) for c in td.children]
-        if td.kind == "tuple":
-            return tuple(children)
-        if td.kind == "list":
-            return children
-        return dict(zip(td.keys, children))
 
-    return build(treedef)
+def _build(td: TreeDef, it: Iterator[Any]) -> Any:
+    """A module-level function, not a recursive closure: a closure that calls itself is a
+    reference cycle, and the iterator it holds would keep every leaf (a call's result arrays)
+    alive until the cycle collector ran."""
+    if td.kind == "leaf":
+        return next(it)
+    children = [_build(c, it) for c in td.children]
+    if td.kind == "tuple":
+        return tuple(children)
+    if td.kind == "list":
+        return children
+    return dict(zip(td.keys, children))
