@@ -12,6 +12,7 @@ from stax.loop import ExternCall, LoopProgram, index_width, loads, postorder
 from stax.loop.ir import encode_operands
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan
+from .cpu.costs import OP_COST
 from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.jit import array_data_offset, host_target
 from .memory_plan import order_steps, plan_storage
@@ -90,12 +91,6 @@ def _kernel_args(group: Group) -> tuple[str, ...]:
     return tuple(names)
 
 
-_OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sin": 45, "cos": 45, "sqrt": 4, "truediv": 4,
-            "pow": 45, "log2": 25, "log10": 25, "log1p": 25, "expm1": 25, "exp2": 25, "sinh": 30,
-            "cosh": 30, "cbrt": 45, "hypot": 6, "arctan": 30, "arcsin": 35, "arccos": 35,
-            "arcsinh": 30, "arccosh": 30, "arctanh": 30, "tan": 50, "arctan2": 35}
-
-
 def _cost_per_element(group: Group) -> int:
     """Operations per loop iteration, weighting transcendental functions by their length."""
     total = 0
@@ -103,7 +98,7 @@ def _cost_per_element(group: Group) -> int:
         if isinstance(node, ExternCall):
             continue
         for e in postorder(node.data.body):
-            total += _OP_COST.get(getattr(e, "op", ""), 1)
+            total += OP_COST.get(getattr(e, "op", ""), 1)
     return max(total, 1)
 
 

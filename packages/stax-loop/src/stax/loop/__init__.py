@@ -34,14 +34,15 @@ from .ir import (
     rvar,
     xvar,
 )
-from .lowering import LOWERINGS, lower_opgraph
+from .lowering import LOWERINGS, MaterializePolicy, Reuse, lower_opgraph
 
 __version__ = "0.1.0"
 
 __all__ = [
     "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
     "Const", "Expr", "ExternCall", "GuardedLoad", "Index", "IndirectLoad", "InputBuffer", "Load",
-    "LoopProgram", "OutputRef", "Pointwise", "Reduction", "Scan", "Select", "Unary", "format_expr",
+    "LoopProgram", "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan",
+    "Select", "Unary", "format_expr",
     "index_width", "linear_index", "load_loopir", "loads", "loop_extents", "lower_opgraph",
     "postorder", "rewrite", "rvar", "xvar",
 ]

@@ -59,9 +59,28 @@ class Lazy:
     memory: tuple[str, int, tuple[int, ...]] | None = None
 
 
+@dataclass(frozen=True)
+class Reuse:
+    """What a backend's materialization policy sees of a pointwise value with several readers
+    (§6.6): the expression computing one element, its dtype, its element count, how many element
+    reads its users make in all (a broadcast reads each element many times), and whether it is a
+    result of the function (then its buffer is written anyway)."""
+
+    expr: Expr
+    dtype: str
+    numel: int
+    reads: int
+    output: bool
+
+
+#: a backend's answer to "keep this value in memory rather than recompute it per reader?"
+MaterializePolicy = Callable[[Reuse], bool]
+
+
 class LoopLowering:
-    def __init__(self, program: GraphProgram) -> None:
+    def __init__(self, program: GraphProgram, materialize: MaterializePolicy | None = None) -> None:
         self.program = program
+        self.materialize = materialize
         self.inputs: list[InputBuffer] = []
         self.buffers: list[ComputedBuffer] = []
         self.values: dict[Node, Lazy] = {}
@@ -86,6 +105,8 @@ class LoopLowering:
                 if node.target not in ("extern", "argmax", "argmin") and not self._native_dtypes(node):
                     rule = _op_as_extern  # NumPy computes it: dtypes kernels do not handle yet
                 self.values[node] = rule(self, node)
+                if self.materialize is not None:
+                    self._consider_materializing(node)
             elif node.op is not Opcode.OUTPUT:
                 raise self.unsupported(f"opcode {node.op.value} in an op graph")
         self.node = None
@@ -95,6 +116,28 @@ class LoopLowering:
         return LoopProgram(self.program.name, self.inputs, list(self.program.inputs),
                            self.program.input_tree, self.buffers, outputs,
                            self.program.output_tree, dict(self.checks))
+
+    def _consider_materializing(self, node: Node) -> None:
+        """Realize a pointwise value now when the backend's policy prefers memory to recomputing
+        it in every reader (several users, a broadcast, an output others read too)."""
+        lazy = self.values[node]
+        meta = node.tensor
+        if lazy.buffer is not None or meta is None or lazy.dtype not in LOOP_DTYPES:
+            return
+        numel = int(np.prod(lazy.shape))
+        reads, output = 0, False
+        for user in node.users:
+            if user.op is Opcode.OUTPUT:
+                output = True
+                continue
+            user_meta = user.tensor
+            reads += max(numel, int(np.prod(user_meta.shape)) if user_meta is not None else numel)
+        if reads <= numel and not (output and reads):
+            return  # one reader reading each element once: inlining is free
+        index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
+        if self.materialize(Reuse(lazy.loader(index), lazy.dtype, numel, reads, output)):
+            self.node = node
+            self.values[node] = self.realize(lazy, output_strides(meta))
 
     def _native_dtypes(self, node: Node) -> bool:
         """Whether the result and every array operand have dtypes kernels compute in."""
@@ -696,9 +739,11 @@ LOWERINGS["extern"] = _extern
 LOWERINGS["sum"] = _sum
 
 
-def lower_opgraph(program: GraphProgram) -> LoopProgram:
-    """Lower a ``stax.opgraph/1`` program to a ``stax.loopir/1`` program."""
-    return LoopLowering(program).run()
+def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None = None
+                  ) -> LoopProgram:
+    """Lower a ``stax.opgraph/1`` program to a ``stax.loopir/1`` program. Pointwise values are
+    inlined into every reader unless ``materialize`` (a backend's cost model) says otherwise."""
+    return LoopLowering(program, materialize).run()
 
 
 from . import bits, building  # noqa: E402, F401  (they register their rules in LOWERINGS)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from stax.codegen import Executable, KernelArtifact, generate
+from stax.codegen.cpu.costs import keep_in_memory
 from stax.codegen.cpu.jit import host_target
 from stax.codegen.cpu.objcache import ObjectCache
 from stax.codegen.generate import CODEGEN_VERSION
@@ -81,7 +82,7 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     verify_graph(opgraph.graph)
     dump("opgraph", opgraph)
     stage("opgraph")
-    loop = lower_opgraph(opgraph)
+    loop = lower_opgraph(opgraph, materialize=keep_in_memory)  # the CPU's cost model (§6.6)
     dump("loopir", loop)
     stage("loopir")
     artifact = generate(loop)
