@@ -47,15 +47,21 @@ def test_a_result_read_by_a_reduction_is_read_back_not_recomputed(build):
 
 
 def test_a_broadcast_of_an_expensive_value_is_computed_once_per_element(build):
+    """sin of a row vector read by every row: recomputed per row unless kept; a value broadcast
+    along the innermost loop (a column vector) is invariant there and stays inlined."""
     x, y = np.random.default_rng(1).standard_normal((2, 300))
-    b = build(x=x.reshape(300, 1), y=y.reshape(1, 300))
-    s = b("sin", b.inputs["x"])
-    out = b("mul", s, b.inputs["y"])
-    loop = lower_opgraph(b.program(out), materialize=keep_in_memory)
+    b = build(x=x.reshape(1, 300), y=y.reshape(300, 1))
+    loop = lower_opgraph(b.program(b("mul", b("sin", b.inputs["x"]), b.inputs["y"])),
+                         materialize=keep_in_memory)
     sin_buffer = [buf for buf in loop.buffers if buffer_sins(buf)]
-    assert len(sin_buffer) == 1 and sin_buffer[0].shape == (300, 1)  # kept at its own shape
-    got, = Executable(generate(loop))(x.reshape(300, 1), y.reshape(1, 300))
-    np.testing.assert_allclose(got, np.sin(x)[:, None] * y[None, :], rtol=1e-15)
+    assert len(sin_buffer) == 1 and sin_buffer[0].shape == (1, 300)  # kept at its own shape
+    got, = Executable(generate(loop))(x.reshape(1, 300), y.reshape(300, 1))
+    np.testing.assert_allclose(got, np.sin(x)[None, :] * y[:, None], rtol=1e-15)
+    b = build(x=x.reshape(300, 1), y=y.reshape(1, 300))
+    loop = lower_opgraph(b.program(b("mul", b("sin", b.inputs["x"]), b.inputs["y"])),
+                         materialize=keep_in_memory)
+    holding = [buf.shape for buf in loop.buffers if buffer_sins(buf)]
+    assert holding == [(300, 300)]  # the output alone: sin(x[i]) is hoisted out of the row loop
 
 
 def test_without_a_policy_everything_is_inlined(build):

@@ -130,8 +130,11 @@ class LoopLowering:
             if user.op is Opcode.OUTPUT:
                 output = True
                 continue
-            user_meta = user.tensor
-            reads += max(numel, int(np.prod(user_meta.shape)) if user_meta is not None else numel)
+            shape = user.tensor.shape if user.tensor is not None else lazy.shape
+            if lazy.shape and lazy.shape[-1] == 1 and shape and shape[-1] > 1:
+                reads += numel  # broadcast along the innermost loop: invariant there, computed once
+            else:
+                reads += max(numel, int(np.prod(shape)))
         if reads <= numel and not (output and reads):
             return  # one reader reading each element once: inlining is free
         index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
