@@ -85,5 +85,14 @@ def bench(session: nox.Session) -> None:
     _install(session, *[f"stax-{p}" for p in PACKAGES], "pytest>=8", "pytest-benchmark>=4")
     # the peers measured in the same run; torch.compile too where torch==2.13.0 is installed
     session.install("numexpr", "numba", "jax")
-    session.run("pytest", "benchmarks", "--benchmark-only", "--benchmark-columns=median,iqr,rounds",
-                "--benchmark-sort=name", *session.posargs)
+    options = ["--benchmark-only", "--benchmark-columns=median,iqr,rounds", "--benchmark-sort=name",
+               *session.posargs]
+    # each implementation in a process of its own: a peer's idle threads (Numba's, XLA's) would
+    # disturb whatever ran after it; the processes merge their records, the last one prints all
+    records = Path(session.create_tmp()) / "bench-records.json"
+    records.unlink(missing_ok=True)
+    env = {"STAX_BENCH_RECORDS": str(records)}
+    for impl in ("numpy", "numexpr", "numba", "jax", "torch"):
+        session.run("pytest", "benchmarks/test_bench_workloads.py", "-k",
+                    f"test_workload and {impl}", *options, env=env)
+    session.run("pytest", "benchmarks", "-k", "not test_workload or stax", *options, env=env)

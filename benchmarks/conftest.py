@@ -4,6 +4,8 @@ achieved on each case's minimal traffic against the copy/triad bandwidth of this
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -17,6 +19,7 @@ TRAFFIC: dict[str, int] = {}
 BANDWIDTH: dict[str, float] = {}
 NOTES: list[str] = []
 PEERS = ("numexpr", "numba", "jax")  # the issue's bar: faster than the fastest of these
+IMPL_ORDER = ("numpy", "numexpr", "numba", "jax", "torch", "stax")
 ROOFLINE_CASES = ("softmax(4096,4096)", "layer_norm(8192,1024)", "gelu(16M)")
 
 
@@ -80,7 +83,9 @@ def _workload_lines(peak: float | None) -> list[str]:
         if case in ("dispatch", "capture") or "numpy" not in times:
             continue
         base = times["numpy"]
-        cells = [f"{impl} {_time(t)} ({base / t:.2f}x)" for impl, t in times.items()]
+        order = sorted(times, key=lambda impl: IMPL_ORDER.index(impl) if impl in IMPL_ORDER
+                       else len(IMPL_ORDER))
+        cells = [f"{impl} {_time(times[impl])} ({base / times[impl]:.2f}x)" for impl in order]
         lines.append(f"{case}: " + ", ".join(cells))
         peer_times = {impl: times[impl] for impl in PEERS if impl in times}
         stax = times.get("stax")
@@ -97,10 +102,30 @@ def _workload_lines(peak: float | None) -> list[str]:
     return lines
 
 
+def _share_records() -> None:
+    """With STAX_BENCH_RECORDS set (``nox -s bench`` runs each implementation in its own
+    process), merge this process's records with the earlier processes' in that JSON file: the
+    last process prints the summary of them all."""
+    path = os.environ.get("STAX_BENCH_RECORDS")
+    if not path:
+        return
+    earlier = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+    for case, times in earlier.get("medians", {}).items():
+        for impl, t in times.items():
+            MEDIANS[case].setdefault(impl, t)
+    for key, store in (("traffic", TRAFFIC), ("bandwidth", BANDWIDTH)):
+        for name, value in earlier.get(key, {}).items():
+            store.setdefault(name, value)
+    NOTES[:0] = [n for n in earlier.get("notes", []) if n not in NOTES]
+    Path(path).write_text(json.dumps({"medians": MEDIANS, "traffic": TRAFFIC,
+                                      "bandwidth": BANDWIDTH, "notes": NOTES}))
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     tr = terminalreporter
     NOTES.extend(_dispatch_lines())
     NOTES.extend(_experiment_lines())
+    _share_records()
     peak = max(BANDWIDTH.values(), default=None)
     for name, rate in BANDWIDTH.items():
         NOTES.append(f"bandwidth, {name}: {rate / 1e9:.1f} GB/s")
@@ -110,6 +135,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
             tr.write_line(line)
     lines = _workload_lines(peak)
     if lines:
-        tr.section("workloads (median; ratio = eager NumPy / implementation, same run)")
+        tr.section("workloads (median; ratio = eager NumPy / implementation, same machine and "
+                   "session, each implementation in its own process under nox -s bench)")
         for line in lines:
             tr.write_line(line)

@@ -1,5 +1,7 @@
 """The issue-5 workloads, measured in one run: eager NumPy, numexpr, Numba, JAX jit (CPU),
 torch.compile (optional) and Stax, plus a copy and a triad that give the machine's bandwidth.
+``nox -s bench`` runs each implementation in a process of its own (a peer's idle threads, Numba's
+or XLA's, would otherwise disturb whatever runs after it); the processes share their records.
 
 The summary (``conftest.py``) prints one table: each implementation's median, its ratio to eager
 NumPy, Stax against the fastest peer, and the bandwidth each achieves on the case's minimal traffic
@@ -39,7 +41,10 @@ _compiled: dict = {}
 
 
 def inputs(case):
+    """The case's arrays, the same in every process (each implementation may run in its own)."""
+    global RNG
     if case not in _inputs:
+        RNG = np.random.default_rng(1000 + list(CASES).index(case))
         _inputs[case] = CASES[case][1]()
     return _inputs[case]
 
