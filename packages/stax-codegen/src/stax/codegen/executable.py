@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.entry import Entry, make_entry
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.objcache import ObjectCache
+from .cpu.pool import MAX_ARITY, native_pool
 from .memory import MIN_BYTES, default_block_pool
 from .threadpool import default_pool
 
@@ -112,6 +114,8 @@ class Executable:
         shared = [b for b in planned if storage is not None and storage.shared(b.name)]
         allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
         pool = default_pool()
+        native = native_pool(pool.size, self._cache) if any(k.parallel for k in artifact.kernels) \
+            else None
         # The environment is a list: inputs first, then every buffer in plan order; each step
         # reads and writes fixed positions in it, so a call does no name lookups.
         slot = {name: i for i, name in enumerate(self.input_names)}
@@ -136,8 +140,11 @@ class Executable:
                 continue
             k = kernels[step]
             fn = kernel_function(self.module, k.name, len(k.args))
-            launches.append((fn, [slot[a] for a in k.args], k.outer_range,
-                             k.parallel and pool.size > 1))
+            parallel = k.parallel and pool.size > 1
+            if parallel and native is not None and len(k.args) <= MAX_ARITY:
+                fn = functools.partial(native.parallel_for, self.module.address(k.name))
+                parallel = "native"
+            launches.append((fn, [slot[a] for a in k.args], k.outer_range, parallel))
         outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
                    for o in artifact.outputs]
         check_slots = [slot[name] for name in artifact.checks]
@@ -156,7 +163,9 @@ class Executable:
                     launch(env)
                     continue
                 fn, args, outer, parallel = launch
-                if parallel:
+                if parallel == "native":
+                    fn(tuple([env[a] for a in args]), outer)
+                elif parallel:
                     pool.parallel_for(fn, tuple([env[a] for a in args]), outer)
                 else:
                     fn(*[env[a] for a in args], 0, outer)

@@ -3,31 +3,35 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from llvmlite import ir
 
-from stax.loop import ExternCall, LoopProgram, index_width, loads, postorder
+from stax.loop import ExternCall, LoopProgram, index_width, loads
 from stax.loop.ir import encode_operands
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan
-from .cpu.costs import OP_COST
+from .cpu.costs import operations
 from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.jit import array_data_offset, host_target
+from .cpu.pool import native_available
 from .memory_plan import order_steps, plan_storage
 from .scheduler import Group, schedule
 
 CODEGEN_VERSION = "0.1.0"
 
 
+def _default_parallel_threshold() -> int:
+    """Work (elements visited x cost units per element, ``cpu.costs``: a unit is about 25 ps of
+    one thread) below which a kernel runs on the calling thread only: about 26 us with the
+    native pool (a launch costs ~7 us), about 100 us with the Python pool (~40 us)."""
+    return 1 << 20 if native_available() else 1 << 22
+
+
 @dataclass(frozen=True)
 class CodegenOptions:
-    #: a kernel whose estimated work (elements visited x operations per element, a load or an add
-    #: counting 1 and an exp about 20) is below this runs on the calling thread only: below it,
-    #: waking workers costs more than the second core saves (measured with example 1.1 and
-    #: softmax rows).
-    parallel_threshold: int = 1 << 22
+    parallel_threshold: int = field(default_factory=_default_parallel_threshold)
 
 
 def generate(program: LoopProgram, options: CodegenOptions | None = None) -> KernelArtifact:
@@ -92,13 +96,12 @@ def _kernel_args(group: Group) -> tuple[str, ...]:
 
 
 def _cost_per_element(group: Group) -> int:
-    """Operations per loop iteration, weighting transcendental functions by their length."""
+    """Cost units (``cpu.costs``: about 25 ps of one thread each) per loop iteration."""
     total = 0
     for node in group.nodes:
         if isinstance(node, ExternCall):
             continue
-        for e in postorder(node.data.body):
-            total += OP_COST.get(getattr(e, "op", ""), 1)
+        total += operations(node.data.body)
     return max(total, 1)
 
 

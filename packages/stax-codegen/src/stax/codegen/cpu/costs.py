@@ -5,9 +5,9 @@ The loop layer inlines every pointwise value into its readers (lowering is fusio
 read several times (several users, or a broadcast that reads each element many times) it asks
 the backend's policy. The model compares, per element of the value: recomputing it in every
 read (its operations and the loads of its operands) against computing it once, writing it and
-reading it back. Constants measured on the 2-core AVX-512 bench machine: a float32 operation
-lane costs about 0.025 ns (16 lanes a vector; tanh's 30 operations about 0.75 ns per element),
-float64 twice that, and a byte streamed 0.1 ns on one thread.
+reading it back. Constants measured on the 2-core AVX-512 bench machine: each function's time per
+element (``FUNCTION_NS``), 0.025 ns for any other float32 operation (16 lanes a vector), twice
+that for 8-byte types, and 0.1 ns per byte streamed on one thread.
 """
 
 from __future__ import annotations
@@ -16,21 +16,37 @@ import numpy as np
 
 from stax.loop import GuardedLoad, IndirectLoad, Load, Reuse, postorder
 
-#: operations per element by operator (a load or an add counts 1)
-OP_COST = {"exp": 20, "log": 20, "tanh": 30, "sin": 45, "cos": 45, "sqrt": 4, "truediv": 4,
-           "pow": 45, "log2": 25, "log10": 25, "log1p": 25, "expm1": 25, "exp2": 25, "sinh": 30,
-           "cosh": 30, "cbrt": 45, "hypot": 6, "arctan": 30, "arcsin": 35, "arccos": 35,
-           "arcsinh": 30, "arccosh": 30, "arctanh": 30, "tan": 50, "arctan2": 35}
-NS_PER_OPERATION = {"float64": 0.05, "int64": 0.05, "uint64": 0.05}   # else 0.025
+#: single-thread nanoseconds per element (float32, float64) of this backend's functions,
+#: measured on the bench machine (256K elements, one kernel each); every other operation costs
+#: one unit (UNIT_NS), two for 8-byte types (half the lanes)
+FUNCTION_NS = {
+    "exp": (0.32, 2.06), "log": (0.52, 2.29), "tanh": (0.43, 3.88), "sin": (2.97, 2.54),
+    "cos": (3.16, 2.59), "tan": (3.38, 3.25), "log2": (1.58, 2.55), "log10": (1.58, 2.55),
+    "log1p": (2.18, 4.02), "expm1": (1.6, 4.17), "exp2": (1.42, 2.34), "sinh": (1.74, 2.91),
+    "cosh": (1.6, 2.6), "cbrt": (3.57, 2.99), "arctan": (1.4, 2.83), "arcsin": (2.08, 3.15),
+    "arccos": (1.94, 3.31), "arcsinh": (2.12, 5.61), "arccosh": (2.2, 5.49),
+    "arctanh": (2.09, 4.89), "sqrt": (0.18, 0.55), "pow": (3.76, 6.89), "hypot": (0.55, 0.97),
+    "arctan2": (1.68, 4.3), "logaddexp": (3.79, 6.98), "logaddexp2": (3.79, 6.98),
+    "truediv": (0.1, 0.2),
+}
+UNIT_NS = 0.025
 NS_PER_BYTE = 0.1
 #: recomputation must cost this much more than the memory round trip before a value is kept:
 #: a kept value also costs a kernel launch and loses fusion of its readers with its operands
 MARGIN = 1.25
 
 
+def units(op: str, dtype: str) -> int:
+    """The cost of one element of ``op`` in ``dtype``, in units of UNIT_NS."""
+    wide = np.dtype(dtype).itemsize == 8 if dtype != "bool" else False
+    if op in FUNCTION_NS:
+        return max(1, round(FUNCTION_NS[op][wide] / UNIT_NS))
+    return 2 if wide else 1
+
+
 def operations(expr: object) -> int:
-    """Operations to compute one element of ``expr`` (its loads included)."""
-    return sum(OP_COST.get(getattr(e, "op", ""), 1) for e in postorder(expr))
+    """Cost units to compute one element of ``expr`` (its loads included)."""
+    return sum(units(getattr(e, "op", ""), e.dtype) for e in postorder(expr))
 
 
 def loaded_bytes(expr: object) -> int:
@@ -43,8 +59,7 @@ def keep_in_memory(reuse: Reuse) -> bool:
     A function result others read is always kept (its buffer is written anyway: readers load
     it instead of recomputing it); another value when recomputing it in every read costs
     ``MARGIN`` times more than writing it once and reading it back."""
-    per_element = operations(reuse.expr) * NS_PER_OPERATION.get(reuse.dtype, 0.025) + \
-        loaded_bytes(reuse.expr) * NS_PER_BYTE
+    per_element = operations(reuse.expr) * UNIT_NS + loaded_bytes(reuse.expr) * NS_PER_BYTE
     item = np.dtype(reuse.dtype).itemsize * NS_PER_BYTE
     if reuse.output:
         return per_element > item

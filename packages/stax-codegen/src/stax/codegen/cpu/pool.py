@@ -1,0 +1,243 @@
+"""A thread pool in machine code: parallel kernel launches without the interpreter.
+
+The Python pool (``threadpool.py``) hands chunks to Python threads: waking one, giving it the GIL
+and taking the GIL back costs about 40 us per launch, so only kernels of a millisecond or more
+were worth splitting. Here the workers are native threads created once per process with
+``pthread_create``; a launch is one ctypes call (the GIL released for its whole length) that
+publishes the kernel and its arguments, bumps a generation counter the workers wait on (a short
+spin, then a futex), runs chunks itself and waits for the last one. Chunks are claimed with an
+atomic counter, several per thread, so uneven chunks balance.
+
+Kernels keep their signature ``kernel(PyObject*..., start, stop)``; per arity a trampoline
+``tramp_n(void **argv, start, stop)`` calls ``argv[0]`` with ``argv[1..n]``. Linux only (the
+futex system call); elsewhere, or if the module cannot be built, the Python pool is used. A
+forked child starts its own workers on first use (the parent's do not exist there).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import threading
+from typing import Any
+
+from llvmlite import ir
+
+from .jit import CompiledModule
+
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+I8P = I8.as_pointer()
+I8PP = I8P.as_pointer()
+VOID = ir.VoidType()
+MAX_ARITY = 16
+CHUNKS_PER_THREAD = 4
+SPINS = 300000
+SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine())
+FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
+
+
+def _pool_ir() -> str:
+    module = ir.Module("stax_pool")
+    task_type = ir.FunctionType(VOID, [I8PP, I64, I64])
+
+    def global_(name: str, typ: ir.Type) -> ir.GlobalVariable:
+        g = ir.GlobalVariable(module, typ, name)
+        g.initializer = ir.Constant(typ, None)
+        return g
+
+    task_fn = global_("task_fn", task_type.as_pointer())
+    task_argv = global_("task_argv", I8PP)
+    task_total = global_("task_total", I64)
+    task_chunks = global_("task_chunks", I64)
+    next_chunk = global_("next_chunk", I64)
+    done = global_("done", I64)
+    generation = global_("generation", I32)
+    finished = global_("finished", I32)
+    syscall = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
+    pthread_create = ir.Function(module, ir.FunctionType(
+        I32, [I8P, I8P, ir.FunctionType(I8P, [I8P]).as_pointer(), I8P]), "pthread_create")
+
+    def futex(b: ir.IRBuilder, word: ir.Value, op: int, value: ir.Value) -> None:
+        b.call(syscall, [ir.Constant(I64, SYS_FUTEX), b.bitcast(word, I8P), ir.Constant(I32, op),
+                         value, ir.Constant(I8P, None), ir.Constant(I8P, None),
+                         ir.Constant(I32, 0)])
+
+    def load(b: ir.IRBuilder, ptr: ir.Value, typ: ir.Type) -> ir.Value:
+        return b.load_atomic(ptr, "seq_cst", typ.width // 8 if isinstance(typ, ir.IntType) else 8)
+
+    # run_chunks: claim chunks until none is left; the last one to finish wakes the caller
+    run = ir.Function(module, ir.FunctionType(VOID, []), "run_chunks")
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    loop, work, out = (run.append_basic_block(n) for n in ("loop", "work", "out"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    chunk = b.atomic_rmw("add", next_chunk, ir.Constant(I64, 1), "seq_cst")
+    chunks = load(b, task_chunks, I64)
+    b.cbranch(b.icmp_signed("<", chunk, chunks), work, out)
+    b.position_at_end(work)
+    total = b.load(task_total)
+    start = b.sdiv(b.mul(total, chunk), chunks)
+    stop = b.sdiv(b.mul(total, b.add(chunk, ir.Constant(I64, 1))), chunks)
+    b.call(b.load(task_fn), [b.load(task_argv), start, stop])
+    finished_before = b.atomic_rmw("add", done, ir.Constant(I64, 1), "seq_cst")
+    last = b.icmp_signed("==", b.add(finished_before, ir.Constant(I64, 1)), chunks)
+    wake, back = run.append_basic_block("wake"), run.append_basic_block("back")
+    b.cbranch(last, wake, back)
+    b.position_at_end(wake)
+    b.store_atomic(ir.Constant(I32, 1), finished, "seq_cst", 4)
+    futex(b, finished, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 1))
+    b.branch(back)
+    b.position_at_end(back)
+    b.branch(loop)
+    b.position_at_end(out)
+    b.ret_void()
+
+    # worker: wait for a new generation (spin, then sleep on the futex), run chunks, repeat
+    worker = ir.Function(module, ir.FunctionType(I8P, [I8P]), "worker")
+    b = ir.IRBuilder(worker.append_basic_block("entry"))
+    seen = b.alloca(I32)
+    spins = b.alloca(I64)
+    b.store(load(b, generation, I32), seen)
+    wait, spin, sleep, go = (worker.append_basic_block(n) for n in ("wait", "spin", "sleep", "go"))
+    b.branch(wait)
+    b.position_at_end(wait)
+    b.store(ir.Constant(I64, 0), spins)
+    b.branch(spin)
+    b.position_at_end(spin)
+    current = load(b, generation, I32)
+    changed = b.icmp_unsigned("!=", current, b.load(seen))
+    again = worker.append_basic_block("again")
+    b.cbranch(changed, go, again)
+    b.position_at_end(again)
+    count = b.add(b.load(spins), ir.Constant(I64, 1))
+    b.store(count, spins)
+    b.cbranch(b.icmp_signed("<", count, ir.Constant(I64, SPINS)), spin, sleep)
+    b.position_at_end(sleep)
+    futex(b, generation, FUTEX_WAIT_PRIVATE, b.load(seen))  # returns at once if it moved on
+    b.branch(wait)
+    b.position_at_end(go)
+    b.store(current, seen)
+    b.call(run, [])
+    b.branch(wait)
+
+    # parallel_for: publish, wake, work, wait for the last chunk
+    pfor = ir.Function(module, ir.FunctionType(VOID, [task_type.as_pointer(), I8PP, I64, I64]),
+                       "parallel_for")
+    fn, argv, total_arg, chunks_arg = pfor.args
+    b = ir.IRBuilder(pfor.append_basic_block("entry"))
+    b.store(fn, task_fn)
+    b.store(argv, task_argv)
+    b.store(total_arg, task_total)
+    b.store_atomic(chunks_arg, task_chunks, "seq_cst", 8)
+    b.store_atomic(ir.Constant(I64, 0), done, "seq_cst", 8)
+    b.store_atomic(ir.Constant(I32, 0), finished, "seq_cst", 4)
+    b.store_atomic(ir.Constant(I64, 0), next_chunk, "seq_cst", 8)
+    b.atomic_rmw("add", generation, ir.Constant(I32, 1), "seq_cst")
+    futex(b, generation, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 2 ** 31 - 1))
+    b.call(run, [])
+    check, sleep_done, out = (pfor.append_basic_block(n) for n in ("check", "sleep", "out"))
+    b.branch(check)
+    b.position_at_end(check)
+    all_done = b.icmp_signed("==", load(b, done, I64), chunks_arg)
+    b.cbranch(all_done, out, sleep_done)
+    b.position_at_end(sleep_done)
+    futex(b, finished, FUTEX_WAIT_PRIVATE, ir.Constant(I32, 0))  # at once if already 1
+    b.branch(check)
+    b.position_at_end(out)
+    b.ret_void()
+
+    # start_workers(n): n native threads running worker()
+    start = ir.Function(module, ir.FunctionType(I32, [I32]), "start_workers")
+    b = ir.IRBuilder(start.append_basic_block("entry"))
+    handle = b.alloca(I64)
+    index = b.alloca(I32)
+    b.store(ir.Constant(I32, 0), index)
+    head, body, out = (start.append_basic_block(n) for n in ("head", "body", "out"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.load(index)
+    b.cbranch(b.icmp_signed("<", i, start.args[0]), body, out)
+    b.position_at_end(body)
+    status = b.call(pthread_create, [b.bitcast(handle, I8P), ir.Constant(I8P, None), worker,
+                                     ir.Constant(I8P, None)])
+    failed = start.append_basic_block("failed")
+    next_ = start.append_basic_block("next")
+    b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), failed, next_)
+    b.position_at_end(failed)
+    b.ret(status)
+    b.position_at_end(next_)
+    b.store(b.add(i, ir.Constant(I32, 1)), index)
+    b.branch(head)
+    b.position_at_end(out)
+    b.ret(ir.Constant(I32, 0))
+
+    # tramp_n(argv, start, stop) = argv[0](argv[1], ..., argv[n], start, stop)
+    for n in range(1, MAX_ARITY + 1):
+        tramp = ir.Function(module, task_type, f"tramp_{n}")
+        argv, lo, hi = tramp.args
+        b = ir.IRBuilder(tramp.append_basic_block("entry"))
+        kernel_type = ir.FunctionType(VOID, [I8P] * n + [I64, I64])
+        target = b.bitcast(b.load(argv), kernel_type.as_pointer())
+        values = [b.load(b.gep(argv, [ir.Constant(I64, k + 1)])) for k in range(n)]
+        b.call(target, [*values, lo, hi])
+        b.ret_void()
+    return str(module)
+
+
+class NativePool:
+    """``parallel_for(kernel_address, arrays, total)``: ``kernel(*arrays, start, stop)`` over
+    ``[0, total)`` on ``size`` threads (the caller's included)."""
+
+    def __init__(self, size: int, cache: Any = None) -> None:
+        self.size = size
+        self._module = CompiledModule(_pool_ir(), cache, speed_level=1)  # ~50 ms, then cached
+        task = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                ctypes.c_int64)
+        self._run = task(self._module.address("parallel_for"))
+        self._tramps = [0] + [self._module.address(f"tramp_{n}") for n in range(1, MAX_ARITY + 1)]
+        self._start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
+            self._module.address("start_workers"))
+        self._lock = threading.Lock()
+        self._pid = -1
+
+    def _ensure_workers(self) -> None:
+        if self._pid != os.getpid():  # first use, or a forked child: its own workers
+            if self._start(self.size - 1) != 0:
+                raise OSError("pthread_create failed")
+            self._pid = os.getpid()
+
+    def parallel_for(self, kernel_address: int, arrays: tuple[Any, ...], total: int) -> None:
+        n = len(arrays)
+        argv = (ctypes.c_void_p * (n + 1))(kernel_address, *[id(a) for a in arrays])
+        chunks = min(total, self.size * CHUNKS_PER_THREAD)
+        with self._lock:  # one launch at a time: the task lives in the module's globals
+            self._ensure_workers()
+            self._run(self._tramps[n], ctypes.addressof(argv), total, chunks)
+
+
+_NATIVE: NativePool | bool | None = None
+
+
+def native_available() -> bool:
+    """Whether launches can use the native pool here (Linux on x86-64 or arm64, and not
+    ``STAX_THREADS=python``), without building it."""
+    return SYS_FUTEX is not None and platform.system() == "Linux" and \
+        os.environ.get("STAX_THREADS", "") != "python"
+
+
+def native_pool(size: int, cache: Any = None) -> NativePool | None:
+    """The process's native pool of ``size`` threads (its machine code from ``cache`` when there),
+    or None where there is none (see ``native_available``; one core; the module failed to build,
+    and then the Python pool runs every launch)."""
+    global _NATIVE
+    if _NATIVE is None:
+        _NATIVE = False
+        if native_available() and size > 1:
+            try:
+                _NATIVE = NativePool(size, cache)
+            except Exception:  # any failure: the Python pool still works
+                _NATIVE = False
+    return _NATIVE or None
