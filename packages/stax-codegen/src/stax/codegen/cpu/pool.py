@@ -34,7 +34,7 @@ I8PP = I8P.as_pointer()
 VOID = ir.VoidType()
 MAX_ARITY = 16
 CHUNKS_PER_THREAD = 4
-SPINS = 300000
+SPINS = 100000  # ~50-100 us: a loop of launches finds the workers awake; idle ones sleep soon
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine())
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 
