@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,18 +78,23 @@ class CompiledModule:
     With a ``cache``, the object code is looked up by content first (a warm start parses and
     optimizes nothing) and stored after a compile."""
 
-    def __init__(self, llvm_ir: str, cache: ObjectCache | None = None, speed_level: int = 3) -> None:
-        self.llvm_ir = llvm_ir
+    def __init__(self, llvm_ir: str | Callable[[], str], cache: ObjectCache | None = None,
+                 speed_level: int = 3, key: str | None = None) -> None:
+        """``llvm_ir`` may be a function making it, with ``key`` standing for its content in
+        the cache (a module whose text is costly to build: a warm start does not build it)."""
         self.speed_level = speed_level
         self.from_cache = False
         self._module: Any = None
-        key = cache.key(llvm_ir, str(speed_level), *_cache_key_parts()) if cache is not None else None
+        content = key if key is not None else llvm_ir
+        assert isinstance(content, str)
+        key = cache.key(content, str(speed_level), *_cache_key_parts()) if cache is not None else None
         payload = cache.load(key) if cache is not None and key is not None else None
+        self._source = llvm_ir
         if payload is not None:
             self._engine = _engine_for_object(payload)
             self.from_cache = True
             return
-        module = _optimized_module(llvm_ir, speed_level)
+        module = _optimized_module(self.llvm_ir, speed_level)
         # The engine takes ownership of the target machine it is given: give it its own.
         self._engine = _llvm().create_mcjit_compiler(module, _new_target_machine())
         if cache is not None and key is not None:
@@ -96,6 +102,12 @@ class CompiledModule:
                 notify_func=lambda _module, buffer: cache.store(key, bytes(buffer)))
         self._engine.finalize_object()
         self._module = module
+
+    @property
+    def llvm_ir(self) -> str:
+        if not isinstance(self._source, str):
+            self._source = self._source()
+        return self._source
 
     @property
     def optimized_ir(self) -> str:

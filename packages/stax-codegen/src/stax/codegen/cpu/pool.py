@@ -17,9 +17,11 @@ forked child starts its own workers on first use (the parent's do not exist ther
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import platform
 import threading
+from pathlib import Path
 from typing import Any
 
 from llvmlite import ir
@@ -187,13 +189,20 @@ def _pool_ir() -> str:
     return str(module)
 
 
+def _source_key() -> str:
+    """What the pool's machine code depends on: this module's text (its IR builder and
+    constants) and the platform's futex number."""
+    return f"stax-pool {SYS_FUTEX} " + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
 class NativePool:
     """``parallel_for(kernel_address, arrays, total)``: ``kernel(*arrays, start, stop)`` over
     ``[0, total)`` on ``size`` threads (the caller's included)."""
 
     def __init__(self, size: int, cache: Any = None) -> None:
         self.size = size
-        self._module = CompiledModule(_pool_ir(), cache, speed_level=1)  # ~50 ms, then cached
+        # ~50 ms to build, then cached under a key of this file's text (no IR built warm)
+        self._module = CompiledModule(_pool_ir, cache, speed_level=1, key=_source_key())
         task = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                 ctypes.c_int64)
         self._run = task(self._module.address("parallel_for"))
