@@ -109,3 +109,28 @@ def test_bandwidth_triad(benchmark, bandwidth):
     benchmark.group = "bandwidth"
     benchmark(triad, a, b, c, np.float32(3))
     bandwidth("triad (Numba prange)", 3 * a.nbytes, benchmark)
+
+
+def test_mlp_paired_with_numpy(benchmark, note):
+    """The MLP is NumPy's two BLAS calls with Stax's fused kernel between them; its bar is "no
+    slower than NumPy". Medians from different processes differ by the machine's drift (the
+    same NumPy MLP measured 46 and 84 ms in two rounds), so this pairs the two: NumPy and Stax
+    alternate call by call in one process, and the median of the per-pair ratios is reported."""
+    import time
+
+    case = "mlp(512x1024x4096x1024)"
+    args = inputs(case)
+    compiled = _compiled.setdefault("mlp", stax.compile(peers.mlp))
+    np.testing.assert_allclose(compiled(*args), peers.mlp(*args), rtol=2e-5, atol=2e-4)
+    ratios = []
+    for _ in range(15):
+        start = time.perf_counter()
+        peers.mlp(*args)
+        middle = time.perf_counter()
+        compiled(*args)
+        ratios.append((middle - start) / (time.perf_counter() - middle))
+    benchmark.group = "mlp, paired"
+    benchmark.pedantic(compiled, args=args, rounds=3)
+    note(f"mlp, NumPy and Stax alternating in one process (15 pairs): NumPy / Stax median "
+         f"{float(np.median(ratios)):.2f}x (bar: at least 1.0x), range "
+         f"{min(ratios):.2f}-{max(ratios):.2f}")
