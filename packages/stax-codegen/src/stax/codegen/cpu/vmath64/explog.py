@@ -167,13 +167,10 @@ def _log_table() -> tuple[list[float], list[float], list[float]]:
 LOG1P_SERIES = [(-1) ** (k + 1) / k for k in range(3, 11)]  # log1p(r) = r - r^2/2 + r^3 (1/3 - r/4 ...)
 
 
-def _log_parts(f: Builder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """log x = hi + lo for a positive finite x (subnormals included), about 2^-68 relative.
-
-    x = 2^e m with m in [sqrt(1/2), sqrt(2)) read from the bits; j = the slice of m's bits;
-    m c_j = p + pe exactly (two-prod) with p within 2^-7 of 1, so r = (p - 1) + pe exactly
-    (Sterbenz); log x = e ln2 + (-log c_j) + r - r^2/2 + r^3 P(r), summed with two-sums so the
-    large terms' roundings are kept."""
+def _exponent_split(f: Builder, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """x = 2^e m for a positive finite x, m in [sqrt(1/2), sqrt(2)) read from the bits
+    (subnormals scaled by 2^54 first); also the bits of m's binade offset from sqrt(1/2), whose
+    top bits index the log table. Returns (e as an i64, m, offset)."""
     b = f.b
 
     def i(v: int) -> ir.Constant:
@@ -184,8 +181,20 @@ def _log_parts(f: Builder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     offset = b.sub(f.bits(xs), i(SQRT_HALF_BITS))
     e = b.ashr(offset, i(52))
     m = f.from_bits(b.sub(f.bits(xs), b.shl(e, i(52))))
-    j = b.and_(b.lshr(offset, i(52 - LOG_TABLE_BITS)), i((1 << LOG_TABLE_BITS) - 1))
-    e = b.sub(e, b.select(subnormal, i(54), i(0)))
+    return b.sub(e, b.select(subnormal, i(54), i(0))), m, offset
+
+
+def _log_parts(f: Builder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """log x = hi + lo for a positive finite x (subnormals included), about 2^-68 relative.
+
+    x = 2^e m with m in [sqrt(1/2), sqrt(2)) read from the bits; j = the slice of m's bits;
+    m c_j = p + pe exactly (two-prod) with p within 2^-7 of 1, so r = (p - 1) + pe exactly
+    (Sterbenz); log x = e ln2 + (-log c_j) + r - r^2/2 + r^3 P(r), summed with two-sums so the
+    large terms' roundings are kept."""
+    b = f.b
+    e, m, offset = _exponent_split(f, x)
+    j = b.and_(b.lshr(offset, ir.Constant(I64, 52 - LOG_TABLE_BITS)),
+               ir.Constant(I64, (1 << LOG_TABLE_BITS) - 1))
     inverses, his, los = _log_table()
     c = f.gather(f.table("stax_log_c", inverses), j)
     lh = f.gather(f.table("stax_log_hi", his), j)
@@ -214,16 +223,7 @@ def _log_parts_fast(f: Builder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     whose tail (below 1% of the result) is the only part in plain double. Good for everything
     rounded once from it; pow and logaddexp, which magnify its error, use ``_log_parts``."""
     b = f.b
-
-    def i(v: int) -> ir.Constant:
-        return ir.Constant(I64, v)
-
-    subnormal = f.cmp("<", x, 2.2250738585072014e-308)
-    xs = f.sel(subnormal, f.mul(x, 2.0 ** 54), x)
-    offset = b.sub(f.bits(xs), i(SQRT_HALF_BITS))
-    e = b.ashr(offset, i(52))
-    m = f.from_bits(b.sub(f.bits(xs), b.shl(e, i(52))))
-    e = b.sub(e, b.select(subnormal, i(54), i(0)))
+    e, m, _ = _exponent_split(f, x)
     g = f.sub(m, 1.0)                                  # exact (Sterbenz)
     dh, dl = f.fast_two_sum(2.0, g)
     sh = f.div(g, dh)
