@@ -362,12 +362,10 @@ def _sincos32(b: ir.IRBuilder, module: ir.Module, x: ir.Value, want: str) -> ir.
     ax = b.call(fabs, [x])
     q, y = _reduce_pio2(b, module, ax)
     s, c = _sin_cos_poly(b, y)
-    if want == "sin":  # sin(q pi/2 + y) over q = 0..3: s, c, -s, -c; odd in x
-        base = b.select(b.trunc(q, ir.IntType(1)), c, s)
-        negate = b.icmp_unsigned(">=", q, i(2))
-    else:              # cos: c, -s, -c, s; even in x
-        base = b.select(b.trunc(q, ir.IntType(1)), s, c)
-        negate = b.or_(b.icmp_unsigned("==", q, i(1)), b.icmp_unsigned("==", q, i(2)))
+    # sin(q pi/2 + y) over q = 0..3 is s, c, -s, -c; cos is sin one quarter turn on
+    q = b.and_(b.add(q, i(1 if want == "cos" else 0)), i(3))
+    base = b.select(b.trunc(q, ir.IntType(1)), c, s)
+    negate = b.icmp_unsigned(">=", q, i(2))
     value = b.select(negate, b.fneg(base), base)
     result = b.fptrunc(value, F32)
     if want == "sin":  # sin(-|x|) = -sin(|x|), and sin(-0.0) = -0.0

@@ -67,26 +67,26 @@ def _finite_or_nan(f: Builder, x: ir.Value, value: ir.Value) -> ir.Value:
     return f.sel(f.cmp("<", f.abs(x), math.inf), value, math.nan)
 
 
-def sin(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
-    """sin(q pi/2 + y) over q = 0..3 is s, c, -s, -c; odd in x (sin(-0.0) = -0.0)."""
-    f = Builder(b, module)
+def _sine(f: Builder, x: ir.Value, quarter_turns: int) -> ir.Value:
+    """sin(x + quarter_turns pi/2): sin(q pi/2 + y) over q = 0..3 is s, c, -s, -c. sin is odd
+    in x (sin(-0.0) = -0.0); cos = sin one quarter turn on, of |x| (even)."""
+    b = f.b
     q, (sh, sl), (ch, cl) = _sin_cos_pairs(f, x)
+    q = b.and_(b.add(q, ir.Constant(I64, quarter_turns)), ir.Constant(I64, 3))
     odd = b.trunc(q, I1)
     value = f.add(f.sel(odd, ch, sh), f.sel(odd, cl, sl))
-    negate = b.xor(b.icmp_unsigned(">=", q, ir.Constant(I64, 2)),
-                   b.icmp_signed("<", f.bits(x), ir.Constant(I64, 0)))
+    negate = b.icmp_unsigned(">=", q, ir.Constant(I64, 2))
+    if quarter_turns == 0:
+        negate = b.xor(negate, b.icmp_signed("<", f.bits(x), ir.Constant(I64, 0)))
     return _finite_or_nan(f, x, f.sel(negate, f.neg(value), value))
+
+
+def sin(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    return _sine(Builder(b, module), x, 0)
 
 
 def cos(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
-    """cos(q pi/2 + y) over q = 0..3 is c, -s, -c, s; even in x."""
-    f = Builder(b, module)
-    q, (sh, sl), (ch, cl) = _sin_cos_pairs(f, x)
-    odd = b.trunc(q, I1)
-    value = f.add(f.sel(odd, sh, ch), f.sel(odd, sl, cl))
-    negate = b.or_(b.icmp_unsigned("==", q, ir.Constant(I64, 1)),
-                   b.icmp_unsigned("==", q, ir.Constant(I64, 2)))
-    return _finite_or_nan(f, x, f.sel(negate, f.neg(value), value))
+    return _sine(Builder(b, module), x, 1)
 
 
 def tan(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
