@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.entry import Entry, make_entry
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.objcache import ObjectCache
-from .cpu.pool import MAX_ARITY, native_pool
+from .cpu.pool import MAX_ARITY, NativePool, native_pool
 from .memory import MIN_BYTES, default_block_pool
 from .threadpool import default_pool
 
@@ -76,6 +75,14 @@ def _block_allocator(nbytes: int) -> Callable[[], np.ndarray]:
         pool = default_block_pool()
         return lambda: pool.empty((nbytes,), np.dtype(np.uint8))
     return lambda: np.empty(nbytes, np.uint8)
+
+
+def _native_step(native: NativePool, address: int, args: list[int], outer: int
+                 ) -> Callable[[list[Any]], None]:
+    """A kernel launched on the native pool, as a step over the environment."""
+    def launch(env: list[Any]) -> None:
+        native.parallel_for(address, tuple([env[a] for a in args]), outer)
+    return launch
 
 
 def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
@@ -139,12 +146,13 @@ class Executable:
                 launches.append(_extern_step(externs[step], slot))
                 continue
             k = kernels[step]
+            args = [slot[a] for a in k.args]
+            if k.parallel and native is not None and len(k.args) <= MAX_ARITY:
+                launches.append(_native_step(native, self.module.address(k.name), args,
+                                             k.outer_range))
+                continue
             fn = kernel_function(self.module, k.name, len(k.args))
-            parallel = k.parallel and pool.size > 1
-            if parallel and native is not None and len(k.args) <= MAX_ARITY:
-                fn = functools.partial(native.parallel_for, self.module.address(k.name))
-                parallel = "native"
-            launches.append((fn, [slot[a] for a in k.args], k.outer_range, parallel))
+            launches.append((fn, args, k.outer_range, k.parallel and pool.size > 1))
         outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
                    for o in artifact.outputs]
         check_slots = [slot[name] for name in artifact.checks]
@@ -163,9 +171,7 @@ class Executable:
                     launch(env)
                     continue
                 fn, args, outer, parallel = launch
-                if parallel == "native":
-                    fn(tuple([env[a] for a in args]), outer)
-                elif parallel:
+                if parallel:
                     pool.parallel_for(fn, tuple([env[a] for a in args]), outer)
                 else:
                     fn(*[env[a] for a in args], 0, outer)
