@@ -6,8 +6,9 @@ from __future__ import annotations
 import functools
 from decimal import Decimal, localcontext
 
-from llvmlite import binding as llvm
 from llvmlite import ir
+
+from ..jit import host_target
 
 F64 = ir.DoubleType()
 I64 = ir.IntType(64)
@@ -15,7 +16,7 @@ I1 = ir.IntType(1)
 
 #: exact products by FMA only where the CPU has it (the object cache keys on CPU features);
 #: elsewhere Dekker's splitting, which tests force to keep it covered
-HAS_FMA = bool(llvm.get_host_cpu_features().get("fma", False))
+HAS_FMA = "+fma" in host_target().features.split(",")
 
 # ln 2 = LN2_HI + LN2_LO with LN2_HI's low 21 bits zero: n LN2_HI is exact for |n| < 2^21
 LN2_HI = 6.93147180369123816490e-01
