@@ -1,0 +1,210 @@
+"""Capture rules for functions that build arrays: concatenate, stack, pad, tril/triu, roll,
+zeros/ones/full and their *_like forms, arange, linspace, eye (their loop lowerings are
+``stax.loop.building``). Imported by ``lower`` for the rules it registers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .graph import Node
+from .lower import LoweringContext, NotNative, Rule, _bind, _int, _scalar, rule
+from .meta import TensorMeta
+
+
+def _arrays(value: Any) -> tuple[Node, ...]:
+    if not isinstance(value, (list, tuple)) or not value or \
+            not all(isinstance(v, Node) and v.tensor is not None for v in value):
+        raise NotNative
+    return tuple(value)
+
+
+@rule("function:numpy.concatenate")
+def _concatenate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> Node:
+    """Joined along one axis (``axis=None`` flattens: NumPy); ``out=``/``dtype=`` forms too."""
+    params = _bind(lambda arrays, axis=0: None, args, kwargs)
+    arrays = _arrays(params["arrays"])
+    if params.get("axis", 0) is None:
+        raise NotNative
+    ndim = node.tensor.ndim
+    return ctx.emit("concatenate", arrays, {"axis": _int(params.get("axis", 0)) % ndim})
+
+
+@rule("function:numpy.stack")
+def _stack(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    params = _bind(lambda arrays, axis=0: None, args, kwargs)
+    arrays = _arrays(params["arrays"])
+    return ctx.emit("stack", arrays, {"axis": _int(params.get("axis", 0)) % node.tensor.ndim})
+
+
+@rule("function:numpy.pad")
+def _pad(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """Constant padding with one scalar value; other modes run as NumPy."""
+    params = _bind(lambda array, pad_width, mode="constant", constant_values=0: None, args, kwargs)
+    x = params["array"]
+    if not isinstance(x, Node) or x.tensor is None or params.get("mode", "constant") != "constant":
+        raise NotNative
+    ndim = x.tensor.ndim
+    width = np.asarray(params["pad_width"], dtype=object)
+    try:
+        pairs = np.broadcast_to(width, (ndim, 2))
+    except ValueError:
+        raise NotNative from None
+    pad_width = tuple((_int(a), _int(b)) for a, b in pairs)
+    if any(a < 0 or b < 0 for a, b in pad_width):
+        raise NotNative
+    value = _scalar(params.get("constant_values", 0))
+    return ctx.emit("pad", (x,), {"pad_width": pad_width, "value": value})
+
+
+def _triangle(op: str) -> Rule:
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = _bind(lambda m, k=0: None, args, kwargs)
+        x = params["m"]
+        if not isinstance(x, Node) or x.tensor is None or x.tensor.ndim < 2:
+            raise NotNative
+        return ctx.emit(op, (x,), {"k": _int(params.get("k", 0))})
+    return lower
+
+
+rule("function:numpy.tril")(_triangle("tril"))
+rule("function:numpy.triu")(_triangle("triu"))
+
+
+@rule("function:numpy.roll")
+def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """A roll along one axis (or of a 1-D array): two pieces of one concatenation; without an
+    axis, of the flattened array (read at computed offsets)."""
+    params = _bind(lambda a, shift, axis=None: None, args, kwargs)
+    x = params["a"]
+    if not isinstance(x, Node) or x.tensor is None:
+        raise NotNative
+    ndim, axis = x.tensor.ndim, params.get("axis")
+    if axis is None and ndim == 1:
+        axis = 0
+    if axis is None:
+        return ctx.emit("roll", (x,), {"shift": _int(params["shift"]), "axis": None})
+    axis = _int(axis) % ndim if ndim else _int(axis)
+    return ctx.emit("roll", (x,), {"shift": _int(params["shift"]), "axis": axis})
+
+
+def _filled(value_of: Callable[[dict[str, Any]], Any], reference: Any) -> Rule:
+    """np.zeros/ones/full and their *_like forms: the shape and dtype are the result's (capture
+    measured them), the fill value a scalar."""
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = _bind(reference, args, kwargs)
+        if params.get("subok", True) is not True or params.get("like") is not None:
+            raise NotNative
+        meta = node.tensor
+        return ctx.emit("full", (), {"shape": tuple(meta.shape), "value": _scalar(value_of(params)),
+                                     "dtype": meta.dtype})
+    return lower
+
+
+rule("function:numpy.zeros")(_filled(lambda p: 0, np.zeros))
+rule("function:numpy.ones")(_filled(lambda p: 1, np.ones))
+rule("function:numpy.full")(_filled(lambda p: p["fill_value"], np.full))
+rule("function:numpy.zeros_like")(_filled(lambda p: 0, np.zeros_like))
+rule("function:numpy.ones_like")(_filled(lambda p: 1, np.ones_like))
+rule("function:numpy.full_like")(_filled(lambda p: p["fill_value"], np.full_like))
+
+
+#: the dtypes creation functions compose natively (float16 and complex run as NumPy)
+CREATION_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                             "uint64", "float32", "float64"})
+
+
+def _positions(ctx: LoweringContext, n: int, dtype: str) -> Node:
+    """0, 1, ..., n - 1 in ``dtype`` (an integer range cast, as NumPy converts its loop index)."""
+    ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": n, "dtype": "int64"},
+                    meta=TensorMeta((n,), "int64", (1,)))
+    return ctx.emit("cast", (ramp,), {"dtype": dtype}, meta=TensorMeta((n,), dtype, (1,))), ramp
+
+
+def _float_arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...]) -> Node:
+    """NumPy's float arange: a[0] = start, a[1] = start + step (in Python floats), and
+    a[i] = start + i * delta with delta = a[1] - a[0], all in the result's dtype (its fill loop)."""
+    meta = node.tensor
+    values = [float(_scalar(a)) for a in args]
+    start, step = (0.0, 1.0) if len(values) == 1 else \
+        (values[0], values[2] if len(values) == 3 else 1.0)
+    kind = np.dtype(meta.dtype).type
+    first, second = kind(start), kind(start + step)
+    delta = second - first
+    n = meta.shape[0]
+    if n < 2:
+        return ctx.emit("full", (), {"value": first.item(), "shape": (n,), "dtype": meta.dtype})
+    positions, ramp = _positions(ctx, n, meta.dtype)
+    flags = TensorMeta((n,), "bool", (1,))
+    values_node = ctx.emit("add", (ctx.emit("mul", (positions, delta.item())), first.item()))
+    at_one = ctx.emit("eq", (ramp, 1), meta=flags)
+    values_node = ctx.emit("where", (at_one, second.item(), values_node))
+    return ctx.emit("where", (ctx.emit("eq", (ramp, 0), meta=flags), first.item(), values_node))
+
+
+@rule("function:numpy.arange")
+def _arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """Integer ranges (start + step * i, exact); float ranges by NumPy's own fill formula."""
+    meta = node.tensor
+    if set(kwargs) - {"dtype"} or not 1 <= len(args) <= 3 or meta.dtype not in CREATION_DTYPES:
+        raise NotNative
+    if np.dtype(meta.dtype).kind == "f":
+        return _float_arange(ctx, node, args)
+    if np.dtype(meta.dtype).kind not in "iu":
+        raise NotNative
+    values = [_int(a) for a in args]
+    start, step = (0, 1) if len(values) == 1 else (values[0], values[2] if len(values) == 3 else 1)
+    return ctx.emit("arange", (), {"start": start, "step": step, "n": meta.shape[0],
+                                   "dtype": meta.dtype})
+
+
+@rule("function:numpy.linspace")
+def _linspace(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """NumPy's linspace for scalar ends: i * step + start in float64 (i / div * delta when the
+    step underflows to 0), the last value exactly ``stop`` with the endpoint, then the dtype
+    (floored for integer dtypes). Array ends, ``retstep`` and ``axis`` run as NumPy."""
+    params = _bind(np.linspace, args, kwargs)
+    meta = node.tensor
+    if params.get("retstep") or params.get("axis", 0) != 0 or params.get("device") is not None \
+            or meta.dtype not in CREATION_DTYPES or np.dtype(meta.dtype).kind not in "iuf":
+        raise NotNative
+    start, stop = float(_scalar(params["start"])), float(_scalar(params["stop"]))
+    num, endpoint = _int(params.get("num", 50)), bool(params.get("endpoint", True))
+    div = num - 1 if endpoint else num
+    wide = TensorMeta((num,), "float64", (1,))
+    if num < 2 or div == 0:
+        values = ctx.emit("full", (), {"value": start, "shape": (num,), "dtype": "float64"},
+                          meta=wide)
+    else:
+        positions, ramp = _positions(ctx, num, "float64")
+        delta = stop - start
+        step = delta / div
+        if step == 0:
+            fraction = ctx.emit("truediv", (positions, float(div)), meta=wide)
+            values = ctx.emit("mul", (fraction, delta), meta=wide)
+        else:
+            values = ctx.emit("mul", (positions, step), meta=wide)
+        values = ctx.emit("add", (values, start), meta=wide)
+        if endpoint:
+            last = ctx.emit("eq", (ramp, num - 1), meta=TensorMeta((num,), "bool", (1,)))
+            values = ctx.emit("where", (last, stop, values), meta=wide)
+    if np.dtype(meta.dtype).kind in "iu":
+        values = ctx.emit("floor", (values,), meta=wide)
+    if meta.dtype == "float64":
+        return values
+    return ctx.emit("cast", (values,), {"dtype": meta.dtype})
+
+
+@rule("function:numpy.eye")
+def _eye(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    params = _bind(np.eye, args, kwargs)
+    if params.get("order", "C") != "C" or params.get("like") is not None:
+        raise NotNative
+    meta = node.tensor
+    return ctx.emit("eye", (), {"n": meta.shape[0], "m": meta.shape[1],
+                                "k": _int(params.get("k", 0)), "dtype": meta.dtype})
