@@ -38,7 +38,7 @@ MARGIN = 1.25
 
 def units(op: str, dtype: str) -> int:
     """The cost of one element of ``op`` in ``dtype``, in units of UNIT_NS."""
-    wide = np.dtype(dtype).itemsize == 8 if dtype != "bool" else False
+    wide = np.dtype(dtype).itemsize == 8
     if op in FUNCTION_NS:
         return max(1, round(FUNCTION_NS[op][wide] / UNIT_NS))
     return 2 if wide else 1
