@@ -10,6 +10,7 @@ for that key, with one log line saying why (or, under ``strict_native=True``, ra
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,13 +21,22 @@ import numpy as np
 from stax.codegen import ExternResultMismatch
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, tree_unflatten, write_json
 from stax.trace import leaf_names, trace
+from stax.trace.proxy import Proxy
 
 from . import config, logs
 from .backends import dump_path, get_backend
 from .capture_cache import CaptureCache, Uncacheable, capture_key
 from .freevars import FreeVariables
 from .gates import GATE_CONDITION, GateReplay
-from .signature import GuardFailure, array_signature, diff_signature, signature
+from .guards import FreeGuards, Snapshot, rebinds_free_names
+from .signature import (
+    GuardFailure,
+    Unguardable,
+    array_signature,
+    diff_signature,
+    holds_identity,
+    signature,
+)
 
 PLAIN = "plain"  # rho: the transform applied (value-and-grad and friends arrive with autodiff)
 
@@ -87,14 +97,25 @@ class Version:
     entry: Any = None  # the machine-code entry (stax.codegen.cpu.entry.Entry), if it has one
     stats: dict[str, float] = field(default_factory=dict)
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
+    free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
+
+    @property
+    def guarded(self) -> bool:
+        """Whether guards beyond sigma apply (free values, data gates)."""
+        return self.free is not None or self.gates is not None
 
     def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        """The gamma_g guard (sigma already matched): replay the data gates on these arguments."""
+        """The guards beyond sigma (sigma already matched): the free values the trace read still
+        describe the same, and the data gates replay to the traced outcomes (gamma_g)."""
+        if self.free is not None and not self.free.matches():
+            return False
         return self.gates is None or self.gates.matches(tree_leaves((args, kwargs)))
 
     def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> list[GuardFailure | GateFailure]:
         out: list[GuardFailure | GateFailure] = list(diff_signature(self.sigma, sigma))
+        if self.free is not None:
+            out += self.free.failures()
         if self.gates is not None:
             outcomes = self.gates.outcomes(tree_leaves((args, kwargs)))
             if outcomes != self.gates.expected:
@@ -125,6 +146,12 @@ class CompiledFunction:
         self.options = dict(options or {})
         self.limits = limits or Limits()
         self._free = FreeVariables(fn)
+        self._guards = FreeGuards(fn, lifted=set(self._free.names))
+        self._rebinds = rebinds_free_names(fn)
+        # one compile at a time per function: threads making the same first call wait for the
+        # first one's version instead of compiling copies of it
+        self._compile_lock = threading.RLock()
+        self._unguardable_reported: set[str] = set()
         self._versions: list[Version] = []
         self._by_sigma: dict[Any, list[Version]] = {}
         self._by_layout: dict[Any, list[Version]] = {}
@@ -153,6 +180,7 @@ class CompiledFunction:
         return self._call(*args, **kwargs)
 
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
+        user_args = args
         if self._free:
             args = (*self._free.read(), *args)
         if not kwargs:
@@ -164,20 +192,41 @@ class CompiledFunction:
                 else:
                     candidates, level = self._by_layout.get(layout, ()), 2
                 for version in candidates:
-                    if version.gates is None or version.applies(args, kwargs):
+                    if not version.guarded or version.applies(args, kwargs):
                         self._hits[level] += 1
                         self._last = (layout, candidates)
                         return self._run(version, args, kwargs)
-        sigma = signature(args, kwargs)
+        if _traced(user_args, kwargs):  # called inside another function's capture: inline it
+            return self.fn(*user_args, **kwargs)
+        try:
+            sigma = signature(args, kwargs)
+        except Unguardable as exc:
+            return self._run_unguardable(f"an argument cannot be keyed: {exc}", args, kwargs)
+        version = self._lookup(sigma, args, kwargs)
+        if version is None:
+            with self._compile_lock:  # another thread may have compiled it meanwhile
+                version = self._lookup(sigma, args, kwargs) or self._miss(sigma, args, kwargs)
+        return self._run(version, args, kwargs)
+
+    def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Version | None:
         for version in self._by_sigma.get(sigma, ()):
             if version.applies(args, kwargs):
                 self._hits[3] += 1
-                return self._run(version, args, kwargs)
-        return self._run(self._miss(sigma, args, kwargs), args, kwargs)
+                return version
+        return None
+
+    def _run_unguardable(self, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call whose key cannot be computed runs eagerly, with one warning per reason."""
+        self._fallbacks += 1
+        if reason not in self._unguardable_reported:
+            self._unguardable_reported.add(reason)
+            logs.warn(f"stax: {self._name} runs eagerly for such calls: {reason}")
+        return self._traced_function()(*args, **kwargs)
 
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if version.entry is not None:
-            self._call = version.entry.function  # level 1 in machine code for the next call
+        if version.entry is not None:  # level 1 in machine code for the next call
+            self._call = version.entry.function if version.free is None else \
+                _guarded_entry(version.entry.function, version.free, self._dispatch)
         if not version.native:
             self._fallbacks += 1
             return version.run(args, kwargs)
@@ -203,7 +252,11 @@ class CompiledFunction:
         """For each cached version, the guards that fail for these arguments (corollary 2.1)."""
         if self._free:
             args = (*self._free.read(), *args)
-        sigma = signature(args, kwargs)
+        try:
+            sigma = signature(args, kwargs)
+        except Unguardable as exc:
+            raise StaxError(f"these arguments cannot be keyed ({exc}): such calls run "
+                            "eagerly") from None
         return [VersionReport(v.index, v.native, v.failures(sigma, args, kwargs))
                 for v in self._versions]
 
@@ -276,6 +329,7 @@ class CompiledFunction:
         user_args = args[len(self._free.names):]
         names = [*self._free.names, *leaf_names(self.fn, user_args, kwargs)]
         clock = time.perf_counter()
+        free = self._free_snapshot()
         captures, key = self._capture_cache(settings, sigma, names)
         capture = captures.load(key) if captures is not None and key is not None else None
         if capture is not None:
@@ -283,6 +337,7 @@ class CompiledFunction:
         else:
             capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names)
             timings["capture"] = time.perf_counter() - clock
+            self._check_no_side_effects(free, sigma, args, kwargs)
             if captures is not None and key is not None and not capture.gates:
                 captures.store(key, capture)
         dump = self._dumper(settings, name, number)
@@ -307,9 +362,10 @@ class CompiledFunction:
         runner = _tree_runner(run_flat, slots, capture) if not capture.writeback else \
             _writeback_runner(run_flat, slots, capture)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
-                          gates=GateReplay(capture) if capture.gates else None)
+                          gates=GateReplay(capture) if capture.gates else None, free=free)
         # f(array, ...): every argument leaf is an input, none a keyword, nothing written back
-        plain_call = slots == list(range(len(leaves))) and not kwargs and not capture.writeback
+        plain_call = slots == list(range(len(leaves))) and not kwargs and not capture.writeback \
+            and len(args) == len(leaves) and all(a is leaf for a, leaf in zip(args, leaves))
         if plain_call and output_tree.kind == "leaf":
             run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
             version.fast = run_one or (lambda *arrays: run_flat(*arrays)[0])
@@ -324,9 +380,38 @@ class CompiledFunction:
                 version.entry = entry
         return version
 
+    def _free_snapshot(self) -> Snapshot | None:
+        """The free values the trace is about to read (None when there are none)."""
+        if self._rebinds:
+            raise UnsupportedError(f"the function assigns {', '.join(self._rebinds)}: a side "
+                                   "effect a capture cannot replay on later calls",
+                                   hint="return the value instead")
+        if not self._guards:
+            return None
+        try:
+            return self._guards.snapshot()
+        except Unguardable as exc:
+            raise UnsupportedError(f"a value it reads cannot be keyed: {exc}",
+                                   hint="pass it as an argument") from None
+
+    def _check_no_side_effects(self, free: Snapshot | None, sigma: Any,
+                               args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A trace that changed a value it reads (a global list appended to, an attribute of an
+        argument set) did a side effect the compiled version would not repeat."""
+        changed = [f.path for f in free.failures()] if free is not None else []
+        try:
+            if signature(args, kwargs) != sigma:
+                changed.append("an argument's attributes or contents")
+        except Unguardable:
+            changed.append("an argument's attributes or contents")
+        if changed:
+            raise UnsupportedError(f"the function changes {', '.join(changed)} when it runs: a "
+                                   "side effect a compiled version would not repeat",
+                                   hint="return the new value instead")
+
     def _capture_cache(self, settings: config.Settings, sigma: Any, names: list[str]
                        ) -> tuple[CaptureCache | None, str | None]:
-        if settings.cache_dir is None:
+        if settings.cache_dir is None or holds_identity(sigma):
             return None, None
         try:
             return CaptureCache(settings.cache_dir), capture_key(self.fn, sigma, names)
@@ -348,6 +433,22 @@ class CompiledFunction:
 
 class _InternalError(StaxError):
     pass
+
+
+def _traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether any argument leaf is a traced value (a call from inside another capture)."""
+    values = (*args, *kwargs.values()) if kwargs else args
+    if any(type(v) in (tuple, list, dict) for v in values):
+        return any(isinstance(leaf, Proxy) for leaf in tree_leaves((args, kwargs)))
+    return any(isinstance(v, Proxy) for v in values)
+
+
+def _guarded_entry(function: Callable[..., Any], free: Snapshot, dispatch: Callable[..., Any]
+                   ) -> Callable[..., Any]:
+    """The machine-code entry of a version with free-value guards: they are checked first."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs) if free.matches() else dispatch(*args, **kwargs)
+    return call
 
 
 def _tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any

@@ -2,29 +2,83 @@
 
 ``signature(args, kwargs)`` is a nested tuple ``(positional, keywords)`` whose structure is the
 path structure guards report (``inputs[0][0][2][0]``: positional part, first argument, shape item,
-dimension 0):
+dimension 0). Every leaf is described by *value* wherever the trace could have read its value, so
+that two calls with the same signature trace the same program (proposition 2.1):
 
 - an array: ``("ndarray", device, shape, dtype, strides)`` — strides in bytes, as numbers, because
   kernels are written for the traced layout (§2.2); the dynamic-mode expression form replaces this
   item when dynamic shapes land;
-- None, bool, int, str: ``(type, value)``; float: ``("float", float.hex(x))`` so that -0.0 and 0.0
-  differ and a NaN matches itself; a NumPy scalar: ``(type, dtype, bytes)``;
+- None, bool, int, str, bytes: ``(type, value)``; float: ``("float", float.hex(x))`` so that -0.0
+  and 0.0 differ and a NaN matches itself; complex likewise per part; a NumPy scalar:
+  ``(type, dtype, bytes)``; a dtype, a slice, Ellipsis: by value;
 - a tuple, list or dict: ``(type, elements)`` with a dict's elements as ``(key, signature)`` pairs;
-- anything else: ``(type, id)``.
+- an instance of a Python class (a config object, say): ``("object", class, state)``, its state
+  the signatures of its attributes (``__dict__`` and ``__slots__``), recursively;
+- a ``functools.partial``, a bound method: their parts; a Python function: its identity together
+  with the values it reads (defaults, closure cells, the globals its code names);
+- classes, modules, NumPy and builtin callables, and objects with no visible state: their identity,
+  held by a strong reference so that the address can never be reused by another object while a key
+  holds it (an ``id()`` alone could name a new object at a reused address).
+
+What cannot be described within ``MAX_VALUES`` values (a huge list, a large array inside an object)
+raises :class:`Unguardable`: the call then runs eagerly, saying why.
 """
 
 from __future__ import annotations
 
+import dis
+import enum
+import functools
+import types
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 ARRAY = "ndarray"
-_BY_VALUE = (int, bool, str, type(None))
+MAX_VALUES = 256  # values described per argument or free value before it is Unguardable
+SMALL_ARRAY_BYTES = 4096  # an array inside an object is keyed by its bytes up to this size
+_BY_VALUE = (int, bool, str, bytes, type(None))
+_OWN_MODULES = ("numpy", "stax", "builtins", "math", "cmath", "operator", "functools", "itertools",
+                "collections", "enum", "typing", "types")
+
+
+class Unguardable(Exception):
+    """A value whose state Stax cannot put in a key within ``MAX_VALUES`` values."""
+
+
+class Identity:
+    """An object keyed by identity. The key holds it (a strong reference), so its address cannot
+    be reused by another object while any version's key names it."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Identity and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __repr__(self) -> str:
+        name = getattr(self.obj, "__qualname__", None) or type(self.obj).__qualname__
+        module = getattr(self.obj, "__module__", None) or type(self.obj).__module__
+        return f"<{module}.{name} at {id(self.obj):#x}>"
+
+
+def own_module(module: Any) -> bool:
+    """NumPy, Stax and the standard library's functional modules: their callables are stable."""
+    if not isinstance(module, str):
+        return False
+    # "_operator", "_functools": C accelerator modules; "__main__" is the user's
+    return module.split(".")[0] in _OWN_MODULES or (module.startswith("_") and
+                                                    not module.startswith("__"))
 
 
 def leaf_signature(x: Any) -> Any:
+    """The signature of one argument leaf (see the module docstring); raises Unguardable."""
     t = type(x)
     if t is np.ndarray:
         return (ARRAY, "cpu", x.shape, x.dtype, x.strides)
@@ -38,7 +92,154 @@ def leaf_signature(x: Any) -> Any:
         return ("dict", tuple((k, leaf_signature(v)) for k, v in x.items()))
     if isinstance(x, np.generic):
         return (t.__name__, x.dtype.str, x.tobytes())
-    return (f"{t.__module__}.{t.__qualname__}", id(x))
+    if t is np.random.Generator:  # traced as an input: only the kind of its bit generator matters
+        return ("numpy.random.Generator", type(x.bit_generator).__qualname__)
+    return Describer().describe(x)
+
+
+class Describer:
+    """Describes any Python value by the state a trace could read from it, within a budget."""
+
+    def __init__(self) -> None:
+        self.budget = MAX_VALUES
+        self.active: set[int] = set()  # objects being described (a cycle is keyed by identity)
+
+    def describe(self, x: Any) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise Unguardable(f"it holds more than {MAX_VALUES} values")
+        t = type(x)
+        if t is float:
+            return ("float", x.hex())
+        if t in _BY_VALUE:
+            return (t.__name__, x)
+        if t is complex:
+            return ("complex", x.real.hex(), x.imag.hex())
+        if isinstance(x, np.generic):
+            return (t.__name__, x.dtype.str, x.tobytes())
+        if t is np.dtype or isinstance(x, np.dtype):
+            return ("dtype", x)
+        if x is Ellipsis or x is NotImplemented:
+            return (repr(x),)
+        if id(x) in self.active:
+            return ("cycle", Identity(x))
+        self.active.add(id(x))
+        try:
+            return self._compound(x, t)
+        finally:
+            self.active.discard(id(x))
+
+    def _compound(self, x: Any, t: type) -> Any:
+        d = self.describe
+        if t in (tuple, list, set, frozenset, bytearray):
+            items = sorted(x, key=repr) if t in (set, frozenset) else x
+            return (t.__name__, tuple(d(v) for v in items))
+        if t is dict:
+            return ("dict", tuple((d(k), d(v)) for k, v in x.items()))
+        if t is slice:
+            return ("slice", d(x.start), d(x.stop), d(x.step))
+        if t is np.ndarray:
+            layout = (ARRAY, "cpu", x.shape, x.dtype, x.strides)
+            if x.nbytes > SMALL_ARRAY_BYTES or x.dtype.hasobject:
+                raise Unguardable(f"it holds an array of {x.nbytes} bytes, more than Stax keys by "
+                                  f"value ({SMALL_ARRAY_BYTES})")
+            return (*layout, np.ascontiguousarray(x).tobytes())
+        if isinstance(x, (type, types.ModuleType, enum.Enum)) or t in _CALLABLE_TYPES:
+            return ("identity", Identity(x))
+        if isinstance(x, types.FunctionType):
+            return self._function(x)
+        if isinstance(x, types.MethodType):
+            return ("method", d(x.__func__), d(x.__self__))
+        if isinstance(x, functools.partial):
+            return ("partial", d(x.func), d(x.args), d(x.keywords))
+        return self._instance(x, t)
+
+    def _function(self, fn: types.FunctionType) -> Any:
+        """A Python function: itself, and every value it reads that is not an argument."""
+        if own_module(fn.__module__):
+            return ("identity", Identity(fn))
+        d = self.describe
+        scope = fn.__globals__
+        closure = tuple(_cell_value(c) for c in fn.__closure__ or ())
+        return ("function", Identity(fn), d(fn.__defaults__), d(fn.__kwdefaults__),
+                d(closure), tuple((n, d(scope[n])) for n in global_names(fn.__code__)
+                                  if n in scope))
+
+    def _instance(self, x: Any, t: type) -> Any:
+        """An instance: its class and the values of its attributes, builtin base values included
+        (a named tuple's fields, an int subclass's value)."""
+        d = self.describe
+        base, slots = _layout_of(t)
+        state: list[Any] = []
+        if base is not None:
+            state.append(d(base(x)))
+        attrs = getattr(x, "__dict__", None)
+        if type(attrs) is dict:
+            state.append(tuple((k, d(v)) for k, v in attrs.items()))
+        if slots:
+            state.append(tuple((s, d(getattr(x, s, _MISSING))) for s in slots))
+        if not state:  # no visible state (a C object): its identity
+            return ("identity", Identity(x))
+        return ("object", Identity(t), tuple(state))
+
+
+_LAYOUTS: dict[type, tuple[type | None, tuple[str, ...]]] = {}
+
+
+def _layout_of(t: type) -> tuple[type | None, tuple[str, ...]]:
+    """Where a class keeps its instances' state: a builtin base's value, and its slots."""
+    layout = _LAYOUTS.get(t)
+    if layout is None:
+        base = next((b for b in (tuple, list, dict, int, float, str, bytes, complex)
+                     if issubclass(t, b)), None)
+        slots = tuple(s for c in t.__mro__ for s in ([c.__dict__["__slots__"]] if isinstance(
+            c.__dict__.get("__slots__"), str) else c.__dict__.get("__slots__", ()))
+                      if s not in ("__dict__", "__weakref__"))
+        layout = _LAYOUTS[t] = (base, slots)
+    return layout
+
+
+_MISSING = ("missing",)
+_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, np.ufunc,
+                   types.WrapperDescriptorType, types.MethodWrapperType, types.MethodDescriptorType,
+                   types.ClassMethodDescriptorType, types.GetSetDescriptorType,
+                   types.MemberDescriptorType, types.CodeType)
+
+
+@functools.lru_cache(maxsize=4096)
+def global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The global names ``code`` (and the functions and comprehensions nested in it) loads,
+    from its instructions: ``co_names`` mixes them with attribute names."""
+    names: dict[str, None] = {}
+    for c in _nested_codes(code):
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                names[ins.argval] = None
+    return tuple(names)
+
+
+def holds_identity(description: Any) -> bool:
+    """Whether a signature keys some object by identity (such a key means nothing in another
+    process: a capture under it is not stored on disk)."""
+    if isinstance(description, Identity):
+        return True
+    if isinstance(description, tuple):
+        return any(holds_identity(d) for d in description)
+    return False
+
+
+def _nested_codes(code: types.CodeType) -> Any:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _nested_codes(const)
+
+
+def _cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return _MISSING
 
 
 def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -73,14 +274,65 @@ class GuardFailure:
         return f"{self.condition} (got {_show(self.actual)})"
 
 
+def diff_state(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
+    """An object's attributes that differ, each as ``path.attribute``."""
+    e_attrs, a_attrs = dict(_attributes(expected)), dict(_attributes(actual))
+    if e_attrs.keys() != a_attrs.keys() or len(expected) != len(actual) or any(
+            not _is_attributes(e) and e != a for e, a in zip(expected, actual)):
+        return [GuardFailure(path, ("object", expected), ("object", actual))]
+    out: list[GuardFailure] = []
+    for name, e in e_attrs.items():
+        a = a_attrs[name]
+        if e == a:
+            continue
+        out += diff_description(e, a, f"{path}.{name}")
+    return out
+
+
+def diff_description(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
+    """The failing guards between two descriptions of a value, as deep as both have one shape:
+    ``cfg.scale``, ``globals['helper'].globals['K']`` rather than two whole descriptions."""
+    if expected == actual:
+        return []
+    same_kind = isinstance(expected, tuple) and isinstance(actual, tuple) and expected and \
+        actual and expected[0] == actual[0]
+    if same_kind and expected[0] == "object" and expected[1] == actual[1]:
+        return diff_state(expected[2], actual[2], path)
+    if same_kind and expected[0] == "function" and expected[1] == actual[1]:
+        parts = ("defaults", "kwdefaults", "closure")
+        out: list[GuardFailure] = []
+        for name, e, a in zip(parts, expected[2:5], actual[2:5]):
+            out += diff_description(e, a, f"{path}.{name}")
+        e_globals, a_globals = dict(expected[5]), dict(actual[5])
+        if e_globals.keys() != a_globals.keys():
+            return [*out, GuardFailure(f"{path}.globals", expected[5], actual[5])]
+        for name, e in e_globals.items():
+            out += diff_description(e, a_globals[name], f"{path}.globals[{name!r}]")
+        return out
+    return [GuardFailure(path, expected, actual)]
+
+
+def _is_attributes(part: Any) -> bool:
+    return isinstance(part, tuple) and all(isinstance(p, tuple) and len(p) == 2 and
+                                           isinstance(p[0], str) for p in part)
+
+
+def _attributes(state: Any) -> list[tuple[str, Any]]:
+    return [item for part in state if _is_attributes(part) for item in part]
+
+
 def _show(value: Any) -> str:
     if isinstance(value, np.dtype):
         return str(value) if value.isnative else value.str
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "float":
         return repr(float.fromhex(value[1]))
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) \
-            and value[0] in ("int", "bool", "str", "NoneType"):
+            and value[0] in ("int", "bool", "str", "NoneType", "bytes"):
         return repr(value[1])
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "identity":
+        return repr(value[1])
+    if isinstance(value, tuple) and len(value) == 3 and value[0] == "complex":
+        return repr(complex(float.fromhex(value[1]), float.fromhex(value[2])))
     return repr(value)
 
 
@@ -129,6 +381,8 @@ def _diff_leaf(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
         return out
     if kind in ("tuple", "list"):
         return _diff_sequence(expected[1], actual[1], f"{path}[1]")
+    if kind == "object" and expected[1] == actual[1]:
+        return diff_state(expected[2], actual[2], path)
     if kind == "dict":
         e_keys, a_keys = tuple(k for k, _ in expected[1]), tuple(k for k, _ in actual[1])
         if e_keys != a_keys:
