@@ -10,8 +10,11 @@ for that key, with one log line saying why (or, under ``strict_native=True``, ra
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,6 +173,20 @@ class CompiledFunction:
         if dynamic:
             logs.warn(f"stax: {self._name}: dynamic=True is not implemented yet; "
                       "compiling one version per exact shape (results are unaffected)")
+
+    def __reduce__(self) -> Any:
+        """Pickled by reference, like a function (multiprocessing sends it to workers): the
+        module-level name it is bound to, or its function and settings, compiled afresh (a new
+        process has its own versions; the disk cache makes its first compile cheap)."""
+        module = sys.modules.get(getattr(self, "__module__", None) or "")
+        qualname = getattr(self, "__qualname__", "")
+        found: Any = module
+        for part in qualname.split("."):
+            found = getattr(found, part, None)
+        if found is self:
+            return qualname
+        return (_recompile, (self.fn, self.device, self.dynamic, self.strict_native,
+                             self.backend_name, self.options, self.limits))
 
     @property
     def _name(self) -> str:
@@ -340,16 +357,17 @@ class CompiledFunction:
             self._check_no_side_effects(free, sigma, args, kwargs)
             if captures is not None and key is not None and not capture.gates:
                 captures.store(key, capture)
-        dump = self._dumper(settings, name, number)
+        dump = self._dumper(settings, self._dump_name(name), number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
         leaves = tree_flatten((args, kwargs))[0]
         slots = [i for i, s in enumerate(capture.inputs) if s is not None]
         try:
             extra = {"cache_dir": settings.cache_dir} if self.backend_name == "stax" else {}
-            run_flat = self.backend(capture, [leaves[i] for i in slots], dump=dump,
-                                    timings=timings, log=lambda category, text: logs.emit(
-                                        category, settings.logs, text), **extra, **self.options)
+            services = {"dump": dump, "timings": timings,
+                        "log": lambda category, text: logs.emit(category, settings.logs, text)}
+            run_flat = self.backend(capture, [leaves[i] for i in slots], **extra,
+                                    **_accepted(self.backend, services), **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly
@@ -419,6 +437,21 @@ class CompiledFunction:
             logs.emit("perf", settings.logs, f"{self._name}: capture not cached on disk: {exc}")
             return None, None
 
+    def _dump_name(self, name: str) -> str:
+        """The file-name stem of this function's dumps: its name, with a suffix where another
+        live compiled function of this process already writes under that name."""
+        with _DUMP_NAMES_LOCK:
+            mine = getattr(self, "_dump_stem", None)
+            if mine is not None:
+                return mine
+            stem, n = name, 1
+            while (owner := _DUMP_NAMES.get(stem)) is not None and owner() not in (None, self):
+                n += 1
+                stem = f"{name}-{n}"
+            _DUMP_NAMES[stem] = weakref.ref(self)
+            self._dump_stem = stem
+            return stem
+
     def _dumper(self, settings: config.Settings, name: str, number: int
                 ) -> Callable[[str, Any], None]:
         directory = settings.dump_dir
@@ -433,6 +466,29 @@ class CompiledFunction:
 
 class _InternalError(StaxError):
     pass
+
+
+_DUMP_NAMES: dict[str, weakref.ref[CompiledFunction]] = {}
+_DUMP_NAMES_LOCK = threading.Lock()
+
+
+def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool, strict_native: bool,
+               backend: str, options: dict[str, Any], limits: Limits) -> CompiledFunction:
+    return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
+                            backend=backend, options=options, limits=limits)
+
+
+def _accepted(backend: Callable[..., Any], services: dict[str, Any]) -> dict[str, Any]:
+    """The optional services (``dump``, ``timings``, ``log``) a backend's signature takes: the spec
+    §1.2 contract is ``backend(graph, example_inputs, **options)``, so a plain
+    ``backend(graph, example_inputs)`` gets none of them."""
+    try:
+        params = inspect.signature(backend).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return services
+    return {k: v for k, v in services.items() if k in params}
 
 
 def _traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -7,11 +7,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "kernels", "perf")
+_reported: set[tuple[str, ...]] = set()  # unknown STAX_LOGS categories already warned about
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,13 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         raw = {c.strip() for c in os.environ.get("STAX_LOGS", "").split(",") if c.strip()}
+        unknown = sorted(raw - set(LOG_CATEGORIES) - {"all"})
+        if unknown and tuple(unknown) not in _reported:
+            _reported.add(tuple(unknown))
+            logging.getLogger("stax").warning(
+                "stax: STAX_LOGS names unknown categor%s %s; known: %s, all",
+                "y" if len(unknown) == 1 else "ies", ", ".join(map(repr, unknown)),
+                ", ".join(LOG_CATEGORIES))
         logs = frozenset(LOG_CATEGORIES) if "all" in raw else frozenset(raw & set(LOG_CATEGORIES))
         dump = os.environ.get("STAX_DUMP_DIR")
         cache = os.environ.get("STAX_CACHE_DIR") or str(Path.home() / ".cache" / "stax")

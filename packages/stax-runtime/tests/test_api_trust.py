@@ -1,0 +1,72 @@
+"""Issue 10, item 14: the API's smaller promises — custom backends, dump names, pickling, logs."""
+
+import logging
+import multiprocessing
+import pickle
+
+import numpy as np
+
+import stax.runtime as stax
+from stax.ir import run_graph
+
+X = np.arange(6.0)
+
+
+def test_a_backend_with_the_plain_spec_signature_works():
+    seen = []
+
+    def plain(capture, example_inputs):  # spec §1.2: backend(graph, example_inputs, **options)
+        seen.append(len(example_inputs))
+        names = [n for n in capture.inputs if n is not None]
+        return lambda *arrays: list(run_graph(capture.graph, dict(zip(names, arrays))))
+
+    stax.register_backend("test-plain", plain)
+    f = stax.compile(lambda x: x * 2 + 1, backend="test-plain", strict_native=True)
+    np.testing.assert_array_equal(f(X), X * 2 + 1)
+    assert seen == [1] and f.cache_info().fallbacks == 0
+
+
+def test_functions_of_one_name_dump_to_different_files(monkeypatch, tmp_path):
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path))
+
+    def make(k):
+        def f(x):
+            return x * k
+        return f
+
+    a, b = stax.compile(make(2.0)), stax.compile(make(3.0))
+    a(X)
+    b(X)
+    a(X + 1)  # a's own name again
+    names = sorted(p.name for p in tmp_path.glob("*.capture.json"))
+    assert names == ["f-2.v0.capture.json", "f.v0.capture.json"]
+
+
+@stax.compile
+def doubled(x):
+    return x * 2
+
+
+def triple(x):
+    return x * 3
+
+
+tripled = stax.compile(triple)
+
+
+def test_compiled_functions_pickle_by_reference():
+    assert pickle.loads(pickle.dumps(doubled)) is doubled
+    again = pickle.loads(pickle.dumps(tripled))
+    np.testing.assert_array_equal(again(X), X * 3)
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        results = pool.map_async(doubled, [X, X + 1]).get(timeout=120)
+    np.testing.assert_array_equal(results[1], (X + 1) * 2)
+
+
+def test_unknown_log_categories_are_named(monkeypatch, caplog):
+    monkeypatch.setenv("STAX_LOGS", "recompile,kernels")
+    f = stax.compile(lambda x: x - 1)
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        f(X)
+    assert any("unknown category 'recompile'" in r.getMessage() and "recompiles" in r.getMessage()
+               for r in caplog.records)
