@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import StaxError
-from stax.ir.interpreter import resolve_function
+from stax.ir.interpreter import call_method, resolve_function
 from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
 
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
@@ -30,7 +30,10 @@ class ExternResultMismatch(StaxError):
 def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]], None]:
     """``step(env)``: call NumPy with the operands from ``env``, check the result, store it."""
     args, kwargs = decode_operands(plan.args), decode_operands(plan.kwargs)
+    # the allow-list, checked when the plan is loaded: a document names data, never code
     fn = None if plan.method else resolve_function(plan.target)
+    if plan.method:
+        call_method(None, plan.target, (), {}, check_only=True)
     dtype = np.dtype(plan.dtype)
     strides = tuple(s * dtype.itemsize for s in plan.strides)
     out, shape = slot[plan.buffer], plan.shape
@@ -39,7 +42,7 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]]
         def fetch(ref: BufferRef) -> Any:
             return env[slot[ref.name]]
         a, k = map_buffer_refs(args, fetch), map_buffer_refs(kwargs, fetch)
-        result = getattr(a[0], plan.target)(*a[1:], **k) if fn is None else fn(*a, **k)
+        result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
         if plan.sequence is not None:
             if not isinstance(result, (tuple, list)) or len(result) != plan.sequence:
                 raise ExternResultMismatch(f"extern {plan.target}() returned "
@@ -89,12 +92,19 @@ def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
                    outputs: list[tuple[Any, Any]], n_inputs: int) -> Callable[..., Any] | None:
     """For the common plan — one kernel on the calling thread, one array output — a function
     ``run_one(*arrays) -> output`` written out as straight-line Python (no environment list, no
-    loops), which is what a tiny call's time is made of. None for any other plan."""
+    loops), which is what a tiny call's time is made of. None for any other plan.
+
+    The source is made from a fixed template and integers only (slot positions and the loop
+    range, each checked to be an ``int``): nothing of a document's text is ever executed."""
     if len(launches) != 1 or callable(launches[0]) or launches[0][3] or len(outputs) != 1:
         return None
     fn, args, outer, _ = launches[0]
     (out_slot, scalar), = outputs
     if out_slot is None or scalar or len(alloc_slots) != 1 or alloc_slots[0][0] != out_slot:
+        return None
+    if not all(type(v) is int for v in (*args, outer, out_slot, n_inputs)):
+        raise TypeError(f"kernel launch of unexpected form: args {args!r}, range {outer!r}")
+    if not all(0 <= a < n_inputs or a == out_slot for a in args):
         return None
     params = [f"a{i}" for i in range(n_inputs)]
     names = {**{i: p for i, p in enumerate(params)}, out_slot: "out"}

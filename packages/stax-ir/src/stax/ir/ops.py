@@ -200,10 +200,10 @@ _declare("layer_norm", OpKind.COMPOSITE, 3,
 
 
 def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> Any:
-    from .interpreter import resolve_function
+    from .interpreter import call_method, resolve_function
 
     if method:
-        return getattr(args[0], fn)(*args[1:], **call_kwargs)
+        return call_method(args[0], fn, args[1:], call_kwargs)
     return resolve_function(fn)(*args, **call_kwargs)
 
 

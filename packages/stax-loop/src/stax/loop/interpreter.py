@@ -170,11 +170,11 @@ def _memory_of(array: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _call_extern(call: ExternCall, objects: dict[str, Any]) -> Any:
-    from stax.ir.interpreter import resolve_function
+    from stax.ir.interpreter import call_method, resolve_function
 
     def fetch(ref: BufferRef) -> Any:
         return objects[ref.name]
     args, kwargs = map_buffer_refs(call.args, fetch), map_buffer_refs(call.kwargs, fetch)
     if call.method:
-        return getattr(args[0], call.target)(*args[1:], **kwargs)
+        return call_method(args[0], call.target, args[1:], kwargs)
     return resolve_function(call.target)(*args, **kwargs)

@@ -64,14 +64,19 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     key = plans.key(json.dumps(capture.to_json(), sort_keys=True, default=repr), pipeline,
                     CODEGEN_VERSION, stax_fingerprint(), *_host_parts()) if plans is not None else None
     blob = plans.load(key) if plans is not None and key is not None else None
-    if blob is not None:  # the whole plan of an identical capture: straight to machine code
-        artifact = KernelArtifact.from_json(json.loads(blob))
-        stage("plan (disk cache)")
-        dump("kernels", artifact)
-        executable = Executable(artifact, cache_dir)
-        stage("jit" if not executable.module.from_cache else "jit (disk cache)")
-        executable.artifact = artifact
-        return executable
+    if plans is not None and key is not None and blob is not None:
+        # the whole plan of an identical capture: straight to machine code
+        cached = _cached_plan(plans, key, blob, cache_dir)
+        if cached is not None:
+            artifact, executable, loaded = cached
+            for category in ("passes", "kernels"):
+                log(category, f"plan of {capture.name} from the disk cache (key {key}): passes, "
+                              "lowering and code generation skipped")
+            timings["plan (disk cache)"] = loaded - clock
+            clock = loaded
+            dump("kernels", artifact)
+            stage("jit" if not executable.module.from_cache else "jit (disk cache)")
+            return executable
     capture = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)  # passes rewrite a copy
     log("passes", f"passes on {capture.name}:\n{run_pipeline(capture.graph, pipeline)}")
     stage("passes")
@@ -99,7 +104,25 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
 def _plan_cache(cache_dir: Any) -> ObjectCache | None:
     """Kernel plans stored by the content of the capture they came from (with the pipeline, the
     codegen version and the host): a warm start skips passes, lowering and IR emission."""
-    return ObjectCache(Path(cache_dir) / "plans", suffix=".json") if cache_dir is not None else None
+    if cache_dir is None:
+        return None
+    return ObjectCache(Path(cache_dir) / "plans", suffix=".json", root=cache_dir)
+
+
+def _cached_plan(plans: ObjectCache, key: str, blob: bytes, cache_dir: Any
+                 ) -> tuple[KernelArtifact, Executable, float] | None:
+    """The executable of a stored plan (and when its document was read), or None: a plan that
+    does not parse or build (a defect of the entry, an extern outside the allow-list) is a miss,
+    reported once and removed; the plan is made again from the capture."""
+    try:
+        artifact = KernelArtifact.from_json(json.loads(blob))
+        loaded = time.perf_counter()
+        executable = Executable(artifact, cache_dir)
+    except Exception as exc:  # any defect of a stored document is a miss
+        plans.discard(key, f"the plan does not load ({type(exc).__name__}: {exc})")
+        return None
+    executable.artifact = artifact
+    return artifact, executable, loaded
 
 
 def _host_parts() -> tuple[str, ...]:

@@ -8,14 +8,23 @@ compile (a change anywhere gives another key, never a stale capture):
 
 - Stax, NumPy and Python versions and the signature sigma (shapes, strides, dtypes, scalars);
 - the compiled function: its code (nested functions and lambdas included), defaults, closure
-  values, and every global its code names — a constant by value, an array as a lifted argument,
-  a module by name together with the attributes the code names, a function of Stax, NumPy or the
-  standard library by name, any other Python function recursively in the same way.
+  values, and every global its code names — a constant by value, a lifted free array (the
+  function's own globals, module attributes and cells: arguments, keyed by sigma), a module by
+  name together with the attributes the code names, any other Python function recursively in
+  the same way;
+- a callable of Stax, NumPy or the standard library by name only when it is exactly what its
+  module and qualified name denote (a module-level function, ufunc, builtin or class: no state
+  of its own). Callables that carry state are described by it: a ``functools.partial`` by its
+  function, arguments and keywords, ``operator.itemgetter``/``attrgetter``/``methodcaller`` by
+  their arguments, a bound method (``np.add.reduce``) by its object and name.
 
 What cannot be keyed this way makes the capture uncacheable (it is traced, as before): a global
-or closure value of another type (a dict, an instance, a class), more than ``MAX_FUNCTIONS``
-functions, a capture with data gates (their outcomes belong to the example it ran on). Entries
-are stored with a digest by the object cache (a corrupted one is reported once and rebuilt).
+or closure value of another type (a dict, an instance, a class of the user's, a bound method of
+an instance, ``np.vectorize``), an array that is not lifted (read by a helper, inside a tuple or
+a partial: its contents could be baked into the capture), more than ``MAX_FUNCTIONS`` functions,
+a capture with data gates (their outcomes belong to the example it ran on). Entries are bound to
+their key by the object cache; a stored capture that does not parse is a miss (reported once,
+removed, traced again).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -37,7 +47,9 @@ from stax.ir import CAPTURE_SCHEMA, GraphProgram
 
 MAX_FUNCTIONS = 200
 _CONSTANTS = (int, float, complex, str, bytes, bool, type(None), np.generic, np.dtype)
-_OWN_MODULES = ("stax", "numpy", "builtins", "math", "operator", "functools", "itertools")
+_OWN_ROOTS = frozenset({"stax", "numpy", *sys.stdlib_module_names})
+#: callables of the standard library described by their constructor's arguments (``__reduce__``)
+_REDUCIBLE = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
 
 class Uncacheable(Exception):
@@ -60,41 +72,79 @@ def _code_hash(code: types.CodeType) -> str:
     return digest.hexdigest()
 
 
-def _own(value: Any) -> bool:
-    """Stax, NumPy and the standard library (their versions are in the key): not looked into."""
-    module = getattr(value, "__module__", None) or ""
-    if isinstance(value, types.FunctionType):
-        return module.split(".")[0] in _OWN_MODULES
-    return module.split(".")[0] in _OWN_MODULES or module.startswith("_")
+def _by_name(value: Any) -> list[str] | None:
+    """``["own", module, qualname]`` when ``value`` is exactly what that name denotes in Stax,
+    NumPy or the standard library (whose versions are in the key): a module-level function,
+    ufunc, builtin or class, which holds no state of its own. None for anything else — a
+    partial, a bound method, an instance, a closure made by a library function — whose state
+    the name does not cover."""
+    module = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or \
+            module.split(".")[0] not in _OWN_ROOTS:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None) if found is not None else None
+    return ["own", module, qualname] if found is value else None
 
 
 class _Keyer:
-    """Describes functions and the values they read as JSON-able data."""
+    """Describes functions and the values they read as JSON-able data: every value by its whole
+    state, or ``Uncacheable``."""
 
     def __init__(self) -> None:
         self.visiting: set[int] = set()
         self.functions = 0
 
-    def value(self, value: Any, attrs: tuple[str, ...] = ()) -> Any:
+    def value(self, value: Any, attrs: tuple[str, ...] = (), lifted: bool = False) -> Any:
+        """``lifted``: an array here is a lifted free variable (an argument keyed by sigma,
+        ``freevars.py``): the compiled function's own globals, module attributes and cells.
+        Anywhere else an array's contents could be baked into the capture: uncacheable."""
         if isinstance(value, _CONSTANTS):
             return ["const", type(value).__name__, repr(value)]
-        if isinstance(value, tuple):
+        if isinstance(value, tuple) and type(value) is tuple:
             return ["tuple", [self.value(v) for v in value]]
         if isinstance(value, np.ndarray):
-            return ["array"]  # a lifted free variable: an argument, keyed by sigma
+            if lifted and type(value) is np.ndarray:
+                return ["array"]
+            raise Uncacheable("it reads an array that is not one of its lifted free variables")
         if isinstance(value, types.ModuleType):
-            return ["module", value.__name__, {a: self.value(getattr(value, a)) for a in attrs
-                                               if hasattr(value, a) and not a.startswith("__")
-                                               and not isinstance(getattr(value, a),
-                                                                  types.ModuleType)}]
-        if isinstance(value, types.FunctionType) and not _own(value):
-            return self.function(value)
-        if _own(value) and callable(value):  # Stax/NumPy/standard library: versions are keyed
-            return ["own", getattr(value, "__module__", None),
-                    getattr(value, "__qualname__", getattr(value, "__name__", repr(type(value))))]
+            return self.module(value, attrs, lifted)
+        if isinstance(value, types.FunctionType):
+            return _by_name(value) or self.function(value, attrs)
+        named = _by_name(value)
+        if named is not None:
+            return named
+        if isinstance(value, (types.BuiltinMethodType, types.MethodType)):
+            owner = value.__self__
+            if owner is None or isinstance(owner, types.ModuleType):
+                raise Uncacheable(f"it reads {value!r}, which is not reachable by its name")
+            func = getattr(value, "__func__", None)
+            return ["method", self.value(owner), self.value(func) if func is not None
+                    else value.__name__]
+        if type(value) is functools.partial:
+            if value.__dict__:
+                raise Uncacheable("it reads a functools.partial with attributes")
+            return ["partial", self.value(value.func), [self.value(a) for a in value.args],
+                    {k: self.value(v) for k, v in sorted(value.keywords.items())}]
+        if type(value) in _REDUCIBLE:
+            maker, args = value.__reduce__()
+            return ["reduce", self.value(maker), [self.value(a) for a in args]]
         raise Uncacheable(f"it reads a {type(value).__name__}")
 
-    def function(self, fn: types.FunctionType) -> Any:
+    def module(self, module: types.ModuleType, attrs: tuple[str, ...], lifted: bool) -> Any:
+        if id(module) in self.visiting:
+            return ["module", module.__name__]
+        self.visiting.add(id(module))
+        described = {a: self.value(getattr(module, a), attrs, lifted=lifted and not isinstance(
+            getattr(module, a), types.ModuleType)) for a in attrs
+            if not a.startswith("__") and hasattr(module, a)}
+        self.visiting.discard(id(module))
+        return ["module", module.__name__, described]
+
+    def function(self, fn: types.FunctionType, read: tuple[str, ...] = (), top: bool = False) -> Any:
+        """``read``: the attribute names the reader's code mentions (``helper.scale``)."""
         if id(fn) in self.visiting:
             return ["recursive", fn.__qualname__]
         self.functions += 1
@@ -109,18 +159,26 @@ class _Keyer:
             "code": _code_hash(code),
             "defaults": [self.value(d) for d in fn.__defaults__ or ()],
             "kwdefaults": {k: self.value(v) for k, v in sorted((fn.__kwdefaults__ or {}).items())},
-            "closure": [self.value(c.cell_contents, attrs) for c in fn.__closure__ or ()],
-            "globals": {n: self.value(scope[n], attrs) for n in names if n in scope},
+            "closure": [self.cell(c, attrs, top) for c in fn.__closure__ or ()],
+            "globals": {n: self.value(scope[n], attrs, lifted=top) for n in names if n in scope},
+            "attributes": {k: self.value(v) for k, v in sorted(vars(fn).items()) if k in read},
         }
         self.visiting.discard(id(fn))
         return ["function", fn.__module__, fn.__qualname__, described]
+
+    def cell(self, cell: types.CellType, attrs: tuple[str, ...], top: bool) -> Any:
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # not bound yet
+            return ["empty"]
+        return self.value(contents, attrs, lifted=top)
 
 
 def capture_key(fn: Callable[..., Any], sigma: Any, names: list[str]) -> str:
     """The key of ``fn``'s capture on arguments of signature ``sigma``; raises Uncacheable."""
     if not isinstance(fn, types.FunctionType):
         raise Uncacheable(f"a {type(fn).__name__} is not a Python function")
-    described = _Keyer().function(fn)
+    described = _Keyer().function(fn, top=True)
     parts = ["stax.capture-cache/1", sys.version, np.__version__,
              *(_version(d) for d in ("stax-ir", "stax-trace", "stax-runtime")), stax_fingerprint(),
              repr(sigma), repr(names), json.dumps(described, sort_keys=True)]
@@ -151,11 +209,18 @@ def _version(dist: str) -> str:
 
 class CaptureCache:
     def __init__(self, directory: Path) -> None:
-        self.entries = ObjectCache(directory / "captures", suffix=".json")
+        self.entries = ObjectCache(Path(directory) / "captures", suffix=".json", root=directory)
 
     def load(self, key: str) -> GraphProgram | None:
+        """The stored capture, or None: an entry that does not parse is a miss, never an error."""
         blob = self.entries.load(key)
-        return None if blob is None else GraphProgram.from_json(json.loads(blob), CAPTURE_SCHEMA)
+        if blob is None:
+            return None
+        try:
+            return GraphProgram.from_json(json.loads(blob), CAPTURE_SCHEMA)
+        except Exception as exc:  # any defect of a stored document is a miss
+            self.entries.discard(key, f"the capture does not load ({type(exc).__name__}: {exc})")
+            return None
 
     def store(self, key: str, capture: GraphProgram) -> None:
         self.entries.store(key, json.dumps(capture.to_json()).encode())

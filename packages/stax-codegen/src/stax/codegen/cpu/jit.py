@@ -15,6 +15,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from .objcache import ObjectCache
+from .objfile import object_problem
 
 
 @functools.cache
@@ -90,10 +91,19 @@ class CompiledModule:
         key = cache.key(content, str(speed_level), *_cache_key_parts()) if cache is not None else None
         payload = cache.load(key) if cache is not None and key is not None else None
         self._source = llvm_ir
-        if payload is not None:
+        self._cache, self._key = cache, key
+        self._stale: list[Any] = []  # engines of a cached object found wanting (their code lives)
+        problem = object_problem(payload) if payload is not None else None
+        if payload is not None and problem is None:
             self._engine = _engine_for_object(payload)
             self.from_cache = True
             return
+        if problem is not None and cache is not None and key is not None:
+            cache.discard(key, f"it is not a loadable object: {problem}")
+        self._compile(cache, key)
+
+    def _compile(self, cache: ObjectCache | None, key: str | None) -> None:
+        speed_level = self.speed_level
         module = _optimized_module(self.llvm_ir, speed_level)
         # The engine takes ownership of the target machine it is given: give it its own.
         self._engine = _llvm().create_mcjit_compiler(module, _new_target_machine())
@@ -116,10 +126,27 @@ class CompiledModule:
         return str(module)
 
     def address(self, name: str) -> int:
-        return self._engine.get_function_address(name)
+        return self._symbol(name, function=True)
 
     def global_address(self, name: str) -> int:
-        return self._engine.get_global_value_address(name)
+        return self._symbol(name, function=False)
+
+    def _symbol(self, name: str, function: bool) -> int:
+        """A symbol's address, never 0: a cached object without it is a miss, rebuilt from IR
+        (the engine it came from stays alive: addresses already handed out keep working)."""
+        engine = self._engine
+        address = engine.get_function_address(name) if function else \
+            engine.get_global_value_address(name)
+        if address == 0 and self.from_cache:
+            if self._cache is not None and self._key is not None:
+                self._cache.discard(self._key, f"it lacks the symbol {name}")
+            self._stale.append(engine)
+            self.from_cache = False
+            self._compile(self._cache, self._key)
+            return self._symbol(name, function)
+        if address == 0:
+            raise RuntimeError(f"compiled module has no symbol {name!r}")
+        return address
 
     def assembly(self) -> str:
         module = self._module if self._module is not None else \
