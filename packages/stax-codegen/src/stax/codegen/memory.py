@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 import weakref
 
@@ -38,6 +39,7 @@ class BlockPool:
         self._free: dict[int, list[np.ndarray]] = {}
         self._free_bytes = 0
         self._lock = threading.Lock()
+        _POOLS.add(self)
         self.reused = 0
         self.allocated = 0
 
@@ -75,6 +77,20 @@ class BlockPool:
     def free_bytes(self) -> int:
         return self._free_bytes
 
+
+_POOLS: weakref.WeakSet[BlockPool] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # another thread of the parent may have held a pool's lock at the fork: the child gets a
+    # new lock (its copy of the free lists is whole, each change being one step under the GIL;
+    # at worst the free byte count is one block off, which only moves when blocks are kept)
+    for pool in list(_POOLS):
+        pool._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 _POOL = BlockPool()
 

@@ -10,8 +10,11 @@ atomic counter, several per thread, so uneven chunks balance.
 
 Kernels keep their signature ``kernel(PyObject*..., start, stop)``; per arity a trampoline
 ``tramp_n(void **argv, start, stop)`` calls ``argv[0]`` with ``argv[1..n]``. Linux only (the
-futex system call); elsewhere, or if the module cannot be built, the Python pool is used. A
-forked child starts its own workers on first use (the parent's do not exist there).
+futex system call); elsewhere, or if the module cannot be built, the Python pool is used.
+
+Fork: a child has none of the parent's threads, whatever they were doing. An at-fork handler
+gives every pool a new lock and zeroes its globals in the child (a launch in flight at the fork
+left them half way), and the child's first launch starts its own workers.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import hashlib
 import os
 import platform
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,7 @@ I8PP = I8P.as_pointer()
 VOID = ir.VoidType()
 MAX_ARITY = 16
 CHUNKS_PER_THREAD = 4
+CHUNK_MASK = 0xFFFF  # chunks per launch at most (16 bits of the claim word)
 SPINS = 100000  # ~50-100 us: a loop of launches finds the workers awake; idle ones sleep soon
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine())
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
@@ -53,11 +58,13 @@ def _pool_ir() -> str:
     task_fn = global_("task_fn", task_type.as_pointer())
     task_argv = global_("task_argv", I8PP)
     task_total = global_("task_total", I64)
-    task_chunks = global_("task_chunks", I64)
-    next_chunk = global_("next_chunk", I64)
+    # the claim word: generation << 32 | chunks << 16 | next chunk; a chunk is claimed by a
+    # compare-and-swap that checks the launch's generation, so a worker still looping from the
+    # previous launch can never take a chunk of the next one (nor read its chunk count)
+    claim = global_("claim", I64)
     done = global_("done", I64)
     generation = global_("generation", I32)
-    finished = global_("finished", I32)
+    finished = global_("finished", I32)  # the generation whose last chunk finished
     syscall = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
     pthread_create = ir.Function(module, ir.FunctionType(
         I32, [I8P, I8P, ir.FunctionType(I8P, [I8P]).as_pointer(), I8P]), "pthread_create")
@@ -70,29 +77,38 @@ def _pool_ir() -> str:
     def load(b: ir.IRBuilder, ptr: ir.Value, typ: ir.Type) -> ir.Value:
         return b.load_atomic(ptr, "seq_cst", typ.width // 8 if isinstance(typ, ir.IntType) else 8)
 
-    # run_chunks: claim chunks until none is left; the last one to finish wakes the caller
-    run = ir.Function(module, ir.FunctionType(VOID, []), "run_chunks")
+    mask = ir.Constant(I64, CHUNK_MASK)
+    # run_chunks(gen): claim chunks of launch ``gen`` until none is left; the last one to
+    # finish records the generation in ``finished`` and wakes the caller
+    run = ir.Function(module, ir.FunctionType(VOID, [I32]), "run_chunks")
+    gen = run.args[0]
     b = ir.IRBuilder(run.append_basic_block("entry"))
-    loop, work, out = (run.append_basic_block(n) for n in ("loop", "work", "out"))
+    loop, check, take, work, out = (run.append_basic_block(n)
+                                    for n in ("loop", "check", "take", "work", "out"))
     b.branch(loop)
     b.position_at_end(loop)
-    chunk = b.atomic_rmw("add", next_chunk, ir.Constant(I64, 1), "seq_cst")
-    chunks = load(b, task_chunks, I64)
-    b.cbranch(b.icmp_signed("<", chunk, chunks), work, out)
-    b.position_at_end(work)
+    word = load(b, claim, I64)
+    same = b.icmp_unsigned("==", b.trunc(b.lshr(word, ir.Constant(I64, 32)), I32), gen)
+    b.cbranch(same, check, out)
+    b.position_at_end(check)
+    chunk = b.and_(word, mask)
+    chunks = b.and_(b.lshr(word, ir.Constant(I64, 16)), mask)
+    b.cbranch(b.icmp_unsigned("<", chunk, chunks), take, out)
+    b.position_at_end(take)
+    swapped = b.cmpxchg(claim, word, b.add(word, ir.Constant(I64, 1)), "seq_cst", "seq_cst")
+    b.cbranch(b.extract_value(swapped, 1), work, loop)
+    b.position_at_end(work)  # this launch's task cannot change until its last chunk is done
     total = b.load(task_total)
     start = b.sdiv(b.mul(total, chunk), chunks)
     stop = b.sdiv(b.mul(total, b.add(chunk, ir.Constant(I64, 1))), chunks)
     b.call(b.load(task_fn), [b.load(task_argv), start, stop])
     finished_before = b.atomic_rmw("add", done, ir.Constant(I64, 1), "seq_cst")
     last = b.icmp_signed("==", b.add(finished_before, ir.Constant(I64, 1)), chunks)
-    wake, back = run.append_basic_block("wake"), run.append_basic_block("back")
-    b.cbranch(last, wake, back)
+    wake = run.append_basic_block("wake")
+    b.cbranch(last, wake, loop)
     b.position_at_end(wake)
-    b.store_atomic(ir.Constant(I32, 1), finished, "seq_cst", 4)
+    b.store_atomic(gen, finished, "seq_cst", 4)
     futex(b, finished, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 1))
-    b.branch(back)
-    b.position_at_end(back)
     b.branch(loop)
     b.position_at_end(out)
     b.ret_void()
@@ -122,10 +138,11 @@ def _pool_ir() -> str:
     b.branch(wait)
     b.position_at_end(go)
     b.store(current, seen)
-    b.call(run, [])
+    b.call(run, [current])
     b.branch(wait)
 
-    # parallel_for: publish, wake, work, wait for the last chunk
+    # parallel_for: publish the task, then the claim word, then the generation (a worker that
+    # sees the new generation finds its chunks); wake, work, wait for the last chunk
     pfor = ir.Function(module, ir.FunctionType(VOID, [task_type.as_pointer(), I8PP, I64, I64]),
                        "parallel_for")
     fn, argv, total_arg, chunks_arg = pfor.args
@@ -133,20 +150,25 @@ def _pool_ir() -> str:
     b.store(fn, task_fn)
     b.store(argv, task_argv)
     b.store(total_arg, task_total)
-    b.store_atomic(chunks_arg, task_chunks, "seq_cst", 8)
     b.store_atomic(ir.Constant(I64, 0), done, "seq_cst", 8)
-    b.store_atomic(ir.Constant(I32, 0), finished, "seq_cst", 4)
-    b.store_atomic(ir.Constant(I64, 0), next_chunk, "seq_cst", 8)
-    b.atomic_rmw("add", generation, ir.Constant(I32, 1), "seq_cst")
+    new_gen = b.add(load(b, generation, I32), ir.Constant(I32, 1))  # launches take turns
+    b.store_atomic(b.or_(b.shl(b.zext(new_gen, I64), ir.Constant(I64, 32)),
+                         b.shl(chunks_arg, ir.Constant(I64, 16))), claim, "seq_cst", 8)
+    b.store_atomic(new_gen, generation, "seq_cst", 4)
     futex(b, generation, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 2 ** 31 - 1))
-    b.call(run, [])
+    b.call(run, [new_gen])
     check, sleep_done, out = (pfor.append_basic_block(n) for n in ("check", "sleep", "out"))
     b.branch(check)
     b.position_at_end(check)
     all_done = b.icmp_signed("==", load(b, done, I64), chunks_arg)
     b.cbranch(all_done, out, sleep_done)
     b.position_at_end(sleep_done)
-    futex(b, finished, FUTEX_WAIT_PRIVATE, ir.Constant(I32, 0))  # at once if already 1
+    # sleep unless ``finished`` moved since ``done`` was read (then look again)
+    seen_finished = load(b, finished, I32)
+    recheck = pfor.append_basic_block("recheck")
+    b.cbranch(b.icmp_unsigned("==", seen_finished, new_gen), check, recheck)
+    b.position_at_end(recheck)
+    futex(b, finished, FUTEX_WAIT_PRIVATE, seen_finished)  # at once if it moved meanwhile
     b.branch(check)
     b.position_at_end(out)
     b.ret_void()
@@ -209,8 +231,10 @@ class NativePool:
         self._tramps = [0] + [self._module.address(f"tramp_{n}") for n in range(1, MAX_ARITY + 1)]
         self._start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
             self._module.address("start_workers"))
+        self._state = [(self._module.global_address(name), width) for name, width in _STATE]
         self._lock = threading.Lock()
         self._pid = -1
+        _POOLS.add(self)
 
     def _ensure_workers(self) -> None:
         if self._pid != os.getpid():  # first use, or a forked child: its own workers
@@ -218,14 +242,37 @@ class NativePool:
                 raise OSError("pthread_create failed")
             self._pid = os.getpid()
 
+    def _after_fork_in_child(self) -> None:
+        """The child has none of the parent's threads: a launch that was in flight there (its
+        lock held, its task and counters half way) is gone. Start from a new lock and zeroed
+        globals; the first launch starts the child's own workers."""
+        self._lock = threading.Lock()
+        self._pid = -1
+        for address, width in self._state:
+            ctypes.memset(address, 0, width)
+
     def parallel_for(self, kernel_address: int, arrays: tuple[Any, ...], total: int) -> None:
         n = len(arrays)
         argv = (ctypes.c_void_p * (n + 1))(kernel_address, *[id(a) for a in arrays])
-        chunks = min(total, self.size * CHUNKS_PER_THREAD)
+        chunks = min(total, self.size * CHUNKS_PER_THREAD, CHUNK_MASK)
         with self._lock:  # one launch at a time: the task lives in the module's globals
             self._ensure_workers()
             self._run(self._tramps[n], ctypes.addressof(argv), total, chunks)
 
+
+# the module's globals, (name, bytes), zeroed in a forked child
+_STATE = (("task_fn", 8), ("task_argv", 8), ("task_total", 8), ("claim", 8), ("done", 8),
+          ("generation", 4), ("finished", 4))
+_POOLS: weakref.WeakSet[NativePool] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 _NATIVE: NativePool | bool | None = None
 
