@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .proxy import Proxy
 from .source import user_source
 
 if TYPE_CHECKING:
@@ -62,8 +63,74 @@ def _recorder(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     return record
 
 
-_ORIGINALS = {name: getattr(np, name) for name in CREATION_FUNCTIONS}
-_RECORDERS = {name: _recorder(name, fn) for name, fn in _ORIGINALS.items()}
+# -- conversions: np.asarray(x) and its kin on a traced array --------------------------------------
+# They take no __array_function__ dispatch, so on a proxy NumPy would ask for its data
+# (``__array__``: refused). Yet on an array they are the identity, a cast or a copy, a common
+# defensive idiom at the top of a function: answered here from the proxy, as NumPy would.
+
+def _layout_kept(value: np.ndarray, order: Any) -> bool:
+    return order in (None, "K", "A") or (order == "C" and value.flags.c_contiguous) or (
+        order == "F" and value.flags.f_contiguous)
+
+
+def _as_array(x: Proxy, dtype: Any = None, order: Any = None, *, device: Any = None,
+              copy: Any = None, like: Any = None) -> Any:
+    """``np.asarray``/``np.asanyarray``: x itself when nothing changes, else a cast or copy."""
+    if device not in (None, "cpu") or like is not None or order not in (None, "K", "A", "C", "F"):
+        return NotImplemented
+    cast = dtype is not None and np.dtype(dtype) != x.value.dtype
+    if copy is False and (cast or not _layout_kept(x.value, order)):
+        return NotImplemented  # NumPy's own error for a copy it may not make
+    if cast:
+        return x.astype(dtype, order=order or "K")
+    if copy or not _layout_kept(x.value, order):
+        return np.copy(x, order=order or "K")
+    return x
+
+
+def _array(x: Proxy, dtype: Any = None, *, copy: Any = True, order: Any = "K", subok: Any = False,
+           ndmin: int = 0, ndmax: int = 0, like: Any = None) -> Any:
+    """``np.array``: a copy unless ``copy`` is False or None."""
+    if ndmin > x.value.ndim or ndmax:
+        return NotImplemented
+    return _as_array(x, dtype, order, copy=True if copy is True else copy, like=like)
+
+
+def _contiguous(order: str) -> Callable[..., Any]:
+    def convert(x: Proxy, dtype: Any = None, *, like: Any = None) -> Any:
+        """``np.ascontiguousarray`` / ``np.asfortranarray``: a copy only when needed."""
+        if x.value.ndim == 0:
+            return NotImplemented  # NumPy makes a 1-d array of it
+        return _as_array(x, dtype, order, like=like)
+    return convert
+
+
+_CONVERSIONS: dict[str, Callable[..., Any]] = {
+    "asarray": _as_array, "asanyarray": _as_array, "array": _array,
+    "ascontiguousarray": _contiguous("C"), "asfortranarray": _contiguous("F"),
+}
+
+
+def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    convert = _CONVERSIONS[name]
+
+    @functools.wraps(original)
+    def conversion(*args: Any, **kwargs: Any) -> Any:
+        if args and isinstance(args[0], Proxy) and type(args[0].value) is np.ndarray:
+            try:
+                result = convert(*args, **kwargs)
+            except TypeError:  # arguments NumPy would refuse: its own error below
+                result = NotImplemented
+            if result is not NotImplemented:
+                return result
+        return original(*args, **kwargs)
+    conversion.__stax_original__ = original  # type: ignore[attr-defined]
+    return conversion
+
+
+_ORIGINALS = {name: getattr(np, name) for name in (*CREATION_FUNCTIONS, *_CONVERSIONS)}
+_RECORDERS = {name: _recorder(name, fn) if name in CREATION_FUNCTIONS else _converter(name, fn)
+              for name, fn in _ORIGINALS.items()}
 
 
 @contextmanager

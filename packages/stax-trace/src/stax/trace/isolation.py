@@ -1,76 +1,194 @@
-"""Side-effect isolation around capture (spec §3.7): random number generators.
+"""Random number generators during capture (spec §3.7).
 
-Capture runs the user's function once on private copies of its arrays. Random generators cannot be
-copied that way, so their states are saved before capture and put back after it: capture consumes
-no random numbers, and the caller's generators advance exactly as in eager execution. A function
-that did draw random numbers is refused (random draws are not graph nodes yet), so it runs eagerly
-and draws them there, once.
+Capture runs the user's function once, on proxies. A random draw made there would advance a
+generator the caller owns, and the eager fallback would then draw again: two draws for one call.
+Saving generator states before capture and putting them back after it is no answer either: a
+draw another thread makes meanwhile would be rewound and repeated. So capture never draws from a
+generator it does not own:
+
+- a ``np.random.Generator`` argument is traced (its draws become graph nodes, replayed on the
+  caller's generator at run time); capture draws from a private copy of it;
+- any other draw the function could reach is refused *before* it happens (``UnsupportedError``:
+  the function runs eagerly and draws once per call, in the caller's thread):
+
+  * NumPy's legacy functions (``np.random.rand``, ``seed``...), ``np.random.default_rng()``
+    without a seed, and the standard library's ``random`` functions and ``random.Random``
+    methods are replaced, while some capture runs, by wrappers that refuse in a capturing thread
+    and call the original in every other thread (no state is touched);
+  * NumPy's generator objects cannot be intercepted that way (their types are immutable and
+    their locks read-only), so a function that can reach one by name — a global, a closure cell,
+    a default, a helper function or method it calls, an attribute of an argument it reads
+    (``reach.py``), or a generator argument other than a ``np.random.Generator`` — is refused
+    before capture starts.
+
+Not covered: a generator reached only through a path the name scan cannot follow (a value
+computed at run time, a deep attribute chain) or a generator made inside the function with
+``np.random.Generator(...)``/``RandomState(...)``.
 """
 
 from __future__ import annotations
 
+import _random
+import copy
+import functools
+import random
+import threading
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-_RNG_TYPES = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+from stax.ir import UnsupportedError
+
+from .source import user_source
+
+NUMPY_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+
+DRAWS = ("the function draws random numbers from np.random or a generator it does not take as an "
+         "argument; such draws are not captured")
+DRAWS_HINT = ("pass a np.random.Generator argument; as it is, the function runs eagerly and its "
+              "generators advance exactly once")
 
 
-def _bit_generator(rng: Any) -> Any:
-    if isinstance(rng, np.random.Generator):
-        return rng.bit_generator
-    if isinstance(rng, np.random.RandomState):
-        return rng._bit_generator
-    return rng
+class Watch:
+    """One capture in this thread: the first draw it refused (kept even if the function catches
+    the error, so that the capture still fails)."""
+
+    def __init__(self) -> None:
+        self.refused: UnsupportedError | None = None
 
 
-def reachable_generators(fn: Callable[..., Any], leaves: Iterable[Any]) -> list[Any]:
-    """Generators among the arguments, the function's globals and its closure, and NumPy's global
-    generator."""
-    found: dict[int, Any] = {}
-    code = getattr(fn, "__code__", None)
-    scope = getattr(fn, "__globals__", {})
-    candidates = list(leaves)
-    if isinstance(code, types.CodeType):
-        candidates += [scope.get(name) for name in code.co_names]
-        candidates += [_cell(c) for c in (getattr(fn, "__closure__", None) or ())]
-    for value in candidates:
-        if isinstance(value, _RNG_TYPES):
-            found[id(value)] = value
-    found[id(np.random.mtrand._rand)] = np.random.mtrand._rand
-    return list(found.values())
+_local = threading.local()  # .watches: the captures running in this thread, innermost last
+_lock = threading.Lock()
+_installed = 0
+_patches: list[tuple[Any, str, Any, Any, bool]] | None = None  # (owner, name, original, wrapper, own)
+_originals: dict[int, str] = {}  # id of each patched function -> its name: unguarded if named
 
 
-def _cell(cell: Any) -> Any:
+def draw_error(what: str, source: str | None = None) -> UnsupportedError:
+    return UnsupportedError(f"{DRAWS} ({what})", source=source, hint=DRAWS_HINT)
+
+
+def _refuse(what: str) -> UnsupportedError:
+    error = draw_error(what, user_source(3))
+    watch = _local.watches[-1]
+    if watch.refused is None:
+        watch.refused = error
+    return error
+
+
+def _guard(label: str, original: Callable[..., Any],
+           draws: Callable[..., bool] | None = None) -> Callable[..., Any]:
+    """``original``, refused in a thread that is capturing (when ``draws(*args, **kwargs)``)."""
+    @functools.wraps(original)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_local, "watches", None) and (draws is None or draws(*args, **kwargs)):
+            raise _refuse(label)
+        return original(*args, **kwargs)
+    guarded.__stax_guarded__ = label  # type: ignore[attr-defined]
+    return guarded
+
+
+def _unseeded(seed: Any = None, *args: Any, **kwargs: Any) -> bool:
+    """``default_rng()`` draws its seed from the OS (a new stream each call), and
+    ``default_rng(generator)`` returns that generator: draws from either cannot be captured."""
+    return seed is None or isinstance(seed, NUMPY_GENERATORS)
+
+
+def _build_patches() -> list[tuple[Any, str, Any, Any, bool]]:
+    patches = []
+    legacy = np.random.mtrand._rand
+    for module in (np.random, np.random.mtrand):
+        for name, value in list(vars(module).items()):
+            if name.startswith("_"):
+                continue
+            if getattr(value, "__self__", None) is legacy or name in (
+                    "seed", "ranf", "sample", "get_bit_generator", "set_bit_generator"):
+                patches.append((module, name, value, _guard(f"numpy.random.{name}", value), True))
+            elif name == "default_rng":
+                patches.append((module, name, value, _guard("numpy.random.default_rng() without "
+                                                            "a seed", value, _unseeded), True))
+    for name, value in list(vars(random).items()):
+        if getattr(value, "__self__", None) is random._inst:
+            patches.append((random, name, value, _guard(f"random.{name}", value), True))
+    for cls in (random.Random, random.SystemRandom):
+        for name in ("random", "getrandbits", "randbytes", "seed", "setstate"):
+            own = name in vars(cls)
+            if not own and cls is random.SystemRandom:
+                continue  # inherited from random.Random: patched there
+            value = vars(cls)[name] if own else getattr(_random.Random, name, None)
+            if value is not None:
+                patches.append((cls, name, value, _guard(f"{cls.__name__}.{name}", value), own))
+    return patches
+
+
+@contextmanager
+def refusing_draws() -> Iterator[Watch]:
+    """While the block runs, draws this thread reaches through NumPy's legacy functions or the
+    ``random`` module are refused (other threads draw as usual)."""
+    global _installed, _patches
+    with _lock:
+        if _installed == 0:
+            if _patches is None:
+                _patches = _build_patches()
+                _originals.update((id(p[2]), p[3].__stax_guarded__) for p in _patches)
+            for owner, name, _, wrapper, _ in _patches:
+                setattr(owner, name, wrapper)
+        _installed += 1
+    watches = _local.__dict__.setdefault("watches", [])
+    watch = Watch()
+    watches.append(watch)
     try:
-        return cell.cell_contents
-    except ValueError:
-        return None
+        yield watch
+    finally:
+        watches.pop()
+        with _lock:
+            _installed -= 1
+            if _installed == 0:
+                for owner, name, original, _, own in _patches or ():
+                    if own:
+                        setattr(owner, name, original)
+                    else:
+                        delattr(owner, name)
 
 
-class RandomStateGuard:
-    """Saves generator states; ``restore()`` puts them back and says which had advanced."""
-
-    def __init__(self, generators: list[Any]) -> None:
-        self.saved = [(g, _bit_generator(g).state) for g in generators]
-
-    def restore(self) -> set[int]:
-        """Put every state back; the ids of the generators that had advanced."""
-        advanced = set()
-        for g, state in self.saved:
-            bit_generator = _bit_generator(g)
-            if not _same(bit_generator.state, state):
-                advanced.add(id(g))
-                bit_generator.state = state
-        return advanced
+def guarded(value: Any) -> bool:
+    """Whether ``value`` is one of the wrappers above (a draw through it is refused when made)."""
+    return type(value) is types.FunctionType and "__stax_guarded__" in value.__dict__
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equality of generator states, which hold arrays (MT19937's key) inside dicts."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return bool(np.array_equal(a, b))
-    return bool(a == b)
+def generator_kind(value: Any) -> str | None:
+    """What ``value`` is when a capture could not intercept draws from it: a NumPy generator or
+    a bound method of one, a C method of a ``random.Random``, a ``random.Random`` whose class
+    draws by its own code; None otherwise."""
+    if isinstance(value, NUMPY_GENERATORS):
+        return f"a {type(value).__module__}.{type(value).__qualname__}"
+    if id(value) in _originals:  # ``from numpy.random import seed``: bound before any capture
+        return f"{_originals[id(value)]} imported by name"
+    if not isinstance(value, (types.MethodType, types.BuiltinMethodType)):
+        return None if not isinstance(value, _random.Random) or not _own_draws(type(value)) \
+            else f"a {type(value).__qualname__} (a random generator class)"
+    owner = value.__self__
+    if owner is not None and not isinstance(owner, type):
+        if isinstance(owner, NUMPY_GENERATORS):
+            return f"{type(owner).__qualname__}.{getattr(value, '__name__', '?')}"
+        if isinstance(owner, _random.Random) and isinstance(value, types.BuiltinMethodType):
+            return f"random.Random.{getattr(value, '__name__', '?')}"
+    return None
+
+
+def _own_draws(cls: type) -> bool:
+    """A ``random.Random`` class that draws by code outside the ``random`` module."""
+    if not issubclass(cls, random.Random):
+        return True
+    return any(("random" in vars(c) or "getrandbits" in vars(c)) for c in cls.__mro__
+               if c.__module__ not in ("random", "_random"))
+
+
+def private_copy(generator: np.random.Generator) -> np.random.Generator:
+    """A copy of a caller's generator for capture to draw from. Its state is read under the bit
+    generator's lock, which NumPy's own draws hold (another thread may be drawing from it)."""
+    with generator.bit_generator.lock:
+        return copy.deepcopy(generator)

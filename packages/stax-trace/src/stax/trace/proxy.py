@@ -36,7 +36,6 @@ STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nb
 class Proxy:
     __slots__ = ("node", "tracer", "value", "view_of")
     __array_priority__ = 1000.0
-    __hash__ = None  # type: ignore[assignment]  # like ndarray: == is element-wise
 
     def __init__(self, node: Any, value: Any, tracer: Tracer) -> None:
         self.node = node
@@ -44,8 +43,59 @@ class Proxy:
         self.tracer = tracer
         self.view_of: tuple[Proxy, Any] | None = None  # (base, key) when x[key] is a view of base
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """``isinstance(x, np.ndarray)`` (or ``np.floating`` for a scalar) answers as for the
+        value it stands for; ``type(x)`` cannot be made to, and capture refuses code calling it
+        (``reach.py``)."""
+        return type(self.value)
+
+    # -- Python reads the value as text or bytes: refused, since a compiled version would not
+    # -- redo the print, log or message on later calls (eager NumPy runs it every call)
     def __repr__(self) -> str:
-        return f"Proxy(%{self.node.name}: {self.node.tensor})"
+        raise _text(self, "repr()")
+
+    def __str__(self) -> str:
+        raise _text(self, "str() (print(), str.format, '%s')")
+
+    def __format__(self, spec: str) -> str:
+        raise _text(self, "an f-string or format()")
+
+    def __bytes__(self) -> bytes:
+        raise _text(self, "bytes()")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise _text(self, "pickling or copying by pickle")
+
+    def __hash__(self) -> int:  # like ndarray's for an array; a NumPy scalar is hashable
+        _live(self)
+        if isinstance(self.value, np.ndarray):
+            raise TypeError("unhashable type: 'numpy.ndarray'")
+        raise UnsupportedError("hash() of a traced NumPy scalar (a dict key or a set member)",
+                               node=self.node.name, source=user_source())
+
+    def __copy__(self) -> Any:
+        return self.__getattr__("copy")()
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.__getattr__("copy")()
+
+    def __contains__(self, item: Any) -> bool:  # as ndarray: (x == item).any()
+        return bool((self == item).__getattr__("any")())
+
+    def __divmod__(self, other: Any) -> Any:
+        return self.tracer.record(Opcode.CALL_FUNCTION, "numpy.divmod", (self, other), {}, np.divmod)
+
+    def __rdivmod__(self, other: Any) -> Any:
+        return self.tracer.record(Opcode.CALL_FUNCTION, "numpy.divmod", (other, self), {}, np.divmod)
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        _live(self)
+        if isinstance(self.value, np.ndarray):  # ndarray defines no __round__
+            raise TypeError("type numpy.ndarray doesn't define __round__ method")
+        rounded = self.tracer.record(Opcode.CALL_FUNCTION, "numpy.round",
+                                     (self,) if ndigits is None else (self, ndigits), {}, np.round)
+        return rounded if ndigits is not None else self.tracer.gate(rounded, "int")
 
     # -- NumPy protocols -----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -70,17 +120,19 @@ class Proxy:
         return self.tracer.record(Opcode.CALL_FUNCTION, target, args, kwargs, func)
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
-        raise UnsupportedError(
-            "conversion of a traced array to a concrete NumPy array (np.asarray, a C extension, "
-            "or a NumPy function without __array_function__ support)", source=user_source())
+        _live(self)
+        raise _conversion()
 
     # -- attributes and methods -----------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
+        _live(self)
         if name in STATIC_ATTRIBUTES:
             return getattr(self.value, name)
         if name == "T":
             return self.tracer.record(Opcode.CALL_FUNCTION, "numpy.transpose", (self,), {},
                                       np.transpose)
+        if name in ("__array_struct__", "__array_interface__"):  # NumPy asks before __array__
+            raise _conversion()
         attr = getattr(self.value, name)  # AttributeError as ndarray would raise it
         if not callable(attr):
             raise UnsupportedError(f"reading ndarray attribute .{name} of a traced array",
@@ -101,6 +153,7 @@ class Proxy:
         return method
 
     def __len__(self) -> int:
+        _live(self)
         return len(self.value)
 
     # -- values Python reads from data: data gates (spec §3.4, table 3.2) -----------------------
@@ -122,6 +175,7 @@ class Proxy:
 
     def __iter__(self) -> Any:
         """Iterating an array walks its first axis: a shape read, not a data gate."""
+        _live(self)
         if not self.value.ndim:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(len(self.value)))
@@ -206,6 +260,10 @@ class GeneratorProxy:
                                       lambda g, *a, **k: getattr(g, name)(*a, **k), random=True)
         return draw
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return np.random.Generator
+
     def __repr__(self) -> str:
         return f"GeneratorProxy(%{self.node.name})"
 
@@ -234,6 +292,32 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
         return tracer.record(Opcode.CALL_FUNCTION, "numpy.where", (where, new.astype(out.value.dtype),
                                                                     out), {}, np.where)
     return out._update_in_place(f"{target}(..., out=...)", compute)
+
+
+def escaped(source: str | None = None) -> UnsupportedError:
+    return UnsupportedError(
+        "a traced value escaped the compiled function (stored in a global or container) and was "
+        "used after its capture", source=source or user_source(3),
+        hint="return the value from the function instead of storing it")
+
+
+def _conversion() -> UnsupportedError:
+    return UnsupportedError(
+        "conversion of a traced array to a concrete NumPy array (np.asarray with arguments "
+        "that need its data, a C extension, or a NumPy function without __array_function__ "
+        "support)", source=user_source(3))
+
+
+def _live(proxy: Proxy) -> None:
+    if proxy.tracer.finished:
+        raise escaped()
+
+
+def _text(proxy: Proxy, what: str) -> UnsupportedError:
+    _live(proxy)
+    return UnsupportedError(f"{what} of a traced value", node=proxy.node.name, source=user_source(3),
+                            hint="a compiled version would not redo it on later calls; compute "
+                                 "the text outside the compiled function")
 
 
 def _plain(value: Any) -> Any:

@@ -30,9 +30,10 @@ from stax.ir import (
 )
 
 from .creation import Created, not_recording, recording_creation
-from .isolation import RandomStateGuard, reachable_generators
-from .proxy import GeneratorProxy, Proxy
-from .source import user_source
+from .isolation import draw_error, private_copy, refusing_draws
+from .proxy import GeneratorProxy, Proxy, escaped
+from .reach import scan
+from .source import holding_warnings, user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
@@ -91,6 +92,7 @@ class Tracer:
         # every traced array value still alive, to decide what an in-place update can reach
         self.arrays: list[weakref.ref[np.ndarray]] = []
         self.arguments: dict[int, Argument] = {}  # proxies standing for array arguments
+        self.finished = False  # capture is over: its proxies must not be used any more
 
     def shared(self, proxy: Proxy, ignore: Any = None) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -131,12 +133,16 @@ class Tracer:
 
     def gate(self, proxy: Proxy, kind: str) -> Any:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
+        if self.finished:
+            raise escaped()
         value = GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
         self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
         return value
 
     def record(self, op: Opcode, target: str, args: Any, kwargs: dict[str, Any],
                fn: Callable[..., Any], random: bool = False) -> Any:
+        if self.finished:
+            raise escaped()
         source = user_source(3)
         args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
@@ -186,6 +192,8 @@ class Tracer:
         if isinstance(value, GeneratorProxy):
             return value.node
         if isinstance(value, Proxy):
+            if value.tracer.finished:
+                raise escaped(source)
             if value.tracer is not self:
                 raise UnsupportedError("a proxy from another capture (nested compile)", source=source)
             return value.node
@@ -321,36 +329,28 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
             inputs.append(node.target)
         elif type(leaf) is np.random.Generator:
             node = tracer.graph.placeholder(leaf_name, {"object": "numpy.random.Generator"})
-            traced_leaves.append(GeneratorProxy(node, leaf, tracer))
+            traced_leaves.append(GeneratorProxy(node, private_copy(leaf), tracer))
             inputs.append(node.target)
         else:
             traced_leaves.append(leaf)
             inputs.append(None)
 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
-    generators = RandomStateGuard(reachable_generators(fn, leaves))
-    captured = {id(leaf) for leaf in leaves if type(leaf) is np.random.Generator}
-    random_draws = UnsupportedError(
-        "the function draws random numbers from np.random or a generator it does not take as an "
-        "argument; such draws are not captured",
-        hint="pass a np.random.Generator argument; as it is, the function runs eagerly and its "
-             "generators advance exactly once")
     try:
-        with recording_creation(tracer):
-            result = fn(*traced_args, **traced_kwargs)
-    except UnsupportedError:
-        if generators.restore() - captured:
-            raise random_draws from None
-        raise
-    except BaseException:
-        generators.restore()
-        raise
-    if generators.restore() - captured:
-        raise random_draws
+        result = _run_isolated(tracer, fn, traced_args, traced_kwargs,
+                               [leaf for leaf in leaves if type(leaf) is not np.random.Generator])
+        return _program(tracer, fn, name, result, inputs, input_tree)
+    finally:
+        tracer.finished = True  # a proxy kept past this point is an escaped traced value
+
+
+def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: Any,
+             inputs: list[str | None], input_tree: Any) -> GraphProgram:
+    """The capture program of a finished run: outputs, write-backs and the gates' slice."""
     out_leaves, output_tree = tree_flatten(result)
     outputs = []
     for leaf in out_leaves:
-        if isinstance(leaf, np.ndarray):
+        if isinstance(leaf, np.ndarray) and not isinstance(leaf, Proxy):
             raise UnsupportedError("the function returns an array that does not depend on its "
                                    "array arguments", hint="compute it outside the function")
         outputs.append(tracer._symbolic(leaf, None))
@@ -370,6 +370,38 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
                         inputs, input_tree, output_tree, info, tracer.gates, replay,
                         [a.node.target for a in updated])
+
+
+def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any], leaves: list[Any]) -> Any:
+    """Run ``fn`` on proxies without touching what the caller owns (spec §3.7): no random draw
+    from a generator the capture does not own (refused before it happens: ``isolation.py``), no
+    warning the call's execution will give again (``source.HeldWarnings``)."""
+    with refusing_draws() as watch:
+        found = scan(fn, leaves)  # with the draw wrappers in place: what it names is unguarded
+        if found.generator is not None:
+            raise draw_error(f"it can reach {found.generator}")
+        if found.type_call is not None:
+            raise UnsupportedError(
+                "the function calls type(): a traced array is not of type numpy.ndarray during "
+                "capture, so a test such as type(x) is np.ndarray would take the other branch",
+                source=found.type_call, hint="use isinstance(x, np.ndarray), which capture answers "
+                "as eager NumPy does")
+        try:
+            with recording_creation(tracer), holding_warnings() as warned:
+                try:
+                    result = fn(*args, **kwargs)
+                except Exception as exc:
+                    if watch.refused is None and not isinstance(exc, UnsupportedError):
+                        warned.emit()  # the user's own error ends the call; eager warned first
+                    raise
+        except BaseException:
+            if watch.refused is not None:  # the function turned the refusal into another error
+                raise watch.refused from None
+            raise
+        if watch.refused is not None:  # the function caught the refusal and went on
+            raise watch.refused
+    return result
 
 
 def gate(value: Any) -> Any:

@@ -1,0 +1,202 @@
+"""What a function can reach by name, found before capture runs it.
+
+Two things a capture cannot intercept while the function runs must be seen beforehand:
+
+- a NumPy random generator (its methods cannot be wrapped: ``isolation.py``);
+- a call of the builtin ``type``: ``type(x) is np.ndarray`` is False for a proxy, and nothing a
+  proxy does can change that answer, so a branch on it would compile the other path.
+
+The scan follows names, as Python resolves them: the code's global names (in its globals, and
+attributes of modules, classes and objects by the names the code uses), closure cells, defaults,
+the arguments, and — transitively — the code of the user's functions and methods found that way
+(NumPy's, Stax's and the standard library's own functions are not entered: they do neither).
+It reads ``__dict__`` entries only, so it runs no property or ``__getattr__``; it is bounded, so a
+huge object graph costs at most ``BUDGET`` visits.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import functools
+import os
+import sysconfig
+import types
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .isolation import generator_kind, guarded
+
+BUDGET = 2000
+MAX_DEPTH = 4  # attribute hops from a name (np.random.mtrand._rand)
+MAX_ITEMS = 32  # items of a list, tuple or dict looked into
+_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+@dataclass
+class Found:
+    generator: str | None = None  # what was reached and by which path
+    type_call: str | None = None  # "file:line in function" of a call of the builtin type
+
+
+def code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= code_names(const)
+    return names
+
+
+class _Scan:
+    def __init__(self) -> None:
+        self.found = Found()
+        self.seen: set[int] = set()
+        self.budget = BUDGET
+        self.functions: list[tuple[types.FunctionType, str, Any]] = []
+
+    def done(self) -> bool:
+        return self.found.generator is not None and self.found.type_call is not None
+
+    def value(self, value: Any, path: str, names: set[str], depth: int = 0,
+              owner: Any = None) -> None:
+        if self.found.generator is not None or self.budget <= 0 or id(value) in self.seen:
+            return
+        self.seen.add(id(value))
+        self.budget -= 1
+        kind = generator_kind(value)
+        if kind is not None:
+            self.found.generator = f"{path}: {kind}"
+        elif isinstance(value, types.FunctionType):
+            if not guarded(value):  # a draw through a guarded function is refused when made
+                self.functions.append((value, path, owner))
+        elif depth <= MAX_DEPTH:
+            for label, item, item_owner in _parts(value, names):
+                self.value(item, f"{path}{label}", names, depth + 1, item_owner)
+
+    def function(self, fn: types.FunctionType, path: str, owner: Any) -> None:
+        """Scan what ``fn``'s code reaches by name (Stax's own wrappers, such as the lifted
+        function of a function with free variables, only for the user code they call)."""
+        if id(fn.__code__) in self.seen:
+            return
+        self.seen.add(id(fn.__code__))
+        library = _library(fn)
+        if library and not fn.__module__.startswith("stax."):
+            return
+        names = code_names(fn.__code__)
+        if not library and self.found.type_call is None and "type" in names and \
+                fn.__globals__.get("type", builtins.type) is builtins.type:
+            self.found.type_call = _type_call(fn.__code__)
+        scope = fn.__globals__
+        for name in sorted(names & scope.keys()):
+            self.value(scope[name], f"{fn.__qualname__}: global {name!r}", names)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                self.value(cell.cell_contents, f"{fn.__qualname__}: closure {name!r}", names)
+            except ValueError:  # an empty cell
+                pass
+        for i, default in enumerate((*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())):
+            self.value(default, f"{fn.__qualname__}: default {i}", names)
+        if owner is not None:  # a method: what it reads from self by the names it uses
+            self.seen.discard(id(owner))
+            self.value(owner, f"{fn.__qualname__}: self", names)
+
+    def run(self, roots: Iterable[tuple[types.FunctionType, str]], leaves: Iterable[Any],
+            names: set[str]) -> Found:
+        for i, leaf in enumerate(leaves):
+            self.value(leaf, f"argument {i}", names)
+        for fn, path in roots:
+            self.function(fn, path, None)
+        while self.functions and not self.done() and self.budget > 0:
+            self.function(*self.functions.pop())
+        return self.found
+
+
+def _parts(value: Any, names: set[str]) -> Iterable[tuple[str, Any, Any]]:
+    """(path suffix, value, owner for a method) of what Python could reach from ``value`` by one
+    name in ``names``, one call or one item."""
+    if isinstance(value, types.MethodType):
+        return [(".__func__", value.__func__, value.__self__)]
+    if isinstance(value, (staticmethod, classmethod)):
+        return [(".__func__", value.__func__, None)]
+    if isinstance(value, functools.partial):
+        return [(".func", value.func, None), *((f".args[{i}]", v, None) for i, v in
+                                               enumerate(value.args[:MAX_ITEMS])),
+                *((f".keywords[{k!r}]", v, None) for k, v in list(value.keywords.items())[:MAX_ITEMS])]
+    if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
+        return [(f"[{i}]", v, None) for i, v in enumerate(value[:MAX_ITEMS])]
+    if type(value) is dict:
+        return [(f"[{k!r}]", v, None) for k, v in list(value.items())[:MAX_ITEMS]]
+    if isinstance(value, types.ModuleType):
+        scope = vars(value)
+        return [(f".{n}", scope[n], None) for n in sorted(names & scope.keys())]
+    if isinstance(value, type):
+        return [(f".{n}", klass.__dict__[n], None) for n in sorted(names) for klass in value.__mro__
+                if n in klass.__dict__][:MAX_ITEMS]
+    parts: list[tuple[str, Any, Any]] = []
+    wrapped = _dict_get(value, "__wrapped__")  # a decorator or a compiled function
+    if wrapped is not None:
+        parts.append((".__wrapped__", wrapped, None))
+    own = _instance_dict(value)
+    if own is not None:
+        parts += [(f".{n}", own[n], None) for n in sorted(names & own.keys())]
+        cls = type(value)
+        if cls.__module__.split(".")[0] not in ("numpy", "stax"):
+            parts += [(f".{n}", klass.__dict__[n], value) for n in sorted(names) for klass in cls.__mro__
+                      if n in klass.__dict__ and isinstance(klass.__dict__[n], types.FunctionType)]
+    return parts
+
+
+def _library(fn: types.FunctionType) -> bool:
+    """NumPy's, Stax's or the standard library's own code: it draws no random numbers through a
+    path the capture does not intercept, and its ``type()`` calls are not the user's."""
+    module = fn.__module__ or ""
+    filename = fn.__code__.co_filename
+    return module.split(".")[0] in ("numpy", "stax") or (
+        filename.startswith(_STDLIB) and not any(p in filename for p in _INSTALLED))
+
+
+def _instance_dict(value: Any) -> dict[str, Any] | None:
+    try:
+        own = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+    return own if type(own) is dict else None
+
+
+def _dict_get(value: Any, name: str) -> Any:
+    own = _instance_dict(value)
+    return own.get(name) if own is not None else None
+
+
+def _type_call(code: types.CodeType) -> str | None:
+    """Where ``code`` (or code nested in it) loads the builtin ``type``."""
+    line = code.co_firstlineno
+    for instruction in dis.get_instructions(code):
+        line = instruction.starts_line or line
+        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and instruction.argval == "type":
+            return f"{code.co_filename}:{line} in {code.co_name}"
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType) and "type" in code_names(const):
+            found = _type_call(const)
+            if found is not None:
+                return found
+    return None
+
+
+def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
+    """The first generator ``fn`` can reach by name and the first call of ``type`` in its code."""
+    roots: list[tuple[types.FunctionType, str]] = []
+    seen: set[int] = set()
+    current: Any = fn
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, types.MethodType):
+            current = current.__func__
+        if isinstance(current, types.FunctionType):
+            roots.append((current, current.__qualname__))
+        current = _dict_get(current, "__wrapped__") if not isinstance(current, types.FunctionType) \
+            else current.__dict__.get("__wrapped__")
+    names = set().union(*(code_names(f.__code__) for f, _ in roots)) if roots else set()
+    return _Scan().run(roots, leaves, names)
