@@ -137,3 +137,25 @@ def test_conversions_numpy_refuses_still_fail():
         np.asarray(X, dtype=np.float32, copy=False)
     with pytest.raises(UnsupportedError, match="conversion of a traced array"):
         trace(lambda x: np.asarray(x, dtype=np.float32, copy=False), (X,))
+
+
+def test_a_refusal_the_function_catches_still_fails_the_capture():
+    def f(x):
+        try:
+            label = f"{x.sum():.1f}"
+        except Exception:
+            label = "?"  # a capture that went on would bake in this branch
+        return x + len(label)
+
+    with pytest.raises(UnsupportedError, match="f-string"):
+        trace(f, (X,))
+
+    def g(x):
+        try:
+            x.strides  # noqa: B018  (a read that may fail)
+        except Exception:
+            pass
+        return x + 1.0
+
+    with pytest.raises(UnsupportedError, match="strides"):
+        trace(g, (X,))

@@ -53,8 +53,9 @@ DRAWS_HINT = ("pass a np.random.Generator argument; as it is, the function runs 
 
 
 class Watch:
-    """One capture in this thread: the first draw it refused (kept even if the function catches
-    the error, so that the capture still fails)."""
+    """One capture running in this thread, and the first construct it refused: the capture fails
+    with it even if the function caught the error and went on (a draw skipped, a fallback value
+    used: the capture would have baked in another result)."""
 
     def __init__(self) -> None:
         self.refused: UnsupportedError | None = None
@@ -71,12 +72,16 @@ def draw_error(what: str, source: str | None = None) -> UnsupportedError:
     return UnsupportedError(f"{DRAWS} ({what})", source=source, hint=DRAWS_HINT)
 
 
-def _refuse(what: str) -> UnsupportedError:
-    error = draw_error(what, user_source(3))
-    watch = _local.watches[-1]
-    if watch.refused is None:
-        watch.refused = error
+def refused(error: UnsupportedError) -> UnsupportedError:
+    """``error``, remembered as the refusal of the capture running in this thread, if any."""
+    watches = getattr(_local, "watches", None)
+    if watches and watches[-1].refused is None:
+        watches[-1].refused = error
     return error
+
+
+def _refuse(what: str) -> UnsupportedError:
+    return refused(draw_error(what, user_source(3)))
 
 
 def _guard(label: str, original: Callable[..., Any],

@@ -16,6 +16,7 @@ import numpy as np
 from stax.ir import NN_FUNCTIONS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
+from .isolation import refused
 from .source import user_source
 
 if TYPE_CHECKING:
@@ -71,8 +72,8 @@ class Proxy:
         _live(self)
         if isinstance(self.value, np.ndarray):
             raise TypeError("unhashable type: 'numpy.ndarray'")
-        raise UnsupportedError("hash() of a traced NumPy scalar (a dict key or a set member)",
-                               node=self.node.name, source=user_source())
+        raise refused(UnsupportedError("hash() of a traced NumPy scalar (a dict key or a set "
+                                       "member)", node=self.node.name, source=user_source()))
 
     def __copy__(self) -> Any:
         return self.__getattr__("copy")()
@@ -135,8 +136,8 @@ class Proxy:
             raise _conversion()
         attr = getattr(self.value, name)  # AttributeError as ndarray would raise it
         if not callable(attr):
-            raise UnsupportedError(f"reading ndarray attribute .{name} of a traced array",
-                                   source=user_source())
+            raise refused(UnsupportedError(f"reading ndarray attribute .{name} of a traced "
+                                           "array", source=user_source()))
         if name in MUTATING_METHODS:
             raise _mutation(f"method .{name}()")
         if name in ("item", "tolist"):  # reads data into Python: a data gate (table 3.2)
@@ -170,8 +171,8 @@ class Proxy:
         return self.tracer.gate(self, "index")
 
     def __complex__(self) -> complex:
-        raise UnsupportedError("complex() of a traced array", node=self.node.name,
-                               source=user_source())
+        raise refused(UnsupportedError("complex() of a traced array", node=self.node.name,
+                                       source=user_source()))
 
     def __iter__(self) -> Any:
         """Iterating an array walks its first axis: a shape read, not a data gate."""
@@ -253,7 +254,8 @@ class GeneratorProxy:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.generator, name)
         if name.startswith("_") or not callable(attr) or name in ("spawn", "bit_generator"):
-            raise UnsupportedError(f"Generator.{name} of a traced generator", source=user_source())
+            raise refused(UnsupportedError(f"Generator.{name} of a traced generator",
+                                           source=user_source()))
 
         def draw(*args: Any, **kwargs: Any) -> Any:
             return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
@@ -295,17 +297,17 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
 
 
 def escaped(source: str | None = None) -> UnsupportedError:
-    return UnsupportedError(
+    return refused(UnsupportedError(
         "a traced value escaped the compiled function (stored in a global or container) and was "
         "used after its capture", source=source or user_source(3),
-        hint="return the value from the function instead of storing it")
+        hint="return the value from the function instead of storing it"))
 
 
 def _conversion() -> UnsupportedError:
-    return UnsupportedError(
+    return refused(UnsupportedError(
         "conversion of a traced array to a concrete NumPy array (np.asarray with arguments "
         "that need its data, a C extension, or a NumPy function without __array_function__ "
-        "support)", source=user_source(3))
+        "support)", source=user_source(3)))
 
 
 def _live(proxy: Proxy) -> None:
@@ -315,9 +317,10 @@ def _live(proxy: Proxy) -> None:
 
 def _text(proxy: Proxy, what: str) -> UnsupportedError:
     _live(proxy)
-    return UnsupportedError(f"{what} of a traced value", node=proxy.node.name, source=user_source(3),
-                            hint="a compiled version would not redo it on later calls; compute "
-                                 "the text outside the compiled function")
+    return refused(UnsupportedError(
+        f"{what} of a traced value", node=proxy.node.name, source=user_source(3),
+        hint="a compiled version would not redo it on later calls; compute the text outside the "
+             "compiled function"))
 
 
 def _plain(value: Any) -> Any:
@@ -325,8 +328,9 @@ def _plain(value: Any) -> Any:
 
 
 def _mutation(what: str) -> UnsupportedError:
-    return UnsupportedError(f"in-place update {what} is not captured yet", source=user_source(3),
-                            hint="write it out of place (y = x + 1 instead of x += 1)")
+    return refused(UnsupportedError(f"in-place update {what} is not captured yet",
+                                    source=user_source(3),
+                                    hint="write it out of place (y = x + 1 instead of x += 1)"))
 
 
 def _binary(fn: Any, reflected: bool) -> Any:

@@ -30,7 +30,7 @@ from stax.ir import (
 )
 
 from .creation import Created, not_recording, recording_creation
-from .isolation import draw_error, private_copy, refusing_draws
+from .isolation import draw_error, private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import scan
 from .source import holding_warnings, user_source
@@ -153,8 +153,9 @@ class Tracer:
             except ValueError as exc:
                 if "read-only" not in str(exc) or not self._reaches_argument(args, kwargs):
                     raise
-                raise UnsupportedError(f"{target}() writes into an array argument in place",
-                                       source=source, hint="return a new array instead") from None
+                raise refused(UnsupportedError(
+                    f"{target}() writes into an array argument in place", source=source,
+                    hint="return a new array instead")) from None
         if _is_array(value):
             meta = {"tensor": _meta_of(value, target, source), "source": source}
             if random:
@@ -179,8 +180,8 @@ class Tracer:
                 meta={"tensor": m, "source": source}), v, self) for i, (v, m) in
                 enumerate(zip(value, metas))]
             return type(value)(items) if type(value) in (tuple, list) else tuple(items)
-        raise UnsupportedError(f"{target}() returned a {type(value).__name__}, not an array",
-                               source=source)
+        raise refused(UnsupportedError(
+            f"{target}() returned a {type(value).__name__}, not an array", source=source))
 
     def _gate_shape(self, node: Any, kind: str, value: Any, source: str | None) -> None:
         """A result whose shape depends on the data is specialized on that shape: a data gate."""
@@ -195,7 +196,8 @@ class Tracer:
             if value.tracer.finished:
                 raise escaped(source)
             if value.tracer is not self:
-                raise UnsupportedError("a proxy from another capture (nested compile)", source=source)
+                raise refused(UnsupportedError("a proxy from another capture (nested compile)",
+                                               source=source))
             return value.node
         if isinstance(value, (tuple, list)):
             return type(value)(self._symbolic(v, source) for v in value)
@@ -205,22 +207,23 @@ class Tracer:
             created = self.created.get(id(value))
             if created is not None and created.array is value:
                 return self._creation_node(created, source)
-            raise UnsupportedError(
+            raise refused(UnsupportedError(
                 "an array that is not an argument of the compiled function (a global, a closure "
                 "variable or an array created inside it) is used in a traced call", source=source,
-                hint="pass it as an argument")
+                hint="pass it as an argument"))
         if isinstance(value, _CONSTANT_TYPES) or value in (bool, int, float, complex) or (
                 isinstance(value, type) and issubclass(value, np.generic)):
             return value
-        raise UnsupportedError(f"a constant of type {type(value).__name__} in a traced call",
-                               source=source)
+        raise refused(UnsupportedError(
+            f"a constant of type {type(value).__name__} in a traced call", source=source))
 
 
     def _creation_node(self, created: Created, source: str | None) -> Any:
         if created.node is None:
             if not created.unchanged():
-                raise UnsupportedError(f"an array made by {created.target}() is modified in place "
-                                       "before it meets a traced value", source=source)
+                raise refused(UnsupportedError(
+                    f"an array made by {created.target}() is modified in place before it meets "
+                    "a traced value", source=source))
             args = self._symbolic(created.args, created.source)
             kwargs = self._symbolic(created.kwargs, created.source)
             created.node = self.graph.create_node(
@@ -251,8 +254,8 @@ def _meta_of(value: Any, target: str, source: str | None) -> TensorMeta:
     try:
         return TensorMeta.of(value)
     except UnsupportedError as exc:
-        raise UnsupportedError(f"{target}() returned an array of {exc.what}", source=source,
-                               hint=exc.hint) from None
+        raise refused(UnsupportedError(f"{target}() returned an array of {exc.what}",
+                                       source=source, hint=exc.hint)) from None
 
 
 def _is_array(value: Any) -> bool:
@@ -396,10 +399,10 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                         warned.emit()  # the user's own error ends the call; eager warned first
                     raise
         except BaseException:
-            if watch.refused is not None:  # the function turned the refusal into another error
+            if watch.refused is not None:  # the function turned a refusal into another error
                 raise watch.refused from None
             raise
-        if watch.refused is not None:  # the function caught the refusal and went on
+        if watch.refused is not None:  # the function caught a refusal and went on
             raise watch.refused
     return result
 
