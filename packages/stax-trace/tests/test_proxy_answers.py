@@ -105,8 +105,9 @@ def test_python_protocols_raise_eagers_errors():
 
 def test_an_escaped_proxy_says_so_when_used():
     kept = []
-    trace(lambda x: (kept.append(x.sum()), kept.append(x * 2.0), x + 1.0)[2], (X,))
-    scalar, array = kept
+    with pytest.raises(UnsupportedError, match="closure 'kept'"):  # seen where it was left...
+        trace(lambda x: (kept.append(x.sum()), kept.append(x * 2.0), x + 1.0)[2], (X,))
+    scalar, array = kept  # ...and wherever it went on to, it refuses to be used
     uses = [lambda v: v + 1, float, bool, lambda v: v.shape, lambda v: v.sum(), len, str, repr,
             np.exp, lambda v: np.asarray(v), lambda v: v[0], lambda v: list(v)]
     for value in (scalar, array):
@@ -159,3 +160,25 @@ def test_a_refusal_the_function_catches_still_fails_the_capture():
 
     with pytest.raises(UnsupportedError, match="strides"):
         trace(g, (X,))
+
+
+HISTORY = []
+LATEST = {}
+
+
+def test_a_traced_value_stored_in_a_global_fails_the_capture_with_its_place():
+    def append(x):
+        HISTORY.append(x.sum())
+        return x + 1.0
+
+    def store(x):
+        LATEST["x"] = x * 2.0
+        return x
+
+    for fn, where in [(append, "global 'HISTORY'[-1]"), (store, "global 'LATEST'['x']")]:
+        with pytest.raises(UnsupportedError, match="escaped the compiled function") as info:
+            trace(fn, (X,))
+        assert where in str(info.value)
+    kept = []
+    with pytest.raises(UnsupportedError, match="closure 'kept'"):
+        trace(lambda x: (kept.append(x), x)[1], (X,))

@@ -185,9 +185,9 @@ def _type_call(code: types.CodeType) -> str | None:
     return None
 
 
-def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
-    """The first generator ``fn`` can reach by name and the first call of ``type`` in its code."""
-    roots: list[tuple[types.FunctionType, str]] = []
+def _roots(fn: Any) -> list[types.FunctionType]:
+    """``fn`` and what it wraps (a decorator's or a compiled function's ``__wrapped__``)."""
+    roots: list[types.FunctionType] = []
     seen: set[int] = set()
     current: Any = fn
     while current is not None and id(current) not in seen:
@@ -195,8 +195,45 @@ def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
         if isinstance(current, types.MethodType):
             current = current.__func__
         if isinstance(current, types.FunctionType):
-            roots.append((current, current.__qualname__))
-        current = _dict_get(current, "__wrapped__") if not isinstance(current, types.FunctionType) \
-            else current.__dict__.get("__wrapped__")
-    names = set().union(*(code_names(f.__code__) for f, _ in roots)) if roots else set()
-    return _Scan().run(roots, leaves, names)
+            roots.append(current)
+        current = _dict_get(current, "__wrapped__")
+    return roots
+
+
+def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
+    """The first generator ``fn`` can reach by name and the first call of ``type`` in its code."""
+    roots = _roots(fn)
+    names = set().union(*(code_names(f.__code__) for f in roots)) if roots else set()
+    return _Scan().run([(f, f.__qualname__) for f in roots], leaves, names)
+
+
+def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool]) -> str | None:
+    """Where a traced value the function stored survives its capture, among the globals and
+    closure cells its code names, their items and their attributes (one level; lists by their
+    last items, where appends go): a path such as ``global 'HISTORY'[-1]``, or None."""
+    for root in _roots(fn):
+        names = code_names(root.__code__)
+        scope = root.__globals__
+        places = [(f"global {n!r}", scope[n]) for n in sorted(names & scope.keys())]
+        for name, cell in zip(root.__code__.co_freevars, root.__closure__ or ()):
+            try:
+                places.append((f"closure {name!r}", cell.cell_contents))
+            except ValueError:
+                pass
+        for path, value in places:
+            for suffix, item in [("", value), *_held(value)]:
+                if is_proxy(item):
+                    return f"{path}{suffix}"
+    return None
+
+
+def _held(value: Any) -> list[tuple[str, Any]]:
+    if type(value) is list:
+        return [(f"[{i - len(value)}]", v) for i, v in enumerate(value)][-MAX_ITEMS:]
+    if type(value) in (dict, set, tuple):
+        items = value.items() if type(value) is dict else enumerate(value)
+        return [(f"[{k!r}]", v) for k, v in list(items)[:MAX_ITEMS]]
+    if isinstance(value, (types.ModuleType, type, types.FunctionType)):
+        return []
+    own = _instance_dict(value)
+    return [(f".{k}", v) for k, v in list(own.items())[:MAX_ITEMS]] if own else []

@@ -32,7 +32,7 @@ from stax.ir import (
 from .creation import Created, not_recording, recording_creation
 from .isolation import draw_error, private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
-from .reach import scan
+from .reach import escaped_proxy, scan
 from .source import holding_warnings, user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
@@ -404,6 +404,11 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             raise
         if watch.refused is not None:  # the function caught a refusal and went on
             raise watch.refused
+        kept = escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer)
+        if kept is not None:
+            raise UnsupportedError(f"a traced value escaped the compiled function: {kept} holds "
+                                   "it after capture", hint="return it instead (a compiled "
+                                   "version would not store it on later calls)")
     return result
 
 
