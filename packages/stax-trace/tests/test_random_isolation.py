@@ -145,3 +145,18 @@ def test_guards_are_removed_when_no_capture_runs():
         assert np.random.rand is not originals[0]  # still capturing: still guarded
     assert (np.random.rand, np.random.seed, random.random,
             vars(random.Random).get("random")) == originals
+
+
+def test_a_users_own_replacement_is_wrapped_and_kept(monkeypatch):
+    """Guards wrap what they find (a test's monkeypatch of np.random.rand, say) and put it back."""
+    calls = []
+
+    def fake_rand(*args):
+        calls.append(args)
+        return 0.5
+
+    monkeypatch.setattr(np.random, "rand", fake_rand)
+    with pytest.raises(UnsupportedError, match=r"numpy\.random\.rand"):
+        trace(lambda x: x * np.random.rand(), (X,))
+    assert np.random.rand is fake_rand and not calls
+    assert np.random.rand() == 0.5

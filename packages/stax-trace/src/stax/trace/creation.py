@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .patching import Patches
 from .proxy import Proxy
 from .source import user_source
 
@@ -46,8 +47,6 @@ class Created:
 
 
 _active = threading.local()
-_lock = threading.Lock()
-_installed = 0
 
 
 def _recorder(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,9 +127,10 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     return conversion
 
 
-_ORIGINALS = {name: getattr(np, name) for name in (*CREATION_FUNCTIONS, *_CONVERSIONS)}
-_RECORDERS = {name: _recorder(name, fn) if name in CREATION_FUNCTIONS else _converter(name, fn)
-              for name, fn in _ORIGINALS.items()}
+_PATCHES = Patches(lambda: [
+    *((np, name, functools.partial(_recorder, name)) for name in CREATION_FUNCTIONS),
+    *((np, name, functools.partial(_converter, name)) for name in _CONVERSIONS),
+])
 
 
 @contextmanager
@@ -152,18 +152,5 @@ def not_recording() -> Any:
 @contextmanager
 def recording_creation(tracer: Tracer) -> Iterator[None]:
     """Route this thread's ``np.<creation>`` calls to ``tracer`` while the block runs."""
-    global _installed
-    with _lock:
-        if _installed == 0:
-            for name, fn in _RECORDERS.items():
-                setattr(np, name, fn)
-        _installed += 1
-    try:
-        with _routed_to(tracer):
-            yield
-    finally:
-        with _lock:
-            _installed -= 1
-            if _installed == 0:
-                for name, fn in _ORIGINALS.items():
-                    setattr(np, name, fn)
+    with _PATCHES.applied(), _routed_to(tracer):
+        yield

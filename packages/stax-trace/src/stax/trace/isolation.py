@@ -42,6 +42,7 @@ import numpy as np
 
 from stax.ir import UnsupportedError
 
+from .patching import Patches, Target
 from .source import user_source
 
 NUMPY_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
@@ -62,10 +63,11 @@ class Watch:
 
 
 _local = threading.local()  # .watches: the captures running in this thread, innermost last
-_lock = threading.Lock()
-_installed = 0
-_patches: list[tuple[Any, str, Any, Any, bool]] | None = None  # (owner, name, original, wrapper, own)
-_originals: dict[int, str] = {}  # id of each patched function -> its name: unguarded if named
+#: NumPy's legacy module functions: methods of its global RandomState, and seeding (by name, so
+#: that a user's own replacement of one is guarded too)
+_LEGACY_NAMES = sorted({n for n, v in vars(np.random.mtrand).items() if not n.startswith("_") and
+                        getattr(v, "__self__", None) is np.random.mtrand._rand} |
+                       {"seed", "ranf", "sample", "get_bit_generator", "set_bit_generator"})
 
 
 def draw_error(what: str, source: str | None = None) -> UnsupportedError:
@@ -102,61 +104,43 @@ def _unseeded(seed: Any = None, *args: Any, **kwargs: Any) -> bool:
     return seed is None or isinstance(seed, NUMPY_GENERATORS)
 
 
-def _build_patches() -> list[tuple[Any, str, Any, Any, bool]]:
-    patches = []
-    legacy = np.random.mtrand._rand
+def _targets() -> list[Target]:
+    """What ``refusing_draws`` guards: NumPy's legacy functions (methods of its global
+    RandomState, and seeding), ``default_rng`` without a seed, the ``random`` module's functions
+    (methods of its hidden ``Random``) and the drawing methods of ``random.Random`` and
+    ``SystemRandom``, which every ``random.Random`` instance uses, however it is reached."""
+    targets: list[Target] = []
     for module in (np.random, np.random.mtrand):
-        for name, value in list(vars(module).items()):
-            if name.startswith("_"):
-                continue
-            if getattr(value, "__self__", None) is legacy or name in (
-                    "seed", "ranf", "sample", "get_bit_generator", "set_bit_generator"):
-                patches.append((module, name, value, _guard(f"numpy.random.{name}", value), True))
-            elif name == "default_rng":
-                patches.append((module, name, value, _guard("numpy.random.default_rng() without "
-                                                            "a seed", value, _unseeded), True))
+        targets += [(module, name, functools.partial(_guard, f"numpy.random.{name}"))
+                    for name in _LEGACY_NAMES if name in vars(module)]
+        if "default_rng" in vars(module):
+            targets.append((module, "default_rng", functools.partial(
+                _guard, "numpy.random.default_rng() without a seed", draws=_unseeded)))
     for name, value in list(vars(random).items()):
         if getattr(value, "__self__", None) is random._inst:
-            patches.append((random, name, value, _guard(f"random.{name}", value), True))
+            targets.append((random, name, functools.partial(_guard, f"random.{name}")))
     for cls in (random.Random, random.SystemRandom):
         for name in ("random", "getrandbits", "randbytes", "seed", "setstate"):
-            own = name in vars(cls)
-            if not own and cls is random.SystemRandom:
-                continue  # inherited from random.Random: patched there
-            value = vars(cls)[name] if own else getattr(_random.Random, name, None)
-            if value is not None:
-                patches.append((cls, name, value, _guard(f"{cls.__name__}.{name}", value), own))
-    return patches
+            if cls is random.Random or name in vars(cls):  # SystemRandom: only its own
+                targets.append((cls, name, functools.partial(_guard, f"{cls.__name__}.{name}")))
+    return targets
+
+
+_PATCHES = Patches(_targets)
 
 
 @contextmanager
 def refusing_draws() -> Iterator[Watch]:
     """While the block runs, draws this thread reaches through NumPy's legacy functions or the
     ``random`` module are refused (other threads draw as usual)."""
-    global _installed, _patches
-    with _lock:
-        if _installed == 0:
-            if _patches is None:
-                _patches = _build_patches()
-                _originals.update((id(p[2]), p[3].__stax_guarded__) for p in _patches)
-            for owner, name, _, wrapper, _ in _patches:
-                setattr(owner, name, wrapper)
-        _installed += 1
     watches = _local.__dict__.setdefault("watches", [])
-    watch = Watch()
-    watches.append(watch)
-    try:
-        yield watch
-    finally:
-        watches.pop()
-        with _lock:
-            _installed -= 1
-            if _installed == 0:
-                for owner, name, original, _, own in _patches or ():
-                    if own:
-                        setattr(owner, name, original)
-                    else:
-                        delattr(owner, name)
+    with _PATCHES.applied():
+        watch = Watch()
+        watches.append(watch)
+        try:
+            yield watch
+        finally:
+            watches.pop()
 
 
 def guarded(value: Any) -> bool:
@@ -170,8 +154,9 @@ def generator_kind(value: Any) -> str | None:
     draws by its own code; None otherwise."""
     if isinstance(value, NUMPY_GENERATORS):
         return f"a {type(value).__module__}.{type(value).__qualname__}"
-    if id(value) in _originals:  # ``from numpy.random import seed``: bound before any capture
-        return f"{_originals[id(value)]} imported by name"
+    wrapper = _PATCHES.wrapped.get(id(value))
+    if wrapper is not None:  # ``from numpy.random import seed``: bound before any capture
+        return f"{wrapper.__stax_guarded__} imported by name"
     if not isinstance(value, (types.MethodType, types.BuiltinMethodType)):
         return None if not isinstance(value, _random.Random) or not _own_draws(type(value)) \
             else f"a {type(value).__qualname__} (a random generator class)"

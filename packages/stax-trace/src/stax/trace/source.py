@@ -32,45 +32,70 @@ def user_source(depth: int = 2) -> str | None:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
+#: NumPy's text for each error category (its messages start with it)
+_CATEGORY_OF = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
+                "invalid value": "invalid"}
+
+
 class HeldWarnings:
-    """NumPy's floating-point warnings (divide by zero, overflow, invalid value) while capture
-    runs NumPy on the examples, held back with the user's line that caused each.
+    """NumPy's floating-point reports (divide by zero, overflow, invalid value) while capture
+    runs NumPy on the examples, held back: warnings with the user's line that caused each, and
+    for the ``print``, ``log`` and ``call`` error modes what NumPy would print, log or call.
 
     The call that follows a capture — its compiled version, whose kernels report the same events
-    and then run the call eagerly, or the eager fallback — gives eager NumPy's warnings itself,
+    and then run the call eagerly, or the eager fallback — gives eager NumPy's reports itself,
     so those of capture would be duplicates. Only when capture ends in the user's own error (an
-    error eager NumPy would raise too, after warning) are they given, at the user's lines, before it.
-    NumPy writes them here in its ``log`` error mode.
+    error eager NumPy would raise too, after reporting) are they given, in order, before it.
+    NumPy hands them here in its ``log`` error mode (``write``) or, for ``call``, by calling.
     """
 
-    def __init__(self) -> None:
-        self.pending: list[tuple[str, str, int, dict[str, Any]]] = []
+    def __init__(self, modes: dict[str, str] | None = None, errcall: Any = None) -> None:
+        self.pending: list[tuple[str, Any]] = []
+        self.modes = modes or {}
+        self.errcall = errcall  # the user's np.seterrcall, for the call and log modes
 
     def write(self, text: str) -> None:  # NumPy: "Warning: divide by zero encountered in divide\n"
+        message = text.strip().removeprefix("Warning: ")
+        mode = self.modes.get(_CATEGORY_OF.get(message.split(" encountered")[0], ""), "warn")
+        if mode != "warn":
+            self.pending.append((mode, message))
+            return
         frame = user_frame(2)
         if frame is not None:
-            self.pending.append((text.strip().removeprefix("Warning: "), frame.f_code.co_filename,
-                                 frame.f_lineno, frame.f_globals))
+            self.pending.append(("warn", (message, frame.f_code.co_filename, frame.f_lineno,
+                                          frame.f_globals)))
+
+    def __call__(self, kind: str, flag: int) -> None:  # NumPy's call mode
+        self.pending.append(("call", (kind, flag)))
 
     def emit(self) -> None:
-        """Each held warning, as ``warnings.warn`` would give it from the user's line."""
-        for message, filename, lineno, scope in self.pending:
-            warnings.warn_explicit(message, RuntimeWarning, filename, lineno,
-                                   module=scope.get("__name__"),
-                                   registry=scope.setdefault("__warningregistry__", {}),
-                                   module_globals=scope)
+        """Each held report, as NumPy would have given it (warnings from the user's line)."""
+        for mode, what in self.pending:
+            if mode == "warn":
+                message, filename, lineno, scope = what
+                warnings.warn_explicit(message, RuntimeWarning, filename, lineno,
+                                       module=scope.get("__name__"),
+                                       registry=scope.setdefault("__warningregistry__", {}),
+                                       module_globals=scope)
+            elif mode == "call":
+                self.errcall(*what)
+            elif mode == "log":
+                self.errcall.write(f"Warning: {what}\n")
+            else:  # print
+                sys.stderr.write(f"Warning: {what}\n")
         self.pending.clear()
 
 
 @contextmanager
 def holding_warnings() -> Iterator[HeldWarnings]:
-    """While the block runs, NumPy's floating-point warnings in this thread are held (NumPy's
-    error state is per thread and context: other threads are untouched). Error modes other than
-    ``warn``, and a user's own ``seterrcall``, are left as they are."""
-    held = HeldWarnings()
+    """While the block runs, NumPy's floating-point reports in this thread are held (NumPy's
+    error state is per thread and context: other threads are untouched); ``raise`` is left as
+    it is (capture then ends in NumPy's error, as eager does)."""
     state = np.geterr()
-    relayed = {kind: "log" for kind, mode in state.items() if mode == "warn"}
-    if not relayed or any(mode in ("call", "log") for mode in state.values()):
+    held = HeldWarnings(state, np.geterrcall())
+    relayed = {kind: "call" if mode == "call" else "log" for kind, mode in state.items()
+               if mode in ("warn", "print", "log", "call")}
+    if not relayed:
         yield held
         return
     with np.errstate(call=held, **relayed):
