@@ -160,3 +160,19 @@ def test_a_users_own_replacement_is_wrapped_and_kept(monkeypatch):
         trace(lambda x: x * np.random.rand(), (X,))
     assert np.random.rand is fake_rand and not calls
     assert np.random.rand() == 0.5
+
+
+class Hostile:
+    """An object whose attribute dictionary cannot be read."""
+
+    @property
+    def __dict__(self):
+        raise RuntimeError("no")
+
+
+HOSTILE = Hostile()
+
+
+def test_a_value_that_breaks_the_scan_is_a_refusal_not_a_crash():
+    with pytest.raises(UnsupportedError, match="could not check"):
+        trace(lambda x: x * (HOSTILE is not None), (X,))

@@ -39,6 +39,7 @@ _INSTALLED = ("site-packages", "dist-packages")
 class Found:
     generator: str | None = None  # what was reached and by which path
     type_call: str | None = None  # "file:line in function" of a call of the builtin type
+    unreadable: str | None = None  # a value broke the scan: what the function reaches is unknown
 
 
 def code_names(code: types.CodeType) -> set[str]:
@@ -174,7 +175,8 @@ def _type_call(code: types.CodeType) -> str | None:
     """Where ``code`` (or code nested in it) loads the builtin ``type``."""
     line = code.co_firstlineno
     for instruction in dis.get_instructions(code):
-        line = instruction.starts_line or line
+        positions = getattr(instruction, "positions", None)  # Python 3.11+
+        line = (positions.lineno if positions is not None else instruction.starts_line) or line
         if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and instruction.argval == "type":
             return f"{code.co_filename}:{line} in {code.co_name}"
     for const in code.co_consts:
@@ -204,7 +206,10 @@ def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
     """The first generator ``fn`` can reach by name and the first call of ``type`` in its code."""
     roots = _roots(fn)
     names = set().union(*(code_names(f.__code__) for f in roots)) if roots else set()
-    return _Scan().run([(f, f.__qualname__) for f in roots], leaves, names)
+    try:
+        return _Scan().run([(f, f.__qualname__) for f in roots], leaves, names)
+    except Exception as exc:  # a value that breaks a look-up: what it reaches is not known
+        return Found(unreadable=f"{type(exc).__name__}: {exc}")
 
 
 def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool]) -> str | None:
@@ -221,7 +226,11 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool]) -> st
             except ValueError:
                 pass
         for path, value in places:
-            for suffix, item in [("", value), *_held(value)]:
+            try:
+                held = [("", value), *_held(value)]
+            except Exception:  # unreadable: a proxy there still refuses to be used later
+                continue
+            for suffix, item in held:
                 if is_proxy(item):
                     return f"{path}{suffix}"
     return None

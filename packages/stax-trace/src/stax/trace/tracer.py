@@ -384,6 +384,10 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
         found = scan(fn, leaves)  # with the draw wrappers in place: what it names is unguarded
         if found.generator is not None:
             raise draw_error(f"it can reach {found.generator}")
+        if found.unreadable is not None:
+            raise UnsupportedError("capture could not check which random generators the function "
+                                   f"can reach: a value it names broke the look-up "
+                                   f"({found.unreadable})")
         if found.type_call is not None:
             raise UnsupportedError(
                 "the function calls type(): a traced array is not of type numpy.ndarray during "
