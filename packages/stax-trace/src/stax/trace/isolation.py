@@ -24,6 +24,10 @@ generator it does not own:
 Not covered: a generator reached only through a path the name scan cannot follow (a value
 computed at run time, a deep attribute chain) or a generator made inside the function with
 ``np.random.Generator(...)``/``RandomState(...)``.
+
+Every refusal made while the function runs (a draw, or any construct the tracer refuses) is also
+kept on the capture's ``Watch``: a function that catches the error and goes on still fails to
+capture, since the capture would have baked in the other branch.
 """
 
 from __future__ import annotations
@@ -157,9 +161,11 @@ def generator_kind(value: Any) -> str | None:
     wrapper = _PATCHES.wrapped.get(id(value))
     if wrapper is not None:  # ``from numpy.random import seed``: bound before any capture
         return f"{wrapper.__stax_guarded__} imported by name"
+    if isinstance(value, _random.Random):  # random.Random's own methods are guarded
+        return f"a {type(value).__qualname__} (its class draws by its own code)" \
+            if _own_draws(type(value)) else None
     if not isinstance(value, (types.MethodType, types.BuiltinMethodType)):
-        return None if not isinstance(value, _random.Random) or not _own_draws(type(value)) \
-            else f"a {type(value).__qualname__} (a random generator class)"
+        return None
     owner = value.__self__
     if owner is not None and not isinstance(owner, type):
         if isinstance(owner, NUMPY_GENERATORS):
