@@ -17,6 +17,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -357,7 +358,7 @@ class CompiledFunction:
             self._check_no_side_effects(free, sigma, args, kwargs)
             if captures is not None and key is not None and not capture.gates:
                 captures.store(key, capture)
-        dump = self._dumper(settings, self._dump_name(name), number)
+        dump = self._dumper(settings, self._dump_name(settings.dump_dir, name), number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
         leaves = tree_flatten((args, kwargs))[0]
@@ -437,19 +438,21 @@ class CompiledFunction:
             logs.emit("perf", settings.logs, f"{self._name}: capture not cached on disk: {exc}")
             return None, None
 
-    def _dump_name(self, name: str) -> str:
-        """The file-name stem of this function's dumps: its name, with a suffix where another
-        live compiled function of this process already writes under that name."""
+    def _dump_name(self, directory: Path | None, name: str) -> str:
+        """The file-name stem of this function's dumps in ``directory``: its name, with a suffix
+        where another live compiled function of this process already writes there under it."""
+        if directory is None:
+            return name
         with _DUMP_NAMES_LOCK:
-            mine = getattr(self, "_dump_stem", None)
-            if mine is not None:
-                return mine
+            stems = _DUMP_NAMES.setdefault(str(directory), {})
+            for stem, owner in stems.items():
+                if owner() is self:
+                    return stem
             stem, n = name, 1
-            while (owner := _DUMP_NAMES.get(stem)) is not None and owner() not in (None, self):
+            while (owner := stems.get(stem)) is not None and owner() is not None:
                 n += 1
                 stem = f"{name}-{n}"
-            _DUMP_NAMES[stem] = weakref.ref(self)
-            self._dump_stem = stem
+            stems[stem] = weakref.ref(self)
             return stem
 
     def _dumper(self, settings: config.Settings, name: str, number: int
@@ -468,7 +471,7 @@ class _InternalError(StaxError):
     pass
 
 
-_DUMP_NAMES: dict[str, weakref.ref[CompiledFunction]] = {}
+_DUMP_NAMES: dict[str, dict[str, weakref.ref[CompiledFunction]]] = {}  # directory -> stem
 _DUMP_NAMES_LOCK = threading.Lock()
 
 

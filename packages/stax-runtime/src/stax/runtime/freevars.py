@@ -76,6 +76,7 @@ class FreeVariables:
                                        tuple(closure) or None)
             clone.__kwdefaults__ = fn.__kwdefaults__
             return clone(*values[count:], **kwargs)
+        call.__wrapped__ = fn  # type: ignore[attr-defined]  # capture's scans look through it
         return call
 
 
