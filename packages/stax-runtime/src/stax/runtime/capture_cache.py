@@ -200,7 +200,9 @@ def stax_fingerprint() -> str:
     return digest.hexdigest()
 
 
+@functools.cache
 def _version(dist: str) -> str:
+    """A distribution's version, read once per process (reading metadata costs ~0.25 ms)."""
     try:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:  # running from a source tree
