@@ -25,13 +25,18 @@ def exp_kernel(build, n):
     return ex, kernel, x
 
 
+def events():
+    """The kernel's last argument: its floating-point events (``cpu/fpevents.py``)."""
+    return np.zeros(1, np.int32)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 1000, 1 << 20])
 def test_chunks_cover_the_range_once(build, n):
     ex, kernel, x = exp_kernel(build, n)
     pool = native.native_pool(2)
     got, want = np.full_like(x, np.nan), np.empty_like(x)
-    pool.parallel_for(ex.module.address(kernel.name), (x, got), n)
-    kernel_function(ex.module, kernel.name, 2)(x, want, 0, n)
+    pool.parallel_for(ex.module.address(kernel.name), (x, got, events()), n)
+    kernel_function(ex.module, kernel.name, 3)(x, want, events(), 0, n)
     np.testing.assert_array_equal(got, want)
 
 
@@ -43,7 +48,7 @@ def test_launches_from_several_threads_take_turns(build):
     def work():
         for _ in range(50):
             out = np.empty_like(x)
-            pool.parallel_for(address, (x, out), x.size)
+            pool.parallel_for(address, (x, out, events()), x.size)
             if not np.allclose(out, want, rtol=1e-15):
                 errors.append("wrong")
     threads = [threading.Thread(target=work) for _ in range(4)]
@@ -66,14 +71,15 @@ def _child(queue):
     ex = Executable(generate(lower_opgraph(program)))
     kernel = ex.artifact.kernels[0]
     out = np.empty_like(x)
-    native.native_pool(2).parallel_for(ex.module.address(kernel.name), (x, out), x.size)
+    native.native_pool(2).parallel_for(ex.module.address(kernel.name),
+                                       (x, out, np.zeros(1, np.int32)), x.size)
     queue.put(bool(np.allclose(out, np.exp(x))))
 
 
 def test_a_forked_child_starts_its_own_workers(build):
     ex, kernel, x = exp_kernel(build, 1 << 16)
-    native.native_pool(2).parallel_for(ex.module.address(kernel.name), (x, np.empty_like(x)),
-                                       x.size)  # the parent's workers exist
+    native.native_pool(2).parallel_for(ex.module.address(kernel.name),
+                                       (x, np.empty_like(x), events()), x.size)  # workers exist
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_child, args=(queue,))

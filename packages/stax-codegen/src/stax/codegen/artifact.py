@@ -16,7 +16,11 @@ from stax.ir.serialize import decode_value, encode_value
 
 from .memory_plan import StoragePlan
 
-KERNELS_SCHEMA = "stax.kernels/1.2"  # 1.1: extern calls, step order; 1.2: storage, index width, checks
+# 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events
+KERNELS_SCHEMA = "stax.kernels/1.3"
+#: the int32[1] buffer (role "events") kernels OR NumPy's floating-point status bits into, as
+#: their last argument (``cpu/fpevents.py``); not a valid Python name, so never an argument's
+EVENTS_BUFFER = "$events"
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class BufferPlan:
     shape: tuple[int, ...]
     dtype: str
     strides: tuple[int, ...]
-    role: str  # "input" | "output" | "intermediate"
+    role: str  # "input" | "output" | "intermediate" | "extern" | "events"
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,15 @@ class KernelArtifact:
     steps: list[str] = field(default_factory=list)  # kernel names and extern buffers, in order
     storage: StoragePlan | None = None  # blocks shared by buffers whose lives do not overlap
     checks: dict[str, str] = field(default_factory=dict)  # bool buffers that must be False
+    #: the kernels again with exact floating-point event checks (same names and arguments),
+    #: for calls whose fast kernels saw a non-finite value; None when no kernel does float
+    #: arithmetic that may report events (nor underflow: ``errstate.py``)
+    precise_ir: str | None = None
+
+    @property
+    def events(self) -> str | None:
+        """The events buffer's name, if the kernels report floating-point events."""
+        return EVENTS_BUFFER if any(b.role == "events" for b in self.buffers) else None
 
     @property
     def intermediates(self) -> list[BufferPlan]:
@@ -109,6 +122,7 @@ class KernelArtifact:
                 "unshared_bytes": self.storage.unshared_bytes},
             **({"checks": self.checks} if self.checks else {}),
             "llvm_ir": self.llvm_ir,
+            **({"precise_llvm_ir": self.precise_ir} if self.precise_ir is not None else {}),
         }
 
     @classmethod
@@ -132,6 +146,7 @@ class KernelArtifact:
             list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
             _storage_from_json(doc.get("storage")),
             dict(doc.get("checks", {})),
+            doc.get("precise_llvm_ir"),
         )
 
     def dump(self, path: str | Path) -> None:

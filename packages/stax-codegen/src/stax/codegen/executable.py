@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,10 @@ from stax.ir import StaxError
 from stax.ir.interpreter import call_method, resolve_function
 from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
 
+from . import errstate
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.entry import Entry, make_entry
+from .cpu.fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, UNDERFLOW
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.objcache import ObjectCache
 from .cpu.pool import MAX_ARITY, NativePool, native_pool
@@ -27,8 +31,44 @@ class ExternResultMismatch(StaxError):
     data, say). Nothing the caller can see has been written; the runtime runs the call eagerly."""
 
 
-def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]], None]:
-    """``step(env)``: call NumPy with the operands from ``env``, check the result, store it."""
+class FloatingPointEvents(ExternResultMismatch):
+    """The kernels met floating-point events that NumPy's error state does not ignore, or the
+    state does not ignore underflow, which kernels do not detect (``errstate.py``). Nothing the
+    caller can see has been written; the runtime runs the call eagerly, and NumPy warns, raises
+    or calls exactly as it does."""
+
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+        what = "underflow is not ignored by np.errstate" if bits == UNDERFLOW else \
+            f"floating-point events in the kernels ({errstate.describe(bits)})"
+        super().__init__(what)
+
+
+def _refuse_underflow() -> None:
+    """At the start of a call of float kernels: declined while underflow is not ignored."""
+    if errstate.heeded() & UNDERFLOW:
+        raise FloatingPointEvents(UNDERFLOW)
+
+
+def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | None:
+    """After the kernels reported ``bits``: None to return the call's own results; the results
+    of a run with the precise kernels when the fast ones only saw a non-finite value (which
+    decides again, on exact events); or ``FloatingPointEvents``."""
+    if bits & MAYBE:
+        if precise is not None:
+            return precise()
+        bits |= DIVIDE | OVERFLOW | INVALID  # unknown: the worst
+    heeded = errstate.heeded() & bits & ~MAYBE
+    if heeded:
+        raise FloatingPointEvents(heeded)
+    return None
+
+
+def _extern_step(plan: ExternPlan, slot: dict[str, int], events: int | None = None
+                 ) -> Callable[[list[Any]], None]:
+    """``step(env)``: call NumPy with the operands from ``env``, check the result, store it.
+    With ``events`` (the events buffer's slot) NumPy's floating-point events go there instead of
+    warning or raising: the kernels' events may yet decline the call (``errstate.recording``)."""
     args, kwargs = decode_operands(plan.args), decode_operands(plan.kwargs)
     # the allow-list, checked when the plan is loaded: a document names data, never code
     fn = None if plan.method else resolve_function(plan.target)
@@ -42,7 +82,11 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int]) -> Callable[[list[Any]]
         def fetch(ref: BufferRef) -> Any:
             return env[slot[ref.name]]
         a, k = map_buffer_refs(args, fetch), map_buffer_refs(kwargs, fetch)
-        result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
+        if events is None:
+            result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
+        else:
+            with errstate.recording(env[events]):
+                result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
         if plan.sequence is not None:
             if not isinstance(result, (tuple, list)) or len(result) != plan.sequence:
                 raise ExternResultMismatch(f"extern {plan.target}() returned "
@@ -89,10 +133,14 @@ def _native_step(native: NativePool, address: int, args: list[int], outer: int
 
 
 def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
-                   outputs: list[tuple[Any, Any]], n_inputs: int) -> Callable[..., Any] | None:
+                   outputs: list[tuple[Any, Any]], n_inputs: int, events: int | None = None,
+                   settle: Callable[..., Any] | None = None, floats: bool = False
+                   ) -> Callable[..., Any] | None:
     """For the common plan — one kernel on the calling thread, one array output — a function
     ``run_one(*arrays) -> output`` written out as straight-line Python (no environment list, no
-    loops), which is what a tiny call's time is made of. None for any other plan.
+    loops), which is what a tiny call's time is made of. None for any other plan. A kernel that
+    reports floating-point events gets its events buffer (slot ``events``); ``settle(bits, out,
+    *arrays)`` decides when it reports any; float kernels (``floats``) first look at underflow.
 
     The source is made from a fixed template and integers only (slot positions and the loop
     range, each checked to be an ``int``): nothing of a document's text is ever executed."""
@@ -104,17 +152,37 @@ def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
         return None
     if not all(type(v) is int for v in (*args, outer, out_slot, n_inputs)):
         raise TypeError(f"kernel launch of unexpected form: args {args!r}, range {outer!r}")
-    if not all(0 <= a < n_inputs or a == out_slot for a in args):
+    if not all(0 <= a < n_inputs or a in (out_slot, events) for a in args):
         return None
     params = [f"a{i}" for i in range(n_inputs)]
-    names = {**{i: p for i, p in enumerate(params)}, out_slot: "out"}
-    source = (f"def run_one({', '.join(params)}):\n"
-              f"    out = alloc()\n"
-              f"    kernel({', '.join(names[a] for a in args)}, 0, {outer})\n"
-              f"    return out\n")
-    scope: dict[str, Any] = {"alloc": alloc_slots[0][1], "kernel": fn}
+    names = {**{i: p for i, p in enumerate(params)}, out_slot: "out", events: "events"}
+    call = f"    kernel({', '.join(names[a] for a in args)}, 0, {outer})\n"
+    if events is None:
+        source = f"def run_one({', '.join(params)}):\n    out = alloc()\n{call}    return out\n"
+    else:
+        source = (f"def run_one({', '.join(params)}):\n"
+                  f"{'    refuse_underflow()' if floats else ''}\n"
+                  f"    out = alloc()\n"
+                  f"    events = zeros(1, int32)\n{call}"
+                  f"    bits = events.item()\n"
+                  f"    return settle(bits, out, {', '.join(params)}) if bits else out\n")
+    scope: dict[str, Any] = {"alloc": alloc_slots[0][1], "kernel": fn, "zeros": np.zeros,
+                             "int32": np.int32, "settle": settle,
+                             "refuse_underflow": _refuse_underflow}
     exec(compile(source, f"<stax kernel call {id(fn):x}>", "exec"), scope)
     return scope["run_one"]
+
+
+class _Draws:
+    """The states of the generators among a call's arguments when it began, to undo its draws."""
+
+    def __init__(self, arrays: tuple[Any, ...], slots: list[int]) -> None:
+        self.saved = [(arrays[i], arrays[i].bit_generator.state) for i in slots
+                      if isinstance(arrays[i], np.random.Generator)]
+
+    def undo(self) -> None:
+        for generator, state in self.saved:
+            generator.bit_generator.state = state
 
 
 class Executable:
@@ -127,7 +195,7 @@ class Executable:
         self.module = CompiledModule(artifact.llvm_ir, self._cache)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
         storage = artifact.storage
-        planned = [b for b in artifact.buffers if b.role not in ("input", "extern")]
+        planned = [b for b in artifact.buffers if b.role not in ("input", "extern", "events")]
         shared = [b for b in planned if storage is not None and storage.shared(b.name)]
         allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
         pool = default_pool()
@@ -140,8 +208,18 @@ class Executable:
             slot[name] = len(slot)
         for e in artifact.externs:
             slot[e.buffer] = len(slot)
+        if artifact.events is not None:  # floating-point events (``errstate.py``)
+            slot[artifact.events] = len(slot)
+        events = slot.get(artifact.events) if artifact.events is not None else None
+        floats = artifact.precise_ir is not None  # float kernels: they cannot see underflow
+        self._cache_dir = cache_dir
+        self._precise_lock = threading.Lock()
+        self._precise: Executable | None = None
         size = len(slot)
         n_inputs = len(self.input_names)
+        # generators among the inputs (their draws are NumPy steps): a declined call undoes them
+        generators = [i for i, b in enumerate(b for b in artifact.buffers if b.role == "input")
+                      if np.dtype(b.dtype) == object]
         alloc_slots = [(slot[name], alloc) for name, alloc in allocs]
         # buffers sharing a block (spec §7.5): one block per call, a view of it per buffer
         blocks = {storage.storage[b.name]: _block_allocator(storage.sizes[storage.storage[b.name]])
@@ -153,7 +231,7 @@ class Executable:
         launches: list[Any] = []
         for step in artifact.steps:
             if step in externs:
-                launches.append(_extern_step(externs[step], slot))
+                launches.append(_extern_step(externs[step], slot, events))
                 continue
             k = kernels[step]
             args = [slot[a] for a in k.args]
@@ -169,7 +247,21 @@ class Executable:
         check_reasons = {slot[name]: why for name, why in artifact.checks.items()}
 
         def run(*arrays: np.ndarray) -> list[Any]:
+            if not generators:
+                return launch_all(arrays, None)
+            drawn = _Draws(arrays, generators)
+            try:
+                return launch_all(arrays, drawn)
+            except ExternResultMismatch:  # declined: the eager run draws the same numbers
+                drawn.undo()
+                raise
+
+        def launch_all(arrays: tuple[Any, ...], drawn: _Draws | None) -> list[Any]:
             env: list[Any] = [*arrays, *([None] * (size - n_inputs))]
+            if events is not None:
+                if floats:
+                    _refuse_underflow()
+                env[events] = np.zeros(1, np.int32)
             for i, alloc in alloc_slots:
                 env[i] = alloc()
             if views:
@@ -188,6 +280,12 @@ class Executable:
             for i in check_slots:
                 if env[i]:  # an index out of bounds, say: NumPy's error comes from the eager run
                     raise ExternResultMismatch(f"a check failed: {check_reasons[i]}")
+            if events is not None:
+                bits = env[events].item()
+                if bits:
+                    precise = _settle(bits, self._precise_rerun(arrays, drawn))
+                    if precise is not None:
+                        return precise
             results = []
             for i, extra in outputs:
                 if i is None:
@@ -197,12 +295,37 @@ class Executable:
                     results.append(value[()] if extra and value.ndim == 0 else value)
             return results
 
+        def settle(bits: int, out: np.ndarray, *arrays: np.ndarray) -> Any:
+            precise = _settle(bits, self._precise_rerun(arrays))
+            return out if precise is None else precise[0]
+
         self.run = run
         self.run_one = None if check_slots else _straight_line(launches, alloc_slots, outputs,
-                                                               n_inputs)
+                                                               n_inputs, events, settle, floats)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         return self.run(*arrays)
+
+    def _precise_rerun(self, arrays: tuple[np.ndarray, ...], drawn: _Draws | None = None
+                       ) -> Callable[[], list[Any]] | None:
+        """The call on ``arrays`` again, with the kernels that check every operation exactly
+        (``artifact.precise_ir``, compiled on first use), or None if the artifact has none.
+        Generators among the arguments first go back to where the call found them (``drawn``)."""
+        if self.artifact.precise_ir is None:
+            return None
+        if self._precise is None:
+            with self._precise_lock:
+                if self._precise is None:
+                    exact = replace(self.artifact, llvm_ir=self.artifact.precise_ir,
+                                    precise_ir=None)
+                    self._precise = Executable(exact, self._cache_dir)
+        precise = self._precise
+
+        def rerun() -> list[Any]:
+            if drawn is not None:
+                drawn.undo()
+            return precise.run(*arrays)
+        return rerun
 
     def entry(self, inputs: list[np.ndarray], slow: Callable[..., Any]) -> Entry | str:
         """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from llvmlite import ir
@@ -11,9 +11,10 @@ from llvmlite import ir
 from stax.loop import ExternCall, LoopProgram, index_width, loads
 from stax.loop.ir import encode_operands
 
-from .artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan
+from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.costs import operations
 from .cpu.emit import KernelSpec, emit_kernel
+from .cpu.fpevents import float_events, has_events
 from .cpu.jit import array_data_offset, host_target
 from .cpu.pool import native_available
 from .memory_plan import order_steps, plan_storage
@@ -47,12 +48,18 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     host = host_target()
     module = ir.Module(name=program.name)
     module.triple = host.triple
+    # every kernel again, float arithmetic with exact checks, compiled only when a call needs them
+    # (``cpu/fpevents.py``); only float tests are inexact, integer division events are not
+    precise = ir.Module(name=program.name)
+    precise.triple = host.triple
     dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
+    dtypes[EVENTS_BUFFER] = "int32"
     nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
               for b in (*program.inputs, *program.buffers)}
     kernels: list[KernelPlan] = []
     externs: list[ExternPlan] = []
     steps: list[str] = []
+    floats = False  # some kernel does float arithmetic that may report events
     for group in groups:
         call = group.extern
         if call is not None:
@@ -61,22 +68,29 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
             continue
         name = f"kernel_{len(kernels)}"
         args = _kernel_args(group)
+        events = EVENTS_BUFFER if has_events(group.nodes) else None
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
-        emit_kernel(module, KernelSpec(name, tuple(group.nodes), args, dtypes, same),
-                    array_data_offset())
-        kernels.append(_plan(name, group, args, nbytes, options))
+        spec = KernelSpec(name, tuple(group.nodes), args + ((events,) if events else ()), dtypes,
+                          same, events)
+        emit_kernel(module, spec, array_data_offset())
+        emit_kernel(precise, replace(spec, precise=True), array_data_offset())
+        floats = floats or float_events(group.nodes)
+        kernels.append(_plan(name, group, args, nbytes, options, events))
         steps.append(name)
     buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
     buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
                            "extern" if isinstance(b, ExternCall)
                            else "output" if b.name in output_names else "intermediate")
                 for b in program.buffers]
+    reports = any(EVENTS_BUFFER in k.args for k in kernels)
+    if reports:
+        buffers.append(BufferPlan(EVENTS_BUFFER, (1,), "int32", (1,), "events"))
     outputs = [{"buffer": o.buffer, "scalar": o.scalar} if o.buffer is not None
                else {"const": o.const} for o in program.outputs]
     return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
                           kernels, list(program.input_slots), program.input_tree, outputs,
                           program.output_tree, [asdict(d) for d in decisions], externs, steps,
-                          storage, dict(program.checks))
+                          storage, dict(program.checks), str(precise) if floats else None)
 
 
 def _extern_plan(call: ExternCall) -> ExternPlan:
@@ -106,7 +120,7 @@ def _cost_per_element(group: Group) -> int:
 
 
 def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int],
-          options: CodegenOptions) -> KernelPlan:
+          options: CodegenOptions, events: str | None) -> KernelPlan:
     first = group.nodes[0]
     work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
     outer = first.ranges[0] if first.ranges else 1
@@ -115,4 +129,5 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     written = sum(nbytes[c] for c in computes)
     parallel = outer > 1 and work * _cost_per_element(group) >= options.parallel_threshold
     bits = max(index_width(n) for n in group.nodes)
-    return KernelPlan(name, args, computes, outer, work, parallel, read, written, bits)
+    return KernelPlan(name, args + ((events,) if events else ()), computes, outer, work, parallel,
+                      read, written, bits)

@@ -43,6 +43,7 @@ from stax.loop import (
 
 from ..rowshare import Spill, share_row_values
 from . import vmath, vmath64
+from .fpevents import FloatEvents
 from .nests import LoopShapes, _columnwise, _is_arg, _transposed
 from .types import I1, I8P, I64, is_float, is_signed, memory_type, value_type
 
@@ -79,9 +80,11 @@ class KernelSpec:
     args: tuple[str, ...]          # buffer names, in argument order
     dtypes: dict[str, str]         # buffer name -> dtype
     in_place: dict[str, str] = field(default_factory=dict)  # output -> input it overwrites
+    events: str | None = None  # the int32 buffer of floating-point events (``fpevents``)
+    precise: bool = False      # the exact checks (else the fast kernel's finiteness tests)
 
 
-class KernelEmitter(LoopShapes):
+class KernelEmitter(LoopShapes, FloatEvents):
     def __init__(self, module: ir.Module, spec: KernelSpec, data_offset: int) -> None:
         self.spec = spec
         fnty = ir.FunctionType(ir.VoidType(), [I8P] * len(spec.args) + [I64, I64])
@@ -104,6 +107,7 @@ class KernelEmitter(LoopShapes):
         self.memo: dict[object, ir.Value] = {}  # id(expr) or ("index", affine)
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
+        self._events_start(spec.events, spec.precise, spec.nodes)
 
     def _data_pointer(self, obj: ir.Value, dtype: str, offset: int) -> ir.Value:
         b = self.builder
@@ -215,6 +219,8 @@ class KernelEmitter(LoopShapes):
         cached = self.memo.get(id(expr))
         if cached is None:
             cached = self.memo[id(expr)] = self._emit(expr)
+            if self.events is not None and isinstance(expr, Unary | Binary | Cast):
+                self._after_value(expr, cached, [self.memo[id(c)] for c in expr.children()])
         return cached
 
     def _emit(self, e: Expr) -> ir.Value:
@@ -396,6 +402,7 @@ class KernelEmitter(LoopShapes):
         b = self.builder
         typ = a.type
         zero, one = ir.Constant(typ, 0), ir.Constant(typ, 1)
+        self._integer_division_events(a, c, op, dtype)
         by_zero = b.icmp_unsigned("==", c, zero)
         if not is_signed(dtype):
             safe = b.select(by_zero, one, c)
@@ -506,6 +513,12 @@ class KernelEmitter(LoopShapes):
             return []
 
         phases = _phases(nodes)
+        if split and len(phases) > 1 and not isinstance(nodes[0].data, Scan):
+            phases, spills = share_row_values(phases)
+            for spill in spills:
+                self.spills.setdefault(spill.reduction, []).append(spill)
+        self._events_plan([n for phase in phases for n in phase],
+                          {r: [sp.buffer for sp in spills] for r, spills in self.spills.items()})
         if isinstance(nodes[0].data, Scan):
             self._scan(nodes[0])
         elif split and len(phases) == 1 and _columnwise(nodes):
@@ -513,9 +526,6 @@ class KernelEmitter(LoopShapes):
         elif split and len(phases) == 1 and _transposed(nodes):
             self._tiled(nodes)
         elif split and len(phases) > 1:
-            phases, spills = share_row_values(phases)
-            for spill in spills:
-                self.spills.setdefault(spill.reduction, []).append(spill)
             # one row at a time (x0), the phases in order inside it: a later phase reads what an
             # earlier one stored for this row, while the row is still in cache (row fusion, §7)
             def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
@@ -533,6 +543,7 @@ class KernelEmitter(LoopShapes):
             self.nest(ranges, xvar, [], outer_body, split=True)
         else:
             self.once(lambda: outer_body([]))
+        self._events_finish()
         self.builder.ret_void()
         return self.fn
 
@@ -573,6 +584,7 @@ class KernelEmitter(LoopShapes):
                 self.store(node, finals[position + 1])
                 position += 2
             else:
+                self._after_total(node, finals[position])
                 self.store(node, finals[position])
                 position += 1
 
@@ -642,11 +654,17 @@ class KernelEmitter(LoopShapes):
         if kind == "prod":
             if dtype == "bool":
                 return b.and_(acc, x)
-            return b.fmul(acc, x, flags=("reassoc",)) if is_float(dtype) else b.mul(acc, x)
+            if not is_float(dtype):
+                return b.mul(acc, x)
+            total = b.fmul(acc, x, flags=("reassoc",))
+            self._after_step(node, total, acc, x)
+            return total
         if dtype == "bool":
             return b.or_(acc, x)
         if is_float(dtype):
-            return b.fadd(acc, x, flags=("reassoc",))
+            total = b.fadd(acc, x, flags=("reassoc",))
+            self._after_step(node, total, acc, x)
+            return total
         return b.add(acc, x)
 
 

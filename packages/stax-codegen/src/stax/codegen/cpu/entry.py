@@ -15,6 +15,12 @@ as a CPython ``METH_FASTCALL | METH_KEYWORDS`` builtin function:
 Anything else — another layout, a keyword, a subclass — goes to ``slow``, the Python dispatcher,
 with the arguments untouched, so the entry can only ever be faster, never different.
 
+Floating-point events (``fpevents.py``): while NumPy's error state does not ignore underflow,
+the call goes to ``slow`` before anything is made (the context variable read in machine code);
+the kernels' events buffer is a word on the entry's stack, behind a stand-in for an array object
+(kernels only read the data pointer); any event hands the call to ``slow``, which runs it again
+and settles it (``executable.py``).
+
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
 extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
 array results (one, or a flat tuple). The IR holds no addresses — they live in a context table
@@ -31,6 +37,7 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
+from .. import errstate
 from ..artifact import KernelArtifact
 from ..memory import MIN_BYTES
 from .jit import CompiledModule, array_data_offset
@@ -44,7 +51,9 @@ METH_FASTCALL_KEYWORDS = 0x80 | 0x02
 API_ARRAY_TYPE, API_RETURN, API_NEW_FROM_DESCR = 2, 76, 94
 # context table slots
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
-    CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_FIXED = range(11)
+    CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_FIXED = range(13)
+CAPSULE_POINTER = 16  # offsetof(PyCapsule, pointer): checked in _api()
+UNDER_MASK = 7 << 6   # NumPy's errmask: three bits per category, underflow's at 6
 
 
 @dataclass(frozen=True)
@@ -95,8 +104,9 @@ def _api() -> dict[str, int] | None:
         return None
     api = {"array_type": id(np.ndarray), "new": slot(API_NEW_FROM_DESCR), "return": slot(API_RETURN)}
     for name in ("PyObject_Vectorcall", "Py_DecRef", "Py_IncRef", "PyTuple_New",
-                 "PyTuple_SetItem"):
+                 "PyTuple_SetItem", "PyContextVar_Get"):
         api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+    api["errstate"] = _errstate_layout()
     # check the NumPy slots do what their names say, once, through ctypes
     new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
                             ctypes.POINTER(ctypes.c_ssize_t), ctypes.c_void_p, ctypes.c_void_p,
@@ -107,6 +117,27 @@ def _api() -> dict[str, int] | None:
     if type(made) is not np.ndarray or made.shape != (2, 3) or made.dtype != descr:
         return None
     return api
+
+
+def _errstate_layout() -> int:
+    """The address of NumPy's error-state context variable, if the entry can read the errmask of
+    its capsule at ``CAPSULE_POINTER`` (an int whose underflow bits are ``UNDER_MASK``), else 0
+    (then plans whose kernels report events get no entry)."""
+    var = errstate.STATE
+    if var is None:
+        return 0
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    try:
+        with np.errstate(under="warn", divide="ignore"):
+            capsule = var.get()
+            pointer = get(capsule, b"numpy.ufunc.extobj")
+            mask = ctypes.c_int.from_address(pointer).value
+        ok = ctypes.c_void_p.from_address(id(capsule) + CAPSULE_POINTER).value == pointer and \
+            mask & UNDER_MASK == 1 << 6 and mask & 7 == 0
+    except (ValueError, OSError, TypeError):
+        return 0
+    return id(var) if ok else 0
 
 
 @dataclass(frozen=True)
@@ -121,6 +152,9 @@ class EntryPlan:
     #: bool buffers that must be False after the kernels; a True hands the call to the
     #: dispatcher, which runs it again and eagerly (a rare path: an index out of bounds, say)
     checks: tuple[int, ...] = ()
+    #: the slot of the kernels' floating-point events word (after the allocations), if any
+    events: int | None = None
+    floats: bool = False  # float kernels: a state that does not ignore underflow goes slow
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
@@ -146,19 +180,22 @@ class EntryPlan:
             slots[b.name] = len(slots)
             inputs.append((tuple(shape), tuple(strides), b.dtype))
         for b in artifact.buffers:
-            if b.role in ("input", "extern"):
+            if b.role in ("input", "extern", "events"):
                 continue
             itemsize = np.dtype(b.dtype).itemsize
             if int(np.prod(b.shape)) * itemsize >= MIN_BYTES:
                 return "a buffer is large (it comes from the block pool)"
             slots[b.name] = len(slots)
             allocs.append((tuple(b.shape), tuple(s * itemsize for s in b.strides), b.dtype))
+        events = None
+        if artifact.events is not None:
+            events = slots[artifact.events] = len(slots)
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
         outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) for o in artifact.outputs)
         checks = tuple(slots[name] for name in artifact.checks)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
-                         checks)
+                         checks, events, artifact.precise_ir is not None)
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -213,6 +250,18 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     new = ctx_fn(CTX_NEW, I8P, [I64, I64, I32, I64.as_pointer(), I64.as_pointer(), I8P, I32, I8P])
     incref = ctx_fn(CTX_INCREF, ir.VoidType(), [I64])
     decref = ctx_fn(CTX_DECREF, ir.VoidType(), [I8P])
+    status = None
+    if plan.events is not None:
+        if plan.floats:
+            require(_underflow_ignored(fn, b, ctx_word, ctx_fn, decref))
+        with b.goto_entry_block():
+            b.position_at_start(fn.entry_basic_block)
+            status = b.alloca(I32, name="fp_events")
+            stand_in = b.alloca(ir.ArrayType(ir.IntType(8), layout.data + 8), name="events_obj")
+        b.store(ir.Constant(I32, 0), status)
+        events_obj = b.bitcast(stand_in, I8P)
+        b.store(b.bitcast(status, I8P), b.bitcast(b.gep(events_obj, [ir.Constant(I64, layout.data)]),
+                                                  I8PP))
     failed = fn.append_basic_block("failed")
     made: list[ir.Value] = []
     for j, (shape, strides, _) in enumerate(plan.allocs):
@@ -233,11 +282,17 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         b.position_at_end(ok)
         made.append(obj)
         objs.append(obj)
+    if status is not None:
+        objs.append(events_obj)  # slot plan.events
     for k, (_, slots, outer) in enumerate(plan.kernels):
         kernel = ctx_fn(CTX_FIXED + len(plan.inputs) + len(plan.allocs) + k, ir.VoidType(),
                         [I8P] * len(slots) + [I64, I64])
         b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
     recheck = fn.append_basic_block("recheck")
+    if status is not None:  # any event: the dispatcher runs the call again and settles it
+        ok = fn.append_basic_block("no_events")
+        b.cbranch(b.icmp_unsigned("!=", b.load(status), ir.Constant(I32, 0)), recheck, ok)
+        b.position_at_end(ok)
     for c, slot in enumerate(plan.checks):  # a set flag: release what was made, go the slow way
         flag = b.load(field(objs[slot], layout.data, I8P))
         ok = fn.append_basic_block(f"checked{c}")
@@ -282,6 +337,33 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     return str(module)
 
 
+def _underflow_ignored(fn: ir.Function, b: ir.IRBuilder, ctx_word: Any, ctx_fn: Any,
+                       decref: ir.Value) -> ir.Value:
+    """Whether NumPy's current error state ignores underflow: the errmask in its context
+    variable's capsule, read as ``_errstate_layout`` checked (a cached lookup and two loads)."""
+    get = ctx_fn(CTX_CONTEXTVAR_GET, I32, [I8P, I8P, I8PP])
+    with b.goto_entry_block():
+        b.position_at_start(fn.entry_basic_block)
+        out = b.alloca(I8P, name="errstate")
+    b.store(ir.Constant(I8P, None), out)
+    b.call(get, [b.inttoptr(ctx_word(CTX_ERRSTATE), I8P), ir.Constant(I8P, None), out])
+    capsule = b.load(out)
+    before = b.block
+    read = fn.append_basic_block("errstate_read")
+    done = fn.append_basic_block("errstate_done")
+    b.cbranch(b.icmp_unsigned("!=", capsule, ir.Constant(I8P, None)), read, done)
+    b.position_at_end(read)
+    slot = b.bitcast(b.gep(capsule, [ir.Constant(I64, CAPSULE_POINTER)]), I8PP)
+    mask = b.load(b.bitcast(b.load(slot), I32.as_pointer()))
+    b.call(decref, [capsule])
+    b.branch(done)
+    b.position_at_end(done)
+    got = b.phi(I32)
+    got.add_incoming(ir.Constant(I32, UNDER_MASK), before)  # no state: take the slow path
+    got.add_incoming(mask, read)
+    return b.icmp_unsigned("==", b.and_(got, ir.Constant(I32, UNDER_MASK)), ir.Constant(I32, 0))
+
+
 class _MethodDef(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
                 ("doc", ctypes.c_char_p)]
@@ -300,7 +382,7 @@ class Entry:
         self._keep = (slow, descrs, kernels)  # the context holds borrowed pointers to these
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
-                   api["PyTuple_SetItem"]]
+                   api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"]]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         self._ctx = (ctypes.c_int64 * len(context)).from_address(
@@ -311,8 +393,11 @@ class Entry:
                                METH_FASTCALL_KEYWORDS, None)
         new_function = ctypes.pythonapi.PyCFunction_NewEx
         new_function.restype = ctypes.py_object
-        new_function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        self.function = new_function(ctypes.addressof(self._def), None, None)
+        new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+        # the function's ``__self__`` (the entry ignores it) holds its machine code, method
+        # definition and context: it may outlive this object and is never left dangling
+        self.function = new_function(ctypes.addressof(self._def),
+                                     (self.module, self._def, self._keep), None)
 
     @property
     def hits(self) -> int:
@@ -330,9 +415,13 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
         return "an argument is not a plain array"
+    if artifact.precise_ir is not None and not _api()["errstate"]:
+        return "its kernels report floating-point events and this NumPy's error state is not " \
+            "the one the entry reads"
     plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs])
     if isinstance(plan, str):
         return plan
     descrs = [a.dtype for a in inputs]
-    descrs += [np.dtype(b.dtype) for b in artifact.buffers if b.role not in ("input", "extern")]
+    descrs += [np.dtype(b.dtype) for b in artifact.buffers
+               if b.role not in ("input", "extern", "events")]
     return Entry(plan, kernels, slow, descrs, cache)

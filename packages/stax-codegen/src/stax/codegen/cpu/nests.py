@@ -134,6 +134,7 @@ class LoopShapes:
             for node in nodes:
                 pointer = self.builder.gep(self.pointers[node.name], [self.index(node.store_index)])
                 total = self._accumulate(node, self.builder.load(pointer), self.value(node.data.body))
+                self._after_total(node, total)
                 self.builder.store(total, pointer)
 
         def rows(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
@@ -166,7 +167,14 @@ class LoopShapes:
                 total = (b.fadd if combine == "sum" else b.fmul)(previous, value)
             else:
                 total = (b.add if combine == "sum" else b.mul)(previous, value)
-            return b.select(first, value, total)
+            total = b.select(first, value, total)
+            if is_float(node.dtype) and self.events is not None:  # ``fpevents``; at r0 = 0 the
+                # total is the value itself, and ``previous`` means nothing
+                if self.precise:
+                    unused = b.select(first, ir.Constant(total.type, 0.0), previous)
+                    self._after_step(node, total, unused, value)
+                self._after_total(node, total)
+            return total
 
         if not columns:
             def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:

@@ -1,0 +1,378 @@
+"""Floating-point events in kernels: NumPy's error state (``np.errstate``) honoured natively.
+
+NumPy checks the CPU's exception flags after every ufunc and, per category (divide by zero,
+overflow, underflow, invalid), ignores, warns, raises, calls a function or logs. A fused kernel
+computes the same values but not the same instructions (polynomials for transcendental functions,
+both sides of a ``where``, compares that trap on NaN), so its hardware flags say little about
+NumPy's. Kernels instead detect the events *semantically*, per loop-IR operation, the way
+IEEE 754 defines them on the operation's operands and result:
+
+- invalid: a NaN result from operands none of which is NaN (``sqrt(-1)``, ``inf - inf``,
+  ``0 / 0``, ``sin(inf)``);
+- divide by zero / overflow: an infinite result from finite operands (``1 / 0``, ``log(0)``,
+  ``exp(1000)``, a float64 -> float32 cast of 1e300); which of the two an operation reports is in
+  ``OPERATIONS`` (``x / 0`` is a division by zero, ``x / 1e-300`` an overflow);
+- integer ``//`` and ``%`` by zero (divide by zero, as NumPy) and ``MIN // -1`` (overflow).
+
+These match NumPy's warnings on every function and special value we probed (the tests hold the
+table); where they are wider (``2 ** inf`` says overflow, NumPy is silent) the call only runs
+eagerly more often than it must. Comparisons, ``isnan``, ``where``, ``maximum`` produce no event,
+so NaN data does not by itself make a call eager. Underflow is not detected: while NumPy's state
+does not ignore it, calls run eagerly (``stax.codegen.errstate``).
+
+Two kernels per fused group, because the exact test costs ~10 instructions per operation and
+doubles the time of arithmetic-bound kernels (GELU 1.6x, layer norm 1.9x, measured):
+
+- the *fast* kernel (the one that runs) only proves that no event happened: every event makes
+  a value infinite or NaN, and a non-finite operand of ``+ - * /`` (numerator), ``sqrt``, ``log``
+  and the other ``PRESERVES`` operations gives a non-finite result, so it is enough to test the
+  values where that chain ends (stored, or read by an operation that may lose an infinity:
+  ``where``, ``maximum``, ``exp``, a comparison). A test is ``acc |= bits(v - v)`` (``v - v``
+  is NaN exactly when ``v`` is infinite or NaN, else +0.0); a nonzero ``acc`` at the end of a
+  chunk is ``MAYBE``.
+- the *precise* kernel (same loops and stores) tests every operation exactly and reports the
+  categories. It is compiled only when a call first reports ``MAYBE`` (non-finite data, or a real
+  event), and that call runs again with it.
+
+Events go to the int32 buffer ``events`` (the kernel's last array argument), ORed in once per
+chunk, atomically: threads running chunks of one launch share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from stax.loop import (
+    Binary,
+    Cast,
+    ComputedBuffer,
+    Expr,
+    Load,
+    Pointwise,
+    Reduction,
+    Scan,
+    Unary,
+    postorder,
+)
+
+from .types import I8P, is_float, is_signed
+
+# NumPy's floating-point status bits (npy_get_floatstatus): the categories of np.errstate
+DIVIDE, OVERFLOW, UNDERFLOW, INVALID = 1, 2, 4, 8
+MAYBE = 16  # the fast kernel saw a non-finite value: the precise kernel says which events
+I32 = ir.IntType(32)
+
+
+@dataclass(frozen=True)
+class Events:
+    """What an operation with a float result may report. ``inf``: the categories of an infinite
+    result from finite operands (``"divisor"``: divide by zero where operand ``zero_operand`` is
+    zero, else ``otherwise``); ``nan``: a NaN result from non-NaN operands is invalid (``"any"``:
+    every NaN result is, as NumPy's logaddexp reports); ``finite_operands``: the operands whose
+    finiteness the infinite case requires (``pow``: only the base, ``0 ** -inf`` divides);
+    ``difference``: overflow where ``a - b`` overflows (NumPy's logaddexp subtracts first, and
+    reports it even though its result is finite)."""
+
+    inf: int = 0
+    nan: bool | str = False
+    zero_operand: int | None = None
+    otherwise: int = OVERFLOW
+    finite_operands: tuple[int, ...] | None = None
+    difference: bool = False
+
+
+#: per loop-IR operation with a float result; operations absent here report nothing
+OPERATIONS: dict[str, Events] = {
+    **{op: Events(OVERFLOW, True) for op in ("add", "sub", "mul", "py_mod")},
+    "truediv": Events(DIVIDE, True, zero_operand=1),
+    "py_floordiv": Events(DIVIDE, True, zero_operand=1, otherwise=OVERFLOW | INVALID),
+    "pow": Events(DIVIDE, True, zero_operand=0, finite_operands=(0,)),
+    "hypot": Events(OVERFLOW), "ldexp": Events(OVERFLOW),
+    "logaddexp": Events(nan="any", difference=True),
+    "logaddexp2": Events(nan="any", difference=True),
+    **{op: Events(OVERFLOW) for op in ("exp", "exp2", "expm1", "sinh", "cosh")},
+    **{op: Events(DIVIDE, True) for op in ("log", "log2", "log10", "log1p", "arctanh")},
+    **{op: Events(nan=True) for op in ("sqrt", "arcsin", "arccos", "arccosh", "sin", "cos", "tan")},
+    # nextafter and spacing step the bits: past the largest float is NumPy's overflow
+    "bitcast": Events(OVERFLOW),
+}
+NARROWING = Events(OVERFLOW)  # a float64 -> float32 cast
+#: single IEEE operations: on x86-64 their events are exactly the CPU's exception flags
+IEEE = frozenset({"add", "sub", "mul", "truediv", "sqrt"})
+# MXCSR: the sticky exception flags (invalid, denormal, divide, overflow, underflow, precision)
+MXCSR_FLAGS = 0x3F
+MXCSR_EVENTS = 0x1 | 0x4 | 0x8  # invalid, divide by zero, overflow
+ACCUMULATION = Events(OVERFLOW, True)  # a step of a float sum or product
+
+#: operations whose result is infinite or NaN whenever the operand at these positions is
+#: (``x / inf`` is 0 and ``exp(-inf)`` is 0: those lose it)
+PRESERVES: dict[str, tuple[int, ...]] = {
+    **{op: (0, 1) for op in ("add", "sub", "mul")},
+    **{op: (0,) for op in ("truediv", "copysign", "ldexp", "neg", "abs", "sqrt", "floor", "ceil",
+                           "trunc", "rint", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+                           "arcsin", "arccos", "arccosh", "arctanh", "sinh", "cosh", "cbrt",
+                           "arcsinh")},
+}
+
+
+def events_of(e: Expr) -> Events | None:
+    """The events ``e`` may report (its float result against its operands), or None."""
+    if not is_float(e.dtype):
+        return None
+    if isinstance(e, Cast):
+        return NARROWING if (e.x.dtype, e.dtype) == ("float64", "float32") else None
+    if isinstance(e, Unary | Binary):
+        if isinstance(e, Unary) and e.op == "bitcast" and is_float(e.x.dtype):
+            return None
+        return OPERATIONS.get(e.op)
+    return None
+
+
+def flagged(e: Expr) -> bool:
+    """Whether the events of ``e`` raise the CPU's exception flags: a single IEEE operation
+    (``IEEE``, a narrowing cast), whose events are exactly those flags."""
+    return isinstance(e, Cast) or (isinstance(e, Unary | Binary) and e.op in IEEE)
+
+
+def integer_division(e: Expr) -> bool:
+    return isinstance(e, Binary) and e.op in ("floordiv", "mod") and not is_float(e.dtype) and \
+        e.dtype != "bool"
+
+
+def accumulates_floats(node: ComputedBuffer) -> bool:
+    """A float sum or product (a reduction or a scan): each step may overflow."""
+    kind = node.data.scan_type if isinstance(node.data, Scan) else \
+        node.data.reduction_type if isinstance(node.data, Reduction) else None
+    return kind in ("sum", "prod") and is_float(node.dtype)
+
+
+def has_events(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Whether a kernel computing ``nodes`` can report anything (it then takes ``events``)."""
+    return float_events(nodes) or any(integer_division(e) for n in nodes
+                                      for e in postorder(n.data.body))
+
+
+def float_events(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Whether a kernel computing ``nodes`` does float arithmetic that may report events (and
+    underflow, which it does not detect)."""
+    return any(accumulates_floats(n) or any(events_of(e) is not None
+                                            for e in postorder(n.data.body)) for n in nodes)
+
+
+def _preserves(parent: Expr, position: int) -> bool:
+    if isinstance(parent, Cast):
+        return is_float(parent.dtype) and is_float(parent.x.dtype)
+    if isinstance(parent, Unary | Binary):
+        return position in PRESERVES.get(parent.op, ())
+    return False
+
+
+def fast_tests(nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]],
+               flags: bool = False) -> set[int]:
+    """The values (by ``id``) the fast kernel tests for being finite: those an event may have
+    made infinite or NaN (``tainted``) where that could get lost downstream (an operand of a
+    consumer not in ``PRESERVES``), or stored. The results of float sums and products are tested
+    where they are stored (``accumulates_floats``). A value a reduction also stores for a later
+    phase (``spills``: reduction -> buffers, ``rowshare.py``) is not a store of its own: that
+    phase reads it back and overwrites it, so the value's taint goes on through that load.
+    With the CPU's ``flags`` read, the events of ``flagged`` operations (and of accumulations)
+    need no test."""
+    tainted: dict[int, bool] = {}
+    carried: dict[str, bool] = {}  # spill buffer -> the spilled value is tainted
+    tests: set[int] = set()
+    for node in nodes:
+        for e in postorder(node.data.body):
+            if id(e) in tainted:
+                continue
+            kids = e.children()
+            tainted[id(e)] = (events_of(e) is not None and not (flags and flagged(e))) or any(
+                tainted[id(c)] and _preserves(e, p) for p, c in enumerate(kids)) or (
+                isinstance(e, Load) and carried.get(e.buffer, False))
+            tests.update(id(c) for p, c in enumerate(kids)
+                         if tainted[id(c)] and not _preserves(e, p))
+        root = node.data.body
+        for buffer in spills.get(node.name, ()):
+            carried[buffer] = carried.get(buffer, False) or tainted[id(root)]
+        if tainted[id(root)] and (isinstance(node.data, Pointwise) or (
+                isinstance(node.data, Reduction) and (flags or not accumulates_floats(node)))):
+            tests.add(id(root))
+    return tests
+
+
+class FloatEvents:
+    """The checks, as methods of the kernel emitter: ``precise`` selects the kernel kind,
+    ``events`` is the int32 buffer's name (None: the kernel reports nothing)."""
+
+    builder: ir.IRBuilder
+    fn: ir.Function
+    pointers: dict[str, ir.Value]
+    memo: dict[object, ir.Value]
+
+    def _events_start(self, events: str | None, precise: bool,
+                      nodes: Sequence[ComputedBuffer]) -> None:
+        """At the kernel's start (before it reads any data). A fast kernel on x86-64 with float
+        arithmetic reads the CPU's exception flags (``flags``): it clears them here if set."""
+        self.events = events
+        self.precise = precise
+        self._tests: set[int] = set()
+        self._bits: ir.Value | None = None          # alloca i32: exact bits
+        self._finite: dict[int, ir.Value] = {}      # alloca per float width: OR of bits(v - v)
+        self.flags = events is not None and not precise and float_events(nodes) and \
+            self.fn.module.triple.startswith("x86_64")
+        if events is None:
+            return
+        b = self.builder
+        self._bits = b.alloca(I32, name="fp_events")
+        b.store(ir.Constant(I32, 0), self._bits)
+        if self.flags:
+            self._mxcsr_slot = b.alloca(I32, name="mxcsr")
+            raised = b.and_(self._mxcsr(), ir.Constant(I32, MXCSR_EVENTS))
+            with b.if_then(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)), likely=False):
+                ldmxcsr = self.fn.module.declare_intrinsic(
+                    "llvm.x86.sse.ldmxcsr", (), ir.FunctionType(ir.VoidType(), [I8P]))
+                b.store(b.and_(b.load(self._mxcsr_slot), ir.Constant(I32, ~MXCSR_FLAGS)),
+                        self._mxcsr_slot)
+                b.call(ldmxcsr, [b.bitcast(self._mxcsr_slot, I8P)])
+            self._barrier()
+
+    def _barrier(self) -> None:
+        """No memory access moves across this point. The flags are read before the kernel's
+        first load and after its last store: every operation whose result reaches memory is
+        in between (LLVM may move arithmetic, not the loads and stores it depends on)."""
+        asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "", "~{memory}", side_effect=True)
+        self.builder.call(asm, [])
+
+    def _mxcsr(self) -> ir.Value:
+        b = self.builder
+        stmxcsr = self.fn.module.declare_intrinsic("llvm.x86.sse.stmxcsr", (),
+                                                   ir.FunctionType(ir.VoidType(), [I8P]))
+        b.call(stmxcsr, [b.bitcast(self._mxcsr_slot, I8P)])
+        return b.load(self._mxcsr_slot)
+
+    def _events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
+        if self.events is not None and not self.precise:
+            self._tests = fast_tests(nodes, spills, self.flags)
+
+    def _report(self, cond: ir.Value, bits: int | ir.Value) -> None:
+        """OR ``bits`` into the chunk's events where ``cond`` holds."""
+        b = self.builder
+        value = bits if isinstance(bits, ir.Value) else ir.Constant(I32, bits)
+        add = b.select(cond, value, ir.Constant(I32, 0))
+        b.store(b.or_(b.load(self._bits), add), self._bits)
+
+    def _test_finite(self, v: ir.Value) -> None:
+        """Fast kernels: note whether ``v`` is finite. ``v - v`` is +0.0 (all bits zero) for a
+        finite ``v`` and NaN otherwise, so ``acc |= bits(v - v)`` stays 0 exactly when every
+        tested value is finite: two instructions, and an integer OR is all the loop carries.
+        Measured alternatives: an OR of ``isnan(v - v)`` takes twice the instructions;
+        ``max(acc, v - v)`` made a reduction 4x slower (latency of LLVM's NaN-propagating
+        maximum); ``acc += v * 0`` needs ``reassoc`` to vectorize, under which LLVM rewrote
+        ``(x * c) * 0`` as ``x * (c * 0)`` and lost the overflow it was to see."""
+        b = self.builder
+        bits = ir.IntType(64 if isinstance(v.type, ir.DoubleType) else 32)
+        slot = self._finite.get(bits.width)
+        if slot is None:
+            with b.goto_entry_block():
+                b.position_at_start(self.fn.entry_basic_block)
+                slot = self._finite[bits.width] = b.alloca(bits, name=f"fp_nonfinite{bits.width}")
+                b.store(ir.Constant(bits, 0), slot)
+        b.store(b.or_(b.load(slot), b.bitcast(b.fsub(v, v), bits)), slot)
+
+    def _class(self, v: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """(isnan(v), isfinite(v)), computed once per value."""
+        got = self.memo.get(("fp_class", id(v)))
+        if got is None or got[0] is not v:
+            b = self.builder
+            fabs = self.fn.module.declare_intrinsic("llvm.fabs", [v.type])
+            finite = b.fcmp_ordered("<", b.call(fabs, [v]), ir.Constant(v.type, float("inf")))
+            got = self.memo[("fp_class", id(v))] = (v, b.fcmp_unordered("uno", v, v), finite)
+        return got[1], got[2]
+
+    def _check(self, spec: Events, result: ir.Value, operands: Sequence[ir.Value]) -> None:
+        """Precise kernels: report the events ``spec`` allows of ``result`` from ``operands``."""
+        b = self.builder
+        floats = [(i, o) for i, o in enumerate(operands) if isinstance(o.type, ir.FloatType |
+                                                                        ir.DoubleType)]
+        if spec.nan:
+            nan = b.fcmp_unordered("uno", result, result)
+            if spec.nan != "any":
+                for _, o in floats:
+                    nan = b.and_(nan, b.not_(self._class(o)[0]))
+            self._report(nan, INVALID)
+        if spec.inf:
+            fabs = self.fn.module.declare_intrinsic("llvm.fabs", [result.type])
+            big = b.fcmp_ordered("==", b.call(fabs, [result]),
+                                 ir.Constant(result.type, float("inf")))
+            for i, o in floats:
+                if spec.finite_operands is None or i in spec.finite_operands:
+                    big = b.and_(big, self._class(o)[1])
+            bits: int | ir.Value = spec.inf
+            if spec.zero_operand is not None:
+                divisor = operands[spec.zero_operand]
+                bits = b.select(b.fcmp_ordered("==", divisor, ir.Constant(divisor.type, 0.0)),
+                                ir.Constant(I32, spec.inf), ir.Constant(I32, spec.otherwise))
+            self._report(big, bits)
+        if spec.difference:
+            a, c = operands
+            fabs = self.fn.module.declare_intrinsic("llvm.fabs", [a.type])
+            big = b.fcmp_ordered("==", b.call(fabs, [b.fsub(a, c)]), ir.Constant(a.type, float("inf")))
+            self._report(b.and_(big, b.and_(self._class(a)[1], self._class(c)[1])), OVERFLOW)
+
+    def _after_value(self, e: Expr, v: ir.Value, operands: Sequence[ir.Value]) -> None:
+        """The checks on a freshly computed loop-IR value."""
+        if self.events is None:
+            return
+        spec = events_of(e)
+        if self.precise:
+            if spec is not None:
+                self._check(spec, v, operands)
+            return
+        if id(e) in self._tests:
+            self._test_finite(v)
+        if spec is not None and spec.difference:  # finite results, events all the same
+            self._test_finite(self.builder.fsub(*operands))
+
+    def _after_step(self, node: ComputedBuffer, total: ir.Value, acc: ir.Value, x: ir.Value
+                    ) -> None:
+        """Precise kernels: a step ``total = acc op x`` of a float sum or product."""
+        if self.events is not None and self.precise and accumulates_floats(node):
+            self._check(ACCUMULATION, total, (acc, x))
+
+    def _after_total(self, node: ComputedBuffer, total: ir.Value) -> None:
+        """Fast kernels: a float sum or product where it is stored (each step of a column
+        reduction or a scan, else the end): an event on the way leaves it infinite or NaN."""
+        if self.events is not None and not self.precise and not self.flags and \
+                accumulates_floats(node):
+            self._test_finite(total)
+
+    def _events_finish(self) -> None:
+        """At the kernel's exit: OR the chunk's events into the buffer, if any."""
+        if self.events is None:
+            return
+        b = self.builder
+        bits = b.load(self._bits)
+        if self.flags:
+            self._barrier()
+            raised = b.and_(self._mxcsr(), ir.Constant(I32, MXCSR_EVENTS))
+            bits = b.or_(bits, b.select(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)),
+                                        ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
+        for slot in self._finite.values():
+            nonfinite = b.icmp_unsigned("!=", b.load(slot), ir.Constant(slot.type.pointee, 0))
+            bits = b.or_(bits, b.select(nonfinite, ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
+        with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), likely=False):
+            b.atomic_rmw("or", self.pointers[self.events], bits, "monotonic")
+
+    def _integer_division_events(self, a: ir.Value, c: ir.Value, op: str, dtype: str) -> None:
+        """Integer ``a // c`` and ``a % c``: divide by zero where ``c == 0``; ``MIN // -1``
+        overflows (NumPy warns for both, in every kernel kind)."""
+        if self.events is None:
+            return
+        b = self.builder
+        self._report(b.icmp_unsigned("==", c, ir.Constant(c.type, 0)), DIVIDE)
+        if op == "floordiv" and is_signed(dtype):
+            smallest = ir.Constant(a.type, -(1 << (a.type.width - 1)))
+            self._report(b.and_(b.icmp_signed("==", a, smallest),
+                                b.icmp_signed("==", c, ir.Constant(c.type, -1))), OVERFLOW)

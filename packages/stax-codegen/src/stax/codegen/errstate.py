@@ -1,0 +1,68 @@
+"""NumPy's floating-point error state at run time: what a call's events mean for it.
+
+Kernels report events (``cpu/fpevents.py``); NumPy's error state (``np.errstate``,
+``np.seterr``) says per category whether to ignore, warn, raise, call a function or log. A call
+whose events the state does not ignore is declined (``executable.FloatingPointEvents``) before
+anything it computed is visible, and the runtime runs it eagerly: NumPy then warns, raises or calls exactly as
+it does, with its own messages, once. Kernels do not detect underflow, so while the state does not
+ignore underflow (NumPy's default does) every call of a version with float kernels is declined.
+
+The state is a context variable holding a capsule; reading the capsule costs ~30 ns and the
+categories are worked out again (``np.geterr()``, ~1 us) only when it is another capsule than last
+time (a new ``errstate`` block, another thread's state).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .cpu.fpevents import DIVIDE, INVALID, OVERFLOW, UNDERFLOW
+
+CATEGORIES = (("divide", DIVIDE, "divide by zero"), ("over", OVERFLOW, "overflow"),
+              ("under", UNDERFLOW, "underflow"), ("invalid", INVALID, "invalid value"))
+
+
+def _contextvar() -> Any:
+    try:
+        return np._core._multiarray_umath._extobj_contextvar
+    except AttributeError:  # NumPy 1.x: no context variable; np.geterr() every call
+        return None
+
+
+STATE = _contextvar()
+_last: tuple[Any, int] = (object(), 0)
+
+
+def _from_geterr() -> int:
+    state = np.geterr()
+    return sum(bit for name, bit, _ in CATEGORIES if state[name] != "ignore")
+
+
+def heeded() -> int:
+    """The categories (NumPy's status bits) the current error state does not ignore."""
+    global _last
+    if STATE is None:
+        return _from_geterr()
+    current = STATE.get()
+    last = _last
+    if last[0] is current:  # the capsule is kept alive in ``_last``: its id is not reused
+        return last[1]
+    bits = _from_geterr()
+    _last = (current, bits)
+    return bits
+
+
+def describe(bits: int) -> str:
+    names = [text for _, bit, text in CATEGORIES if bits & bit]
+    return ", ".join(names) if names else "a non-finite value (events not known)"
+
+
+def recording(events: np.ndarray) -> Any:
+    """An error state for a NumPy step inside a call: its events are ORed into ``events`` (the
+    call's events buffer) instead of warning or raising there — a declined call would otherwise
+    report them twice, once here and once in its eager run."""
+    def record(kind: str, flag: int) -> None:
+        events[0] |= flag & (DIVIDE | OVERFLOW | UNDERFLOW | INVALID)
+    return np.errstate(all="call", call=record)

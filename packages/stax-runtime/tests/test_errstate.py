@@ -1,0 +1,418 @@
+"""NumPy's floating-point error state (``np.errstate``, ``np.seterr``) holds for compiled calls
+(issue 10 item 7): under every state a call gives eager NumPy's result or its exception, the same
+RuntimeWarnings (category, text, count) and the same ``seterrcall`` calls — through the machine-code
+entry, the Python dispatcher and parallel kernels; on the first call (capture) and later ones.
+NaN data alone does not make calls eager (``stax.codegen.cpu.fpevents``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+STATES = {
+    "warn": dict(all="warn", under="ignore"),  # NumPy's default
+    "raise": dict(all="raise", under="ignore"),
+    "ignore": dict(all="ignore"),
+    "call": dict(all="call", under="ignore"),
+    "log": dict(all="log", under="ignore"),
+    "mixed": dict(divide="ignore", over="raise", invalid="warn", under="ignore"),
+}
+
+
+class Recorder(list):
+    """A ``seterrcall`` target for the call mode (called) and the log mode (written to)."""
+
+    def __call__(self, kind, flag):
+        self.append((kind, flag))
+
+    def write(self, text):
+        self.append(text)
+
+
+def observe(fn, *args, **kwargs):
+    """fn(*args, **kwargs) under the current error state: (result, FloatingPointError text,
+    warnings as (category, text), seterrcall calls and log lines)."""
+    calls = Recorder()
+    state = np.geterr()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with np.errstate(call=calls, **state):
+            try:
+                result, error = fn(*args, **kwargs), None
+            except FloatingPointError as exc:
+                result, error = None, str(exc)
+    return result, error, [(w.category.__name__, str(w.message)) for w in seen], calls
+
+
+def same_result(got, want, exact=True):
+    if got is None or want is None or isinstance(want, str):
+        return got == want
+    got, want = np.asarray(got), np.asarray(want)
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return False
+    if exact or want.dtype.kind != "f":
+        return np.array_equal(got, want, equal_nan=True)
+    # transcendental functions: within their ulp bounds (tested with the functions); here the
+    # same NaNs and infinities, and values close
+    finite = np.isfinite(want)
+    return np.array_equal(np.isfinite(got), finite) and np.array_equal(got[~finite], want[~finite],
+                                                                      equal_nan=True) and \
+        np.allclose(got[finite], want[finite], rtol=1e-5, atol=1e-12)
+
+
+def assert_like_eager(compiled, fn, args, kwargs=None, exact=True):
+    """One call of ``compiled`` against one eager call of ``fn``, under the current state."""
+    kwargs = kwargs or {}
+    want = observe(fn, *args, **kwargs)
+    got = observe(compiled, *args, **kwargs)
+    assert got[1:] == want[1:], f"(error, warnings, calls): compiled {got[1:]}, eager {want[1:]}"
+    assert same_result(got[0], want[0], exact), f"compiled {got[0]!r}, eager {want[0]!r}"
+
+
+def big(dtype):
+    return np.finfo(dtype).max / 2
+
+
+# program -> (function, inputs for a float dtype or None, result exact (else transcendental))
+PROGRAMS = {
+    "divide": (lambda x, y: x / y,
+               lambda dt: (np.array([1, 2, 0, 3], dt), np.array([0, 1, 0, 3], dt)), True),
+    "log": (lambda x, y: np.log(x) + y,
+            lambda dt: (np.array([0, 1, -1, 2], dt), np.ones(4, dt)), False),
+    "sqrt": (lambda x, y: np.sqrt(x) * y, lambda dt: (np.array([4, -1, 9, 1], dt), np.ones(4, dt)),
+             True),
+    "arcsin": (lambda x, y: np.arcsin(x - y),
+               lambda dt: (np.array([0.5, 3, 0, 1], dt), np.ones(4, dt)), False),
+    "exp": (lambda x, y: np.exp(x) - y, lambda dt: (np.array([1, 1000, 0, 2], dt), np.ones(4, dt)),
+            False),
+    "multiply": (lambda x, y: x * y, lambda dt: (np.full(4, big(dt), dt), np.array([1, 4, 0, 3], dt)),
+                 True),
+    "inf - inf": (lambda x, y: (x * 4) - (y * 4),
+                  lambda dt: (np.full(4, big(dt), dt), np.full(4, big(dt), dt)), True),
+    "sum": (lambda x, y: (x * y).sum(), lambda dt: (np.full(8, big(dt), dt), np.ones(8, dt)), False),
+    "where": (lambda x, y: np.where(x > 0, np.log(x), y),
+              lambda dt: (np.array([0, 1, 2, 3], dt), np.zeros(4, dt)), False),
+    "cast": (lambda x, y: x.astype(np.float32) + y.astype(np.float32),
+             lambda dt: (np.array([1, 1e300, 2, 3], np.float64), np.ones(4, np.float64)), True),
+    "cumsum": (lambda x, y: np.cumsum(x * y), lambda dt: (np.full(4, big(dt), dt), np.ones(4, dt)),
+               True),
+}
+INTEGER_PROGRAMS = {
+    "floor_divide": lambda x, y: x // y,
+    "remainder": lambda x, y: x % y,
+    "MIN // -1": lambda x, y: (x - 1) // y,
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_every_state_through_the_entry_and_the_dispatcher(name, dtype):
+    fn, make, exact = PROGRAMS[name]
+    x, y = make(dtype)
+    compiled = stax.compile(fn)
+    with np.errstate(all="ignore"):
+        compiled(x, y)  # compile (the first call is tested on its own)
+    assert compiled.versions()[0].entry is not None, "the machine-code entry runs these calls"
+    for state in STATES.values():
+        with np.errstate(**state):
+            for _ in range(2):
+                assert_like_eager(compiled, fn, (x, y), exact=exact)  # the entry
+                assert_like_eager(compiled, fn, (x,), {"y": y}, exact=exact)  # the dispatcher
+    with np.errstate(all="ignore"):  # no event here: the call stays native
+        before = compiled.cache_info().fallbacks
+        assert_like_eager(compiled, fn, (np.ones_like(x), np.ones_like(y)), exact=exact)
+        assert compiled.cache_info().fallbacks == before
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("name", sorted(INTEGER_PROGRAMS))
+def test_integer_division_by_zero(name, dtype):
+    fn = INTEGER_PROGRAMS[name]
+    info = np.iinfo(dtype)
+    x = np.array([7, info.min + 1, 5, info.max], dtype)
+    y = np.array([0, -1 if info.min else 1, 2, 3], dtype)
+    compiled = stax.compile(fn)
+    for state in STATES.values():
+        with np.errstate(**state):
+            for _ in range(2):
+                assert_like_eager(compiled, fn, (x, y))
+    with np.errstate(all="raise"):  # no zero divisor, no MIN // -1: native, no exception
+        before = compiled.cache_info().fallbacks
+        assert_like_eager(compiled, fn, (x, np.full(4, 3, dtype)))
+        assert compiled.cache_info().fallbacks == before
+
+
+@pytest.mark.parametrize("state", sorted(STATES))
+def test_the_first_call_reports_once(state, monkeypatch):
+    """Capture runs NumPy on the examples: its reports are not given a second time."""
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")  # a capture every time, none from the disk
+
+    def fn(x):
+        return np.log(x) * 2 + 1 / x
+    x = np.array([0.0, 1.0, -1.0])
+    with np.errstate(**STATES[state]):
+        compiled = stax.compile(fn)
+        assert_like_eager(compiled, fn, (x,))
+        assert_like_eager(compiled, fn, (x,))
+
+
+def test_the_print_mode(monkeypatch, capfd):
+    """NumPy's print mode writes to stderr: once per eager call, capture included."""
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+    def fn(x):
+        return np.sqrt(x) + 1 / x
+    x = np.array([0.0, -1.0])
+    with np.errstate(all="print", under="ignore"):
+        fn(x)
+        want = capfd.readouterr().err
+        compiled = stax.compile(fn)
+        for _ in range(2):
+            compiled(x)
+            assert capfd.readouterr().err == want
+    assert want.count("Warning:") == 2
+
+
+def test_reports_before_a_user_error_in_capture(monkeypatch):
+    """A capture that ends in the user's own error gives what it held first, as eager does."""
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+    def fn(x):
+        _ = np.log(x)
+        raise ValueError("the user's error")
+    x = np.array([0.0, 1.0])
+    for state in ("warn", "call", "log"):
+        with np.errstate(**STATES[state]):
+            def run(f):
+                try:
+                    f(x)
+                except ValueError:
+                    return "raised"
+            assert_like_eager(lambda: run(stax.compile(fn)), lambda: run(fn), ())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_parallel_kernels(dtype):
+    """Chunks on several threads report into one word; an event in the last chunk counts."""
+    def fn(x):
+        return np.exp(x) * 2
+    x = np.zeros(1 << 20, dtype)
+    compiled = stax.compile(fn)
+    with np.errstate(all="ignore"):
+        compiled(x)
+    artifact = compiled.versions()[0].artifact
+    assert any(k.parallel for k in artifact.kernels)
+    for index in (0, x.size // 2 + 3, x.size - 1):
+        x = np.zeros(1 << 20, dtype)
+        x[index] = 1000
+        for state in ("warn", "raise", "ignore", "call"):
+            with np.errstate(**STATES[state]):
+                assert_like_eager(compiled, fn, (x,), exact=False)
+
+
+def test_the_python_thread_pool(tmp_path):
+    """STAX_THREADS=python: chunks run on Python threads (in a process of its own)."""
+    program = (
+        "import numpy as np, stax.runtime as stax\n"
+        "f = stax.compile(lambda x: np.log(x) * 2)\n"
+        "x = np.ones(1 << 20); f(x)\n"
+        "assert any(k.parallel for k in f.versions()[0].artifact.kernels)\n"
+        "x[-1] = 0\n"
+        "with np.errstate(divide='raise'):\n"
+        "    try:\n"
+        "        f(x); print('no error')\n"
+        "    except FloatingPointError as e:\n"
+        "        print('raised', e)\n"
+        "with np.errstate(divide='ignore'):\n"
+        "    print('ignored', f(x)[-1])\n")
+    env = {**os.environ, "STAX_THREADS": "python", "STAX_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["raised divide by zero encountered in log", "ignored -inf"]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, w: x > 0,
+    lambda x, w: np.maximum(x, 0),
+    lambda x, w: (np.maximum(x + w, 0) * 2).sum(-1),
+    lambda x, w: x * 2 + w,
+    lambda x, w: np.where(np.isnan(x), 0, x).sum(),
+    lambda x, w: np.exp(x - x.max(-1, keepdims=True)),
+    lambda x, w: np.sqrt(np.abs(x)) / (w + 10),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nan_and_inf_data_stay_native(fn, dtype):
+    """Non-finite data without an event (NaN through comparisons, maximum, arithmetic; inf in
+    sums): NumPy is silent, and so are the compiled calls, which do not run eagerly."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16)).astype(dtype)
+    w = rng.standard_normal((8, 16)).astype(dtype)
+    x[1, 3], x[4, 0], x[6, 6] = np.nan, np.inf, -np.inf
+    compiled = stax.compile(fn)
+    with np.errstate(all="raise", under="ignore"):
+        for _ in range(3):
+            assert_like_eager(compiled, fn, (x, w), exact=False)
+    assert compiled.cache_info().fallbacks == 0
+
+
+def test_underflow_runs_eagerly_while_it_is_not_ignored():
+    """Kernels do not detect underflow: while the state asks for it, calls run eagerly."""
+    def fn(x):
+        return x * np.float32(1e-30)
+    x = np.array([1e-20, 1.0], np.float32)
+    compiled = stax.compile(fn)
+    compiled(x)
+    before = compiled.cache_info().fallbacks
+    for state in (dict(under="warn"), dict(under="raise"), dict(all="warn")):
+        with np.errstate(**state):
+            assert_like_eager(compiled, fn, (x,))  # through the entry: it reads the state
+            assert_like_eager(compiled, fn, (), {"x": x})
+    assert compiled.cache_info().fallbacks == before + 6
+    assert_like_eager(compiled, fn, (x,))  # under is ignored again: native
+    assert compiled.cache_info().fallbacks == before + 6
+
+
+def test_seterr_and_seterrcall():
+    def fn(x):
+        return 1 / x
+    x = np.array([0.0, 2.0])
+    compiled = stax.compile(fn)
+    compiled(np.ones(2))
+    calls = []
+    old_call = np.seterrcall(lambda kind, flag: calls.append(kind))
+    old = np.seterr(divide="call")
+    try:
+        got = compiled(x)
+        assert calls == ["divide by zero"]
+        np.seterr(divide="raise")
+        with pytest.raises(FloatingPointError, match="divide by zero encountered in divide"):
+            compiled(x)
+    finally:
+        np.seterr(**old)
+        np.seterrcall(old_call)
+    np.testing.assert_array_equal(got, [np.inf, 0.5])
+
+
+def test_errstate_inside_the_function():
+    """An errstate block in the compiled function: the call's events run it eagerly, where that
+    block decides (the common ``divide='ignore'`` around a log)."""
+    def fn(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(x > 0, np.log(x), 0.0)
+    x = np.array([0.0, 1.0, 2.0])
+    compiled = stax.compile(fn)
+    for state in ("warn", "raise"):
+        with np.errstate(**STATES[state]):
+            assert_like_eager(compiled, fn, (x,))
+
+
+def test_a_numpy_step_and_a_kernel_report_once():
+    """An extern NumPy step's events (a cast of NaN to int) are held while the kernels run: a
+    declined call gives each warning once, from its eager run."""
+    def fn(x, y):
+        return x.astype(np.int64) // y
+    x = np.array([np.nan, 4.0])
+    y = np.array([2, 0])
+    compiled = stax.compile(fn)
+    with np.errstate(all="ignore"):
+        compiled(x, y)
+    assert compiled.versions()[0].artifact.externs
+    for state in STATES.values():
+        with np.errstate(**state):
+            assert_like_eager(compiled, fn, (x, y))
+
+
+def test_threads_each_with_their_own_state():
+    """The error state is per thread: one compiled function called from threads in different
+    states behaves in each as NumPy does there (states without warnings: catching warnings is
+    not thread-safe)."""
+    def fn(x):
+        return np.sqrt(x) + 1
+    x = np.array([-1.0, 4.0])
+    compiled = stax.compile(fn)
+    compiled(np.ones(2))
+    wrong = []
+
+    def outcome(f, state):
+        calls = []
+        with np.errstate(call=lambda kind, flag: calls.append(kind), **STATES[state]):
+            try:
+                return f(x).tolist(), None, calls
+            except FloatingPointError as exc:
+                return None, str(exc), calls
+
+    def work(state):
+        for _ in range(50):
+            want, got = outcome(fn, state), outcome(compiled, state)
+            if repr(got) != repr(want):
+                wrong.append((state, got, want))
+    threads = [threading.Thread(target=work, args=(s,)) for s in ("raise", "ignore", "call")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not wrong
+
+
+def special_values(dtype):
+    info = np.finfo(dtype)
+    return np.array([0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -3.0, info.max / 2, -info.max, info.max,
+                     np.inf, -np.inf, np.nan, info.tiny / 4, info.tiny * 8, 89.0, 710.0], dtype)
+
+
+UNARY = ["negative", "absolute", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
+         "sin", "cos", "tan", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt",
+         "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "square", "reciprocal",
+         "spacing", "sign", "deg2rad", "rad2deg", "fabs", "positive"]
+BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "fmax", "fmin",
+          "copysign", "floor_divide", "remainder", "fmod", "hypot", "power", "arctan2",
+          "logaddexp", "logaddexp2", "nextafter", "heaviside"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_function_on_special_values(dtype):
+    """Each element-wise function, one special value (or pair) per call: the warnings of eager
+    NumPy, always (a kernel that misses an event would return silently)."""
+    values = special_values(dtype)
+    one = np.ones(1, dtype)
+    wrong = []
+    with np.errstate(all="warn", under="ignore"):
+        for name in UNARY + BINARY:
+            ufunc = getattr(np, name)
+            unary = name in UNARY
+            fn = (lambda x: ufunc(x)) if unary else (lambda x, y: ufunc(x, y))
+            compiled = stax.compile(fn)
+            compiled(*([one] if unary else [one, one]))
+            pairs = [(v,) for v in values] if unary else [(a, b) for a in values for b in values]
+            for pair in pairs:
+                args = [np.array([v], dtype) for v in pair]
+                want, got = observe(fn, *args), observe(compiled, *args)
+                if got[1:] != want[1:] or not same_result(got[0], want[0], exact=False):
+                    wrong.append((name, pair, got, want))
+    assert not wrong, wrong[:5]
+
+
+def test_generators_draw_once_when_a_call_is_declined_or_run_again():
+    """A call that declines after drawing from a generator argument (then runs eagerly), or
+    runs again with the precise kernels (NaN data), leaves the generator as one eager call."""
+    def fn(g, x):
+        return np.log(x + g.standard_normal(x.shape) * 0)
+    compiled = stax.compile(fn)
+    mine, theirs = np.random.default_rng(1), np.random.default_rng(1)
+    for x in (np.ones(3), np.array([0.0, 1.0, 2.0]), np.array([np.nan, 1.0, 2.0]), np.ones(3)):
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(compiled(mine, x), fn(theirs, x))
+        with np.errstate(divide="warn", invalid="warn", under="ignore"):
+            assert_like_eager(lambda: compiled(mine, x), lambda: fn(theirs, x), ())
+        assert mine.standard_normal() == theirs.standard_normal()
+    assert compiled.cache_info().fallbacks >= 1
