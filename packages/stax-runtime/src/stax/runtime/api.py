@@ -102,6 +102,7 @@ class Version:
     stats: dict[str, float] = field(default_factory=dict)
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
+    generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
 
     @property
     def guarded(self) -> bool:
@@ -248,9 +249,15 @@ class CompiledFunction:
         if not version.native:
             self._fallbacks += 1
             return version.run(args, kwargs)
+        # a version that draws from generator arguments may decline after its draws: the eager
+        # run must start from the states the caller passed, or the stream advances twice
+        states = _generator_states(version.generators, args, kwargs) if version.generators else None
         try:
             return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
         except (ExternResultMismatch, RunEagerly) as exc:  # nothing visible written yet
+            if states:
+                for generator, state in states:
+                    generator.bit_generator.state = state
             self._fallbacks += 1
             if not version.declined_reported:
                 version.declined_reported = True
@@ -381,7 +388,9 @@ class CompiledFunction:
         runner = _tree_runner(run_flat, slots, capture) if not capture.writeback else \
             _writeback_runner(run_flat, slots, capture)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
-                          gates=GateReplay(capture) if capture.gates else None, free=free)
+                          gates=GateReplay(capture) if capture.gates else None, free=free,
+                          generators=[i for i, leaf in enumerate(leaves)
+                                      if type(leaf) is np.random.Generator])
         # f(array, ...): every argument leaf is an input, none a keyword, nothing written back
         plain_call = slots == list(range(len(leaves))) and not kwargs and not capture.writeback \
             and len(args) == len(leaves) and all(a is leaf for a, leaf in zip(args, leaves))
@@ -479,6 +488,12 @@ def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool, strict
                backend: str, options: dict[str, Any], limits: Limits) -> CompiledFunction:
     return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
                             backend=backend, options=options, limits=limits)
+
+
+def _generator_states(slots: list[int], args: tuple[Any, ...], kwargs: dict[str, Any]
+                      ) -> list[tuple[np.random.Generator, Any]]:
+    leaves = tree_leaves((args, kwargs))
+    return [(leaves[i], leaves[i].bit_generator.state) for i in slots]
 
 
 def _accepted(backend: Callable[..., Any], services: dict[str, Any]) -> dict[str, Any]:
