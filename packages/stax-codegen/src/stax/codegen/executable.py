@@ -26,6 +26,11 @@ from .memory import MIN_BYTES, default_block_pool
 from .threadpool import default_pool
 
 
+class InputMismatch(StaxError, ValueError):
+    """``Executable(...)`` called with inputs other than those its plan was made for: another
+    count, type, shape, dtype or memory layout (strides). The message names the input."""
+
+
 class ExternResultMismatch(StaxError):
     """An extern call returned something other than what capture saw (a shape that depends on the
     data, say). Nothing the caller can see has been written; the runtime runs the call eagerly."""
@@ -124,11 +129,15 @@ def _block_allocator(nbytes: int) -> Callable[[], np.ndarray]:
     return lambda: np.empty(nbytes, np.uint8)
 
 
-def _native_step(native: NativePool, address: int, args: list[int], outer: int
+def _native_step(native: NativePool, module: CompiledModule, name: str, args: list[int], outer: int
                  ) -> Callable[[list[Any]], None]:
-    """A kernel launched on the native pool, as a step over the environment."""
+    """A kernel launched on the native pool, as a step over the environment (it keeps the
+    kernel's machine code alive: a step may outlive its executable)."""
+    address = module.address(name)
+
     def launch(env: list[Any]) -> None:
         native.parallel_for(address, tuple([env[a] for a in args]), outer)
+    launch.module = module  # type: ignore[attr-defined]
     return launch
 
 
@@ -194,6 +203,11 @@ class Executable:
         self._cache = ObjectCache(cache_dir) if cache_dir is not None else None
         self.module = CompiledModule(artifact.llvm_ir, self._cache)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
+        #: what each input must be, as ``(a.shape, a.strides, a.dtype)`` reads it (``__call__``);
+        #: None for an object input (a ``Generator``, say), which only NumPy steps receive
+        self.input_layouts = [None if np.dtype(b.dtype) == object else
+                              (tuple(b.shape), tuple(s * np.dtype(b.dtype).itemsize for s in b.strides),
+                               np.dtype(b.dtype)) for b in artifact.buffers if b.role == "input"]
         storage = artifact.storage
         planned = [b for b in artifact.buffers if b.role not in ("input", "extern", "events")]
         shared = [b for b in planned if storage is not None and storage.shared(b.name)]
@@ -236,8 +250,7 @@ class Executable:
             k = kernels[step]
             args = [slot[a] for a in k.args]
             if k.parallel and native is not None and len(k.args) <= MAX_ARITY:
-                launches.append(_native_step(native, self.module.address(k.name), args,
-                                             k.outer_range))
+                launches.append(_native_step(native, self.module, k.name, args, k.outer_range))
                 continue
             fn = kernel_function(self.module, k.name, len(k.args))
             launches.append((fn, args, k.outer_range, k.parallel and pool.size > 1))
@@ -304,7 +317,42 @@ class Executable:
                                                                n_inputs, events, settle, floats)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
+        """Run on ``arrays``, each checked to be an ``np.ndarray`` with the shape, dtype and
+        strides the plan was made for (its kernels read memory by those): anything else raises
+        ``InputMismatch`` naming the input. ``run`` is the same call unchecked, for callers that
+        have checked the layouts themselves (the runtime's dispatcher)."""
+        if [(a.shape, a.strides, a.dtype) if type(a) is np.ndarray else None
+                for a in arrays] != self.input_layouts:
+            self._check_inputs(arrays)
         return self.run(*arrays)
+
+    def _check_inputs(self, arrays: tuple[Any, ...]) -> None:
+        """Raise ``InputMismatch`` for the first input the kernels cannot read as planned; return
+        when the differences do not matter (the stride of an axis of length 1, or of an empty
+        array, is never used)."""
+        names, layouts = self.input_names, self.input_layouts
+        if len(arrays) != len(layouts):
+            raise InputMismatch(f"{self.artifact.name}: expected {len(layouts)} input arrays "
+                                f"({', '.join(names)}), got {len(arrays)}")
+        for i, (a, layout) in enumerate(zip(arrays, layouts)):
+            if layout is None:  # an object: NumPy steps take it as it is
+                continue
+            shape, strides, dtype = layout
+            what = f"{self.artifact.name}: input {i} ({names[i]!r})"
+            planned = f"{dtype}{list(shape)} strides {strides}"
+            if type(a) is not np.ndarray:
+                kind = "a subclass of np.ndarray" if isinstance(a, np.ndarray) else type(a).__name__
+                raise InputMismatch(f"{what}: expected an np.ndarray ({planned}), got {kind}; "
+                                    "pass np.asarray(...) of it")
+            if a.shape != shape or a.dtype != dtype:
+                raise InputMismatch(f"{what}: expected {planned}, got {a.dtype}{list(a.shape)}")
+            if a.size and any(n != 1 and got != want
+                              for n, got, want in zip(shape, a.strides, strides)):
+                contiguous = tuple(dtype.itemsize * math.prod(shape[k + 1:])
+                                   for k in range(len(shape)))
+                hint = "; pass np.ascontiguousarray(...) of it" if strides == contiguous else ""
+                raise InputMismatch(f"{what}: expected strides {strides} ({planned}), got "
+                                    f"{a.strides}{hint}")
 
     def _precise_rerun(self, arrays: tuple[np.ndarray, ...], drawn: _Draws | None = None
                        ) -> Callable[[], list[Any]] | None:

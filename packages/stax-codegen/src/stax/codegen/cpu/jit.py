@@ -74,7 +74,9 @@ def array_data_offset() -> int:
 
 
 class CompiledModule:
-    """Machine code of one LLVM module; keeps the JIT engine (and so the code) alive.
+    """Machine code of one LLVM module; keeps the JIT engine (and so the code) alive, and frees
+    it when collected: whatever can call into the code holds this object (``kernel_function``,
+    the native pool's launch steps, a machine-code entry's ``__self__``).
 
     With a ``cache``, the object code is looked up by content first (a warm start parses and
     optimizes nothing) and stored after a compile."""
@@ -85,7 +87,6 @@ class CompiledModule:
         the cache (a module whose text is costly to build: a warm start does not build it)."""
         self.speed_level = speed_level
         self.from_cache = False
-        self._module: Any = None
         content = key if key is not None else llvm_ir
         assert isinstance(content, str)
         key = cache.key(content, str(speed_level), *_cache_key_parts()) if cache is not None else None
@@ -103,15 +104,22 @@ class CompiledModule:
         self._compile(cache, key)
 
     def _compile(self, cache: ObjectCache | None, key: str | None) -> None:
-        speed_level = self.speed_level
-        module = _optimized_module(self.llvm_ir, speed_level)
+        """Optimize and compile the IR, then keep only its object code, loaded into an engine of
+        its own as a cached object is: an engine that owns an optimized IR module holds about
+        800 KB for as long as the code lives, one over its object code about 70 KB."""
+        module = _optimized_module(self.llvm_ir, self.speed_level)
         # The engine takes ownership of the target machine it is given: give it its own.
-        self._engine = _llvm().create_mcjit_compiler(module, _new_target_machine())
+        compiler = _llvm().create_mcjit_compiler(module, _new_target_machine())
+        objects: list[bytes] = []
+        compiler.set_object_cache(notify_func=lambda _module, buffer: objects.append(bytes(buffer)))
+        compiler.finalize_object()
+        if len(objects) != 1:  # not expected: keep the IR's engine, whatever it costs
+            self._engine = compiler
+            return
         if cache is not None and key is not None:
-            self._engine.set_object_cache(
-                notify_func=lambda _module, buffer: cache.store(key, bytes(buffer)))
-        self._engine.finalize_object()
-        self._module = module
+            cache.store(key, objects[0])
+        self._engine = _engine_for_object(objects[0])
+        compiler.close()  # the IR module and its engine; no address of theirs was handed out
 
     @property
     def llvm_ir(self) -> str:
@@ -121,9 +129,8 @@ class CompiledModule:
 
     @property
     def optimized_ir(self) -> str:
-        module = self._module if self._module is not None else \
-            _optimized_module(self.llvm_ir, self.speed_level)
-        return str(module)
+        """The optimized IR, made again (only the object code is kept)."""
+        return str(_optimized_module(self.llvm_ir, self.speed_level))
 
     def address(self, name: str) -> int:
         return self._symbol(name, function=True)
@@ -149,9 +156,7 @@ class CompiledModule:
         return address
 
     def assembly(self) -> str:
-        module = self._module if self._module is not None else \
-            _optimized_module(self.llvm_ir, self.speed_level)
-        return _target_machine().emit_assembly(module)
+        return _target_machine().emit_assembly(_optimized_module(self.llvm_ir, self.speed_level))
 
 
 def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
@@ -166,8 +171,28 @@ def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
     pto.loop_interleaving = vectorize
     pto.loop_unrolling = vectorize
     builder = llvm.create_pass_builder(_target_machine(), pto)
-    builder.getModulePassManager().run(module, builder)
+    passes = builder.getModulePassManager()
+    try:
+        passes.run(module, builder)
+    finally:
+        _dispose_pass_manager(passes)
     return module
+
+
+def _dispose_pass_manager(passes: Any) -> None:
+    """Free a module pass manager now. llvmlite's ``ModulePassManager`` never frees itself (its
+    base ``ObjectRef._dispose``, a no-op, comes before ``NewPassManager._dispose`` in its method
+    order): each compile kept its O3 pipeline and the passes' state, about 150 KB."""
+    try:
+        from llvmlite.binding.newpassmanagers import NewPassManager
+        dispose = NewPassManager._dispose
+    except (ImportError, AttributeError):  # another llvmlite: its own close() decides
+        passes.close()
+        return
+    try:
+        dispose(passes)
+    finally:
+        passes.detach()  # never disposed a second time
 
 
 def _engine_for_object(payload: bytes) -> Any:
@@ -190,6 +215,9 @@ def _cache_key_parts() -> tuple[str, ...]:
 
 
 def kernel_function(module: CompiledModule, name: str, nargs: int) -> Any:
-    """A ctypes callable ``f(array, ..., start, stop)``; calling it releases the GIL."""
+    """A ctypes callable ``f(array, ..., start, stop)``; calling it releases the GIL. It keeps
+    ``module`` (its machine code) alive."""
     proto = ctypes.CFUNCTYPE(None, *([ctypes.py_object] * nargs), ctypes.c_int64, ctypes.c_int64)
-    return proto(module.address(name))
+    function = proto(module.address(name))
+    function.module = module
+    return function
