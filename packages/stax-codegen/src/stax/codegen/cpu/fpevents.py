@@ -171,18 +171,20 @@ def _preserves(parent: Expr, position: int) -> bool:
 
 
 def fast_tests(nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]],
-               flags: bool = False) -> set[int]:
+               flags: bool = False) -> tuple[set[int], set[str]]:
     """The values (by ``id``) the fast kernel tests for being finite: those an event may have
     made infinite or NaN (``tainted``) where that could get lost downstream (an operand of a
-    consumer not in ``PRESERVES``), or stored. The results of float sums and products are tested
-    where they are stored (``accumulates_floats``). A value a reduction also stores for a later
-    phase (``spills``: reduction -> buffers, ``rowshare.py``) is not a store of its own: that
-    phase reads it back and overwrites it, so the value's taint goes on through that load.
-    With the CPU's ``flags`` read, the events of ``flagged`` operations (and of accumulations)
-    need no test."""
+    consumer not in ``PRESERVES``), or stored; and the float sums and products whose results it
+    tests where they are stored (``accumulates_floats``; an accumulation keeps a non-finite
+    value). A value a reduction also stores for a later phase (``spills``: reduction -> buffers,
+    ``rowshare.py``) is not a store of its own: that phase reads it back and overwrites it, so
+    the value's taint goes on through that load. With the CPU's ``flags`` read, the events of
+    ``flagged`` operations and of the accumulations themselves need no test: only
+    accumulations of tainted values do."""
     tainted: dict[int, bool] = {}
     carried: dict[str, bool] = {}  # spill buffer -> the spilled value is tainted
     tests: set[int] = set()
+    totals: set[str] = set()
     for node in nodes:
         for e in postorder(node.data.body):
             if id(e) in tainted:
@@ -196,10 +198,12 @@ def fast_tests(nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]],
         root = node.data.body
         for buffer in spills.get(node.name, ()):
             carried[buffer] = carried.get(buffer, False) or tainted[id(root)]
-        if tainted[id(root)] and (isinstance(node.data, Pointwise) or (
-                isinstance(node.data, Reduction) and (flags or not accumulates_floats(node)))):
+        if accumulates_floats(node):
+            if tainted[id(root)] or not flags:
+                totals.add(node.name)
+        elif tainted[id(root)] and isinstance(node.data, Pointwise | Reduction):
             tests.add(id(root))
-    return tests
+    return tests, totals
 
 
 class FloatEvents:
@@ -218,6 +222,7 @@ class FloatEvents:
         self.events = events
         self.precise = precise
         self._tests: set[int] = set()
+        self._totals: set[str] = set()
         self._bits: ir.Value | None = None          # alloca i32: exact bits
         self._finite: dict[int, ir.Value] = {}      # alloca per float width: OR of bits(v - v)
         self.flags = events is not None and not precise and float_events(nodes) and \
@@ -254,7 +259,7 @@ class FloatEvents:
 
     def _events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
         if self.events is not None and not self.precise:
-            self._tests = fast_tests(nodes, spills, self.flags)
+            self._tests, self._totals = fast_tests(nodes, spills, self.flags)
 
     def _report(self, cond: ir.Value, bits: int | ir.Value) -> None:
         """OR ``bits`` into the chunk's events where ``cond`` holds."""
@@ -344,8 +349,7 @@ class FloatEvents:
     def _after_total(self, node: ComputedBuffer, total: ir.Value) -> None:
         """Fast kernels: a float sum or product where it is stored (each step of a column
         reduction or a scan, else the end): an event on the way leaves it infinite or NaN."""
-        if self.events is not None and not self.precise and not self.flags and \
-                accumulates_floats(node):
+        if self.events is not None and not self.precise and node.name in self._totals:
             self._test_finite(total)
 
     def _events_finish(self) -> None:
