@@ -1,4 +1,5 @@
-"""Both thread pools survive a fork, whatever the parent's threads were doing (issue 10, item 8).
+"""Both thread pools, and compiling, survive a fork whatever the parent's threads were doing
+(issue 10, item 8).
 
 Each case runs ``fork_scenario.py`` in its own process: a thread launches a parallel kernel in a
 loop and the main thread forks (``os.fork``, then a ``multiprocessing`` fork pool) at moments
@@ -78,3 +79,11 @@ def test_native_launches_of_varying_sizes_never_mix():
     read the next launch's chunk count and ran a chunk on its arguments, or counted it done)."""
     done = run_script("native_pool_race.py", "6", timeout=120)
     assert done.returncode == 0 and "bad 0" in done.stdout, done.stdout + done.stderr
+
+
+def test_fork_while_another_thread_compiles():
+    """llvmlite holds one lock around every call into LLVM; a child forked while another thread
+    was compiling inherited it locked and hung on its first compile. The fork now waits for the
+    call in flight, and the child gets a fresh lock."""
+    done = run_script("fork_compile_scenario.py", timeout=120)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout + done.stderr

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +27,40 @@ def _llvm() -> Any:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     return llvm
+
+
+def _llvm_lock() -> Any:
+    """llvmlite's lock around every call into LLVM (``ffi.lib._lock``, an ``_LLVMLock``), or
+    None where this llvmlite has none of that shape."""
+    lock = getattr(getattr(getattr(llvm, "ffi", None), "lib", None), "_lock", None)
+    return lock if hasattr(getattr(lock, "_lock", None), "acquire") else None
+
+
+def _before_fork() -> None:
+    """Fork only between two calls into LLVM. A thread compiling while another forks held
+    llvmlite's lock, which the child inherited locked: its first compile hung (and LLVM's own
+    state could be half way through a change). The fork waits for the call in flight (one pass
+    pipeline at most); the child gets a fresh lock, the parent releases its own."""
+    lock = _llvm_lock()
+    if lock is not None:
+        lock._lock.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    lock = _llvm_lock()
+    if lock is not None:
+        lock._lock.release()
+
+
+def _after_fork_in_child() -> None:
+    lock = _llvm_lock()
+    if lock is not None:
+        lock._lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 @dataclass(frozen=True)
