@@ -281,6 +281,49 @@ def test_underflow_runs_eagerly_while_it_is_not_ignored():
     assert compiled.cache_info().fallbacks == before + 6
 
 
+def test_underflow_of_single_ieee_operations_is_seen():
+    """A kernel of single IEEE operations reports underflow from the CPU's flags (x86-64), exactly
+    as NumPy's: calls without it stay native while the state heeds underflow, and calls with it
+    stay native while the state ignores it (through the entry too)."""
+    def fn(x):
+        return x * np.float32(1e-30) + 1
+    tiny, ordinary = np.array([1e-20, 1.0], np.float32), np.array([2.0, 1.0], np.float32)
+    compiled = stax.compile(fn)
+    compiled(ordinary)
+    version = compiled.versions()[0]
+    if version.artifact.underflow_unseen:
+        pytest.skip("this CPU's exception flags are not read (x86-64 only)")
+    assert version.entry is not None
+    for x in (tiny, ordinary):
+        before = compiled.cache_info().fallbacks
+        assert_like_eager(compiled, fn, (x,))  # NumPy's default state: underflow ignored
+        assert compiled.cache_info().fallbacks == before
+    with np.errstate(under="warn"):
+        before = compiled.cache_info().fallbacks
+        assert_like_eager(compiled, fn, (ordinary,))
+        assert compiled.cache_info().fallbacks == before
+        assert_like_eager(compiled, fn, (tiny,))
+        assert compiled.cache_info().fallbacks == before + 1
+
+
+def test_transcendental_kernels_run_eagerly_while_underflow_is_heeded():
+    """A polynomial may make a tiny result without the CPU's flag: such a plan declines every
+    call while NumPy's state does not ignore underflow, and runs natively again after."""
+    def fn(x):
+        return np.exp(x)
+    x = np.array([1.0, 2.0])
+    compiled = stax.compile(fn)
+    compiled(x)
+    assert compiled.versions()[0].artifact.underflow_unseen
+    before = compiled.cache_info().fallbacks
+    with np.errstate(under="warn"):
+        assert_like_eager(compiled, fn, (x,), exact=False)
+        assert_like_eager(compiled, fn, (-1000 * x,), exact=False)
+    assert compiled.cache_info().fallbacks == before + 2
+    assert_like_eager(compiled, fn, (x,), exact=False)
+    assert compiled.cache_info().fallbacks == before + 2
+
+
 def test_seterr_and_seterrcall():
     def fn(x):
         return 1 / x

@@ -82,6 +82,9 @@ class KernelArtifact:
     #: for calls whose fast kernels saw a non-finite value; None when no kernel does float
     #: arithmetic that may report events (nor underflow: ``errstate.py``)
     precise_ir: str | None = None
+    #: some kernel may underflow without reporting it: while NumPy's error state does not
+    #: ignore underflow, calls run eagerly (``errstate.py``)
+    underflow_unseen: bool = False
 
     @property
     def events(self) -> str | None:
@@ -123,6 +126,7 @@ class KernelArtifact:
             **({"checks": self.checks} if self.checks else {}),
             "llvm_ir": self.llvm_ir,
             **({"precise_llvm_ir": self.precise_ir} if self.precise_ir is not None else {}),
+            **({"underflow_unseen": True} if self.underflow_unseen else {}),
         }
 
     @classmethod
@@ -147,6 +151,7 @@ class KernelArtifact:
             _storage_from_json(doc.get("storage")),
             dict(doc.get("checks", {})),
             doc.get("precise_llvm_ir"),
+            bool(doc.get("underflow_unseen", False)),
         )
 
     def dump(self, path: str | Path) -> None:

@@ -58,12 +58,15 @@ def _refuse_underflow() -> None:
 def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | None:
     """After the kernels reported ``bits``: None to return the call's own results; the results
     of a run with the precise kernels when the fast ones only saw a non-finite value (which
-    decides again, on exact events); or ``FloatingPointEvents``."""
+    decides again, on exact events); or ``FloatingPointEvents``. Underflow comes only from the
+    fast kernels (the CPU's flags): it is decided first."""
+    if bits & UNDERFLOW and errstate.heeded() & UNDERFLOW:
+        raise FloatingPointEvents(UNDERFLOW)
     if bits & MAYBE:
         if precise is not None:
             return precise()
         bits |= DIVIDE | OVERFLOW | INVALID  # unknown: the worst
-    heeded = errstate.heeded() & bits & ~MAYBE
+    heeded = errstate.heeded() & bits & ~(MAYBE | UNDERFLOW)
     if heeded:
         raise FloatingPointEvents(heeded)
     return None
@@ -143,13 +146,14 @@ def _native_step(native: NativePool, module: CompiledModule, name: str, args: li
 
 def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
                    outputs: list[tuple[Any, Any]], n_inputs: int, events: int | None = None,
-                   settle: Callable[..., Any] | None = None, floats: bool = False
+                   settle: Callable[..., Any] | None = None, unseen: bool = False
                    ) -> Callable[..., Any] | None:
     """For the common plan — one kernel on the calling thread, one array output — a function
     ``run_one(*arrays) -> output`` written out as straight-line Python (no environment list, no
     loops), which is what a tiny call's time is made of. None for any other plan. A kernel that
     reports floating-point events gets its events buffer (slot ``events``); ``settle(bits, out,
-    *arrays)`` decides when it reports any; float kernels (``floats``) first look at underflow.
+    *arrays)`` decides when it reports any; a kernel that may underflow ``unseen`` first looks
+    at NumPy's error state.
 
     The source is made from a fixed template and integers only (slot positions and the loop
     range, each checked to be an ``int``): nothing of a document's text is ever executed."""
@@ -166,15 +170,16 @@ def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
     params = [f"a{i}" for i in range(n_inputs)]
     names = {**{i: p for i, p in enumerate(params)}, out_slot: "out", events: "events"}
     call = f"    kernel({', '.join(names[a] for a in args)}, 0, {outer})\n"
+    source = f"def run_one({', '.join(params)}):\n"
+    if unseen:
+        source += "    refuse_underflow()\n"
     if events is None:
-        source = f"def run_one({', '.join(params)}):\n    out = alloc()\n{call}    return out\n"
+        source += f"    out = alloc()\n{call}    return out\n"
     else:
-        source = (f"def run_one({', '.join(params)}):\n"
-                  f"{'    refuse_underflow()' if floats else ''}\n"
-                  f"    out = alloc()\n"
-                  f"    events = zeros(1, int32)\n{call}"
-                  f"    bits = events.item()\n"
-                  f"    return settle(bits, out, {', '.join(params)}) if bits else out\n")
+        source += (f"    out = alloc()\n"
+                   f"    events = zeros(1, int32)\n{call}"
+                   f"    bits = events.item()\n"
+                   f"    return settle(bits, out, {', '.join(params)}) if bits else out\n")
     scope: dict[str, Any] = {"alloc": alloc_slots[0][1], "kernel": fn, "zeros": np.zeros,
                              "int32": np.int32, "settle": settle,
                              "refuse_underflow": _refuse_underflow}
@@ -225,7 +230,7 @@ class Executable:
         if artifact.events is not None:  # floating-point events (``errstate.py``)
             slot[artifact.events] = len(slot)
         events = slot.get(artifact.events) if artifact.events is not None else None
-        floats = artifact.precise_ir is not None  # float kernels: they cannot see underflow
+        unseen = artifact.underflow_unseen  # a kernel may underflow without reporting it
         self._cache_dir = cache_dir
         self._precise_lock = threading.Lock()
         self._precise: Executable | None = None
@@ -271,9 +276,9 @@ class Executable:
 
         def launch_all(arrays: tuple[Any, ...], drawn: _Draws | None) -> list[Any]:
             env: list[Any] = [*arrays, *([None] * (size - n_inputs))]
+            if unseen:
+                _refuse_underflow()
             if events is not None:
-                if floats:
-                    _refuse_underflow()
                 env[events] = np.zeros(1, np.int32)
             for i, alloc in alloc_slots:
                 env[i] = alloc()
@@ -314,7 +319,7 @@ class Executable:
 
         self.run = run
         self.run_one = None if check_slots else _straight_line(launches, alloc_slots, outputs,
-                                                               n_inputs, events, settle, floats)
+                                                               n_inputs, events, settle, unseen)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         """Run on ``arrays``, each checked to be an ``np.ndarray`` with the shape, dtype and

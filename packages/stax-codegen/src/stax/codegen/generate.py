@@ -14,7 +14,7 @@ from stax.loop.ir import encode_operands
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.costs import operations
 from .cpu.emit import KernelSpec, emit_kernel
-from .cpu.fpevents import float_events, has_events
+from .cpu.fpevents import float_events, has_events, underflow_unseen
 from .cpu.jit import array_data_offset, host_target
 from .cpu.pool import native_available
 from .memory_plan import order_steps, plan_storage
@@ -60,6 +60,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     externs: list[ExternPlan] = []
     steps: list[str] = []
     floats = False  # some kernel does float arithmetic that may report events
+    unseen = False  # some kernel may underflow without reporting it
     for group in groups:
         call = group.extern
         if call is not None:
@@ -75,6 +76,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
         emit_kernel(module, spec, array_data_offset())
         emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         floats = floats or float_events(group.nodes)
+        unseen = unseen or underflow_unseen(group.nodes, host.triple)
         kernels.append(_plan(name, group, args, nbytes, options, events))
         steps.append(name)
     buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
@@ -90,7 +92,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
     return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
                           kernels, list(program.input_slots), program.input_tree, outputs,
                           program.output_tree, [asdict(d) for d in decisions], externs, steps,
-                          storage, dict(program.checks), str(precise) if floats else None)
+                          storage, dict(program.checks), str(precise) if floats else None,
+                          unseen)
 
 
 def _extern_plan(call: ExternCall) -> ExternPlan:

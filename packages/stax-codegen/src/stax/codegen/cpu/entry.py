@@ -40,6 +40,7 @@ from llvmlite import ir
 from .. import errstate
 from ..artifact import KernelArtifact
 from ..memory import MIN_BYTES
+from .fpevents import UNDERFLOW
 from .jit import CompiledModule, array_data_offset
 from .types import I8P, I64
 
@@ -154,7 +155,9 @@ class EntryPlan:
     checks: tuple[int, ...] = ()
     #: the slot of the kernels' floating-point events word (after the allocations), if any
     events: int | None = None
-    floats: bool = False  # float kernels: a state that does not ignore underflow goes slow
+    #: a kernel may underflow without reporting it: a state that does not ignore underflow
+    #: goes slow (else a kernel's UNDERFLOW alone goes slow only if the state heeds it)
+    unseen: bool = False
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
@@ -195,7 +198,7 @@ class EntryPlan:
         outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) for o in artifact.outputs)
         checks = tuple(slots[name] for name in artifact.checks)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
-                         checks, events, artifact.precise_ir is not None)
+                         checks, events, artifact.underflow_unseen)
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -251,9 +254,9 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     incref = ctx_fn(CTX_INCREF, ir.VoidType(), [I64])
     decref = ctx_fn(CTX_DECREF, ir.VoidType(), [I8P])
     status = None
+    if plan.unseen:
+        require(_underflow_ignored(fn, b, ctx_word, ctx_fn, decref))
     if plan.events is not None:
-        if plan.floats:
-            require(_underflow_ignored(fn, b, ctx_word, ctx_fn, decref))
         with b.goto_entry_block():
             b.position_at_start(fn.entry_basic_block)
             status = b.alloca(I32, name="fp_events")
@@ -290,8 +293,13 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
     recheck = fn.append_basic_block("recheck")
     if status is not None:  # any event: the dispatcher runs the call again and settles it
-        ok = fn.append_basic_block("no_events")
-        b.cbranch(b.icmp_unsigned("!=", b.load(status), ir.Constant(I32, 0)), recheck, ok)
+        ok, some, tiny = (fn.append_basic_block(n) for n in ("no_events", "events", "underflow"))
+        reported = b.load(status)
+        b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, 0)), ok, some)
+        b.position_at_end(some)  # underflow alone (the CPU's flag): slow only if it is heeded
+        b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, UNDERFLOW)), tiny, recheck)
+        b.position_at_end(tiny)
+        b.cbranch(_underflow_ignored(fn, b, ctx_word, ctx_fn, decref), ok, recheck)
         b.position_at_end(ok)
     for c, slot in enumerate(plan.checks):  # a set flag: release what was made, go the slow way
         flag = b.load(field(objs[slot], layout.data, I8P))
@@ -415,7 +423,7 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
         return "an argument is not a plain array"
-    if artifact.precise_ir is not None and not _api()["errstate"]:
+    if (artifact.events is not None or artifact.underflow_unseen) and not _api()["errstate"]:
         return "its kernels report floating-point events and this NumPy's error state is not " \
             "the one the entry reads"
     plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs])

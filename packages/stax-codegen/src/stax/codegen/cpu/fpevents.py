@@ -102,9 +102,13 @@ OPERATIONS: dict[str, Events] = {
 NARROWING = Events(OVERFLOW)  # a float64 -> float32 cast
 #: single IEEE operations: on x86-64 their events are exactly the CPU's exception flags
 IEEE = frozenset({"add", "sub", "mul", "truediv", "sqrt"})
+#: operations whose float result is exact (never tiny and inexact): they cannot underflow
+EXACT = frozenset({"neg", "abs", "maximum", "minimum", "copysign", "floor", "ceil", "trunc",
+                   "rint", "signbit", "bitcast", "popcount"})
 # MXCSR: the sticky exception flags (invalid, denormal, divide, overflow, underflow, precision)
 MXCSR_FLAGS = 0x3F
 MXCSR_EVENTS = 0x1 | 0x4 | 0x8  # invalid, divide by zero, overflow
+MXCSR_UNDERFLOW = 0x10
 ACCUMULATION = Events(OVERFLOW, True)  # a step of a float sum or product
 
 #: operations whose result is infinite or NaN whenever the operand at these positions is
@@ -135,6 +139,33 @@ def flagged(e: Expr) -> bool:
     """Whether the events of ``e`` raise the CPU's exception flags: a single IEEE operation
     (``IEEE``, a narrowing cast), whose events are exactly those flags."""
     return isinstance(e, Cast) or (isinstance(e, Unary | Binary) and e.op in IEEE)
+
+
+def may_underflow(e: Expr) -> bool:
+    """Whether ``e`` may give a tiny inexact result (NumPy's underflow)."""
+    if isinstance(e, Cast):
+        return (e.x.dtype, e.dtype) == ("float64", "float32")
+    return isinstance(e, Unary | Binary) and is_float(e.dtype) and e.op not in EXACT
+
+
+def reads_flags(nodes: Sequence[ComputedBuffer], triple: str) -> bool:
+    """Whether the fast kernel computing ``nodes`` reads the CPU's exception flags: x86-64
+    (MXCSR), with float arithmetic that may report events."""
+    return triple.startswith("x86_64") and float_events(nodes)
+
+
+def underflow_unseen(nodes: Sequence[ComputedBuffer], triple: str) -> bool:
+    """Whether the kernel computing ``nodes`` may underflow without reporting it: it reports
+    underflow only from the CPU's flags, and only where every operation that may underflow is a
+    single IEEE one (a transcendental's polynomial may make a tiny result without the flag, or
+    raise it for a result NumPy's does not). While NumPy's state does not ignore underflow, calls
+    of a plan with such a kernel run eagerly (``errstate.py``)."""
+    risky = [e for n in nodes for e in postorder(n.data.body) if may_underflow(e)]
+    products = any(accumulates_floats(n) and (n.data.scan_type if isinstance(n.data, Scan)
+                                              else n.data.reduction_type) == "prod" for n in nodes)
+    if not risky and not products:
+        return False
+    return not (reads_flags(nodes, triple) and all(flagged(e) for e in risky))
 
 
 def integer_division(e: Expr) -> bool:
@@ -225,8 +256,10 @@ class FloatEvents:
         self._totals: set[str] = set()
         self._bits: ir.Value | None = None          # alloca i32: exact bits
         self._finite: dict[int, ir.Value] = {}      # alloca per float width: OR of bits(v - v)
-        self.flags = events is not None and not precise and float_events(nodes) and \
-            self.fn.module.triple.startswith("x86_64")
+        self.flags = events is not None and not precise and \
+            reads_flags(nodes, self.fn.module.triple)
+        # underflow from the flags: exactly NumPy's where the operations are single IEEE ones
+        self.underflow = self.flags and not underflow_unseen(nodes, self.fn.module.triple)
         if events is None:
             return
         b = self.builder
@@ -234,7 +267,7 @@ class FloatEvents:
         b.store(ir.Constant(I32, 0), self._bits)
         if self.flags:
             self._mxcsr_slot = b.alloca(I32, name="mxcsr")
-            raised = b.and_(self._mxcsr(), ir.Constant(I32, MXCSR_EVENTS))
+            raised = b.and_(self._mxcsr(), ir.Constant(I32, MXCSR_EVENTS | MXCSR_UNDERFLOW))
             with b.if_then(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)), likely=False):
                 ldmxcsr = self.fn.module.declare_intrinsic(
                     "llvm.x86.sse.ldmxcsr", (), ir.FunctionType(ir.VoidType(), [I8P]))
@@ -360,9 +393,14 @@ class FloatEvents:
         bits = b.load(self._bits)
         if self.flags:
             self._barrier()
-            raised = b.and_(self._mxcsr(), ir.Constant(I32, MXCSR_EVENTS))
+            mxcsr = self._mxcsr()
+            raised = b.and_(mxcsr, ir.Constant(I32, MXCSR_EVENTS))
             bits = b.or_(bits, b.select(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)),
                                         ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
+            if self.underflow:
+                tiny = b.and_(mxcsr, ir.Constant(I32, MXCSR_UNDERFLOW))
+                bits = b.or_(bits, b.select(b.icmp_unsigned("!=", tiny, ir.Constant(I32, 0)),
+                                            ir.Constant(I32, UNDERFLOW), ir.Constant(I32, 0)))
         for slot in self._finite.values():
             nonfinite = b.icmp_unsigned("!=", b.load(slot), ir.Constant(slot.type.pointee, 0))
             bits = b.or_(bits, b.select(nonfinite, ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
