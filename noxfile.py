@@ -1,6 +1,7 @@
 """Every way to build, test, lint, demo and benchmark Stax.
 
     nox -s tests        all five packages installed together, every test
+    nox -s stress       the stress suites at full size (>= 10,000 programs, 1,000 corruption trials)
     nox -s isolated     each package alone with only its declared dependencies, its own tests
     nox -s lint         ruff
     nox -s demo         example 1.1 through every layer
@@ -12,6 +13,7 @@ The packages are built once per nox run into a wheelhouse; sessions install from
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -52,6 +54,19 @@ def tests(session: nox.Session) -> None:
     """Every package's tests against the five packages installed together."""
     _install(session, *[f"stax-{p}" for p in PACKAGES], *TEST_DEPS)
     session.run("pytest", *[f"packages/stax-{p}/tests" for p in PACKAGES], *session.posargs)
+
+
+@nox.session
+def stress(session: nox.Session) -> None:
+    """The stress suites at full size (`nox -s tests` runs them small): at least 10,000 random
+    programs compiled and compared with eager NumPy, with threads and forks, and 1,000 cache
+    corruption trials. Known-defect strategies stay off unless STAX_STRESS_KNOWN names them
+    (packages/stax-runtime/tests/stress/stress_flags.py)."""
+    _install(session, *[f"stax-{p}" for p in PACKAGES], *TEST_DEPS)
+    env = {"STAX_STRESS_EXAMPLES": os.environ.get("STAX_STRESS_EXAMPLES") or "10000",
+           "STAX_STRESS_CORRUPTION_TRIALS": os.environ.get("STAX_STRESS_CORRUPTION_TRIALS") or "1000"}
+    session.run("pytest", "packages/stax-runtime/tests/stress",
+                "packages/stax-runtime/tests/test_cache_corruption.py", *session.posargs, env=env)
 
 
 @nox.session
