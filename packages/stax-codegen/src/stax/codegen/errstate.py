@@ -3,13 +3,16 @@
 Kernels report events (``cpu/fpevents.py``); NumPy's error state (``np.errstate``,
 ``np.seterr``) says per category whether to ignore, warn, raise, call a function or log. A call
 whose events the state does not ignore is declined (``executable.FloatingPointEvents``) before
-anything it computed is visible, and the runtime runs it eagerly: NumPy then warns, raises or calls exactly as
-it does, with its own messages, once. Kernels do not detect underflow, so while the state does not
-ignore underflow (NumPy's default does) every call of a version with float kernels is declined.
+anything it computed is visible, and the runtime runs it eagerly: NumPy then warns, raises or
+calls exactly as it does, with its own messages, once. Underflow is reported only by kernels of
+single IEEE operations (the CPU's flag); a plan with another kernel that may underflow
+(``underflow_unseen``) declines every call while the state does not ignore underflow (NumPy's
+default ignores it).
 
 The state is a context variable holding a capsule; reading the capsule costs ~30 ns and the
 categories are worked out again (``np.geterr()``, ~1 us) only when it is another capsule than last
-time (a new ``errstate`` block, another thread's state).
+time (a new ``errstate`` block, another thread's state). The machine-code entry reads the
+capsule's error mask itself (``cpu/entry.py``).
 """
 
 from __future__ import annotations

@@ -15,11 +15,12 @@ as a CPython ``METH_FASTCALL | METH_KEYWORDS`` builtin function:
 Anything else — another layout, a keyword, a subclass — goes to ``slow``, the Python dispatcher,
 with the arguments untouched, so the entry can only ever be faster, never different.
 
-Floating-point events (``fpevents.py``): while NumPy's error state does not ignore underflow,
-the call goes to ``slow`` before anything is made (the context variable read in machine code);
-the kernels' events buffer is a word on the entry's stack, behind a stand-in for an array object
-(kernels only read the data pointer); any event hands the call to ``slow``, which runs it again
-and settles it (``executable.py``).
+Floating-point events (``fpevents.py``): the kernels' events buffer is a word on the entry's
+stack, behind a stand-in for an array object (kernels only read the data pointer). Any event
+hands the call to ``slow``, which runs it again and settles it (``executable.py``), except an
+underflow alone while NumPy's error state ignores underflow. NumPy's state is read in machine
+code (its context variable's capsule) only for that, and, for plans that may underflow unseen,
+at the start of every call (such a call goes slow while underflow is heeded).
 
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
 extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
