@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 import threading
 import time
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import ExternResultMismatch
+from stax.codegen import Executable, ExternResultMismatch
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, tree_unflatten, write_json
 from stax.trace import leaf_names, trace
 from stax.trace.proxy import Proxy
@@ -156,6 +157,7 @@ class CompiledFunction:
         # one compile at a time per function: threads making the same first call wait for the
         # first one's version instead of compiling copies of it
         self._compile_lock = threading.RLock()
+        _LIVE.add(self)
         self._unguardable_reported: set[str] = set()
         self._versions: list[Version] = []
         self._by_sigma: dict[Any, list[Version]] = {}
@@ -382,11 +384,13 @@ class CompiledFunction:
             raise _InternalError(f"internal compiler error in backend {self.backend_name!r}: "
                                  f"{type(exc).__name__}: {exc}") from exc
         artifact = getattr(run_flat, "artifact", None)
+        # an Executable's __call__ validates its inputs for replay users; sigma already has
+        call_flat = run_flat.run if isinstance(run_flat, Executable) else run_flat
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
-        runner = _tree_runner(run_flat, slots, capture) if not capture.writeback else \
-            _writeback_runner(run_flat, slots, capture)
+        runner = _tree_runner(call_flat, slots, capture) if not capture.writeback else \
+            _writeback_runner(call_flat, slots, capture)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
                           gates=GateReplay(capture) if capture.gates else None, free=free,
                           generators=[i for i, leaf in enumerate(leaves)
@@ -396,7 +400,7 @@ class CompiledFunction:
             and len(args) == len(leaves) and all(a is leaf for a, leaf in zip(args, leaves))
         if plain_call and output_tree.kind == "leaf":
             run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
-            version.fast = run_one or (lambda *arrays: run_flat(*arrays)[0])
+            version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
         make_entry = getattr(run_flat, "entry", None)
         if plain_call and make_entry is not None and version.gates is None and not self._free:
             clock = time.perf_counter()
@@ -480,8 +484,30 @@ class _InternalError(StaxError):
     pass
 
 
+# a child forked while another thread compiled would inherit that function's lock held: each
+# live function gets a new one in the child (the compile in flight does not exist there)
+_LIVE: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
+
+
+def _new_locks_in_child() -> None:
+    for function in list(_LIVE):
+        function._compile_lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
+
 _DUMP_NAMES: dict[str, dict[str, weakref.ref[CompiledFunction]]] = {}  # directory -> stem
 _DUMP_NAMES_LOCK = threading.Lock()
+
+
+def _new_dump_lock_in_child() -> None:
+    global _DUMP_NAMES_LOCK
+    _DUMP_NAMES_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_dump_lock_in_child)
 
 
 def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool, strict_native: bool,
