@@ -25,4 +25,4 @@ def test_the_1_2_artifact_runs():
     i = np.array([0, -1, 3])
     np.testing.assert_array_equal(executable(x, i)[0], features(x, i))
     with pytest.raises(ExternResultMismatch, match="out of bounds"):
-        executable(x, np.array([-13]))
+        executable(x, np.array([0, -13, 1]))  # the planned shape, an index out of bounds
