@@ -1,4 +1,5 @@
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -44,6 +45,14 @@ def test_only_reassoc_on_the_accumulation(loopir_doc_path):
 def test_inner_loop_is_vectorized(loopir_doc_path):
     executable = Executable(generate(load_loopir(loopir_doc_path)))
     assert re.search(r"<\d+ x float>", executable.module.optimized_ir)
+
+
+def test_precise_kernels_are_vectorized_too(loopir_doc_path):
+    """The kernels with exact floating-point checks (``cpu/fpevents.py``) run whenever a call
+    meets a non-finite value; their sum stays a reduction LLVM widens."""
+    artifact = generate(load_loopir(loopir_doc_path))
+    precise = replace(artifact, llvm_ir=artifact.precise_ir, precise_ir=None)
+    assert re.search(r"fadd reassoc <\d+ x float>", Executable(precise).module.optimized_ir)
 
 
 def test_artifact_round_trip_and_reload(loopir_doc_path):

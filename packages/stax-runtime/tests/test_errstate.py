@@ -459,3 +459,22 @@ def test_generators_draw_once_when_a_call_is_declined_or_run_again():
             assert_like_eager(lambda: compiled(mine, x), lambda: fn(theirs, x), ())
         assert mine.standard_normal() == theirs.standard_normal()
     assert compiled.cache_info().fallbacks >= 1
+
+
+@pytest.mark.parametrize("kind", ["sum", "prod"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reductions_over_non_finite_data(kind, dtype):
+    """Sums and products that meet NaN or infinities: exactly NumPy's events (an overflow behind
+    a NaN, inf - inf, inf * 0), none for a NaN alone, the call native unless the state heeds one."""
+    def fn(x):
+        return getattr(x * 1, kind)(axis=-1)
+    big = np.finfo(dtype).max / 2
+    rows = [[1, 2, 3, 4], [big, big, big, np.nan], [np.inf, -np.inf, 1, 2], [np.inf, 0, 1, 2],
+            [np.nan, 1, 2, 3], [np.inf, 1, 2, 3]]
+    compiled = stax.compile(fn)
+    compiled(np.ones((1, 4), dtype))
+    for row in rows:
+        x = np.array([row], dtype)
+        for state in ("warn", "raise", "ignore"):
+            with np.errstate(**STATES[state]):
+                assert_like_eager(compiled, fn, (x,), exact=False)

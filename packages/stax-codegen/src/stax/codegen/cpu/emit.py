@@ -558,6 +558,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         for n in nodes:  # an arg reduction carries (best value, its index), the others one value
             inits += self._arg_identity(n) if _is_arg(n) else [self._identity(n)]
         outer_memo = self.memo
+        for n in nodes:
+            self._track_start(n)
 
         def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
             self.memo = dict(outer_memo)  # loop-invariant values may be reused, nothing inner
@@ -571,8 +573,9 @@ class KernelEmitter(LoopShapes, FloatEvents):
                 if _is_arg(n):
                     out += self._arg_accumulate(n, accs[position], accs[position + 1], x)
                     position += 2
-                else:
-                    out.append(self._accumulate(n, accs[position], x))
+                else:  # the accumulator is a reduction LLVM vectorizes: checked apart (fpevents)
+                    out.append(self._accumulate(n, accs[position], x, checked=False))
+                    self._track_step(n, x)
                     position += 1
             return out
 
@@ -584,6 +587,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
                 self.store(node, finals[position + 1])
                 position += 2
             else:
+                self._track_finish(node, finals[position])
                 self._after_total(node, finals[position])
                 self.store(node, finals[position])
                 position += 1
@@ -638,7 +642,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         info = np.iinfo(dtype)
         return ir.Constant(typ, int(info.min if kind == "max" else info.max))
 
-    def _accumulate(self, node: ComputedBuffer, acc: ir.Value, x: ir.Value) -> ir.Value:
+    def _accumulate(self, node: ComputedBuffer, acc: ir.Value, x: ir.Value, checked: bool = True
+                    ) -> ir.Value:
         b = self.builder
         kind, dtype = node.data.reduction_type, node.dtype
         if kind in ("max", "min"):  # a NaN anywhere wins, as in NumPy
@@ -657,13 +662,15 @@ class KernelEmitter(LoopShapes, FloatEvents):
             if not is_float(dtype):
                 return b.mul(acc, x)
             total = b.fmul(acc, x, flags=("reassoc",))
-            self._after_step(node, total, acc, x)
+            if checked:
+                self._after_step(node, total, acc, x)
             return total
         if dtype == "bool":
             return b.or_(acc, x)
         if is_float(dtype):
             total = b.fadd(acc, x, flags=("reassoc",))
-            self._after_step(node, total, acc, x)
+            if checked:
+                self._after_step(node, total, acc, x)
             return total
         return b.add(acc, x)
 

@@ -68,6 +68,7 @@ from stax.loop import (
 )
 
 from .types import I8P, is_float, is_signed
+from .types import value_type as value_type_of
 
 # NumPy's floating-point status bits (npy_get_floatstatus): the categories of np.errstate
 DIVIDE, OVERFLOW, UNDERFLOW, INVALID = 1, 2, 4, 8
@@ -387,6 +388,78 @@ class FloatEvents:
         """Precise kernels: a step ``total = acc op x`` of a float sum or product."""
         if self.events is not None and self.precise and accumulates_floats(node):
             self._check(ACCUMULATION, total, (acc, x))
+
+    # -- a reduction's accumulation, in precise kernels ------------------------------------------
+    # Checking each step ``acc op x`` reads the accumulator inside the loop, which stops LLVM
+    # from vectorizing the reduction (measured: example 1.1 60x slower). Instead the loop also
+    # accumulates the finite values alone and notes which special values it met (+inf, -inf,
+    # zero), reductions of their own; after it, the events are those of the finite values'
+    # total (it overflowed: overflow; NaN, from opposite overflows: and invalid) and of the
+    # special values (inf - inf, inf * 0: invalid).
+    _POSITIVE_INF, _NEGATIVE_INF, _ZERO = 1, 2, 4
+
+    def _tracked(self, node: ComputedBuffer) -> bool:
+        return self.events is not None and self.precise and accumulates_floats(node)
+
+    def _track_start(self, node: ComputedBuffer) -> None:
+        if not self._tracked(node):
+            return
+        b = self.builder
+        typ = value_type_of(node.dtype)
+        slots = getattr(self, "_track_slots", None)
+        if slots is None:
+            slots = self._track_slots = {}
+        if node.name not in slots:
+            with b.goto_entry_block():
+                b.position_at_start(self.fn.entry_basic_block)
+                slots[node.name] = (b.alloca(typ, name=f"fp_finite_{node.name}"),
+                                    b.alloca(I32, name=f"fp_special_{node.name}"))
+        finite, special = slots[node.name]
+        product = node.data.reduction_type == "prod"
+        b.store(ir.Constant(typ, 1.0 if product else 0.0), finite)
+        b.store(ir.Constant(I32, 0), special)
+
+    def _track_step(self, node: ComputedBuffer, x: ir.Value) -> None:
+        if not self._tracked(node):
+            return
+        b = self.builder
+        finite, special = self._track_slots[node.name]
+        product = node.data.reduction_type == "prod"
+        is_finite = self._class(x)[1]
+        value = b.select(is_finite, x, ir.Constant(x.type, 1.0 if product else 0.0))
+        step = b.fmul if product else b.fadd
+        b.store(step(b.load(finite), value, flags=("reassoc",)), finite)
+        inf = ir.Constant(x.type, float("inf"))
+        seen = b.or_(b.select(b.fcmp_ordered("==", x, inf), ir.Constant(I32, self._POSITIVE_INF),
+                              ir.Constant(I32, 0)),
+                     b.select(b.fcmp_ordered("==", x, b.fneg(inf)),
+                              ir.Constant(I32, self._NEGATIVE_INF), ir.Constant(I32, 0)))
+        if product:
+            seen = b.or_(seen, b.select(b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0)),
+                                        ir.Constant(I32, self._ZERO), ir.Constant(I32, 0)))
+        b.store(b.or_(b.load(special), seen), special)
+
+    def _track_finish(self, node: ComputedBuffer, total: ir.Value) -> None:
+        if not self._tracked(node):
+            return
+        b = self.builder
+        finite_slot, special_slot = self._track_slots[node.name]
+        finite, special = b.load(finite_slot), b.load(special_slot)
+        zero = ir.Constant(I32, 0)
+
+        def has(bit: int) -> ir.Value:
+            return b.icmp_unsigned("!=", b.and_(special, ir.Constant(I32, bit)), zero)
+        nan, is_finite = self._class(finite)
+        overflowed = b.not_(is_finite)
+        infinite = b.or_(has(self._POSITIVE_INF), has(self._NEGATIVE_INF))
+        if node.data.reduction_type == "prod":
+            invalid = b.or_(nan, b.and_(b.or_(infinite, overflowed), has(self._ZERO)))
+        else:
+            invalid = b.or_(nan, b.or_(b.and_(has(self._POSITIVE_INF), has(self._NEGATIVE_INF)),
+                                       b.and_(overflowed, infinite)))
+        self._report(overflowed, OVERFLOW)
+        self._report(invalid, INVALID)
+        del total
 
     def _after_total(self, node: ComputedBuffer, total: ir.Value) -> None:
         """Fast kernels: a float sum or product where it is stored (each step of a column
