@@ -1,7 +1,7 @@
 """stax.codegen — scheduling, fusion and LLVM code generation for the CPU (spec §7–8)."""
 
 from .artifact import KERNELS_SCHEMA, BufferPlan, KernelArtifact, KernelPlan, load_artifact
-from .executable import Executable, ExternResultMismatch, InputMismatch
+from .executable import Executable, ExternResultMismatch, FloatingPointEvents, InputMismatch
 from .generate import CODEGEN_VERSION, CodegenOptions, generate
 from .scheduler import FusionDecision, schedule
 
@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CODEGEN_VERSION", "KERNELS_SCHEMA", "BufferPlan", "CodegenOptions", "Executable",
-    "ExternResultMismatch", "FusionDecision", "InputMismatch", "KernelArtifact", "KernelPlan",
+    "ExternResultMismatch", "FloatingPointEvents", "FusionDecision", "InputMismatch",
+    "KernelArtifact", "KernelPlan",
     "generate", "load_artifact", "schedule",
 ]
