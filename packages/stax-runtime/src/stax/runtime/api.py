@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import Executable, ExternResultMismatch
+from stax.codegen import Executable, ExternResultMismatch, FloatingPointEvents
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, tree_unflatten, write_json
 from stax.trace import leaf_names, trace
 from stax.trace.proxy import Proxy
@@ -261,7 +261,10 @@ class CompiledFunction:
                 for generator, state in states:
                     generator.bit_generator.state = state
             self._fallbacks += 1
-            if not version.declined_reported:
+            if isinstance(exc, FloatingPointEvents):  # NumPy's own warning or error follows
+                logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: {exc}; "
+                          "the call runs eagerly so that NumPy reports it")
+            elif not version.declined_reported:
                 version.declined_reported = True
                 logs.warn(f"stax: {self._name} v{version.index}: {exc}; calls like this one run "
                           "eagerly")
