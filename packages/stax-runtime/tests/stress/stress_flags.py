@@ -47,7 +47,7 @@ KNOWN_DEFECTS = {
                          "values",
 }
 #: the strategies whose defect is fixed: on unless STAX_STRESS_KNOWN says otherwise
-FIXED = frozenset({"containers", "ids", "frozen", "threads_random"})
+FIXED = frozenset({"containers", "ids", "frozen", "threads_random", "decline_draws"})
 
 
 def _enabled(raw: str | None) -> frozenset[str]:

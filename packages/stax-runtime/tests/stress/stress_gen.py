@@ -174,14 +174,15 @@ def draw_outputs(b: Builder, constants: bool) -> tuple[Any, str] | None:
 @st.composite
 def programs(draw: Callable[[Any], Any], *, known: frozenset[str] = frozenset(), still: bool = False,
              big: bool = True, calls: tuple[int, int] = (2, 5),
-             modes: tuple[str, ...] = ("default",)) -> Program:
+             modes: tuple[str, ...] = ("default", "ignore")) -> Program:
     """A program, with the calls to make.
 
-    ``known``: the known-defect strategies to draw from (``stress_flags.KNOWN_DEFECTS``: containers,
-    ids, frozen, errstate, late_binding, dead_draws, decline_draws, attr_inplace); ``still``: nothing
+    ``known``: the known-defect strategies to draw from (``stress_flags.KNOWN_DEFECTS``); a strategy
+    left out keeps its defect's trigger out of the programs; ``still``: nothing
     changes between calls but the arguments, and NumPy's global random state is not used (for
     threads); ``big``: one program in ten on arrays large enough for parallel kernels; ``modes``:
-    the np.errstate modes of the calls (the ``errstate`` strategy adds the others).
+    the np.errstate modes of the calls: NumPy's default, whose heeded events make a call run eagerly,
+    and "ignore", where the kernels' own results come back (the ``errstate`` strategy adds the others).
     """
     b = Builder(draw, rng_draws=draw(st.integers(0, 9)) < 2, known=known)
     b.global_random = not still and draw(st.integers(0, 19)) == 0

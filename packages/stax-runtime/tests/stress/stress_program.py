@@ -114,7 +114,8 @@ class Program:
         params = ", ".join(self.params())
         cells = self.cells()
         out = [PRELUDE, ""]
-        out += [f"{o.name} = None" for o in self.owners if o.where == "global"]
+        if not self.late_binding:  # else not even defined when compile() runs (a decorator above)
+            out += [f"{o.name} = None" for o in self.owners if o.where == "global"]
         out += ["", "", f"def make({', '.join(cells)}):", f"    def prog({params}):"]
         out += [f"        {line}" for line in self.lines] + [f"        return {self.ret_text}", ""]
         out += [f"    def probe({params + ', ' if params else ''}_rec):"]
