@@ -31,7 +31,6 @@ class Value:
     view_of: int | None = None  # the value this one may be a view of (for in-place updates)
     draw: bool = False  # a random draw
     leaf: int | None = None
-    varies: bool = False  # depends on an array argument or a draw (else a constant of the key)
     tags: frozenset[str] = frozenset()  # what made it, where a known defect needs to know
 
 
@@ -159,10 +158,9 @@ class Builder:
             view = draft.view
             if view is not None and self.values[view].view_of is not None:
                 view = self.values[view].view_of
-            varies = draft.draw or any(self.values[o].varies for o in draft.operands)
             tags = draft.tags | (self.values[draft.view].tags if draft.view is not None else frozenset())
             self.values.append(Value(draft.result, exact, copy_value(result), "step", view_of=view,
-                                     draw=draft.draw, varies=varies, tags=tags))
+                                     draw=draft.draw, tags=tags))
         self.steps.append(Step(len(self.values) - 1, rule, list(draft.operands), draft.extra))
         return True
 
@@ -184,7 +182,7 @@ class Builder:
             if base == old or i == old or shares_memory(eval(v.text, self.namespace), live):
                 v.stale = True
         self.values.append(Value(self.values[old].text, exact and self.values[old].exact,
-                                 copy_value(result), "step", leaf=leaf, varies=True))
+                                 copy_value(result), "step", leaf=leaf))
         self.current[leaf] = len(self.values) - 1
 
     def namespace_value(self, leaf: int | None) -> Any:

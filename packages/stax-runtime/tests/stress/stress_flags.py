@@ -33,11 +33,14 @@ KNOWN_DEFECTS = {
     "decline_draws": "random draws in calls that meet NaN/Inf or floating-point events the error "
                      "state heeds: the call runs again (precise kernels, or eagerly) after its draws "
                      "and draws twice",
-    "warm_constants": "results that do not depend on the array arguments (np.abs(s) of a NumPy "
-                      "scalar argument): from a warm disk capture they come back as Python floats",
     "attr_inplace": "in-place updates of an argument object's array attributes (cfg.w *= 2): "
                     "applied twice on the call that compiles",
-    "scalar_types": "np.clip of a NumPy scalar (a full reduction): a 0-d array instead of a scalar",
+    "scalar_types": "NumPy scalar results compared by type too: from a warm disk capture np.abs(s) "
+                    "of a NumPy scalar argument (or float(x.max()) * np.True_) comes back as a Python "
+                    "float, np.clip of a full reduction as a 0-d array (without it, the same value "
+                    "of another scalar type passes)",
+    "fmax_zero_sign": "np.fmax/np.fmin of 0.0 and -0.0 compared bit for bit: the zero comes back "
+                      "with the other argument's sign",
     "dead_warnings": "with errstate: steps whose values the program does not use warn (or raise) "
                      "eagerly and are dropped compiled (without it, every value is returned)",
     "draw_order": "two random draws of different shapes from one generator: run in the other order",

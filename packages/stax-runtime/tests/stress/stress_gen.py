@@ -134,9 +134,7 @@ def sample_namespace(b: Builder, program: Program) -> None:
         if leaf.kind == "callable":
             b.values.append(Value(leaf.ref, True, sample, "leaf", leaf=i))
             continue
-        # an argument object's arrays are keyed by value: constants of the capture, like globals
-        varies = leaf.kind == "array" and b.owner(i).where == "arg" and b.owner(i).kind != "object"
-        b.values.append(Value(leaf.ref, True, copy_value(sample), "leaf", leaf=i, varies=varies))
+        b.values.append(Value(leaf.ref, True, copy_value(sample), "leaf", leaf=i))
         b.current[i] = len(b.values) - 1
     # aliases: an argument that is another argument (or a view of it)
     for i, leaf in enumerate(b.leaves):
@@ -146,11 +144,10 @@ def sample_namespace(b: Builder, program: Program) -> None:
 
 
 # -- the outputs -----------------------------------------------------------------------------------------
-def draw_outputs(b: Builder, constants: bool) -> tuple[Any, str] | None:
-    """The return value: a value, or a tuple, list or dict of them (nested once). ``constants``:
-    values that do not depend on the array arguments may be returned too."""
+def draw_outputs(b: Builder) -> tuple[Any, str] | None:
+    """The return value: a value, or a tuple, list or dict of them (nested once)."""
     live = [i for i, v in enumerate(b.values) if v.origin == "step" and not v.stale
-            and v.leaf is None and (constants or v.varies)]
+            and v.leaf is None]
     if not live:
         return None
     chosen = [live[-1]] + [live[-1 - b.draw(st.integers(0, len(live) - 1))]
@@ -207,11 +204,10 @@ def programs(draw: Callable[[Any], Any], *, known: frozenset[str] = frozenset(),
         for _attempt in range(6):
             if b.commit(FAMILIES[draw(st.sampled_from(WEIGHTED))][1](b)):
                 break
-    constants = "warm_constants" in known
-    outputs = draw_outputs(b, constants)
+    outputs = draw_outputs(b)
     if outputs is None:  # nothing made: one step that always works
         b.commit(Draft([f"{new_name(b)} = {b.t(0)} * 2"], new_name(b), [0], smooth="lin2"))
-        outputs = draw_outputs(b, constants)
+        outputs = draw_outputs(b)
         assert outputs is not None
     if "errstate" in known and "dead_warnings" not in known:
         outputs = return_dead(b, outputs, lambda v: True)  # every warning from a live value
@@ -245,8 +241,7 @@ def return_dead(b: Builder, outputs: tuple[Any, str], which: Callable[[Value], b
             live.add(i)
             stack += made_by.get(i, [])
     dead = [i for i, v in enumerate(b.values) if v.origin == "step" and v.leaf is None
-            and which(v) and i not in live and not v.stale
-            and (v.varies or "warm_constants" in b.known)]
+            and which(v) and i not in live and not v.stale]
     if not dead:
         return outputs
     return ["tuple", [tree, *dead]], f"({text}, {', '.join(b.t(i) for i in dead)})"
