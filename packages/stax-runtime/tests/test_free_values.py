@@ -271,3 +271,59 @@ def test_a_declined_call_draws_from_the_callers_generator_once():
         want = np.sin(x) + theirs.standard_normal(x.shape)
         np.testing.assert_allclose(got, want, rtol=1e-14)
         assert mine.bit_generator.state == theirs.bit_generator.state
+
+
+def test_a_call_that_falls_back_after_its_capture_runs_the_function_once():
+    # the capture is this call's eager execution: running it again would repeat its side effects
+    log = []
+
+    def appends(x):
+        log.append(1)
+        return x + 1
+
+    class Holder:
+        def __init__(self):
+            self.w = np.ones(3)
+
+    def scales_attribute(x, h):
+        h.w *= 2  # an array inside an argument object, updated in place
+        return x * h.w.sum()
+
+    f, g = stax.compile(appends), stax.compile(scales_attribute)
+    for calls in (1, 2, 3):
+        np.testing.assert_array_equal(f(X), X + 1)
+        assert len(log) == calls
+    h, expected = Holder(), Holder()
+    for _ in range(3):
+        np.testing.assert_array_equal(g(X, h), scales_attribute(X, expected))
+        np.testing.assert_array_equal(h.w, expected.w)
+
+
+def test_the_first_call_after_a_late_fallback_updates_arguments_and_warns_like_eager():
+    def f(x, log):
+        log.append(len(log))
+        x += 1  # an argument updated in place
+        return x / 0.0
+
+    log, eager_log = [], []
+    cf = stax.compile(f)
+    x, y = np.arange(3.0), np.arange(3.0)
+    with pytest.warns(RuntimeWarning, match="divide by zero") as got:
+        result = cf(x, log)
+    with pytest.warns(RuntimeWarning, match="divide by zero") as want:
+        expected = f(y, eager_log)
+    np.testing.assert_array_equal(result, expected)
+    np.testing.assert_array_equal(x, y)
+    assert log == eager_log == [0] and len(got) == len(want) == 1
+
+
+def test_a_list_argument_changed_in_place_is_changed_on_every_call():
+    def f(x, seen):
+        seen.append(float(x.sum()))
+        return x * 2
+
+    cf = stax.compile(f)
+    seen = []
+    for i in range(3):
+        np.testing.assert_array_equal(cf(X + i, seen), (X + i) * 2)
+    assert seen == [float((X + i).sum()) for i in range(3)]

@@ -25,7 +25,7 @@ import numpy as np
 
 from stax.codegen import Executable, ExternResultMismatch, FloatingPointEvents
 from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, tree_unflatten, write_json
-from stax.trace import leaf_names, trace
+from stax.trace import Outcome, leaf_names, trace
 from stax.trace.proxy import Proxy
 
 from . import config, logs
@@ -226,7 +226,15 @@ class CompiledFunction:
         version = self._lookup(sigma, args, kwargs)
         if version is None:
             with self._compile_lock:  # another thread may have compiled it meanwhile
-                version = self._lookup(sigma, args, kwargs) or self._miss(sigma, args, kwargs)
+                version = self._lookup(sigma, args, kwargs)
+                if version is None:
+                    outcome = Outcome()
+                    version = self._miss(sigma, args, kwargs, outcome)
+                    if not version.native:  # the capture ran this call already: use its result
+                        done, result = outcome.eager_result()
+                        if done:
+                            self._fallbacks += 1
+                            return result
         return self._run(version, args, kwargs)
 
     def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Version | None:
@@ -291,7 +299,8 @@ class CompiledFunction:
                 for v in self._versions]
 
     # -- a miss ------------------------------------------------------------------------------------
-    def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Version:
+    def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+              outcome: Outcome) -> Version:
         self._misses += 1
         settings = config.current()
         if self._versions and "recompiles" in settings.logs:
@@ -304,7 +313,7 @@ class CompiledFunction:
             fn = self._traced_function()
             return Version(-1, sigma, lambda a, k: fn(*a, **k), native=False,
                            reason="version or compile limit reached")
-        version = self._compile(sigma, args, kwargs, settings)
+        version = self._compile(sigma, args, kwargs, settings, outcome)
         self._versions.append(version)
         self._by_sigma.setdefault(sigma, []).append(version)
         layout = array_signature(args) if not kwargs else None
@@ -332,12 +341,15 @@ class CompiledFunction:
         return self._free.lifted() if self._free else self.fn
 
     def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                 settings: config.Settings) -> Version:
+                 settings: config.Settings, outcome: Outcome) -> Version:
+        """A new version for this key. When it falls back after the capture ran to its end,
+        ``outcome`` holds that run's result: the caller returns it for this call instead of
+        running the function (and its side effects) a second time."""
         number = len(self._versions)
         start = time.perf_counter()
         timings: dict[str, float] = {}
         try:
-            version = self._build(sigma, args, kwargs, settings, number, timings)
+            version = self._build(sigma, args, kwargs, settings, number, timings, outcome)
         except (UnsupportedError, _InternalError) as exc:
             if self.strict_native:
                 raise (exc.__cause__ if isinstance(exc, _InternalError) else exc) from None
@@ -354,7 +366,8 @@ class CompiledFunction:
         return version
 
     def _build(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-               settings: config.Settings, number: int, timings: dict[str, float]) -> Version:
+               settings: config.Settings, number: int, timings: dict[str, float],
+               outcome: Outcome) -> Version:
         name = getattr(self.fn, "__name__", "fn")
         user_args = args[len(self._free.names):]
         names = [*self._free.names, *leaf_names(self.fn, user_args, kwargs)]
@@ -365,7 +378,8 @@ class CompiledFunction:
         if capture is not None:
             timings["capture (disk cache)"] = time.perf_counter() - clock
         else:
-            capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names)
+            capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names,
+                            outcome=outcome)
             timings["capture"] = time.perf_counter() - clock
             self._check_no_side_effects(free, sigma, args, kwargs)
             if captures is not None and key is not None and not capture.gates:

@@ -1,8 +1,8 @@
 """stax.trace — capture of NumPy programs by proxy tracing in mixed mode (spec §3)."""
 
 from .proxy import Proxy
-from .tracer import example_copy, gate, leaf_function, leaf_names, trace
+from .tracer import Outcome, example_copy, gate, leaf_function, leaf_names, trace
 
 __version__ = "0.1.0"
 
-__all__ = ["Proxy", "example_copy", "gate", "leaf_function", "leaf_names", "trace"]
+__all__ = ["Outcome", "Proxy", "example_copy", "gate", "leaf_function", "leaf_names", "trace"]

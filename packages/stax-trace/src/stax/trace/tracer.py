@@ -8,7 +8,7 @@ import inspect
 import operator
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -302,18 +302,66 @@ def leaf_names(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     return names
 
 
+@dataclass
+class Outcome:
+    """What a capture run computed for the call that made it.
+
+    Capture runs the function once on the real arguments (mixed mode), so for that call it *is* the
+    eager execution: its Python side effects (a list appended to, an attribute set, a print) have
+    happened. When the compile then fails, the caller takes this call's result from here instead of
+    running the function a second time, which would repeat those side effects."""
+
+    finished: bool = False  # the function returned (whatever capture made of its result)
+    result: Any = None
+    arguments: list[tuple[Argument, np.ndarray]] = field(default_factory=list)  # (proxy, caller's)
+    generators: list[tuple[np.random.Generator, np.random.Generator]] = field(default_factory=list)
+    warnings: Any = None  # the NumPy reports capture held back
+
+    def eager_result(self) -> tuple[bool, Any]:
+        """``(True, result)`` as eager execution would have left things — arguments updated in
+        place written to the caller's arrays, generators advanced, NumPy's reports given — or
+        ``(False, None)`` when the result cannot stand for eager's (it views an argument, whose
+        eager form would be a writeable view of the caller's array)."""
+        if not self.finished:
+            return False, None
+        leaves, tree = tree_flatten(self.result)
+        examples = {id(a.proxy): caller for a, caller in self.arguments}
+        out = []
+        for leaf in leaves:
+            if isinstance(leaf, Proxy):
+                if id(leaf) in examples and leaf.value is leaf.tracer.arguments[id(leaf)].example:
+                    out.append(examples[id(leaf)])  # the argument itself
+                    continue
+                leaf = leaf.value
+            if isinstance(leaf, np.ndarray) and any(np.may_share_memory(leaf, a.example)
+                                                    for a, _ in self.arguments):
+                return False, None
+            out.append(leaf)
+        for argument, caller in self.arguments:
+            if argument.proxy.node is not argument.node:  # updated in place during capture
+                np.copyto(caller, argument.proxy.value)
+        for caller, private in self.generators:
+            caller.bit_generator.state = private.bit_generator.state
+        if self.warnings is not None:
+            self.warnings.emit()
+        return True, tree_unflatten(tree, out)
+
+
 def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
-          *, name: str | None = None, arg_names: list[str] | None = None) -> GraphProgram:
+          *, name: str | None = None, arg_names: list[str] | None = None,
+          outcome: Outcome | None = None) -> GraphProgram:
     """Capture ``fn`` on example ``args``: a ``stax.capture/1`` program.
 
     Arrays among the (flattened) arguments become placeholders; every other leaf is a constant the
     capture is specialized on (spec §2.2: scalars enter the key by value). Wherever Python reads a
     traced value (``if``, ``int()``, an index) the example's answer is used and recorded as a data
     gate; the gates' backward slice is extracted right after capture, before any pass could delete
-    the nodes that compute them (corollary 3.1).
+    the nodes that compute them (corollary 3.1). ``outcome``, when given, receives what the run
+    computed (see :class:`Outcome`).
     """
     kwargs = dict(kwargs or {})
     tracer = Tracer()
+    outcome = outcome if outcome is not None else Outcome()
     leaves, input_tree = tree_flatten((tuple(args), kwargs))
     traced_leaves: list[Any] = []
     inputs: list[str | None] = []
@@ -328,11 +376,14 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
             node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
             proxy = Proxy(node, example_view(leaf), tracer)
             tracer.arguments[id(proxy)] = Argument(node, proxy.value, leaf.flags.writeable, proxy)
+            outcome.arguments.append((tracer.arguments[id(proxy)], leaf))
             traced_leaves.append(proxy)
             inputs.append(node.target)
         elif type(leaf) is np.random.Generator:
             node = tracer.graph.placeholder(leaf_name, {"object": "numpy.random.Generator"})
-            traced_leaves.append(GeneratorProxy(node, private_copy(leaf), tracer))
+            private = private_copy(leaf)
+            traced_leaves.append(GeneratorProxy(node, private, tracer))
+            outcome.generators.append((leaf, private))
             inputs.append(node.target)
         else:
             traced_leaves.append(leaf)
@@ -341,7 +392,16 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
     try:
         result = _run_isolated(tracer, fn, traced_args, traced_kwargs,
-                               [leaf for leaf in leaves if type(leaf) is not np.random.Generator])
+                               [leaf for leaf in leaves if type(leaf) is not np.random.Generator],
+                               outcome)
+        after, after_tree = tree_flatten((traced_args, traced_kwargs))
+        if after_tree != input_tree or any(a is not b for a, b in zip(after, traced_leaves)):
+            # capture ran on copies of the argument containers: the caller's did not change,
+            # and a compiled version would not change them either
+            raise UnsupportedError("the function changes a tuple, list or dict it was passed "
+                                   "(an append, an item assignment)", hint="return the new "
+                                   "value instead; as it is, the function runs eagerly")
+        outcome.finished, outcome.result = True, result
         return _program(tracer, fn, name, result, inputs, input_tree)
     finally:
         tracer.finished = True  # a proxy kept past this point is an escaped traced value
@@ -376,7 +436,7 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
 
 
 def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
-                  kwargs: dict[str, Any], leaves: list[Any]) -> Any:
+                  kwargs: dict[str, Any], leaves: list[Any], outcome: Outcome) -> Any:
     """Run ``fn`` on proxies without touching what the caller owns (spec §3.7): no random draw
     from a generator the capture does not own (refused before it happens: ``isolation.py``), no
     warning the call's execution will give again (``source.HeldWarnings``)."""
@@ -396,6 +456,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                 "as eager NumPy does")
         try:
             with recording_creation(tracer), holding_warnings() as warned:
+                outcome.warnings = warned
                 try:
                     result = fn(*args, **kwargs)
                 except Exception as exc:
