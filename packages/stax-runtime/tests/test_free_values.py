@@ -327,3 +327,16 @@ def test_a_list_argument_changed_in_place_is_changed_on_every_call():
     for i in range(3):
         np.testing.assert_array_equal(cf(X + i, seen), (X + i) * 2)
     assert seen == [float((X + i).sum()) for i in range(3)]
+
+
+def test_free_arrays_bound_after_compile_are_lifted():
+    scope = {"np": np, "stax": stax}
+    exec("@stax.compile(strict_native=True)\ndef f(x):\n    return x * W\n", scope)  # before W exists
+    f = scope["f"]
+    scope["W"] = np.full(4, 2.0)
+    np.testing.assert_array_equal(f(X), X * 2)
+    scope["W"][:] = 3.0  # updated in place: seen without recompiling (the array is an input)
+    np.testing.assert_array_equal(f(X), X * 3)
+    scope["W"] = np.full(4, 5.0)
+    np.testing.assert_array_equal(f(X), X * 5)
+    assert f.cache_info().versions == 1

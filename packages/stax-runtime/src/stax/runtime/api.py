@@ -226,6 +226,13 @@ class CompiledFunction:
         version = self._lookup(sigma, args, kwargs)
         if version is None:
             with self._compile_lock:  # another thread may have compiled it meanwhile
+                if self._rescan_free_variables():  # bound after compile(): lifted from now on
+                    args = (*self._free.read(), *user_args)
+                    try:
+                        sigma = signature(args, kwargs)
+                    except Unguardable as exc:
+                        return self._run_unguardable(f"an argument cannot be keyed: {exc}", args,
+                                                     kwargs)
                 version = self._lookup(sigma, args, kwargs)
                 if version is None:
                     outcome = Outcome()
@@ -236,6 +243,18 @@ class CompiledFunction:
                             self._fallbacks += 1
                             return result
         return self._run(version, args, kwargs)
+
+    def _rescan_free_variables(self) -> bool:
+        """Which globals, cells and module attributes are arrays is decided again at each miss:
+        ``@compile`` runs before the module binds the globals the function reads (and a global
+        may be rebound to an array later). True when the lifted set changed; versions keyed by
+        the old set then no longer match (their signatures have another length)."""
+        free = FreeVariables(self.fn)
+        if free.names == self._free.names:
+            return False
+        self._free = free
+        self._guards = FreeGuards(self.fn, lifted=set(free.names))
+        return True
 
     def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Version | None:
         for version in self._by_sigma.get(sigma, ()):
