@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from .meta import TensorMeta
+from .ops import OPS
 
 
 class Opcode(str, Enum):
@@ -78,6 +79,21 @@ class Node:
     def source(self) -> str | None:
         """``file:line`` of the user's code that created this node, when known."""
         return self.meta.get("source")
+
+    @property
+    def effectful(self) -> bool:
+        """Whether running this node changes state beyond its own value: a random draw advances
+        the generator it draws from (meta ``random``, set at capture and kept by lowering), as
+        does any node of an op declared ``random``. Such a node is a side effect: passes never
+        remove, merge, fold or move it (``Graph.erase_node`` refuses it), and later layers run
+        it on every call, in program order among the effectful nodes, whether or not its value
+        is used."""
+        if self.meta.get("random"):
+            return True
+        if self.op is not Opcode.CALL_FUNCTION or self.graph.dialect != "op":
+            return False
+        op = OPS.get(self.target)
+        return op is not None and op.random
 
     def __repr__(self) -> str:
         return f"%{self.name}"
@@ -196,6 +212,8 @@ class Graph:
     def erase_node(self, node: Node) -> None:
         if node.users:
             raise ValueError(f"cannot erase %{node.name}: still used by {list(node.users)}")
+        if node.effectful:
+            raise ValueError(f"cannot erase %{node.name}: it has a side effect (a random draw)")
         node.set_args(())
         self.nodes.remove(node)
         self._names.discard(node.name)

@@ -10,7 +10,7 @@ not handle, raises ``UnsupportedError`` naming the node and the user's source li
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,8 @@ class LoweringContext:
             info["source"] = self.current.source
         if "sequence" in self.current.meta and meta is None:  # several results, as an extern
             info = {"sequence": self.current.meta["sequence"], "source": self.current.source}
+        if self.current.effectful:  # a draw stays one, through every later layer
+            info["random"] = True
         return self.graph.call_function(op, tuple(operands), attrs or {}, name=name or op, meta=info)
 
     def unsupported(self, what: str, hint: str | None = None) -> UnsupportedError:
@@ -87,7 +89,7 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
         kwargs = map_nodes(node.kwargs, env.__getitem__)
         fn = RULES.get((kind, node.target))
         try:
-            if fn is None:
+            if fn is None or node.effectful:  # a draw runs as NumPy's own call
                 raise NotNative
             env[node] = fn(ctx, node, args, kwargs)
         except NotNative:
@@ -145,10 +147,14 @@ def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
     if node.target == "operator.getitem" and len(args) == 2 and isinstance(args[0], tuple) and \
             isinstance(args[1], int):
         return args[0][args[1]]  # one result of a call a multi-result rule lowered natively
-    if view is not None and isinstance(args[0], Node) and _read_natively(node):
-        return ctx.emit("view", (args[0],), {"offset": view["offset"],
-                                             "strides": tuple(view["strides"]),
-                                             "shape": node.tensor.shape}, name=node.target)
+    if view is not None and isinstance(args[0], Node) and args[0].tensor is not None and \
+            _read_natively(node):
+        base = args[0].tensor
+        mapped = rebase_view(view["offset"], view["strides"], node.tensor.shape, base.shape,
+                             view.get("base_strides", base.strides), base.strides)
+        if mapped is not None:  # else NumPy's call reads the operand, whatever its layout
+            return ctx.emit("view", (args[0],), {"offset": mapped[0], "strides": mapped[1],
+                                                 "shape": node.tensor.shape}, name=node.target)
     form = _native_form(node, args, kwargs)
     if form == "take":
         return ctx.emit("take", (args[0], args[1]), {"axis": 0})
@@ -160,6 +166,60 @@ def _extern(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
         raise ctx.unsupported(f"{describe(node)}: its result's shape depends on the data")
     return ctx.emit("extern", args, {"fn": node.target, "method": method, "call_kwargs": kwargs},
                     name=node.target)
+
+
+def rebase_view(offset: int, strides: Sequence[int], shape: Sequence[int],
+                base_shape: Sequence[int], measured: Sequence[int], layout: Sequence[int]
+                ) -> tuple[int, tuple[int, ...]] | None:
+    """A view's affine map (element ``offset`` and ``strides`` into its base's memory), measured
+    on the base laid out with strides ``measured``, for the same base laid out with ``layout``;
+    None when the view is not affine in the base's elements (a reshape across dimensions).
+
+    A view map is a statement about memory, so it holds only for the layout it was measured on:
+    row 0 of an F-ordered (3, 4) array is offset 0, stride 3, but offset 0, stride 1 in a
+    row-major copy. The map is rebased through the base's element indices: the element at the
+    view's origin, and the index step along each view dimension, found by decomposing the memory
+    positions; the steps are accepted only when every element the view reaches is then inside
+    the base (no carry from one base dimension into the next), so the rebased map reads the same
+    elements exactly."""
+    strides = tuple(int(s) for s in strides)
+    if tuple(measured) == tuple(layout):
+        return int(offset), strides
+    if any(n == 0 for n in shape):
+        return 0, (0,) * len(shape)
+    origin = _element_at(offset, base_shape, measured)
+    if origin is None:
+        return None
+    low, high = list(origin), list(origin)
+    rebased = []
+    for n, stride in zip(shape, strides):
+        if n == 1:
+            rebased.append(0)
+            continue
+        step = _element_at(offset + stride, base_shape, measured)
+        if step is None:
+            return None
+        move = [b - a for a, b in zip(origin, step)]
+        for d, m in enumerate(move):
+            if m > 0:
+                high[d] += (n - 1) * m
+            else:
+                low[d] += (n - 1) * m
+        rebased.append(sum(m * t for m, t in zip(move, layout)))
+    if any(lo < 0 or hi >= extent for lo, hi, extent in zip(low, high, base_shape)):
+        return None
+    return sum(j * t for j, t in zip(origin, layout)), tuple(rebased)
+
+
+def _element_at(position: int, shape: Sequence[int], strides: Sequence[int]) -> list[int] | None:
+    """An element index of an array of ``shape`` with ``strides`` whose memory position is
+    ``position`` (elements from element 0), or None when this greedy search finds none."""
+    index = [0] * len(shape)
+    for d in sorted(range(len(shape)), key=lambda d: -abs(strides[d])):
+        if shape[d] > 1 and strides[d] != 0:
+            index[d] = min(max(position // strides[d], 0), shape[d] - 1)
+            position -= index[d] * strides[d]
+    return index if position == 0 else None
 
 
 RESHAPES = frozenset({("method", "reshape"), ("method", "ravel"), ("method", "flatten"),
@@ -177,6 +237,11 @@ def _copying_reshape(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     order = kwargs.get("order", "C")
     if node.target in ("numpy.reshape", "reshape") and len(args) > 2 and kind == "function":
         order = args[2]
+    if node.target in ("flatten", "ravel", "numpy.ravel"):  # order may be positional there
+        if len(args) > 2:
+            return False
+        if len(args) == 2:
+            order = args[1]
     return order == "C" and set(kwargs) <= {"order", "shape", "newshape"}
 
 
@@ -209,9 +274,9 @@ def _has_bool_index(key: Any) -> bool:
 
 
 def _live_nodes(graph: Graph) -> set[Node]:
-    """Placeholders and every node the outputs depend on."""
+    """Placeholders and every node the outputs or an effectful node (a draw) depend on."""
     live = set(graph.placeholders)
-    pending = [graph.output_node]
+    pending = [graph.output_node, *(n for n in graph.nodes if n.effectful)]
     while pending:
         node = pending.pop()
         if node not in live or node.op is Opcode.PLACEHOLDER:

@@ -34,6 +34,9 @@ class OpDef:
     #: spec §4.8: ``decompose(emit, node)`` rewrites the op into others, for backends whose basis
     #: lacks it; ``emit(op, operands, attrs, meta)`` creates a node before it
     decompose: Callable[..., Any] | None = None
+    #: the op draws random numbers (changes a generator's state): each of its nodes is a side
+    #: effect (``Node.effectful``), never removed, merged or moved. The ``extern`` op is not: a
+    #: draw from a generator argument is one of its nodes marked at capture (meta ``random``)
     random: bool = False
 
 
@@ -42,8 +45,8 @@ OPS: dict[str, OpDef] = {}
 
 def _declare(name: str, kind: OpKind, arity: int, reference: Callable[..., Any],
              attrs: tuple[str, ...] = (), doc: str = "",
-             decompose: Callable[..., Any] | None = None) -> None:
-    OPS[name] = OpDef(name, kind, arity, reference, attrs, doc, decompose)
+             decompose: Callable[..., Any] | None = None, random: bool = False) -> None:
+    OPS[name] = OpDef(name, kind, arity, reference, attrs, doc, decompose, random)
 
 
 P, R = OpKind.POINTWISE, OpKind.REDUCTION

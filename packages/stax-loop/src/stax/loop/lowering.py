@@ -24,6 +24,7 @@ from stax.ir import (
     contiguous_strides,
     get_op,
 )
+from stax.ir.lower import rebase_view
 
 from .expr import Binary, Cast, Const, Expr, Load, Select, Unary
 from .index import Affine, linear_index
@@ -189,8 +190,18 @@ class LoopLowering:
         return lambda index: const
 
     def operand_of(self, lazy: Lazy, shape: tuple[int, ...], loader: Loader) -> Loader:
-        """``loader`` over ``lazy``'s (keepdims) shape, broadcast to ``shape``."""
+        """``loader`` over ``lazy``'s (keepdims) shape, broadcast to ``shape``. A value with more
+        dimensions than ``shape`` (assignment: ``y[0] = v`` with ``v`` of shape (1, 1, 4)) has
+        leading length-1 dimensions, which NumPy drops."""
         offset = len(shape) - len(lazy.shape)
+        if offset < 0:
+            if any(n != 1 for n in lazy.shape[:-offset]):
+                raise self.unsupported(f"a value of shape {lazy.shape} broadcast to {shape}")
+            extra = (Affine(),) * -offset
+            inner = loader
+            loader = lambda index: inner((*extra, *index))  # noqa: E731
+            lazy = Lazy(lazy.shape[-offset:], lazy.dtype, loader)
+            offset = 0
         broadcast = tuple(src == 1 and dst != 1 for src, dst in zip(lazy.shape, shape[offset:]))
 
         def load(index: tuple[Affine, ...]) -> Expr:
@@ -473,12 +484,15 @@ def _op_as_extern(ctx: LoopLowering, node: Node) -> Lazy:
 
 def _extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_args: Any,
                  call_kwargs: Any) -> Lazy:
-    """Operands of a NumPy call must be arrays in memory: realize pointwise values first."""
+    """Operands of a NumPy call must be arrays in memory: realize pointwise values first. NumPy
+    gets each operand in the layout capture saw, as some calls read the memory order
+    (``ravel(order="K")``, ``flatten("A")``): a buffer the loops wrote in another layout (a
+    reduction of an F-ordered array is written row-major) is copied into that layout first."""
     def operand(value: Any) -> Any:
         if isinstance(value, Node):
-            lazy = ctx.values[value]
-            if lazy.buffer is None:
-                lazy = ctx.values[value] = ctx.realize(lazy, output_strides(value.tensor))
+            lazy, meta = ctx.values[value], value.tensor
+            if lazy.buffer is None or (meta is not None and not _same_layout(lazy.memory[2], meta)):
+                lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta))
             return BufferRef(lazy.buffer)
         if isinstance(value, (tuple, list)):
             return type(value)(operand(v) for v in value)
@@ -500,6 +514,15 @@ def _extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_
 def _mean(ctx: LoopLowering, node: Node) -> Lazy:
     """The sum, accumulated in the result dtype as NumPy does, divided by the count."""
     x = ctx.values[node.args[0]]
+def _same_layout(strides: tuple[int, ...], meta: TensorMeta) -> bool:
+    """Whether a buffer with ``strides`` lays out a value as capture saw it (``meta.strides``),
+    or, where capture's layout was not dense, as the dense layout the loops give it instead:
+    length-1 dimensions aside."""
+    def significant(s: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(t for t, n in zip(s, meta.shape) if n != 1)
+    return significant(strides) in (significant(meta.strides), significant(output_strides(meta)))
+
+
     axes = tuple(node.kwargs["axis"])
     total = ctx.reduce(node, x, axes, node.kwargs["keepdims"], "sum")
     count = 1
@@ -674,20 +697,33 @@ def _arg(kind: str) -> Rule:
 
 
 def _view(ctx: LoopLowering, node: Node) -> Lazy:
-    """Read the operand's memory through the view's affine map. The map was measured on the
-    example against the operand's layout there; a buffer of another layout runs NumPy instead."""
+    """Read the operand's memory through the view's affine map. The map holds for the operand's
+    layout in the op graph (its meta strides); a buffer of another layout (a reduction or a
+    materialized value written row-major where NumPy's result was F-ordered) is read through the
+    map rebased to the buffer's layout, or, where the view is not affine in the operand's elements,
+    through a copy in the layout the map was measured on."""
     meta = node.tensor
     source = node.args[0]
     lazy = ctx.values[source]
     if lazy.memory is None:  # an element-wise value: give it memory in NumPy's layout first
         lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor))
+    measured = tuple(source.tensor.strides)
     buffer, base, strides = lazy.memory
-    if tuple(strides) != tuple(source.tensor.strides) or meta.dtype not in LOOP_DTYPES:
+    mapped = rebase_view(node.kwargs["offset"], node.kwargs["strides"], meta.shape,
+                         source.tensor.shape, measured, strides)
+    if mapped is None:
+        if output_strides(source.tensor) != measured:
+            raise ctx.unsupported("a view of a value whose layout the loops do not reproduce")
+        # a copy in the measured layout: the map holds there
+        lazy = ctx.values[source] = ctx.realize(lazy, measured)
+        buffer, base, strides = lazy.memory
+        mapped = (node.kwargs["offset"], tuple(node.kwargs["strides"]))
+    offset, view_strides = base + mapped[0], mapped[1]
+    if meta.dtype not in LOOP_DTYPES:  # NumPy makes the view (of the operand's own buffer)
+        if lazy.buffer is None or base != 0:
+            raise ctx.unsupported(f"a view of a {meta.dtype} value that is not a buffer")
         return _extern_call(ctx, node, "stax.ops.view", False,
-                            (source, node.kwargs["offset"], node.kwargs["strides"], meta.shape),
-                            {})
-    offset = base + node.kwargs["offset"]
-    view_strides = tuple(node.kwargs["strides"])
+                            (source, offset, view_strides, meta.shape), {})
 
     def load(index: tuple[Affine, ...]) -> Expr:
         return Load(buffer, linear_index(index, view_strides) + offset, meta.dtype)

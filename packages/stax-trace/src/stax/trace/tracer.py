@@ -236,7 +236,11 @@ def _view_relation(value: np.ndarray, args: Any) -> dict[str, Any] | None:
     """When the result is a view of the first argument (x.T, x[1:, ::2], x.reshape(...)), where
     its elements lie in that argument's memory: an element offset from the argument's element 0
     and strides, in elements. Given the argument's layout (part of the key) NumPy always makes
-    the same view, so later layers can read the argument's memory with this affine map."""
+    the same view, so later layers can read the argument's memory with this affine map.
+
+    The map holds for the argument's layout at capture, recorded with it ("base_strides"): a
+    later layer may give the argument another layout (a decomposed np.clip of an F-ordered array
+    is computed row-major), and must then rebase the map (``stax.ir.lower.rebase_view``)."""
     first = args[0] if isinstance(args, (tuple, list)) and args else None
     if not isinstance(first, Proxy) or not isinstance(first.value, np.ndarray):
         return None
@@ -245,9 +249,10 @@ def _view_relation(value: np.ndarray, args: Any) -> dict[str, Any] | None:
         return None
     itemsize = value.itemsize
     delta = value.__array_interface__["data"][0] - source.__array_interface__["data"][0]
-    if delta % itemsize or any(s % itemsize for s in value.strides):
+    if delta % itemsize or any(s % itemsize for s in (*value.strides, *source.strides)):
         return None
-    return {"offset": delta // itemsize, "strides": [s // itemsize for s in value.strides]}
+    return {"offset": delta // itemsize, "strides": [s // itemsize for s in value.strides],
+            "base_strides": [s // itemsize for s in source.strides]}
 
 
 def _meta_of(value: Any, target: str, source: str | None) -> TensorMeta:

@@ -26,7 +26,7 @@ def decompose_to_basis(graph: Graph, basis: Collection[str]) -> list[str]:
         changed = False
         for node in list(graph.nodes):
             op = OPS.get(node.target) if node.op is Opcode.CALL_FUNCTION else None
-            if op is None or op.decompose is None or op.random or node.target in basis:
+            if op is None or op.decompose is None or node.effectful or node.target in basis:
                 continue
 
             def emit(target: str, operands: tuple[Any, ...], attrs: dict[str, Any],

@@ -24,7 +24,7 @@ class ConstFold:
         notes = []
         for node in list(graph.nodes):
             fn = _FOLDABLE.get(node.target) if graph.dialect == "capture" else None
-            if fn is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs:
+            if fn is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs or node.effectful:
                 continue
             if not all(constant_value(a) or isinstance(a, (tuple, str)) for a in node.args):
                 continue

@@ -1,7 +1,8 @@
 """CSE by value numbering (spec §4.5, proposition 4.2): one pass in topological order.
 
-Random draws (a second draw is another value) and nodes with side effects are never merged; the
-operator must also be written the same way (NormalizeOperators runs first so that ``2 * x`` and
+Effectful nodes (``Node.effectful``: a second random draw is another value and advances the
+generator again) and calls with several results are never merged; the operator must also be
+written the same way (NormalizeOperators runs first so that ``2 * x`` and
 ``x * 2`` are)."""
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class CSE:
         notes = []
         for node in list(graph.nodes):
             if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or \
-                    node.meta.get("random") or node.meta.get("sequence"):
+                    node.effectful or node.meta.get("sequence"):
                 continue
             key = (node.op.value, node.target, _key(node.args), _key(node.kwargs))
             first = seen.get(key)

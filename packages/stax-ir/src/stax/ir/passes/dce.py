@@ -1,4 +1,5 @@
-"""DCE (spec §4.6): delete nodes no output depends on, keeping inputs and side effects.
+"""DCE (spec §4.6): delete nodes no output depends on, keeping inputs and side effects (an
+effectful node — a random draw — runs whether or not its value is used: ``Node.effectful``).
 
 Data gates are dead by this definition (corollary 3.1): capture extracts their replay subgraph
 before any pass runs."""
@@ -20,7 +21,7 @@ class DCE:
         for node in reversed(list(graph.nodes)):
             if node.users or node.op in (Opcode.PLACEHOLDER, Opcode.OUTPUT):
                 continue
-            if node.meta.get("random"):  # a draw advances its generator: a side effect
+            if node.effectful:  # a draw advances its generator: a side effect
                 continue
             removed.append(node.name)
             graph.erase_node(node)

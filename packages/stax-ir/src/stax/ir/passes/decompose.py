@@ -101,7 +101,7 @@ class DecomposePass:
             return False
         for node in list(graph.nodes):
             rule = RULES.get(node.target)
-            if rule is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs:
+            if rule is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs or node.effectful:
                 continue
             result = rule(_Emitter(graph, node), *node.args)
             if result is None:
@@ -110,6 +110,8 @@ class DecomposePass:
                     (result.tensor.dtype, result.tensor.shape) != (node.tensor.dtype,
                                                                    node.tensor.shape):
                 raise AssertionError(f"decomposing %{node.name} changed its type")
+            if node.tensor is not None and result is not node and not result.users:
+                result.meta["tensor"] = node.tensor  # NumPy's layout for it (F-ordered x: F)
             notes.append(f"%{node.name} expanded into a chain ending in %{result.name}")
             substitute(graph, node, result)
         self.last_summary = "; ".join(notes)

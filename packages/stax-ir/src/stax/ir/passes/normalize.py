@@ -70,6 +70,8 @@ class NormalizeOperators:
     def run(self, graph: Graph) -> bool:
         notes = []
         for node in list(graph.nodes):
+            if node.effectful:  # a draw is rewritten by no rule (``Node.effectful``)
+                continue
             if canonical_target(node) in COMMUTATIVE and len(node.args) == 2 and \
                     not call_kwargs(node) and constant_value(node.args[0]) \
                     and isinstance(node.args[1], Node):

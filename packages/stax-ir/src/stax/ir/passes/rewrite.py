@@ -8,7 +8,10 @@ from ..graph import Graph, Node, Opcode, map_nodes
 
 
 def substitute(graph: Graph, node: Node, value: Any) -> None:
-    """Make every user of ``node`` read ``value`` (a node or a constant) instead; erase ``node``."""
+    """Make every user of ``node`` read ``value`` (a node or a constant) instead; erase ``node``.
+    An effectful node (``Node.effectful``) is never substituted: its effect would be lost."""
+    if node.effectful:
+        raise ValueError(f"cannot substitute %{node.name}: it has a side effect (a random draw)")
     for user in list(node.users):
         user.set_args(*map_nodes((user.args, user.kwargs), lambda n: value if n is node else n))
     graph.erase_node(node)
