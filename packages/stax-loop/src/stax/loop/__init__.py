@@ -28,6 +28,7 @@ from .ir import (
     Pointwise,
     Reduction,
     Scan,
+    effect_order,
     index_width,
     load_loopir,
     loop_extents,
@@ -42,7 +43,7 @@ __all__ = [
     "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
     "Const", "Expr", "ExternCall", "GuardedLoad", "Index", "IndirectLoad", "InputBuffer", "Load",
     "LoopProgram", "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan",
-    "Select", "Unary", "format_expr",
+    "Select", "Unary", "effect_order", "format_expr",
     "index_width", "linear_index", "load_loopir", "loads", "loop_extents", "lower_opgraph",
     "postorder", "rewrite", "rvar", "xvar",
 ]

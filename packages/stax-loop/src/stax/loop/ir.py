@@ -126,7 +126,11 @@ class ExternCall:
     (``numpy.matmul``, ``operator.getitem``) or, with ``method``, a method of the first operand.
     ``args``/``kwargs`` nest ``BufferRef``s among constants. The result may be a view of an operand,
     exactly as in eager NumPy; ``shape``/``dtype``/``strides`` are what capture observed, and the
-    runtime checks every result against them."""
+    runtime checks every result against them.
+
+    ``effect`` names the input whose state the call changes (the generator a draw advances): such
+    a call is a side effect, run on every call whether or not its result is read, and after every
+    earlier call with an effect (``effect_order``), whatever the data dependences allow."""
 
     name: str
     target: str
@@ -138,12 +142,28 @@ class ExternCall:
     strides: tuple[int, ...]
     scalar: bool = False
     sequence: int | None = None  # the call returns this many arrays (a tuple or list)
+    effect: str | None = None
 
     @property
     def reads(self) -> list[str]:
         found: list[str] = []
         _walk_refs((self.args, self.kwargs), found.append)
         return found
+
+
+def effect_order(buffers: list[ComputedBuffer | ExternCall]) -> dict[str, str]:
+    """Ordering edges among the calls with an effect: each one -> the one before it in program
+    order (the order of ``LoopProgram.buffers``). All effectful calls form one chain, not one per
+    generator: two generator arguments may be one object, and an order among NumPy calls costs
+    nothing. A scheduler must run each call after its predecessor here, as if it read it."""
+    edges: dict[str, str] = {}
+    last: str | None = None
+    for b in buffers:
+        if isinstance(b, ExternCall) and b.effect is not None:
+            if last is not None:
+                edges[b.name] = last
+            last = b.name
+    return edges
 
 
 def _walk_refs(value: Any, visit: Any) -> None:
@@ -202,7 +222,8 @@ class LoopProgram:
     inputs: list[InputBuffer]
     input_slots: list[str | None]  # per flattened argument leaf: its input buffer, or a constant
     input_tree: TreeDef
-    buffers: list[ComputedBuffer | ExternCall]  # in an order where producers come first
+    #: in an order where producers come first, and the calls with an effect in program order
+    buffers: list[ComputedBuffer | ExternCall]
     outputs: list[OutputRef]
     output_tree: TreeDef
     #: bool buffers that must come out False (an index out of bounds, say): when one is True the
@@ -225,9 +246,10 @@ class LoopProgram:
                 call = f".{cb.target}" if cb.method else cb.target
                 kind = (f"{cb.sequence} arrays" if cb.sequence is not None
                         else f"{cb.dtype}{list(cb.shape)} strides={cb.strides}")
+                effect = f" effect={cb.effect}" if cb.effect is not None else ""
                 lines.append(f"{cb.name}: {kind} = "
                              f"extern {call}(args={_show_operands(cb.args)}, "
-                             f"kwargs={_show_operands(cb.kwargs)})")
+                             f"kwargs={_show_operands(cb.kwargs)}){effect}")
                 continue
             data = cb.data
             if isinstance(data, Reduction):
@@ -304,7 +326,8 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
         return {"name": cb.name, "extern": cb.target, "method": cb.method,
                 "args": encode_operands(cb.args), "kwargs": encode_operands(cb.kwargs),
                 "shape": list(cb.shape), "dtype": cb.dtype, "strides": list(cb.strides),
-                "scalar": cb.scalar, "sequence": cb.sequence}
+                "scalar": cb.scalar, "sequence": cb.sequence,
+                **({"effect": cb.effect} if cb.effect is not None else {})}
     data = cb.data
     body: dict[str, Any] = {"ranges": list(data.ranges), "body": expr_to_json(data.body)}
     if isinstance(data, Reduction):
@@ -322,7 +345,8 @@ def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
     if "extern" in doc:
         return ExternCall(doc["name"], doc["extern"], doc["method"], decode_operands(doc["args"]),
                           decode_operands(doc["kwargs"]), tuple(doc["shape"]), doc["dtype"],
-                          tuple(doc["strides"]), doc["scalar"], doc.get("sequence"))
+                          tuple(doc["strides"]), doc["scalar"], doc.get("sequence"),
+                          doc.get("effect"))
     d = doc["data"]
     body = expr_from_json(d["body"])
     data: Body

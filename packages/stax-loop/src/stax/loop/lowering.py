@@ -506,8 +506,11 @@ def _extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_
     name = f"buf{len(ctx.buffers)}"
     sequence = node.meta.get("sequence")
     meta = node.tensor if sequence is None else TensorMeta((), "object", ())
+    effect = None
+    if node.effectful:  # a draw: it advances the generator it is called on (``ExternCall.effect``)
+        effect = args[0].name if method and args and isinstance(args[0], BufferRef) else target
     ctx.buffers.append(ExternCall(name, target, method, args, kwargs, meta.shape, meta.dtype,
-                                  meta.strides, meta.scalar, sequence))
+                                  meta.strides, meta.scalar, sequence, effect))
     return ctx._stored(name, meta.shape, meta.dtype, meta.strides)
 
 
