@@ -3,7 +3,8 @@
 After fusion, a plan is a sequence of steps (kernels and NumPy calls) over buffers. Two decisions
 remain, both about memory, neither about the CPU:
 
-- the order: among the steps whose inputs are ready, run the one that leaves the least memory
+- the order: among the steps whose inputs are ready (and whose ordering edges are met: a random
+  draw waits for the draw before it, ``Group.after``), run the one that leaves the least memory
   allocated afterwards (bytes it allocates minus bytes it lets go), keeping program order on
   ties — a greedy answer to an NP-complete problem (minimal peak memory over topological orders);
 - the storage: a buffer lives from the step that writes it to the last step that reads it (to
@@ -60,7 +61,7 @@ def order_steps(groups: Sequence[Group], sizes: dict[str, int], outputs: set[str
     done: set[int] = set()
     while pending:
         ready = [g for g in pending
-                 if all(id(produced_by[r]) in done for r in g.reads if r in produced_by
+                 if all(id(produced_by[r]) in done for r in g.needs if r in produced_by
                         and produced_by[r] is not g)]
 
         def growth(g: Group) -> int:

@@ -1,7 +1,10 @@
 """Scheduling: which loop-IR buffers share a kernel (spec §7).
 
-Each ``ComputedBuffer`` starts as a scheduler node with its read and write sets. Pairs of groups
-are fused greedily by the bytes fusion saves, and only when legal. Legality and score are kept
+Each ``ComputedBuffer`` starts as a scheduler node with its read and write sets. An extern call
+with an effect (a random draw) also waits for the effectful call before it (``effect_order``): an
+ordering edge that every order and every legality test here honours as if it were a read, so
+draws run in program order. Pairs of groups are fused greedily by the bytes fusion saves, and
+only when legal. Legality and score are kept
 apart (STYLE.md habit 9): ``why_not_fusable`` returns the reason a pair cannot share a loop nest,
 and every refusal is recorded so ``STAX_LOGS=kernels`` can say what was not fused and why.
 """
@@ -20,6 +23,7 @@ from stax.loop import (
     LoopProgram,
     Reduction,
     Scan,
+    effect_order,
     loads,
     xvar,
 )
@@ -32,12 +36,19 @@ class Group:
     nodes: list[ComputedBuffer | ExternCall]
     reads: set[str] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
+    #: buffers whose step must run first though this group does not read them (ordering edges)
+    after: set[str] = field(default_factory=set)
 
     @classmethod
-    def of(cls, node: ComputedBuffer | ExternCall) -> Group:
+    def of(cls, node: ComputedBuffer | ExternCall, after: str | None = None) -> Group:
         if isinstance(node, ExternCall):
-            return cls([node], set(node.reads), {node.name})
+            return cls([node], set(node.reads), {node.name}, {after} if after else set())
         return cls([node], {ld.buffer for ld in loads(node.data.body)}, {node.name})
+
+    @property
+    def needs(self) -> set[str]:
+        """What must be written before this group runs: what it reads, and its ordering edges."""
+        return self.reads | self.after
 
     @property
     def extern(self) -> ExternCall | None:
@@ -164,11 +175,11 @@ def _path_through_others(a: Group, b: Group, groups: list[Group]) -> Group | Non
     while frontier:
         src = frontier.pop()
         for g in groups:
-            if g is not a and g is not b and g not in reached and g.reads & src.writes:
+            if g is not a and g is not b and g not in reached and g.needs & src.writes:
                 reached.append(g)
                 frontier.append(g)
     for g in reached:
-        if b.reads & g.writes:
+        if b.needs & g.writes:
             return g
     return None
 
@@ -179,7 +190,7 @@ def _topological(groups: list[Group]) -> list[Group]:
     pending = list(groups)
     while pending:
         for g in pending:
-            if not any(g.reads & other.writes for other in pending if other is not g):
+            if not any(g.needs & other.writes for other in pending if other is not g):
                 ordered.append(g)
                 pending.remove(g)
                 break
@@ -196,7 +207,8 @@ def bytes_saved(a: Group, b: Group, sizes: dict[str, int]) -> int:
 def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
     sizes = {b.name: int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
-    groups = [Group.of(node) for node in program.buffers]
+    edges = effect_order(program.buffers)
+    groups = [Group.of(node, edges.get(node.name)) for node in program.buffers]
     decisions: list[FusionDecision] = []
     refused: set[tuple[str, str]] = set()
     while True:
@@ -219,5 +231,6 @@ def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
         a.nodes += b.nodes
         a.reads |= b.reads
         a.writes |= b.writes
+        a.after |= b.after
         groups.remove(b)
         groups[:] = _topological(groups)
