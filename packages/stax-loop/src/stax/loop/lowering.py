@@ -514,9 +514,6 @@ def _extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_
     return ctx._stored(name, meta.shape, meta.dtype, meta.strides)
 
 
-def _mean(ctx: LoopLowering, node: Node) -> Lazy:
-    """The sum, accumulated in the result dtype as NumPy does, divided by the count."""
-    x = ctx.values[node.args[0]]
 def _same_layout(strides: tuple[int, ...], meta: TensorMeta) -> bool:
     """Whether a buffer with ``strides`` lays out a value as capture saw it (``meta.strides``),
     or, where capture's layout was not dense, as the dense layout the loops give it instead:
@@ -526,6 +523,9 @@ def _same_layout(strides: tuple[int, ...], meta: TensorMeta) -> bool:
     return significant(strides) in (significant(meta.strides), significant(output_strides(meta)))
 
 
+def _mean(ctx: LoopLowering, node: Node) -> Lazy:
+    """The sum, accumulated in the result dtype as NumPy does, divided by the count."""
+    x = ctx.values[node.args[0]]
     axes = tuple(node.kwargs["axis"])
     total = ctx.reduce(node, x, axes, node.kwargs["keepdims"], "sum")
     count = 1
@@ -707,10 +707,10 @@ def _view(ctx: LoopLowering, node: Node) -> Lazy:
     through a copy in the layout the map was measured on."""
     meta = node.tensor
     source = node.args[0]
+    measured = tuple(source.tensor.strides)
     lazy = ctx.values[source]
     if lazy.memory is None:  # an element-wise value: give it memory in NumPy's layout first
         lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor))
-    measured = tuple(source.tensor.strides)
     buffer, base, strides = lazy.memory
     mapped = rebase_view(node.kwargs["offset"], node.kwargs["strides"], meta.shape,
                          source.tensor.shape, measured, strides)
