@@ -278,3 +278,19 @@ def test_setitem_value_view_with_extra_dimensions():
         return y
     x = _data((3, 4), np.float64)
     _check(fn, x, np.asfortranarray(_data((3, 4), np.float64)))
+
+
+FLOAT16_VIEW_PROGRAMS = {
+    "row of a transpose": lambda a: a.T[1] + 1,
+    "columns of a sum": lambda a: (a.sum(axis=0, keepdims=True) + a)[:, 1:3].T * 2,
+}
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "sliced"])
+@pytest.mark.parametrize("name", sorted(FLOAT16_VIEW_PROGRAMS))
+def test_views_of_float16_values(name, layout):
+    """Views of values in dtypes the kernels leave to NumPy are NumPy views of their buffer (they
+    were lowered as a call of the op's reference, a target documents may not name: the compile
+    failed and every call ran eagerly)."""
+    a = _layouts(_data((3, 4), np.float16))[layout]
+    _check(FLOAT16_VIEW_PROGRAMS[name], a)

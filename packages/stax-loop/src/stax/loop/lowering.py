@@ -47,6 +47,9 @@ Loader = Callable[[tuple[Affine, ...]], Expr]
 #: dtypes the loop layer lowers; float16 waits for a checked rounding story in codegen.
 LOOP_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                          "uint64", "float32", "float64"})
+#: ops whose rules handle the other dtypes themselves (a view of a float16 value is NumPy's view
+#: of its buffer); the rest run as their NumPy reference there
+OWN_DTYPE_RULES = frozenset({"extern", "argmax", "argmin", "view"})
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ class LoopLowering:
                 rule = LOWERINGS.get(node.target)
                 if rule is None:
                     raise self.unsupported(f"op {node.target!r} has no loop lowering yet")
-                if node.target not in ("extern", "argmax", "argmin") and not self._native_dtypes(node):
+                if node.target not in OWN_DTYPE_RULES and not self._native_dtypes(node):
                     rule = _op_as_extern  # NumPy computes it: dtypes kernels do not handle yet
                 self.values[node] = rule(self, node)
                 if self.materialize is not None:
