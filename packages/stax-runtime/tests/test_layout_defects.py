@@ -294,3 +294,34 @@ def test_views_of_float16_values(name, layout):
     failed and every call ran eagerly)."""
     a = _layouts(_data((3, 4), np.float16))[layout]
     _check(FLOAT16_VIEW_PROGRAMS[name], a)
+
+
+def _copyto_row(x, v):
+    y = x.copy()
+    np.copyto(y[0], v)
+    return y
+
+
+def _setitem_everything(x, v):
+    y = x.copy()
+    y[...] = v
+    return y
+
+
+def _setitem_reversed_row(x, v):
+    y = x.copy()
+    y[-1, ::-1] = v
+    return y
+
+
+def _setitem_through_a_view(x, v):
+    y = x.copy()
+    y[0][1:] = v[..., :3]
+    return y
+
+
+@pytest.mark.parametrize("fn", [_copyto_row, _setitem_everything, _setitem_reversed_row,
+                                _setitem_through_a_view], ids=lambda f: f.__name__)
+def test_other_assignment_forms_drop_leading_length_one_dimensions(fn):
+    x = _layouts(_data((3, 4), np.float64))["F"]
+    _check(fn, x, np.arange(4.0).reshape(1, 1, 4))
