@@ -103,13 +103,16 @@ class DecomposePass:
             rule = RULES.get(node.target)
             if rule is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs or node.effectful:
                 continue
-            result = rule(_Emitter(graph, node), *node.args)
+            try:
+                result = rule(_Emitter(graph, node), *node.args)
+            except (OverflowError, TypeError, ValueError):  # NEP 50: np.clip(uint8, -1, 1)
+                continue  # operands the primitives refuse: the composite stays (DCE drops the rest)
             if result is None:
                 continue
             if result.tensor is not None and node.tensor is not None and \
                     (result.tensor.dtype, result.tensor.shape) != (node.tensor.dtype,
                                                                    node.tensor.shape):
-                raise AssertionError(f"decomposing %{node.name} changed its type")
+                continue  # not the same bits (np.square of bool is int8, x * x bool): kept whole
             if node.tensor is not None and result is not node and not result.users:
                 result.meta["tensor"] = node.tensor  # NumPy's layout for it (F-ordered x: F)
             notes.append(f"%{node.name} expanded into a chain ending in %{result.name}")
