@@ -33,8 +33,8 @@ KNOWN_DEFECTS = {
     "decline_draws": "random draws in calls that meet NaN/Inf or floating-point events the error "
                      "state heeds: the call runs again (precise kernels, or eagerly) after its draws "
                      "and draws twice",
-    "attr_inplace": "in-place updates of an argument object's array attributes (cfg.w *= 2): "
-                    "applied twice on the call that compiles",
+    "attr_inplace": "in-place updates of an argument object's array attributes (cfg.w += ...): "
+                    "applied twice on the call that compiles when its capture falls back",
     "scalar_types": "NumPy scalar results compared by type too: from a warm disk capture np.abs(s) "
                     "of a NumPy scalar argument (or float(x.max()) * np.True_) comes back as a Python "
                     "float, np.clip of a full reduction as a 0-d array (without it, the same value "
@@ -50,7 +50,7 @@ KNOWN_DEFECTS = {
                          "values",
 }
 #: the strategies whose defect is fixed: on unless STAX_STRESS_KNOWN says otherwise
-FIXED = frozenset({"containers", "ids", "frozen", "threads_random", "decline_draws"})
+FIXED = frozenset(KNOWN_DEFECTS) - {"errstate", "dead_warnings", "attr_inplace"}
 
 
 def _enabled(raw: str | None) -> frozenset[str]:

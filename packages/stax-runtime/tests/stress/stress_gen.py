@@ -28,11 +28,12 @@ from stress_builder import (
     shares_memory,
 )
 from stress_program import PRELUDE, Call, Leaf, Owner, Program, State
-from stress_steps import FAMILIES, WEIGHTED, new_name
+from stress_steps import FAMILIES, new_name, weighted
 
 
 # -- the leaves ---------------------------------------------------------------------------------------
-def draw_leaves(b: Builder, *, containers: bool, ids: bool, frozen: bool, still: bool) -> None:
+def draw_leaves(b: Builder, *, containers: bool, ids: bool, frozen: bool, still: bool,
+                late: bool = False) -> None:
     """Arguments and free variables. ``frozen``: scalars, callables and objects in globals, cells
     and attributes change between calls (else they keep one value); ``ids``: a new configuration
     object at every call (else one object whose attributes are set at every call); ``still``: no
@@ -65,6 +66,7 @@ def draw_leaves(b: Builder, *, containers: bool, ids: bool, frozen: bool, still:
             "cell_object"]
     if containers:
         menu += ["tuple", "list", "dict", "nested"]
+    menu += ["global_array"] * 3 * late  # the late_binding trigger reads a module global
     for _ in range(b.draw(st.integers(0, 5))):
         what = b.choice(menu)
         if what == "arg_array":
@@ -181,10 +183,12 @@ def programs(draw: Callable[[Any], Any], *, known: frozenset[str] = frozenset(),
     the np.errstate modes of the calls: NumPy's default, whose heeded events make a call run eagerly,
     and "ignore", where the kernels' own results come back (the ``errstate`` strategy adds the others).
     """
-    b = Builder(draw, rng_draws=draw(st.integers(0, 9)) < 2, known=known)
+    # a program with a generator argument: one in five, one in two where several draws may be made
+    b = Builder(draw, rng_draws=draw(st.integers(0, 9)) < (5 if "draw_order" in known else 2),
+                known=known)
     b.global_random = not still and draw(st.integers(0, 19)) == 0
     draw_leaves(b, containers="containers" in known, ids="ids" in known,
-                frozen="frozen" in known and not still, still=still)
+                frozen="frozen" in known and not still, still=still, late="late_binding" in known)
     large = big and draw(st.integers(0, 9)) == 0
     shape = draw(st.sampled_from(BIG_SHAPES if large else SHAPES))
     b.max_size = 4 * shape[0] * shape[1] + 64 if large else 4096
@@ -200,9 +204,10 @@ def programs(draw: Callable[[Any], Any], *, known: frozenset[str] = frozenset(),
                       late_binding="late_binding" in known and draw(st.integers(0, 2)) == 0,
                       specials=not (draws and "decline_draws" not in known))  # nor NaN/Inf inputs
     sample_namespace(b, program)
+    families = weighted(known)
     for _ in range(draw(st.integers(1, MAX_STEPS))):
         for _attempt in range(6):
-            if b.commit(FAMILIES[draw(st.sampled_from(WEIGHTED))][1](b)):
+            if b.commit(FAMILIES[draw(st.sampled_from(families))][1](b)):
                 break
     outputs = draw_outputs(b)
     if outputs is None:  # nothing made: one step that always works

@@ -15,17 +15,22 @@ The probe is a second copy of the function that records each step's operands and
 the error bound of every inexact value is computed.
 
 ``python stress_run.py replay FILE [--warnings]`` runs a program saved as JSON (the last part of a
-failure's report) and prints what differs.
+failure's report) and prints what differs. A crash leaves no report: the program that was running
+is in ``LAST_PROGRAM`` (``$STAX_STRESS_LAST``, else ``stax-stress-last-program.json`` in the
+temporary directory).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import os
 import sys
+import tempfile
 import warnings
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -290,8 +295,14 @@ def _where(mask: np.ndarray) -> list[Any]:
     return [tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:4]] if mask.ndim else [()]
 
 
+#: the program running now: after a crash (no Python left to report it), replay this file
+LAST_PROGRAM = Path(os.environ.get("STAX_STRESS_LAST") or
+                    Path(tempfile.gettempdir()) / "stax-stress-last-program.json")
+
+
 def check(program: Program, *, warnings_too: bool = False) -> None:
     """Assert that a program agrees with eager NumPy on every call, with a reproducer if not."""
+    LAST_PROGRAM.write_text(program.to_json())
     problems = Check(program, warnings_too=warnings_too).run()
     if problems:
         raise AssertionError(report(program, problems))

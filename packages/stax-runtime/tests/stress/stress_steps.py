@@ -28,7 +28,8 @@ BUILDERS_1 = ["np.pad({}, 1)", "np.tril({})", "np.triu({}, 1)", "{}.copy()", "np
 CASTS = ["float32", "float64", "int32", "int64", "bool"]
 DRAWS = ["rng.standard_normal({}.shape)", "rng.random({}.shape)", "rng.integers(0, 7, {}.shape)",
          "rng.uniform(-1.0, 1.0, {}.shape)", "rng.normal(0.5, 2.0, {}.shape)",
-         "rng.standard_normal({}.shape, dtype=np.float32)", "rng.exponential(1.5, {}.shape)"]
+         "rng.standard_normal({}.shape, dtype=np.float32)", "rng.exponential(1.5, {}.shape)",
+         "rng.standard_normal({}.shape[:1])"]
 GLOBAL_DRAWS = ["np.random.random({}.shape)", "np.random.standard_normal({}.shape)"]
 
 
@@ -105,7 +106,12 @@ def fam_operator(b: Builder) -> Draft | None:
 
 def fam_reduce(b: Builder) -> Draft | None:
     name = b.choice(ops.REDUCTIONS)
-    a = b.array(ndim=1)
+    a = None
+    if "late_binding" in b.known and b.flag(0.5):  # its trigger: a free array reduced on its own
+        a = b.pick(lambda v: v.origin == "leaf" and v.leaf is not None and isinstance(
+            v.sample, np.ndarray) and v.sample.ndim >= 1 and b.owner(v.leaf).where == "global"
+            and b.owner(v.leaf).kind == "array")
+    a = b.array(ndim=1) if a is None else a
     if a is None:
         return None
     ndim = b.values[a].sample.ndim
@@ -146,6 +152,8 @@ def fam_view(b: Builder) -> Draft | None:
 
 def fam_build(b: Builder) -> Draft | None:
     what = b.choice(["where", "clip", "concatenate", "stack", "one", "astype", "creation"])
+    if "clip_layout" in b.known and b.flag(0.5):
+        what = "clip"
     v = new_name(b)
     if what == "where":
         c, x, y = b.array(exact=True), b.array(), b.operand()
@@ -156,6 +164,11 @@ def fam_build(b: Builder) -> Draft | None:
     if what == "clip":
         a = b.array()
         lo, hi = b.choice([("-1", "2"), ("0.5", "3"), ("-3", "-1")])
+        if "clip_layout" in b.known and b.flag(0.7):  # its trigger, whole, on an argument
+            a = b.pick(lambda v: v.origin == "leaf" and isinstance(v.sample, np.ndarray)
+                       and v.sample.ndim == 2) or a
+            return None if a is None else Draft([f"{v} = np.pad(np.clip({b.t(a)}, {lo}, {hi})[0], 1)"], v, [a],
+                         smooth="same")
         return None if a is None else Draft([f"{v} = np.clip({b.t(a)}, {lo}, {hi})"], v, [a],
                                               smooth="same", tags=frozenset({"clip"}))
     if what in ("concatenate", "stack"):
@@ -248,7 +261,10 @@ def fam_inplace(b: Builder) -> Draft | None:
     targets = {id(b.values[i]) for leaf, i in b.current.items()
                if b.leaves[leaf].kind == "array" and b.owner(leaf).where == "arg"
                and ("attr_inplace" in b.known or b.owner(leaf).kind != "object")}
-    t = b.pick(lambda v: id(v) in targets)
+    attributes = {id(b.values[i]) for leaf, i in b.current.items()
+                  if id(b.values[i]) in targets and b.owner(leaf).kind == "object"}
+    t = b.pick(lambda v: id(v) in attributes) if attributes and b.flag(0.7) else None
+    t = b.pick(lambda v: id(v) in targets) if t is None else t  # attributes first, when allowed
     if t is None:
         return None
     T = b.t(t)
@@ -297,6 +313,8 @@ def fam_setitem(b: Builder) -> Draft | None:
         if m is None:
             return None
         key = f"{b.t(m)} > 0"
+    if "setitem_broadcast" in b.known and b.flag(0.5):  # its trigger: y[0] = a[:1]
+        return Draft([f"{v} = {b.t(a)}.copy()", f"{v}[0] = {b.t(a)}[:1]"], v, [a], smooth="same")
     if not b.fits(f"{b.t(a)}[{key}]", c):
         return None
     return Draft([f"{v} = {b.t(a)}.copy()", f"{v}[{key}] = {b.t(c)}"], v, [a, c], smooth="same")
@@ -310,3 +328,10 @@ FAMILIES: dict[str, tuple[int, Callable[[Builder], Draft | None]]] = {
     "setitem": (1, fam_setitem),
 }
 WEIGHTED = [name for name, (w, _) in FAMILIES.items() for _ in range(w)]
+#: where a known-defect strategy is on, the families that reach its trigger are drawn more often
+BOOSTS = {"draw_order": ["draw"] * 6, "setitem_broadcast": ["setitem"] * 4,
+          "clip_layout": ["build"] * 6, "late_binding": ["reduce"] * 3, "attr_inplace": ["inplace"] * 3}
+
+
+def weighted(known: frozenset[str]) -> list[str]:
+    return WEIGHTED + [name for defect in sorted(known & set(BOOSTS)) for name in BOOSTS[defect]]
