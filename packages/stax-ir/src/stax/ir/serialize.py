@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +58,18 @@ def encode_value(value: Any, node_ref: Any = None) -> Any:
         return {"node": value.name}
     if value in _PYTHON_TYPES.values() and isinstance(value, type):
         return {"pytype": value.__name__}  # x.astype(bool): a Python type as a dtype
+    if isinstance(value, np.generic):  # first: np.float64 is a float, np.str_ a str
+        return _encode_scalar(value)
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else {"float": repr(value)}
-    if isinstance(value, np.generic):
-        return {"scalar": encode_value(value.item()), "dtype": value.dtype.name}
+        if math.isfinite(value):
+            return value
+        if math.isnan(value):  # the sign and payload too: they reach results (copysign, fmax)
+            return {"float": "nan", "bits": struct.pack(">d", value).hex()}
+        return {"float": repr(value)}
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return {"dtype": np.dtype(value).name}
     if isinstance(value, tuple):
@@ -81,6 +86,18 @@ def encode_value(value: Any, node_ref: Any = None) -> Any:
     raise UnsupportedError(f"cannot serialize a constant of type {type(value).__name__}")
 
 
+def _encode_scalar(value: np.generic) -> Any:
+    """A NumPy scalar keeps its type (np.float64(2.0) is not 2.0 to the caller): its value as
+    the Python scalar of its kind, and its dtype."""
+    if value.dtype.kind not in "biufcU":
+        raise UnsupportedError(f"cannot serialize a constant of type {type(value).__name__}")
+    item = value.item()
+    if isinstance(item, np.generic):  # np.longdouble: no Python scalar holds its value
+        raise UnsupportedError(f"cannot serialize a constant of type {type(value).__name__}")
+    return {"scalar": encode_value(item), "dtype": value.dtype.str if value.dtype.kind == "U"
+            else value.dtype.name}
+
+
 def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
     if isinstance(doc, list):
         return [decode_value(v, nodes) for v in doc]
@@ -91,6 +108,8 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
             raise SchemaError(f"node reference {doc['node']!r} outside a graph")
         return nodes[doc["node"]]
     if "float" in doc:
+        if "bits" in doc:
+            return struct.unpack(">d", bytes.fromhex(doc["bits"]))[0]
         return float(doc["float"])
     if "pytype" in doc:
         return _PYTHON_TYPES[doc["pytype"]]
