@@ -15,7 +15,7 @@ from stax.ir import Node
 
 from .expr import Binary, Cast, Const, Expr, Select, Unary
 from .index import Affine
-from .lowering import LOWERINGS, Lazy, LoopLowering, Rule, _op_as_extern
+from .lowering import LOWERINGS, Lazy, Loader, LoopLowering, Rule, _op_as_extern
 
 _BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
             "left_shift": "shl", "right_shift": "shr"}
@@ -112,6 +112,32 @@ def _sign(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, value)
 
 
+def _fmax_tie_check(ctx: LoopLowering, node: Node, a: Loader, b: Loader) -> None:
+    """Flags an fmax/fmin call with a tie between different bits: 0.0 against -0.0, or two
+    NaNs that differ in sign or payload. Which one NumPy returns is not a rule: its vector loops
+    return the second operand, its scalar loops (the last elements of a contiguous array, up to
+    a vector's width; strided float64) call C's fmax with the operands in the order the C
+    compiler chose for each unrolled copy, so the answer depends on the element's place, the
+    array's length and layout, and the CPU's vector width. Such a call runs as NumPy."""
+    meta = node.tensor
+    dtype, bits = meta.dtype, _FLOAT_BITS[meta.dtype][0]
+    constants = [np.dtype(dtype).type(v) for v in node.args if not isinstance(v, Node)]
+    if any(v != 0 and not np.isnan(v) for v in constants):
+        return  # a tie is with that constant, whose bits every equal value shares
+
+    def ambiguous(i: tuple[Affine, ...]) -> Expr:
+        x, y = a(i), b(i)
+        tie = Binary("or", Binary("eq", x, y, "bool"),
+                     Binary("and", Binary("ne", x, x, "bool"), Binary("ne", y, y, "bool"), "bool"),
+                     "bool")
+        differ = Binary("ne", Unary("bitcast", x, bits), Unary("bitcast", y, bits), "bool")
+        return Binary("and", tie, differ, "bool")
+    check = ctx.reduce_values(ambiguous, meta.shape, tuple(range(len(meta.shape))), False, "max",
+                              "bool")
+    ctx.checks[check.buffer] = "fmax/fmin of 0.0 and -0.0 (or of two different NaNs): which one " \
+                               "NumPy returns depends on the element's place in its loops"
+
+
 def _float_binary(op: str) -> Rule:
     def lower(ctx: LoopLowering, node: Node) -> Lazy:
         meta = node.tensor
@@ -120,14 +146,16 @@ def _float_binary(op: str) -> Rule:
         a = ctx.operand(node.args[0], meta.shape, meta.dtype)
         b = ctx.operand(node.args[1], meta.shape, meta.dtype)
         dtype = meta.dtype
+        if op in ("fmax", "fmin"):
+            _fmax_tie_check(ctx, node, a, b)
 
         def value(i: tuple[Affine, ...]) -> Expr:
             x, y = a(i), b(i)
             if op == "copysign":
                 return Binary("copysign", x, y, dtype)
             if op in ("fmax", "fmin"):
-                # NaN ignored; y on a tie, as NumPy's vector loops (its scalar loop for short
-                # arrays keeps x: NumPy itself differs on fmax(-0.0, 0.0) by array length)
+                # NaN ignored; y on a tie, as NumPy's vector loops (a tie of different bits
+                # runs the call as NumPy: _fmax_tie_check)
                 keep = Binary("gt" if op == "fmax" else "lt", x, y, "bool")
                 keep = Binary("or", keep, Binary("ne", y, y, "bool"), "bool")
                 return Select(keep, x, y, dtype)
