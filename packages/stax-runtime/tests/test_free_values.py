@@ -340,3 +340,14 @@ def test_free_arrays_bound_after_compile_are_lifted():
     scope["W"] = np.full(4, 5.0)
     np.testing.assert_array_equal(f(X), X * 5)
     assert f.cache_info().versions == 1
+
+
+def test_nan_scalars_are_keyed_by_their_bits():
+    import struct
+    f = stax.compile(lambda x, s: np.maximum(x, s))
+    x = np.zeros(3)
+    for bits in (0x7FF8000000000000, 0xFFF8000000000000, 0x7FF8000000000123):
+        s = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        got, want = f(x, s), np.maximum(x, s)
+        assert got.view(np.uint64).tolist() == want.view(np.uint64).tolist()
+    assert f.cache_info().versions == 3

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dis
 import enum
 import functools
+import struct
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -83,7 +84,7 @@ def leaf_signature(x: Any) -> Any:
     if t is np.ndarray:
         return (ARRAY, "cpu", x.shape, x.dtype, x.strides)
     if t is float:
-        return ("float", x.hex())
+        return ("float", float_key(x))
     if t in _BY_VALUE:
         return (t.__name__, x)
     if t in (tuple, list):
@@ -110,11 +111,11 @@ class Describer:
             raise Unguardable(f"it holds more than {MAX_VALUES} values")
         t = type(x)
         if t is float:
-            return ("float", x.hex())
+            return ("float", float_key(x))
         if t in _BY_VALUE:
             return (t.__name__, x)
         if t is complex:
-            return ("complex", x.real.hex(), x.imag.hex())
+            return ("complex", float_key(x.real), float_key(x.imag))
         if isinstance(x, np.generic):
             return (t.__name__, x.dtype.str, x.tobytes())
         if t is np.dtype or isinstance(x, np.dtype):
@@ -242,6 +243,20 @@ def _cell_value(cell: Any) -> Any:
         return _MISSING
 
 
+def float_key(x: float) -> str:
+    """A float by its exact value: -0.0 and 0.0 differ, and a NaN by its bits (sign and payload
+    reach the result through np.maximum, copysign...), where ``float.hex`` says 'nan' for all."""
+    if x != x:
+        return f"nan:{struct.unpack('<Q', struct.pack('<d', x))[0]:016x}"
+    return x.hex()
+
+
+def _show_float(key: str) -> str:
+    if key.startswith("nan:"):
+        return f"nan (bits 0x{key[4:]})"
+    return repr(float.fromhex(key))
+
+
 def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     return (tuple(leaf_signature(a) for a in args),
             tuple((k, leaf_signature(v)) for k, v in kwargs.items()))
@@ -325,14 +340,14 @@ def _show(value: Any) -> str:
     if isinstance(value, np.dtype):
         return str(value) if value.isnative else value.str
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "float":
-        return repr(float.fromhex(value[1]))
+        return _show_float(value[1])
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str) \
             and value[0] in ("int", "bool", "str", "NoneType", "bytes"):
         return repr(value[1])
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "identity":
         return repr(value[1])
     if isinstance(value, tuple) and len(value) == 3 and value[0] == "complex":
-        return repr(complex(float.fromhex(value[1]), float.fromhex(value[2])))
+        return f"complex({_show_float(value[1])}, {_show_float(value[2])})"
     return repr(value)
 
 
