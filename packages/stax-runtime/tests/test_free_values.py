@@ -351,3 +351,16 @@ def test_nan_scalars_are_keyed_by_their_bits():
         got, want = f(x, s), np.maximum(x, s)
         assert got.view(np.uint64).tolist() == want.view(np.uint64).tolist()
     assert f.cache_info().versions == 3
+
+
+def test_events_computing_constants_are_reported_on_every_call():
+    # np.arccos of a scalar argument is a constant of the capture: a compiled version would return
+    # it without NumPy's report; such a capture runs eagerly (exec'd code: no module name)
+    scope = {"np": np}
+    exec("def prog(x, s):\n    return np.arccos(s) + x.sum() * 0\n", scope)
+    f = stax.compile(scope["prog"])
+    for _ in range(3):
+        with pytest.warns(RuntimeWarning, match="invalid value encountered in arccos"):
+            f(np.ones(3), np.float32(2.0))
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        f(np.ones(3), np.float32(2.0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +33,23 @@ def user_source(depth: int = 2) -> str | None:
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
+_traced = threading.local()
+
+
+@contextmanager
+def traced_value() -> Iterator[None]:
+    """Marks NumPy's work on a recorded call's operands (a traced value being computed)."""
+    _traced.depth = getattr(_traced, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _traced.depth -= 1
+
+
+def computing_traced_value() -> bool:
+    return getattr(_traced, "depth", 0) > 0
+
+
 #: NumPy's text for each error category (its messages start with it)
 _CATEGORY_OF = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
                 "invalid value": "invalid"}
@@ -51,12 +69,20 @@ class HeldWarnings:
 
     def __init__(self, modes: dict[str, str] | None = None, errcall: Any = None) -> None:
         self.pending: list[tuple[str, Any]] = []
+        # events NumPy reported outside a traced call: computing a constant (np.arccos of a
+        # scalar argument), which a compiled version returns without reporting again
+        self.untraced: list[str] = []
         self.modes = modes or {}
         self.errcall = errcall  # the user's np.seterrcall, for the call and log modes
 
     def write(self, text: str) -> None:  # NumPy: "Warning: divide by zero encountered in divide\n"
         message = text.strip().removeprefix("Warning: ")
-        mode = self.modes.get(_CATEGORY_OF.get(message.split(" encountered")[0], ""), "warn")
+        category = _CATEGORY_OF.get(message.split(" encountered")[0], "")
+        mode = self.modes.get(category, "warn")
+        if not computing_traced_value() and category != "under":
+            self.untraced.append(message)
+        if mode == "ignore":
+            return
         if mode != "warn":
             self.pending.append((mode, message))
             return
@@ -66,6 +92,8 @@ class HeldWarnings:
                                           frame.f_globals)))
 
     def __call__(self, kind: str, flag: int) -> None:  # NumPy's call mode
+        if not computing_traced_value() and _CATEGORY_OF.get(kind) != "under":
+            self.untraced.append(f"{kind} encountered")
         self.pending.append(("call", (kind, flag)))
 
     def emit(self) -> None:
@@ -74,7 +102,7 @@ class HeldWarnings:
             if mode == "warn":
                 message, filename, lineno, scope = what
                 warnings.warn_explicit(message, RuntimeWarning, filename, lineno,
-                                       module=scope.get("__name__"),
+                                       module=scope.get("__name__") or filename,
                                        registry=scope.setdefault("__warningregistry__", {}),
                                        module_globals=scope)
             elif mode == "call":
@@ -93,8 +121,10 @@ def holding_warnings() -> Iterator[HeldWarnings]:
     it is (capture then ends in NumPy's error, as eager does)."""
     state = np.geterr()
     held = HeldWarnings(state, np.geterrcall())
+    # ignored categories are relayed too (and dropped): an event while computing a constant
+    # matters to a later call made under another error state
     relayed = {kind: "call" if mode == "call" else "log" for kind, mode in state.items()
-               if mode in ("warn", "print", "log", "call")}
+               if mode in ("warn", "print", "log", "call", "ignore")}
     if not relayed:
         yield held
         return

@@ -33,7 +33,7 @@ from .creation import Created, not_recording, recording_creation
 from .isolation import draw_error, private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
-from .source import holding_warnings, user_source
+from .source import holding_warnings, traced_value, user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
@@ -147,7 +147,7 @@ class Tracer:
         args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
         node_kwargs = self._symbolic(kwargs, source)
-        with not_recording():
+        with not_recording(), traced_value():
             try:
                 value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
             except ValueError as exc:
@@ -407,6 +407,11 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
                                    "(an append, an item assignment)", hint="return the new "
                                    "value instead; as it is, the function runs eagerly")
         outcome.finished, outcome.result = True, result
+        if outcome.warnings is not None and outcome.warnings.untraced:
+            raise UnsupportedError(f"NumPy reported '{outcome.warnings.untraced[0]}' computing a "
+                                   "value that does not depend on the traced arrays: a compiled "
+                                   "version would return it without reporting it again",
+                                   hint="as it is, the function runs eagerly")
         return _program(tracer, fn, name, result, inputs, input_tree)
     finally:
         tracer.finished = True  # a proxy kept past this point is an escaped traced value
