@@ -37,7 +37,8 @@ def draw_leaves(b: Builder, *, containers: bool, ids: bool, frozen: bool, still:
     """Arguments and free variables. ``frozen``: scalars, callables and objects in globals, cells
     and attributes change between calls (else they keep one value); ``ids``: a new configuration
     object at every call (else one object whose attributes are set at every call); ``still``: no
-    free variable changes at all (programs that threads call at once)."""
+    free variable changes at all (programs that threads call at once); ``late``: module globals
+    more often (the late_binding strategy's programs read them before they exist)."""
     counter = {"n": 0}
 
     def name(prefix: str) -> str:
