@@ -21,6 +21,9 @@ import stax.runtime as stax
 pytestmark = pytest.mark.slow  # seconds to minutes; still run in CI
 
 JOIN_S = 120  # per test: every thread must be done by then
+# programs that threads call at once: nothing changes between calls but the arguments, and calls
+# ignore floating-point errors (warnings raised in threads cannot be recorded per call)
+KNOWN = flags.ENABLED - {"errstate"}
 
 
 def _run_threads(targets, timeout=JOIN_S):
@@ -37,7 +40,8 @@ def _run_threads(targets, timeout=JOIN_S):
 
 
 @flags.stress_settings(flags.scaled(0.05, 4))
-@given(st.lists(programs(known=flags.ENABLED, still=True, calls=(2, 3), modes=("ignore",)), min_size=2, max_size=4),
+@given(st.lists(programs(known=KNOWN, still=True, calls=(2, 3), modes=("ignore",)),
+                min_size=2, max_size=4),
        st.integers(2, 6), st.randoms(use_true_random=False))
 def test_threads_compile_and_call_the_same_functions_at_once(progs, n_threads, random):
     loaded = [Loaded(p) for p in progs]
@@ -84,7 +88,8 @@ def test_threads_compile_and_call_the_same_functions_at_once(progs, n_threads, r
 @pytest.mark.skipif(not flags.enabled("threads_random"),
                     reason="known defect off (issue 10 item 5): STAX_STRESS_KNOWN=threads_random")
 @flags.stress_settings(flags.scaled(0.01, 2))
-@given(st.lists(programs(known=flags.ENABLED, still=True, big=False, calls=(1, 2), modes=("ignore",)), min_size=1,
+@given(st.lists(programs(known=KNOWN, still=True, big=False, calls=(1, 2), modes=("ignore",)),
+                min_size=1,
                 max_size=3), st.integers(0, 2**31 - 1))
 def test_compiling_leaves_the_global_random_stream_to_other_threads(progs, seed):
     """Threads drawing from np.random while others compile: together they must draw exactly the
