@@ -364,3 +364,24 @@ def test_events_computing_constants_are_reported_on_every_call():
             f(np.ones(3), np.float32(2.0))
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
         f(np.ones(3), np.float32(2.0))
+
+
+def test_a_capture_refused_midway_leaves_argument_arrays_as_the_caller_passed_them():
+    # cfg.w is not traced (an attribute of an argument object): capture updates it in place
+    # before it is refused, and the eager run must not apply the update a second time
+    class Holder:
+        def __init__(self, w):
+            self.w = w
+
+    def prog(x, cfg, rng):
+        cfg.w += cfg.w
+        draw = rng.standard_normal(cfg.w.shape)
+        cfg.w += draw  # a traced draw into an untraced array: refused midway
+        return x + 1
+
+    f = stax.compile(prog)
+    for seed in range(3):
+        mine, theirs = Holder(np.arange(6.0)), Holder(np.arange(6.0))
+        np.testing.assert_array_equal(f(X, mine, np.random.default_rng(seed)),
+                                      prog(X, theirs, np.random.default_rng(seed)))
+        np.testing.assert_array_equal(mine.w, theirs.w)

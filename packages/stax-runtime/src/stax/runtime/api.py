@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -242,6 +243,7 @@ class CompiledFunction:
                         if done:
                             self._fallbacks += 1
                             return result
+                        outcome.undo_untraced_updates()
         return self._run(version, args, kwargs)
 
     def _rescan_free_variables(self) -> bool:
@@ -397,6 +399,7 @@ class CompiledFunction:
         if capture is not None:
             timings["capture (disk cache)"] = time.perf_counter() - clock
         else:
+            outcome.keep_contents(_untraced_arrays((args, kwargs)))
             capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names,
                             outcome=outcome)
             timings["capture"] = time.perf_counter() - clock
@@ -550,6 +553,37 @@ def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool, strict
                backend: str, options: dict[str, Any], limits: Limits) -> CompiledFunction:
     return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
                             backend=backend, options=options, limits=limits)
+
+
+def _untraced_arrays(tree: Any, limit: int = 64) -> list[np.ndarray]:
+    """Arrays inside argument objects (``cfg.w``): capture computes on them directly, so an
+    in-place update of one during a capture that does not finish must be undone. Only small
+    arrays reach here (larger ones make the key unguardable and the call eager)."""
+    found: list[np.ndarray] = []
+    seen: set[int] = set()
+
+    def walk(value: Any, depth: int) -> None:
+        if len(found) >= limit or depth > 4 or id(value) in seen:
+            return
+        seen.add(id(value))
+        if type(value) is np.ndarray:
+            if depth > 0:  # arguments themselves are traced (read-only views)
+                found.append(value)
+            return
+        if isinstance(value, (tuple, list)):
+            for v in value:
+                walk(v, depth + (type(value) not in (tuple, list)))
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v, depth + (type(value) is not dict))
+        elif not isinstance(value, (type, types.ModuleType, types.FunctionType, np.generic,
+                                    int, float, complex, str, bytes)) and value is not None:
+            attrs = getattr(value, "__dict__", None)
+            if isinstance(attrs, dict):
+                for v in attrs.values():
+                    walk(v, depth + 1)
+    walk(tree, 0)
+    return found
 
 
 def _generator_states(slots: list[int], args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -321,6 +321,19 @@ class Outcome:
     arguments: list[tuple[Argument, np.ndarray]] = field(default_factory=list)  # (proxy, caller's)
     generators: list[tuple[np.random.Generator, np.random.Generator]] = field(default_factory=list)
     warnings: Any = None  # the NumPy reports capture held back
+    # arrays the caller owns that capture does not trace (an argument object's attribute), with
+    # their contents before it ran: a capture refused midway may have updated them in place
+    untraced_arrays: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    def keep_contents(self, arrays: list[np.ndarray]) -> None:
+        self.untraced_arrays = [(a, a.copy()) for a in arrays if a.flags.writeable]
+
+    def undo_untraced_updates(self) -> None:
+        """Put back what a capture that did not finish wrote into untraced arrays, so that the
+        eager run that follows starts from the caller's state (it would otherwise apply an
+        update such as ``cfg.w += 1`` a second time)."""
+        for array, before in self.untraced_arrays:
+            np.copyto(array, before)
 
     def eager_result(self) -> tuple[bool, Any]:
         """``(True, result)`` as eager execution would have left things — arguments updated in
