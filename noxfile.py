@@ -44,8 +44,10 @@ def _wheelhouse(session: nox.Session) -> str:
 
 
 def _install(session: nox.Session, *requirements: str) -> None:
-    session.install("--no-index", "--find-links", _wheelhouse(session), "--force-reinstall",
-                    "--no-deps", *[r for r in requirements if r.startswith("stax-")])
+    # every Stax wheel carries the same version between releases: a reused environment would keep
+    # an older build of a dependency (stax-ir under an isolated stax-loop), so all go first
+    session.run("python", "-m", "pip", "uninstall", "--quiet", "--yes",
+                *[f"stax-{p}" for p in PACKAGES], silent=True)
     session.install("--no-index", "--find-links", _wheelhouse(session), *requirements)
 
 
