@@ -70,3 +70,15 @@ def test_float_floor_division_and_remainder_follow_numpys_divmod(dtype):
             np.testing.assert_array_equal(np.signbit(g)[numbers], np.signbit(w)[numbers])
         huge = np.array([1e30, 5.0], dtype=dtype)
         np.testing.assert_array_equal(stax.compile(lambda x, y: x % y)(huge, y[:2]), huge % y[:2])
+
+
+def test_float_remainder_by_a_divisor_whose_quotient_overflows():
+    # 1 % 5e-324: the quotient overflows to inf; NumPy's exact fmod gives 0.0 (stress suite)
+    f = stax.compile(lambda o, z: (o % np.nextafter(z, o), o // np.nextafter(z, o)))
+    o, z = np.array([1.0, -1.0, 3.0]), np.zeros(3)
+    with np.errstate(all="ignore"):
+        for _ in range(2):
+            got, want = f(o, z), (o % np.nextafter(z, o), o // np.nextafter(z, o))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+                assert np.array_equal(np.signbit(g), np.signbit(w))

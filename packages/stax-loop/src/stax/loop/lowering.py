@@ -319,7 +319,8 @@ _BOOL_FORMS = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}
 
 
 #: |a / b| below which the quotient's truncation is off by at most one (then corrected), so
-#: fmod(a, b) = fma(-n, b, a) is exact; a larger quotient fails the call's check (NumPy runs it)
+#: fmod(a, b) = fma(-n, b, a) is exact; a larger (or overflowing) quotient fails the call's check
+#: (NumPy runs it)
 FMOD_EXACT_QUOTIENT = {"float32": 2.0 ** 22, "float64": 2.0 ** 51}
 
 
@@ -332,9 +333,14 @@ def _float_divmod(ctx: LoopLowering, op: str, meta: Any, a: Loader, b: Loader) -
     limit = Const(FMOD_EXACT_QUOTIENT[dtype], dtype)
 
     def too_large(i: tuple[Affine, ...]) -> Expr:
+        # an infinite quotient counts too when it only overflowed (a finite dividend over a
+        # tiny divisor: 1 % 5e-324 is 0.0, not -inf); an infinite dividend or a zero divisor
+        # give NumPy's NaN in the kernel
         quotient = Unary("abs", Binary("truediv", a(i), b(i), dtype), dtype)
+        inf = Const(float("inf"), dtype)
         return Binary("and", Binary("ge", quotient, limit, "bool"),
-                      Binary("lt", quotient, Const(float("inf"), dtype), "bool"), "bool")
+                      Binary("and", Binary("lt", Unary("abs", a(i), dtype), inf, "bool"),
+                             Binary("ne", b(i), Const(0.0, dtype), "bool"), "bool"), "bool")
     check = ctx.reduce_values(too_large, meta.shape, tuple(range(len(meta.shape))), False, "max",
                               "bool")
     ctx.checks[check.buffer] = "a quotient is too large for an exact fmod"
