@@ -528,25 +528,19 @@ class _InternalError(StaxError):
 _LIVE: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
 
 
+_DUMP_NAMES: dict[str, dict[str, weakref.ref[CompiledFunction]]] = {}  # directory -> stem
+_DUMP_NAMES_LOCK = threading.Lock()
+
+
 def _new_locks_in_child() -> None:
+    global _DUMP_NAMES_LOCK
+    _DUMP_NAMES_LOCK = threading.Lock()
     for function in list(_LIVE):
         function._compile_lock = threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_locks_in_child)
-
-_DUMP_NAMES: dict[str, dict[str, weakref.ref[CompiledFunction]]] = {}  # directory -> stem
-_DUMP_NAMES_LOCK = threading.Lock()
-
-
-def _new_dump_lock_in_child() -> None:
-    global _DUMP_NAMES_LOCK
-    _DUMP_NAMES_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_dump_lock_in_child)
 
 
 def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool, strict_native: bool,

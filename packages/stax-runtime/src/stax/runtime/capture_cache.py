@@ -35,7 +35,7 @@ import json
 import operator
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,8 @@ import numpy as np
 
 from stax.codegen.cpu.objcache import ObjectCache
 from stax.ir import CAPTURE_SCHEMA, GraphProgram
+
+from .signature import nested_codes
 
 MAX_FUNCTIONS = 200
 _CONSTANTS = (int, float, complex, str, bytes, bool, type(None), np.generic, np.dtype)
@@ -56,16 +58,9 @@ class Uncacheable(Exception):
     pass
 
 
-def _nested_codes(code: types.CodeType) -> Iterator[types.CodeType]:
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _nested_codes(const)
-
-
 def _code_hash(code: types.CodeType) -> str:
     digest = hashlib.sha256()
-    for c in _nested_codes(code):
+    for c in nested_codes(code):
         digest.update(c.co_code)
         digest.update(repr((c.co_names, c.co_varnames, c.co_freevars, c.co_name,
                             [k for k in c.co_consts if not isinstance(k, types.CodeType)])).encode())
@@ -152,7 +147,7 @@ class _Keyer:
             raise Uncacheable(f"it reaches more than {MAX_FUNCTIONS} Python functions")
         self.visiting.add(id(fn))
         code = fn.__code__
-        names = sorted({n for c in _nested_codes(code) for n in c.co_names})
+        names = sorted({n for c in nested_codes(code) for n in c.co_names})
         attrs = tuple(names)
         scope = fn.__globals__
         described = {

@@ -15,13 +15,7 @@ from typing import Any
 
 import numpy as np
 
-
-def _global_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
+from .signature import nested_codes
 
 
 class FreeVariables:
@@ -32,7 +26,7 @@ class FreeVariables:
         self.fn = fn
         code = getattr(fn, "__code__", None)
         scope = getattr(fn, "__globals__", {})
-        names = _global_names(code) if code is not None else set()
+        names = {n for c in nested_codes(code) for n in c.co_names} if code is not None else set()
         self.globals = sorted(n for n in names if isinstance(scope.get(n), np.ndarray))
         self.module_attrs = sorted(
             (m, a) for m in names if isinstance(scope.get(m), types.ModuleType)

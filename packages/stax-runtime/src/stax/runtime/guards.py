@@ -37,6 +37,7 @@ from .signature import (
     Unguardable,
     diff_description,
     global_names,
+    nested_codes,
     own_module,
 )
 
@@ -48,31 +49,21 @@ _STABLE_KINDS = {"float", "int", "bool", "str", "bytes", "NoneType", "complex", 
 @functools.lru_cache(maxsize=4096)
 def _attribute_names(code: types.CodeType) -> frozenset[str]:
     """The attribute names ``code`` and its nested code objects load."""
-    names: set[str] = set()
-    stack = [code]
-    while stack:
-        c = stack.pop()
-        for ins in dis.get_instructions(c):
-            if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR"):
-                names.add(ins.argval)
-        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    return frozenset(names)
+    return frozenset(ins.argval for c in nested_codes(code) for ins in dis.get_instructions(c)
+                     if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR"))
 
 
 @functools.lru_cache(maxsize=4096)
 def _global_stores(code: types.CodeType) -> tuple[str, ...]:
     """Names the code rebinds outside its own frame (``global x; x = ...``, ``nonlocal``)."""
     stores: list[str] = []
-    stack = [code]
-    while stack:
-        c = stack.pop()
+    for c in nested_codes(code):
         for ins in dis.get_instructions(c):
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
                 stores.append(f"global {ins.argval!r}")
             elif ins.opname in ("STORE_DEREF", "DELETE_DEREF") and c is code and \
                     ins.argval in code.co_freevars:
                 stores.append(f"nonlocal {ins.argval!r}")
-        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
     return tuple(stores)
 
 

@@ -31,6 +31,7 @@ import enum
 import functools
 import struct
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,7 +213,7 @@ def global_names(code: types.CodeType) -> tuple[str, ...]:
     """The global names ``code`` (and the functions and comprehensions nested in it) loads,
     from its instructions: ``co_names`` mixes them with attribute names."""
     names: dict[str, None] = {}
-    for c in _nested_codes(code):
+    for c in nested_codes(code):
         for ins in dis.get_instructions(c):
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 names[ins.argval] = None
@@ -229,11 +230,12 @@ def holds_identity(description: Any) -> bool:
     return False
 
 
-def _nested_codes(code: types.CodeType) -> Any:
+def nested_codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and the code of every function, lambda and comprehension nested in it."""
     yield code
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            yield from _nested_codes(const)
+            yield from nested_codes(const)
 
 
 def _cell_value(cell: Any) -> Any:
