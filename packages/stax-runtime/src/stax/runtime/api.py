@@ -10,132 +10,45 @@ for that key, with one log line saying why (or, under ``strict_native=True``, ra
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import sys
 import threading
 import time
-import types
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from stax.codegen import Executable, ExternResultMismatch, FloatingPointEvents
-from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, tree_unflatten, write_json
+from stax.ir import StaxError, UnsupportedError, tree_flatten, write_json
 from stax.trace import Outcome, leaf_names, trace
-from stax.trace.proxy import Proxy
 
 from . import config, logs
 from .backends import dump_path, get_backend
 from .capture_cache import CaptureCache, Uncacheable, capture_key
 from .freevars import FreeVariables
-from .gates import GATE_CONDITION, GateReplay
+from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
+from .runners import (
+    RunEagerly,
+    accepted_services,
+    generator_states,
+    guarded_entry,
+    traced_arguments,
+    tree_runner,
+    untraced_arrays,
+    writeback_runner,
+)
 from .signature import (
     GuardFailure,
     Unguardable,
     array_signature,
-    diff_signature,
     holds_identity,
     signature,
 )
-
-PLAIN = "plain"  # rho: the transform applied (value-and-grad and friends arrive with autodiff)
-
-
-@dataclass(frozen=True)
-class CacheInfo:
-    """``hits`` counts cache hits per dispatch level (spec algorithm 2.1): 1, the same argument
-    layouts as the previous call (a tuple compare); 2, a lookup by the arrays' layouts; 3, a lookup
-    by the full signature."""
-
-    versions: int
-    compiles: int
-    hits: dict[int, int]
-    misses: int
-    fallbacks: int
-
-
-@dataclass(frozen=True)
-class GateFailure:
-    """The guard on gamma_g: the replayed data-gate outcomes differ from the traced ones."""
-
-    expected: list[Any]
-    actual: list[Any] | None
-
-    condition = GATE_CONDITION
-
-    def __str__(self) -> str:
-        got = "replay failed" if self.actual is None else f"got {self.actual}"
-        return f"{GATE_CONDITION} ({got}; traced {self.expected})"
-
-
-@dataclass(frozen=True)
-class VersionReport:
-    """Why version ``index`` does (``failures`` empty) or does not apply to some arguments."""
-
-    index: int
-    native: bool
-    failures: list[GuardFailure | GateFailure]
-
-    @property
-    def matches(self) -> bool:
-        return not self.failures
-
-
-@dataclass
-class Version:
-    """One specialization: its key, and the backend's callable or eager execution with a reason."""
-
-    index: int
-    sigma: Any
-    run: Callable[[tuple[Any, ...], dict[str, Any]], Any]
-    native: bool
-    reason: str | None = None
-    artifact: Any = None
-    gates: GateReplay | None = None
-    rho: str = PLAIN
-    fast: Callable[..., Any] | None = None  # run(*arrays) for f(array, ...) calls
-    entry: Any = None  # the machine-code entry (stax.codegen.cpu.entry.Entry), if it has one
-    stats: dict[str, float] = field(default_factory=dict)
-    declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
-    free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
-    generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
-
-    @property
-    def guarded(self) -> bool:
-        """Whether guards beyond sigma apply (free values, data gates)."""
-        return self.free is not None or self.gates is not None
-
-    def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-        """The guards beyond sigma (sigma already matched): the free values the trace read still
-        describe the same, and the data gates replay to the traced outcomes (gamma_g)."""
-        if self.free is not None and not self.free.matches():
-            return False
-        return self.gates is None or self.gates.matches(tree_leaves((args, kwargs)))
-
-    def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-                 ) -> list[GuardFailure | GateFailure]:
-        out: list[GuardFailure | GateFailure] = list(diff_signature(self.sigma, sigma))
-        if self.free is not None:
-            out += self.free.failures()
-        if self.gates is not None:
-            outcomes = self.gates.outcomes(tree_leaves((args, kwargs)))
-            if outcomes != self.gates.expected:
-                out.append(GateFailure(self.gates.expected, outcomes))
-        return out
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Spec §2.4: versions kept per function, and compiles per function over its lifetime."""
-
-    max_versions: int = 8
-    max_compiles: int = 256
+from .versions import CacheInfo, Limits, Version, VersionReport
 
 
 class CompiledFunction:
@@ -218,7 +131,7 @@ class CompiledFunction:
                         self._hits[level] += 1
                         self._last = (layout, candidates)
                         return self._run(version, args, kwargs)
-        if _traced(user_args, kwargs):  # called inside another function's capture: inline it
+        if traced_arguments(user_args, kwargs):  # called inside another function's capture: inline it
             return self.fn(*user_args, **kwargs)
         try:
             sigma = signature(args, kwargs)
@@ -276,13 +189,13 @@ class CompiledFunction:
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if version.entry is not None:  # level 1 in machine code for the next call
             self._call = version.entry.function if version.free is None else \
-                _guarded_entry(version.entry.function, version.free, self._dispatch)
+                guarded_entry(version.entry.function, version.free, self._dispatch)
         if not version.native:
             self._fallbacks += 1
             return version.run(args, kwargs)
         # a version that draws from generator arguments may decline after its draws: the eager
         # run must start from the states the caller passed, or the stream advances twice
-        states = _generator_states(version.generators, args, kwargs) if version.generators else None
+        states = generator_states(version.generators, args, kwargs) if version.generators else None
         try:
             return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
         except (ExternResultMismatch, RunEagerly) as exc:  # nothing visible written yet
@@ -399,7 +312,7 @@ class CompiledFunction:
         if capture is not None:
             timings["capture (disk cache)"] = time.perf_counter() - clock
         else:
-            outcome.keep_contents(_untraced_arrays((args, kwargs)))
+            outcome.keep_contents(untraced_arrays((args, kwargs)))
             capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names,
                             outcome=outcome)
             timings["capture"] = time.perf_counter() - clock
@@ -416,7 +329,7 @@ class CompiledFunction:
             services = {"dump": dump, "timings": timings,
                         "log": lambda category, text: logs.emit(category, settings.logs, text)}
             run_flat = self.backend(capture, [leaves[i] for i in slots], **extra,
-                                    **_accepted(self.backend, services), **self.options)
+                                    **accepted_services(self.backend, services), **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly
@@ -428,8 +341,8 @@ class CompiledFunction:
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
-        runner = _tree_runner(call_flat, slots, capture) if not capture.writeback else \
-            _writeback_runner(call_flat, slots, capture)
+        runner = tree_runner(call_flat, slots, capture) if not capture.writeback else \
+            writeback_runner(call_flat, slots, capture)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
                           gates=GateReplay(capture) if capture.gates else None, free=free,
                           generators=[i for i, leaf in enumerate(leaves)
@@ -547,112 +460,6 @@ def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool, strict
                backend: str, options: dict[str, Any], limits: Limits) -> CompiledFunction:
     return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
                             backend=backend, options=options, limits=limits)
-
-
-def _untraced_arrays(tree: Any, limit: int = 64) -> list[np.ndarray]:
-    """Arrays inside argument objects (``cfg.w``): capture computes on them directly, so an
-    in-place update of one during a capture that does not finish must be undone. Only small
-    arrays reach here (larger ones make the key unguardable and the call eager)."""
-    found: list[np.ndarray] = []
-    seen: set[int] = set()
-
-    def walk(value: Any, depth: int) -> None:
-        if len(found) >= limit or depth > 4 or id(value) in seen:
-            return
-        seen.add(id(value))
-        if type(value) is np.ndarray:
-            if depth > 0:  # arguments themselves are traced (read-only views)
-                found.append(value)
-            return
-        if isinstance(value, (tuple, list)):
-            for v in value:
-                walk(v, depth + (type(value) not in (tuple, list)))
-        elif isinstance(value, dict):
-            for v in value.values():
-                walk(v, depth + (type(value) is not dict))
-        elif not isinstance(value, (type, types.ModuleType, types.FunctionType, np.generic,
-                                    int, float, complex, str, bytes)) and value is not None:
-            attrs = getattr(value, "__dict__", None)
-            if isinstance(attrs, dict):
-                for v in attrs.values():
-                    walk(v, depth + 1)
-    walk(tree, 0)
-    return found
-
-
-def _generator_states(slots: list[int], args: tuple[Any, ...], kwargs: dict[str, Any]
-                      ) -> list[tuple[np.random.Generator, Any]]:
-    leaves = tree_leaves((args, kwargs))
-    return [(leaves[i], leaves[i].bit_generator.state) for i in slots]
-
-
-def _accepted(backend: Callable[..., Any], services: dict[str, Any]) -> dict[str, Any]:
-    """The optional services (``dump``, ``timings``, ``log``) a backend's signature takes: the spec
-    §1.2 contract is ``backend(graph, example_inputs, **options)``, so a plain
-    ``backend(graph, example_inputs)`` gets none of them."""
-    try:
-        params = inspect.signature(backend).parameters
-    except (TypeError, ValueError):
-        return {}
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return services
-    return {k: v for k, v in services.items() if k in params}
-
-
-def _traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether any argument leaf is a traced value (a call from inside another capture)."""
-    values = (*args, *kwargs.values()) if kwargs else args
-    if any(type(v) in (tuple, list, dict) for v in values):
-        return any(isinstance(leaf, Proxy) for leaf in tree_leaves((args, kwargs)))
-    return any(isinstance(v, Proxy) for v in values)
-
-
-def _guarded_entry(function: Callable[..., Any], free: Snapshot, dispatch: Callable[..., Any]
-                   ) -> Callable[..., Any]:
-    """The machine-code entry of a version with free-value guards: they are checked first."""
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return function(*args, **kwargs) if free.matches() else dispatch(*args, **kwargs)
-    return call
-
-
-def _tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
-                 ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    output_tree = capture.output_tree
-    single = output_tree.kind == "leaf"
-
-    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        leaves = tree_leaves((args, kwargs))
-        outputs = run_flat(*[leaves[i] for i in slots])
-        return outputs[0] if single else tree_unflatten(output_tree, outputs)
-    return run
-
-
-class RunEagerly(StaxError):
-    """A compiled version declines one call (it would not match eager NumPy's behaviour for these
-    particular arguments); the call runs eagerly, with one warning per version."""
-
-
-def _writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
-                      ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    """A version that updates arguments in place: run, then copy the final values back. When an
-    updated argument overlaps another argument in memory (f(x, x), or views of one array), the
-    result would depend on that aliasing, which the key does not hold: such calls run eagerly."""
-    plan = capture.writeback_plan()
-    names = [capture.inputs[i] for i in slots]
-    updated = set(capture.writeback)
-
-    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        leaves = tree_leaves((args, kwargs))
-        arrays = [leaves[i] for i in slots]
-        env = dict(zip(names, arrays))
-        for n in updated:
-            if any(isinstance(other, np.ndarray) and np.may_share_memory(env[n], other)
-                   for m, other in env.items() if m != n):
-                raise RunEagerly(f"it updates argument {n!r} in place and that argument "
-                                 "overlaps another one in memory")
-        flat = plan.apply(run_flat(*arrays), env)
-        return tree_unflatten(capture.output_tree, flat)
-    return run
 
 
 def compile(fn: Callable[..., Any] | None = None, *, device: str | None = None,

@@ -1,0 +1,125 @@
+"""How a version's compiled code is called: the runners that turn (args, kwargs) into the kernel's
+flat inputs and its flat outputs back into the function's result (with in-place writebacks), the
+guarded machine-code entry, and the argument walks the call layer needs around them."""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from stax.ir import StaxError, tree_leaves, tree_unflatten
+from stax.trace.proxy import Proxy
+
+from .guards import Snapshot
+
+
+def untraced_arrays(tree: Any, limit: int = 64) -> list[np.ndarray]:
+    """Arrays inside argument objects (``cfg.w``): capture computes on them directly, so an
+    in-place update of one during a capture that does not finish must be undone. Only small
+    arrays reach here (larger ones make the key unguardable and the call eager)."""
+    found: list[np.ndarray] = []
+    seen: set[int] = set()
+
+    def walk(value: Any, depth: int) -> None:
+        if len(found) >= limit or depth > 4 or id(value) in seen:
+            return
+        seen.add(id(value))
+        if type(value) is np.ndarray:
+            if depth > 0:  # arguments themselves are traced (read-only views)
+                found.append(value)
+            return
+        if isinstance(value, (tuple, list)):
+            for v in value:
+                walk(v, depth + (type(value) not in (tuple, list)))
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v, depth + (type(value) is not dict))
+        elif not isinstance(value, (type, types.ModuleType, types.FunctionType, np.generic,
+                                    int, float, complex, str, bytes)) and value is not None:
+            attrs = getattr(value, "__dict__", None)
+            if isinstance(attrs, dict):
+                for v in attrs.values():
+                    walk(v, depth + 1)
+    walk(tree, 0)
+    return found
+
+
+def generator_states(slots: list[int], args: tuple[Any, ...], kwargs: dict[str, Any]
+                      ) -> list[tuple[np.random.Generator, Any]]:
+    leaves = tree_leaves((args, kwargs))
+    return [(leaves[i], leaves[i].bit_generator.state) for i in slots]
+
+
+def accepted_services(backend: Callable[..., Any], services: dict[str, Any]) -> dict[str, Any]:
+    """The optional services (``dump``, ``timings``, ``log``) a backend's signature takes: the spec
+    §1.2 contract is ``backend(graph, example_inputs, **options)``, so a plain
+    ``backend(graph, example_inputs)`` gets none of them."""
+    try:
+        params = inspect.signature(backend).parameters
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return services
+    return {k: v for k, v in services.items() if k in params}
+
+
+def traced_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether any argument leaf is a traced value (a call from inside another capture)."""
+    values = (*args, *kwargs.values()) if kwargs else args
+    if any(type(v) in (tuple, list, dict) for v in values):
+        return any(isinstance(leaf, Proxy) for leaf in tree_leaves((args, kwargs)))
+    return any(isinstance(v, Proxy) for v in values)
+
+
+def guarded_entry(function: Callable[..., Any], free: Snapshot, dispatch: Callable[..., Any]
+                   ) -> Callable[..., Any]:
+    """The machine-code entry of a version with free-value guards: they are checked first."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs) if free.matches() else dispatch(*args, **kwargs)
+    return call
+
+
+def tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
+                 ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    output_tree = capture.output_tree
+    single = output_tree.kind == "leaf"
+
+    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        leaves = tree_leaves((args, kwargs))
+        outputs = run_flat(*[leaves[i] for i in slots])
+        return outputs[0] if single else tree_unflatten(output_tree, outputs)
+    return run
+
+
+class RunEagerly(StaxError):
+    """A compiled version declines one call (it would not match eager NumPy's behaviour for these
+    particular arguments); the call runs eagerly, with one warning per version."""
+
+
+def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
+                      ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """A version that updates arguments in place: run, then copy the final values back. When an
+    updated argument overlaps another argument in memory (f(x, x), or views of one array), the
+    result would depend on that aliasing, which the key does not hold: such calls run eagerly."""
+    plan = capture.writeback_plan()
+    names = [capture.inputs[i] for i in slots]
+    updated = set(capture.writeback)
+
+    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        leaves = tree_leaves((args, kwargs))
+        arrays = [leaves[i] for i in slots]
+        env = dict(zip(names, arrays))
+        for n in updated:
+            if any(isinstance(other, np.ndarray) and np.may_share_memory(env[n], other)
+                   for m, other in env.items() if m != n):
+                raise RunEagerly(f"it updates argument {n!r} in place and that argument "
+                                 "overlaps another one in memory")
+        flat = plan.apply(run_flat(*arrays), env)
+        return tree_unflatten(capture.output_tree, flat)
+    return run
+
+

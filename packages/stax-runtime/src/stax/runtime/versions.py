@@ -1,0 +1,110 @@
+"""What a compiled function keeps per specialization (spec §2.1-2.4): a ``Version`` with its key
+and how it runs, the reports ``explain()`` gives, the counters of ``cache_info()`` and the limits
+on versions and compiles."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from stax.ir import tree_leaves
+
+from .gates import GATE_CONDITION, GateReplay
+from .guards import Snapshot
+from .signature import GuardFailure, diff_signature
+
+PLAIN = "plain"  # rho: the transform applied (value-and-grad and friends arrive with autodiff)
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """``hits`` counts cache hits per dispatch level (spec algorithm 2.1): 1, the same argument
+    layouts as the previous call (a tuple compare); 2, a lookup by the arrays' layouts; 3, a lookup
+    by the full signature."""
+
+    versions: int
+    compiles: int
+    hits: dict[int, int]
+    misses: int
+    fallbacks: int
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    """The guard on gamma_g: the replayed data-gate outcomes differ from the traced ones."""
+
+    expected: list[Any]
+    actual: list[Any] | None
+
+    condition = GATE_CONDITION
+
+    def __str__(self) -> str:
+        got = "replay failed" if self.actual is None else f"got {self.actual}"
+        return f"{GATE_CONDITION} ({got}; traced {self.expected})"
+
+
+@dataclass(frozen=True)
+class VersionReport:
+    """Why version ``index`` does (``failures`` empty) or does not apply to some arguments."""
+
+    index: int
+    native: bool
+    failures: list[GuardFailure | GateFailure]
+
+    @property
+    def matches(self) -> bool:
+        return not self.failures
+
+
+@dataclass
+class Version:
+    """One specialization: its key, and the backend's callable or eager execution with a reason."""
+
+    index: int
+    sigma: Any
+    run: Callable[[tuple[Any, ...], dict[str, Any]], Any]
+    native: bool
+    reason: str | None = None
+    artifact: Any = None
+    gates: GateReplay | None = None
+    rho: str = PLAIN
+    fast: Callable[..., Any] | None = None  # run(*arrays) for f(array, ...) calls
+    entry: Any = None  # the machine-code entry (stax.codegen.cpu.entry.Entry), if it has one
+    stats: dict[str, float] = field(default_factory=dict)
+    declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
+    free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
+    generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
+
+    @property
+    def guarded(self) -> bool:
+        """Whether guards beyond sigma apply (free values, data gates)."""
+        return self.free is not None or self.gates is not None
+
+    def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """The guards beyond sigma (sigma already matched): the free values the trace read still
+        describe the same, and the data gates replay to the traced outcomes (gamma_g)."""
+        if self.free is not None and not self.free.matches():
+            return False
+        return self.gates is None or self.gates.matches(tree_leaves((args, kwargs)))
+
+    def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> list[GuardFailure | GateFailure]:
+        out: list[GuardFailure | GateFailure] = list(diff_signature(self.sigma, sigma))
+        if self.free is not None:
+            out += self.free.failures()
+        if self.gates is not None:
+            outcomes = self.gates.outcomes(tree_leaves((args, kwargs)))
+            if outcomes != self.gates.expected:
+                out.append(GateFailure(self.gates.expected, outcomes))
+        return out
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Spec §2.4: versions kept per function, and compiles per function over its lifetime."""
+
+    max_versions: int = 8
+    max_compiles: int = 256
+
+
