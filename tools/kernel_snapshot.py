@@ -44,6 +44,12 @@ def _collecting_backend(capture: Any, example_inputs: list[np.ndarray], **option
     return stax_backend(capture, example_inputs, dump=dump, **options)
 
 
+def _fresh(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The case's arguments, arrays copied and generators re-seeded (calls must not share them)."""
+    return tuple(a.copy() if isinstance(a, np.ndarray) else
+                 np.random.default_rng(0) if isinstance(a, np.random.Generator) else a for a in args)
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
 
@@ -71,7 +77,7 @@ def write(directory: Path) -> int:
         for variant in ("as-is", *coverage.VARIANTS):
             change = coverage.VARIANTS.get(variant, lambda a: a)
             args = tuple(change(a) if isinstance(a, np.ndarray) else a
-                         for a in coverage._copy_args(case.args))
+                         for a in _fresh(case.args))
             _COLLECTED.clear()
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
