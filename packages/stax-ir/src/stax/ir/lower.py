@@ -18,7 +18,7 @@ import numpy as np
 from .errors import UnsupportedError
 from .graph import Graph, Node, Opcode, map_nodes
 from .meta import TensorMeta
-from .ops import COMPARISONS, NN_FUNCTIONS
+from .ops import NN_FUNCTIONS, comparison_ops
 from .program import OPGRAPH_SCHEMA, GraphProgram
 
 Rule = Callable[["LoweringContext", Node, tuple[Any, ...], dict[str, Any]], Any]
@@ -304,7 +304,7 @@ def _no_ufunc_kwargs(ctx: LoweringContext, kwargs: dict[str, Any]) -> None:
 def _pointwise(op: str) -> Rule:
     def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Node:
-        if set(kwargs) == {"dtype"} and op not in COMPARISONS:
+        if set(kwargs) == {"dtype"} and op not in comparison_ops():
             # a ufunc's dtype= computes in that dtype: NumPy casts the operands first
             dtype = np.dtype(kwargs["dtype"]).name
             if dtype != node.tensor.dtype:

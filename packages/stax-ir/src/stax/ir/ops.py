@@ -1,8 +1,12 @@
 """The operator set of the op graph: each op declared once (STYLE.md habit 2).
 
 An ``OpDef`` holds the op's kind, its attributes and its NumPy reference (the semantics every
-backend must reproduce). Later layers register their own rules for an op by its name (loop
-lowering in ``stax.loop``, CPU emission in ``stax.codegen``).
+backend must reproduce), and its properties: element-wise, commutative, comparison, accuracy
+(bit-exact, or within NumPy's ulp threshold), cost class, and the capture targets that are the op.
+Every other list of op properties is derived from these declarations through the queries at the
+end of this module (``commutative_ops()``, ``op_info(name).cost_class``...), never kept by hand.
+Later layers register their own rules for an op by its name: capture rules in
+``stax.ir.to_opgraph``, loop lowering in ``stax.loop``, CPU emission in ``stax.codegen``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,24 @@ class OpKind(str, Enum):
     SCAN = "scan"  # a running reduction along one axis (cumsum, cumprod)
 
 
+class Accuracy(str, Enum):
+    """How close a backend's result must be to the op's NumPy reference."""
+
+    EXACT = "exact"  # bit for bit (IEEE operations, bit manipulation, selection, integer math)
+    #: within NumPy's own ulp threshold of the correctly rounded result (its umath validation
+    #: data: 1 ulp for float64, 2 for cbrt and tanh, 2-4 for float32). Neither NumPy's libm nor
+    #: a backend's routine is correctly rounded, so the last bits may differ from NumPy's.
+    ULP = "ulp"
+
+
+class CostClass(str, Enum):
+    """What one element of the op costs, in kind (a target's cost model prices each class)."""
+
+    UNIT = "unit"  # one vector instruction
+    DIVIDE = "divide"  # one long-latency instruction (division, square root)
+    FUNCTION = "function"  # a vectorized math routine of tens of instructions (exp, pow, hypot)
+
+
 @dataclass(frozen=True)
 class OpDef:
     name: str
@@ -38,55 +60,111 @@ class OpDef:
     #: effect (``Node.effectful``), never removed, merged or moved. The ``extern`` op is not: a
     #: draw from a generator argument is one of its nodes marked at capture (meta ``random``)
     random: bool = False
+    #: each result element is computed from the operands' elements at its index (broadcast)
+    elementwise: bool = False
+    #: op(x, y) == op(y, x) bit for bit, so a constant may be moved to either side
+    commutative: bool = False
+    #: compares its operands in their common dtype; the result is bool
+    comparison: bool = False
+    accuracy: Accuracy = Accuracy.EXACT
+    cost_class: CostClass = CostClass.UNIT
+    #: capture targets that are this op, one call for one op, lowered by the standard capture
+    #: rule of the op's kind (``stax.ir.to_opgraph.standard``): ``numpy.exp``, ``operator.add``,
+    #: ``method:sum``. Calls lowered by a rule of their own (``np.fmod``: abs, mod, copysign) are
+    #: not listed: that rule names the ops it emits.
+    captures: tuple[str, ...] = ()
+    #: no capture rule produces the op natively: it is a NumPy step run between kernels
+    numpy_step_only: bool = False
 
 
 OPS: dict[str, OpDef] = {}
 
 
 def _declare(name: str, kind: OpKind, arity: int, reference: Callable[..., Any],
-             attrs: tuple[str, ...] = (), doc: str = "",
-             decompose: Callable[..., Any] | None = None, random: bool = False) -> None:
-    OPS[name] = OpDef(name, kind, arity, reference, attrs, doc, decompose, random)
+             attrs: tuple[str, ...] = (), doc: str = "", **properties: Any) -> None:
+    if name in OPS:
+        raise ValueError(f"op {name!r} is declared twice")
+    OPS[name] = OpDef(name, kind, arity, reference, attrs, doc, **properties)
+
+
+def _elementwise(name: str, arity: int, reference: Callable[..., Any], captures: tuple[str, ...],
+                 doc: str = "", **properties: Any) -> None:
+    _declare(name, OpKind.POINTWISE, arity, reference, doc=doc, elementwise=True,
+             captures=captures, **properties)
 
 
 P, R = OpKind.POINTWISE, OpKind.REDUCTION
-_declare("add", P, 2, np.add, doc="x + y (logical or on bool)")
-_declare("sub", P, 2, np.subtract)
-_declare("mul", P, 2, np.multiply, doc="x * y (logical and on bool)")
-_declare("truediv", P, 2, np.true_divide)
-_declare("floordiv", P, 2, np.floor_divide, doc="x // y: floor of the quotient (integers: 0 when "
-         "y == 0, wrapping at the minimum // -1)")
-_declare("mod", P, 2, np.remainder, doc="x % y with the sign of y (integers: 0 when y == 0)")
+_IEEE_DOC = "exactly NumPy's ufunc (IEEE: correctly rounded)"
+_elementwise("add", 2, np.add, ("operator.add", "numpy.add"), "x + y (logical or on bool)",
+             commutative=True)
+_elementwise("sub", 2, np.subtract, ("operator.sub", "numpy.subtract"))
+_elementwise("mul", 2, np.multiply, ("operator.mul", "numpy.multiply"),
+             "x * y (logical and on bool)", commutative=True)
+_elementwise("truediv", 2, np.true_divide,
+             ("operator.truediv", "numpy.true_divide", "numpy.divide"),
+             cost_class=CostClass.DIVIDE)
+_elementwise("floordiv", 2, np.floor_divide, ("operator.floordiv", "numpy.floor_divide"),
+             "x // y: floor of the quotient (integers: 0 when y == 0, wrapping at the minimum "
+             "// -1)")
+_elementwise("mod", 2, np.remainder, ("operator.mod", "numpy.remainder", "numpy.mod"),
+             "x % y with the sign of y (integers: 0 when y == 0)")
 # bits, logic, predicates and signs: exact, as NumPy's ufuncs (stax.loop.bits lowers them)
-for _name, _ufunc in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
-                      ("bitwise_xor", np.bitwise_xor), ("left_shift", np.left_shift),
-                      ("right_shift", np.right_shift), ("logical_and", np.logical_and),
-                      ("logical_or", np.logical_or), ("logical_xor", np.logical_xor),
-                      ("copysign", np.copysign), ("fmax", np.fmax), ("fmin", np.fmin),
-                      ("heaviside", np.heaviside)):
-    _declare(_name, P, 2, _ufunc, doc=f"numpy.{_ufunc.__name__}, exactly")
-for _name, _ufunc in (("invert", np.invert), ("logical_not", np.logical_not),
-                      ("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite),
-                      ("signbit", np.signbit), ("sign", np.sign), ("positive", np.positive),
-                      ("reciprocal", np.reciprocal)):
-    _declare(_name, P, 1, _ufunc, doc=f"numpy.{_ufunc.__name__}, exactly")
-_declare("hypot", P, 2, np.hypot, doc="within a measured ulp bound of NumPy")
-_declare("arctan2", P, 2, np.arctan2, doc="within a measured ulp bound of NumPy (float32)")
-_declare("ldexp", P, 2, np.ldexp, doc="x * 2**n, exact then rounded once (float32)")
-_declare("bitwise_count", P, 1, np.bitwise_count, doc="set bits of |x| (uint8), as NumPy")
-_declare("nextafter", P, 2, np.nextafter, doc="numpy.nextafter, exactly")
-_declare("spacing", P, 1, np.spacing, doc="numpy.spacing, exactly")
-_declare("frexp_mantissa", P, 1, lambda x: np.frexp(x)[0], doc="numpy.frexp's mantissa, exactly")
-_declare("frexp_exponent", P, 1, lambda x: np.frexp(x)[1], doc="numpy.frexp's exponent (int32)")
-_declare("logaddexp", P, 2, np.logaddexp, doc="within a measured ulp bound of NumPy (float32)")
-_declare("logaddexp2", P, 2, np.logaddexp2, doc="within a measured ulp bound of NumPy (float32)")
-_declare("pow", P, 2, np.power, doc="x ** y, within a measured ulp bound of NumPy (float32)")
-_declare("maximum", P, 2, np.maximum, doc="NaN-propagating; returns y when x == y")
-_declare("minimum", P, 2, np.minimum, doc="NaN-propagating; returns y when x == y")
-_declare("neg", P, 1, np.negative)
-for _name, _ufunc in (("abs", np.absolute), ("sqrt", np.sqrt), ("floor", np.floor),
-                      ("ceil", np.ceil), ("trunc", np.trunc), ("rint", np.rint)):
-    _declare(_name, P, 1, _ufunc, doc="exactly NumPy's ufunc (IEEE: correctly rounded)")
+_SYMMETRIC = {"commutative": True}
+for _name, _ufunc, _captures, _props in (
+        ("bitwise_and", np.bitwise_and, ("operator.and_", "numpy.bitwise_and"), _SYMMETRIC),
+        ("bitwise_or", np.bitwise_or, ("operator.or_", "numpy.bitwise_or"), _SYMMETRIC),
+        ("bitwise_xor", np.bitwise_xor, ("operator.xor", "numpy.bitwise_xor"), _SYMMETRIC),
+        ("left_shift", np.left_shift,
+         ("operator.lshift", "numpy.left_shift", "numpy.bitwise_left_shift"), {}),
+        ("right_shift", np.right_shift,
+         ("operator.rshift", "numpy.right_shift", "numpy.bitwise_right_shift"), {}),
+        ("logical_and", np.logical_and, ("numpy.logical_and",), _SYMMETRIC),
+        ("logical_or", np.logical_or, ("numpy.logical_or",), _SYMMETRIC),
+        ("logical_xor", np.logical_xor, ("numpy.logical_xor",), _SYMMETRIC),
+        ("copysign", np.copysign, ("numpy.copysign",), {}),
+        ("fmax", np.fmax, ("numpy.fmax",), {}), ("fmin", np.fmin, ("numpy.fmin",), {}),
+        ("heaviside", np.heaviside, ("numpy.heaviside",), {})):
+    _elementwise(_name, 2, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly", **_props)
+for _name, _ufunc, _captures in (
+        ("invert", np.invert, ("operator.invert", "numpy.invert", "numpy.bitwise_not",
+                               "numpy.bitwise_invert")),
+        ("logical_not", np.logical_not, ("numpy.logical_not",)),
+        ("isnan", np.isnan, ("numpy.isnan",)), ("isinf", np.isinf, ("numpy.isinf",)),
+        ("isfinite", np.isfinite, ("numpy.isfinite",)),
+        ("signbit", np.signbit, ("numpy.signbit",)), ("sign", np.sign, ("numpy.sign",)),
+        ("positive", np.positive, ("operator.pos", "numpy.positive")),
+        ("reciprocal", np.reciprocal, ("numpy.reciprocal",))):
+    _elementwise(_name, 1, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly")
+_APPROXIMATE = {"accuracy": Accuracy.ULP, "cost_class": CostClass.FUNCTION}
+_elementwise("hypot", 2, np.hypot, ("numpy.hypot",), "within NumPy's ulp threshold",
+             **_APPROXIMATE)
+_elementwise("arctan2", 2, np.arctan2, ("numpy.arctan2",), "within NumPy's ulp threshold",
+             **_APPROXIMATE)
+_elementwise("ldexp", 2, np.ldexp, ("numpy.ldexp",), "x * 2**n, exact then rounded once (float32)")
+_elementwise("bitwise_count", 1, np.bitwise_count, ("numpy.bitwise_count",),
+             "set bits of |x| (uint8), as NumPy")
+_elementwise("nextafter", 2, np.nextafter, ("numpy.nextafter",), "numpy.nextafter, exactly")
+_elementwise("spacing", 1, np.spacing, ("numpy.spacing",), "numpy.spacing, exactly")
+# numpy.frexp's two results: its own capture rule emits both ops
+_elementwise("frexp_mantissa", 1, lambda x: np.frexp(x)[0], (), "numpy.frexp's mantissa, exactly")
+_elementwise("frexp_exponent", 1, lambda x: np.frexp(x)[1], (),
+             "numpy.frexp's exponent (int32)")
+_elementwise("logaddexp", 2, np.logaddexp, ("numpy.logaddexp",), "within NumPy's ulp threshold",
+             **_APPROXIMATE)
+_elementwise("logaddexp2", 2, np.logaddexp2, ("numpy.logaddexp2",),
+             "within NumPy's ulp threshold", **_APPROXIMATE)
+# x ** y: its capture rule computes constant exponents exactly (x * x, sqrt, 1 / x)
+_elementwise("pow", 2, np.power, (), "x ** y, within NumPy's ulp threshold", **_APPROXIMATE)
+_elementwise("maximum", 2, np.maximum, ("numpy.maximum",),
+             "NaN-propagating; returns y when x == y")
+_elementwise("minimum", 2, np.minimum, ("numpy.minimum",),
+             "NaN-propagating; returns y when x == y")
+_elementwise("neg", 1, np.negative, ("operator.neg", "numpy.negative"))
+_elementwise("abs", 1, np.absolute, ("numpy.absolute", "operator.abs", "numpy.fabs"), _IEEE_DOC)
+_elementwise("sqrt", 1, np.sqrt, ("numpy.sqrt",), _IEEE_DOC, cost_class=CostClass.DIVIDE)
+for _name, _ufunc in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc),
+                      ("rint", np.rint)):
+    _elementwise(_name, 1, _ufunc, (f"numpy.{_name}",), _IEEE_DOC)
 for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh), ("sin", np.sin),
                       ("cos", np.cos), ("log2", np.log2), ("log10", np.log10),
                       ("log1p", np.log1p), ("expm1", np.expm1), ("exp2", np.exp2),
@@ -94,8 +172,10 @@ for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh), ("sin
                       ("arctan", np.arctan), ("arcsin", np.arcsin), ("arccos", np.arccos),
                       ("arcsinh", np.arcsinh), ("arccosh", np.arccosh), ("arctanh", np.arctanh),
                       ("tan", np.tan)):
-    _declare(_name, P, 1, _ufunc, doc="within a measured ulp bound of NumPy (not bit-exact: "
-             "neither is libm)")
+    _elementwise(_name, 1, _ufunc, (f"numpy.{_name}",), "within NumPy's ulp threshold (not "
+                 "bit-exact: neither is libm)", **_APPROXIMATE)
+
+
 class _Memory:
     """Memory of ``owner`` seen through another shape and strides (NumPy keeps this as the
     view's base, and it keeps ``owner`` alive)."""
@@ -117,46 +197,62 @@ def _view_reference(x: Any, offset: int, strides: tuple[int, ...], shape: tuple[
 _declare("view", P, 1, _view_reference, attrs=("offset", "strides", "shape"),
          doc="the elements of the operand's memory at element offset + sum(i * strides): how "
              "transposes, slices, reshapes and broadcasts of an operand read it")
-_declare("where", P, 3, np.where, doc="cond ? a : b; cond is any value's truth (NaN is true)")
+# np.where's own rule: its one-operand form is np.nonzero
+_declare("where", P, 3, np.where, doc="cond ? a : b; cond is any value's truth (NaN is true)",
+         elementwise=True)
 _declare("cast", P, 1, lambda x, dtype: np.asarray(x).astype(dtype), attrs=("dtype",),
-         doc="x.astype(dtype)")
-for _name, _ufunc in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                      ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
-    _declare(_name, P, 2, _ufunc, doc="comparison in the operands' common dtype; NaN compares "
-             "unequal to everything")
-COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+         doc="x.astype(dtype)", elementwise=True)
+for _name, _ufunc, _props in (("lt", np.less, {}), ("le", np.less_equal, {}),
+                              ("gt", np.greater, {}), ("ge", np.greater_equal, {}),
+                              ("eq", np.equal, _SYMMETRIC),
+                              ("ne", np.not_equal, _SYMMETRIC)):
+    _elementwise(_name, 2, _ufunc, (f"operator.{_name}", f"numpy.{_ufunc.__name__}"),
+                 "comparison in the operands' common dtype; NaN compares unequal to everything",
+                 comparison=True, **_props)
+
+
+def _reduction_captures(name: str, *aliases: str) -> tuple[str, ...]:
+    return (f"numpy.{name}", *(f"numpy.{a}" for a in aliases), f"method:{name}")
+
+
 _declare("sum", R, 1,
          lambda x, axis, keepdims, dtype: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"),
-         doc="sum over the axes in ``axis`` (a tuple), accumulating in ``dtype``")
+         doc="sum over the axes in ``axis`` (a tuple), accumulating in ``dtype``",
+         captures=_reduction_captures("sum"))
 
 
 _declare("max", R, 1, lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
-         attrs=("axis", "keepdims"), doc="NaN-propagating maximum over ``axis``")
+         attrs=("axis", "keepdims"), doc="NaN-propagating maximum over ``axis``",
+         captures=_reduction_captures("max", "amax"))
 _declare("min", R, 1, lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
-         attrs=("axis", "keepdims"), doc="NaN-propagating minimum over ``axis``")
+         attrs=("axis", "keepdims"), doc="NaN-propagating minimum over ``axis``",
+         captures=_reduction_captures("min", "amin"))
 _declare("prod", R, 1,
          lambda x, axis, keepdims, dtype: np.prod(x, axis=axis, keepdims=keepdims, dtype=dtype),
-         attrs=("axis", "keepdims", "dtype"), doc="product over ``axis`` in ``dtype``")
+         attrs=("axis", "keepdims", "dtype"), doc="product over ``axis`` in ``dtype``",
+         captures=_reduction_captures("prod"))
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
     _declare(_name, R, 1,
              lambda x, axis, keepdims, _fn=_fn: _arg_reference(_fn, x, axis, keepdims),
              attrs=("axis", "keepdims"),
              doc="index of the first extreme value (a NaN counts as the extreme), flattened "
-                 "over ``axis`` when it names every axis")
+                 "over ``axis`` when it names every axis", captures=_reduction_captures(_name))
 _declare("any", R, 1, lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims),
-         attrs=("axis", "keepdims"))
+         attrs=("axis", "keepdims"), captures=_reduction_captures("any"))
 _declare("all", R, 1, lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
-         attrs=("axis", "keepdims"))
+         attrs=("axis", "keepdims"), captures=_reduction_captures("all"))
 for _name, _fn in (("var", np.var), ("std", np.std)):
     _declare(_name, R, 1,
              lambda x, axis, keepdims, ddof, dtype, _fn=_fn: _fn(x, axis=axis, keepdims=keepdims,
                                                                   ddof=ddof, dtype=dtype),
              attrs=("axis", "keepdims", "ddof", "dtype"),
-             doc="two-pass: the mean, then the mean squared deviation (as NumPy computes it)")
+             doc="two-pass: the mean, then the mean squared deviation (as NumPy computes it)",
+             captures=_reduction_captures(_name))
 _declare("mean", R, 1,
          lambda x, axis, keepdims, dtype: np.mean(x, axis=axis, keepdims=keepdims, dtype=dtype),
-         attrs=("axis", "keepdims", "dtype"), doc="mean over ``axis``, accumulating in ``dtype``")
+         attrs=("axis", "keepdims", "dtype"), doc="mean over ``axis``, accumulating in ``dtype``",
+         captures=_reduction_captures("mean"))
 
 
 def _mse_loss_reference(x: Any, y: Any) -> Any:
@@ -212,9 +308,10 @@ def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> A
 
 _declare("cumsum", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumsum(x, axis=axis, dtype=dtype),
          attrs=("axis", "dtype"), doc="running sum along ``axis``, accumulated in ``dtype`` in "
-         "order (bit-exact with NumPy's sequential loop)")
+         "order (bit-exact with NumPy's sequential loop)", captures=_reduction_captures("cumsum"))
 _declare("cumprod", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumprod(x, axis=axis, dtype=dtype),
-         attrs=("axis", "dtype"), doc="running product along ``axis``, in order")
+         attrs=("axis", "dtype"), doc="running product along ``axis``, in order",
+         captures=_reduction_captures("cumprod"))
 # building arrays: concatenation, stacking, constant padding, triangles, and creation functions
 _declare("concatenate", P, -1, lambda *xs, axis: np.concatenate(xs, axis=axis), attrs=("axis",),
          doc="the operands joined along ``axis`` (each cast to the result dtype)")
@@ -247,7 +344,7 @@ _declare("eye", P, 0, lambda n, m, k, dtype: np.eye(n, m, k, dtype=dtype),
          attrs=("n", "m", "k", "dtype"), doc="np.eye")
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
-             "NumPy; its operands may nest nodes inside tuples and lists")
+             "NumPy; its operands may nest nodes inside tuples and lists", numpy_step_only=True)
 
 
 def _arg_reference(fn: Any, x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
@@ -262,6 +359,42 @@ def get_op(name: str) -> OpDef:
         return OPS[name]
     except KeyError:
         raise KeyError(f"unknown op {name!r}; known ops: {sorted(OPS)}") from None
+
+
+# -- queries: every list of op properties elsewhere is one of these ------------------------------
+
+op_info = get_op  # the declaration of an op, by name: ``op_info("exp").cost_class``
+
+
+def _where(test: Callable[[OpDef], bool]) -> frozenset[str]:
+    return frozenset(name for name, op in OPS.items() if test(op))
+
+
+def elementwise_ops() -> frozenset[str]:
+    return _where(lambda op: op.elementwise)
+
+
+def commutative_ops() -> frozenset[str]:
+    return _where(lambda op: op.commutative)
+
+
+def comparison_ops() -> frozenset[str]:
+    return _where(lambda op: op.comparison)
+
+
+def approximate_ops() -> frozenset[str]:
+    """Ops whose results are within NumPy's ulp threshold, not bit for bit (``Accuracy.ULP``)."""
+    return _where(lambda op: op.accuracy is Accuracy.ULP)
+
+
+def ops_of_cost(*classes: CostClass) -> frozenset[str]:
+    """Ops whose cost class is one of ``classes`` (``ops_of_cost(CostClass.FUNCTION)``)."""
+    return _where(lambda op: op.cost_class in classes)
+
+
+def capture_targets_of(ops: frozenset[str] | set[str]) -> frozenset[str]:
+    """The capture targets declared as one of ``ops`` (``OpDef.captures``)."""
+    return frozenset(t for name in ops for t in get_op(name).captures)
 
 
 # -- functions NumPy lacks (``stax.runtime.nn``): their eager semantics, declared here so every
