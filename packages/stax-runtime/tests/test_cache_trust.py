@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.codegen import Executable, KernelArtifact
-from stax.codegen.cpu import objcache
-from stax.codegen.cpu.objcache import ObjectCache
+from stax.codegen import Executable, KernelArtifact, diskcache
+from stax.codegen.diskcache import DiskCache
 from stax.ir.interpreter import DisallowedExternError, call_method, resolve_function
 
 
@@ -30,12 +29,12 @@ def stages(cf):
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path))
-    objcache._reported.clear()
+    diskcache._reported.clear()
     return tmp_path
 
 
 def entries(cache, kind):
-    return ObjectCache(cache / kind, suffix=".json", root=cache), sorted(
+    return DiskCache(cache / kind, suffix=".json", root=cache), sorted(
         (cache / kind).rglob("*.json"))
 
 
@@ -64,7 +63,7 @@ def test_a_plan_that_does_not_load_is_made_again(cache, caplog):
     stax.compile(gcd_plus_one)(*args())
     store, (path,) = entries(cache, "plans")
     for bad in ({"schema": "nonsense"}, [1, 2, 3]):
-        objcache._reported.clear()
+        diskcache._reported.clear()
         forge(store, path, bad)
         with caplog.at_level(logging.WARNING, logger="stax"):
             cf = stax.compile(gcd_plus_one)

@@ -1,15 +1,20 @@
 """stax.codegen — scheduling, fusion and LLVM code generation for the CPU (spec §7–8)."""
 
 from .artifact import KERNELS_SCHEMA, BufferPlan, KernelArtifact, KernelPlan, load_artifact
+from .cpu.target import cpu_target
+from .devices import target_for
+from .diskcache import DiskCache
 from .executable import Executable, ExternResultMismatch, FloatingPointEvents, InputMismatch
-from .generate import CODEGEN_VERSION, CodegenOptions, generate
+from .generate import CodegenOptions, generate
 from .scheduler import FusionDecision, schedule
+from .target import Identity, NumericLimits, Target
+from .version import CODEGEN_VERSION
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CODEGEN_VERSION", "KERNELS_SCHEMA", "BufferPlan", "CodegenOptions", "Executable",
-    "ExternResultMismatch", "FloatingPointEvents", "FusionDecision", "InputMismatch",
-    "KernelArtifact", "KernelPlan",
-    "generate", "load_artifact", "schedule",
+    "CODEGEN_VERSION", "KERNELS_SCHEMA", "BufferPlan", "CodegenOptions", "DiskCache", "Executable",
+    "ExternResultMismatch", "FloatingPointEvents", "FusionDecision", "Identity", "InputMismatch",
+    "KernelArtifact", "KernelPlan", "NumericLimits", "Target",
+    "cpu_target", "generate", "load_artifact", "schedule", "target_for",
 ]

@@ -12,15 +12,16 @@ from stax.loop import ExternCall, LoopProgram, index_width, loads
 from stax.loop.ir import encode_operands
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
-from .cpu.costs import operations
 from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.fpevents import float_events, has_events, underflow_unseen
-from .cpu.jit import array_data_offset, host_target
+from .cpu.host import host_identity
+from .cpu.jit import array_data_offset
 from .cpu.pool import native_available
+from .cpu.target import cpu_target
 from .memory_plan import order_steps, plan_storage
 from .scheduler import Group, schedule
-
-CODEGEN_VERSION = "0.1.0"
+from .target import Target
+from .version import CODEGEN_VERSION
 
 
 def _default_parallel_threshold() -> int:
@@ -35,9 +36,13 @@ class CodegenOptions:
     parallel_threshold: int = field(default_factory=_default_parallel_threshold)
 
 
-def generate(program: LoopProgram, options: CodegenOptions | None = None) -> KernelArtifact:
-    """Build the ``stax.kernels/1`` artifact for ``program`` (LLVM IR for the host CPU)."""
+def generate(program: LoopProgram, options: CodegenOptions | None = None,
+             target: Target | None = None) -> KernelArtifact:
+    """Build the ``stax.kernels/1`` artifact for ``program`` on ``target`` (default: the host
+    CPU's, ``cpu_target()``: LLVM IR for this process's CPU)."""
     options = options or CodegenOptions()
+    target = target or cpu_target()
+    _check_emitter(target)
     groups, decisions = schedule(program)
     output_names = {o.buffer for o in program.outputs if o.buffer is not None}
     kept = output_names | set(program.checks)  # read after the last step: never reused
@@ -45,13 +50,13 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
              for b in (*program.inputs, *program.buffers)}
     groups = order_steps(groups, sizes, kept)
     storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept)
-    host = host_target()
+    identity = target.identity
     module = ir.Module(name=program.name)
-    module.triple = host.triple
+    module.triple = identity.triple
     # every kernel again, float arithmetic with exact checks, compiled only when a call needs them
     # (``cpu/fpevents.py``); only float tests are inexact, integer division events are not
     precise = ir.Module(name=program.name)
-    precise.triple = host.triple
+    precise.triple = identity.triple
     dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
     dtypes[EVENTS_BUFFER] = "int32"
     nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
@@ -76,8 +81,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
         emit_kernel(module, spec, array_data_offset())
         emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         floats = floats or float_events(group.nodes)
-        unseen = unseen or underflow_unseen(group.nodes, host.triple)
-        kernels.append(_plan(name, group, args, nbytes, options, events))
+        unseen = unseen or underflow_unseen(group.nodes, identity.triple)
+        kernels.append(_plan(name, group, args, nbytes, options, events, target))
         steps.append(name)
     buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
     buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
@@ -89,11 +94,22 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None) -> Ker
         buffers.append(BufferPlan(EVENTS_BUFFER, (1,), "int32", (1,), "events"))
     outputs = [{"buffer": o.buffer, "scalar": o.scalar} if o.buffer is not None
                else {"const": o.const} for o in program.outputs]
-    return KernelArtifact(program.name, host.to_json(), CODEGEN_VERSION, str(module), buffers,
+    return KernelArtifact(program.name, identity.to_json(), CODEGEN_VERSION, str(module), buffers,
                           kernels, list(program.input_slots), program.input_tree, outputs,
                           program.output_tree, [asdict(d) for d in decisions], externs, steps,
                           storage, dict(program.checks), str(precise) if floats else None,
                           unseen)
+
+
+def _check_emitter(target: Target) -> None:
+    """The CPU emitter (``cpu/emit.py``) makes code for this process's CPU only: its exact
+    products follow the host's FMA and the JIT compiles for the host."""
+    if target.device != "cpu":
+        raise ValueError(f"no emitter for device {target.device!r} (only 'cpu')")
+    if target.identity != host_identity():
+        raise ValueError(f"the CPU emitter makes code for this host ({host_identity().cpu}, "
+                         f"{host_identity().triple}), not for {target.identity.cpu}, "
+                         f"{target.identity.triple}")
 
 
 def _extern_plan(call: ExternCall) -> ExternPlan:
@@ -112,25 +128,26 @@ def _kernel_args(group: Group) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _cost_per_element(group: Group) -> int:
-    """Cost units (``cpu.costs``: about 25 ps of one thread each) per loop iteration."""
+def _cost_per_element(group: Group, target: Target) -> int:
+    """Cost units (the target's cost model; on the CPU about 25 ps of one thread each) per loop
+    iteration."""
     total = 0
     for node in group.nodes:
         if isinstance(node, ExternCall):
             continue
-        total += operations(node.data.body)
+        total += target.element_cost(node.data.body)
     return max(total, 1)
 
 
 def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int],
-          options: CodegenOptions, events: str | None) -> KernelPlan:
+          options: CodegenOptions, events: str | None, target: Target) -> KernelPlan:
     first = group.nodes[0]
     work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
     outer = first.ranges[0] if first.ranges else 1
     computes = tuple(n.name for n in group.nodes)
     read = sum(nbytes[a] for a in args if a not in computes)
     written = sum(nbytes[c] for c in computes)
-    parallel = outer > 1 and work * _cost_per_element(group) >= options.parallel_threshold
+    parallel = outer > 1 and work * _cost_per_element(group, target) >= options.parallel_threshold
     bits = max(index_width(n) for n in group.nodes)
     return KernelPlan(name, args + ((events,) if events else ()), computes, outer, work, parallel,
                       read, written, bits)

@@ -14,14 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import Executable, KernelArtifact, generate
-from stax.codegen.cpu.costs import keep_in_memory
-from stax.codegen.cpu.jit import host_target
-from stax.codegen.cpu.objcache import ObjectCache
-from stax.codegen.generate import CODEGEN_VERSION
+from stax.codegen import DiskCache, Executable, KernelArtifact, Target, generate, target_for
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
 from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
-from stax.loop import LOWERINGS, lower_opgraph
+from stax.loop import lower_opgraph
 
 from . import config
 from .capture_cache import stax_fingerprint
@@ -45,9 +41,12 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
                  dump: Callable[[str, Any], None] | None = None,
                  timings: dict[str, float] | None = None,
                  log: Callable[[str, str], None] | None = None,
-                 pipeline: str = DEFAULT_PIPELINE, cache_dir: Any = None,
-                 **options: Any) -> Callable[..., list[Any]]:
-    """The default backend: passes -> op graph -> loop IR -> fused LLVM kernels."""
+                 pipeline: str = DEFAULT_PIPELINE, cache_dir: Any = None, device: str = "cpu",
+                 target: Target | None = None, **options: Any) -> Callable[..., list[Any]]:
+    """The default backend: passes -> op graph -> loop IR -> fused LLVM kernels, for ``target``
+    (default: the target of ``device``). The target decides the decomposition basis, the
+    materialization policy, the code and the cache keys."""
+    target = target or target_for(device)
     dump = dump or (lambda stage, doc: None)
     log = log or (lambda category, text: None)
     timings = timings if timings is not None else {}
@@ -62,7 +61,7 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     # with STAX_DUMP_DIR every document is wanted, so the plan is made, not loaded
     plans = _plan_cache(cache_dir) if config.current().dump_dir is None else None
     key = plans.key(json.dumps(capture.to_json(), sort_keys=True, default=repr), pipeline,
-                    CODEGEN_VERSION, stax_fingerprint(), *_host_parts()) if plans is not None else None
+                    stax_fingerprint(), *target.cache_key) if plans is not None else None
     blob = plans.load(key) if plans is not None and key is not None else None
     if plans is not None and key is not None and blob is not None:
         # the whole plan of an identical capture: straight to machine code
@@ -81,16 +80,16 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     log("passes", f"passes on {capture.name}:\n{run_pipeline(capture.graph, pipeline)}")
     stage("passes")
     opgraph = lower_capture(capture)
-    expanded = decompose_to_basis(opgraph.graph, basis=set(LOWERINGS))  # spec §4.8
+    expanded = decompose_to_basis(opgraph.graph, basis=target.basis)  # spec §4.8
     if expanded:
         log("passes", f"op-level decomposition: {', '.join(expanded)}")
     verify_graph(opgraph.graph)
     dump("opgraph", opgraph)
     stage("opgraph")
-    loop = lower_opgraph(opgraph, materialize=keep_in_memory)  # the CPU's cost model (§6.6)
+    loop = lower_opgraph(opgraph, materialize=target.materialize)  # its cost model (§6.6)
     dump("loopir", loop)
     stage("loopir")
-    artifact = generate(loop)
+    artifact = generate(loop, target=target)
     dump("kernels", artifact)
     stage("kernels")
     if plans is not None and key is not None:
@@ -101,15 +100,15 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     return executable
 
 
-def _plan_cache(cache_dir: Any) -> ObjectCache | None:
-    """Kernel plans stored by the content of the capture they came from (with the pipeline, the
-    codegen version and the host): a warm start skips passes, lowering and IR emission."""
+def _plan_cache(cache_dir: Any) -> DiskCache | None:
+    """Kernel plans stored by the content of the capture they came from (with the pipeline and
+    the target's cache key): a warm start skips passes, lowering and IR emission."""
     if cache_dir is None:
         return None
-    return ObjectCache(Path(cache_dir) / "plans", suffix=".json", root=cache_dir)
+    return DiskCache(Path(cache_dir) / "plans", suffix=".json", root=cache_dir)
 
 
-def _cached_plan(plans: ObjectCache, key: str, blob: bytes, cache_dir: Any
+def _cached_plan(plans: DiskCache, key: str, blob: bytes, cache_dir: Any
                  ) -> tuple[KernelArtifact, Executable, float] | None:
     """The executable of a stored plan (and when its document was read), or None: a plan that
     does not parse or build (a defect of the entry, an extern outside the allow-list) is a miss,
@@ -123,11 +122,6 @@ def _cached_plan(plans: ObjectCache, key: str, blob: bytes, cache_dir: Any
         return None
     executable.artifact = artifact
     return artifact, executable, loaded
-
-
-def _host_parts() -> tuple[str, ...]:
-    host = host_target()
-    return host.triple, host.cpu, host.features
 
 
 def eager_backend(capture: GraphProgram, example_inputs: list[np.ndarray],

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen.cpu.objcache import ObjectCache
+from stax.codegen import DiskCache
 from stax.ir import CAPTURE_SCHEMA, GraphProgram
 
 from .signature import nested_codes
@@ -206,7 +206,7 @@ def _version(dist: str) -> str:
 
 class CaptureCache:
     def __init__(self, directory: Path) -> None:
-        self.entries = ObjectCache(Path(directory) / "captures", suffix=".json", root=directory)
+        self.entries = DiskCache(Path(directory) / "captures", suffix=".json", root=directory)
 
     def load(self, key: str) -> GraphProgram | None:
         """The stored capture, or None: an entry that does not parse is a miss, never an error."""

@@ -10,23 +10,16 @@ import functools
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
 
-from .objcache import ObjectCache
+from ..diskcache import DiskCache
+from .host import host_identity
+from .host import llvm as _llvm
 from .objfile import object_problem
-
-
-@functools.cache
-def _llvm() -> Any:
-    """llvmlite's binding, with the host target initialized (once). The module is imported with
-    this one, so its load time counts as an import, not as a compile."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    return llvm
+from .target import cpu_target
 
 
 def _llvm_lock() -> Any:
@@ -63,23 +56,6 @@ if hasattr(os, "register_at_fork"):
                         after_in_child=_after_fork_in_child)
 
 
-@dataclass(frozen=True)
-class HostTarget:
-    triple: str
-    cpu: str
-    features: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"device": "cpu", "triple": self.triple, "cpu": self.cpu, "features": self.features}
-
-
-@functools.cache
-def host_target() -> HostTarget:
-    llvm = _llvm()
-    return HostTarget(llvm.get_process_triple(), llvm.get_host_cpu_name(),
-                      llvm.get_host_cpu_features().flatten())
-
-
 @functools.cache
 def _target_machine() -> Any:
     """The target machine used for optimization passes and assembly listings (never handed to
@@ -89,7 +65,7 @@ def _target_machine() -> Any:
 
 def _new_target_machine() -> Any:
     llvm = _llvm()
-    host = host_target()
+    host = host_identity()
     target = llvm.Target.from_triple(host.triple)
     return target.create_target_machine(cpu=host.cpu, features=host.features, opt=3)
 
@@ -117,7 +93,7 @@ class CompiledModule:
     With a ``cache``, the object code is looked up by content first (a warm start parses and
     optimizes nothing) and stored after a compile."""
 
-    def __init__(self, llvm_ir: str | Callable[[], str], cache: ObjectCache | None = None,
+    def __init__(self, llvm_ir: str | Callable[[], str], cache: DiskCache | None = None,
                  speed_level: int = 3, key: str | None = None) -> None:
         """``llvm_ir`` may be a function making it, with ``key`` standing for its content in
         the cache (a module whose text is costly to build: a warm start does not build it)."""
@@ -125,7 +101,8 @@ class CompiledModule:
         self.from_cache = False
         content = key if key is not None else llvm_ir
         assert isinstance(content, str)
-        key = cache.key(content, str(speed_level), *_cache_key_parts()) if cache is not None else None
+        key = cache.key(content, str(speed_level), *cpu_target().cache_key) if cache is not None \
+            else None
         payload = cache.load(key) if cache is not None and key is not None else None
         self._source = llvm_ir
         self._cache, self._key = cache, key
@@ -139,7 +116,7 @@ class CompiledModule:
             cache.discard(key, f"it is not a loadable object: {problem}")
         self._compile(cache, key)
 
-    def _compile(self, cache: ObjectCache | None, key: str | None) -> None:
+    def _compile(self, cache: DiskCache | None, key: str | None) -> None:
         """Optimize and compile the IR, then keep only its object code, loaded into an engine of
         its own as a cached object is: an engine that owns an optimized IR module holds about
         800 KB for as long as the code lives, one over its object code about 70 KB."""
@@ -198,7 +175,7 @@ class CompiledModule:
 def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
-    module.triple = host_target().triple
+    module.triple = host_identity().triple
     module.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     vectorize = speed_level >= 2
@@ -234,20 +211,11 @@ def _dispose_pass_manager(passes: Any) -> None:
 def _engine_for_object(payload: bytes) -> Any:
     llvm = _llvm()
     empty = llvm.parse_assembly("")
-    empty.triple = host_target().triple
+    empty.triple = host_identity().triple
     engine = llvm.create_mcjit_compiler(empty, _new_target_machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(payload))
     engine.finalize_object()
     return engine
-
-
-def _cache_key_parts() -> tuple[str, ...]:
-    import llvmlite
-
-    from ..generate import CODEGEN_VERSION
-
-    host = host_target()
-    return (CODEGEN_VERSION, llvmlite.__version__, host.triple, host.cpu, host.features)
 
 
 def kernel_function(module: CompiledModule, name: str, nargs: int) -> Any:

@@ -22,7 +22,6 @@ Special values (NaN, +-inf, +-0.0, the domain edges) are selected at the end of 
 match C99 and NumPy.
 """
 
-from .dd import HAS_FMA
 from .explog import (
     arccosh,
     arcsinh,
@@ -50,4 +49,4 @@ UNARY = {"exp2": exp2, "expm1": expm1, "sinh": sinh, "cosh": cosh, "log2": log2,
 BINARY = {"hypot": hypot, "pow": pow, "arctan2": arctan2, "logaddexp": logaddexp,
           "logaddexp2": logaddexp2}
 
-__all__ = ["BINARY", "HAS_FMA", "TRIG_LIMIT", "UNARY", "ldexp"]
+__all__ = ["BINARY", "TRIG_LIMIT", "UNARY", "ldexp"]

@@ -8,15 +8,19 @@ from decimal import Decimal, localcontext
 
 from llvmlite import ir
 
-from ..jit import host_target
+from ..host import host_identity
 
 F64 = ir.DoubleType()
 I64 = ir.IntType(64)
 I1 = ir.IntType(1)
 
-#: exact products by FMA only where the CPU has it (the object cache keys on CPU features);
-#: elsewhere Dekker's splitting, which tests force to keep it covered
-HAS_FMA = "+fma" in host_target().features.split(",")
+
+def has_fma() -> bool:
+    """Exact products by FMA only where the host CPU has it (asked on the first product, never
+    at import; the disk cache keys on CPU features); elsewhere Dekker's splitting, which tests
+    force to keep it covered. These kernels make code for the host, as the JIT compiles it."""
+    return host_identity().fma
+
 
 # ln 2 = LN2_HI + LN2_LO with LN2_HI's low 21 bits zero: n LN2_HI is exact for |n| < 2^21
 LN2_HI = 6.93147180369123816490e-01
@@ -156,7 +160,7 @@ class Builder:
     def two_prod(self, x, y) -> tuple[ir.Value, ir.Value]:
         """p + e = x y exactly (no overflow, no underflow below 2^-969)."""
         p = self.mul(x, y)
-        if HAS_FMA:
+        if has_fma():
             return p, self.intrinsic("llvm.fma", x, y, self.neg(p))
         xh, xl = self.veltkamp(x)
         yh, yl = self.veltkamp(y)

@@ -12,7 +12,9 @@ from .dd import I1, I64, Builder, constants, decimal_pi
 
 # -- sin, cos, tan -------------------------------------------------------------------------------
 
-#: the fast reduction's range: n = rint(|x| 2/pi) < 2^23, so n times a 30-bit chunk is exact
+#: the fast reduction's range: n = rint(|x| 2/pi) < 2^23, so n times a 30-bit chunk is exact;
+#: the CPU target's ``limits.trig_reduction``, beyond which the loop layer's check runs the call
+#: as NumPy
 TRIG_LIMIT = 2.0 ** 23 * math.pi / 2
 
 

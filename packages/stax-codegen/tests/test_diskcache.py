@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from stax.codegen.cpu import objcache
+from stax.codegen import diskcache
 from stax.codegen.cpu.jit import CompiledModule
-from stax.codegen.cpu.objcache import ObjectCache, directory_problem
 from stax.codegen.cpu.objfile import object_problem
+from stax.codegen.diskcache import DiskCache, directory_problem
 
 IR = textwrap.dedent("""
     define i64 @answer() {
@@ -26,8 +26,8 @@ OTHER_IR = IR.replace("@answer", "@other").replace("42", "7")
 
 @pytest.fixture
 def cache(tmp_path):
-    objcache._reported.clear()
-    return ObjectCache(tmp_path / "cache")
+    diskcache._reported.clear()
+    return DiskCache(tmp_path / "cache")
 
 
 def key(n):
@@ -56,7 +56,7 @@ def test_read_and_unlink_errors_are_misses_not_exceptions(cache, monkeypatch):
     monkeypatch.setattr(type(path), "unlink", refuse)
     assert cache.load(key(1)) is None  # unlinking fails: still a miss
 
-    monkeypatch.setattr(objcache.os, "read", refuse)
+    monkeypatch.setattr(diskcache.os, "read", refuse)
     cache.store(key(2), b"payload")
     assert cache.load(key(2)) is None  # reading fails: a miss
 
@@ -66,8 +66,8 @@ def test_special_files_do_not_block_and_are_misses(tmp_path):
     script = textwrap.dedent(f"""
         import os
         from pathlib import Path
-        from stax.codegen.cpu.objcache import ObjectCache
-        cache = ObjectCache(Path({str(tmp_path)!r}) / "cache")
+        from stax.codegen.diskcache import DiskCache
+        cache = DiskCache(Path({str(tmp_path)!r}) / "cache")
         keys = [f"{{n:064x}}" for n in range(1, 6)]
         for k in keys:
             cache.path(k).parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +88,7 @@ def test_special_files_do_not_block_and_are_misses(tmp_path):
 
 def test_entries_over_the_size_cap_are_not_read(cache, monkeypatch):
     cache.store(key(1), b"y" * 1000)
-    monkeypatch.setattr(objcache, "MAX_ENTRY_BYTES", 500)
+    monkeypatch.setattr(diskcache, "MAX_ENTRY_BYTES", 500)
     assert cache.load(key(1)) is None
     cache.store(key(2), b"z" * 1000)  # not written either
     assert not cache.path(key(2)).exists()
@@ -97,15 +97,15 @@ def test_entries_over_the_size_cap_are_not_read(cache, monkeypatch):
 def test_a_failed_store_leaves_no_temporary_file(cache, monkeypatch):
     def refuse(*args):
         raise OSError("rename failed")
-    monkeypatch.setattr(objcache.os, "replace", refuse)
+    monkeypatch.setattr(diskcache.os, "replace", refuse)
     cache.store(key(1), b"payload")
     assert not list(cache.directory.rglob("*"))[1:]  # only the shard directory itself
     assert [p for p in cache.directory.rglob("*") if p.is_file()] == []
 
 
 def test_the_directory_is_created_private_and_checked(tmp_path, caplog):
-    objcache._reported.clear()
-    cache = ObjectCache(tmp_path / "new" / "cache")
+    diskcache._reported.clear()
+    cache = DiskCache(tmp_path / "new" / "cache")
     cache.store(key(1), b"payload")
     assert stat.S_IMODE((tmp_path / "new" / "cache").stat().st_mode) == 0o700
     assert stat.S_IMODE(cache.path(key(1)).parent.stat().st_mode) == 0o700
@@ -115,10 +115,10 @@ def test_the_directory_is_created_private_and_checked(tmp_path, caplog):
     shared.chmod(0o777)
     assert "writable by group and others" in directory_problem(shared)
     with caplog.at_level(logging.WARNING, logger="stax"):
-        unsafe = ObjectCache(shared / "objects", root=shared)
+        unsafe = DiskCache(shared / "objects", root=shared)
         unsafe.store(key(1), b"payload")
         assert unsafe.load(key(1)) is None
-        ObjectCache(shared).load(key(1))
+        DiskCache(shared).load(key(1))
     assert caplog.text.count("running without the disk cache") == 1
     assert not (shared / "objects").exists()
 
@@ -129,16 +129,16 @@ def test_a_directory_of_another_user_is_not_used(tmp_path):
     other.mkdir(mode=0o700)
     os.chown(other, 65534, 65534)
     assert "not by you" in directory_problem(other)
-    cache = ObjectCache(other)
+    cache = DiskCache(other)
     cache.store(key(1), b"payload")
     assert cache.load(key(1)) is None and not list(other.iterdir())
 
 
 def test_object_check_refuses_garbage_and_accepts_real_objects(tmp_path):
-    cache = ObjectCache(tmp_path)
+    cache = DiskCache(tmp_path)
     module = CompiledModule(IR, cache)
     (entry,) = [p for p in tmp_path.rglob("*.o")]
-    payload = entry.read_bytes()[objcache.HEADER:]
+    payload = entry.read_bytes()[diskcache.HEADER:]
     assert object_problem(payload) is None
     assert object_problem(b"garbage" * 100) is not None
     assert object_problem(b"\x7fELF" + bytes(range(256)) * 4) is not None
@@ -152,16 +152,16 @@ def test_forged_entries_with_a_valid_digest_are_rebuilt_not_run(tmp_path):
     process, since the failure this guards against is a segfault."""
     script = textwrap.dedent(f"""
         import ctypes, sys
-        from stax.codegen.cpu import objcache
-        from stax.codegen.cpu.objcache import ObjectCache
-        from stax.codegen.cpu.jit import CompiledModule, _cache_key_parts
+        from stax.codegen import cpu_target, diskcache
+        from stax.codegen.diskcache import DiskCache
+        from stax.codegen.cpu.jit import CompiledModule
         IR, OTHER = {IR!r}, {OTHER_IR!r}
-        cache = ObjectCache({str(tmp_path)!r})
-        key = cache.key(IR, "3", *_cache_key_parts())
+        cache = DiskCache({str(tmp_path)!r})
+        key = cache.key(IR, "3", *cpu_target().cache_key)
         other = CompiledModule(OTHER, cache)
-        other_key = cache.key(OTHER, "3", *_cache_key_parts())
+        other_key = cache.key(OTHER, "3", *cpu_target().cache_key)
         for forged in (b"garbage" * 100, cache.load(other_key)):
-            objcache._reported.clear()  # each problem is reported once per entry
+            diskcache._reported.clear()  # each problem is reported once per entry
             cache.store(key, forged)
             module = CompiledModule(IR, cache)
             answer = ctypes.CFUNCTYPE(ctypes.c_int64)(module.address("answer"))()
@@ -175,8 +175,8 @@ def test_forged_entries_with_a_valid_digest_are_rebuilt_not_run(tmp_path):
 
 
 def test_a_sound_entry_is_still_loaded(tmp_path):
-    CompiledModule(IR, ObjectCache(tmp_path))
-    warm = CompiledModule(IR, ObjectCache(tmp_path))
+    CompiledModule(IR, DiskCache(tmp_path))
+    warm = CompiledModule(IR, DiskCache(tmp_path))
     assert warm.from_cache
     assert ctypes.CFUNCTYPE(ctypes.c_int64)(warm.address("answer"))() == 42
     assert warm.from_cache  # the symbol was there: nothing rebuilt

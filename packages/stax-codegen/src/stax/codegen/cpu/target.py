@@ -1,0 +1,33 @@
+"""The host CPU as a ``Target``: LLVM kernels for this process's CPU, with the limits of this
+package's float kernels and the CPU cost model (``costs.py``)."""
+
+from __future__ import annotations
+
+import functools
+
+import llvmlite
+
+from stax.loop import LOWERINGS
+
+from ..target import NumericLimits, Target
+from .costs import keep_in_memory, operations
+from .host import host_identity
+from .vmath64.trig import TRIG_LIMIT
+
+#: dtypes the CPU kernels compute in; float16 waits for a checked rounding story
+LOOP_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                         "uint64", "float32", "float64"})
+#: |a / b| below which the emitted fmod (``py_mod``/``py_floordiv`` in ``emit.py``: a truncated
+#: quotient n, corrected by at most one, then fma(-n, b, a)) is exact
+FMOD_EXACT_QUOTIENT = (("float32", 2.0 ** 22), ("float64", 2.0 ** 51))
+
+
+@functools.cache
+def cpu_target() -> Target:
+    """The target of this process's CPU, probed once on first use. Its basis is every op the
+    loop layer lowers: the CPU emitter emits every loop operation."""
+    return Target(identity=host_identity(), basis=frozenset(LOWERINGS), loop_dtypes=LOOP_DTYPES,
+                  limits=NumericLimits(trig_reduction=TRIG_LIMIT,
+                                       fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
+                  materialize=keep_in_memory, element_cost=operations,
+                  compiler_version=llvmlite.__version__)

@@ -1,0 +1,101 @@
+"""A backend as an object: which machine code it makes (its identity), what it can emit (the op
+basis, the dtypes its loops take), where its kernels stop matching NumPy (numeric limits), how it
+weighs work (cost model, materialization policy) and how its code is keyed in the disk cache.
+
+The pipeline takes one (``generate(program, target=...)``), the runtime selects one by device
+(``devices.target_for``), and the loop layer receives its limits and dtypes as options. A target
+is made on first use: importing Stax asks LLVM nothing about the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .version import CODEGEN_VERSION
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The machine a target makes code for: for a CPU, LLVM's triple, CPU name and feature
+    string (``+avx2,-avx512f,...``), as the artifact's ``target`` records them."""
+
+    device: str
+    triple: str
+    cpu: str
+    features: str
+
+    def has(self, feature: str) -> bool:
+        """Whether the feature string enables ``feature`` (LLVM's name, without the ``+``)."""
+        return f"+{feature}" in self.features.split(",")
+
+    @property
+    def fma(self) -> bool:
+        """Whether the CPU fuses multiply-add (LLVM's x86 ``fma`` feature): exact products in
+        one instruction. Where the feature string does not say so, kernels take Dekker's exact
+        products instead, which are as exact and slower."""
+        return self.has("fma")
+
+    @property
+    def vector_bits(self) -> int:
+        """The widest SIMD register, in bits: 512 with AVX-512, 256 with AVX, 128 with SSE2 or
+        NEON, 0 where the features name none of these."""
+        for feature, bits in (("avx512f", 512), ("avx", 256), ("sse2", 128), ("neon", 128)):
+            if self.has(feature):
+                return bits
+        return 0
+
+    def key(self) -> tuple[str, ...]:
+        """What decides the machine code made for this identity (a disk-cache key's part)."""
+        return self.triple, self.cpu, self.features
+
+    def to_json(self) -> dict[str, str]:
+        return {"device": self.device, "triple": self.triple, "cpu": self.cpu,
+                "features": self.features}
+
+
+@dataclass(frozen=True)
+class NumericLimits:
+    """Where a target's native kernels stop matching NumPy. Beyond a limit the loop layer adds a
+    check, and a call that crosses it runs as NumPy (``lower_opgraph``'s options)."""
+
+    #: float64 sin, cos and tan are native for finite |x| below this (their argument
+    #: reduction's range)
+    trig_reduction: float
+    #: (float dtype, bound) pairs: fmod(a, b) is exact for |a / b| below the bound
+    fmod_exact_quotient: tuple[tuple[str, float], ...]
+
+    def fmod_limit(self, dtype: str) -> float:
+        """The ``fmod_exact_quotient`` bound of ``dtype`` (KeyError for another dtype)."""
+        return dict(self.fmod_exact_quotient)[dtype]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A frozen description of a backend; ``devices.target_for(device)`` gives the one to use."""
+
+    identity: Identity
+    #: op-graph ops lowered and emitted natively; others are decomposed into these when they
+    #: have a decomposition (spec §4.8), or run as NumPy steps
+    basis: frozenset[str]
+    #: dtypes its loops take; values of other dtypes are NumPy's (an extern step)
+    loop_dtypes: frozenset[str]
+    limits: NumericLimits
+    #: the materialization policy ``lower_opgraph(materialize=...)`` asks (spec §6.6)
+    materialize: Callable[[Any], bool]
+    #: the cost model: cost units to compute one element of a loop expression (the plan's
+    #: parallel threshold weighs work with it)
+    element_cost: Callable[[Any], int]
+    #: the version of the compiler behind the emitter (llvmlite's for the CPU)
+    compiler_version: str
+
+    @property
+    def device(self) -> str:
+        return self.identity.device
+
+    @property
+    def cache_key(self) -> tuple[str, ...]:
+        """What besides its input decides what this target makes: the codegen and compiler
+        versions and the identity. Part of every disk-cache key of its machine code and plans."""
+        return (CODEGEN_VERSION, self.compiler_version, *self.identity.key())

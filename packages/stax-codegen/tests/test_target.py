@@ -1,0 +1,217 @@
+"""The CPU backend as a ``Target`` (issue 11 item 1): made on first use (importing stax.codegen
+asks LLVM nothing about the host), one object the pipeline takes, and modules without import
+cycles."""
+
+import ast
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+
+import stax.codegen
+from stax.codegen import (
+    CODEGEN_VERSION,
+    CodegenOptions,
+    Identity,
+    Target,
+    cpu_target,
+    generate,
+    target_for,
+)
+from stax.codegen.cpu import vmath64
+from stax.codegen.cpu.costs import keep_in_memory, operations
+from stax.codegen.cpu.vmath64 import dd
+from stax.loop import LOWERINGS, LoopProgram, lower_opgraph
+
+PACKAGE = Path(stax.codegen.__file__).parent
+
+
+def module_imports(root: Path, package: str) -> dict[str, set[str]]:
+    """Each module of the package under ``root`` and the package's modules it imports, at module
+    level or inside a function (a lazy import closes a cycle as well)."""
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join([package, *parts])] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(here[:len(here) - node.level + 1] + [node.module or ""]).strip(".") \
+                    if node.level else node.module
+                submodules = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
+                # ``from . import x`` of a submodule x needs x, not the package's __init__
+                found = submodules if len(submodules) == len(node.names) else [base, *submodules]
+            else:
+                continue
+            edges.update(m for m in found if m in modules and m != name)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_between_modules_of_stax_codegen():
+    graph = module_imports(PACKAGE, "stax.codegen")
+    assert "stax.codegen.cpu.jit" in graph and len(graph) > 20  # the walk found the package
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_lazy_import_cycle(tmp_path):
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "a.py").write_text("from .b import f\n")
+    (tmp_path / "b.py").write_text("def f():\n    from . import a\n    return a\n")
+    (tmp_path / "c.py").write_text("from . import a\n")
+    assert cycles(module_imports(tmp_path, "p")) == [["p.a", "p.b"]]
+
+
+def test_importing_stax_codegen_asks_llvm_nothing_about_the_host():
+    """Every module of stax.codegen imported with LLVM's host queries refusing: the host is
+    probed on first use of a target, never at import."""
+    script = textwrap.dedent("""
+        import importlib, pkgutil
+        import llvmlite.binding as llvm
+        def refuse(*args, **kwargs):
+            raise AssertionError("the host was probed at import")
+        for name in ("get_process_triple", "get_host_cpu_name", "get_host_cpu_features",
+                     "initialize_native_target", "initialize_native_asmprinter"):
+            setattr(llvm, name, refuse)
+        import stax.codegen
+        names = [m.name for m in pkgutil.walk_packages(stax.codegen.__path__, "stax.codegen.")]
+        for name in names:
+            importlib.import_module(name)
+        print(len(names))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) > 20
+
+
+def test_the_cpu_target_is_this_host():
+    target = cpu_target()
+    assert target is cpu_target() is target_for("cpu")  # probed once
+    assert target.device == "cpu"
+    assert target.identity == Identity("cpu", llvm.get_process_triple(), llvm.get_host_cpu_name(),
+                                       llvm.get_host_cpu_features().flatten())
+    assert target.identity.fma == ("+fma" in llvm.get_host_cpu_features().flatten().split(","))
+    assert target.cache_key == (CODEGEN_VERSION, llvmlite.__version__, *target.identity.key())
+    assert target.basis == frozenset(LOWERINGS)
+    assert {"float32", "float64", "int64", "bool"} <= target.loop_dtypes
+    assert "float16" not in target.loop_dtypes
+    assert target.materialize is keep_in_memory and target.element_cost is operations
+
+
+def test_the_cpu_limits_are_its_kernels():
+    limits = cpu_target().limits
+    assert limits.trig_reduction == vmath64.TRIG_LIMIT == 2.0 ** 23 * np.pi / 2
+    assert limits.fmod_limit("float32") == 2.0 ** 22 and limits.fmod_limit("float64") == 2.0 ** 51
+    with pytest.raises(KeyError):
+        limits.fmod_limit("int32")
+
+
+def test_identity_features():
+    avx512 = Identity("cpu", "x86_64-unknown-linux-gnu", "skx", "+sse2,+avx,+avx2,+fma,+avx512f")
+    avx2 = Identity("cpu", "x86_64-unknown-linux-gnu", "haswell", "+sse2,+avx,+avx2,+fma,-avx512f")
+    old = Identity("cpu", "x86_64-unknown-linux-gnu", "core2", "+sse2,-avx,-fma")
+    arm = Identity("cpu", "aarch64-unknown-linux-gnu", "neoverse-n1", "+neon,+fp-armv8")
+    assert [i.vector_bits for i in (avx512, avx2, old, arm)] == [512, 256, 128, 128]
+    assert [i.fma for i in (avx512, avx2, old)] == [True, True, False]
+    assert Identity("cpu", "riscv64", "generic", "").vector_bits == 0
+    assert avx2.to_json() == {"device": "cpu", "triple": "x86_64-unknown-linux-gnu",
+                              "cpu": "haswell", "features": "+sse2,+avx,+avx2,+fma,-avx512f"}
+    hash(cpu_target())  # frozen and hashable
+
+
+def test_unknown_device_is_refused():
+    with pytest.raises(ValueError, match="no target for device 'cuda'"):
+        target_for("cuda")
+
+
+def exp_program(build, n: int) -> LoopProgram:
+    builder = build(x=np.ones((4, n // 4), np.float32))
+    return lower_opgraph(builder.program(builder("exp", builder.inputs["x"])))
+
+
+def test_generate_takes_the_target_and_its_cost_model(build):
+    program = exp_program(build, 1 << 12)
+    options = CodegenOptions(parallel_threshold=1 << 20)
+    default = generate(program, options)
+    assert default.target == cpu_target().identity.to_json()
+    assert default.codegen_version == CODEGEN_VERSION
+    assert not default.kernels[0].parallel  # 4096 elements of exp: cheap
+    dear = replace(cpu_target(), element_cost=lambda expr: 1 << 10)
+    planned = generate(program, options, target=dear)
+    assert planned.kernels[0].parallel  # the target's cost model decided
+    assert planned.llvm_ir == default.llvm_ir
+
+
+def test_generate_refuses_a_target_it_cannot_emit_for(build):
+    program = exp_program(build, 8)
+    other = replace(cpu_target(), identity=replace(cpu_target().identity, cpu="not-this-cpu"))
+    with pytest.raises(ValueError, match="makes code for this host"):
+        generate(program, target=other)
+    gpu = replace(cpu_target(), identity=Identity("cuda", "nvptx64-nvidia-cuda", "sm_90", ""))
+    with pytest.raises(ValueError, match="no emitter for device 'cuda'"):
+        generate(program, target=gpu)
+
+
+def test_target_is_a_public_name():
+    assert stax.codegen.Target is Target
+    assert {"Target", "Identity", "NumericLimits", "DiskCache", "cpu_target", "target_for",
+            "CODEGEN_VERSION"} <= set(stax.codegen.__all__)
+
+
+def test_exact_products_follow_the_hosts_fma(build, monkeypatch):
+    """float64 kernels take FMA's exact products where the host has it (asked when a kernel is
+    built, not at import), Dekker's splitting otherwise."""
+    def sin_ir() -> str:
+        builder = build(x=np.ones(8))
+        return generate(lower_opgraph(builder.program(builder("sin", builder.inputs["x"])))).llvm_ir
+
+    assert dd.has_fma() == cpu_target().identity.fma
+    assert ('@"llvm.fma.f64"' in sin_ir()) == cpu_target().identity.fma
+    monkeypatch.setattr(dd, "has_fma", lambda: False)
+    assert '@"llvm.fma.f64"' not in sin_ir()
