@@ -3,14 +3,19 @@
 A body is printed, hashed, serialized and inspected without running it. Sharing is by object
 identity: the same subexpression object used twice is one DAG node, and the serialized form keeps
 that (nodes are numbered once, referenced by number).
+
+Every visitor over expression kinds (printer, serializer, interpreter, emitters) dispatches
+through a ``KindTable``: one handler per kind, looked up by the node's exact class, so no visitor
+depends on the order of ``isinstance`` tests and a kind a visitor forgot fails when its table is
+built.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from stax.ir.serialize import decode_value, encode_value
 
@@ -34,13 +39,24 @@ UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log
 
 class Expr:
     dtype: str
+    #: the kind's name in the text and JSON forms
+    kind: ClassVar[str] = ""
+    #: the fields that hold operand expressions, in operand order
+    operands: ClassVar[tuple[str, ...]] = ()
 
     def children(self) -> tuple[Expr, ...]:
-        return ()
+        return tuple([getattr(self, name) for name in self.operands])
+
+    def with_children(self, children: tuple[Expr, ...]) -> Expr:
+        """This node over other operands (same kind, dtype and attributes)."""
+        return dataclasses.replace(self, **dict(zip(self.operands, children)))  # type: ignore[type-var]
 
 
 @dataclass(frozen=True, eq=False)
 class Load(Expr):
+    """``buffer[index]``, the index affine in the loop variables."""
+
+    kind: ClassVar[str] = "load"
     buffer: str
     index: Affine
     dtype: str
@@ -52,10 +68,9 @@ class GuardedLoad(Load):
     of a padding. The index may leave the buffer where the guard is false; it is never read
     there (the emitter branches, which LLVM turns into masked vector loads)."""
 
+    kind: ClassVar[str] = "guarded_load"
+    operands: ClassVar[tuple[str, ...]] = ("guard",)
     guard: Expr = None  # type: ignore[assignment]
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.guard,)
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,12 +78,12 @@ class IndirectLoad(Load):
     """``buffer`` at the element offset computed by ``offset`` (an int64 expression): reads that
     are not affine in the loop variables, as a reshape of a non-contiguous array (floor division
     and remainder of the flat index). ``index`` is the constant 0 and means nothing here: the
-    scheduler treats the buffer as read anywhere."""
+    scheduler treats the buffer as read anywhere. (It is a ``Load`` subclass only until the code
+    generator's visitors dispatch by kind; nothing in this package relies on it.)"""
 
+    kind: ClassVar[str] = "indirect_load"
+    operands: ClassVar[tuple[str, ...]] = ("offset",)
     offset: Expr = None  # type: ignore[assignment]
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.offset,)
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,57 +91,92 @@ class Index(Expr):
     """The value of an affine expression of the loop variables, as an integer of ``dtype``
     (``np.arange``, ``np.eye``, ``np.tril``'s diagonal test)."""
 
+    kind: ClassVar[str] = "index"
     index: Affine
     dtype: str
 
 
 @dataclass(frozen=True, eq=False)
 class Const(Expr):
+    kind: ClassVar[str] = "const"
     value: Any
     dtype: str
 
 
 @dataclass(frozen=True, eq=False)
 class Cast(Expr):
+    kind: ClassVar[str] = "cast"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
     x: Expr
     dtype: str
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.x,)
 
 
 @dataclass(frozen=True, eq=False)
 class Unary(Expr):
+    kind: ClassVar[str] = "unary"
+    operands: ClassVar[tuple[str, ...]] = ("x",)
     op: str
     x: Expr
     dtype: str
 
-    def children(self) -> tuple[Expr, ...]:
-        return (self.x,)
-
 
 @dataclass(frozen=True, eq=False)
 class Binary(Expr):
+    kind: ClassVar[str] = "binary"
+    operands: ClassVar[tuple[str, ...]] = ("a", "b")
     op: str
     a: Expr
     b: Expr
     dtype: str
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.a, self.b)
 
 
 @dataclass(frozen=True, eq=False)
 class Select(Expr):
     """``cond ? a : b`` with ``cond`` a bool expression."""
 
+    kind: ClassVar[str] = "select"
+    operands: ClassVar[tuple[str, ...]] = ("cond", "a", "b")
     cond: Expr
     a: Expr
     b: Expr
     dtype: str
 
-    def children(self) -> tuple[Expr, ...]:
-        return (self.cond, self.a, self.b)
+
+#: every expression kind, by its name
+EXPR_KINDS: dict[str, type[Expr]] = {cls.kind: cls for cls in (
+    Load, GuardedLoad, IndirectLoad, Index, Const, Cast, Unary, Binary, Select)}
+#: the kinds that read a buffer, and those of them that read it at an affine index
+READ_KINDS = frozenset({Load, GuardedLoad, IndirectLoad})
+AFFINE_READ_KINDS = frozenset({Load, GuardedLoad})
+
+H = TypeVar("H")
+
+
+class KindTable(Generic[H]):
+    """One visitor's handler for every expression kind (fx's ``run_node``: dispatch by table,
+    not by the order of ``isinstance`` tests). A handler is found by the node's exact class, so
+    a subclass never falls into its base's handler; a table that lacks a kind fails when it is
+    built, and a node of a class that is no kind fails when it is met."""
+
+    def __init__(self, visitor: str, handlers: Mapping[type[Expr], H]) -> None:
+        kinds = set(EXPR_KINDS.values())
+        missing = sorted(cls.kind for cls in kinds - set(handlers))
+        foreign = sorted(cls.__name__ for cls in set(handlers) - kinds)
+        if missing or foreign:
+            raise TypeError(f"{visitor}: no handler for the expression kinds {missing}" if missing
+                            else f"{visitor}: handlers for classes that are no expression kind "
+                                 f"{foreign}")
+        self.visitor = visitor
+        self.handlers: dict[type[Expr], H] = dict(handlers)
+
+    def handler(self, cls: type[Expr]) -> H:
+        try:
+            return self.handlers[cls]
+        except KeyError:
+            raise TypeError(f"{self.visitor}: {cls.__name__} is no expression kind") from None
+
+    def __call__(self, e: Expr, *args: Any) -> Any:
+        return self.handler(type(e))(e, *args)  # type: ignore[operator]
 
 
 def postorder(root: Expr) -> Iterator[Expr]:
@@ -145,6 +195,10 @@ def postorder(root: Expr) -> Iterator[Expr]:
         stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen)
 
 
+#: kinds whose operands ``rewrite`` does not rebuild: the node is replaced whole or kept
+_KEPT_WHOLE = frozenset({GuardedLoad, IndirectLoad})
+
+
 def rewrite(root: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
     """``root`` with every node for which ``replace_node`` returns an expression replaced by it
     (its operands are not visited then); the rest rebuilt only where an operand changed, so
@@ -158,107 +212,95 @@ def rewrite(root: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
         out = replace_node(e)
         if out is None:
             kids = e.children()
-            new = [visit(k) for k in kids]
-            if all(a is b for a, b in zip(kids, new)):
+            new = tuple(visit(k) for k in kids)
+            if all(a is b for a, b in zip(kids, new)) or type(e) in _KEPT_WHOLE:
                 out = e
-            elif isinstance(e, Cast | Unary):
-                out = dataclasses.replace(e, x=new[0])
-            elif isinstance(e, Binary):
-                out = dataclasses.replace(e, a=new[0], b=new[1])
-            elif isinstance(e, Select):
-                out = dataclasses.replace(e, cond=new[0], a=new[1], b=new[2])
-            else:  # loads with operands (guard, offset) are replaced whole or kept
-                out = e
+            else:
+                out = e.with_children(new)
         memo[id(e)] = out
         return out
     return visit(root)
 
 
 def loads(root: Expr) -> list[Load]:
-    return [e for e in postorder(root) if isinstance(e, Load)]
+    """Every read of a buffer in ``root`` (indirect ones included: their buffer is read anywhere)."""
+    return [e for e in postorder(root) if type(e) in READ_KINDS]
+
+
+def affine_loads(root: Expr) -> list[Load]:
+    """The reads of ``root`` at an index affine in the loop variables (``Load``, ``GuardedLoad``)."""
+    return [e for e in postorder(root) if type(e) in AFFINE_READ_KINDS]
 
 
 # -- text and JSON -------------------------------------------------------------------------------
 
+Refs = dict[int, Any]  # id of an operand node -> its name (text) or number (JSON)
 
-def _describe(e: Expr, ref: dict[int, str]) -> str:
-    if isinstance(e, GuardedLoad):
-        return f"load {e.buffer}[{e.index}] if {ref[id(e.guard)]} else 0"
-    if isinstance(e, IndirectLoad):
-        return f"load {e.buffer}[{ref[id(e.offset)]}]"
-    if isinstance(e, Load):
-        return f"load {e.buffer}[{e.index}]"
-    if isinstance(e, Index):
-        return f"index {e.index}"
-    if isinstance(e, Const):
-        return f"const {e.value!r}"
-    if isinstance(e, Cast):
-        return f"cast {ref[id(e.x)]}"
-    if isinstance(e, Unary):
-        return f"{e.op} {ref[id(e.x)]}"
-    if isinstance(e, Binary):
-        return f"{e.op} {ref[id(e.a)]}, {ref[id(e.b)]}"
-    if isinstance(e, Select):
-        return f"select {ref[id(e.cond)]}, {ref[id(e.a)]}, {ref[id(e.b)]}"
-    raise TypeError(type(e).__name__)
+_DESCRIBE: KindTable[Callable[[Any, Refs], str]] = KindTable("format_expr", {
+    Load: lambda e, ref: f"load {e.buffer}[{e.index}]",
+    GuardedLoad: lambda e, ref: f"load {e.buffer}[{e.index}] if {ref[id(e.guard)]} else 0",
+    IndirectLoad: lambda e, ref: f"load {e.buffer}[{ref[id(e.offset)]}]",
+    Index: lambda e, ref: f"index {e.index}",
+    Const: lambda e, ref: f"const {e.value!r}",
+    Cast: lambda e, ref: f"cast {ref[id(e.x)]}",
+    Unary: lambda e, ref: f"{e.op} {ref[id(e.x)]}",
+    Binary: lambda e, ref: f"{e.op} {ref[id(e.a)]}, {ref[id(e.b)]}",
+    Select: lambda e, ref: f"select {ref[id(e.cond)]}, {ref[id(e.a)]}, {ref[id(e.b)]}",
+})
 
 
 def format_expr(root: Expr, indent: str = "    ") -> list[str]:
-    ref: dict[int, str] = {}
+    ref: Refs = {}
     lines = []
     for i, e in enumerate(postorder(root)):
         ref[id(e)] = f"t{i}"
-        lines.append(f"{indent}t{i}: {e.dtype} = {_describe(e, ref)}")
+        lines.append(f"{indent}t{i}: {e.dtype} = {_DESCRIBE(e, ref)}")
     return lines
 
 
+#: each kind's JSON fields after ``[kind, dtype]``
+_TO_JSON: KindTable[Callable[[Any, Refs], list[Any]]] = KindTable("expr_to_json", {
+    Load: lambda e, ref: [e.buffer, e.index.to_json()],
+    GuardedLoad: lambda e, ref: [e.buffer, e.index.to_json(), ref[id(e.guard)]],
+    IndirectLoad: lambda e, ref: [e.buffer, ref[id(e.offset)]],
+    Index: lambda e, ref: [e.index.to_json()],
+    Const: lambda e, ref: [encode_value(e.value)],
+    Cast: lambda e, ref: [ref[id(e.x)]],
+    Unary: lambda e, ref: [e.op, ref[id(e.x)]],
+    Binary: lambda e, ref: [e.op, ref[id(e.a)], ref[id(e.b)]],
+    Select: lambda e, ref: [ref[id(e.cond)], ref[id(e.a)], ref[id(e.b)]],
+})
+
+
 def expr_to_json(root: Expr) -> list[Any]:
-    ref: dict[int, int] = {}
+    ref: Refs = {}
     out: list[Any] = []
     for e in postorder(root):
         ref[id(e)] = len(out)
-        if isinstance(e, GuardedLoad):
-            out.append(["guarded_load", e.dtype, e.buffer, e.index.to_json(), ref[id(e.guard)]])
-        elif isinstance(e, IndirectLoad):
-            out.append(["indirect_load", e.dtype, e.buffer, ref[id(e.offset)]])
-        elif isinstance(e, Load):
-            out.append(["load", e.dtype, e.buffer, e.index.to_json()])
-        elif isinstance(e, Index):
-            out.append(["index", e.dtype, e.index.to_json()])
-        elif isinstance(e, Const):
-            out.append(["const", e.dtype, encode_value(e.value)])
-        elif isinstance(e, Cast):
-            out.append(["cast", e.dtype, ref[id(e.x)]])
-        elif isinstance(e, Unary):
-            out.append(["unary", e.dtype, e.op, ref[id(e.x)]])
-        elif isinstance(e, Binary):
-            out.append(["binary", e.dtype, e.op, ref[id(e.a)], ref[id(e.b)]])
-        elif isinstance(e, Select):
-            out.append(["select", e.dtype, ref[id(e.cond)], ref[id(e.a)], ref[id(e.b)]])
+        out.append([e.kind, e.dtype, *_TO_JSON(e, ref)])
     return out
+
+
+#: each kind's node from its dtype, its JSON fields and the nodes decoded before it
+_FROM_JSON: KindTable[Callable[[str, list[Any], list[Expr]], Expr]] = KindTable("expr_from_json", {
+    Load: lambda dtype, f, nodes: Load(f[0], Affine.from_json(f[1]), dtype),
+    GuardedLoad: lambda dtype, f, nodes: GuardedLoad(f[0], Affine.from_json(f[1]), dtype,
+                                                     nodes[f[2]]),
+    IndirectLoad: lambda dtype, f, nodes: IndirectLoad(f[0], Affine(), dtype, nodes[f[1]]),
+    Index: lambda dtype, f, nodes: Index(Affine.from_json(f[0]), dtype),
+    Const: lambda dtype, f, nodes: Const(decode_value(f[0]), dtype),
+    Cast: lambda dtype, f, nodes: Cast(nodes[f[0]], dtype),
+    Unary: lambda dtype, f, nodes: Unary(f[0], nodes[f[1]], dtype),
+    Binary: lambda dtype, f, nodes: Binary(f[0], nodes[f[1]], nodes[f[2]], dtype),
+    Select: lambda dtype, f, nodes: Select(nodes[f[0]], nodes[f[1]], nodes[f[2]], dtype),
+})
 
 
 def expr_from_json(doc: list[Any]) -> Expr:
     nodes: list[Expr] = []
-    for kind, dtype, *rest in doc:
-        if kind == "load":
-            nodes.append(Load(rest[0], Affine.from_json(rest[1]), dtype))
-        elif kind == "indirect_load":
-            nodes.append(IndirectLoad(rest[0], Affine(), dtype, nodes[rest[1]]))
-        elif kind == "guarded_load":
-            nodes.append(GuardedLoad(rest[0], Affine.from_json(rest[1]), dtype, nodes[rest[2]]))
-        elif kind == "index":
-            nodes.append(Index(Affine.from_json(rest[0]), dtype))
-        elif kind == "const":
-            nodes.append(Const(decode_value(rest[0]), dtype))
-        elif kind == "cast":
-            nodes.append(Cast(nodes[rest[0]], dtype))
-        elif kind == "unary":
-            nodes.append(Unary(rest[0], nodes[rest[1]], dtype))
-        elif kind == "binary":
-            nodes.append(Binary(rest[0], nodes[rest[1]], nodes[rest[2]], dtype))
-        elif kind == "select":
-            nodes.append(Select(nodes[rest[0]], nodes[rest[1]], nodes[rest[2]], dtype))
-        else:
+    for kind, dtype, *fields in doc:
+        cls = EXPR_KINDS.get(kind)
+        if cls is None:
             raise ValueError(f"unknown expression kind {kind!r}")
+        nodes.append(_FROM_JSON.handler(cls)(dtype, fields, nodes))
     return nodes[-1]

@@ -8,6 +8,7 @@ against it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from .expr import (
     GuardedLoad,
     Index,
     IndirectLoad,
+    KindTable,
     Load,
     Select,
     Unary,
@@ -28,17 +30,69 @@ from .expr import (
 from .index import Affine
 from .ir import BufferRef, ExternCall, LoopProgram, Reduction, Scan, map_buffer_refs, rvar, xvar
 
-_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-           "maximum": np.maximum, "minimum": np.minimum, "or": np.bitwise_or,
-           "and": np.bitwise_and, "xor": np.bitwise_xor, "shl": np.left_shift,
-           "shr": np.right_shift, "copysign": np.copysign, "lt": np.less, "le": np.less_equal,
-           "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
-           "floordiv": np.floor_divide, "mod": np.remainder, "hypot": np.hypot, "pow": np.power,
-           "arctan2": np.arctan2, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
-           "ldexp": np.ldexp, "py_floordiv": np.floor_divide, "py_mod": np.remainder}
+Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)
+Grid = dict[str, np.ndarray]  # loop variable -> its values, broadcastable against the others
+Values = dict[int, Any]  # id of a node -> its value over the grid
+
+#: per loop operator (``BINARY_OPS``, ``COMPARISON_OPS``): NumPy's function of the two operands
+BINARY_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "maximum": np.maximum, "minimum": np.minimum, "or": np.bitwise_or, "and": np.bitwise_and,
+    "xor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift, "copysign": np.copysign,
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+    "ne": np.not_equal, "floordiv": np.floor_divide, "mod": np.remainder, "hypot": np.hypot,
+    "pow": np.power, "arctan2": np.arctan2, "logaddexp": np.logaddexp,
+    "logaddexp2": np.logaddexp2, "ldexp": np.ldexp, "py_floordiv": np.floor_divide,
+    "py_mod": np.remainder}
 
 
-def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.ndarray]:
+def _bitcast(x: Any, e: Unary) -> Any:
+    return np.asarray(x, dtype=e.x.dtype).view(e.dtype)
+
+
+#: per loop operator (``UNARY_OPS``): the result from the operand's value and the node
+UNARY_FUNCTIONS: dict[str, Callable[[Any, Unary], Any]] = {
+    **{op: (lambda x, e, f=f: f(x)) for op, f in {
+        "neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.floor,
+        "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "exp": np.exp, "log": np.log,
+        "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "signbit": np.signbit, "log2": np.log2,
+        "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "exp2": np.exp2,
+        "sinh": np.sinh, "cosh": np.cosh, "cbrt": np.cbrt, "arctan": np.arctan,
+        "arcsin": np.arcsin, "arccos": np.arccos, "arcsinh": np.arcsinh, "arccosh": np.arccosh,
+        "arctanh": np.arctanh, "tan": np.tan, "popcount": np.bitwise_count}.items()},
+    "bitcast": _bitcast,
+}
+
+
+def _reduction(reduce: Callable[..., Any], accumulate: bool) -> Callable[[np.ndarray, int, str], Any]:
+    """A reduction over every axis after the first ``kept`` ones, in ``dtype``: accumulated in it
+    (sum, prod) or converted to it (max, min)."""
+    def run(values: np.ndarray, kept: int, dtype: str) -> Any:
+        axes = tuple(range(kept, values.ndim))
+        if accumulate:
+            return reduce(values, axis=axes, dtype=dtype)
+        return reduce(values, axis=axes).astype(dtype)
+    return run
+
+
+def _arg_reduction(reduce: Callable[..., Any]) -> Callable[[np.ndarray, int, str], Any]:
+    """argmax/argmin over the reduction axes flattened, in C order."""
+    def run(values: np.ndarray, kept: int, dtype: str) -> Any:
+        flat = values.reshape(values.shape[:kept] + (-1,))
+        return reduce(flat, axis=-1).astype(dtype)
+    return run
+
+
+#: per ``Reduction.reduction_type``: the reduction of a grid's values over its reduction axes
+REDUCTIONS = {"sum": _reduction(np.sum, True), "prod": _reduction(np.prod, True),
+              "max": _reduction(np.max, False), "min": _reduction(np.min, False),
+              "argmax": _arg_reduction(np.argmax), "argmin": _arg_reduction(np.argmin)}
+#: per ``Scan.scan_type``: the running reduction, in order along the scanned axis
+SCANS = {"sum": np.cumsum, "prod": np.cumprod}
+
+
+
+def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> Grid:
     dims = len(ranges) + len(rranges)
     grid = {}
     for i, n in enumerate((*ranges, *rranges)):
@@ -49,58 +103,59 @@ def _grid(ranges: tuple[int, ...], rranges: tuple[int, ...]) -> dict[str, np.nda
     return grid
 
 
-def _index(expr: Affine, grid: dict[str, np.ndarray]) -> Any:
+def _index(expr: Affine, grid: Grid) -> Any:
     total: Any = np.int64(expr.const)
     for var, coeff in expr.terms:
         total = total + grid[var] * coeff
     return total
 
 
-_UNARY = {"neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.floor,
-          "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "exp": np.exp, "log": np.log,
-          "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "signbit": np.signbit, "log2": np.log2,
-          "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "exp2": np.exp2,
-          "sinh": np.sinh, "cosh": np.cosh, "cbrt": np.cbrt, "arctan": np.arctan,
-          "arcsin": np.arcsin, "arccos": np.arccos, "arcsinh": np.arcsinh,
-          "arccosh": np.arccosh, "arctanh": np.arctanh, "tan": np.tan,
-          "popcount": np.bitwise_count}
-_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
-
-Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)
+def _load(e: Load, values: Values, grid: Grid, memory: Memory) -> Any:
+    flat, origin = memory[e.buffer]
+    return flat[origin + _index(e.index, grid)]
 
 
-def evaluate(body: Expr, grid: dict[str, np.ndarray], memory: Memory) -> Any:
-    values: dict[int, Any] = {}
+def _guarded_load(e: GuardedLoad, values: Values, grid: Grid, memory: Memory) -> Any:
+    flat, origin = memory[e.buffer]
+    where = np.asarray(values[id(e.guard)], dtype=bool)
+    at = np.clip(origin + _index(e.index, grid), 0, len(flat) - 1)  # unread where false
+    return np.where(where, flat[at], np.zeros((), flat.dtype))
+
+
+def _indirect_load(e: IndirectLoad, values: Values, grid: Grid, memory: Memory) -> Any:
+    flat, origin = memory[e.buffer]
+    return flat[origin + np.asarray(values[id(e.offset)], dtype=np.int64)]
+
+
+def _unary(e: Unary, values: Values, grid: Grid, memory: Memory) -> Any:
+    with np.errstate(all="ignore"):
+        return UNARY_FUNCTIONS[e.op](values[id(e.x)], e)
+
+
+def _binary(e: Binary, values: Values, grid: Grid, memory: Memory) -> Any:
+    with np.errstate(all="ignore"):
+        return BINARY_FUNCTIONS[e.op](values[id(e.a)], values[id(e.b)])
+
+
+#: the value of one node over the whole grid, from its operands' values
+_EVALUATE: KindTable[Callable[[Any, Values, Grid, Memory], Any]] = KindTable("evaluate", {
+    Load: _load,
+    GuardedLoad: _guarded_load,
+    IndirectLoad: _indirect_load,
+    Index: lambda e, values, grid, memory: np.asarray(_index(e.index, grid)).astype(e.dtype),
+    Const: lambda e, values, grid, memory: np.dtype(e.dtype).type(e.value),
+    Cast: lambda e, values, grid, memory: np.asarray(values[id(e.x)]).astype(e.dtype),
+    Unary: _unary,
+    Binary: _binary,
+    Select: lambda e, values, grid, memory: np.where(values[id(e.cond)], values[id(e.a)],
+                                                     values[id(e.b)]),
+})
+
+
+def evaluate(body: Expr, grid: Grid, memory: Memory) -> Any:
+    values: Values = {}
     for e in postorder(body):
-        if isinstance(e, IndirectLoad):
-            flat, origin = memory[e.buffer]
-            v = flat[origin + np.asarray(values[id(e.offset)], dtype=np.int64)]
-        elif isinstance(e, GuardedLoad):
-            flat, origin = memory[e.buffer]
-            where = np.asarray(values[id(e.guard)], dtype=bool)
-            at = np.clip(origin + _index(e.index, grid), 0, len(flat) - 1)  # unread where false
-            v = np.where(where, flat[at], np.zeros((), flat.dtype))
-        elif isinstance(e, Load):
-            flat, origin = memory[e.buffer]
-            v = flat[origin + _index(e.index, grid)]
-        elif isinstance(e, Index):
-            v = np.asarray(_index(e.index, grid)).astype(e.dtype)
-        elif isinstance(e, Const):
-            v = np.dtype(e.dtype).type(e.value)
-        elif isinstance(e, Cast):
-            v = np.asarray(values[id(e.x)]).astype(e.dtype)
-        elif isinstance(e, Unary):
-            with np.errstate(all="ignore"):
-                v = np.asarray(values[id(e.x)], dtype=e.x.dtype).view(e.dtype) \
-                    if e.op == "bitcast" else _UNARY[e.op](values[id(e.x)])
-        elif isinstance(e, Select):
-            v = np.where(values[id(e.cond)], values[id(e.a)], values[id(e.b)])
-        elif isinstance(e, Binary):
-            with np.errstate(all="ignore"):
-                v = _BINARY[e.op](values[id(e.a)], values[id(e.b)])
-        else:
-            raise TypeError(type(e).__name__)
-        values[id(e)] = v
+        values[id(e)] = _EVALUATE(e, values, grid, memory)
     return values[id(body)]
 
 
@@ -125,18 +180,9 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
         full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))
                                if grid else ())
         if isinstance(cb.data, Scan):  # in order along the scanned axis, as NumPy
-            scan = np.cumsum if cb.data.scan_type == "sum" else np.cumprod
-            full = scan(np.array(full), axis=len(cb.ranges), dtype=cb.dtype)
+            full = SCANS[cb.data.scan_type](np.array(full), axis=len(cb.ranges), dtype=cb.dtype)
         elif isinstance(cb.data, Reduction):
-            axes = tuple(range(len(cb.ranges), len(cb.ranges) + len(cb.reduction_ranges)))
-            kind = cb.data.reduction_type
-            if kind in ("argmax", "argmin"):  # over the reduction axes flattened, in C order
-                flat = full.reshape(full.shape[: len(cb.ranges)] + (-1,))
-                full = getattr(np, kind)(flat, axis=-1).astype(cb.dtype)
-            elif kind in ("max", "min"):
-                full = _REDUCE[kind](full, axis=axes).astype(cb.dtype)
-            else:
-                full = _REDUCE[kind](full, axis=axes, dtype=cb.dtype)
+            full = REDUCTIONS[cb.data.reduction_type](full, len(cb.ranges), cb.dtype)
             grid = _grid(cb.ranges, ())
         full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
         out[_index(cb.store_index, grid)] = full

@@ -14,7 +14,8 @@ from typing import Any
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
 
-from .expr import Expr, expr_from_json, expr_to_json, format_expr, loads
+from .containers import fold
+from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr
 from .index import Affine
 
 LOOPIR_SCHEMA = "stax.loopir/1.2"  # 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks
@@ -105,7 +106,7 @@ def index_width(node: ComputedBuffer) -> int:
     extents = loop_extents(node)
     if any(n == 0 for n in extents.values()):
         return 32  # no iteration: nothing is indexed
-    indices = [ld.index for ld in loads(node.data.body)] + [node.store_index]
+    indices = [ld.index for ld in affine_loads(node.data.body)] + [node.store_index]
     for index in indices:
         low, high = index.bounds(extents)
         if low < INT32_RANGE[0] or high > INT32_RANGE[1]:
@@ -147,7 +148,7 @@ class ExternCall:
     @property
     def reads(self) -> list[str]:
         found: list[str] = []
-        _walk_refs((self.args, self.kwargs), found.append)
+        map_buffer_refs((self.args, self.kwargs), lambda ref: found.append(ref.name))
         return found
 
 
@@ -166,45 +167,48 @@ def effect_order(buffers: list[ComputedBuffer | ExternCall]) -> dict[str, str]:
     return edges
 
 
-def _walk_refs(value: Any, visit: Any) -> None:
-    map_buffer_refs(value, lambda ref: visit(ref.name))
-
-
 def map_buffer_refs(value: Any, fn: Any) -> Any:
-    """``value`` with every ``BufferRef`` inside (nested tuples, lists, dicts) replaced by
-    ``fn(ref)``: how an extern call's operands become the arrays it is called with."""
-    if isinstance(value, BufferRef):
-        return fn(value)
-    if isinstance(value, (tuple, list)):
-        return type(value)(map_buffer_refs(v, fn) for v in value)
-    if isinstance(value, dict):
-        return {k: map_buffer_refs(v, fn) for k, v in value.items()}
-    return value
+    """``value`` with every ``BufferRef`` inside (nested tuples, lists, dicts, slices) replaced
+    by ``fn(ref)``: how an extern call's operands become the arrays it is called with."""
+    return fold(value, lambda v: fn(v) if isinstance(v, BufferRef) else v)
+
+
+def _encode_operand(value: Any) -> Any:
+    return {"buffer": value.name} if isinstance(value, BufferRef) else encode_value(value)
+
+
+def _encode_container(container: Any, items: list[Any]) -> Any:
+    if isinstance(container, tuple):
+        return {"tuple": items}
+    if isinstance(container, list):
+        return items
+    if isinstance(container, dict):
+        return {"dict": [[k, v] for k, v in items]}
+    return {"slice": items}
 
 
 def encode_operands(value: Any) -> Any:
-    if isinstance(value, BufferRef):
-        return {"buffer": value.name}
-    if isinstance(value, tuple):
-        return {"tuple": [encode_operands(v) for v in value]}
-    if isinstance(value, list):
-        return [encode_operands(v) for v in value]
-    if isinstance(value, dict):
-        return {"dict": [[k, encode_operands(v)] for k, v in value.items()]}
-    return encode_value(value)
+    """An extern call's operands as JSON: buffer references, and constants tagged as
+    ``stax.ir``'s ``encode_value`` tags them."""
+    return fold(value, _encode_operand, _encode_container)
+
+
+def _decode_document(doc: Any, items: list[Any]) -> Any:
+    if isinstance(doc, list):
+        return items
+    tagged = dict(items)  # a tagged value, its parts already decoded
+    if "buffer" in tagged:
+        return BufferRef(tagged["buffer"])
+    if "tuple" in tagged:
+        return tuple(tagged["tuple"])
+    if "dict" in tagged:
+        return {k: v for k, v in tagged["dict"]}
+    return decode_value(tagged)
 
 
 def decode_operands(doc: Any) -> Any:
-    if isinstance(doc, list):
-        return [decode_operands(v) for v in doc]
-    if isinstance(doc, dict):
-        if "buffer" in doc:
-            return BufferRef(doc["buffer"])
-        if "tuple" in doc:
-            return tuple(decode_operands(v) for v in doc["tuple"])
-        if "dict" in doc:
-            return {k: decode_operands(v) for k, v in doc["dict"]}
-    return decode_value(doc)
+    """The operands ``encode_operands`` wrote."""
+    return fold(doc, lambda v: v, _decode_document)
 
 
 @dataclass(frozen=True)
@@ -309,16 +313,22 @@ def load_loopir(path_or_doc: str | Path | dict[str, Any]) -> LoopProgram:
     return LoopProgram.from_json(doc)
 
 
+def _show_operand(value: Any) -> str:
+    return value.name if isinstance(value, BufferRef) else repr(value)
+
+
+def _show_container(container: Any, items: list[str]) -> str:
+    if isinstance(container, tuple):
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(container, list):
+        return "[" + ", ".join(items) + "]"
+    if isinstance(container, dict):
+        return "{" + ", ".join(f"{k}={v}" for k, v in items) + "}"
+    return "slice(" + ", ".join(items) + ")"
+
+
 def _show_operands(value: Any) -> str:
-    if isinstance(value, BufferRef):
-        return value.name
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_show_operands(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    if isinstance(value, list):
-        return "[" + ", ".join(_show_operands(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}={_show_operands(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+    return fold(value, _show_operand, _show_container)
 
 
 def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
