@@ -12,18 +12,25 @@ generator it does not own:
   the function runs eagerly and draws once per call, in the caller's thread):
 
   * NumPy's legacy functions (``np.random.rand``, ``seed``...), ``np.random.default_rng()``
-    without a seed, and the standard library's ``random`` functions and ``random.Random``
-    methods are replaced, while some capture runs, by wrappers that refuse in a capturing thread
-    and call the original in every other thread (no state is touched);
-  * NumPy's generator objects cannot be intercepted that way (their types are immutable and
-    their locks read-only), so a function that can reach one by name — a global, a closure cell,
-    a default, a helper function or method it calls, an attribute of an argument it reads
-    (``reach.py``), or a generator argument other than a ``np.random.Generator`` — is refused
-    before capture starts.
+    without a seed, and the standard library's ``random`` functions and the drawing methods of
+    ``random.Random`` and ``random.SystemRandom`` are replaced, while some capture runs, by
+    wrappers that refuse in a capturing thread and call the original in every other thread (no
+    state is touched);
+  * what those wrappers cannot intercept is refused by name before capture starts, if the
+    function can reach it (``reach.py`` scans a function's globals, closure cells, defaults,
+    the helper functions and methods it calls, the attributes of arguments it reads): NumPy's
+    generator objects (their types are immutable and their locks read-only), a generator
+    argument other than a ``np.random.Generator``, a ``random.Random`` whose class draws by its
+    own code, and a guarded function bound to a name before the wrappers were put in place
+    (``from numpy.random import rand``; ``from numpy.random import default_rng`` is refused even
+    when called with a seed, which the scan does not see). A ``random.Random`` made inside the
+    function is refused the same way (its class's drawing methods are reached by name).
 
 Not covered: a generator reached only through a path the name scan cannot follow (a value
-computed at run time, a deep attribute chain) or a generator made inside the function with
-``np.random.Generator(...)``/``RandomState(...)``.
+computed at run time, more than ``reach.MAX_DEPTH + 1`` attribute hops from a name), or a NumPy
+generator made inside the function (``np.random.Generator(...)``, ``RandomState()``): capture
+draws from it, so a scalar drawn there becomes a constant of the compiled function (an array
+drawn there is refused, as any array that is not an argument).
 
 Every refusal made while the function runs (a draw, or any construct the tracer refuses) is also
 kept on the capture's ``Watch``: a function that catches the error and goes on still fails to
