@@ -2,7 +2,7 @@
 
 from .artifact import KERNELS_SCHEMA, BufferPlan, KernelArtifact, KernelPlan, load_artifact
 from .cpu.target import cpu_target
-from .devices import target_for
+from .devices import DEVICES, target_for
 from .diskcache import DiskCache
 from .executable import Executable, ExternResultMismatch, FloatingPointEvents, InputMismatch
 from .generate import CodegenOptions, generate
@@ -13,7 +13,7 @@ from .version import CODEGEN_VERSION
 __version__ = "0.1.0"
 
 __all__ = [
-    "CODEGEN_VERSION", "KERNELS_SCHEMA", "BufferPlan", "CodegenOptions", "DiskCache", "Executable",
+    "CODEGEN_VERSION", "DEVICES", "KERNELS_SCHEMA", "BufferPlan", "CodegenOptions", "DiskCache", "Executable",
     "ExternResultMismatch", "FloatingPointEvents", "FusionDecision", "Identity", "InputMismatch",
     "KernelArtifact", "KernelPlan", "NumericLimits", "Target",
     "cpu_target", "generate", "load_artifact", "schedule", "target_for",

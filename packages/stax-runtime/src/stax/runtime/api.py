@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import Executable, ExternResultMismatch, FloatingPointEvents
+from stax.codegen import DEVICES, Executable, ExternResultMismatch, FloatingPointEvents
 from stax.ir import StaxError, UnsupportedError, tree_flatten, write_json
 from stax.trace import Outcome, leaf_names, trace
 
@@ -55,8 +55,9 @@ class CompiledFunction:
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None, dynamic: bool = False,
                  strict_native: bool = False, backend: str = "stax",
                  options: dict[str, Any] | None = None, limits: Limits | None = None) -> None:
-        if device not in (None, "cpu"):
-            raise StaxError(f"device {device!r} is not available yet; Stax compiles for 'cpu'")
+        if device not in (None, *DEVICES):
+            raise StaxError(f"device {device!r} is not available yet; Stax compiles for "
+                            f"{', '.join(map(repr, DEVICES))}")
         self.fn = fn
         self.device = device or "cpu"
         self.dynamic = dynamic
@@ -325,10 +326,12 @@ class CompiledFunction:
         leaves = tree_flatten((args, kwargs))[0]
         slots = [i for i, s in enumerate(capture.inputs) if s is not None]
         try:
-            extra = {"cache_dir": settings.cache_dir} if self.backend_name == "stax" else {}
-            services = {"dump": dump, "timings": timings,
+            # services a backend gets when its signature asks for them (spec §1.2 keeps the
+            # contract backend(graph, example_inputs, **options))
+            services = {"dump": dump, "timings": timings, "cache_dir": settings.cache_dir,
+                        "device": self.device,
                         "log": lambda category, text: logs.emit(category, settings.logs, text)}
-            run_flat = self.backend(capture, [leaves[i] for i in slots], **extra,
+            run_flat = self.backend(capture, [leaves[i] for i in slots],
                                     **accepted_services(self.backend, services), **self.options)
         except UnsupportedError:
             raise
