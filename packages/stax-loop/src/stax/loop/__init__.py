@@ -8,9 +8,11 @@ from .expr import (
     GuardedLoad,
     Index,
     IndirectLoad,
+    KindTable,
     Load,
     Select,
     Unary,
+    affine_loads,
     format_expr,
     loads,
     postorder,
@@ -36,14 +38,16 @@ from .ir import (
     xvar,
 )
 from .lowering import LOWERINGS, MaterializePolicy, Reuse, lower_opgraph
+from .options import FloatLimits, LoopOptions
+from .rules import RULE_MODULES
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "LOOPIR_SCHEMA", "LOWERINGS", "Affine", "Binary", "BufferRef", "Cast", "ComputedBuffer",
-    "Const", "Expr", "ExternCall", "GuardedLoad", "Index", "IndirectLoad", "InputBuffer", "Load",
-    "LoopProgram", "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan",
-    "Select", "Unary", "effect_order", "format_expr",
-    "index_width", "linear_index", "load_loopir", "loads", "loop_extents", "lower_opgraph",
-    "postorder", "rewrite", "rvar", "xvar",
+    "LOOPIR_SCHEMA", "LOWERINGS", "RULE_MODULES", "Affine", "Binary", "BufferRef", "Cast",
+    "ComputedBuffer", "Const", "Expr", "ExternCall", "FloatLimits", "GuardedLoad", "Index",
+    "IndirectLoad", "InputBuffer", "KindTable", "Load", "LoopOptions", "LoopProgram",
+    "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan", "Select", "Unary",
+    "affine_loads", "effect_order", "format_expr", "index_width", "linear_index", "load_loopir",
+    "loads", "loop_extents", "lower_opgraph", "postorder", "rewrite", "rvar", "xvar",
 ]

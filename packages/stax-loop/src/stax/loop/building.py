@@ -15,9 +15,11 @@ import numpy as np
 
 from stax.ir import Node
 
+from .context import Lazy, Loader, LoopLowering, output_strides
 from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, Select, rewrite
+from .externs import op_as_extern
 from .index import Affine, linear_index
-from .lowering import LOWERINGS, Lazy, Loader, LoopLowering, _op_as_extern, output_strides
+from .registry import lowers
 
 INDEX = "int64"
 
@@ -39,7 +41,8 @@ def _all(conditions: list[Expr]) -> Expr:
     return total
 
 
-def _concatenate(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("concatenate")
+def lower_concatenate(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     axis, dtype = node.kwargs["axis"], meta.dtype
     pieces: list[tuple[int, int, Loader]] = []
@@ -65,7 +68,8 @@ def _concatenate(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-def _stack(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("stack")
+def lower_stack(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     axis, dtype = node.kwargs["axis"], meta.dtype
     shape = tuple(n for d, n in enumerate(meta.shape) if d != axis)
@@ -85,7 +89,8 @@ def _stack(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-def _pad(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("pad")
+def lower_pad(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     dtype, widths = meta.dtype, node.kwargs["pad_width"]
     source = node.args[0]
@@ -108,7 +113,8 @@ def _pad(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-def _roll(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("roll")
+def lower_roll(ctx: LoopLowering, node: Node) -> Lazy:
     """out[i] = x[i - s] for i >= s, x[i - s + n] below (s = shift mod n along the axis)."""
     meta = node.tensor
     if node.kwargs["axis"] is None:
@@ -130,7 +136,8 @@ def _roll(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-def _setitem(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("setitem")
+def lower_setitem(ctx: LoopLowering, node: Node) -> Lazy:
     """x with x[key] = value: inside the key's region (slices with step +-1, integers) the value,
     read at the position within the region (guarded), elsewhere x."""
     meta = node.tensor
@@ -165,30 +172,31 @@ def _setitem(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-def _triangle(lower_part: bool):
-    def lower(ctx: LoopLowering, node: Node) -> Lazy:
-        meta = node.tensor
-        x = ctx.operand(node.args[0], meta.shape, meta.dtype)
-        k = node.kwargs["k"]
-
-        def load(i: tuple[Affine, ...]) -> Expr:
-            diagonal = i[-1] + i[-2] * -1  # column - row
-            keep = _compare("le" if lower_part else "ge", diagonal, k)
-            return Select(keep, x(i), Const(0, meta.dtype), meta.dtype)
-        return Lazy(meta.shape, meta.dtype, load)
-    return lower
-
-
-def _full(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("tril", "triu")
+def lower_triangle(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
-    if meta.dtype not in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                          "uint64", "float32", "float64"):
-        return _op_as_extern(ctx, node)
+    x = ctx.operand(node.args[0], meta.shape, meta.dtype)
+    k = node.kwargs["k"]
+    keep_below = node.target == "tril"
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        diagonal = i[-1] + i[-2] * -1  # column - row
+        keep = _compare("le" if keep_below else "ge", diagonal, k)
+        return Select(keep, x(i), Const(0, meta.dtype), meta.dtype)
+    return Lazy(meta.shape, meta.dtype, load)
+
+
+@lowers("full")
+def lower_full(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    if not ctx.native(meta.dtype):
+        return op_as_extern(ctx, node)
     value = Const(np.dtype(meta.dtype).type(node.kwargs["value"]).item(), meta.dtype)
     return Lazy(meta.shape, meta.dtype, lambda i: value)
 
 
-def _arange(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("arange")
+def lower_arange(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     start, step, dtype = node.kwargs["start"], node.kwargs["step"], meta.dtype
 
@@ -197,7 +205,8 @@ def _arange(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-def _eye(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("eye")
+def lower_eye(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     dtype, k = meta.dtype, node.kwargs["k"]
 
@@ -207,16 +216,6 @@ def _eye(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-LOWERINGS["concatenate"] = _concatenate
-LOWERINGS["stack"] = _stack
-LOWERINGS["pad"] = _pad
-LOWERINGS["roll"] = _roll
-LOWERINGS["setitem"] = _setitem
-LOWERINGS["tril"] = _triangle(True)
-LOWERINGS["triu"] = _triangle(False)
-LOWERINGS["full"] = _full
-LOWERINGS["arange"] = _arange
-LOWERINGS["eye"] = _eye
 
 
 def _in_memory(ctx: LoopLowering, value: Node, user: Node) -> Lazy:
@@ -257,7 +256,8 @@ def _flat_read(lazy: Lazy, flat: Expr, dtype: str) -> Expr:
     return value if lazy.dtype == dtype else Cast(value, dtype)
 
 
-def _reshape(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("reshape")
+def lower_reshape(ctx: LoopLowering, node: Node) -> Lazy:
     """A C-order reshape NumPy copies: output element i (flat, C order) is operand element i,
     read at computed offsets in the operand's memory (realized first if it is an expression)."""
     meta = node.tensor
@@ -285,10 +285,10 @@ def _flat_roll(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, load)
 
 
-LOWERINGS["reshape"] = _reshape
 
 
-def _take(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("take")
+def lower_take(ctx: LoopLowering, node: Node) -> Lazy:
     """x[indices] / np.take along ``axis``: out[i..., j...] = x[..., indices[i...], ...]. A
     negative index counts from the end; an index out of bounds is clamped for the read (nothing
     outside x is touched) and reported by a check buffer (``any`` over the indices), so the
@@ -312,7 +312,7 @@ def _take(ctx: LoopLowering, node: Node) -> Lazy:
         low = Binary("lt", k, Const(-extent, INDEX), "bool")
         return Binary("or", low, Binary("ge", k, Const(extent, INDEX), "bool"), "bool")
     if extent == 0 and math.prod(i_shape):
-        return _op_as_extern(ctx, node)  # every index is out of bounds: NumPy's error at once
+        return op_as_extern(ctx, node)  # every index is out of bounds: NumPy's error at once
     if math.prod(i_shape):
         check = ctx.reduce_values(outside, i_shape, tuple(range(len(i_shape))), False, "max",
                                   "bool")
@@ -334,10 +334,10 @@ def _take(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, dtype, load)
 
 
-LOWERINGS["take"] = _take
 
 
-def _take_const(ctx: LoopLowering, node: Node) -> Lazy:
+@lowers("take_const")
+def lower_take_const(ctx: LoopLowering, node: Node) -> Lazy:
     """x[[i, j, ...]] with constant, in-bounds positions along the first axis: each output row
     reads its row of x, the position picked by a select over the output index (affine loads)."""
     meta = node.tensor
@@ -358,4 +358,3 @@ def _take_const(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, load)
 
 
-LOWERINGS["take_const"] = _take_const

@@ -1,0 +1,201 @@
+"""The state of one op-graph-to-loops lowering, and the helpers every lowering rule builds with.
+
+Each op-graph value becomes a ``Lazy``: its shape, dtype and a *loader* that, given an index
+expression per dimension, returns the expression computing that element. A pointwise op's loader
+calls its operands' loaders, so composing loaders inlines producers into consumers: lowering is
+element-wise fusion (spec §6.3). Only what must live in memory is realized as a
+``ComputedBuffer`` (§6.6): reductions (their consumers read them back) and the function's outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides
+
+from .expr import Cast, Const, Expr, Load
+from .index import Affine, linear_index
+from .ir import ComputedBuffer, ExternCall, InputBuffer, Pointwise, Reduction, rvar, xvar
+from .options import LoopOptions
+
+Loader = Callable[[tuple[Affine, ...]], Expr]
+
+
+@dataclass(frozen=True)
+class Lazy:
+    shape: tuple[int, ...]
+    dtype: str
+    loader: Loader
+    buffer: str | None = None  # set when the value lives in memory (input or realized)
+    #: how its elements lie in a buffer's memory: (buffer, element offset, strides); set for
+    #: buffers and for views of them
+    memory: tuple[str, int, tuple[int, ...]] | None = None
+
+
+#: reductions that may be split (associative; argmax/argmin carry an index and are not)
+SPLITTABLE = frozenset({"sum", "prod", "max", "min"})
+
+
+def output_strides(meta: TensorMeta) -> tuple[int, ...]:
+    """The layout eager NumPy gave this value, when it is dense; otherwise row-major.
+
+    NumPy keeps the input's memory order for element-wise results (``x.T + 1`` is F-ordered), and
+    a compiled function returns the same layout.
+    """
+    order = sorted(range(meta.ndim), key=lambda d: -meta.strides[d])
+    dense = [0] * meta.ndim
+    step = 1
+    for d in reversed(order):
+        dense[d] = step
+        step *= meta.shape[d]
+    if all(meta.shape[d] == 1 or dense[d] == meta.strides[d] for d in range(meta.ndim)):
+        return tuple(dense)
+    return contiguous_strides(meta.shape)
+
+
+class LoopLowering:
+    """One lowering in progress: the op graph's values so far (``values``), the buffers made
+    (``inputs``, ``buffers``), the checks that send a call to NumPy, the node being lowered
+    (for errors) and the backend's ``options``."""
+
+    def __init__(self, program: GraphProgram, options: LoopOptions) -> None:
+        self.program = program
+        self.options = options
+        self.inputs: list[InputBuffer] = []
+        self.buffers: list[ComputedBuffer | ExternCall] = []
+        self.values: dict[Node, Lazy] = {}
+        self.node: Node | None = None
+        self.checks: dict[str, str] = {}  # bool buffers that must be False, and what it means
+
+    def unsupported(self, what: str) -> UnsupportedError:
+        node = self.node
+        return UnsupportedError(what, node=node.name if node else None,
+                                source=node.source if node else None)
+
+    def native(self, dtype: str) -> bool:
+        """Whether kernels compute in ``dtype`` (the backend's ``LoopOptions.dtypes``)."""
+        return dtype in self.options.dtypes
+
+    @staticmethod
+    def stored(name: str, shape: tuple[int, ...], dtype: str, strides: tuple[int, ...]) -> Lazy:
+        """The value in buffer ``name`` with layout ``strides``."""
+        def load(index: tuple[Affine, ...]) -> Expr:
+            return Load(name, linear_index(index, strides), dtype)
+        return Lazy(shape, dtype, load, name, (name, 0, strides))
+
+    def operand(self, value: Any, shape: tuple[int, ...], dtype: str) -> Loader:
+        """A loader for ``value`` broadcast to ``shape`` and cast to ``dtype``."""
+        if isinstance(value, Node):
+            lazy = self.values[value]
+            if not self.native(lazy.dtype):
+                raise self.unsupported(f"dtype {lazy.dtype} is not compiled natively yet")
+            broadcast = self.operand_of(lazy, shape, lazy.loader)
+
+            def load(index: tuple[Affine, ...]) -> Expr:
+                expr = broadcast(index)
+                return expr if expr.dtype == dtype else Cast(expr, dtype)
+            return load
+        const = Const(np.dtype(dtype).type(value).item(), dtype)
+        return lambda index: const
+
+    def operand_of(self, lazy: Lazy, shape: tuple[int, ...], loader: Loader) -> Loader:
+        """``loader`` over ``lazy``'s (keepdims) shape, broadcast to ``shape``. A value with more
+        dimensions than ``shape`` (assignment: ``y[0] = v`` with ``v`` of shape (1, 1, 4)) has
+        leading length-1 dimensions, which NumPy drops."""
+        offset = len(shape) - len(lazy.shape)
+        if offset < 0:
+            if any(n != 1 for n in lazy.shape[:-offset]):
+                raise self.unsupported(f"a value of shape {lazy.shape} broadcast to {shape}")
+            extra = (Affine(),) * -offset
+            inner = loader
+            loader = lambda index: inner((*extra, *index))  # noqa: E731
+            lazy = Lazy(lazy.shape[-offset:], lazy.dtype, loader)
+            offset = 0
+        broadcast = tuple(src == 1 and dst != 1 for src, dst in zip(lazy.shape, shape[offset:]))
+
+        def load(index: tuple[Affine, ...]) -> Expr:
+            return loader(tuple(Affine() if b else i for b, i in zip(broadcast, index[offset:])))
+        return load
+
+    def realize(self, lazy: Lazy, strides: tuple[int, ...]) -> Lazy:
+        """Write a pointwise value to a new buffer with layout ``strides``. The loops run in the
+        buffer's memory order (x0 over the largest stride, the last loop along memory), as NumPy
+        iterates: an F-ordered result is written along its columns, not across them."""
+        order = sorted(range(len(lazy.shape)), key=lambda d: -abs(strides[d]))
+        index = [Affine()] * len(lazy.shape)
+        for position, d in enumerate(order):
+            index[d] = Affine.var(xvar(position))
+        ranges = tuple(lazy.shape[d] for d in order)
+        name = f"buf{len(self.buffers)}"
+        self.buffers.append(ComputedBuffer(name, lazy.shape, lazy.dtype, strides,
+                                           linear_index(index, strides),
+                                           Pointwise(ranges, lazy.loader(tuple(index)))))
+        return self.stored(name, lazy.shape, lazy.dtype, strides)
+
+    def reduce(self, node: Node, x: Lazy, axes: tuple[int, ...], keepdims: bool,
+               reduction_type: str) -> Lazy:
+        meta = node.tensor
+        return self.reduce_values(self.operand(node.args[0], x.shape, meta.dtype), x.shape, axes,
+                                  keepdims, reduction_type, meta.dtype)
+
+    def reduce_values(self, loader: Loader, shape: tuple[int, ...], axes: tuple[int, ...],
+                      keepdims: bool, reduction_type: str, dtype: str) -> Lazy:
+        """Realize the reduction of ``loader``'s values (already in ``dtype``) over ``axes``."""
+        split = self._split(loader, shape, axes, keepdims, reduction_type, dtype)
+        if split is not None:
+            return split
+        kept = [d for d in range(len(shape)) if d not in axes]
+        index: list[Affine] = [Affine()] * len(shape)
+        for i, d in enumerate(kept):
+            index[d] = Affine.var(xvar(i))
+        for j, d in enumerate(axes):
+            index[d] = Affine.var(rvar(j))
+        out_dims = [d for d in range(len(shape)) if keepdims or d not in axes]
+        out_shape = tuple(shape[d] if d in kept else 1 for d in out_dims)
+        strides = contiguous_strides(out_shape)
+        store = linear_index((index[d] if d in kept else Affine() for d in out_dims), strides)
+        name = f"buf{len(self.buffers)}"
+        data = Reduction(tuple(shape[d] for d in kept), tuple(shape[d] for d in axes),
+                         reduction_type, loader(tuple(index)))
+        self.buffers.append(ComputedBuffer(name, out_shape, dtype, strides, store, data))
+        return self.stored(name, out_shape, dtype, strides)
+
+    def split_chunks(self, total: int) -> int | None:
+        """How many chunks a split 1-D reduction of ``total`` elements has: the most, up to
+        ``options.split_chunks``, that divide it (no masking); ``None`` if none does."""
+        return next((k for k in range(self.options.split_chunks, 1, -1) if total % k == 0), None)
+
+    def _split(self, loader: Loader, shape: tuple[int, ...], axes: tuple[int, ...],
+               keepdims: bool, reduction_type: str, dtype: str) -> Lazy | None:
+        """A long reduction to one value becomes two (spec §6.5, split reductions): partial
+        results over chunks — an outer loop the threads share — then their combination. Sums also
+        round better in two levels. Several dimensions split along the first; one dimension into a
+        chunk count that divides its length (no masking)."""
+        total = 1
+        for d in axes:
+            total *= shape[d]
+        if len(axes) != len(shape) or total < self.options.split_min or \
+                reduction_type not in SPLITTABLE:
+            return None
+        if len(shape) >= 2:
+            partial = self.reduce_values(loader, shape, tuple(range(1, len(shape))), False,
+                                         reduction_type, dtype)
+        else:
+            chunks = self.split_chunks(total)
+            if chunks is None:
+                return None
+            size = total // chunks
+
+            def chunked(index: tuple[Affine, ...]) -> Expr:
+                return loader((index[0] * size + index[1],))
+            partial = self.reduce_values(chunked, (chunks, size), (1,), False, reduction_type,
+                                         dtype)
+        combined = self.reduce_values(partial.loader, partial.shape, (0,), False,
+                                      reduction_type, dtype)
+        if not keepdims:
+            return combined
+        return Lazy((1,) * len(shape), dtype, lambda i: combined.loader(()))

@@ -1,0 +1,67 @@
+"""What a backend tells the loop layer about itself (issue 11: the loop layer owns no backend
+limits). ``lower_opgraph`` takes a ``LoopOptions``; its defaults are the CPU backend's values,
+until a ``Target`` of the code generator supplies them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: dtypes the CPU kernels compute in; float16 waits for a checked rounding story in codegen
+LOOP_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                         "uint64", "float32", "float64"})
+#: float64 sin, cos and tan are computed natively for |x| below this (2^23 pi/2, the range of
+#: the CPU kernels' fast argument reduction, ARCHITECTURE.md §4)
+TRIG_REDUCTION_LIMIT = 2.0 ** 23 * np.pi / 2
+#: |a / b| below which the CPU kernels' quotient truncation is off by at most one (then
+#: corrected), so fmod(a, b) = fma(-n, b, a) is exact
+FMOD_EXACT_QUOTIENT = {"float32": 2.0 ** 22, "float64": 2.0 ** 51}
+
+
+@dataclass(frozen=True)
+class FloatLimits:
+    """A bound per float dtype; ``None`` where the backend has none for that dtype."""
+
+    float32: float | None = None
+    float64: float | None = None
+
+    def get(self, dtype: str) -> float | None:
+        return getattr(self, dtype, None) if dtype in ("float32", "float64") else None
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    """The backend's side of lowering an op graph to loops. Frozen and hashable, so a backend's
+    target can hold one and a cache can key on it.
+
+    ``dtypes``: the dtypes kernels compute in; an op whose result or array operands have another
+    dtype runs as its NumPy reference (an extern call), unless its rule handles every dtype.
+    ``trig_reduction_limit``: per float dtype, the |x| from which a sin/cos/tan argument is
+    beyond the kernels' argument reduction; a check buffer flags such an argument and the call
+    runs as NumPy (``None``: no check, the kernels are good everywhere).
+    ``fmod_exact_quotient``: per float dtype, the |a / b| below which the kernels' fmod is exact;
+    a check buffer flags larger quotients (``None``: float // and % run as NumPy).
+    ``split_min``, ``split_chunks``: a reduction of every axis over at least ``split_min``
+    elements is split into partial reductions over chunks (a 1-D one into at most
+    ``split_chunks`` chunks that divide it), which the backend's threads share.
+    """
+
+    dtypes: frozenset[str] = LOOP_DTYPES
+    trig_reduction_limit: FloatLimits = field(
+        default_factory=lambda: FloatLimits(float64=TRIG_REDUCTION_LIMIT))
+    fmod_exact_quotient: FloatLimits = field(
+        default_factory=lambda: FloatLimits(**FMOD_EXACT_QUOTIENT))
+    split_min: int = 1 << 16
+    split_chunks: int = 64
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtypes", frozenset(self.dtypes))
+        for name in self.dtypes:
+            if np.dtype(name).kind not in "biuf" or np.dtype(name).name != name:
+                raise ValueError(f"LoopOptions.dtypes: {name!r} is not a bool, integer or float "
+                                 "dtype name")
+
+
+DEFAULT_OPTIONS = LoopOptions()

@@ -1,0 +1,207 @@
+"""Loop lowerings of reductions and scans: sum, prod, max, min, any, all, mean, var, std,
+argmax, argmin, cumsum, cumprod, and layer_norm (two reductions and an element-wise pass)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stax.ir import Node
+
+from .context import Lazy, Loader, LoopLowering, output_strides
+from .expr import Binary, Const, Expr, Unary
+from .externs import library_call, op_as_extern
+from .index import Affine, linear_index
+from .ir import ComputedBuffer, Scan, rvar, xvar
+from .registry import lowers
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    count = 1
+    for d in axes:
+        count *= shape[d]
+    return count
+
+
+@lowers("sum", "prod", "max", "min")
+def lower_reduction(ctx: LoopLowering, node: Node) -> Lazy:
+    x = ctx.values[node.args[0]]
+    return ctx.reduce(node, x, tuple(node.kwargs["axis"]), node.kwargs["keepdims"], node.target)
+
+
+@lowers("any", "all")
+def lower_any_all(ctx: LoopLowering, node: Node) -> Lazy:
+    """any/all: the max/min of the values as bools (logical or/and)."""
+    kind = "max" if node.target == "any" else "min"
+    x = ctx.values[node.args[0]]
+    loader = ctx.operand(node.args[0], x.shape, "bool")
+    return ctx.reduce_values(loader, x.shape, tuple(node.kwargs["axis"]),
+                             node.kwargs["keepdims"], kind, "bool")
+
+
+@lowers("mean")
+def lower_mean(ctx: LoopLowering, node: Node) -> Lazy:
+    """The sum, accumulated in the result dtype as NumPy does, divided by the count."""
+    x = ctx.values[node.args[0]]
+    axes = tuple(node.kwargs["axis"])
+    total = ctx.reduce(node, x, axes, node.kwargs["keepdims"], "sum")
+    dtype = node.tensor.dtype
+    n = Const(np.dtype(dtype).type(_count(x.shape, axes)).item(), dtype)
+    return Lazy(total.shape, dtype, lambda i: Binary("truediv", total.loader(i), n, dtype))
+
+
+@lowers("var", "std")
+def lower_var(ctx: LoopLowering, node: Node) -> Lazy:
+    """var/std as NumPy computes them: the mean (sum / n), then the sum of squared deviations
+    divided by n - ddof, in the result dtype; std is its square root."""
+    meta = node.tensor
+    dtype = meta.dtype
+    x_lazy = ctx.values[node.args[0]]
+    if dtype not in ("float32", "float64"):
+        return op_as_extern(ctx, node)
+    shape, axes = x_lazy.shape, tuple(node.kwargs["axis"])
+    count = _count(shape, axes)
+    x = ctx.operand(node.args[0], shape, dtype)
+    squares = _welford_merge(ctx, x, shape, dtype) if _long_full_reduction(ctx, shape, axes) \
+        else _squared_deviations(ctx, x, shape, axes, dtype)
+    dof = Const(float(max(count - node.kwargs["ddof"], 0)), dtype)
+    keep = node.kwargs["keepdims"]
+    std = node.target == "std"
+
+    def value(i: tuple[Affine, ...]) -> Expr:
+        full = list(i) if keep else _insert_axes(i, axes, len(shape))
+        v: Expr = Binary("truediv", squares.loader(tuple(full)), dof, dtype)
+        return Unary("sqrt", v, dtype) if std else v
+    return Lazy(meta.shape, dtype, value)
+
+
+def _squared_deviations(ctx: LoopLowering, x: Loader, shape: tuple[int, ...],
+                        axes: tuple[int, ...], dtype: str) -> Lazy:
+    """sum((x - mean)^2) over ``axes`` (kept as size 1), the mean from a first reduction: NumPy's
+    two passes. In a row kernel both passes read the row while it is in cache."""
+    total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
+    n = Const(float(_count(shape, axes)), dtype)
+    mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))
+
+    def squared(i: tuple[Affine, ...]) -> Expr:
+        d = Binary("sub", x(i), mean(i), dtype)
+        return Binary("mul", d, d, dtype)
+    return ctx.reduce_values(squared, shape, axes, True, "sum", dtype)
+
+
+def _long_full_reduction(ctx: LoopLowering, shape: tuple[int, ...], axes: tuple[int, ...]) -> bool:
+    count = _count(shape, axes)
+    return len(axes) == len(shape) and count >= ctx.options.split_min and (
+        len(shape) >= 2 or ctx.split_chunks(count) is not None)
+
+
+def _welford_merge(ctx: LoopLowering, x: Loader, shape: tuple[int, ...], dtype: str) -> Lazy:
+    """sum((x - mean)^2) over all of a long array in one pass over memory (spec §6.5): the
+    array as rows (the first axis, or chunks of a 1-D array), each row's sum and squared
+    deviations from its own mean in one row kernel while the row is in cache, then the rows'
+    results merged — M2 = sum_c M2_c + n_c (mean_c - mean)^2, Welford's (Chan's) combination of
+    partial moments, which never forms the cancelling sum(x^2) - n mean^2."""
+    count = _count(shape, tuple(range(len(shape))))
+    if len(shape) >= 2:
+        rows_shape, inner = shape, tuple(range(1, len(shape)))
+        rows = x
+    else:
+        chunks = ctx.split_chunks(count)
+        assert chunks is not None  # _long_full_reduction
+        rows_shape, inner = (chunks, count // chunks), (1,)
+
+        def rows(index: tuple[Affine, ...]) -> Expr:
+            return x((index[0] * rows_shape[1] + index[1],))
+    per_row = count // rows_shape[0]
+    m2_rows = _squared_deviations(ctx, rows, rows_shape, inner, dtype)  # (rows, 1, ...)
+    sums = ctx.reduce_values(rows, rows_shape, inner, False, "sum", dtype)  # (rows,)
+    row_mean = lambda i: Binary("truediv", sums.loader(i), Const(float(per_row), dtype), dtype)  # noqa: E731
+    total = ctx.reduce_values(sums.loader, sums.shape, (0,), True, "sum", dtype)  # (1,)
+    mean = Binary("truediv", total.loader((Affine(),)), Const(float(count), dtype), dtype)
+    ones = (Affine(),) * (len(rows_shape) - 1)
+
+    def merged(i: tuple[Affine, ...]) -> Expr:
+        d = Binary("sub", row_mean(i), mean, dtype)
+        spread = Binary("mul", Const(float(per_row), dtype), Binary("mul", d, d, dtype), dtype)
+        return Binary("add", m2_rows.loader((i[0], *ones)), spread, dtype)
+    m2 = ctx.reduce_values(merged, sums.shape, (0,), False, "sum", dtype)  # ()
+    return Lazy((1,) * len(shape), dtype, lambda i: m2.loader(()))
+
+
+def _insert_axes(index: tuple[Affine, ...], axes: tuple[int, ...], ndim: int) -> list[Affine]:
+    """An index over a keepdims=False result, as an index of the keepdims=True shape."""
+    it = iter(index)
+    return [Affine() if d in axes else next(it) for d in range(ndim)]
+
+
+@lowers("argmax", "argmin", any_dtype=True)
+def lower_arg(ctx: LoopLowering, node: Node) -> Lazy:
+    x = ctx.values[node.args[0]]
+    if not ctx.native(x.dtype):
+        return op_as_extern(ctx, node)
+    loader = ctx.operand(node.args[0], x.shape, x.dtype)
+    axes = tuple(node.kwargs["axis"])
+    return ctx.reduce_values(loader, x.shape, axes, node.kwargs["keepdims"], node.target, "int64")
+
+
+@lowers("cumsum", "cumprod")
+def lower_scan(ctx: LoopLowering, node: Node) -> Lazy:
+    """cumsum/cumprod along ``axis``: the other axes are x variables, the scanned one r0; the
+    body (the operand, producers inlined) is cast to the result dtype first, as NumPy does."""
+    kind = "sum" if node.target == "cumsum" else "prod"
+    meta = node.tensor
+    axis, shape, dtype = node.kwargs["axis"], meta.shape, meta.dtype
+    if dtype == "bool" or not ctx.native(dtype):
+        return op_as_extern(ctx, node)
+    x = ctx.operand(node.args[0], shape, dtype)
+    kept = [d for d in range(len(shape)) if d != axis]
+    index = [Affine()] * len(shape)
+    for i, d in enumerate(kept):
+        index[d] = Affine.var(xvar(i))
+    index[axis] = Affine.var(rvar(0))
+    strides = output_strides(meta)
+    name = f"buf{len(ctx.buffers)}"
+    data = Scan(tuple(shape[d] for d in kept), shape[axis], kind, x(tuple(index)))
+    ctx.buffers.append(ComputedBuffer(name, shape, dtype, strides,
+                                      linear_index(index, strides), data))
+    return ctx.stored(name, shape, dtype, strides)
+
+
+@lowers("layer_norm")
+def lower_layer_norm(ctx: LoopLowering, node: Node) -> Lazy:
+    """layer_norm as loops: mean and variance reductions (kept two-pass, each summing in the
+    dtype NumPy's mean uses) and one element-wise pass; a one-pass Welford kernel can replace the
+    two reductions without changing the op."""
+    meta = node.tensor
+    x_node, w_node, b_node = node.args
+    if meta.dtype not in ("float32", "float64") or not isinstance(x_node, Node):
+        return library_call(ctx, node)
+    dtype, shape = meta.dtype, meta.shape
+    axes = tuple(range(len(shape) - node.kwargs["normalized_ndim"], len(shape)))
+    n = Const(float(_count(shape, axes)), dtype)
+    x = ctx.operand(x_node, shape, dtype)
+    total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
+    mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))
+
+    def centered(i: tuple[Affine, ...]) -> Expr:
+        return Binary("sub", x(i), mean(i), dtype)
+
+    squares = ctx.reduce_values(lambda i: _square(centered(i), dtype), shape, axes, True, "sum",
+                                dtype)
+    var = ctx.operand_of(squares, shape, lambda i: Binary("truediv", squares.loader(i), n, dtype))
+    eps = Const(float(np.dtype(dtype).type(node.kwargs["eps"])), dtype)
+    w = ctx.operand(w_node, shape, dtype) if w_node is not None else None
+    b = ctx.operand(b_node, shape, dtype) if b_node is not None else None
+
+    def out(i: tuple[Affine, ...]) -> Expr:
+        y: Expr = Binary("truediv", centered(i),
+                         Unary("sqrt", Binary("add", var(i), eps, dtype), dtype), dtype)
+        if w is not None:
+            y = Binary("mul", y, w(i), dtype)
+        if b is not None:
+            y = Binary("add", y, b(i), dtype)
+        return y
+    return Lazy(shape, dtype, out)
+
+
+def _square(e: Expr, dtype: str) -> Expr:
+    return Binary("mul", e, e, dtype)
