@@ -167,3 +167,34 @@ def test_checked_programs_keep_the_entry_and_a_failed_check_runs_as_numpy():
     np.testing.assert_allclose(cf(x, i), gather(x, i), rtol=1e-15)
     gc.collect()
     assert sys.getrefcount(x) == before
+
+
+_SCALAR_TWICE = """
+import numpy as np, stax.runtime as stax
+def f(x):
+    v = -x
+    s = v.argmax(axis=None)
+    return (s, v, s, x, s)
+cf = stax.compile(f, strict_native=True)
+for seed in range(20):
+    x = np.random.default_rng(seed).integers(-5, 5, (8, 9))
+    got, want = cf(x), f(x)
+    assert cf._call != cf._dispatch, "no machine-code entry"
+    assert [type(g) for g in got] == [type(w) for w in want]
+    assert all(np.array_equal(g, w) for g, w in zip(got, want)), (got, want)
+    assert got[3] is x
+print("ok")
+"""
+
+
+def test_a_scalar_result_returned_twice_keeps_its_references():
+    """(s, v, s): the first NumPy-scalar conversion consumed the 0-d array's only reference, and the
+    second one used the freed array (a segfault found by the stress suite). Under the debug
+    allocator freed memory is poisoned, so the use after free crashes every time."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONMALLOC="debug", STAX_CACHE_DIR="off")
+    done = subprocess.run([sys.executable, "-c", _SCALAR_TWICE], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

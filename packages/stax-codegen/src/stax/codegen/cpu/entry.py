@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -309,15 +310,17 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         b.position_at_end(ok)
     hits = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, CTX_HITS)])
     b.store(b.add(b.load(hits), ir.Constant(I64, 1)), hits)
-    # references: a result made here is handed over once; an argument returned, or a buffer
-    # returned twice, gets a reference of its own; buffers no result uses are released
-    returned: set[int] = set()
+    # references: each result holds one. A buffer made here has one to hand over; an argument
+    # returned, or a buffer returned twice, gets the others — all taken before any conversion, as
+    # a 0-d array's conversion to a scalar consumes a reference and may free the array
+    uses = Counter(slot for slot, _ in plan.outputs)
+    for slot, count in uses.items():
+        for _ in range(count - 1 + (slot < len(plan.inputs))):
+            b.call(incref, [b.ptrtoint(objs[slot], I64)])
+    returned = set(uses)
     results: list[ir.Value] = []
     for slot, scalar in plan.outputs:
         obj = objs[slot]
-        if slot < len(plan.inputs) or slot in returned:
-            b.call(incref, [b.ptrtoint(obj, I64)])
-        returned.add(slot)
         if scalar:  # 0-d array -> NumPy scalar (steals the array's reference)
             obj = b.call(ctx_fn(CTX_RETURN, I8P, [I8P]), [obj])
         results.append(obj)
