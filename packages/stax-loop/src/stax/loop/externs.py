@@ -4,6 +4,7 @@ reference), which is how every rule declines rather than compute a different res
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from stax.ir import Node, TensorMeta, get_op
@@ -20,18 +21,69 @@ def lower_extern(ctx: LoopLowering, node: Node) -> Lazy:
     return extern_call(ctx, node, attrs["fn"], attrs["method"], node.args, attrs["call_kwargs"])
 
 
+def _key(entries: tuple[tuple[Any, ...], ...]) -> tuple[Any, ...]:
+    """A ``setitem`` key as the index NumPy takes: its slices are ``slice.indices`` triples, whose
+    stop -1 with step -1 means "through element 0" (``None`` in a slice, not the last element)."""
+    return tuple(slice(e[1], None if e[2] < 0 else e[2], e[3]) if e[0] == "slice" else e[1]
+                 for e in entries)
+
+
+#: the NumPy call computing an op whose reference is not the NumPy function of its name, from
+#: its node: (target, method, args, kwargs), as ``extern_call`` takes them
+NUMPY_CALLS: dict[str, Callable[[Node], tuple[str, bool, tuple[Any, ...], dict[str, Any]]]] = {
+    "cast": lambda n: ("astype", True, (n.args[0], n.kwargs["dtype"]), {}),
+    "cumsum": lambda n: ("numpy.cumsum", False, n.args, {"axis": n.kwargs["axis"],
+                                                         "dtype": n.kwargs["dtype"]}),
+    "cumprod": lambda n: ("numpy.cumprod", False, n.args, {"axis": n.kwargs["axis"],
+                                                           "dtype": n.kwargs["dtype"]}),
+    "concatenate": lambda n: ("numpy.concatenate", False, (tuple(n.args),),
+                              {"axis": n.kwargs["axis"]}),
+    "stack": lambda n: ("numpy.stack", False, (tuple(n.args),), {"axis": n.kwargs["axis"]}),
+    "pad": lambda n: ("numpy.pad", False, (n.args[0], n.kwargs["pad_width"]),
+                      {"constant_values": n.kwargs["value"]}),
+    "reshape": lambda n: ("numpy.reshape", False, (n.args[0], n.kwargs["shape"]), {}),
+    "take": lambda n: ("numpy.take", False, n.args, {"axis": n.kwargs["axis"]}),
+    "take_const": lambda n: ("numpy.take", False, (n.args[0], list(n.kwargs["indices"])),
+                             {"axis": n.kwargs["axis"]}),
+    "roll": lambda n: ("numpy.roll", False, (n.args[0], n.kwargs["shift"]),
+                       {"axis": n.kwargs["axis"]}),
+    "setitem": lambda n: ("stax.functional.setitem", False,
+                          (n.args[0], _key(n.kwargs["key"]),
+                           n.args[1] if len(n.args) > 1 else n.kwargs["scalar"]), {}),
+    "tril": lambda n: ("numpy.tril", False, (n.args[0], n.kwargs["k"]), {}),
+    "triu": lambda n: ("numpy.triu", False, (n.args[0], n.kwargs["k"]), {}),
+    "full": lambda n: ("numpy.full", False, (n.kwargs["shape"], n.kwargs["value"],
+                                             n.kwargs["dtype"]), {}),
+    "arange": lambda n: ("numpy.arange", False, (n.kwargs["start"], n.kwargs["start"] +
+                                                 n.kwargs["step"] * n.kwargs["n"],
+                                                 n.kwargs["step"]), {"dtype": n.kwargs["dtype"]}),
+    "eye": lambda n: ("numpy.eye", False, (n.kwargs["n"], n.kwargs["m"], n.kwargs["k"]),
+                      {"dtype": n.kwargs["dtype"]}),
+}
+#: ops that are one part of a NumPy function's tuple result: the function, and the part
+NUMPY_PARTS = {"frexp_mantissa": ("numpy.frexp", 0), "frexp_exponent": ("numpy.frexp", 1)}
+
+
 def op_as_extern(ctx: LoopLowering, node: Node) -> Lazy:
-    """The op run as its NumPy reference: dtypes the kernels do not handle (float16...), or a
-    form its rule leaves to NumPy."""
-    if get_op(node.target).kind.value == "reduction":
+    """The op computed by NumPy: in dtypes the kernels do not handle (float16...), or in a form
+    its rule leaves to NumPy."""
+    op = node.target
+    if get_op(op).kind.value == "reduction":
         kwargs = dict(node.kwargs)
-        if node.target in ("argmax", "argmin"):  # NumPy takes one axis or None there
+        if op in ("argmax", "argmin"):  # NumPy takes one axis or None there
             ndim = len(ctx.values[node.args[0]].shape)
             axes = kwargs["axis"]
             kwargs["axis"] = None if len(axes) == ndim and ndim != 1 else axes[0]
-        return extern_call(ctx, node, f"numpy.{node.target}", False, node.args, kwargs)
-    return extern_call(ctx, node, f"numpy.{get_op(node.target).reference.__name__}", False,
-                       node.args, {})
+        return extern_call(ctx, node, f"numpy.{op}", False, node.args, kwargs)
+    if get_op(op).kind.value == "composite":
+        return library_call(ctx, node)
+    if op in NUMPY_CALLS:
+        return extern_call(ctx, node, *NUMPY_CALLS[op](node))
+    if op in NUMPY_PARTS:
+        function, part = NUMPY_PARTS[op]
+        parts = extern_call(ctx, node, function, False, node.args, {}, sequence=2)
+        return extern_call(ctx, node, "operator.getitem", False, (BufferRef(parts.buffer), part), {})
+    return extern_call(ctx, node, f"numpy.{get_op(op).reference.__name__}", False, node.args, {})
 
 
 def library_call(ctx: LoopLowering, node: Node) -> Lazy:
@@ -42,11 +94,12 @@ def library_call(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_args: Any,
-                call_kwargs: Any) -> Lazy:
+                call_kwargs: Any, sequence: int | None = None) -> Lazy:
     """Operands of a NumPy call must be arrays in memory: realize pointwise values first. NumPy
     gets each operand in the layout capture saw, as some calls read the memory order
     (``ravel(order="K")``, ``flatten("A")``): a buffer the loops wrote in another layout (a
-    reduction of an F-ordered array is written row-major) is copied into that layout first."""
+    reduction of an F-ordered array is written row-major) is copied into that layout first.
+    ``sequence``: the call returns that many arrays (else as the node's meta says)."""
     def operand(value: Any) -> Any:
         if not isinstance(value, Node):
             return value
@@ -57,7 +110,8 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
 
     args, kwargs = fold(call_args, operand), fold(call_kwargs, operand)  # may realize buffers
     name = f"buf{len(ctx.buffers)}"
-    sequence = node.meta.get("sequence")
+    if sequence is None:
+        sequence = node.meta.get("sequence")
     meta = node.tensor if sequence is None else TensorMeta((), "object", ())
     effect = None
     if node.effectful:  # a draw: it advances the generator it is called on (``ExternCall.effect``)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -159,8 +160,24 @@ def evaluate(body: Expr, grid: Grid, memory: Memory) -> Any:
     return values[id(body)]
 
 
+@dataclass
+class LoopRun:
+    """What running a loop program gave: the flat output leaves, every buffer's value (arrays in
+    their layout; an extern call's result as NumPy returned it), and the reasons of the checks
+    that failed (``LoopProgram.checks``: a compiled call runs as NumPy then)."""
+
+    outputs: list[Any]
+    buffers: dict[str, Any]
+    failed_checks: list[str]
+
+
 def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any]:
     """Run ``program`` on arrays in input-buffer order; the flat output leaves."""
+    return interpret(program, arrays).outputs
+
+
+def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
+    """Run ``program`` on arrays in input-buffer order."""
     memory: Memory = {}
     objects: dict[str, Any] = {}
     for buf, array in zip(program.inputs, arrays):
@@ -198,7 +215,8 @@ def run_loop_program(program: LoopProgram, arrays: list[np.ndarray]) -> list[Any
             value = objects[ref.buffer]
             value = value.copy() if ref.buffer in computed else value
             results.append(value[()] if ref.scalar and isinstance(value, np.ndarray) else value)
-    return results
+    failed = [why for name, why in program.checks.items() if np.any(objects[name])]
+    return LoopRun(results, objects, failed)
 
 
 def _memory_of(array: np.ndarray) -> tuple[np.ndarray, int]:
