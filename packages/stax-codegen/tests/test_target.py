@@ -215,3 +215,12 @@ def test_exact_products_follow_the_hosts_fma(build, monkeypatch):
     assert ('@"llvm.fma.f64"' in sin_ir()) == cpu_target().identity.fma
     monkeypatch.setattr(dd, "has_fma", lambda: False)
     assert '@"llvm.fma.f64"' not in sin_ir()
+
+
+def test_the_loop_layers_defaults_are_the_cpu_targets_options():
+    """The runtime lowers with ``cpu_target().loop_options``; code that calls the layers directly
+    (``lower_opgraph`` then ``generate``) gets the loop layer's defaults, which must be the same
+    checks, or such kernels would run past the CPU's trig and fmod limits unchecked."""
+    from stax.loop.options import DEFAULT_OPTIONS
+
+    assert cpu_target().loop_options == DEFAULT_OPTIONS

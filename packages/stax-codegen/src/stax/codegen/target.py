@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from stax.loop import FloatLimits, LoopOptions
+
 from .version import CODEGEN_VERSION
 
 
@@ -93,6 +95,14 @@ class Target:
     @property
     def device(self) -> str:
         return self.identity.device
+
+    @property
+    def loop_options(self) -> LoopOptions:
+        """What the loop layer must know of this target (``lower_opgraph(options=...)``): the
+        dtypes its loops take and where its kernels need a check that sends a call to NumPy."""
+        return LoopOptions(dtypes=self.loop_dtypes,
+                           trig_reduction_limit=FloatLimits(float64=self.limits.trig_reduction),
+                           fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)))
 
     @property
     def cache_key(self) -> tuple[str, ...]:

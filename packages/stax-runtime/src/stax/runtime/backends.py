@@ -86,7 +86,8 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     verify_graph(opgraph.graph)
     dump("opgraph", opgraph)
     stage("opgraph")
-    loop = lower_opgraph(opgraph, materialize=target.materialize)  # its cost model (§6.6)
+    # its cost model (§6.6), its dtypes and numeric limits
+    loop = lower_opgraph(opgraph, materialize=target.materialize, options=target.loop_options)
     dump("loopir", loop)
     stage("loopir")
     artifact = generate(loop, target=target)
