@@ -65,8 +65,11 @@ def stress(session: nox.Session) -> None:
     corruption trials. Known-defect strategies stay off unless STAX_STRESS_KNOWN names them
     (packages/stax-runtime/tests/stress/stress_flags.py)."""
     _install(session, *[f"stax-{p}" for p in PACKAGES], *TEST_DEPS)
+    # Python's debug allocator poisons freed memory: a reference-count slip in machine code (a
+    # result used after its last reference went) crashes at once instead of now and then
     env = {"STAX_STRESS_EXAMPLES": os.environ.get("STAX_STRESS_EXAMPLES") or "10000",
-           "STAX_STRESS_CORRUPTION_TRIALS": os.environ.get("STAX_STRESS_CORRUPTION_TRIALS") or "1000"}
+           "STAX_STRESS_CORRUPTION_TRIALS": os.environ.get("STAX_STRESS_CORRUPTION_TRIALS") or "1000",
+           "PYTHONMALLOC": os.environ.get("PYTHONMALLOC") or "debug"}
     session.run("pytest", "packages/stax-runtime/tests/stress",
                 "packages/stax-runtime/tests/test_cache_corruption.py", *session.posargs, env=env)
 
