@@ -95,8 +95,31 @@ class Node:
         op = OPS.get(self.target)
         return op is not None and op.random
 
+    @property
+    def events_only(self) -> bool:
+        """Whether this node's value is unused and the node is kept only for the floating-point
+        events computing it may raise (meta ``events_only``, set by DCE): NumPy computes every
+        step a program writes and reports its events (``np.errstate``: warn, raise, call) whether
+        or not the value is read, so a compiled program computes such a step too, for its
+        events, without returning its value. Lowering carries the mark to the op node computing
+        the value; the loop layer gives it a buffer of its own where no other value reads it
+        (``LoopProgram.events_only``)."""
+        return bool(self.meta.get(EVENTS_ONLY))
+
     def __repr__(self) -> str:
         return f"%{self.name}"
+
+
+#: meta key of ``Node.events_only``
+EVENTS_ONLY = "events_only"
+
+
+def mark_events_only(value: Any) -> None:
+    """Mark the call nodes among ``value`` (a node, or the tuple a multi-result rule returns)
+    as computed only for their floating-point events."""
+    for node in value if isinstance(value, tuple) else (value,):
+        if isinstance(node, Node) and node.op in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD):
+            node.meta[EVENTS_ONLY] = True
 
 
 def _collect_nodes(value: Any, seen: dict[Node, None]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UnsupportedError
-from .graph import Graph, Node, Opcode, map_nodes
+from .graph import Graph, Node, Opcode, map_nodes, mark_events_only
 from .meta import TensorMeta
 from .ops import NN_FUNCTIONS, comparison_ops
 from .program import OPGRAPH_SCHEMA, GraphProgram
@@ -94,6 +94,8 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
             env[node] = fn(ctx, node, args, kwargs)
         except NotNative:
             env[node] = _extern(ctx, node, args, kwargs)
+        if node.events_only:  # unused, kept for its floating-point events (passes/dce.py)
+            mark_events_only(env[node])
     return GraphProgram(OPGRAPH_SCHEMA, capture.name, ctx.graph, list(capture.inputs),
                         capture.input_tree, capture.output_tree, dict(capture.info),
                         writeback=list(capture.writeback))
@@ -274,9 +276,10 @@ def _has_bool_index(key: Any) -> bool:
 
 
 def _live_nodes(graph: Graph) -> set[Node]:
-    """Placeholders and every node the outputs or an effectful node (a draw) depend on."""
+    """Placeholders and every node the outputs, an effectful node (a draw) or a node kept for
+    its floating-point events depend on."""
     live = set(graph.placeholders)
-    pending = [graph.output_node, *(n for n in graph.nodes if n.effectful)]
+    pending = [graph.output_node, *(n for n in graph.nodes if n.effectful or n.events_only)]
     while pending:
         node = pending.pop()
         if node not in live or node.op is Opcode.PLACEHOLDER:

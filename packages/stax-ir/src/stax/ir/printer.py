@@ -31,7 +31,9 @@ def format_node(node: Node) -> str:
         shape = f" shape={node.tensor.shape}"
         if node.graph.dialect != "capture":
             shape += f" dtype={node.tensor.dtype}"
-    head = f"%{node.name}{shape} : [num_users={len(node.users)}] = {node.op.value}[target={node.target}]"
+    kept = ", events only" if node.events_only else ""
+    head = (f"%{node.name}{shape} : [num_users={len(node.users)}{kept}] = "
+            f"{node.op.value}[target={node.target}]")
     if node.op is Opcode.PLACEHOLDER:
         return head
     return f"{head}(args = {format_arg(node.args)}, kwargs = {format_arg(node.kwargs)})"

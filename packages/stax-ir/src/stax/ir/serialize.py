@@ -141,7 +141,8 @@ def graph_to_json(graph: Graph) -> dict[str, Any]:
             meta["tensor"] = n.tensor.to_json()
         if n.source is not None:
             meta["source"] = n.source
-        for key in ("sequence", "gated", "random", "object", "shape_gated", "region", "view"):
+        for key in ("sequence", "gated", "random", "object", "shape_gated", "region", "view",
+                    "events_only"):
             if key in n.meta:
                 meta[key] = n.meta[key]
         if meta:
@@ -158,7 +159,8 @@ def graph_from_json(doc: dict[str, Any]) -> Graph:
         raw = entry.get("meta", {})
         if "tensor" in raw:
             meta["tensor"] = TensorMeta.from_json(raw["tensor"])
-        for key in ("source", "sequence", "gated", "random", "object", "shape_gated", "region", "view"):
+        for key in ("source", "sequence", "gated", "random", "object", "shape_gated", "region", "view",
+                    "events_only"):
             if key in raw:
                 meta[key] = raw[key]
         node = graph.create_node(Opcode(entry["op"]), entry["target"],

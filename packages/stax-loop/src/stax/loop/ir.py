@@ -18,7 +18,8 @@ from .containers import fold
 from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr
 from .index import Affine
 
-LOOPIR_SCHEMA = "stax.loopir/1.2"  # 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks
+#: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers
+LOOPIR_SCHEMA = "stax.loopir/1.3"
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
 
@@ -233,6 +234,10 @@ class LoopProgram:
     #: bool buffers that must come out False (an index out of bounds, say): when one is True the
     #: call runs eagerly, so NumPy raises its own error
     checks: dict[str, str] = field(default_factory=dict)  # buffer -> what a True means
+    #: buffers computed only for the floating-point events their steps may raise: values the
+    #: program does not use (NumPy computes every step and reports its events all the same,
+    #: ``stax.loop.unused``). Nothing reads them; a code generator need not store them.
+    events_only: list[str] = field(default_factory=list)
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -270,6 +275,8 @@ class LoopProgram:
         outs = [o.buffer if o.buffer is not None else repr(o.const) for o in self.outputs]
         if self.checks:
             lines += [f"check not {name} ({why})" for name, why in self.checks.items()]
+        if self.events_only:
+            lines.append(f"events only: {', '.join(self.events_only)}")
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
 
@@ -287,6 +294,7 @@ class LoopProgram:
                         for o in self.outputs],
             "output_tree": self.output_tree.to_json(),
             **({"checks": self.checks} if self.checks else {}),
+            **({"events_only": self.events_only} if self.events_only else {}),
         }
 
     @classmethod
@@ -302,6 +310,7 @@ class LoopProgram:
             [OutputRef(o["buffer"], o["scalar"], decode_value(o["const"])) for o in doc["outputs"]],
             TreeDef.from_json(doc["output_tree"]),
             dict(doc.get("checks", {})),
+            list(doc.get("events_only", [])),
         )
 
     def dump(self, path: str | Path) -> None:

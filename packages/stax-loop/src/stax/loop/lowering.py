@@ -23,6 +23,7 @@ from .index import Affine
 from .ir import InputBuffer, LoopProgram, OutputRef, xvar
 from .options import DEFAULT_OPTIONS, LoopOptions
 from .registry import LOWERINGS, OWN_DTYPE_RULES, Rule
+from .unused import drop_silent, keep_for_events
 
 __all__ = ["LOWERINGS", "Lazy", "Loader", "LoopLowering", "LoopOptions", "MaterializePolicy",
            "Reuse", "Rule", "lower_opgraph"]
@@ -52,6 +53,7 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     inlined into every reader unless ``materialize`` (a backend's cost model) says otherwise;
     ``options`` are the backend's dtypes and numeric limits."""
     ctx = LoopLowering(program, options)
+    events_only: list[str] = []  # buffers of unused values, kept for their events (unused.py)
     for node in program.graph.nodes:
         ctx.node = node
         if node.op is Opcode.PLACEHOLDER:
@@ -62,7 +64,10 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
                 raise ctx.unsupported(f"op {node.target!r} has no loop lowering yet")
             if node.target not in OWN_DTYPE_RULES and not _native_dtypes(ctx, node):
                 rule = op_as_extern  # NumPy computes it: dtypes kernels do not handle yet
+            first = len(ctx.buffers)
             ctx.values[node] = rule(ctx, node)
+            if node.events_only and not node.users:
+                events_only += keep_for_events(ctx, node, first)
             if materialize is not None:
                 _consider_materializing(ctx, node, materialize)
         elif node.op is not Opcode.OUTPUT:
@@ -71,8 +76,9 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     outputs = [_output(ctx, v) for v in program.outputs]
     names = [b.name for b in (*ctx.inputs, *ctx.buffers)]
     assert len(names) == len(set(names)), f"duplicate buffer names in {names}"
+    buffers, events_only = drop_silent(ctx.buffers, events_only, outputs, ctx.checks)
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
-                       ctx.buffers, outputs, program.output_tree, dict(ctx.checks))
+                       buffers, outputs, program.output_tree, dict(ctx.checks), events_only)
 
 
 def _consider_materializing(ctx: LoopLowering, node: Node, materialize: MaterializePolicy) -> None:
