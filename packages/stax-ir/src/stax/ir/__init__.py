@@ -3,9 +3,22 @@
 from .errors import SchemaError, StaxError, UnsupportedError, VerificationError
 from .graph import Graph, Node, Opcode, map_nodes
 from .interpreter import run_graph, run_program
-from .lower import data_dependent_shape, lower_capture
 from .meta import TensorMeta, contiguous_strides
-from .ops import NN_FUNCTIONS, OPS, OpDef, OpKind, get_op
+from .ops import (
+    NN_FUNCTIONS,
+    OPS,
+    Accuracy,
+    CostClass,
+    OpDef,
+    OpKind,
+    approximate_ops,
+    commutative_ops,
+    comparison_ops,
+    elementwise_ops,
+    get_op,
+    op_info,
+    ops_of_cost,
+)
 from .printer import format_graph
 from .program import (
     CAPTURE_SCHEMA,
@@ -19,7 +32,9 @@ from .program import (
 from .pytree import TreeDef, tree_flatten, tree_leaves, tree_unflatten
 from .serialize import check_schema, read_json, write_json
 from .slicing import backward_slice
+from .to_opgraph import data_dependent_shape, lower_capture
 from .verify import verify_graph
+from .views import rebase_view
 
 __version__ = "0.1.0"
 
@@ -29,6 +44,8 @@ __all__ = [
     "NN_FUNCTIONS",
     "OPGRAPH_SCHEMA",
     "OPS",
+    "Accuracy",
+    "CostClass",
     "Gate",
     "Graph",
     "GraphProgram",
@@ -42,17 +59,24 @@ __all__ = [
     "TreeDef",
     "UnsupportedError",
     "VerificationError",
+    "approximate_ops",
     "backward_slice",
     "check_schema",
+    "commutative_ops",
+    "comparison_ops",
     "contiguous_strides",
     "data_dependent_shape",
+    "elementwise_ops",
     "format_graph",
     "get_op",
     "load_capture",
     "load_opgraph",
     "lower_capture",
     "map_nodes",
+    "op_info",
+    "ops_of_cost",
     "read_json",
+    "rebase_view",
     "run_graph",
     "run_program",
     "tree_flatten",

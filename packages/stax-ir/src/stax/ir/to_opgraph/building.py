@@ -1,6 +1,6 @@
 """Capture rules for functions that build arrays: concatenate, stack, pad, tril/triu, roll,
 zeros/ones/full and their *_like forms, arange, linspace, eye (their loop lowerings are
-``stax.loop.building``). Imported by ``lower`` for the rules it registers."""
+``stax.loop.building``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from .graph import Node
-from .lower import LoweringContext, NotNative, Rule, _bind, _int, _scalar, rule
-from .meta import TensorMeta
+from ..graph import Node
+from ..meta import TensorMeta
+from .arguments import bind, int_arg, scalar
+from .context import LoweringContext
+from .registry import NotNative, RuleFunction, register, rule
 
 
 def _arrays(value: Any) -> tuple[Node, ...]:
@@ -21,29 +23,29 @@ def _arrays(value: Any) -> tuple[Node, ...]:
     return tuple(value)
 
 
-@rule("function:numpy.concatenate")
+@rule("numpy.concatenate", emits=("concatenate",))
 def _concatenate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Node:
     """Joined along one axis (``axis=None`` flattens: NumPy); ``out=``/``dtype=`` forms too."""
-    params = _bind(lambda arrays, axis=0: None, args, kwargs)
+    params = bind(lambda arrays, axis=0: None, args, kwargs)
     arrays = _arrays(params["arrays"])
     if params.get("axis", 0) is None:
         raise NotNative
     ndim = node.tensor.ndim
-    return ctx.emit("concatenate", arrays, {"axis": _int(params.get("axis", 0)) % ndim})
+    return ctx.emit("concatenate", arrays, {"axis": int_arg(params.get("axis", 0)) % ndim})
 
 
-@rule("function:numpy.stack")
+@rule("numpy.stack", emits=("stack",))
 def _stack(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    params = _bind(lambda arrays, axis=0: None, args, kwargs)
+    params = bind(lambda arrays, axis=0: None, args, kwargs)
     arrays = _arrays(params["arrays"])
-    return ctx.emit("stack", arrays, {"axis": _int(params.get("axis", 0)) % node.tensor.ndim})
+    return ctx.emit("stack", arrays, {"axis": int_arg(params.get("axis", 0)) % node.tensor.ndim})
 
 
-@rule("function:numpy.pad")
+@rule("numpy.pad", emits=("pad",))
 def _pad(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """Constant padding with one scalar value; other modes run as NumPy."""
-    params = _bind(lambda array, pad_width, mode="constant", constant_values=0: None, args, kwargs)
+    params = bind(lambda array, pad_width, mode="constant", constant_values=0: None, args, kwargs)
     x = params["array"]
     if not isinstance(x, Node) or x.tensor is None or params.get("mode", "constant") != "constant":
         raise NotNative
@@ -53,33 +55,33 @@ def _pad(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[s
         pairs = np.broadcast_to(width, (ndim, 2))
     except ValueError:
         raise NotNative from None
-    pad_width = tuple((_int(a), _int(b)) for a, b in pairs)
+    pad_width = tuple((int_arg(a), int_arg(b)) for a, b in pairs)
     if any(a < 0 or b < 0 for a, b in pad_width):
         raise NotNative
-    value = _scalar(params.get("constant_values", 0))
+    value = scalar(params.get("constant_values", 0))
     return ctx.emit("pad", (x,), {"pad_width": pad_width, "value": value})
 
 
-def _triangle(op: str) -> Rule:
+def _triangle(op: str) -> RuleFunction:
     def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Node:
-        params = _bind(lambda m, k=0: None, args, kwargs)
+        params = bind(lambda m, k=0: None, args, kwargs)
         x = params["m"]
         if not isinstance(x, Node) or x.tensor is None or x.tensor.ndim < 2:
             raise NotNative
-        return ctx.emit(op, (x,), {"k": _int(params.get("k", 0))})
+        return ctx.emit(op, (x,), {"k": int_arg(params.get("k", 0))})
     return lower
 
 
-rule("function:numpy.tril")(_triangle("tril"))
-rule("function:numpy.triu")(_triangle("triu"))
+for _op in ("tril", "triu"):
+    register((f"numpy.{_op}",), (_op,), _triangle(_op))
 
 
-@rule("function:numpy.roll")
+@rule("numpy.roll", emits=("roll",))
 def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """A roll along one axis (or of a 1-D array): two pieces of one concatenation; without an
     axis, of the flattened array (read at computed offsets)."""
-    params = _bind(lambda a, shift, axis=None: None, args, kwargs)
+    params = bind(lambda a, shift, axis=None: None, args, kwargs)
     x = params["a"]
     if not isinstance(x, Node) or x.tensor is None:
         raise NotNative
@@ -87,31 +89,30 @@ def _roll(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     if axis is None and ndim == 1:
         axis = 0
     if axis is None:
-        return ctx.emit("roll", (x,), {"shift": _int(params["shift"]), "axis": None})
-    axis = _int(axis) % ndim if ndim else _int(axis)
-    return ctx.emit("roll", (x,), {"shift": _int(params["shift"]), "axis": axis})
+        return ctx.emit("roll", (x,), {"shift": int_arg(params["shift"]), "axis": None})
+    axis = int_arg(axis) % ndim if ndim else int_arg(axis)
+    return ctx.emit("roll", (x,), {"shift": int_arg(params["shift"]), "axis": axis})
 
 
-def _filled(value_of: Callable[[dict[str, Any]], Any], reference: Any) -> Rule:
+def _filled(value_of: Callable[[dict[str, Any]], Any], reference: Any) -> RuleFunction:
     """np.zeros/ones/full and their *_like forms: the shape and dtype are the result's (capture
     measured them), the fill value a scalar."""
     def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Node:
-        params = _bind(reference, args, kwargs)
+        params = bind(reference, args, kwargs)
         if params.get("subok", True) is not True or params.get("like") is not None:
             raise NotNative
         meta = node.tensor
-        return ctx.emit("full", (), {"shape": tuple(meta.shape), "value": _scalar(value_of(params)),
+        return ctx.emit("full", (), {"shape": tuple(meta.shape), "value": scalar(value_of(params)),
                                      "dtype": meta.dtype})
     return lower
 
 
-rule("function:numpy.zeros")(_filled(lambda p: 0, np.zeros))
-rule("function:numpy.ones")(_filled(lambda p: 1, np.ones))
-rule("function:numpy.full")(_filled(lambda p: p["fill_value"], np.full))
-rule("function:numpy.zeros_like")(_filled(lambda p: 0, np.zeros_like))
-rule("function:numpy.ones_like")(_filled(lambda p: 1, np.ones_like))
-rule("function:numpy.full_like")(_filled(lambda p: p["fill_value"], np.full_like))
+for _function, _value_of in ((np.zeros, lambda p: 0), (np.ones, lambda p: 1),
+                             (np.full, lambda p: p["fill_value"]), (np.zeros_like, lambda p: 0),
+                             (np.ones_like, lambda p: 1),
+                             (np.full_like, lambda p: p["fill_value"])):
+    register((f"numpy.{_function.__name__}",), ("full",), _filled(_value_of, _function))
 
 
 #: the dtypes creation functions compose natively (float16 and complex run as NumPy)
@@ -130,7 +131,7 @@ def _float_arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...]) -> No
     """NumPy's float arange: a[0] = start, a[1] = start + step (in Python floats), and
     a[i] = start + i * delta with delta = a[1] - a[0], all in the result's dtype (its fill loop)."""
     meta = node.tensor
-    values = [float(_scalar(a)) for a in args]
+    values = [float(scalar(a)) for a in args]
     start, step = (0.0, 1.0) if len(values) == 1 else \
         (values[0], values[2] if len(values) == 3 else 1.0)
     kind = np.dtype(meta.dtype).type
@@ -147,7 +148,7 @@ def _float_arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...]) -> No
     return ctx.emit("where", (ctx.emit("eq", (ramp, 0), meta=flags), first.item(), values_node))
 
 
-@rule("function:numpy.arange")
+@rule("numpy.arange", emits=("arange", "full", "cast", "mul", "add", "eq", "where"))
 def _arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """Integer ranges (start + step * i, exact); float ranges by NumPy's own fill formula."""
     meta = node.tensor
@@ -157,24 +158,25 @@ def _arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
         return _float_arange(ctx, node, args)
     if np.dtype(meta.dtype).kind not in "iu":
         raise NotNative
-    values = [_int(a) for a in args]
+    values = [int_arg(a) for a in args]
     start, step = (0, 1) if len(values) == 1 else (values[0], values[2] if len(values) == 3 else 1)
     return ctx.emit("arange", (), {"start": start, "step": step, "n": meta.shape[0],
                                    "dtype": meta.dtype})
 
 
-@rule("function:numpy.linspace")
+@rule("numpy.linspace", emits=("full", "arange", "cast", "truediv", "mul", "add", "eq",
+                                  "where", "floor"))
 def _linspace(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """NumPy's linspace for scalar ends: i * step + start in float64 (i / div * delta when the
     step underflows to 0), the last value exactly ``stop`` with the endpoint, then the dtype
     (floored for integer dtypes). Array ends, ``retstep`` and ``axis`` run as NumPy."""
-    params = _bind(np.linspace, args, kwargs)
+    params = bind(np.linspace, args, kwargs)
     meta = node.tensor
     if params.get("retstep") or params.get("axis", 0) != 0 or params.get("device") is not None \
             or meta.dtype not in CREATION_DTYPES or np.dtype(meta.dtype).kind not in "iuf":
         raise NotNative
-    start, stop = float(_scalar(params["start"])), float(_scalar(params["stop"]))
-    num, endpoint = _int(params.get("num", 50)), bool(params.get("endpoint", True))
+    start, stop = float(scalar(params["start"])), float(scalar(params["stop"]))
+    num, endpoint = int_arg(params.get("num", 50)), bool(params.get("endpoint", True))
     div = num - 1 if endpoint else num
     wide = TensorMeta((num,), "float64", (1,))
     if num < 2 or div == 0:
@@ -200,11 +202,11 @@ def _linspace(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: d
     return ctx.emit("cast", (values,), {"dtype": meta.dtype})
 
 
-@rule("function:numpy.eye")
+@rule("numpy.eye", emits=("eye",))
 def _eye(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    params = _bind(np.eye, args, kwargs)
+    params = bind(np.eye, args, kwargs)
     if params.get("order", "C") != "C" or params.get("like") is not None:
         raise NotNative
     meta = node.tensor
     return ctx.emit("eye", (), {"n": meta.shape[0], "m": meta.shape[1],
-                                "k": _int(params.get("k", 0)), "dtype": meta.dtype})
+                                "k": int_arg(params.get("k", 0)), "dtype": meta.dtype})

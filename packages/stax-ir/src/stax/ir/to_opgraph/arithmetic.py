@@ -1,0 +1,169 @@
+"""Capture rules for element-wise calls composed of several ops or with forms of their own:
+divmod, modf, frexp, fmod, powers, where, rad2deg, relu, astype, copy, conjugate (one call that
+is one op needs no rule here: ``OpDef.captures`` and ``standard``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..graph import Node
+from ..meta import TensorMeta
+from .arguments import operand, result_metas
+from .context import LoweringContext
+from .registry import NotNative, rule
+
+
+@rule("numpy.divmod", emits=("floordiv", "mod"))
+def _divmod(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> tuple[Node, Node]:
+    """(x // y, x % y) as two native ops (the getitem users pick them)."""
+    if len(args) != 2 or kwargs:
+        raise NotNative
+    quotient, remainder = result_metas(node)
+    x, y = (operand(a) for a in args)
+    return (ctx.emit("floordiv", (x, y), meta=quotient), ctx.emit("mod", (x, y), meta=remainder))
+
+
+@rule("numpy.modf", emits=("trunc", "sub", "isinf", "where", "copysign"))
+def _modf(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> tuple[Node, Node]:
+    """(fraction, integral part), both with the sign of x: x - trunc(x) is exact; an infinite x
+    has fraction +-0.0, a NaN gives NaN twice."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Node):
+        raise NotNative
+    fraction_meta, integral_meta = result_metas(node)
+    if np.dtype(integral_meta.dtype).kind != "f":
+        raise NotNative
+    x = args[0]
+    integral = ctx.emit("trunc", (x,), meta=integral_meta)
+    rest = ctx.emit("sub", (x, integral), meta=fraction_meta)
+    infinite = ctx.emit("isinf", (x,),
+                        meta=TensorMeta(fraction_meta.shape, "bool", fraction_meta.strides))
+    rest = ctx.emit("where", (infinite, 0.0, rest), meta=fraction_meta)
+    return (ctx.emit("copysign", (rest, x), meta=fraction_meta), integral)
+
+
+@rule("numpy.frexp", emits=("frexp_mantissa", "frexp_exponent"))
+def _frexp(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> tuple[Node, Node]:
+    """(mantissa, exponent) from the float's bits (stax.loop.bits)."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Node):
+        raise NotNative
+    mantissa, exponent = result_metas(node)
+    return (ctx.emit("frexp_mantissa", (args[0],), meta=mantissa),
+            ctx.emit("frexp_exponent", (args[0],), meta=exponent))
+
+
+@rule("numpy.fmod", emits=("abs", "mod", "copysign"))
+def _fmod(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """C's fmod for floats: the remainder of |x| by |y| (floored and truncated agree on
+    non-negative operands) with the sign of x; inf, NaN and zero divisors as NumPy's (NaN, or x
+    for an infinite divisor). Integer fmod runs as NumPy."""
+    if len(args) != 2 or kwargs or np.dtype(node.tensor.dtype).kind != "f":
+        raise NotNative
+    x, y = (operand(a) for a in args)
+    magnitudes = [ctx.emit("abs", (v,)) if isinstance(v, Node) else abs(v) for v in (x, y)]
+    remainder = ctx.emit("mod", tuple(magnitudes))
+    return ctx.emit("copysign", (remainder, x))
+
+
+@rule("numpy.where", emits=("where",))
+def _where(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    if len(args) != 3 or kwargs:
+        raise NotNative
+    return ctx.emit("where", tuple(operand(a) for a in args))
+
+
+@rule("operator.pow", "numpy.power", "numpy.pow", emits=("pow", "mul", "sqrt", "truediv", "cast"))
+def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """Constant exponents NumPy computes without pow(): 2 (a square), 0.5 (sqrt), -1 (a
+    reciprocal) — bit-exact; integer exponents 3 and 4 by multiplication: exact for integers
+    (wrapping as NumPy's), and for float32 in float64 rounded once — correctly rounded, so within
+    1 ulp of NumPy's powf (which is not); any other float power by the kernels' pow (float64
+    within 1 ulp of the exact result, as NumPy's libm call)."""
+    if len(args) != 2 or kwargs:
+        raise NotNative
+    dtype = node.tensor.dtype
+    if not isinstance(args[0], Node) or \
+            not isinstance(args[1], (int, float, np.integer, np.floating)) or \
+            isinstance(args[1], (bool, np.bool_)):
+        if dtype in ("float32", "float64"):
+            return ctx.emit("pow", tuple(operand(a) for a in args))
+        raise NotNative
+    x, e = args[0], float(args[1])
+    floating = np.dtype(dtype).kind == "f"
+    if e == 2.0:
+        return ctx.emit("mul", (x, x))
+    if e == 0.5 and floating:
+        return ctx.emit("sqrt", (x,))
+    if e == -1.0 and floating:
+        return ctx.emit("truediv", (1, x))
+    if e in (3.0, 4.0) and not floating:
+        square = ctx.emit("mul", (x, x))
+        return ctx.emit("mul", (square, x if e == 3.0 else square))
+    if e in (3.0, 4.0) and dtype == "float32":
+        wide = TensorMeta(node.tensor.shape, "float64", node.tensor.strides)
+        x64 = ctx.emit("cast", (x,), {"dtype": "float64"}, meta=wide)
+        square = ctx.emit("mul", (x64, x64), meta=wide)
+        result = ctx.emit("mul", (square, x64 if e == 3.0 else square), meta=wide)
+        return ctx.emit("cast", (result,), {"dtype": "float32"})
+    if dtype in ("float32", "float64"):
+        return ctx.emit("pow", (x, args[1]))
+    raise NotNative
+
+
+@rule("numpy.float_power", emits=("cast", "pow"))
+def _float_power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """float_power: pow in float64 (complex results run as NumPy)."""
+    if len(args) != 2 or kwargs or node.tensor.dtype != "float64":
+        raise NotNative
+    operands = []
+    for a in args:
+        if isinstance(a, Node) and a.tensor.dtype != "float64":
+            a = ctx.emit("cast", (a,), {"dtype": "float64"},
+                         meta=TensorMeta(a.tensor.shape, "float64", a.tensor.strides))
+        operands.append(operand(a))
+    return ctx.emit("pow", tuple(operands))
+
+
+@rule("method:astype", emits=("cast",))
+def _astype(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    if len(args) != 2 or kwargs or not isinstance(args[0], Node):
+        raise NotNative  # order=, casting=, copy=... run as NumPy
+    return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
+
+
+@rule("numpy.rad2deg", "numpy.degrees", emits=("mul",))
+def _rad2deg(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Node:
+    """float64: NumPy's loop is one multiplication by 180/pi (bit-exact so); its float32 loop
+    rounds otherwise and runs as NumPy."""
+    if len(args) != 1 or kwargs or node.tensor.dtype != "float64":
+        raise NotNative
+    return ctx.emit("mul", (operand(args[0]), 180.0 / np.pi))
+
+
+@rule("stax.nn.relu", emits=("maximum",))
+def _relu(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    (x,) = args
+    return ctx.emit("maximum", (operand(x), 0))
+
+
+@rule("method:copy", "numpy.copy", emits=("cast",))
+def _copy(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """A new array with the same values (its layout is the one NumPy gave, measured at capture)."""
+    if len(args) != 1 or set(kwargs) - {"order"} or not isinstance(args[0], Node):
+        raise NotNative
+    return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
+
+
+@rule("numpy.conjugate", "numpy.conj", "method:conjugate", "method:conj", emits=("cast",))
+def _conjugate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Node:
+    """The conjugate of a real array is a copy of it (complex arrays are not compiled)."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None or \
+            np.dtype(args[0].tensor.dtype).kind == "c":
+        raise NotNative
+    return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})

@@ -1,0 +1,83 @@
+"""Capture rules for indexing calls: an update ``x[key] = value`` (functionalized at capture as
+``stax.functional.setitem``) and ``np.take``. Reads ``x[...]`` without a rule are native forms
+(``native_forms``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..graph import Node
+from .arguments import SCALAR_TYPES, bind, int_arg, scalar
+from .context import LoweringContext
+from .native_forms import gatherable
+from .registry import NotNative, rule
+
+
+@rule("stax.functional.setitem", emits=("where", "setitem"))
+def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Node:
+    """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
+    ``where``; basic keys of slices with step +-1 and integers (Ellipsis expanded) are a
+    ``setitem`` op; anything else runs as NumPy."""
+    if len(args) != 3 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None:
+        raise NotNative
+    x, key, value = args
+    meta = x.tensor
+    is_scalar = isinstance(value, SCALAR_TYPES)
+    if not is_scalar and not (isinstance(value, Node) and value.tensor is not None):
+        raise NotNative
+    kind = np.dtype(meta.dtype).kind
+    source_kind = np.dtype(type(value) if is_scalar and not isinstance(value, np.generic) else
+                           (value.dtype if is_scalar else value.tensor.dtype)).kind
+    if kind in "iub" and source_kind == "f":
+        raise NotNative  # float -> integer assignment: NumPy's cast of NaN and large values
+    if isinstance(key, Node):  # x[mask] = scalar
+        if not is_scalar or key.tensor is None or key.tensor.dtype != "bool" or \
+                tuple(key.tensor.shape) != tuple(meta.shape):
+            raise NotNative
+        return ctx.emit("where", (key, scalar(value), x))
+    entries = _basic_key(key, meta.shape)
+    operands = (x,) if is_scalar else (x, value)
+    return ctx.emit("setitem", operands, {"key": entries,
+                                          "scalar": scalar(value) if is_scalar else None})
+
+
+def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
+    items = list(key) if isinstance(key, tuple) else [key]
+    if sum(1 for k in items if k is Ellipsis) > 1:
+        raise NotNative
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(shape) - len(items) + 1)
+    items += [slice(None)] * (len(shape) - len(items))
+    if len(items) != len(shape):
+        raise NotNative
+    entries: list[tuple[Any, ...]] = []
+    for item, extent in zip(items, shape):
+        if isinstance(item, slice):
+            if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
+                       for v in (item.start, item.stop, item.step)):
+                raise NotNative
+            start, stop, step = item.indices(extent)
+            if step not in (1, -1):
+                raise NotNative
+            entries.append(("slice", start, stop, step))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            if not -extent <= item < extent:
+                raise NotNative
+            entries.append(("int", int(item) % extent))
+        else:
+            raise NotNative
+    return tuple(entries)
+
+
+@rule("numpy.take", emits=("take",))
+def _take(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    params = bind(lambda a, indices, axis=None, out=None, mode="raise": None, args, kwargs)
+    x, indices = params["a"], params["indices"]
+    if not gatherable(x, indices) or params.get("out") is not None or \
+            params.get("mode", "raise") != "raise" or params.get("axis") is None:
+        raise NotNative
+    return ctx.emit("take", (x, indices), {"axis": int_arg(params["axis"]) % x.tensor.ndim})

@@ -1,0 +1,113 @@
+"""Calls without a capture rule that still compile natively, as one op: a view of an operand
+(``view``: an affine read of its memory, no call made), a gather by an integer array (``take``),
+a short constant list of positions (``take_const``), a C-order reshape NumPy made as a copy
+(``reshape``). Any other call without a rule runs as NumPy (``extern``, in ``driver``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..graph import Node, Opcode
+from ..views import rebase_view
+from .context import LoweringContext
+from .registry import RULES
+
+#: the ops a native form emits
+NATIVE_FORM_OPS = frozenset({"view", "take", "take_const", "reshape"})
+RESHAPES = frozenset({("method", "reshape"), ("method", "ravel"), ("method", "flatten"),
+                      ("function", "numpy.reshape"), ("function", "numpy.ravel")})
+
+
+def lower_native_form(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> Node | None:
+    """The op a call without a rule compiles to natively, or None. A view of its first operand
+    that the function does not return becomes a ``view`` op; a returned view stays NumPy's own
+    view object (``read_natively``)."""
+    view = node.meta.get("view")
+    if view is not None and isinstance(args[0], Node) and args[0].tensor is not None and \
+            read_natively(node):
+        base = args[0].tensor
+        mapped = rebase_view(view["offset"], view["strides"], node.tensor.shape, base.shape,
+                             view.get("base_strides", base.strides), base.strides)
+        if mapped is not None:  # else NumPy's call reads the operand, whatever its layout
+            return ctx.emit("view", (args[0],), {"offset": mapped[0], "strides": mapped[1],
+                                                 "shape": node.tensor.shape}, name=node.target)
+    form = native_form(node, args, kwargs)
+    if form == "take":
+        return ctx.emit("take", (args[0], args[1]), {"axis": 0})
+    if form == "take_const":
+        return ctx.emit("take_const", (args[0],), {"axis": 0, "indices": constant_indices(args)})
+    if form == "reshape":
+        return ctx.emit("reshape", (args[0],), {"shape": tuple(node.tensor.shape)})
+    return None
+
+
+def native_form(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """How a call without a rule still compiles natively, if it does: ``take``, ``take_const``
+    or ``reshape``. Views are decided apart (``read_natively``): whether NumPy's own view object
+    is needed depends on the view's users."""
+    if node.target == "operator.getitem" and node.op is not Opcode.CALL_METHOD and len(args) == 2:
+        if gatherable(args[0], args[1]):
+            return "take"
+        if constant_indices(args) is not None:
+            return "take_const"
+    if node.meta.get("view") is None and copying_reshape(node, args, kwargs):
+        return "reshape"
+    return None
+
+
+def read_natively(node: Node) -> bool:
+    """Whether every user of a view compiles natively (so none needs NumPy's view object): not
+    the output, not an extern call — views of views are followed."""
+    for user in node.users:
+        if user.op is Opcode.OUTPUT:
+            return False
+        kind = "method" if user.op is Opcode.CALL_METHOD else "function"
+        if (kind, user.target) in RULES or native_form(user, user.args, user.kwargs):
+            continue
+        if user.meta.get("view") is not None and user.args and user.args[0] is node and \
+                read_natively(user):
+            continue
+        return False
+    return True
+
+
+def gatherable(x: Any, indices: Any) -> bool:
+    """``x[indices]`` with an integer index array: a gather along axis 0."""
+    return isinstance(x, Node) and x.tensor is not None and x.tensor.ndim >= 1 and \
+        isinstance(indices, Node) and indices.tensor is not None and \
+        np.dtype(indices.tensor.dtype).kind in "iu"
+
+
+def constant_indices(args: tuple[Any, ...]) -> tuple[int, ...] | None:
+    """``x[[0, 2, -1]]``: a short list of Python ints, all in bounds (NumPy raises otherwise,
+    and does so eagerly), normalized to non-negative positions."""
+    if len(args) != 2 or not isinstance(args[0], Node) or args[0].tensor is None or \
+            not args[0].tensor.ndim or not isinstance(args[1], list) or not 0 < len(args[1]) <= 64:
+        return None
+    extent = args[0].tensor.shape[0]
+    if not all(isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and
+               -extent <= k < extent for k in args[1]):
+        return None
+    return tuple(int(k) % extent for k in args[1])
+
+
+def copying_reshape(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """A C-order reshape, ravel or flatten whose result NumPy made as a copy (the operand's
+    layout does not allow a view): computed natively by reading the operand at the positions
+    the flat index gives."""
+    kind = "method" if node.op is Opcode.CALL_METHOD else "function"
+    if (kind, node.target) not in RESHAPES or not args or not isinstance(args[0], Node) or \
+            args[0].tensor is None or node.tensor is None:
+        return False
+    order = kwargs.get("order", "C")
+    if node.target in ("numpy.reshape", "reshape") and len(args) > 2 and kind == "function":
+        order = args[2]
+    if node.target in ("flatten", "ravel", "numpy.ravel"):  # order may be positional there
+        if len(args) > 2:
+            return False
+        if len(args) == 2:
+            order = args[1]
+    return order == "C" and set(kwargs) <= {"order", "shape", "newshape"}

@@ -1,0 +1,124 @@
+"""The standard capture rule of each op kind, registered for every capture target an op declares
+(``OpDef.captures``: one call, one op). Adding a NumPy function that is one element-wise op takes
+its declaration in ``stax.ir.ops`` only; calls composed of several ops have rules of their own
+(``arithmetic``, ``reductions``, ``building``, ``indexing``)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..graph import Node
+from ..interpreter import resolve_function
+from ..ops import OPS, OpDef, OpKind
+from .arguments import cast_to, operand
+from .context import LoweringContext
+from .registry import NotNative, RuleFunction, register
+
+NO_VALUE = getattr(np, "_NoValue", None)  # NumPy's marker of an argument not given
+
+
+def elementwise_rule(op: OpDef) -> RuleFunction:
+    """A ufunc call on operands and scalars; ``dtype=`` computes in that dtype (NumPy casts the
+    operands first); any other keyword runs as NumPy."""
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        if set(kwargs) == {"dtype"} and not op.comparison:
+            dtype = np.dtype(kwargs["dtype"]).name
+            if dtype != node.tensor.dtype:
+                raise NotNative
+            return ctx.emit(op.name, tuple(cast_to(ctx, operand(a), dtype) for a in args))
+        if kwargs:
+            raise NotNative
+        return ctx.emit(op.name, tuple(operand(a) for a in args))
+    return lower
+
+
+def reduction_rule(op: OpDef) -> RuleFunction:
+    """``np.sum(x, axis=...)`` / ``x.sum(...)``, bound by the NumPy function's own signature."""
+    signature = inspect.signature(resolve_function(op.captures[0]))
+
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        return lower_reduction(ctx, node, op.name, signature.bind(*args, **kwargs).arguments)
+    return lower
+
+
+def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str, Any]) -> Node:
+    """The reduction ``op`` of ``params["a"]`` over ``params["axis"]``; ``out=``, ``initial=``,
+    ``where=`` and a ``dtype=`` the op has no attribute for run as NumPy."""
+    x = params.get("a")
+    if not isinstance(x, Node) or x.tensor is None:
+        raise NotNative
+    attributes = OPS[op].attrs
+    typed = "dtype" in attributes  # ops with a dtype= of their own
+    for name in ("out", "initial", "where", "mean", "correction", "dtype" if not typed else "out"):
+        if name in params and params[name] is not NO_VALUE and params[name] is not None and \
+                not (name == "where" and params[name] is True):
+            raise NotNative
+    ddof = params.get("ddof", 0)
+    if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool):
+        raise NotNative
+    ndim = x.tensor.ndim
+    axis = params.get("axis")
+    if axis is None:
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        if not all(isinstance(a, (int, np.integer)) for a in axes):
+            raise NotNative
+        axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+    keepdims = params.get("keepdims", False)
+    keepdims = False if keepdims is NO_VALUE else bool(keepdims)
+    attrs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
+    if "ddof" in attributes:
+        attrs["ddof"] = int(ddof)
+    if typed:
+        attrs["dtype"] = node.tensor.dtype
+    return ctx.emit(op, (x,), attrs)
+
+
+def scan_rule(op: OpDef) -> RuleFunction:
+    """cumsum/cumprod along one axis (``axis=None`` only for 1-D input: flattening other shapes
+    runs as NumPy), accumulating in the result dtype NumPy chose."""
+    signature = inspect.signature(resolve_function(op.captures[0]))
+
+    def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Node:
+        params = signature.bind(*args, **kwargs).arguments
+        x = params.get("a")
+        if not isinstance(x, Node) or x.tensor is None or params.get("out") is not None:
+            raise NotNative
+        ndim = x.tensor.ndim
+        axis = params.get("axis")
+        if axis is None and ndim == 1:
+            axis = 0
+        if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or ndim == 0:
+            raise NotNative
+        return ctx.emit(op.name, (x,), {"axis": int(axis) % ndim, "dtype": node.tensor.dtype})
+    return lower
+
+
+#: the standard rule of each op kind, and the ops it emits besides the op itself
+STANDARD_RULES: dict[OpKind, tuple[Callable[[OpDef], RuleFunction], tuple[str, ...]]] = {
+    OpKind.POINTWISE: (elementwise_rule, ("cast",)),
+    OpKind.REDUCTION: (reduction_rule, ()),
+    OpKind.SCAN: (scan_rule, ()),
+}
+
+
+def register_standard_rules() -> None:
+    for op in OPS.values():
+        if not op.captures:
+            continue
+        if op.kind not in STANDARD_RULES or (op.kind is OpKind.POINTWISE and not op.elementwise):
+            raise TypeError(f"op {op.name!r} declares capture targets, but a {op.kind.value} op "
+                            "has no standard capture rule: register a rule of its own")
+        make, also = STANDARD_RULES[op.kind]
+        register(op.captures, (op.name, *also), make(op), __name__)
+
+
+register_standard_rules()
