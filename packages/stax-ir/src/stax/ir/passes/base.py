@@ -15,6 +15,7 @@ import numpy as np
 
 from ..graph import Graph, Node, Opcode
 from ..meta import TensorMeta, contiguous_strides
+from ..ops import OPS, capture_targets_of, commutative_ops
 
 MAX_ROUNDS = 16
 
@@ -38,12 +39,9 @@ ELEMENTWISE_FUNCTIONS = frozenset({
 ELEMENTWISE_METHODS = frozenset({"exp", "log", "clip", "astype", "conj", "round"})
 
 
-#: op-graph targets written as the capture targets the rules know (the passes run on both graphs)
-_OP_AS_CAPTURE = {"add": "operator.add", "sub": "operator.sub", "mul": "operator.mul",
-                  "truediv": "operator.truediv", "neg": "operator.neg", "maximum": "numpy.maximum",
-                  "minimum": "numpy.minimum", "lt": "operator.lt", "le": "operator.le",
-                  "gt": "operator.gt", "ge": "operator.ge", "eq": "operator.eq",
-                  "ne": "operator.ne"}
+#: op-graph targets written as the capture targets the rules know (the passes run on both
+#: graphs): an op's first declared capture target (``add`` -> ``operator.add``)
+OP_AS_CAPTURE = {name: op.captures[0] for name, op in OPS.items() if op.captures}
 
 
 def canonical_target(node: Node) -> str | None:
@@ -55,7 +53,7 @@ def canonical_target(node: Node) -> str | None:
     if node.target == "extern":
         return None if node.kwargs.get("method") or node.kwargs.get("call_kwargs") \
             else node.kwargs.get("fn")
-    return _OP_AS_CAPTURE.get(node.target, f"op.{node.target}")
+    return OP_AS_CAPTURE.get(node.target, f"op.{node.target}")
 
 
 def call_kwargs(node: Node) -> dict[str, Any]:
@@ -121,7 +119,8 @@ def measure(graph: Graph) -> tuple[int, int, int]:
     return composite, len(graph.nodes), left
 
 
-COMMUTATIVE = frozenset({"operator.add", "operator.mul", "numpy.add", "numpy.multiply"})
+#: capture targets of the commutative ops (table 4.1: their constants go to the right)
+COMMUTATIVE = capture_targets_of(commutative_ops())
 
 
 class PassManager:
