@@ -94,3 +94,38 @@ def test_constants_move_right_only_for_commutative_operators(capture):
     assert add.args == (b.inputs["x"], 2.0)
     assert sub.args == (2.0, b.inputs["x"]) and mx.args == (0.0, b.inputs["x"])
     verify_graph(graph)
+
+
+@pytest.mark.parametrize("target, constant, moved", [
+    ("operator.and_", 6, True), ("numpy.bitwise_or", 6, True), ("operator.xor", 6, True),
+    ("numpy.logical_and", True, True), ("operator.eq", 3, True), ("numpy.not_equal", 3, True),
+    ("operator.sub", 6, False), ("operator.lt", 3, False), ("numpy.maximum", 3, False),
+    ("operator.lshift", 1, False),
+])
+def test_constants_move_right_of_every_op_declared_commutative(capture, target, constant, moved):
+    """The passes' commutative set is the capture targets of the ops declared commutative
+    (``stax.ir.commutative_ops``); maximum is not (a tie returns its second operand)."""
+    x = np.array([0, 1, 2, 3, 7])
+    b = capture(x=x)
+    node = b(target, constant, b.inputs["x"])
+    graph = b.output(b("operator.add", node, 1))
+    program = b.program()
+    before = run_program(program, (x,), {})
+    run_pipeline(graph, "normalize", verify=True)
+    assert (node.args == (b.inputs["x"], constant)) == moved
+    np.testing.assert_array_equal(run_program(program, (x,), {}), before)
+
+
+def test_op_graph_nodes_are_read_as_their_declared_capture_target(capture):
+    """On an op graph the passes read an op as its first declared capture target: ``exp`` is
+    ``numpy.exp``, element-wise, as on the capture graph."""
+    from stax.ir import lower_capture
+    from stax.ir.passes.base import canonical_target, is_elementwise
+
+    b = capture(x=np.linspace(0.5, 1, 4))
+    b.output(b("numpy.exp", b("operator.neg", b.inputs["x"])))
+    graph = lower_capture(b.program()).graph
+    by_target = {n.target: n for n in graph.nodes}
+    assert canonical_target(by_target["neg"]) == "operator.neg"
+    assert canonical_target(by_target["exp"]) == "numpy.exp"
+    assert is_elementwise(by_target["exp"])
