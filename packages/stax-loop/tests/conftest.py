@@ -38,8 +38,12 @@ class OpBuilder:
         concrete = [self.values.get(a, a) if isinstance(a, Node) else a for a in args]
         with np.errstate(all="ignore"):
             value = get_op(op).reference(*concrete, **attrs)
-        node = self.graph.call_function(op, args, attrs, meta={"tensor": TensorMeta.of(value)})
-        return self._add(node, value)
+        return self.node(value, op, *args, **attrs)
+
+    def node(self, result: Any, op: str, /, *args: Any, **attrs: Any) -> Node:
+        """An ``op`` node whose value (and so metadata) is ``result``, not its reference's."""
+        node = self.graph.call_function(op, args, attrs, meta={"tensor": TensorMeta.of(result)})
+        return self._add(node, result)
 
     def program(self, *outputs: Node) -> GraphProgram:
         self.graph.output(outputs)

@@ -195,14 +195,10 @@ def postorder(root: Expr) -> Iterator[Expr]:
         stack.extend((c, False) for c in reversed(node.children()) if id(c) not in seen)
 
 
-#: kinds whose operands ``rewrite`` does not rebuild: the node is replaced whole or kept
-_KEPT_WHOLE = frozenset({GuardedLoad, IndirectLoad})
-
-
 def rewrite(root: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
     """``root`` with every node for which ``replace_node`` returns an expression replaced by it
-    (its operands are not visited then); the rest rebuilt only where an operand changed, so
-    shared subexpressions stay shared."""
+    (its operands are not visited then); the rest rebuilt only where an operand changed (a
+    load's guard or offset included), so shared subexpressions stay shared."""
     memo: dict[int, Expr] = {}
 
     def visit(e: Expr) -> Expr:
@@ -213,7 +209,7 @@ def rewrite(root: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
         if out is None:
             kids = e.children()
             new = tuple(visit(k) for k in kids)
-            if all(a is b for a, b in zip(kids, new)) or type(e) in _KEPT_WHOLE:
+            if all(a is b for a, b in zip(kids, new)):
                 out = e
             else:
                 out = e.with_children(new)

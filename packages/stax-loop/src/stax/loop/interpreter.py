@@ -111,9 +111,19 @@ def _index(expr: Affine, grid: Grid) -> Any:
     return total
 
 
+def _read(e: Load, flat: np.ndarray, at: Any) -> Any:
+    """``flat[at]``, where a position outside the buffer is an error: a kernel would read memory
+    that is not the buffer's (NumPy would wrap a negative position around instead)."""
+    at = np.asarray(at)
+    if at.size and (at.min() < 0 or at.max() >= len(flat)):
+        raise IndexError(f"{e.kind} of {e.buffer} at {int(at.min())}..{int(at.max())}, outside "
+                         f"its {len(flat)} elements")
+    return flat[at]
+
+
 def _load(e: Load, values: Values, grid: Grid, memory: Memory) -> Any:
     flat, origin = memory[e.buffer]
-    return flat[origin + _index(e.index, grid)]
+    return _read(e, flat, origin + _index(e.index, grid))
 
 
 def _guarded_load(e: GuardedLoad, values: Values, grid: Grid, memory: Memory) -> Any:
@@ -125,7 +135,7 @@ def _guarded_load(e: GuardedLoad, values: Values, grid: Grid, memory: Memory) ->
 
 def _indirect_load(e: IndirectLoad, values: Values, grid: Grid, memory: Memory) -> Any:
     flat, origin = memory[e.buffer]
-    return flat[origin + np.asarray(values[id(e.offset)], dtype=np.int64)]
+    return _read(e, flat, origin + np.asarray(values[id(e.offset)], dtype=np.int64))
 
 
 def _unary(e: Unary, values: Values, grid: Grid, memory: Memory) -> Any:
