@@ -104,3 +104,16 @@ def test_importing_stax_ir_registers_every_rule_module():
     found = json.loads(out.stdout)
     assert found["imported"] == found["all"], "a module registers rules only when imported by name"
     assert sorted(found["all"]) == sorted(found["listed"])
+
+
+def test_the_functions_computed_within_an_ulp_threshold_come_from_the_declarations():
+    """What the coverage table and the stress suite treat as approximate (``APPROXIMATE`` of
+    ``stax.runtime.coverage``): the capture targets whose rule may emit an op declared
+    ``Accuracy.ULP`` — the functions of those ops, and the powers (``x ** y`` may call pow)."""
+    from stax.ir import approximate_ops
+    from stax.ir.to_opgraph import targets_emitting
+
+    functions = {f"numpy.{op}" for op in approximate_ops() - {"pow"}}
+    powers = {"operator.pow", "numpy.power", "numpy.pow", "numpy.float_power"}
+    assert targets_emitting(approximate_ops()) == functions | powers
+    assert len(functions) == 24

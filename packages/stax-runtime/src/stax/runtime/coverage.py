@@ -18,15 +18,22 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir import approximate_ops
+from stax.ir.to_opgraph import targets_emitting
+
 from .api import CompiledFunction
 
-#: Functions Stax computes with its own vectorized code, within a measured ulp bound of NumPy
-#: (neither is correctly rounded, so they may differ in the last bits; ``stax.codegen.cpu.vmath``).
-APPROXIMATE = frozenset({"exp", "log", "tanh", "sin", "cos", "log2", "log10", "log1p", "expm1",
-                         "exp2", "sinh", "cosh", "cbrt", "hypot", "pow", "power", "float_power",
-                         "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "tan",
-                         "arctan2", "atan", "asin", "acos", "asinh", "acosh", "atanh", "atan2",
-                         "logaddexp", "logaddexp2"})
+
+def _approximate_ufuncs() -> frozenset[str]:
+    targets = targets_emitting(approximate_ops())
+    return frozenset(name for name, ufunc in vars(np).items()
+                     if isinstance(ufunc, np.ufunc) and f"numpy.{ufunc.__name__}" in targets)
+
+
+#: NumPy's ufuncs, by every name NumPy gives them, that Stax computes within NumPy's ulp threshold
+#: rather than bit for bit: those whose capture rule may emit an op declared approximate
+#: (``stax.ir.approximate_ops``; neither side is correctly rounded, so the last bits may differ)
+APPROXIMATE = _approximate_ufuncs()
 
 
 @dataclass(frozen=True)
