@@ -13,9 +13,11 @@ import numpy as np
 
 from stax.ir import Node
 
+from .context import Lazy, Loader, LoopLowering
 from .expr import Binary, Cast, Const, Expr, Select, Unary
+from .externs import op_as_extern as _op_as_extern
 from .index import Affine
-from .lowering import LOWERINGS, Lazy, Loader, LoopLowering, Rule, _op_as_extern
+from .registry import LOWERINGS, Rule
 
 _BITWISE = {"bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
             "left_shift": "shl", "right_shift": "shr"}

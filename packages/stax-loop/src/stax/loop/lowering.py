@@ -16,17 +16,16 @@ import numpy as np
 
 from stax.ir import GraphProgram, Node, Opcode, TensorMeta
 
-from .context import Lazy, Loader, LoopLowering, output_strides
+from .context import Lazy, LoopLowering, output_strides
 from .expr import Expr
 from .externs import op_as_extern
 from .index import Affine
 from .ir import InputBuffer, LoopProgram, OutputRef, xvar
 from .options import DEFAULT_OPTIONS, LoopOptions
-from .registry import LOWERINGS, OWN_DTYPE_RULES, Rule
+from .registry import LOWERINGS, OWN_DTYPE_RULES
 from .unused import drop_silent, keep_for_events
 
-__all__ = ["LOWERINGS", "Lazy", "Loader", "LoopLowering", "LoopOptions", "MaterializePolicy",
-           "Reuse", "Rule", "lower_opgraph"]
+__all__ = ["LOWERINGS", "LoopOptions", "MaterializePolicy", "Reuse", "lower_opgraph"]
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,3 @@ def _output(ctx: LoopLowering, value: Any) -> OutputRef:
         lazy = ctx.realize(lazy, output_strides(meta))
         ctx.values[value] = lazy
     return OutputRef(buffer=lazy.buffer, scalar=meta.scalar)
-
-
-# what bits.py imports from here until its import lines name the modules that define them
-_op_as_extern = op_as_extern
