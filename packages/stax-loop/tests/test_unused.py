@@ -14,14 +14,14 @@ def program(*unused):
     graph = Graph("op")
     x = graph.placeholder("x", {"tensor": TensorMeta((8,), "float64", (1,))})
     k = graph.placeholder("k", {"tensor": TensorMeta((8,), "int64", (1,))})
-    for op, operand, kwargs in unused:
+    for op, operand, kwargs, *divisor in unused:
         source = x if operand == "x" else k
         if op in ("sum", "max"):
             meta = TensorMeta((), source.tensor.dtype, (), scalar=True)
             kwargs = {"axis": (0,), "keepdims": False, **kwargs}
         else:
             meta = source.tensor
-        args = (source, 0) if op == "floordiv" else (source,)
+        args = (source, *divisor) if op == "floordiv" else (source,)
         graph.call_function(op, args, kwargs, meta={"tensor": meta, "events_only": True})
     out = graph.call_function("add", (x, 1.0), {}, meta={"tensor": x.tensor})
     graph.output((out,))
@@ -39,10 +39,12 @@ def test_an_unused_step_that_may_report_gets_a_buffer():
 
 
 def test_steps_that_cannot_report_cost_nothing():
-    """Exact float operations, integer arithmetic other than division, a float maximum, an
-    integer sum: no buffer at all; a float sum and an integer division stay."""
+    """Exact float operations, integer arithmetic other than division (or by a constant other
+    than 0 and -1), a float maximum, an integer sum: no buffer at all; a float sum and an integer
+    division by zero stay."""
     silent = lower_opgraph(program(("neg", "x", {}), ("abs", "x", {}), ("max", "x", {}),
-                                   ("neg", "k", {}), ("sum", "k", {"dtype": "int64"})))
+                                   ("neg", "k", {}), ("sum", "k", {"dtype": "int64"}),
+                                   ("floordiv", "k", {}, 2)))
     assert [b.name for b in silent.buffers] == [silent.outputs[0].buffer] and not silent.events_only
-    loud = lower_opgraph(program(("sum", "x", {"dtype": "float64"}), ("floordiv", "k", {})))
+    loud = lower_opgraph(program(("sum", "x", {"dtype": "float64"}), ("floordiv", "k", {}, 0)))
     assert len(loud.events_only) == 2 and len(loud.buffers) == 3

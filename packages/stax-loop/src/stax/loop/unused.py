@@ -20,7 +20,7 @@ import numpy as np
 from stax.ir import Node
 
 from .context import output_strides
-from .expr import Binary, Cast, Expr, Unary, loads, postorder
+from .expr import Binary, Cast, Const, Expr, Unary, loads, postorder
 from .ir import ComputedBuffer, ExternCall, OutputRef, Reduction, Scan
 
 if TYPE_CHECKING:
@@ -39,13 +39,13 @@ def may_report(e: Expr) -> bool:
     """Whether NumPy may report a floating-point event computing the operation ``e`` (its own,
     not its operands'): float arithmetic other than the exact operations (``EXACT``), a cast
     from a float to a narrower float or to an integer, integer division and remainder (by zero,
-    and ``MIN // -1``). Comparisons and casts to bool never report."""
+    and ``MIN // -1``: not by another constant). Comparisons and casts to bool never report."""
     if isinstance(e, Cast):
         if not _float(e.x.dtype) or e.dtype == "bool":
             return False
         return not _float(e.dtype) or np.dtype(e.dtype).itemsize < np.dtype(e.x.dtype).itemsize
-    if isinstance(e, Binary) and e.op in ("floordiv", "mod"):
-        return e.dtype != "bool"  # integers (float ones are py_floordiv and py_mod)
+    if isinstance(e, Binary) and e.op in ("floordiv", "mod"):  # integers (floats: py_floordiv)
+        return not (isinstance(e.b, Const) and e.b.value not in (0, -1)) and e.dtype != "bool"
     if isinstance(e, Unary | Binary):
         return _float(e.dtype) and e.op not in EXACT  # bitcast to a float: nextafter, spacing
     return False
