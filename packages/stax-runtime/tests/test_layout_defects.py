@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.ir.lower import rebase_view
+from stax.ir import rebase_view
 
 
 def _layouts(a: np.ndarray) -> dict[str, np.ndarray]:

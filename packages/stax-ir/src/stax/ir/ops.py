@@ -427,7 +427,10 @@ def _setitem(x: Any, key: Any, value: Any) -> Any:
 
 
 def _setitem_op(x: Any, key: Any, value: Any, scalar: Any) -> Any:
-    index = tuple(slice(e[1], e[2], e[3]) if e[0] == "slice" else e[1] for e in key)
+    # slice.indices() triples: a reversed slice through the start stops at -1, which as a slice
+    # stop would mean "the last element" (an empty slice)
+    index = tuple(slice(e[1], e[2] if e[2] >= 0 else None, e[3]) if e[0] == "slice" else e[1]
+                  for e in key)
     return _setitem(x, index, value[0] if value else scalar)
 
 

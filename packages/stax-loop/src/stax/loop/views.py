@@ -3,8 +3,7 @@ its memory through an affine map."""
 
 from __future__ import annotations
 
-from stax.ir import Node
-from stax.ir.lower import rebase_view
+from stax.ir import Node, rebase_view
 
 from .context import Lazy, LoopLowering, output_strides
 from .expr import Expr, Load

@@ -240,7 +240,7 @@ def _view_relation(value: np.ndarray, args: Any) -> dict[str, Any] | None:
 
     The map holds for the argument's layout at capture, recorded with it ("base_strides"): a
     later layer may give the argument another layout (a decomposed np.clip of an F-ordered array
-    is computed row-major), and must then rebase the map (``stax.ir.lower.rebase_view``)."""
+    is computed row-major), and must then rebase the map (``stax.ir.rebase_view``)."""
     first = args[0] if isinstance(args, (tuple, list)) and args else None
     if not isinstance(first, Proxy) or not isinstance(first.value, np.ndarray):
         return None
