@@ -50,7 +50,7 @@ KNOWN_DEFECTS = {
                          "values",
 }
 #: the strategies whose defect is fixed: on unless STAX_STRESS_KNOWN says otherwise
-FIXED = frozenset(KNOWN_DEFECTS) - {"errstate"}
+FIXED = frozenset(KNOWN_DEFECTS)
 
 
 def _enabled(raw: str | None) -> frozenset[str]:

@@ -1,6 +1,6 @@
 """Differential stress: random programs over the coverage table's functions, compiled and called
 several times with new arguments and changing free variables, against eager NumPy (results,
-argument side effects, random streams, exceptions; warnings under STAX_STRESS_KNOWN=errstate)."""
+argument side effects, random streams, exceptions; and warnings)."""
 
 import faulthandler
 
