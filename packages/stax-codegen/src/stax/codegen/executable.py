@@ -18,7 +18,7 @@ from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
 from . import errstate
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .cpu.entry import Entry, make_entry
-from .cpu.fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, UNDERFLOW
+from .cpu.fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, TIE, UNDERFLOW
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.objcache import ObjectCache
 from .cpu.pool import MAX_ARITY, NativePool, native_pool
@@ -58,8 +58,12 @@ def _refuse_underflow() -> None:
 def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | None:
     """After the kernels reported ``bits``: None to return the call's own results; the results
     of a run with the precise kernels when the fast ones only saw a non-finite value (which
-    decides again, on exact events); or ``FloatingPointEvents``. Underflow comes only from the
-    fast kernels (the CPU's flags): it is decided first."""
+    decides again, on exact events); or ``FloatingPointEvents``. An fmax/fmin tie of different
+    bits (``TIE``) declines the call whatever else happened: NumPy decides it. Underflow comes
+    only from the fast kernels (the CPU's flags): it is decided next."""
+    if bits & TIE:
+        raise ExternResultMismatch("fmax/fmin of 0.0 and -0.0 (or of two different NaNs): which "
+                                   "one NumPy returns depends on the element's place in its loops")
     if bits & UNDERFLOW and errstate.heeded() & UNDERFLOW:
         raise FloatingPointEvents(UNDERFLOW)
     if bits & MAYBE:
@@ -234,6 +238,8 @@ class Executable:
         self._cache_dir = cache_dir
         self._precise_lock = threading.Lock()
         self._precise: Executable | None = None
+        #: calls whose fast kernels reported ``MAYBE`` and ran again with the precise ones
+        self.reruns = 0
         size = len(slot)
         n_inputs = len(self.input_names)
         # generators among the inputs (their draws are NumPy steps): a declined call undoes them
@@ -375,6 +381,7 @@ class Executable:
         precise = self._precise
 
         def rerun() -> list[Any]:
+            self.reruns += 1
             if drawn is not None:
                 drawn.undo()
             return precise.run(*arrays)

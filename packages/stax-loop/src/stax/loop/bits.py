@@ -13,7 +13,7 @@ import numpy as np
 
 from stax.ir import Node
 
-from .context import Lazy, Loader, LoopLowering
+from .context import Lazy, LoopLowering
 from .expr import Binary, Cast, Const, Expr, Select, Unary
 from .externs import op_as_extern as _op_as_extern
 from .index import Affine
@@ -114,30 +114,37 @@ def _sign(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, value)
 
 
-def _fmax_tie_check(ctx: LoopLowering, node: Node, a: Loader, b: Loader) -> None:
-    """Flags an fmax/fmin call with a tie between different bits: 0.0 against -0.0, or two
-    NaNs that differ in sign or payload. Which one NumPy returns is not a rule: its vector loops
-    return the second operand, its scalar loops (the last elements of a contiguous array, up to
-    a vector's width; strided float64) call C's fmax with the operands in the order the C
-    compiler chose for each unrolled copy, so the answer depends on the element's place, the
-    array's length and layout, and the CPU's vector width. Such a call runs as NumPy."""
-    meta = node.tensor
-    dtype, bits = meta.dtype, _FLOAT_BITS[meta.dtype][0]
-    constants = [np.dtype(dtype).type(v) for v in node.args if not isinstance(v, Node)]
-    if any(v != 0 and not np.isnan(v) for v in constants):
-        return  # a tie is with that constant, whose bits every equal value shares
+def fmax_select(op: str, x: Expr, y: Expr, dtype: str) -> Select:
+    """NumPy's fmax/fmin of ``x`` and ``y``: NaN ignored, ``y`` on a tie, as NumPy's vector loops.
 
-    def ambiguous(i: tuple[Affine, ...]) -> Expr:
-        x, y = a(i), b(i)
-        tie = Binary("or", Binary("eq", x, y, "bool"),
-                     Binary("and", Binary("ne", x, x, "bool"), Binary("ne", y, y, "bool"), "bool"),
-                     "bool")
-        differ = Binary("ne", Unary("bitcast", x, bits), Unary("bitcast", y, bits), "bool")
-        return Binary("and", tie, differ, "bool")
-    check = ctx.reduce_values(ambiguous, meta.shape, tuple(range(len(meta.shape))), False, "max",
-                              "bool")
-    ctx.checks[check.buffer] = "fmax/fmin of 0.0 and -0.0 (or of two different NaNs): which one " \
-                               "NumPy returns depends on the element's place in its loops"
+    A tie between different bits (0.0 against -0.0, or two NaNs that differ in sign or payload)
+    has no rule in NumPy: its scalar loops (the last elements of a contiguous array, up to a
+    vector's width; strided float64) call C's fmax with the operands in the order the C compiler
+    chose for each unrolled copy, so the answer depends on the element's place, the array's
+    length and layout, and the CPU's vector width. Kernels therefore report such a tie in their
+    events word (``stax.codegen.cpu.fpevents.TIE``), in the same pass, and that call runs as
+    NumPy. They find the selects to watch by this exact form (``fmax_operands``)."""
+    keep = Binary("gt" if op == "fmax" else "lt", x, y, "bool")
+    keep = Binary("or", keep, Binary("ne", y, y, "bool"), "bool")
+    return Select(keep, x, y, dtype)
+
+
+def fmax_operands(e: Expr) -> tuple[Expr, Expr] | None:
+    """``(x, y)`` when ``e`` is an fmax/fmin select as ``fmax_select`` builds it and its operands
+    can tie with different bits, else None. A constant other than zero or NaN cannot (every value
+    equal to it has its bits)."""
+    if not (isinstance(e, Select) and e.dtype in _FLOAT_BITS and isinstance(e.cond, Binary)
+            and e.cond.op == "or"):
+        return None
+    order, nan = e.cond.a, e.cond.b
+    x, y = e.a, e.b
+    if not (isinstance(order, Binary) and order.op in ("gt", "lt") and order.a is x
+            and order.b is y and isinstance(nan, Binary) and nan.op == "ne" and nan.a is y
+            and nan.b is y):
+        return None
+    if any(isinstance(v, Const) and v.value != 0 and v.value == v.value for v in (x, y)):
+        return None
+    return x, y
 
 
 def _float_binary(op: str) -> Rule:
@@ -148,19 +155,13 @@ def _float_binary(op: str) -> Rule:
         a = ctx.operand(node.args[0], meta.shape, meta.dtype)
         b = ctx.operand(node.args[1], meta.shape, meta.dtype)
         dtype = meta.dtype
-        if op in ("fmax", "fmin"):
-            _fmax_tie_check(ctx, node, a, b)
 
         def value(i: tuple[Affine, ...]) -> Expr:
             x, y = a(i), b(i)
             if op == "copysign":
                 return Binary("copysign", x, y, dtype)
-            if op in ("fmax", "fmin"):
-                # NaN ignored; y on a tie, as NumPy's vector loops (a tie of different bits
-                # runs the call as NumPy: _fmax_tie_check)
-                keep = Binary("gt" if op == "fmax" else "lt", x, y, "bool")
-                keep = Binary("or", keep, Binary("ne", y, y, "bool"), "bool")
-                return Select(keep, x, y, dtype)
+            if op in ("fmax", "fmin"):  # a tie of different bits runs the call as NumPy
+                return fmax_select(op, x, y, dtype)
             zero = Const(0.0, dtype)  # heaviside(x, h): 0 below zero, h at either zero, 1 above
             at_zero = Select(Binary("eq", x, zero, "bool"), y, x, dtype)
             below = Select(Binary("lt", x, zero, "bool"), zero, at_zero, dtype)

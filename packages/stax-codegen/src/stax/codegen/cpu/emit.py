@@ -219,7 +219,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         cached = self.memo.get(id(expr))
         if cached is None:
             cached = self.memo[id(expr)] = self._emit(expr)
-            if self.events is not None and isinstance(expr, Unary | Binary | Cast):
+            if self.events is not None and isinstance(expr, Unary | Binary | Cast | Select):
                 self._after_value(expr, cached, [self.memo[id(c)] for c in expr.children()])
         return cached
 
@@ -293,7 +293,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         if op in ("maximum", "minimum"):
             if is_float(dtype):
                 # NumPy: NaN in a wins, then NaN in b (b is returned), ties return b (signed zeros)
-                wins = b.fcmp_ordered(">" if op == "maximum" else "<", a, c)
+                wins = self._ordered(">" if op == "maximum" else "<", a, c)
                 wins = b.or_(wins, b.fcmp_unordered("uno", a, a))
             else:
                 cmp = b.icmp_signed if is_signed(dtype) else b.icmp_unsigned
@@ -465,7 +465,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         b = self.builder
         symbol = _PREDICATES[op]
         if is_float(dtype):  # ordered, except != which is true when either side is NaN
-            return (b.fcmp_unordered if op == "ne" else b.fcmp_ordered)(symbol, a, c)
+            return b.fcmp_unordered(symbol, a, c) if op == "ne" else self._ordered(symbol, a, c)
         return (b.icmp_signed if is_signed(dtype) else b.icmp_unsigned)(symbol, a, c)
 
     def _cast(self, x: ir.Value, src: str, dst: str) -> ir.Value:

@@ -1,0 +1,47 @@
+"""Calls that floating-point event reporting (``stax.codegen.cpu.fpevents``) once made slow, next
+to eager NumPy: fmax of large arrays (a tie check took a pass of its own) and a tiny call over
+NaN data with comparisons (the compare raised the CPU's invalid flag, so every call ran again with
+the precise kernels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+LARGE = 10_000_000
+
+
+def _large_pair():
+    rng = np.random.default_rng(10)
+    return rng.standard_normal(LARGE), rng.standard_normal(LARGE)
+
+
+def _tiny_with_nan():
+    return (np.array([1.0, np.nan, 3.0, 4.0, 5.0, np.nan, 7.0, 8.0]),
+            np.array([2.0, 2.0, np.nan, 1.0, 9.0, 0.0, 1.0, np.nan]))
+
+
+# case -> (program, inputs)
+CASES = {
+    "fmax(10M float64)": (lambda x, y: np.fmax(x, y), _large_pair),
+    "fmin(10M float64)": (lambda x, y: np.fmin(x, y), _large_pair),
+    "where(x < y, x * 2, y) (8, NaN)": (lambda x, y: np.where(x < y, x * 2, y), _tiny_with_nan),
+    "maximum(x, y) + 1 (8, NaN)": (lambda x, y: np.maximum(x, y) + 1, _tiny_with_nan),
+}
+_inputs: dict = {}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("impl", ["numpy", "stax"])
+def test_fpevents(benchmark, record, case, impl):
+    fn, make = CASES[case]
+    if case not in _inputs:
+        _inputs[case] = make()
+    args = _inputs[case]
+    run = fn if impl == "numpy" else stax.compile(fn)
+    np.testing.assert_array_equal(run(*args), fn(*args))  # compile and check, outside the timing
+    benchmark.group = case
+    benchmark(run, *args)
+    record(case, impl, benchmark)

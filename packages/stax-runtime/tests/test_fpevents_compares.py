@@ -1,0 +1,167 @@
+"""Floating-point events and comparisons (``stax.codegen.cpu.fpevents``), at the executable.
+
+1. A fast kernel that reads the CPU's exception flags compares quietly: NaN data through ``<``,
+   ``<=``, ``>``, ``>=``, maximum/minimum, clip, where and argmax gives NumPy's bits and does not
+   run again with the precise kernels (``Executable.reruns``). x86's ordered vector compares
+   raise the invalid flag for a NaN operand, which the fast kernel cannot tell from a real event:
+   every such call used to run twice (a tiny call 0.35 -> 7.5 us).
+2. An fmax/fmin tie between different bits (0.0 and -0.0, two different NaNs) is reported
+   through the events word of the kernel computing the fmax (``TIE``), in the same pass, and the
+   call is declined (the runtime runs it as NumPy); there is no check pass of its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.codegen import Executable, ExternResultMismatch
+
+
+def _specials(dtype) -> np.ndarray:
+    info = np.finfo(dtype)
+    bits = np.dtype(dtype).itemsize * 8
+    nan_bits = (0x7FF8 << 48) | 5 if bits == 64 else 0x7FC00005
+    payload = np.array([nan_bits], f"u{bits // 8}").view(dtype)[0]
+    return np.array([0.0, -0.0, info.smallest_subnormal, -info.smallest_subnormal, 1.0, -1.0, 2.0,
+                     -2.0, info.max, -info.max, np.inf, -np.inf, np.nan, -np.nan, payload], dtype)
+
+
+def _grid(dtype):
+    v = _specials(dtype)
+    x, y = np.meshgrid(v, v)
+    return x.ravel().copy(), y.ravel().copy()
+
+
+def _bits(v) -> np.ndarray:
+    v = np.asarray(v)
+    return v.view(f"u{v.dtype.itemsize}") if v.dtype.kind == "f" else v
+
+
+def _executable(fn, args):
+    """A fresh executable of ``fn``'s plan for ``args`` (its own counters), and the plan."""
+    compiled = stax.compile(fn)
+    with np.errstate(all="ignore"):
+        compiled(*args)
+    artifact = compiled.versions()[0].artifact
+    assert artifact is not None
+    return Executable(artifact), artifact
+
+
+def _flagged(v, y):
+    """``v`` unchanged, computed in a kernel that reads the CPU's flags: with a multiplication
+    (an operation whose events are those flags) in it."""
+    return np.where(y * 0.5 > np.inf, np.zeros_like(v), v)
+
+
+COMPARES = {
+    "lt": lambda x, y: _flagged(x < y, y),
+    "le": lambda x, y: _flagged(x <= y, y),
+    "gt": lambda x, y: _flagged(x > y, y),
+    "ge": lambda x, y: _flagged(x >= y, y),
+    "constants": lambda x, y: _flagged(
+        ((x < 0.0) ^ (x <= -0.0)) + (x > -1.0) * 2 + (0.0 < x) * 4 + (2.0 >= x) * 8
+        + (x < np.inf) * 16 + (x > -np.inf) * 32 + (x >= 0.0) * 64 + (x <= 1.0) * 128
+        + (x < -2.0) * 256 + (x < np.nan) * 512 + (-0.0 > x) * 1024 + (x < 0) * 2048
+        + (x >= 0) * 4096, y),
+    "sign": lambda x, y: _flagged(np.sign(x), y),
+    "where": lambda x, y: _flagged(np.where(x < y, x, y), y),
+    "maximum": lambda x, y: _flagged(np.maximum(x, y), y),
+    "minimum": lambda x, y: _flagged(np.minimum(x, y), y),
+    "relu": lambda x, y: _flagged(np.maximum(x, 0.0), y),
+    "clip": lambda x, y: _flagged(np.clip(x, -1.0, 1.0), y),
+    "argmax": lambda x, y: np.argmax(_flagged(x, y)),
+    "argmin": lambda x, y: np.argmin(_flagged(x, y)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(COMPARES))
+def test_comparisons_over_special_values_are_exact_and_quiet(name, dtype):
+    fn = COMPARES[name]
+    x, y = _grid(dtype)
+    if name.startswith("arg"):
+        x, y = x[30:60].copy(), y[30:60].copy()  # a NaN at 42 (not first), infinities before
+    executable, artifact = _executable(fn, (x, y))
+    assert "llvm.x86.sse.stmxcsr" in artifact.llvm_ir  # the kernel reads the flags
+    with np.errstate(all="ignore"):
+        want = fn(x, y)
+    (got,) = executable(x, y)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert np.array_equal(_bits(got), _bits(want)), (name, x, y, got, want)
+    assert executable.reruns == 0
+
+
+def test_a_tiny_where_over_nan_data_runs_once():
+    """The issue's case: 8 elements with NaN, the kernel computing x * 2 reads the flags."""
+    fn = lambda x, y: np.where(x < y, x * 2.0, y)  # noqa: E731
+    x = np.array([1.0, np.nan, 3.0, 4.0, 5.0, np.nan, 7.0, 8.0])
+    y = np.array([2.0, 2.0, np.nan, 1.0, 9.0, 0.0, 1.0, np.nan])
+    executable, _ = _executable(fn, (x, y))
+    for _ in range(3):
+        np.testing.assert_array_equal(executable(x, y)[0], fn(x, y))
+        np.testing.assert_array_equal(executable.run_one(x, y), fn(x, y))
+    assert executable.reruns == 0
+
+
+def test_nan_data_in_a_real_event_still_reruns():
+    """A NaN beside a real invalid operation (inf - inf) in the same call: the flag comes from
+    the subtraction, and the precise kernels say which events there were."""
+    fn = lambda x, y: np.where(x < y, x - y, y)  # noqa: E731
+    x = np.array([np.nan, np.inf, 1.0])
+    y = np.array([1.0, np.inf, 2.0])
+    executable, _ = _executable(fn, (x, y))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(executable(x, y)[0], fn(x, y))
+    assert executable.reruns == 1
+    with np.errstate(invalid="raise"), pytest.raises(ExternResultMismatch):
+        executable(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_an_fmax_tie_is_an_event_of_its_own_kernel(name, dtype):
+    op = getattr(np, name)
+    fn = lambda x, y: op(x, y)  # noqa: E731
+    nan, other_nan = _specials(dtype)[[12, 14]]
+    clean = (np.array([1.0, np.nan, -0.0, 3.0, 2.0], dtype), np.array([np.nan, 2.0, -0.0, 4.0, 2.0], dtype))
+    executable, artifact = _executable(fn, clean)
+    assert not artifact.checks and len(artifact.kernels) == 1
+    assert [b.role for b in artifact.buffers].count("events") == 1
+    (got,) = executable(*clean)
+    assert np.array_equal(_bits(got), _bits(op(*clean)))
+    for a, b in ((0.0, -0.0), (-0.0, 0.0), (nan, other_nan), (nan, -nan)):
+        x, y = clean[0].copy(), clean[1].copy()
+        x[3], y[3] = a, b
+        with pytest.raises(ExternResultMismatch, match=r"fmax/fmin of 0\.0 and -0\.0"):
+            executable(x, y)
+        with pytest.raises(ExternResultMismatch, match=r"fmax/fmin of 0\.0 and -0\.0"):
+            executable.run_one(x, y)
+    assert executable.reruns == 0
+
+
+def test_an_fmax_tie_in_a_kernel_that_reads_the_flags():
+    """The tie and the flags in one kernel: NaN data alone runs once, a tie declines the call."""
+    fn = lambda x, y: np.fmax(x * 2.0, y) + 1.0  # noqa: E731
+    x = np.array([1.0, np.nan, 3.0, np.nan])
+    y = np.array([np.nan, 2.0, 1.0, np.nan])
+    executable, artifact = _executable(fn, (x, y))
+    assert not artifact.checks and "llvm.x86.sse.stmxcsr" in artifact.llvm_ir
+    np.testing.assert_array_equal(executable(x, y)[0], fn(x, y))
+    assert executable.reruns == 0
+    with pytest.raises(ExternResultMismatch):
+        executable(np.array([1.0, 0.0, 3.0, 4.0]), np.array([0.5, -0.0, 1.0, 2.0]))
+
+
+def test_the_compiled_function_gives_numpys_bits_for_a_tie():
+    """Through the runtime: the declined call runs as NumPy, the next one natively."""
+    fn = lambda x, y: np.fmax(x, y)  # noqa: E731
+    compiled = stax.compile(fn)
+    x, y = np.array([0.0, -0.0, 1.0, 2.0, 3.0]), np.array([-0.0, 0.0, 0.0, 1.0, 5.0])
+    assert np.array_equal(_bits(compiled(x, y)), _bits(fn(x, y)))
+    assert compiled.cache_info().fallbacks == 1
+    x[:2] = 7.0
+    assert np.array_equal(_bits(compiled(x, y)), _bits(fn(x, y)))
+    assert compiled.cache_info().fallbacks == 1
+
