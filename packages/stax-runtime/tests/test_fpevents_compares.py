@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.codegen import Executable, ExternResultMismatch
+from stax.codegen import Executable, ExternResultMismatch, FloatingPointEvents
 
 
 def _specials(dtype) -> np.ndarray:
@@ -165,3 +165,50 @@ def test_the_compiled_function_gives_numpys_bits_for_a_tie():
     assert np.array_equal(_bits(compiled(x, y)), _bits(fn(x, y)))
     assert compiled.cache_info().fallbacks == 1
 
+
+def test_after_a_rerun_calls_start_with_the_precise_kernels():
+    """Data the fast kernels cannot vouch for (a NaN into exp) tends to come back: after a call
+    that ran again with the precise kernels, the next ``PRECISE_FIRST_CALLS`` start with them,
+    then one tries the fast ones again. Results and events stay NumPy's throughout."""
+    from stax.codegen.executable import PRECISE_FIRST_CALLS
+
+    fn = lambda x: np.exp(x)  # noqa: E731
+    x = np.array([1.0, np.nan, 2.0, 3.0])
+    executable, _ = _executable(fn, (x,))
+    np.testing.assert_array_equal(executable(x)[0], fn(x))
+    assert (executable.reruns, executable.precise_first_runs) == (1, 0)
+    for k in range(PRECISE_FIRST_CALLS):
+        run = executable.run_one if k % 2 else lambda a: executable(a)[0]
+        np.testing.assert_array_equal(run(x), fn(x))
+    assert (executable.reruns, executable.precise_first_runs) == (1, PRECISE_FIRST_CALLS)
+    np.testing.assert_array_equal(executable(x)[0], fn(x))  # the fast kernels again: a rerun
+    assert (executable.reruns, executable.precise_first_runs) == (2, PRECISE_FIRST_CALLS)
+    # a real event on the precise-first path declines the call as before
+    with np.errstate(over="raise"), pytest.raises(ExternResultMismatch):
+        executable(np.array([1.0, np.nan, 1000.0, 3.0]))
+    assert executable.precise_first_runs == PRECISE_FIRST_CALLS + 1
+    # while underflow is heeded, which only the fast kernels see, calls start with them (for
+    # exp, whose underflow they cannot see either, that declines the call: NumPy decides)
+    with np.errstate(under="warn"), pytest.raises(FloatingPointEvents):
+        executable(x)
+    assert executable.precise_first_runs == PRECISE_FIRST_CALLS + 1
+
+
+def test_warnings_stay_numpys_when_calls_start_precise():
+    """Through the runtime, calls after a rerun warn exactly as NumPy (log of 0 beside NaN)."""
+    import warnings
+
+    fn = lambda x: np.log(x) * 2.0  # noqa: E731
+    compiled = stax.compile(fn)
+    clean, nan, zero = np.array([1.0, 2.0, 3.0]), np.array([1.0, np.nan, 3.0]), \
+        np.array([1.0, np.nan, 0.0])
+    for x in (clean, nan, nan, zero, nan, zero, clean):
+        for state in ("warn", "ignore"):
+            with warnings.catch_warnings(record=True) as got, np.errstate(divide=state):
+                warnings.simplefilter("always")
+                result = compiled(x)
+            with warnings.catch_warnings(record=True) as want, np.errstate(divide=state):
+                warnings.simplefilter("always")
+                expected = fn(x)
+            np.testing.assert_array_equal(result, expected)
+            assert [str(w.message) for w in got] == [str(w.message) for w in want]

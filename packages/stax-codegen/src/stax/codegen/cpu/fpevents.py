@@ -50,7 +50,8 @@ each fused group is emitted twice:
   +-3%); softmax (64, 1000) tests one value per element, after ``exp``.
 - the *precise* kernel (same loops and stores) checks every operation exactly and reports the
   categories. It is compiled only when a call first reports ``MAYBE`` (a non-finite value where
-  one is tested, or a real event), and that call runs again with it.
+  one is tested, or a real event); that call runs again with it, and the executable's next calls
+  start with it (``executable.PRECISE_FIRST_CALLS``): such data tends to come back.
 """
 
 from __future__ import annotations
