@@ -2,7 +2,9 @@
 
 Two things a capture cannot intercept while the function runs must be seen beforehand:
 
-- a NumPy random generator (its methods cannot be wrapped: ``isolation.py``);
+- a value that differs between calls and is read where no guard sees it (``isolation.py``): a
+  NumPy random generator (its methods cannot be wrapped), ``datetime.now`` (a method of an
+  immutable type), a guarded function bound to another name before capture (a from-import);
 - a call of the builtin ``type``: ``type(x) is np.ndarray`` is False for a proxy, and nothing a
   proxy does can change that answer, so a branch on it would compile the other path.
 
@@ -19,25 +21,24 @@ from __future__ import annotations
 import builtins
 import dis
 import functools
-import os
-import sysconfig
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .isolation import generator_kind, guarded
+from .isolation import Unrepeatable, guarded, unrepeatable
+from .source import library_code
 
 BUDGET = 2000
 MAX_DEPTH = 4  # attribute hops from a name (np.random.mtrand._rand)
 MAX_ITEMS = 32  # items of a list, tuple or dict looked into
-_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
-_INSTALLED = ("site-packages", "dist-packages")
 
 
 @dataclass
 class Found:
-    generator: str | None = None  # what was reached and by which path
+    # what was reached and by which path: a value that differs between calls, which capture
+    # could not refuse when read (a NumPy generator, a clock function bound to another name)
+    unrepeatable: tuple[Unrepeatable, str] | None = None
     type_call: str | None = None  # "file:line in function" of a call of the builtin type
     unreadable: str | None = None  # a value broke the scan: what the function reaches is unknown
 
@@ -58,17 +59,17 @@ class _Scan:
         self.functions: list[tuple[types.FunctionType, str, Any]] = []
 
     def done(self) -> bool:
-        return self.found.generator is not None and self.found.type_call is not None
+        return self.found.unrepeatable is not None and self.found.type_call is not None
 
     def value(self, value: Any, path: str, names: set[str], depth: int = 0,
               owner: Any = None) -> None:
-        if self.found.generator is not None or self.budget <= 0 or id(value) in self.seen:
+        if self.found.unrepeatable is not None or self.budget <= 0 or id(value) in self.seen:
             return
         self.seen.add(id(value))
         self.budget -= 1
-        kind = generator_kind(value)
-        if kind is not None:
-            self.found.generator = f"{path}: {kind}"
+        reached = unrepeatable(value)
+        if reached is not None:
+            self.found.unrepeatable = (reached[0], f"{path}: {reached[1]}")
         elif isinstance(value, types.FunctionType):
             if not guarded(value):  # a draw through a guarded function is refused when made
                 self.functions.append((value, path, owner))
@@ -133,8 +134,8 @@ def _parts(value: Any, names: set[str]) -> Iterable[tuple[str, Any, Any]]:
         scope = vars(value)
         return [(f".{n}", scope[n], None) for n in sorted(names & scope.keys())]
     if isinstance(value, type):
-        return [(f".{n}", klass.__dict__[n], None) for n in sorted(names) for klass in value.__mro__
-                if n in klass.__dict__][:MAX_ITEMS]
+        return [(f".{n}", item, None) for n in sorted(names)
+                if (item := _class_attribute(value, n)) is not _MISSING][:MAX_ITEMS]
     parts: list[tuple[str, Any, Any]] = []
     wrapped = _dict_get(value, "__wrapped__")  # a decorator or a compiled function
     if wrapped is not None:
@@ -144,18 +145,27 @@ def _parts(value: Any, names: set[str]) -> Iterable[tuple[str, Any, Any]]:
         parts += [(f".{n}", own[n], None) for n in sorted(names & own.keys())]
         cls = type(value)
         if cls.__module__.split(".")[0] not in ("numpy", "stax"):
-            parts += [(f".{n}", klass.__dict__[n], value) for n in sorted(names) for klass in cls.__mro__
-                      if n in klass.__dict__ and isinstance(klass.__dict__[n], types.FunctionType)]
+            parts += [(f".{n}", item, value) for n in sorted(names)
+                      if isinstance(item := _class_attribute(cls, n), types.FunctionType)]
     return parts
+
+
+_MISSING = object()
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    """``name`` as Python finds it on ``cls``: in the first class of its MRO that defines it (a
+    method a subclass overrides, or one a capture replaced by its guard, hides the base's)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return _MISSING
 
 
 def _library(fn: types.FunctionType) -> bool:
     """NumPy's, Stax's or the standard library's own code: it draws no random numbers through a
     path the capture does not intercept, and its ``type()`` calls are not the user's."""
-    module = fn.__module__ or ""
-    filename = fn.__code__.co_filename
-    return module.split(".")[0] in ("numpy", "stax") or (
-        filename.startswith(_STDLIB) and not any(p in filename for p in _INSTALLED))
+    return library_code(fn.__module__, fn.__code__.co_filename)
 
 
 def _instance_dict(value: Any) -> dict[str, Any] | None:

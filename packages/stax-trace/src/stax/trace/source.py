@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import sysconfig
 import threading
 import warnings
 from collections.abc import Iterator
@@ -13,21 +15,36 @@ from typing import Any
 import numpy as np
 
 _SKIP_PREFIXES = ("stax.", "numpy", "operator", "functools")
+_STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
+_INSTALLED = ("site-packages", "dist-packages")
 
 
-def user_frame(depth: int = 2) -> FrameType | None:
-    """The innermost frame outside Stax and NumPy."""
+def library_code(module: str | None, filename: str) -> bool:
+    """Whether code of ``module`` in ``filename`` is NumPy's, Stax's or the standard library's:
+    not the user's (third-party packages count as the user's)."""
+    return (module or "").split(".")[0] in ("numpy", "stax") or (
+        filename.startswith(_STDLIB) and not any(p in filename for p in _INSTALLED))
+
+
+def library_frame(frame: FrameType) -> bool:
+    return library_code(frame.f_globals.get("__name__"), frame.f_code.co_filename)
+
+
+def user_frame(depth: int = 2, stdlib: bool = True) -> FrameType | None:
+    """The innermost frame outside Stax and NumPy (and the standard library, unless ``stdlib``)."""
     frame: FrameType | None = sys._getframe(depth)
     while frame is not None:
-        if not frame.f_globals.get("__name__", "").startswith(_SKIP_PREFIXES):
+        if not frame.f_globals.get("__name__", "").startswith(_SKIP_PREFIXES) and (
+                stdlib or not library_frame(frame)):
             return frame
         frame = frame.f_back
     return None
 
 
-def user_source(depth: int = 2) -> str | None:
-    """``file:line in function`` of the innermost frame outside Stax and NumPy."""
-    frame = user_frame(depth + 1)
+def user_source(depth: int = 2, stdlib: bool = True) -> str | None:
+    """``file:line in function`` of the innermost frame outside Stax and NumPy (and the standard
+    library, unless ``stdlib``: ``random.Random()`` is refused in ``random.py``, called here)."""
+    frame = user_frame(depth + 1, stdlib)
     if frame is None:
         return None
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"

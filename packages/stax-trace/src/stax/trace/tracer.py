@@ -30,7 +30,7 @@ from stax.ir import (
 )
 
 from .creation import Created, not_recording, recording_creation
-from .isolation import draw_error, private_copy, refused, refusing_draws
+from .isolation import private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
 from .source import holding_warnings, traced_value, user_source
@@ -465,8 +465,9 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
     warning the call's execution will give again (``source.HeldWarnings``)."""
     with refusing_draws() as watch:
         found = scan(fn, leaves)  # with the draw wrappers in place: what it names is unguarded
-        if found.generator is not None:
-            raise draw_error(f"it can reach {found.generator}")
+        if found.unrepeatable is not None:
+            kind, what = found.unrepeatable
+            raise kind.error(f"it can reach {what}")
         if found.unreadable is not None:
             raise UnsupportedError("capture could not check which random generators the function "
                                    f"can reach: a value it names broke the look-up "
