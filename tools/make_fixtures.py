@@ -6,6 +6,10 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
 
     python tools/make_fixtures.py                # the released version's documents
     python tools/make_fixtures.py --schema-1.2   # documents using every schema-1.2 form
+    python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
+
+``--nests`` names its kernels document by the schema the installed stax-codegen writes, so run
+with an older release's sources first on the path, it writes that release's document beside.
 """
 
 from __future__ import annotations
@@ -32,6 +36,38 @@ def features(x: np.ndarray, i: np.ndarray) -> np.ndarray:
     value (np.arange), an indirect load with its bounds check (a gather), a reshape copy."""
     joined = np.concatenate([x, x.T.reshape(6, 4) * 2], axis=0)
     return np.cumsum(joined, axis=1)[i] + np.arange(4)
+
+
+def nests(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray, e: np.ndarray) -> tuple:
+    """One kernel of every loop-nest kind (kernels schema 1.4): a column sum and a cumsum along
+    columns (interchanged loops), a transposed add (tiles), softmax rows (row phases sharing
+    exp), a cumsum along rows (scan), an element-wise add (plain)."""
+    top = d.max(1, keepdims=True)
+    soft = np.exp(d - top) / np.exp(d - top).sum(1, keepdims=True)
+    return a.sum(0), np.cumsum(a, axis=0), b.T + c, soft, np.cumsum(e, axis=1), e * 2 + 1
+
+
+def nest_documents() -> None:
+    """The loop IR of ``nests`` and its kernels document, named by the installed schemas."""
+    from stax.codegen import KERNELS_SCHEMA
+    from stax.loop import LOOPIR_SCHEMA
+
+    rng = np.random.default_rng(0)
+    args = (rng.standard_normal((64, 48), dtype=np.float32),
+            rng.standard_normal((48, 64), dtype=np.float32),
+            rng.standard_normal((64, 48), dtype=np.float32),
+            rng.standard_normal((40, 70), dtype=np.float32),
+            rng.standard_normal((20, 30), dtype=np.float64))
+    capture = trace(nests, args, name="nests")
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "nests.py:" + node.source.rsplit(":", 1)[1]
+    loop = lower_opgraph(lower_capture(capture))
+    folder = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures"
+    for name, doc in ((f"nests.loopir.schema-{LOOPIR_SCHEMA.split('/')[1]}.json", loop),
+                      (f"nests.kernels.schema-{KERNELS_SCHEMA.split('/')[1]}.json", generate(loop))):
+        write_json(folder / name, doc.to_json())
+        print("wrote", folder / name)
 
 
 def schema_1_2_documents() -> None:
@@ -79,4 +115,9 @@ def main() -> None:
 if __name__ == "__main__":
     import sys
 
-    schema_1_2_documents() if sys.argv[1:] == ["--schema-1.2"] else main()
+    if sys.argv[1:] == ["--schema-1.2"]:
+        schema_1_2_documents()
+    elif sys.argv[1:] == ["--nests"]:
+        nest_documents()
+    else:
+        main()

@@ -58,7 +58,7 @@ def test_precise_kernels_are_vectorized_too(loopir_doc_path):
 def test_artifact_round_trip_and_reload(loopir_doc_path):
     artifact = generate(load_loopir(loopir_doc_path))
     doc = artifact.to_json()
-    assert doc["schema"] == "stax.kernels/1.3"
+    assert doc["schema"] == "stax.kernels/1.4"
     again = load_artifact(doc)
     assert again.to_json() == doc
     x, w = example((64, 128), seed=3)

@@ -15,9 +15,11 @@ from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
 
 from .memory_plan import StoragePlan
+from .nesting import NestPlan
 
-# 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events
-KERNELS_SCHEMA = "stax.kernels/1.3"
+# 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events;
+# 1.4: each kernel's loop nest
+KERNELS_SCHEMA = "stax.kernels/1.4"
 #: the int32[1] buffer (role "events") kernels OR NumPy's floating-point status bits into, as
 #: their last argument (``cpu/fpevents.py``); not a valid Python name, so never an argument's
 EVENTS_BUFFER = "$events"
@@ -43,6 +45,9 @@ class KernelPlan:
     bytes_read: int
     bytes_written: int
     index_bits: int = 64           # element index arithmetic: 32 when provably in range (§6.8)
+    #: how its loops are arranged (``nesting.py``); None in documents before 1.4, which did not
+    #: record it (and cannot be told it: they hold no loop IR, only the LLVM IR made from it)
+    nest: NestPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,12 @@ class KernelArtifact:
         return EVENTS_BUFFER if any(b.role == "events" for b in self.buffers) else None
 
     @property
+    def nests(self) -> dict[tuple[str, ...], NestPlan]:
+        """Each kernel's recorded loop nest, by the buffers it computes: what ``generate(...,
+        nests=)`` takes to build the same plan again, or an edited one."""
+        return {k.computes: k.nest for k in self.kernels if k.nest is not None}
+
+    @property
     def intermediates(self) -> list[BufferPlan]:
         return [b for b in self.buffers if b.role == "intermediate"]
 
@@ -106,7 +117,8 @@ class KernelArtifact:
             "kernels": [{"name": k.name, "args": list(k.args), "computes": list(k.computes),
                          "outer_range": k.outer_range, "work": k.work, "parallel": k.parallel,
                          "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
-                         "index_bits": k.index_bits}
+                         "index_bits": k.index_bits,
+                         **({"nest": k.nest.to_json()} if k.nest is not None else {})}
                         for k in self.kernels],
             "input_slots": self.input_slots,
             "input_tree": self.input_tree.to_json(),
@@ -138,7 +150,8 @@ class KernelArtifact:
              for b in doc["buffers"]],
             [KernelPlan(k["name"], tuple(k["args"]), tuple(k["computes"]), k["outer_range"],
                         k["work"], k["parallel"], k["bytes_read"], k["bytes_written"],
-                        k.get("index_bits", 64))
+                        k.get("index_bits", 64),
+                        NestPlan.from_json(k["nest"], k["computes"]) if "nest" in k else None)
              for k in doc["kernels"]],
             list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
@@ -172,7 +185,7 @@ class KernelArtifact:
             lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(k.computes)};"
                          f" moves {k.bytes_read} B in, {k.bytes_written} B out;"
-                         f" int{k.index_bits} indices")
+                         f" int{k.index_bits} indices{_describe(k.nest)}")
         if self.storage is not None:
             st = self.storage
             for block, size in enumerate(st.sizes):
@@ -186,6 +199,17 @@ class KernelArtifact:
             verdict = "fused" if f["fused"] else "not fused"
             lines.append(f"fusion {f['producer']} -> {f['consumer']}: {verdict} ({f['reason']})")
         return "\n".join(lines)
+
+
+def _describe(nest: NestPlan | None) -> str:
+    if nest is None:
+        return ""
+    text = f"; {nest.kind} nest"
+    if nest.kind == "tiled":
+        text += f" ({nest.tile}x{nest.tile} tiles)"
+    if nest.kind == "rows":
+        text += " (phases " + " | ".join(", ".join(p) for p in nest.phases) + ")"
+    return text + "".join(f"; {r} also stores {b}" for r, b in nest.shares)
 
 
 def _storage_from_json(doc: dict[str, Any] | None) -> StoragePlan | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -19,6 +20,7 @@ from .cpu.jit import array_data_offset
 from .cpu.pool import native_available
 from .cpu.target import cpu_target
 from .memory_plan import order_steps, plan_storage
+from .nesting import NestPlan, nest_as
 from .scheduler import Group, schedule
 from .target import Target
 from .version import CODEGEN_VERSION
@@ -37,13 +39,20 @@ class CodegenOptions:
 
 
 def generate(program: LoopProgram, options: CodegenOptions | None = None,
-             target: Target | None = None) -> KernelArtifact:
+             target: Target | None = None,
+             nests: Mapping[tuple[str, ...], NestPlan] | None = None) -> KernelArtifact:
     """Build the ``stax.kernels/1`` artifact for ``program`` on ``target`` (default: the host
-    CPU's, ``cpu_target()``: LLVM IR for this process's CPU)."""
+    CPU's, ``cpu_target()``: LLVM IR for this process's CPU). ``nests`` replaces the
+    scheduler's loop nest of the kernels computing the given buffers (``KernelArtifact.nests``
+    of a document, as recorded or edited); ``ValueError`` when one is not legal for its kernel."""
     options = options or CodegenOptions()
     target = target or cpu_target()
     _check_emitter(target)
     groups, decisions = schedule(program)
+    for group in groups:
+        plan = (nests or {}).get(tuple(n.name for n in group.nodes))
+        if plan is not None:
+            group.nest = nest_as(group.nodes, plan)
     output_names = {o.buffer for o in program.outputs if o.buffer is not None}
     kept = output_names | set(program.checks)  # read after the last step: never reused
     sizes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
@@ -149,5 +158,6 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     written = sum(nbytes[c] for c in computes)
     parallel = outer > 1 and work * _cost_per_element(group, target) >= options.parallel_threshold
     bits = max(index_width(n) for n in group.nodes)
+    nest = group.nest.plan if group.nest is not None else None
     return KernelPlan(name, args + ((events,) if events else ()), computes, outer, work, parallel,
-                      read, written, bits)
+                      read, written, bits, nest)

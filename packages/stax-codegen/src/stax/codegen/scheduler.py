@@ -6,7 +6,9 @@ ordering edge that every order and every legality test here honours as if it wer
 draws run in program order. Pairs of groups are fused greedily by the bytes fusion saves, and
 only when legal. Legality and score are kept
 apart (STYLE.md habit 9): ``why_not_fusable`` returns the reason a pair cannot share a loop nest,
-and every refusal is recorded so ``STAX_LOGS=kernels`` can say what was not fused and why.
+and every refusal is recorded so ``STAX_LOGS=kernels`` can say what was not fused and why. Each
+group that becomes a kernel then gets its loop nest (``nesting.choose_nest``: plain, rows,
+columns, tiled or scan, and the row values it shares), which the plan records and emitters follow.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from stax.loop import (
     xvar,
 )
 
+from .nesting import Nest, choose_nest
+
 
 @dataclass
 class Group:
@@ -38,6 +42,8 @@ class Group:
     writes: set[str] = field(default_factory=set)
     #: buffers whose step must run first though this group does not read them (ordering edges)
     after: set[str] = field(default_factory=set)
+    #: how its loops are arranged (``nesting.py``), set once fusion is done; None for an extern
+    nest: Nest | None = None
 
     @classmethod
     def of(cls, node: ComputedBuffer | ExternCall, after: str | None = None) -> Group:
@@ -225,6 +231,9 @@ def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
                 elif best is None or saved > best[0]:
                     best = (saved, a, b)
         if best is None:
+            for group in groups:
+                if group.extern is None:
+                    group.nest = choose_nest(group.nodes)
             return groups, decisions
         saved, a, b = best
         decisions.append(FusionDecision(a.label, b.label, True, "same loop nest", saved))

@@ -1,0 +1,228 @@
+"""Loop nests: how the loops of one scheduled group are arranged (spec §6-8), chosen from the loop
+IR by where memory runs, and recorded in the plan (``KernelPlan.nest``) so that every backend
+follows the same choice instead of re-deriving it.
+
+The kinds (``NEST_KINDS``):
+
+- ``plain``: the group's loops in order, ``x0`` split across threads, one phase;
+- ``rows``: ``x0`` split across threads and, inside each row, the group's phases in order: a later
+  phase reads what an earlier one stored for the row while it is still in cache (row fusion, §7:
+  softmax's max, sum and division); an expensive value a reduction phase computed may be kept for
+  a later phase instead of recomputed (``shares``, ``rowshare.py``);
+- ``columns``: reductions or a scan whose contiguous axis is kept (``x.sum(0)``, ``cumsum(axis=0)``
+  of a C matrix), loops interchanged so the innermost runs along memory over the kept axis and the
+  result buffer holds the running values;
+- ``tiled``: element-wise work that reads an operand across its memory order (``x.T + y``), the
+  last two loops in ``tile`` x ``tile`` blocks;
+- ``scan``: a running sum or product along ``r0``, its total carried in a register.
+
+``choose_nest`` decides (the scheduler calls it for every group); ``legal_kinds`` says which kinds
+a group may take at all, and ``nest_as`` builds a given plan for a group (a document's choice,
+replayed or edited), refusing an illegal one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stax.loop import ComputedBuffer, Pointwise, Reduction, Scan, loads, rvar, xvar
+
+from .rowshare import Spill, share_row_values
+
+NEST_KINDS = ("plain", "rows", "columns", "tiled", "scan")
+TILE = 16  # measured on 2048^2 float32 transposes: 16 beats 32 and 64 (set conflicts of power-of-two rows)
+
+
+@dataclass(frozen=True)
+class NestPlan:
+    """A loop nest as the ``stax.kernels/1`` document records it (names only).
+
+    ``phases`` are the names of the buffers computed by each phase, in order (one phase unless
+    ``rows``); ``shares`` the row values kept, as (reduction, buffer whose element it also stores);
+    ``tile`` the block size of a ``tiled`` nest (else 0)."""
+
+    kind: str
+    phases: tuple[tuple[str, ...], ...]
+    shares: tuple[tuple[str, str], ...] = ()
+    tile: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "rows":
+            doc["phases"] = [list(phase) for phase in self.phases]
+        if self.shares:
+            doc["shares"] = [{"reduction": r, "buffer": b} for r, b in self.shares]
+        if self.kind == "tiled":
+            doc["tile"] = self.tile
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any], computes: Sequence[str]) -> NestPlan:
+        """The plan of a kernel computing ``computes``: a nest of one phase does not list it."""
+        phases = tuple(tuple(p) for p in doc["phases"]) if "phases" in doc else (tuple(computes),)
+        return cls(doc["kind"], phases,
+                   tuple((s["reduction"], s["buffer"]) for s in doc.get("shares", ())),
+                   int(doc.get("tile", TILE if doc["kind"] == "tiled" else 0)))
+
+
+@dataclass(frozen=True)
+class Nest:
+    """A group's loop nest with its nodes as a backend emits them: the phases in order, each a
+    tuple of nodes (a node that rereads a shared row value already rewritten to load it), and the
+    stores a reduction adds for the values it shares (``rowshare.Spill``)."""
+
+    kind: str
+    phases: tuple[tuple[ComputedBuffer, ...], ...]
+    shares: tuple[Spill, ...] = ()
+    tile: int = 0
+
+    @property
+    def nodes(self) -> tuple[ComputedBuffer, ...]:
+        return tuple(n for phase in self.phases for n in phase)
+
+    @property
+    def plan(self) -> NestPlan:
+        return NestPlan(self.kind, tuple(tuple(n.name for n in phase) for phase in self.phases),
+                        tuple((s.reduction, s.buffer) for s in self.shares), self.tile)
+
+
+def is_arg(node: ComputedBuffer) -> bool:
+    """An arg reduction (argmax, argmin): it carries the best value and its index."""
+    return isinstance(node.data, Reduction) and node.data.reduction_type in ("argmax", "argmin")
+
+
+def phases(nodes: Sequence[ComputedBuffer]) -> list[list[ComputedBuffer]]:
+    """Consecutive nodes with the same loop nest form one phase, unless a node needs a reduction
+    of the phase being built (it must wait for the reduction to finish)."""
+    out: list[list[ComputedBuffer]] = []
+    for node in nodes:
+        current = out[-1] if out else None
+        reads = {ld.buffer for ld in loads(node.data.body)}
+        waits = current is not None and any(
+            isinstance(n.data, Reduction) and n.name in reads for n in current)
+        if current is not None and _phase_key(current[0]) == _phase_key(node) and not waits:
+            current.append(node)
+        else:
+            out.append([node])
+    return out
+
+
+def _phase_key(node: ComputedBuffer) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
+    return isinstance(node.data, Reduction), node.ranges, node.reduction_ranges
+
+
+def transposed(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Element-wise nodes over at least two large axes where some load runs along memory on the
+    second-to-last loop and strides on the last one: worth tiling."""
+    first = nodes[0]
+    if not isinstance(first.data, Pointwise) or len(first.ranges) < 2 or \
+            min(first.ranges[-2:]) < 2 * TILE:
+        return False
+    a, c = xvar(len(first.ranges) - 2), xvar(len(first.ranges) - 1)
+    for node in nodes:
+        for ld in loads(node.data.body):
+            if abs(ld.index.coefficient(a)) == 1 and abs(ld.index.coefficient(c)) > 1:
+                return True
+        if abs(node.store_index.coefficient(a)) == 1 and abs(node.store_index.coefficient(c)) > 1:
+            return True
+    return False
+
+
+def columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Reductions that read memory contiguously along their last kept axis and with a stride
+    along the reduced ones: their loops are better interchanged."""
+    first = nodes[0]
+    if "columns" not in legal_kinds(nodes) or not isinstance(first.data, Reduction):
+        return False
+    last = xvar(len(first.ranges) - 1)
+    if first.ranges[-1] < 4:
+        return False
+    contiguous = strided = False
+    for node in nodes:
+        if abs(node.store_index.coefficient(last)) != 1:
+            return False
+        for ld in loads(node.data.body):
+            step = abs(ld.index.coefficient(last))
+            if step > 1:
+                return False
+            contiguous |= step == 1
+            strided |= any(abs(ld.index.coefficient(rvar(j))) > 1
+                           for j in range(len(first.reduction_ranges)))
+    return contiguous and strided
+
+
+def columnwise_scan(node: ComputedBuffer) -> bool:
+    """A scan along a strided axis whose last kept axis is contiguous (``cumsum(axis=0)`` of a C
+    matrix): each step reads the previous step's output row, so the inner loop runs along memory."""
+    ranges = node.ranges
+    if not ranges:
+        return False
+    last = xvar(len(ranges) - 1)
+    return abs(node.store_index.coefficient(last)) == 1 and \
+        abs(node.store_index.coefficient(rvar(0))) > 1 and ranges[-1] >= 4
+
+
+def legal_kinds(nodes: Sequence[ComputedBuffer]) -> tuple[str, ...]:
+    """Every nest kind that computes ``nodes`` (a scheduled group) correctly, the plain or row
+    nest first: what a plan may choose among."""
+    first = nodes[0]
+    if isinstance(first.data, Scan):
+        return ("scan", "columns") if first.ranges else ("scan",)
+    if len(phases(nodes)) > 1:
+        return ("rows",)
+    if not first.ranges:
+        return ("plain",)
+    if isinstance(first.data, Reduction):
+        # the result buffer holds the accumulators: one value each (no arg reductions), in the
+        # accumulator's own type (no booleans: stored as bytes, accumulated as bits)
+        if first.reduction_ranges and not any(
+                is_arg(n) or n.dtype == "bool" or n.data.body.dtype == "bool" for n in nodes):
+            return ("plain", "columns")
+        return ("plain",)
+    return ("plain", "tiled") if len(first.ranges) >= 2 else ("plain",)
+
+
+def choose_nest(nodes: Sequence[ComputedBuffer]) -> Nest:
+    """The loop nest for one scheduled group (its nodes in order)."""
+    first = nodes[0]
+    if isinstance(first.data, Scan):
+        return _build(nodes, "columns" if columnwise_scan(first) else "scan", share=False)
+    if len(phases(nodes)) > 1:
+        return _build(nodes, "rows", share=True)
+    if columnwise(nodes):
+        return _build(nodes, "columns", share=False)
+    if first.ranges and transposed(nodes):
+        return _build(nodes, "tiled", share=False)
+    return _build(nodes, "plain", share=False)
+
+
+def nest_as(nodes: Sequence[ComputedBuffer], plan: NestPlan) -> Nest:
+    """The nest ``plan`` describes, for the group computing ``nodes``; ``ValueError`` when the
+    plan is not one this group may take (another kind, other phases, other shared values)."""
+    names = [n.name for n in nodes]
+    allowed = legal_kinds(nodes)
+    if plan.kind not in allowed:
+        raise ValueError(f"a {plan.kind!r} nest cannot compute {', '.join(names)} "
+                         f"(it may take {', '.join(allowed)})")
+    if plan.kind == "tiled" and plan.tile < 1:
+        raise ValueError(f"a tiled nest needs a tile of at least 1, not {plan.tile}")
+    nest = _build(nodes, plan.kind, share=bool(plan.shares), tile=plan.tile)
+    if nest.plan.phases != plan.phases:
+        raise ValueError(f"the phases of {', '.join(names)} are {nest.plan.phases}, "
+                         f"not {plan.phases}")
+    if plan.shares and nest.plan.shares != plan.shares:
+        raise ValueError(f"the row values {', '.join(names)} may share are {nest.plan.shares} "
+                         f"(or none), not {plan.shares}")
+    return nest
+
+
+def _build(nodes: Sequence[ComputedBuffer], kind: str, share: bool, tile: int = TILE) -> Nest:
+    if kind != "rows":
+        return Nest(kind, (tuple(nodes),), (), tile if kind == "tiled" else 0)
+    split = phases(nodes)
+    spills: list[Spill] = []
+    if share:
+        split, spills = share_row_values(split)
+    return Nest(kind, tuple(tuple(p) for p in split), tuple(spills))
