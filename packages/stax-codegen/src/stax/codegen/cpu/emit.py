@@ -258,7 +258,9 @@ class KernelEmitter(LoopShapes, FloatEvents):
         if isinstance(e, Unary):
             return self._unary(e.op, self.value(e.x), e.dtype)
         if isinstance(e, Select):
-            return b.select(self.value(e.cond), self.value(e.a), self.value(e.b))
+            # constant arms hidden where the CPU's flags report events (FloatEvents._opaque)
+            return b.select(self.value(e.cond), self._opaque(self.value(e.a)),
+                            self._opaque(self.value(e.b)))
         if isinstance(e, Binary):
             if e.op in _PREDICATES:
                 return self._compare(e.op, self.value(e.a), self.value(e.b), e.a.dtype)
@@ -284,7 +286,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         b.branch(joined)
         b.position_at_end(joined)
         value = b.phi(typ)
-        value.add_incoming(ir.Constant(typ, 0), before)
+        value.add_incoming(self._opaque(ir.Constant(typ, 0)), before)
         value.add_incoming(raw, reading)
         return b.icmp_unsigned("!=", value, ir.Constant(typ, 0)) if e.dtype == "bool" else value
 

@@ -279,6 +279,7 @@ class FloatEvents:
         self._tests: set[int] = set()
         self._totals: set[str] = set()
         self._bits: ir.Value | None = None          # alloca i32: exact bits
+        self._opaque_constants: dict[str, ir.Value] = {}
         self._finite: dict[int, ir.Value] = {}      # alloca per float width: OR of bits(v - v)
         self.flags = events is not None and not precise and \
             reads_flags(nodes, self.fn.module.triple)
@@ -299,6 +300,26 @@ class FloatEvents:
                         self._mxcsr_slot)
                 b.call(ldmxcsr, [b.bitcast(self._mxcsr_slot, I8P)])
             self._barrier()
+
+    def _opaque(self, v: ir.Value) -> ir.Value:
+        """A float constant hidden from LLVM's constant folding, in fast kernels that read the
+        CPU's flags. A constant arm of a select (a padding's zeros, a masked or concatenated
+        constant) would otherwise be folded with another constant at compile time — 0 * inf
+        becomes a NaN constant — and the CPU would never raise the flag NumPy reports. An empty
+        asm per constant, in the entry block (it dominates every use; loops stay vectorizable)."""
+        if not self.flags or not isinstance(v, ir.Constant) or \
+                not isinstance(v.type, ir.FloatType | ir.DoubleType):
+            return v
+        key = f"{v.type} {v.constant!r}"
+        hidden = self._opaque_constants.get(key)
+        if hidden is None:
+            entry = ir.IRBuilder(self.fn.entry_basic_block)
+            entry.position_at_start(self.fn.entry_basic_block)
+            asm = ir.InlineAsm(ir.FunctionType(v.type, [v.type]), "", "=x,0")
+            hidden = self._opaque_constants[key] = entry.call(asm, [v])
+            hidden.attributes.add("nounwind")
+            hidden.attributes.add("readnone")
+        return hidden
 
     def _barrier(self) -> None:
         """No memory access moves across this point. The flags are read before the kernel's

@@ -1,0 +1,53 @@
+"""Events of operations whose operands are both constants inside the kernel: a padding's zeros,
+a concatenated or masked constant, times a constant infinity. LLVM folds such an operation
+(0 * inf) at compile time, so the CPU never raises the flag at run time; NumPy warns (found by the
+stress suite: ``np.pad(...) * float(x.max())`` with an infinite maximum)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+CASES = {
+    "pad times inf": (lambda x: np.pad(x, 1) * np.inf, ()),
+    "pad times a scalar argument": (lambda x, s: np.pad(x, 1) * s, (np.inf,)),
+    "concatenated zeros times inf": (lambda x: np.concatenate([x, np.zeros_like(x)]) * np.inf, ()),
+    "masked zero times inf": (lambda x: np.where(x > 5, x, 0.0) * np.inf, ()),
+    "tril times inf": (lambda x: np.tril(x) * np.inf, ()),
+    "pad divided by zero": (lambda x: np.pad(x, 1) / 0.0, ()),
+    "pad minus inf plus inf": (lambda x: (np.pad(x, 1, constant_values=np.inf) - np.inf), ()),
+}
+
+
+def messages(fn, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args)
+    return result, sorted({str(w.message) for w in caught})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_events_of_folded_constants_are_reported(name):
+    fn, extra = CASES[name]
+    x = np.ones((4, 5))
+    compiled = stax.compile(fn)
+    want, want_messages = messages(fn, x, *extra)
+    assert want_messages, "the case must warn eagerly"
+    for _ in range(2):  # the compiling call, then the kernel's own
+        got, got_messages = messages(compiled, x, *extra)
+        np.testing.assert_array_equal(got, want)
+        assert got_messages == want_messages
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_raise_mode_raises_for_folded_constants(name):
+    fn, extra = CASES[name]
+    x = np.ones((4, 5))
+    compiled = stax.compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled(x, *extra)  # compiled under the default state
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+        compiled(x, *extra)
