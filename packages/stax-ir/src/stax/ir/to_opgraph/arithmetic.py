@@ -1,5 +1,5 @@
 """Capture rules for element-wise calls composed of several ops or with forms of their own:
-divmod, modf, frexp, fmod, powers, where, rad2deg, relu, astype, copy, conjugate (one call that
+divmod, modf, frexp, fmod, powers, where, rad2deg, relu, astype, copy, conjugate, round (one call that
 is one op needs no rule here: ``OpDef.captures`` and ``standard``)."""
 
 from __future__ import annotations
@@ -167,3 +167,33 @@ def _conjugate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             np.dtype(args[0].tensor.dtype).kind == "c":
         raise NotNative
     return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
+
+
+def _power_of_ten(n: int) -> float:
+    """10**n as NumPy's rounding computes it: exact up to 1e8, then multiplied by 10 in double
+    steps (not the correctly rounded 10**n from 1e23 on)."""
+    if n < 9:
+        return float(10 ** n)
+    value = 1e9
+    for _ in range(n - 9):
+        value *= 10.0
+    return value
+
+
+@rule("numpy.round", "numpy.around", "method:round", emits=("rint", "mul", "truediv"))
+def _round(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """np.round(x, decimals) of floats as NumPy computes it: rint(x * 10**d) / 10**d, or for
+    negative d rint(x / 10**-d) * 10**-d, with 10**d a scalar of x's dtype (bit for bit NumPy's,
+    events included). Integer and complex arrays, and ``out=``, run as NumPy."""
+    if len(args) not in (1, 2) or set(kwargs) - {"decimals"} or not isinstance(args[0], Node):
+        raise NotNative
+    decimals = args[1] if len(args) == 2 else kwargs.get("decimals", 0)
+    if type(decimals) is not int or np.dtype(args[0].tensor.dtype).kind != "f" or \
+            node.tensor.dtype != args[0].tensor.dtype:
+        raise NotNative
+    x = args[0]
+    if decimals == 0:
+        return ctx.emit("rint", (x,))
+    scale = _power_of_ten(abs(decimals))
+    apply, undo = ("mul", "truediv") if decimals > 0 else ("truediv", "mul")
+    return ctx.emit(undo, (ctx.emit("rint", (ctx.emit(apply, (x, scale)),)), scale))
