@@ -64,7 +64,7 @@ class NestPlan:
         phases = tuple(tuple(p) for p in doc["phases"]) if "phases" in doc else (tuple(computes),)
         return cls(doc["kind"], phases,
                    tuple((s["reduction"], s["buffer"]) for s in doc.get("shares", ())),
-                   int(doc.get("tile", TILE if doc["kind"] == "tiled" else 0)))
+                   int(doc.get("tile", TILE)) if doc["kind"] == "tiled" else 0)
 
 
 @dataclass(frozen=True)
