@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stax.loop import ComputedBuffer, Pointwise, Reduction, Scan, loads, rvar, xvar
+from stax.loop import ComputedBuffer, Pointwise, Reduction, Scan, affine_loads, loads, rvar, xvar
 
 from .rowshare import Spill, share_row_values
 
@@ -122,7 +122,7 @@ def transposed(nodes: Sequence[ComputedBuffer]) -> bool:
         return False
     a, c = xvar(len(first.ranges) - 2), xvar(len(first.ranges) - 1)
     for node in nodes:
-        for ld in loads(node.data.body):
+        for ld in affine_loads(node.data.body):
             if abs(ld.index.coefficient(a)) == 1 and abs(ld.index.coefficient(c)) > 1:
                 return True
         if abs(node.store_index.coefficient(a)) == 1 and abs(node.store_index.coefficient(c)) > 1:
@@ -143,7 +143,7 @@ def columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
     for node in nodes:
         if abs(node.store_index.coefficient(last)) != 1:
             return False
-        for ld in loads(node.data.body):
+        for ld in affine_loads(node.data.body):
             step = abs(ld.index.coefficient(last))
             if step > 1:
                 return False

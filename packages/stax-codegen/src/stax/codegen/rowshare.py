@@ -15,8 +15,9 @@ by phase can apply it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from stax.loop import (
     Affine,
@@ -28,6 +29,7 @@ from stax.loop import (
     GuardedLoad,
     Index,
     IndirectLoad,
+    KindTable,
     Load,
     Pointwise,
     Reduction,
@@ -57,35 +59,37 @@ def _rename(index: Affine, names: dict[str, str]) -> Affine:
     return Affine(tuple(sorted((names.get(v, v), c) for v, c in index.terms)), index.const)
 
 
-def _key(e: Expr, names: dict[str, str], memo: dict[int, object]) -> object:
+Names = dict[str, str]
+Memo = dict[int, object]
+
+
+def _key(e: Expr, names: Names, memo: Memo) -> object:
     """A hashable structural key of ``e`` with loop variables renamed (expressions compare by
     identity, so two phases' copies of one value are told apart only by structure)."""
     found = memo.get(id(e))
     if found is not None:
         return found
-    if isinstance(e, IndirectLoad):
-        key: object = ("indirect_load", e.buffer, e.dtype, _key(e.offset, names, memo))
-    elif isinstance(e, GuardedLoad):
-        key = ("guarded_load", e.buffer, _rename(e.index, names), e.dtype,
-                       _key(e.guard, names, memo))
-    elif isinstance(e, Load):
-        key = ("load", e.buffer, _rename(e.index, names), e.dtype)
-    elif isinstance(e, Index):
-        key = ("index", _rename(e.index, names), e.dtype)
-    elif isinstance(e, Const):
-        key = ("const", repr(e.value), e.dtype)
-    elif isinstance(e, Cast):
-        key = ("cast", _key(e.x, names, memo), e.dtype)
-    elif isinstance(e, Unary):
-        key = ("unary", e.op, _key(e.x, names, memo), e.dtype)
-    elif isinstance(e, Binary):
-        key = ("binary", e.op, _key(e.a, names, memo), _key(e.b, names, memo), e.dtype)
-    elif isinstance(e, Select):
-        key = ("select",) + tuple(_key(c, names, memo) for c in e.children()) + (e.dtype,)
-    else:
-        raise TypeError(f"unknown expression {e!r}")
+    key = _KEYS(e, names, memo)
     memo[id(e)] = key
     return key
+
+
+#: each expression kind's key, from its fields and its operands' keys
+_KEYS: KindTable[Callable[[Any, Names, Memo], object]] = KindTable("rowshare key", {
+    IndirectLoad: lambda e, names, memo: ("indirect_load", e.buffer, e.dtype,
+                                          _key(e.offset, names, memo)),
+    GuardedLoad: lambda e, names, memo: ("guarded_load", e.buffer, _rename(e.index, names),
+                                         e.dtype, _key(e.guard, names, memo)),
+    Load: lambda e, names, memo: ("load", e.buffer, _rename(e.index, names), e.dtype),
+    Index: lambda e, names, memo: ("index", _rename(e.index, names), e.dtype),
+    Const: lambda e, names, memo: ("const", repr(e.value), e.dtype),
+    Cast: lambda e, names, memo: ("cast", _key(e.x, names, memo), e.dtype),
+    Unary: lambda e, names, memo: ("unary", e.op, _key(e.x, names, memo), e.dtype),
+    Binary: lambda e, names, memo: ("binary", e.op, _key(e.a, names, memo),
+                                    _key(e.b, names, memo), e.dtype),
+    Select: lambda e, names, memo: ("select", *(_key(c, names, memo) for c in e.children()),
+                                    e.dtype),
+})
 
 
 def _expensive(e: Expr) -> bool:

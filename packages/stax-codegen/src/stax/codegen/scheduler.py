@@ -143,7 +143,9 @@ def _crossing_reads(a: Group, b: Group) -> str | None:
         if not isinstance(node.data, Reduction):
             continue
         for ld in loads(node.data.body):
-            walks.setdefault(ld.buffer, set()).add(_innermost(ld.index, node))
+            # an indirect read walks no loop of its own (None), as its zero index did before
+            walks.setdefault(ld.buffer, set()).add(
+                None if isinstance(ld, IndirectLoad) else _innermost(ld.index, node))
     for buffer, variables in walks.items():
         if len(variables) > 1:
             return f"they read {buffer} along different loops (one would stride)"

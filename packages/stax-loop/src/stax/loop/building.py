@@ -252,7 +252,7 @@ def _flat_read(lazy: Lazy, flat: Expr, dtype: str) -> Expr:
         offset = Binary("add", offset, Binary("mul", coordinate, Const(strides[d], INDEX), INDEX),
                         INDEX)
         step *= extent
-    value: Expr = IndirectLoad(buffer, Affine(), lazy.dtype, offset)
+    value: Expr = IndirectLoad(buffer, lazy.dtype, offset)
     return value if lazy.dtype == dtype else Cast(value, dtype)
 
 
@@ -329,7 +329,7 @@ def lower_take(ctx: LoopLowering, node: Node) -> Lazy:
             rest = rest + ix * strides[d]
         offset = Binary("add", Binary("mul", clamped, Const(strides[axis], INDEX), INDEX),
                         Index(rest, INDEX), INDEX)
-        value: Expr = IndirectLoad(buffer, Affine(), lazy.dtype, offset)
+        value: Expr = IndirectLoad(buffer, lazy.dtype, offset)
         return value if lazy.dtype == dtype else Cast(value, dtype)
     return Lazy(meta.shape, dtype, load)
 

@@ -74,16 +74,17 @@ class GuardedLoad(Load):
 
 
 @dataclass(frozen=True, eq=False)
-class IndirectLoad(Load):
+class IndirectLoad(Expr):
     """``buffer`` at the element offset computed by ``offset`` (an int64 expression): reads that
     are not affine in the loop variables, as a reshape of a non-contiguous array (floor division
-    and remainder of the flat index). ``index`` is the constant 0 and means nothing here: the
-    scheduler treats the buffer as read anywhere. (It is a ``Load`` subclass only until the code
-    generator's visitors dispatch by kind; nothing in this package relies on it.)"""
+    and remainder of the flat index). It has no affine index (it is no ``Load``): the scheduler
+    treats the buffer as read anywhere (``loads`` lists it, ``affine_loads`` does not)."""
 
     kind: ClassVar[str] = "indirect_load"
     operands: ClassVar[tuple[str, ...]] = ("offset",)
-    offset: Expr = None  # type: ignore[assignment]
+    buffer: str
+    dtype: str
+    offset: Expr
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,8 +219,13 @@ def rewrite(root: Expr, replace_node: Callable[[Expr], Expr | None]) -> Expr:
     return visit(root)
 
 
-def loads(root: Expr) -> list[Load]:
-    """Every read of a buffer in ``root`` (indirect ones included: their buffer is read anywhere)."""
+#: an expression that reads a buffer
+Read = Load | GuardedLoad | IndirectLoad
+
+
+def loads(root: Expr) -> list[Read]:
+    """Every read of a buffer in ``root`` (indirect ones included: their buffer is read anywhere,
+    and they have no ``index``)."""
     return [e for e in postorder(root) if type(e) in READ_KINDS]
 
 
@@ -282,7 +288,7 @@ _FROM_JSON: KindTable[Callable[[str, list[Any], list[Expr]], Expr]] = KindTable(
     Load: lambda dtype, f, nodes: Load(f[0], Affine.from_json(f[1]), dtype),
     GuardedLoad: lambda dtype, f, nodes: GuardedLoad(f[0], Affine.from_json(f[1]), dtype,
                                                      nodes[f[2]]),
-    IndirectLoad: lambda dtype, f, nodes: IndirectLoad(f[0], Affine(), dtype, nodes[f[1]]),
+    IndirectLoad: lambda dtype, f, nodes: IndirectLoad(f[0], dtype, nodes[f[1]]),
     Index: lambda dtype, f, nodes: Index(Affine.from_json(f[0]), dtype),
     Const: lambda dtype, f, nodes: Const(decode_value(f[0]), dtype),
     Cast: lambda dtype, f, nodes: Cast(nodes[f[0]], dtype),

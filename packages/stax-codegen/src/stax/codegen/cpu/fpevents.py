@@ -67,6 +67,7 @@ from stax.loop import (
     Cast,
     ComputedBuffer,
     Expr,
+    IndirectLoad,
     Load,
     Pointwise,
     Reduction,
@@ -247,7 +248,7 @@ def fast_tests(nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]],
             kids = e.children()
             tainted[id(e)] = (events_of(e) is not None and not (flags and flagged(e))) or any(
                 tainted[id(c)] and _preserves(e, p) for p, c in enumerate(kids)) or (
-                isinstance(e, Load) and carried.get(e.buffer, False))
+                isinstance(e, Load | IndirectLoad) and carried.get(e.buffer, False))
             tests.update(id(c) for p, c in enumerate(kids)
                          if tainted[id(c)] and not _preserves(e, p))
         root = node.data.body

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from llvmlite import ir
 
-from stax.loop import ComputedBuffer, Pointwise, Reduction, loads, rvar, xvar
+from stax.loop import ComputedBuffer, Pointwise, Reduction, affine_loads, rvar, xvar
 
 from .types import I64, is_float, value_type
 
@@ -32,7 +32,7 @@ def _transposed(nodes: Sequence[ComputedBuffer]) -> bool:
         return False
     a, c = xvar(len(first.ranges) - 2), xvar(len(first.ranges) - 1)
     for node in nodes:
-        for ld in loads(node.data.body):
+        for ld in affine_loads(node.data.body):
             if abs(ld.index.coefficient(a)) == 1 and abs(ld.index.coefficient(c)) > 1:
                 return True
         if abs(node.store_index.coefficient(a)) == 1 and abs(node.store_index.coefficient(c)) > 1:
@@ -55,7 +55,7 @@ def _columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
     for node in nodes:
         if abs(node.store_index.coefficient(last)) != 1:
             return False
-        for ld in loads(node.data.body):
+        for ld in affine_loads(node.data.body):
             step = abs(ld.index.coefficient(last))
             if step > 1:
                 return False
