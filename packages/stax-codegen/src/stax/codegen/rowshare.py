@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stax.ir import CostClass, ops_of_cost
 from stax.loop import (
     Affine,
     Binary,
@@ -41,9 +42,9 @@ from stax.loop import (
     xvar,
 )
 
-EXPENSIVE = frozenset({"exp", "log", "tanh", "sin", "cos", "log2", "log10", "log1p", "expm1",
-                       "exp2", "sinh", "cosh", "cbrt", "pow", "arctan", "arcsin", "arccos",
-                       "arcsinh", "arccosh", "arctanh", "tan", "arctan2"})
+#: ops whose per-element value is worth keeping instead of recomputing: those declared a math
+#: routine (``CostClass.FUNCTION``; only a unary one is looked for, ``_expensive``)
+EXPENSIVE = ops_of_cost(CostClass.FUNCTION)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from stax.ir import comparison_ops
 from stax.ir.serialize import decode_value, encode_value
 
 from .index import Affine
@@ -28,7 +29,8 @@ BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and",
               "shr", "copysign", "floordiv", "mod", "hypot", "pow", "arctan2", "logaddexp",
               "logaddexp2", "ldexp", "py_floordiv", "py_mod")
 # ldexp: a float and an int64 operand; py_floordiv/py_mod: float // and % by NumPy's npy_divmod
-COMPARISON_OPS = ("lt", "le", "gt", "ge", "eq", "ne")  # operands in a common dtype, result bool
+#: the ops declared comparisons (``stax.ir.comparison_ops``): operands in a common dtype, result bool
+COMPARISON_OPS = tuple(sorted(comparison_ops()))
 UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
              "sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt",
              "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "tan",
