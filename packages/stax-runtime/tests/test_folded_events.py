@@ -17,6 +17,8 @@ CASES = {
     "masked zero times inf": (lambda x: np.where(x > 5, x, 0.0) * np.inf, ()),
     "tril times inf": (lambda x: np.tril(x) * np.inf, ()),
     "pad divided by zero": (lambda x: np.pad(x, 1) / 0.0, ()),
+    "bool padding divided by itself": (lambda x: np.divide(np.pad(x > 0, 1), np.pad(x > 0, 1)), ()),
+    "integer padding divided by itself": (lambda x: np.pad(x.astype(np.int32), 1) / 0, ()),
     "pad minus inf plus inf": (lambda x: (np.pad(x, 1, constant_values=np.inf) - np.inf), ()),
 }
 

@@ -262,6 +262,14 @@ def fast_tests(nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]],
     return tests, totals
 
 
+def _empty_asm(builder: ir.IRBuilder, v: ir.Value, constraints: str) -> ir.Value:
+    """``v`` through an empty inline asm: the same bits, which LLVM can no longer see."""
+    call = builder.call(ir.InlineAsm(ir.FunctionType(v.type, [v.type]), "", constraints), [v])
+    call.attributes.add("nounwind")
+    call.attributes.add("readnone")
+    return call
+
+
 class FloatEvents:
     """The checks, as methods of the kernel emitter: ``precise`` selects the kernel kind,
     ``events`` is the int32 buffer's name (None: the kernel reports nothing)."""
@@ -308,18 +316,23 @@ class FloatEvents:
         constant) would otherwise be folded with another constant at compile time — 0 * inf
         becomes a NaN constant — and the CPU would never raise the flag NumPy reports. An empty
         asm per constant, in the entry block (it dominates every use; loops stay vectorizable)."""
-        if not self.flags or not isinstance(v, ir.Constant) or \
-                not isinstance(v.type, ir.FloatType | ir.DoubleType):
+        if not self.flags or not isinstance(v, ir.Constant):
             return v
         key = f"{v.type} {v.constant!r}"
         hidden = self._opaque_constants.get(key)
-        if hidden is None:
-            entry = ir.IRBuilder(self.fn.entry_basic_block)
-            entry.position_at_start(self.fn.entry_basic_block)
-            asm = ir.InlineAsm(ir.FunctionType(v.type, [v.type]), "", "=x,0")
-            hidden = self._opaque_constants[key] = entry.call(asm, [v])
-            hidden.attributes.add("nounwind")
-            hidden.attributes.add("readnone")
+        if hidden is not None:
+            return hidden
+        entry = ir.IRBuilder(self.fn.entry_basic_block)
+        entry.position_at_start(self.fn.entry_basic_block)
+        if isinstance(v.type, ir.FloatType | ir.DoubleType):
+            hidden = _empty_asm(entry, v, "=x,0")
+        elif isinstance(v.type, ir.IntType) and v.type.width == 1:  # bool (cast to float later)
+            hidden = entry.trunc(_empty_asm(entry, entry.zext(v, ir.IntType(8)), "=r,0"), v.type)
+        elif isinstance(v.type, ir.IntType):  # an integer converted to float later
+            hidden = _empty_asm(entry, v, "=r,0")
+        else:
+            return v
+        self._opaque_constants[key] = hidden
         return hidden
 
     def _barrier(self) -> None:
