@@ -5,7 +5,7 @@ every kind, dtype, NaN/Inf/-0.0, and layout; other layouts keep the usual loop o
 import numpy as np
 import pytest
 
-from stax.codegen.cpu.nests import _columnwise
+from stax.codegen.cpu.nests import columnwise
 from stax.loop import lower_opgraph
 
 
@@ -75,4 +75,4 @@ def test_the_interchange_is_chosen_by_layout(build, layout, expected):
     out = b("sum", b.inputs["x"], axis=(0,), keepdims=False, dtype=None)
     program = lower_opgraph(b.program(out))
     (node,) = [n for n in program.buffers if n.name == program.outputs[0].buffer]
-    assert _columnwise([node]) is expected
+    assert columnwise([node]) is expected

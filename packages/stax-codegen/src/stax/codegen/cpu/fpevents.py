@@ -22,7 +22,7 @@ Probed against NumPy on every element-wise function and pair of special values (
 the table), these give NumPy's warnings; where they are wider (``2 ** inf`` says overflow, NumPy
 is silent) a call runs eagerly more often than it must. Comparisons, ``isnan``, ``where`` and
 ``maximum`` report nothing: NaN data alone never makes a call eager, and a fast kernel that
-reads the CPU's flags compares quietly (``_ordered``), so NaN data alone does not make it say
+reads the CPU's flags compares quietly (``ordered``), so NaN data alone does not make it say
 ``MAYBE`` either.
 
 One more bit is not NumPy's: ``TIE``, an fmax/fmin of 0.0 and -0.0 (or of two different NaNs),
@@ -279,7 +279,7 @@ class FloatEvents:
     pointers: dict[str, ir.Value]
     memo: dict[object, ir.Value]
 
-    def _events_start(self, events: str | None, precise: bool,
+    def events_start(self, events: str | None, precise: bool,
                       nodes: Sequence[ComputedBuffer]) -> None:
         """At the kernel's start (before it reads any data). A fast kernel on x86-64 with float
         arithmetic reads the CPU's exception flags (``flags``): it clears them here if set."""
@@ -310,7 +310,7 @@ class FloatEvents:
                 b.call(ldmxcsr, [b.bitcast(self._mxcsr_slot, I8P)])
             self._barrier()
 
-    def _opaque(self, v: ir.Value) -> ir.Value:
+    def opaque(self, v: ir.Value) -> ir.Value:
         """A float constant hidden from LLVM's constant folding, in fast kernels that read the
         CPU's flags. A constant arm of a select (a padding's zeros, a masked or concatenated
         constant) would otherwise be folded with another constant at compile time — 0 * inf
@@ -349,7 +349,7 @@ class FloatEvents:
         b.call(stmxcsr, [b.bitcast(self._mxcsr_slot, I8P)])
         return b.load(self._mxcsr_slot)
 
-    def _events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
+    def events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
         if self.events is not None and not self.precise:
             self._tests, self._totals = fast_tests(nodes, spills, self.flags)
 
@@ -418,7 +418,7 @@ class FloatEvents:
             big = b.fcmp_ordered("==", b.call(fabs, [b.fsub(a, c)]), ir.Constant(a.type, float("inf")))
             self._report(b.and_(big, b.and_(self._class(a)[1], self._class(c)[1])), OVERFLOW)
 
-    def _ordered(self, symbol: str, a: ir.Value, c: ir.Value) -> ir.Value:
+    def ordered(self, symbol: str, a: ir.Value, c: ir.Value) -> ir.Value:
         """``a symbol c``, false where either is NaN, without raising the CPU's invalid flag in a
         kernel that reads the flags (``flags``). The vector compares LLVM selects for ``<``,
         ``<=``, ``>``, ``>=`` (``vcmpltpd``, ``vcmpnlepd``: signaling predicates) raise invalid
@@ -479,7 +479,7 @@ class FloatEvents:
         differ = b.icmp_unsigned("!=", b.bitcast(x, bits), b.bitcast(y, bits))
         self._report(b.and_(tie, differ), TIE)
 
-    def _after_value(self, e: Expr, v: ir.Value, operands: Sequence[ir.Value]) -> None:
+    def after_value(self, e: Expr, v: ir.Value, operands: Sequence[ir.Value]) -> None:
         """The checks on a freshly computed loop-IR value."""
         if self.events is None:
             return
@@ -497,7 +497,7 @@ class FloatEvents:
         if spec is not None and spec.difference:  # finite results, events all the same
             self._test_finite(self.builder.fsub(*operands))
 
-    def _after_step(self, node: ComputedBuffer, total: ir.Value, acc: ir.Value, x: ir.Value
+    def after_step(self, node: ComputedBuffer, total: ir.Value, acc: ir.Value, x: ir.Value
                     ) -> None:
         """Precise kernels: a step ``total = acc op x`` of a float sum or product."""
         if self.events is not None and self.precise and accumulates_floats(node):
@@ -515,7 +515,7 @@ class FloatEvents:
     def _tracked(self, node: ComputedBuffer) -> bool:
         return self.events is not None and self.precise and accumulates_floats(node)
 
-    def _track_start(self, node: ComputedBuffer) -> None:
+    def track_start(self, node: ComputedBuffer) -> None:
         if not self._tracked(node):
             return
         b = self.builder
@@ -533,7 +533,7 @@ class FloatEvents:
         b.store(ir.Constant(typ, 1.0 if product else 0.0), finite)
         b.store(ir.Constant(I32, 0), special)
 
-    def _track_step(self, node: ComputedBuffer, x: ir.Value) -> None:
+    def track_step(self, node: ComputedBuffer, x: ir.Value) -> None:
         if not self._tracked(node):
             return
         b = self.builder
@@ -553,7 +553,7 @@ class FloatEvents:
                                         ir.Constant(I32, self._ZERO), ir.Constant(I32, 0)))
         b.store(b.or_(b.load(special), seen), special)
 
-    def _track_finish(self, node: ComputedBuffer, total: ir.Value) -> None:
+    def track_finish(self, node: ComputedBuffer, total: ir.Value) -> None:
         if not self._tracked(node):
             return
         b = self.builder
@@ -575,13 +575,13 @@ class FloatEvents:
         self._report(invalid, INVALID)
         del total
 
-    def _after_total(self, node: ComputedBuffer, total: ir.Value) -> None:
+    def after_total(self, node: ComputedBuffer, total: ir.Value) -> None:
         """Fast kernels: a float sum or product where it is stored (each step of a column
         reduction or a scan, else the end): an event on the way leaves it infinite or NaN."""
         if self.events is not None and not self.precise and node.name in self._totals:
             self._test_finite(total)
 
-    def _events_finish(self) -> None:
+    def events_finish(self) -> None:
         """At the kernel's exit: OR the chunk's events into the buffer, if any."""
         if self.events is None:
             return
@@ -603,7 +603,7 @@ class FloatEvents:
         with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), likely=False):
             b.atomic_rmw("or", self.pointers[self.events], bits, "monotonic")
 
-    def _integer_division_events(self, a: ir.Value, c: ir.Value, op: str, dtype: str) -> None:
+    def integer_division_events(self, a: ir.Value, c: ir.Value, op: str, dtype: str) -> None:
         """Integer ``a // c`` and ``a % c``: divide by zero where ``c == 0``; ``MIN // -1``
         overflows (NumPy warns for both, in every kernel kind)."""
         if self.events is None:

@@ -12,10 +12,11 @@ from llvmlite import ir
 
 from stax.loop import ComputedBuffer, Pointwise, Reduction, affine_loads, rvar, xvar
 
+from .registry import accumulator, scan_step
 from .types import I64, is_float, value_type
 
 
-def _is_arg(node: ComputedBuffer) -> bool:
+def is_arg(node: ComputedBuffer) -> bool:
     return node.data.reduction_type in ("argmax", "argmin")
 
 
@@ -23,9 +24,9 @@ def _is_arg(node: ComputedBuffer) -> bool:
 TILE = 16  # measured on 2048^2 float32 transposes: 16 beats 32 and 64 (set conflicts of power-of-two rows)
 
 
-def _transposed(nodes: Sequence[ComputedBuffer]) -> bool:
+def transposed(nodes: Sequence[ComputedBuffer]) -> bool:
     """Element-wise nodes over at least two large axes where some load runs along memory on the
-    second-to-last loop and strides on the last one: worth tiling (``_tiled``)."""
+    second-to-last loop and strides on the last one: worth tiling (``tiled_nest``)."""
     first = nodes[0]
     if not isinstance(first.data, Pointwise) or len(first.ranges) < 2 or \
             min(first.ranges[-2:]) < 2 * TILE:
@@ -40,13 +41,13 @@ def _transposed(nodes: Sequence[ComputedBuffer]) -> bool:
     return False
 
 
-def _columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
+def columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
     """Reductions that read memory contiguously along their last kept axis and with a stride
-    along the reduced ones: their loops are better interchanged (``_column_reductions``)."""
+    along the reduced ones: their loops are better interchanged (``column_nest``)."""
     first = nodes[0]
     if not isinstance(first.data, Reduction) or not first.ranges or not first.reduction_ranges:
         return False
-    if any(_is_arg(n) or n.dtype == "bool" or n.data.body.dtype == "bool" for n in nodes):
+    if any(is_arg(n) or n.dtype == "bool" or n.data.body.dtype == "bool" for n in nodes):
         return False
     last = xvar(len(first.ranges) - 1)
     if first.ranges[-1] < 4:
@@ -69,7 +70,7 @@ def _columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
 class LoopShapes:
     """The interchanged and tiled loop nests, as methods of the kernel emitter."""
 
-    def _tiled(self, nodes: Sequence[ComputedBuffer]) -> None:
+    def tiled_nest(self, nodes: Sequence[ComputedBuffer]) -> None:
         """Element-wise work that reads one operand across its memory order (``x.T + y``): the
         last two loops in TILE x TILE blocks, so the lines the strided operand brings in are
         used by the whole block before they leave the cache (the outermost of the two may be the
@@ -87,7 +88,7 @@ class LoopShapes:
         def tile_body() -> None:
             self.memo = {}
             self.local = {}
-            self._pointwise(nodes)
+            self.pointwise(nodes)
 
         def over_last_two(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
             # for each block of rows, for each block of columns: the rows, then the columns
@@ -113,7 +114,7 @@ class LoopShapes:
         else:
             self.nest(ranges[:a], xvar, [], over_last_two, split=True)
 
-    def _column_reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
+    def column_nest(self, nodes: Sequence[ComputedBuffer]) -> None:
         """Reductions whose contiguous axis is kept (``x.sum(0)`` of a C-ordered matrix): the
         loops interchanged, so the innermost loop runs along memory over the kept axis and the
         result buffer itself holds the accumulators — ``out[j] = out[j] op x[i, j]`` row after
@@ -128,13 +129,15 @@ class LoopShapes:
 
         def initialize() -> None:
             for node in nodes:
-                self.store(node, self._identity(node))
+                self.store(node, accumulator(node.data.reduction_type).identity(self, node)[0])
 
         def accumulate() -> None:
             for node in nodes:
                 pointer = self.builder.gep(self.pointers[node.name], [self.index(node.store_index)])
-                total = self._accumulate(node, self.builder.load(pointer), self.value(node.data.body))
-                self._after_total(node, total)
+                step = accumulator(node.data.reduction_type).step
+                total, = step(self, node, [self.builder.load(pointer)], self.value(node.data.body),
+                              True)
+                self.after_total(node, total)
                 self.builder.store(total, pointer)
 
         def rows(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
@@ -147,7 +150,7 @@ class LoopShapes:
         else:
             self.nest(ranges[:last], xvar, [], rows, split=True)
 
-    def _scan(self, node: ComputedBuffer) -> None:
+    def scan_nest(self, node: ComputedBuffer) -> None:
         """A running sum or product, in order along r0 (no ``reassoc``: NumPy's order, NumPy's
         bits); the first element is the body's value itself (so -0.0 survives). Along rows it
         carries the total in a register; when the scanned axis is strided and the last kept axis
@@ -159,21 +162,18 @@ class LoopShapes:
         last = xvar(len(ranges) - 1) if ranges else None
         columns = last is not None and abs(node.store_index.coefficient(last)) == 1 and \
             abs(node.store_index.coefficient(r0)) > 1 and ranges[-1] >= 4
-        combine = "sum" if node.data.scan_type == "sum" else "prod"
+        combine = scan_step(node.data.scan_type)
 
         def step(previous: ir.Value, value: ir.Value) -> ir.Value:
             first = b.icmp_signed("==", self.vars[r0], ir.Constant(I64, 0))
-            if is_float(node.dtype):
-                total = (b.fadd if combine == "sum" else b.fmul)(previous, value)
-            else:
-                total = (b.add if combine == "sum" else b.mul)(previous, value)
+            total = combine(b, node.dtype, previous, value)
             total = b.select(first, value, total)
             if is_float(node.dtype) and self.events is not None:  # ``fpevents``; at r0 = 0 the
                 # total is the value itself, and ``previous`` means nothing
                 if self.precise:
                     unused = b.select(first, ir.Constant(total.type, 0.0), previous)
-                    self._after_step(node, total, unused, value)
-                self._after_total(node, total)
+                    self.after_step(node, total, unused, value)
+                self.after_total(node, total)
             return total
 
         if not columns:

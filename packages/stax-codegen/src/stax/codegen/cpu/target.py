@@ -17,7 +17,7 @@ from .vmath64.trig import TRIG_LIMIT
 #: dtypes the CPU kernels compute in; float16 waits for a checked rounding story
 LOOP_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                          "uint64", "float32", "float64"})
-#: |a / b| below which the emitted fmod (``py_mod``/``py_floordiv`` in ``emit.py``: a truncated
+#: |a / b| below which the emitted fmod (``py_mod``/``py_floordiv``, ``division.py``: a truncated
 #: quotient n, corrected by at most one, then fma(-n, b, a)) is exact
 FMOD_EXACT_QUOTIENT = (("float32", 2.0 ** 22), ("float64", 2.0 ** 51))
 

@@ -292,7 +292,7 @@ def log1p(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
 def pow(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -> ir.Value:
     """|x|^y = e^(y log|x|) with log|x| a pair (2^-68) and y log|x| an exact product plus the
     low part, so the exponent errs by 2^-56 absolute at most where the result is finite; C99's
-    special cases as the float32 kernel (``vmath.pow_d``)."""
+    special cases as the float32 kernel (``vmath.via_double.pow_d``)."""
     f = Builder(b, module)
     ax, ay = f.abs(x), f.abs(y)
     lh, ll = _log_parts(f, _safe_positive(f, ax))

@@ -1,0 +1,143 @@
+"""Emitters of reductions and scans: each reduction kind's accumulator (its first value, one
+step, its result) and each scan kind's step. A float sum or product steps with ``reassoc`` — the
+only fast-math flag Stax sets — so LLVM's loop vectorizer widens it with several accumulators; a
+scan steps in NumPy's order (no flag: NumPy's bits)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from stax.loop import ComputedBuffer, rvar
+
+from .arithmetic import extreme
+from .registry import Accumulator, Emitter, reduction, scan
+from .types import I64, is_float, is_signed, value_type
+
+
+def _first(result: Sequence[ir.Value]) -> ir.Value:
+    return result[0]
+
+
+def _sum_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
+    dtype = node.dtype
+    return [ir.Constant(value_type(dtype), False if dtype == "bool" else
+                        (0.0 if is_float(dtype) else 0))]
+
+
+def _sum_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Value,
+              checked: bool) -> list[ir.Value]:
+    b, acc = em.builder, accs[0]
+    if node.dtype == "bool":
+        return [b.or_(acc, x)]
+    if is_float(node.dtype):
+        total = b.fadd(acc, x, flags=("reassoc",))
+        if checked:
+            em.after_step(node, total, acc, x)
+        return [total]
+    return [b.add(acc, x)]
+
+
+def _prod_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
+    return [ir.Constant(value_type(node.dtype), 1.0 if is_float(node.dtype) else 1)]
+
+
+def _prod_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Value,
+               checked: bool) -> list[ir.Value]:
+    b, acc = em.builder, accs[0]
+    if node.dtype == "bool":
+        return [b.and_(acc, x)]
+    if not is_float(node.dtype):
+        return [b.mul(acc, x)]
+    total = b.fmul(acc, x, flags=("reassoc",))
+    if checked:
+        em.after_step(node, total, acc, x)
+    return [total]
+
+
+def _extreme_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
+    """The value every element beats: the smallest for max, the largest for min."""
+    kind, dtype = node.data.reduction_type, node.dtype
+    typ = value_type(dtype)
+    if dtype == "bool":
+        return [ir.Constant(typ, kind == "min")]
+    if is_float(dtype):
+        return [ir.Constant(typ, float("-inf") if kind == "max" else float("inf"))]
+    info = np.iinfo(dtype)
+    return [ir.Constant(typ, int(info.min if kind == "max" else info.max))]
+
+
+def _extreme_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Value,
+                  checked: bool) -> list[ir.Value]:
+    """A NaN anywhere wins, as in NumPy."""
+    b, acc = em.builder, accs[0]
+    kind, dtype = node.data.reduction_type, node.dtype
+    if dtype == "bool":
+        return [b.or_(acc, x) if kind == "max" else b.and_(acc, x)]
+    if is_float(dtype):
+        # llvm.maximum/minimum propagate NaN and vectorize; they order -0 < +0, where NumPy
+        # keeps whichever zero comes last: only a zero's sign can differ
+        fn = em.fn.module.declare_intrinsic(
+            f"llvm.{kind}imum", [acc.type], ir.FunctionType(acc.type, [acc.type] * 2))
+        return [b.call(fn, [acc, x])]
+    return [extreme(em, "maximum" if kind == "max" else "minimum", acc, x, dtype)]
+
+
+def _arg_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
+    dtype = node.data.body.dtype
+    typ = value_type(dtype)
+    if dtype == "bool":
+        first = ir.Constant(typ, 0 if node.data.reduction_type == "argmax" else 1)
+    elif is_float(dtype):
+        first = ir.Constant(typ, float("-inf") if node.data.reduction_type == "argmax"
+                            else float("inf"))
+    else:
+        info = np.iinfo(dtype)
+        first = ir.Constant(typ, int(info.min if node.data.reduction_type == "argmax"
+                                     else info.max))
+    return [first, ir.Constant(I64, 0)]
+
+
+def _arg_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Value,
+              checked: bool) -> list[ir.Value]:
+    """NumPy's rule: the first index of the extreme value, and a NaN beats every number (the
+    first NaN wins). Carries (best value, its flat index in the reduced loops)."""
+    b = em.builder
+    best, where = accs
+    dtype = node.data.body.dtype
+    greater = node.data.reduction_type == "argmax"
+    if is_float(dtype):
+        better = b.fcmp_ordered(">" if greater else "<", x, best)
+        nan_first = b.and_(b.fcmp_unordered("uno", x, x), b.fcmp_ordered("ord", best, best))
+        better = b.or_(better, nan_first)
+    else:
+        cmp = b.icmp_signed if is_signed(dtype) else b.icmp_unsigned
+        better = cmp(">" if greater else "<", x, best)
+    ranges = node.data.reduction_ranges
+    linear: ir.Value = ir.Constant(I64, 0)
+    for j in range(len(ranges)):
+        step = 1
+        for extent in ranges[j + 1:]:
+            step *= extent
+        linear = b.add(linear, b.mul(em.vars[rvar(j)], ir.Constant(I64, step)))
+    return [b.select(better, x, best), b.select(better, linear, where)]
+
+
+reduction("sum", Accumulator(1, _sum_identity, _sum_step, _first))
+reduction("prod", Accumulator(1, _prod_identity, _prod_step, _first))
+reduction("max", Accumulator(1, _extreme_identity, _extreme_step, _first))
+reduction("min", Accumulator(1, _extreme_identity, _extreme_step, _first))
+reduction("argmax", Accumulator(2, _arg_identity, _arg_step, lambda result: result[1]))
+reduction("argmin", Accumulator(2, _arg_identity, _arg_step, lambda result: result[1]))
+
+
+@scan("sum")
+def running_sum(b: ir.IRBuilder, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+    return (b.fadd if is_float(dtype) else b.add)(previous, value)
+
+
+@scan("prod")
+def running_product(b: ir.IRBuilder, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+    return (b.fmul if is_float(dtype) else b.mul)(previous, value)
