@@ -14,7 +14,7 @@ caller passes arrays without converting them through ``.ctypes`` on every call.
 This module is the scaffolding: loops, nests and phases, index arithmetic, stores. What each
 loop-IR expression becomes is ``expressions.py`` (per kind) and the operation tables
 (``registry.py``), filled by the modules ``rules.py`` imports; loop nests other than the plain
-one are ``nests.py``, floating-point event checks ``fpevents.py``.
+one are ``nests.py``, floating-point event checks ``fpchecks.py``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from stax.loop import (
 from ..rowshare import Spill, share_row_values
 from . import rules
 from .expressions import EXPRESSIONS
-from .fpevents import FloatEvents
+from .fpchecks import FloatEvents
 from .nests import LoopShapes, columnwise, transposed
 from .registry import accumulator
 from .types import I1, I8P, I64, memory_type
