@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import OpBuilder
 
 from stax.codegen import Executable, generate
-from stax.codegen.cpu import pool as native
-from stax.codegen.threadpool import default_pool
+from stax.codegen.cpu import native_pool as native
+from stax.codegen.python_pool import default_pool
 from stax.loop import lower_opgraph
 
 N = 1 << 21

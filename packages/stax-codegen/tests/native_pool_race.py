@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest import OpBuilder
 
 from stax.codegen import Executable, generate
-from stax.codegen.cpu import pool as native
+from stax.codegen.cpu import native_pool as native
 from stax.codegen.cpu.jit import kernel_function
 from stax.loop import lower_opgraph
 

@@ -6,8 +6,8 @@ each draw to the one before it."""
 import numpy as np
 
 from stax.codegen import Executable, generate, schedule
-from stax.codegen.memory_plan import order_steps
 from stax.codegen.scheduler import Group
+from stax.codegen.storage_plan import order_steps
 from stax.loop import ExternCall, lower_opgraph
 
 

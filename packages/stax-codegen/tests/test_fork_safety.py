@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from stax.codegen.cpu import pool as native
+from stax.codegen.cpu import native_pool as native
 
 HERE = Path(__file__).parent
 NATIVE = native.native_available()
@@ -47,7 +47,7 @@ def test_fork_during_a_parallel_launch(kernel, threads, method):
 
 def test_thread_pool_is_rebuilt_in_a_forked_child():
     """The Python pool made (and its workers started) before the fork works in the child."""
-    from stax.codegen.threadpool import ThreadPool
+    from stax.codegen.python_pool import ThreadPool
     pool = ThreadPool(2)
     seen = []
     pool.parallel_for(lambda lo, hi: seen.append((lo, hi)), (), 4)  # the parent's workers run

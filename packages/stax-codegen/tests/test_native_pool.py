@@ -1,4 +1,4 @@
-"""The native thread pool (``cpu/pool.py``): chunks over any range give the one-thread result,
+"""The native thread pool (``cpu/native_pool.py``): chunks over any range give the one-thread result,
 launches from several Python threads take turns, a forked child starts its own workers, and
 ``STAX_THREADS=python`` keeps the Python pool."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stax.codegen import Executable, generate
-from stax.codegen.cpu import pool as native
+from stax.codegen.cpu import native_pool as native
 from stax.codegen.cpu.jit import kernel_function
 from stax.loop import lower_opgraph
 

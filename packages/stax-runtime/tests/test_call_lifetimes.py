@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.codegen.memory import default_block_pool
+from stax.codegen.block_pool import default_block_pool
 
 
 @pytest.mark.parametrize("fn", [

@@ -1,6 +1,7 @@
 """stax.codegen — scheduling, fusion and LLVM code generation for the CPU (spec §7–8)."""
 
 from .artifact import KERNELS_SCHEMA, BufferPlan, KernelArtifact, KernelPlan, load_artifact
+from .block_pool import default_block_pool
 from .cpu.target import cpu_target
 from .devices import DEVICES, target_for
 from .diskcache import DiskCache
@@ -16,5 +17,5 @@ __all__ = [
     "CODEGEN_VERSION", "DEVICES", "KERNELS_SCHEMA", "BufferPlan", "CodegenOptions", "DiskCache", "Executable",
     "ExternResultMismatch", "FloatingPointEvents", "FusionDecision", "Identity", "InputMismatch",
     "KernelArtifact", "KernelPlan", "NumericLimits", "Target",
-    "cpu_target", "generate", "load_artifact", "schedule", "target_for",
+    "cpu_target", "default_block_pool", "generate", "load_artifact", "schedule", "target_for",
 ]

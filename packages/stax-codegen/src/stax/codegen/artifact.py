@@ -14,8 +14,8 @@ from typing import Any
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
 
-from .memory_plan import StoragePlan
 from .nesting import NestPlan
+from .storage_plan import StoragePlan
 
 # 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events;
 # 1.4: each kernel's loop nest

@@ -17,13 +17,13 @@ from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
 
 from . import errstate
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
+from .block_pool import MIN_BYTES, default_block_pool
 from .cpu.entry import Entry, make_entry
 from .cpu.fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, TIE, UNDERFLOW
 from .cpu.jit import CompiledModule, kernel_function
+from .cpu.native_pool import MAX_ARITY, NativePool, native_pool
 from .cpu.objcache import ObjectCache
-from .cpu.pool import MAX_ARITY, NativePool, native_pool
-from .memory import MIN_BYTES, default_block_pool
-from .threadpool import default_pool
+from .python_pool import default_pool
 
 #: after a call whose fast kernels reported ``MAYBE`` (and ran again with the precise ones), this
 #: many calls of the executable start with the precise kernels; the next one tries the fast ones

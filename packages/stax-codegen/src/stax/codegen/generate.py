@@ -17,11 +17,11 @@ from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.fpevents import float_events, has_events, underflow_unseen
 from .cpu.host import host_identity
 from .cpu.jit import array_data_offset
-from .cpu.pool import native_available
+from .cpu.native_pool import native_available
 from .cpu.target import cpu_target
-from .memory_plan import order_steps, plan_storage
 from .nesting import NestPlan, nest_as
 from .scheduler import Group, schedule
+from .storage_plan import order_steps, plan_storage
 from .target import Target
 from .version import CODEGEN_VERSION
 

@@ -41,7 +41,7 @@ from llvmlite import ir
 
 from .. import errstate
 from ..artifact import KernelArtifact
-from ..memory import MIN_BYTES
+from ..block_pool import MIN_BYTES
 from .fpevents import UNDERFLOW
 from .jit import CompiledModule, array_data_offset
 from .types import I8P, I64

@@ -5,7 +5,7 @@ import gc
 
 import numpy as np
 
-from stax.codegen.memory import BlockPool
+from stax.codegen.block_pool import BlockPool
 
 
 def test_a_freed_result_gives_its_block_to_the_next():

@@ -4,8 +4,8 @@ every plan computes what the op graph computes."""
 
 import numpy as np
 
-from stax.codegen.memory_plan import StoragePlan, order_steps
 from stax.codegen.scheduler import Group
+from stax.codegen.storage_plan import StoragePlan, order_steps
 from stax.loop import lower_opgraph
 
 

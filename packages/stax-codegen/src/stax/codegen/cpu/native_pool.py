@@ -1,6 +1,6 @@
 """A thread pool in machine code: parallel kernel launches without the interpreter.
 
-The Python pool (``threadpool.py``) hands chunks to Python threads: waking one, giving it the GIL
+The Python pool (``python_pool.py``) hands chunks to Python threads: waking one, giving it the GIL
 and taking the GIL back costs about 40 us per launch, so only kernels of a millisecond or more
 were worth splitting. Here the workers are native threads created once per process with
 ``pthread_create``; a launch is one ctypes call (the GIL released for its whole length) that

@@ -1,5 +1,5 @@
 """A persistent pool of Python worker threads that run kernel chunks in parallel: the fallback
-where the native pool (``cpu/pool.py``) is not available, or with ``STAX_THREADS=python``.
+where the native pool (``cpu/native_pool.py``) is not available, or with ``STAX_THREADS=python``.
 
 ctypes releases the GIL around a foreign call, so Python threads calling a compiled kernel on
 disjoint ``[start, stop)`` ranges run on all cores. The workers start with the first parallel
