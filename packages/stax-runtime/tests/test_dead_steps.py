@@ -130,6 +130,24 @@ def test_an_unused_step_shares_the_live_steps_kernel():
     assert "llvm.sqrt" in artifact.llvm_ir
 
 
+def test_an_unused_step_is_computed_but_never_stored():
+    """The unused value gets no buffer: it is no argument of the kernel computing it, has no
+    planned buffer or storage, counts in no written bytes, and the kernel has one store (the
+    live value's); its operation stays, tested for being finite (``keep_for_events``)."""
+    x = np.linspace(1.0, 2.0, 64)
+    compiled = stax.compile(unused_sqrt_statement)
+    compiled(x)
+    artifact = compiled.versions()[0].artifact
+    (kernel,) = artifact.kernels
+    unused = [name for name in kernel.computes if name not in kernel.args]
+    assert len(unused) == 1 and len(kernel.computes) == 2
+    assert unused[0] not in {b.name for b in artifact.buffers}
+    assert unused[0] not in artifact.storage.storage
+    assert kernel.bytes_written == x.nbytes
+    body = artifact.llvm_ir.split(f'define void @"{kernel.name}"')[1].split("\n}")[0]
+    assert body.count("store double") == 1 and "llvm.sqrt" in body
+
+
 def silent_integer(x, k):
     _ = k * 3 + 1          # integer arithmetic: no event NumPy reports
     _ = x > 0              # a comparison

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 from llvmlite import ir
 
-from stax.loop import ExternCall, LoopProgram, index_width, loads
+from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, index_width, loads
 from stax.loop.ir import encode_operands
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
@@ -55,10 +55,11 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
             group.nest = nest_as(group.nodes, plan)
     output_names = {o.buffer for o in program.outputs if o.buffer is not None}
     kept = output_names | set(program.checks)  # read after the last step: never reused
-    sizes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
+    discard = _discarded(program)
+    sizes = {b.name: 0 if b.name in discard else math.prod(b.shape) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
     groups = order_steps(groups, sizes, kept)
-    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept)
+    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept, discard)
     identity = target.identity
     module = ir.Module(name=program.name)
     module.triple = identity.triple
@@ -82,22 +83,22 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
             steps.append(call.name)
             continue
         name = f"kernel_{len(kernels)}"
-        args = _kernel_args(group)
+        args = _kernel_args(group, discard)
         events = EVENTS_BUFFER if has_events(group.nodes) else None
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
         spec = KernelSpec(name, tuple(group.nodes), args + ((events,) if events else ()), dtypes,
-                          same, events)
+                          same, events, discard=discard & {n.name for n in group.nodes})
         emit_kernel(module, spec, array_data_offset())
         emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         floats = floats or float_events(group.nodes)
         unseen = unseen or underflow_unseen(group.nodes, identity.triple)
-        kernels.append(_plan(name, group, args, nbytes, options, events, target))
+        kernels.append(_plan(name, group, args, nbytes, options, events, target, discard))
         steps.append(name)
     buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
     buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
                            "extern" if isinstance(b, ExternCall)
                            else "output" if b.name in output_names else "intermediate")
-                for b in program.buffers]
+                for b in program.buffers if b.name not in discard]
     reports = any(EVENTS_BUFFER in k.args for k in kernels)
     if reports:
         buffers.append(BufferPlan(EVENTS_BUFFER, (1,), "int32", (1,), "events"))
@@ -127,13 +128,23 @@ def _extern_plan(call: ExternCall) -> ExternPlan:
                       call.scalar, call.sequence)
 
 
-def _kernel_args(group: Group) -> tuple[str, ...]:
+def _discarded(program: LoopProgram) -> frozenset[str]:
+    """The element-wise buffers computed only for their floating-point events
+    (``LoopProgram.events_only``): their kernels compute them without storing them
+    (``KernelSpec.discard``), so they are no kernel's argument and get no storage."""
+    only = set(program.events_only)
+    return frozenset(b.name for b in program.buffers if b.name in only
+                     and isinstance(b, ComputedBuffer) and isinstance(b.data, Pointwise))
+
+
+def _kernel_args(group: Group, discard: frozenset[str]) -> tuple[str, ...]:
     names: dict[str, None] = {}
     for node in group.nodes:
         for ld in loads(node.data.body):
             names.setdefault(ld.buffer, None)
     for node in group.nodes:
-        names.setdefault(node.name, None)
+        if node.name not in discard:
+            names.setdefault(node.name, None)
     return tuple(names)
 
 
@@ -149,13 +160,14 @@ def _cost_per_element(group: Group, target: Target) -> int:
 
 
 def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int],
-          options: CodegenOptions, events: str | None, target: Target) -> KernelPlan:
+          options: CodegenOptions, events: str | None, target: Target,
+          discard: frozenset[str]) -> KernelPlan:
     first = group.nodes[0]
     work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
     outer = first.ranges[0] if first.ranges else 1
     computes = tuple(n.name for n in group.nodes)
     read = sum(nbytes[a] for a in args if a not in computes)
-    written = sum(nbytes[c] for c in computes)
+    written = sum(nbytes[c] for c in computes if c not in discard)
     parallel = outer > 1 and work * _cost_per_element(group, target) >= options.parallel_threshold
     bits = max(index_width(n) for n in group.nodes)
     nest = group.nest.plan if group.nest is not None else None

@@ -127,8 +127,11 @@ def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer) -
 
 
 def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | ExternCall],
-                 sizes: dict[str, int], outputs: set[str]) -> StoragePlan:
-    """Blocks for the buffers the plan allocates, steps given in execution order."""
+                 sizes: dict[str, int], outputs: set[str],
+                 unstored: frozenset[str] = frozenset()) -> StoragePlan:
+    """Blocks for the buffers the plan allocates, steps given in execution order; ``unstored``
+    buffers are computed but never written (values kept only for their floating-point events,
+    ``KernelSpec.discard``): they get no block."""
     last_use: dict[str, int] = {name: _END for name in outputs}
     for step, g in enumerate(groups):
         for name in g.reads:
@@ -147,7 +150,7 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
     holder: dict[int, str] = {}    # block -> the buffer living in it now
     live_bytes = 0
     for step, g in enumerate(groups):
-        written = [n for n in g.nodes if isinstance(n, ComputedBuffer)]
+        written = [n for n in g.nodes if isinstance(n, ComputedBuffer) and n.name not in unstored]
         for node in written:
             if node.name not in last_use:
                 last_use[node.name] = step  # written, never read: dies where it is made

@@ -86,6 +86,9 @@ class KernelSpec:
     in_place: dict[str, str] = field(default_factory=dict)  # output -> input it overwrites
     events: str | None = None  # the int32 buffer of floating-point events (``fpevents``)
     precise: bool = False      # the exact checks (else the fast kernel's finiteness tests)
+    #: buffers computed only for their floating-point events (``LoopProgram.events_only``):
+    #: never stored, not arguments (``fpchecks.keep_for_events``)
+    discard: frozenset[str] = frozenset()
 
 
 class KernelEmitter(LoopShapes, FloatEvents):
@@ -289,7 +292,10 @@ class KernelEmitter(LoopShapes, FloatEvents):
     def pointwise(self, nodes: Sequence[ComputedBuffer]) -> None:
         for node in nodes:
             v = self.value(node.data.body)
-            self.store(node, v)
+            if node.name in self.spec.discard:
+                self.keep_for_events(node)
+            else:
+                self.store(node, v)
             self.local[node.name] = (node.store_index, v)
 
     def reductions(self, nodes: Sequence[ComputedBuffer]) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from llvmlite import ir
 
-from stax.loop import ComputedBuffer, Expr, Select
+from stax.loop import ComputedBuffer, Expr, Select, postorder
 from stax.loop.bits import fmax_operands
 
 from .fpevents import (
@@ -33,7 +33,7 @@ from .fpevents import (
     reads_flags,
     underflow_unseen,
 )
-from .types import I8P, is_signed
+from .types import I8P, is_float, is_signed
 from .types import value_type as value_type_of
 
 
@@ -134,6 +134,24 @@ class FloatEvents:
         value = bits if isinstance(bits, ir.Value) else ir.Constant(I32, bits)
         add = b.select(cond, value, ir.Constant(I32, 0))
         b.store(b.or_(b.load(self._bits), add), self._bits)
+
+    def keep_for_events(self, node: ComputedBuffer) -> None:
+        """A value computed only for its events (``KernelSpec.discard``), which is never stored.
+        A precise kernel's checks use every operation that may report, so those stay. A fast
+        kernel that reads the CPU's flags needs the operations themselves, which nothing else
+        would keep: the float values where the computation ends (the value itself, or the
+        float operands of the integer or bool operations it ends in) are tested for being
+        finite, as a stored value would be (``fast_tests``), so LLVM keeps them, and every
+        operation they depend on, with the flags they raise."""
+        if self.events is None or self.precise:
+            return
+        root = node.data.body
+        ends = [root] if is_float(root.dtype) else [
+            c for e in postorder(root) if not is_float(e.dtype) for c in e.children()
+            if is_float(c.dtype) and any(events_of(n) is not None for n in postorder(c))]
+        for e in dict.fromkeys(ends):
+            if id(e) not in self._tests:
+                self._test_finite(self.memo[id(e)])
 
     def _test_finite(self, v: ir.Value) -> None:
         """Fast kernels: note whether ``v`` is finite. ``v - v`` is +0.0 (all bits zero) for a
