@@ -1,7 +1,9 @@
 """Events of operations whose operands are both constants inside the kernel: a padding's zeros,
 a concatenated or masked constant, times a constant infinity. LLVM folds such an operation
 (0 * inf) at compile time, so the CPU never raises the flag at run time; NumPy warns (found by the
-stress suite: ``np.pad(...) * float(x.max())`` with an infinite maximum)."""
+stress suite: ``np.pad(...) * float(x.max())`` with an infinite maximum). And comparisons LLVM
+answers without computing the operation: ``sqrt(x) != 0`` is ``x != 0``, ``x / 0.0 == 0`` is
+false (found by the stress suite: ``np.abs(np.sqrt(x)).all()``)."""
 
 import warnings
 
@@ -19,6 +21,12 @@ CASES = {
     "pad divided by zero": (lambda x: np.pad(x, 1) / 0.0, ()),
     "bool padding divided by itself": (lambda x: np.divide(np.pad(x > 0, 1), np.pad(x > 0, 1)), ()),
     "integer padding divided by itself": (lambda x: np.pad(x.astype(np.int32), 1) / 0, ()),
+    "sqrt all": (lambda x: np.sqrt(x - 2).all(), ()),
+    "abs sqrt any": (lambda x: np.abs(np.sqrt(x - 2)).any(), ()),
+    "sqrt not zero": (lambda x: np.sqrt(x - 2) != 0, ()),
+    "divided by zero equals zero": (lambda x: (x / 0.0) == 0, ()),
+    "overflowing product compared with inf": (lambda x: (x * 1e308 * 10) > np.inf, ()),
+    "negated quotient compared": (lambda x: -(x / 0.0) < 1, ()),
     "pad minus inf plus inf": (lambda x: (np.pad(x, 1, constant_values=np.inf) - np.inf), ()),
 }
 

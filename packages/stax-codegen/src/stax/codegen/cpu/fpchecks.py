@@ -28,6 +28,7 @@ from .fpevents import (
     UNDERFLOW,
     Events,
     accumulates_floats,
+    compared_operations,
     events_of,
     fast_tests,
     reads_flags,
@@ -65,6 +66,8 @@ class FloatEvents:
         self._bits: ir.Value | None = None          # alloca i32: exact bits
         self._opaque_constants: dict[str, ir.Value] = {}
         self._finite: dict[int, ir.Value] = {}      # alloca per float width: OR of bits(v - v)
+        self._compared: set[int] = set()
+        self._kept: dict[int, ir.Value] = {}        # alloca per float width: XOR of bits(v)
         self.flags = events is not None and not precise and \
             reads_flags(nodes, self.fn.module.triple)
         # underflow from the flags: exactly NumPy's where the operations are single IEEE ones
@@ -127,6 +130,7 @@ class FloatEvents:
     def events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
         if self.events is not None and not self.precise:
             self._tests, self._totals = fast_tests(nodes, spills, self.flags)
+            self._compared = compared_operations(nodes) if self.flags else set()
 
     def _report(self, cond: ir.Value, bits: int | ir.Value) -> None:
         """OR ``bits`` into the chunk's events where ``cond`` holds."""
@@ -170,6 +174,19 @@ class FloatEvents:
                 slot = self._finite[bits.width] = b.alloca(bits, name=f"fp_nonfinite{bits.width}")
                 b.store(ir.Constant(bits, 0), slot)
         b.store(b.or_(b.load(slot), b.bitcast(b.fsub(v, v), bits)), slot)
+
+    def _keep(self, v: ir.Value) -> None:
+        """Fast kernels: make ``v`` be computed (``compared_operations``) without judging it:
+        ``acc ^= bits(v)``, one instruction, and ``acc`` goes to an empty asm at the exit."""
+        b = self.builder
+        bits = ir.IntType(64 if isinstance(v.type, ir.DoubleType) else 32)
+        slot = self._kept.get(bits.width)
+        if slot is None:
+            with b.goto_entry_block():
+                b.position_at_start(self.fn.entry_basic_block)
+                slot = self._kept[bits.width] = b.alloca(bits, name=f"fp_kept{bits.width}")
+                b.store(ir.Constant(bits, 0), slot)
+        b.store(b.xor(b.load(slot), b.bitcast(v, bits)), slot)
 
     def _class(self, v: ir.Value) -> tuple[ir.Value, ir.Value]:
         """(isnan(v), isfinite(v)), computed once per value."""
@@ -287,6 +304,8 @@ class FloatEvents:
             return
         if id(e) in self._tests:
             self._test_finite(v)
+        elif id(e) in self._compared:
+            self._keep(v)
         if spec is not None and spec.difference:  # finite results, events all the same
             self._test_finite(self.builder.fsub(*operands))
 
@@ -390,6 +409,10 @@ class FloatEvents:
                 tiny = b.and_(mxcsr, ir.Constant(I32, MXCSR_UNDERFLOW))
                 bits = b.or_(bits, b.select(b.icmp_unsigned("!=", tiny, ir.Constant(I32, 0)),
                                             ir.Constant(I32, UNDERFLOW), ir.Constant(I32, 0)))
+        for slot in self._kept.values():  # consumed where LLVM cannot see what for
+            sink = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [slot.type.pointee]), "", "r",
+                                side_effect=True)
+            b.call(sink, [b.load(slot)])
         for slot in self._finite.values():
             nonfinite = b.icmp_unsigned("!=", b.load(slot), ir.Constant(slot.type.pointee, 0))
             bits = b.or_(bits, b.select(nonfinite, ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))

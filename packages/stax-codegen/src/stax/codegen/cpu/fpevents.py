@@ -75,6 +75,7 @@ from stax.loop import (
     postorder,
 )
 from stax.loop.bits import fmax_operands
+from stax.loop.expr import COMPARISON_OPS
 
 from .types import is_float
 
@@ -221,6 +222,38 @@ def _preserves(parent: Expr, position: int) -> bool:
     if isinstance(parent, Unary | Binary):
         return position in PRESERVES.get(parent.op, ())
     return False
+
+
+def _compares(e: Expr) -> bool:
+    """A comparison of float values (a cast to bool is one: ``!= 0``)."""
+    if isinstance(e, Cast):
+        return e.dtype == "bool" and is_float(e.x.dtype)
+    return isinstance(e, Binary) and e.op in COMPARISON_OPS and is_float(e.a.dtype)
+
+
+def _seen_through(e: Expr) -> list[Expr]:
+    """``e`` and the operations a comparison of it reaches through sign changes and float
+    widenings, which LLVM looks through (``abs(sqrt(x)) != 0`` is ``x != 0``)."""
+    found = [e]
+    while (isinstance(e, Unary) and e.op in ("abs", "neg")) or \
+            (isinstance(e, Cast) and is_float(e.dtype) and is_float(e.x.dtype)):
+        e = e.children()[0]
+        found.append(e)
+    return found
+
+
+def compared_operations(nodes: Sequence[ComputedBuffer]) -> set[int]:
+    """The flagged operations (by ``id``) whose results reach a comparison. LLVM answers some
+    comparisons without computing the operation (``sqrt(x) != 0`` is ``x != 0``, ``x / 0.0 == 0``
+    is false, ``y * 2 > inf`` is false), and the flag it would have raised is never raised: a
+    fast kernel that reads the flags keeps each such value alive (``FloatEvents.keep``)."""
+    found: set[int] = set()
+    for node in nodes:
+        for e in postorder(node.data.body):
+            if _compares(e):
+                found.update(id(c) for kid in e.children() for c in _seen_through(kid)
+                             if flagged(c) and events_of(c) is not None)
+    return found
 
 
 def fast_tests(nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]],
