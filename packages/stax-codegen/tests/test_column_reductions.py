@@ -5,7 +5,7 @@ every kind, dtype, NaN/Inf/-0.0, and layout; other layouts keep the usual loop o
 import numpy as np
 import pytest
 
-from stax.codegen.cpu.nests import columnwise
+from stax.codegen.nesting import columnwise
 from stax.loop import lower_opgraph
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.codegen.cpu.nests import TILE
+from stax.codegen.nesting import TILE
 
 
 @pytest.mark.parametrize("shape", [(2 * TILE, 2 * TILE), (2 * TILE + 1, 5 * TILE + 3), (97, 45),

@@ -86,7 +86,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         args = _kernel_args(group, discard)
         events = EVENTS_BUFFER if has_events(group.nodes) else None
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
-        spec = KernelSpec(name, tuple(group.nodes), args + ((events,) if events else ()), dtypes,
+        spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
                           same, events, discard=discard & {n.name for n in group.nodes})
         emit_kernel(module, spec, array_data_offset())
         emit_kernel(precise, replace(spec, precise=True), array_data_offset())

@@ -11,10 +11,10 @@ Signature: ``void kernel(i8* obj0, ..., i8* objN, i64 start, i64 stop)`` where e
 NumPy array object; the data pointer is read from the array struct (``ARRAY_DATA_OFFSET``), so the
 caller passes arrays without converting them through ``.ctypes`` on every call.
 
-This module is the scaffolding: loops, nests and phases, index arithmetic, stores. What each
+This module is the scaffolding: loops, index arithmetic, stores, phases. What each
 loop-IR expression becomes is ``expressions.py`` (per kind) and the operation tables
-(``registry.py``), filled by the modules ``rules.py`` imports; loop nests other than the plain
-one are ``nests.py``, floating-point event checks ``fpchecks.py``.
+(``registry.py``), filled by the modules ``rules.py`` imports; the loop nests (as the
+plan chose them) are ``nests.py``, floating-point event checks ``fpchecks.py``.
 """
 
 from __future__ import annotations
@@ -30,21 +30,18 @@ from stax.loop import (
     Cast,
     ComputedBuffer,
     Expr,
-    Reduction,
-    Scan,
     Select,
     Unary,
     index_width,
-    loads,
     rvar,
-    xvar,
 )
 
-from ..rowshare import Spill, share_row_values
+from ..nesting import Nest
+from ..rowshare import Spill
 from . import rules
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
-from .nests import LoopShapes, columnwise, transposed
+from .nests import LoopShapes
 from .registry import accumulator
 from .types import I1, I8P, I64, memory_type
 
@@ -54,33 +51,14 @@ CHECKED_KINDS = frozenset({Unary, Binary, Cast, Select})
 EMITTER_MODULES = rules.EMITTER_MODULES
 
 
-def _phase_key(node: ComputedBuffer) -> tuple[bool, tuple[int, ...], tuple[int, ...]]:
-    return isinstance(node.data, Reduction), node.ranges, node.reduction_ranges
-
-
-def _phases(nodes: Sequence[ComputedBuffer]) -> list[list[ComputedBuffer]]:
-    """Consecutive nodes with the same loop nest form one phase, unless a node needs a reduction
-    of the phase being built (it must wait for the reduction to finish)."""
-    phases: list[list[ComputedBuffer]] = []
-    for node in nodes:
-        current = phases[-1] if phases else None
-        reads = {ld.buffer for ld in loads(node.data.body)}
-        waits = current is not None and any(
-            isinstance(n.data, Reduction) and n.name in reads for n in current)
-        if current is not None and _phase_key(current[0]) == _phase_key(node) and not waits:
-            current.append(node)
-        else:
-            phases.append([node])
-    return phases
-
-
-
 @dataclass(frozen=True)
 class KernelSpec:
-    """What to emit: the buffers computed in one loop nest, and every buffer the kernel touches."""
+    """What to emit: the buffers computed in one loop nest, the nest as the plan chose it, and
+    every buffer the kernel touches."""
 
     name: str
     nodes: tuple[ComputedBuffer, ...]
+    nest: Nest                     # how the loops are arranged (``nesting.py``)
     args: tuple[str, ...]          # buffer names, in argument order
     dtypes: dict[str, str]         # buffer name -> dtype
     in_place: dict[str, str] = field(default_factory=dict)  # output -> input it overwrites
@@ -238,53 +216,13 @@ class KernelEmitter(LoopShapes, FloatEvents):
 
     # -- kernels -------------------------------------------------------------------------------
     def emit(self) -> ir.Function:
-        nodes = self.spec.nodes
-        ranges = nodes[0].ranges
-        split = bool(ranges)
-
-        def phase_body(phase: Sequence[ComputedBuffer]) -> None:
-            self.memo = {}
-            self.local = {}
-            if isinstance(phase[0].data, Reduction):
-                self.reductions(phase)
-            else:
-                self.pointwise(phase)
-
-        def outer_body(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-            phase_body(nodes)
-            return []
-
-        phases = _phases(nodes)
-        if split and len(phases) > 1 and not isinstance(nodes[0].data, Scan):
-            phases, spills = share_row_values(phases)
-            for spill in spills:
-                self.spills.setdefault(spill.reduction, []).append(spill)
-        self.events_plan([n for phase in phases for n in phase],
-                          {r: [sp.buffer for sp in spills] for r, spills in self.spills.items()})
-        if isinstance(nodes[0].data, Scan):
-            self.scan_nest(nodes[0])
-        elif split and len(phases) == 1 and columnwise(nodes):
-            self.column_nest(nodes)
-        elif split and len(phases) == 1 and transposed(nodes):
-            self.tiled_nest(nodes)
-        elif split and len(phases) > 1:
-            # one row at a time (x0), the phases in order inside it: a later phase reads what an
-            # earlier one stored for this row, while the row is still in cache (row fusion, §7)
-            def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-                for phase in phases:
-                    inner = phase[0].ranges[1:]
-
-                    def body(_: Sequence[ir.Value], phase: Sequence[ComputedBuffer] = phase
-                             ) -> Sequence[ir.Value]:
-                        phase_body(phase)
-                        return []
-                    self.nest(inner, lambda d: xvar(d + 1), [], body)
-                return []
-            self.loop(xvar(0), self.start, self.stop, [], row)
-        elif split:
-            self.nest(ranges, xvar, [], outer_body, split=True)
-        else:
-            self.once(lambda: outer_body([]))
+        """The kernel in the loop nest its plan chose (``KernelSpec.nest``, ``nests.py``)."""
+        nest = self.spec.nest
+        for spill in nest.shares:
+            self.spills.setdefault(spill.reduction, []).append(spill)
+        self.events_plan(nest.nodes,
+                         {r: [sp.buffer for sp in spills] for r, spills in self.spills.items()})
+        self.build_nest(nest)
         self.events_finish()
         self.builder.ret_void()
         return self.fn

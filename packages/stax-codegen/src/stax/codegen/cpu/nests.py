@@ -1,7 +1,6 @@
-"""Loop nests other than the plain one, chosen by where memory runs (spec §6-8): column
-reductions and scans with interchanged loops (the result row accumulates along memory), and
-tiles for element-wise work that reads an operand across its memory order. The predicates decide
-from the loop IR; the methods emit through the kernel emitter (``KernelEmitter`` inherits them).
+"""The CPU's loop nests, one method per kind the scheduler records (``nesting.py``: plain, rows,
+columns, tiled, scan), emitted through the kernel emitter (``KernelEmitter`` inherits them). Which
+kind a kernel takes is its plan's decision (``KernelSpec.nest``); these build it as told.
 """
 
 from __future__ import annotations
@@ -10,75 +9,78 @@ from collections.abc import Callable, Sequence
 
 from llvmlite import ir
 
-from stax.loop import ComputedBuffer, Pointwise, Reduction, affine_loads, rvar, xvar
+from stax.loop import ComputedBuffer, Reduction, Scan, rvar, xvar
 
+from ..nesting import Nest
 from .registry import accumulator, scan_step
 from .types import I64, is_float, value_type
 
 
-def is_arg(node: ComputedBuffer) -> bool:
-    return node.data.reduction_type in ("argmax", "argmin")
-
-
-
-TILE = 16  # measured on 2048^2 float32 transposes: 16 beats 32 and 64 (set conflicts of power-of-two rows)
-
-
-def transposed(nodes: Sequence[ComputedBuffer]) -> bool:
-    """Element-wise nodes over at least two large axes where some load runs along memory on the
-    second-to-last loop and strides on the last one: worth tiling (``tiled_nest``)."""
-    first = nodes[0]
-    if not isinstance(first.data, Pointwise) or len(first.ranges) < 2 or \
-            min(first.ranges[-2:]) < 2 * TILE:
-        return False
-    a, c = xvar(len(first.ranges) - 2), xvar(len(first.ranges) - 1)
-    for node in nodes:
-        for ld in affine_loads(node.data.body):
-            if abs(ld.index.coefficient(a)) == 1 and abs(ld.index.coefficient(c)) > 1:
-                return True
-        if abs(node.store_index.coefficient(a)) == 1 and abs(node.store_index.coefficient(c)) > 1:
-            return True
-    return False
-
-
-def columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
-    """Reductions that read memory contiguously along their last kept axis and with a stride
-    along the reduced ones: their loops are better interchanged (``column_nest``)."""
-    first = nodes[0]
-    if not isinstance(first.data, Reduction) or not first.ranges or not first.reduction_ranges:
-        return False
-    if any(is_arg(n) or n.dtype == "bool" or n.data.body.dtype == "bool" for n in nodes):
-        return False
-    last = xvar(len(first.ranges) - 1)
-    if first.ranges[-1] < 4:
-        return False
-    contiguous = strided = False
-    for node in nodes:
-        if abs(node.store_index.coefficient(last)) != 1:
-            return False
-        for ld in affine_loads(node.data.body):
-            step = abs(ld.index.coefficient(last))
-            if step > 1:
-                return False
-            contiguous |= step == 1
-            strided |= any(abs(ld.index.coefficient(rvar(j))) > 1
-                           for j in range(len(first.reduction_ranges)))
-    return contiguous and strided
-
-
-
 class LoopShapes:
-    """The interchanged and tiled loop nests, as methods of the kernel emitter."""
+    """The loop nests, as methods of the kernel emitter: ``NESTS`` maps each kind to its own."""
 
-    def tiled_nest(self, nodes: Sequence[ComputedBuffer]) -> None:
+    def build_nest(self, nest: Nest) -> None:
+        build = NESTS.get(nest.kind)
+        if build is None:
+            raise ValueError(f"no CPU loop nest {nest.kind!r} (it has {', '.join(NESTS)})")
+        build(self, nest)
+
+    def plain_nest(self, nest: Nest) -> None:
+        """The loops in order, ``x0`` split across threads (once, on the thread given ``[0, 1)``,
+        without loops)."""
+        (nodes,) = nest.phases
+
+        def body(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.phase(nodes)
+            return []
+        if nodes[0].ranges:
+            self.nest(nodes[0].ranges, xvar, [], body, split=True)
+        else:
+            self.once(lambda: body([]))
+
+    def row_nest(self, nest: Nest) -> None:
+        """One row at a time (x0), the phases in order inside it: a later phase reads what an
+        earlier one stored for this row, while the row is still in cache (row fusion, §7)."""
+        def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            for phase in nest.phases:
+                def body(_: Sequence[ir.Value], phase: Sequence[ComputedBuffer] = phase
+                         ) -> Sequence[ir.Value]:
+                    self.phase(phase)
+                    return []
+                self.nest(phase[0].ranges[1:], lambda d: xvar(d + 1), [], body)
+            return []
+        self.loop(xvar(0), self.start, self.stop, [], row)
+
+    def phase(self, nodes: Sequence[ComputedBuffer]) -> None:
+        """One phase's nodes at the current position of the enclosing loops."""
+        self.memo = {}
+        self.local = {}
+        if isinstance(nodes[0].data, Reduction):
+            self.reductions(nodes)
+        else:
+            self.pointwise(nodes)
+
+    def columns_nest(self, nest: Nest) -> None:
+        (nodes,) = nest.phases
+        if isinstance(nodes[0].data, Scan):
+            self.scan(nodes[0], columns=True)
+        else:
+            self.column_reductions(nodes)
+
+    def scan_nest(self, nest: Nest) -> None:
+        ((node,),) = nest.phases
+        self.scan(node, columns=False)
+
+    def tiled_nest(self, nest: Nest) -> None:
         """Element-wise work that reads one operand across its memory order (``x.T + y``): the
-        last two loops in TILE x TILE blocks, so the lines the strided operand brings in are
-        used by the whole block before they leave the cache (the outermost of the two may be the
-        threads' split ``[start, stop)``)."""
+        last two loops in ``tile`` x ``tile`` blocks, so the lines the strided operand brings in
+        are used by the whole block before they leave the cache (the outermost of the two may be
+        the threads' split ``[start, stop)``)."""
         b = self.builder
+        (nodes,) = nest.phases
         ranges = nodes[0].ranges
         a, c = len(ranges) - 2, len(ranges) - 1
-        tile = ir.Constant(I64, TILE)
+        tile = ir.Constant(I64, nest.tile)
 
         def within(var: str, high: ir.Value) -> tuple[ir.Value, ir.Value]:
             first = self.vars[f"{var}_block"]
@@ -105,16 +107,16 @@ class LoopShapes:
 
             def row_blocks(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
                 self.loop(f"{xvar(c)}_block", ir.Constant(I64, 0), high_c, [], columns_of_block,
-                          step=TILE)
+                          step=nest.tile)
                 return []
-            self.loop(f"{xvar(a)}_block", low_a, high_a, [], row_blocks, step=TILE)
+            self.loop(f"{xvar(a)}_block", low_a, high_a, [], row_blocks, step=nest.tile)
             return []
         if a == 0:
             over_last_two([])
         else:
             self.nest(ranges[:a], xvar, [], over_last_two, split=True)
 
-    def column_nest(self, nodes: Sequence[ComputedBuffer]) -> None:
+    def column_reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
         """Reductions whose contiguous axis is kept (``x.sum(0)`` of a C-ordered matrix): the
         loops interchanged, so the innermost loop runs along memory over the kept axis and the
         result buffer itself holds the accumulators — ``out[j] = out[j] op x[i, j]`` row after
@@ -150,18 +152,16 @@ class LoopShapes:
         else:
             self.nest(ranges[:last], xvar, [], rows, split=True)
 
-    def scan_nest(self, node: ComputedBuffer) -> None:
+    def scan(self, node: ComputedBuffer, columns: bool) -> None:
         """A running sum or product, in order along r0 (no ``reassoc``: NumPy's order, NumPy's
         bits); the first element is the body's value itself (so -0.0 survives). Along rows it
-        carries the total in a register; when the scanned axis is strided and the last kept axis
-        contiguous (``cumsum(axis=0)`` of a C matrix) the loops are interchanged and each step
-        reads the previous step's output row, so the inner loop runs along memory and vectorizes."""
+        carries the total in a register; interchanged (``columns``: ``cumsum(axis=0)`` of a C
+        matrix) each step reads the previous step's output row, so the inner loop runs along the
+        last kept axis, in memory order, and vectorizes."""
         b = self.builder
         ranges, extent = node.ranges, node.data.scan_range
         r0 = rvar(0)
         last = xvar(len(ranges) - 1) if ranges else None
-        columns = last is not None and abs(node.store_index.coefficient(last)) == 1 and \
-            abs(node.store_index.coefficient(r0)) > 1 and ranges[-1] >= 4
         combine = scan_step(node.data.scan_type)
 
         def step(previous: ir.Value, value: ir.Value) -> ir.Value:
@@ -217,3 +217,9 @@ class LoopShapes:
         else:
             self.nest(ranges[:-1], xvar, [], rows, split=True)
 
+
+#: each nest kind's emitter (``nesting.NEST_KINDS``)
+NESTS: dict[str, Callable[[LoopShapes, Nest], None]] = {
+    "plain": LoopShapes.plain_nest, "rows": LoopShapes.row_nest, "columns": LoopShapes.columns_nest,
+    "tiled": LoopShapes.tiled_nest, "scan": LoopShapes.scan_nest,
+}
