@@ -59,6 +59,9 @@ def lower_binary(ctx: LoopLowering, node: Node) -> Lazy:
         return _float_divmod(ctx, op, meta, a, b, limit)
     if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind not in "iu":
         return op_as_extern(ctx, node)
+    if op == "pow" and np.dtype(meta.dtype).kind != "f":
+        # integer powers (NumPy's repeated squaring, its error on negative exponents): NumPy's
+        return op_as_extern(ctx, node)
     name = BOOL_FORMS.get(op, op) if meta.dtype == "bool" else op
     if meta.dtype == "bool" and name == op:
         raise ctx.unsupported(f"{op} on bool")
