@@ -23,6 +23,8 @@ PACKAGES = ["ir", "trace", "loop", "codegen", "runtime"]
 WHEELHOUSE = ROOT / ".nox" / "wheelhouse"
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
 RUFF = "ruff==0.17.6"
+#: the graph verifier after every pass, in every test session (stax.ir.passes.run_pipeline)
+VERIFY = {"STAX_VERIFY_PASSES": "1"}
 
 nox.options.sessions = ["lint", "tests", "isolated"]
 nox.options.reuse_existing_virtualenvs = True
@@ -55,7 +57,8 @@ def _install(session: nox.Session, *requirements: str) -> None:
 def tests(session: nox.Session) -> None:
     """Every package's tests against the five packages installed together."""
     _install(session, *[f"stax-{p}" for p in PACKAGES], *TEST_DEPS)
-    session.run("pytest", *[f"packages/stax-{p}/tests" for p in PACKAGES], *session.posargs)
+    session.run("pytest", *[f"packages/stax-{p}/tests" for p in PACKAGES], *session.posargs,
+                env=VERIFY)
 
 
 @nox.session
@@ -83,7 +86,7 @@ def isolated(session: nox.Session, package: str) -> None:
                 "print('installed stax layers:', sorted(m for m in "
                 "['stax.ir','stax.trace','stax.loop','stax.codegen','stax.runtime'] "
                 "if u.find_spec(m)))")
-    session.run("pytest", f"packages/stax-{package}/tests", *session.posargs)
+    session.run("pytest", f"packages/stax-{package}/tests", *session.posargs, env=VERIFY)
 
 
 @nox.session

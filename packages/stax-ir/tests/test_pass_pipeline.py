@@ -80,3 +80,30 @@ def test_passes_run_on_op_graphs_and_from_the_command_line(capture_doc_path, tmp
     assert [n.target for n in result.graph.nodes] == ["x", "w", "add", "maximum", "mul", "sum",
                                                       "output"]
     assert [n.meta.get("region") for n in result.graph.nodes[2:6]] == [0, 0, 0, None]
+
+
+@pytest.mark.parametrize("setting, caught", [("1", True), ("0", False)])
+def test_the_environment_turns_the_verifier_on_after_every_pass(capture, monkeypatch, setting,
+                                                               caught):
+    """STAX_VERIFY_PASSES=1 (set by every nox test session): a pass that breaks an invariant is
+    named at once instead of failing somewhere downstream."""
+    from stax.ir import passes as pipeline
+    from stax.ir.verify import VerificationError
+
+    class Breaks:
+        name = "Breaks"
+        last_summary = "unlinked a use"
+
+        def run(self, graph):
+            node = next(n for n in graph.nodes if n.target == "operator.mul")
+            node.users.clear()  # use-lists no longer match the arguments
+            return False
+
+    b, _ = example_4_2(capture)
+    monkeypatch.setitem(pipeline.PASSES, "breaks", Breaks)
+    monkeypatch.setenv("STAX_VERIFY_PASSES", setting)
+    if caught:
+        with pytest.raises(VerificationError):
+            run_pipeline(b.graph, "breaks")
+    else:
+        run_pipeline(b.graph, "breaks")

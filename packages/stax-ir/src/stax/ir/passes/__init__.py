@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ..graph import Graph
 from .base import MAX_ROUNDS, PassLog, PassManager, measure
 from .basis import decompose_to_basis
@@ -28,8 +30,13 @@ def parse_pipeline(spec: str) -> list:
     return [PASSES[n]() for n in names]
 
 
-def run_pipeline(graph: Graph, spec: str = DEFAULT_PIPELINE, verify: bool = False) -> PassLog:
-    """Run the passes named in ``spec`` on ``graph`` in rounds until nothing changes."""
+def run_pipeline(graph: Graph, spec: str = DEFAULT_PIPELINE, verify: bool | None = None
+                 ) -> PassLog:
+    """Run the passes named in ``spec`` on ``graph`` in rounds until nothing changes. With
+    ``verify`` (default: the environment's ``STAX_VERIFY_PASSES=1``, which the test sessions set)
+    the graph verifier runs after every pass, so a pass that breaks an invariant is named."""
+    if verify is None:
+        verify = os.environ.get("STAX_VERIFY_PASSES") == "1"
     return PassManager(parse_pipeline(spec), verify=verify).run(graph)
 
 
