@@ -57,9 +57,26 @@ def safe_to_replace(node: Node, x: Node) -> bool:
     a, b = node.tensor, x.tensor
     if a is None or b is None or a.dtype != b.dtype or a.shape != b.shape or a.scalar != b.scalar:
         return False
-    if is_output_value(node) and (x.op is Opcode.PLACEHOLDER or is_output_value(x)):
-        return False  # the output would alias an input (or another output)
+    if (x.op is Opcode.PLACEHOLDER or is_output_value(x)) and _returned_through_views(node):
+        return False  # an output (or a view of it) would alias an input, or another output
     return True
+
+
+def _returned_through_views(node: Node) -> bool:
+    """Whether ``node`` or a view of it (``x.T``, ``x[1:]``: meta ``view``) is an output. Such an
+    output shares ``node``'s memory, which eager's ``x * 1`` made new: put ``x`` there, and the
+    output would alias ``x`` — and show its later in-place updates."""
+    stack, seen = [node], {node}
+    while stack:
+        n = stack.pop()
+        if is_output_value(n):
+            return True
+        for user in n.users:
+            if user not in seen and user.meta.get("view") is not None and user.args and \
+                    user.args[0] is n:
+                seen.add(user)
+                stack.append(user)
+    return False
 
 
 @dataclass
