@@ -43,3 +43,23 @@ def test_an_identity_is_not_applied_where_a_returned_view_would_alias_an_argumen
     result = compiled(x)
     first = result[0] if isinstance(result, tuple) else result
     assert not np.shares_memory(first, x)  # eager's is a new array: the caller may write x
+
+
+def test_an_unused_mask_assignment_raises_as_numpys():
+    """``v[mask] = values`` whose value is never used still raises NumPy's ValueError when the
+    mask's count of True differs from the values' (found by the stress suite: it was dropped as
+    dead code, so the compiled call returned where eager raised)."""
+    def prog(x, v):
+        w = np.abs(x)
+        unused = w.copy()
+        unused[w > 0] = v
+        return x + 1
+
+    compiled = stax.compile(prog)
+    good = (np.arange(8.0) - 2, np.arange(7.0))
+    np.testing.assert_array_equal(compiled(*good), prog(*good))
+    bad = (np.arange(8.0) + 1, np.arange(7.0))
+    with pytest.raises(ValueError, match="boolean array indexing assignment"):
+        prog(*bad)
+    with pytest.raises(ValueError, match="boolean array indexing assignment"):
+        compiled(*bad)

@@ -97,6 +97,21 @@ def may_raise_events(node: Node) -> bool:
     return bool(kinds & {"f", "c"}) or name in INTEGER_EVENTS
 
 
+def may_raise_on_data(node: Node) -> bool:
+    """Whether NumPy may raise an exception computing ``node``, depending on the data: an item
+    assignment with an array key (a boolean mask whose count of True differs from the values',
+    an index out of bounds). Kept unused, like steps with events, so the call raises as NumPy's."""
+    if node.op is not Opcode.CALL_FUNCTION or node.target != "stax.functional.setitem":
+        return False
+    return len(node.args) > 1 and any(isinstance(a, Node) for a in _leaves(node.args[1]))
+
+
+def _leaves(value: object) -> list[object]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
 def _kind(meta: TensorMeta | None) -> str:
     try:
         return np.dtype(meta.dtype).kind if isinstance(meta, TensorMeta) else ""
@@ -117,7 +132,7 @@ class DCE:
                 continue
             if node.effectful:  # a draw advances its generator: a side effect
                 continue
-            if may_raise_events(node):
+            if may_raise_events(node) or may_raise_on_data(node):
                 if not node.events_only:
                     node.meta[EVENTS_ONLY] = True
                     kept.append(node.name)
