@@ -15,7 +15,7 @@ from stax.ir import Node
 
 from .context import Lazy, LoopLowering
 from .expr import Binary, Cast, Const, Expr, Select, Unary
-from .externs import op_as_extern as _op_as_extern
+from .externs import op_as_extern
 from .index import Affine
 from .registry import LOWERINGS, Rule
 
@@ -37,7 +37,7 @@ def _bitwise(op: str) -> Rule:
         meta = node.tensor
         kind = _kind(meta.dtype)
         if kind not in "iub" or (kind == "b" and op in ("left_shift", "right_shift")):
-            return _op_as_extern(ctx, node)
+            return op_as_extern(ctx, node)
         a = ctx.operand(node.args[0], meta.shape, meta.dtype)
         b = ctx.operand(node.args[1], meta.shape, meta.dtype)
         return Lazy(meta.shape, meta.dtype, lambda i: Binary(_BITWISE[op], a(i), b(i), meta.dtype))
@@ -48,7 +48,7 @@ def _invert(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     kind = _kind(meta.dtype)
     if kind not in "iub":
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     x = ctx.operand(node.args[0], meta.shape, meta.dtype)
     ones = Const(True if kind == "b" else (-1 if kind == "i" else int(np.iinfo(meta.dtype).max)),
                  meta.dtype)
@@ -75,7 +75,7 @@ def _predicate(op: str) -> Rule:
         dtype = _operand_dtype(node, 0)
         if _kind(dtype) != "f":
             if _kind(dtype) not in "iub":
-                return _op_as_extern(ctx, node)
+                return op_as_extern(ctx, node)
             answer = Const(op == "isfinite", "bool")  # integers: finite, never NaN/Inf/negative zero
             if op == "signbit" and _kind(dtype) == "i":
                 x = ctx.operand(node.args[0], meta.shape, dtype)
@@ -102,7 +102,7 @@ def _sign(ctx: LoopLowering, node: Node) -> Lazy:
     through to itself."""
     meta = node.tensor
     if _kind(meta.dtype) not in "iuf":
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     x = ctx.operand(node.args[0], meta.shape, meta.dtype)
     one, minus, zero = (Const(v, meta.dtype) for v in (1, -1 if _kind(meta.dtype) != "u" else 0, 0))
 
@@ -151,7 +151,7 @@ def _float_binary(op: str) -> Rule:
     def lower(ctx: LoopLowering, node: Node) -> Lazy:
         meta = node.tensor
         if _kind(meta.dtype) != "f":
-            return _op_as_extern(ctx, node)
+            return op_as_extern(ctx, node)
         a = ctx.operand(node.args[0], meta.shape, meta.dtype)
         b = ctx.operand(node.args[1], meta.shape, meta.dtype)
         dtype = meta.dtype
@@ -173,14 +173,14 @@ def _float_binary(op: str) -> Rule:
 def _positive(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     if _kind(meta.dtype) not in "iuf":
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     return Lazy(meta.shape, meta.dtype, ctx.operand(node.args[0], meta.shape, meta.dtype))
 
 
 def _reciprocal(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     if _kind(meta.dtype) != "f":  # NumPy's integer reciprocal is C division: left to NumPy
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     x = ctx.operand(node.args[0], meta.shape, meta.dtype)
     one = Const(1.0, meta.dtype)
     return Lazy(meta.shape, meta.dtype, lambda i: Binary("truediv", one, x(i), meta.dtype))
@@ -204,7 +204,7 @@ def _bitwise_count(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     dtype = _operand_dtype(node, 0)
     if _kind(dtype) not in "iu":
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     x = ctx.operand(node.args[0], meta.shape, dtype)
     return Lazy(meta.shape, meta.dtype, lambda i: Unary("popcount", x(i), meta.dtype))
 
@@ -217,7 +217,7 @@ def _ldexp(ctx: LoopLowering, node: Node) -> Lazy:
     integral = isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) if \
         not isinstance(exponent, Node) else _kind(exponent.tensor.dtype) in "iu"
     if meta.dtype not in ("float32", "float64") or not integral:
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     x = ctx.operand(node.args[0], meta.shape, meta.dtype)
     n = ctx.operand(node.args[1], meta.shape, "int64")
     return Lazy(meta.shape, meta.dtype, lambda i: Binary("ldexp", x(i), n(i), meta.dtype))
@@ -250,7 +250,7 @@ def _next_toward(x: Expr, y: Expr, dtype: str) -> Expr:
 def _nextafter(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     if meta.dtype not in _FLOAT_BITS:
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     a = ctx.operand(node.args[0], meta.shape, meta.dtype)
     b = ctx.operand(node.args[1], meta.shape, meta.dtype)
     return Lazy(meta.shape, meta.dtype, lambda i: _next_toward(a(i), b(i), meta.dtype))
@@ -262,7 +262,7 @@ def _spacing(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     dtype = meta.dtype
     if dtype not in _FLOAT_BITS:
-        return _op_as_extern(ctx, node)
+        return op_as_extern(ctx, node)
     x = ctx.operand(node.args[0], meta.shape, dtype)
 
     def value(i: tuple[Affine, ...]) -> Expr:
@@ -284,7 +284,7 @@ def _frexp(part: str) -> Rule:
         meta = node.tensor
         source = node.args[0].tensor.dtype
         if source not in _FLOAT_BITS:
-            return _op_as_extern(ctx, node)
+            return op_as_extern(ctx, node)
         it, width, mask, smallest, _ = _FLOAT_BITS[source]
         scale = 54 if source == "float64" else 25
         x = ctx.operand(node.args[0], meta.shape, source)

@@ -166,27 +166,29 @@ class FloatEvents:
         maximum); ``acc += v * 0`` needs ``reassoc`` to vectorize, under which LLVM rewrote
         ``(x * c) * 0`` as ``x * (c * 0)`` and lost the overflow it was to see."""
         b = self.builder
-        bits = ir.IntType(64 if isinstance(v.type, ir.DoubleType) else 32)
-        slot = self._finite.get(bits.width)
-        if slot is None:
-            with b.goto_entry_block():
-                b.position_at_start(self.fn.entry_basic_block)
-                slot = self._finite[bits.width] = b.alloca(bits, name=f"fp_nonfinite{bits.width}")
-                b.store(ir.Constant(bits, 0), slot)
+        slot, bits = self._accumulator(self._finite, v, "fp_nonfinite")
         b.store(b.or_(b.load(slot), b.bitcast(b.fsub(v, v), bits)), slot)
 
     def _keep(self, v: ir.Value) -> None:
         """Fast kernels: make ``v`` be computed (``compared_operations``) without judging it:
         ``acc ^= bits(v)``, one instruction, and ``acc`` goes to an empty asm at the exit."""
         b = self.builder
+        slot, bits = self._accumulator(self._kept, v, "fp_kept")
+        b.store(b.xor(b.load(slot), b.bitcast(v, bits)), slot)
+
+    def _accumulator(self, slots: dict[int, ir.Value], v: ir.Value, name: str
+                     ) -> tuple[ir.Value, ir.IntType]:
+        """The integer slot of ``v``'s width in ``slots`` (made zero in the entry block on first
+        use), and that integer type."""
         bits = ir.IntType(64 if isinstance(v.type, ir.DoubleType) else 32)
-        slot = self._kept.get(bits.width)
+        slot = slots.get(bits.width)
         if slot is None:
+            b = self.builder
             with b.goto_entry_block():
                 b.position_at_start(self.fn.entry_basic_block)
-                slot = self._kept[bits.width] = b.alloca(bits, name=f"fp_kept{bits.width}")
+                slot = slots[bits.width] = b.alloca(bits, name=f"{name}{bits.width}")
                 b.store(ir.Constant(bits, 0), slot)
-        b.store(b.xor(b.load(slot), b.bitcast(v, bits)), slot)
+        return slot, bits
 
     def _class(self, v: ir.Value) -> tuple[ir.Value, ir.Value]:
         """(isnan(v), isfinite(v)), computed once per value."""

@@ -16,8 +16,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ..diskcache import DiskCache
-from .host import host_identity
-from .host import llvm as _llvm
+from . import host
 from .objfile import object_problem
 from .target import cpu_target
 
@@ -64,10 +63,10 @@ def _target_machine() -> Any:
 
 
 def _new_target_machine() -> Any:
-    llvm = _llvm()
-    host = host_identity()
-    target = llvm.Target.from_triple(host.triple)
-    return target.create_target_machine(cpu=host.cpu, features=host.features, opt=3)
+    llvm = host.llvm()
+    identity = host.host_identity()
+    target = llvm.Target.from_triple(identity.triple)
+    return target.create_target_machine(cpu=identity.cpu, features=identity.features, opt=3)
 
 
 @functools.cache
@@ -122,7 +121,7 @@ class CompiledModule:
         800 KB for as long as the code lives, one over its object code about 70 KB."""
         module = _optimized_module(self.llvm_ir, self.speed_level)
         # The engine takes ownership of the target machine it is given: give it its own.
-        compiler = _llvm().create_mcjit_compiler(module, _new_target_machine())
+        compiler = host.llvm().create_mcjit_compiler(module, _new_target_machine())
         objects: list[bytes] = []
         compiler.set_object_cache(notify_func=lambda _module, buffer: objects.append(bytes(buffer)))
         compiler.finalize_object()
@@ -173,9 +172,9 @@ class CompiledModule:
 
 
 def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
-    llvm = _llvm()
+    llvm = host.llvm()
     module = llvm.parse_assembly(llvm_ir)
-    module.triple = host_identity().triple
+    module.triple = host.host_identity().triple
     module.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     vectorize = speed_level >= 2
@@ -209,9 +208,9 @@ def _dispose_pass_manager(passes: Any) -> None:
 
 
 def _engine_for_object(payload: bytes) -> Any:
-    llvm = _llvm()
+    llvm = host.llvm()
     empty = llvm.parse_assembly("")
-    empty.triple = host_identity().triple
+    empty.triple = host.host_identity().triple
     engine = llvm.create_mcjit_compiler(empty, _new_target_machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(payload))
     engine.finalize_object()
