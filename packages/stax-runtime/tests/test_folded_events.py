@@ -12,6 +12,8 @@ import pytest
 
 import stax.runtime as stax
 
+MASK = np.arange(20).reshape(4, 5) % 3 == 0
+
 CASES = {
     "pad times inf": (lambda x: np.pad(x, 1) * np.inf, ()),
     "pad times a scalar argument": (lambda x, s: np.pad(x, 1) * s, (np.inf,)),
@@ -27,6 +29,16 @@ CASES = {
     "divided by zero equals zero": (lambda x: (x / 0.0) == 0, ()),
     "overflowing product compared with inf": (lambda x: (x * 1e308 * 10) > np.inf, ()),
     "negated quotient compared": (lambda x: -(x / 0.0) < 1, ()),
+    # a bool array cast to a number: LLVM rewrites uitofp(m) * c as select(m, c, 0 * c) and folds
+    # it (found by the stress suite: ``l1[1] * float(v1.max())``, a bool array and an inf maximum)
+    "bool times inf": (lambda x, m: m * np.inf, (MASK,)),
+    "bool times a scalar argument": (lambda x, m, s: m * s, (MASK, np.inf)),
+    "bool times a reduction": (lambda x, m: m * float(np.abs(x * np.inf).max()), (MASK,)),
+    "bool as an integer times inf": (lambda x, m: m.astype(np.int64) * np.inf, (MASK,)),
+    "bool as float32 times inf": (lambda x, m: m.astype(np.float32) * np.float32(np.inf), (MASK,)),
+    "bool times huge times ten": (lambda x, m: (m * 1e308) * 10.0, (MASK,)),
+    "inf minus bool times inf": (lambda x, m: np.inf - m * np.inf, (MASK,)),
+    "bool divided by zero": (lambda x, m: m / 0.0, (MASK,)),
     "pad minus inf plus inf": (lambda x: (np.pad(x, 1, constant_values=np.inf) - np.inf), ()),
 }
 

@@ -100,6 +100,19 @@ def cast(b: ir.IRBuilder, x: ir.Value, src: str, dst: str) -> ir.Value:
     return b.sext(x, to) if is_signed(src) else b.zext(x, to)
 
 
+def cast_expression(em: Emitter, e: Cast) -> ir.Value:
+    """A cast; a bool becomes a number as a select of 1 and 0 with the constants hidden where
+    the CPU's flags report events: LLVM rewrites ``uitofp(b) * inf`` as ``select(b, inf, 0 * inf)``
+    and folds ``0 * inf`` (or ``1e308 * 10`` further down) at compile time, so the flag NumPy
+    reports would never be raised. Elsewhere LLVM turns the select back into the cast."""
+    x = em.value(e.x)
+    if e.x.dtype != "bool" or e.dtype == "bool":
+        return cast(em.builder, x, e.x.dtype, e.dtype)
+    typ = value_type(e.dtype)
+    one, zero = (1.0, 0.0) if is_float(e.dtype) else (1, 0)
+    return em.builder.select(x, em.opaque(ir.Constant(typ, one)), em.opaque(ir.Constant(typ, zero)))
+
+
 def select(em: Emitter, e: Select) -> ir.Value:
     # constant arms hidden where the CPU's flags report events (``fpchecks.opaque``)
     return em.builder.select(em.value(e.cond), em.opaque(em.value(e.a)),
@@ -114,7 +127,7 @@ EXPRESSIONS: KindTable[Callable[[Any, Any], ir.Value]] = KindTable("the CPU emit
     Index: index,
     Const: lambda em, e: ir.Constant(value_type(e.dtype),
                                      int(e.value) if e.dtype == "bool" else e.value),
-    Cast: lambda em, e: cast(em.builder, em.value(e.x), e.x.dtype, e.dtype),
+    Cast: cast_expression,
     Unary: lambda em, e: unary_emitter(e.op)(em, e, em.value(e.x)),
     Binary: lambda em, e: binary_emitter(e.op)(em, e, em.value(e.a), em.value(e.b)),
     Select: select,
