@@ -169,6 +169,34 @@ def test_gate_on_a_value_that_differs_only_by_nan_matches_itself():
     assert cf.cache_info().versions == 1
 
 
+@pytest.mark.parametrize("values", [[np.nan, 1.0, 2.0], [-0.0, np.nan]])
+def test_gate_on_a_list_holding_nan_matches_itself(values):
+    """Found by the stress suite (threads): ``sum(x.tolist())`` with a NaN in ``x`` missed its own
+    version on every call (list equality calls [nan] and [nan] different), compiling anew."""
+    cf = stax.compile(lambda x: x * sum(x.tolist()), strict_native=True)
+    x = np.array(values)
+    for _ in range(3):
+        np.testing.assert_array_equal(cf(x.copy()), x * sum(x.tolist()))
+    info = cf.cache_info()
+    assert info.versions == 1 and info.compiles == 1
+
+
+def test_gate_on_a_list_tells_signed_zeros_apart():
+    cf = stax.compile(lambda x: x / x.tolist()[0], strict_native=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(cf(np.array([0.0, 1.0])), np.array([np.nan, np.inf]))
+        np.testing.assert_array_equal(cf(np.array([-0.0, 1.0])), np.array([np.nan, -np.inf]))
+    assert cf.cache_info().versions == 2
+
+
+def test_explain_checks_the_arguments_as_a_call_does():
+    cf = stax.compile(f_3_1, strict_native=True)
+    cf(np.ones((4, 8)))
+    for args, kwargs in (((), {}), ((np.ones(3), np.ones(3)), {}), ((), {"y": np.ones(3)})):
+        with pytest.raises(TypeError, match="f_3_1"):
+            cf.explain(*args, **kwargs)
+
+
 @pytest.mark.parametrize("x", [np.ones(3), np.zeros(3)])
 def test_while_loops_unroll_per_gate_outcomes(x):
     def f(x):

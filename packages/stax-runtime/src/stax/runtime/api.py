@@ -10,6 +10,7 @@ for that key, with one log line saying why (or, under ``strict_native=True``, ra
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import threading
@@ -222,7 +223,9 @@ class CompiledFunction:
         return list(self._versions)
 
     def explain(self, *args: Any, **kwargs: Any) -> list[VersionReport]:
-        """For each cached version, the guards that fail for these arguments (corollary 2.1)."""
+        """For each cached version, the guards that fail for these arguments (corollary 2.1).
+        Arguments the function cannot take raise its TypeError, as a call would."""
+        _check_arguments(self.fn, args, kwargs)
         if self._free:
             args = (*self._free.read(), *args)
         try:
@@ -473,3 +476,15 @@ def compile(fn: Callable[..., Any] | None = None, *, device: str | None = None,
         return CompiledFunction(f, device=device, dynamic=dynamic, strict_native=strict_native,
                                 backend=backend, options=options)
     return wrap if fn is None else wrap(fn)
+
+
+def _check_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The TypeError calling ``fn`` with these arguments raises, without calling it."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call itself checks
+        return
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {exc}") from None

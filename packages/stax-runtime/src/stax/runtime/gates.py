@@ -38,7 +38,13 @@ class GateReplay:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Gate outcomes compare by value; floats by bit pattern, so a NaN outcome matches itself."""
+    """Gate outcomes compare by value, element by element in a list (``x.tolist()``): a NaN
+    matches a NaN, -0.0 differs from 0.0 (list equality would call [nan] and [nan] different,
+    so a gate read through ``tolist()`` of data with a NaN missed on every call)."""
     if isinstance(a, float) and isinstance(b, float):
         return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
+    if isinstance(a, list | tuple) and type(a) is type(b):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, complex) and isinstance(b, complex):
+        return _same(a.real, b.real) and _same(a.imag, b.imag)
     return type(a) is type(b) and a == b
