@@ -55,9 +55,38 @@ def test_every_lowering_names_a_declared_op():
     assert sorted(set(LOWERINGS) - set(OPS)) == []
 
 
-def test_a_rule_can_be_registered_once_only():
+def test_a_rule_can_be_registered_once_only(monkeypatch):
+    """A second rule of an op is an error; a fallback rule (the operator rule) lowers an op only
+    until a rule of its own is registered, before or after it."""
+    registry = stax.loop.registry
+    for table in ("LOWERINGS", "FALLBACKS"):
+        monkeypatch.setattr(registry, table, {})
+    monkeypatch.setattr(registry, "OWN_DTYPE_RULES", set())
+
+    def own(ctx, node):
+        return None
+
+    def fallback(ctx, node):
+        return None
+
+    def another(ctx, node):
+        return None
+    registry.lowers("a")(own)
+    registry.lowers("a", "b", fallback=True)(fallback)
+    registry.lowers("b")(another)
+    assert registry.LOWERINGS == {"a": own, "b": another}
     with pytest.raises(ValueError, match="two loop lowerings"):
-        stax.loop.registry.lowers("add")(lambda ctx, node: None)
+        registry.lowers("a")(another)
+    with pytest.raises(ValueError, match="two loop lowerings"):
+        registry.lowers("b")(own)
+    registry.lowers("c", fallback=True)(fallback)
+    with pytest.raises(ValueError, match="two loop lowerings"):
+        registry.lowers("c", fallback=True)(another)
+
+
+def test_the_real_registry_refuses_a_second_rule():
+    with pytest.raises(ValueError, match="two loop lowerings"):
+        stax.loop.registry.lowers("where")(lambda ctx, node: None)
 
 
 def test_every_rule_module_is_imported_by_rules():
@@ -79,7 +108,8 @@ ONLY_IMPORTED_BY_RULES = ["bits", "building", "elementwise", "reductions", "view
 @pytest.mark.parametrize("module", ONLY_IMPORTED_BY_RULES)
 def test_the_check_fails_when_a_rule_module_is_not_imported(tmp_path, module):
     """The package with ``module`` deleted from ``rules.py``'s import line (run in a fresh
-    interpreter): its ops have no lowering, and ``missing_lowerings`` names them."""
+    interpreter): its ops have no lowering, and ``missing_lowerings`` names them (but those
+    named as a loop operator, which the operator rule then lowers)."""
     package = Path(stax.loop.__file__).parent
     copy = tmp_path / "stax" / "loop"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -100,8 +130,9 @@ def test_the_check_fails_when_a_rule_module_is_not_imported(tmp_path, module):
     assert done.returncode != 0, done.stdout + done.stderr
     assert "ops without a loop lowering" in done.stderr
     ops = set(done.stdout.split())
+    fallback = set() if module == "elementwise" else set(stax.loop.elementwise.OPERATOR_OPS)
     assert ops and ops == {op for op, rule in LOWERINGS.items()
-                           if rule.__module__ == f"stax.loop.{module}"}
+                           if rule.__module__ == f"stax.loop.{module}"} - fallback
 
 
 # -- the interpreter's entries ---------------------------------------------------------------

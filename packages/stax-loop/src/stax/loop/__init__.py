@@ -38,16 +38,17 @@ from .ir import (
     xvar,
 )
 from .lowering import LOWERINGS, MaterializePolicy, Reuse, lower_opgraph
+from .operators import OPERATORS, LoopOperator, get_operator
 from .options import FloatLimits, LoopOptions
 from .rules import RULE_MODULES
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "LOOPIR_SCHEMA", "LOWERINGS", "RULE_MODULES", "Affine", "Binary", "BufferRef", "Cast",
-    "ComputedBuffer", "Const", "Expr", "ExternCall", "FloatLimits", "GuardedLoad", "Index",
-    "IndirectLoad", "InputBuffer", "KindTable", "Load", "LoopOptions", "LoopProgram",
+    "LOOPIR_SCHEMA", "LOWERINGS", "OPERATORS", "RULE_MODULES", "Affine", "Binary", "BufferRef",
+    "Cast", "ComputedBuffer", "Const", "Expr", "ExternCall", "FloatLimits", "GuardedLoad", "Index",
+    "IndirectLoad", "InputBuffer", "KindTable", "Load", "LoopOperator", "LoopOptions", "LoopProgram",
     "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan", "Select", "Unary",
-    "affine_loads", "effect_order", "format_expr", "index_width", "linear_index", "load_loopir",
-    "loads", "loop_extents", "lower_opgraph", "postorder", "rewrite", "rvar", "xvar",
+    "affine_loads", "effect_order", "format_expr", "get_operator", "index_width", "linear_index",
+    "load_loopir", "loads", "loop_extents", "lower_opgraph", "postorder", "rewrite", "rvar", "xvar",
 ]

@@ -1,6 +1,8 @@
-"""Loop lowerings of the arithmetic element-wise ops: binary and unary arithmetic, comparisons,
-negation, ``where`` and casts — each one loop-IR operator over its operands' loaders, except
-NumPy's float // and %, which are composed from an exact fmod with a check."""
+"""Loop lowerings of the arithmetic element-wise ops: every op named as a loop operator is that
+operator over its operands (``lower_operator``, derived from ``operators.OPERATORS``), in a dtype
+the operator computes, else NumPy's call; comparisons compute in the operands' common dtype.
+Rules of their own: NumPy's float // and %, composed from an exact fmod with a check; sin, cos
+and tan, with a check of the argument's range; ``where`` and casts."""
 
 from __future__ import annotations
 
@@ -8,17 +10,19 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import Node, TensorMeta
+from stax.ir import Node, TensorMeta, elementwise_ops
 
 from .context import Lazy, Loader, LoopLowering
 from .expr import Binary, Const, Expr, Select, Unary
 from .externs import extern_call, op_as_extern
 from .index import Affine
+from .operators import OPERATORS, get_operator
 from .options import TRIG_REDUCTION_LIMIT
 from .registry import lowers
 
-#: On bool, NumPy's add/mul/maximum/minimum are logical or/and.
-BOOL_FORMS = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}
+#: On bool, NumPy's add/mul/maximum/minimum are logical or/and, and abs is the operand (None).
+BOOL_FORMS: dict[str, str | None] = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and",
+                                     "abs": None}
 
 
 def _float_divmod(ctx: LoopLowering, op: str, meta: TensorMeta, a: Loader, b: Loader,
@@ -46,33 +50,9 @@ def _float_divmod(ctx: LoopLowering, op: str, meta: TensorMeta, a: Loader, b: Lo
     return Lazy(meta.shape, dtype, lambda i: Binary(name, a(i), b(i), dtype))
 
 
-@lowers("add", "sub", "mul", "truediv", "maximum", "minimum", "floordiv", "mod", "hypot", "pow",
-        "arctan2", "logaddexp", "logaddexp2")
-def lower_binary(ctx: LoopLowering, node: Node) -> Lazy:
-    op, meta = node.target, node.tensor
-    a = ctx.operand(node.args[0], meta.shape, meta.dtype)
-    b = ctx.operand(node.args[1], meta.shape, meta.dtype)
-    if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind == "f":
-        limit = ctx.options.fmod_exact_quotient.get(meta.dtype)
-        if limit is None:
-            return op_as_extern(ctx, node)
-        return _float_divmod(ctx, op, meta, a, b, limit)
-    if op in ("floordiv", "mod") and np.dtype(meta.dtype).kind not in "iu":
-        return op_as_extern(ctx, node)
-    if op == "pow" and np.dtype(meta.dtype).kind != "f":
-        # integer powers (NumPy's repeated squaring, its error on negative exponents): NumPy's
-        return op_as_extern(ctx, node)
-    name = BOOL_FORMS.get(op, op) if meta.dtype == "bool" else op
-    if meta.dtype == "bool" and name == op:
-        raise ctx.unsupported(f"{op} on bool")
-    return Lazy(meta.shape, meta.dtype, lambda i: Binary(name, a(i), b(i), meta.dtype))
-
-
-@lowers("lt", "le", "gt", "ge", "eq", "ne")
-def lower_comparison(ctx: LoopLowering, node: Node) -> Lazy:
+def _comparison_dtype(ctx: LoopLowering, node: Node) -> str:
     """Comparisons compute in the operands' common dtype (NEP 50: a Python scalar takes the
-    array's dtype) and produce bool."""
-    op, meta = node.target, node.tensor
+    array's dtype)."""
     operands = node.args
     common = np.result_type(*(v.tensor.np_dtype if isinstance(v, Node) else v
                               for v in operands)).name
@@ -82,9 +62,50 @@ def lower_comparison(ctx: LoopLowering, node: Node) -> Lazy:
         if isinstance(value, int) and not isinstance(value, bool) and not _fits(value, common):
             raise ctx.unsupported(f"comparison with the Python int {value}, which {common} "
                                   "cannot hold")
-    a = ctx.operand(operands[0], meta.shape, common)
-    b = ctx.operand(operands[1], meta.shape, common)
-    return Lazy(meta.shape, "bool", lambda i: Binary(op, a(i), b(i), "bool"))
+    return common
+
+
+#: the ops named as loop operators whose operands share the operator's dtype: each lowers to its
+#: operator unless a rule of its own lowers it (``registry.lowers(fallback=True)``)
+OPERATOR_OPS = tuple(name for name, op in OPERATORS.items()
+                     if op.uniform and name in elementwise_ops())
+
+
+@lowers(*OPERATOR_OPS, fallback=True)
+def lower_operator(ctx: LoopLowering, node: Node) -> Lazy:
+    """The op's loop operator over its operands, in the result's dtype (a comparison's: the
+    operands' common dtype). On bool, NumPy's add/mul/maximum/minimum are logical (``BOOL_FORMS``)
+    and abs is the operand; in a dtype of another kind than the operator's (``kinds``: integer
+    pow, float ``%``) NumPy computes it."""
+    op, meta = node.target, node.tensor
+    operator = get_operator(op)
+    dtype = _comparison_dtype(ctx, node) if operator.result == "bool" else meta.dtype
+    operands = [ctx.operand(value, meta.shape, dtype) for value in node.args]
+    name = BOOL_FORMS.get(op, op) if dtype == "bool" else op
+    if name is None:
+        return Lazy(meta.shape, meta.dtype, operands[0])
+    if np.dtype(dtype).kind not in get_operator(name).kinds:
+        return op_as_extern(ctx, node)
+    if operator.arity == 1:
+        (x,) = operands
+        return Lazy(meta.shape, meta.dtype, lambda i: Unary(name, x(i), meta.dtype))
+    a, b = operands
+    return Lazy(meta.shape, meta.dtype, lambda i: Binary(name, a(i), b(i), meta.dtype))
+
+
+@lowers("floordiv", "mod")
+def lower_divmod(ctx: LoopLowering, node: Node) -> Lazy:
+    """Integers: the operator. Floats: NumPy's npy_divmod from an exact fmod (``py_floordiv``,
+    ``py_mod``), or NumPy's call where the options give no exact quotient bound."""
+    op, meta = node.target, node.tensor
+    if np.dtype(meta.dtype).kind != "f":
+        return lower_operator(ctx, node)
+    a = ctx.operand(node.args[0], meta.shape, meta.dtype)
+    b = ctx.operand(node.args[1], meta.shape, meta.dtype)
+    limit = ctx.options.fmod_exact_quotient.get(meta.dtype)
+    if limit is None:
+        return op_as_extern(ctx, node)
+    return _float_divmod(ctx, op, meta, a, b, limit)
 
 
 def _fits(value: int, dtype: str) -> bool:
@@ -95,15 +116,6 @@ def _fits(value: int, dtype: str) -> bool:
         info = np.iinfo(dtype)
         return info.min <= value <= info.max
     return kind in "fc"
-
-
-@lowers("neg")
-def lower_neg(ctx: LoopLowering, node: Node) -> Lazy:
-    meta = node.tensor
-    if meta.dtype == "bool":
-        raise ctx.unsupported("neg on bool")
-    x = ctx.operand(node.args[0], meta.shape, meta.dtype)
-    return Lazy(meta.shape, meta.dtype, lambda i: Unary("neg", x(i), meta.dtype))
 
 
 _TRIG = frozenset({"sin", "cos", "tan"})
@@ -126,20 +138,15 @@ def _trig_range_check(ctx: LoopLowering, meta: Any, x: Loader, limit: float) -> 
                                 "kernels' argument reduction)")
 
 
-@lowers("abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh", "sin", "cos",
-        "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt", "arctan", "arcsin",
-        "arccos", "arcsinh", "arccosh", "arctanh", "tan")
-def lower_unary(ctx: LoopLowering, node: Node) -> Lazy:
-    op, meta = node.target, node.tensor
-    x = ctx.operand(node.args[0], meta.shape, meta.dtype)
-    if meta.dtype == "bool" and op == "abs":
-        return Lazy(meta.shape, meta.dtype, x)
-    if meta.dtype == "bool" or (op != "abs" and np.dtype(meta.dtype).kind != "f"):
-        return op_as_extern(ctx, node)
-    limit = ctx.options.trig_reduction_limit.get(meta.dtype) if op in _TRIG else None
-    if limit is not None:
-        _trig_range_check(ctx, meta, x, limit)
-    return Lazy(meta.shape, meta.dtype, lambda i: Unary(op, x(i), meta.dtype))
+@lowers(*_TRIG)
+def lower_trig(ctx: LoopLowering, node: Node) -> Lazy:
+    """The operator, with a check of the argument's range in a float dtype that has a limit."""
+    meta = node.tensor
+    if np.dtype(meta.dtype).kind == "f":
+        limit = ctx.options.trig_reduction_limit.get(meta.dtype)
+        if limit is not None:
+            _trig_range_check(ctx, meta, ctx.operand(node.args[0], meta.shape, meta.dtype), limit)
+    return lower_operator(ctx, node)
 
 
 @lowers("where")

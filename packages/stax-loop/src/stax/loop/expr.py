@@ -17,26 +17,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from stax.ir import comparison_ops
 from stax.ir.serialize import decode_value, encode_value
 
 from .index import Affine
+from .operators import operator_names
 
-#: loop-level operators and their arity.
-#: ``or``/``and``/``xor`` are bitwise (logical on bool); ``shl``/``shr`` follow NumPy for counts
-#: outside [0, bits) (0, or -1 for a negative signed value shifted right)
-BINARY_OPS = ("add", "sub", "mul", "truediv", "maximum", "minimum", "or", "and", "xor", "shl",
-              "shr", "copysign", "floordiv", "mod", "hypot", "pow", "arctan2", "logaddexp",
-              "logaddexp2", "ldexp", "py_floordiv", "py_mod")
-# ldexp: a float and an int64 operand; py_floordiv/py_mod: float // and % by NumPy's npy_divmod
-#: the ops declared comparisons (``stax.ir.comparison_ops``): operands in a common dtype, result bool
-COMPARISON_OPS = tuple(sorted(comparison_ops()))
-UNARY_OPS = ("neg", "abs", "sqrt", "floor", "ceil", "trunc", "rint", "exp", "log", "tanh",
-             "sin", "cos", "log2", "log10", "log1p", "expm1", "exp2", "sinh", "cosh", "cbrt",
-             "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh", "tan",
-             "signbit", "popcount", "bitcast")
-# signbit: float operand, bool result; popcount: uint8; bitcast: the operand's bits read as the
-# (same-width) result dtype
+#: the loop operators by arity, and the comparisons (operands in a common dtype, result bool),
+#: in declaration order: derived from their declarations (``operators.OPERATORS``)
+BINARY_OPS = operator_names(2)
+COMPARISON_OPS = operator_names(2, comparison=True)
+UNARY_OPS = operator_names(1)
 
 
 class Expr:

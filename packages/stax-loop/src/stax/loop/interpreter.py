@@ -30,39 +30,29 @@ from .expr import (
 )
 from .index import Affine
 from .ir import BufferRef, ExternCall, LoopProgram, Reduction, Scan, map_buffer_refs, rvar, xvar
+from .operators import OPERATORS, LoopOperator
 
 Memory = dict[str, tuple[np.ndarray, int]]  # buffer -> (its memory span, position of element 0)
 Grid = dict[str, np.ndarray]  # loop variable -> its values, broadcastable against the others
 Values = dict[int, Any]  # id of a node -> its value over the grid
 
-#: per loop operator (``BINARY_OPS``, ``COMPARISON_OPS``): NumPy's function of the two operands
-BINARY_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-    "maximum": np.maximum, "minimum": np.minimum, "or": np.bitwise_or, "and": np.bitwise_and,
-    "xor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift, "copysign": np.copysign,
-    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-    "ne": np.not_equal, "floordiv": np.floor_divide, "mod": np.remainder, "hypot": np.hypot,
-    "pow": np.power, "arctan2": np.arctan2, "logaddexp": np.logaddexp,
-    "logaddexp2": np.logaddexp2, "ldexp": np.ldexp, "py_floordiv": np.floor_divide,
-    "py_mod": np.remainder}
+
+def _function(operator: LoopOperator) -> Callable[..., Any]:
+    """The operator's value from its operands' values and the node (an operator whose result
+    dtype its operands do not fix, ``bitcast``, gets the node's dtype too)."""
+    reference = operator.reference
+    if operator.result == "U":
+        return lambda *args: reference(*args[:-1], args[-1].dtype)
+    return lambda *args: reference(*args[:-1])
 
 
-def _bitcast(x: Any, e: Unary) -> Any:
-    return np.asarray(x, dtype=e.x.dtype).view(e.dtype)
-
-
+#: per loop operator (``BINARY_OPS``, ``COMPARISON_OPS``): the result from the operands' values
+#: and the node; the operator's NumPy reference (``operators.OPERATORS``)
+BINARY_FUNCTIONS: dict[str, Callable[[Any, Any, Binary], Any]] = {
+    name: _function(op) for name, op in OPERATORS.items() if op.arity == 2}
 #: per loop operator (``UNARY_OPS``): the result from the operand's value and the node
 UNARY_FUNCTIONS: dict[str, Callable[[Any, Unary], Any]] = {
-    **{op: (lambda x, e, f=f: f(x)) for op, f in {
-        "neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "floor": np.floor,
-        "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "exp": np.exp, "log": np.log,
-        "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "signbit": np.signbit, "log2": np.log2,
-        "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "exp2": np.exp2,
-        "sinh": np.sinh, "cosh": np.cosh, "cbrt": np.cbrt, "arctan": np.arctan,
-        "arcsin": np.arcsin, "arccos": np.arccos, "arcsinh": np.arcsinh, "arccosh": np.arccosh,
-        "arctanh": np.arctanh, "tan": np.tan, "popcount": np.bitwise_count}.items()},
-    "bitcast": _bitcast,
-}
+    name: _function(op) for name, op in OPERATORS.items() if op.arity == 1}
 
 
 def _reduction(reduce: Callable[..., Any], accumulate: bool) -> Callable[[np.ndarray, int, str], Any]:
@@ -145,7 +135,7 @@ def _unary(e: Unary, values: Values, grid: Grid, memory: Memory) -> Any:
 
 def _binary(e: Binary, values: Values, grid: Grid, memory: Memory) -> Any:
     with np.errstate(all="ignore"):
-        return BINARY_FUNCTIONS[e.op](values[id(e.a)], values[id(e.b)])
+        return BINARY_FUNCTIONS[e.op](values[id(e.a)], values[id(e.b)], e)
 
 
 #: the value of one node over the whole grid, from its operands' values

@@ -22,13 +22,10 @@ from stax.ir import Node
 from .context import output_strides
 from .expr import Binary, Cast, Const, Expr, Unary, loads, postorder
 from .ir import ComputedBuffer, ExternCall, OutputRef, Reduction, Scan
+from .operators import get_operator
 
 if TYPE_CHECKING:
     from .context import LoopLowering
-
-#: float operations whose result is exact: NumPy reports no event for them, not even underflow
-EXACT = frozenset({"neg", "abs", "copysign", "maximum", "minimum", "floor", "ceil", "trunc",
-                   "rint"})
 
 
 def _float(dtype: str) -> bool:
@@ -37,7 +34,8 @@ def _float(dtype: str) -> bool:
 
 def may_report(e: Expr) -> bool:
     """Whether NumPy may report a floating-point event computing the operation ``e`` (its own,
-    not its operands'): float arithmetic other than the exact operations (``EXACT``), a cast
+    not its operands'): float arithmetic other than the exact operations without events
+    (``LoopOperator.exact``, ``events``: ``abs``, ``maximum``, ``floor``...), a cast
     from a float to a narrower float or to an integer, integer division and remainder (by zero,
     and ``MIN // -1``: not by another constant). Comparisons and casts to bool never report."""
     if isinstance(e, Cast):
@@ -47,7 +45,8 @@ def may_report(e: Expr) -> bool:
     if isinstance(e, Binary) and e.op in ("floordiv", "mod"):  # integers (floats: py_floordiv)
         return not (isinstance(e.b, Const) and e.b.value not in (0, -1)) and e.dtype != "bool"
     if isinstance(e, Unary | Binary):
-        return _float(e.dtype) and e.op not in EXACT  # bitcast to a float: nextafter, spacing
+        operator = get_operator(e.op)  # bitcast to a float (nextafter, spacing) may overflow
+        return _float(e.dtype) and not (operator.exact and operator.events is None)
     return False
 
 

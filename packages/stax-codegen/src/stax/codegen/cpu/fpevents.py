@@ -57,7 +57,6 @@ each fused group is emitted twice:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from llvmlite import ir
 
@@ -76,11 +75,16 @@ from stax.loop import (
 )
 from stax.loop.bits import fmax_operands
 from stax.loop.expr import COMPARISON_OPS
+from stax.loop.operators import DIVIDE as DIVIDE
+from stax.loop.operators import INVALID as INVALID
+from stax.loop.operators import OPERATORS, OVERFLOW, Events
+from stax.loop.operators import UNDERFLOW as UNDERFLOW
 
 from .types import is_float
 
-# NumPy's floating-point status bits (npy_get_floatstatus): the categories of np.errstate
-DIVIDE, OVERFLOW, UNDERFLOW, INVALID = 1, 2, 4, 8
+# NumPy's status bits DIVIDE, OVERFLOW, UNDERFLOW, INVALID (the categories of np.errstate) and
+# each operator's events are declared with the loop operators: facts of NumPy's, not of this
+# target. The rest of the backend imports the bits from here.
 MAYBE = 16  # the fast kernel saw a non-finite value: the precise kernel says which events
 #: an fmax/fmin met a tie of different bits (0.0 and -0.0, two different NaNs), whose answer
 #: NumPy leaves to the order of its loops (``stax.loop.bits.fmax_select``): the call runs as NumPy.
@@ -88,46 +92,15 @@ MAYBE = 16  # the fast kernel saw a non-finite value: the precise kernel says wh
 TIE = 32
 I32 = ir.IntType(32)
 
-
-@dataclass(frozen=True)
-class Events:
-    """What an operation with a float result may report. ``inf``: the categories of an infinite
-    result from finite operands (``"divisor"``: divide by zero where operand ``zero_operand`` is
-    zero, else ``otherwise``); ``nan``: a NaN result from non-NaN operands is invalid (``"any"``:
-    every NaN result is, as NumPy's logaddexp reports); ``finite_operands``: the operands whose
-    finiteness the infinite case requires (``pow``: only the base, ``0 ** -inf`` divides);
-    ``difference``: overflow where ``a - b`` overflows (NumPy's logaddexp subtracts first, and
-    reports it even though its result is finite)."""
-
-    inf: int = 0
-    nan: bool | str = False
-    zero_operand: int | None = None
-    otherwise: int = OVERFLOW
-    finite_operands: tuple[int, ...] | None = None
-    difference: bool = False
-
-
-#: per loop-IR operation with a float result; operations absent here report nothing
-OPERATIONS: dict[str, Events] = {
-    **{op: Events(OVERFLOW, True) for op in ("add", "sub", "mul", "py_mod")},
-    "truediv": Events(DIVIDE, True, zero_operand=1),
-    "py_floordiv": Events(DIVIDE, True, zero_operand=1, otherwise=OVERFLOW | INVALID),
-    "pow": Events(DIVIDE, True, zero_operand=0, finite_operands=(0,)),
-    "hypot": Events(OVERFLOW), "ldexp": Events(OVERFLOW),
-    "logaddexp": Events(nan="any", difference=True),
-    "logaddexp2": Events(nan="any", difference=True),
-    **{op: Events(OVERFLOW) for op in ("exp", "exp2", "expm1", "sinh", "cosh")},
-    **{op: Events(DIVIDE, True) for op in ("log", "log2", "log10", "log1p", "arctanh")},
-    **{op: Events(nan=True) for op in ("sqrt", "arcsin", "arccos", "arccosh", "sin", "cos", "tan")},
-    # nextafter and spacing step the bits: past the largest float is NumPy's overflow
-    "bitcast": Events(OVERFLOW),
-}
+#: per loop-IR operation with a float result, what NumPy may report computing it (the
+#: operators' declarations, ``stax.loop.operators``); operations absent here report nothing
+OPERATIONS: dict[str, Events] = {name: op.events for name, op in OPERATORS.items()
+                                 if op.events is not None}
 NARROWING = Events(OVERFLOW)  # a float64 -> float32 cast
 #: single IEEE operations: on x86-64 their events are exactly the CPU's exception flags
 IEEE = frozenset({"add", "sub", "mul", "truediv", "sqrt"})
 #: operations whose float result is exact (never tiny and inexact): they cannot underflow
-EXACT = frozenset({"neg", "abs", "maximum", "minimum", "copysign", "floor", "ceil", "trunc",
-                   "rint", "signbit", "bitcast", "popcount"})
+EXACT = frozenset(name for name, op in OPERATORS.items() if op.exact)
 # MXCSR: the sticky exception flags (invalid, denormal, divide, overflow, underflow, precision)
 MXCSR_FLAGS = 0x3F
 MXCSR_EVENTS = 0x1 | 0x4 | 0x8  # invalid, divide by zero, overflow
@@ -136,13 +109,8 @@ ACCUMULATION = Events(OVERFLOW, True)  # a step of a float sum or product
 
 #: operations whose result is infinite or NaN whenever the operand at these positions is
 #: (``x / inf`` is 0 and ``exp(-inf)`` is 0: those lose it)
-PRESERVES: dict[str, tuple[int, ...]] = {
-    **{op: (0, 1) for op in ("add", "sub", "mul")},
-    **{op: (0,) for op in ("truediv", "copysign", "ldexp", "neg", "abs", "sqrt", "floor", "ceil",
-                           "trunc", "rint", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-                           "arcsin", "arccos", "arccosh", "arctanh", "sinh", "cosh", "cbrt",
-                           "arcsinh")},
-}
+PRESERVES: dict[str, tuple[int, ...]] = {name: op.preserves for name, op in OPERATORS.items()
+                                         if op.preserves}
 
 
 def events_of(e: Expr) -> Events | None:
