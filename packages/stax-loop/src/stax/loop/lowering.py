@@ -88,6 +88,8 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
     if lazy.buffer is not None or meta is None or not ctx.native(lazy.dtype):
         return
     numel = int(np.prod(lazy.shape))
+    if numel == 0:
+        return  # an empty value: nothing to compute, keep or recompute
     reads, output = 0, False
     for user in node.users:
         if user.op is Opcode.OUTPUT:

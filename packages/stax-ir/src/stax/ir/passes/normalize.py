@@ -12,6 +12,7 @@ import numpy as np
 from ..graph import Graph, Node, Opcode
 from ..ops import same_index_key
 from .base import COMMUTATIVE, call_kwargs, canonical_target, constant_value
+from .empty import empty_array, empty_region_value, reads_nothing
 from .rewrite import is_output_value, substitute
 
 _MUL = ("operator.mul", "numpy.multiply")
@@ -98,5 +99,15 @@ class NormalizeOperators:
             if x is not None and safe_to_replace(node, x):
                 notes.append(f"%{node.name} is %{x.name}")
                 substitute(graph, node, x)
+                continue
+            value = empty_region_value(node)
+            if value is not None:  # y[k] = v over no element: v is not read (empty.py)
+                node.set_args((node.args[0], node.args[1], False if node.tensor.dtype == "bool"
+                               else 0))
+                notes.append(f"%{node.name} assigns to no element: %{value.name} is not read")
+            elif reads_nothing(node):
+                zeros = empty_array(graph, node)
+                notes.append(f"%{node.name} is empty: %{zeros.name}")
+                substitute(graph, node, zeros)
         self.last_summary = "; ".join(notes)
         return bool(notes)

@@ -1,0 +1,71 @@
+"""Steps that read no element of an operand (part of NormalizeOperators, spec §4.2).
+
+NumPy computes every step in full and reports its floating-point events, whatever reads the
+result. A fused kernel computes a value only at the elements its readers read: an item
+assignment to an empty region (``y[1:] = np.sqrt(x)`` with one row in ``y``) or a step with an
+empty result (``np.sqrt(x) * np.ones((0, 1))``) reads none, so the value's kernel never ran and
+its warning was lost (found by the stress suite). Both are rewritten so that the value is no
+longer read at all; DCE then keeps it as an unused step computed for its events
+(``Node.events_only``), as it keeps ``_ = np.sqrt(x)``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..graph import Graph, Node, Opcode
+from ..meta import TensorMeta, contiguous_strides
+from .dce import may_raise_events, may_raise_on_data
+
+SETITEM = "stax.functional.setitem"
+
+
+def _numel(node: Node) -> int | None:
+    meta = node.tensor
+    return None if meta is None else int(np.prod(meta.shape, dtype=np.int64))
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def empty_region_value(node: Node) -> Node | None:
+    """The value operand of an item assignment whose key selects no element, or None. Its
+    region is measured on a zero-stride view of the target's shape (no memory)."""
+    if node.op is not Opcode.CALL_FUNCTION or node.target != SETITEM or len(node.args) != 3:
+        return None
+    target, key, value = node.args
+    if not isinstance(value, Node) or not isinstance(target, Node) or target.tensor is None or \
+            any(isinstance(leaf, Node) for leaf in _leaves(key)):
+        return None
+    try:
+        region = np.broadcast_to(np.empty((), dtype=bool), target.tensor.shape)[key]
+    except (IndexError, TypeError, ValueError):
+        return None
+    return value if region.size == 0 else None
+
+
+def reads_nothing(node: Node) -> bool:
+    """Whether ``node`` has an empty result computed from a non-empty operand that may report
+    events: NumPy computed that operand in full, a kernel of ``node`` would read none of it."""
+    if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or node.effectful or \
+            node.graph.dialect == "op" or "sequence" in node.meta or _numel(node) != 0 or \
+            may_raise_on_data(node):
+        return False
+    return any((_numel(a) or 0) > 0 and may_raise_events(a) for a in node.inputs)
+
+
+def empty_array(graph: Graph, node: Node) -> Node:
+    """A new ``np.zeros`` node of ``node``'s shape and dtype (C order), placed before it."""
+    meta = node.tensor
+    assert meta is not None
+    with graph.inserting_before(node):
+        zeros = graph.call_function("numpy.zeros", (tuple(meta.shape),), {"dtype": meta.dtype})
+    zeros.meta["tensor"] = TensorMeta(tuple(meta.shape), meta.dtype,
+                                      contiguous_strides(tuple(meta.shape)), meta.device)
+    if node.source is not None:
+        zeros.meta["source"] = node.meta["source"]
+    return zeros
