@@ -125,6 +125,8 @@ for _name, _ufunc, _captures, _props in (
         ("fmax", np.fmax, ("numpy.fmax",), {}), ("fmin", np.fmin, ("numpy.fmin",), {}),
         ("heaviside", np.heaviside, ("numpy.heaviside",), {})):
     _elementwise(_name, 2, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly", **_props)
+for _name, _ufunc in (("gcd", np.gcd), ("lcm", np.lcm)):  # integers, of the magnitudes, wrapping
+    _elementwise(_name, 2, _ufunc, (f"numpy.{_name}",), f"numpy.{_name}, exactly", commutative=True)
 for _name, _ufunc, _captures in (
         ("invert", np.invert, ("operator.invert", "numpy.invert", "numpy.bitwise_not",
                                "numpy.bitwise_invert")),

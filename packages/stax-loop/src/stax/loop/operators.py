@@ -135,6 +135,8 @@ _declare("py_floordiv", BINARY, np.floor_divide, "f", "float // by NumPy's npy_d
          events=Events(DIVIDE, True, zero_operand=1, otherwise=OVERFLOW | INVALID))
 _declare("py_mod", BINARY, np.remainder, "f", "float % by NumPy's npy_divmod",
          events=_ARITHMETIC)
+_declare("gcd", BINARY, np.gcd, "iu", "of the magnitudes (MIN's wraps to MIN), gcd(0, 0) = 0")
+_declare("lcm", BINARY, np.lcm, "iu", "|a| // gcd(a, b) * |b|, wrapping; 0 when either is 0")
 for _name in sorted(comparison_ops()):  # the ops declared comparisons: the operators of the name
     _declare(_name, "T,T->bool", get_op(_name).reference, "biuf")
 

@@ -1,6 +1,7 @@
 """Emitters of division with a remainder as NumPy computes it: integer ``//`` and ``%`` (the
-quotient rounded toward minus infinity, 0 for a zero divisor, with their events), and float
-``//`` and ``%`` by NumPy's npy_divmod (``py_floordiv``, ``py_mod``)."""
+quotient rounded toward minus infinity, 0 for a zero divisor, with their events), float ``//``
+and ``%`` by NumPy's npy_divmod (``py_floordiv``, ``py_mod``), and the greatest common divisor
+and least common multiple of integers (``gcd``, ``lcm``)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,58 @@ def integer_divmod(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value
         value = b.select(adjust, b.add(r, c), r)
         value = b.select(by_minus_one, zero, value)
     return b.select(by_zero, zero, value)
+
+
+
+def _binary_gcd(em: Emitter, u: ir.Value, v: ir.Value) -> ir.Value:
+    """The greatest common divisor of the unsigned ``u`` and ``v`` (0 for two zeros), by Stein's
+    binary algorithm: shifts and subtractions, no division. A loop of at most as many steps as
+    the width has bits, on blocks of its own (the element loop goes on in the last one)."""
+    b = em.builder
+    typ = u.type
+    zero = ir.Constant(typ, 0)
+    cttz = em.fn.module.declare_intrinsic("llvm.cttz", [typ],
+                                          ir.FunctionType(typ, [typ, ir.IntType(1)]))
+    defined = ir.Constant(ir.IntType(1), 0)  # cttz(0) is the width, not poison
+    either = b.or_(u, v)  # the answer where one of them is zero
+    before = b.block
+    start, loop, done = (em.fn.append_basic_block(f"gcd_{n}") for n in ("start", "loop", "done"))
+    b.cbranch(b.or_(b.icmp_unsigned("==", u, zero), b.icmp_unsigned("==", v, zero)), done, start)
+    b.position_at_end(start)  # both nonzero: their common power of two aside, u made odd
+    shift = b.call(cttz, [either, defined])
+    odd = b.lshr(u, b.call(cttz, [u, defined]))
+    b.branch(loop)
+    b.position_at_end(loop)  # an odd and a nonzero value: the second made odd, then both
+    small, large = b.phi(typ), b.phi(typ)  # replaced by (the smaller, their difference)
+    made_odd = b.lshr(large, b.call(cttz, [large, defined]))
+    below = b.icmp_unsigned("<", small, made_odd)
+    low, high = b.select(below, small, made_odd), b.select(below, made_odd, small)
+    difference = b.sub(high, low)
+    small.add_incoming(odd, start)
+    small.add_incoming(low, loop)
+    large.add_incoming(v, start)
+    large.add_incoming(difference, loop)
+    b.cbranch(b.icmp_unsigned("!=", difference, zero), loop, done)
+    b.position_at_end(done)
+    found, power = b.phi(typ), b.phi(typ)
+    found.add_incoming(either, before)
+    found.add_incoming(low, loop)
+    power.add_incoming(zero, before)
+    power.add_incoming(shift, loop)
+    return b.shl(found, power)
+
+
+@binary("gcd", "lcm")
+def gcd_lcm(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
+    """NumPy's npy_gcd and npy_lcm: of the operands' magnitudes as unsigned values (MIN's is
+    2^(bits-1), so gcd(MIN, 0) wraps to MIN), gcd(0, 0) = 0, lcm = |a| / gcd * |c| wrapping (0
+    where either is 0)."""
+    b = em.builder
+    zero = ir.Constant(a.type, 0)
+    if is_signed(e.dtype):
+        a, c = (b.select(b.icmp_signed("<", x, zero), b.sub(zero, x), x) for x in (a, c))
+    divisor = _binary_gcd(em, a, c)
+    if e.op == "gcd":
+        return divisor
+    safe = b.select(b.icmp_unsigned("==", divisor, zero), ir.Constant(a.type, 1), divisor)
+    return b.mul(b.udiv(a, safe), c)  # two zeros: 0 / 1 * 0
