@@ -2,12 +2,10 @@
 asks LLVM nothing about the host), one object the pipeline takes, and modules without import
 cycles."""
 
-import ast
 import subprocess
 import sys
 import textwrap
 from dataclasses import replace
-from pathlib import Path
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -27,84 +25,14 @@ from stax.codegen import (
 from stax.codegen.cpu import vmath64
 from stax.codegen.cpu.costs import keep_in_memory, operations
 from stax.codegen.cpu.vmath64 import dd
+from stax.ir.structure import import_cycles, import_graph
 from stax.loop import LOWERINGS, LoopProgram, lower_opgraph
-
-PACKAGE = Path(stax.codegen.__file__).parent
-
-
-def module_imports(root: Path, package: str) -> dict[str, set[str]]:
-    """Each module of the package under ``root`` and the package's modules it imports, at module
-    level or inside a function (a lazy import closes a cycle as well)."""
-    modules = {}
-    for path in root.rglob("*.py"):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        modules[".".join([package, *parts])] = path
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-        edges = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                found = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = ".".join(here[:len(here) - node.level + 1] + [node.module or ""]).strip(".") \
-                    if node.level else node.module
-                submodules = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules]
-                # ``from . import x`` of a submodule x needs x, not the package's __init__
-                found = submodules if len(submodules) == len(node.names) else [base, *submodules]
-            else:
-                continue
-            edges.update(m for m in found if m in modules and m != name)
-        graph[name] = edges
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def test_no_import_cycle_between_modules_of_stax_codegen():
-    graph = module_imports(PACKAGE, "stax.codegen")
+    graph = import_graph("stax.codegen", lazy=True)  # imports inside functions count too
     assert "stax.codegen.cpu.jit" in graph and len(graph) > 20  # the walk found the package
-    assert cycles(graph) == []
-
-
-def test_the_cycle_finder_finds_a_lazy_import_cycle(tmp_path):
-    (tmp_path / "__init__.py").write_text("")
-    (tmp_path / "a.py").write_text("from .b import f\n")
-    (tmp_path / "b.py").write_text("def f():\n    from . import a\n    return a\n")
-    (tmp_path / "c.py").write_text("from . import a\n")
-    assert cycles(module_imports(tmp_path, "p")) == [["p.a", "p.b"]]
+    assert import_cycles(graph) == []
 
 
 def test_importing_stax_codegen_asks_llvm_nothing_about_the_host():
