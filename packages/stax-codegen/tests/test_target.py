@@ -22,8 +22,9 @@ from stax.codegen import (
     generate,
     target_for,
 )
-from stax.codegen.cpu import vmath64
+from stax.codegen.cpu import registry, vmath64
 from stax.codegen.cpu.costs import keep_in_memory, operations
+from stax.codegen.cpu.target import cpu_basis
 from stax.codegen.cpu.vmath64 import dd
 from stax.ir.structure import import_cycles, import_graph
 from stax.loop import LOWERINGS, LoopProgram, lower_opgraph
@@ -66,10 +67,21 @@ def test_the_cpu_target_is_this_host():
                                        llvm.get_host_cpu_features().flatten())
     assert target.identity.fma == ("+fma" in llvm.get_host_cpu_features().flatten().split(","))
     assert target.cache_key == (CODEGEN_VERSION, llvmlite.__version__, *target.identity.key())
-    assert target.basis == frozenset(LOWERINGS)
+    assert target.basis == cpu_basis() == frozenset(LOWERINGS)  # every operator has an emitter
     assert {"float32", "float64", "int64", "bool"} <= target.loop_dtypes
     assert "float16" not in target.loop_dtypes
     assert target.materialize is keep_in_memory and target.element_cost is operations
+
+
+def test_the_basis_is_what_the_emitter_emits(monkeypatch):
+    """An op that is a loop operator leaves the CPU's basis with its emitter (a GPU target's
+    basis is derived the same way from its own emitters)."""
+    monkeypatch.delitem(registry.BINARY, "hypot")
+    monkeypatch.delitem(registry.UNARY, "cbrt")
+    basis = cpu_basis()
+    assert "hypot" not in basis and "cbrt" not in basis
+    assert basis == frozenset(LOWERINGS) - {"hypot", "cbrt"}
+    assert "hypot" not in replace(cpu_target(), basis=basis).loop_options.ops
 
 
 def test_the_cpu_limits_are_its_kernels():
@@ -151,4 +163,6 @@ def test_the_loop_layers_defaults_are_the_cpu_targets_options():
     checks, or such kernels would run past the CPU's trig and fmod limits unchecked."""
     from stax.loop.options import DEFAULT_OPTIONS
 
-    assert cpu_target().loop_options == DEFAULT_OPTIONS
+    options = cpu_target().loop_options
+    assert options.ops == frozenset(LOWERINGS)  # every op: the defaults' None
+    assert replace(options, ops=None) == DEFAULT_OPTIONS

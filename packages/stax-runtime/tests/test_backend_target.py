@@ -41,6 +41,21 @@ def test_the_decomposition_basis_is_the_targets():
     assert g.cache_info().fallbacks == 1
 
 
+def test_an_op_outside_the_basis_runs_as_numpy():
+    """A target whose kernels lack hypot (and hypot has no decomposition) runs it as a NumPy
+    step between its kernels, not as a failed compile."""
+    x, y = np.linspace(-3, 3, 64), np.linspace(1, 2, 64)
+    narrow, _ = compiled_with("target-no-hypot",
+                              target=replace(cpu_target(), basis=cpu_target().basis - {"hypot"}))
+    full, _ = compiled_with("target-with-hypot")
+    fns = [compile_(lambda a, b: np.hypot(a, b) * 2 + 1) for compile_ in (narrow, full)]
+    for fn in fns:
+        np.testing.assert_array_equal(fn(x, y), np.hypot(x, y) * 2 + 1)
+        assert fn.cache_info().fallbacks == 0
+    externs = [[s.target for s in fn.versions()[0].artifact.externs] for fn in fns]
+    assert externs == [["numpy.hypot"], []]
+
+
 def test_the_materialization_policy_is_the_targets():
     x = np.linspace(-1, 1, 4096)
 

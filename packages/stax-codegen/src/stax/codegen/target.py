@@ -99,8 +99,8 @@ class Target:
     @property
     def loop_options(self) -> LoopOptions:
         """What the loop layer must know of this target (``lower_opgraph(options=...)``): the
-        dtypes its loops take and where its kernels need a check that sends a call to NumPy."""
-        return LoopOptions(dtypes=self.loop_dtypes,
+        ops and dtypes its loops take and where its kernels need a check that sends a call to NumPy."""
+        return LoopOptions(dtypes=self.loop_dtypes, ops=self.basis,
                            trig_reduction_limit=FloatLimits(float64=self.limits.trig_reduction),
                            fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)))
 

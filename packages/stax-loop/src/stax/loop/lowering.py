@@ -61,8 +61,9 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
             rule = LOWERINGS.get(node.target)
             if rule is None:
                 raise ctx.unsupported(f"op {node.target!r} has no loop lowering yet")
-            if node.target not in OWN_DTYPE_RULES and not _native_dtypes(ctx, node):
-                rule = op_as_extern  # NumPy computes it: dtypes kernels do not handle yet
+            if (node.target not in OWN_DTYPE_RULES and not _native_dtypes(ctx, node)) or \
+                    (options.ops is not None and node.target not in options.ops):
+                rule = op_as_extern  # NumPy computes it: dtypes or an op the kernels lack
             first = len(ctx.buffers)
             ctx.values[node] = rule(ctx, node)
             if node.events_only and not node.users:

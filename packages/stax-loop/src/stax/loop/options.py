@@ -43,6 +43,8 @@ class LoopOptions:
     runs as NumPy (``None``: no check, the kernels are good everywhere).
     ``fmod_exact_quotient``: per float dtype, the |a / b| below which the kernels' fmod is exact;
     a check buffer flags larger quotients (``None``: float // and % run as NumPy).
+    ``ops``: the ops the backend's kernels implement (its basis); another op runs as its NumPy
+    reference (``None``: every op the loop layer lowers).
     ``split_min``, ``split_chunks``: a reduction of every axis over at least ``split_min``
     elements is split into partial reductions over chunks (a 1-D one into at most
     ``split_chunks`` chunks that divide it), which the backend's threads share.
@@ -53,11 +55,14 @@ class LoopOptions:
         default_factory=lambda: FloatLimits(float64=TRIG_REDUCTION_LIMIT))
     fmod_exact_quotient: FloatLimits = field(
         default_factory=lambda: FloatLimits(**FMOD_EXACT_QUOTIENT))
+    ops: frozenset[str] | None = None
     split_min: int = 1 << 16
     split_chunks: int = 64
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", frozenset(self.dtypes))
+        if self.ops is not None:
+            object.__setattr__(self, "ops", frozenset(self.ops))
         for name in self.dtypes:
             if np.dtype(name).kind not in "biuf" or np.dtype(name).name != name:
                 raise ValueError(f"LoopOptions.dtypes: {name!r} is not a bool, integer or float "

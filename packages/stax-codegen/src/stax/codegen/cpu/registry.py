@@ -116,6 +116,12 @@ def binary_emitter(op: str) -> BinaryEmitter:
     return _lookup(BINARY, "binary operator", op)
 
 
+def emits(op: str) -> bool:
+    """Whether a loop operator (unary, binary or comparison) has a CPU emitter; complete once
+    ``rules`` is imported."""
+    return op in UNARY or op in BINARY
+
+
 def accumulator(kind: str) -> Accumulator:
     return _lookup(REDUCTIONS, "reduction", kind)
 

@@ -7,11 +7,13 @@ import functools
 
 import llvmlite
 
-from stax.loop import LOWERINGS
+from stax.loop import LOWERINGS, OPERATORS
 
 from ..target import NumericLimits, Target
+from . import rules
 from .costs import keep_in_memory, operations
 from .host import host_identity
+from .registry import emits
 from .vmath64.trig import TRIG_LIMIT
 
 #: dtypes the CPU kernels compute in; float16 waits for a checked rounding story
@@ -22,11 +24,18 @@ LOOP_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "ui
 FMOD_EXACT_QUOTIENT = (("float32", 2.0 ** 22), ("float64", 2.0 ** 51))
 
 
+def cpu_basis() -> frozenset[str]:
+    """The ops the CPU kernels implement: every op the loop layer lowers, less an op that is a
+    loop operator without a CPU emitter (``registry.emits``; ``rules`` registers them all). An op
+    outside the basis is decomposed where it has a rule, else a NumPy step."""
+    assert rules.EMITTER_MODULES  # the emitter tables are filled
+    return frozenset(op for op in LOWERINGS if op not in OPERATORS or emits(op))
+
+
 @functools.cache
 def cpu_target() -> Target:
-    """The target of this process's CPU, probed once on first use. Its basis is every op the
-    loop layer lowers: the CPU emitter emits every loop operation."""
-    return Target(identity=host_identity(), basis=frozenset(LOWERINGS), loop_dtypes=LOOP_DTYPES,
+    """The target of this process's CPU, probed once on first use."""
+    return Target(identity=host_identity(), basis=cpu_basis(), loop_dtypes=LOOP_DTYPES,
                   limits=NumericLimits(trig_reduction=TRIG_LIMIT,
                                        fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
                   materialize=keep_in_memory, element_cost=operations,
