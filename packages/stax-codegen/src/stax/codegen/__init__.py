@@ -1,4 +1,5 @@
-"""stax.codegen — scheduling, fusion and LLVM code generation for the CPU (spec §7–8)."""
+"""stax.codegen — scheduling, fusion and code generation: LLVM for the CPU, Triton for CUDA
+(spec §7–9)."""
 
 from .artifact import KERNELS_SCHEMA, BufferPlan, KernelArtifact, KernelPlan, load_artifact
 from .block_pool import default_block_pool
@@ -9,6 +10,9 @@ from .executable import Executable, ExternResultMismatch, FloatingPointEvents, I
 from .generate import CodegenOptions, generate
 from .scheduler import FusionDecision, schedule
 from .target import Identity, NumericLimits, Target
+from .triton.executable import TritonExecutable
+from .triton.generate import generate_triton
+from .triton.target import triton_target
 from .version import CODEGEN_VERSION
 
 __version__ = "0.1.0"
@@ -16,6 +20,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CODEGEN_VERSION", "DEVICES", "KERNELS_SCHEMA", "BufferPlan", "CodegenOptions", "DiskCache", "Executable",
     "ExternResultMismatch", "FloatingPointEvents", "FusionDecision", "Identity", "InputMismatch",
-    "KernelArtifact", "KernelPlan", "NumericLimits", "Target",
-    "cpu_target", "default_block_pool", "generate", "load_artifact", "schedule", "target_for",
+    "KernelArtifact", "KernelPlan", "NumericLimits", "Target", "TritonExecutable",
+    "cpu_target", "default_block_pool", "generate", "generate_triton", "load_artifact", "schedule",
+    "target_for", "triton_target",
 ]

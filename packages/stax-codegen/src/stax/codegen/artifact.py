@@ -1,8 +1,9 @@
 """The compiled artifact ``stax.kernels/1``: kernels, launch plan and buffer plan (spec §7–8).
 
-It carries everything needed to run without the earlier layers: the LLVM IR of every kernel (one
-module), which buffers each kernel reads and writes in which order, how to allocate each buffer,
-and how the user's inputs and outputs map onto buffers.
+It carries everything needed to run without the earlier layers: the code of every kernel (one
+LLVM module for the CPU; one Triton source module for CUDA, with each kernel's launch), which
+buffers each kernel reads and writes in which order, how to allocate each buffer, and how the
+user's inputs and outputs map onto buffers.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from .nesting import NestPlan
 from .storage_plan import StoragePlan
 
 # 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events;
-# 1.4: each kernel's loop nest
+# 1.4: each kernel's loop nest; 1.5: Triton source and each kernel's launch (CUDA documents)
 KERNELS_SCHEMA = "stax.kernels/1.4"
+#: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
+#: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
+TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
 #: the int32[1] buffer (role "events") kernels OR NumPy's floating-point status bits into, as
 #: their last argument (``cpu/fpevents.py``); not a valid Python name, so never an argument's
 EVENTS_BUFFER = "$events"
@@ -32,6 +36,28 @@ class BufferPlan:
     dtype: str
     strides: tuple[int, ...]
     role: str  # "input" | "output" | "intermediate" | "extern" | "events"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a GPU kernel is launched: its grid of programs, the block sizes its ``tl.constexpr``
+    parameters take (``XBLOCK``, ``R0_BLOCK``) and the warps per program."""
+
+    grid: tuple[int, ...]
+    blocks: tuple[tuple[str, int], ...]
+    num_warps: int
+
+    @property
+    def constants(self) -> dict[str, int]:
+        return dict(self.blocks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"grid": list(self.grid), "blocks": dict(self.blocks), "num_warps": self.num_warps}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Launch:
+        return cls(tuple(doc["grid"]), tuple((k, int(v)) for k, v in doc["blocks"].items()),
+                   int(doc["num_warps"]))
 
 
 @dataclass(frozen=True)
@@ -48,6 +74,8 @@ class KernelPlan:
     #: how its loops are arranged (``nesting.py``); None in documents before 1.4, which did not
     #: record it (and cannot be told it: they hold no loop IR, only the LLVM IR made from it)
     nest: NestPlan | None = None
+    #: a GPU kernel's launch (1.5); None for a CPU kernel
+    launch: Launch | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +118,8 @@ class KernelArtifact:
     #: some kernel may underflow without reporting it: while NumPy's error state does not
     #: ignore underflow, calls run eagerly (``errstate.py``)
     underflow_unseen: bool = False
+    #: the kernels as one Triton source module (a ``cuda`` target's; ``llvm_ir`` is then empty)
+    triton_source: str | None = None
 
     @property
     def events(self) -> str | None:
@@ -108,7 +138,7 @@ class KernelArtifact:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": KERNELS_SCHEMA,
+            "schema": KERNELS_SCHEMA if self.triton_source is None else TRITON_KERNELS_SCHEMA,
             "name": self.name,
             "target": self.target,
             "codegen_version": self.codegen_version,
@@ -118,7 +148,8 @@ class KernelArtifact:
                          "outer_range": k.outer_range, "work": k.work, "parallel": k.parallel,
                          "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
                          "index_bits": k.index_bits,
-                         **({"nest": k.nest.to_json()} if k.nest is not None else {})}
+                         **({"nest": k.nest.to_json()} if k.nest is not None else {}),
+                         **({"launch": k.launch.to_json()} if k.launch is not None else {})}
                         for k in self.kernels],
             "input_slots": self.input_slots,
             "input_tree": self.input_tree.to_json(),
@@ -139,6 +170,7 @@ class KernelArtifact:
             "llvm_ir": self.llvm_ir,
             **({"precise_llvm_ir": self.precise_ir} if self.precise_ir is not None else {}),
             **({"underflow_unseen": True} if self.underflow_unseen else {}),
+            **({"triton_source": self.triton_source} if self.triton_source is not None else {}),
         }
 
     @classmethod
@@ -151,7 +183,8 @@ class KernelArtifact:
             [KernelPlan(k["name"], tuple(k["args"]), tuple(k["computes"]), k["outer_range"],
                         k["work"], k["parallel"], k["bytes_read"], k["bytes_written"],
                         k.get("index_bits", 64),
-                        NestPlan.from_json(k["nest"], k["computes"]) if "nest" in k else None)
+                        NestPlan.from_json(k["nest"], k["computes"]) if "nest" in k else None,
+                        Launch.from_json(k["launch"]) if "launch" in k else None)
              for k in doc["kernels"]],
             list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
@@ -165,13 +198,15 @@ class KernelArtifact:
             dict(doc.get("checks", {})),
             doc.get("precise_llvm_ir"),
             bool(doc.get("underflow_unseen", False)),
+            doc.get("triton_source"),
         )
 
     def dump(self, path: str | Path) -> None:
         write_json(path, self.to_json())
 
     def __str__(self) -> str:
-        lines = [f"# {KERNELS_SCHEMA} {self.name} for {self.target.get('cpu')}"]
+        schema = KERNELS_SCHEMA if self.triton_source is None else TRITON_KERNELS_SCHEMA
+        lines = [f"# {schema} {self.name} for {self.target.get('cpu')}"]
         for b in self.buffers:
             lines.append(f"buffer {b.name}: {b.dtype}{list(b.shape)} strides={b.strides} ({b.role})")
         for e in self.externs:
@@ -187,7 +222,7 @@ class KernelArtifact:
             lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(computes)};"
                          f" moves {k.bytes_read} B in, {k.bytes_written} B out;"
-                         f" int{k.index_bits} indices{_describe(k.nest)}")
+                         f" int{k.index_bits} indices{_describe(k.nest)}{_launched(k.launch)}")
         if self.storage is not None:
             st = self.storage
             for block, size in enumerate(st.sizes):
@@ -212,6 +247,13 @@ def _describe(nest: NestPlan | None) -> str:
     if nest.kind == "rows":
         text += " (phases " + " | ".join(", ".join(p) for p in nest.phases) + ")"
     return text + "".join(f"; {r} also stores {b}" for r, b in nest.shares)
+
+
+def _launched(launch: Launch | None) -> str:
+    if launch is None:
+        return ""
+    blocks = ", ".join(f"{name}={size}" for name, size in launch.blocks)
+    return f"; grid {launch.grid}, {blocks}, {launch.num_warps} warps"
 
 
 def _storage_from_json(doc: dict[str, Any] | None) -> StoragePlan | None:

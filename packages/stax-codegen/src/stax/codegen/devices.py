@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from .cpu.target import cpu_target
 from .target import Target
+from .triton.target import triton_target
 
+#: the devices the runtime compiles for end to end (``stax.compile(device=...)``)
 DEVICES = ("cpu",)
+#: the devices with a target: ``cuda``'s kernels and executable exist (``triton/``), and join
+#: ``DEVICES`` once the runtime dispatches by device (issue 12 item 1)
+TARGET_DEVICES = ("cpu", "cuda")
 
 
 def target_for(device: str) -> Target:
-    """The target that compiles for ``device`` (made on first use)."""
+    """The target that compiles for ``device`` (made on first use): ``cpu`` the host's LLVM
+    kernels, ``cuda`` Triton kernels (``triton/target.py``; Triton itself is needed only to run
+    them, ``triton/executable.py``)."""
     if device == "cpu":
         return cpu_target()
-    raise ValueError(f"no target for device {device!r}; known devices: {', '.join(DEVICES)}")
+    if device == "cuda":
+        return triton_target()
+    raise ValueError(f"no target for device {device!r}; known devices: {', '.join(TARGET_DEVICES)}")

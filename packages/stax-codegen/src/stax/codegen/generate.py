@@ -1,4 +1,5 @@
-"""Loop IR -> compiled artifact: schedule, emit one LLVM function per kernel, plan buffers."""
+"""Loop IR -> compiled artifact: schedule and plan buffers (``program_plan.py``), then emit one
+LLVM function per kernel (a ``cuda`` target's Triton kernels: ``triton/generate.py``)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 
-import numpy as np
 from llvmlite import ir
 
-from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, index_width, loads
-from stax.loop.ir import encode_operands
+from stax.loop import ExternCall, LoopProgram, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.emit import KernelSpec, emit_kernel
@@ -19,10 +18,11 @@ from .cpu.host import host_identity
 from .cpu.jit import array_data_offset
 from .cpu.native_pool import native_available
 from .cpu.target import cpu_target
-from .nesting import NestPlan, nest_as
-from .scheduler import Group, schedule
-from .storage_plan import order_steps, plan_storage
+from .nesting import NestPlan
+from .program_plan import buffer_plans, extern_plan, kernel_args, output_plans, plan_program, traffic
+from .scheduler import Group
 from .target import Target
+from .triton.generate import generate_triton
 from .version import CODEGEN_VERSION
 
 
@@ -42,24 +42,17 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
              target: Target | None = None,
              nests: Mapping[tuple[str, ...], NestPlan] | None = None) -> KernelArtifact:
     """Build the ``stax.kernels/1`` artifact for ``program`` on ``target`` (default: the host
-    CPU's, ``cpu_target()``: LLVM IR for this process's CPU). ``nests`` replaces the
-    scheduler's loop nest of the kernels computing the given buffers (``KernelArtifact.nests``
-    of a document, as recorded or edited); ``ValueError`` when one is not legal for its kernel."""
+    CPU's, ``cpu_target()``: LLVM IR for this process's CPU; a ``cuda`` target's is Triton
+    source, ``triton/generate.py``). ``nests`` replaces the scheduler's loop nest of the kernels
+    computing the given buffers (``KernelArtifact.nests`` of a document, as recorded or edited);
+    ``ValueError`` when one is not legal for its kernel."""
     options = options or CodegenOptions()
     target = target or cpu_target()
+    if target.device == "cuda":
+        return generate_triton(program, target, nests)
     _check_emitter(target)
-    groups, decisions = schedule(program)
-    for group in groups:
-        plan = (nests or {}).get(tuple(n.name for n in group.nodes))
-        if plan is not None:
-            group.nest = nest_as(group.nodes, plan)
-    output_names = {o.buffer for o in program.outputs if o.buffer is not None}
-    kept = output_names | set(program.checks)  # read after the last step: never reused
-    discard = _discarded(program)
-    sizes = {b.name: 0 if b.name in discard else math.prod(b.shape) * np.dtype(b.dtype).itemsize
-             for b in (*program.inputs, *program.buffers)}
-    groups = order_steps(groups, sizes, kept)
-    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept, discard)
+    plan = plan_program(program, nests)
+    groups, storage, discard = plan.groups, plan.storage, plan.discard
     identity = target.identity
     module = ir.Module(name=program.name)
     module.triple = identity.triple
@@ -67,10 +60,9 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     # (``cpu/fpevents.py``); only float tests are inexact, integer division events are not
     precise = ir.Module(name=program.name)
     precise.triple = identity.triple
-    dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
+    dtypes = dict(plan.dtypes)
     dtypes[EVENTS_BUFFER] = "int32"
-    nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
-              for b in (*program.inputs, *program.buffers)}
+    nbytes = plan.nbytes
     kernels: list[KernelPlan] = []
     externs: list[ExternPlan] = []
     steps: list[str] = []
@@ -79,11 +71,11 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     for group in groups:
         call = group.extern
         if call is not None:
-            externs.append(_extern_plan(call))
+            externs.append(extern_plan(call))
             steps.append(call.name)
             continue
         name = f"kernel_{len(kernels)}"
-        args = _kernel_args(group, discard)
+        args = kernel_args(group, discard)
         events = EVENTS_BUFFER if has_events(group.nodes) else None
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
         spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
@@ -94,58 +86,26 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         unseen = unseen or underflow_unseen(group.nodes, identity.triple)
         kernels.append(_plan(name, group, args, nbytes, options, events, target, discard))
         steps.append(name)
-    buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
-    buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
-                           "extern" if isinstance(b, ExternCall)
-                           else "output" if b.name in output_names else "intermediate")
-                for b in program.buffers if b.name not in discard]
+    buffers = buffer_plans(plan)
     reports = any(EVENTS_BUFFER in k.args for k in kernels)
     if reports:
         buffers.append(BufferPlan(EVENTS_BUFFER, (1,), "int32", (1,), "events"))
-    outputs = [{"buffer": o.buffer, "scalar": o.scalar} if o.buffer is not None
-               else {"const": o.const} for o in program.outputs]
     return KernelArtifact(program.name, identity.to_json(), CODEGEN_VERSION, str(module), buffers,
-                          kernels, list(program.input_slots), program.input_tree, outputs,
-                          program.output_tree, [asdict(d) for d in decisions], externs, steps,
-                          storage, dict(program.checks), str(precise) if floats else None,
-                          unseen)
+                          kernels, list(program.input_slots), program.input_tree,
+                          output_plans(program), program.output_tree,
+                          [asdict(d) for d in plan.decisions], externs, steps, storage,
+                          dict(program.checks), str(precise) if floats else None, unseen)
 
 
 def _check_emitter(target: Target) -> None:
     """The CPU emitter (``cpu/emit.py``) makes code for this process's CPU only: its exact
     products follow the host's FMA and the JIT compiles for the host."""
     if target.device != "cpu":
-        raise ValueError(f"no emitter for device {target.device!r} (only 'cpu')")
+        raise ValueError(f"no emitter for device {target.device!r} (only 'cpu' and 'cuda')")
     if target.identity != host_identity():
         raise ValueError(f"the CPU emitter makes code for this host ({host_identity().cpu}, "
                          f"{host_identity().triple}), not for {target.identity.cpu}, "
                          f"{target.identity.triple}")
-
-
-def _extern_plan(call: ExternCall) -> ExternPlan:
-    return ExternPlan(call.name, call.target, call.method, encode_operands(call.args),
-                      encode_operands(call.kwargs), call.shape, call.dtype, call.strides,
-                      call.scalar, call.sequence)
-
-
-def _discarded(program: LoopProgram) -> frozenset[str]:
-    """The element-wise buffers computed only for their floating-point events
-    (``LoopProgram.events_only``): their kernels compute them without storing them
-    (``KernelSpec.discard``), so they are no kernel's argument and get no storage."""
-    only = set(program.events_only)
-    return frozenset(b.name for b in program.buffers if b.name in only
-                     and isinstance(b, ComputedBuffer) and isinstance(b.data, Pointwise))
-
-
-def _kernel_args(group: Group, discard: frozenset[str]) -> tuple[str, ...]:
-    names: dict[str, None] = {}
-    for node in group.nodes:
-        for ld in loads(node.data.body):
-            names.setdefault(ld.buffer, None)
-    for node in group.nodes:
-        if node.name not in discard:
-            names.setdefault(node.name, None)
-    return tuple(names)
 
 
 def _cost_per_element(group: Group, target: Target) -> int:
@@ -166,8 +126,7 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
     outer = first.ranges[0] if first.ranges else 1
     computes = tuple(n.name for n in group.nodes)
-    read = sum(nbytes[a] for a in args if a not in computes)
-    written = sum(nbytes[c] for c in computes if c not in discard)
+    read, written = traffic(group, args, nbytes, discard)
     parallel = outer > 1 and work * _cost_per_element(group, target) >= options.parallel_threshold
     bits = max(index_width(n) for n in group.nodes)
     nest = group.nest.plan if group.nest is not None else None

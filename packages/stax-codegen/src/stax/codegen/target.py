@@ -63,8 +63,8 @@ class NumericLimits:
     check, and a call that crosses it runs as NumPy (``lower_opgraph``'s options)."""
 
     #: float64 sin, cos and tan are native for finite |x| below this (their argument
-    #: reduction's range)
-    trig_reduction: float
+    #: reduction's range); None where they are good for every argument
+    trig_reduction: float | None
     #: (float dtype, bound) pairs: fmod(a, b) is exact for |a / b| below the bound
     fmod_exact_quotient: tuple[tuple[str, float], ...]
 

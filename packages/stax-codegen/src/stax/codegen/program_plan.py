@@ -1,0 +1,113 @@
+"""The half of ``generate`` every target shares: which buffers share a kernel and in which loop
+nest (the scheduler), the order of the steps and the storage of the buffers (``storage_plan``),
+and the plans of buffers, NumPy steps and outputs the artifact records. A target's generator
+(``generate.py`` for the CPU's LLVM, ``triton/generate.py`` for CUDA's Triton) takes a
+``ProgramPlan`` and emits one kernel per group; it decides nothing structural.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, loads
+from stax.loop.ir import encode_operands
+
+from .artifact import BufferPlan, ExternPlan
+from .nesting import NestPlan, nest_as
+from .scheduler import FusionDecision, Group, schedule
+from .storage_plan import StoragePlan, order_steps, plan_storage
+
+
+@dataclass
+class ProgramPlan:
+    """A loop program scheduled: its groups in step order (each kernel's with its nest), the
+    fusion decisions, the storage plan, and what every target's emitter asks of the buffers."""
+
+    program: LoopProgram
+    groups: list[Group]
+    decisions: list[FusionDecision]
+    storage: StoragePlan
+    #: buffers computed only for their floating-point events, never stored (``discarded``)
+    discard: frozenset[str]
+    output_names: set[str]
+    dtypes: dict[str, str]     # every input's and buffer's dtype
+    nbytes: dict[str, int]     # every input's and buffer's size in bytes
+
+
+def plan_program(program: LoopProgram,
+                 nests: Mapping[tuple[str, ...], NestPlan] | None = None) -> ProgramPlan:
+    """Schedule ``program``; ``nests`` replaces the scheduler's loop nest of the kernels computing
+    the given buffers (``ValueError`` when one is not legal for its kernel)."""
+    groups, decisions = schedule(program)
+    for group in groups:
+        plan = (nests or {}).get(tuple(n.name for n in group.nodes))
+        if plan is not None:
+            group.nest = nest_as(group.nodes, plan)
+    output_names = {o.buffer for o in program.outputs if o.buffer is not None}
+    kept = output_names | set(program.checks)  # read after the last step: never reused
+    discard = discarded(program)
+    sizes = {b.name: 0 if b.name in discard else math.prod(b.shape) * np.dtype(b.dtype).itemsize
+             for b in (*program.inputs, *program.buffers)}
+    groups = order_steps(groups, sizes, kept)
+    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept, discard)
+    dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
+    nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
+              for b in (*program.inputs, *program.buffers)}
+    return ProgramPlan(program, groups, decisions, storage, discard, output_names, dtypes, nbytes)
+
+
+def discarded(program: LoopProgram) -> frozenset[str]:
+    """The element-wise buffers computed only for their floating-point events
+    (``LoopProgram.events_only``): their kernels compute them without storing them
+    (``KernelSpec.discard``), so they are no kernel's argument and get no storage."""
+    only = set(program.events_only)
+    return frozenset(b.name for b in program.buffers if b.name in only
+                     and isinstance(b, ComputedBuffer) and isinstance(b.data, Pointwise))
+
+
+def kernel_args(group: Group, discard: frozenset[str]) -> tuple[str, ...]:
+    """The buffers a group's kernel reads, then those it writes, each once, in first-use order."""
+    names: dict[str, None] = {}
+    for node in group.nodes:
+        for ld in loads(node.data.body):
+            names.setdefault(ld.buffer, None)
+    for node in group.nodes:
+        if node.name not in discard:
+            names.setdefault(node.name, None)
+    return tuple(names)
+
+
+def extern_plan(call: ExternCall) -> ExternPlan:
+    return ExternPlan(call.name, call.target, call.method, encode_operands(call.args),
+                      encode_operands(call.kwargs), call.shape, call.dtype, call.strides,
+                      call.scalar, call.sequence)
+
+
+def buffer_plans(plan: ProgramPlan) -> list[BufferPlan]:
+    """Every input and every stored buffer, with its role."""
+    program = plan.program
+    buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
+    buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
+                           "extern" if isinstance(b, ExternCall)
+                           else "output" if b.name in plan.output_names else "intermediate")
+                for b in program.buffers if b.name not in plan.discard]
+    return buffers
+
+
+def output_plans(program: LoopProgram) -> list[dict[str, Any]]:
+    return [{"buffer": o.buffer, "scalar": o.scalar} if o.buffer is not None
+            else {"const": o.const} for o in program.outputs]
+
+
+def traffic(group: Group, args: tuple[str, ...], nbytes: dict[str, int],
+            discard: frozenset[str]) -> tuple[int, int]:
+    """The bytes a group's kernel reads (its arguments it does not compute) and writes."""
+    computes = tuple(n.name for n in group.nodes)
+    read = sum(nbytes[a] for a in args if a not in computes)
+    written = sum(nbytes[c] for c in computes if c not in discard)
+    return read, written

@@ -1,0 +1,484 @@
+"""Triton source for one fused kernel (spec §9), following the loop nest the plan chose.
+
+A kernel is one ``@triton.jit`` function over the buffers it reads and writes (one pointer each,
+in ``args`` order) and its block sizes (``XBLOCK``, and ``R0_BLOCK`` where it has an inner
+axis). Sizes are literals: a plan is made for one shape. Each program instance computes
+``XBLOCK`` consecutive elements of the kernel's outer iteration space (flattened, ``xindex``;
+the loop variables ``x0, x1, ...`` are its quotients and remainders), masked at the ragged end
+(``xmask``):
+
+- ``plain`` (and ``tiled``) element-wise kernels are 1-D: ``xindex`` is a vector of ``XBLOCK``
+  elements. A ``tiled`` nest (``x.T + y``) is emitted 1-D as well: correct, without the 2-D tiles
+  that would make both sides' accesses contiguous (not yet).
+- reductions (``plain`` and ``columns``) are 2-D: ``xindex`` is ``XBLOCK`` x 1 and the reduced
+  elements, flattened, run along ``r0_index`` (1 x ``R0_BLOCK``). *Persistent* when the reduced
+  extent fits one block: the whole row is loaded and reduced at once; *looped* otherwise:
+  ``for r0_offset in range(0, r0_numel, R0_BLOCK)`` accumulates lane-wise accumulators that are
+  reduced once after the loop (``reductions.py``). A ``columns`` nest differs only in its block
+  shape (``launch.py``: wide in the kept axis, which runs along memory).
+- ``rows`` kernels run their phases in order for ``XBLOCK`` rows: each phase persistent or
+  looped over its own inner extent. A value an earlier phase computed is taken from registers
+  when it is there for the element a later phase reads (the reduction's result of the row; the
+  whole row of a persistent phase); otherwise the later phase reads memory after a
+  ``tl.debug_barrier()`` (the same program wrote it: CUDA makes a block's global writes visible
+  to the block after the barrier).
+- ``scan`` nests are not emitted yet: ``NotImplementedError`` (the target's basis leaves
+  ``cumsum``/``cumprod`` to NumPy, ``target.py``).
+
+Every value is assigned to a ``tmpN``; the writer records which of the block's axes it varies
+along (``x``, ``r``) so loads get the mask of exactly those axes and reductions see full blocks.
+What each expression kind becomes is ``expressions.py``; operators ``registry.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stax.loop import Affine, ComputedBuffer, Expr, Reduction, Scan, loads, rvar, xvar
+
+from ..nesting import Nest
+from ..rowshare import Spill
+from . import rules
+from .expressions import EXPRESSIONS
+from .launch import Blocks
+from .reductions import reduction_kind
+from .source import constant, tl_dtype
+
+#: the modules whose emitters the tables hold (imported for their registrations)
+EMITTER_MODULES = rules.EMITTER_MODULES
+#: the nest kinds (``nesting.NEST_KINDS``) this emitter builds; ``scan`` is not one yet
+NESTS = ("plain", "tiled", "columns", "rows")
+#: the shape of a value varying along these axes of a 2-D block
+SHAPES = {frozenset({"x"}): "[XBLOCK, 1]", frozenset({"r"}): "[1, R0_BLOCK]",
+          frozenset({"x", "r"}): "[XBLOCK, R0_BLOCK]"}
+MASKS = {frozenset({"x"}): "xmask", frozenset({"r"}): "r0_mask",
+         frozenset({"x", "r"}): "mask"}
+NO_AXES: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class TritonKernelSpec:
+    """What to emit: the kernel's nest as the plan chose it, its arguments, dtypes, index width
+    and block shape."""
+
+    name: str
+    nest: Nest
+    args: tuple[str, ...]          # buffer names, in argument order
+    pointers: dict[str, str]       # buffer name -> its pointer parameter
+    dtypes: dict[str, str]
+    index_bits: int
+    blocks: Blocks
+    discard: frozenset[str] = frozenset()
+    #: buffers of no elements: never read (only lanes masked off could), so never addressed
+    empty: frozenset[str] = frozenset()
+
+
+@dataclass
+class Held:
+    """A value in registers: buffer element ``key`` (an index in canonical variables), assigned
+    to ``name`` in the region ``region``."""
+
+    key: Any
+    name: str
+    region: int
+
+
+@dataclass
+class Region:
+    """The loop variables of the code being written and how to spell them."""
+
+    names: dict[str, str]        # loop variable -> source name ("0" for an extent-1 axis)
+    axes: dict[str, frozenset[str]]  # loop variable -> block axes it varies along
+    canon: dict[str, str]        # loop variable -> canonical name (the same element in any phase)
+    layout: Any                  # what else the canonical names depend on
+
+
+class KernelWriter:
+    def __init__(self, spec: TritonKernelSpec) -> None:
+        self.spec = spec
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter = 0
+        self.axes: dict[str, frozenset[str]] = {}   # value name -> block axes it varies along
+        self.memo: dict[int, str] = {}
+        self.held: dict[str, Held] = {}
+        #: elements of buffers this kernel does not write, already loaded: (buffer, key) -> Held
+        self.loaded: dict[tuple[str, Any], Held] = {}
+        #: spilled row values kept in registers only (``row_kernel``): never read from memory
+        self.unstored: set[str] = set()
+        self.open: list[int] = [0]                  # the regions the current line is inside
+        self.regions = 0
+        self.region = Region({}, {}, {}, None)
+        self.computed: set[str] = set()             # buffers stored so far
+        self.phase_computes: set[str] = set()
+        self.barrier = False                        # the current phase reads what one before stored
+        self.two_d = False
+        self.helpers: set[str] = set()              # helper functions the kernel calls
+
+    # -- writing -------------------------------------------------------------------------------
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def assign(self, text: str, hint: str = "tmp", axes: frozenset[str] | None = None) -> str:
+        """``text`` assigned to a fresh name; it varies along ``axes`` (default: along every
+        axis of the values it names, which the caller knows better where it can)."""
+        name = f"{hint}{self.counter}"
+        self.counter += 1
+        self.line(f"{name} = {text}")
+        self.axes[name] = self._axes_of(text) if axes is None else axes
+        return name
+
+    def _axes_of(self, text: str) -> frozenset[str]:
+        found: set[str] = set()
+        for token in _names(text):
+            found |= self.axes.get(token, NO_AXES)
+        return frozenset(found)
+
+    def const(self, value: Any, dtype: str) -> str:
+        return constant(value, dtype)
+
+    def full(self, value: Any, dtype: str) -> str:
+        """A whole 2-D block of ``value`` (an accumulator's start)."""
+        return f"tl.full([XBLOCK, R0_BLOCK], {constant(value, dtype)}, {tl_dtype(dtype)})"
+
+    def helper(self, name: str) -> str:
+        """Call a helper function of the module (``reductions.HELPERS``) by its name."""
+        self.helpers.add(name)
+        return name
+
+    # -- values --------------------------------------------------------------------------------
+    def value(self, expr: Expr) -> str:
+        found = self.memo.get(id(expr))
+        if found is None:
+            text = EXPRESSIONS.handler(type(expr))(self, expr)
+            found = self.memo[id(expr)] = text if _is_name(text) and text in self.axes else \
+                self.assign(text)
+        return found
+
+    def axes_of(self, name: str) -> frozenset[str]:
+        return self._axes_of(name)
+
+    def index(self, expr: Affine) -> tuple[str, frozenset[str]]:
+        """An affine element index as source, and the axes it varies along."""
+        parts: list[str] = []
+        axes: set[str] = set()
+        for var, coeff in expr.terms:
+            name = self.region.names[var]
+            if name == "0":
+                continue
+            axes |= self.region.axes[var]
+            term = name if coeff == 1 else f"{coeff} * {name}" if coeff > 0 else f"-{-coeff} * {name}"
+            parts.append(term)
+        if expr.const or not parts:
+            parts.append(str(expr.const))
+        text = " + ".join(parts).replace("+ -", "- ")
+        return text, frozenset(axes)
+
+    def key(self, expr: Affine) -> Any:
+        """Which element ``expr`` names, in terms that agree across the phases of a kernel: an
+        inner axis by its position (``@0``...) in the phase's inner extent, which with the block
+        layout decides which lane holds which element."""
+        canon = self.region.canon
+        terms = tuple(sorted((canon[v], c) for v, c in expr.terms if self.region.names[v] != "0"))
+        inner = any(name.startswith("@") for name, _ in terms)
+        return terms, expr.const, self.region.layout if inner else None
+
+    def mask(self, axes: frozenset[str]) -> str | None:
+        if not self.two_d:
+            return "xmask" if axes else None
+        return MASKS.get(axes)
+
+    def broadcast(self, text: str, axes: frozenset[str], to: frozenset[str]) -> str:
+        """``text`` (varying along ``axes``) as a block varying along ``to``."""
+        if axes == to or not to:
+            return text
+        shape = SHAPES[to] if self.two_d else "[XBLOCK]"
+        return f"tl.broadcast_to({text}, {shape})"
+
+    def held_value(self, buffer: str, index: Affine) -> str | None:
+        """The register holding ``buffer[index]`` here, if any: computed by this kernel, or
+        loaded already (a row a persistent phase read, read again by the next)."""
+        key = self.key(index)
+        held = self.held.get(buffer) or self.loaded.get((buffer, key))
+        if held is not None and held.region in self.open and held.key == key:
+            return held.name
+        return None
+
+    def remember_load(self, buffer: str, index: Affine, name: str) -> None:
+        if not self._writes(buffer):
+            self.loaded[(buffer, self.key(index))] = Held(self.key(index), name, self.open[-1])
+
+    def _writes(self, buffer: str) -> bool:
+        nest = self.spec.nest
+        return any(n.name == buffer for n in nest.nodes) or any(s.buffer == buffer for s in nest.shares)
+
+    def reads_memory(self, buffer: str) -> None:
+        """A read of ``buffer`` from memory: one this kernel writes must have been stored by an
+        earlier phase, then read after a barrier (``rows``); any other is a race."""
+        if buffer in self.unstored:
+            raise NotImplementedError(f"Triton kernel {self.spec.name}: the row value kept in "
+                                      f"{buffer} is read where its register is not")
+        if buffer not in self.computed and buffer not in self.phase_computes:
+            return
+        if buffer in self.phase_computes or self.spec.nest.kind != "rows":
+            raise NotImplementedError(
+                f"Triton kernel {self.spec.name}: {buffer} is read at an element other than the "
+                "one this program computes (the plan needs it computed by another program)")
+        self.barrier = True
+
+    def store(self, buffer: str, index: Affine, value: str, axes: frozenset[str]) -> None:
+        """``buffer[index] = value`` where the block's ``axes`` are in range."""
+        address, address_axes = self.index(index)
+        pointer = self.broadcast(f"{self.spec.pointers[buffer]} + ({address})", address_axes, axes)
+        mask = self.mask(axes)
+        self.line(f"tl.store({pointer}, {value}{f', {mask}' if mask else ''})")
+        self.phase_computes.add(buffer)
+        self.unstored.discard(buffer)
+
+    # -- kernels -------------------------------------------------------------------------------
+    def emit(self) -> str:
+        nest = self.spec.nest
+        first = nest.nodes[0]
+        if nest.kind == "scan" or isinstance(first.data, Scan):
+            raise NotImplementedError(f"Triton kernel {self.spec.name}: no {nest.kind} nest for "
+                                      "a scan (np.cumsum, np.cumprod) yet")
+        if nest.kind in ("plain", "tiled") and not isinstance(first.data, Reduction):
+            body = self.pointwise_kernel
+        elif nest.kind in ("plain", "columns") and isinstance(first.data, Reduction):
+            body = self.reduction_kernel
+        elif nest.kind == "rows":
+            body = self.row_kernel
+        else:
+            raise NotImplementedError(f"Triton kernel {self.spec.name}: no {nest.kind} nest of "
+                                      f"{type(first.data).__name__} nodes")
+        self.two_d = body != self.pointwise_kernel
+        body()
+        return self.source()
+
+    def source(self) -> str:
+        spec = self.spec
+        params = [spec.pointers[a] for a in spec.args] + ["XBLOCK: tl.constexpr"]
+        if self.two_d:
+            params.append("R0_BLOCK: tl.constexpr")
+        nest = spec.nest
+        what = ", ".join(n.name for n in nest.nodes if n.name not in spec.discard)
+        head = [f"def {spec.name}({', '.join(params)}):",
+                f"    # computes {what}: {nest.kind} nest, {spec.blocks.describe()}"]
+        return "\n".join(["@triton.jit", *head, *self.lines]) + "\n"
+
+    def outer(self, ranges: Sequence[int], column: bool) -> None:
+        """The program's block of the outer iteration space and its loop variables."""
+        numel = math.prod(ranges)
+        pid = "tl.program_id(0)" if self.spec.index_bits == 32 else "tl.program_id(0).to(tl.int64)"
+        self.line(f"xnumel = {numel}")
+        self.line(f"xoffset = {pid} * XBLOCK")
+        self.line(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if column else ''}")
+        self.line("xmask = xindex < xnumel")
+        self.axes.update(xindex=frozenset({"x"}), xmask=frozenset({"x"}))
+        if column:
+            arange = "tl.arange(0, R0_BLOCK)[None, :]"
+            if self.spec.index_bits == 64:
+                arange += ".to(tl.int64)"
+            self.line(f"r0_base = {arange}")
+            self.axes["r0_base"] = frozenset({"r"})
+        self.region = Region({}, {}, {}, "outer")
+        self.decompose(ranges, "xindex", [xvar(i) for i in range(len(ranges))], frozenset({"x"}),
+                       [xvar(i) for i in range(len(ranges))])
+
+    def decompose(self, ranges: Sequence[int], flat: str, variables: Sequence[str],
+                  axes: frozenset[str], canon: Sequence[str]) -> None:
+        """Define ``variables`` as the row-major coordinates of the flat index ``flat`` over
+        ``ranges`` (an extent-1 axis is the constant 0)."""
+        for i, (var, extent) in enumerate(zip(variables, ranges)):
+            stride = math.prod(ranges[i + 1:])
+            self.region.canon[var] = canon[i]
+            self.region.axes[var] = axes
+            if extent == 1:
+                self.region.names[var] = "0"
+                continue
+            text = flat if stride == 1 else f"{flat} // {stride}"
+            if i > 0:  # the outermost needs no remainder: past its extent the lane is masked
+                text = f"{flat} % {extent}" if stride == 1 else f"({text}) % {extent}"
+            self.line(f"{var} = {text}")
+            self.axes[var] = axes
+            self.region.names[var] = var
+
+    def pointwise_kernel(self) -> None:
+        (nodes,) = self.spec.nest.phases
+        self.outer(nodes[0].ranges, column=False)
+        self.region.layout = "1d"
+        for node in nodes:
+            if node.name in self.spec.discard:
+                continue  # computed for its floating-point events only: none are reported here
+            v = self.value(node.data.body)
+            self.store(node.name, node.store_index, v, frozenset({"x"}))
+            self.held[node.name] = Held(self.key(node.store_index), v, 0)
+
+    def reduction_kernel(self) -> None:
+        (nodes,) = self.spec.nest.phases
+        self.outer(nodes[0].ranges, column=True)
+        reduced = nodes[0].reduction_ranges
+        self.phase(nodes, reduced, [rvar(j) for j in range(len(reduced))], ())
+
+    def row_kernel(self) -> None:
+        nest = self.spec.nest
+        rows = nest.nodes[0].ranges[0]
+        self.outer((rows,), column=True)
+        spills: dict[str, list[Spill]] = {}
+        for spill in nest.shares:
+            spills.setdefault(spill.reduction, []).append(spill)
+        shapes = []
+        for phase in nest.phases:
+            first = phase[0]
+            if isinstance(first.data, Reduction):
+                if len(first.ranges) != 1:
+                    raise NotImplementedError(
+                        f"Triton kernel {self.spec.name}: a row phase reducing {first.name} "
+                        f"keeps {len(first.ranges)} axes (only the row is supported)")
+                inner = first.reduction_ranges
+                shapes.append((tuple(inner), [rvar(j) for j in range(len(inner))]))
+            else:
+                inner = first.ranges[1:]
+                shapes.append((tuple(inner), [xvar(i + 1) for i in range(len(inner))]))
+        kept = self.registers_only(shapes)
+        for phase, (inner, variables) in zip(nest.phases, shapes):
+            self.phase(phase, inner, variables, tuple(spills.items()), kept)
+
+    def registers_only(self, shapes: list[tuple[tuple[int, ...], list[str]]]) -> set[str]:
+        """The shared row values (``rowshare``) never stored: their reduction phase and every
+        phase reading them are persistent over the same inner extent, so each read finds the
+        value in its register, and the later node stores the element itself."""
+        nest = self.spec.nest
+        where = {n.name: i for i, phase in enumerate(nest.phases) for n in phase}
+        persistent = [math.prod(inner) <= self.spec.blocks.r0_block for inner, _ in shapes]
+        kept = set()
+        for spill in nest.shares:
+            at = where[spill.reduction]
+            readers = [i for i, phase in enumerate(nest.phases)
+                       if any(ld.buffer == spill.buffer for n in phase
+                              for ld in loads(n.data.body))]
+            if persistent[at] and all(i > at and persistent[i] and shapes[i][0] == shapes[at][0]
+                                      for i in readers):
+                kept.add(spill.buffer)
+        return kept
+
+    # -- phases --------------------------------------------------------------------------------
+    def phase(self, nodes: Sequence[ComputedBuffer], inner: Sequence[int],
+              variables: Sequence[str], spills: tuple[tuple[str, list[Spill]], ...],
+              kept: set[str] = frozenset()) -> None:
+        """One phase over the inner extent of each of the program's rows: persistent when it
+        fits one block, else looped."""
+        numel = math.prod(inner)
+        persistent = numel <= self.spec.blocks.r0_block
+        reducing = isinstance(nodes[0].data, Reduction)
+        names = ", ".join(n.name for n in nodes if n.name not in self.spec.discard)
+        how = "persistent" if persistent else "looped"
+        self.line(f"# {'reduce' if reducing else 'compute'} {names} over {numel} "
+                  f"({how}){'' if reducing else ' per row'}")
+        start = len(self.lines)
+        self.barrier = False
+        self.phase_computes = set()
+        outer_memo = self.memo
+        self.memo = dict(outer_memo)
+        base = dict(self.region.names), dict(self.region.axes), dict(self.region.canon)
+        canon = [f"@{i}" for i in range(len(variables))]
+        self.region.layout = ("row", tuple(inner), persistent)
+        shares = dict(spills)
+        kinds = [reduction_kind(n.data.reduction_type) for n in nodes] if reducing else []
+        accumulators: list[list[str]] = []
+        if persistent:
+            self.inner_block(inner, variables, canon, "r0_base")
+            self.phase_body(nodes, kinds, None, shares, persistent=True, kept=kept)
+        else:
+            accumulators = [kind.start(self, n) for n, kind in zip(nodes, kinds)]
+            self.line(f"for r0_offset in range(0, {numel}, R0_BLOCK):")
+            self.depth += 1
+            self.regions += 1
+            self.open.append(self.regions)
+            self.inner_block(inner, variables, canon, "r0_offset + r0_base")
+            self.phase_body(nodes, kinds, accumulators, shares, persistent=False)
+            self.open.pop()
+            self.depth -= 1
+            for node, kind, accs in zip(nodes, kinds, accumulators):
+                self.finish(node, kind.final(self, node, accs, None, None))
+        self.region.names, self.region.axes, self.region.canon = (dict(b) for b in base)
+        self.memo = outer_memo
+        if self.barrier:
+            self.lines.insert(start, "    " * self.depth + "tl.debug_barrier()  # the earlier "
+                              "phases' stores are visible to this one")
+        self.computed |= self.phase_computes
+
+    def inner_block(self, inner: Sequence[int], variables: Sequence[str], canon: Sequence[str],
+                    start: str) -> None:
+        numel = math.prod(inner)
+        self.line(f"r0_index = {start}")
+        self.line(f"r0_mask = r0_index < {numel}")
+        self.line("mask = xmask & r0_mask")
+        r = frozenset({"r"})
+        self.axes.update(r0_index=r, r0_mask=r, mask=frozenset({"x", "r"}))
+        self.decompose(inner, "r0_index", variables, r, canon)
+
+    def phase_body(self, nodes: Sequence[ComputedBuffer], kinds: list[Any],
+                   accumulators: list[list[str]] | None, shares: dict[str, list[Spill]],
+                   persistent: bool, kept: set[str] = frozenset()) -> None:
+        both = frozenset({"x", "r"})
+        region = self.open[-1]
+        if not kinds:
+            for node in nodes:
+                if node.name in self.spec.discard:
+                    continue
+                v = self.value(node.data.body)
+                self.store(node.name, node.store_index, v, both)
+                if persistent:
+                    self.held[node.name] = Held(self.key(node.store_index), v, region)
+            return
+        for i, (node, kind) in enumerate(zip(nodes, kinds)):
+            v = self.value(node.data.body)
+            for spill in shares.get(node.name, ()):
+                if spill.buffer in kept:
+                    self.unstored.add(spill.buffer)
+                else:
+                    self.store(spill.buffer, spill.index, v, both)
+                if persistent:
+                    self.held[spill.buffer] = Held(self.key(spill.index), v, region)
+            if accumulators is None:
+                self.finish(node, kind.final(self, node, [v], "mask", "r0_index"))
+            else:
+                updated = kind.update(self, node, accumulators[i], v, "mask", "r0_index")
+                for acc, new in zip(accumulators[i], updated):
+                    self.line(f"{acc} = {new}")
+
+    def finish(self, node: ComputedBuffer, total: str) -> None:
+        """Store a reduction's result (``XBLOCK`` x 1) and keep it for the phases after."""
+        name = self.assign(f"({total}).to({tl_dtype(node.dtype)})", "red", frozenset({"x"}))
+        self.store(node.name, node.store_index, name, frozenset({"x"}))
+        self.held[node.name] = Held(self.key(node.store_index), name, 0)
+
+
+def _names(text: str) -> list[str]:
+    out, word = [], ""
+    for ch in text + " ":
+        if ch.isalnum() or ch == "_":
+            word += ch
+        else:
+            if word and not word[0].isdigit():
+                out.append(word)
+            word = ""
+    return out
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier()
+
+
+def emit_kernel(spec: TritonKernelSpec) -> tuple[str, set[str]]:
+    """The kernel's source, and the helper functions it calls."""
+    writer = KernelWriter(spec)
+    text = writer.emit()
+    return text, writer.helpers
+
+
+__all__ = ["EMITTER_MODULES", "NESTS", "TritonKernelSpec", "emit_kernel"]

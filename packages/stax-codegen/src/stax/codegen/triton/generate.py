@@ -1,0 +1,103 @@
+"""Loop IR -> a CUDA artifact: the plan every target shares (``program_plan.py``: fusion, loop
+nests, step order, storage), each kernel emitted as a Triton function (``emit.py``) with its
+launch (``launch.py``), all of them one source module (``KernelArtifact.triton_source``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict
+
+from stax.loop import LoopProgram, Reduction, index_width
+
+from ..artifact import ExternPlan, KernelArtifact, KernelPlan
+from ..nesting import Nest, NestPlan
+from ..program_plan import (
+    buffer_plans,
+    extern_plan,
+    kernel_args,
+    output_plans,
+    plan_program,
+    traffic,
+)
+from ..target import Target
+from ..version import CODEGEN_VERSION
+from .emit import TritonKernelSpec, emit_kernel
+from .launch import Blocks, LaunchPolicy, choose_blocks
+from .reductions import HELPERS
+from .source import HEADER, identifier
+from .target import triton_target
+
+INT32_MAX = 2 ** 31 - 1
+
+
+def generate_triton(program: LoopProgram, target: Target | None = None,
+                    nests: Mapping[tuple[str, ...], NestPlan] | None = None,
+                    policy: LaunchPolicy | None = None) -> KernelArtifact:
+    """The ``stax.kernels/1.5`` artifact of ``program`` for CUDA: Triton source and launches
+    (``policy``: block sizes, ``launch.py``). ``NotImplementedError`` names a kernel, nest or
+    operation this emitter cannot make yet: the caller runs the program another way."""
+    target = target or triton_target()
+    if target.device != "cuda":
+        raise ValueError(f"the Triton emitter makes code for CUDA, not for {target.device!r}")
+    policy = policy or LaunchPolicy()
+    plan = plan_program(program, nests)
+    taken: set[str] = set()
+    pointers = {name: identifier(name, taken) + "_ptr" for name in plan.dtypes}
+    kernels: list[KernelPlan] = []
+    externs: list[ExternPlan] = []
+    steps: list[str] = []
+    sources: list[str] = []
+    helpers: set[str] = set()
+    for group in plan.groups:
+        call = group.extern
+        if call is not None:
+            externs.append(extern_plan(call))
+            steps.append(call.name)
+            continue
+        nest = group.nest
+        assert nest is not None
+        name = f"kernel_{len(kernels)}"
+        args = kernel_args(group, plan.discard)
+        xnumel, inner = extents(nest)
+        blocks = choose_blocks(xnumel, inner, nest.kind == "columns", policy)
+        bits = max(index_width(n) for n in group.nodes)
+        if xnumel + blocks.xblock > INT32_MAX or (inner or 0) + blocks.r0_block > INT32_MAX:
+            bits = 64  # a masked lane's index past the end must not wrap either
+        spec = TritonKernelSpec(name, nest, args, pointers, plan.dtypes, bits, blocks,
+                                plan.discard & {n.name for n in group.nodes},
+                                frozenset(a for a in args if plan.nbytes[a] == 0))
+        text, used = emit_kernel(spec)
+        sources.append(text)
+        helpers |= used
+        read, written = traffic(group, args, plan.nbytes, plan.discard)
+        first = group.nodes[0]
+        work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
+        launch = blocks.launch(xnumel)
+        kernels.append(KernelPlan(name, args, tuple(n.name for n in group.nodes), xnumel, work,
+                                  launch.grid[0] > 1, read, written, bits, nest.plan, launch))
+        steps.append(name)
+    source = "\n\n".join([f"# {program.name}: Triton kernels made by stax-codegen "
+                          f"{CODEGEN_VERSION}\n{HEADER}", *[HELPERS[h] for h in sorted(helpers)],
+                          *sources])
+    return KernelArtifact(program.name, target.identity.to_json(), CODEGEN_VERSION, "",
+                          buffer_plans(plan), kernels, list(program.input_slots),
+                          program.input_tree, output_plans(program), program.output_tree,
+                          [asdict(d) for d in plan.decisions], externs, steps, plan.storage,
+                          dict(program.checks), None, False, source)
+
+
+def extents(nest: Nest) -> tuple[int, int | None]:
+    """A kernel's outer extent (flattened: ``xnumel``) and its largest inner one (``None`` for a
+    1-D element-wise kernel)."""
+    first = nest.nodes[0]
+    if nest.kind == "rows":
+        inner = max(math.prod(p[0].reduction_ranges) if isinstance(p[0].data, Reduction)
+                    else math.prod(p[0].ranges[1:]) for p in nest.phases)
+        return first.ranges[0], inner
+    if isinstance(first.data, Reduction):
+        return math.prod(first.ranges), math.prod(first.reduction_ranges)
+    return math.prod(first.ranges), None
+
+
+__all__ = ["Blocks", "LaunchPolicy", "extents", "generate_triton"]

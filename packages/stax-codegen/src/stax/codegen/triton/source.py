@@ -1,0 +1,84 @@
+"""Spelling loop-IR values in Triton source: dtype names, typed constants, identifiers, and the
+module's header. Constants always carry their dtype (``tl.full([], value, tl.int8)``): Triton's
+promotion of a bare Python number depends on its neighbours, NumPy's result dtype is the loop
+IR's, and the two must not drift apart.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+#: each loop dtype's Triton type (``bool`` is ``int1``, stored as a byte)
+TL_DTYPES = {"bool": "tl.int1", "int8": "tl.int8", "int16": "tl.int16", "int32": "tl.int32",
+             "int64": "tl.int64", "uint8": "tl.uint8", "uint16": "tl.uint16",
+             "uint32": "tl.uint32", "uint64": "tl.uint64", "float32": "tl.float32",
+             "float64": "tl.float64"}
+
+HEADER = """\
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+"""
+
+
+def tl_dtype(dtype: str) -> str:
+    """The Triton type of a loop dtype; ``NotImplementedError`` for one Triton kernels lack."""
+    try:
+        return TL_DTYPES[dtype]
+    except KeyError:
+        raise NotImplementedError(f"no Triton type for the dtype {dtype!r}") from None
+
+
+def is_float(dtype: str) -> bool:
+    return np.dtype(dtype).kind == "f"
+
+
+def is_signed(dtype: str) -> bool:
+    return np.dtype(dtype).kind in "if"
+
+
+def number(value: Any, dtype: str) -> str:
+    """A Python literal of ``value`` as ``dtype`` holds it (NaN and infinities spelled through
+    ``float``, which Triton folds into constants; -0.0 keeps its sign)."""
+    v = np.asarray(value).astype(np.dtype(dtype)).item()
+    if dtype == "bool":
+        return repr(bool(v))
+    if isinstance(v, float):
+        if math.isnan(v):
+            return 'float("-nan")' if math.copysign(1.0, v) < 0 else 'float("nan")'
+        if math.isinf(v):
+            return 'float("inf")' if v > 0 else 'float("-inf")'
+        return repr(v)
+    return repr(int(v))
+
+
+def constant(value: Any, dtype: str) -> str:
+    """A scalar constant of ``dtype`` (a 0-d value: it broadcasts against any block)."""
+    if dtype == "uint64" and int(np.asarray(value).astype(np.uint64)) >= 1 << 63:
+        # beyond int64: Triton takes the bits of the int64 of the same bits
+        bits = int(np.asarray(value).astype(np.uint64).view(np.int64))
+        return f"tl.full([], {bits}, tl.int64).to(tl.uint64, bitcast=True)"
+    return f"tl.full([], {number(value, dtype)}, {tl_dtype(dtype)})"
+
+
+def identifier(name: str, taken: set[str]) -> str:
+    """A Python identifier for buffer ``name`` (``buf3`` stays ``buf3``), unique among ``taken``
+    (which it joins)."""
+    base = re.sub(r"\W", "_", name).strip("_") or "buf"
+    if base[0].isdigit():
+        base = "b" + base
+    candidate, n = base, 1
+    while candidate in taken or candidate in _RESERVED:
+        n += 1
+        candidate = f"{base}_{n}"
+    taken.add(candidate)
+    return candidate
+
+
+#: names the kernels use for themselves
+_RESERVED = {"tl", "triton", "libdevice", "xnumel", "xoffset", "xindex", "xmask", "r0_base",
+             "r0_index", "r0_mask", "r0_offset", "mask", "XBLOCK", "R0_BLOCK"}
