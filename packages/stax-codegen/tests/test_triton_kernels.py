@@ -313,3 +313,40 @@ def test_inputs_other_than_planned_are_refused(build):
         run(torch.ones((8, 4), dtype=torch.float32).T)
     with pytest.raises(InputMismatch, match="torch tensor"):
         run(x)
+
+
+def captured(fn, *arrays):
+    """``fn`` captured from NumPy code by ``stax.trace`` (when installed: this package does not
+    depend on it), through the default passes and the CUDA target's pipeline."""
+    trace = pytest.importorskip("stax.trace").trace
+    from stax.ir import lower_capture
+    from stax.ir.passes import DEFAULT_PIPELINE, run_pipeline
+
+    capture = trace(fn, arrays)
+    run_pipeline(capture.graph, DEFAULT_PIPELINE)
+    opgraph = lower_capture(capture)
+    target = triton_target()
+    decompose_to_basis(opgraph.graph, basis=target.basis)
+    loop = lower_opgraph(opgraph, materialize=target.materialize, options=target.loop_options)
+    artifact = generate_triton(loop, target)
+    inputs = [as_tensor(arrays[i]) for i, slot in enumerate(artifact.input_slots) if slot]
+    return [g.numpy() for g in TritonExecutable(artifact)(*inputs)], artifact
+
+
+def test_captured_example_1_1_and_softmax():
+    """Spec example 1.1 and a row softmax written in NumPy: one kernel each (a persistent
+    reduction; a rows kernel), NumPy's results."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((64, 128), dtype=np.float32)
+    w = rng.standard_normal((64, 128), dtype=np.float32)
+    (got,), artifact = captured(lambda x, w: (np.maximum(x + w, 0) * 2).sum(-1), x, w)
+    want = (np.maximum(x + w, 0) * 2).sum(-1)
+    assert [k.nest.kind for k in artifact.kernels] == ["plain"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    (got,), artifact = captured(softmax, x)
+    assert [k.nest.kind for k in artifact.kernels] == ["rows"]
+    np.testing.assert_allclose(got, softmax(x), rtol=3e-6, atol=1e-7)
