@@ -196,3 +196,14 @@ def test_columns_nests_take_wide_rows(build):
     assert kernel.nest.kind == "columns"
     assert kernel.launch.constants == {"XBLOCK": 64, "R0_BLOCK": 64}
     assert "for r0_offset in range(0, 300, R0_BLOCK):" in artifact.triton_source
+
+
+def test_a_float_is_negated_by_a_multiplication(build):
+    """Triton 3.6 lowers ``-x`` to ``0 - x``, which is +0.0 for +0.0 (measured on an H200; its
+    interpreter and Triton 3.9 negate): the emitter writes ``x * -1``, exact with every sign in
+    every version."""
+    b = build(x=np.ones(8, np.float32), i=np.ones(8, np.int32))
+    source = generate(cuda_program(b, b("neg", b.inputs["x"]), b("neg", b.inputs["i"])),
+                      target=triton_target()).triton_source
+    assert "tmp0 * tl.full([], -1.0, tl.float32)" in source
+    assert "tl.full([], 0, tl.int32) - " in source

@@ -46,9 +46,12 @@ def copysign(w: Writer, e: Binary, a: str, b: str) -> str:
 
 @unary("neg")
 def neg(w: Writer, e: Unary, x: str) -> str:
-    if is_signed(e.dtype):
-        return f"-{x}"
-    return f"{w.const(0, e.dtype)} - {x}"  # unsigned: wraps, as NumPy
+    """A float is negated as ``x * -1``, exact with every sign: Triton 3.6 compiles ``-x`` to
+    ``0 - x``, +0.0 for +0.0 (measured on an H200; 3.9 and the interpreter flip the sign bit).
+    An unsigned integer wraps."""
+    if is_float(e.dtype):
+        return f"{x} * {w.const(-1.0, e.dtype)}"
+    return f"{w.const(0, e.dtype)} - {x}"
 
 
 @unary("abs")
