@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stax.loop import Binary, Unary
+from stax.loop import Binary, Const, Unary
 
 from .registry import Writer, binary, unary
 from .source import is_signed, tl_dtype
@@ -48,6 +48,13 @@ def shift(w: Writer, e: Binary, a: str, b: str) -> str:
 @binary("floordiv", "mod")
 def integer_divmod(w: Writer, e: Binary, a: str, b: str) -> str:
     zero, one = w.const(0, e.dtype), w.const(1, e.dtype)
+    if isinstance(e.b, Const) and int(e.b.value) > 0:  # a reshape's or an index's divisor
+        if not is_signed(e.dtype):
+            return f"{a} // {b}" if e.op == "floordiv" else f"{a} % {b}"
+        r = w.assign(f"{a} % {b}")  # truncated: the sign of a
+        if e.op == "floordiv":
+            return f"tl.where({r} < {zero}, {a} // {b} - {one}, {a} // {b})"
+        return f"tl.where({r} < {zero}, {r} + {b}, {r})"
     if not is_signed(e.dtype):
         safe = w.assign(f"tl.where({b} == {zero}, {one}, {b})")
         value = f"{a} // {safe}" if e.op == "floordiv" else f"{a} % {safe}"

@@ -267,6 +267,8 @@ class KernelWriter:
         what = ", ".join(n.name for n in nest.nodes if n.name not in spec.discard)
         head = [f"def {spec.name}({', '.join(params)}):",
                 f"    # computes {what}: {nest.kind} nest, {spec.blocks.describe()}"]
+        if nest.kind == "tiled":
+            head.append("    # (emitted 1-D: its 2-D tiles, contiguous on both sides, are not made yet)")
         return "\n".join(["@triton.jit", *head, *self.lines]) + "\n"
 
     def outer(self, ranges: Sequence[int], column: bool) -> None:
