@@ -45,6 +45,9 @@ SCRIPT = textwrap.dedent("""
     b = OpBuilder(x=f32, w=f32.copy())
     cases["axpy_div_sqrt"] = artifact(b, b("add", b("mul", b.inputs["x"], b.inputs["w"]),
         b("truediv", b("sqrt", b.inputs["x"]), b.inputs["w"])))
+    b = OpBuilder(x=f32)
+    cases["scans"] = artifact(b, b("cumsum", b.inputs["x"], axis=1, dtype="float32"),
+        b("cumprod", b.inputs["x"], axis=0, dtype="float32"), policy=looped)
     for name, policy in (("softmax", None), ("softmax_looped", looped)):
         b = OpBuilder(x=f32)
         top = b("max", b.inputs["x"], axis=(1,), keepdims=True)
@@ -94,7 +97,8 @@ def test_every_kind_of_kernel_compiles_for_sm90():
     fused = report.pop("fused")
     kernels = set(report)
     assert {"example_1_1.kernel_0", "softmax.kernel_0", "softmax_looped.kernel_0",
-            "float64_functions.kernel_0", "integers.kernel_0", "layer_norm.kernel_0"} <= kernels
+            "float64_functions.kernel_0", "integers.kernel_0", "layer_norm.kernel_0",
+            "scans.kernel_0", "scans.kernel_1"} <= kernels
     for name, found in report.items():
         assert found["cubin"] > 0 and found["target"] == ["sm_90a"], name
         assert not found["inexact"], (name, found)

@@ -22,8 +22,12 @@ the loop variables ``x0, x1, ...`` are its quotients and remainders), masked at 
   whole row of a persistent phase); otherwise the later phase reads memory after a
   ``tl.debug_barrier()`` (the same program wrote it: CUDA makes a block's global writes visible
   to the block after the barrier).
-- ``scan`` nests are not emitted yet: ``NotImplementedError`` (the target's basis leaves
-  ``cumsum``/``cumprod`` to NumPy, ``target.py``).
+- ``scan`` nests (and a scan's ``columns`` nest, which differs only in its block shape): the
+  scanned axis along ``r0_index``, ``tl.cumsum``/``tl.cumprod`` of a block, persistent when the
+  axis fits one block, else looped with the running total of the blocks before carried in a
+  register (starting from -0.0 or 1, so the first element is the body's value itself, -0.0
+  included). Integers are exact (NumPy's wrapping); floats are combined as a tree within each
+  block, not in NumPy's order: within the rounding bound of a sum (spec §13).
 
 Every value is assigned to a ``tmpN``; the writer records which of the block's axes it varies
 along (``x``, ``r``) so loads get the mask of exactly those axes and reductions see full blocks.
@@ -45,12 +49,12 @@ from . import rules
 from .expressions import EXPRESSIONS
 from .launch import Blocks
 from .reductions import reduction_kind
-from .source import constant, tl_dtype
+from .source import constant, number, tl_dtype
 
 #: the modules whose emitters the tables hold (imported for their registrations)
 EMITTER_MODULES = rules.EMITTER_MODULES
-#: the nest kinds (``nesting.NEST_KINDS``) this emitter builds; ``scan`` is not one yet
-NESTS = ("plain", "tiled", "columns", "rows")
+#: the nest kinds (``nesting.NEST_KINDS``) this emitter builds
+NESTS = ("plain", "tiled", "columns", "rows", "scan")
 #: the shape of a value varying along these axes of a 2-D block
 SHAPES = {frozenset({"x"}): "[XBLOCK, 1]", frozenset({"r"}): "[1, R0_BLOCK]",
           frozenset({"x", "r"}): "[XBLOCK, R0_BLOCK]"}
@@ -142,7 +146,7 @@ class KernelWriter:
 
     def full(self, value: Any, dtype: str) -> str:
         """A whole 2-D block of ``value`` (an accumulator's start)."""
-        return f"tl.full([XBLOCK, R0_BLOCK], {constant(value, dtype)}, {tl_dtype(dtype)})"
+        return f"tl.full([XBLOCK, R0_BLOCK], {number(value, dtype)}, {tl_dtype(dtype)})"
 
     def helper(self, name: str) -> str:
         """Call a helper function of the module (``reductions.HELPERS``) by its name."""
@@ -242,10 +246,9 @@ class KernelWriter:
     def emit(self) -> str:
         nest = self.spec.nest
         first = nest.nodes[0]
-        if nest.kind == "scan" or isinstance(first.data, Scan):
-            raise NotImplementedError(f"Triton kernel {self.spec.name}: no {nest.kind} nest for "
-                                      "a scan (np.cumsum, np.cumprod) yet")
-        if nest.kind in ("plain", "tiled") and not isinstance(first.data, Reduction):
+        if isinstance(first.data, Scan) and nest.kind in ("scan", "columns"):
+            body = self.scan_kernel
+        elif nest.kind in ("plain", "tiled") and not isinstance(first.data, Reduction | Scan):
             body = self.pointwise_kernel
         elif nest.kind in ("plain", "columns") and isinstance(first.data, Reduction):
             body = self.reduction_kernel
@@ -366,6 +369,47 @@ class KernelWriter:
                                       for i in readers):
                 kept.add(spill.buffer)
         return kept
+
+    def scan_kernel(self) -> None:
+        """A running sum or product along ``r0`` for each of the program's rows."""
+        ((node,),) = self.spec.nest.phases
+        kind, dtype = node.data.scan_type, node.dtype
+        if dtype == "bool" or kind not in ("sum", "prod"):
+            raise NotImplementedError(f"Triton kernel {self.spec.name}: no {kind} scan in {dtype}")
+        self.outer(node.ranges, column=True)
+        extent = node.data.scan_range
+        persistent = extent <= self.spec.blocks.r0_block
+        scan, identity = ("tl.cumsum", 0) if kind == "sum" else ("tl.cumprod", 1)
+        self.line(f"# running {kind} of {node.name} over {extent} "
+                  f"({'persistent' if persistent else 'looped'})")
+        both = frozenset({"x", "r"})
+        if persistent:
+            self.inner_block((extent,), [rvar(0)], ["@0"], "r0_base")
+            block = f"tl.where(mask, {self.value(node.data.body)}, {self.const(identity, dtype)})"
+            self.store(node.name, node.store_index, self.assign(f"{scan}({block}, 1)"), both)
+            return
+        # the total of the blocks before: -0.0 + x and 1 * x are x itself, signed zeros included
+        first = -0.0 if kind == "sum" and dtype.startswith("float") else identity
+        carry = self.assign(f"tl.full([XBLOCK, 1], {number(first, dtype)}, {tl_dtype(dtype)})",
+                            "carry", frozenset({"x"}))
+        self.line(f"for r0_offset in range(0, {extent}, R0_BLOCK):")
+        self.depth += 1
+        self.regions += 1
+        self.open.append(self.regions)
+        outer_memo, self.memo = self.memo, {}
+        self.inner_block((extent,), [rvar(0)], ["@0"], "r0_offset + r0_base")
+        block = self.assign(f"tl.where(mask, {self.value(node.data.body)}, "
+                            f"{self.const(identity, dtype)})")
+        op = "+" if kind == "sum" else "*"
+        running = self.assign(f"{carry} {op} {scan}({block}, 1)", "running", both)
+        self.store(node.name, node.store_index, running, both)
+        # the last lane of the block holds the total so far (lanes past the end hold identities)
+        filler = self.const(-0.0 if dtype.startswith("float") else 0, dtype)  # adds nothing
+        self.line(f"{carry} = tl.sum(tl.where(r0_base == R0_BLOCK - 1, {running}, {filler}), 1)"
+                  f"[:, None].to({tl_dtype(dtype)})")
+        self.memo = outer_memo
+        self.open.pop()
+        self.depth -= 1
 
     # -- phases --------------------------------------------------------------------------------
     def phase(self, nodes: Sequence[ComputedBuffer], inner: Sequence[int],

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict
 
-from stax.loop import LoopProgram, Reduction, index_width
+from stax.loop import LoopProgram, Reduction, Scan, index_width
 
 from ..artifact import ExternPlan, KernelArtifact, KernelPlan
 from ..nesting import Nest, NestPlan
@@ -95,7 +95,7 @@ def extents(nest: Nest) -> tuple[int, int | None]:
         inner = max(math.prod(p[0].reduction_ranges) if isinstance(p[0].data, Reduction)
                     else math.prod(p[0].ranges[1:]) for p in nest.phases)
         return first.ranges[0], inner
-    if isinstance(first.data, Reduction):
+    if isinstance(first.data, Reduction | Scan):
         return math.prod(first.ranges), math.prod(first.reduction_ranges)
     return math.prod(first.ranges), None
 
