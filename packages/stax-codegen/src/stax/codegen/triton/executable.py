@@ -162,14 +162,23 @@ class TritonExecutable:
                 env[i] = blocks[block][:nbytes].view(dtypes[b.dtype]).as_strided(b.shape, b.strides)
 
     def __call__(self, *tensors: Any) -> list[Any]:
+        """Run on ``tensors``, each checked to be a torch tensor with the shape, dtype and
+        strides the plan was made for, all on one device (``InputMismatch`` names the first that
+        is not). ``run`` is the same call unchecked, for callers that checked them already."""
         self._check_inputs(tensors)
-        device = next((t.device for t in tensors if isinstance(t, self.torch.Tensor)),
-                      self.torch.device("cpu"))
+        return self.run(*tensors)
+
+    def run(self, *tensors: Any) -> list[Any]:
+        torch = self.torch
+        device = next((t.device for t in tensors if isinstance(t, torch.Tensor)),
+                      torch.device("cpu"))
         self._device = device
         env: list[Any] = [*tensors, *([None] * (self.size - len(tensors)))]
         self._allocate(env, device)
         quiet = np.errstate(all="ignore") if self.interpreting else contextlib.nullcontext()
-        with quiet:
+        # Triton launches on the current device: make it the inputs' (and their current stream)
+        on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+        with quiet, on_device:
             for step in self.steps:
                 step(env)
         for i, why in self.checks:
