@@ -13,6 +13,7 @@ import pytest
 import stax.runtime as stax
 
 MASK = np.arange(20).reshape(4, 5) % 3 == 0
+IX = np.arange(20).reshape(4, 5)
 
 CASES = {
     "pad times inf": (lambda x: np.pad(x, 1) * np.inf, ()),
@@ -39,6 +40,13 @@ CASES = {
     "bool times huge times ten": (lambda x, m: (m * 1e308) * 10.0, (MASK,)),
     "inf minus bool times inf": (lambda x, m: np.inf - m * np.inf, (MASK,)),
     "bool divided by zero": (lambda x, m: m / 0.0, (MASK,)),
+    # integers LLVM proves constant from the data (x - x is 0): the float operation on them
+    # folds (found by the stress suite: ``x -= x; np.true_divide(x, x)`` on int64); the module
+    # is then compiled from the precise kernels (``jit.folded_non_finite``)
+    "integer difference with itself divided": (lambda x, i: (i - i) / (i - i), (IX,)),
+    "integer xor over integer times zero": (lambda x, i: (i ^ i) / (i * 0), (IX,)),
+    "known bits times inf": (lambda x, i: ((i & 1) & 2) * np.inf, (IX,)),
+    "huge plus a zero difference overflows": (lambda x, i: (i - i + 1e308) * 10.0, (IX,)),
     "pad minus inf plus inf": (lambda x: (np.pad(x, 1, constant_values=np.inf) - np.inf), ()),
 }
 
@@ -73,3 +81,26 @@ def test_raise_mode_raises_for_folded_constants(name):
         compiled(x, *extra)  # compiled under the default state
     with np.errstate(all="raise"), pytest.raises(FloatingPointError):
         compiled(x, *extra)
+
+
+def test_only_infinities_and_nans_the_optimizer_made_count():
+    from stax.codegen.cpu.jit import folded_non_finite
+
+    before = "%a = fdiv double 0x7ff0000000000000, %x"
+    assert folded_non_finite(before, "store double 0x7FF0000000000000") == []
+    assert folded_non_finite(before, "store <4 x double> splat (double 0x7FF8000000000000)") == \
+        ["0x7FF8000000000000"]
+    assert folded_non_finite("", "store double 1.000000e+308") == []
+
+
+def test_a_folded_module_from_the_disk_cache_still_warns(tmp_path, monkeypatch):
+    """The precise module is cached under the fast module's key: a warm start loads it."""
+    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path))
+
+    def fn(i):
+        return (i - i) / (i - i)
+
+    for _ in range(2):  # cold, then from the cache
+        got, got_messages = messages(stax.compile(fn), IX)
+        assert got_messages == ["invalid value encountered in divide"]
+        assert np.isnan(got).all()

@@ -230,7 +230,9 @@ class Executable:
     def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None) -> None:
         self.artifact = artifact
         self._cache = ObjectCache(cache_dir) if cache_dir is not None else None
-        self.module = CompiledModule(artifact.llvm_ir, self._cache)
+        # a fast module in which LLVM folded an event away is replaced by the precise one
+        self.module = CompiledModule(artifact.llvm_ir, self._cache,
+                                     unless_folded=artifact.precise_ir)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
         #: what each input must be, as ``(a.shape, a.strides, a.dtype)`` reads it (``__call__``);
         #: None for an object input (a ``Generator``, say), which only NumPy steps receive

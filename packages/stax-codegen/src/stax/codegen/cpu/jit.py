@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -93,11 +94,18 @@ class CompiledModule:
     optimizes nothing) and stored after a compile."""
 
     def __init__(self, llvm_ir: str | Callable[[], str], cache: DiskCache | None = None,
-                 speed_level: int = 3, key: str | None = None) -> None:
+                 speed_level: int = 3, key: str | None = None, *,
+                 unless_folded: str | None = None) -> None:
         """``llvm_ir`` may be a function making it, with ``key`` standing for its content in
-        the cache (a module whose text is costly to build: a warm start does not build it)."""
+        the cache (a module whose text is costly to build: a warm start does not build it).
+        ``unless_folded``: another module compiled (and cached under this module's key) instead
+        when optimizing this one computed an infinity or NaN at compile time
+        (``folded_non_finite``): the fast kernels' flags never see such an operation's event,
+        the precise kernels' checks fold with it to the right answer."""
         self.speed_level = speed_level
         self.from_cache = False
+        self.unless_folded = unless_folded
+        self.folded: list[str] = []  # the non-finite constants that made it compile the other
         content = key if key is not None else llvm_ir
         assert isinstance(content, str)
         key = cache.key(content, str(speed_level), *cpu_target().cache_key) if cache is not None \
@@ -120,6 +128,10 @@ class CompiledModule:
         its own as a cached object is: an engine that owns an optimized IR module holds about
         800 KB for as long as the code lives, one over its object code about 70 KB."""
         module = _optimized_module(self.llvm_ir, self.speed_level)
+        if self.unless_folded is not None:
+            self.folded = folded_non_finite(self.llvm_ir, str(module))
+            if self.folded:
+                module = _optimized_module(self.unless_folded, self.speed_level)
         # The engine takes ownership of the target machine it is given: give it its own.
         compiler = host.llvm().create_mcjit_compiler(module, _new_target_machine())
         objects: list[bytes] = []
@@ -169,6 +181,19 @@ class CompiledModule:
 
     def assembly(self) -> str:
         return _target_machine().emit_assembly(_optimized_module(self.llvm_ir, self.speed_level))
+
+
+#: an infinity or NaN in LLVM's text form: the hex of a double (floats print as doubles too)
+_NON_FINITE = re.compile(r"0x[7F]FF[0-9A-F]{13}", re.IGNORECASE)
+
+
+def folded_non_finite(before: str, after: str) -> list[str]:
+    """The infinities and NaNs the optimized module ``after`` holds that its source ``before``
+    does not: values LLVM computed at compile time (``x - x`` of integers is 0, then
+    ``0.0 / 0.0`` a NaN constant), so no instruction raises the CPU's flag for them."""
+    def found(text: str) -> set[str]:
+        return {"0x" + c[2:].upper() for c in _NON_FINITE.findall(text)}
+    return sorted(found(after) - found(before))
 
 
 def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
