@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# Triton reads this when it is first imported: the CUDA kernels of these tests run in Triton's
+# interpreter on torch CPU tensors (test_triton_aot.py compiles real kernels in a subprocess
+# without it). Set here, before any test module imports Triton.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 from pathlib import Path
 from typing import Any
 

@@ -23,6 +23,8 @@ SCRIPT = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import numpy as np
     from conftest import OpBuilder
+    import os
+    os.environ.pop("TRITON_INTERPRET", None)  # conftest sets it for the in-process tests
     from stax.codegen import generate_triton, triton_target
     from stax.codegen.triton.aot import compile_ahead
     from stax.codegen.triton.launch import LaunchPolicy
