@@ -22,6 +22,9 @@ ROOT = Path(__file__).parent
 PACKAGES = ["ir", "trace", "loop", "codegen", "runtime"]
 WHEELHOUSE = ROOT / ".nox" / "wheelhouse"
 TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+#: the CUDA path's tests without a GPU: Triton's interpreter on torch CPU tensors, and Triton's
+#: ahead-of-time compiler (torch 2.13.0 exactly: its CPU wheel is on the machine's disk)
+CUDA_TEST_DEPS = ["torch==2.13.0", "triton==3.9.0"]
 RUFF = "ruff==0.17.6"
 #: the graph verifier after every pass, in every test session (stax.ir.passes.run_pipeline)
 VERIFY = {"STAX_VERIFY_PASSES": "1"}
@@ -40,7 +43,7 @@ def _wheelhouse(session: nox.Session) -> str:
             old.unlink()
         session.run("python", "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(WHEELHOUSE),
                     *[str(ROOT / "packages" / f"stax-{p}") for p in PACKAGES], *TEST_DEPS,
-                    "pytest-benchmark>=4")
+                    *CUDA_TEST_DEPS, "pytest-benchmark>=4")
         _built = True
     return str(WHEELHOUSE)
 
@@ -56,7 +59,7 @@ def _install(session: nox.Session, *requirements: str) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Every package's tests against the five packages installed together."""
-    _install(session, *[f"stax-{p}" for p in PACKAGES], *TEST_DEPS)
+    _install(session, *[f"stax-{p}" for p in PACKAGES], *TEST_DEPS, *CUDA_TEST_DEPS)
     session.run("pytest", *[f"packages/stax-{p}/tests" for p in PACKAGES], *session.posargs,
                 env=VERIFY)
 
@@ -81,7 +84,8 @@ def stress(session: nox.Session) -> None:
 @nox.parametrize("package", PACKAGES)
 def isolated(session: nox.Session, package: str) -> None:
     """One package with only its declared dependencies: proves the layering."""
-    _install(session, f"stax-{package}", *TEST_DEPS)
+    _install(session, f"stax-{package}", *TEST_DEPS,
+             *(CUDA_TEST_DEPS if package == "codegen" else ()))
     session.run("python", "-c", "import importlib.util as u, sys; "
                 "print('installed stax layers:', sorted(m for m in "
                 "['stax.ir','stax.trace','stax.loop','stax.codegen','stax.runtime'] "
