@@ -170,3 +170,21 @@ def test_unused_steps_that_cannot_report_cost_nothing():
     assert [k.computes for k in mine.kernels] == [k.computes for k in theirs.kernels]
     assert mine.llvm_ir.split("\n", 3)[-1] == theirs.llvm_ir.split("\n", 3)[-1]
     assert [b.name for b in mine.buffers] == [b.name for b in theirs.buffers]
+
+
+def test_an_unused_assignment_casting_floats_into_integers_warns():
+    """Found by the stress suite: ``v0 = y.copy(); v0[1:] = t`` with ``v0`` unused, float values
+    into an int64 array: NumPy's cast of a NaN or infinity is invalid; the step counted as one
+    that cannot report (item assignments move data) and was dropped."""
+    def fn(y, t):
+        v0 = y.copy()
+        v0[1:] = t
+        return np.abs(t)
+
+    y, t = np.zeros((3, 4), np.int64), np.array([1.0, np.nan, np.inf, 2.0])
+    compiled = stax.compile(fn)
+    for call in (fn, compiled, compiled):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call(y.copy(), t)
+        assert sorted({str(w.message) for w in caught}) == ["invalid value encountered in cast"]

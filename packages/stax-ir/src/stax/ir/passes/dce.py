@@ -57,6 +57,8 @@ NO_EVENTS = frozenset({
                              "sign", "max", "min", "argmax", "argmin", "any", "all",
                              "logical_and", "logical_or", "logical_xor", "logical_not")),
 })
+#: item assignments: they cast their values to the array's dtype
+SETITEMS = frozenset({"stax.functional.setitem", "op:setitem"})
 #: integer operations NumPy reports events for: division and remainder by zero, MIN // -1
 INTEGER_EVENTS = frozenset({
     "operator.floordiv", "operator.mod", "numpy.floor_divide", "numpy.remainder", "numpy.mod",
@@ -92,6 +94,8 @@ def may_raise_events(node: Node) -> bool:
         return False
     kinds = {_kind(m) for m in (node.tensor, *(n.tensor for n in operands))}
     name = _call_name(node)
+    if name in SETITEMS and _kind(node.tensor) in ("i", "u") and kinds & {"f", "c"}:
+        return True  # float values cast into an integer array: NaN or out of range is invalid
     if name in NO_EVENTS and "c" not in kinds:  # np.abs of a complex computes a hypot
         return False
     return bool(kinds & {"f", "c"}) or name in INTEGER_EVENTS
