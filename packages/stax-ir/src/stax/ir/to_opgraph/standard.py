@@ -37,6 +37,11 @@ def elementwise_rule(op: OpDef) -> RuleFunction:
     return lower
 
 
+#: reductions whose NumPy function warns (a Python warning, whatever the error state) when a
+#: slice has no element, or no more than ``ddof``: such calls stay NumPy's, which warns itself
+WARN_WHEN_EMPTY = frozenset({"mean", "var", "std"})
+
+
 def reduction_rule(op: OpDef) -> RuleFunction:
     """``np.sum(x, axis=...)`` / ``x.sum(...)``, bound by the NumPy function's own signature."""
     signature = inspect.signature(resolve_function(op.captures[0]))
@@ -71,6 +76,9 @@ def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str,
         if not all(isinstance(a, (int, np.integer)) for a in axes):
             raise NotNative
         axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+    count = int(np.prod([x.tensor.shape[a] for a in axes], dtype=np.int64))
+    if op in WARN_WHEN_EMPTY and count - int(ddof) <= 0:
+        raise NotNative  # NumPy's call warns ("Mean of empty slice", "Degrees of freedom <= 0")
     keepdims = params.get("keepdims", False)
     keepdims = False if keepdims is NO_VALUE else bool(keepdims)
     attrs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
