@@ -16,6 +16,7 @@ CASES = {
     "var with ddof equal to the count": lambda x: x.var(axis=0, ddof=1),
     "std of empty rows, plus one": lambda x: np.std(x[:, :0], axis=1) + 1,
     "std with ddof over the count": lambda x: x.std(ddof=6),
+    "nanmean of an empty slice": lambda x: np.nanmean(x[1:]),
 }
 
 

@@ -68,6 +68,8 @@ def _nan_reduction(kind: str) -> RuleFunction:
         axes = tuple(range(ndim)) if axis is None else tuple(
             sorted(int_arg(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
         keepdims = bool(params.get("keepdims", False))
+        if kind == "mean" and 0 in [meta.shape[a] for a in axes]:
+            raise NotNative  # over no element NumPy warns "Mean of empty slice" itself
         bool_meta = TensorMeta(meta.shape, "bool", meta.strides)
         missing = ctx.emit("isnan", (x,), meta=bool_meta)
         fill = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
