@@ -6,10 +6,10 @@ from .cpu.target import cpu_target
 from .target import Target
 from .triton.target import triton_target
 
-#: the devices the runtime compiles for end to end (``stax.compile(device=...)``)
-DEVICES = ("cpu",)
-#: the devices with a target: ``cuda``'s kernels and executable exist (``triton/``), and join
-#: ``DEVICES`` once the runtime dispatches by device (issue 12 item 1)
+#: the devices the runtime compiles for end to end (``stax.compile(device=...)``; without it the
+#: device follows the data: NumPy arrays the CPU, torch CUDA tensors and CuPy arrays ``cuda``)
+DEVICES = ("cpu", "cuda")
+#: the devices with a target
 TARGET_DEVICES = ("cpu", "cuda")
 
 

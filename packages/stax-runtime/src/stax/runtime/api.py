@@ -5,6 +5,9 @@ version for it through three dispatch levels (algorithm 2.1), and runs it. On a 
 which guards of which version failed (corollary 2.1), captures the function on these arguments,
 hands the capture to the backend and caches the result. Whatever Stax cannot compile runs eagerly
 for that key, with one log line saying why (or, under ``strict_native=True``, raises it).
+
+The device follows the data: torch CUDA tensors and CuPy arrays run through the CUDA target, and
+the device is part of sigma (``devices.py`` says how a miss on device arrays is captured).
 """
 
 from __future__ import annotations
@@ -22,12 +25,18 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import DEVICES, Executable, ExternResultMismatch, FloatingPointEvents
-from stax.ir import StaxError, UnsupportedError, tree_flatten, write_json
+from stax.codegen import (
+    DEVICES,
+    Executable,
+    ExternResultMismatch,
+    FloatingPointEvents,
+    TritonExecutable,
+)
+from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, write_json
 from stax.trace import Outcome, leaf_names, trace
 
-from . import config, logs
-from .backends import dump_path, get_backend
+from . import config, devices, logs
+from .backends import dump_path, get_backend, stax_backend
 from .capture_cache import CaptureCache, Uncacheable, capture_key
 from .freevars import FreeVariables
 from .gates import GateReplay
@@ -35,6 +44,7 @@ from .guards import FreeGuards, Snapshot, rebinds_free_names
 from .runners import (
     RunEagerly,
     accepted_services,
+    device_writeback_runner,
     generator_states,
     guarded_entry,
     traced_arguments,
@@ -60,6 +70,8 @@ class CompiledFunction:
             raise StaxError(f"device {device!r} is not available yet; Stax compiles for "
                             f"{', '.join(map(repr, DEVICES))}")
         self.fn = fn
+        #: the device asked for: None follows the data (NumPy on the CPU, CUDA arrays on their GPU)
+        self.requested_device = device
         self.device = device or "cpu"
         self.dynamic = dynamic
         self.strict_native = strict_native
@@ -105,7 +117,7 @@ class CompiledFunction:
             found = getattr(found, part, None)
         if found is self:
             return qualname
-        return (_recompile, (self.fn, self.device, self.dynamic, self.strict_native,
+        return (_recompile, (self.fn, self.requested_device, self.dynamic, self.strict_native,
                              self.backend_name, self.options, self.limits))
 
     @property
@@ -135,6 +147,9 @@ class CompiledFunction:
                         return self._run(version, args, kwargs)
         if traced_arguments(user_args, kwargs):  # called inside another function's capture: inline it
             return self.fn(*user_args, **kwargs)
+        placement = self._place(args, kwargs)
+        if placement is not None and placement.eager_reason is not None:
+            return self._run_unguardable(placement.eager_reason, args, kwargs)
         try:
             sigma = signature(args, kwargs)
         except Unguardable as exc:
@@ -152,14 +167,41 @@ class CompiledFunction:
                 version = self._lookup(sigma, args, kwargs)
                 if version is None:
                     outcome = Outcome()
-                    version = self._miss(sigma, args, kwargs, outcome)
+                    version = self._miss(sigma, args, kwargs, outcome, placement)
                     if not version.native:  # the capture ran this call already: use its result
                         done, result = outcome.eager_result()
                         if done:
                             self._fallbacks += 1
+                            if placement is not None:  # computed on host copies
+                                return placement.restore(result, _updated_copies(outcome))
                             return result
                         outcome.undo_untraced_updates()
         return self._run(version, args, kwargs)
+
+    def _place(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> devices.Placement | None:
+        """The device of this call (None: the CPU); ``StaxError`` for arguments no device takes.
+        A free NumPy array read by a function called on device arrays is named as such."""
+        leaves = tree_leaves((args, kwargs))
+        try:
+            return devices.place(leaves, self.requested_device, self._name)
+        except StaxError:
+            n_free = len(self._free.names)
+            host = [name for name, leaf in zip(self._free.names, leaves[:n_free])
+                    if type(leaf) is np.ndarray]
+            if host and devices.device_leaf(leaves[n_free:]) is not None:
+                raise StaxError(f"{self._name} reads the NumPy array {host[0]!r} (a global or "
+                                "closure variable) and is called with device arrays: pass it as "
+                                "an argument on the same device") from None
+            raise
+
+    def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, host: bool = False) -> Any:
+        """The function run eagerly: on device arrays through CuPy (``host``: on host copies,
+        for NumPy's own errors), on NumPy arrays as it is."""
+        fn = self._traced_function()
+        if devices.device_leaf(tree_leaves((args, kwargs))) is None:
+            return fn(*args, **kwargs)
+        run = devices.run_on_host if host else devices.run_through_cupy
+        return run(fn, args, kwargs)
 
     def _rescan_free_variables(self) -> bool:
         """Which globals, cells and module attributes are arrays is decided again at each miss:
@@ -186,7 +228,7 @@ class CompiledFunction:
         if reason not in self._unguardable_reported:
             self._unguardable_reported.add(reason)
             logs.warn(f"stax: {self._name} runs eagerly for such calls: {reason}")
-        return self._traced_function()(*args, **kwargs)
+        return self._eager(args, kwargs)
 
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if version.entry is not None:  # level 1 in machine code for the next call
@@ -212,7 +254,8 @@ class CompiledFunction:
                 version.declined_reported = True
                 logs.warn(f"stax: {self._name} v{version.index}: {exc}; calls like this one run "
                           "eagerly")
-            return self._traced_function()(*args, **kwargs)
+            # a failed check (an index out of bounds) is NumPy's error, which CuPy does not raise
+            return self._eager(args, kwargs, host=isinstance(exc, ExternResultMismatch))
 
     def cache_info(self) -> CacheInfo:
         hits = dict(self._hits)
@@ -238,7 +281,7 @@ class CompiledFunction:
 
     # -- a miss ------------------------------------------------------------------------------------
     def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-              outcome: Outcome) -> Version:
+              outcome: Outcome, placement: devices.Placement | None = None) -> Version:
         self._misses += 1
         settings = config.current()
         if self._versions and "recompiles" in settings.logs:
@@ -248,10 +291,9 @@ class CompiledFunction:
         if len(self._versions) >= self.limits.max_versions or \
                 self._compiles >= self.limits.max_compiles:
             self._warn_limit(sigma, args, kwargs)
-            fn = self._traced_function()
-            return Version(-1, sigma, lambda a, k: fn(*a, **k), native=False,
+            return Version(-1, sigma, self._eager, native=False,
                            reason="version or compile limit reached")
-        version = self._compile(sigma, args, kwargs, settings, outcome)
+        version = self._compile(sigma, args, kwargs, settings, outcome, placement)
         self._versions.append(version)
         self._by_sigma.setdefault(sigma, []).append(version)
         layout = array_signature(args) if not kwargs else None
@@ -279,7 +321,8 @@ class CompiledFunction:
         return self._free.lifted() if self._free else self.fn
 
     def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                 settings: config.Settings, outcome: Outcome) -> Version:
+                 settings: config.Settings, outcome: Outcome,
+                 placement: devices.Placement | None = None) -> Version:
         """A new version for this key. When it falls back after the capture ran to its end,
         ``outcome`` holds that run's result: the caller returns it for this call instead of
         running the function (and its side effects) a second time."""
@@ -287,14 +330,16 @@ class CompiledFunction:
         start = time.perf_counter()
         timings: dict[str, float] = {}
         try:
-            version = self._build(sigma, args, kwargs, settings, number, timings, outcome)
+            version = self._build(sigma, args, kwargs, settings, number, timings, outcome,
+                                  placement)
         except (UnsupportedError, _InternalError) as exc:
             if self.strict_native:
                 raise (exc.__cause__ if isinstance(exc, _InternalError) else exc) from None
             reason = str(exc)
-            logs.warn(f"stax: {self._name} falls back to eager NumPy for this signature: {reason}")
-            fn = self._traced_function()
-            version = Version(number, sigma, lambda a, k: fn(*a, **k), native=False, reason=reason)
+            eager = "eager NumPy" if placement is None else \
+                f"eager NumPy through CuPy on {placement.key}"
+            logs.warn(f"stax: {self._name} falls back to {eager} for this signature: {reason}")
+            version = Version(number, sigma, self._eager, native=False, reason=reason)
         self._compiles += 1
         version.stats["compile_s"] = time.perf_counter() - start
         version.stats.update(timings)
@@ -305,7 +350,12 @@ class CompiledFunction:
 
     def _build(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                settings: config.Settings, number: int, timings: dict[str, float],
-               outcome: Outcome) -> Version:
+               outcome: Outcome, placement: devices.Placement | None) -> Version:
+        """The version for sigma; with a ``placement`` the device arguments are captured on host
+        copies of one layout (``devices.py``) and compiled for the CUDA target."""
+        device_args, device_kwargs = args, kwargs
+        if placement is not None:
+            args, kwargs = placement.host_call(args, kwargs)
         name = getattr(self.fn, "__name__", "fn")
         user_args = args[len(self._free.names):]
         names = [*self._free.names, *leaf_names(self.fn, user_args, kwargs)]
@@ -320,7 +370,7 @@ class CompiledFunction:
             capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names,
                             outcome=outcome)
             timings["capture"] = time.perf_counter() - clock
-            self._check_no_side_effects(free, sigma, args, kwargs)
+            self._check_no_side_effects(free, sigma, device_args, device_kwargs)
             if captures is not None and key is not None and not capture.gates:
                 captures.store(key, capture)
         dump = self._dumper(settings, self._dump_name(settings.dump_dir, name), number)
@@ -332,10 +382,14 @@ class CompiledFunction:
             # services a backend gets when its signature asks for them (spec §1.2 keeps the
             # contract backend(graph, example_inputs, **options))
             services = {"dump": dump, "timings": timings, "cache_dir": settings.cache_dir,
-                        "device": self.device,
+                        "device": "cpu" if placement is None else "cuda",
                         "log": lambda category, text: logs.emit(category, settings.logs, text)}
-            run_flat = self.backend(capture, [leaves[i] for i in slots],
-                                    **accepted_services(self.backend, services), **self.options)
+            accepted = accepted_services(self.backend, services)
+            if placement is not None and self.backend is not stax_backend and \
+                    "device" not in _named_parameters(self.backend):
+                raise UnsupportedError(f"backend {self.backend_name!r} compiles for the CPU only "
+                                       "(its signature takes no device)")
+            run_flat = self.backend(capture, [leaves[i] for i in slots], **accepted, **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly
@@ -343,12 +397,16 @@ class CompiledFunction:
                                  f"{type(exc).__name__}: {exc}") from exc
         artifact = getattr(run_flat, "artifact", None)
         # an Executable's __call__ validates its inputs for replay users; sigma already has
-        call_flat = run_flat.run if isinstance(run_flat, Executable) else run_flat
+        call_flat = run_flat.run if isinstance(run_flat, (Executable, TritonExecutable)) else run_flat
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
-        runner = tree_runner(call_flat, slots, capture) if not capture.writeback else \
-            writeback_runner(call_flat, slots, capture)
+        if not capture.writeback:
+            runner = tree_runner(call_flat, slots, capture)
+        elif placement is not None:
+            runner = device_writeback_runner(call_flat, slots, capture, placement.library)
+        else:
+            runner = writeback_runner(call_flat, slots, capture)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
                           gates=GateReplay(capture) if capture.gates else None, free=free,
                           generators=[i for i, leaf in enumerate(leaves)
@@ -360,7 +418,8 @@ class CompiledFunction:
             run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
             version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
         make_entry = getattr(run_flat, "entry", None)
-        if plain_call and make_entry is not None and version.gates is None and not self._free:
+        if plain_call and make_entry is not None and version.gates is None and not self._free \
+                and placement is None:
             clock = time.perf_counter()
             entry = make_entry(leaves, self._dispatch)  # it decides which results it can return
             timings["entry"] = time.perf_counter() - clock
@@ -440,6 +499,20 @@ class CompiledFunction:
 
 class _InternalError(StaxError):
     pass
+
+
+def _named_parameters(fn: Callable[..., Any]) -> set[str]:
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _updated_copies(outcome: Outcome) -> list[np.ndarray]:
+    """The arguments (host copies, for a device call) a finished capture updated in place: the
+    ones ``Outcome.eager_result`` wrote its final values into."""
+    return [caller for argument, caller in outcome.arguments
+            if argument.proxy.node is not argument.node]
 
 
 # a child forked while another thread compiled would inherit that function's lock held: each

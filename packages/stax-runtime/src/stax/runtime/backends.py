@@ -14,7 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import DiskCache, Executable, KernelArtifact, Target, generate, target_for
+from stax.codegen import (
+    DiskCache,
+    Executable,
+    KernelArtifact,
+    Target,
+    TritonExecutable,
+    generate,
+    target_for,
+)
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
 from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
 from stax.loop import lower_opgraph
@@ -74,7 +82,7 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
             timings["plan (disk cache)"] = loaded - clock
             clock = loaded
             dump("kernels", artifact)
-            stage("jit" if not executable.module.from_cache else "jit (disk cache)")
+            stage(_jit_stage(executable))
             return executable
     capture = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)  # passes rewrite a copy
     log("passes", f"passes on {capture.name}:\n{run_pipeline(capture.graph, pipeline)}")
@@ -95,10 +103,23 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     stage("kernels")
     if plans is not None and key is not None:
         plans.store(key, json.dumps(artifact.to_json()).encode())
-    executable = Executable(artifact, cache_dir)
-    stage("jit" if not executable.module.from_cache else "jit (disk cache)")
+    executable = make_executable(artifact, cache_dir)
+    stage(_jit_stage(executable))
     executable.artifact = artifact
     return executable
+
+
+def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | TritonExecutable:
+    """What runs an artifact: its target's executable (LLVM machine code for the CPU, Triton
+    kernels on the inputs' GPU for CUDA; Triton and torch are imported only then)."""
+    if artifact.target.get("device") == "cuda":
+        return TritonExecutable(artifact)
+    return Executable(artifact, cache_dir)
+
+
+def _jit_stage(executable: Executable | TritonExecutable) -> str:
+    module = getattr(executable, "module", None)
+    return "jit (disk cache)" if getattr(module, "from_cache", False) else "jit"
 
 
 def _plan_cache(cache_dir: Any) -> DiskCache | None:
@@ -110,14 +131,14 @@ def _plan_cache(cache_dir: Any) -> DiskCache | None:
 
 
 def _cached_plan(plans: DiskCache, key: str, blob: bytes, cache_dir: Any
-                 ) -> tuple[KernelArtifact, Executable, float] | None:
+                 ) -> tuple[KernelArtifact, Executable | TritonExecutable, float] | None:
     """The executable of a stored plan (and when its document was read), or None: a plan that
     does not parse or build (a defect of the entry, an extern outside the allow-list) is a miss,
     reported once and removed; the plan is made again from the capture."""
     try:
         artifact = KernelArtifact.from_json(json.loads(blob))
         loaded = time.perf_counter()
-        executable = Executable(artifact, cache_dir)
+        executable = make_executable(artifact, cache_dir)
     except Exception as exc:  # any defect of a stored document is a miss
         plans.discard(key, f"the plan does not load ({type(exc).__name__}: {exc})")
         return None

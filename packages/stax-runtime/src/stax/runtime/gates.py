@@ -1,4 +1,8 @@
-"""Replaying data gates on new inputs (spec §3.5): the gamma_g component of the key."""
+"""Replaying data gates on new inputs (spec §3.5): the gamma_g component of the key.
+
+On device arrays the replay subgraph runs on the device, through CuPy (NumPy's functions reach
+it by ``__array_function__``), and only the gate values are read back to the host; a replay
+CuPy cannot run is replayed on host copies of the inputs (``devices.py``)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from stax.ir import GATE_CONVERSIONS, GraphProgram, run_graph
+
+from . import devices
 
 GATE_CONDITION = "control-flow gate outcomes match the traced branch"
 
@@ -26,11 +32,28 @@ class GateReplay:
         """gamma_g for these inputs, or None when replaying fails on them (a different path)."""
         env = {name: leaves[i] for i, name in self.slots}
         try:
-            with np.errstate(all="ignore"):
-                values = run_graph(self.graph, env)
+            values = self._replay(env)
             return [GATE_CONVERSIONS[k](v) for k, v in zip(self.kinds, values)]
         except Exception:
             return None
+
+    def _replay(self, env: dict[str, Any]) -> list[Any]:
+        found = devices.device_leaf(list(env.values()))
+        if found is None:
+            with np.errstate(all="ignore"):
+                return list(run_graph(self.graph, env))
+        library, like = found
+        on_device = {n: library.as_cupy(v) if devices.library_of(v) is not None else v
+                     for n, v in env.items()}
+        try:
+            with np.errstate(all="ignore"):
+                values = list(run_graph(self.graph, on_device))
+            return devices.host_values(values, like, library)
+        except Exception:  # an op CuPy does not take: replay on the host
+            host = {n: devices.host_copy(v, library) if devices.library_of(v) is not None else v
+                    for n, v in env.items()}
+            with np.errstate(all="ignore"):
+                return list(run_graph(self.graph, host))
 
     def matches(self, leaves: list[Any]) -> bool:
         got = self.outcomes(leaves)

@@ -14,6 +14,7 @@ import numpy as np
 from stax.ir import StaxError, tree_leaves, tree_unflatten
 from stax.trace.proxy import Proxy
 
+from . import devices
 from .guards import Snapshot
 
 
@@ -123,3 +124,31 @@ def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], captu
     return run
 
 
+
+
+def device_writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any,
+                            library: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """``writeback_runner`` for device arrays: the final values are copied into the caller's
+    device arrays through their library; aliased arguments decline the call, as on the CPU."""
+    plan = capture.writeback_plan()
+    names = [capture.inputs[i] for i in slots]
+    updated = set(capture.writeback)
+
+    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        leaves = tree_leaves((args, kwargs))
+        arrays = [leaves[i] for i in slots]
+        env = dict(zip(names, arrays))
+        for n in updated:
+            if any(devices.library_of(other) is not None and
+                   devices.may_share_memory(env[n], other, library)
+                   for m, other in env.items() if m != n):
+                raise RunEagerly(f"it updates argument {n!r} in place and that argument "
+                                 "overlaps another one in memory")
+        flat = run_flat(*arrays)
+        for name, index in plan.copies:
+            devices.write(env[name], flat[index], library)
+        user = list(flat[: plan.n_user])
+        for position, name in plan.same:
+            user[position] = env[name]
+        return tree_unflatten(capture.output_tree, user)
+    return run

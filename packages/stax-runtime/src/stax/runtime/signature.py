@@ -7,7 +7,9 @@ that two calls with the same signature trace the same program (proposition 2.1):
 
 - an array: ``("ndarray", device, shape, dtype, strides)`` — strides in bytes, as numbers, because
   kernels are written for the traced layout (§2.2); the dynamic-mode expression form replaces this
-  item when dynamic shapes land;
+  item when dynamic shapes land. The device is ``"cpu"`` for a NumPy array and names the library
+  and device of a torch tensor or CuPy array (``"torch:cuda:0"``, ``"cupy:cuda:0"``,
+  ``devices.device_key``), so a CPU and a CUDA version of one function never share a key;
 - None, bool, int, str, bytes: ``(type, value)``; float: ``("float", float.hex(x))`` so that -0.0
   and 0.0 differ and a NaN matches itself; complex likewise per part; a NumPy scalar:
   ``(type, dtype, bytes)``; a dtype, a slice, Ellipsis: by value;
@@ -36,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from . import devices
 
 ARRAY = "ndarray"
 MAX_VALUES = 256  # values described per argument or free value before it is Unguardable
@@ -96,6 +100,9 @@ def leaf_signature(x: Any) -> Any:
         return (t.__name__, x.dtype.str, x.tobytes())
     if t is np.random.Generator:  # traced as an input: only the kind of its bit generator matters
         return ("numpy.random.Generator", type(x.bit_generator).__qualname__)
+    on_device = devices.layout(x)  # a torch tensor or CuPy array
+    if on_device is not None:
+        return (ARRAY, *on_device)
     return Describer().describe(x)
 
 
@@ -148,6 +155,9 @@ class Describer:
             return (*layout, np.ascontiguousarray(x).tobytes())
         if isinstance(x, (type, types.ModuleType, enum.Enum)) or t in _CALLABLE_TYPES:
             return ("identity", Identity(x))
+        if devices.library_of(x) is not None:
+            raise Unguardable(f"it holds a {type(x).__module__}.{t.__qualname__}, a device array "
+                              "Stax keys only as an argument")
         if isinstance(x, types.FunctionType):
             return self._function(x)
         if isinstance(x, types.MethodType):
@@ -269,9 +279,13 @@ def array_signature(args: tuple[Any, ...]) -> Any:
     layouts only; None when an argument is not a plain array."""
     keys = []
     for a in args:
-        if type(a) is not np.ndarray:
+        if type(a) is np.ndarray:
+            keys.append((a.shape, a.strides, a.dtype))
+            continue
+        key = devices.layout_key(a)  # a torch tensor or CuPy array: with its device
+        if key is None:
             return None
-        keys.append((a.shape, a.strides, a.dtype))
+        keys.append(key)
     return tuple(keys)
 
 
