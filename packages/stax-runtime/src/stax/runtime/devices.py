@@ -4,8 +4,8 @@ between the host and that device around the compiled code.
 A call's array leaves decide: NumPy arrays run on the CPU (nothing here is touched, and torch,
 CuPy and Triton are never imported: a leaf is recognised by ``type(x).__module__``); torch CUDA
 tensors or CuPy arrays run on their GPU through the CUDA target. ``device="cuda"`` forces the GPU
-(NumPy arrays are then an error saying how to move them); under ``TRITON_INTERPRET=1`` it also
-sends torch CPU tensors down the CUDA path, which is how the CUDA path is tested without a GPU.
+(NumPy arrays are then an error saying how to move them). Under ``TRITON_INTERPRET=1`` torch CPU
+tensors stand for CUDA ones and take the CUDA path: that is how it is tested without a GPU.
 One call never mixes kinds or devices: that is an error naming the two arguments.
 
 The design of a miss, and why:
@@ -27,7 +27,8 @@ The design of a miss, and why:
   declines because a bounds check failed runs on host copies instead: CuPy does not raise NumPy's
   ``IndexError``, NumPy does.
 - **Data gates replay on the device** (``gates.py``): the replay subgraph runs through CuPy on the
-  inputs, and its few values are read back (one synchronization per gate value, usually one);
+  inputs (on the inputs' current stream), and its few values are read back (one
+  synchronization per gate value, usually one);
   a replay CuPy cannot run is replayed on host copies.
 - **Layouts the kernels cannot read** run eagerly through CuPy with one log line: negative strides
   (CuPy only). Tensors that require grad are an error (Stax does not differentiate).
@@ -42,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.codegen.triton import arrays
+from stax.codegen.triton.arrays import ArrayLibrary
 from stax.ir import StaxError, tree_flatten, tree_unflatten
 
 #: the modules whose arrays are device arrays (checked on ``type(x).__module__``, so recognising a
@@ -49,15 +52,11 @@ from stax.ir import StaxError, tree_flatten, tree_unflatten
 DEVICE_MODULES = ("torch", "cupy")
 
 
-def library_of(x: Any) -> Any:
+def library_of(x: Any) -> ArrayLibrary | None:
     """The array library of a torch tensor or CuPy array (``stax.codegen.triton.arrays``), or None
     for anything else, without importing either library for other objects."""
     if type(x).__module__.split(".", 1)[0] not in DEVICE_MODULES:
         return None
-    try:
-        from stax.codegen.triton import arrays
-    except ImportError:  # until stax-codegen has its adapters: the minimal ones below
-        return _minimal_library(x)
     return arrays.library_of(x)
 
 
@@ -67,7 +66,7 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
-def numpy_dtype(x: Any, library: Any) -> np.dtype:
+def numpy_dtype(x: Any, library: ArrayLibrary) -> np.dtype:
     """The NumPy dtype of a device array; ``StaxError`` for one NumPy has no dtype for."""
     if library.name == "cupy":
         return np.dtype(x.dtype)
@@ -79,7 +78,7 @@ def numpy_dtype(x: Any, library: Any) -> np.dtype:
                         "programs: convert it, e.g. x.float()") from None
 
 
-def device_key(x: Any, library: Any) -> str:
+def device_key(x: Any, library: ArrayLibrary) -> str:
     """The device part of sigma: ``torch:cuda:0``, ``cupy:cuda:1``, ``torch:cpu``."""
     if library.name == "cupy":
         return f"cupy:cuda:{x.device.id}"
@@ -87,10 +86,8 @@ def device_key(x: Any, library: Any) -> str:
     return f"torch:{d.type}" if d.index is None else f"torch:{d.type}:{d.index}"
 
 
-def element_strides(x: Any, library: Any) -> tuple[int, ...]:
-    if library.name == "cupy":
-        return tuple(s // x.itemsize for s in x.strides)
-    return tuple(x.stride())
+def element_strides(x: Any, library: ArrayLibrary) -> tuple[int, ...]:
+    return library.layout(x)[1]
 
 
 def layout(x: Any) -> tuple[str, tuple[int, ...], np.dtype, tuple[int, ...]] | None:
@@ -157,11 +154,10 @@ def place(leaves: list[Any], device: str | None, name: str) -> Placement | None:
             raise StaxError(f"{name}: {_describe(j, leaf)} requires grad; Stax compiles NumPy "
                             "programs and does not differentiate: pass x.detach()")
         numpy_dtype(leaf, lib)
-    if key.endswith(":cpu") and not (device == "cuda" and interpreting()):
+    if key.endswith(":cpu") and not interpreting():
         raise StaxError(f"{name}: {_describe(i, like)} is a torch CPU tensor; Stax runs NumPy "
                         "arrays on the CPU (x.numpy() is a zero-copy view) and CUDA tensors on "
-                        "the GPU (CPU tensors take the CUDA path only under TRITON_INTERPRET=1 "
-                        "with device='cuda')")
+                        "the GPU (CPU tensors stand for CUDA ones only under TRITON_INTERPRET=1)")
     eager = next((f"{_describe(j, leaf)} has negative strides, which the CUDA kernels do not "
                   "take" for j, leaf, lib, _ in found
                   if any(s < 0 for s in element_strides(leaf, lib))), None)
@@ -174,7 +170,7 @@ class Placement:
     conversions and allocations) and, when the kernels cannot take the inputs, why the call runs
     eagerly instead."""
 
-    library: Any
+    library: ArrayLibrary
     key: str
     like: Any
     eager_reason: str | None = None
@@ -211,7 +207,7 @@ class Placement:
         return to_device(leaf, self.library, self.like)
 
 
-def to_device(leaf: Any, library: Any, like: Any) -> Any:
+def to_device(leaf: Any, library: ArrayLibrary, like: Any) -> Any:
     """A host result leaf on ``like``'s device (a NumPy scalar as a 0-d array, as the kernels
     return it); anything else unchanged."""
     if isinstance(leaf, np.generic):
@@ -221,7 +217,7 @@ def to_device(leaf: Any, library: Any, like: Any) -> Any:
     return leaf
 
 
-def host_copy(x: Any, library: Any) -> np.ndarray:
+def host_copy(x: Any, library: ArrayLibrary) -> np.ndarray:
     """A NumPy copy of a device array with its element strides (zero strides stay zero and
     read-only, as ``np.broadcast_to``'s), so that a capture on it plans for the device layout."""
     values = np.asarray(library.to_numpy(x))
@@ -239,15 +235,16 @@ def host_copy(x: Any, library: Any) -> np.ndarray:
     return out
 
 
-def write(target: Any, values: Any, library: Any) -> None:
+def write(target: Any, values: Any, library: ArrayLibrary) -> None:
     """Copy ``values`` (a NumPy or device array) into the device array ``target``, in place."""
     xp = library.numpy_module(target)
     view = library.as_cupy(target)
-    source = library.as_cupy(values) if library_of(values) is not None else xp.asarray(values)
-    xp.copyto(view, source)
+    with library.step_stream(target):
+        source = library.as_cupy(values) if library_of(values) is not None else xp.asarray(values)
+        xp.copyto(view, source)
 
 
-def may_share_memory(a: Any, b: Any, library: Any) -> bool:
+def may_share_memory(a: Any, b: Any, library: ArrayLibrary) -> bool:
     xp = library.numpy_module(a)
     return bool(xp.may_share_memory(library.as_cupy(a), library.as_cupy(b)))
 
@@ -280,7 +277,8 @@ def run_through_cupy(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
         else:
             out.append(leaf)
     a, k = tree_unflatten(tree, out)
-    result = fn(*a, **k)
+    with library.step_stream(like):  # CuPy's work on the torch tensors' current stream
+        result = fn(*a, **k)
     xp = library.numpy_module(like)
     leaves, tree = tree_flatten(result)
     back = []
@@ -312,81 +310,10 @@ def run_on_host(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     return placement.restore(result, updated)
 
 
-def host_values(values: list[Any], like: Any, library: Any) -> list[Any]:
+def host_values(values: list[Any], like: Any, library: ArrayLibrary) -> list[Any]:
     """Values computed on the device read back to the host (NumPy arrays and scalars)."""
     xp = library.numpy_module(like)
     if xp is np:
         return list(values)
     return [xp.asnumpy(v) if isinstance(v, xp.ndarray) else v for v in values]
 
-
-# -- minimal adapters, used while stax.codegen.triton.arrays is not installed ---------------------
-
-def _minimal_library(x: Any) -> Any:
-    name = type(x).__module__.split(".", 1)[0]
-    if name == "torch":
-        import torch
-
-        return _TorchArrays() if isinstance(x, torch.Tensor) else None
-    import cupy
-
-    return _CupyArrays() if isinstance(x, cupy.ndarray) else None
-
-
-class _TorchArrays:
-    name = "torch"
-
-    def to_numpy(self, a: Any) -> np.ndarray:
-        return a.detach().cpu().numpy()
-
-    def from_numpy(self, array: np.ndarray, like: Any) -> Any:
-        import torch
-
-        return torch.from_numpy(np.ascontiguousarray(array)).to(like.device)
-
-    def numpy_module(self, like: Any) -> Any:
-        if like.device.type == "cpu":
-            return np
-        import cupy
-
-        return cupy
-
-    def as_cupy(self, a: Any) -> Any:
-        if a.device.type == "cpu":
-            return a.numpy()
-        import cupy
-
-        return cupy.from_dlpack(a)
-
-    def from_cupy(self, c: Any, like: Any) -> Any:
-        import torch
-
-        if isinstance(c, np.ndarray):
-            return torch.from_numpy(np.ascontiguousarray(c))
-        return torch.from_dlpack(c)
-
-
-class _CupyArrays:
-    name = "cupy"
-
-    def to_numpy(self, a: Any) -> np.ndarray:
-        import cupy
-
-        return cupy.asnumpy(a)
-
-    def from_numpy(self, array: np.ndarray, like: Any) -> Any:
-        import cupy
-
-        with like.device:
-            return cupy.asarray(array)
-
-    def numpy_module(self, like: Any) -> Any:
-        import cupy
-
-        return cupy
-
-    def as_cupy(self, a: Any) -> Any:
-        return a
-
-    def from_cupy(self, c: Any, like: Any) -> Any:
-        return c

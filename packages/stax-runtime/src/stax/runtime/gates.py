@@ -46,7 +46,7 @@ class GateReplay:
         on_device = {n: library.as_cupy(v) if devices.library_of(v) is not None else v
                      for n, v in env.items()}
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), library.step_stream(like):
                 values = list(run_graph(self.graph, on_device))
             return devices.host_values(values, like, library)
         except Exception:  # an op CuPy does not take: replay on the host
