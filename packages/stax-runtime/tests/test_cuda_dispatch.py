@@ -235,6 +235,29 @@ def test_fallback_after_capture_returns_the_captures_result_on_the_device(monkey
     assert cf.cache_info().fallbacks == 2
 
 
+def test_kernels_failing_on_their_first_call_fall_back_with_one_line(monkeypatch, caplog):
+    """The capture ran the first call in NumPy without an error: an error from the compiled code
+    on that call is a compiler defect, so the version falls back instead of failing the call."""
+    def crashing(capture, examples, device="cpu", **options):
+        def run(*arrays):
+            raise RuntimeError("kernel crashed")
+        return run
+
+    monkeypatch.setitem(stax.BACKENDS, "crashing", crashing)
+    with pytest.raises(RuntimeError, match="kernel crashed"):
+        cuda(lambda x: x * 3, backend="crashing", strict_native=True)(*tensors(X))
+    cf = cuda(lambda x: x * 3, backend="crashing")
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        first = cf(*tensors(X))
+        second = cf(*tensors(X))
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "internal error running the CUDA kernels: RuntimeError" in lines[0]
+    for got in (first, second):
+        assert isinstance(got, torch.Tensor)
+        np.testing.assert_array_equal(got.numpy(), X * 3)
+    assert not cf.versions()[0].native and cf.cache_info().fallbacks == 2
+
+
 def test_unsupported_function_falls_back_and_strict_raises():
     counter = []
 

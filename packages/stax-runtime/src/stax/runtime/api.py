@@ -47,9 +47,11 @@ from .runners import (
     device_writeback_runner,
     generator_states,
     guarded_entry,
+    named_parameters,
     traced_arguments,
     tree_runner,
     untraced_arrays,
+    updated_copies,
     writeback_runner,
 )
 from .signature import (
@@ -168,15 +170,42 @@ class CompiledFunction:
                 if version is None:
                     outcome = Outcome()
                     version = self._miss(sigma, args, kwargs, outcome, placement)
-                    if not version.native:  # the capture ran this call already: use its result
-                        done, result = outcome.eager_result()
-                        if done:
-                            self._fallbacks += 1
-                            if placement is not None:  # computed on host copies
-                                return placement.restore(result, _updated_copies(outcome))
-                            return result
-                        outcome.undo_untraced_updates()
+                    if version.native and placement is not None:
+                        return self._first_device_run(version, args, kwargs, outcome, placement)
+                    if not version.native:
+                        return self._captured_result(version, args, kwargs, outcome, placement)
         return self._run(version, args, kwargs)
+
+    def _captured_result(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
+                         outcome: Outcome, placement: devices.Placement | None) -> Any:
+        """A fallback version's first call: the capture ran it already, so its result stands
+        (moved to the device for a device call) unless it cannot stand for eager's."""
+        done, result = outcome.eager_result()
+        if done:
+            self._fallbacks += 1
+            if placement is not None:  # computed on host copies
+                return placement.restore(result, updated_copies(outcome))
+            return result
+        outcome.undo_untraced_updates()
+        return self._run(version, args, kwargs)
+
+    def _first_device_run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
+                          outcome: Outcome, placement: devices.Placement) -> Any:
+        """The first call of a CUDA version. Its capture ran this very call in NumPy without an
+        error, so an error from the kernels is a compiler defect, not the user's: the version
+        falls back with one log line (``strict_native`` raises it)."""
+        try:
+            return self._run(version, args, kwargs)
+        except StaxError:
+            raise
+        except Exception as exc:
+            if self.strict_native:
+                raise
+            version.native, version.run, version.fast = False, self._eager, None
+            version.reason = f"internal error running the CUDA kernels: {type(exc).__name__}: {exc}"
+            logs.warn(f"stax: {self._name} falls back to eager NumPy through CuPy on "
+                      f"{placement.key} for this signature: {version.reason}")
+            return self._captured_result(version, args, kwargs, outcome, placement)
 
     def _place(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> devices.Placement | None:
         """The device of this call (None: the CPU); ``StaxError`` for arguments no device takes.
@@ -386,7 +415,7 @@ class CompiledFunction:
                         "log": lambda category, text: logs.emit(category, settings.logs, text)}
             accepted = accepted_services(self.backend, services)
             if placement is not None and self.backend is not stax_backend and \
-                    "device" not in _named_parameters(self.backend):
+                    "device" not in named_parameters(self.backend):
                 raise UnsupportedError(f"backend {self.backend_name!r} compiles for the CPU only "
                                        "(its signature takes no device)")
             run_flat = self.backend(capture, [leaves[i] for i in slots], **accepted, **self.options)
@@ -499,20 +528,6 @@ class CompiledFunction:
 
 class _InternalError(StaxError):
     pass
-
-
-def _named_parameters(fn: Callable[..., Any]) -> set[str]:
-    try:
-        return set(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return set()
-
-
-def _updated_copies(outcome: Outcome) -> list[np.ndarray]:
-    """The arguments (host copies, for a device call) a finished capture updated in place: the
-    ones ``Outcome.eager_result`` wrote its final values into."""
-    return [caller for argument, caller in outcome.arguments
-            if argument.proxy.node is not argument.node]
 
 
 # a child forked while another thread compiled would inherit that function's lock held: each

@@ -68,6 +68,21 @@ def accepted_services(backend: Callable[..., Any], services: dict[str, Any]) -> 
     return {k: v for k, v in services.items() if k in params}
 
 
+def named_parameters(fn: Callable[..., Any]) -> set[str]:
+    """The parameter names ``fn``'s signature spells out (none for a builtin without one)."""
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def updated_copies(outcome: Any) -> list[np.ndarray]:
+    """The arguments a finished capture updated in place (host copies, for a device call): the
+    ones ``Outcome.eager_result`` wrote their final values into."""
+    return [caller for argument, caller in outcome.arguments
+            if argument.proxy.node is not argument.node]
+
+
 def traced_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether any argument leaf is a traced value (a call from inside another capture)."""
     values = (*args, *kwargs.values()) if kwargs else args
