@@ -70,3 +70,145 @@ def test_cupy_views_share_memory():
     flipped = lib.from_cupy(np.arange(4.0)[::-1], t)
     assert flipped.tolist() == [3.0, 2.0, 1.0, 0.0]
     assert lib.from_cupy(np.broadcast_to(np.ones(2), (3, 2)), t).shape == (3, 2)
+
+
+import types  # noqa: E402
+
+from stax.codegen import InputMismatch, TritonExecutable, generate_triton, triton_target  # noqa: E402
+from stax.codegen.triton import launcher  # noqa: E402
+
+
+def captured(fn, *arrays):
+    """The CUDA artifact of ``fn`` captured from NumPy code (``stax.trace``, when installed)."""
+    trace = pytest.importorskip("stax.trace").trace
+    from stax.ir import lower_capture
+    from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
+    from stax.loop import lower_opgraph
+
+    capture = trace(fn, arrays)
+    run_pipeline(capture.graph, DEFAULT_PIPELINE)
+    opgraph = lower_capture(capture)
+    target = triton_target()
+    decompose_to_basis(opgraph.graph, basis=target.basis)
+    return generate_triton(lower_opgraph(opgraph, materialize=target.materialize,
+                                         options=target.loop_options), target)
+
+
+def sort_matmul(x, w):
+    return np.sort(x, axis=1) @ w + 1
+
+
+def fake_cupy(calls, lacking=()):
+    """A module standing in for CuPy: NumPy's functions, each call recorded with whether its
+    array operands share memory with ``calls['input']``; the names in ``lacking`` missing."""
+    module = types.ModuleType("fakecupy")
+    module.ndarray = np.ndarray
+    module.asarray = np.asarray
+    module.ascontiguousarray = np.ascontiguousarray
+
+    def lookup(name):
+        if name in lacking or name.startswith("__"):
+            raise AttributeError(name)
+        fn = getattr(np, name)
+
+        def call(*args, **kwargs):
+            shared = [np.shares_memory(a, calls["input"]) for a in args if isinstance(a, np.ndarray)]
+            calls.setdefault("made", []).append((name, shared))
+            return fn(*args, **kwargs)
+        return call
+    module.__getattr__ = lookup
+    return module
+
+
+@pytest.mark.parametrize("lacking", [(), ("sort",)], ids=["in-module", "host"])
+def test_numpy_steps_run_in_the_arrays_module(monkeypatch, lacking):
+    """np.sort and a matrix product between kernels: called as the arrays' module's function on
+    views of the operands (no copy), which on a GPU is CuPy's call (cuBLAS for the product);
+    where that module lacks the function, through the host (named in ``host_steps``). Results
+    NumPy's either way, returned as torch tensors."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 5)).astype(np.float32)
+    artifact = captured(sort_matmul, x, w)
+    assert [e.target for e in artifact.externs] == ["numpy.sort", "operator.matmul"]
+    tx, tw = torch.from_numpy(x.copy()), torch.from_numpy(w)
+    calls = {"input": tx.numpy()}
+    monkeypatch.setattr(arrays.TorchArrays, "numpy_module",
+                        lambda self, like: fake_cupy(calls, lacking))
+    run = TritonExecutable(artifact)
+    (got,) = run(tx, tw)
+    assert isinstance(got, torch.Tensor) and got.device == tx.device
+    np.testing.assert_allclose(got.numpy(), sort_matmul(x, w), rtol=1e-5, atol=1e-5)
+    if lacking:
+        assert calls.get("made") is None and run.host_steps == ["numpy.sort"]
+    else:
+        assert calls["made"] == [("sort", [True])] and run.host_steps == []
+
+
+def test_a_disallowed_step_is_refused_when_loaded():
+    """The allow-list is checked when an executable is made, whatever module runs the step."""
+    import dataclasses
+
+    x = np.ones((4, 6), np.float32)
+    artifact = captured(sort_matmul, x, np.ones((6, 5), np.float32))
+    bad = dataclasses.replace(artifact.externs[0], target="os.system")
+    from stax.ir.interpreter import DisallowedExternError
+
+    with pytest.raises(DisallowedExternError):
+        TritonExecutable(dataclasses.replace(artifact, externs=[bad, *artifact.externs[1:]]))
+
+
+def test_inputs_are_checked_for_kind_and_device(tmp_path):
+    """A NumPy array is refused with how to move it; a tensor on another device than the
+    executable's (a meta tensor here, under the interpreter) is refused; a cache directory does
+    no harm under the interpreter (nothing compiled, nothing written)."""
+    x = np.ones((4, 6), np.float32)
+    w = np.ones((6, 5), np.float32)
+    run = TritonExecutable(captured(sort_matmul, x, w), cache_dir=tmp_path / "cache")
+    with pytest.raises(InputMismatch, match=r"torch tensor or a CuPy array, got ndarray \(move it"):
+        run(x, torch.from_numpy(w))
+    with pytest.raises(InputMismatch, match="runs on the CPU"):
+        run(torch.ones((4, 6), device="meta"), torch.ones((6, 5), device="meta"))
+    (got,) = run(torch.from_numpy(x), torch.from_numpy(w))
+    np.testing.assert_allclose(got.numpy(), sort_matmul(x, w))
+    assert run.cache is None and run.launch_path == "interpreter"
+    assert not (tmp_path / "cache").exists()
+
+
+class FakeCompiled:
+    """A compiled kernel whose launcher records its calls."""
+
+    def __init__(self, aligned, calls):
+        self.aligned, self.function, self.packed_metadata = aligned, 0xF00, ("meta",)
+        self.run = lambda *args: calls.append((aligned, args))
+
+
+def test_compiled_launcher_binds_once_and_respecializes_misaligned_pointers(monkeypatch):
+    """Each launch is one call of the compiled kernel's launcher: grid, stream, function,
+    packed metadata, no launch metadata or hooks, the raw pointers, then the constants. The
+    binary is got once per device; a pointer off 16-byte alignment gets its own binary (compiled
+    without that assumption), and aligned calls go back to the first."""
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    got, calls = [], []
+
+    def compiled_kernel(spec, fn, target, cache):
+        got.append((spec.aligned, target.arch))
+        return FakeCompiled(spec.aligned, calls)
+    monkeypatch.setattr(launcher, "compiled_kernel", compiled_kernel)
+    monkeypatch.setattr(driver, "_active", types.SimpleNamespace(
+        get_current_target=lambda: GPUTarget("cuda", 90, 32)))
+    fn = types.SimpleNamespace(__name__="kernel_0", arg_names=["x_ptr", "out_ptr", "XBLOCK"])
+    k = launcher.KernelLauncher("src", fn, ["float32", "float32"], {"XBLOCK": 64}, {"num_warps": 4},
+                                (3,), cache=None)
+    k.launch([4096, 8192], 7, 0)
+    k.launch([4112, 8192], 7, 0)
+    k.launch([4100, 8192], 7, 0)
+    k.launch([4096, 8192], 7, 0)
+    assert got == [((0, 1), 90), ((1,), 90)]
+    assert calls[0] == ((0, 1), (3, 1, 1, 7, 0xF00, ("meta",), None, None, None, 4096, 8192, 64))
+    assert [a for a, _ in calls] == [(0, 1), (0, 1), (1,), (0, 1)]
+    empty = launcher.KernelLauncher("src", fn, ["float32", "float32"], {"XBLOCK": 64}, {}, (0,), None)
+    empty.launch([4096, 8192], 7, 0)
+    assert len(calls) == 4

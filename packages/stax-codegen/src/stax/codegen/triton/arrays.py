@@ -65,12 +65,21 @@ class ArrayLibrary:
         ``like``'s device (``like`` an array, or a device string)."""
         raise NotImplementedError
 
+    def allocator(self, like: Any) -> Any:
+        """``alloc(shape, strides, dtype)``: ``empty_strided`` on ``like``'s device, with the
+        per-call work done once."""
+        return lambda shape, strides, dtype: self.empty_strided(shape, strides, dtype, like)
+
     def empty_bytes(self, nbytes: int, like: Any) -> Any:
         raise NotImplementedError
 
     def view_strided(self, block: Any, shape: tuple[int, ...], strides: tuple[int, ...],
                      dtype: str) -> Any:
         """A ``dtype`` view with these element strides of the start of byte block ``block``."""
+        raise NotImplementedError
+
+    def copy_into(self, out: Any, src: Any) -> None:
+        """``out[...] = src`` for two arrays of this library."""
         raise NotImplementedError
 
     def as_cupy(self, a: Any) -> Any:
@@ -149,7 +158,13 @@ class TorchArrays(ArrayLibrary):
         return a.detach().cpu().numpy()
 
     def _device(self, like: Any) -> Any:
-        return like.device if isinstance(like, self.torch.Tensor) else self.torch.device(like)
+        torch = self.torch
+        return like.device if isinstance(like, torch.Tensor) else \
+            like if isinstance(like, torch.device) else torch.device(like)
+
+    def allocator(self, like: Any) -> Any:
+        empty, dtypes, device = self.torch.empty_strided, self.dtypes, self._device(like)
+        return lambda shape, strides, dtype: empty(shape, strides, dtype=dtypes[dtype], device=device)
 
     def from_numpy(self, array: np.ndarray, like: Any) -> Any:
         host = self.torch.from_numpy(np.ascontiguousarray(array))
@@ -167,6 +182,9 @@ class TorchArrays(ArrayLibrary):
                      dtype: str) -> Any:
         nbytes = _span(shape, strides) * np.dtype(dtype).itemsize
         return block[:nbytes].view(self.dtypes[dtype]).as_strided(shape, strides)
+
+    def copy_into(self, out: Any, src: Any) -> None:
+        out.copy_(src)
 
     def as_cupy(self, a: Any) -> Any:
         if a.device.type == "cpu":
@@ -266,6 +284,9 @@ class CupyArrays(ArrayLibrary):
         dt = np.dtype(dtype)
         return self.cupy.ndarray(shape, dt, memptr=block.data,
                                  strides=tuple(s * dt.itemsize for s in strides))
+
+    def copy_into(self, out: Any, src: Any) -> None:
+        out[...] = src
 
     def as_cupy(self, a: Any) -> Any:
         return a

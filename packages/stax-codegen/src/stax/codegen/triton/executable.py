@@ -1,15 +1,18 @@
-"""Running a CUDA artifact: its Triton source loaded from a real file (Triton reads a kernel's
-source through ``inspect``), each kernel ``triton.jit``-ed, buffers allocated with torch on the
-inputs' device, kernels launched step by step with their planned grids, NumPy steps through the
-host (``externs.py``, temporary).
+"""Running a CUDA artifact on torch tensors or CuPy arrays: its Triton source loaded from a real
+file (Triton reads a kernel's source through ``inspect``), buffers allocated through the inputs'
+library (its caching allocator, ``arrays.py``), kernels launched step by step with their planned
+grids on that library's current stream of the inputs' device, NumPy steps as the same call
+through CuPy (``externs.py``); the outputs come back as arrays of the inputs' kind and device.
 
-Under ``TRITON_INTERPRET=1`` (torch CPU tensors) Triton runs the kernels as NumPy code, and the
-module's ``libdevice`` is NumPy's (``interpret.py``); NumPy's warnings about the masked-off
-lanes it computes anyway are silenced. Triton and torch are imported when an executable is made,
-never when Stax is imported.
+On a GPU each kernel is launched through Triton's compiled-kernel launcher with its arguments
+bound once (``launcher.py``); the binaries are compiled once per device and kept under the
+cache directory given (``binaries.py``), so a warm process launches without compiling. Under
+``TRITON_INTERPRET=1`` (torch CPU tensors) Triton runs the kernels as NumPy code through
+``kernel[grid](...)``, and the module's ``libdevice`` is NumPy's (``interpret.py``); NumPy's
+warnings about the masked-off lanes it computes anyway are silenced. Triton is imported when an
+executable is made, torch or CuPy when its arrays are used, never when Stax is imported.
 
-Not yet (issue 12): launches go through ``kernel[grid](...)`` (Triton's Python launcher, about
-tens of microseconds each), no disk cache of binaries, no CUDA graphs, no CuPy arrays.
+Not yet: CUDA graphs.
 """
 
 from __future__ import annotations
@@ -17,26 +20,29 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
-import math
+import logging
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from ..artifact import ExternPlan, KernelArtifact
+from ..artifact import KernelArtifact, KernelPlan
 from ..executable import ExternResultMismatch, InputMismatch
-from .externs import host_step
+from .arrays import ArrayLibrary, library, library_of
+from .binaries import BinaryCache
+from .externs import Step
 from .interpret import numpy_libdevice
+from .launcher import KernelLauncher, python_launch
 
 #: every kernel is compiled so that it rounds as NumPy does: no ``a * b + c`` contracted into an
 #: FMA (Triton 3.9 still contracts by default), no float32 subnormals flushed in libdevice
 LAUNCH_OPTIONS = {"enable_fp_fusion": False, "enable_reflect_ftz": False}
 
 _SOURCE_DIR: list[Path] = []
+_log = logging.getLogger("stax.codegen")
 
 
 def torch_dtypes(torch: Any) -> dict[str, Any]:
@@ -72,33 +78,55 @@ def load_source(source: str, directory: str | Path | None = None) -> ModuleType:
     return module
 
 
-class TritonExecutable:
-    """``executable(*tensors)`` runs a CUDA artifact on torch tensors given in input-buffer order
-    (each with the shape, dtype and strides of its plan, all on one device) and returns the flat
-    list of output leaves (tensors on that device; a NumPy constant stays one)."""
+class _Kernel:
+    """One kernel step: its buffers' slots, its compiled launcher (on a GPU) and its Python
+    path (the interpreter, or where the compiled launcher cannot be used)."""
 
-    def __init__(self, artifact: KernelArtifact, source_dir: str | Path | None = None) -> None:
+    def __init__(self, plan: KernelPlan, fn: Any, slot: dict[str, int], dtypes: dict[str, str],
+                 source: str, cache: BinaryCache | None) -> None:
+        launch = plan.launch
+        self.name = plan.name
+        self.args = [slot[a] for a in plan.args]
+        options = {"num_warps": launch.num_warps, **LAUNCH_OPTIONS}
+        if getattr(launch, "num_stages", None):
+            options["num_stages"] = launch.num_stages
+        self.python = python_launch(fn, tuple(launch.grid), {**launch.constants, **options})
+        self.compiled = KernelLauncher(source, fn, [dtypes[a] for a in plan.args],
+                                       dict(launch.constants), options, tuple(launch.grid), cache)
+        self.verified = False  # the compiled launcher ran once (else a failure falls back)
+        self.fallback: str | None = None  # why this kernel goes through Triton's Python path
+
+
+class TritonExecutable:
+    """``executable(*arrays)`` runs a CUDA artifact on torch tensors or CuPy arrays given in
+    input-buffer order (each with the shape, dtype and strides of its plan, all of one kind on
+    one device) and returns the flat list of output leaves (arrays of that kind on that device;
+    a NumPy constant stays one). ``cache_dir``: where compiled binaries are kept (None: only in
+    this process)."""
+
+    def __init__(self, artifact: KernelArtifact, source_dir: str | Path | None = None,
+                 cache_dir: str | Path | None = None) -> None:
         if artifact.triton_source is None:
             raise ValueError(f"{artifact.name}: the artifact holds no Triton source (its target "
                              f"is {artifact.target.get('device')!r})")
-        import torch
         import triton
 
-        self.torch = torch
         self.artifact = artifact
         self.interpreting = bool(triton.knobs.runtime.interpret)
         self.module = load_source(artifact.triton_source, source_dir)
         if self.interpreting:
             self.module.libdevice = numpy_libdevice()  # type: ignore[attr-defined]
-        dtypes = torch_dtypes(torch)
+        self.cache = BinaryCache(cache_dir) if cache_dir is not None and not self.interpreting \
+            else None
+        self.launch_path = "interpreter" if self.interpreting else "compiled"
         for b in artifact.buffers:
             if b.role not in ("input", "extern") and any(s < 0 for s in b.strides):
                 raise NotImplementedError(f"{artifact.name}: buffer {b.name} has negative "
-                                          f"strides {b.strides}, which torch cannot allocate")
+                                          f"strides {b.strides}, which cannot be allocated")
         inputs = [b for b in artifact.buffers if b.role == "input"]
         self.input_names = [b.name for b in inputs]
         self.input_layouts = [None if np.dtype(b.dtype) == object else
-                              (tuple(b.shape), tuple(b.strides), dtypes[b.dtype]) for b in inputs]
+                              (tuple(b.shape), tuple(b.strides), b.dtype) for b in inputs]
         slot = {name: i for i, name in enumerate(self.input_names)}
         planned = [b for b in artifact.buffers if b.role in ("output", "intermediate")]
         for b in planned:
@@ -111,108 +139,163 @@ class TritonExecutable:
         shared = {b.name for b in planned if storage is not None and storage.shared(b.name)}
         self.blocks = {storage.storage[n]: storage.sizes[storage.storage[n]] for n in shared} \
             if storage is not None else {}
-        self.allocations = [(slot[b.name], b, storage.storage[b.name] if b.name in shared else None)
+        self.allocations = [(slot[b.name], tuple(b.shape), tuple(b.strides), b.dtype,
+                             storage.storage[b.name] if b.name in shared else None)
                             for b in planned]
+        dtypes = {b.name: b.dtype for b in artifact.buffers}
         kernels = {k.name: k for k in artifact.kernels}
         externs = {e.buffer: e for e in artifact.externs}
-        self.steps: list[Callable[[list[Any]], None]] = []
-        for step in artifact.steps:
-            if step in externs:
-                self.steps.append(host_step(externs[step], slot, torch, self._to_device))
+        self.kernels: list[_Kernel] = []
+        self.externs: list[Step] = []
+        self.steps: list[_Kernel | Step] = []
+        for name in artifact.steps:
+            if name in externs:
+                self.externs.append(Step(externs[name], slot))
+                self.steps.append(self.externs[-1])
             else:
-                self.steps.append(self._launcher(kernels[step], slot))
+                plan = kernels[name]
+                self.kernels.append(_Kernel(plan, getattr(self.module, plan.name), slot, dtypes,
+                                            artifact.triton_source, self.cache))
+                self.steps.append(self.kernels[-1])
         self.checks = [(slot[name], why) for name, why in artifact.checks.items()]
         self.outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
                         for o in artifact.outputs]
-        self._device: Any = None
+        self._library: ArrayLibrary | None = None
 
-    def _launcher(self, plan: Any, slot: dict[str, int]) -> Callable[[list[Any]], None]:
-        kernel = getattr(self.module, plan.name)
-        launch = plan.launch
-        args = [slot[a] for a in plan.args]
-        grid = tuple(launch.grid)
-        options = {**launch.constants, "num_warps": launch.num_warps, **LAUNCH_OPTIONS}
+    @property
+    def host_steps(self) -> list[str]:
+        """The NumPy steps that ran through the host (their module lacked the call)."""
+        return [s.plan.target for s in self.externs if s.on_host]
 
-        def run(env: list[Any]) -> None:
-            if math.prod(grid) == 0:
-                return  # nothing to compute (an empty array)
-            kernel[grid](*[env[a] for a in args], **options)
-        return run
+    def __call__(self, *arrays: Any) -> list[Any]:
+        """Run on ``arrays``, each checked to be a torch tensor or CuPy array with the shape,
+        dtype and strides the plan was made for, all of one kind on one device
+        (``InputMismatch`` names the first that is not). ``run`` is the same call unchecked,
+        for callers that checked them already."""
+        self._check_inputs(arrays)
+        return self.run(*arrays)
 
-    def _to_device(self, array: np.ndarray, plan: ExternPlan) -> Any:
-        torch = self.torch
-        host = torch.from_numpy(np.ascontiguousarray(array))
-        if all(s >= 0 for s in plan.strides):
-            out = torch.empty_strided(plan.shape, plan.strides, dtype=torch_dtypes(torch)[plan.dtype],
-                                      device=self._device)
-            out.copy_(host)
-            return out
-        return host.to(self._device)
-
-    def _allocate(self, env: list[Any], device: Any) -> None:
-        torch = self.torch
-        dtypes = torch_dtypes(torch)
-        blocks = {i: torch.empty(size, dtype=torch.uint8, device=device)
-                  for i, size in self.blocks.items()}
-        for i, b, block in self.allocations:
-            if block is None:
-                env[i] = torch.empty_strided(b.shape, b.strides, dtype=dtypes[b.dtype], device=device)
-            else:
-                nbytes = math.prod(b.shape) * np.dtype(b.dtype).itemsize
-                env[i] = blocks[block][:nbytes].view(dtypes[b.dtype]).as_strided(b.shape, b.strides)
-
-    def __call__(self, *tensors: Any) -> list[Any]:
-        """Run on ``tensors``, each checked to be a torch tensor with the shape, dtype and
-        strides the plan was made for, all on one device (``InputMismatch`` names the first that
-        is not). ``run`` is the same call unchecked, for callers that checked them already."""
-        self._check_inputs(tensors)
-        return self.run(*tensors)
-
-    def run(self, *tensors: Any) -> list[Any]:
-        torch = self.torch
-        device = next((t.device for t in tensors if isinstance(t, torch.Tensor)),
-                      torch.device("cpu"))
-        self._device = device
-        env: list[Any] = [*tensors, *([None] * (self.size - len(tensors)))]
-        self._allocate(env, device)
-        quiet = np.errstate(all="ignore") if self.interpreting else contextlib.nullcontext()
-        # Triton launches on the current device: make it the inputs' (and their current stream)
-        on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
-        with quiet, on_device:
-            for step in self.steps:
-                step(env)
+    def run(self, *arrays: Any) -> list[Any]:
+        lib, like = self._library, None
+        for a in arrays:
+            if lib is not None and lib.is_array(a):
+                like = a
+                break
+            found = library_of(a)
+            if found is not None:
+                lib, like = found, a
+                break
+        if lib is None or like is None:  # no array input: torch's default device
+            lib = library("torch")
+            like = lib.torch.device("cpu" if self.interpreting else "cuda")  # type: ignore[attr-defined]
+            index = None if self.interpreting else lib.current_device()
+        else:
+            index = lib.device_index(like)
+        self._library = lib
+        env: list[Any] = [*arrays, *([None] * (self.size - len(arrays)))]
+        if self.interpreting:
+            with np.errstate(all="ignore"):
+                self._allocate(env, lib, like)
+                for step in self.steps:
+                    if isinstance(step, Step):
+                        step(env, lib, like)
+                    else:
+                        step.python(*[env[a] for a in step.args])
+        elif index != lib.current_device():
+            with lib.on_device(index):
+                self._allocate(env, lib, like)
+                self._launch_all(env, lib, like, index)  # type: ignore[arg-type]
+        else:
+            self._allocate(env, lib, like)
+            self._launch_all(env, lib, like, index)  # type: ignore[arg-type]
         for i, why in self.checks:
             if bool(env[i].any()):  # an index out of bounds: NumPy's error comes from an eager run
                 raise ExternResultMismatch(f"a check failed: {why}")
         return [extra if i is None else env[i] for i, extra in self.outputs]
 
-    def _check_inputs(self, tensors: tuple[Any, ...]) -> None:
+    def _launch_all(self, env: list[Any], lib: ArrayLibrary, like: Any, index: int) -> None:
+        stream = lib.current_stream(index)
+        ptr = lib.data_ptr
+        for step in self.steps:
+            if type(step) is _Kernel:
+                if step.verified:
+                    step.compiled.launch([ptr(env[a]) for a in step.args], stream, index)
+                else:
+                    self._first_launch(step, env, lib, like, index, stream)
+            else:
+                step(env, lib, like)  # type: ignore[call-arg]
+
+    def _first_launch(self, step: _Kernel, env: list[Any], lib: ArrayLibrary, like: Any,
+                      index: int, stream: int) -> None:
+        """A kernel's first launch: through the compiled launcher, or, where that fails (a
+        Triton whose launcher takes other arguments), through Triton's Python path from then
+        on, which is slower but the same kernel."""
+        if step.fallback is None:
+            try:
+                step.compiled.launch([lib.data_ptr(env[a]) for a in step.args], stream, index)
+                step.verified = True
+                return
+            except Exception as exc:
+                step.fallback = f"{type(exc).__name__}: {exc}"
+                self.launch_path = "python"
+                _log.warning("stax: kernel %s launches through Triton's Python path (its compiled "
+                             "launcher failed: %s)", step.name, step.fallback)
+        torch_lib = library("torch")
+        tensors = [env[a] if torch_lib.is_array(env[a]) else torch_lib.from_cupy(env[a], None)
+                   for a in step.args]
+        torch = torch_lib.torch  # type: ignore[attr-defined]
+        on_stream = torch.cuda.stream(torch.cuda.ExternalStream(stream)) if lib.name != "torch" \
+            else contextlib.nullcontext()
+        with on_stream:
+            step.python(*tensors)
+
+    def _allocate(self, env: list[Any], lib: ArrayLibrary, like: Any) -> None:
+        blocks = {i: lib.empty_bytes(size, like) for i, size in self.blocks.items()}
+        alloc = lib.allocator(like)
+        for i, shape, strides, dtype, block in self.allocations:
+            env[i] = alloc(shape, strides, dtype) if block is None else \
+                lib.view_strided(blocks[block], shape, strides, dtype)
+
+    def _check_inputs(self, arrays: tuple[Any, ...]) -> None:
         """``InputMismatch`` for the first input the kernels cannot read as planned (the stride
-        of an axis of length 1 never matters), or inputs on more than one device."""
+        of an axis of length 1 never matters), inputs of two libraries or on more than one
+        device, or on a device the executable does not run on."""
         names, layouts = self.input_names, self.input_layouts
         name = self.artifact.name
-        if len(tensors) != len(layouts):
-            raise InputMismatch(f"{name}: expected {len(layouts)} input tensors "
-                                f"({', '.join(names)}), got {len(tensors)}")
-        devices = set()
-        for i, (t, layout) in enumerate(zip(tensors, layouts)):
+        if len(arrays) != len(layouts):
+            raise InputMismatch(f"{name}: expected {len(layouts)} input arrays "
+                                f"({', '.join(names)}), got {len(arrays)}")
+        kinds, devices = set(), set()
+        for i, (a, layout) in enumerate(zip(arrays, layouts)):
             if layout is None:
                 continue
             shape, strides, dtype = layout
             what = f"{name}: input {i} ({names[i]!r})"
-            if not isinstance(t, self.torch.Tensor):
-                raise InputMismatch(f"{what}: expected a torch tensor, got {type(t).__name__}")
-            if tuple(t.shape) != shape or t.dtype != dtype:
+            lib = library_of(a)
+            if lib is None:
+                hint = " (move it to the GPU: torch.as_tensor(x, device='cuda') or " \
+                       "cupy.asarray(x))" if isinstance(a, np.ndarray) else ""
+                raise InputMismatch(f"{what}: expected a torch tensor or a CuPy array, got "
+                                    f"{type(a).__name__}{hint}")
+            got_shape, got_strides, got_dtype = lib.layout(a)
+            if got_shape != shape or got_dtype != dtype:
                 raise InputMismatch(f"{what}: expected {dtype}{list(shape)}, got "
-                                    f"{t.dtype}{list(t.shape)}")
-            if t.numel() and any(n != 1 and got != want
-                                 for n, got, want in zip(shape, t.stride(), strides)):
+                                    f"{got_dtype}{list(got_shape)}")
+            if 0 not in shape and any(n != 1 and got != want
+                                      for n, got, want in zip(shape, got_strides, strides)):
                 raise InputMismatch(f"{what}: expected strides {strides} (elements), got "
-                                    f"{t.stride()}")
-            devices.add(t.device)
+                                    f"{got_strides}")
+            kinds.add(lib.name)
+            devices.add(lib.device_of(a))
+        if len(kinds) > 1:
+            raise InputMismatch(f"{name}: inputs of several kinds ({', '.join(sorted(kinds))}); "
+                                f"pass all as torch tensors or all as CuPy arrays")
         if len(devices) > 1:
-            raise InputMismatch(f"{name}: inputs on several devices "
-                                f"({', '.join(sorted(map(str, devices)))})")
+            raise InputMismatch(f"{name}: inputs on several devices ({', '.join(sorted(devices))})")
+        for device in devices:
+            if self.interpreting != (device == "cpu"):
+                raise InputMismatch(f"{name}: inputs on {device}, but this executable runs on "
+                                    f"{'the CPU (Triton interpreter)' if self.interpreting else 'CUDA'}")
 
 
 __all__ = ["LAUNCH_OPTIONS", "TritonExecutable", "load_source"]
