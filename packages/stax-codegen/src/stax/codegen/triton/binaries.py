@@ -109,26 +109,27 @@ def _invalidating_env() -> dict[str, Any]:
         return {}
 
 
-def pack(compiled: Any) -> bytes:
-    """An entry's payload: a JSON line (format, kernel name, binary extension, Triton's metadata
-    text) and the binary's bytes."""
+def pack(compiled: Any, key: str) -> bytes:
+    """An entry's payload: a JSON line (format, the entry's key, kernel name, binary extension,
+    Triton's metadata text) and the binary's bytes."""
     group = compiled.metadata_group
     metadata = next(Path(p).read_text() for name, p in group.items() if name.endswith(".json"))
     ext = _binary_ext(compiled.metadata.target)
-    header = {"format": FORMAT, "name": compiled.name, "ext": ext, "metadata": metadata}
+    header = {"format": FORMAT, "key": key, "name": compiled.name, "ext": ext, "metadata": metadata}
     return json.dumps(header).encode() + b"\n" + bytes(compiled.asm[ext])
 
 
-def unpack(payload: bytes, spec: KernelSpec, target: Any) -> tuple[str, str, bytes]:
-    """(binary extension, metadata text, binary) of a payload made for ``spec`` on ``target``;
-    ValueError for anything else."""
+def unpack(payload: bytes, spec: KernelSpec, target: Any, key: str) -> tuple[str, str, bytes]:
+    """(binary extension, metadata text, binary) of a payload made for ``spec`` on ``target``
+    under ``key``; ValueError for anything else."""
     head, sep, binary = payload.partition(b"\n")
     if not sep:
         raise ValueError("no header line")
     header = json.loads(head)
     if not isinstance(header, dict) or header.get("format") != FORMAT or \
-            header.get("name") != spec.name or header.get("ext") != _binary_ext(target):
-        raise ValueError("an entry of another kernel, format or target")
+            header.get("key") != key or header.get("name") != spec.name or \
+            header.get("ext") != _binary_ext(target):
+        raise ValueError("the binary of another kernel, format or target")
     metadata = json.loads(header["metadata"])
     want = [target.backend, target.arch, target.warp_size]
     got = metadata.get("target") if isinstance(metadata, dict) else None
@@ -150,7 +151,7 @@ def load_compiled(payload: bytes, spec: KernelSpec, fn: Any, target: Any, key: s
     once read)."""
     from triton.compiler import CompiledKernel
 
-    ext, metadata, binary = unpack(payload, spec, target)
+    ext, metadata, binary = unpack(payload, spec, target, key)
     directory = Path(tempfile.mkdtemp(prefix="stax-cubin-"))
     try:
         meta_path = directory / f"{spec.name}.json"
@@ -193,11 +194,12 @@ class BinaryCache:
 
     def store(self, spec: KernelSpec, target: Any, compiled: Any) -> None:
         try:
-            payload = pack(compiled)
+            key = self.key(spec, target)
+            payload = pack(compiled, key)
         except (OSError, KeyError, StopIteration, TypeError) as exc:
             _log.warning("stax: not caching the binary of %s: %s", spec.name, exc)
             return
-        self.disk.store(self.key(spec, target), payload)
+        self.disk.store(key, payload)
 
 
 def compiled_kernel(spec: KernelSpec, fn: Any, target: Any, cache: BinaryCache | None) -> Any:
