@@ -11,13 +11,33 @@ TABLE = Path(__file__).resolve().parents[3] / "docs" / "coverage.md"
 
 
 def test_every_case_agrees_with_numpy_and_the_table_is_current():
-    rows = [coverage.measure(c) for c in coverage.cases()]
-    wrong = [r for r in rows if not r.agrees]
+    """With torch and Triton installed (CI), the CUDA column too: each case on the CUDA path in
+    Triton's interpreter (conftest.py sets TRITON_INTERPRET=1) against NumPy. The table is
+    compared only where it can be made whole (the CUDA column needs both)."""
+    cuda = coverage.cuda_available()
+    rows = [coverage.measure(c, cuda) for c in coverage.cases()]
+    wrong = [r for r in rows if not r.agrees or not r.cuda_agrees]
     assert not wrong, wrong
     assert {r.status for r in rows} <= {"native", "extern", "fallback", "n/a"}
+    assert {r.cuda for r in rows} <= (set(coverage.CUDA_STATUSES) if cuda else {""})
     text = coverage.table(rows)
-    if TABLE.exists() and f"NumPy {np.__version__}." in TABLE.read_text():
+    if cuda and TABLE.exists() and f"NumPy {np.__version__}." in TABLE.read_text():
         assert TABLE.read_text() == text, "regenerate: python -m stax.runtime.coverage > docs/coverage.md"
+
+
+def test_the_cuda_column_runs_the_cases_through_the_cuda_path():
+    pytest.importorskip("torch")
+    if not coverage.cuda_available():
+        pytest.skip("Triton was imported before TRITON_INTERPRET=1 was set")
+    by_name = {c.name: c for c in coverage.cases()}
+    rows = {name: coverage.measure(by_name[name], cuda=True)
+            for name in ("x.sum(axis=-1)", "np.matmul", "np.exp", "x[idx] (array index)")}
+    assert rows["x.sum(axis=-1)"].cuda == "native" and rows["np.exp"].cuda == "native"
+    assert rows["np.matmul"].cuda == "NumPy step" and rows["np.matmul"].cuda_detail == "numpy.matmul"
+    assert all(r.cuda_agrees for r in rows.values()), rows
+    table = coverage.table(list(rows.values()))
+    assert "| group | case | runs as | agrees | CUDA | detail |" in table
+    assert "| linear algebra | `np.matmul` | extern | yes | NumPy step | numpy.matmul |" in table
 
 
 def test_the_required_surface_is_captured():

@@ -111,9 +111,10 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
 
 def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | TritonExecutable:
     """What runs an artifact: its target's executable (LLVM machine code for the CPU, Triton
-    kernels on the inputs' GPU for CUDA; Triton and torch are imported only then)."""
+    kernels on the inputs' GPU for CUDA, their binaries kept under ``cache_dir``; Triton is
+    imported only then)."""
     if artifact.target.get("device") == "cuda":
-        return TritonExecutable(artifact)
+        return TritonExecutable(artifact, cache_dir=cache_dir)
     return Executable(artifact, cache_dir)
 
 

@@ -5,11 +5,18 @@ results must agree. Each row says how Stax ran it: ``native`` (fused LLVM kernel
 (captured; some calls run as NumPy steps between kernels), ``fallback`` (not captured: the whole
 function runs eagerly, with the reason). ``python -m stax.runtime.coverage`` prints the table; the
 repository keeps it in ``docs/coverage.md`` and a test keeps that file current.
+
+The CUDA column runs the same cases through the CUDA path (``device="cuda"``) on torch CPU
+tensors under Triton's interpreter (``TRITON_INTERPRET=1``; no GPU needed), against NumPy:
+``native`` (Triton kernels only), ``NumPy step`` (some calls run as NumPy's, CuPy's on a GPU,
+between the kernels), ``fallback`` (the function runs eagerly, through CuPy on a GPU). It needs
+torch and Triton; without them the table has no CUDA column.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -52,6 +59,9 @@ class Row:
     status: str         # native | extern | fallback | n/a
     agrees: bool        # compiled result == eager result (always checked)
     detail: str = ""
+    cuda: str = ""      # native | NumPy step | fallback | n/a, on the CUDA path ("" not measured)
+    cuda_agrees: bool = True
+    cuda_detail: str = ""
 
 
 def _samples(seed: int = 0) -> dict[str, Any]:
@@ -263,15 +273,69 @@ def _agree(got: Any, want: Any, exact: bool) -> bool:
     return bool(np.allclose(got_a, want_a, rtol=8 * eps, atol=8 * eps * 1e-3, equal_nan=True))
 
 
-def measure(case: Case) -> Row:
+def measure(case: Case, cuda: bool = False) -> Row:
+    """The case's row; ``cuda`` measures its CUDA column too (torch and Triton's interpreter)."""
     if case.fn is None:
-        return Row(case.group, case.name, "n/a", True, "no numeric (float/int/bool) loop")
+        na = "n/a" if cuda else ""
+        return Row(case.group, case.name, "n/a", True, "no numeric (float/int/bool) loop", na)
     quiet = logging.getLogger("stax")
     level, quiet.level = quiet.level, logging.ERROR
     try:
-        return _measure(case)
+        row = _measure(case)
+        if cuda:
+            status, agrees, detail = _measure_cuda(case)
+            row = Row(row.group, row.name, row.status, row.agrees, row.detail, status, agrees,
+                      detail)
+        return row
     finally:
         quiet.level = level
+
+
+def cuda_available() -> bool:
+    """Whether the CUDA column can be measured here: torch and Triton installed, and Triton's
+    interpreter on (``TRITON_INTERPRET=1`` before Triton is imported; ``main`` sets it)."""
+    try:
+        import torch  # noqa: F401
+        import triton
+    except ImportError:
+        return False
+    return bool(triton.knobs.runtime.interpret)
+
+
+def _measure_cuda(case: Case) -> tuple[str, bool, str]:
+    """(status, agrees, detail) of the case on the CUDA path, on torch CPU tensors."""
+    import torch
+
+    def tensors() -> tuple[Any, ...]:
+        return tuple(torch.from_numpy(a) if isinstance(a, np.ndarray) else a
+                     for a in _copy_args(case.args))
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = case.fn(*_copy_args(case.args))
+        strict = CompiledFunction(case.fn, device="cuda", strict_native=True)
+        try:
+            got = strict(*tensors())
+        except Exception as exc:
+            reason = str(exc).split(" at ")[0].split(" (node")[0].split("\n")[0]
+            got = CompiledFunction(case.fn, device="cuda")(*tensors())
+            return "fallback", _agree(_from_tensors(got, want, torch), want, True), reason
+    version = strict.versions()[0]
+    externs = sorted({e.target for e in version.artifact.externs}) if version.artifact else []
+    status = "NumPy step" if externs else "native"
+    return status, _agree(_from_tensors(got, want, torch), want, case.exact), ", ".join(externs)
+
+
+def _from_tensors(got: Any, want: Any, torch: Any) -> Any:
+    """A CUDA result as NumPy's kind, for comparing with eager NumPy: each tensor as its NumPy
+    array (a 0-d tensor as the scalar NumPy returns); an array result that did not come back as
+    a tensor stays as it is, so that it disagrees."""
+    if isinstance(want, (tuple, list)) and isinstance(got, (tuple, list)):
+        return type(got)(_from_tensors(g, w, torch) for g, w in zip(got, want))
+    if isinstance(got, torch.Tensor):
+        host = got.numpy()
+        return host[()] if isinstance(want, np.generic) else host
+    return None if isinstance(want, (np.ndarray, np.generic)) else got
 
 
 def _measure(case: Case) -> Row:
@@ -340,8 +404,12 @@ def run_variant(case: Case, variant: str) -> tuple[bool, str]:
     return _agree(got, want, case.exact and variant != "float32"), "ran"
 
 
+CUDA_STATUSES = ("native", "NumPy step", "fallback", "n/a")
+
+
 def table(rows: list[Row]) -> str:
     counts = {s: sum(r.status == s for r in rows) for s in ("native", "extern", "fallback", "n/a")}
+    cuda = any(r.cuda for r in rows)
     lines = [
         "# NumPy coverage",
         "",
@@ -353,24 +421,43 @@ def table(rows: list[Row]) -> str:
         "- **extern**: captured; the listed calls run as NumPy steps between the compiled kernels",
         "- **fallback**: not captured; the function runs eagerly for that key, for the reason given",
         "",
-        f"Measured with NumPy {np.__version__}.",
-        "",
-        "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items()),
-        "",
-        "| group | case | runs as | agrees | detail |",
-        "|---|---|---|---|---|",
     ]
+    if cuda:
+        lines += [
+            "The **CUDA** column is the same case compiled with `device=\"cuda\"` (`strict_native=True`)",
+            "and run on torch CPU tensors in Triton's interpreter (`TRITON_INTERPRET=1`), against",
+            "NumPy: **native** (Triton kernels only), **NumPy step** (the calls listed under *CUDA:*,",
+            "or else the CPU's, run as NumPy's between the kernels; CuPy's on a GPU), **fallback** (runs",
+            "eagerly, through CuPy on a GPU). A result that differs from NumPy's says **NO**.",
+            "",
+        ]
+    lines += [f"Measured with NumPy {np.__version__}.", "",
+              "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
+    if cuda:
+        cuda_counts = {s: sum(r.cuda == s for r in rows) for s in CUDA_STATUSES}
+        lines.append("CUDA: " + ", ".join(f"{n} {s}" for s, n in cuda_counts.items()))
+    lines += ["", "| group | case | runs as | agrees | CUDA | detail |" if cuda else
+              "| group | case | runs as | agrees | detail |",
+              "|---|---|---|---|---|---|" if cuda else "|---|---|---|---|---|"]
     for r in rows:
-        detail = r.detail.replace("|", "\\|")
+        detail = r.detail
+        if cuda and r.cuda_detail and r.cuda_detail != r.detail:
+            detail = f"{detail}; CUDA: {r.cuda_detail}" if detail else f"CUDA: {r.cuda_detail}"
+        detail = detail.replace("|", "\\|")
+        gpu = f" {r.cuda}{'' if r.cuda_agrees else ' (NO)'} |" if cuda else ""
         lines.append(f"| {r.group} | `{r.name}` | {r.status} | {'yes' if r.agrees else 'NO'} "
-                     f"| {detail} |")
+                     f"|{gpu} {detail} |")
     return "\n".join(lines) + "\n"
 
 
 def main() -> int:
-    rows = [measure(c) for c in cases()]
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is imported: no GPU needed
+    cuda = cuda_available()
+    if not cuda:
+        sys.stderr.write("stax.runtime.coverage: torch or Triton missing, no CUDA column\n")
+    rows = [measure(c, cuda) for c in cases()]
     sys.stdout.write(table(rows))
-    return 0 if all(r.agrees for r in rows) else 1
+    return 0 if all(r.agrees and r.cuda_agrees for r in rows) else 1
 
 
 if __name__ == "__main__":
