@@ -303,3 +303,15 @@ def test_cpu_path_imports_no_torch_cupy_or_triton():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert "loaded: []" in done.stdout
+
+
+def test_a_cuda_plan_comes_back_from_the_disk_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path))
+    first = cuda(softmax)
+    first(*tensors(X))
+    again = cuda(softmax)
+    got = again(*tensors(X))
+    stats = again.versions()[0].stats
+    assert "plan (disk cache)" in stats and again.versions()[0].native
+    np.testing.assert_allclose(got.numpy(), softmax(X), rtol=1e-12)
+    assert again.versions()[0].artifact.target["device"] == "cuda"
