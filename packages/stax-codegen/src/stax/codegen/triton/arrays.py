@@ -118,6 +118,15 @@ def _span(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
     return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
 
 
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """C-order strides (elements) of ``shape``."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 class TorchArrays(ArrayLibrary):
     name = "torch"
 
@@ -274,6 +283,19 @@ class CupyArrays(ArrayLibrary):
         with cupy.cuda.Device(self._index(like)):
             base = cupy.empty(max(_span(shape, strides), 1), dt)
         return cupy.ndarray(shape, dt, memptr=base.data, strides=tuple(s * dt.itemsize for s in strides))
+
+    def allocator(self, like: Any) -> Any:
+        """On the current device (the executable makes the inputs' device current first)."""
+        cupy = self.cupy
+
+        def alloc(shape: tuple[int, ...], strides: tuple[int, ...], dtype: str) -> Any:
+            dt = np.dtype(dtype)
+            if strides == _contiguous(shape):
+                return cupy.empty(shape, dt)
+            base = cupy.empty(max(_span(shape, strides), 1), dt)
+            return cupy.ndarray(shape, dt, memptr=base.data,
+                                strides=tuple(s * dt.itemsize for s in strides))
+        return alloc
 
     def empty_bytes(self, nbytes: int, like: Any) -> Any:
         with self.cupy.cuda.Device(self._index(like)):

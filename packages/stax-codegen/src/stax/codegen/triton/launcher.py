@@ -35,6 +35,8 @@ class Bound:
 
         self.compiled = compiled
         self.run = compiled.run  # loads the binary on the current device
+        if getattr(compiled, "function", None) is None:  # a Triton whose launcher does not load it
+            compiled._init_handles()
         self.function = compiled.function
         self.metadata = compiled.packed_metadata
         self.enter = _hook(knobs.runtime.launch_enter_hook)
