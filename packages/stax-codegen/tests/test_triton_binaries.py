@@ -140,3 +140,111 @@ def test_binaries_stored_loaded_and_verified(tmp_path):
                                    "another_kernels_payload")}
     assert report["warned"] >= 2  # once per entry path
     assert report["group_writable_used"] is False
+
+
+GPU_PATH = textwrap.dedent("""
+    import contextlib, json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    from conftest import OpBuilder
+    os.environ.pop("TRITON_INTERPRET", None)  # conftest sets it for the in-process tests
+    import torch
+    from stax.codegen import TritonExecutable, generate_triton, triton_target
+    from stax.codegen.triton import arrays, executable, launcher
+    from stax.ir.passes import decompose_to_basis
+    from stax.loop import lower_opgraph
+
+    class PosingGPU(arrays.TorchArrays):
+        # torch CPU tensors posing as CUDA device 0, NumPy as its CuPy
+        def device_index(self, a): return 0
+        def device_of(self, a): return "cuda:0"
+        def current_device(self): return 0
+        def current_stream(self, index): return 1234
+        def numpy_module(self, like): return np
+        def step_stream(self, like): return contextlib.nullcontext()
+    gpu = PosingGPU()
+    executable.library_of = lambda a: gpu if isinstance(a, torch.Tensor) else None
+
+    launches = []
+    class Compiled:
+        function, packed_metadata = 77, ("meta",)
+        def __init__(self, spec):
+            self.spec = spec
+        def run(self, *args):
+            if fail:
+                raise TypeError("a launcher of another shape")
+            launches.append([self.spec.name, self.spec.aligned, *args])
+    bound = []
+    def compiled_kernel(spec, fn, target, cache):
+        bound.append(spec.name)
+        return Compiled(spec)
+    launcher.compiled_kernel = compiled_kernel
+    import triton.runtime
+    triton.runtime.driver.set_active(type("D", (), {"get_current_target": lambda self: None})())
+
+    b = OpBuilder(x=np.ones((4, 6), np.int64))
+    doubled = b("mul", b.inputs["x"], 2)
+    out = b("add", b("cumsum", doubled, axis=1, dtype="int64"), b("gcd", b.inputs["x"], 6))
+    target = triton_target()
+    program = b.program(out)
+    decompose_to_basis(program.graph, basis=target.basis)
+    artifact = generate_triton(lower_opgraph(program, materialize=target.materialize,
+                                             options=target.loop_options), target)
+    report = {"steps": artifact.steps, "kernels": [k.name for k in artifact.kernels]}
+    fail = False
+    ex = TritonExecutable(artifact)
+    x = torch.arange(24, dtype=torch.int64).reshape(4, 6)
+    (got,) = ex(x)
+    (again,) = ex.run(x)
+    report["bound"] = list(bound)
+    report["launch_path"] = ex.launch_path
+    report["launches"] = [[l[0], list(l[1]), *l[2:7], l[7] == ("meta",), l[8] is None,
+                           l[9] is None, l[10] is None] for l in launches]
+    first_ptrs = [l[11:] for l in launches[:len(artifact.kernels)]]
+    report["input_passed"] = x.data_ptr() in first_ptrs[0]
+    report["output_passed"] = got.data_ptr() in first_ptrs[-1]
+    report["out"] = [type(got).__name__, list(got.shape), str(got.dtype)]
+    report["fresh_outputs"] = got.data_ptr() != again.data_ptr() or got is not again
+    # a launcher that refuses its arguments: Triton's Python path from then on
+    fail, launches[:] = True, []
+    ex2 = TritonExecutable(artifact)
+    pythons = []
+    for k in ex2.kernels:
+        k.python = lambda *a, name=k.name: pythons.append([name] + [type(t).__name__ for t in a])
+    ex2(x)
+    ex2(x)
+    report["fallback"] = [ex2.launch_path, [k.fallback for k in ex2.kernels], pythons]
+    print("REPORT" + json.dumps(report))
+""")
+
+
+@pytest.mark.slow
+def test_gpu_path_launches_bound_pointers(tmp_path):
+    """The executable's GPU path, with torch CPU tensors posing as a CUDA device and a
+    recording stand-in for each compiled kernel: every kernel launched through its launcher
+    (grid, the device's current stream, function, metadata, no hooks, then the buffers' raw
+    pointers: the input's and the output's among them), a NumPy step between the kernels;
+    each kernel bound once; a launcher that refuses its arguments sends that kernel through
+    Triton's Python path from then on (``launch_path`` says so)."""
+    tests = Path(__file__).parent
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", GPU_PATH, str(tests)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("REPORT"))
+    report = json.loads(line[len("REPORT"):])
+    kernels = report["kernels"]
+    assert len(kernels) >= 2 and any(s not in kernels for s in report["steps"])  # a NumPy step
+    assert report["bound"] == kernels  # once each, though called twice
+    assert report["launch_path"] == "compiled"
+    assert len(report["launches"]) == 2 * len(kernels)
+    for launch in report["launches"]:
+        name, aligned, gx, gy, gz, stream, function = launch[:7]
+        assert name in kernels and aligned == list(range(len(aligned)))  # every buffer aligned
+        assert gx >= 1 and (gy, gz) == (1, 1) and stream == 1234 and function == 77
+        assert launch[7:] == [True] * 4  # metadata packed; no launch metadata, no hooks
+    assert report["input_passed"] and report["output_passed"]
+    assert report["out"] == ["Tensor", [4, 6], "torch.int64"] and report["fresh_outputs"]
+    path, reasons, pythons = report["fallback"]
+    assert path == "python" and all("another shape" in r for r in reasons)
+    assert len(pythons) == 2 * len(kernels) and all(set(p[1:]) == {"Tensor"} for p in pythons)
