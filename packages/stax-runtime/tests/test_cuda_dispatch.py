@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 import stax.runtime as stax  # noqa: E402
-from stax.runtime import UnsupportedError  # noqa: E402
+from stax.runtime import UnsupportedError, devices  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not triton.knobs.runtime.interpret,
                                 reason="Triton was imported before TRITON_INTERPRET=1 was set")
@@ -118,7 +118,13 @@ def test_in_place_update_of_an_argument_on_the_device():
     np.testing.assert_array_equal(x.numpy(), X + X * 3 + X * 3)
 
 
-def test_a_data_gate_replays_on_the_device_and_keys_the_branch():
+def test_a_data_gate_replays_on_the_device_and_keys_the_branch(monkeypatch):
+    """The replay runs on the inputs' device views (NumPy's here, CuPy's on a GPU) and only the
+    gate values are read back (``devices.host_values``)."""
+    read_back = []
+    real = devices.host_values
+    monkeypatch.setattr(devices, "host_values", lambda *a: read_back.append(a[0]) or real(*a))
+
     def gated(x):
         if float(x.sum()) > 0:
             return x * 2
@@ -131,6 +137,7 @@ def test_a_data_gate_replays_on_the_device_and_keys_the_branch():
     assert len(cf.versions()) == 2 and all(v.gates is not None for v in cf.versions())
     np.testing.assert_array_equal(cf(pos).numpy(), np.abs(X) * 2)
     assert cf.cache_info().versions == 2  # the third call replayed the gate: a hit
+    assert read_back and all(len(values) == 1 for values in read_back)
 
 
 def test_device_is_in_the_key_numpy_then_torch_two_versions(monkeypatch, caplog):
@@ -315,3 +322,13 @@ def test_a_cuda_plan_comes_back_from_the_disk_cache(tmp_path, monkeypatch):
     assert "plan (disk cache)" in stats and again.versions()[0].native
     np.testing.assert_allclose(got.numpy(), softmax(X), rtol=1e-12)
     assert again.versions()[0].artifact.target["device"] == "cuda"
+
+
+def test_host_copies_keep_the_device_layout():
+    base = torch.from_numpy(np.arange(24.0).reshape(4, 6))
+    library = devices.library_of(base)
+    for t in (base.T, base[::2, 1::3], base[:1].expand(4, 6)):
+        copy = devices.host_copy(t, library)
+        assert copy.strides == tuple(s * 8 for s in t.stride())
+        np.testing.assert_array_equal(copy, t.numpy())
+        assert copy.flags.writeable == (0 not in t.stride())
