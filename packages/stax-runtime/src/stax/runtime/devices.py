@@ -62,7 +62,8 @@ def library_of(x: Any) -> ArrayLibrary | None:
 
 def interpreting() -> bool:
     """Whether Triton runs kernels in its interpreter (``TRITON_INTERPRET=1``): torch CPU tensors
-    then stand for CUDA ones. Read from the environment as Triton itself does at import."""
+    then stand for CUDA ones. Read from the environment, as Triton's knob reads it, so that
+    deciding imports nothing."""
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
