@@ -52,12 +52,22 @@ from stax.ir import StaxError, tree_flatten, tree_unflatten
 DEVICE_MODULES = ("torch", "cupy")
 
 
+_BY_TYPE: dict[type, ArrayLibrary] = {}  # device array types seen, and their library
+
+
 def library_of(x: Any) -> ArrayLibrary | None:
     """The array library of a torch tensor or CuPy array (``stax.codegen.triton.arrays``), or None
     for anything else, without importing either library for other objects."""
-    if type(x).__module__.split(".", 1)[0] not in DEVICE_MODULES:
+    t = type(x)
+    found = _BY_TYPE.get(t)
+    if found is not None:  # a dispatch's common case: one dict lookup
+        return found
+    if t.__module__.split(".", 1)[0] not in DEVICE_MODULES:
         return None
-    return arrays.library_of(x)
+    found = arrays.library_of(x)
+    if found is not None:
+        _BY_TYPE[t] = found
+    return found
 
 
 def interpreting() -> bool:
