@@ -14,7 +14,9 @@ Under ``TRITON_INTERPRET=1`` the inputs are torch CPU tensors: NumPy stands in f
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+import operator
 import sys
 from typing import Any
 
@@ -51,6 +53,9 @@ class ArrayLibrary:
     def data_ptr(self, a: Any) -> int:
         raise NotImplementedError
 
+    #: ``pointer(a)``: ``data_ptr`` as the fastest callable the library has
+    pointer: Any = None
+
     def to_numpy(self, a: Any) -> np.ndarray:
         """A host copy (one synchronizing copy on a GPU)."""
         raise NotImplementedError
@@ -65,10 +70,11 @@ class ArrayLibrary:
         ``like``'s device (``like`` an array, or a device string)."""
         raise NotImplementedError
 
-    def allocator(self, like: Any) -> Any:
-        """``alloc(shape, strides, dtype)``: ``empty_strided`` on ``like``'s device, with the
-        per-call work done once."""
-        return lambda shape, strides, dtype: self.empty_strided(shape, strides, dtype, like)
+    def allocation(self, like: Any, shape: tuple[int, ...], strides: tuple[int, ...],
+                   dtype: str) -> Any:
+        """``make()``: a new ``empty_strided(shape, strides, dtype)`` on ``like``'s device
+        (for CuPy: the current device), with the work of each call done once."""
+        return lambda: self.empty_strided(shape, strides, dtype, like)
 
     def empty_bytes(self, nbytes: int, like: Any) -> Any:
         raise NotImplementedError
@@ -139,6 +145,8 @@ class TorchArrays(ArrayLibrary):
                        "uint16": torch.uint16, "uint32": torch.uint32, "uint64": torch.uint64,
                        "float32": torch.float32, "float64": torch.float64}
         self.names = {v: k for k, v in self.dtypes.items()}
+        self.pointer = torch.Tensor.data_ptr
+        self._get_device: Any = None
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self._raw_stream = raw if raw is not None else \
             (lambda index: torch.cuda.current_stream(index).cuda_stream)
@@ -147,12 +155,14 @@ class TorchArrays(ArrayLibrary):
         return isinstance(a, self.torch.Tensor)
 
     def device_of(self, a: Any) -> str:
+        if a.is_cuda:
+            return f"cuda:{a.get_device()}"
         d = a.device
         return "cpu" if d.type == "cpu" else f"{d.type}:{d.index or 0}"
 
     def device_index(self, a: Any) -> int | None:
-        d = a.device
-        return None if d.type == "cpu" else (d.index or 0)
+        index = a.get_device()
+        return None if index < 0 else index
 
     def dtype_name(self, a: Any) -> str:
         return self.names.get(a.dtype, str(a.dtype))
@@ -171,9 +181,10 @@ class TorchArrays(ArrayLibrary):
         return like.device if isinstance(like, torch.Tensor) else \
             like if isinstance(like, torch.device) else torch.device(like)
 
-    def allocator(self, like: Any) -> Any:
-        empty, dtypes, device = self.torch.empty_strided, self.dtypes, self._device(like)
-        return lambda shape, strides, dtype: empty(shape, strides, dtype=dtypes[dtype], device=device)
+    def allocation(self, like: Any, shape: tuple[int, ...], strides: tuple[int, ...],
+                   dtype: str) -> Any:
+        return functools.partial(self.torch.empty_strided, shape, strides, dtype=self.dtypes[dtype],
+                                 device=self._device(like))
 
     def from_numpy(self, array: np.ndarray, like: Any) -> Any:
         host = self.torch.from_numpy(np.ascontiguousarray(array))
@@ -220,7 +231,11 @@ class TorchArrays(ArrayLibrary):
         return self._raw_stream(index)
 
     def current_device(self) -> int:
-        return self.torch.cuda.current_device()
+        if self._get_device is None:
+            index = self.torch.cuda.current_device()  # initializes CUDA
+            self._get_device = getattr(self.torch._C, "_cuda_getDevice", None)
+            return index
+        return self._get_device()
 
     def on_device(self, index: int | None) -> Any:
         return contextlib.nullcontext() if index is None else self.torch.cuda.device(index)
@@ -245,6 +260,7 @@ class CupyArrays(ArrayLibrary):
         import cupy
 
         self.cupy = cupy
+        self.pointer = operator.attrgetter("data.ptr")
 
     def is_array(self, a: Any) -> bool:
         return isinstance(a, self.cupy.ndarray)
@@ -284,18 +300,14 @@ class CupyArrays(ArrayLibrary):
             base = cupy.empty(max(_span(shape, strides), 1), dt)
         return cupy.ndarray(shape, dt, memptr=base.data, strides=tuple(s * dt.itemsize for s in strides))
 
-    def allocator(self, like: Any) -> Any:
+    def allocation(self, like: Any, shape: tuple[int, ...], strides: tuple[int, ...],
+                   dtype: str) -> Any:
         """On the current device (the executable makes the inputs' device current first)."""
-        cupy = self.cupy
-
-        def alloc(shape: tuple[int, ...], strides: tuple[int, ...], dtype: str) -> Any:
-            dt = np.dtype(dtype)
-            if strides == _contiguous(shape):
-                return cupy.empty(shape, dt)
-            base = cupy.empty(max(_span(shape, strides), 1), dt)
-            return cupy.ndarray(shape, dt, memptr=base.data,
-                                strides=tuple(s * dt.itemsize for s in strides))
-        return alloc
+        cupy, dt = self.cupy, np.dtype(dtype)
+        if strides == _contiguous(shape):
+            return functools.partial(cupy.empty, shape, dt)
+        span, steps = max(_span(shape, strides), 1), tuple(s * dt.itemsize for s in strides)
+        return lambda: cupy.ndarray(shape, dt, memptr=cupy.empty(span, dt).data, strides=steps)
 
     def empty_bytes(self, nbytes: int, like: Any) -> Any:
         with self.cupy.cuda.Device(self._index(like)):

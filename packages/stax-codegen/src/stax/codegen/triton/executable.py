@@ -161,6 +161,7 @@ class TritonExecutable:
         self.outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
                         for o in artifact.outputs]
         self._library: ArrayLibrary | None = None
+        self._made: dict[tuple[str, Any], list[tuple[int, Any]]] = {}
 
     @property
     def host_steps(self) -> list[str]:
@@ -195,7 +196,7 @@ class TritonExecutable:
         env: list[Any] = [*arrays, *([None] * (self.size - len(arrays)))]
         if self.interpreting:
             with np.errstate(all="ignore"):
-                self._allocate(env, lib, like)
+                self._allocate(env, lib, like, index)
                 for step in self.steps:
                     if isinstance(step, Step):
                         step(env, lib, like)
@@ -203,10 +204,10 @@ class TritonExecutable:
                         step.python(*[env[a] for a in step.args])
         elif index != lib.current_device():
             with lib.on_device(index):
-                self._allocate(env, lib, like)
+                self._allocate(env, lib, like, index)
                 self._launch_all(env, lib, like, index)  # type: ignore[arg-type]
         else:
-            self._allocate(env, lib, like)
+            self._allocate(env, lib, like, index)
             self._launch_all(env, lib, like, index)  # type: ignore[arg-type]
         for i, why in self.checks:
             if bool(env[i].any()):  # an index out of bounds: NumPy's error comes from an eager run
@@ -215,7 +216,7 @@ class TritonExecutable:
 
     def _launch_all(self, env: list[Any], lib: ArrayLibrary, like: Any, index: int) -> None:
         stream = lib.current_stream(index)
-        ptr = lib.data_ptr
+        ptr = lib.pointer
         for step in self.steps:
             if type(step) is _Kernel:
                 if step.verified:
@@ -249,12 +250,22 @@ class TritonExecutable:
         with on_stream:
             step.python(*tensors)
 
-    def _allocate(self, env: list[Any], lib: ArrayLibrary, like: Any) -> None:
-        blocks = {i: lib.empty_bytes(size, like) for i, size in self.blocks.items()}
-        alloc = lib.allocator(like)
-        for i, shape, strides, dtype, block in self.allocations:
-            env[i] = alloc(shape, strides, dtype) if block is None else \
-                lib.view_strided(blocks[block], shape, strides, dtype)
+    def _allocate(self, env: list[Any], lib: ArrayLibrary, like: Any, index: int | None) -> None:
+        """The planned buffers: each its own allocation (made ready once per library and
+        device), or a view of a block shared by buffers whose lives do not overlap."""
+        key = (lib.name, index)
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = [(i, lib.allocation(like, shape, strides, dtype))
+                                      for i, shape, strides, dtype, block in self.allocations
+                                      if block is None]
+        for i, make in made:
+            env[i] = make()
+        if self.blocks:
+            blocks = {i: lib.empty_bytes(size, like) for i, size in self.blocks.items()}
+            for i, shape, strides, dtype, block in self.allocations:
+                if block is not None:
+                    env[i] = lib.view_strided(blocks[block], shape, strides, dtype)
 
     def _check_inputs(self, arrays: tuple[Any, ...]) -> None:
         """``InputMismatch`` for the first input the kernels cannot read as planned (the stride
@@ -266,36 +277,43 @@ class TritonExecutable:
             raise InputMismatch(f"{name}: expected {len(layouts)} input arrays "
                                 f"({', '.join(names)}), got {len(arrays)}")
         kinds, devices = set(), set()
+        known = self._library
         for i, (a, layout) in enumerate(zip(arrays, layouts)):
             if layout is None:
                 continue
-            shape, strides, dtype = layout
-            what = f"{name}: input {i} ({names[i]!r})"
-            lib = library_of(a)
+            lib = known if known is not None and known.is_array(a) else library_of(a)
             if lib is None:
                 hint = " (move it to the GPU: torch.as_tensor(x, device='cuda') or " \
                        "cupy.asarray(x))" if isinstance(a, np.ndarray) else ""
-                raise InputMismatch(f"{what}: expected a torch tensor or a CuPy array, got "
-                                    f"{type(a).__name__}{hint}")
-            got_shape, got_strides, got_dtype = lib.layout(a)
-            if got_shape != shape or got_dtype != dtype:
-                raise InputMismatch(f"{what}: expected {dtype}{list(shape)}, got "
-                                    f"{got_dtype}{list(got_shape)}")
-            if 0 not in shape and any(n != 1 and got != want
-                                      for n, got, want in zip(shape, got_strides, strides)):
-                raise InputMismatch(f"{what}: expected strides {strides} (elements), got "
-                                    f"{got_strides}")
-            kinds.add(lib.name)
+                raise InputMismatch(f"{name}: input {i} ({names[i]!r}): expected a torch tensor "
+                                    f"or a CuPy array, got {type(a).__name__}{hint}")
+            got = lib.layout(a)
+            if got != layout:
+                self._mismatch(i, got, layout)
+            kinds.add(lib)
             devices.add(lib.device_of(a))
         if len(kinds) > 1:
-            raise InputMismatch(f"{name}: inputs of several kinds ({', '.join(sorted(kinds))}); "
-                                f"pass all as torch tensors or all as CuPy arrays")
+            raise InputMismatch(f"{name}: inputs of several kinds "
+                                f"({', '.join(sorted(k.name for k in kinds))}); pass all as torch "
+                                "tensors or all as CuPy arrays")
         if len(devices) > 1:
             raise InputMismatch(f"{name}: inputs on several devices ({', '.join(sorted(devices))})")
         for device in devices:
-            if self.interpreting != (device == "cpu"):
+            if self.interpreting != (device == "cpu") or device.split(":")[0] not in ("cpu", "cuda"):
                 raise InputMismatch(f"{name}: inputs on {device}, but this executable runs on "
                                     f"{'the CPU (Triton interpreter)' if self.interpreting else 'CUDA'}")
+
+    def _mismatch(self, i: int, got: tuple[Any, ...], layout: tuple[Any, ...]) -> None:
+        """``InputMismatch`` for input ``i`` laid out as ``got`` where the plan says ``layout``,
+        unless the two differ only in the stride of an axis of length 1 (or of an empty array),
+        which never matters."""
+        (got_shape, got_strides, got_dtype), (shape, strides, dtype) = got, layout
+        what = f"{self.artifact.name}: input {i} ({self.input_names[i]!r})"
+        if got_shape != shape or got_dtype != dtype:
+            raise InputMismatch(f"{what}: expected {dtype}{list(shape)}, got "
+                                f"{got_dtype}{list(got_shape)}")
+        if 0 not in shape and any(n != 1 and g != w for n, g, w in zip(shape, got_strides, strides)):
+            raise InputMismatch(f"{what}: expected strides {strides} (elements), got {got_strides}")
 
 
 __all__ = ["LAUNCH_OPTIONS", "TritonExecutable", "load_source"]
