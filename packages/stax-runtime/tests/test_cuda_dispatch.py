@@ -332,3 +332,13 @@ def test_host_copies_keep_the_device_layout():
         assert copy.strides == tuple(s * 8 for s in t.stride())
         np.testing.assert_array_equal(copy, t.numpy())
         assert copy.flags.writeable == (0 not in t.stride())
+
+
+def test_scalars_and_keywords_beside_device_arrays():
+    cf = cuda(lambda x, scale, *, shift: x * scale + shift)
+    x, shift = tensors(X, W)
+    for scale in (2.0, 2.0, 3.0):
+        got = cf(x, scale, shift=shift)
+        assert isinstance(got, torch.Tensor)
+        np.testing.assert_array_equal(got.numpy(), X * scale + W)
+    assert cf.cache_info().compiles == 2  # the scalar is in the key, by value
