@@ -98,9 +98,10 @@ def sort_matmul(x, w):
     return np.sort(x, axis=1) @ w + 1
 
 
-def fake_cupy(calls, lacking=()):
+def fake_cupy(calls, lacking=(), broken=None):
     """A module standing in for CuPy: NumPy's functions, each call recorded with whether its
-    array operands share memory with ``calls['input']``; the names in ``lacking`` missing."""
+    array operands share memory with ``calls['input']``; the names in ``lacking`` missing, those
+    in ``broken`` replaced (a call CuPy refuses, a result of another dtype)."""
     module = types.ModuleType("fakecupy")
     module.ndarray = np.ndarray
     module.asarray = np.asarray
@@ -109,7 +110,7 @@ def fake_cupy(calls, lacking=()):
     def lookup(name):
         if name in lacking or name.startswith("__"):
             raise AttributeError(name)
-        fn = getattr(np, name)
+        fn = (broken or {}).get(name) or getattr(np, name)
 
         def call(*args, **kwargs):
             shared = [np.shares_memory(a, calls["input"]) for a in args if isinstance(a, np.ndarray)]
@@ -120,12 +121,23 @@ def fake_cupy(calls, lacking=()):
     return module
 
 
-@pytest.mark.parametrize("lacking", [(), ("sort",)], ids=["in-module", "host"])
-def test_numpy_steps_run_in_the_arrays_module(monkeypatch, lacking):
+def refuses(*args, **kwargs):
+    raise NotImplementedError("kind is not supported")
+
+
+def float64_sort(*args, **kwargs):
+    return np.sort(*args, **kwargs).astype(np.float64)
+
+
+@pytest.mark.parametrize("lacking, broken", [((), None), (("sort",), None), ((), {"sort": refuses}),
+                                             ((), {"sort": float64_sort})],
+                         ids=["in-module", "lacking", "refused", "other-dtype"])
+def test_numpy_steps_run_in_the_arrays_module(monkeypatch, lacking, broken):
     """np.sort and a matrix product between kernels: called as the arrays' module's function on
     views of the operands (no copy), which on a GPU is CuPy's call (cuBLAS for the product);
-    where that module lacks the function, through the host (named in ``host_steps``). Results
-    NumPy's either way, returned as torch tensors."""
+    where that module lacks the function, refuses the call or returns another dtype, through
+    the host from then on (named in ``host_steps``). Results NumPy's either way, returned as
+    torch tensors."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((8, 6)).astype(np.float32)
     w = rng.standard_normal((6, 5)).astype(np.float32)
@@ -134,15 +146,19 @@ def test_numpy_steps_run_in_the_arrays_module(monkeypatch, lacking):
     tx, tw = torch.from_numpy(x.copy()), torch.from_numpy(w)
     calls = {"input": tx.numpy()}
     monkeypatch.setattr(arrays.TorchArrays, "numpy_module",
-                        lambda self, like: fake_cupy(calls, lacking))
+                        lambda self, like: fake_cupy(calls, lacking, broken))
     run = TritonExecutable(artifact)
-    (got,) = run(tx, tw)
-    assert isinstance(got, torch.Tensor) and got.device == tx.device
-    np.testing.assert_allclose(got.numpy(), sort_matmul(x, w), rtol=1e-5, atol=1e-5)
+    for _ in range(2):
+        (got,) = run(tx, tw)
+        assert isinstance(got, torch.Tensor) and got.device == tx.device
+        assert got.dtype == torch.float32
+        np.testing.assert_allclose(got.numpy(), sort_matmul(x, w), rtol=1e-5, atol=1e-5)
     if lacking:
         assert calls.get("made") is None and run.host_steps == ["numpy.sort"]
+    elif broken:  # tried once, then the host
+        assert calls["made"] == [("sort", [True])] and run.host_steps == ["numpy.sort"]
     else:
-        assert calls["made"] == [("sort", [True])] and run.host_steps == []
+        assert calls["made"] == [("sort", [True])] * 2 and run.host_steps == []
 
 
 def test_a_disallowed_step_is_refused_when_loaded():

@@ -12,9 +12,12 @@ without a copy when it is laid out as planned and owns its memory, else copied i
 planned layout.
 
 Where the module lacks the function (``numpy.lib.scimath``, Stax's own ``stax.nn`` functions,
-a CuPy without it, no CuPy at all), or the call would write into an operand (``out=``), the step
-goes through the host: its operands copied to NumPy arrays, NumPy's function, the result copied
-back (``host_steps`` of the executable names those steps; a log line says so once).
+a CuPy without it, no CuPy at all), the call would write into an operand (``out=``), or CuPy
+refuses the arguments (``NotImplementedError``, ``TypeError``) or returns another dtype or shape
+than NumPy's, the step goes through the host from then on: its operands copied to NumPy arrays,
+NumPy's function, the result copied back (``host_steps`` of the executable names those steps; a
+log line says so once). Any other error of CuPy's call is NumPy's to decide: the call is made
+again on the host, which returns NumPy's result or raises NumPy's error.
 """
 
 from __future__ import annotations
@@ -104,28 +107,49 @@ class Step:
                 found = (fn is not None and "out" not in self.kwargs, fn)
             self._resolved[xp.__name__] = found
             if not found[0]:
-                self.on_host.append(xp.__name__)
-                _log.info("stax: the NumPy step %s() runs on the host: %s has no such call",
-                          plan.target, xp.__name__)
+                self._to_host(xp.__name__, "it has no such call")
         return found
+
+    def _to_host(self, module: str, why: str) -> None:
+        """This step runs on the host from now on where the arrays' module is ``module``."""
+        self._resolved[module] = (False, None)
+        if module not in self.on_host:
+            self.on_host.append(module)
+            _log.info("stax: the NumPy step %s() runs on the host, not in %s: %s",
+                      self.plan.target, module, why)
 
     def __call__(self, env: list[Any], lib: ArrayLibrary, like: Any) -> None:
         try:
             xp = lib.numpy_module(like)
         except ImportError:  # a GPU without CuPy: every step through the host
-            xp = None
-        runs, fn = self._resolve(xp) if xp is not None else (False, None)
-        if runs and self.plan.method:
-            receiver = self._fetch_device(self.args[0], env, lib, xp) if self.args else None
-            runs = isinstance(receiver, xp.ndarray)
-        if not runs:
+            self._to_host("cupy", "CuPy is not installed")
             self._on_host(env, lib, like)
             return
-        with lib.step_stream(like):
-            a = self._fetch_device(self.args, env, lib, xp)
-            k = self._fetch_device(self.kwargs, env, lib, xp)
-            result = getattr(a[0], self.plan.target)(*a[1:], **k) if fn is None else fn(*a, **k)
-            self._store(result, env, lib, like, xp)
+        runs, fn = self._resolve(xp)
+        target = self.plan.target
+        if runs and fn is None:
+            receiver = self._fetch_device(self.args[0], env, lib, xp) if self.args else None
+            runs = isinstance(receiver, xp.ndarray) and hasattr(receiver, target)
+            if not runs:
+                self._to_host(xp.__name__, f"its arrays have no method {target}")
+        if runs:
+            with lib.step_stream(like):
+                a = self._fetch_device(self.args, env, lib, xp)
+                k = self._fetch_device(self.kwargs, env, lib, xp)
+                if xp is np:  # NumPy itself (the interpreter): its errors are the call's
+                    result = getattr(a[0], target)(*a[1:], **k) if fn is None else fn(*a, **k)
+                    self._store(result, env, lib, like, xp)
+                    return
+                try:
+                    result = getattr(a[0], target)(*a[1:], **k) if fn is None else fn(*a, **k)
+                    self._store(result, env, lib, like, xp)
+                    return
+                except (NotImplementedError, TypeError, AttributeError, ExternResultMismatch) as exc:
+                    # an argument or a result CuPy does not take or give as NumPy does
+                    self._to_host(xp.__name__, f"{type(exc).__name__}: {exc}")
+                except Exception:
+                    pass  # NumPy's own call on the host decides: its result, or its error
+        self._on_host(env, lib, like)
 
     def _fetch_device(self, operands: Any, env: list[Any], lib: ArrayLibrary, xp: Any) -> Any:
         def fetch(ref: BufferRef) -> Any:
