@@ -48,6 +48,13 @@ CASES = {
     "known bits times inf": (lambda x, i: ((i & 1) & 2) * np.inf, (IX,)),
     "huge plus a zero difference overflows": (lambda x, i: (i - i + 1e308) * 10.0, (IX,)),
     "pad minus inf plus inf": (lambda x: (np.pad(x, 1, constant_values=np.inf) - np.inf), ()),
+    # a NaN constant absorbs the operation it meets: LLVM answers x * NaN without x, and the
+    # computation of x (and its event) goes (found by the stress suite: ``v0 = x * s`` with s
+    # -inf from a tolist(), then ``v0 * float(v0.max())`` with a NaN maximum); such modules are
+    # compiled from the precise kernels (``jit.nan_operands``)
+    "zero times -inf times nan": (lambda x: ((x - 1) * -np.inf) * np.nan, ()),
+    "nan plus a quotient by zero": (lambda x: np.nan + (x - 1) / 0.0, ()),
+    "a quotient by zero compared with nan": (lambda x: x / 0.0 < np.nan, ()),
 }
 
 
@@ -91,6 +98,15 @@ def test_only_infinities_and_nans_the_optimizer_made_count():
     assert folded_non_finite(before, "store <4 x double> splat (double 0x7FF8000000000000)") == \
         ["0x7FF8000000000000"]
     assert folded_non_finite("", "store double 1.000000e+308") == []
+
+
+def test_nan_constants_computed_with_count():
+    from stax.codegen.cpu.jit import nan_operands
+
+    assert nan_operands('  %".9" = fmul double %".8", 0x7ff8000000000000') == ["0x7FF8000000000000"]
+    assert nan_operands('  %".9" = fcmp olt double %".8", 0xFFF8000000000001') == ["0xFFF8000000000001"]
+    assert nan_operands('  %".9" = select i1 %".8", double 0x7ff8000000000000, double %".7"') == []
+    assert nan_operands('  %".9" = fmul double %".8", 0x7ff0000000000000') == []  # an infinity
 
 
 def test_a_folded_module_from_the_disk_cache_still_warns(tmp_path, monkeypatch):

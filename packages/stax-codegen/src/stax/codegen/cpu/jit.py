@@ -127,11 +127,15 @@ class CompiledModule:
         """Optimize and compile the IR, then keep only its object code, loaded into an engine of
         its own as a cached object is: an engine that owns an optimized IR module holds about
         800 KB for as long as the code lives, one over its object code about 70 KB."""
-        module = _optimized_module(self.llvm_ir, self.speed_level)
-        if self.unless_folded is not None:
-            self.folded = folded_non_finite(self.llvm_ir, str(module))
-            if self.folded:
-                module = _optimized_module(self.unless_folded, self.speed_level)
+        self.folded = nan_operands(self.llvm_ir) if self.unless_folded is not None else []
+        if self.folded:  # the fast module would lose events: not worth optimizing it first
+            module = _optimized_module(self.unless_folded, self.speed_level)
+        else:
+            module = _optimized_module(self.llvm_ir, self.speed_level)
+            if self.unless_folded is not None:
+                self.folded = folded_non_finite(self.llvm_ir, str(module))
+                if self.folded:
+                    module = _optimized_module(self.unless_folded, self.speed_level)
         # The engine takes ownership of the target machine it is given: give it its own.
         compiler = host.llvm().create_mcjit_compiler(module, _new_target_machine())
         objects: list[bytes] = []
@@ -185,6 +189,27 @@ class CompiledModule:
 
 #: an infinity or NaN in LLVM's text form: the hex of a double (floats print as doubles too)
 _NON_FINITE = re.compile(r"0x[7F]FF[0-9A-F]{13}", re.IGNORECASE)
+
+
+def nan_operands(source: str) -> list[str]:
+    """The NaN constants ``source`` computes with (not merely selects or stores): LLVM answers
+    ``x * NaN`` (and +, -, /, comparisons) without ``x``, so the computation of ``x`` and the
+    event it raises in the CPU's flags are gone (found by the stress suite: ``v0 = x * -inf;
+    v0 * float(v0.max())`` with a NaN maximum lost the invalid ``0 * -inf``)."""
+    found = set()
+    for line in source.splitlines():
+        instruction = line.split("=", 1)[1].split() if "=" in line else line.split()
+        if not instruction or instruction[0] in _KEEPS_OPERANDS:
+            continue
+        for constant in _NON_FINITE.findall(line):
+            if int(constant, 16) & ~(1 << 63) > 0x7FF0000000000000:  # a NaN, not an infinity
+                found.add("0x" + constant[2:].upper())
+    return sorted(found)
+
+
+#: instructions that pass a constant on without computing with it
+_KEEPS_OPERANDS = frozenset({"select", "store", "phi", "ret", "insertelement", "shufflevector",
+                             "bitcast"})
 
 
 def folded_non_finite(before: str, after: str) -> list[str]:
