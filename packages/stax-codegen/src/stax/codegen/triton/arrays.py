@@ -332,7 +332,8 @@ class CupyArrays(ArrayLibrary):
         return self.cupy
 
     def current_stream(self, index: int) -> int:
-        return self.cupy.cuda.get_current_stream(index).ptr
+        """Of the current device, which the executable makes ``index`` first."""
+        return self.cupy.cuda.get_current_stream().ptr
 
     def current_device(self) -> int:
         return self.cupy.cuda.runtime.getDevice()
