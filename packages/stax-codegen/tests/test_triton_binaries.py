@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("triton")
 
 SCRIPT = textwrap.dedent("""
-    import json, os, sys, logging
+    import json, os, re, sys, logging
     sys.path.insert(0, sys.argv[1])
     import numpy as np
     from pathlib import Path
@@ -74,7 +74,8 @@ SCRIPT = textwrap.dedent("""
     path = cache.disk.path(cache.key(spec, h100))
     report["stored"] = path.is_file() and path.parent.parent.name == "triton"
     report["misses_then"] = [cache.misses, cache.hits]
-    report["vector_loads"] = "ld.global.v4" in first.asm["ptx"]
+    head = next(l for l in first.asm["ttir"].splitlines() if "tt.func" in l)
+    report["vector_loads"] = [head.count("tt.divisibility = 16"), bool(re.search(r"ld\\.global\\S*\\.v4\\.", first.asm["ptx"]))]
 
     def no_compiler(*args, **kwargs):
         raise AssertionError("compiled instead of loading")
@@ -130,7 +131,8 @@ def test_binaries_stored_loaded_and_verified(tmp_path):
     line = next(x for x in done.stdout.splitlines() if x.startswith("REPORT"))
     report = json.loads(line[len("REPORT"):])
     assert report["stored"] and report["misses_then"] == [1, 0]
-    assert report["vector_loads"]  # pointers assumed 16-byte aligned: vector loads
+    # the three pointers assumed 16-byte aligned: vector loads
+    assert report["vector_loads"] == [3, True]
     assert report["warm"] == [1, 0] and report["same_cubin"]
     assert report["metadata"][:3] == ["kernel_0", 8, 90] and report["metadata"][3]
     assert report["keys_differ"] == 4
