@@ -192,14 +192,18 @@ def test_a_large_kernel_indexes_in_64_bits():
 
 
 def test_columns_nests_take_wide_rows(build):
-    """x.sum(0) of a C matrix is a columns nest: the kept axis, contiguous, runs along XBLOCK."""
-    b = build(x=np.ones((300, 256), np.float32))
+    """x.sum(0) of a C matrix is a columns nest: the kept axis, contiguous, runs along XBLOCK; with
+    few columns the blocks narrow to 16 (two sectors of each row) so that more programs run, and
+    each step of the loop reads 8192 elements (R0_BLOCK rows). (1009 rows, a prime, cannot be
+    cut into equal slices: the reduction is not split across programs, ``split.py``.)"""
+    b = build(x=np.ones((1009, 256), np.float32))
     artifact = generate(cuda_program(b, b("sum", b.inputs["x"], axis=(0,), keepdims=False,
                                           dtype="float32")), target=triton_target())
     (kernel,) = artifact.kernels
     assert kernel.nest.kind == "columns"
-    assert kernel.launch.constants == {"XBLOCK": 64, "R0_BLOCK": 64}
-    assert "for r0_offset in range(0, 300, R0_BLOCK):" in artifact.triton_source
+    assert kernel.launch.constants == {"XBLOCK": 16, "R0_BLOCK": 512}
+    assert "for r0_offset in range(0, 1009, R0_BLOCK):" in artifact.triton_source
+    assert "tl.load(x_ptr + (256 * r0 + x0)" in artifact.triton_source
 
 
 def test_a_float_is_negated_by_a_multiplication(build):

@@ -18,10 +18,13 @@ POINTERS = {"bool": "*i1", "int8": "*i8", "int16": "*i16", "int32": "*i32", "int
 
 
 def compile_ahead(artifact: KernelArtifact, arch: int = 90, warp_size: int = 32,
-                  options: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+                  options: dict[str, Any] | None = None, aligned: bool = True
+                  ) -> dict[str, dict[str, Any]]:
     """Each kernel's compiled forms (``asm``: ``ttir``, ``llir``, ``ptx``, ``cubin``...) for
     CUDA compute capability ``arch``; ``options`` replace launch options (a test may turn FMA
-    contraction back on to see the difference)."""
+    contraction back on to see the difference). ``aligned``: every pointer 16-byte aligned, as
+    Triton's launcher specializes a kernel for buffers that are (torch's and CuPy's allocations
+    are), so the code is the one that runs: vector loads where the layout allows them."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -41,6 +44,7 @@ def compile_ahead(artifact: KernelArtifact, arch: int = 90, warp_size: int = 32,
         signature = {fn.arg_names[i]: POINTERS[dtypes[a]] for i, a in enumerate(kernel.args)}
         signature.update({name: "constexpr" for name in constants})
         chosen = {**LAUNCH_OPTIONS, "num_warps": kernel.launch.num_warps, **(options or {})}
-        source = ASTSource(fn=fn, signature=signature, constexprs=constants)
+        attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(kernel.args))} if aligned else None
+        source = ASTSource(fn=fn, signature=signature, constexprs=constants, attrs=attrs)
         compiled[kernel.name] = dict(triton.compile(source, target=target, options=chosen).asm)
     return compiled

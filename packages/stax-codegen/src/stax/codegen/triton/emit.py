@@ -22,12 +22,8 @@ the loop variables ``x0, x1, ...`` are its quotients and remainders), masked at 
   whole row of a persistent phase); otherwise the later phase reads memory after a
   ``tl.debug_barrier()`` (the same program wrote it: CUDA makes a block's global writes visible
   to the block after the barrier).
-- ``scan`` nests (and a scan's ``columns`` nest, which differs only in its block shape): the
-  scanned axis along ``r0_index``, ``tl.cumsum``/``tl.cumprod`` of a block, persistent when the
-  axis fits one block, else looped with the running total of the blocks before carried in a
-  register (starting from -0.0 or 1, so the first element is the body's value itself, -0.0
-  included). Integers are exact (NumPy's wrapping); floats are combined as a tree within each
-  block, not in NumPy's order: within the rounding bound of a sum (spec §13).
+- ``scan`` nests (and a scan's ``columns`` nest): ``scans.py``, per row or, for a few long
+  rows, across programs with a decoupled look-back.
 
 Every value is assigned to a ``tmpN``; the writer records which of the block's axes it varies
 along (``x``, ``r``) so loads get the mask of exactly those axes and reductions see full blocks.
@@ -49,6 +45,7 @@ from . import rules
 from .expressions import EXPRESSIONS
 from .launch import Blocks
 from .reductions import reduction_kind
+from .scans import scan_kernel
 from .source import constant, number, tl_dtype
 
 #: the modules whose emitters the tables hold (imported for their registrations)
@@ -78,6 +75,10 @@ class TritonKernelSpec:
     discard: frozenset[str] = frozenset()
     #: buffers of no elements: never read (only lanes masked off could), so never addressed
     empty: frozenset[str] = frozenset()
+    #: a scan across programs: its look-back scratch buffer (``scans.py``), the last argument
+    scratch: str | None = None
+    #: L2 eviction hints on the loads of 2-D kernels (``KernelWriter.eviction``)
+    hints: bool = False
 
 
 @dataclass
@@ -107,7 +108,7 @@ class KernelWriter:
         self.depth = 1
         self.counter = 0
         self.axes: dict[str, frozenset[str]] = {}   # value name -> block axes it varies along
-        self.memo: dict[int, str] = {}
+        self.memo: dict[Any, str] = {}  # id(expr) or source text -> name
         self.held: dict[str, Held] = {}
         #: elements of buffers this kernel does not write, already loaded: (buffer, key) -> Held
         self.loaded: dict[tuple[str, Any], Held] = {}
@@ -155,11 +156,20 @@ class KernelWriter:
 
     # -- values --------------------------------------------------------------------------------
     def value(self, expr: Expr) -> str:
+        """The name holding ``expr`` here. The same source text computed again in the same
+        region (the same value: expressions are pure, and a region never reads what it stores)
+        is the name computed first: common subexpressions of the loop IR's trees, which share
+        no nodes (``(x - m) * (x - m)``), are computed once."""
         found = self.memo.get(id(expr))
         if found is None:
             text = EXPRESSIONS.handler(type(expr))(self, expr)
-            found = self.memo[id(expr)] = text if _is_name(text) and text in self.axes else \
-                self.assign(text)
+            if _is_name(text) and text in self.axes:
+                found = text
+            else:
+                found = self.memo.get(text)
+                if found is None:
+                    found = self.memo[text] = self.assign(text)
+            self.memo[id(expr)] = found
         return found
 
     def axes_of(self, name: str) -> frozenset[str]:
@@ -189,6 +199,13 @@ class KernelWriter:
         terms = tuple(sorted((canon[v], c) for v, c in expr.terms if self.region.names[v] != "0"))
         inner = any(name.startswith("@") for name, _ in terms)
         return terms, expr.const, self.region.layout if inner else None
+
+    def eviction(self, axes: frozenset[str]) -> str:
+        """The L2 hint of a load in a 2-D kernel: what every program reads (a weight, along the
+        row only) stays (``evict_last``); what one program reads once (its rows) goes first."""
+        if not self.two_d or not self.spec.hints:
+            return ""
+        return ', eviction_policy="evict_last"' if "x" not in axes else ', eviction_policy="evict_first"'
 
     def mask(self, axes: frozenset[str]) -> str | None:
         if not self.two_d:
@@ -263,7 +280,8 @@ class KernelWriter:
 
     def source(self) -> str:
         spec = self.spec
-        params = [spec.pointers[a] for a in spec.args] + ["XBLOCK: tl.constexpr"]
+        scratch = [spec.pointers[spec.scratch]] if spec.scratch is not None else []
+        params = [spec.pointers[a] for a in spec.args] + scratch + ["XBLOCK: tl.constexpr"]
         if self.two_d:
             params.append("R0_BLOCK: tl.constexpr")
         nest = spec.nest
@@ -310,6 +328,9 @@ class KernelWriter:
             self.line(f"{var} = {text}")
             self.axes[var] = axes
             self.region.names[var] = var
+
+    def scan_kernel(self) -> None:
+        scan_kernel(self)
 
     def pointwise_kernel(self) -> None:
         (nodes,) = self.spec.nest.phases
@@ -369,47 +390,6 @@ class KernelWriter:
                                       for i in readers):
                 kept.add(spill.buffer)
         return kept
-
-    def scan_kernel(self) -> None:
-        """A running sum or product along ``r0`` for each of the program's rows."""
-        ((node,),) = self.spec.nest.phases
-        kind, dtype = node.data.scan_type, node.dtype
-        if dtype == "bool" or kind not in ("sum", "prod"):
-            raise NotImplementedError(f"Triton kernel {self.spec.name}: no {kind} scan in {dtype}")
-        self.outer(node.ranges, column=True)
-        extent = node.data.scan_range
-        persistent = extent <= self.spec.blocks.r0_block
-        scan, identity = ("tl.cumsum", 0) if kind == "sum" else ("tl.cumprod", 1)
-        self.line(f"# running {kind} of {node.name} over {extent} "
-                  f"({'persistent' if persistent else 'looped'})")
-        both = frozenset({"x", "r"})
-        if persistent:
-            self.inner_block((extent,), [rvar(0)], ["@0"], "r0_base")
-            block = f"tl.where(mask, {self.value(node.data.body)}, {self.const(identity, dtype)})"
-            self.store(node.name, node.store_index, self.assign(f"{scan}({block}, 1)"), both)
-            return
-        # the total of the blocks before: -0.0 + x and 1 * x are x itself, signed zeros included
-        first = -0.0 if kind == "sum" and dtype.startswith("float") else identity
-        carry = self.assign(f"tl.full([XBLOCK, 1], {number(first, dtype)}, {tl_dtype(dtype)})",
-                            "carry", frozenset({"x"}))
-        self.line(f"for r0_offset in range(0, {extent}, R0_BLOCK):")
-        self.depth += 1
-        self.regions += 1
-        self.open.append(self.regions)
-        outer_memo, self.memo = self.memo, {}
-        self.inner_block((extent,), [rvar(0)], ["@0"], "r0_offset + r0_base")
-        block = self.assign(f"tl.where(mask, {self.value(node.data.body)}, "
-                            f"{self.const(identity, dtype)})")
-        op = "+" if kind == "sum" else "*"
-        running = self.assign(f"{carry} {op} {scan}({block}, 1)", "running", both)
-        self.store(node.name, node.store_index, running, both)
-        # the last lane of the block holds the total so far (lanes past the end hold identities)
-        filler = self.const(-0.0 if dtype.startswith("float") else 0, dtype)  # adds nothing
-        self.line(f"{carry} = tl.sum(tl.where(r0_base == R0_BLOCK - 1, {running}, {filler}), 1)"
-                  f"[:, None].to({tl_dtype(dtype)})")
-        self.memo = outer_memo
-        self.open.pop()
-        self.depth -= 1
 
     # -- phases --------------------------------------------------------------------------------
     def phase(self, nodes: Sequence[ComputedBuffer], inner: Sequence[int],

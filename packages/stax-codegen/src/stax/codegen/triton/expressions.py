@@ -39,7 +39,8 @@ def read(w: W, buffer: str, address: str, axes: frozenset[str], guard: str | Non
     mask = w.mask(full)
     if guard is not None:
         mask = guard if mask is None else f"{mask} & {guard}"
-    return f"tl.load({pointer})" if mask is None else f"tl.load({pointer}, {mask}, other=0)"
+    hint = w.eviction(full)
+    return f"tl.load({pointer}{hint})" if mask is None else f"tl.load({pointer}, {mask}, other=0{hint})"
 
 
 def load(w: W, e: Load) -> str:

@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from stax.loop import LoopProgram, Reduction, Scan, index_width
 
-from ..artifact import ExternPlan, KernelArtifact, KernelPlan
+from ..artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan, Launch
 from ..nesting import Nest, NestPlan
 from ..program_plan import (
     buffer_plans,
@@ -23,24 +23,34 @@ from ..program_plan import (
 from ..target import Target
 from ..version import CODEGEN_VERSION
 from .emit import TritonKernelSpec, emit_kernel
-from .launch import Blocks, LaunchPolicy, choose_blocks
-from .reductions import HELPERS
+from .launch import Blocks, LaunchPolicy, choose_blocks, lookback_blocks
+from .reductions import HELPERS as REDUCTION_HELPERS
+from .scans import HELPERS as SCAN_HELPERS
+from .scans import clear_source, lookback_words
 from .source import HEADER, identifier
+from .split import split_columns
 from .target import triton_target
 
 INT32_MAX = 2 ** 31 - 1
+HELPERS = {**REDUCTION_HELPERS, **SCAN_HELPERS}
+#: the block of a kernel clearing a look-back scan's flags
+CLEAR_XBLOCK = 1024
 
 
 def generate_triton(program: LoopProgram, target: Target | None = None,
                     nests: Mapping[tuple[str, ...], NestPlan] | None = None,
-                    policy: LaunchPolicy | None = None) -> KernelArtifact:
+                    policy: LaunchPolicy | None = None,
+                    configs: Mapping[str, Blocks] | None = None) -> KernelArtifact:
     """The ``stax.kernels/1.5`` artifact of ``program`` for CUDA: Triton source and launches
-    (``policy``: block sizes, ``launch.py``). ``NotImplementedError`` names a kernel, nest or
-    operation this emitter cannot make yet: the caller runs the program another way."""
+    (``policy``: block sizes, ``launch.py``; ``configs``: the block shape of a kernel by its
+    name, ``kernel_0``..., instead of the policy's, as the autotuner tries them).
+    ``NotImplementedError`` names a kernel, nest or operation this emitter cannot make yet: the
+    caller runs the program another way."""
     target = target or triton_target()
     if target.device != "cuda":
         raise ValueError(f"the Triton emitter makes code for CUDA, not for {target.device!r}")
     policy = policy or LaunchPolicy()
+    program = split_columns(program, policy, nests)
     plan = plan_program(program, nests)
     taken: set[str] = set()
     pointers = {name: identifier(name, taken) + "_ptr" for name in plan.dtypes}
@@ -49,6 +59,7 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
     steps: list[str] = []
     sources: list[str] = []
     helpers: set[str] = set()
+    scratch: list[BufferPlan] = []
     for group in plan.groups:
         call = group.extern
         if call is not None:
@@ -57,16 +68,33 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
             continue
         nest = group.nest
         assert nest is not None
-        name = f"kernel_{len(kernels)}"
+        name = f"kernel_{len(steps) - len(externs) - len(scratch)}"  # clearing kernels aside
         args = kernel_args(group, plan.discard)
         xnumel, inner = extents(nest)
-        blocks = choose_blocks(xnumel, inner, nest.kind == "columns", policy)
+        lookback = lookback_of(nest, xnumel, inner, policy)
+        blocks = (configs or {}).get(name) or lookback or \
+            choose_blocks(xnumel, inner, nest.kind == "columns", policy)
         bits = max(index_width(n) for n in group.nodes)
         if xnumel + blocks.xblock > INT32_MAX or (inner or 0) + blocks.r0_block > INT32_MAX:
             bits = 64  # a masked lane's index past the end must not wrap either
+        flags = None
+        if lookback is not None:
+            assert inner is not None and blocks.xblock == 1
+            words = xnumel * math.ceil(inner / blocks.r0_block) * (lookback_words(nest.nodes[0].dtype) or 0)
+            flags = f"{name}_flags"
+            pointers[flags] = identifier(flags, taken) + "_ptr"
+            scratch.append(BufferPlan(flags, (words,), "uint64", (1,), "intermediate"))
+            clear = f"{name}_clear"
+            sources.append(clear_source(clear, pointers[flags], words))
+            kernels.append(KernelPlan(clear, (flags,), (flags,), words, words, words > CLEAR_XBLOCK, 0,
+                                      8 * words, 32 if words < INT32_MAX // 2 else 64, None,
+                                      Launch((math.ceil(words / CLEAR_XBLOCK),),
+                                             (("XBLOCK", CLEAR_XBLOCK),), 4)))
+            steps.append(clear)
         spec = TritonKernelSpec(name, nest, args, pointers, plan.dtypes, bits, blocks,
                                 plan.discard & {n.name for n in group.nodes},
-                                frozenset(a for a in args if plan.nbytes[a] == 0))
+                                frozenset(a for a in args if plan.nbytes[a] == 0), flags,
+                                policy.eviction_hints)
         text, used = emit_kernel(spec)
         sources.append(text)
         helpers |= used
@@ -74,6 +102,10 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         first = group.nodes[0]
         work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
         launch = blocks.launch(xnumel)
+        if flags is not None:  # a program per block of each row
+            assert inner is not None
+            launch = Launch((xnumel * math.ceil(inner / blocks.r0_block),), launch.blocks, launch.num_warps)
+            args = (*args, flags)
         kernels.append(KernelPlan(name, args, tuple(n.name for n in group.nodes), xnumel, work,
                                   launch.grid[0] > 1, read, written, bits, nest.plan, launch))
         steps.append(name)
@@ -81,10 +113,37 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
                           f"{CODEGEN_VERSION}\n{HEADER}", *[HELPERS[h] for h in sorted(helpers)],
                           *sources])
     return KernelArtifact(program.name, target.identity.to_json(), CODEGEN_VERSION, "",
-                          buffer_plans(plan), kernels, list(program.input_slots),
+                          buffer_plans(plan) + scratch, kernels, list(program.input_slots),
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, plan.storage,
                           dict(program.checks), None, False, source)
+
+
+def lookback_of(nest: Nest, xnumel: int, inner: int | None, policy: LaunchPolicy) -> Blocks | None:
+    """The block shape of a scan across programs (``scans.py``), or None where the nest scans
+    per row: a ``scan`` nest of few long rows, in a dtype whose values a flag word holds."""
+    first = nest.nodes[0]
+    if nest.kind != "scan" or not isinstance(first.data, Scan) or inner is None or \
+            first.data.scan_type not in ("sum", "prod") or lookback_words(first.dtype) is None:
+        return None
+    return lookback_blocks(xnumel, inner, policy)
+
+
+def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan] | None = None,
+                  policy: LaunchPolicy | None = None) -> list[tuple[str, int, int | None, str]]:
+    """Each kernel's name, outer extent, largest inner extent (``None``: 1-D) and kind
+    (``pointwise``, ``rows``, ``columns`` or ``lookback``): what its launch is chosen from
+    (``launch.candidates``)."""
+    policy = policy or LaunchPolicy()
+    plan = plan_program(split_columns(program, policy, nests), nests)
+    found = []
+    for group in plan.groups:
+        if group.nest is not None:
+            xnumel, inner = extents(group.nest)
+            kind = "pointwise" if inner is None else "columns" if group.nest.kind == "columns" else \
+                "lookback" if lookback_of(group.nest, xnumel, inner, policy) else "rows"
+            found.append((f"kernel_{len(found)}", xnumel, inner, kind))
+    return found
 
 
 def extents(nest: Nest) -> tuple[int, int | None]:
@@ -100,4 +159,4 @@ def extents(nest: Nest) -> tuple[int, int | None]:
     return math.prod(first.ranges), None
 
 
-__all__ = ["Blocks", "LaunchPolicy", "extents", "generate_triton"]
+__all__ = ["Blocks", "LaunchPolicy", "extents", "generate_triton", "kernel_shapes"]

@@ -1,9 +1,16 @@
-"""Block sizes, warps and grids of the Triton kernels: first heuristics by size, no tuning yet
-(issue 12 item 4). A 1-D kernel takes up to ``max_xblock`` elements per program; a 2-D kernel
-``XBLOCK`` rows of ``R0_BLOCK`` lanes, about ``block_elements`` in all (the registers a program
-holds). A reduced (or row-phase) extent of at most ``max_persistent`` is persistent: one block
-holds the whole row. A ``columns`` nest (reductions whose kept axis runs along memory) takes
-wide rows, ``columns_xblock``, so a warp reads consecutive kept elements."""
+"""Block sizes, warps and grids of the Triton kernels (issue 12 item 4): heuristics by size and
+occupancy that need no tuning, and the few alternatives an autotuning search tries
+(``candidates``, ``autotune.py``).
+
+A 1-D kernel takes ``XBLOCK`` elements per program; a 2-D kernel ``XBLOCK`` rows of ``R0_BLOCK``
+lanes, about ``block_elements`` in all (the registers a program holds). A reduced (or row-phase)
+extent of at most ``max_persistent`` is persistent: one block holds the whole row. The number of
+warps gives each thread ``elements_per_thread`` elements of the block (16 bytes of each input:
+one vector load), fewer where the grid would not fill the GPU's ``processors`` a few times over.
+A ``columns`` nest (reductions whose kept axis runs along memory) takes ``columns_xblock`` kept
+elements (a warp reads whole sectors of each row) and as many rows per step as keep enough loads
+in flight, with narrower column blocks where too few programs would cover the GPU.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +26,32 @@ def next_power_of_2(n: int) -> int:
 
 @dataclass(frozen=True)
 class LaunchPolicy:
-    max_xblock: int = 1024
+    max_xblock: int = 512
     block_elements: int = 4096
     max_persistent: int = 4096
     looped_r0_block: int = 1024
     columns_xblock: int = 64
     max_warps: int = 8
+    #: elements of a block each thread holds (the warps follow from it): 1-D kernels and 2-D
+    #: kernels (measured on an H200, ``benchmarks/results/gpu-notes.md``: 4 per thread in 1-D
+    #: kernels beat 8 by 1% in float32 and by 23% in float64 sin*exp, whose libdevice calls take
+    #: 156 registers a thread at 8)
+    elements_per_thread: int = 8
+    pointwise_elements_per_thread: int = 4
+    #: streaming multiprocessors of the GPU the heuristics aim at (an H100/H200: 132)
+    processors: int = 132
+    #: elements a ``columns`` program loads per step of its loop (in flight at once)
+    columns_step: int = 8192
+    #: a scan across programs (``scans.py``): the elements of each program's block, and the
+    #: rows under which a scan too long for one block is made one
+    lookback_block: int = 4096
+    lookback_rows: int = 264
+    #: a ``columns`` reduction is split (``split.py``) to about this many programs of
+    #: ``columns_xblock`` kept elements each, each slice at least ``split_rows`` long
+    split_programs: int = 528
+    split_rows: int = 256
+    #: L2 eviction hints on the loads of 2-D kernels (rows streamed once go first, weights stay)
+    eviction_hints: bool = False
 
 
 @dataclass(frozen=True)
@@ -40,14 +67,19 @@ class Blocks:
             return f"XBLOCK={self.xblock}"
         return f"XBLOCK={self.xblock}, R0_BLOCK={self.r0_block}"
 
+    def label(self) -> str:
+        return f"{self.describe().replace(', ', ',')},warps={self.num_warps}"
+
     def launch(self, xnumel: int) -> Launch:
         blocks = (("XBLOCK", self.xblock),) + ((("R0_BLOCK", self.r0_block),) if self.r0_block else ())
         return Launch((math.ceil(xnumel / self.xblock),), blocks, self.num_warps)
 
 
-def _warps(elements: int, policy: LaunchPolicy) -> int:
-    """A warp per 256 elements of the block (8 a thread), at least 1, at most ``max_warps``."""
-    return min(policy.max_warps, next_power_of_2(max(1, elements // 256)))
+def _warps(elements: int, policy: LaunchPolicy, per_thread: int | None = None) -> int:
+    """A warp per ``32 * elements_per_thread`` elements of the block, at least 1, at most
+    ``max_warps``."""
+    per_thread = per_thread or policy.elements_per_thread
+    return min(policy.max_warps, next_power_of_2(max(1, elements // (32 * per_thread))))
 
 
 def choose_blocks(xnumel: int, inner: int | None, columns: bool, policy: LaunchPolicy) -> Blocks:
@@ -55,12 +87,89 @@ def choose_blocks(xnumel: int, inner: int | None, columns: bool, policy: LaunchP
     extent of ``inner`` (the largest of its phases')."""
     if inner is None:
         xblock = min(next_power_of_2(xnumel), policy.max_xblock)
-        return Blocks(xblock, 0, _warps(xblock, policy))
+        return Blocks(xblock, 0, _warps(xblock, policy, policy.pointwise_elements_per_thread))
     if columns:
         xblock = min(next_power_of_2(xnumel), policy.columns_xblock)
-        r0_block = min(next_power_of_2(inner), max(1, policy.block_elements // xblock))
-    else:
-        fits = next_power_of_2(inner) <= policy.max_persistent
-        r0_block = next_power_of_2(inner) if fits else policy.looped_r0_block
-        xblock = min(next_power_of_2(xnumel), max(1, policy.block_elements // r0_block))
+        # narrower column blocks until the programs cover the GPU twice (16 floats: 64 bytes,
+        # two sectors of each row, stay the narrowest)
+        while xblock > 16 and math.ceil(xnumel / xblock) < 2 * policy.processors:
+            xblock //= 2
+        step = max(policy.block_elements, policy.columns_step)
+        r0_block = min(next_power_of_2(inner), max(1, step // xblock))
+        return Blocks(xblock, r0_block, _warps(xblock * r0_block, policy))
+    fits = next_power_of_2(inner) <= policy.max_persistent
+    r0_block = next_power_of_2(inner) if fits else policy.looped_r0_block
+    xblock = min(next_power_of_2(xnumel), max(1, policy.block_elements // r0_block))
     return Blocks(xblock, r0_block, _warps(xblock * r0_block, policy))
+
+
+def column_split(kept: int, reduced: int, policy: LaunchPolicy) -> int:
+    """Into how many slices a ``columns`` reduction over ``kept`` elements and ``reduced`` rows is
+    split: 1 where its column blocks fill the GPU already, else the divisor of ``reduced``
+    nearest to what makes ``split_programs`` programs, each slice ``split_rows`` long at least."""
+    blocks = math.ceil(kept / policy.columns_xblock)
+    if blocks >= policy.split_programs // 2 or reduced < 2 * policy.split_rows:
+        return 1
+    want = math.ceil(policy.split_programs / blocks)
+    most = min(4 * want, reduced // policy.split_rows)
+    found = [s for s in range(2, most + 1) if reduced % s == 0]
+    return min(found, key=lambda s: abs(math.log(s / want))) if found else 1
+
+
+def lookback_blocks(rows: int, extent: int, policy: LaunchPolicy) -> Blocks | None:
+    """A scan's blocks across programs (one program per ``lookback_block`` elements of a row),
+    or None where it scans per row: rows of less than two blocks (or fitting one persistent
+    block), or enough rows to fill the GPU."""
+    if extent <= max(policy.max_persistent, policy.lookback_block) or rows >= policy.lookback_rows:
+        return None
+    r0_block = min(policy.lookback_block, next_power_of_2(extent))
+    return Blocks(1, r0_block, _warps(r0_block, policy, 2 * policy.elements_per_thread))
+
+
+def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
+               limit: int = 8) -> list[Blocks]:
+    """The heuristic's choice first, then up to ``limit - 1`` alternatives around it: other block
+    sizes and warps per block (what ``options={"autotune": True}`` times). ``kind``:
+    ``pointwise``, ``rows``, ``columns`` or ``lookback`` (``generate.kernel_shapes``)."""
+    columns = kind == "columns"
+    if kind == "lookback":
+        assert inner is not None
+        first = lookback_blocks(xnumel, inner, policy) or choose_blocks(xnumel, inner, False, policy)
+        found = [first]
+        for r0, warps in ((2048, 4), (4096, 4), (4096, 16), (8192, 8), (8192, 16), (16384, 16), (2048, 8)):
+            blocks = Blocks(1, r0, warps)
+            if blocks not in found and r0 <= next_power_of_2(inner):
+                found.append(blocks)
+        return found[:limit]
+    first = choose_blocks(xnumel, inner, columns, policy)
+    found = [first]
+
+    def add(xblock: int, r0_block: int, warps: int) -> None:
+        blocks = Blocks(max(1, xblock), r0_block, max(1, min(16, warps)))
+        if blocks not in found and blocks.xblock <= max(next_power_of_2(xnumel), 1):
+            found.append(blocks)
+    if inner is None:
+        for xblock, warps in ((first.xblock, first.num_warps * 2), (first.xblock * 2, first.num_warps),
+                              (first.xblock * 2, first.num_warps * 2), (first.xblock // 2, first.num_warps),
+                              (first.xblock, max(1, first.num_warps // 2)), (first.xblock * 4, 8),
+                              (first.xblock // 4, max(1, first.num_warps // 2))):
+            add(xblock, 0, warps)
+    elif columns:
+        for xblock, r0 in ((16, 512), (32, 256), (64, 128), (16, 1024), (32, 128), (64, 64)):
+            r0 = min(r0, next_power_of_2(inner))
+            add(xblock, r0, _warps(xblock * r0, policy))
+        add(first.xblock, first.r0_block, first.num_warps * 2)
+    else:
+        r0 = first.r0_block
+        if first.xblock > 1:  # a row a program, fewer warps
+            add(1, r0, _warps(r0, policy))
+            add(1, r0, max(1, _warps(r0, policy) // 2))
+        for xblock, warps in ((first.xblock, first.num_warps * 2), (first.xblock, first.num_warps // 2),
+                              (first.xblock * 2, first.num_warps), (first.xblock * 2, first.num_warps * 2),
+                              (max(1, first.xblock // 2), first.num_warps),
+                              (max(1, first.xblock // 2), max(1, first.num_warps // 2))):
+            add(xblock, r0, warps)
+        if r0 < next_power_of_2(inner):  # looped: longer or shorter steps
+            add(first.xblock, r0 * 2, first.num_warps)
+            add(first.xblock, r0 // 2, first.num_warps)
+    return found[:limit]

@@ -1,0 +1,113 @@
+"""Column reductions split across programs (issue 12 item 2): a reduction whose kept axis runs
+along memory (a ``columns`` nest, ``x.sum(0)``) over few kept elements and many reduced ones
+gives too few programs to keep the GPU's memory busy (64 column blocks of (16384, 4096) on 132
+processors). Such a reduction is rewritten in the loop IR, before planning, as two:
+
+- ``<name>_part``: the reduction of ``S`` slices of the outermost reduced axis, each kept element
+  of each slice (``(S, kept...)``, the slice outermost), a ``columns`` nest with ``S`` times the
+  programs, each reading wide rows;
+- ``<name>``: the same reduction kind over the ``S`` partial results.
+
+Sum, product, max and min (and bool any/all) combine partial results with themselves: max and
+min keep NumPy's NaN rule (a NaN in any slice is a NaN in its partial result), integers are
+exact, and a float sum or product is a tree of partial sums, within the rounding bound of spec
+§13. ``S`` divides the reduced axis (no ragged slice); argmax/argmin are not split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+from stax.loop import (
+    Affine,
+    ComputedBuffer,
+    Expr,
+    Index,
+    Load,
+    LoopProgram,
+    Reduction,
+    rewrite,
+    rvar,
+    xvar,
+)
+
+from ..nesting import NestPlan
+from ..program_plan import plan_program
+from .launch import LaunchPolicy, column_split
+
+#: reductions whose partial results combine by the same reduction
+SPLITS = frozenset({"sum", "prod", "max", "min"})
+
+
+def split_columns(program: LoopProgram, policy: LaunchPolicy,
+                  nests: Mapping[tuple[str, ...], NestPlan] | None = None) -> LoopProgram:
+    """``program`` with every ``columns`` reduction that ``launch.column_split`` splits made two
+    reductions (unchanged when none is, or when the caller chose the nests)."""
+    if nests:
+        return program
+    plan = plan_program(program)
+    chosen: dict[str, int] = {}
+    for group in plan.groups:
+        if group.nest is None or group.nest.kind != "columns":
+            continue
+        for node in group.nodes:
+            if isinstance(node, ComputedBuffer) and isinstance(node.data, Reduction) \
+                    and node.data.reduction_type in SPLITS:
+                slices = column_split(math.prod(node.ranges), node.reduction_ranges[0], policy)
+                if slices > 1:
+                    chosen[node.name] = slices
+    if not chosen:
+        return program
+    taken = {b.name for b in (*program.inputs, *program.buffers)}
+    buffers: list = []
+    for b in program.buffers:
+        if b.name in chosen:
+            buffers.extend(_split(b, chosen[b.name], taken))  # type: ignore[arg-type]
+        else:
+            buffers.append(b)
+    return dataclasses.replace(program, buffers=buffers)
+
+
+def _split(node: ComputedBuffer, slices: int, taken: set[str]) -> tuple[ComputedBuffer, ComputedBuffer]:
+    data = node.data
+    assert isinstance(data, Reduction)
+    kept = tuple(node.ranges)
+    length = data.reduction_ranges[0] // slices
+    # the partial reduction: x0 the slice, x1... the kept axes, r0 within the slice
+    mapping: dict[str, int | Affine] = {xvar(i): Affine.var(xvar(i + 1)) for i in range(len(kept))}
+    mapping[rvar(0)] = Affine.var(xvar(0)) * length + Affine.var(rvar(0))
+    body = _substitute(data.body, mapping)
+    name = f"{node.name}_part"
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    shape = (slices, *kept)
+    strides = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+    flat = sum((Affine.var(xvar(i)) * s for i, s in enumerate(strides)), Affine())
+    dtype = data.body.dtype
+    part = ComputedBuffer(name, shape, dtype, strides, flat,
+                          Reduction(shape, (length, *data.reduction_ranges[1:]), data.reduction_type,
+                                    body))
+    # the final reduction over the slices: r0 the slice, x... the kept axes
+    inner = math.prod(kept)
+    kept_flat = sum((Affine.var(xvar(i)) * strides[i + 1] for i in range(len(kept))), Affine())
+    read = Load(name, Affine.var(rvar(0)) * inner + kept_flat, dtype)
+    final = dataclasses.replace(node, data=Reduction(kept, (slices,), data.reduction_type, read))
+    return part, final
+
+
+def _substitute(expr: Expr, mapping: Mapping[str, int | Affine]) -> Expr:
+    """``expr`` with its loop variables replaced (every affine index: loads, guarded loads and
+    their guards, index values, computed offsets)."""
+    def replace(e: Expr) -> Expr | None:
+        if isinstance(e, Load | Index):
+            children = tuple(_substitute(c, mapping) for c in e.children())
+            moved = dataclasses.replace(e, index=e.index.substitute(mapping))
+            return moved.with_children(children) if children else moved
+        return None
+    return rewrite(expr, replace)
+
+
+__all__ = ["SPLITS", "split_columns"]
