@@ -7,7 +7,7 @@ every operation rounds once, as NumPy's."""
 
 from __future__ import annotations
 
-from stax.loop import Binary, Unary
+from stax.loop import Binary, Const, Unary
 
 from .registry import Writer, binary, unary
 from .source import is_float, is_signed
@@ -34,9 +34,13 @@ def truediv(w: Writer, e: Binary, a: str, b: str) -> str:
 def maximum_minimum(w: Writer, e: Binary, a: str, b: str) -> str:
     """As NumPy (and the CPU emitter): NaN in ``a`` wins, then NaN in ``b``; ties give ``b``."""
     symbol = ">" if e.op == "maximum" else "<"
-    if is_float(e.dtype):
-        return f"tl.where(({a} {symbol} {b}) | ({a} != {a}), {a}, {b})"
-    return f"tl.where({a} {symbol} {b}, {a}, {b})"
+    if not is_float(e.dtype):
+        return f"tl.where({a} {symbol} {b}, {a}, {b})"
+    if isinstance(e.a, Const):  # NaN or not is known now (np.clip's bounds): no 0-d test
+        if e.a.value == e.a.value:
+            return f"tl.where({a} {symbol} {b}, {a}, {b})"
+        return f"tl.where({b} == {b}, {a}, {a})"  # NaN wins: ``a`` in ``b``'s shape
+    return f"tl.where(({a} {symbol} {b}) | ({a} != {a}), {a}, {b})"
 
 
 @binary("copysign")
