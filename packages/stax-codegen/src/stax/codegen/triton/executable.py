@@ -31,6 +31,7 @@ import numpy as np
 
 from ..artifact import KernelArtifact, KernelPlan
 from ..executable import ExternResultMismatch, InputMismatch
+from . import corpus
 from .arrays import ArrayLibrary, library, library_of
 from .binaries import BinaryCache
 from .externs import Step
@@ -112,6 +113,7 @@ class TritonExecutable:
         import triton
 
         self.artifact = artifact
+        corpus.record(artifact)  # with STAX_TRITON_CORPUS: compiled for sm_90 after the tests
         self.interpreting = bool(triton.knobs.runtime.interpret)
         self.module = load_source(artifact.triton_source, source_dir)
         if self.interpreting:
