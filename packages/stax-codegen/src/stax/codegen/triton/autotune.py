@@ -102,7 +102,7 @@ def tune(program: LoopProgram, arrays: Sequence[Any], target: Target | None = No
     folder = Path(cache_dir) / "autotune" if cache_dir is not None else None
     baseline = generate_triton(program, target, policy=policy)
     chosen: dict[str, Blocks] = {}
-    for name, xnumel, inner, kind in kernel_shapes(program, policy=policy):
+    for name, xnumel, inner, kind, itemsize in kernel_shapes(program, policy=policy):
         path = None
         if folder is not None:
             path = folder / f"{cache_key(kernel_source(baseline, name), gpu)}.json"
@@ -111,7 +111,7 @@ def tune(program: LoopProgram, arrays: Sequence[Any], target: Target | None = No
                 chosen[name] = cached
                 progress(f"stax: autotune {program.name}.{name}: {cached.label()} (disk cache)")
                 continue
-        options = candidates(xnumel, inner, kind, policy, limit)
+        options = candidates(xnumel, inner, kind, policy, limit, itemsize)
         timed: list[tuple[float, Blocks]] = []
         for blocks in options:
             artifact = generate_triton(program, target, policy=policy, configs={**chosen, name: blocks})
@@ -148,8 +148,8 @@ def variants(program: LoopProgram, policy: LaunchPolicy | None = None, limit: in
     sweep)."""
     policy = policy or LaunchPolicy()
     out = []
-    for name, xnumel, inner, kind in kernel_shapes(program, policy=policy):
-        for blocks in candidates(xnumel, inner, kind, policy, limit):
+    for name, xnumel, inner, kind, itemsize in kernel_shapes(program, policy=policy):
+        for blocks in candidates(xnumel, inner, kind, policy, limit, itemsize):
             out.append((f"{name}:{blocks.label()}", {name: blocks}))
     return out
 

@@ -8,6 +8,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict
 
+import numpy as np
+
 from stax.loop import LoopProgram, Reduction, Scan, index_width
 
 from ..artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan, Launch
@@ -73,7 +75,7 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         xnumel, inner = extents(nest)
         lookback = lookback_of(nest, xnumel, inner, policy)
         blocks = (configs or {}).get(name) or lookback or \
-            choose_blocks(xnumel, inner, nest.kind == "columns", policy)
+            choose_blocks(xnumel, inner, nest.kind == "columns", policy, widest(args, plan.dtypes))
         bits = max(index_width(n) for n in group.nodes)
         if xnumel + blocks.xblock > INT32_MAX or (inner or 0) + blocks.r0_block > INT32_MAX:
             bits = 64  # a masked lane's index past the end must not wrap either
@@ -129,11 +131,16 @@ def lookback_of(nest: Nest, xnumel: int, inner: int | None, policy: LaunchPolicy
     return lookback_blocks(xnumel, inner, policy)
 
 
+def widest(args: tuple[str, ...], dtypes: Mapping[str, str]) -> int:
+    """The largest item size of a kernel's buffers."""
+    return max((np.dtype(dtypes[a]).itemsize for a in args), default=4)
+
+
 def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan] | None = None,
-                  policy: LaunchPolicy | None = None) -> list[tuple[str, int, int | None, str]]:
-    """Each kernel's name, outer extent, largest inner extent (``None``: 1-D) and kind
-    (``pointwise``, ``rows``, ``columns`` or ``lookback``): what its launch is chosen from
-    (``launch.candidates``)."""
+                  policy: LaunchPolicy | None = None) -> list[tuple[str, int, int | None, str, int]]:
+    """Each kernel's name, outer extent, largest inner extent (``None``: 1-D), kind
+    (``pointwise``, ``rows``, ``columns`` or ``lookback``) and widest item size: what its launch
+    is chosen from (``launch.candidates``)."""
     policy = policy or LaunchPolicy()
     plan = plan_program(split_columns(program, policy, nests), nests)
     found = []
@@ -142,7 +149,8 @@ def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan
             xnumel, inner = extents(group.nest)
             kind = "pointwise" if inner is None else "columns" if group.nest.kind == "columns" else \
                 "lookback" if lookback_of(group.nest, xnumel, inner, policy) else "rows"
-            found.append((f"kernel_{len(found)}", xnumel, inner, kind))
+            itemsize = widest(kernel_args(group, plan.discard), plan.dtypes)
+            found.append((f"kernel_{len(found)}", xnumel, inner, kind, itemsize))
     return found
 
 

@@ -5,11 +5,14 @@ occupancy that need no tuning, and the few alternatives an autotuning search tri
 A 1-D kernel takes ``XBLOCK`` elements per program; a 2-D kernel ``XBLOCK`` rows of ``R0_BLOCK``
 lanes, about ``block_elements`` in all (the registers a program holds). A reduced (or row-phase)
 extent of at most ``max_persistent`` is persistent: one block holds the whole row. The number of
-warps gives each thread ``elements_per_thread`` elements of the block (16 bytes of each input:
-one vector load), fewer where the grid would not fill the GPU's ``processors`` a few times over.
-A ``columns`` nest (reductions whose kept axis runs along memory) takes ``columns_xblock`` kept
-elements (a warp reads whole sectors of each row) and as many rows per step as keep enough loads
-in flight, with narrower column blocks where too few programs would cover the GPU.
+warps gives each thread ``elements_per_thread`` elements of the block (2-D) or
+``pointwise_elements_per_thread`` (1-D: 16 bytes of float32, one vector load). A ``columns``
+nest (reductions whose kept axis runs along memory) takes up to ``columns_xblock`` kept elements
+(long runs of each row) and as many rows per step as keep ``columns_step`` loads in flight, with
+narrower column blocks (down to 16: two sectors) where too few programs would cover the GPU's
+``processors`` twice; a long reduction over few kept elements is split across programs first
+(``split.py``, ``column_split``). A scan of a few long rows runs across programs
+(``lookback_blocks``, ``scans.py``).
 """
 
 from __future__ import annotations
@@ -28,9 +31,12 @@ def next_power_of_2(n: int) -> int:
 class LaunchPolicy:
     max_xblock: int = 512
     block_elements: int = 4096
+    #: a row of at least this many elements is one program's alone (layer norm's 1024: 1.5%
+    #: faster on an H200 than four rows a program)
+    row_alone: int = 1024
     max_persistent: int = 4096
     looped_r0_block: int = 1024
-    columns_xblock: int = 64
+    columns_xblock: int = 1024
     max_warps: int = 8
     #: elements of a block each thread holds (the warps follow from it): 1-D kernels and 2-D
     #: kernels (measured on an H200, ``benchmarks/results/gpu-notes.md``: 4 per thread in 1-D
@@ -44,12 +50,12 @@ class LaunchPolicy:
     columns_step: int = 8192
     #: a scan across programs (``scans.py``): the elements of each program's block, and the
     #: rows under which a scan too long for one block is made one
-    lookback_block: int = 4096
+    lookback_block: int = 8192
     lookback_rows: int = 264
     #: a ``columns`` reduction is split (``split.py``) to about this many programs of
     #: ``columns_xblock`` kept elements each, each slice at least ``split_rows`` long
     split_programs: int = 528
-    split_rows: int = 256
+    split_rows: int = 128
     #: L2 eviction hints on the loads of 2-D kernels (rows streamed once go first, weights stay)
     eviction_hints: bool = False
 
@@ -82,24 +88,29 @@ def _warps(elements: int, policy: LaunchPolicy, per_thread: int | None = None) -
     return min(policy.max_warps, next_power_of_2(max(1, elements // (32 * per_thread))))
 
 
-def choose_blocks(xnumel: int, inner: int | None, columns: bool, policy: LaunchPolicy) -> Blocks:
+def choose_blocks(xnumel: int, inner: int | None, columns: bool, policy: LaunchPolicy,
+                  itemsize: int = 4) -> Blocks:
     """The block shape of a kernel over ``xnumel`` outer elements and, for a 2-D kernel, an inner
-    extent of ``inner`` (the largest of its phases')."""
+    extent of ``inner`` (the largest of its phases'). A 1-D kernel's threads take 16 bytes of its
+    widest buffer (``itemsize``) each: 4 float32 or 2 float64 elements."""
     if inner is None:
-        xblock = min(next_power_of_2(xnumel), policy.max_xblock)
-        return Blocks(xblock, 0, _warps(xblock, policy, policy.pointwise_elements_per_thread))
+        per_thread = max(1, policy.pointwise_elements_per_thread * 4 // max(itemsize, 1))
+        scaled = policy.max_xblock * per_thread // policy.pointwise_elements_per_thread
+        xblock = min(next_power_of_2(xnumel), scaled)
+        return Blocks(xblock, 0, _warps(xblock, policy, per_thread))
     if columns:
         xblock = min(next_power_of_2(xnumel), policy.columns_xblock)
         # narrower column blocks until the programs cover the GPU twice (16 floats: 64 bytes,
         # two sectors of each row, stay the narrowest)
         while xblock > 16 and math.ceil(xnumel / xblock) < 2 * policy.processors:
             xblock //= 2
-        step = max(policy.block_elements, policy.columns_step)
+        step = policy.columns_step
         r0_block = min(next_power_of_2(inner), max(1, step // xblock))
         return Blocks(xblock, r0_block, _warps(xblock * r0_block, policy))
     fits = next_power_of_2(inner) <= policy.max_persistent
     r0_block = next_power_of_2(inner) if fits else policy.looped_r0_block
-    xblock = min(next_power_of_2(xnumel), max(1, policy.block_elements // r0_block))
+    xblock = 1 if r0_block >= policy.row_alone else \
+        min(next_power_of_2(xnumel), max(1, policy.block_elements // r0_block))
     return Blocks(xblock, r0_block, _warps(xblock * r0_block, policy))
 
 
@@ -118,16 +129,16 @@ def column_split(kept: int, reduced: int, policy: LaunchPolicy) -> int:
 
 def lookback_blocks(rows: int, extent: int, policy: LaunchPolicy) -> Blocks | None:
     """A scan's blocks across programs (one program per ``lookback_block`` elements of a row),
-    or None where it scans per row: rows of less than two blocks (or fitting one persistent
-    block), or enough rows to fill the GPU."""
+    or None where it scans per row: a row that fits one block (``lookback_block`` or a
+    persistent one), or enough rows to fill the GPU."""
     if extent <= max(policy.max_persistent, policy.lookback_block) or rows >= policy.lookback_rows:
         return None
     r0_block = min(policy.lookback_block, next_power_of_2(extent))
-    return Blocks(1, r0_block, _warps(r0_block, policy, 2 * policy.elements_per_thread))
+    return Blocks(1, r0_block, _warps(r0_block, policy, 4 * policy.elements_per_thread))
 
 
 def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
-               limit: int = 8) -> list[Blocks]:
+               limit: int = 8, itemsize: int = 4) -> list[Blocks]:
     """The heuristic's choice first, then up to ``limit - 1`` alternatives around it: other block
     sizes and warps per block (what ``options={"autotune": True}`` times). ``kind``:
     ``pointwise``, ``rows``, ``columns`` or ``lookback`` (``generate.kernel_shapes``)."""
@@ -136,12 +147,13 @@ def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
         assert inner is not None
         first = lookback_blocks(xnumel, inner, policy) or choose_blocks(xnumel, inner, False, policy)
         found = [first]
-        for r0, warps in ((2048, 4), (4096, 4), (4096, 16), (8192, 8), (8192, 16), (16384, 16), (2048, 8)):
+        for r0, warps in ((16384, 8), (8192, 4), (16384, 16), (4096, 4), (32768, 16), (16384, 4),
+                          (4096, 8)):
             blocks = Blocks(1, r0, warps)
             if blocks not in found and r0 <= next_power_of_2(inner):
                 found.append(blocks)
         return found[:limit]
-    first = choose_blocks(xnumel, inner, columns, policy)
+    first = choose_blocks(xnumel, inner, columns, policy, itemsize)
     found = [first]
 
     def add(xblock: int, r0_block: int, warps: int) -> None:
@@ -155,10 +167,10 @@ def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
                               (first.xblock // 4, max(1, first.num_warps // 2))):
             add(xblock, 0, warps)
     elif columns:
-        for xblock, r0 in ((16, 512), (32, 256), (64, 128), (16, 1024), (32, 128), (64, 64)):
+        for xblock, r0 in ((1024, 16), (512, 16), (256, 32), (2048, 4), (64, 128), (16, 512)):
             r0 = min(r0, next_power_of_2(inner))
             add(xblock, r0, _warps(xblock * r0, policy))
-        add(first.xblock, first.r0_block, first.num_warps * 2)
+        add(first.xblock, first.r0_block, first.num_warps // 2)
     else:
         r0 = first.r0_block
         if first.xblock > 1:  # a row a program, fewer warps

@@ -7,9 +7,10 @@
 - Across programs (*decoupled look-back*, Merrill and Garland 2016), when a few long rows would
   leave the GPU idle (``launch.choose_lookback``): each row is cut into blocks of ``R0_BLOCK``
   elements, one program each, read once. A program scans its block, publishes the block's total
-  at once (flag 1), then walks back over the blocks before it adding their totals until one has
-  published its inclusive prefix (flag 2), publishes its own inclusive prefix and stores its
-  block plus the prefix. The flags live in a scratch buffer of the kernel, zeroed by a small
+  at once (flag 1), then walks back over the blocks before it, ``WINDOW`` flags at a time (one
+  round trip to memory for 32 blocks), adding their totals until one has published its
+  inclusive prefix (flag 2), publishes its own inclusive prefix and stores its block plus the
+  prefix. The flags live in a scratch buffer of the kernel, zeroed by a small
   kernel before each run (``clear_source``). A 32-bit value and its flag are one 64-bit word
   (one atomic exchange); a 64-bit value takes three words (flag, total, inclusive prefix), the
   value stored before the flag is released and read after it is acquired. Programs wait only on
@@ -34,27 +35,33 @@ from .source import number, tl_dtype
 W = Any  # the kernel writer (``emit.KernelWriter``)
 
 _LOOKBACK_32 = '''@triton.jit
-def _lookback_32(flags, total, block, first, PRODUCT: tl.constexpr):
+def _lookback_32(flags, total, block, first, PRODUCT: tl.constexpr, WINDOW: tl.constexpr):
     """The combination of the totals of the blocks before ``block`` (``first`` for block 0):
-    32-bit values packed with their flag (1: a block's total, 2: its inclusive prefix)."""
+    32-bit values packed with their flag (1: a block's total, 2: its inclusive prefix), read
+    ``WINDOW`` blocks at a time."""
     if block > 0:
         packed = (total.to(tl.uint32, bitcast=True).to(tl.uint64) << 32) | 1
         tl.atomic_xchg(flags + block, packed, sem="relaxed")
     prefix = first
+    lanes = tl.arange(0, WINDOW)
     back = block - 1
     while back >= 0:
-        word = tl.full([], 0, tl.uint64)
-        while (word & 3) == 0:
-            word = tl.atomic_add(flags + back, tl.full([], 0, tl.uint64), sem="relaxed")
-        value = (word >> 32).to(tl.uint32).to(total.dtype, bitcast=True)
-        if PRODUCT:
-            prefix = value * prefix
-        else:
-            prefix = value + prefix
-        if (word & 3) == 2:
-            back = -1
-        else:
-            back = back - 1
+        at = back - lanes
+        inside = at >= 0
+        words = tl.atomic_add(flags + at, tl.zeros([WINDOW], tl.uint64), mask=inside, sem="relaxed")
+        flag = tl.where(inside, words & 3, 2)  # before the first block: nothing to add
+        stop = tl.min(tl.where(flag == 2, lanes, WINDOW), 0)  # the nearest inclusive prefix
+        if tl.max(((lanes <= stop) & (flag == 0)).to(tl.int32), 0) == 0:  # all published
+            values = (words >> 32).to(tl.uint32).to(total.dtype, bitcast=True)
+            values = tl.where((lanes <= stop) & inside, values, first)
+            if PRODUCT:
+                prefix = tl.reduce(values, 0, _product) * prefix
+            else:
+                prefix = tl.sum(values, 0) + prefix
+            if stop < WINDOW:
+                back = -1
+            else:
+                back = back - WINDOW
     if PRODUCT:
         inclusive = prefix * total
     else:
@@ -65,7 +72,7 @@ def _lookback_32(flags, total, block, first, PRODUCT: tl.constexpr):
 '''
 
 _LOOKBACK_64 = '''@triton.jit
-def _lookback_64(flags, total, block, first, PRODUCT: tl.constexpr):
+def _lookback_64(flags, total, block, first, PRODUCT: tl.constexpr, WINDOW: tl.constexpr):
     """As ``_lookback_32`` for 64-bit values: three words a block (flag, total, inclusive
     prefix), each value stored before its flag is released and read after it is acquired."""
     if block > 0:
@@ -73,21 +80,26 @@ def _lookback_64(flags, total, block, first, PRODUCT: tl.constexpr):
         tl.debug_barrier()
         tl.atomic_xchg(flags + 3 * block, tl.full([], 1, tl.uint64), sem="release")
     prefix = first
+    lanes = tl.arange(0, WINDOW)
     back = block - 1
     while back >= 0:
-        flag = tl.full([], 0, tl.uint64)
-        while flag == 0:
-            flag = tl.atomic_add(flags + 3 * back, tl.full([], 0, tl.uint64), sem="acquire")
-        word = tl.load(flags + 3 * back + flag.to(tl.int32), volatile=True)
-        value = word.to(total.dtype, bitcast=True)
-        if PRODUCT:
-            prefix = value * prefix
-        else:
-            prefix = value + prefix
-        if flag == 2:
-            back = -1
-        else:
-            back = back - 1
+        at = back - lanes
+        inside = at >= 0
+        flag = tl.atomic_add(flags + 3 * at, tl.zeros([WINDOW], tl.uint64), mask=inside, sem="acquire")
+        flag = tl.where(inside, flag, 2)
+        stop = tl.min(tl.where(flag == 2, lanes, WINDOW), 0)
+        if tl.max(((lanes <= stop) & (flag == 0)).to(tl.int32), 0) == 0:
+            take = (lanes <= stop) & inside
+            words = tl.load(flags + 3 * at + flag.to(tl.int32), mask=take, other=0, volatile=True)
+            values = tl.where(take, words.to(total.dtype, bitcast=True), first)
+            if PRODUCT:
+                prefix = tl.reduce(values, 0, _product) * prefix
+            else:
+                prefix = tl.sum(values, 0) + prefix
+            if stop < WINDOW:
+                back = -1
+            else:
+                back = back - WINDOW
     if PRODUCT:
         inclusive = prefix * total
     else:
@@ -97,6 +109,9 @@ def _lookback_64(flags, total, block, first, PRODUCT: tl.constexpr):
     tl.atomic_xchg(flags + 3 * block, tl.full([], 2, tl.uint64), sem="release")
     return prefix
 '''
+
+#: blocks whose flags a look-back reads at once
+WINDOW = 32
 
 #: helper functions of look-back scans (``KernelWriter.helper``)
 HELPERS = {"_lookback_32": _LOOKBACK_32, "_lookback_64": _LOOKBACK_64}
@@ -213,9 +228,10 @@ def lookback_scan(w: W, node: ComputedBuffer, kind: str, dtype: str) -> None:
     local = w.assign(local, "local", frozenset({"x", "r"}))
     total = w.assign(total, "total", frozenset())
     helper = w.helper("_lookback_32" if words == 1 else "_lookback_64")
+    w.helper("_product")  # the helpers' product of a window
     first = w.const(_start(kind, dtype), dtype)
     prefix = w.assign(f"{helper}({flags} + xoffset * {blocks * words}, {total}, block, {first}, "
-                      f"{kind == 'prod'})", "prefix", frozenset())
+                      f"{kind == 'prod'}, {WINDOW})", "prefix", frozenset())
     op = "+" if kind == "sum" else "*"
     w.store(node.name, node.store_index, w.assign(f"{prefix} {op} {local}", "running"),
             frozenset({"x", "r"}))
