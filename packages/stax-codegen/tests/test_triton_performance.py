@@ -118,14 +118,16 @@ def test_a_short_or_many_row_scan_stays_per_row(build):
 
 
 def _probe_module(words_per_block):
-    helper = "_lookback_32" if words_per_block == 1 else "_lookback_64"
+    bits = "32" if words_per_block == 1 else "64"
+    helper = "_lookback_" + bits
     dtype = "tl.int32" if words_per_block == 1 else "tl.float64"
-    source = "\n\n".join([HEADER, HELPERS[helper],
+    source = "\n\n".join([HEADER, HELPERS[helper], HELPERS["_publish_" + bits],
                           "@triton.jit\ndef _product(a, b):\n    return a * b\n",
                           textwrap.dedent(f"""\
         @triton.jit
         def probe(flags, out, total, block, WINDOW: tl.constexpr):
             first = tl.full([], 0, {dtype})
+            _publish_{bits}(flags, tl.full([], total, {dtype}), block)
             tl.store(out, {helper}(flags, tl.full([], total, {dtype}), block, first, False, WINDOW))
         """)])
     return load_source(source)

@@ -133,8 +133,9 @@ def example_1_1(build, shape):
 
 
 def test_example_1_1_is_one_persistent_reduction(build):
-    """Listing 1.2's shape: a 2-D block of XBLOCK rows by the whole row, masked at both ends,
-    reduced once, no loop."""
+    """Listing 1.2's shape: a 2-D block of XBLOCK rows by the whole row, reduced once, no loop;
+    masked at the ends of a ragged shape (the masks of whole blocks are constants Triton folds
+    away)."""
     artifact = generate(example_1_1(build, (64, 128)), target=triton_target())
     (kernel,) = artifact.kernels
     assert kernel.nest.kind == "plain" and kernel.index_bits == 32
@@ -143,12 +144,15 @@ def test_example_1_1_is_one_persistent_reduction(build):
     source = artifact.triton_source
     assert source.count("@triton.jit") == 1
     for line in ["def kernel_0(x_ptr, w_ptr, buf0_ptr, XBLOCK: tl.constexpr, R0_BLOCK: tl.constexpr):",
-                 "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]", "xmask = xindex < xnumel",
-                 "r0_mask = r0_index < 128", "tl.load(x_ptr + (r0 + 128 * x0), mask, other=0)",
-                 "tl.store(buf0_ptr + (x0), red"]:
+                 "xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+                 "xmask = tl.full([XBLOCK, 1], True, tl.int1)",
+                 "r0_mask = tl.full([1, R0_BLOCK], True, tl.int1)",
+                 "tl.load(x_ptr + (r0 + 128 * x0), mask, other=0)", "tl.store(buf0_ptr + (x0), red"]:
         assert line in source, line
     assert "for r0_offset" not in source and "tl.sum(" in source
     compile(source, "<kernels>", "exec")  # valid Python
+    ragged = generate(example_1_1(build, (60, 100)), target=triton_target()).triton_source
+    assert "xmask = xindex < xnumel" in ragged and "r0_mask = r0_index < 100" in ragged
 
 
 def test_a_row_that_does_not_fit_a_block_is_looped(build):

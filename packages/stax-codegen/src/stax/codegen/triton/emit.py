@@ -299,7 +299,10 @@ class KernelWriter:
         self.line(f"xnumel = {numel}")
         self.line(f"xoffset = {pid} * XBLOCK")
         self.line(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if column else ''}")
-        self.line("xmask = xindex < xnumel")
+        if numel % self.spec.blocks.xblock == 0:  # every block whole: no mask to compute
+            self.line(f"xmask = tl.full({'[XBLOCK, 1]' if column else '[XBLOCK]'}, True, tl.int1)")
+        else:
+            self.line("xmask = xindex < xnumel")
         self.axes.update(xindex=frozenset({"x"}), xmask=frozenset({"x"}))
         if column:
             arange = "tl.arange(0, R0_BLOCK)[None, :]"
@@ -441,7 +444,10 @@ class KernelWriter:
                     start: str) -> None:
         numel = math.prod(inner)
         self.line(f"r0_index = {start}")
-        self.line(f"r0_mask = r0_index < {numel}")
+        if numel % self.spec.blocks.r0_block == 0:
+            self.line("r0_mask = tl.full([1, R0_BLOCK], True, tl.int1)")
+        else:
+            self.line(f"r0_mask = r0_index < {numel}")
         self.line("mask = xmask & r0_mask")
         r = frozenset({"r"})
         self.axes.update(r0_index=r, r0_mask=r, mask=frozenset({"x", "r"}))

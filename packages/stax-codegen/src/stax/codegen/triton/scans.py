@@ -5,14 +5,14 @@
   block, else looped with the running total of the blocks before carried in a register (starting
   from -0.0 or 1, so the first element is the body's value itself, -0.0 included).
 - Across programs (*decoupled look-back*, Merrill and Garland 2016), when a few long rows would
-  leave the GPU idle (``launch.choose_lookback``): each row is cut into blocks of ``R0_BLOCK``
-  elements, one program each, read once. A program scans its block, publishes the block's total
-  at once (flag 1), then walks back over the blocks before it, ``WINDOW`` flags at a time (one
-  round trip to memory for 32 blocks), adding their totals until one has published its
+  leave the GPU idle (``launch.lookback_blocks``): each row is cut into blocks of ``R0_BLOCK``
+  elements, one program each, read once. A program publishes its block's total at once (flag
+  1), scans its block, then walks back over the blocks before it, ``WINDOW`` flags at a time
+  (one round trip to memory for 32 blocks), adding their totals until one has published its
   inclusive prefix (flag 2), publishes its own inclusive prefix and stores its block plus the
-  prefix. The flags live in a scratch buffer of the kernel, zeroed by a small
-  kernel before each run (``clear_source``). A 32-bit value and its flag are one 64-bit word
-  (one atomic exchange); a 64-bit value takes three words (flag, total, inclusive prefix), the
+  prefix. The flags live in a scratch buffer of the kernel, zeroed by a small kernel before
+  each run (``clear_source``). A 32-bit value and its flag are one 64-bit word (one atomic
+  exchange); a 64-bit value takes three words (flag, total, inclusive prefix), the
   value stored before the flag is released and read after it is acquired. Programs wait only on
   programs of lower id, which the GPU starts first.
 
@@ -36,12 +36,9 @@ W = Any  # the kernel writer (``emit.KernelWriter``)
 
 _LOOKBACK_32 = '''@triton.jit
 def _lookback_32(flags, total, block, first, PRODUCT: tl.constexpr, WINDOW: tl.constexpr):
-    """The combination of the totals of the blocks before ``block`` (``first`` for block 0):
-    32-bit values packed with their flag (1: a block's total, 2: its inclusive prefix), read
-    ``WINDOW`` blocks at a time."""
-    if block > 0:
-        packed = (total.to(tl.uint32, bitcast=True).to(tl.uint64) << 32) | 1
-        tl.atomic_xchg(flags + block, packed, sem="relaxed")
+    """The combination of the totals of the blocks before ``block`` (``first`` for block 0), its
+    own inclusive prefix published: 32-bit values packed with their flag (1: a block's total,
+    ``_publish_32``; 2: its inclusive prefix), read ``WINDOW`` blocks at a time."""
     prefix = first
     lanes = tl.arange(0, WINDOW)
     back = block - 1
@@ -75,10 +72,6 @@ _LOOKBACK_64 = '''@triton.jit
 def _lookback_64(flags, total, block, first, PRODUCT: tl.constexpr, WINDOW: tl.constexpr):
     """As ``_lookback_32`` for 64-bit values: three words a block (flag, total, inclusive
     prefix), each value stored before its flag is released and read after it is acquired."""
-    if block > 0:
-        tl.store(flags + 3 * block + 1, total.to(tl.uint64, bitcast=True))
-        tl.debug_barrier()
-        tl.atomic_xchg(flags + 3 * block, tl.full([], 1, tl.uint64), sem="release")
     prefix = first
     lanes = tl.arange(0, WINDOW)
     back = block - 1
@@ -110,11 +103,29 @@ def _lookback_64(flags, total, block, first, PRODUCT: tl.constexpr, WINDOW: tl.c
     return prefix
 '''
 
+_PUBLISH_32 = '''@triton.jit
+def _publish_32(flags, total, block):
+    """A block's total (flag 1), published as soon as it is known: the blocks after it need not
+    wait for its own look-back."""
+    if block > 0:
+        packed = (total.to(tl.uint32, bitcast=True).to(tl.uint64) << 32) | 1
+        tl.atomic_xchg(flags + block, packed, sem="relaxed")
+'''
+
+_PUBLISH_64 = '''@triton.jit
+def _publish_64(flags, total, block):
+    if block > 0:
+        tl.store(flags + 3 * block + 1, total.to(tl.uint64, bitcast=True))
+        tl.debug_barrier()
+        tl.atomic_xchg(flags + 3 * block, tl.full([], 1, tl.uint64), sem="release")
+'''
+
 #: blocks whose flags a look-back reads at once
 WINDOW = 32
 
 #: helper functions of look-back scans (``KernelWriter.helper``)
-HELPERS = {"_lookback_32": _LOOKBACK_32, "_lookback_64": _LOOKBACK_64}
+HELPERS = {"_lookback_32": _LOOKBACK_32, "_lookback_64": _LOOKBACK_64,
+           "_publish_32": _PUBLISH_32, "_publish_64": _PUBLISH_64}
 
 
 def lookback_words(dtype: str) -> int | None:
@@ -225,9 +236,12 @@ def lookback_scan(w: W, node: ComputedBuffer, kind: str, dtype: str) -> None:
         local, total = f"tl.cumsum({block}, 1)", f"tl.sum({block})"
     else:
         local, total = f"tl.cumprod({block}, 1)", f"tl.reduce({block}, None, {w.helper('_product')})"
-    local = w.assign(local, "local", frozenset({"x", "r"}))
+    # the total first, published before the block's own scan is computed
     total = w.assign(total, "total", frozenset())
-    helper = w.helper("_lookback_32" if words == 1 else "_lookback_64")
+    bits = "32" if words == 1 else "64"
+    w.line(f"{w.helper('_publish_' + bits)}({flags} + xoffset * {blocks * words}, {total}, block)")
+    local = w.assign(local, "local", frozenset({"x", "r"}))
+    helper = w.helper("_lookback_" + bits)
     w.helper("_product")  # the helpers' product of a window
     first = w.const(_start(kind, dtype), dtype)
     prefix = w.assign(f"{helper}({flags} + xoffset * {blocks * words}, {total}, block, {first}, "
