@@ -7,6 +7,7 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py                # the released version's documents
     python tools/make_fixtures.py --schema-1.2   # documents using every schema-1.2 form
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
+    python tools/make_fixtures.py --cuda         # a CUDA document: Triton kernels (kernels 1.5)
 
 ``--nests`` names its kernels document by the schema the installed stax-codegen writes, so run
 with an older release's sources first on the path, it writes that release's document beside.
@@ -70,6 +71,53 @@ def nest_documents() -> None:
         print("wrote", folder / name)
 
 
+def cuda_kernels(a: np.ndarray, b: np.ndarray, i: np.ndarray) -> tuple:
+    """One kernel of each kind the Triton backend emits (kernels schema 1.5): element-wise
+    (plain), a row sum that fits one block (persistent) and one that does not (looped), a column
+    sum, softmax rows (max, exp and sum phases), a cumsum along rows (scan), a concatenation
+    (guarded loads) and a gather (an indirect load with its bounds check)."""
+    top = a.max(1, keepdims=True)
+    soft = np.exp(a - top) / np.exp(a - top).sum(1, keepdims=True)
+    return (a * 2 + 1, a.sum(1), b.sum(1), a.sum(0), soft, np.cumsum(a, axis=1),
+            np.concatenate([a, a[:3] * 3], axis=0), a[i] - 1)
+
+
+def cuda_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``cuda_kernels``' inputs: small integers in float32, so every sum is exact."""
+    rng = np.random.default_rng(0)
+    return (rng.integers(-8, 8, (8, 12)).astype(np.float32),
+            rng.integers(-8, 8, (3, 5000)).astype(np.float32),
+            np.array([0, 7, -1, 3], dtype=np.int64))
+
+
+def cuda_documents() -> None:
+    """The loop IR of ``cuda_kernels`` for the CUDA target and its kernels document (Triton
+    source, each kernel's launch), named by the installed schemas; made as the runtime makes a
+    CUDA version (``stax.runtime.backends``: the target's decomposition and loop options)."""
+    from stax.codegen import target_for
+    from stax.codegen.artifact import TRITON_KERNELS_SCHEMA
+    from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
+    from stax.loop import LOOPIR_SCHEMA
+
+    target = target_for("cuda")
+    capture = trace(cuda_kernels, cuda_inputs(), name="cuda_kernels")
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "cuda_kernels.py:" + node.source.rsplit(":", 1)[1]
+    run_pipeline(capture.graph, DEFAULT_PIPELINE)
+    opgraph = lower_capture(capture)
+    decompose_to_basis(opgraph.graph, basis=target.basis)
+    loop = lower_opgraph(opgraph, materialize=target.materialize, options=target.loop_options)
+    artifact = generate(loop, target=target)
+    kernels = f"cuda_kernels.kernels.schema-{TRITON_KERNELS_SCHEMA.split('/')[1]}.json"
+    docs = [("stax-codegen", f"cuda_kernels.loopir.schema-{LOOPIR_SCHEMA.split('/')[1]}.json", loop),
+            ("stax-codegen", kernels, artifact), ("stax-runtime", kernels, artifact)]
+    for package, name, doc in docs:
+        path = ROOT / "packages" / package / "tests" / "fixtures" / name
+        write_json(path, doc.to_json())
+        print("wrote", path)
+
+
 def schema_1_2_documents() -> None:
     """The documents of the newest minor schemas, kept beside the older ones."""
     x = np.arange(24, dtype=np.float32).reshape(6, 4) / 8
@@ -119,5 +167,7 @@ if __name__ == "__main__":
         schema_1_2_documents()
     elif sys.argv[1:] == ["--nests"]:
         nest_documents()
+    elif sys.argv[1:] == ["--cuda"]:
+        cuda_documents()
     else:
         main()

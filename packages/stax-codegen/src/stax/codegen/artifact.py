@@ -206,7 +206,9 @@ class KernelArtifact:
 
     def __str__(self) -> str:
         schema = KERNELS_SCHEMA if self.triton_source is None else TRITON_KERNELS_SCHEMA
-        lines = [f"# {schema} {self.name} for {self.target.get('cpu')}"]
+        where = self.target.get("cpu") if self.triton_source is None else \
+            f"{self.target.get('device', 'cuda')} (Triton)"
+        lines = [f"# {schema} {self.name} for {where}"]
         for b in self.buffers:
             lines.append(f"buffer {b.name}: {b.dtype}{list(b.shape)} strides={b.strides} ({b.role})")
         for e in self.externs:
@@ -235,6 +237,9 @@ class KernelArtifact:
         for f in self.fusion:
             verdict = "fused" if f["fused"] else "not fused"
             lines.append(f"fusion {f['producer']} -> {f['consumer']}: {verdict} ({f['reason']})")
+        if self.triton_source is not None:  # the kernels themselves, as a CPU plan's are not
+            lines += ["triton source:", *("    " + line if line else ""
+                                          for line in self.triton_source.rstrip().splitlines())]
         return "\n".join(lines)
 
 

@@ -228,6 +228,10 @@ class Executable:
     the flat list of output leaves (``artifact.outputs`` order)."""
 
     def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None) -> None:
+        if artifact.triton_source is not None or artifact.target.get("device", "cpu") != "cpu":
+            raise ValueError(f"{artifact.name}: a {artifact.target.get('device', 'cuda')} artifact "
+                             "(Triton kernels, no LLVM IR): run it with "
+                             "stax.codegen.TritonExecutable on torch tensors or CuPy arrays")
         self.artifact = artifact
         self._cache = ObjectCache(cache_dir) if cache_dir is not None else None
         # a fast module in which LLVM folded an event away is replaced by the precise one

@@ -12,6 +12,10 @@ cache directory given (``binaries.py``), so a warm process launches without comp
 warnings about the masked-off lanes it computes anyway are silenced. Triton is imported when an
 executable is made, torch or CuPy when its arrays are used, never when Stax is imported.
 
+A document's ``triton_source`` is Python text: it is checked to have the generator's form before
+any of it is written or imported (``verify.py``), so text that would import a module or call a
+Python function is refused (``UntrustedSourceError``), never run.
+
 Not yet: CUDA graphs.
 """
 
@@ -37,6 +41,7 @@ from .binaries import BinaryCache
 from .externs import Step
 from .interpret import numpy_libdevice
 from .launcher import KernelLauncher, python_launch
+from .verify import check_source
 
 #: every kernel is compiled so that it rounds as NumPy does: no ``a * b + c`` contracted into an
 #: FMA (Triton 3.9 still contracts by default), no float32 subnormals flushed in libdevice
@@ -55,7 +60,10 @@ def torch_dtypes(torch: Any) -> dict[str, Any]:
 
 def load_source(source: str, directory: str | Path | None = None) -> ModuleType:
     """The module of ``source``, written to ``directory`` (default: a directory of this process
-    under the system's temporary one) as ``stax_triton_<hash>.py`` and imported from there."""
+    under the system's temporary one) as ``stax_triton_<hash>.py`` and imported from there.
+    ``verify.UntrustedSourceError`` (before anything is written or run) for source that is not
+    of the generator's form: a document's text runs only as kernel code (``verify.py``)."""
+    check_source(source)
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
     if directory is None:
         if not _SOURCE_DIR:

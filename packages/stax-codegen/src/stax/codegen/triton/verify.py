@@ -1,0 +1,199 @@
+"""What Triton source Stax agrees to run: the form its generator writes, checked before a line of it
+is imported (``load_source``).
+
+A CUDA kernels document (``stax.kernels/1.5``) carries its kernels as Triton source, which is
+Python text: loading it imports it, and under ``TRITON_INTERPRET=1`` the kernels themselves run
+as Python. Issue 10's rule is that no text from a document runs as Python; so a document's
+source is admitted only when its syntax tree has the generator's form, checked node by node
+against an allow-list (nothing of it is compiled or executed before that):
+
+- the module is the header's three imports (``triton``, ``triton.language as tl``,
+  ``libdevice``) and ``@triton.jit`` functions, nothing else;
+- a function takes plain parameters (annotated ``tl.constexpr`` at most: no defaults, no
+  ``*args``), and its body holds assignments, ``if``/``for``/``while``, ``return``, calls as
+  statements and docstrings; no ``import``, ``def``, ``class``, ``lambda``, ``with``, ``try``,
+  ``global``, comprehension or ``del``;
+- a name read is a parameter, a name the function assigns, a function of the module, ``tl``,
+  ``libdevice``, ``float`` or ``range``; those last five and the module's functions are never
+  assigned; no name starts with ``__``;
+- an attribute is one of an allow-list of ``tl`` functions and dtypes (``tl.load``, ``tl.where``,
+  ``tl.math.div_rn``...), of the libdevice functions the interpreter provides (``interpret.py``),
+  or ``.to`` / ``.dtype`` of a value; nothing else (no underscores, no module reached through
+  another);
+- values are numbers, strings, ``True``/``False``/``None``, arithmetic, comparisons, subscripts,
+  slices, tuples, lists, conditional expressions and calls of the above (no ``*``/``**``
+  arguments).
+
+So a document can neither import a module nor call a Python function: ``import os`` or
+``os.system(...)`` anywhere is refused (``UntrustedSourceError`` naming the line), and nothing is
+written to disk or imported. What passes is kernel code, and kernel code is code by nature, as the
+LLVM IR of a CPU document is: through its pointers a kernel reads and writes memory (the GPU's; the
+process's under the interpreter). Load documents only from sources you trust.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .interpret import FUNCTIONS
+
+HEADER_IMPORTS = ("import triton", "import triton.language as tl",
+                  "from triton.language.extra import libdevice")
+
+#: ``tl`` functions and types a kernel may use: what the emitters write, and Triton's other
+#: computational functions (no inline assembly, no extern calls, no printing)
+TL_NAMES = frozenset({
+    # types
+    "constexpr", "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "float16", "bfloat16", "float32", "float64",
+    # program, memory
+    "program_id", "num_programs", "arange", "full", "zeros", "zeros_like", "load", "store",
+    "atomic_add", "atomic_xchg", "atomic_cas", "atomic_max", "atomic_min", "atomic_and",
+    "atomic_or", "atomic_xor", "debug_barrier", "multiple_of", "max_contiguous", "max_constancy",
+    "range", "static_range", "cast",
+    # values
+    "where", "broadcast_to", "reshape", "expand_dims", "view", "trans", "permute", "join",
+    "split", "abs", "floor", "ceil", "sqrt", "sqrt_rn", "exp", "exp2", "log", "log2", "sin",
+    "cos", "rsqrt", "fma", "fdiv", "div_rn", "maximum", "minimum", "clamp", "umulhi",
+    # reductions, scans
+    "sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "cumsum", "cumprod",
+    "associative_scan", "sort",
+    "math",
+})
+#: ``tl.math`` functions a kernel may use
+TL_MATH_NAMES = frozenset({"div_rn", "sqrt_rn", "fma", "rsqrt", "floor", "ceil", "abs"})
+#: libdevice functions: those the interpreter can run (``interpret.FUNCTIONS``), which are the
+#: ones the emitters call
+LIBDEVICE_NAMES = frozenset(FUNCTIONS)
+#: attributes of a value (``x.to(tl.float64)``, ``x.dtype``)
+VALUE_ATTRIBUTES = frozenset({"to", "dtype"})
+#: module-level names a kernel reads besides its own and the module's functions
+GLOBALS = frozenset({"tl", "libdevice", "float", "range"})
+
+_STATEMENTS = (ast.Assign, ast.AugAssign, ast.Expr, ast.If, ast.For, ast.While, ast.Return,
+               ast.Pass, ast.Break, ast.Continue)
+_EXPRESSIONS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.Attribute,
+                ast.Name, ast.Constant, ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.IfExp,
+                ast.keyword, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context)
+
+
+class UntrustedSourceError(ValueError):
+    """Triton source not of the generator's form: refused before any of it runs."""
+
+
+def check_source(source: str, origin: str = "the Triton source") -> None:
+    """``UntrustedSourceError`` unless ``source`` has the generator's form (module docstring);
+    nothing of ``source`` is compiled or executed here."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise UntrustedSourceError(f"{origin} is not Python Stax generated: "
+                                   f"{type(exc).__name__}: {exc}") from None
+    functions = {s.name for s in tree.body if isinstance(s, ast.FunctionDef)}
+    for name in functions & (GLOBALS | {"triton"}) or [n for n in functions if n.startswith("__")]:
+        raise UntrustedSourceError(f"{origin}: a function may not be named {name!r}")
+    for i, statement in enumerate(tree.body):
+        if i < len(HEADER_IMPORTS):
+            if ast.unparse(statement) != HEADER_IMPORTS[i]:
+                _refuse(origin, statement, f"expected the header line {HEADER_IMPORTS[i]!r}")
+        elif isinstance(statement, ast.FunctionDef):
+            _check_function(statement, functions, origin)
+        else:
+            _refuse(origin, statement, "only @triton.jit functions may follow the imports")
+    if len(tree.body) < len(HEADER_IMPORTS):
+        raise UntrustedSourceError(f"{origin} lacks the header's imports")
+
+
+def _refuse(origin: str, node: ast.AST, why: str) -> None:
+    line = getattr(node, "lineno", "?")
+    try:
+        text = ast.unparse(node).splitlines()[0][:80]  # type: ignore[arg-type]
+    except Exception:  # an AST node unparse cannot write: its kind says enough
+        text = type(node).__name__
+    raise UntrustedSourceError(f"{origin}, line {line}: {why} (refused, nothing of it ran): "
+                               f"{text}")
+
+
+def _check_function(fn: ast.FunctionDef, functions: set[str], origin: str) -> None:
+    if len(fn.decorator_list) != 1 or ast.unparse(fn.decorator_list[0]) != "triton.jit":
+        _refuse(origin, fn, "a function must be decorated with exactly @triton.jit")
+    args = fn.args
+    if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults \
+            or fn.returns is not None or getattr(fn, "type_params", None):
+        _refuse(origin, fn, "a kernel takes plain parameters only")
+    params = set()
+    for a in args.args:
+        if a.annotation is not None and ast.unparse(a.annotation) != "tl.constexpr":
+            _refuse(origin, a, "a parameter may be annotated tl.constexpr only")
+        params.add(a.arg)
+    reserved = GLOBALS | functions | {"triton"}
+    assigned = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Store)}
+    readable = params | assigned | GLOBALS | functions
+    for name in params | assigned:
+        if name in reserved or name.startswith("__"):
+            _refuse(origin, fn, f"the name {name!r} may not be bound in a kernel")
+    for statement in fn.body:
+        _check_statement(statement, readable, origin)
+
+
+def _check_statement(s: ast.stmt, readable: set[str], origin: str) -> None:
+    if not isinstance(s, _STATEMENTS):
+        _refuse(origin, s, f"a {type(s).__name__} statement is not kernel code")
+    if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+        if not isinstance(s.value.value, str):
+            _refuse(origin, s, "a bare constant")
+        return  # a docstring
+    if isinstance(s, ast.Expr) and not isinstance(s.value, ast.Call):
+        _refuse(origin, s, "an expression statement must be a call")
+    for field, value in ast.iter_fields(s):
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if isinstance(child, ast.stmt):
+                _check_statement(child, readable, origin)
+            elif isinstance(child, ast.AST):
+                _check_expression(child, readable, origin)
+            elif child is not None and field not in ("type_comment", "simple"):
+                _refuse(origin, s, f"unexpected {field}")
+
+
+def _check_expression(e: ast.AST, readable: set[str], origin: str) -> None:
+    if not isinstance(e, _EXPRESSIONS):
+        _refuse(origin, e, f"a {type(e).__name__} is not kernel code")
+    if isinstance(e, ast.Name):
+        if e.id not in readable or e.id.startswith("__"):
+            _refuse(origin, e, f"the name {e.id!r} is neither a local, a parameter, a function "
+                               "of the module nor tl/libdevice")
+        return
+    if isinstance(e, ast.Constant):
+        if not (e.value is None or isinstance(e.value, (bool, int, float, str))):
+            _refuse(origin, e, f"a constant of type {type(e.value).__name__}")
+        return
+    if isinstance(e, ast.Attribute):
+        _check_attribute(e, readable, origin)
+        return
+    if isinstance(e, ast.Call) and any(isinstance(a, ast.Starred) for a in e.args):
+        _refuse(origin, e, "a call with *arguments")
+    if isinstance(e, ast.keyword) and e.arg is None:
+        _refuse(origin, e, "a call with **arguments")
+    for child in ast.iter_child_nodes(e):
+        _check_expression(child, readable, origin)
+
+
+def _check_attribute(e: ast.Attribute, readable: set[str], origin: str) -> None:
+    base = e.value
+    if isinstance(base, ast.Name) and base.id == "tl":
+        allowed = TL_NAMES
+    elif isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) \
+            and base.value.id == "tl" and base.attr == "math":
+        allowed = TL_MATH_NAMES
+    elif isinstance(base, ast.Name) and base.id == "libdevice":
+        allowed = LIBDEVICE_NAMES
+    else:
+        allowed = VALUE_ATTRIBUTES
+        _check_expression(base, readable, origin)
+    if e.attr not in allowed:
+        _refuse(origin, e, f"the attribute {e.attr!r} is not among those kernels use")
+
+
+__all__ = ["LIBDEVICE_NAMES", "TL_NAMES", "UntrustedSourceError", "check_source"]
