@@ -359,3 +359,28 @@ def pairwise_then_square(x):
 def test_a_broadcast_reduction_with_an_epilogue_is_native():
     run_both(pairwise_then_square, (Y,), 64, strict_native=True)
     run_both(lambda x: (x[:, None, :] * x[None, :, :]).max(-1) + 1, (Y,), None, strict_native=True)
+
+
+def test_writing_into_an_expanded_tensor_raises_numpys_error():
+    """An expanded tensor is read-only to NumPy (as np.broadcast_to's view): the capture refuses
+    the update and the eager run raises NumPy's ValueError, call after call, leaving the tensor
+    as it was (it used to write through a writeable view); reading it in a fallback works."""
+    def scale(x, a):
+        x *= a
+
+    base = torch.from_numpy(Y[:1].copy())
+    with pytest.raises(ValueError, match="read-only"):
+        scale(np.broadcast_to(Y[:1], (5, 7)), 2.0)
+    cf = stax.compile(scale, device="cuda")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="read-only"):
+            cf(base.expand(5, 7), 2.0)
+    assert_same(base, Y[:1], None)
+    read = stax.compile(lambda x, i, v: (np.add.at(v, i, x[0, :3]), v * x)[1], device="cuda")
+    for _ in range(2):
+        v = torch.zeros(7, dtype=torch.float64)
+        got = read(base.expand(5, 7), torch.tensor([1, 1, 3]), v)
+        want_v = np.zeros(7)
+        np.add.at(want_v, [1, 1, 3], Y[0, :3])
+        assert_same(v, want_v, None)
+        assert_same(got, want_v * np.broadcast_to(Y[:1], (5, 7)), None)

@@ -25,7 +25,10 @@ The design of a miss, and why:
   ``__array_function__``/``__array_ufunc__``) and the results viewed back as the inputs' kind. Under
   the interpreter NumPy stands in for CuPy (views of the CPU tensors). A call a compiled version
   declines because a bounds check failed runs on host copies instead: CuPy does not raise NumPy's
-  ``IndexError``, NumPy does.
+  ``IndexError``, NumPy does. An array whose elements share memory (``expand``) is read-only
+  there, as ``np.broadcast_to``'s is, so writing into it raises NumPy's error: the NumPy views
+  under the interpreter are marked read-only; CuPy has no such flag, so such calls run on host
+  copies.
 - **Data gates replay on the device** (``gates.py``): the replay subgraph runs through CuPy on the
   inputs (on the inputs' current stream), and its few values are read back (one
   synchronization per gate value, usually one);
@@ -241,9 +244,15 @@ def host_copy(x: Any, library: ArrayLibrary) -> np.ndarray:
     flat = np.empty(span, values.dtype)
     out = np.lib.stride_tricks.as_strided(flat, shape, tuple(s * itemsize for s in strides))
     out[...] = values
-    if any(s == 0 and n > 1 for n, s in zip(shape, strides)):
+    if self_overlapping(x, library):
         out.flags.writeable = False
     return out
+
+
+def self_overlapping(x: Any, library: ArrayLibrary) -> bool:
+    """Whether elements of ``x`` share memory (a zero stride over more than one element, as
+    ``expand`` or ``broadcast_to`` make): NumPy refuses to write into such an array."""
+    return any(s == 0 and n > 1 for n, s in zip(x.shape, element_strides(x, library)))
 
 
 def write(target: Any, values: Any, library: ArrayLibrary) -> None:
@@ -278,11 +287,18 @@ def run_through_cupy(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     if found is None:
         return fn(*args, **kwargs)
     library, like = found
+    xp = library.numpy_module(like)
+    overlapping = [leaf for leaf in leaves if library_of(leaf) is not None
+                   and self_overlapping(leaf, library)]
+    if overlapping and xp is not np:  # CuPy cannot make them read-only: NumPy's error needs NumPy
+        return run_on_host(fn, args, kwargs)
     views: dict[int, Any] = {}
     out = []
     for leaf in leaves:
         if library_of(leaf) is not None:
             view = library.as_cupy(leaf)
+            if any(leaf is o for o in overlapping):
+                view.flags.writeable = False  # as np.broadcast_to's: writing raises NumPy's error
             views[id(view)] = leaf
             out.append(view)
         else:
@@ -290,7 +306,6 @@ def run_through_cupy(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
     a, k = tree_unflatten(tree, out)
     with library.step_stream(like):  # CuPy's work on the torch tensors' current stream
         result = fn(*a, **k)
-    xp = library.numpy_module(like)
     leaves, tree = tree_flatten(result)
     back = []
     for leaf in leaves:
