@@ -384,3 +384,24 @@ def test_writing_into_an_expanded_tensor_raises_numpys_error():
         np.add.at(want_v, [1, 1, 3], Y[0, :3])
         assert_same(v, want_v, None)
         assert_same(got, want_v * np.broadcast_to(Y[:1], (5, 7)), None)
+
+
+def bump_then_fail(x):
+    x += 1
+    if x.max() > -1e9:
+        raise ValueError("after the update")
+    return x
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_the_functions_own_error_after_an_in_place_update_leaves_the_update(kind):
+    """NumPy leaves ``x += 1`` done when the function raises afterwards; the capture ran the
+    call on its own copies and used to drop the update (on the CPU too)."""
+    x = Y.copy() if kind == "numpy" else torch.from_numpy(Y.copy())
+    cf, want = stax.compile(bump_then_fail), Y.copy()
+    for _ in range(2):
+        with pytest.raises(ValueError, match="after the update"):
+            cf(x)
+        want += 1
+        np.testing.assert_array_equal(np.asarray(x), want)
+

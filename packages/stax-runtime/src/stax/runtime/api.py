@@ -47,6 +47,7 @@ from .runners import (
     device_writeback_runner,
     generator_states,
     guarded_entry,
+    keep_updates_of_a_failed_call,
     named_parameters,
     traced_arguments,
     tree_runner,
@@ -396,8 +397,14 @@ class CompiledFunction:
             timings["capture (disk cache)"] = time.perf_counter() - clock
         else:
             outcome.keep_contents(untraced_arrays((args, kwargs)))
-            capture = trace(self._traced_function(), args, kwargs, name=name, arg_names=names,
-                            outcome=outcome)
+            try:
+                capture = trace(self._traced_function(), args, kwargs, name=name,
+                                arg_names=names, outcome=outcome)
+            except StaxError:
+                raise
+            except Exception:  # the function's own error ends the call, its updates made
+                keep_updates_of_a_failed_call(outcome, placement)
+                raise
             timings["capture"] = time.perf_counter() - clock
             self._check_no_side_effects(free, sigma, device_args, device_kwargs)
             if captures is not None and key is not None and not capture.gates:

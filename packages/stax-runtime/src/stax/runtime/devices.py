@@ -211,9 +211,13 @@ class Placement:
         """The capture's host result as the device call's: ``updated`` (host copies the function
         changed in place) copied back into the caller's arrays, results moved to the device."""
         for copy in updated:
-            write(self.originals[id(copy)], copy, self.library)
+            self.write_back(copy)
         leaves, tree = tree_flatten(result)
         return tree_unflatten(tree, [self._to_device(leaf) for leaf in leaves])
+
+    def write_back(self, copy: np.ndarray) -> None:
+        """A host copy's values into the caller's device array it was made from."""
+        write(self.originals[id(copy)], copy, self.library)
 
     def _to_device(self, leaf: Any) -> Any:
         if isinstance(leaf, np.ndarray) and id(leaf) in self.originals:

@@ -83,6 +83,18 @@ def updated_copies(outcome: Any) -> list[np.ndarray]:
             if argument.proxy.node is not argument.node]
 
 
+def keep_updates_of_a_failed_call(outcome: Any, placement: Any) -> None:
+    """The function raised its own error during capture, which ran it as eager NumPy would:
+    arguments it updated in place before the error keep those updates, as NumPy leaves them
+    (written into the caller's arrays; for a device call, the host copies' values are then copied
+    into the caller's device arrays)."""
+    for argument, caller in outcome.arguments:
+        if argument.proxy.node is not argument.node and caller.flags.writeable:
+            np.copyto(caller, argument.proxy.value)
+            if placement is not None:
+                placement.write_back(caller)
+
+
 def traced_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether any argument leaf is a traced value (a call from inside another capture)."""
     values = (*args, *kwargs.values()) if kwargs else args
