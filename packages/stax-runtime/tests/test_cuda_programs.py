@@ -405,3 +405,18 @@ def test_the_functions_own_error_after_an_in_place_update_leaves_the_update(kind
         want += 1
         np.testing.assert_array_equal(np.asarray(x), want)
 
+
+def test_an_index_error_after_an_in_place_update_leaves_the_update():
+    """A compiled version declines a call whose index is out of bounds and runs it on host copies
+    for NumPy's IndexError: the update made before the error reaches the caller's tensor."""
+    def bump_then_gather(x, i):
+        x += 1
+        return x[i]
+
+    x = torch.from_numpy(Y.copy())
+    cf = stax.compile(bump_then_gather, device="cuda")
+    assert_same(cf(x, torch.tensor([0, 2])), (Y + 1)[[0, 2]], None)
+    assert native(cf)
+    with pytest.raises(IndexError):
+        cf(x, torch.tensor([0, 9]))
+    assert_same(x, Y + 1 + 1, None)

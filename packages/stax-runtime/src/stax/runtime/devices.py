@@ -333,11 +333,18 @@ def run_on_host(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     a, k = placement.host_call(args, kwargs)
     before = {i: c.copy() for i, c in enumerate(tree_flatten((a, k))[0]) if id(c) in
               placement.originals}
-    result = fn(*a, **k)
     copies = tree_flatten((a, k))[0]
-    updated = [copies[i] for i, old in before.items()
-               if copies[i].flags.writeable and copies[i].tobytes() != old.tobytes()]
-    return placement.restore(result, updated)
+
+    def updated() -> list[np.ndarray]:
+        return [copies[i] for i, old in before.items()
+                if copies[i].flags.writeable and copies[i].tobytes() != old.tobytes()]
+    try:
+        result = fn(*a, **k)
+    except Exception:  # NumPy's error (an index out of bounds): updates made before it stay
+        for copy in updated():
+            placement.write_back(copy)
+        raise
+    return placement.restore(result, updated())
 
 
 def host_values(values: list[Any], like: Any, library: ArrayLibrary) -> list[Any]:
