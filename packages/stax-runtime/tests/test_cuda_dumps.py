@@ -138,3 +138,27 @@ def test_the_golden_cuda_document_runs_on_tensors():
     for g, w in zip(got, want):
         assert g.dtype == getattr(torch, str(w.dtype)) and tuple(g.shape) == w.shape
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-6, atol=0)
+
+
+def test_a_tampered_plan_in_the_disk_cache_is_a_miss_and_never_runs(monkeypatch, tmp_path, caplog):
+    """A CUDA plan rewritten in the cache (a valid entry: whoever can write the directory can
+    make one) with Python in its Triton source is refused when loaded, reported, and made
+    again from the capture; nothing of it runs."""
+    from stax.codegen import DiskCache
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("STAX_CACHE_DIR", str(cache))
+    check(stax.compile(softmax_plus, device="cuda")(*tensors(X, W)), softmax_plus(X, W))
+    [entry] = list((cache / "plans").glob("*/*.json"))
+    plans = DiskCache(cache / "plans", suffix=".json", root=cache)
+    doc = json.loads(plans.load(entry.stem))
+    marker = tmp_path / "ran"
+    doc["triton_source"] = doc["triton_source"].replace(
+        "    xnumel = ", f"    __import__('os').system('touch {marker}')\n    xnumel = ", 1)
+    plans.store(entry.stem, json.dumps(doc).encode())
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        check(stax.compile(softmax_plus, device="cuda")(*tensors(X, W)), softmax_plus(X, W))
+    assert not marker.exists()
+    assert any("UntrustedSourceError" in r.getMessage() and entry.name in r.getMessage()
+               for r in caplog.records)
+    assert "__import__" not in json.loads(plans.load(entry.stem))["triton_source"]  # made again
