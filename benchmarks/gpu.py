@@ -447,6 +447,8 @@ def main() -> None:
            "notes": _NOTES, "records": records}
 
     def write() -> None:
+        doc["stax_path"] = "codegen layer (TritonExecutable)" if _NOTES else \
+            "stax.runtime.compile(f, device='cuda') on torch CUDA tensors"
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(doc, indent=1) + "\n")
     def cases(late: bool) -> None:

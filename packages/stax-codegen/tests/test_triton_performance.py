@@ -110,7 +110,7 @@ def test_a_short_or_many_row_scan_stays_per_row(build):
     """A row that fits one block, or as many rows as fill the GPU: no look-back."""
     assert lookback_blocks(1, 16, SMALL) is None and lookback_blocks(1, 17, SMALL) == Blocks(1, 16, 1)
     assert lookback_blocks(8, 1000, SMALL) is None
-    assert lookback_blocks(1, 64 << 20, LaunchPolicy()) == Blocks(1, 8192, 8)
+    assert lookback_blocks(1, 64 << 20, LaunchPolicy()) == Blocks(1, 8192, 4)
     b = build(x=np.ones((9, 100), np.int64))
     _, artifact = run(b, b("cumsum", b.inputs["x"], axis=1, dtype="int64"))
     assert [k.name for k in artifact.kernels] == ["kernel_0"]
@@ -265,7 +265,7 @@ def test_launch_heuristics_by_size():
     found = candidates(32768, 1024, "rows", policy)
     assert found[0] == Blocks(1, 1024, 4) and len(found) == len(set(found)) <= 8
     assert all(b.r0_block == 1024 for b in found)
-    assert candidates(1, 1 << 26, "lookback", policy)[0] == Blocks(1, 8192, 8)
+    assert candidates(1, 1 << 26, "lookback", policy)[0] == Blocks(1, 8192, 4)
 
 
 def test_common_subexpressions_are_computed_once(build):

@@ -134,7 +134,9 @@ def lookback_blocks(rows: int, extent: int, policy: LaunchPolicy) -> Blocks | No
     if extent <= max(policy.max_persistent, policy.lookback_block) or rows >= policy.lookback_rows:
         return None
     r0_block = min(policy.lookback_block, next_power_of_2(extent))
-    return Blocks(1, r0_block, _warps(r0_block, policy, 4 * policy.elements_per_thread))
+    # 64 elements a thread: 8192-element blocks in 4 warps ran at 0.91 of a copy on an H200,
+    # 8 warps at 0.87 (benchmarks/results/gpu-notes.md)
+    return Blocks(1, r0_block, _warps(r0_block, policy, 8 * policy.elements_per_thread))
 
 
 def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
@@ -147,8 +149,8 @@ def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
         assert inner is not None
         first = lookback_blocks(xnumel, inner, policy) or choose_blocks(xnumel, inner, False, policy)
         found = [first]
-        for r0, warps in ((16384, 8), (8192, 4), (16384, 16), (4096, 4), (32768, 16), (16384, 4),
-                          (4096, 8)):
+        for r0, warps in ((8192, 8), (16384, 8), (16384, 4), (4096, 4), (32768, 8), (4096, 2),
+                          (16384, 16)):
             blocks = Blocks(1, r0, warps)
             if blocks not in found and r0 <= next_power_of_2(inner):
                 found.append(blocks)
