@@ -165,6 +165,15 @@ TAMPERINGS = {
     "rebinding tl": lambda s, m: s.replace("    xnumel = ", "    tl = xoffset\n    xnumel = ", 1),
     "not Python": lambda s, m: s + "\ndef (:\n",
     "starred call": lambda s, m: s.replace("tl.program_id(0)", "tl.program_id(*[0])", 1),
+    "private keyword": lambda s, m: s.replace("tl.program_id(0)", "tl.program_id(0, _semantic=0)", 1),
+    # the import decodes this as UTF-7, where +AAo- is a line break and +ACI- a quote: a module
+    # statement the parser of the text never sees (every "+" written "+-", UTF-7's own plus)
+    "coding cookie": lambda s, m: "# coding: utf-7\n" + s.replace("+", "+-").replace(
+        "import triton\n", f"import triton  #+AAo-__import__(+ACI-os+ACI-).system(+ACI-touch {m}+ACI-)\n", 1),
+    "unknown coding": lambda s, m: "# coding: no-such-codec\n" + s,
+    "line separator": lambda s, m: s.replace("    xnumel = ", f"    # \u2028open('{m}', 'w')\n"
+                                             "    xnumel = ", 1),
+    "form feed": lambda s, m: s.replace("    xnumel = ", "    \x0c\n    xnumel = ", 1),
 }
 
 

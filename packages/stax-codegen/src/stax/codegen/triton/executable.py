@@ -70,10 +70,10 @@ def load_source(source: str, directory: str | Path | None = None) -> ModuleType:
             _SOURCE_DIR.append(Path(tempfile.mkdtemp(prefix="stax-triton-")))
         directory = _SOURCE_DIR[0]
     path = Path(directory) / f"stax_triton_{digest}.py"
-    if not path.exists() or path.read_text() != source:
+    if not path.exists() or path.read_text(encoding="utf-8") != source:
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".tmp")
-        partial.write_text(source)
+        partial.write_text(source, encoding="utf-8")  # as verify.check_source read it
         partial.replace(path)
     name = f"stax_triton_{digest}"
     found = sys.modules.get(name)

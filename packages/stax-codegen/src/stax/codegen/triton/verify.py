@@ -24,16 +24,23 @@ against an allow-list (nothing of it is compiled or executed before that):
   slices, tuples, lists, conditional expressions and calls of the above (no ``*``/``**``
   arguments).
 
-So a document can neither import a module nor call a Python function: ``import os`` or
-``os.system(...)`` anywhere is refused (``UntrustedSourceError`` naming the line), and nothing is
-written to disk or imported. What passes is kernel code, and kernel code is code by nature, as the
-LLVM IR of a CPU document is: through its pointers a kernel reads and writes memory (the GPU's; the
-process's under the interpreter). Load documents only from sources you trust.
+The text must also be read the same way by everyone: no coding cookie other than UTF-8 (the
+module is imported from a UTF-8 file, and ``# coding: utf-7`` would make the import read code the
+check never saw), no control characters or Unicode line separators, no ``_``-prefixed keyword
+arguments (Triton's own ``_semantic``/``_builder``). So a document can neither import a module nor
+call a Python function: ``import os`` or ``os.system(...)`` anywhere is refused
+(``UntrustedSourceError`` naming the line), and nothing is written to disk or imported. What
+passes is kernel code, and kernel code is code by nature, as the LLVM IR of a CPU document is:
+through its pointers a kernel reads and writes memory (the GPU's; the process's under the
+interpreter). Load documents only from sources you trust.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 
 from .interpret import FUNCTIONS
 
@@ -81,6 +88,10 @@ _ALLOWED = frozenset({
 })
 
 
+#: characters that some reader of the text could take for a line break where the parser does not
+#: (the Unicode line separators, form feeds, lone carriage returns) or that no kernel needs
+_ODD_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]")
+
 #: sources checked already in this process
 _ADMITTED: set[str] = set()
 
@@ -95,6 +106,20 @@ def check_source(source: str, origin: str = "the Triton source") -> None:
     source and process)."""
     if source in _ADMITTED:
         return
+    odd = _ODD_CHARACTERS.search(source)
+    if odd is not None:
+        line = source.count("\n", 0, odd.start()) + 1
+        raise UntrustedSourceError(f"{origin}, line {line}: the character {odd.group()!r} (refused, "
+                                   "nothing of it ran)")
+    # the module is imported from a file: a coding cookie would make Python read other text
+    # than the text checked here (``# coding: utf-7`` turns ``+AAo-`` into a line break)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source.encode()).readline)
+    except SyntaxError as exc:  # an unknown or inconsistent cookie
+        raise UntrustedSourceError(f"{origin}: {exc} (refused, nothing of it ran)") from None
+    if encoding not in ("utf-8", "utf-8-sig"):
+        raise UntrustedSourceError(f"{origin} declares the source encoding {encoding!r} "
+                                   "(refused, nothing of it ran): Stax writes UTF-8")
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -158,8 +183,8 @@ def _check_function(fn: ast.FunctionDef, functions: set[str], origin: str) -> No
                 _refuse(origin, node, f"a constant of type {type(node.value).__name__}")
         elif isinstance(node, ast.Attribute):
             _check_attribute(node, origin)
-        elif isinstance(node, ast.keyword) and node.arg is None:
-            _refuse(origin, node, "a call with **arguments")
+        elif isinstance(node, ast.keyword) and (node.arg is None or node.arg.startswith("_")):
+            _refuse(origin, node, "a call with **arguments or a private keyword argument")
         elif isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call) and not (
                 isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             _refuse(origin, node, "an expression statement must be a call or a docstring")
