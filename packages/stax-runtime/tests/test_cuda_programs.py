@@ -420,3 +420,39 @@ def test_an_index_error_after_an_in_place_update_leaves_the_update():
     with pytest.raises(IndexError):
         cf(x, torch.tensor([0, 9]))
     assert_same(x, Y + 1 + 1, None)
+
+
+# -- free variables: globals read, not attribute names ---------------------------------------------
+
+mean = np.zeros(7)  # a global array named like the method x.mean the functions below call
+TABLE = np.arange(7.0)
+
+
+class Scaler:
+    def __init__(self):
+        self.mean = 2.0
+
+    def center(self, x):
+        return x * x.mean() * self.mean
+
+    def lookup(self, x):
+        return x * TABLE
+
+
+def test_an_attribute_named_like_a_global_array_is_not_a_free_variable():
+    """``x.mean()`` and ``self.mean`` name an attribute, not the global array ``mean``: the CUDA
+    call used to be refused ("reads the NumPy array 'mean'") and the CPU version keyed on it."""
+    cf = run_both(lambda x: x * x.mean(), (P,), 4, strict_native=True)
+    assert native(cf)
+    run_both(Scaler().center, (P,), 4, strict_native=True)
+    assert stax.compile(Scaler().center)._free.names == []
+
+
+def test_a_bound_method_reading_a_global_array():
+    """The lifted clone of a bound method is bound to the same object (it used to lose ``self``:
+    a TypeError on the CPU)."""
+    cf = stax.compile(Scaler().lookup)
+    np.testing.assert_array_equal(cf(Y), Y * TABLE)
+    assert cf.versions()[0].native
+    with pytest.raises(stax.StaxError, match="reads the NumPy array 'TABLE'"):
+        stax.compile(Scaler().lookup)(torch.from_numpy(Y))

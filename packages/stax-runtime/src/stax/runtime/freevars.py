@@ -9,6 +9,7 @@ example 2.2). Capture runs a copy of the function whose globals and cells hold t
 
 from __future__ import annotations
 
+import dis
 import types
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from .signature import nested_codes
+
+_GLOBAL = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
 
 
 class FreeVariables:
@@ -26,10 +29,13 @@ class FreeVariables:
         self.fn = fn
         code = getattr(fn, "__code__", None)
         scope = getattr(fn, "__globals__", {})
-        names = {n for c in nested_codes(code) for n in c.co_names} if code is not None else set()
-        self.globals = sorted(n for n in names if isinstance(scope.get(n), np.ndarray))
+        codes = list(nested_codes(code)) if code is not None else []
+        names = {n for c in codes for n in c.co_names}  # globals and attribute names alike
+        # names read as globals (not ``x.mean`` beside a global array ``mean``)
+        loaded = {i.argval for c in codes for i in dis.get_instructions(c) if i.opname in _GLOBAL}
+        self.globals = sorted(n for n in loaded if isinstance(scope.get(n), np.ndarray))
         self.module_attrs = sorted(
-            (m, a) for m in names if isinstance(scope.get(m), types.ModuleType)
+            (m, a) for m in loaded if isinstance(scope.get(m), types.ModuleType)
             for a in names if isinstance(getattr(scope[m], a, None), np.ndarray))
         cells = getattr(fn, "__closure__", None) or ()
         freevars = code.co_freevars if code is not None else ()
@@ -69,6 +75,8 @@ class FreeVariables:
             clone = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__,
                                        tuple(closure) or None)
             clone.__kwdefaults__ = fn.__kwdefaults__
+            if isinstance(fn, types.MethodType):  # a bound method: bound to the same object
+                return types.MethodType(clone, fn.__self__)(*values[count:], **kwargs)
             return clone(*values[count:], **kwargs)
         call.__wrapped__ = fn  # type: ignore[attr-defined]  # capture's scans look through it
         return call
