@@ -218,3 +218,40 @@ def test_every_name_the_emitters_write_is_allowed():
     from stax.codegen.triton.functions import BINARY_FUNCTIONS, UNARY_FUNCTIONS
     assert set(UNARY_FUNCTIONS.values()) | set(BINARY_FUNCTIONS.values()) <= verify.LIBDEVICE_NAMES
     assert {"load", "store", "where", "reduce", "cumsum"} <= tl
+
+
+def _without_launch(doc):
+    doc["kernels"][1].pop("launch")
+
+
+def _renamed(doc):
+    doc["kernels"][1]["name"] = "kernel_9"
+    doc["steps"] = ["kernel_9" if s == "kernel_1" else s for s in doc["steps"]]
+
+
+def _buffer_dropped(doc):
+    doc["kernels"][1]["args"] = doc["kernels"][1]["args"][:-1]
+
+
+def _block_renamed(doc):
+    doc["kernels"][1]["launch"]["blocks"] = {"YBLOCK": 1, "R0_BLOCK": 1024}
+
+
+def _unknown_step(doc):
+    doc["steps"] = [*doc["steps"], "buf99"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_without_launch, "kernel_1 has no launch"),
+    (_renamed, r"kernel_9 of the plan .* does not match its Triton source \(no such function\)"),
+    (_buffer_dropped, r"kernel_1 of the plan \(buffers b; blocks R0_BLOCK, XBLOCK\) does not match"
+                      r" its Triton source \(def kernel_1\(b_ptr, buf3_ptr, XBLOCK, R0_BLOCK\)\)"),
+    (_block_renamed, r"kernel_1 of the plan .*blocks R0_BLOCK, YBLOCK\) does not match"),
+    (_unknown_step, "step 'buf99' is neither a kernel nor a NumPy step"),
+])
+def test_a_plan_its_source_does_not_match_is_refused_before_loading(edit, message, tmp_path):
+    doc = json.loads(FIXTURE.read_text())
+    edit(doc)
+    with pytest.raises(ValueError, match=message):
+        TritonExecutable(load_artifact(doc), source_dir=tmp_path / "modules")
+    assert not (tmp_path / "modules").exists()

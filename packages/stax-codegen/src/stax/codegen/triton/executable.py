@@ -87,6 +87,32 @@ def load_source(source: str, directory: str | Path | None = None) -> ModuleType:
     return module
 
 
+def check_plan(artifact: KernelArtifact) -> None:
+    """``UntrustedSourceError`` for source not of the generator's form (``verify.py``);
+    ``ValueError`` for a plan its source does not match: a step that is neither a kernel nor a
+    NumPy step, a kernel without a launch, or one the source does not define with a pointer per
+    buffer and its launch's block sizes as parameters."""
+    assert artifact.triton_source is not None
+    signatures = check_source(artifact.triton_source, f"{artifact.name}: the Triton source")
+    kernels = {k.name: k for k in artifact.kernels}
+    externs = {e.buffer for e in artifact.externs}
+    for step in artifact.steps:
+        if step not in kernels and step not in externs:
+            raise ValueError(f"{artifact.name}: step {step!r} is neither a kernel nor a NumPy step")
+    for k in artifact.kernels:
+        if k.launch is None:
+            raise ValueError(f"{artifact.name}: kernel {k.name} has no launch (a CUDA document "
+                             "records each kernel's grid, block sizes and warps)")
+        params = signatures.get(k.name)
+        blocks = {name for name, _ in k.launch.blocks}
+        if params is None or len(params) != len(k.args) + len(blocks) or \
+                set(params[len(k.args):]) != blocks:
+            found = "no such function" if params is None else f"def {k.name}({', '.join(params)})"
+            raise ValueError(f"{artifact.name}: kernel {k.name} of the plan (buffers "
+                             f"{', '.join(k.args)}; blocks {', '.join(sorted(blocks))}) does not "
+                             f"match its Triton source ({found})")
+
+
 class _Kernel:
     """One kernel step: its buffers' slots, its compiled launcher (on a GPU) and its Python
     path (the interpreter, or where the compiled launcher cannot be used)."""
@@ -120,6 +146,7 @@ class TritonExecutable:
                              f"is {artifact.target.get('device')!r})")
         import triton
 
+        check_plan(artifact)  # before anything of its source is written or imported
         self.artifact = artifact
         corpus.record(artifact)  # with STAX_TRITON_CORPUS: compiled for sm_90 after the tests
         self.interpreting = bool(triton.knobs.runtime.interpret)
@@ -326,4 +353,4 @@ class TritonExecutable:
             raise InputMismatch(f"{what}: expected strides {strides} (elements), got {got_strides}")
 
 
-__all__ = ["LAUNCH_OPTIONS", "TritonExecutable", "load_source"]
+__all__ = ["LAUNCH_OPTIONS", "TritonExecutable", "check_plan", "load_source"]
