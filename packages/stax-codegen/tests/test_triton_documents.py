@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 from stax.codegen import TritonExecutable, target_for  # noqa: E402
-from stax.codegen.triton.executable import load_source  # noqa: E402
+from stax.codegen.triton.executable import check_plan, load_source  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE = FIXTURES / "cuda_kernels.kernels.schema-1.5.json"
@@ -89,8 +89,11 @@ def test_the_fixture_round_trips_byte_identically(tmp_path):
     assert load_artifact(tmp_path / "again.json").to_json() == artifact.to_json()
 
 
-def test_the_fixture_source_has_the_generators_form():
-    check_source(load_artifact(FIXTURE).triton_source)  # raises otherwise
+def test_the_fixture_source_has_the_generators_form_and_matches_its_plan():
+    artifact = load_artifact(FIXTURE)
+    signatures = check_source(artifact.triton_source)  # raises otherwise
+    assert sorted(signatures) == sorted(k.name for k in artifact.kernels)
+    check_plan(artifact)
 
 
 def test_readers_rules_for_cuda_documents(tmp_path):

@@ -6,7 +6,8 @@ indices, masks, phases, persistent and looped reductions), ``expressions.py`` on
 loop-IR expression kind, ``registry.py`` the operator tables filled by ``arithmetic.py``,
 ``functions.py`` and ``bits.py`` (imported by ``rules.py``), ``reductions.py`` the reduction
 kinds, ``launch.py`` block sizes and grids, ``generate.py`` the artifact, ``executable.py`` the
-runner (Triton and torch, imported only when one is made).
+runner (Triton and torch, imported only when one is made), ``verify.py`` the form Triton source
+must have to be loaded (a document's source is Python text: nothing else of it runs).
 
 Importing this package imports neither Triton nor torch: generating source needs neither.
 """
