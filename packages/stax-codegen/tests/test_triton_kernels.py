@@ -167,18 +167,23 @@ def test_layouts_of_inputs(build, layout):
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-5)
 
 
-def test_a_tiled_nest_runs_as_a_1d_kernel(build):
-    """x.T + y: the plan chooses a tiled nest; the Triton emitter follows it 1-D for now (correct,
-    says so in the source; 2-D tiles come later)."""
+@pytest.mark.parametrize("shape", [(64, 48), (70, 33)])
+def test_a_tiled_nest_runs_in_2d_tiles(build, shape):
+    """x.T + y: the plan chooses a tiled nest; each program computes one tile of XBLOCK rows by
+    R0_BLOCK columns (masked on a ragged shape), bit for bit NumPy's."""
     rng = np.random.default_rng(9)
-    x = rng.standard_normal((64, 48)).astype(np.float32)
-    y = rng.standard_normal((48, 64)).astype(np.float32)
+    rows, cols = shape
+    x = rng.standard_normal((cols, rows)).astype(np.float32)
+    y = rng.standard_normal((rows, cols)).astype(np.float32)
     b = build(x=x, y=y)
-    out = b("add", b("view", b.inputs["x"], offset=0, strides=(1, 48), shape=(48, 64)),
+    out = b("add", b("view", b.inputs["x"], offset=0, strides=(1, rows), shape=(rows, cols)),
             b.inputs["y"])
-    (got,), artifact = run_cuda(b, out)
-    assert [k.nest.kind for k in artifact.kernels] == ["tiled"]
-    assert "emitted 1-D" in artifact.triton_source
+    (got,), artifact = run_cuda(b, out, policy=LaunchPolicy(tile=16, tile_elements=256))
+    (kernel,) = artifact.kernels
+    assert kernel.nest.kind == "tiled" and kernel.launch.constants == {"XBLOCK": 16, "R0_BLOCK": 16}
+    assert kernel.launch.grid == (-(-rows // 16) * -(-cols // 16),)
+    assert "r0_index = r0_tile * R0_BLOCK + r0_base" in artifact.triton_source
+    assert f"tl.load(x_ptr + (x0 + {rows} * x1)" in artifact.triton_source
     same_bits(got, b.expected(out)[0])
 
 

@@ -219,6 +219,21 @@ def test_the_h200_column_sum_is_split_into_wide_rows():
     assert choose_blocks(4096, 128, True, LaunchPolicy()) == Blocks(16, 128, 8)
 
 
+def test_a_transposed_3d_operand_runs_in_tiles(build):
+    """np.swapaxes(x, 1, 2) + y over (3, 40, 36): tiles of the flattened leading axes by the
+    last, ragged at both ends; bit for bit NumPy's."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 36, 40)).astype(np.float32)
+    y = rng.standard_normal((3, 40, 36)).astype(np.float32)
+    b = build(x=x, y=y)
+    swapped = b("view", b.inputs["x"], offset=0, strides=(1440, 1, 40), shape=(3, 40, 36))
+    out = b("mul", swapped, b.inputs["y"])
+    (got,), artifact = run(b, out, policy=LaunchPolicy(tile=32, tile_elements=1024))
+    (kernel,) = artifact.kernels
+    assert kernel.nest.kind == "tiled" and kernel.launch.grid == (4 * 2,)
+    np.testing.assert_array_equal(got, b.expected(out)[0])
+
+
 # -- indices, launches, CSE --------------------------------------------------------------------------
 
 def _reduction_program(rows, cols):
@@ -364,22 +379,28 @@ AOT = textwrap.dedent("""
     a = artifact(b, b("sum", b.inputs["x"], axis=(0,), keepdims=False, dtype="float32"))
     for name, asm in compile_ahead(a).items():
         report[f"columns_{name}"] = asm["ptx"]
+    b = OpBuilder(x=np.ones((512, 256), np.float32), y=np.ones((256, 512), np.float32))
+    a = artifact(b, b("add", b("view", b.inputs["x"], offset=0, strides=(1, 256), shape=(256, 512)),
+                      b.inputs["y"]))
+    for name, asm in compile_ahead(a).items():
+        report[f"tiled_{name}"] = asm["ptx"]
     print("REPORT" + json.dumps(report))
 """)
 
 
 @pytest.mark.slow
 def test_new_kernel_shapes_compile_for_sm90():
-    """Look-back scans (32- and 64-bit values) and split column sums compile for an H100/H200:
-    vector loads and stores, the look-back's atomics (acquire/release for 64-bit values), no
-    local memory."""
+    """Look-back scans (32- and 64-bit values), split column sums and a transposed tile compile
+    for an H100/H200: vector loads and stores (the tile's transposed operand too, its values
+    moved through shared memory), the look-back's atomics (acquire/release for 64-bit values),
+    no local memory."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", AOT, str(Path(__file__).parent)], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("REPORT"))
     ptx = json.loads(line[len("REPORT"):])
-    assert len(ptx) == 8
+    assert len(ptx) == 9
     for name, text in ptx.items():
         assert ".local" not in text, name
         if not name.endswith("_clear"):
@@ -389,3 +410,5 @@ def test_new_kernel_shapes_compile_for_sm90():
         assert "atom.global" in text and "st.global.v" in text, dtype
     assert "atom.acquire" in ptx["scan_float64_kernel_0"] or "acquire" in ptx["scan_float64_kernel_0"]
     assert "st.global" in ptx["scan_float32_kernel_0_clear"]
+    tiled = ptx["tiled_kernel_0"]  # both operands' loads 16 bytes wide, one through shared memory
+    assert len(re.findall(r"ld\.global[^\n]*\.v4", tiled)) >= 2 and "st.shared" in tiled

@@ -7,9 +7,11 @@ axis). Sizes are literals: a plan is made for one shape. Each program instance c
 the loop variables ``x0, x1, ...`` are its quotients and remainders), masked at the ragged end
 (``xmask``):
 
-- ``plain`` (and ``tiled``) element-wise kernels are 1-D: ``xindex`` is a vector of ``XBLOCK``
-  elements. A ``tiled`` nest (``x.T + y``) is emitted 1-D as well: correct, without the 2-D tiles
-  that would make both sides' accesses contiguous (not yet).
+- ``plain`` element-wise kernels are 1-D: ``xindex`` is a vector of ``XBLOCK`` elements.
+- ``tiled`` element-wise kernels (``x.T + y``: an operand read across its memory order) are 2-D:
+  one tile a program, ``XBLOCK`` rows of the leading axes by ``R0_BLOCK`` elements of the last.
+  Each load of the tile is coalesced along its own contiguous axis; Triton moves values between
+  the two layouts through shared memory.
 - reductions (``plain`` and ``columns``) are 2-D: ``xindex`` is ``XBLOCK`` x 1 and the reduced
   elements, flattened, run along ``r0_index`` (1 x ``R0_BLOCK``). *Persistent* when the reduced
   extent fits one block: the whole row is loaded and reduced at once; *looped* otherwise:
@@ -265,8 +267,10 @@ class KernelWriter:
         first = nest.nodes[0]
         if isinstance(first.data, Scan) and nest.kind in ("scan", "columns"):
             body = self.scan_kernel
-        elif nest.kind in ("plain", "tiled") and not isinstance(first.data, Reduction | Scan):
+        elif nest.kind == "plain" and not isinstance(first.data, Reduction | Scan):
             body = self.pointwise_kernel
+        elif nest.kind == "tiled" and not isinstance(first.data, Reduction | Scan):
+            body = self.tiled_kernel
         elif nest.kind in ("plain", "columns") and isinstance(first.data, Reduction):
             body = self.reduction_kernel
         elif nest.kind == "rows":
@@ -288,16 +292,15 @@ class KernelWriter:
         what = ", ".join(n.name for n in nest.nodes if n.name not in spec.discard)
         head = [f"def {spec.name}({', '.join(params)}):",
                 f"    # computes {what}: {nest.kind} nest, {spec.blocks.describe()}"]
-        if nest.kind == "tiled":
-            head.append("    # (emitted 1-D: its 2-D tiles, contiguous on both sides, are not made yet)")
         return "\n".join(["@triton.jit", *head, *self.lines]) + "\n"
 
-    def outer(self, ranges: Sequence[int], column: bool) -> None:
-        """The program's block of the outer iteration space and its loop variables."""
+    def outer(self, ranges: Sequence[int], column: bool, program: str | None = None) -> None:
+        """The program's block of the outer iteration space (the ``program``-th, default the
+        program id's) and its loop variables."""
         numel = math.prod(ranges)
         pid = "tl.program_id(0)" if self.spec.index_bits == 32 else "tl.program_id(0).to(tl.int64)"
         self.line(f"xnumel = {numel}")
-        self.line(f"xoffset = {pid} * XBLOCK")
+        self.line(f"xoffset = {program or pid} * XBLOCK")
         self.line(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if column else ''}")
         if numel % self.spec.blocks.xblock == 0:  # every block whole: no mask to compute
             self.line(f"xmask = tl.full({'[XBLOCK, 1]' if column else '[XBLOCK]'}, True, tl.int1)")
@@ -345,6 +348,25 @@ class KernelWriter:
             v = self.value(node.data.body)
             self.store(node.name, node.store_index, v, frozenset({"x"}))
             self.held[node.name] = Held(self.key(node.store_index), v, 0)
+
+    def tiled_kernel(self) -> None:
+        """One element-wise tile a program: ``XBLOCK`` rows of the leading axes (``xindex``) by
+        ``R0_BLOCK`` elements of the last (``r0_index``), the program id split into the two."""
+        (nodes,) = self.spec.nest.phases
+        ranges = nodes[0].ranges
+        cols = ranges[-1]
+        tiles = math.ceil(cols / self.spec.blocks.r0_block)
+        pid = "tl.program_id(0)" if self.spec.index_bits == 32 else "tl.program_id(0).to(tl.int64)"
+        self.line(f"r0_tile = {pid} % {tiles}")
+        self.outer(ranges[:-1], column=True, program=f"({pid} // {tiles})")
+        self.line(f"# compute {', '.join(n.name for n in nodes if n.name not in self.spec.discard)} "
+                  f"in tiles of XBLOCK x R0_BLOCK")
+        self.region.layout = ("tile", cols)
+        self.inner_block((cols,), [xvar(len(ranges) - 1)], ["@0"], "r0_tile * R0_BLOCK + r0_base")
+        both = frozenset({"x", "r"})
+        for node in nodes:
+            if node.name not in self.spec.discard:
+                self.store(node.name, node.store_index, self.value(node.data.body), both)
 
     def reduction_kernel(self) -> None:
         (nodes,) = self.spec.nest.phases

@@ -25,7 +25,7 @@ from ..program_plan import (
 from ..target import Target
 from ..version import CODEGEN_VERSION
 from .emit import TritonKernelSpec, emit_kernel
-from .launch import Blocks, LaunchPolicy, choose_blocks, lookback_blocks
+from .launch import Blocks, LaunchPolicy, choose_blocks, lookback_blocks, tile_blocks
 from .reductions import HELPERS as REDUCTION_HELPERS
 from .scans import HELPERS as SCAN_HELPERS
 from .scans import clear_source, lookback_words
@@ -75,7 +75,8 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         xnumel, inner = extents(nest)
         lookback = lookback_of(nest, xnumel, inner, policy)
         blocks = (configs or {}).get(name) or lookback or \
-            choose_blocks(xnumel, inner, nest.kind == "columns", policy, widest(args, plan.dtypes))
+            (tile_blocks(xnumel, inner, policy) if nest.kind == "tiled" and inner is not None else
+             choose_blocks(xnumel, inner, nest.kind == "columns", policy, widest(args, plan.dtypes)))
         bits = max(index_width(n) for n in group.nodes)
         if xnumel + blocks.xblock > INT32_MAX or (inner or 0) + blocks.r0_block > INT32_MAX:
             bits = 64  # a masked lane's index past the end must not wrap either
@@ -104,6 +105,9 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         first = group.nodes[0]
         work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
         launch = blocks.launch(xnumel)
+        if nest.kind == "tiled" and inner is not None:  # a program per tile
+            launch = Launch((math.ceil(xnumel / blocks.xblock) * math.ceil(inner / blocks.r0_block),),
+                            launch.blocks, launch.num_warps)
         if flags is not None:  # a program per block of each row
             assert inner is not None
             launch = Launch((xnumel * math.ceil(inner / blocks.r0_block),), launch.blocks, launch.num_warps)
@@ -147,8 +151,9 @@ def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan
     for group in plan.groups:
         if group.nest is not None:
             xnumel, inner = extents(group.nest)
-            kind = "pointwise" if inner is None else "columns" if group.nest.kind == "columns" else \
-                "lookback" if lookback_of(group.nest, xnumel, inner, policy) else "rows"
+            kind = "pointwise" if inner is None else group.nest.kind if group.nest.kind in \
+                ("columns", "tiled") else "lookback" if lookback_of(group.nest, xnumel, inner, policy) \
+                else "rows"
             itemsize = widest(kernel_args(group, plan.discard), plan.dtypes)
             found.append((f"kernel_{len(found)}", xnumel, inner, kind, itemsize))
     return found
@@ -156,7 +161,7 @@ def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan
 
 def extents(nest: Nest) -> tuple[int, int | None]:
     """A kernel's outer extent (flattened: ``xnumel``) and its largest inner one (``None`` for a
-    1-D element-wise kernel)."""
+    1-D element-wise kernel; a tiled one's last axis)."""
     first = nest.nodes[0]
     if nest.kind == "rows":
         inner = max(math.prod(p[0].reduction_ranges) if isinstance(p[0].data, Reduction)
@@ -164,6 +169,8 @@ def extents(nest: Nest) -> tuple[int, int | None]:
         return first.ranges[0], inner
     if isinstance(first.data, Reduction | Scan):
         return math.prod(first.ranges), math.prod(first.reduction_ranges)
+    if nest.kind == "tiled":  # rows of the leading axes by the last
+        return math.prod(first.ranges[:-1]), first.ranges[-1]
     return math.prod(first.ranges), None
 
 

@@ -56,6 +56,10 @@ class LaunchPolicy:
     #: ``columns_xblock`` kept elements each, each slice at least ``split_rows`` long
     split_programs: int = 528
     split_rows: int = 128
+    #: a ``tiled`` element-wise kernel (``x.T + y``): tiles of ``tile`` elements of the last
+    #: axis by ``tile_elements // tile`` rows
+    tile: int = 64
+    tile_elements: int = 4096
     #: L2 eviction hints on the loads of 2-D kernels (rows streamed once go first, weights stay)
     eviction_hints: bool = False
 
@@ -114,6 +118,14 @@ def choose_blocks(xnumel: int, inner: int | None, columns: bool, policy: LaunchP
     return Blocks(xblock, r0_block, _warps(xblock * r0_block, policy))
 
 
+def tile_blocks(rows: int, cols: int, policy: LaunchPolicy) -> Blocks:
+    """The tile of a ``tiled`` element-wise kernel: ``tile`` elements of the last axis (a
+    power of two, at most its extent's) by as many rows as make ``tile_elements``."""
+    r0_block = min(next_power_of_2(cols), policy.tile)
+    xblock = min(next_power_of_2(rows), max(1, policy.tile_elements // r0_block))
+    return Blocks(xblock, r0_block, _warps(xblock * r0_block, policy))
+
+
 def column_split(kept: int, reduced: int, policy: LaunchPolicy) -> int:
     """Into how many slices a ``columns`` reduction over ``kept`` elements and ``reduced`` rows is
     split: 1 where its column blocks fill the GPU already, else the divisor of ``reduced``
@@ -145,6 +157,14 @@ def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
     sizes and warps per block (what ``options={"autotune": True}`` times). ``kind``:
     ``pointwise``, ``rows``, ``columns`` or ``lookback`` (``generate.kernel_shapes``)."""
     columns = kind == "columns"
+    if kind == "tiled":
+        assert inner is not None
+        found = [tile_blocks(xnumel, inner, policy)]
+        for tile, elements in ((32, 1024), (32, 2048), (64, 2048), (128, 4096), (32, 4096), (128, 8192)):
+            blocks = tile_blocks(xnumel, inner, LaunchPolicy(tile=tile, tile_elements=elements))
+            if blocks not in found:
+                found.append(blocks)
+        return found[:limit]
     if kind == "lookback":
         assert inner is not None
         first = lookback_blocks(xnumel, inner, policy) or choose_blocks(xnumel, inner, False, policy)
