@@ -258,3 +258,25 @@ def test_a_plan_its_source_does_not_match_is_refused_before_loading(edit, messag
     with pytest.raises(ValueError, match=message):
         TritonExecutable(load_artifact(doc), source_dir=tmp_path / "modules")
     assert not (tmp_path / "modules").exists()
+
+
+def test_damaged_source_is_admitted_or_refused_never_a_crash():
+    """300 random damages of the fixture's source (characters deleted, doubled or replaced by
+    ones Python gives meaning to): the check admits the text or raises UntrustedSourceError."""
+    source = load_artifact(FIXTURE).triton_source
+    rng = np.random.default_rng(7)
+    alphabet = list("()[]{}:.,=+-*/#'\"\\\n _aZ9@") + ["\u2028", "\x00", "lambda", "import "]
+    outcomes = {"admitted": 0, "refused": 0}
+    for _ in range(300):
+        text = source
+        for _ in range(int(rng.integers(1, 4))):
+            at = int(rng.integers(0, len(text)))
+            how = rng.integers(0, 3)
+            piece = alphabet[int(rng.integers(0, len(alphabet)))]
+            text = text[:at] + ("" if how == 0 else text[at] * 2 if how == 1 else piece) + text[at + 1:]
+        try:
+            check_source(text)
+            outcomes["admitted"] += 1
+        except UntrustedSourceError:
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 100 and sum(outcomes.values()) == 300

@@ -131,7 +131,8 @@ def check_source(source: str, origin: str = "the Triton source") -> dict[str, tu
         raise UntrustedSourceError(f"{origin}: a function may not be named {name!r}")
     for i, statement in enumerate(tree.body):
         if i < len(HEADER_IMPORTS):
-            if ast.unparse(statement) != HEADER_IMPORTS[i]:
+            if not isinstance(statement, (ast.Import, ast.ImportFrom)) or \
+                    ast.unparse(statement) != HEADER_IMPORTS[i]:
                 _refuse(origin, statement, f"expected the header line {HEADER_IMPORTS[i]!r}")
         elif isinstance(statement, ast.FunctionDef):
             _check_function(statement, functions, origin)
@@ -156,7 +157,7 @@ def _refuse(origin: str, node: ast.AST, why: str) -> None:
 
 
 def _check_function(fn: ast.FunctionDef, functions: set[str], origin: str) -> None:
-    if len(fn.decorator_list) != 1 or ast.unparse(fn.decorator_list[0]) != "triton.jit":
+    if len(fn.decorator_list) != 1 or not _is(fn.decorator_list[0], "triton", "jit"):
         _refuse(origin, fn, "a function must be decorated with exactly @triton.jit")
     args = fn.args
     if args.posonlyargs or args.vararg or args.kwonlyargs or args.kwarg or args.defaults \
@@ -164,7 +165,7 @@ def _check_function(fn: ast.FunctionDef, functions: set[str], origin: str) -> No
         _refuse(origin, fn, "a kernel takes plain parameters only")
     params = set()
     for a in args.args:
-        if a.annotation is not None and ast.unparse(a.annotation) != "tl.constexpr":
+        if a.annotation is not None and not _is(a.annotation, "tl", "constexpr"):
             _refuse(origin, a, "a parameter may be annotated tl.constexpr only")
         params.add(a.arg)
     reserved = GLOBALS | functions | {"triton"}
@@ -192,6 +193,12 @@ def _check_function(fn: ast.FunctionDef, functions: set[str], origin: str) -> No
         elif isinstance(node, ast.Expr) and not isinstance(node.value, ast.Call) and not (
                 isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             _refuse(origin, node, "an expression statement must be a call or a docstring")
+
+
+def _is(node: ast.expr, module: str, name: str) -> bool:
+    """Whether ``node`` is the expression ``module.name``."""
+    return isinstance(node, ast.Attribute) and node.attr == name and \
+        isinstance(node.value, ast.Name) and node.value.id == module
 
 
 def _check_attribute(e: ast.Attribute, origin: str) -> None:
