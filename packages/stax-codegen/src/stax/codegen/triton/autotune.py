@@ -34,10 +34,28 @@ Timer = Callable[[Callable[[], Any]], float]
 
 
 def device_timer(run: Callable[[], Any]) -> float:
-    """Median seconds of ``run`` on the GPU (``triton.testing.do_bench``: CUDA events, the L2
-    flushed before each timed run)."""
+    """Median seconds of ``run`` on the GPU: ``triton.testing.do_bench`` (CUDA events, the L2
+    flushed before each timed run) where torch is installed, else CuPy's events."""
+    try:
+        import torch  # noqa: F401  (do_bench reaches the device through torch)
+    except ImportError:
+        return _cupy_timer(run)
     import triton.testing
     return triton.testing.do_bench(run, warmup=10, rep=40, return_mode="median") * 1e-3
+
+
+def _cupy_timer(run: Callable[[], Any], repeats: int = 20) -> float:
+    import cupy
+    times = []
+    for i in range(repeats + 3):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        if i >= 3:  # warmed up
+            times.append(cupy.cuda.get_elapsed_time(start, end) * 1e-3)
+    return statistics.median(times)
 
 
 def host_timer(run: Callable[[], Any], repeats: int = 3) -> float:
@@ -51,12 +69,18 @@ def host_timer(run: Callable[[], Any], repeats: int = 3) -> float:
 
 
 def gpu_model() -> str:
-    """The current CUDA device's name, or ``interpreter`` under ``TRITON_INTERPRET``."""
-    import torch
+    """The current CUDA device's name (through torch, or CuPy without it), or ``interpreter``
+    under ``TRITON_INTERPRET``."""
     import triton
-    if triton.knobs.runtime.interpret or not torch.cuda.is_available():
+    if triton.knobs.runtime.interpret:
         return "interpreter"
-    return torch.cuda.get_device_name()
+    try:
+        import torch
+    except ImportError:
+        import cupy
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "interpreter"
 
 
 def cache_key(source: str, gpu: str) -> str:
