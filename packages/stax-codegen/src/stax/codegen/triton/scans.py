@@ -56,7 +56,7 @@ def _lookback_32(flags, total, block, first, PRODUCT: tl.constexpr, WINDOW: tl.c
             else:
                 prefix = tl.sum(values, 0) + prefix
             if stop < WINDOW:
-                back = -1
+                back = tl.full([], -1, back.dtype)  # done (int64 blocks stay int64)
             else:
                 back = back - WINDOW
     if PRODUCT:
@@ -90,7 +90,7 @@ def _lookback_64(flags, total, block, first, PRODUCT: tl.constexpr, WINDOW: tl.c
             else:
                 prefix = tl.sum(values, 0) + prefix
             if stop < WINDOW:
-                back = -1
+                back = tl.full([], -1, back.dtype)  # done (int64 blocks stay int64)
             else:
                 back = back - WINDOW
     if PRODUCT:
