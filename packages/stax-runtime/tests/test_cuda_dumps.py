@@ -162,3 +162,19 @@ def test_a_tampered_plan_in_the_disk_cache_is_a_miss_and_never_runs(monkeypatch,
     assert any("UntrustedSourceError" in r.getMessage() and entry.name in r.getMessage()
                for r in caplog.records)
     assert "__import__" not in json.loads(plans.load(entry.stem))["triton_source"]  # made again
+
+
+def test_a_dumped_cuda_version_replays_from_the_command_line(monkeypatch, tmp_path):
+    """``python -m stax.codegen run`` on the dumped kernels document and an .npz of the inputs
+    (called in process: TRITON_INTERPRET=1 is set for this process)."""
+    from stax.codegen.__main__ import main
+
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path))
+    stax.compile(softmax_plus, device="cuda")(*tensors(X, W))
+    x2, w2 = RNG.standard_normal((6, 10)), RNG.standard_normal(10)
+    np.savez(tmp_path / "in.npz", x=x2, w=w2)
+    assert main(["run", str(tmp_path / "softmax_plus.v0.kernels.json"), str(tmp_path / "in.npz"),
+                 str(tmp_path / "out.npz")]) == 0
+    with np.load(tmp_path / "out.npz") as out:
+        for i, want in enumerate(softmax_plus(x2, w2)):
+            np.testing.assert_allclose(out[f"out{i}"], want, rtol=1e-12, atol=1e-15)
