@@ -469,3 +469,20 @@ def test_a_bound_method_reading_a_global_array():
     assert cf.versions()[0].native
     with pytest.raises(stax.StaxError, match="reads the NumPy array 'TABLE'"):
         stax.compile(Scaler().lookup)(torch.from_numpy(Y))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.T, lambda x: x[::2], lambda x: x[1], lambda x: x.reshape(7, 5),
+                                lambda x: x.ravel(), lambda x: (x[1:], x.sum())],
+                         ids=["T", "slice", "row", "reshape", "ravel", "tuple"])
+def test_a_returned_view_writes_through_to_the_argument(fn):
+    """A view the function returns is a view of the argument, as NumPy's (and the CPU version's)
+    is: writing into it writes into the argument. It used to be a copy on CUDA."""
+    x, t = Y.copy(), torch.from_numpy(Y.copy())
+    cf = stax.compile(fn, device="cuda", strict_native=True)
+    for call in range(2):
+        want, got = fn(x), cf(t)
+        want, got = (want[0], got[0]) if isinstance(want, tuple) else (want, got)
+        assert_same(got, want, None)
+        want[...] = -1.0 - call
+        got[...] = -1.0 - call
+        assert_same(t, x, None)

@@ -203,7 +203,10 @@ class Step:
 
 def _planned(result: Any, plan: ExternPlan, lib: ArrayLibrary, like: Any, xp: Any) -> Any:
     """``result`` (an array of ``xp``) as an array of ``lib`` laid out as ``plan`` says: itself
-    (no copy) when it is and owns its memory (a view could alias an input), else a copy."""
+    (no copy) when it is, else a copy. A view NumPy's call returns (``x.T``, ``x[1:]``,
+    ``np.asarray(x)``) stays a view of its operand's memory, as on the CPU, where the function's
+    result is NumPy's own view object: writing into it writes into the argument, as in NumPy (the
+    storage plan keeps an operand such a call may view alive as long as the result)."""
     if xp is np and lib.device_index(like) is not None:  # a host result, for a GPU
         staged = lib.from_numpy(result, like)  # contiguous, owning its memory
         if _laid_out(staged.shape, lib.layout(staged)[1], plan) or any(s < 0 for s in plan.strides):
@@ -212,7 +215,7 @@ def _planned(result: Any, plan: ExternPlan, lib: ArrayLibrary, like: Any, xp: An
         lib.copy_into(out, staged)
         return out
     strides = tuple(s // result.itemsize for s in result.strides)
-    if _laid_out(result.shape, strides, plan) and getattr(result, "base", None) is None:
+    if _laid_out(result.shape, strides, plan):
         return lib.from_cupy(result, like)
     if any(s < 0 for s in plan.strides):
         return lib.from_cupy(xp.ascontiguousarray(result) if xp is not np else np.array(result), like)
