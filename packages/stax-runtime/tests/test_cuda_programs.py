@@ -486,3 +486,25 @@ def test_a_returned_view_writes_through_to_the_argument(fn):
         want[...] = -1.0 - call
         got[...] = -1.0 - call
         assert_same(t, x, None)
+
+
+class Config:
+    def __init__(self, w):
+        self.w, self.scale = w, 2.0
+
+
+def test_an_object_holding_a_tensor_is_a_clear_error():
+    """A config object holding a tensor: the call cannot be keyed, and the eager run used to end
+    in a TypeError from the function (a NumPy view of x times the torch tensor)."""
+    def scaled(x, cfg):
+        return x * cfg.w * cfg.scale
+
+    x, w = tensorize([Y, Y])
+    for options in ({}, {"strict_native": True}):
+        with pytest.raises(stax.StaxError, match=r"argument object .* holds a torch tensor.*pass "
+                                                 r"the tensor as an argument"):
+            stax.compile(scaled, device="cuda", **options)(x, Config(w))
+    got = stax.compile(lambda x, ws: x * ws[0] * ws[1]["s"], device="cuda")(x, (w, {"s": w}))
+    assert_same(got, Y * Y * Y, None)
+    cf = stax.compile(scaled)  # NumPy arrays in the object: the CPU runs it
+    np.testing.assert_array_equal(cf(Y, Config(Y)), Y * Y * 2.0)

@@ -57,6 +57,7 @@ from .runners import (
 )
 from .signature import (
     GuardFailure,
+    HeldDeviceArray,
     Unguardable,
     array_signature,
     holds_identity,
@@ -156,7 +157,7 @@ class CompiledFunction:
         try:
             sigma = signature(args, kwargs)
         except Unguardable as exc:
-            return self._run_unguardable(f"an argument cannot be keyed: {exc}", args, kwargs)
+            return self._run_unkeyable(exc, placement, args, kwargs)
         version = self._lookup(sigma, args, kwargs)
         if version is None:
             with self._compile_lock:  # another thread may have compiled it meanwhile
@@ -165,8 +166,7 @@ class CompiledFunction:
                     try:
                         sigma = signature(args, kwargs)
                     except Unguardable as exc:
-                        return self._run_unguardable(f"an argument cannot be keyed: {exc}", args,
-                                                     kwargs)
+                        return self._run_unkeyable(exc, placement, args, kwargs)
                 version = self._lookup(sigma, args, kwargs)
                 if version is None:
                     outcome = Outcome()
@@ -251,6 +251,18 @@ class CompiledFunction:
                 self._hits[3] += 1
                 return version
         return None
+
+    def _run_unkeyable(self, exc: Unguardable, placement: devices.Placement | None,
+                       args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call with an argument that cannot be keyed runs eagerly, except a device call whose
+        argument object holds a torch tensor: the eager run views only the arguments through
+        CuPy, and the function would mix CuPy (or NumPy) arrays with that tensor."""
+        if placement is not None and isinstance(exc, HeldDeviceArray) and exc.library == "torch":
+            raise StaxError(f"{self._name}: an argument object (not a tuple, list or dict) "
+                            "holds a torch tensor: neither a compiled version nor the eager run "
+                            "through CuPy can read it; pass the tensor as an argument (tuples, "
+                            "lists and dicts of tensors are fine)") from None
+        return self._run_unguardable(f"an argument cannot be keyed: {exc}", args, kwargs)
 
     def _run_unguardable(self, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call whose key cannot be computed runs eagerly, with one warning per reason."""

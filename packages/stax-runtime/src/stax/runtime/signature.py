@@ -53,6 +53,15 @@ class Unguardable(Exception):
     """A value whose state Stax cannot put in a key within ``MAX_VALUES`` values."""
 
 
+class HeldDeviceArray(Unguardable):
+    """An argument object (not a tuple, list or dict) holds a device array: ``library`` is its
+    array library's name ("torch", "cupy")."""
+
+    def __init__(self, message: str, library: str) -> None:
+        super().__init__(message)
+        self.library = library
+
+
 class Identity:
     """An object keyed by identity. The key holds it (a strong reference), so its address cannot
     be reused by another object while any version's key names it."""
@@ -155,9 +164,10 @@ class Describer:
             return (*layout, np.ascontiguousarray(x).tobytes())
         if isinstance(x, (type, types.ModuleType, enum.Enum)) or t in _CALLABLE_TYPES:
             return ("identity", Identity(x))
-        if devices.library_of(x) is not None:
-            raise Unguardable(f"it holds a {type(x).__module__}.{t.__qualname__}, a device array "
-                              "Stax keys only as an argument")
+        library = devices.library_of(x)
+        if library is not None:
+            raise HeldDeviceArray(f"it holds a {type(x).__module__}.{t.__qualname__}, a device "
+                                  "array Stax keys only as an argument", library.name)
         if isinstance(x, types.FunctionType):
             return self._function(x)
         if isinstance(x, types.MethodType):
