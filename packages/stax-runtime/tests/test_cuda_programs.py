@@ -508,3 +508,21 @@ def test_an_object_holding_a_tensor_is_a_clear_error():
     assert_same(got, Y * Y * Y, None)
     cf = stax.compile(scaled)  # NumPy arrays in the object: the CPU runs it
     np.testing.assert_array_equal(cf(Y, Config(Y)), Y * Y * 2.0)
+
+
+class TorchModel:
+    def __init__(self):
+        self.w = torch.from_numpy(Y[0].copy())
+
+    def forward(self, x):
+        return np.tanh(x * self.w)
+
+
+def test_a_method_reading_a_tensor_attribute_is_a_clear_error():
+    """``model.forward`` reading ``self.w`` (a tensor): the capture refused to key it and the
+    eager fallback ended in a TypeError from the function."""
+    x, = tensorize([Y])
+    for options in ({}, {"strict_native": True}):
+        with pytest.raises(stax.StaxError, match=r"a value it reads holds a torch tensor.*pass the "
+                                                 r"tensor as an argument"):
+            stax.compile(TorchModel().forward, device="cuda", **options)(x)

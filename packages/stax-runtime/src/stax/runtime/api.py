@@ -57,7 +57,6 @@ from .runners import (
 )
 from .signature import (
     GuardFailure,
-    HeldDeviceArray,
     Unguardable,
     array_signature,
     holds_identity,
@@ -254,14 +253,10 @@ class CompiledFunction:
 
     def _run_unkeyable(self, exc: Unguardable, placement: devices.Placement | None,
                        args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A call with an argument that cannot be keyed runs eagerly, except a device call whose
-        argument object holds a torch tensor: the eager run views only the arguments through
-        CuPy, and the function would mix CuPy (or NumPy) arrays with that tensor."""
-        if placement is not None and isinstance(exc, HeldDeviceArray) and exc.library == "torch":
-            raise StaxError(f"{self._name}: an argument object (not a tuple, list or dict) "
-                            "holds a torch tensor: neither a compiled version nor the eager run "
-                            "through CuPy can read it; pass the tensor as an argument (tuples, "
-                            "lists and dicts of tensors are fine)") from None
+        """A call with an argument that cannot be keyed runs eagerly (not a device call whose
+        argument object holds a torch tensor: ``devices.refuse_held_tensor``)."""
+        devices.refuse_held_tensor(exc, placement, self._name, "an argument object (not a tuple, "
+                                   "list or dict)")
         return self._run_unguardable(f"an argument cannot be keyed: {exc}", args, kwargs)
 
     def _run_unguardable(self, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -402,7 +397,11 @@ class CompiledFunction:
         user_args = args[len(self._free.names):]
         names = [*self._free.names, *leaf_names(self.fn, user_args, kwargs)]
         clock = time.perf_counter()
-        free = self._free_snapshot()
+        try:
+            free = self._free_snapshot()
+        except UnsupportedError as exc:
+            devices.refuse_held_tensor(exc.__context__, placement, self._name, "a value it reads")
+            raise
         captures, key = self._capture_cache(settings, sigma, names)
         capture = captures.load(key) if captures is not None and key is not None else None
         if capture is not None:

@@ -225,6 +225,22 @@ class Placement:
         return to_device(leaf, self.library, self.like)
 
 
+def refuse_held_tensor(exc: BaseException | None, placement: Placement | None, name: str,
+                       holder: str) -> None:
+    """``StaxError`` for a device call that cannot be keyed because ``holder`` holds a torch
+    tensor (``signature.HeldDeviceArray``): the eager run views only the arguments through CuPy,
+    so the function would mix CuPy (or NumPy) arrays with that tensor and fail in its own code.
+    CuPy arrays held so are fine eagerly."""
+    from .signature import HeldDeviceArray
+
+    while exc is not None and not isinstance(exc, HeldDeviceArray):
+        exc = exc.__context__  # the guards re-raise it with the value's path
+    if placement is not None and isinstance(exc, HeldDeviceArray) and exc.library == "torch":
+        raise StaxError(f"{name}: {holder} holds a torch tensor: neither a compiled version nor "
+                        "the eager run through CuPy can read it; pass the tensor as an argument "
+                        "(tuples, lists and dicts of tensors are fine)") from None
+
+
 def to_device(leaf: Any, library: ArrayLibrary, like: Any) -> Any:
     """A host result leaf on ``like``'s device (a NumPy scalar as a 0-d array, as the kernels
     return it); anything else unchanged."""
