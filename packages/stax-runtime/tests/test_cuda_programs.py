@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
 import stax.runtime as stax  # noqa: E402
-from stax.runtime import UnsupportedError  # noqa: E402
+from stax.runtime import UnsupportedError, devices  # noqa: E402
 
 pytestmark = [pytest.mark.skipif(not triton.knobs.runtime.interpret,
                                  reason="Triton was imported before TRITON_INTERPRET=1 was set"),
@@ -526,3 +526,21 @@ def test_a_method_reading_a_tensor_attribute_is_a_clear_error():
         with pytest.raises(stax.StaxError, match=r"a value it reads holds a torch tensor.*pass the "
                                                  r"tensor as an argument"):
             stax.compile(TorchModel().forward, device="cuda", **options)(x)
+
+
+def test_a_scalar_result_of_a_fallback_is_a_0d_tensor():
+    """A fallback's scalar result (``v @ A @ v``, a NumPy float64) comes back as a 0-d tensor, as
+    the kernels return scalars; ``np.ascontiguousarray`` made it of shape (1,)."""
+    def rayleigh(a, iters):
+        v = np.ones(a.shape[0]) / np.sqrt(a.shape[0])
+        for _ in range(iters):
+            w = a @ v
+            v = w / np.linalg.norm(w)
+        return v @ a @ v, np.ones(3).sum()
+
+    a = Y[:5, :5] + Y[:5, :5].T
+    cf = run_both(rayleigh, (a, 4), 64)
+    run_both(rayleigh, (a, 4), 64, compiled=cf)
+    assert not cf.versions()[0].native
+    library = devices.library_of(torch.zeros(1))
+    assert library.from_numpy(np.array(2.5), torch.zeros(1)).shape == ()

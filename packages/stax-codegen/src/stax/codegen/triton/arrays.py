@@ -187,7 +187,7 @@ class TorchArrays(ArrayLibrary):
                                  device=self._device(like))
 
     def from_numpy(self, array: np.ndarray, like: Any) -> Any:
-        host = self.torch.from_numpy(np.ascontiguousarray(array))
+        host = self.torch.from_numpy(np.asarray(array, order="C"))  # ascontiguousarray: 0-d -> (1,)
         return host.to(self._device(like))
 
     def empty_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str,
@@ -291,7 +291,7 @@ class CupyArrays(ArrayLibrary):
 
     def from_numpy(self, array: np.ndarray, like: Any) -> Any:
         with self.cupy.cuda.Device(self._index(like)):
-            return self.cupy.asarray(np.ascontiguousarray(array))
+            return self.cupy.asarray(np.asarray(array, order="C"))
 
     def empty_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str,
                       like: Any) -> Any:
