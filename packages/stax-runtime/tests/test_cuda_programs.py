@@ -39,6 +39,7 @@ X = special((5, 7))
 X32 = special((5, 7), np.float32)
 Y = RNG.standard_normal((5, 7))
 Y32 = Y.astype(np.float32)
+Y3 = RNG.standard_normal((4, 5, 6))
 P = np.abs(RNG.standard_normal((5, 7))) * 10
 I = RNG.integers(-20, 20, (5, 7))  # noqa: E741
 J = np.array([3, -2, 1, 4, -5, 2, -1])
@@ -159,6 +160,43 @@ def centered_if_positive(x):
     return x
 
 
+def attention(q, k, v):
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    s = s - s.max(-1, keepdims=True)
+    p = np.exp(s)
+    p /= p.sum(-1, keepdims=True)
+    return p @ v
+
+
+def cross_entropy(logits, y):
+    m = logits.max(1, keepdims=True)
+    lse = m + np.log(np.exp(logits - m).sum(1, keepdims=True))
+    return (lse[:, 0] - logits[np.arange(len(y)), y]).mean()
+
+
+def adam(p, g, m, v, lr, t):
+    m *= 0.9
+    m += 0.1 * g
+    v *= 0.999
+    v += 0.001 * g * g
+    p -= lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+
+
+def halve(x, tol):
+    n = 0
+    while np.abs(x).max() > tol:
+        x = x / 2
+        n += 1
+    return x, n
+
+
+def newton_sqrt(a):
+    x = np.ones_like(a)
+    for _ in range(8):
+        x = 0.5 * (x + a / x)
+    return x
+
+
 NATIVE = [
     ("rows_loop", rows_into_zeros_like, (Y,), None),
     ("column_norms", column_norms, (Y,), 8),
@@ -218,6 +256,25 @@ NATIVE = [
     ("float16", lambda x: (x * 2 + 1, x.max(0)), (Y.astype(np.float16),), None),
     ("nan_reductions", lambda x: (np.nansum(x, 0), np.nanmax(x, 1)), (X,), 16),
     ("var_std", lambda x: (x.var(0), x.std(1, ddof=1), x.var(1, keepdims=True)), (Y,), 32),
+    ("multi_axis", lambda x: (x.sum(axis=(0, 2)), np.max(x, axis=(0, 1)), x.min(axis=(0, 2)),
+                              x.mean(axis=(1, 2), keepdims=True)), (Y3,), 16),
+    ("arg_keepdims_any_all", lambda x: (np.argmax(x, axis=1, keepdims=True), x.any(0), x.all(1),
+                                        np.any(x, axis=1, keepdims=True)), (X,), None),
+    ("sum_dtype", lambda x: (x.sum(dtype=np.float64), x.sum(0, dtype=np.int32),
+                             np.mean(x, axis=1, dtype=np.float32), x.prod(0)), ((I % 5).astype(np.int8),),
+     None),
+    ("clip_where_dtypes", lambda x, i: (np.clip(i, -5, 5), np.clip(i, -2.5, 3), np.where(x > 0, 1, 0.5),
+                                        np.where(x > 0, x, np.nan), np.where(i > 0, i, -1)),
+     (X32, I.astype(np.int16)), None),
+    ("shape_functions", lambda x: (np.pad(x, 2, constant_values=-1.5), np.pad(x, 1, mode="wrap"),
+                                   np.pad(x, ((1, 1), (2, 0)), mode="reflect"), np.repeat(x, 2, axis=0),
+                                   np.tile(x, (2, 1)), np.roll(x, -2, axis=1), *np.array_split(x, 3, axis=1)),
+     (X,), None),
+    ("attention_f32", attention, (Y32[:4], Y32, Y32 * 2), 64),
+    ("cross_entropy", cross_entropy, (Y, np.array([0, 6, 2, 3, 1])), 16),
+    ("adam_in_place", adam, (Y[0], Y[1], np.zeros(7), np.zeros(7), 1e-3, 1), 4),
+    ("gate_in_a_while_loop", halve, (Y * 10, 0.5), None),
+    ("newton_sqrt", newton_sqrt, (P,), 2),
 ]
 
 
