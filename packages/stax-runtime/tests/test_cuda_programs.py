@@ -601,3 +601,32 @@ def test_a_scalar_result_of_a_fallback_is_a_0d_tensor():
     assert not cf.versions()[0].native
     library = devices.library_of(torch.zeros(1))
     assert library.from_numpy(np.array(2.5), torch.zeros(1)).shape == ()
+
+
+def test_gated_in_place_updates_and_random_draws_over_calls():
+    """A data gate choosing an in-place update, and draws from a Generator argument, call after
+    call (hits included): the tensors and the generator end as NumPy leaves them."""
+    def gated_update(x, y):
+        if x.sum() > 0:
+            x += y
+        else:
+            x -= y
+        return x.max()
+
+    def noisy(x, rng):
+        p = rng.permutation(x.shape[0])
+        return x[p] + rng.normal(size=x.shape), rng.integers(0, 10, 3)
+
+    cf = stax.compile(gated_update, device="cuda", strict_native=True)
+    x, y = torch.from_numpy(np.abs(Y)), torch.from_numpy(Y)
+    want = np.abs(Y)
+    for _ in range(4):
+        assert_same(cf(x, y), gated_update(want, Y), None)
+        assert_same(x, want, None)
+    assert native(cf) and cf.cache_info().compiles == 1
+    mine, theirs = np.random.default_rng(3), np.random.default_rng(3)
+    cf = stax.compile(noisy, device="cuda", strict_native=True)
+    for _ in range(3):
+        for got, want in zip(cf(torch.from_numpy(Y), mine), noisy(Y, theirs)):
+            assert_same(got, want, None)
+    assert mine.random() == theirs.random() and native(cf)
