@@ -302,7 +302,7 @@ class KernelWriter:
         self.line(f"xnumel = {numel}")
         self.line(f"xoffset = {program or pid} * XBLOCK")
         self.line(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if column else ''}")
-        if numel % self.spec.blocks.xblock == 0:  # every block whole: no mask to compute
+        if numel and numel % self.spec.blocks.xblock == 0:  # every block whole: no mask to compute
             self.line(f"xmask = tl.full({'[XBLOCK, 1]' if column else '[XBLOCK]'}, True, tl.int1)")
         else:
             self.line("xmask = xindex < xnumel")
@@ -466,7 +466,7 @@ class KernelWriter:
                     start: str) -> None:
         numel = math.prod(inner)
         self.line(f"r0_index = {start}")
-        if numel % self.spec.blocks.r0_block == 0:
+        if numel and numel % self.spec.blocks.r0_block == 0:  # (an empty row masks all)
             self.line("r0_mask = tl.full([1, R0_BLOCK], True, tl.int1)")
         else:
             self.line(f"r0_mask = r0_index < {numel}")
