@@ -352,3 +352,20 @@ def test_maximum_and_minimum_with_a_constant_side(low, high):
     x[1, 2], x[3, 4] = np.nan, -0.0
     cf = check(lambda x: np.clip(x, low, high), x, strict_native=True)
     assert all(v.native for v in cf.versions())
+
+
+def test_autotune_option_times_launches_and_keeps_the_winner(tmp_path, monkeypatch, capsys):
+    """options={"autotune": True}: a progress line per kernel, NumPy's result, the winner kept on
+    disk (a new function over the same program reads it instead of timing again)."""
+    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path / "cache"))
+
+    def f(x):
+        return np.exp(x - x.max(axis=1, keepdims=True)).sum(axis=1)
+
+    x = RNG.random((16, 64)).astype(np.float32)
+    got = host(cuda(f, options={"autotune": True}, strict_native=True)(*tensors(x)))
+    np.testing.assert_allclose(got, f(x), rtol=1e-5)
+    assert "stax: autotune f.kernel_0:" in capsys.readouterr().err
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path / "dumps"))  # plans made, not loaded
+    host(cuda(f, options={"autotune": True})(*tensors(x)))
+    assert "(disk cache)" in capsys.readouterr().err

@@ -68,8 +68,10 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
 
     # with STAX_DUMP_DIR every document is wanted, so the plan is made, not loaded
     plans = _plan_cache(cache_dir) if config.current().dump_dir is None else None
+    autotune = bool(options.get("autotune")) and target.identity.device == "cuda"
     key = plans.key(json.dumps(capture.to_json(), sort_keys=True, default=repr), pipeline,
-                    stax_fingerprint(), *target.cache_key) if plans is not None else None
+                    stax_fingerprint(), *target.cache_key, "autotune" if autotune else "") \
+        if plans is not None else None
     blob = plans.load(key) if plans is not None and key is not None else None
     if plans is not None and key is not None and blob is not None:
         # the whole plan of an identical capture: straight to machine code
@@ -98,7 +100,8 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     loop = lower_opgraph(opgraph, materialize=target.materialize, options=target.loop_options)
     dump("loopir", loop)
     stage("loopir")
-    artifact = generate(loop, target=target)
+    artifact = _tuned(loop, example_inputs, target, cache_dir, log) if autotune else None
+    artifact = artifact or generate(loop, target=target)
     dump("kernels", artifact)
     stage("kernels")
     if plans is not None and key is not None:
@@ -107,6 +110,36 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     stage(_jit_stage(executable))
     executable.artifact = artifact
     return executable
+
+
+def _tuned(loop: Any, example_inputs: list[np.ndarray], target: Target, cache_dir: Any,
+           log: Callable[[str, str], None]) -> KernelArtifact | None:
+    """``options={"autotune": True}`` on CUDA: each kernel's launch chosen by timing a few
+    candidates on device copies of the example inputs (``triton/autotune.py``: a progress line
+    per kernel, winners kept under ``cache_dir/autotune`` per kernel, shape class and GPU model).
+    None, with a log line, where torch is missing (the tuner times through it)."""
+    try:
+        import torch
+    except ImportError:
+        log("kernels", "autotune skipped: it times kernels on torch tensors, and torch is not "
+                       "installed; the heuristic launches are used")
+        return None
+    from stax.codegen.triton.autotune import tune
+
+    from .devices import interpreting
+
+    device = torch.device("cpu" if interpreting() else "cuda")
+    arrays = []
+    for a in example_inputs:
+        if not isinstance(a, np.ndarray) or a.dtype == object:
+            arrays.append(a)
+            continue
+        strides = tuple(s // a.itemsize for s in a.strides)
+        host = torch.from_numpy(np.ascontiguousarray(a)).reshape(a.shape)
+        on_device = torch.empty_strided(a.shape, strides, dtype=host.dtype, device=device)
+        on_device.copy_(host)  # the plan's layout, the example's values
+        arrays.append(on_device)
+    return tune(loop, arrays, target=target, cache_dir=cache_dir)
 
 
 def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | TritonExecutable:
