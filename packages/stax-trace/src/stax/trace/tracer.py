@@ -199,6 +199,10 @@ class Tracer:
                 raise refused(UnsupportedError("a proxy from another capture (nested compile)",
                                                source=source))
             return value.node
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a namedtuple
+            raise refused(UnsupportedError(
+                f"a namedtuple ({type(value).__name__}) holding traced values is not captured "
+                "yet", source=source, hint="use a tuple or a dict"))
         if isinstance(value, (tuple, list)):
             return type(value)(self._symbolic(v, source) for v in value)
         if isinstance(value, dict):
@@ -344,17 +348,23 @@ class Outcome:
             return False, None
         leaves, tree = tree_flatten(self.result)
         examples = {id(a.proxy): caller for a, caller in self.arguments}
-        out = []
-        for leaf in leaves:
+
+        def concrete(leaf: Any) -> Any:
+            if isinstance(leaf, tuple) and hasattr(type(leaf), "_fields"):  # a namedtuple leaf
+                return type(leaf)(*map(concrete, leaf))
             if isinstance(leaf, Proxy):
                 if id(leaf) in examples and leaf.value is leaf.tracer.arguments[id(leaf)].example:
-                    out.append(examples[id(leaf)])  # the argument itself
-                    continue
+                    return examples[id(leaf)]  # the argument itself
                 leaf = leaf.value
             if isinstance(leaf, np.ndarray) and any(np.may_share_memory(leaf, a.example)
                                                     for a, _ in self.arguments):
-                return False, None
-            out.append(leaf)
+                raise _CannotStand
+            return leaf
+
+        try:
+            out = [concrete(leaf) for leaf in leaves]
+        except _CannotStand:
+            return False, None
         for argument, caller in self.arguments:
             if argument.proxy.node is not argument.node:  # updated in place during capture
                 np.copyto(caller, argument.proxy.value)
@@ -363,6 +373,10 @@ class Outcome:
         if self.warnings is not None:
             self.warnings.emit()
         return True, tree_unflatten(tree, out)
+
+
+class _CannotStand(Exception):
+    """A value of the capture's result that cannot stand for eager's (``eager_result``)."""
 
 
 def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,

@@ -1,0 +1,50 @@
+"""A namedtuple of traced values returned (or built) by the function: not captured yet, so the
+signature falls back with a line naming it, and the result is eager NumPy's — the same type, the
+same values, an argument returned in it is the caller's array. It used to end in a TypeError
+from the tracer (``R.__new__() missing 1 required positional argument``), then, once refused,
+in a result holding the capture's proxies (found by helper E's probe)."""
+
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+R = namedtuple("R", "a b")
+
+
+def returns_namedtuple(x):
+    return R(x + 1, x.sum())
+
+
+def returns_its_argument_inside(x):
+    return R(x, x * 2)
+
+
+def test_a_returned_namedtuple_falls_back_to_numpys_result(caplog):
+    x = np.arange(4.0)
+    f = stax.compile(returns_namedtuple)
+    for _ in range(2):
+        got, want = f(x), returns_namedtuple(x)
+        assert type(got) is R and type(got.b) is type(want.b)
+        np.testing.assert_array_equal(got.a, want.a)
+        assert got.b == want.b
+    assert f.cache_info().fallbacks == 2
+    with pytest.raises(stax.UnsupportedError, match="namedtuple"):
+        stax.compile(returns_namedtuple, strict_native=True)(x)
+
+
+def test_an_argument_returned_in_a_namedtuple_is_the_callers_array():
+    x = np.arange(4.0)
+    got = stax.compile(returns_its_argument_inside)(x)
+    assert got.a is x
+    np.testing.assert_array_equal(got.b, x * 2)
+
+
+def test_a_namedtuple_argument_of_numbers_is_a_constant():
+    p = R(2.0, 3.0)
+    f = stax.compile(lambda x, p: p.a * x + p.b)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(f(x, p), 2.0 * x + 3.0)
+    np.testing.assert_array_equal(f(x, R(5.0, 1.0)), 5.0 * x + 1.0)  # another key
