@@ -407,21 +407,12 @@ def pairwise_then_square(x):
     return (x[:, None, :] - x[None, :, :]).sum(-1) ** 2
 
 
-ROW_PHASE = "emit.py row_kernel: 'a row phase reducing buf0 keeps 2 axes (only the row is supported)'"
-
-
-@pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                   reason=ROW_PHASE + " for a 3-D broadcast reduced over its last axis with an "
-                   "elementwise epilogue (CPU: native); reported to the lead")
 @pytest.mark.parametrize("fn", [pairwise_then_square,
                                 lambda x: (x[:, None, :] * x[None, :, :]).max(-1) + 1])
 def test_a_broadcast_reduction_with_an_epilogue_is_native(fn):
     run_both(fn, (Y,), 64, strict_native=True)
 
 
-@pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                   reason=ROW_PHASE + " for two reductions of a permuted 3-D tensor (contiguous: "
-                   "native); reported to the lead")
 def test_two_reductions_of_a_permuted_tensor_are_native():
     x = torch.from_numpy(RNG.standard_normal((4, 5, 6))).permute(2, 0, 1)
     cf = stax.compile(lambda x: (x.sum(1), x.sum(2)), device="cuda", strict_native=True)

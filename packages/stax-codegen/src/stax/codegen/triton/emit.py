@@ -18,10 +18,12 @@ the loop variables ``x0, x1, ...`` are its quotients and remainders), masked at 
   ``for r0_offset in range(0, r0_numel, R0_BLOCK)`` accumulates lane-wise accumulators that are
   reduced once after the loop (``reductions.py``). A ``columns`` nest differs only in its block
   shape (``launch.py``: wide in the kept axis, which runs along memory).
-- ``rows`` kernels run their phases in order for ``XBLOCK`` rows: each phase persistent or
-  looped over its own inner extent. A value an earlier phase computed is taken from registers
-  when it is there for the element a later phase reads (the reduction's result of the row; the
-  whole row of a persistent phase); otherwise the later phase reads memory after a
+- ``rows`` kernels run their phases in order for ``XBLOCK`` rows (a row: an index of the leading
+  axes every phase keeps, ``rows.py``): each phase persistent or looped over its own inner
+  extent, a reduction keeping axes beyond the row in a loop over them. A value an earlier phase
+  computed is taken from registers when it is there for the element a later phase reads (the
+  reduction's result of the row; the whole row of a persistent phase); otherwise the later
+  phase reads memory after a
   ``tl.debug_barrier()`` (the same program wrote it: CUDA makes a block's global writes visible
   to the block after the barrier).
 - ``scan`` nests (and a scan's ``columns`` nest): ``scans.py``, per row or, for a few long
@@ -47,6 +49,7 @@ from . import rules
 from .expressions import EXPRESSIONS
 from .launch import Blocks
 from .reductions import reduction_kind
+from .rows import PhaseShape, row_axes
 from .scans import scan_kernel
 from .source import constant, number, tl_dtype
 
@@ -375,61 +378,82 @@ class KernelWriter:
         self.phase(nodes, reduced, [rvar(j) for j in range(len(reduced))], ())
 
     def row_kernel(self) -> None:
+        """The phases in order for each of the program's ``XBLOCK`` rows, a row being one index
+        of the leading axes every phase keeps alike (``row_axes``: the first, x0, at least). A
+        reduction phase keeping further axes of its own (``y.sum(1)`` beside ``y.sum(2)``) runs
+        over them in a loop, one reduction of the rows per kept index, as the CPU's row nest
+        does."""
         nest = self.spec.nest
-        rows = nest.nodes[0].ranges[0]
-        self.outer((rows,), column=True)
+        count = row_axes(nest)
+        self.outer(nest.nodes[0].ranges[:count], column=True)
         spills: dict[str, list[Spill]] = {}
         for spill in nest.shares:
             spills.setdefault(spill.reduction, []).append(spill)
-        shapes = []
+        shapes: list[PhaseShape] = []
         for phase in nest.phases:
             first = phase[0]
             if isinstance(first.data, Reduction):
-                if len(first.ranges) != 1:
-                    raise NotImplementedError(
-                        f"Triton kernel {self.spec.name}: a row phase reducing {first.name} "
-                        f"keeps {len(first.ranges)} axes (only the row is supported)")
                 inner = first.reduction_ranges
-                shapes.append((tuple(inner), [rvar(j) for j in range(len(inner))]))
+                shapes.append(PhaseShape(tuple(inner), [rvar(j) for j in range(len(inner))],
+                                         tuple(first.ranges[count:]), count))
             else:
-                inner = first.ranges[1:]
-                shapes.append((tuple(inner), [xvar(i + 1) for i in range(len(inner))]))
+                inner = first.ranges[count:]
+                shapes.append(PhaseShape(tuple(inner), [xvar(count + i) for i in range(len(inner))],
+                                         (), count))
         kept = self.registers_only(shapes)
-        for phase, (inner, variables) in zip(nest.phases, shapes):
-            self.phase(phase, inner, variables, tuple(spills.items()), kept)
+        for phase, shape in zip(nest.phases, shapes):
+            self.phase(phase, shape.inner, shape.variables, tuple(spills.items()), kept, shape)
 
-    def registers_only(self, shapes: list[tuple[tuple[int, ...], list[str]]]) -> set[str]:
+    def registers_only(self, shapes: list[PhaseShape]) -> set[str]:
         """The shared row values (``rowshare``) never stored: their reduction phase and every
-        phase reading them are persistent over the same inner extent, so each read finds the
-        value in its register, and the later node stores the element itself."""
+        phase reading them are persistent over the same inner extent (and keep no axes of their
+        own), so each read finds the value in its register, and the later node stores the element
+        itself."""
         nest = self.spec.nest
         where = {n.name: i for i, phase in enumerate(nest.phases) for n in phase}
-        persistent = [math.prod(inner) <= self.spec.blocks.r0_block for inner, _ in shapes]
+        persistent = [math.prod(s.inner) <= self.spec.blocks.r0_block and not s.kept for s in shapes]
         kept = set()
         for spill in nest.shares:
             at = where[spill.reduction]
             readers = [i for i, phase in enumerate(nest.phases)
                        if any(ld.buffer == spill.buffer for n in phase
                               for ld in loads(n.data.body))]
-            if persistent[at] and all(i > at and persistent[i] and shapes[i][0] == shapes[at][0]
+            if persistent[at] and all(i > at and persistent[i] and shapes[i].inner == shapes[at].inner
                                       for i in readers):
                 kept.add(spill.buffer)
         return kept
 
+    def kept_loop(self, shape: PhaseShape) -> None:
+        """Open a loop over the axes a reduction phase keeps beyond the row (their flat index
+        ``x_kept``), defining their variables (scalars: every lane of the block has the same)."""
+        self.line(f"for x_kept in range(0, {math.prod(shape.kept)}):")
+        self.depth += 1
+        self.regions += 1
+        self.open.append(self.regions)
+        flat = "x_kept"
+        if self.spec.index_bits == 64:  # (``range`` counts in 32 bits)
+            flat = self.assign("tl.cast(x_kept, tl.int64)", "xk", NO_AXES)
+        count = len(shape.kept)
+        self.decompose(shape.kept, flat, [xvar(shape.first + i) for i in range(count)], NO_AXES,
+                       [f"#{i}" for i in range(count)])
+
     # -- phases --------------------------------------------------------------------------------
     def phase(self, nodes: Sequence[ComputedBuffer], inner: Sequence[int],
               variables: Sequence[str], spills: tuple[tuple[str, list[Spill]], ...],
-              kept: set[str] = frozenset()) -> None:
+              kept: set[str] = frozenset(), shape: PhaseShape | None = None) -> None:
         """One phase over the inner extent of each of the program's rows: persistent when it
-        fits one block, else looped."""
+        fits one block, else looped; inside a loop over the axes it keeps beyond the row, if
+        any (``shape.kept``)."""
         numel = math.prod(inner)
         persistent = numel <= self.spec.blocks.r0_block
         reducing = isinstance(nodes[0].data, Reduction)
         names = ", ".join(n.name for n in nodes if n.name not in self.spec.discard)
         how = "persistent" if persistent else "looped"
+        each = f" for each of {math.prod(shape.kept)} kept" if shape is not None and shape.kept else ""
         self.line(f"# {'reduce' if reducing else 'compute'} {names} over {numel} "
-                  f"({how}){'' if reducing else ' per row'}")
+                  f"({how}){each}{'' if reducing else ' per row'}")
         start = len(self.lines)
+        depth = self.depth
         self.barrier = False
         self.phase_computes = set()
         outer_memo = self.memo
@@ -440,7 +464,11 @@ class KernelWriter:
         shares = dict(spills)
         kinds = [reduction_kind(n.data.reduction_type) for n in nodes] if reducing else []
         accumulators: list[list[str]] = []
-        if persistent:
+        if shape is not None and shape.kept:
+            self.kept_loop(shape)
+        if persistent and not (inner or reducing):  # one element a row: no inner block
+            self.phase_body(nodes, kinds, None, shares, persistent=True, axes=frozenset({"x"}))
+        elif persistent:
             self.inner_block(inner, variables, canon, "r0_base")
             self.phase_body(nodes, kinds, None, shares, persistent=True, kept=kept)
         else:
@@ -455,6 +483,9 @@ class KernelWriter:
             self.depth -= 1
             for node, kind, accs in zip(nodes, kinds, accumulators):
                 self.finish(node, kind.final(self, node, accs, None, None))
+        if self.depth > depth:  # the loop over kept axes
+            self.open.pop()
+            self.depth = depth
         self.region.names, self.region.axes, self.region.canon = (dict(b) for b in base)
         self.memo = outer_memo
         if self.barrier:
@@ -477,7 +508,10 @@ class KernelWriter:
 
     def phase_body(self, nodes: Sequence[ComputedBuffer], kinds: list[Any],
                    accumulators: list[list[str]] | None, shares: dict[str, list[Spill]],
-                   persistent: bool, kept: set[str] = frozenset()) -> None:
+                   persistent: bool, kept: set[str] = frozenset(),
+                   axes: frozenset[str] = frozenset({"x", "r"})) -> None:
+        """The nodes of a phase in the block: element-wise ones stored where the block's ``axes``
+        are in range, reductions accumulated or reduced."""
         both = frozenset({"x", "r"})
         region = self.open[-1]
         if not kinds:
@@ -485,7 +519,7 @@ class KernelWriter:
                 if node.name in self.spec.discard:
                     continue
                 v = self.value(node.data.body)
-                self.store(node.name, node.store_index, v, both)
+                self.store(node.name, node.store_index, v, axes)
                 if persistent:
                     self.held[node.name] = Held(self.key(node.store_index), v, region)
             return
@@ -509,7 +543,7 @@ class KernelWriter:
         """Store a reduction's result (``XBLOCK`` x 1) and keep it for the phases after."""
         name = self.assign(f"({total}).to({tl_dtype(node.dtype)})", "red", frozenset({"x"}))
         self.store(node.name, node.store_index, name, frozenset({"x"}))
-        self.held[node.name] = Held(self.key(node.store_index), name, 0)
+        self.held[node.name] = Held(self.key(node.store_index), name, self.open[-1])
 
 
 def _names(text: str) -> list[str]:

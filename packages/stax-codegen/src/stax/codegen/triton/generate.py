@@ -27,6 +27,7 @@ from ..version import CODEGEN_VERSION
 from .emit import TritonKernelSpec, emit_kernel
 from .launch import Blocks, LaunchPolicy, choose_blocks, lookback_blocks, tile_blocks
 from .reductions import HELPERS as REDUCTION_HELPERS
+from .rows import row_axes
 from .scans import HELPERS as SCAN_HELPERS
 from .scans import clear_source, lookback_words
 from .source import HEADER, identifier
@@ -163,10 +164,11 @@ def extents(nest: Nest) -> tuple[int, int | None]:
     """A kernel's outer extent (flattened: ``xnumel``) and its largest inner one (``None`` for a
     1-D element-wise kernel; a tiled one's last axis)."""
     first = nest.nodes[0]
-    if nest.kind == "rows":
+    if nest.kind == "rows":  # rows of the leading axes every phase keeps (``rows.py``)
+        count = row_axes(nest)
         inner = max(math.prod(p[0].reduction_ranges) if isinstance(p[0].data, Reduction)
-                    else math.prod(p[0].ranges[1:]) for p in nest.phases)
-        return first.ranges[0], inner
+                    else math.prod(p[0].ranges[count:]) for p in nest.phases)
+        return math.prod(first.ranges[:count]), inner
     if isinstance(first.data, Reduction | Scan):
         return math.prod(first.ranges), math.prod(first.reduction_ranges)
     if nest.kind == "tiled":  # rows of the leading axes by the last
