@@ -7,6 +7,7 @@ from .meta import TensorMeta, contiguous_strides
 from .ops import (
     NN_FUNCTIONS,
     OPS,
+    SCALAR_OPERATORS,
     Accuracy,
     CostClass,
     OpDef,
@@ -44,6 +45,7 @@ __all__ = [
     "NN_FUNCTIONS",
     "OPGRAPH_SCHEMA",
     "OPS",
+    "SCALAR_OPERATORS",
     "Accuracy",
     "CostClass",
     "Gate",

@@ -11,6 +11,7 @@ Later layers register their own rules for an op by its name: capture rules in
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -442,7 +443,34 @@ def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = N
     return _layer_norm_reference(x, weight, bias, ndim, eps)
 
 
+#: Python operators on NumPy integer scalars, which NumPy computes with its scalar math: unlike
+#: its ufunc loops (``np.add``, array arithmetic), that math reports integer overflow as a
+#: floating-point event — ``np.int64(2**63 - 1) + 1`` warns "overflow encountered in scalar add"
+#: under ``np.errstate(over="warn")``, raises under "raise" (NEP 50: a Python int operand takes
+#: the scalar's type). Capture records such an operation under one of these names
+#: (``stax.trace.proxy``), so that it runs as NumPy's own operator on NumPy scalars in a NumPy
+#: step of the compiled program, whose events decline the call (``stax.codegen.errstate``): its
+#: eager run then warns or raises as NumPy does. ``//`` is not among them: its scalar events
+#: (``MIN // -1``, division by zero) are integer division's, which the kernels report as such.
+SCALAR_OPERATORS: dict[str, Callable[..., Any]] = {
+    "stax.scalar.add": operator.add, "stax.scalar.sub": operator.sub,
+    "stax.scalar.mul": operator.mul, "stax.scalar.neg": operator.neg,
+    "stax.scalar.abs": operator.abs,
+}
+
+
+def _scalar_operator(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` on NumPy scalars: a NumPy step receives a 0-d buffer where capture saw a scalar
+    (``x[()]`` is that scalar), and gives NumPy's result, events and exceptions."""
+    def apply(*operands: Any) -> Any:
+        return fn(*(o[()] if type(o) is np.ndarray and o.ndim == 0 else o for o in operands))
+    apply.__name__ = apply.__qualname__ = f"scalar_{fn.__name__}"
+    return apply
+
+
 NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    # Python operators on NumPy integer scalars (``SCALAR_OPERATORS``)
+    **{name: _scalar_operator(fn) for name, fn in SCALAR_OPERATORS.items()},
     # whole operators a backend may call as library functions (``stax.ops.<op>``)
     "stax.ops.layer_norm": _layer_norm_reference,
     "stax.ops.mse_loss": _mse_loss_reference,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir import NN_FUNCTIONS, Opcode, UnsupportedError
+from stax.ir import NN_FUNCTIONS, SCALAR_OPERATORS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
 from .isolation import refused
@@ -333,23 +333,49 @@ def _mutation(what: str) -> UnsupportedError:
                                     hint="write it out of place (y = x + 1 instead of x += 1)"))
 
 
-def _binary(fn: Any, reflected: bool) -> Any:
-    target = f"operator.{fn.__name__}"
+#: the capture target of a Python operator applied to NumPy integer scalars, by operator
+_SCALAR_TARGETS = {fn: name for name, fn in SCALAR_OPERATORS.items()}
+#: Python's own scalars an operator takes as NumPy's scalar math does: as weak operands (NEP 50)
+_PYTHON_INTEGERS = (int, bool)
 
+
+def scalar_math(fn: Any, operands: tuple[Any, ...]) -> bool:
+    """Whether eager Python computes ``fn(*operands)`` (an operator of ``SCALAR_OPERATORS``)
+    with NumPy's scalar math on integers: its operands' values are NumPy integer scalars (one at
+    least; ``np.bool_`` counts as a scalar) and Python ints or bools, no array among them. That
+    math reports integer overflow, which NumPy's ufunc loops do not; the recorded operation is
+    then NumPy's operator on NumPy scalars (``stax.ir.SCALAR_OPERATORS``). Which of NumPy's
+    paths it takes for a pair of scalar types (``np.uint8(1) + np.int8(1)`` defers to the
+    ``np.add`` loop, which does not check) NumPy decides again at run time, on the same types."""
+    if fn not in _SCALAR_TARGETS:
+        return False
+    values = [o.value if isinstance(o, Proxy) else o for o in operands]
+    return any(isinstance(v, np.integer) for v in values) and all(
+        type(v) in _PYTHON_INTEGERS or isinstance(v, (np.integer, np.bool_)) for v in values)
+
+
+def _apply(tracer: Tracer, fn: Any, operands: tuple[Any, ...]) -> Any:
+    """Record ``fn(*operands)`` for a Python operator: NumPy's scalar operator where eager NumPy
+    uses its scalar math (``scalar_math``), else the operator itself (array arithmetic)."""
+    if scalar_math(fn, operands):
+        target = _SCALAR_TARGETS[fn]
+        return tracer.record(Opcode.CALL_FUNCTION, target, operands, {}, NN_FUNCTIONS[target])
+    return tracer.record(Opcode.CALL_FUNCTION, f"operator.{fn.__name__}", operands, {}, fn)
+
+
+def _binary(fn: Any, reflected: bool) -> Any:
     def forward(self: Proxy, other: Any) -> Any:
-        return self.tracer.record(Opcode.CALL_FUNCTION, target, (self, other), {}, fn)
+        return _apply(self.tracer, fn, (self, other))
 
     def backward(self: Proxy, other: Any) -> Any:
-        return self.tracer.record(Opcode.CALL_FUNCTION, target, (other, self), {}, fn)
+        return _apply(self.tracer, fn, (other, self))
 
     return backward if reflected else forward
 
 
 def _unary(fn: Any) -> Any:
-    target = f"operator.{fn.__name__}"
-
     def apply(self: Proxy) -> Any:
-        return self.tracer.record(Opcode.CALL_FUNCTION, target, (self,), {}, fn)
+        return _apply(self.tracer, fn, (self,))
 
     return apply
 
@@ -360,7 +386,7 @@ def _inplace(name: str, fn: Any) -> Any:
 
     def update(self: Proxy, other: Any) -> Any:
         if isinstance(self.value, np.generic):  # NumPy scalars rebind: x = x op y
-            return self.tracer.record(Opcode.CALL_FUNCTION, target, (self, other), {}, fn)
+            return _apply(self.tracer, fn, (self, other))
         probe = np.copy(self.value, order="K")
         inplace_fn(probe, other.value if isinstance(other, Proxy) else other)  # eager's errors
         return self._update_in_place(f"operator {name}", lambda: self.tracer.record(

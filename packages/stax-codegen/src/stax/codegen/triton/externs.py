@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir import SCALAR_OPERATORS
 from stax.ir.interpreter import (
     ARRAY_METHODS,
     NUMPY_MODULES,
@@ -55,6 +56,8 @@ def device_function(target: str, method: bool, xp: Any) -> Callable[..., Any] | 
     method is called on the receiver: None stands for that."""
     if method:
         return None
+    if target in SCALAR_OPERATORS:  # the operator on 0-d device arrays: CUDA reports no events
+        return SCALAR_OPERATORS[target]
     module, _, name = target.rpartition(".")
     if module == "operator":
         return resolve_function(target)  # operators dispatch on their operands' type

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..graph import EVENTS_ONLY, Graph, Node, Opcode
 from ..meta import TensorMeta
+from ..ops import SCALAR_OPERATORS
 
 #: capture targets (``method:`` for methods) and op-graph targets (``op:``) that never raise a
 #: floating-point event NumPy reports: they move, copy, select, compare or create elements, or
@@ -59,10 +60,12 @@ NO_EVENTS = frozenset({
 })
 #: item assignments: they cast their values to the array's dtype
 SETITEMS = frozenset({"stax.functional.setitem", "op:setitem"})
-#: integer operations NumPy reports events for: division and remainder by zero, MIN // -1
+#: integer operations NumPy reports events for: division and remainder by zero, MIN // -1, and
+#: the overflow of Python operators on NumPy integer scalars (``SCALAR_OPERATORS``)
 INTEGER_EVENTS = frozenset({
     "operator.floordiv", "operator.mod", "numpy.floor_divide", "numpy.remainder", "numpy.mod",
     "numpy.fmod", "numpy.divmod", "numpy.reciprocal", "op:floordiv", "op:mod", "op:reciprocal",
+    *SCALAR_OPERATORS,
 })
 
 
