@@ -29,7 +29,7 @@ torch = pytest.importorskip("torch")
 
 from stax.codegen import TritonExecutable, generate_triton, triton_target  # noqa: E402
 from stax.codegen.triton import generate as triton_generate  # noqa: E402
-from stax.codegen.triton.launch import LaunchPolicy  # noqa: E402
+from stax.codegen.triton.launch import LaunchPolicy, candidates  # noqa: E402
 from stax.codegen.triton.verify import check_source  # noqa: E402
 from stax.ir.passes import decompose_to_basis  # noqa: E402
 from stax.loop import lower_opgraph  # noqa: E402
@@ -198,6 +198,39 @@ def test_reductions_keeping_axes_beyond_the_row_loop_over_them(build, policy, dt
         assert np.isnan(want[2]).any() and np.isfinite(want[2]).any()
     for g, w, exact in zip(got, want, (False, False, True)):
         check(g, w, exact)
+
+
+def test_a_kept_loop_spreads_its_rows_over_programs(build):
+    """Its rows are serial work each (the loop over kept axes): fewer rows a program until the
+    programs would cover the GPU twice, so 7 rows are 7 programs; the autotuner's first
+    candidate is the same launch (``kept`` kind)."""
+    got, want, artifact = permuted_sums(build, np.float64, None)
+    launch = artifact.kernels[0].launch
+    assert launch.grid == (7,) and launch.constants["XBLOCK"] == 1
+    for g, w, exact in zip(got, want, (False, False, True)):
+        check(g, w, exact)
+    y = sample(np.float64, (4, 5, 7), seed=5).transpose(2, 0, 1)
+    b = build(y=y)
+    out = b("sum", b.inputs["y"], axis=(1,), keepdims=False, dtype="float64")
+    top = b("max", b.inputs["y"], axis=(2,), keepdims=False)
+    target = triton_target()
+    program = b.program(out, top)
+    decompose_to_basis(program.graph, basis=target.basis)
+    loop = lower_opgraph(program, materialize=target.materialize, options=target.loop_options)
+    ((_, xnumel, inner, kind, itemsize),) = triton_generate.kernel_shapes(loop)
+    assert (xnumel, kind) == (7, "kept")
+    first = candidates(xnumel, inner, kind, LaunchPolicy(), itemsize=itemsize)[0]
+    assert (first.xblock, first.r0_block) == (1, 8)
+    assert candidates(xnumel, inner, "rows", LaunchPolicy(), itemsize=itemsize)[0].xblock == 8
+    _, artifact = run_cuda(b, out, top)
+    assert artifact.kernels[0].launch.constants == {"XBLOCK": 1, "R0_BLOCK": 8}
+    # rows without kept loops keep the heuristic's block (49 rows of 11: 32 a program)
+    x = sample(np.float32, (7, 11), seed=1)
+    b = build(x=x)
+    a, c = pairwise(b, b.inputs["x"], 7, 11)
+    s = b("sum", b("mul", a, c), axis=(2,), keepdims=False, dtype="float32")
+    _, artifact = run_cuda(b, b("mul", s, s))
+    assert artifact.kernels[0].launch.constants == {"XBLOCK": 64, "R0_BLOCK": 16}
 
 
 def test_64_bit_indices_of_a_kept_loop(build, monkeypatch):

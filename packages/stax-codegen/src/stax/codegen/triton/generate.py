@@ -25,9 +25,9 @@ from ..program_plan import (
 from ..target import Target
 from ..version import CODEGEN_VERSION
 from .emit import TritonKernelSpec, emit_kernel
-from .launch import Blocks, LaunchPolicy, choose_blocks, lookback_blocks, tile_blocks
+from .launch import Blocks, LaunchPolicy, choose_blocks, lookback_blocks, spread_rows, tile_blocks
 from .reductions import HELPERS as REDUCTION_HELPERS
-from .rows import row_axes
+from .rows import kept_loops, row_axes
 from .scans import HELPERS as SCAN_HELPERS
 from .scans import clear_source, lookback_words
 from .source import HEADER, identifier
@@ -78,6 +78,8 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         blocks = (configs or {}).get(name) or lookback or \
             (tile_blocks(xnumel, inner, policy) if nest.kind == "tiled" and inner is not None else
              choose_blocks(xnumel, inner, nest.kind == "columns", policy, widest(args, plan.dtypes)))
+        if name not in (configs or {}) and nest.kind == "rows" and kept_loops(nest):
+            blocks = spread_rows(blocks, xnumel, policy)
         bits = max(index_width(n) for n in group.nodes)
         if xnumel + blocks.xblock > INT32_MAX or (inner or 0) + blocks.r0_block > INT32_MAX:
             bits = 64  # a masked lane's index past the end must not wrap either
@@ -144,8 +146,8 @@ def widest(args: tuple[str, ...], dtypes: Mapping[str, str]) -> int:
 def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan] | None = None,
                   policy: LaunchPolicy | None = None) -> list[tuple[str, int, int | None, str, int]]:
     """Each kernel's name, outer extent, largest inner extent (``None``: 1-D), kind
-    (``pointwise``, ``rows``, ``columns`` or ``lookback``) and widest item size: what its launch
-    is chosen from (``launch.candidates``)."""
+    (``pointwise``, ``rows``, ``kept``, ``columns``, ``tiled`` or ``lookback``) and widest item
+    size: what its launch is chosen from (``launch.candidates``)."""
     policy = policy or LaunchPolicy()
     plan = plan_program(split_columns(program, policy, nests), nests)
     found = []
@@ -154,7 +156,7 @@ def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan
             xnumel, inner = extents(group.nest)
             kind = "pointwise" if inner is None else group.nest.kind if group.nest.kind in \
                 ("columns", "tiled") else "lookback" if lookback_of(group.nest, xnumel, inner, policy) \
-                else "rows"
+                else "kept" if group.nest.kind == "rows" and kept_loops(group.nest) else "rows"
             itemsize = widest(kernel_args(group, plan.discard), plan.dtypes)
             found.append((f"kernel_{len(found)}", xnumel, inner, kind, itemsize))
     return found

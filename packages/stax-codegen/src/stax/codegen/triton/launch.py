@@ -118,6 +118,18 @@ def choose_blocks(xnumel: int, inner: int | None, columns: bool, policy: LaunchP
     return Blocks(xblock, r0_block, _warps(xblock * r0_block, policy))
 
 
+def spread_rows(blocks: Blocks, xnumel: int, policy: LaunchPolicy) -> Blocks:
+    """Fewer rows a program, until the programs cover the GPU twice or each has one row: for a
+    ``rows`` kernel whose reductions loop over axes they keep beyond the row (``rows.py``),
+    where a program's rows are that much serial work each."""
+    xblock = blocks.xblock
+    while xblock > 1 and math.ceil(xnumel / xblock) < 2 * policy.processors:
+        xblock //= 2
+    if xblock == blocks.xblock:
+        return blocks
+    return Blocks(xblock, blocks.r0_block, _warps(xblock * blocks.r0_block, policy))
+
+
 def tile_blocks(rows: int, cols: int, policy: LaunchPolicy) -> Blocks:
     """The tile of a ``tiled`` element-wise kernel: ``tile`` elements of the last axis (a
     power of two, at most its extent's) by as many rows as make ``tile_elements``."""
@@ -155,7 +167,8 @@ def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
                limit: int = 8, itemsize: int = 4) -> list[Blocks]:
     """The heuristic's choice first, then up to ``limit - 1`` alternatives around it: other block
     sizes and warps per block (what ``options={"autotune": True}`` times). ``kind``:
-    ``pointwise``, ``rows``, ``columns`` or ``lookback`` (``generate.kernel_shapes``)."""
+    ``pointwise``, ``rows``, ``kept`` (rows looping over kept axes), ``columns``, ``tiled`` or
+    ``lookback`` (``generate.kernel_shapes``)."""
     columns = kind == "columns"
     if kind == "tiled":
         assert inner is not None
@@ -176,6 +189,8 @@ def candidates(xnumel: int, inner: int | None, kind: str, policy: LaunchPolicy,
                 found.append(blocks)
         return found[:limit]
     first = choose_blocks(xnumel, inner, columns, policy, itemsize)
+    if kind == "kept":
+        first = spread_rows(first, xnumel, policy)
     found = [first]
 
     def add(xblock: int, r0_block: int, warps: int) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stax.loop import Affine, loads, xvar
+from stax.loop import Affine, Reduction, loads, xvar
 
 from ..nesting import Nest
 
@@ -45,6 +45,14 @@ def row_axes(nest: Nest) -> int:
         if _reads_own_rows(nest, count):
             return count
     return 1
+
+
+def kept_loops(nest: Nest) -> bool:
+    """Whether a reduction phase of the ``rows`` nest ``nest`` loops over axes it keeps beyond
+    the row."""
+    count = row_axes(nest)
+    return any(isinstance(phase[0].data, Reduction) and len(phase[0].ranges) > count
+               for phase in nest.phases)
 
 
 def _reads_own_rows(nest: Nest, count: int) -> bool:
@@ -78,4 +86,4 @@ def _same_row(index: Affine, store: Affine, row: set[str]) -> bool:
         sorted(c for v, c in store.terms if v not in row)
 
 
-__all__ = ["PhaseShape", "row_axes"]
+__all__ = ["PhaseShape", "kept_loops", "row_axes"]
