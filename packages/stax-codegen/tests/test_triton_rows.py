@@ -171,6 +171,43 @@ def test_a_softmax_over_a_middle_axis_keeps_rows_of_the_first(build, policy):
     check(got, want, exact=False)
 
 
+@POLICIES
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_rows_of_two_axes_with_a_kept_loop_then_a_reduction_of_it(build, policy, dtype):
+    """``s = x.sum(-1)`` and ``s.max(-1)`` of a (3, 4, 5, 6) array: rows of (x0, x1), the sum
+    looping over its kept x2, the max reading the row's sums back after a barrier."""
+    x = sample(dtype, (3, 4, 5, 6), seed=6)
+    if np.dtype(dtype).kind == "f":  # one NaN: one row's max
+        x[np.isnan(x)] = 0.5
+        x[1, 2, 3, 4] = np.nan
+    b = build(x=x)
+    acc = "int64" if np.dtype(dtype).kind == "i" else np.dtype(dtype).name
+    with np.errstate(all="ignore"):
+        s = b("sum", b.inputs["x"], axis=(3,), keepdims=False, dtype=acc)
+        top = b("max", s, axis=(2,), keepdims=False)
+        got, artifact = run_cuda(b, s, top, policy=policy)
+        want = b.expected(s, top)
+    source = one_rows_kernel(artifact, 12)
+    assert "for x_kept in range(0, 5):" in source and "tl.debug_barrier()" in source
+    if np.dtype(dtype).kind == "f":
+        assert np.isnan(want[1]).any() and np.isfinite(want[1]).any()
+    check(got[0], want[0], exact=False)
+    check(got[1], want[1], exact=np.dtype(dtype).kind != "f")
+
+
+@POLICIES
+def test_layer_norm_over_the_last_axis_of_3d(build, policy):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 5, 22)).astype(np.float32)
+    w, bias = rng.standard_normal(22).astype(np.float32), rng.standard_normal(22).astype(np.float32)
+    b = build(x=x, w=w, bias=bias)
+    out = b("layer_norm", b.inputs["x"], b.inputs["w"], b.inputs["bias"], normalized_ndim=1,
+            eps=1e-5)
+    (got,), artifact = run_cuda(b, out, policy=policy)
+    one_rows_kernel(artifact, 15)
+    np.testing.assert_allclose(got, b.expected(out)[0], rtol=1e-5, atol=1e-5)
+
+
 def permuted_sums(build, dtype, policy, shape=(4, 5, 7)):
     """``y.sum(1)``, ``y.sum(2)`` and ``y.max(1)`` of ``y = x.transpose(2, 0, 1)``: rows of x0
     (x's last, contiguous axis), each reduction looping over the axis it keeps."""
@@ -283,7 +320,17 @@ AOT = textwrap.dedent("""
         e = b("exp", b("sub", b.inputs["x"], top))
         cases[f"softmax4d_{name}"] = artifact(b, b("truediv", e, b("sum", e, axis=(3,),
                                               keepdims=True, dtype="float32")), policy=policy)
+        b = OpBuilder(x=np.ones((3, 4, 5, 6), np.float32))
+        s = b("sum", b.inputs["x"], axis=(3,), keepdims=False, dtype="float32")
+        cases[f"rows2_kept_{name}"] = artifact(b, s, b("max", s, axis=(2,), keepdims=False),
+                                               policy=policy)
+        b = OpBuilder(x=np.ones((3, 5, 22), np.float32), w=np.ones(22, np.float32),
+                      bias=np.ones(22, np.float32))
+        cases[f"layer_norm3d_{name}"] = artifact(b, b("layer_norm", b.inputs["x"], b.inputs["w"],
+                                                 b.inputs["bias"], normalized_ndim=1, eps=1e-5),
+                                                 policy=policy)
         for bits in (32, 64):
+            width = triton_generate.index_width
             if bits == 64:
                 triton_generate.index_width = lambda node: 64
             b = OpBuilder(y=np.ones((4, 5, 7)).transpose(2, 0, 1))
@@ -292,13 +339,15 @@ AOT = textwrap.dedent("""
                 b, b("sum", y, axis=(1,), keepdims=False, dtype="float64"),
                 b("sum", y, axis=(2,), keepdims=False, dtype="float64"),
                 b("max", y, axis=(1,), keepdims=False), policy=policy)
+            triton_generate.index_width = width
     report = {}
     for name, a in cases.items():
         for kernel, asm in compile_ahead(a).items():
             report[f"{name}.{kernel}"] = {
                 "cubin": len(asm.get("cubin", b"")),
                 "target": re.findall(r"\\.target (\\w+)", asm["ptx"]),
-                "kept": "x_kept" in a.triton_source, "wide": "tl.cast(x_kept" in a.triton_source}
+                "kept": "x_kept" in a.triton_source, "wide": "tl.cast(x_kept" in a.triton_source,
+                "bits": a.kernels[-1].index_bits}
     print(json.dumps(report))
 """)
 
@@ -313,8 +362,12 @@ def test_rows_of_several_axes_and_kept_loops_compile_for_sm90():
     for policy in ("persistent", "looped"):
         assert {f"pairwise_float32_{policy}.kernel_0", f"pairwise_int32_{policy}.kernel_0",
                 f"softmax4d_{policy}.kernel_0", f"kept_loop_32_{policy}.kernel_0",
-                f"kept_loop_64_{policy}.kernel_0"} <= set(report)
+                f"kept_loop_64_{policy}.kernel_0", f"rows2_kept_{policy}.kernel_0",
+                f"layer_norm3d_{policy}.kernel_0"} <= set(report)
+        assert report[f"rows2_kept_{policy}.kernel_0"]["kept"]
         assert report[f"kept_loop_32_{policy}.kernel_0"]["kept"]
         assert report[f"kept_loop_64_{policy}.kernel_0"]["wide"]
+        assert not report[f"kept_loop_32_{policy}.kernel_0"]["wide"]
+        assert report[f"pairwise_float32_{policy}.kernel_0"]["bits"] == 32
     for name, found in report.items():
         assert found["cubin"] > 0 and found["target"] == ["sm_90a"], name
