@@ -208,6 +208,30 @@ def test_layer_norm_over_the_last_axis_of_3d(build, policy):
     np.testing.assert_allclose(got, b.expected(out)[0], rtol=1e-5, atol=1e-5)
 
 
+def exp_then_product(b):
+    """``e = exp(x)`` (5, 6) stored, then ``(e[:, :, None] * w[None]).sum(1)`` (a reduction
+    keeping w's axis, 4, beyond the row, reading e's row from registers) and ``e + 1``."""
+    e = b("exp", b.inputs["x"])
+    product = b("mul", b("view", e, offset=0, strides=(6, 1, 0), shape=(5, 6, 4)),
+                b("view", b.inputs["w"], offset=0, strides=(0, 4, 1), shape=(5, 6, 4)))
+    return b("sum", product, axis=(1,), keepdims=False, dtype="float64"), b("add", e, 1.0)
+
+
+@POLICIES
+def test_a_kept_loop_after_an_element_wise_phase(build, policy):
+    """The element-wise phase defines x1 as a block; the loop's kept index is spelled apart
+    (``x1_kept``): a loop may not reassign a block to a scalar (Triton's compiler refuses a
+    carried variable whose type changes; the AOT test compiles this case)."""
+    rng = np.random.default_rng(8)
+    b = build(x=rng.standard_normal((5, 6)), w=rng.standard_normal((6, 4)))
+    outs = exp_then_product(b)
+    got, artifact = run_cuda(b, *outs, policy=policy)
+    source = one_rows_kernel(artifact, 5)
+    assert "x1_kept = x_kept" in source and "    x1 = r0_index" in source
+    for g, w in zip(got, b.expected(*outs)):
+        check(g, w, exact=False)
+
+
 def permuted_sums(build, dtype, policy, shape=(4, 5, 7)):
     """``y.sum(1)``, ``y.sum(2)`` and ``y.max(1)`` of ``y = x.transpose(2, 0, 1)``: rows of x0
     (x's last, contiguous axis), each reduction looping over the axis it keeps."""
@@ -329,6 +353,13 @@ AOT = textwrap.dedent("""
         cases[f"layer_norm3d_{name}"] = artifact(b, b("layer_norm", b.inputs["x"], b.inputs["w"],
                                                  b.inputs["bias"], normalized_ndim=1, eps=1e-5),
                                                  policy=policy)
+        b = OpBuilder(x=np.ones((5, 6)), w=np.ones((6, 4)))
+        e = b("exp", b.inputs["x"])
+        product = b("mul", b("view", e, offset=0, strides=(6, 1, 0), shape=(5, 6, 4)),
+                    b("view", b.inputs["w"], offset=0, strides=(0, 4, 1), shape=(5, 6, 4)))
+        cases[f"exp_then_kept_{name}"] = artifact(b, b("sum", product, axis=(1,), keepdims=False,
+                                                       dtype="float64"), b("add", e, 1.0),
+                                                  policy=policy)
         for bits in (32, 64):
             width = triton_generate.index_width
             if bits == 64:
@@ -363,7 +394,7 @@ def test_rows_of_several_axes_and_kept_loops_compile_for_sm90():
         assert {f"pairwise_float32_{policy}.kernel_0", f"pairwise_int32_{policy}.kernel_0",
                 f"softmax4d_{policy}.kernel_0", f"kept_loop_32_{policy}.kernel_0",
                 f"kept_loop_64_{policy}.kernel_0", f"rows2_kept_{policy}.kernel_0",
-                f"layer_norm3d_{policy}.kernel_0"} <= set(report)
+                f"layer_norm3d_{policy}.kernel_0", f"exp_then_kept_{policy}.kernel_0"} <= set(report)
         assert report[f"rows2_kept_{policy}.kernel_0"]["kept"]
         assert report[f"kept_loop_32_{policy}.kernel_0"]["kept"]
         assert report[f"kept_loop_64_{policy}.kernel_0"]["wide"]

@@ -321,9 +321,9 @@ class KernelWriter:
                        [xvar(i) for i in range(len(ranges))])
 
     def decompose(self, ranges: Sequence[int], flat: str, variables: Sequence[str],
-                  axes: frozenset[str], canon: Sequence[str]) -> None:
+                  axes: frozenset[str], canon: Sequence[str], suffix: str = "") -> None:
         """Define ``variables`` as the row-major coordinates of the flat index ``flat`` over
-        ``ranges`` (an extent-1 axis is the constant 0)."""
+        ``ranges`` (an extent-1 axis is the constant 0), spelled with ``suffix``."""
         for i, (var, extent) in enumerate(zip(variables, ranges)):
             stride = math.prod(ranges[i + 1:])
             self.region.canon[var] = canon[i]
@@ -334,9 +334,9 @@ class KernelWriter:
             text = flat if stride == 1 else f"{flat} // {stride}"
             if i > 0:  # the outermost needs no remainder: past its extent the lane is masked
                 text = f"{flat} % {extent}" if stride == 1 else f"({text}) % {extent}"
-            self.line(f"{var} = {text}")
-            self.axes[var] = axes
-            self.region.names[var] = var
+            self.line(f"{var}{suffix} = {text}")
+            self.axes[var + suffix] = axes
+            self.region.names[var] = var + suffix
 
     def scan_kernel(self) -> None:
         scan_kernel(self)
@@ -434,8 +434,10 @@ class KernelWriter:
         if self.spec.index_bits == 64:  # (``range`` counts in 32 bits)
             flat = self.assign("tl.cast(x_kept, tl.int64)", "xk", NO_AXES)
         count = len(shape.kept)
+        # spelled apart (``x1_kept``): a loop's scalar must not reassign a block defined before
+        # the loop (a variable the loop carries keeps its type)
         self.decompose(shape.kept, flat, [xvar(shape.first + i) for i in range(count)], NO_AXES,
-                       [f"#{i}" for i in range(count)])
+                       [f"#{i}" for i in range(count)], "_kept")
 
     # -- phases --------------------------------------------------------------------------------
     def phase(self, nodes: Sequence[ComputedBuffer], inner: Sequence[int],
