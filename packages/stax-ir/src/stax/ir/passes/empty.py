@@ -4,8 +4,10 @@ NumPy computes every step in full and reports its floating-point events, whateve
 result. A fused kernel computes a value only at the elements its readers read: an item
 assignment to an empty region (``y[1:] = np.sqrt(x)`` with one row in ``y``) or a step with an
 empty result (``np.sqrt(x) * np.ones((0, 1))``) reads none, so the value's kernel never ran and
-its warning was lost (found by the stress suite). Both are rewritten so that the value is no
-longer read at all; DCE then keeps it as an unused step computed for its events
+its warning was lost (found by the stress suite). Likewise a predicate whose answer does not
+depend on its integer operand (``np.isfinite(i % j)`` is true wherever NumPy computed ``i % j``,
+dividing by zero on the way; found by the stress suite). These are rewritten so that the value is
+no longer read at all; DCE then keeps it as an unused step computed for its events
 (``Node.events_only``), as it keeps ``_ = np.sqrt(x)``."""
 
 from __future__ import annotations
@@ -58,14 +60,38 @@ def reads_nothing(node: Node) -> bool:
     return any((_numel(a) or 0) > 0 and may_raise_events(a) for a in node.inputs)
 
 
-def empty_array(graph: Graph, node: Node) -> Node:
-    """A new ``np.zeros`` node of ``node``'s shape and dtype (C order), placed before it."""
+def empty_array(graph: Graph, node: Node, creation: str = "numpy.zeros") -> Node:
+    """A new ``np.zeros`` (or ``creation``) node of ``node``'s shape and dtype (C order), placed
+    before it."""
     meta = node.tensor
     assert meta is not None
     with graph.inserting_before(node):
-        zeros = graph.call_function("numpy.zeros", (tuple(meta.shape),), {"dtype": meta.dtype})
+        zeros = graph.call_function(creation, (tuple(meta.shape),), {"dtype": meta.dtype})
     zeros.meta["tensor"] = TensorMeta(tuple(meta.shape), meta.dtype,
                                       contiguous_strides(tuple(meta.shape)), meta.device)
     if node.source is not None:
         zeros.meta["source"] = node.meta["source"]
     return zeros
+
+
+#: predicates answered by an integer or bool operand's dtype alone: the answer on such an operand
+INTEGER_ANSWERS = {"numpy.isfinite": True, "numpy.isnan": False, "numpy.isinf": False}
+
+
+def answered_by_dtype(node: Node) -> bool | None:
+    """The answer of a predicate whose integer operand is not read (``INTEGER_ANSWERS``), else
+    None. The operand is then unused: DCE keeps what in it may report an event (``x % x`` under
+    ``np.abs``) and drops the rest."""
+    answer = INTEGER_ANSWERS.get(node.target) if node.op is Opcode.CALL_FUNCTION else None
+    if answer is None or len(node.args) != 1 or node.kwargs or node.tensor is None:
+        return None
+    operand = node.args[0]
+    if not isinstance(operand, Node) or operand.tensor is None or \
+            np.dtype(operand.tensor.dtype).kind not in "iub":
+        return None
+    return answer
+
+
+def constant_array(graph: Graph, node: Node, answer: bool) -> Node:
+    """A new ``np.ones``/``np.zeros`` node of ``node``'s shape and dtype, placed before it."""
+    return empty_array(graph, node, "numpy.ones" if answer else "numpy.zeros")

@@ -12,7 +12,7 @@ import numpy as np
 from ..graph import Graph, Node, Opcode
 from ..ops import same_index_key
 from .base import COMMUTATIVE, call_kwargs, canonical_target, constant_value
-from .empty import empty_array, empty_region_value, reads_nothing
+from .empty import answered_by_dtype, constant_array, empty_array, empty_region_value, reads_nothing
 from .rewrite import is_output_value, substitute
 
 _MUL = ("operator.mul", "numpy.multiply")
@@ -109,5 +109,9 @@ class NormalizeOperators:
                 zeros = empty_array(graph, node)
                 notes.append(f"%{node.name} is empty: %{zeros.name}")
                 substitute(graph, node, zeros)
+            elif (answer := answered_by_dtype(node)) is not None:
+                made = constant_array(graph, node, answer)
+                notes.append(f"%{node.name} is {answer} by its operand's dtype: %{made.name}")
+                substitute(graph, node, made)
         self.last_summary = "; ".join(notes)
         return bool(notes)
