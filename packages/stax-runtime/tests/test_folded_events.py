@@ -46,6 +46,10 @@ CASES = {
     "integer difference with itself divided": (lambda x, i: (i - i) / (i - i), (IX,)),
     "integer xor over integer times zero": (lambda x, i: (i ^ i) / (i * 0), (IX,)),
     "known bits times inf": (lambda x, i: ((i & 1) & 2) * np.inf, (IX,)),
+    # ... beside a NaN the kernel only selects (np.arctan2's special cases): the folded NaN is
+    # the same constant (found by the stress suite: ``l[0] -= l[0]; v = np.abs(l[0]); v / v``)
+    "zero difference divided beside arctan2": (
+        lambda x, i: (np.arctan2(x, x), (i - i) / (i - i)), (IX,)),
     "huge plus a zero difference overflows": (lambda x, i: (i - i + 1e308) * 10.0, (IX,)),
     "pad minus inf plus inf": (lambda x: (np.pad(x, 1, constant_values=np.inf) - np.inf), ()),
     # a NaN constant absorbs the operation it meets: LLVM answers x * NaN without x, and the
@@ -94,10 +98,15 @@ def test_only_infinities_and_nans_the_optimizer_made_count():
     from stax.codegen.cpu.jit import folded_non_finite
 
     before = "%a = fdiv double 0x7ff0000000000000, %x"
-    assert folded_non_finite(before, "store double 0x7FF0000000000000") == []
+    assert folded_non_finite(before, "%b = fdiv <4 x double> splat (double 0x7FF0000000000000), %y") == []
     assert folded_non_finite(before, "store <4 x double> splat (double 0x7FF8000000000000)") == \
         ["0x7FF8000000000000"]
     assert folded_non_finite("", "store double 1.000000e+308") == []
+    # a NaN the source only selects does not hide the same NaN folded into a store
+    selects = '%s = select i1 %c, double 0x7FF8000000000000, double %v'
+    assert folded_non_finite(selects, selects) == []
+    assert folded_non_finite(selects, selects + "\nstore double 0x7FF8000000000000, double* %p") == \
+        ["0x7FF8000000000000"]
 
 
 def test_nan_constants_computed_with_count():

@@ -213,12 +213,23 @@ _KEEPS_OPERANDS = frozenset({"select", "store", "phi", "ret", "insertelement", "
 
 
 def folded_non_finite(before: str, after: str) -> list[str]:
-    """The infinities and NaNs the optimized module ``after`` holds that its source ``before``
-    does not: values LLVM computed at compile time (``x - x`` of integers is 0, then
-    ``0.0 / 0.0`` a NaN constant), so no instruction raises the CPU's flag for them."""
-    def found(text: str) -> set[str]:
-        return {"0x" + c[2:].upper() for c in _NON_FINITE.findall(text)}
-    return sorted(found(after) - found(before))
+    """The infinities and NaNs the optimized module ``after`` uses in an instruction that its
+    source ``before`` does not use them in: values LLVM computed at compile time (``x - x`` of
+    integers is 0, then ``0.0 / 0.0`` a NaN constant stored), so no instruction raises the CPU's
+    flag for them. Compared by instruction and constant: a NaN the source only selects (arctan2's
+    special cases) does not hide the same NaN folded into a store (found by the stress suite:
+    ``l[0] -= l[0]; np.abs(l[0]) / np.abs(l[0])`` beside an ``np.arctan2``)."""
+    def found(text: str) -> set[tuple[str, str]]:
+        uses = set()
+        for line in text.splitlines():
+            constants = _NON_FINITE.findall(line)
+            if not constants:
+                continue
+            words = (line.split("=", 1)[1] if "=" in line.split("(", 1)[0] else line).split()
+            for c in constants:
+                uses.add((words[0] if words else "", "0x" + c[2:].upper()))
+        return uses
+    return sorted({c for _, c in found(after) - found(before)})
 
 
 def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
