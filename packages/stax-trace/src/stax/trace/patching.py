@@ -9,7 +9,9 @@ and an attribute someone else replaced meanwhile is left as they set it.
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -23,23 +25,41 @@ class Patches:
         self._targets = targets
         self._lock = threading.Lock()
         self._active = 0
+        self._captures: dict[int, int] = {}  # thread ident -> captures it runs (for a fork)
+        _LIVE.add(self)
         self._made: dict[tuple[int, str, int], Any] = {}  # (owner, name, wrapped) -> wrapper
         self._applied: list[tuple[Any, str, Any, Any, bool]] = []  # owner, name, old, new, own
         self.wrapped: dict[int, Any] = {}  # while applied: id of each wrapped value -> its wrapper
 
     @contextmanager
     def applied(self) -> Iterator[None]:
+        me = threading.get_ident()
         with self._lock:
             if self._active == 0:
                 self._apply()
             self._active += 1
+            self._captures[me] = self._captures.get(me, 0) + 1
         try:
             yield
         finally:
             with self._lock:
                 self._active -= 1
+                self._captures[me] -= 1
+                if not self._captures[me]:
+                    del self._captures[me]
                 if self._active == 0:
                     self._restore()
+
+    def _after_fork_in_child(self) -> None:
+        """A child forked while another thread captured (or applied the patches, holding the
+        lock) has none of that thread: a new lock, and the patches only for the captures of the
+        thread that forked; with none, everything put back."""
+        self._lock = threading.Lock()
+        me = threading.get_ident()
+        self._captures = {me: self._captures[me]} if me in self._captures else {}
+        self._active = sum(self._captures.values())
+        if self._active == 0:
+            self._restore()
 
     def _apply(self) -> None:
         for owner, name, wrap in self._targets():
@@ -68,3 +88,15 @@ class Patches:
                 delattr(owner, name)
         self._applied.clear()
         self.wrapped.clear()
+
+
+_LIVE: weakref.WeakSet[Patches] = weakref.WeakSet()
+
+
+def _reset_in_child() -> None:
+    for patches in list(_LIVE):
+        patches._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
