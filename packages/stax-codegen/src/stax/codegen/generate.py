@@ -9,7 +9,6 @@ from dataclasses import asdict, dataclass, field, replace
 
 from llvmlite import ir
 
-from stax.ir import SCALAR_OPERATORS
 from stax.loop import ExternCall, LoopProgram, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
@@ -88,10 +87,10 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         kernels.append(_plan(name, group, args, nbytes, options, events, target, discard))
         steps.append(name)
     buffers = buffer_plans(plan)
-    # a Python operator on NumPy integer scalars reports overflow from its NumPy step: the call's
-    # events buffer collects it (``errstate.recording``), and the call declines as for kernels'
-    reports = any(EVENTS_BUFFER in k.args for k in kernels) or \
-        any(e.target in SCALAR_OPERATORS for e in externs)
+    # a NumPy step reports its floating-point events (a Python operator on NumPy integer scalars
+    # its overflow) into the call's events buffer (``errstate.recording``), and the call declines
+    # as for kernels' events: NumPy's eager run then reports them from the user's line, once
+    reports = any(EVENTS_BUFFER in k.args for k in kernels) or bool(externs)
     if reports:
         buffers.append(BufferPlan(EVENTS_BUFFER, (1,), "int32", (1,), "events"))
     return KernelArtifact(program.name, identity.to_json(), CODEGEN_VERSION, str(module), buffers,
