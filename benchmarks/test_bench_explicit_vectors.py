@@ -102,9 +102,15 @@ def test_explicit_vectors_vs_the_vectorizer(benchmark, record, arrays, impl):
         compiled = stax.compile(f, strict_native=True)
         compiled(x, w)
         # the generated kernel alone, on one thread: the conditions of the explicit kernel
-        module = Executable(compiled.versions()[0].artifact).module
-        fn = kernel_function(module, "kernel_0", 3)
-        run = lambda: fn(x, w, out, 0, N)  # noqa: E731
+        artifact = compiled.versions()[0].artifact
+        module = Executable(artifact).module
+        # the kernel's own arguments: the inputs, the result and (where the kernel reads the
+        # CPU's floating-point flags) the events buffer — a call with fewer crashed
+        (plan,) = artifact.kernels
+        extra = {"$events": np.zeros(1, np.int32)}
+        args = [*(x, w, out), *(extra[a] for a in plan.args[3:])]
+        fn = kernel_function(module, "kernel_0", len(args))
+        run = lambda: fn(*args, 0, N)  # noqa: E731
     else:
         module = CompiledModule(EXPLICIT)
         fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 3), ctypes.c_int64, ctypes.c_int64)(
