@@ -68,7 +68,8 @@ def empty_array(graph: Graph, node: Node, creation: str = "numpy.zeros") -> Node
     with graph.inserting_before(node):
         zeros = graph.call_function(creation, (tuple(meta.shape),), {"dtype": meta.dtype})
     zeros.meta["tensor"] = TensorMeta(tuple(meta.shape), meta.dtype,
-                                      contiguous_strides(tuple(meta.shape)), meta.device)
+                                      contiguous_strides(tuple(meta.shape)), meta.device,
+                                      meta.scalar)  # a NumPy scalar stands for a NumPy scalar
     if node.source is not None:
         zeros.meta["source"] = node.meta["source"]
     return zeros
