@@ -44,7 +44,6 @@ from .guards import FreeGuards, Snapshot, rebinds_free_names
 from .runners import (
     RunEagerly,
     accepted_services,
-    device_writeback_runner,
     generator_states,
     guarded_entry,
     keep_updates_of_a_failed_call,
@@ -448,12 +447,9 @@ class CompiledFunction:
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
-        if not capture.writeback:
-            runner = tree_runner(call_flat, slots, capture)
-        elif placement is not None:
-            runner = device_writeback_runner(call_flat, slots, capture, placement.library)
-        else:
-            runner = writeback_runner(call_flat, slots, capture)
+        runner = tree_runner(call_flat, slots, capture) if not capture.writeback else \
+            writeback_runner(call_flat, slots, capture,
+                             placement.library if placement is not None else None)
         version = Version(number, sigma, runner, native=True, artifact=artifact,
                           gates=GateReplay(capture) if capture.gates else None, free=free,
                           generators=[i for i, leaf in enumerate(leaves)

@@ -128,54 +128,41 @@ class RunEagerly(StaxError):
     particular arguments); the call runs eagerly, with one warning per version."""
 
 
-def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
-                      ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    """A version that updates arguments in place: run, then copy the final values back. When an
-    updated argument overlaps another argument in memory (f(x, x), or views of one array), the
-    result would depend on that aliasing, which the key does not hold: such calls run eagerly."""
+def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any,
+                     library: Any = None) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """A version that updates arguments in place: run, then copy the final values back (for
+    device arrays, into the caller's arrays through their ``library``). When an updated argument
+    overlaps another argument in memory (f(x, x), or views of one array), the result would
+    depend on that aliasing, which the key does not hold: such calls run eagerly."""
     plan = capture.writeback_plan()
     names = [capture.inputs[i] for i in slots]
     updated = set(capture.writeback)
+    if library is None:
+        def overlaps(a: Any, other: Any) -> bool:
+            return isinstance(other, np.ndarray) and np.may_share_memory(a, other)
+
+        def finish(flat: list[Any], env: dict[str, Any]) -> list[Any]:
+            return plan.apply(flat, env)
+    else:
+        def overlaps(a: Any, other: Any) -> bool:
+            return devices.library_of(other) is not None and \
+                devices.may_share_memory(a, other, library)
+
+        def finish(flat: list[Any], env: dict[str, Any]) -> list[Any]:
+            for name, index in plan.copies:
+                devices.write(env[name], flat[index], library)
+            user = list(flat[: plan.n_user])
+            for position, name in plan.same:
+                user[position] = env[name]
+            return user
 
     def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         leaves = tree_leaves((args, kwargs))
         arrays = [leaves[i] for i in slots]
         env = dict(zip(names, arrays))
         for n in updated:
-            if any(isinstance(other, np.ndarray) and np.may_share_memory(env[n], other)
-                   for m, other in env.items() if m != n):
+            if any(overlaps(env[n], other) for m, other in env.items() if m != n):
                 raise RunEagerly(f"it updates argument {n!r} in place and that argument "
                                  "overlaps another one in memory")
-        flat = plan.apply(run_flat(*arrays), env)
-        return tree_unflatten(capture.output_tree, flat)
-    return run
-
-
-
-
-def device_writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any,
-                            library: Any) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    """``writeback_runner`` for device arrays: the final values are copied into the caller's
-    device arrays through their library; aliased arguments decline the call, as on the CPU."""
-    plan = capture.writeback_plan()
-    names = [capture.inputs[i] for i in slots]
-    updated = set(capture.writeback)
-
-    def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        leaves = tree_leaves((args, kwargs))
-        arrays = [leaves[i] for i in slots]
-        env = dict(zip(names, arrays))
-        for n in updated:
-            if any(devices.library_of(other) is not None and
-                   devices.may_share_memory(env[n], other, library)
-                   for m, other in env.items() if m != n):
-                raise RunEagerly(f"it updates argument {n!r} in place and that argument "
-                                 "overlaps another one in memory")
-        flat = run_flat(*arrays)
-        for name, index in plan.copies:
-            devices.write(env[name], flat[index], library)
-        user = list(flat[: plan.n_user])
-        for position, name in plan.same:
-            user[position] = env[name]
-        return tree_unflatten(capture.output_tree, user)
+        return tree_unflatten(capture.output_tree, finish(run_flat(*arrays), env))
     return run
