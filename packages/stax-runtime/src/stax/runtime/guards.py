@@ -121,7 +121,10 @@ class FreeGuards:
                 description = Describer().describe(value)
             except Unguardable as exc:
                 raise Unguardable(f"{path.name}: {exc}") from None
-            checks.append((path, value if _stable(description) else _NO_OBJECT, description))
+            # the absent marker is one stateless object: a builtin name (``range``) not shadowed
+            # by a module global costs an ``is``, not a description, on every call
+            kept = value if value is _ABSENT or _stable(description) else _NO_OBJECT
+            checks.append((path, kept, description))
 
         for path in self.paths:
             add(path)
