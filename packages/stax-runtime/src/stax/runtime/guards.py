@@ -190,7 +190,7 @@ def _paths(fn: Callable[..., Any], lifted: set[str], prefix: str) -> Iterator[_P
         value = scope.get(name, _ABSENT)
         if isinstance(value, types.ModuleType) and own_module(value.__name__):
             continue  # np, math: not rebound between calls (documented)
-        read = functools.partial(_global_or_absent, scope, name)
+        read = functools.partial(scope.get, name, _ABSENT)  # no Python frame per call
         yield _Path(f"{at}globals[{name!r}]", read)
         yield from _attribute_paths(value, read, f"{at}{name}", attributes, lifted, name)
     cells = getattr(fn, "__closure__", None) or ()
@@ -229,10 +229,6 @@ class _Absent:
 
 
 _ABSENT = _Absent()
-
-
-def _global_or_absent(scope: dict[str, Any], name: str) -> Any:
-    return scope.get(name, _ABSENT)
 
 
 def _attribute_of(read: Callable[[], Any], attr: str) -> Any:
