@@ -31,6 +31,35 @@ def test_names_avoid_builtins_and_repeats():
     assert again.name == "add_1"
 
 
+def test_an_erased_name_is_given_out_again_first():
+    g = Graph("capture")
+    x = g.placeholder("x", META)
+    adds = [g.call_function("operator.add", (x, i)) for i in range(4)]
+    assert [a.name for a in adds] == ["add", "add_1", "add_2", "add_3"]
+    g.erase_node(adds[1])
+    assert g.call_function("operator.add", (x, 9)).name == "add_1"
+    assert g.call_function("operator.add", (x, 9)).name == "add_4"
+    g.placeholder("mul_1", META)  # a name taken out of order is skipped
+    assert [g.call_function("operator.mul", (x, 2)).name for _ in range(3)] == ["mul", "mul_2", "mul_3"]
+
+
+def test_naming_is_linear_in_the_number_of_nodes():
+    """Each name was found by trying add_1, add_2, ... in turn: 73% of capturing a long loop."""
+    import time
+
+    def build(n: int) -> float:
+        g = Graph("capture")
+        x = g.placeholder("x", META)
+        clock = time.perf_counter()
+        for i in range(n):
+            x = g.call_function("operator.add", (x, i))
+        return time.perf_counter() - clock
+
+    build(2000)  # warm
+    small, large = min(build(4000) for _ in range(3)), min(build(16000) for _ in range(3))
+    assert large < 8 * small  # 4x the nodes: 4x the time when linear, 16x when quadratic
+
+
 def test_insertion_points_and_replace_all_uses():
     g = small_graph()
     x, _w, add, s, _out = g.nodes

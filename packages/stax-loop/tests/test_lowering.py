@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from stax.ir import GraphProgram, load_opgraph
-from stax.loop import Load, LoopProgram, Reduction, load_loopir, loads, lower_opgraph
+from stax.loop import Load, LoopProgram, Pointwise, Reduction, load_loopir, loads, lower_opgraph
 from stax.loop.interpreter import run_loop_program
 
 
@@ -93,3 +93,19 @@ def test_program_type(opgraph_doc_path):
 def test_op_graph_of_schema_1_0_still_lowers(opgraph_doc_path):
     old = load_opgraph(opgraph_doc_path.with_name("example_1_1.opgraph.schema-1.0.json"))
     assert str(lower_opgraph(old)) == str(lower_opgraph(load_opgraph(opgraph_doc_path)))
+
+
+def test_deep_elementwise_chains_are_realized_every_max_depth_ops(build, lowered):
+    """A 1,500-op chain (a Python loop of 750 steps, unrolled) was one expression tree whose
+    recursive walks overflowed Python's stack; it is now cut into values of at most
+    ``max_depth`` ops, each a buffer, with the same bits."""
+    from stax.loop import LoopOptions
+
+    b = build(x=np.linspace(-1, 1, 16, dtype=np.float32))
+    v = b.inputs["x"]
+    for _ in range(750):
+        v = b("mul", b("add", v, np.float32(0.5)), np.float32(0.999))
+    run = lowered(b, v, options=LoopOptions(max_depth=100))
+    run.assert_numpys()
+    assert len(run.loop.buffers) == 15  # 1,500 ops in values of 100
+    assert all(isinstance(buf.data, Pointwise) for buf in run.loop.buffers)

@@ -173,6 +173,10 @@ class Graph:
         self.dialect = dialect
         self.nodes: list[Node] = []
         self._names: set[str] = set()
+        # per base name, a suffix below which every name is taken (0: the base itself), and the
+        # base and suffix of each name given out: naming stays linear in the graph's size
+        self._free_from: dict[str, int] = {}
+        self._named: dict[str, tuple[str, int]] = {}
         self._insert_at: int | None = None  # None: append at the end
 
     # -- naming ----------------------------------------------------------------------------------
@@ -180,11 +184,14 @@ class Graph:
         base = _BASE_NAMES.get(hint)
         if base is None:
             base = _BASE_NAMES[hint] = _base_name(hint)
-        name, i = base, 1
+        i = self._free_from.get(base, 0)
+        name = f"{base}_{i}" if i else base
         while name in self._names:
-            name = f"{base}_{i}"
             i += 1
+            name = f"{base}_{i}"
+        self._free_from[base] = i + 1
         self._names.add(name)
+        self._named[name] = (base, i)
         return name
 
     # -- construction ----------------------------------------------------------------------------
@@ -240,6 +247,9 @@ class Graph:
         node.set_args(())
         self.nodes.remove(node)
         self._names.discard(node.name)
+        base, i = self._named.pop(node.name, (None, 0))
+        if base is not None and i < self._free_from.get(base, 0):
+            self._free_from[base] = i  # the name is free again, as the first of its base
 
     # -- queries -----------------------------------------------------------------------------------
     @property

@@ -53,6 +53,7 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     ``options`` are the backend's dtypes and numeric limits."""
     ctx = LoopLowering(program, options)
     events_only: list[str] = []  # buffers of unused values, kept for their events (unused.py)
+    depth: dict[Node, int] = {}  # ops since the last value in memory, per unrealized value
     for node in program.graph.nodes:
         ctx.node = node
         if node.op is Opcode.PLACEHOLDER:
@@ -70,6 +71,7 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
                 events_only += keep_for_events(ctx, node, first)
             if materialize is not None:
                 _consider_materializing(ctx, node, materialize)
+            _bound_depth(ctx, node, depth)
         elif node.op is not Opcode.OUTPUT:
             raise ctx.unsupported(f"opcode {node.op.value} in an op graph")
     ctx.node = None
@@ -107,6 +109,18 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
     if materialize(Reuse(lazy.loader(index), lazy.dtype, numel, reads, output)):
         ctx.node = node
         ctx.values[node] = ctx.realize(lazy, output_strides(meta))
+
+
+def _bound_depth(ctx: LoopLowering, node: Node, depth: dict[Node, int]) -> None:
+    """Realize an element-wise value once its expression is ``options.max_depth`` ops deep."""
+    lazy = ctx.values[node]
+    if lazy.buffer is not None or node.tensor is None:
+        return
+    d = 1 + max((depth.get(a, 0) for a in node.inputs), default=0)
+    if d > ctx.options.max_depth and ctx.native(lazy.dtype):
+        ctx.values[node] = ctx.realize(lazy, output_strides(node.tensor))
+        return
+    depth[node] = d
 
 
 def _native_dtypes(ctx: LoopLowering, node: Node) -> bool:

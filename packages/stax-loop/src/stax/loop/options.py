@@ -45,6 +45,9 @@ class LoopOptions:
     a check buffer flags larger quotients (``None``: float // and % run as NumPy).
     ``ops``: the ops the backend's kernels implement (its basis); another op runs as its NumPy
     reference (``None``: every op the loop layer lowers).
+    ``max_depth``: an element-wise value more than this many ops deep (counted from the last
+    value in memory) is realized into a buffer: a 2,000-op chain otherwise becomes one expression
+    tree whose recursive walks overflow Python's stack, and whose kernel compiles slowly.
     ``split_min``, ``split_chunks``: a reduction of every axis over at least ``split_min``
     elements is split into partial reductions over chunks (a 1-D one into at most
     ``split_chunks`` chunks that divide it), which the backend's threads share.
@@ -56,6 +59,7 @@ class LoopOptions:
     fmod_exact_quotient: FloatLimits = field(
         default_factory=lambda: FloatLimits(**FMOD_EXACT_QUOTIENT))
     ops: frozenset[str] | None = None
+    max_depth: int = 128
     split_min: int = 1 << 16
     split_chunks: int = 64
 
