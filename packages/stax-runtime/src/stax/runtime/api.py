@@ -41,6 +41,7 @@ from .capture_cache import CaptureCache, Uncacheable, capture_key
 from .freevars import FreeVariables
 from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
+from .key_entry import compiled_entry, eager_entry
 from .runners import (
     RunEagerly,
     accepted_services,
@@ -272,6 +273,10 @@ class CompiledFunction:
                 guarded_entry(version.entry.function, version.free, self._dispatch)
         if not version.native:
             self._fallbacks += 1
+            if version.entry is None and version.free is None and not self._free:
+                version.entry = eager_entry(self._traced_function(), version.sigma, self._dispatch)
+            if version.entry is not None:  # the next call: one comparison per argument
+                self._call = version.entry.function
             return version.run(args, kwargs)
         # a version that draws from generator arguments may decline after its draws: the eager
         # run must start from the states the caller passed, or the stream advances twice
@@ -296,7 +301,9 @@ class CompiledFunction:
     def cache_info(self) -> CacheInfo:
         hits = dict(self._hits)
         hits[1] += sum(v.entry.hits for v in self._versions if v.entry is not None)
-        return CacheInfo(len(self._versions), self._compiles, hits, self._misses, self._fallbacks)
+        eager = sum(v.entry.hits for v in self._versions if v.entry is not None and not v.native)
+        return CacheInfo(len(self._versions), self._compiles, hits, self._misses,
+                         self._fallbacks + eager)
 
     def versions(self) -> list[Version]:
         return list(self._versions)
@@ -461,10 +468,10 @@ class CompiledFunction:
             run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
             version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
         make_entry = getattr(run_flat, "entry", None)
-        if plain_call and make_entry is not None and version.gates is None and not self._free \
-                and placement is None:
-            clock = time.perf_counter()
-            entry = make_entry(leaves, self._dispatch)  # it decides which results it can return
+        if make_entry is not None and version.gates is None and not self._free and \
+                placement is None and not kwargs and not capture.writeback:
+            clock = time.perf_counter()  # the entry decides which results it can return
+            entry = compiled_entry(make_entry, sigma, leaves, slots, plain_call, self._dispatch)
             timings["entry"] = time.perf_counter() - clock
             if isinstance(entry, str):
                 logs.emit("kernels", settings.logs, f"no machine-code entry: {entry}")

@@ -1,17 +1,24 @@
-"""Capturing NumPy's array-creation functions (``np.ones(shape)``, ``np.arange(n)``...).
+"""Capturing NumPy's array-creation functions (``np.zeros(shape)``, ``np.arange(n)``...).
 
 They take no array, so NumPy's dispatch protocols never show them to a proxy, and their result
 would look like an array from outside the function (which capture must refuse: it could be a
 global that changes). During capture the module attributes are replaced by recorders that call
-NumPy as usual, return the real array (C code that calls ``np.zeros`` must get an ndarray), and
-remember how it was made. When such an array meets a traced call unchanged, the tracer records the
-creation call as a node; if it was modified in place first, capture refuses it. Outside capture,
-and in other threads, the recorders only call NumPy.
+NumPy as usual and, called from the user's code, record the creation as a node and return a
+traced array: ``out = np.zeros((n, m)); out[i, :] = ...`` is then captured like any update of a
+local array (spec §4.9), and a value computed from such arrays alone is a constant of the key
+(``tracer.py``: Python may read it without a data gate). ``np.empty``'s contents are unspecified,
+so it is recorded as ``np.zeros`` (its traced value, and what the compiled version allocates).
+
+Called from NumPy's own Python code (``np.pad`` making its result), a recorder returns the real
+array, as C code and NumPy's internals need, and remembers how it was made: when such an array
+meets a traced call unchanged, the tracer records the creation then; modified in place first,
+capture refuses it. Outside capture, and in other threads, the recorders only call NumPy.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,15 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .calls import calls
 from .patching import Patches
 from .proxy import Proxy
-from .source import user_source
+from .source import library_frame, user_source
 
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-CREATION_FUNCTIONS = ("zeros", "ones", "full", "arange", "linspace", "logspace", "geomspace",
-                      "eye", "identity", "tri")
+CREATION_FUNCTIONS = ("zeros", "ones", "full", "empty", "arange", "linspace", "logspace",
+                      "geomspace", "eye", "identity", "tri")
 
 @dataclass
 class Created:
@@ -47,16 +55,33 @@ class Created:
 
 
 _active = threading.local()
+#: NumPy's own creation functions (as imported, before any capture replaced np.zeros & co.)
+_ORIGINALS = {name: getattr(np, name) for name in CREATION_FUNCTIONS}
+_ORIGINAL_NAMES = {id(fn): name for name, fn in _ORIGINALS.items()}
+
+
+def creation_function(value: Any) -> bool:
+    """Whether ``value`` is one of NumPy's creation functions itself (a from-import's binding)."""
+    name = _ORIGINAL_NAMES.get(id(value))
+    return name is not None and _ORIGINALS[name] is value
 
 
 def _recorder(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    target = "numpy.zeros" if name == "empty" else f"numpy.{name}"
+
     @functools.wraps(original)
     def record(*args: Any, **kwargs: Any) -> Any:
         array = original(*args, **kwargs)
         tracer = getattr(_active, "tracer", None)
-        if tracer is not None and type(array) is np.ndarray:
-            tracer.created[id(array)] = Created(array, f"numpy.{name}", args, kwargs,
-                                                array.copy(), user_source())
+        if tracer is None or type(array) is not np.ndarray:
+            return array
+        if name == "empty":
+            array[...] = 0
+        caller = sys._getframe(1)
+        if not library_frame(caller) and calls(caller, record):  # the user's own call (not C's)
+            return tracer.created_array(target, args, kwargs, array, user_source())
+        tracer.created[id(array)] = Created(array, target, args, kwargs, array.copy(),
+                                            user_source())
         return array
     record.__stax_original__ = original  # type: ignore[attr-defined]
     return record
@@ -110,11 +135,41 @@ _CONVERSIONS: dict[str, Callable[..., Any]] = {
 }
 
 
+# -- np.array([a, b, c]) of traced values: a stack --------------------------------------------
+# NumPy would ask each traced scalar for its data; stacking them (nested lists stacked level by
+# level) gives the same array: np.stack promotes its operands as array coercion discovers dtypes.
+
+_FROM_SEQUENCES = ("array", "asarray", "asanyarray")
+
+
+def _holds_proxy(value: Any) -> bool:
+    return any(isinstance(v, Proxy) or (type(v) in (list, tuple) and _holds_proxy(v))
+               for v in value)
+
+
+def _from_sequence(items: Any, dtype: Any = None, *, copy: Any = True, order: Any = "K",
+                   subok: Any = False, ndmin: int = 0, like: Any = None, **rest: Any) -> Any:
+    if ndmin or like is not None or rest or copy is False or not items:
+        return NotImplemented
+    rows = [_from_sequence(v) if type(v) in (list, tuple) else v for v in items]
+    if any(r is NotImplemented for r in rows):
+        return NotImplemented
+    if not any(isinstance(r, Proxy) for r in rows):
+        return items  # a constant row: a list constant of the stack it is in
+    stacked = np.stack(rows)
+    return stacked if dtype is None else stacked.astype(dtype)
+
+
 def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     convert = _CONVERSIONS[name]
 
     @functools.wraps(original)
     def conversion(*args: Any, **kwargs: Any) -> Any:
+        if args and type(args[0]) in (list, tuple) and name in _FROM_SEQUENCES and \
+                _holds_proxy(args[0]):
+            result = _from_sequence(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
         if args and isinstance(args[0], Proxy) and type(args[0].value) is np.ndarray:
             try:
                 result = convert(*args, **kwargs)
@@ -150,7 +205,46 @@ def not_recording() -> Any:
 
 
 @contextmanager
-def recording_creation(tracer: Tracer) -> Iterator[None]:
-    """Route this thread's ``np.<creation>`` calls to ``tracer`` while the block runs."""
-    with _PATCHES.applied(), _routed_to(tracer):
+def recording_creation(tracer: Tracer, bindings: list[tuple[dict[str, Any], str]] = ()
+                       ) -> Iterator[None]:
+    """Route this thread's ``np.<creation>`` calls to ``tracer`` while the block runs; also the
+    calls through ``bindings``, globals of the user's code bound to them by a from-import."""
+    with _PATCHES.applied(), _user_bindings(bindings), _routed_to(tracer):
         yield
+
+
+_bound_lock = threading.Lock()
+_bound: dict[tuple[int, str], list[Any]] = {}  # -> [captures, original, recorder, globals]
+
+
+@contextmanager
+def _user_bindings(bindings: list[tuple[dict[str, Any], str]]) -> Iterator[None]:
+    """``from numpy import zeros`` bound NumPy's function before any capture: the name in the
+    user's module is replaced by a recorder while captures that reach it run (counted, so
+    concurrent captures share one), then put back unless someone rebound it meanwhile."""
+    keys = []
+    with _bound_lock:
+        for scope, name in bindings:
+            key = (id(scope), name)
+            entry = _bound.get(key)
+            if entry is None:
+                original = scope.get(name)
+                if not creation_function(original):
+                    continue
+                entry = _bound[key] = [0, original, _recorder(_ORIGINAL_NAMES[id(original)],
+                                                              original), scope]
+                scope[name] = entry[2]
+            entry[0] += 1
+            keys.append((key, name))
+    try:
+        yield
+    finally:
+        with _bound_lock:
+            for key, name in keys:
+                entry = _bound[key]
+                entry[0] -= 1
+                if entry[0] == 0:
+                    del _bound[key]
+                    scope = entry[3]
+                    if scope.get(name) is entry[2]:
+                        scope[name] = entry[1]

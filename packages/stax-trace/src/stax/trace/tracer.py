@@ -93,6 +93,9 @@ class Tracer:
         self.arrays: list[weakref.ref[np.ndarray]] = []
         self.arguments: dict[int, Argument] = {}  # proxies standing for array arguments
         self.finished = False  # capture is over: its proxies must not be used any more
+        # nodes computed from local arrays and constants alone (``np.arange(n) * 2``): their
+        # values follow from the key, so Python may read them without a data gate
+        self.constants: set[Any] = set()
 
     def shared(self, proxy: Proxy, ignore: Any = None) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -136,7 +139,8 @@ class Tracer:
         if self.finished:
             raise escaped()
         value = GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
-        self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
+        if proxy.node not in self.constants:
+            self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
         return value
 
     def record(self, op: Opcode, target: str, args: Any, kwargs: dict[str, Any],
@@ -164,6 +168,7 @@ class Tracer:
             if view is not None:
                 meta["view"] = view
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
+            self._note_constant(node)
             self._gate_shape(node, "shape", value, source)
             if isinstance(value, np.ndarray):
                 self.arrays.append(weakref.ref(value))
@@ -183,10 +188,16 @@ class Tracer:
         raise refused(UnsupportedError(
             f"{target}() returned a {type(value).__name__}, not an array", source=source))
 
+    def _note_constant(self, node: Any) -> None:
+        if not node.meta.get("random") and all(n in self.constants for n in node.inputs):
+            self.constants.add(node)
+
     def _gate_shape(self, node: Any, kind: str, value: Any, source: str | None) -> None:
         """A result whose shape depends on the data is specialized on that shape: a data gate."""
         if data_dependent_shape(node):
             node.meta["shape_gated"] = True
+            if node in self.constants:
+                return  # the shape follows from the key
             self.gates.append(Gate(node.name, kind, GATE_CONVERSIONS[kind](value), source))
 
     def _symbolic(self, value: Any, source: str | None) -> Any:
@@ -222,6 +233,19 @@ class Tracer:
             f"a constant of type {type(value).__name__} in a traced call", source=source))
 
 
+    def created_array(self, target: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      array: np.ndarray, source: str | None) -> Proxy:
+        """A local array the user's code made (``np.zeros((n, m))``): a traced value, so updates
+        of it are captured like updates of any value computed inside the function."""
+        if self.finished:
+            raise escaped()
+        node = self.graph.create_node(
+            Opcode.CALL_FUNCTION, target, self._symbolic(args, source),
+            self._symbolic(kwargs, source), meta={"tensor": TensorMeta.of(array), "source": source})
+        self._note_constant(node)
+        self.arrays.append(weakref.ref(array))
+        return Proxy(node, array, self)
+
     def _creation_node(self, created: Created, source: str | None) -> Any:
         if created.node is None:
             if not created.unchanged():
@@ -233,6 +257,7 @@ class Tracer:
             created.node = self.graph.create_node(
                 Opcode.CALL_FUNCTION, created.target, args, kwargs,
                 meta={"tensor": TensorMeta.of(created.array), "source": created.source})
+            self._note_constant(created.node)
         return created.node
 
 
@@ -449,10 +474,9 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     """The capture program of a finished run: outputs, write-backs and the gates' slice."""
     out_leaves, output_tree = tree_flatten(result)
     outputs = []
-    for leaf in out_leaves:
+    for i, leaf in enumerate(out_leaves):
         if isinstance(leaf, np.ndarray) and not isinstance(leaf, Proxy):
-            raise UnsupportedError("the function returns an array that does not depend on its "
-                                   "array arguments", hint="compute it outside the function")
+            leaf = out_leaves[i] = _constant_result(tracer, leaf)
         outputs.append(tracer._symbolic(leaf, None))
     # arguments updated in place: their final values are extra outputs, written back by the caller
     updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
@@ -470,6 +494,21 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
                         inputs, input_tree, output_tree, info, tracer.gates, replay,
                         [a.node.target for a in updated])
+
+
+#: a returned array that capture did not trace (``np.array([np.cos(t), ...])`` of a scalar
+#: argument ``t``) follows from the key; up to this many elements it is rebuilt on every call
+MAX_CONSTANT_RESULT = 64
+
+
+def _constant_result(tracer: Tracer, value: np.ndarray) -> Proxy:
+    """A fresh copy on every call (eager returns a new array each time, which the caller may
+    change), recorded as ``np.array(<its elements>, dtype)``."""
+    if value.size > MAX_CONSTANT_RESULT or value.dtype.kind not in "biuf" or value.ndim > 2:
+        raise UnsupportedError("the function returns an array that does not depend on its "
+                               "array arguments", hint="compute it outside the function")
+    return tracer.created_array("numpy.array", (value.tolist(),), {"dtype": value.dtype.name},
+                                np.array(value), None)
 
 
 def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
@@ -493,7 +532,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                 source=found.type_call, hint="use isinstance(x, np.ndarray), which capture answers "
                 "as eager NumPy does")
         try:
-            with recording_creation(tracer), holding_warnings() as warned:
+            with recording_creation(tracer, found.creation_names), holding_warnings() as warned:
                 outcome.warnings = warned
                 try:
                     result = fn(*args, **kwargs)

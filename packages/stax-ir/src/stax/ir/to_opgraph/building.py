@@ -15,12 +15,36 @@ from .arguments import bind, int_arg, scalar
 from .context import LoweringContext
 from .registry import NotNative, RuleFunction, register, rule
 
+#: a constant operand of a stack or concatenation is built from ``full`` nodes up to this size
+MAX_CONSTANT_ELEMENTS = 64
 
-def _arrays(value: Any) -> tuple[Node, ...]:
-    if not isinstance(value, (list, tuple)) or not value or \
-            not all(isinstance(v, Node) and v.tensor is not None for v in value):
+
+def _arrays(value: Any, ctx: LoweringContext | None = None) -> tuple[Node, ...]:
+    """The operands of a stack or concatenation; with ``ctx``, constants among them (a Python
+    scalar, a short list of numbers: ``np.array([x[0], 1.0])``) become nodes of NumPy's dtype
+    for them."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise NotNative
+    if ctx is not None:
+        value = [v if isinstance(v, Node) else _constant(ctx, v) for v in value]
+    if not all(isinstance(v, Node) and v.tensor is not None for v in value):
         raise NotNative
     return tuple(value)
+
+
+def _constant(ctx: LoweringContext, value: Any) -> Node:
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        raise NotNative from None
+    if array.dtype.kind not in "biuf" or array.size > MAX_CONSTANT_ELEMENTS or array.ndim > 2:
+        raise NotNative
+    meta = TensorMeta.of(np.ascontiguousarray(array))
+    if array.ndim == 0:
+        return ctx.emit("full", (), {"shape": (), "value": array.item(), "dtype": array.dtype.name},
+                        meta=meta)
+    rows = tuple(_constant(ctx, row) for row in array)
+    return ctx.emit("stack", rows, {"axis": 0}, meta=meta)
 
 
 @rule("numpy.concatenate", emits=("concatenate",))
@@ -35,11 +59,19 @@ def _concatenate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     return ctx.emit("concatenate", arrays, {"axis": int_arg(params.get("axis", 0)) % ndim})
 
 
-@rule("numpy.stack", emits=("stack",))
+@rule("numpy.stack", emits=("stack", "full"))
 def _stack(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     params = bind(lambda arrays, axis=0: None, args, kwargs)
-    arrays = _arrays(params["arrays"])
+    arrays = _arrays(params["arrays"], ctx)
     return ctx.emit("stack", arrays, {"axis": int_arg(params.get("axis", 0)) % node.tensor.ndim})
+
+
+@rule("numpy.array", emits=("stack", "full"))
+def _array(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """A constant array capture recorded (a result computed from the key alone): rebuilt."""
+    if len(args) != 1 or set(kwargs) - {"dtype"} or not isinstance(args[0], (list, tuple)):
+        raise NotNative
+    return _constant(ctx, np.asarray(args[0], dtype=kwargs.get("dtype")))
 
 
 @rule("numpy.pad", emits=("pad",))

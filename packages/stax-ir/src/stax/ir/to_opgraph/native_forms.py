@@ -1,5 +1,6 @@
 """Calls without a capture rule that still compile natively, as one op: a view of an operand
-(``view``: an affine read of its memory, no call made), a gather by an integer array (``take``),
+(``view``: an affine read of its memory, no call made; ``x[i, j]``, one element, is a 0-d one),
+a gather by an integer array (``take``),
 a short constant list of positions (``take_const``), a C-order reshape NumPy made as a copy
 (``reshape``). Any other call without a rule runs as NumPy (``extern``, in ``driver``)."""
 
@@ -35,6 +36,12 @@ def lower_native_form(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             return ctx.emit("view", (args[0],), {"offset": mapped[0], "strides": mapped[1],
                                                  "shape": node.tensor.shape}, name=node.target)
     form = native_form(node, args, kwargs)
+    if form == "element":  # x[i, j]: a NumPy scalar read at a fixed place of x's memory
+        meta = args[0].tensor
+        offset = sum((int(k) % n) * stride for k, n, stride in
+                     zip(_element_key(args[1]), meta.shape, meta.strides))
+        return ctx.emit("view", (args[0],), {"offset": offset, "strides": (), "shape": ()},
+                        name=node.target)
     if form == "take":
         return ctx.emit("take", (args[0], args[1]), {"axis": 0})
     if form == "take_const":
@@ -49,6 +56,8 @@ def native_form(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> st
     or ``reshape``. Views are decided apart (``read_natively``): whether NumPy's own view object
     is needed depends on the view's users."""
     if node.target == "operator.getitem" and node.op is not Opcode.CALL_METHOD and len(args) == 2:
+        if element_read(args):
+            return "element"
         if gatherable(args[0], args[1]):
             return "take"
         if constant_indices(args) is not None:
@@ -72,6 +81,22 @@ def read_natively(node: Node) -> bool:
             continue
         return False
     return True
+
+
+def _element_key(key: Any) -> tuple[Any, ...]:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def element_read(args: tuple[Any, ...]) -> bool:
+    """``x[i]``, ``x[i, j]``: one integer per dimension (in bounds: NumPy raised eagerly
+    otherwise), so the result is one element of x."""
+    x, key = args
+    if not isinstance(x, Node) or x.tensor is None or not x.tensor.ndim:
+        return False
+    key = _element_key(key)
+    return len(key) == x.tensor.ndim and all(
+        isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and
+        -n <= k < n for k, n in zip(key, x.tensor.shape))
 
 
 def gatherable(x: Any, indices: Any) -> bool:

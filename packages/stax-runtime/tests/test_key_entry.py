@@ -1,0 +1,77 @@
+"""Versions keyed by plain positional arguments cost a lookup per call (issue 13): after a
+version's first run, calls with its key go through an entry that compares each argument with the
+key and calls the function (a fallback) or the machine code on the arrays (a compiled version
+whose scalars are constants); any other call still goes through the dispatcher."""
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+Y = np.array([1.0, 2.0, 3.0])
+
+
+def lorenz(y, sigma, rho, beta):
+    return np.array([sigma * (y[1] - y[0]), y[0] * (rho - y[2]) - y[1], y[0] * y[1] - beta * y[2]])
+
+
+def lorenz_fallback(y, sigma, rho, beta):
+    through_complex = (y.astype(np.complex128) * 1.0).real  # complex: a fallback, for now
+    return lorenz(through_complex, sigma, rho, beta)
+
+
+@pytest.mark.parametrize("fn, native", [(lorenz_fallback, False), (lorenz, True)])
+def test_calls_go_through_the_entry_and_match_eager(fn, native):
+    f = stax.compile(fn)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(Y, 10.0, 28.0, 8 / 3), lorenz(Y, 10.0, 28.0, 8 / 3))
+    info = f.cache_info()
+    assert info.versions == 1 and f.versions()[0].native == native
+    assert info.fallbacks == (0 if native else 3)
+    assert f.versions()[0].entry.hits == 2
+
+
+def scaled_exp(x, scale):
+    return np.exp(x * scale)
+
+
+def test_floating_point_events_under_a_key_entry_are_settled_by_the_dispatcher():
+    """The machine code's slow path (an overflow here) hands the whole call back: NumPy's warning
+    is raised once, from the user's line, as eager."""
+    f = stax.compile(scaled_exp)
+    x = np.array([1.0, 2.0, 800.0])
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        f(x, 1.0)
+    for _ in range(2):
+        with pytest.warns(RuntimeWarning, match="overflow"):
+            np.testing.assert_array_equal(f(x, 1.0), np.exp(x))
+    np.testing.assert_array_equal(f(x[:2], 1.0), np.exp(x[:2]))
+
+
+@pytest.mark.parametrize("fn", [lorenz, lorenz_fallback])
+@pytest.mark.parametrize("first, second", [
+    ((Y, 10.0, 28.0, 1.0), (Y, 10.0, 28.0, 2.0)),     # another scalar value
+    ((Y, 10.0, 28.0, 0.0), (Y, 10.0, 28.0, -0.0)),    # the sign of zero
+    ((Y, 10.0, 28.0, 1.0), (Y, 10.0, 28.0, 1)),       # an int for a float
+    ((Y, 10.0, 28.0, 1.0), (Y[::-1], 10.0, 28.0, 1.0)),  # another layout
+    ((Y, 10.0, 28.0, 1.0), (Y.astype(np.float32), 10.0, 28.0, 1.0)),
+    ((Y, 10.0, 28.0, np.nan), (Y, 10.0, 28.0, -np.nan)),  # NaN bits
+])
+def test_a_call_with_another_key_leaves_the_entry_for_the_dispatcher(fn, first, second):
+    f = stax.compile(fn)
+    for args in (first, first, second, second, first):
+        np.testing.assert_array_equal(f(*args), lorenz(*args))
+    assert f.cache_info().versions == 2
+
+
+def test_keyword_calls_and_tuple_arguments_are_dispatched():
+    f = stax.compile(lorenz_fallback)
+    f(Y, 10.0, 28.0, 1.0)
+    np.testing.assert_array_equal(f(Y, 10.0, 28.0, beta=1.0), lorenz(Y, 10.0, 28.0, 1.0))
+
+    def packed(y, params):
+        return lorenz_fallback(y, *params)
+    g = stax.compile(packed)
+    for _ in range(2):
+        np.testing.assert_array_equal(g(Y, (10.0, 28.0, 1.0)), lorenz(Y, 10.0, 28.0, 1.0))
+    assert g.versions()[0].entry is None  # a tuple's key is not compared by the entry

@@ -1,0 +1,81 @@
+"""Ordinary programs that build their result in a local array compile natively (issue 13):
+`out = np.zeros(...)` filled by rows, columns and elements, `np.empty`, from-imports, arrays of
+traced scalars (`np.array([...])`), element reads `x[i]`, and functions of scalars alone."""
+
+import numpy as np
+import pytest
+from numpy import zeros
+
+import stax.runtime as stax
+
+
+def columns(x):
+    out = np.zeros((x.shape[0], 3), dtype=x.dtype)
+    out[:, 0] = x
+    out[:, 1] = x * 2
+    out[:, 2] = 1.0
+    return out
+
+
+def elements(x):
+    out = np.empty(len(x))
+    for i in range(len(x)):
+        out[i] = x[i] * 2.0 + 1
+    return out
+
+
+def rows_from_import(m):
+    out = zeros(m.shape)
+    for i in range(m.shape[0]):
+        out[i] = m[i] * i - m[i].sum()
+    return out
+
+
+def rhs(y, a, b, c):
+    return np.array([a * (y[1] - y[0]), y[0] * (b - y[2]) - y[1], y[0] * y[1] - c * y[2]])
+
+
+def rotation(t):
+    return np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+
+
+def grid(n, a):
+    out = np.zeros((n, n))
+    for i in range(n):
+        out[i, :] = np.arange(n) * a + i
+    return out
+
+
+def mixed_constants(x):
+    return np.array([[1.0, 2.0], [x[0], 0]]) + np.array([x[1], 2, True])[:2]
+
+
+RNG = np.random.default_rng(5)
+V = RNG.standard_normal(7)
+V[2], V[4] = np.nan, -0.0
+M = RNG.standard_normal((4, 6)).astype(np.float32)
+
+CASES = [
+    (columns, (V,)), (columns, (V.astype(np.float32)[::2],)), (elements, (V,)),
+    (rows_from_import, (M,)), (rows_from_import, (M.T,)), (rhs, (V[:3], 10.0, 28.0, 8 / 3)),
+    (rotation, (0.3,)), (rotation, (np.float32(0.3),)), (grid, (5, 0.5)), (grid, (3, 2)),
+    (mixed_constants, (V,)),
+]
+
+
+@pytest.mark.parametrize("fn, args", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in enumerate(CASES)])
+def test_compiles_natively_with_numpys_result(fn, args):
+    f = stax.compile(fn, strict_native=True)
+    with np.errstate(all="ignore"):
+        want = fn(*args)
+        for _ in range(3):  # compile, then the cache (and the key entry for scalar arguments)
+            got = f(*args)
+            assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    assert f.cache_info().versions == 1
+
+
+def test_a_local_array_is_filled_in_one_kernel():
+    f = stax.compile(columns, strict_native=True)
+    f(V)
+    assert [s for s in f.versions()[0].artifact.steps] == ["kernel_0"]
