@@ -260,7 +260,7 @@ def layer_norm(torch, measure, rotating) -> None:
     program = gpu.stax_loop_program(fn, arrays)
     from stax.codegen import generate_triton, triton_target
     artifact = generate_triton(program, triton_target())
-    (OUT / "stax_kernels.txt").write_text(artifact.dump())
+    (OUT / "stax_kernels.txt").write_text(str(artifact))
     stax_call = gpu.stax_codegen(fn, arrays, program=program)
     measure("ln", "stax (TritonExecutable)", rotating(lambda *t: stax_call(*t), sets), nbytes)
     kernel = artifact.kernels[0]

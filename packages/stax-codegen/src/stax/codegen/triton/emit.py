@@ -51,7 +51,7 @@ from .launch import Blocks
 from .reductions import reduction_kind
 from .rows import PhaseShape, row_axes
 from .scans import scan_kernel
-from .source import constant, number, tl_dtype
+from .source import UNREAD, constant, drop_unread, number, tl_dtype
 
 #: the modules whose emitters the tables hold (imported for their registrations)
 EMITTER_MODULES = rules.EMITTER_MODULES
@@ -84,6 +84,10 @@ class TritonKernelSpec:
     scratch: str | None = None
     #: L2 eviction hints on the loads of 2-D kernels (``KernelWriter.eviction``)
     hints: bool = False
+    #: buffers it computes that no other step, output or check reads: stored only where a later
+    #: phase reads them back from memory (``source.drop_unread``; a row's mean and variance
+    #: stay in registers: 2% of layer norm's time on an H200, gpu-notes.md run 5)
+    unread: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -119,6 +123,7 @@ class KernelWriter:
         self.loaded: dict[tuple[str, Any], Held] = {}
         #: spilled row values kept in registers only (``row_kernel``): never read from memory
         self.unstored: set[str] = set()
+        self.read_back: set[str] = set()            # buffers read from memory (``reads_memory``)
         self.open: list[int] = [0]                  # the regions the current line is inside
         self.regions = 0
         self.region = Region({}, {}, {}, None)
@@ -244,6 +249,7 @@ class KernelWriter:
     def reads_memory(self, buffer: str) -> None:
         """A read of ``buffer`` from memory: one this kernel writes must have been stored by an
         earlier phase, then read after a barrier (``rows``); any other is a race."""
+        self.read_back.add(buffer)
         if buffer in self.unstored:
             raise NotImplementedError(f"Triton kernel {self.spec.name}: the row value kept in "
                                       f"{buffer} is read where its register is not")
@@ -260,7 +266,8 @@ class KernelWriter:
         address, address_axes = self.index(index)
         pointer = self.broadcast(f"{self.spec.pointers[buffer]} + ({address})", address_axes, axes)
         mask = self.mask(axes)
-        self.line(f"tl.store({pointer}, {value}{f', {mask}' if mask else ''})")
+        mark = f"{UNREAD}{buffer}{UNREAD}" if buffer in self.spec.unread else ""
+        self.line(f"{mark}tl.store({pointer}, {value}{f', {mask}' if mask else ''})")
         self.phase_computes.add(buffer)
         self.unstored.discard(buffer)
 
@@ -283,6 +290,7 @@ class KernelWriter:
                                       f"{type(first.data).__name__} nodes")
         self.two_d = body != self.pointwise_kernel
         body()
+        self.lines = drop_unread(self.lines, self.read_back)
         return self.source()
 
     def source(self) -> str:
@@ -564,11 +572,12 @@ def _is_name(text: str) -> bool:
     return text.isidentifier()
 
 
-def emit_kernel(spec: TritonKernelSpec) -> tuple[str, set[str]]:
-    """The kernel's source, and the helper functions it calls."""
+def emit_kernel(spec: TritonKernelSpec) -> tuple[str, set[str], frozenset[str]]:
+    """The kernel's source, the helper functions it calls and the buffers of ``spec.unread`` it
+    does not store."""
     writer = KernelWriter(spec)
     text = writer.emit()
-    return text, writer.helpers
+    return text, writer.helpers, spec.unread - writer.read_back
 
 
 __all__ = ["EMITTER_MODULES", "NESTS", "TritonKernelSpec", "emit_kernel"]

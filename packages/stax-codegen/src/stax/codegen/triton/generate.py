@@ -15,6 +15,7 @@ from stax.loop import LoopProgram, Reduction, Scan, index_width
 from ..artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan, Launch
 from ..nesting import Nest, NestPlan
 from ..program_plan import (
+    ProgramPlan,
     buffer_plans,
     extern_plan,
     kernel_args,
@@ -22,6 +23,7 @@ from ..program_plan import (
     plan_program,
     traffic,
 )
+from ..scheduler import Group
 from ..target import Target
 from ..version import CODEGEN_VERSION
 from .emit import TritonKernelSpec, emit_kernel
@@ -100,11 +102,11 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         spec = TritonKernelSpec(name, nest, args, pointers, plan.dtypes, bits, blocks,
                                 plan.discard & {n.name for n in group.nodes},
                                 frozenset(a for a in args if plan.nbytes[a] == 0), flags,
-                                policy.eviction_hints)
-        text, used = emit_kernel(spec)
+                                policy.eviction_hints, unread(plan, group))
+        text, used, unstored = emit_kernel(spec)
         sources.append(text)
         helpers |= used
-        read, written = traffic(group, args, plan.nbytes, plan.discard)
+        read, written = traffic(group, args, plan.nbytes, plan.discard | unstored)
         first = group.nodes[0]
         work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
         launch = blocks.launch(xnumel)
@@ -126,6 +128,13 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, plan.storage,
                           dict(program.checks), None, False, source)
+
+
+def unread(plan: ProgramPlan, group: Group) -> frozenset[str]:
+    """The buffers ``group`` computes that no other step reads and no output or check names."""
+    elsewhere = set().union(*(g.reads | g.after for g in plan.groups if g is not group))
+    computed = {n.name for n in group.nodes}
+    return frozenset(computed - elsewhere - plan.output_names - set(plan.program.checks) - plan.discard)
 
 
 def lookback_of(nest: Nest, xnumel: int, inner: int | None, policy: LaunchPolicy) -> Blocks | None:

@@ -79,6 +79,33 @@ def identifier(name: str, taken: set[str]) -> str:
     return candidate
 
 
+#: the mark of a store ``drop_unread`` may leave out: ``UNREAD + buffer + UNREAD + store``
+UNREAD = "\x00"
+
+
+def drop_unread(lines: list[str], read_back: set[str]) -> list[str]:
+    """A kernel's lines without the marked stores (``UNREAD``) of the buffers it does not read
+    back itself (``read_back``): nothing after the kernel reads them, and the kernel's own later
+    phases take them from registers. A block the left-out store was the first statement of gets
+    ``pass`` (harmless where more statements follow)."""
+    out: list[str] = []
+    for line in lines:
+        body = line.lstrip()
+        if not body.startswith(UNREAD):
+            out.append(line)
+            continue
+        _, buffer, store = body.split(UNREAD, 2)
+        indent = line[:len(line) - len(body)]
+        if buffer in read_back:
+            out.append(indent + store)
+            continue
+        code = [c for c in out if c.strip() and not c.lstrip().startswith("#")]
+        if code and code[-1].rstrip().endswith(":") and \
+                len(code[-1]) - len(code[-1].lstrip()) < len(indent):
+            out.append(indent + "pass")
+    return out
+
+
 #: names the kernels use for themselves
 _RESERVED = {"tl", "triton", "libdevice", "xnumel", "xoffset", "xindex", "xmask", "r0_base",
              "r0_index", "r0_mask", "r0_offset", "mask", "XBLOCK", "R0_BLOCK"}
