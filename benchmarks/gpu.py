@@ -6,6 +6,9 @@ error ``|out - ref| / |ref|`` against a float64 reference within the case's boun
 timed. Times are ``triton.testing.do_bench`` medians (CUDA events, the L2 flushed before each
 timed run); bandwidth is the case's minimal bytes (each input read once, each output written
 once) over the time, reported as a fraction of a device-to-device copy measured in the same run.
+Each is timed a second way too, the L2 flushed by a read instead (``bench_clean``: do_bench's
+flush leaves dirty lines that a read-only kernel pays to write back), and the run records what
+the best kernels moving the column sum's and layer norm's bytes reach (``ceilings``).
 Also: cold and warm compile times of example 1.1 (fresh processes, empty caches then the caches
 the first filled) and the per-call host time on example 1.1 at (64, 128).
 
@@ -26,6 +29,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -224,12 +228,73 @@ def bench(fn: Callable[[], Any], rep: int = 200) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=rep, return_mode="median") * 1e-3
 
 
-def copy_bandwidth(torch: Any) -> tuple[float, float]:
-    """A device-to-device copy of 2 GiB: (seconds, bytes per second counting read and write)."""
+_CLEAN: list[Any] = []
+
+
+def bench_clean(fn: Callable[[], Any], reps: int = 100) -> float:
+    """Median seconds of ``fn`` after a read-only pass over 256 MB before each run: the L2 holds
+    none of the inputs, as after do_bench's flush, but clean lines only. do_bench flushes by
+    writing 256 MB of zeros, whose dirty lines a kernel that only reads must write back: about 9
+    us of a 256 MiB read (gpu-notes.md run 5), none where a kernel writes as much as it reads."""
+    import torch
+    if not _CLEAN:
+        _CLEAN.extend([torch.randn(64 * M, device="cuda"), torch.empty((), device="cuda")])
+    flush, into = _CLEAN
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+    torch.cuda._sleep(4_000_000)  # the host queues ahead of the device: no gaps in a timing
+    for start, end in events:
+        torch.sum(flush, 0, out=into)
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in events) * 1e-3
+
+
+def copy_bandwidth(torch: Any) -> tuple[float, float, float]:
+    """A device-to-device copy of 2 GiB: (seconds, bytes per second counting read and write,
+    bytes per second timed by ``bench_clean``)."""
     src = torch.randn(512 * M, device="cuda")
     dst = torch.empty_like(src)
     seconds = bench(lambda: dst.copy_(src))
-    return seconds, 2 * src.numel() * 4 / seconds
+    moved = 2 * src.numel() * 4
+    return seconds, moved / seconds, moved / bench_clean(lambda: dst.copy_(src))
+
+
+def ceilings(torch: Any, copy_bps: float, clean_bps: float) -> list[dict[str, Any]]:
+    """The best kernels moving the column sum's and layer norm's bytes, timed as the cases are
+    and by ``bench_clean``: a plain Triton read of 256 MiB (a 4096-element block a program, the
+    fastest of run 5's read kernels) and torch.sum of it; a 128 MiB -> 128 MiB copy."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def read_blocks(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        offset = tl.program_id(0).to(tl.int64) * BLOCK
+        tl.store(out_ptr + tl.program_id(0), tl.sum(tl.load(x_ptr + offset + tl.arange(0, BLOCK)), 0))
+
+    x = torch.randn(64 * M, device="cuda")
+    partial = torch.empty(x.numel() // 4096, device="cuda")
+    half = torch.randn(32 * M, device="cuda")
+    dst = torch.empty_like(half)
+    found = []
+    for name, fn, nbytes in (
+            ("Triton read of 256 MiB", lambda: read_blocks[(partial.numel(),)](
+                x, partial, BLOCK=4096, num_warps=8), x.numel() * 4),
+            ("torch.sum of 256 MiB", lambda: x.sum(), x.numel() * 4),
+            ("copy 128 MiB -> 128 MiB", lambda: dst.copy_(half), 2 * half.numel() * 4)):
+        seconds, clean = bench(fn), bench_clean(fn)
+        found.append({"name": name, "bytes": nbytes, "time_s": seconds, "time_clean_s": clean,
+                      "fraction_of_copy": nbytes / seconds / copy_bps,
+                      "fraction_of_copy_clean": nbytes / clean / clean_bps})
+        print(f"  ceiling {name:<26} {seconds * 1e6:7.1f} us {found[-1]['fraction_of_copy']:6.3f} of "
+              f"copy; L2 clean {clean * 1e6:7.1f} us {found[-1]['fraction_of_copy_clean']:6.3f}",
+              flush=True)
+    return found
 
 
 def implementations(case: Case, arrays: list[np.ndarray], tensors: list[Any], torch: Any,
@@ -270,7 +335,7 @@ def to_host(out: Any) -> np.ndarray:
     return out.detach().cpu().numpy()
 
 
-def run_case(case: Case, wanted: list[str], torch: Any, cp: Any, copy_bps: float,
+def run_case(case: Case, wanted: list[str], torch: Any, cp: Any, copy_bps: tuple[float, float],
              records: list[dict[str, Any]], sweep: bool) -> None:
     arrays = inputs(case)
     ref, dtype, numpy_error = reference(case, arrays)
@@ -295,8 +360,10 @@ def run_case(case: Case, wanted: list[str], torch: Any, cp: Any, copy_bps: float
             record["numpy_error"] = numpy_error
             del out
             seconds = bench(call, 60 if "[" in impl else 200)
+            clean = bench_clean(call)
             record.update(time_s=seconds, bandwidth_Bps=nbytes / seconds,
-                          fraction_of_copy=nbytes / seconds / copy_bps)
+                          fraction_of_copy=nbytes / seconds / copy_bps[0], time_clean_s=clean,
+                          fraction_of_copy_clean=nbytes / clean / copy_bps[1])
         except Exception as exc:
             record["failed"] = f"{type(exc).__name__}: {exc}"[:500]
         records.append(record)
@@ -331,7 +398,8 @@ def describe(r: dict[str, Any]) -> str:
         return f"  {r['case']:<18} {r['impl']:<28} FAILED {r['failed'][:200]}"
     ok = "ok" if r["correct"] else f"WRONG (error {r['error']:.2e}, dtype ok {r['dtype_ok']})"
     return (f"  {r['case']:<18} {r['impl']:<28} {r['time_s'] * 1e3:9.4f} ms "
-            f"{r['bandwidth_Bps'] / 1e12:6.3f} TB/s {r['fraction_of_copy']:6.3f} of copy  {ok}")
+            f"{r['bandwidth_Bps'] / 1e12:6.3f} TB/s {r['fraction_of_copy']:6.3f} of copy "
+            f"(L2 clean {r['fraction_of_copy_clean']:5.3f})  {ok}")
 
 
 def host_overhead(torch: Any, cp: Any, wanted: list[str], calls: int = 2000) -> dict[str, float]:
@@ -440,12 +508,15 @@ def main() -> None:
     wanted = args.impls.split(",")
     info = versions(torch, cp)
     print("GPU benchmark:", json.dumps(info), flush=True)
-    copy_s, copy_bps = copy_bandwidth(torch)
-    print(f"  device copy: {copy_bps / 1e12:.3f} TB/s ({copy_s * 1e3:.3f} ms for 4 GiB moved)")
+    copy_s, copy_bps, clean_bps = copy_bandwidth(torch)
+    print(f"  device copy: {copy_bps / 1e12:.3f} TB/s ({copy_s * 1e3:.3f} ms for 4 GiB moved); "
+          f"L2 clean {clean_bps / 1e12:.3f} TB/s")
     records: list[dict[str, Any]] = []
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           **info, "copy": {"time_s": copy_s, "bandwidth_Bps": copy_bps},
+           **info, "copy": {"time_s": copy_s, "bandwidth_Bps": copy_bps,
+                            "bandwidth_clean_Bps": clean_bps},
            "notes": _NOTES, "records": records}
+    doc["ceilings"] = ceilings(torch, copy_bps, clean_bps)
 
     def write() -> None:
         doc["stax_path"] = "codegen layer (TritonExecutable)" if _NOTES else \
@@ -456,7 +527,7 @@ def main() -> None:
         for case in CASES:
             if case.name in args.cases.split(",") and (case.name == "cumsum") == late:
                 autotune = ["stax-autotune"] if case.name in args.autotune.split(",") else []
-                run_case(case, wanted + autotune, torch, cp, copy_bps, records, False)
+                run_case(case, wanted + autotune, torch, cp, (copy_bps, clean_bps), records, False)
                 torch.cuda.empty_cache()
                 write()
     cases(late=False)
@@ -467,17 +538,30 @@ def main() -> None:
     cases(late=True)  # the scan across programs last: the one kernel whose programs wait
     for case in CASES:
         if case.name in args.sweep.split(",") and time.perf_counter() - started < args.deadline:
-            run_case(case, [], torch, cp, copy_bps, records, True)
+            run_case(case, [], torch, cp, (copy_bps, clean_bps), records, True)
             torch.cuda.empty_cache()
             write()
     summary(records)
 
 
 def summary(records: list[dict[str, Any]]) -> None:
-    """The table printed last: fraction of the copy per case and implementation."""
+    """The tables printed last: fraction of the copy per case and implementation, timed as
+    do_bench does and with the L2 clean (``bench_clean``)."""
+    table(records, "fraction_of_copy", "time_s", "fraction of copy bandwidth (x: wrong or failed)")
+    table(records, "fraction_of_copy_clean", "time_clean_s", "the same, L2 clean (bench_clean)")
+    cases = list(dict.fromkeys(r["case"] for r in records))
+    for c in cases:
+        swept = [r for r in records if r["case"] == c and "[" in r["impl"] and "time_s" in r]
+        if swept:
+            best = min(swept, key=lambda r: r["time_s"])
+            print(f"sweep {c}: best {best['impl']} {best['fraction_of_copy']:.3f} of copy "
+                  f"({len(swept)} variants, correct: {all(r['correct'] for r in swept)})")
+
+
+def table(records: list[dict[str, Any]], fraction: str, time_key: str, title: str) -> None:
     cases = list(dict.fromkeys(r["case"] for r in records))
     impls = list(dict.fromkeys(r["impl"] for r in records if "[" not in r["impl"]))
-    print("\nfraction of copy bandwidth (x: wrong or failed)")
+    print(f"\n{title}")
     print(f"{'case':<18}" + "".join(f"{i[:14]:>15}" for i in impls))
     for c in cases:
         row = f"{c:<18}"
@@ -485,21 +569,16 @@ def summary(records: list[dict[str, Any]]) -> None:
             r = next((r for r in records if r["case"] == c and r["impl"] == i), None)
             if r is None:
                 row += f"{'-':>15}"
-            elif "failed" in r or not r["correct"]:
+            elif "failed" in r or not r["correct"] or fraction not in r:
                 row += f"{'x':>15}"
             else:
-                row += f"{r['fraction_of_copy']:>15.3f}"
-        times = {r["impl"]: r["time_s"] for r in records if r["case"] == c and r.get("correct")}
+                row += f"{r[fraction]:>15.3f}"
+        times = {r["impl"]: r[time_key] for r in records
+                 if r["case"] == c and r.get("correct") and time_key in r}
         compiled = [times[i] for i in ("torch.compile", "torch.compile-max-autotune") if i in times]
         if "stax" in times and compiled:
-            row += f"   stax {min(compiled) / times['stax']:.2f}x the better torch.compile"
+            row += f"   stax {min(compiled) / times['stax']:.3f}x the better torch.compile"
         print(row)
-    for c in cases:
-        swept = [r for r in records if r["case"] == c and "[" in r["impl"] and "time_s" in r]
-        if swept:
-            best = min(swept, key=lambda r: r["time_s"])
-            print(f"sweep {c}: best {best['impl']} {best['fraction_of_copy']:.3f} of copy "
-                  f"({len(swept)} variants, correct: {all(r['correct'] for r in swept)})")
 
 
 if __name__ == "__main__":
