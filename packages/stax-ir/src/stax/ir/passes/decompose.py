@@ -72,7 +72,14 @@ def _square(e: _Emitter, x: Any) -> Node:
 
 
 def _clip(e: _Emitter, x: Any, lo: Any, hi: Any) -> Node | None:
-    if not (constant_value(lo) and constant_value(hi)):
+    """Scalar bounds; array bounds of integers too. ``None`` bounds stay whole, and so do float
+    array bounds: where x and a bound are zeros of both signs, NumPy's clip picks one by its
+    loop (its contiguous and strided paths differ), which no element-wise rule reproduces."""
+    arrays = [b for b in (x, lo, hi) if isinstance(b, Node)]
+    if not all(constant_value(b) or isinstance(b, Node) for b in (lo, hi)):
+        return None
+    if len(arrays) > 1 and any(b.tensor is None or np.dtype(b.tensor.dtype).kind not in "iub"
+                               for b in arrays):
         return None
     return e("numpy.minimum", hi, e("numpy.maximum", lo, x))
 

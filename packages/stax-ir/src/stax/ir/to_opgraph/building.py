@@ -47,12 +47,12 @@ def _constant(ctx: LoweringContext, value: Any) -> Node:
     return ctx.emit("stack", rows, {"axis": 0}, meta=meta)
 
 
-@rule("numpy.concatenate", emits=("concatenate",))
+@rule("numpy.concatenate", emits=("concatenate", "stack", "full"))
 def _concatenate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                  kwargs: dict[str, Any]) -> Node:
     """Joined along one axis (``axis=None`` flattens: NumPy); ``out=``/``dtype=`` forms too."""
     params = bind(lambda arrays, axis=0: None, args, kwargs)
-    arrays = _arrays(params["arrays"])
+    arrays = _arrays(params["arrays"], ctx)
     if params.get("axis", 0) is None:
         raise NotNative
     ndim = node.tensor.ndim

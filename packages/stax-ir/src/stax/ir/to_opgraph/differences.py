@@ -1,0 +1,62 @@
+"""Capture rules for calls that are element-wise work over shifted or broadcast views of their
+operands: ``np.diff`` (``x[1:] - x[:-1]`` along an axis, n times) and ``np.outer``
+(``a[:, None] * b[None, :]``). Each emits ``view`` ops, affine reads of the operand's memory
+that fuse into the arithmetic, instead of running NumPy's call between kernels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..graph import Node
+from ..meta import TensorMeta
+from .arguments import bind, int_arg
+from .context import LoweringContext
+from .registry import NotNative, rule
+
+
+def _view(ctx: LoweringContext, x: Node, offset: int, strides: tuple[int, ...],
+          shape: tuple[int, ...]) -> Node:
+    meta = TensorMeta(shape, x.tensor.dtype, strides)
+    return ctx.emit("view", (x,), {"offset": offset, "strides": strides, "shape": shape},
+                    meta=meta)
+
+
+@rule("numpy.diff", emits=("view", "sub"))
+def _diff(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """``np.diff(x, n, axis)`` of a numeric array without prepend/append: n differences of
+    neighbours, each in NumPy's dtype (bool's is ``!=``: it runs as NumPy)."""
+    params = bind(lambda a, n=1, axis=-1: None, args, kwargs)
+    x = params["a"]
+    if not isinstance(x, Node) or x.tensor is None or not x.tensor.ndim or \
+            np.dtype(x.tensor.dtype).kind not in "iuf":
+        raise NotNative
+    n, ndim = int_arg(params.get("n", 1)), x.tensor.ndim
+    axis = int_arg(params.get("axis", -1)) % ndim
+    if n < 1 or n >= x.tensor.shape[axis]:
+        raise NotNative  # n == 0 is x itself; an empty result is NumPy's to make
+    value = x
+    for step in range(n):
+        meta = value.tensor
+        shape = tuple(e - 1 if d == axis else e for d, e in enumerate(meta.shape))
+        high = _view(ctx, value, meta.strides[axis], meta.strides, shape)
+        low = _view(ctx, value, 0, meta.strides, shape)
+        last = step == n - 1
+        out = TensorMeta(shape, meta.dtype, TensorMeta.of(np.empty(shape, meta.dtype)).strides)
+        value = ctx.emit("sub", (high, low), {}, meta=node.tensor if last else out)
+    return value
+
+
+@rule("numpy.outer", emits=("view", "mul"))
+def _outer(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """``np.outer(a, b)`` of 1-D operands: both read as broadcast views of the result's shape."""
+    params = bind(lambda a, b, out=None: None, args, kwargs)
+    a, b = params["a"], params["b"]
+    if params.get("out") is not None or not all(
+            isinstance(v, Node) and v.tensor is not None and v.tensor.ndim == 1 for v in (a, b)):
+        raise NotNative
+    shape = (a.tensor.shape[0], b.tensor.shape[0])
+    rows = _view(ctx, a, 0, (a.tensor.strides[0], 0), shape)
+    columns = _view(ctx, b, 0, (0, b.tensor.strides[0]), shape)
+    return ctx.emit("mul", (rows, columns), {})

@@ -1,0 +1,73 @@
+"""np.diff, np.outer, np.clip with array bounds and concatenations with constant operands compile
+natively (issue 13: they ran as NumPy steps), with NumPy's bits on special values and layouts."""
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+RNG = np.random.default_rng(11)
+
+
+def special(shape, dtype):
+    x = RNG.standard_normal(shape).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        flat = x.reshape(-1)
+        flat[:5] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    return x
+
+
+def layouts(x):
+    return {"c": x, "f": np.asfortranarray(x), "t": x.T, "sliced": x[::2, ::-1]}
+
+
+FUNCTIONS = {
+    "diff": lambda x: np.diff(x),
+    "diff axis 0": lambda x: np.diff(x, axis=0) * 2,
+    "diff n=2": lambda x: np.diff(x, n=2, axis=1),
+    "outer": lambda x: np.outer(x[0], x[:, 1]),
+    "outer of rows": lambda x: np.outer(x[1], x[2]) - 1,
+    "clip array bounds": lambda x: np.clip(x, x[0], x[1]),
+    "clip array low": lambda x: np.clip(x, x[:, :1], 1),
+    "concatenate list": lambda x: np.concatenate([x[0], [1.0, 2.5]]) * 2,
+    "concatenate scalar": lambda x: np.concatenate(([0], x[0], [7])),
+    "concatenate rows": lambda x: np.concatenate([x, [[1.0] * x.shape[1]]], axis=0),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+@pytest.mark.parametrize("layout", ["c", "f", "t", "sliced"])
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_native_with_numpys_bits(name, layout, dtype):
+    fn = FUNCTIONS[name]
+    x = layouts(special((6, 5), dtype))[layout]
+    f = stax.compile(fn, strict_native=True)
+    with np.errstate(all="ignore"):
+        want = fn(x)
+        got = f(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype.kind == "f":
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(np.signbit(got[~nan]), np.signbit(want[~nan]))
+    np.testing.assert_array_equal(got, want)
+    float_clip = name.startswith("clip") and np.dtype(dtype).kind == "f"  # see below
+    assert float_clip == any(b.role == "extern" for b in f.versions()[0].artifact.buffers)
+
+
+def test_float_clip_with_array_bounds_keeps_numpys_call_for_its_signed_zeros():
+    """NumPy's clip of -0.0 to a bound of 0.0 gives 0.0 in its strided loop and -0.0 as
+    np.maximum does: an element-wise rule matches only one of them."""
+    x, lo = np.array([-0.0, 1.0, 3.0])[::2], np.array([0.0, 0.0])
+    f = stax.compile(lambda x, lo: np.clip(x, lo, 2.0))
+    want = np.clip(x, lo, 2.0)
+    np.testing.assert_array_equal(np.signbit(f(x, lo)), np.signbit(want))
+
+
+def test_bool_diff_and_clip_without_a_bound_keep_numpys_own_call():
+    f = stax.compile(lambda m: np.diff(m), strict_native=False)
+    m = np.array([True, False, False, True])
+    np.testing.assert_array_equal(f(m), np.diff(m))
+    g = stax.compile(lambda x: np.clip(x, None, x[0]))
+    x = special((4, 3), np.float64)
+    np.testing.assert_array_equal(g(x), np.clip(x, None, x[0]))
