@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stax.ir import UnsupportedError
+
 from .calls import calls
 from .patching import Patches
 from .proxy import Proxy
@@ -248,3 +250,18 @@ def _user_bindings(bindings: list[tuple[dict[str, Any], str]]) -> Iterator[None]
                     scope = entry[3]
                     if scope.get(name) is entry[2]:
                         scope[name] = entry[1]
+
+
+#: a returned array that capture did not trace (``np.array([np.cos(t), ...])`` of a scalar
+#: argument ``t``) follows from the key; up to this many elements it is rebuilt on every call
+MAX_CONSTANT_RESULT = 64
+
+
+def constant_result(tracer: Tracer, value: np.ndarray) -> Proxy:
+    """A fresh copy on every call (eager returns a new array each time, which the caller may
+    change), recorded as ``np.array(<its elements>, dtype)``."""
+    if value.size > MAX_CONSTANT_RESULT or value.dtype.kind not in "biuf" or value.ndim > 2:
+        raise UnsupportedError("the function returns an array that does not depend on its "
+                               "array arguments", hint="compute it outside the function")
+    return tracer.created_array("numpy.array", (value.tolist(),), {"dtype": value.dtype.name},
+                                np.array(value), None)

@@ -111,10 +111,22 @@ class Proxy:
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         module = func.__module__ or "numpy"
         target = f"{module}.{func.__name__}"
-        if target == "numpy.copyto" and isinstance(args[0], Proxy) and not kwargs:
+        if target == "numpy.copyto" and isinstance(args[0], Proxy) and set(kwargs) <= {"where"}:
             dst, src = args  # np.copyto(dst, src) is dst[...] = src, with same_kind casting
-            np.copyto(np.copy(dst.value, order="K"), _plain(src))  # eager's casting errors
-            dst[...] = src
+            where = kwargs.get("where", True)
+            np.copyto(np.copy(dst.value, order="K"), _plain(src), where=_plain(where))  # errors
+            if where is True:
+                dst[...] = src
+            else:  # only where the mask is True: a select, the source cast as copyto casts
+                value = src.astype(dst.value.dtype) if isinstance(src, Proxy) else src
+                dst._update_in_place("np.copyto(..., where=)",
+                                     lambda: np.where(where, value, dst))
+            return None
+        if target == "numpy.putmask" and isinstance(args[0], Proxy) and not kwargs and \
+                len(args) == 3 and np.shape(_plain(args[2])) in ((), np.shape(args[0].value)):
+            a, mask, values = args  # values of a's shape or one value: a select
+            np.putmask(np.copy(a.value, order="K"), _plain(mask), _plain(values))  # its errors
+            a._update_in_place("np.putmask", lambda: np.where(mask, values, a))
             return None
         if target in MUTATING_FUNCTIONS or kwargs.get("out") is not None:
             raise _mutation(target)
@@ -128,6 +140,8 @@ class Proxy:
     def __getattr__(self, name: str) -> Any:
         _live(self)
         if name in STATIC_ATTRIBUTES:
+            if name in ("shape", "size", "nbytes"):
+                self.tracer.shape_read.add(self.node)
             return getattr(self.value, name)
         if name == "T":
             return self.tracer.record(Opcode.CALL_FUNCTION, "numpy.transpose", (self,), {},
@@ -155,6 +169,7 @@ class Proxy:
 
     def __len__(self) -> int:
         _live(self)
+        self.tracer.shape_read.add(self.node)
         return len(self.value)
 
     # -- values Python reads from data: data gates (spec §3.4, table 3.2) -----------------------
@@ -179,6 +194,7 @@ class Proxy:
         _live(self)
         if not self.value.ndim:
             raise TypeError("iteration over a 0-d array")
+        self.tracer.shape_read.add(self.node)
         return (self[i] for i in range(len(self.value)))
 
     def __getitem__(self, key: Any) -> Any:
@@ -186,9 +202,17 @@ class Proxy:
                                   operator.getitem)
         if isinstance(item.value, np.ndarray) and np.may_share_memory(item.value, self.value):
             item.view_of = (self, key)
+        elif _same_shape_mask(key, self):  # x[m]: may be lifted into x[m] = f(x[m])
+            self.tracer.masked_reads[item.node] = ((self.node, self.value), key.node)
         return item
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if _same_shape_mask(key, self) and isinstance(value, Proxy) and np.ndim(value.value):
+            lifted = self.tracer.lift_masked(value, key)
+            if lifted is not None:  # x[m] = f(x[m]): x = where(m, f(x), x), no count (masked.py)
+                self._update_in_place("masked assignment x[m] = f(x[m])",
+                                      lambda: np.where(key, lifted, self))
+                return
         # ``x[k] op= v`` ends with ``x[k] = t`` where ``t`` is the view ``x[k]`` itself: that view
         # does not make the write visible elsewhere
         same_view = isinstance(value, Proxy) and value.view_of is not None and \
@@ -294,6 +318,11 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
         return tracer.record(Opcode.CALL_FUNCTION, "numpy.where", (where, new.astype(out.value.dtype),
                                                                     out), {}, np.where)
     return out._update_in_place(f"{target}(..., out=...)", compute)
+
+
+def _same_shape_mask(key: Any, x: Proxy) -> bool:
+    return isinstance(key, Proxy) and isinstance(key.value, np.ndarray) and \
+        key.value.dtype == np.bool_ and key.value.shape == np.shape(x.value)
 
 
 def escaped(source: str | None = None) -> UnsupportedError:

@@ -29,7 +29,8 @@ from stax.ir import (
     tree_unflatten,
 )
 
-from .creation import Created, not_recording, recording_creation
+from . import masked
+from .creation import Created, constant_result, not_recording, recording_creation
 from .isolation import private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
@@ -96,6 +97,12 @@ class Tracer:
         # nodes computed from local arrays and constants alone (``np.arange(n) * 2``): their
         # values follow from the key, so Python may read them without a data gate
         self.constants: set[Any] = set()
+        # masked assignment (masked.py): reads x[m] by node, 0-d values by node, and the nodes
+        # whose shape Python read
+        self.masked_reads: dict[Any, tuple[tuple[Any, Any], Any]] = {}  # -> ((x, value), m)
+        self.scalar_values: dict[Any, Any] = {}
+        self.shape_read: set[Any] = set()
+        self.superseded: list[Any] = []
 
     def shared(self, proxy: Proxy, ignore: Any = None) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -126,13 +133,20 @@ class Tracer:
                    for v in operands)
 
     def _viewed(self, array: np.ndarray, skip: tuple[Any, ...]) -> bool:
-        """Whether a live traced value, other than those in ``skip``, shares memory with ``array``."""
+        """Whether a live traced value, other than those in ``skip``, shares memory with ``array``.
+        Values no longer alive are dropped from the list as it is walked (kept, they made every
+        update of a long loop's capture walk all the values before it: quadratic)."""
+        alive, found = [], False
         for ref in self.arrays:
             other = ref()
-            if other is not None and all(other is not s for s in skip) and \
+            if other is None:
+                continue
+            alive.append(ref)
+            if not found and all(other is not s for s in skip) and \
                     np.may_share_memory(other, array):
-                return True
-        return False
+                found = True
+        self.arrays = alive
+        return found
 
     def gate(self, proxy: Proxy, kind: str) -> Any:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
@@ -169,6 +183,8 @@ class Tracer:
                 meta["view"] = view
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             self._note_constant(node)
+            if not np.ndim(value):
+                self.scalar_values[node] = value
             self._gate_shape(node, "shape", value, source)
             if isinstance(value, np.ndarray):
                 self.arrays.append(weakref.ref(value))
@@ -187,6 +203,16 @@ class Tracer:
             return type(value)(items) if type(value) in (tuple, list) else tuple(items)
         raise refused(UnsupportedError(
             f"{target}() returned a {type(value).__name__}, not an array", source=source))
+
+    def adopt(self, node: Any, value: Any) -> None:
+        """A node made outside ``record`` (masked.py) and its concrete value."""
+        self._note_constant(node)
+        if isinstance(value, np.ndarray):
+            self.arrays.append(weakref.ref(value))
+
+    def lift_masked(self, value: Proxy, mask: Proxy) -> Proxy | None:
+        lifted = masked.lift(self, value, mask)
+        return None if lifted is None else Proxy(lifted[0], lifted[1], self)
 
     def _note_constant(self, node: Any) -> None:
         if not node.meta.get("random") and all(n in self.constants for n in node.inputs):
@@ -476,11 +502,13 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     outputs = []
     for i, leaf in enumerate(out_leaves):
         if isinstance(leaf, np.ndarray) and not isinstance(leaf, Proxy):
-            leaf = out_leaves[i] = _constant_result(tracer, leaf)
+            leaf = out_leaves[i] = constant_result(tracer, leaf)
         outputs.append(tracer._symbolic(leaf, None))
     # arguments updated in place: their final values are extra outputs, written back by the caller
     updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
     tracer.graph.output((*outputs, *(a.proxy.node for a in updated)))
+    tracer.gates = masked.live_shape_gates(tracer.graph, tracer.gates, tracer.shape_read)
+    masked.drop_superseded(tracer.graph, tracer.superseded, {g.node for g in tracer.gates})
     replay = None
     if tracer.gates:
         by_name = {n.name: n for n in tracer.graph.nodes}
@@ -494,21 +522,6 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
                         inputs, input_tree, output_tree, info, tracer.gates, replay,
                         [a.node.target for a in updated])
-
-
-#: a returned array that capture did not trace (``np.array([np.cos(t), ...])`` of a scalar
-#: argument ``t``) follows from the key; up to this many elements it is rebuilt on every call
-MAX_CONSTANT_RESULT = 64
-
-
-def _constant_result(tracer: Tracer, value: np.ndarray) -> Proxy:
-    """A fresh copy on every call (eager returns a new array each time, which the caller may
-    change), recorded as ``np.array(<its elements>, dtype)``."""
-    if value.size > MAX_CONSTANT_RESULT or value.dtype.kind not in "biuf" or value.ndim > 2:
-        raise UnsupportedError("the function returns an array that does not depend on its "
-                               "array arguments", hint="compute it outside the function")
-    return tracer.created_array("numpy.array", (value.tolist(),), {"dtype": value.dtype.name},
-                                np.array(value), None)
 
 
 def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
