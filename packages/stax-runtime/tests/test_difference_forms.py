@@ -1,5 +1,6 @@
-"""np.diff, np.outer, np.clip with array bounds and concatenations with constant operands compile
-natively (issue 13: they ran as NumPy steps), with NumPy's bits on special values and layouts."""
+"""np.diff, np.outer, np.tile, np.repeat, np.clip with array bounds and concatenations with
+constant operands compile natively (issue 13: they ran as NumPy steps), with NumPy's bits on
+special values and layouts."""
 
 import numpy as np
 import pytest
@@ -32,6 +33,12 @@ FUNCTIONS = {
     "concatenate list": lambda x: np.concatenate([x[0], [1.0, 2.5]]) * 2,
     "concatenate scalar": lambda x: np.concatenate(([0], x[0], [7])),
     "concatenate rows": lambda x: np.concatenate([x, [[1.0] * x.shape[1]]], axis=0),
+    "tile": lambda x: np.tile(x, 2) + 1,
+    "tile 2-D": lambda x: np.tile(x, (3, 2)) * 2,
+    "tile rows": lambda x: np.tile(x[0], 3),
+    "repeat": lambda x: np.repeat(x, 2, axis=0) - x[0, 0],
+    "repeat axis 1": lambda x: np.repeat(x, 3, axis=-1),
+    "repeat 1-D": lambda x: np.repeat(x[:, 1], 4),
 }
 
 

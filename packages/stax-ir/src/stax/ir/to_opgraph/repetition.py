@@ -1,0 +1,73 @@
+"""Capture rules for ``np.tile`` and ``np.repeat``: gathers along each repeated axis by computed
+positions (``i % n`` for a tile, ``i // k`` for a repeat), so the copies fuse into their
+consumers instead of running NumPy's call between kernels. The positions are in bounds by
+construction; the gather's own bounds check stays (it costs one pass over the positions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..graph import Node
+from ..meta import TensorMeta, contiguous_strides
+from .arguments import bind, int_arg
+from .context import LoweringContext
+from .registry import NotNative, rule
+
+
+def _meta(shape: tuple[int, ...], dtype: str) -> TensorMeta:
+    return TensorMeta(shape, dtype, contiguous_strides(shape))
+
+
+def _gather(ctx: LoweringContext, x: Node, axis: int, count: int, position: str, by: int,
+            last: bool, node: Node) -> Node:
+    """``x`` read along ``axis`` at ``arange(count) <position> by`` (``mod`` or ``floordiv``)."""
+    ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": count, "dtype": "int64"},
+                    meta=_meta((count,), "int64"))
+    index = ctx.emit(position, (ramp, by), {}, meta=_meta((count,), "int64"))
+    shape = tuple(count if d == axis else e for d, e in enumerate(x.tensor.shape))
+    meta = node.tensor if last else _meta(shape, x.tensor.dtype)
+    return ctx.emit("take", (x, index), {"axis": axis}, meta=meta)
+
+
+def _array(value: Any) -> Node:
+    if not isinstance(value, Node) or value.tensor is None or not value.tensor.ndim:
+        raise NotNative
+    return value
+
+
+@rule("numpy.tile", emits=("arange", "mod", "take"))
+def _tile(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """``np.tile(x, reps)`` with no more repetitions than x has axes (more would add axes)."""
+    params = bind(lambda A, reps: None, args, kwargs)
+    x = _array(params["A"])
+    reps = params["reps"]
+    reps = (int_arg(reps),) if not isinstance(reps, (tuple, list)) else tuple(map(int_arg, reps))
+    ndim = x.tensor.ndim
+    if len(reps) > ndim or any(r < 1 for r in reps):
+        raise NotNative
+    reps = (1,) * (ndim - len(reps)) + reps
+    repeated = [d for d, r in enumerate(reps) if r > 1]
+    if not repeated or not all(x.tensor.shape):
+        raise NotNative  # a copy or an empty array: NumPy's call
+    value = x
+    for d in repeated:
+        n = x.tensor.shape[d]
+        value = _gather(ctx, value, d, n * reps[d], "mod", n, d == repeated[-1], node)
+    return value
+
+
+@rule("numpy.repeat", emits=("arange", "floordiv", "take"))
+def _repeat(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """``np.repeat(x, k, axis)`` with one count for every element; ``axis=None`` of a 1-D x."""
+    params = bind(lambda a, repeats, axis=None: None, args, kwargs)
+    x = _array(params["a"])
+    k = int_arg(params["repeats"]) if not isinstance(params["repeats"], Node) else 0
+    axis = params.get("axis")
+    if axis is None and x.tensor.ndim != 1:
+        raise NotNative  # the flattened array first: NumPy's call
+    axis = 0 if axis is None else int_arg(axis) % x.tensor.ndim
+    if k < 2 or not x.tensor.shape[axis] or np.dtype(x.tensor.dtype).kind not in "biuf":
+        raise NotNative
+    return _gather(ctx, x, axis, x.tensor.shape[axis] * k, "floordiv", k, True, node)
