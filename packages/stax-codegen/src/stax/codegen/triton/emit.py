@@ -51,7 +51,7 @@ from .launch import Blocks
 from .reductions import reduction_kind
 from .rows import PhaseShape, row_axes
 from .scans import scan_kernel
-from .source import UNREAD, constant, drop_unread, number, tl_dtype
+from .source import UNREAD, constant, drop_unread, loads_first, number, tl_dtype
 
 #: the modules whose emitters the tables hold (imported for their registrations)
 EMITTER_MODULES = rules.EMITTER_MODULES
@@ -359,6 +359,7 @@ class KernelWriter:
             v = self.value(node.data.body)
             self.store(node.name, node.store_index, v, frozenset({"x"}))
             self.held[node.name] = Held(self.key(node.store_index), v, 0)
+        self.lines = loads_first(self.lines)  # every load in flight before the arithmetic
 
     def tiled_kernel(self) -> None:
         """One element-wise tile a program: ``XBLOCK`` rows of the leading axes (``xindex``) by
