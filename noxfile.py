@@ -127,6 +127,6 @@ def bench(session: nox.Session) -> None:
     env = {"STAX_BENCH_RECORDS": str(records)}
     # two rounds, the best median of each kept: this machine class drifts between minutes
     for impl in ("numpy", "numexpr", "numba", "jax", "torch", "stax") * 2:
-        session.run("pytest", "benchmarks/test_bench_workloads.py", "-k",
-                    f"test_workload and {impl}", *options, env=env)
-    session.run("pytest", "benchmarks", "-k", "not test_workload", *options, env=env)
+        session.run("pytest", "benchmarks/test_bench_workloads.py", "benchmarks/test_bench_corpus.py",
+                    "-k", f"(test_workload or test_corpus) and {impl}", *options, env=env)
+    session.run("pytest", "benchmarks", "-k", "not test_workload and not test_corpus", *options, env=env)

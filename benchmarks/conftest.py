@@ -14,10 +14,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # `import peers` from the benchmark modules
 
+from corpus.summary import PREFIX as CORPUS
+from corpus.summary import corpus_lines
+
 MEDIANS: dict[str, dict[str, float]] = defaultdict(dict)
 TRAFFIC: dict[str, int] = {}
 BANDWIDTH: dict[str, float] = {}
 NOTES: list[str] = []
+#: how each implementation ran each corpus program, or why it was not timed
+STATUS: dict[str, dict[str, str]] = defaultdict(dict)
 PEERS = ("numexpr", "numba", "jax")  # the issue's bar: faster than the fastest of these
 IMPL_ORDER = ("numpy", "numexpr", "numba", "jax", "torch", "stax")
 ROOFLINE_CASES = ("softmax(4096,4096)", "layer_norm(8192,1024)", "gelu(16M)")
@@ -27,6 +32,15 @@ ROOFLINE_CASES = ("softmax(4096,4096)", "layer_norm(8192,1024)", "gelu(16M)")
 def record():
     def save(case: str, impl: str, benchmark) -> None:
         MEDIANS[case][impl] = benchmark.stats.stats.median
+    return save
+
+
+@pytest.fixture
+def status():
+    """``status(case, impl, text)``: how ``impl`` ran the case (native, fallback and why, does not
+    compile, a wrong result), for the corpus summary."""
+    def save(case: str, impl: str, text: str) -> None:
+        STATUS[case][impl] = text
     return save
 
 
@@ -80,7 +94,7 @@ def _time(seconds: float) -> str:
 def _workload_lines(peak: float | None) -> list[str]:
     lines = []
     for case, times in MEDIANS.items():
-        if case in ("dispatch", "capture") or "numpy" not in times:
+        if case in ("dispatch", "capture") or case.startswith(CORPUS) or "numpy" not in times:
             continue
         base = times["numpy"]
         order = sorted(times, key=lambda impl: IMPL_ORDER.index(impl) if impl in IMPL_ORDER
@@ -121,8 +135,11 @@ def _share_records() -> None:
     for name, value in earlier.get("bandwidth", {}).items():
         BANDWIDTH[name] = max(value, BANDWIDTH.get(name, value))
     NOTES[:0] = [n for n in earlier.get("notes", []) if n not in NOTES]
+    for case, impls in earlier.get("status", {}).items():
+        for impl, text in impls.items():
+            STATUS[case].setdefault(impl, text)
     Path(path).write_text(json.dumps({"medians": MEDIANS, "traffic": TRAFFIC,
-                                      "bandwidth": BANDWIDTH, "notes": NOTES}))
+                                      "bandwidth": BANDWIDTH, "notes": NOTES, "status": STATUS}))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
@@ -141,5 +158,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if lines:
         tr.section("workloads (median; ratio = eager NumPy / implementation, same machine and "
                    "session, each implementation in its own process under nox -s bench)")
+        for line in lines:
+            tr.write_line(line)
+    lines = corpus_lines(MEDIANS, STATUS)
+    if lines:
+        tr.section("corpus (median; ratio = eager NumPy / implementation; how Stax ran each program)")
         for line in lines:
             tr.write_line(line)
