@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir import UnsupportedError
 from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, loads
 from stax.loop.ir import encode_operands
 
@@ -39,11 +40,30 @@ class ProgramPlan:
     nbytes: dict[str, int]     # every input's and buffer's size in bytes
 
 
+#: a plan of more steps is not compiled: each costs a launch per call and seconds to compile in
+#: all, which is what a Python loop unrolled at capture makes (one kernel per iteration's
+#: reduction); eager NumPy runs such a program faster
+MAX_STEPS = 256
+
+
+def _too_many(program: LoopProgram, what: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"the program would compile to {what} (more than {MAX_STEPS}: a Python loop unrolled at "
+        "capture, an iteration's work in kernels of its own)",
+        hint="it runs eagerly, faster than that many launches; write the loop with whole-array "
+        "operations to compile it")
+
+
 def plan_program(program: LoopProgram,
                  nests: Mapping[tuple[str, ...], NestPlan] | None = None) -> ProgramPlan:
     """Schedule ``program``; ``nests`` replaces the scheduler's loop nest of the kernels computing
-    the given buffers (``ValueError`` when one is not legal for its kernel)."""
+    the given buffers (``ValueError`` when one is not legal for its kernel). ``UnsupportedError``
+    for a program of more than ``MAX_STEPS`` steps."""
+    if len(program.buffers) > 4 * MAX_STEPS:
+        raise _too_many(program, f"{len(program.buffers)} buffers")
     groups, decisions = schedule(program)
+    if len(groups) > MAX_STEPS:
+        raise _too_many(program, f"{len(groups)} kernels and NumPy steps")
     for group in groups:
         plan = (nests or {}).get(tuple(n.name for n in group.nodes))
         if plan is not None:

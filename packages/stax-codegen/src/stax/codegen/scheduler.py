@@ -13,6 +13,8 @@ columns, tiled or scan, and the row values it shares), which the plan records an
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,8 +87,28 @@ class FusionDecision:
     bytes_saved: int
 
 
-def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
-    """``None`` when ``b`` (later) may join ``a``'s loop nest; otherwise the reason it may not."""
+def why_not_fusable(a: Group, b: Group, groups: list[Group], reach: Reach | None = None,
+                    local: str | bool | None = False) -> str | None:
+    """``None`` when ``b`` (later) may join ``a``'s loop nest; otherwise the reason it may not.
+    ``reach`` (the groups' dependences, built once per round) answers the acyclicity test
+    without walking the groups for every pair; ``local``, when given (not False), is the pair's
+    own reason (``_pair_reason``) found before."""
+    if local is False:
+        local = _pair_reason(a, b)
+    if local is not None:
+        return local
+    if reach is not None and not reach.path_through_others(a, b):
+        return None
+    through = _path_through_others(a, b, groups)
+    if through is not None:
+        return f"fusing would create a cycle through {through.label}"
+    return None
+
+
+def _pair_reason(a: Group, b: Group, memo: dict[str, Any] | None = None) -> str | None:
+    """The reasons that depend on the two groups alone (not on the others). ``memo`` keeps each
+    node's loads and reduction walks (by buffer name) between pairs."""
+    memo = {} if memo is None else memo
     for group in (a, b):
         if group.extern is not None:
             return f"{group.label} is an extern call ({group.extern.target}) run by NumPy"
@@ -99,7 +121,7 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
         return f"different iteration spaces {a.domain[1:]} and {b.domain[1:]}"
     produced = {n.name: n for n in a.nodes}
     for node in b.nodes:
-        for ld in loads(node.data.body):
+        for ld in _loads_of(node, memo):
             src = produced.get(ld.buffer)
             if src is None:
                 continue
@@ -115,13 +137,14 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group]) -> str | None:
                 return f"{node.name} reads reduction {src.name} inside the same loop nest"
             if ld.index != src.store_index:
                 return f"{node.name} reads {src.name} at another element than the one computed"
-    crossing = _crossing_reads(a, b)
-    if crossing is not None:
-        return crossing
-    through = _path_through_others(a, b, groups)
-    if through is not None:
-        return f"fusing would create a cycle through {through.label}"
-    return None
+    return _crossing_reads(a, b, memo)
+
+
+def _loads_of(node: ComputedBuffer, memo: dict[str, Any]) -> list[Any]:
+    found = memo.get(node.name)
+    if found is None:
+        found = memo[node.name] = loads(node.data.body)
+    return found
 
 
 def _innermost(index: Any, node: ComputedBuffer) -> str | None:
@@ -134,22 +157,32 @@ def _innermost(index: Any, node: ComputedBuffer) -> str | None:
     return None
 
 
-def _crossing_reads(a: Group, b: Group) -> str | None:
+def _crossing_reads(a: Group, b: Group, memo: dict[str, Any] | None = None) -> str | None:
     """A profitability refusal, kept with the legal ones so it is recorded: two groups that read
     one buffer along different loops of a shared nest (``x.sum(0)`` and ``x.sum(1)``) would
     make one of them walk memory with a stride; apart, each runs along memory."""
+    memo = {} if memo is None else memo
     walks: dict[str, set[Any]] = {}
     for node in (*a.nodes, *b.nodes):
         if not isinstance(node.data, Reduction):
             continue
-        for ld in loads(node.data.body):
-            # an indirect read walks no loop of its own (None), as its zero index did before
-            walks.setdefault(ld.buffer, set()).add(
-                None if isinstance(ld, IndirectLoad) else _innermost(ld.index, node))
+        for buffer, variable in _walks_of(node, memo):
+            walks.setdefault(buffer, set()).add(variable)
     for buffer, variables in walks.items():
         if len(variables) > 1:
             return f"they read {buffer} along different loops (one would stride)"
     return None
+
+
+def _walks_of(node: ComputedBuffer, memo: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """Each buffer a reduction reads, with the loop it walks that buffer along (an indirect read
+    walks no loop of its own: None, as its zero index did before)."""
+    key = f"walks:{node.name}"
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = [(ld.buffer, None if isinstance(ld, IndirectLoad)
+                              else _innermost(ld.index, node)) for ld in _loads_of(node, memo)]
+    return found
 
 
 def _nest(node: ComputedBuffer | ExternCall) -> Any:
@@ -192,18 +225,64 @@ def _path_through_others(a: Group, b: Group, groups: list[Group]) -> Group | Non
     return None
 
 
+class Reach:
+    """Which groups depend on which, transitively, as bitsets over the groups' positions (the
+    groups in topological order): the acyclicity test of a pair without a walk per pair, which
+    made scheduling an unrolled loop's hundreds of groups take minutes."""
+
+    def __init__(self, groups: list[Group]) -> None:
+        self.position = {id(g): i for i, g in enumerate(groups)}
+        self.ancestors: list[int] = []
+        for preds in _producers(groups):
+            mask = 0
+            for p in preds:
+                mask |= (1 << p) | self.ancestors[p]
+            self.ancestors.append(mask)
+
+    def path_through_others(self, a: Group, b: Group) -> bool:
+        """Whether some group other than ``a`` and ``b`` depends on ``a`` and ``b`` on it."""
+        i, j = self.position[id(a)], self.position[id(b)]
+        between = self.ancestors[j] & ~(1 << i) & ~(1 << j)
+        while between:
+            low = between & -between
+            if self.ancestors[low.bit_length() - 1] >> i & 1:
+                return True
+            between ^= low
+        return False
+
+
+def _producers(groups: list[Group]) -> list[set[int]]:
+    """For each group, the positions of the groups that write what it needs."""
+    owner: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        for name in g.writes:
+            owner[name] = i
+    return [{owner[name] for name in g.needs if name in owner and owner[name] != i}
+            for i, g in enumerate(groups)]
+
+
 def _topological(groups: list[Group]) -> list[Group]:
-    """Groups in an order where producers come first, keeping the given order where free."""
+    """Groups in an order where producers come first, keeping the given order where free: each
+    step takes the earliest group whose producers are all placed (Kahn's algorithm, a heap by
+    position)."""
+    producers = _producers(groups)
+    waiting = [len(p) for p in producers]
+    consumers: list[list[int]] = [[] for _ in groups]
+    for i, preds in enumerate(producers):
+        for p in preds:
+            consumers[p].append(i)
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
     ordered: list[Group] = []
-    pending = list(groups)
-    while pending:
-        for g in pending:
-            if not any(g.needs & other.writes for other in pending if other is not g):
-                ordered.append(g)
-                pending.remove(g)
-                break
-        else:
-            raise AssertionError("cycle among scheduled groups")
+    while ready:
+        i = heapq.heappop(ready)
+        ordered.append(groups[i])
+        for c in consumers[i]:
+            waiting[c] -= 1
+            if waiting[c] == 0:
+                heapq.heappush(ready, c)
+    if len(ordered) != len(groups):
+        raise AssertionError("cycle among scheduled groups")
     return ordered
 
 
@@ -212,36 +291,123 @@ def bytes_saved(a: Group, b: Group, sizes: dict[str, int]) -> int:
     return sum(sizes.get(name, 0) for name in (a.reads | a.writes) & b.reads)
 
 
+#: up to this many groups, fusion rescans every pair each round (decisions in scan order, as the
+#: documents and fixtures record them); beyond it, candidate pairs wait in a heap by bytes saved
+#: (an unrolled Python loop makes hundreds of groups: the rescans made that cubic, minutes)
+EXACT_SCAN_LIMIT = 64
+
+PairKey = tuple[int, int, int, int]
+
+
 def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
     sizes = {b.name: int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
     edges = effect_order(program.buffers)
     groups = [Group.of(node, edges.get(node.name)) for node in program.buffers]
+    fuse = _fuse_by_rounds if len(groups) <= EXACT_SCAN_LIMIT else _fuse_by_heap
+    groups, decisions = fuse(groups, sizes)
+    for group in groups:
+        if group.extern is None:
+            group.nest = choose_nest(group.nodes)
+    return groups, decisions
+
+
+def _key(a: Group, b: Group) -> PairKey:
+    """A pair's state: a group only grows, so its identity and size name what it holds (merged
+    groups are kept alive by the caller, so no identity is reused)."""
+    return id(a), len(a.nodes), id(b), len(b.nodes)
+
+
+def _merge(groups: list[Group], a: Group, b: Group, saved: int,
+           decisions: list[FusionDecision]) -> list[Group]:
+    decisions.append(FusionDecision(a.label, b.label, True, "same loop nest", saved))
+    a.nodes += b.nodes
+    a.reads |= b.reads
+    a.writes |= b.writes
+    a.after |= b.after
+    groups.remove(b)
+    return _topological(groups)
+
+
+def _fuse_by_rounds(groups: list[Group], sizes: dict[str, int]
+                    ) -> tuple[list[Group], list[FusionDecision]]:
+    """Each round, the fusable pair that saves the most bytes (the first in scan order on a tie)
+    joins; refusals are recorded as the scan meets them. What depends on the pair alone (bytes
+    saved, its own reasons, a settled refusal) is kept by the pair's state between rounds."""
     decisions: list[FusionDecision] = []
-    refused: set[tuple[str, str]] = set()
+    settled: set[PairKey] = set()
+    saved_by_pair: dict[PairKey, int] = {}
+    local_by_pair: dict[PairKey, str | None] = {}
+    merged: list[Group] = []
+    memo: dict[str, Any] = {}
     while True:
         best: tuple[int, Group, Group] | None = None
+        reach = Reach(groups)
         for i, a in enumerate(groups):
             for b in groups[i + 1:]:
-                saved = bytes_saved(a, b, sizes)
-                if saved == 0 or (a.label, b.label) in refused:
+                key = _key(a, b)
+                if key in settled:
                     continue
-                reason = why_not_fusable(a, b, groups)
+                saved = saved_by_pair.get(key)
+                if saved is None:
+                    saved = saved_by_pair[key] = bytes_saved(a, b, sizes)
+                if saved == 0:
+                    settled.add(key)
+                    continue
+                if key not in local_by_pair:
+                    local_by_pair[key] = _pair_reason(a, b, memo)
+                reason = why_not_fusable(a, b, groups, reach, local_by_pair[key])
                 if reason is not None:
-                    refused.add((a.label, b.label))
+                    settled.add(key)
                     decisions.append(FusionDecision(a.label, b.label, False, reason, saved))
                 elif best is None or saved > best[0]:
                     best = (saved, a, b)
         if best is None:
-            for group in groups:
-                if group.extern is None:
-                    group.nest = choose_nest(group.nodes)
             return groups, decisions
         saved, a, b = best
-        decisions.append(FusionDecision(a.label, b.label, True, "same loop nest", saved))
-        a.nodes += b.nodes
-        a.reads |= b.reads
-        a.writes |= b.writes
-        a.after |= b.after
-        groups.remove(b)
-        groups[:] = _topological(groups)
+        merged.append(b)
+        groups = _merge(groups, a, b, saved, decisions)
+
+
+def _fuse_by_heap(groups: list[Group], sizes: dict[str, int]
+                  ) -> tuple[list[Group], list[FusionDecision]]:
+    """The same greedy choice (most bytes saved first) for many groups: every pair that saves
+    bytes waits in a heap; a popped pair is checked against the groups as they are then (a stale
+    entry, whose group has grown, is dropped: the grown group's pairs were pushed anew), refused
+    or joined. Each join pushes the grown group's pairs, so the work is about the number of
+    pairs, not pairs times rounds."""
+    decisions: list[FusionDecision] = []
+    merged: list[Group] = []
+    memo: dict[str, Any] = {}
+    heap: list[tuple[int, int, PairKey, Group, Group]] = []
+    order = itertools.count()
+
+    def push(a: Group, b: Group) -> None:
+        saved = bytes_saved(a, b, sizes) or bytes_saved(b, a, sizes)
+        if saved:
+            heapq.heappush(heap, (-saved, next(order), _key(a, b), a, b))
+
+    for i, a in enumerate(groups):
+        for b in groups[i + 1:]:
+            push(a, b)
+    reach = Reach(groups)
+    while heap:
+        _, _, key, a, b = heapq.heappop(heap)
+        if key != _key(a, b) or id(a) not in reach.position or id(b) not in reach.position:
+            continue  # a group of it has grown or joined another since
+        if reach.position[id(a)] > reach.position[id(b)]:
+            a, b = b, a  # the later group joins the earlier one's loop nest
+        saved = bytes_saved(a, b, sizes)
+        reason = why_not_fusable(a, b, groups, reach, _pair_reason(a, b, memo)) if saved else \
+            "nothing to save"
+        if reason is not None:
+            if saved:
+                decisions.append(FusionDecision(a.label, b.label, False, reason, saved))
+            continue
+        merged.append(b)
+        groups = _merge(groups, a, b, saved, decisions)
+        reach = Reach(groups)
+        for g in groups:
+            if g is not a:
+                push(g, a)
+    return groups, decisions

@@ -57,6 +57,7 @@ def order_steps(groups: Sequence[Group], sizes: dict[str, int], outputs: set[str
         for name in g.reads - set(_writes(g)):
             users[name] = users.get(name, 0) + 1
     pending = list(groups)
+    position = {id(g): i for i, g in enumerate(groups)}  # pending keeps this order
     ordered: list[Group] = []
     done: set[int] = set()
     while pending:
@@ -69,7 +70,7 @@ def order_steps(groups: Sequence[Group], sizes: dict[str, int], outputs: set[str
             freed = sum(sizes.get(r, 0) for r in g.reads - set(_writes(g))
                         if r in produced_by and r not in outputs and users.get(r) == 1)
             return allocated - freed
-        best = min(ready, key=lambda g: (growth(g), pending.index(g)))
+        best = min(ready, key=lambda g: (growth(g), position[id(g)]))
         pending.remove(best)
         ordered.append(best)
         done.add(id(best))

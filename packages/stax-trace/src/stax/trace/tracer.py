@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import inspect
 import operator
@@ -31,6 +30,7 @@ from stax.ir import (
 
 from . import masked
 from .creation import Created, constant_result, not_recording, recording_creation
+from .examples import example_view
 from .isolation import private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
@@ -38,38 +38,6 @@ from .source import holding_warnings, traced_value, user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
-
-
-def example_view(array: np.ndarray) -> np.ndarray:
-    """A read-only view of the caller's ``array``: what capture computes on.
-
-    In-place updates are functionalized at capture (they make new arrays), so a traced program
-    never needs to write into an argument's memory; a call that tries (``x.fill(0)`` say) meets
-    NumPy's read-only error, which capture turns into an unsupported construct — the caller's
-    array is never touched. A view instead of a private copy saves touching a fresh copy of
-    every argument (for large inputs, the biggest part of a first compile).
-    """
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
-def example_copy(array: np.ndarray) -> np.ndarray:
-    """A private copy of ``array`` with the same strides (spec §2.2: the stand-in keeps the layout).
-
-    Capture runs every call on these copies, so nothing a traced program does can touch the
-    caller's arrays, and the traced layout is the argument's layout.
-    """
-    if array.flags.c_contiguous:
-        return array.copy(order="C")
-    if array.flags.f_contiguous:
-        return array.copy(order="F")
-    itemsize = array.itemsize
-    low = sum(s * (d - 1) for s, d in zip(array.strides, array.shape) if s < 0)
-    high = sum(s * (d - 1) for s, d in zip(array.strides, array.shape) if s > 0) + itemsize
-    span = (ctypes.c_char * (high - low)).from_address(array.ctypes.data + low)
-    storage = np.frombuffer(span, dtype=np.uint8).copy()
-    return np.ndarray(array.shape, array.dtype, buffer=storage, offset=-low, strides=array.strides)
 
 
 @dataclass
@@ -81,6 +49,11 @@ class Argument:
     example: np.ndarray
     writeable: bool
     proxy: Proxy
+
+
+#: capture stops here (about a second of capture; a plan that large would not be compiled anyway:
+#: ``stax.codegen.program_plan.MAX_STEPS``)
+MAX_NODES = 20_000
 
 
 class Tracer:
@@ -162,6 +135,11 @@ class Tracer:
         if self.finished:
             raise escaped()
         source = user_source(3)
+        if len(self.graph.nodes) >= MAX_NODES:
+            raise refused(UnsupportedError(
+                f"capture recorded {MAX_NODES} operations (a Python loop unrolls at capture: "
+                "each iteration's operations are recorded again)", source=source,
+                hint="the function runs eagerly; write the loop with whole-array operations"))
         args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
         node_kwargs = self._symbolic(kwargs, source)

@@ -1,0 +1,80 @@
+"""Python loops unroll at capture (issue 13): scheduling the hundreds of kernels an unrolled loop
+makes stays about quadratic in their number (it was cubic and more: minutes for a 7x7 distance
+loop), a plan of more than MAX_STEPS steps runs eagerly with a reason, and capture stops at
+MAX_NODES operations."""
+
+import time
+
+import numpy as np
+import pytest
+
+import stax.codegen.program_plan as program_plan
+import stax.runtime as stax
+import stax.trace.tracer as tracer
+from stax.ir import UnsupportedError
+
+
+def distances(a, b):
+    m, n = a.shape[1], b.shape[1]
+    d = np.zeros((m, n))
+    for i in range(m):
+        for j in range(n):
+            d[i, j] = np.sqrt(((a[:, i] - b[:, j]) ** 2).sum())
+    return d
+
+
+def reference(a, b):
+    return np.sqrt(((a[:, :, None] - b[:, None, :]) ** 2).sum(0))
+
+
+def test_an_unrolled_loop_of_reductions_compiles_and_matches_numpy():
+    rng = np.random.default_rng(0)
+    a, b = rng.random((9, 9)), rng.random((9, 9))  # 81 reductions: more groups than the exact scan
+    f = stax.compile(distances, strict_native=True)
+    np.testing.assert_allclose(f(a, b), reference(a, b), rtol=1e-14)
+    np.testing.assert_array_equal(f(a, b), f(a, b))
+
+
+def test_scheduling_time_grows_about_quadratically(monkeypatch):
+    spent: list[float] = []
+    schedule = program_plan.schedule
+
+    def timed(program):
+        clock = time.perf_counter()
+        try:
+            return schedule(program)
+        finally:
+            spent.append(time.perf_counter() - clock)
+    monkeypatch.setattr(program_plan, "schedule", timed)
+    monkeypatch.setattr(program_plan, "MAX_STEPS", 10_000)
+    times = []
+    for k in (8, 16):  # 4x the kernels: 16x when quadratic, 64x and more when cubic (measured)
+        spent.clear()
+        a = np.random.default_rng(k).random((k, k))
+        stax.compile(distances, strict_native=True)(a, a)
+        times.append(sum(spent))
+    assert times[1] < 40 * times[0], times
+
+
+def test_a_plan_of_too_many_steps_runs_eagerly_and_says_why(monkeypatch, caplog):
+    monkeypatch.setattr(program_plan, "MAX_STEPS", 20)
+    a = np.random.default_rng(1).random((6, 6))
+    with pytest.raises(UnsupportedError, match="a Python loop unrolled at capture"):
+        stax.compile(distances, strict_native=True)(a, a)
+    f = stax.compile(distances)
+    np.testing.assert_array_equal(f(a, a), distances(a, a))
+    assert not f.versions()[0].native and "more than 20" in f.versions()[0].reason
+
+
+def test_capture_stops_at_max_nodes(monkeypatch):
+    monkeypatch.setattr(tracer, "MAX_NODES", 500)
+
+    def long_loop(x):
+        for _ in range(1000):
+            x = x * 1.0001
+        return x
+    x = np.ones(4)
+    with pytest.raises(UnsupportedError, match="capture recorded 500 operations") as info:
+        stax.compile(long_loop, strict_native=True)(x)
+    assert "test_unrolled_loops.py" in str(info.value)
+    np.testing.assert_array_equal(stax.compile(long_loop)(x), long_loop(x))
