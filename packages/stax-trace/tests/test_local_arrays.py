@@ -129,3 +129,17 @@ def test_an_array_of_traced_values_is_a_stack_with_numpys_dtype(fn):
     got, want = run_program(capture, (other,), {}), fn(other)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+def test_empty_like_of_a_traced_array_is_recorded_as_zeros_like():
+    def running_mean(x):
+        out = np.empty_like(x)
+        acc = 0.0
+        for i in range(x.shape[0]):
+            acc = acc + x[i]
+            out[i] = acc / (i + 1)
+        return out
+    capture = trace(running_mean, (X,))
+    targets = [n.target for n in capture.graph.nodes]
+    assert "numpy.zeros_like" in targets and "numpy.empty_like" not in targets
+    np.testing.assert_allclose(run_program(capture, (X * 2,), {}), running_mean(X * 2))

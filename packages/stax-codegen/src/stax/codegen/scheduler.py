@@ -210,18 +210,27 @@ def _reads_own_row(index: Any, src: ComputedBuffer) -> bool:
 
 def _path_through_others(a: Group, b: Group, groups: list[Group]) -> Group | None:
     """A group on a dependency path from ``a`` to ``b`` other than the direct edge, if any: such
-    a path makes one loop nest for ``a`` and ``b`` impossible (the acyclicity condition)."""
-    reached: list[Group] = []
-    frontier = [a]
+    a path makes one loop nest for ``a`` and ``b`` impossible (the acyclicity condition). The
+    walk goes from ``a`` through each group's consumers in list order; the first group reached
+    that ``b`` reads from is named."""
+    consumers: list[list[int]] = [[] for _ in groups]
+    for i, preds in enumerate(_producers(groups)):
+        for p in preds:
+            consumers[p].append(i)
+    position = {id(g): i for i, g in enumerate(groups)}
+    start, end = position[id(a)], position[id(b)]
+    reached: list[int] = []
+    seen = {start, end}
+    frontier = [start]
     while frontier:
-        src = frontier.pop()
-        for g in groups:
-            if g is not a and g is not b and g not in reached and g.needs & src.writes:
-                reached.append(g)
-                frontier.append(g)
-    for g in reached:
-        if b.needs & g.writes:
-            return g
+        for c in sorted(consumers[frontier.pop()]):
+            if c not in seen:
+                seen.add(c)
+                reached.append(c)
+                frontier.append(c)
+    for i in reached:
+        if b.needs & groups[i].writes:
+            return groups[i]
     return None
 
 

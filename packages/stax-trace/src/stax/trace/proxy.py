@@ -111,6 +111,8 @@ class Proxy:
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         module = func.__module__ or "numpy"
         target = f"{module}.{func.__name__}"
+        if target == "numpy.empty_like":  # unspecified contents: zeros, as np.empty (creation.py)
+            func, target = np.zeros_like, "numpy.zeros_like"
         if target == "numpy.copyto" and isinstance(args[0], Proxy) and set(kwargs) <= {"where"}:
             dst, src = args  # np.copyto(dst, src) is dst[...] = src, with same_kind casting
             where = kwargs.get("where", True)

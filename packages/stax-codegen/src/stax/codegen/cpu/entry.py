@@ -24,7 +24,9 @@ at the start of every call (such a call goes slow while underflow is heeded).
 
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
 extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
-array results (one, or a flat tuple). The IR holds no addresses — they live in a context table
+array results (one, or a flat tuple). Buffers the storage plan puts in one block share one
+allocation (the result's own array when a result lives there, else bytes: kernels read only
+data pointers). The IR holds no addresses — they live in a context table
 filled at load time — so it is cached on disk with the kernels' object code.
 """
 
@@ -175,32 +177,76 @@ class EntryPlan:
             return "its results are not one array or a flat tuple of arrays"
         if any("buffer" not in o for o in artifact.outputs):
             return "a result is a constant"
-        if artifact.storage is not None and any(artifact.storage.shared(b.name)
-                                                for b in artifact.buffers):
-            return "buffers share storage"
         slots: dict[str, int] = {}
         inputs, allocs = [], []
         buffers = [b for b in artifact.buffers if b.role == "input"]
         for b, (shape, strides) in zip(buffers, input_layouts):
-            slots[b.name] = len(slots)
+            slots[b.name] = len(inputs)
             inputs.append((tuple(shape), tuple(strides), b.dtype))
+        by_block: dict[int, int] = {}  # a storage block the plan shares: its one allocation
         for b in artifact.buffers:
             if b.role in ("input", "extern", "events"):
                 continue
             itemsize = np.dtype(b.dtype).itemsize
             if int(np.prod(b.shape)) * itemsize >= MIN_BYTES:
                 return "a buffer is large (it comes from the block pool)"
-            slots[b.name] = len(slots)
-            allocs.append((tuple(b.shape), tuple(s * itemsize for s in b.strides), b.dtype))
+            block = _shared_block(artifact, b.name)
+            if block is not None and block in by_block:
+                slots[b.name] = by_block[block]
+                continue
+            layout = (tuple(b.shape), tuple(s * itemsize for s in b.strides), b.dtype)
+            if block is not None:
+                layout = _block_layout(artifact, block)
+                if isinstance(layout, str):
+                    return layout
+                by_block[block] = len(inputs) + len(allocs)
+            slots[b.name] = len(inputs) + len(allocs)
+            allocs.append(layout)
         events = None
         if artifact.events is not None:
-            events = slots[artifact.events] = len(slots)
+            events = slots[artifact.events] = len(inputs) + len(allocs)
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
         outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) for o in artifact.outputs)
         checks = tuple(slots[name] for name in artifact.checks)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
                          checks, events, artifact.underflow_unseen)
+
+
+def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
+    storage = artifact.storage
+    if storage is None or not storage.shared(name):
+        return None
+    return storage.storage[name]
+
+
+def _block_layout(artifact: KernelArtifact, block: int
+                  ) -> tuple[tuple[int, ...], tuple[int, ...], str] | str:
+    """One allocation for the buffers that share a storage block (kernels read only its data
+    pointer): the result's own array when a result lives there, else bytes."""
+    storage = artifact.storage
+    assert storage is not None
+    results = {o.get("buffer") for o in artifact.outputs}
+    members = [b for b in artifact.buffers if storage.storage.get(b.name) == block]
+    owners = [b for b in members if b.name in results]
+    if len(owners) > 1:
+        return "two results share storage"
+    if not owners:
+        return (storage.sizes[block],), (1,), "uint8"
+    owner = owners[0]
+    itemsize = np.dtype(owner.dtype).itemsize
+    if int(np.prod(owner.shape)) * itemsize < storage.sizes[block] or \
+            tuple(owner.strides) != _contiguous(tuple(owner.shape)):
+        return "a result shares storage with a larger buffer"
+    return tuple(owner.shape), tuple(s * itemsize for s in owner.strides), owner.dtype
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -434,6 +480,5 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
     if isinstance(plan, str):
         return plan
     descrs = [a.dtype for a in inputs]
-    descrs += [np.dtype(b.dtype) for b in artifact.buffers
-               if b.role not in ("input", "extern", "events")]
+    descrs += [np.dtype(dtype) for _, _, dtype in plan.allocs]  # a shared block's: one
     return Entry(plan, kernels, slow, descrs, cache)
