@@ -75,3 +75,23 @@ def test_keyword_calls_and_tuple_arguments_are_dispatched():
     for _ in range(2):
         np.testing.assert_array_equal(g(Y, (10.0, 28.0, 1.0)), lorenz(Y, 10.0, 28.0, 1.0))
     assert g.versions()[0].entry is None  # a tuple's key is not compared by the entry
+
+
+@pytest.mark.parametrize("first, second", [
+    (np.float32(2.0), np.float32(3.0)),
+    (np.float32(0.0), np.float32(-0.0)),
+    (np.float64(2.0), np.float32(2.0)),    # the type is part of the key
+    (np.float64(np.nan), -np.float64(np.nan)),
+    (np.int64(3), np.int32(3)),
+    (np.float64(2.0), 2.0),                # a NumPy scalar is not a Python float
+])
+def test_numpy_scalar_arguments_are_compared_by_type_and_bits(first, second):
+    def scaled(x, k):
+        return x * k + 1
+    f = stax.compile(scaled, strict_native=True)
+    for k in (first, first, second, second, first):
+        got, want = f(Y, k), scaled(Y, k)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert f.cache_info().versions == 2
+    assert f.cache_info().hits[1] >= 2

@@ -132,9 +132,26 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
             return f"type({name}) is float and float_key({name}) == {name}_key"
         constants[f"{name}_value"] = value
         return f"type({name}) is float and {name} == {name}_value"
+    if len(leaf) == 3 and isinstance(leaf[1], str) and isinstance(leaf[2], bytes):
+        return _numpy_scalar_test(name, leaf, constants)  # (type name, dtype, its bytes)
     if kind == "NoneType":
         return f"{name} is None"
     if kind in ("int", "bool", "str"):
         constants[f"{name}_value"] = leaf[1]
         return f"type({name}) is {kind} and {name} == {name}_value"
     return None
+
+
+def _numpy_scalar_test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
+    """A NumPy scalar (``np.float32(4.0)``): its exact type, then its value; its bytes where
+    ``==`` cannot tell (±0.0, NaN)."""
+    dtype = np.dtype(leaf[1])
+    if dtype.kind not in "biuf" or dtype.type.__name__ != leaf[0]:
+        return None
+    value = np.frombuffer(leaf[2], dtype)[0]
+    constants[f"{name}_type"] = dtype.type
+    constants[f"{name}_value"] = value
+    constants[f"{name}_bytes"] = leaf[2]
+    if dtype.kind == "f" and (value != value or value == 0):
+        return f"type({name}) is {name}_type and {name}.tobytes() == {name}_bytes"
+    return f"type({name}) is {name}_type and {name} == {name}_value"
