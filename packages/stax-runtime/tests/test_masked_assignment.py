@@ -129,3 +129,16 @@ def test_putmask_casting_errors_are_numpys():
         bad(data(0))
     with pytest.raises(TypeError):
         stax.compile(bad)(data(0))
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (4, 7), (7, 4)])
+def test_fill_diagonal_of_a_computed_matrix_is_a_select(shape):
+    def zero_diagonal(p):
+        d = p[:, None] - p[None, :shape[1]]
+        np.fill_diagonal(d, 0.0)
+        return d * 2
+    f = stax.compile(zero_diagonal, strict_native=True)
+    p = RNG.standard_normal(shape[0])
+    p = np.concatenate([p, RNG.standard_normal(max(0, shape[1] - shape[0]))])
+    np.testing.assert_array_equal(f(p), zero_diagonal(p))
+    assert all(b.role != "extern" for b in f.versions()[0].artifact.buffers)

@@ -130,6 +130,15 @@ class Proxy:
             np.putmask(np.copy(a.value, order="K"), _plain(mask), _plain(values))  # its errors
             a._update_in_place("np.putmask", lambda: np.where(mask, values, a))
             return None
+        if target == "numpy.fill_diagonal" and isinstance(args[0], Proxy) and \
+                np.ndim(args[0].value) == 2 and np.ndim(_plain(args[1] if len(args) > 1 else
+                                                             kwargs.get("val"))) == 0 and \
+                not (args[2:] and args[2]) and not kwargs.get("wrap"):
+            a, value = args[0], (args[1] if len(args) > 1 else kwargs["val"])
+            np.fill_diagonal(np.copy(a.value), _plain(value))  # eager's own errors
+            diagonal = np.eye(*a.value.shape, dtype=bool)  # the main diagonal (no wrap)
+            a._update_in_place("np.fill_diagonal", lambda: np.where(diagonal, value, a))
+            return None
         if target in MUTATING_FUNCTIONS or kwargs.get("out") is not None:
             raise _mutation(target)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, args, kwargs, func)
