@@ -129,5 +129,12 @@ def traffic(group: Group, args: tuple[str, ...], nbytes: dict[str, int],
     """The bytes a group's kernel reads (its arguments it does not compute) and writes."""
     computes = tuple(n.name for n in group.nodes)
     read = sum(nbytes[a] for a in args if a not in computes)
-    written = sum(nbytes[c] for c in computes if c not in discard)
+    written = sum(_stored_bytes(n, nbytes) for n in group.nodes if n.name not in discard)
     return read, written
+
+
+def _stored_bytes(node: ComputedBuffer, nbytes: dict[str, int]) -> int:
+    """A buffer's bytes, or a region update's: the elements its loops reach."""
+    if node.updates is None:
+        return nbytes[node.name]
+    return math.prod(node.ranges) * np.dtype(node.dtype).itemsize

@@ -51,7 +51,10 @@ class Group:
     def of(cls, node: ComputedBuffer | ExternCall, after: str | None = None) -> Group:
         if isinstance(node, ExternCall):
             return cls([node], set(node.reads), {node.name}, {after} if after else set())
-        return cls([node], {ld.buffer for ld in loads(node.data.body)}, {node.name})
+        reads = {ld.buffer for ld in loads(node.data.body)}
+        if node.updates is not None:  # a region update: the buffer it overwrites, whole
+            reads.add(node.updates)
+        return cls([node], reads, {node.name})
 
     @property
     def needs(self) -> set[str]:
@@ -114,6 +117,9 @@ def _pair_reason(a: Group, b: Group, memo: dict[str, Any] | None = None) -> str 
             return f"{group.label} is an extern call ({group.extern.target}) run by NumPy"
         if any(isinstance(n.data, Scan) for n in group.nodes):
             return f"{group.label} is a scan (its loop stores every step in order)"
+        updates = next((n for n in group.nodes if n.updates is not None), None)
+        if updates is not None:
+            return f"{updates.name} updates {updates.updates} in place (a region update runs alone)"
     same_nest = a.domain == b.domain and all(
         _nest(n) == _nest(a.nodes[0]) for n in (*a.nodes, *b.nodes))
     rows = {n.ranges[0] if n.ranges else None for n in (*a.nodes, *b.nodes)}

@@ -10,7 +10,8 @@ remain, both about memory, neither about the CPU:
 - the storage: a buffer lives from the step that writes it to the last step that reads it (to
   the end, for results). Buffers whose lives do not overlap share one block of the same size, and
   an element-wise kernel whose input dies at that kernel writes its output over it — in place —
-  when size, dtype, layout and index agree and no other computation of that kernel reads it.
+  when size, dtype, layout and index agree and no other computation of that kernel reads it. A
+  region update (``ComputedBuffer.updates``) always lives in the block of the buffer it updates.
 
 Buffers NumPy produces (extern steps) and the caller's arrays are never reused.
 """
@@ -158,7 +159,12 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
             # in place over an input of this kernel that dies here
             dying = [buffers[r] for r in g.reads if r in plan.storage and last_use.get(r) == step
                      and holder.get(plan.storage[r]) == r and isinstance(buffers[r], ComputedBuffer)]
-            over = next((d for d in dying if _elementwise_over(g, node, d)), None)
+            if node.updates is not None:  # a region update: the old value's block, always
+                over = buffers[node.updates]
+                assert over.name in [d.name for d in dying], \
+                    f"{node.name} updates {over.name}, which is read later or not its own"
+            else:
+                over = next((d for d in dying if _elementwise_over(g, node, d)), None)
             if over is not None:
                 block = plan.storage[over.name]
                 plan.in_place[node.name] = over.name

@@ -91,6 +91,9 @@ class Target:
     element_cost: Callable[[Any], int]
     #: the version of the compiler behind the emitter (llvmlite's for the CPU)
     compiler_version: str
+    #: whether an assignment into a buffer nothing else reads is a kernel over its region
+    #: (``LoopOptions.update_in_place``) rather than a select over the whole array
+    update_in_place: bool = True
 
     @property
     def device(self) -> str:
@@ -102,7 +105,8 @@ class Target:
         ops and dtypes its loops take and where its kernels need a check that sends a call to NumPy."""
         return LoopOptions(dtypes=self.loop_dtypes, ops=self.basis,
                            trig_reduction_limit=FloatLimits(float64=self.limits.trig_reduction),
-                           fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)))
+                           fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)),
+                           update_in_place=self.update_in_place)
 
     @property
     def cache_key(self) -> tuple[str, ...]:

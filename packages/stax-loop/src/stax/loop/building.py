@@ -15,30 +15,11 @@ import numpy as np
 
 from stax.ir import Node
 
-from .context import Lazy, Loader, LoopLowering, output_strides
-from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, Select, rewrite
+from .context import INDEX, Lazy, Loader, LoopLowering, all_of, guarded, index_compare, output_strides
+from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Select
 from .externs import op_as_extern
 from .index import Affine, linear_index
 from .registry import lowers
-
-INDEX = "int64"
-
-
-def _guarded(e: Expr, guard: Expr) -> Expr:
-    """``e`` with every load made a guarded load (shared subexpressions stay shared)."""
-    return rewrite(e, lambda n: GuardedLoad(n.buffer, n.index, n.dtype, guard)
-                   if type(n) is Load else None)
-
-
-def _compare(op: str, index: Affine, bound: int) -> Expr:
-    return Binary(op, Index(index, INDEX), Const(bound, INDEX), "bool")
-
-
-def _all(conditions: list[Expr]) -> Expr:
-    total = conditions[0]
-    for c in conditions[1:]:
-        total = Binary("and", total, c, "bool")
-    return total
 
 
 @lowers("concatenate")
@@ -61,8 +42,9 @@ def lower_concatenate(ctx: LoopLowering, node: Node) -> Lazy:
             moved = tuple(ix + (-start) if d == axis else ix for d, ix in enumerate(i))
             if len(pieces) == 1:
                 return loader(moved)
-            inside = _all([_compare("ge", i[axis], start), _compare("lt", i[axis], start + extent)])
-            value = _guarded(loader(moved), inside)
+            inside = all_of([index_compare("ge", i[axis], start),
+                             index_compare("lt", i[axis], start + extent)])
+            value = guarded(loader(moved), inside)
             result = value if result is None else Select(inside, value, result, dtype)
         return result if result is not None else Const(0, dtype)
     return Lazy(meta.shape, dtype, load)
@@ -81,8 +63,8 @@ def lower_stack(ctx: LoopLowering, node: Node) -> Lazy:
         for k in reversed(range(len(loaders))):
             if len(loaders) == 1:
                 return loaders[0](inner)
-            here = _compare("eq", i[axis], k)
-            value = _guarded(loaders[k](inner), here)
+            here = index_compare("eq", i[axis], k)
+            value = guarded(loaders[k](inner), here)
             result = value if result is None else Select(here, value, result, dtype)
         assert result is not None
         return result
@@ -102,14 +84,14 @@ def lower_pad(ctx: LoopLowering, node: Node) -> Lazy:
         for d, (before, _) in enumerate(widths):
             extent = source.tensor.shape[d]
             if before:
-                conditions.append(_compare("ge", i[d], before))
+                conditions.append(index_compare("ge", i[d], before))
             if before + extent < meta.shape[d]:
-                conditions.append(_compare("lt", i[d], before + extent))
+                conditions.append(index_compare("lt", i[d], before + extent))
         moved = tuple(ix + (-before) for ix, (before, _) in zip(i, widths))
         if not conditions:
             return x(moved)
-        inside = _all(conditions)
-        return Select(inside, _guarded(x(moved), inside), fill, dtype)
+        inside = all_of(conditions)
+        return Select(inside, guarded(x(moved), inside), fill, dtype)
     return Lazy(meta.shape, dtype, load)
 
 
@@ -127,48 +109,12 @@ def lower_roll(ctx: LoopLowering, node: Node) -> Lazy:
     def load(i: tuple[Affine, ...]) -> Expr:
         if shift == 0:
             return x(i)
-        later = _compare("ge", i[axis], shift)
-        early = _compare("lt", i[axis], shift)
-        tail = _guarded(x(tuple(ix + (-shift) if d == axis else ix for d, ix in enumerate(i))), later)
-        head = _guarded(x(tuple(ix + (n - shift) if d == axis else ix for d, ix in enumerate(i))),
+        later = index_compare("ge", i[axis], shift)
+        early = index_compare("lt", i[axis], shift)
+        tail = guarded(x(tuple(ix + (-shift) if d == axis else ix for d, ix in enumerate(i))), later)
+        head = guarded(x(tuple(ix + (n - shift) if d == axis else ix for d, ix in enumerate(i))),
                         early)
         return Select(later, tail, head, dtype)
-    return Lazy(meta.shape, dtype, load)
-
-
-@lowers("setitem")
-def lower_setitem(ctx: LoopLowering, node: Node) -> Lazy:
-    """x with x[key] = value: inside the key's region (slices with step +-1, integers) the value,
-    read at the position within the region (guarded), elsewhere x."""
-    meta = node.tensor
-    dtype, key = meta.dtype, node.kwargs["key"]
-    x = ctx.operand(node.args[0], meta.shape, dtype)
-    region_shape = tuple(len(range(e[1], e[2], e[3])) for e in key if e[0] == "slice")
-    if len(node.args) > 1:
-        value = ctx.operand(node.args[1], region_shape, dtype)
-    else:
-        fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
-        value = lambda i: fill  # noqa: E731
-
-    def load(i: tuple[Affine, ...]) -> Expr:
-        conditions: list[Expr] = []
-        inner: list[Affine] = []
-        for d, entry in enumerate(key):
-            if entry[0] == "int":
-                conditions.append(_compare("eq", i[d], entry[1]))
-                continue
-            _, start, stop, step = entry
-            count = len(range(start, stop, step))
-            if count == meta.shape[d]:  # the whole axis, in order or reversed
-                inner.append(i[d] if step == 1 else i[d] * -1 + (meta.shape[d] - 1))
-                continue
-            low, high = (start, start + count) if step == 1 else (start - count + 1, start + 1)
-            conditions += [_compare("ge", i[d], low), _compare("lt", i[d], high)]
-            inner.append(i[d] + (-start) if step == 1 else i[d] * -1 + start)
-        if not conditions:
-            return value(tuple(inner))
-        inside = _all(conditions)
-        return Select(inside, _guarded(value(tuple(inner)), inside), x(i), dtype)
     return Lazy(meta.shape, dtype, load)
 
 
@@ -181,7 +127,7 @@ def lower_triangle(ctx: LoopLowering, node: Node) -> Lazy:
 
     def load(i: tuple[Affine, ...]) -> Expr:
         diagonal = i[-1] + i[-2] * -1  # column - row
-        keep = _compare("le" if keep_below else "ge", diagonal, k)
+        keep = index_compare("le" if keep_below else "ge", diagonal, k)
         return Select(keep, x(i), Const(0, meta.dtype), meta.dtype)
     return Lazy(meta.shape, meta.dtype, load)
 
@@ -211,7 +157,7 @@ def lower_eye(ctx: LoopLowering, node: Node) -> Lazy:
     dtype, k = meta.dtype, node.kwargs["k"]
 
     def load(i: tuple[Affine, ...]) -> Expr:
-        on = _compare("eq", i[1] + i[0] * -1, k)
+        on = index_compare("eq", i[1] + i[0] * -1, k)
         return Select(on, Const(1, dtype), Const(0, dtype), dtype)
     return Lazy(meta.shape, dtype, load)
 
@@ -352,7 +298,7 @@ def lower_take_const(ctx: LoopLowering, node: Node) -> Lazy:
             if result is None:
                 result = row
                 continue
-            result = Select(_compare("eq", i[0], k), row, result, meta.dtype)
+            result = Select(index_compare("eq", i[0], k), row, result, meta.dtype)
         assert result is not None
         return result
     return Lazy(meta.shape, meta.dtype, load)

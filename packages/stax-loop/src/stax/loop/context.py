@@ -17,12 +17,14 @@ import numpy as np
 
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides
 
-from .expr import Cast, Const, Expr, Load
+from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, rewrite
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, InputBuffer, Pointwise, Reduction, rvar, xvar
 from .options import LoopOptions
 
 Loader = Callable[[tuple[Affine, ...]], Expr]
+#: the dtype of index arithmetic in expressions (``Index``)
+INDEX = "int64"
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ class LoopLowering:
         self.values: dict[Node, Lazy] = {}
         self.node: Node | None = None
         self.checks: dict[str, str] = {}  # bool buffers that must be False, and what it means
+        #: computed buffer -> the node whose lowering made it: a node that owns its buffer and
+        #: has one reader may have that reader update it in place (``building.lower_setitem``)
+        self.made_by: dict[str, Node | None] = {}
+        #: an assignment lowered as a select -> how many selects deep its chain is
+        self.select_chain: dict[Node, int] = {}
 
     def unsupported(self, what: str) -> UnsupportedError:
         node = self.node
@@ -121,10 +128,11 @@ class LoopLowering:
             return loader(tuple(Affine() if b else i for b, i in zip(broadcast, index[offset:])))
         return load
 
-    def realize(self, lazy: Lazy, strides: tuple[int, ...]) -> Lazy:
+    def realize(self, lazy: Lazy, strides: tuple[int, ...], owner: Node | None = None) -> Lazy:
         """Write a pointwise value to a new buffer with layout ``strides``. The loops run in the
         buffer's memory order (x0 over the largest stride, the last loop along memory), as NumPy
-        iterates: an F-ordered result is written along its columns, not across them."""
+        iterates: an F-ordered result is written along its columns, not across them. ``owner``:
+        the node whose value this is, when not the node being lowered (``made_by``)."""
         order = sorted(range(len(lazy.shape)), key=lambda d: -abs(strides[d]))
         index = [Affine()] * len(lazy.shape)
         for position, d in enumerate(order):
@@ -134,7 +142,22 @@ class LoopLowering:
         self.buffers.append(ComputedBuffer(name, lazy.shape, lazy.dtype, strides,
                                            linear_index(index, strides),
                                            Pointwise(ranges, lazy.loader(tuple(index)))))
+        self.made_by[name] = owner if owner is not None else self.node
         return self.stored(name, lazy.shape, lazy.dtype, strides)
+
+    def owned(self, node: Node) -> Lazy | None:
+        """``node``'s value when it lies in a computed buffer of its own, whole and unshared:
+        made while lowering ``node`` itself (not a view of another value's buffer), read by
+        ``node``'s users alone."""
+        lazy = self.values[node]
+        if lazy.memory is None or self.made_by.get(lazy.memory[0]) is not node:
+            return None
+        buffer, offset, strides = lazy.memory
+        made = self.buffers[int(buffer[3:])] if buffer.startswith("buf") else None
+        if offset != 0 or not isinstance(made, ComputedBuffer) or made.name != buffer or \
+                (made.shape, made.strides) != (lazy.shape, strides):
+            return None
+        return lazy
 
     def reduce(self, node: Node, x: Lazy, axes: tuple[int, ...], keepdims: bool,
                reduction_type: str) -> Lazy:
@@ -162,6 +185,7 @@ class LoopLowering:
         data = Reduction(tuple(shape[d] for d in kept), tuple(shape[d] for d in axes),
                          reduction_type, loader(tuple(index)))
         self.buffers.append(ComputedBuffer(name, out_shape, dtype, strides, store, data))
+        self.made_by[name] = self.node
         return self.stored(name, out_shape, dtype, strides)
 
     def split_chunks(self, total: int) -> int | None:
@@ -199,3 +223,21 @@ class LoopLowering:
         if not keepdims:
             return combined
         return Lazy((1,) * len(shape), dtype, lambda i: combined.loader(()))
+
+
+def guarded(e: Expr, guard: Expr) -> Expr:
+    """``e`` with every load made a guarded load (shared subexpressions stay shared): for a
+    value read only where ``guard`` holds (a select discards it elsewhere)."""
+    return rewrite(e, lambda n: GuardedLoad(n.buffer, n.index, n.dtype, guard)
+                   if type(n) is Load else None)
+
+
+def index_compare(op: str, index: Affine, bound: int) -> Expr:
+    return Binary(op, Index(index, INDEX), Const(bound, INDEX), "bool")
+
+
+def all_of(conditions: list[Expr]) -> Expr:
+    total = conditions[0]
+    for c in conditions[1:]:
+        total = Binary("and", total, c, "bool")
+    return total

@@ -105,7 +105,7 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
             return value
         lazy, meta = ctx.values[value], value.tensor
         if lazy.buffer is None or (meta is not None and not same_layout(lazy.memory[2], meta)):
-            lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta))
+            lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta), value)
         return BufferRef(lazy.buffer)
 
     args, kwargs = fold(call_args, operand), fold(call_kwargs, operand)  # may realize buffers

@@ -191,7 +191,10 @@ def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
             memory[cb.name] = _memory_of(np.asarray(objects[cb.name]))
             continue
         computed.add(cb.name)
-        out = np.zeros(max(1, math.prod(cb.shape) if cb.shape else 1), dtype=cb.dtype)
+        if cb.updates is not None:  # the updated buffer's memory, its other elements kept
+            out = memory[cb.updates][0]
+        else:
+            out = np.zeros(max(1, math.prod(cb.shape) if cb.shape else 1), dtype=cb.dtype)
         grid = _grid(cb.ranges, cb.reduction_ranges)
         value = np.asarray(evaluate(cb.data.body, grid, memory))
         full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))

@@ -18,8 +18,9 @@ from .containers import fold
 from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr
 from .index import Affine
 
-#: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers
-LOOPIR_SCHEMA = "stax.loopir/1.3"
+#: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers;
+#: 1.4: region updates (``ComputedBuffer.updates``)
+LOOPIR_SCHEMA = "stax.loopir/1.4"
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
 
@@ -74,12 +75,22 @@ class InputBuffer:
 
 @dataclass(frozen=True)
 class ComputedBuffer:
+    """A buffer of ``shape`` laid out with ``strides`` whose element ``store_index`` (over the
+    body's ranges) is the body's value.
+
+    With ``updates`` set it is a *region update* (spec §4.9's setitem, written in place as §7
+    allows): the buffer is the computed buffer ``updates`` names, with only the elements the
+    body's ranges reach overwritten — same shape, dtype and strides, same memory. Whatever else
+    read ``updates`` must run before it (lowering makes it the old value's only reader), and its
+    body reads ``updates`` at most at the element it writes."""
+
     name: str
     shape: tuple[int, ...]
     dtype: str
     strides: tuple[int, ...]
     store_index: Affine
     data: Body
+    updates: str | None = None
 
     @property
     def ranges(self) -> tuple[int, ...]:
@@ -269,6 +280,8 @@ class LoopProgram:
                         f"scan_range={data.scan_range})")
             else:
                 kind = f"Pointwise(ranges={list(data.ranges)})"
+            if cb.updates is not None:
+                kind = f"{cb.updates} updated in place, {kind}"
             lines.append(f"{cb.name}: {cb.dtype}{list(cb.shape)} strides={cb.strides} = {kind}")
             lines += format_expr(data.body)
             lines.append(f"    store {cb.name}[{cb.store_index}]")
@@ -357,7 +370,8 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
     else:
         body["kind"] = "pointwise"
     return {"name": cb.name, "shape": list(cb.shape), "dtype": cb.dtype,
-            "strides": list(cb.strides), "store_index": cb.store_index.to_json(), "data": body}
+            "strides": list(cb.strides), "store_index": cb.store_index.to_json(), "data": body,
+            **({"updates": cb.updates} if cb.updates is not None else {})}
 
 
 def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
@@ -376,4 +390,4 @@ def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
     else:
         data = Pointwise(tuple(d["ranges"]), body)
     return ComputedBuffer(doc["name"], tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),
-                          Affine.from_json(doc["store_index"]), data)
+                          Affine.from_json(doc["store_index"]), data, doc.get("updates"))

@@ -99,7 +99,10 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
             output = True
             continue
         shape = user.tensor.shape if user.tensor is not None else lazy.shape
-        if lazy.shape and lazy.shape[-1] == 1 and shape and shape[-1] > 1:
+        if user.target == "setitem" and user.args[0] is not node:
+            region = [len(range(*e[1:])) for e in user.kwargs["key"] if e[0] == "slice"]
+            reads += max(numel, int(np.prod(region)))  # once per element of the region
+        elif lazy.shape and lazy.shape[-1] == 1 and shape and shape[-1] > 1:
             reads += numel  # broadcast along the innermost loop: invariant there, computed once
         else:
             reads += max(numel, int(np.prod(shape)))

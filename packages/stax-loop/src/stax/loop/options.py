@@ -51,6 +51,12 @@ class LoopOptions:
     ``split_min``, ``split_chunks``: a reduction of every axis over at least ``split_min``
     elements is split into partial reductions over chunks (a 1-D one into at most
     ``split_chunks`` chunks that divide it), which the backend's threads share.
+    ``update_in_place``: an assignment into a value in memory that nothing else reads
+    (``out[i, :] = ...`` after ``out[i - 1, :] = ...``) is a region update of that buffer (a
+    kernel over the region only, ``ComputedBuffer.updates``); otherwise every assignment is a
+    select over the whole array, fused into its readers — cheaper where a kernel launch costs
+    more than a pass over the array. ``select_chain``: how many assignments in a row stay
+    selects before the chain is written to memory and updated in place.
     """
 
     dtypes: frozenset[str] = LOOP_DTYPES
@@ -62,6 +68,8 @@ class LoopOptions:
     max_depth: int = 128
     split_min: int = 1 << 16
     split_chunks: int = 64
+    update_in_place: bool = True
+    select_chain: int = 8
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", frozenset(self.dtypes))

@@ -24,7 +24,7 @@ def lower_view(ctx: LoopLowering, node: Node) -> Lazy:
     measured = tuple(source.tensor.strides)
     lazy = ctx.values[source]
     if lazy.memory is None:  # an element-wise value: give it memory in NumPy's layout first
-        lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor))
+        lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor), source)
     buffer, base, strides = lazy.memory
     mapped = rebase_view(node.kwargs["offset"], node.kwargs["strides"], meta.shape,
                          source.tensor.shape, measured, strides)
@@ -32,7 +32,7 @@ def lower_view(ctx: LoopLowering, node: Node) -> Lazy:
         if output_strides(source.tensor) != measured:
             raise ctx.unsupported("a view of a value whose layout the loops do not reproduce")
         # a copy in the measured layout: the map holds there
-        lazy = ctx.values[source] = ctx.realize(lazy, measured)
+        lazy = ctx.values[source] = ctx.realize(lazy, measured, source)
         buffer, base, strides = lazy.memory
         mapped = (node.kwargs["offset"], tuple(node.kwargs["strides"]))
     offset, view_strides = base + mapped[0], mapped[1]

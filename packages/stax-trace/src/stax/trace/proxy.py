@@ -226,11 +226,16 @@ class Proxy:
                 return
         # ``x[k] op= v`` ends with ``x[k] = t`` where ``t`` is the view ``x[k]`` itself: that view
         # does not make the write visible elsewhere
-        same_view = isinstance(value, Proxy) and value.view_of is not None and \
-            value.view_of[0] is self and same_index_key(value.view_of[1], key)
+        own_view = isinstance(value, Proxy) and value.view_of is not None and \
+            value.view_of[0] is self
         self._update_in_place("item assignment x[...] = ...", lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, "stax.functional.setitem", (self, key, value), {},
-            NN_FUNCTIONS["stax.functional.setitem"]), ignore=value.value if same_view else None)
+            NN_FUNCTIONS["stax.functional.setitem"]), ignore=value.value if own_view else None)
+        if own_view and not same_index_key(value.view_of[1], key):
+            # ``x[2:4] = x[:2]``: NumPy reads the value before writing; the value stays a view
+            # of x, so from now on it shows the updated x, as the view does in eager NumPy
+            again = self[value.view_of[1]]
+            value.node, value.value = again.node, again.value
 
     def _update_in_place(self, what: str, compute: Any, ignore: Any = None) -> Proxy:
         """``x op= y`` / ``x[k] = v`` on an array no other value can see (not an argument, not a

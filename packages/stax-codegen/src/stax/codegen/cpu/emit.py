@@ -83,8 +83,10 @@ class KernelEmitter(LoopShapes, FloatEvents):
                          for obj, name in zip(objs, spec.args)}
         for out, over in spec.in_place.items():
             # one pointer for both: LLVM sees the load and the store of one element, not two
-            # buffers it would have to check for overlap before vectorizing
-            self.pointers[out] = self.pointers[over]
+            # buffers it would have to check for overlap before vectorizing (a region update
+            # that does not read the buffer it updates has only its own, the same memory)
+            if over in self.pointers:
+                self.pointers[out] = self.pointers[over]
         self.vars: dict[str, ir.Value] = {}
         # element indices in i32 when every one provably fits (spec §6.8), else i64
         self.index_bits = max(index_width(n) for n in spec.nodes)

@@ -92,4 +92,7 @@ def triton_target() -> Target:
     return Target(identity=IDENTITY, basis=triton_basis(), loop_dtypes=LOOP_DTYPES,
                   limits=NumericLimits(trig_reduction=None, fmod_exact_quotient=()),
                   materialize=keep_in_memory, element_cost=operations,
-                  compiler_version=_triton_version())
+                  compiler_version=_triton_version(),
+                  # a launch per region costs more on a GPU than one select kernel over the
+                  # array for the assignment chains programs write (not measured per size yet)
+                  update_in_place=False)

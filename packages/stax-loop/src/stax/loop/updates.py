@@ -1,0 +1,212 @@
+"""Loop lowering of an assignment ``x[key] = value`` (the op graph's ``setitem``, spec §4.9).
+
+Two forms, both exact:
+
+- a *select* over x's whole index: inside the key's region the value, elsewhere x. It is a
+  loader like any other, so one assignment fuses into whatever reads its result and costs no
+  memory of its own;
+- a *region update* (§7's in-place reuse): when x already lies in a buffer of its own that
+  nothing else reads, a kernel over the region alone overwrites that buffer's elements
+  (``ComputedBuffer.updates``). A chain ``out[0, :] = a; out[1, :] = b; ...`` then costs one
+  pass to build ``out`` and one per region, where selects cost a pass over the whole array per
+  assignment. A chain of a few assignments stays selects (one kernel); a longer one is written
+  to memory once and updated from then on.
+
+The value may read x itself (``V[:, k] = V[:, k - 1] * x``): reads of the element being written
+are safe in place; any other read of the updated buffer is computed into its own buffer first,
+so the update never reads an element it has already overwritten.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from stax.ir import Node, Opcode, contiguous_strides
+
+from .context import Lazy, Loader, LoopLowering, all_of, guarded, index_compare, output_strides
+from .expr import Const, Expr, Load, Select, loads
+from .index import Affine, linear_index
+from .ir import ComputedBuffer, Pointwise, xvar
+from .registry import lowers
+
+
+@lowers("setitem")
+def lower_setitem(ctx: LoopLowering, node: Node) -> Lazy:
+    meta = node.tensor
+    dtype, key = meta.dtype, node.kwargs["key"]
+    region = tuple(len(range(e[1], e[2], e[3])) for e in key if e[0] == "slice")
+    if len(node.args) > 1:
+        value = ctx.operand(node.args[1], region, dtype)
+    else:
+        fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
+        value = lambda i: fill  # noqa: E731
+    base = _updatable(ctx, node)
+    if base is not None:
+        return _region_update(ctx, node, base, value, region)
+    x = node.args[0]
+    ctx.select_chain[node] = 1 + (ctx.select_chain.get(x, 0) if isinstance(x, Node) else 0)
+    return _select(ctx, node, value)
+
+
+def _select(ctx: LoopLowering, node: Node, value: Loader) -> Lazy:
+    """x with x[key] = value: inside the key's region (slices with step +-1, integers) the value,
+    read at the position within the region (guarded), elsewhere x."""
+    meta = node.tensor
+    dtype, key = meta.dtype, node.kwargs["key"]
+    x = ctx.operand(node.args[0], meta.shape, dtype)
+
+    def load(i: tuple[Affine, ...]) -> Expr:
+        conditions: list[Expr] = []
+        inner: list[Affine] = []
+        for d, entry in enumerate(key):
+            if entry[0] == "int":
+                conditions.append(index_compare("eq", i[d], entry[1]))
+                continue
+            _, start, stop, step = entry
+            count = len(range(start, stop, step))
+            if count == meta.shape[d]:  # the whole axis, in order or reversed
+                inner.append(i[d] if step == 1 else i[d] * -1 + (meta.shape[d] - 1))
+                continue
+            low, high = (start, start + count) if step == 1 else (start - count + 1, start + 1)
+            conditions += [index_compare("ge", i[d], low), index_compare("lt", i[d], high)]
+            inner.append(i[d] + (-start) if step == 1 else i[d] * -1 + start)
+        if not conditions:
+            return value(tuple(inner))
+        inside = all_of(conditions)
+        return Select(inside, guarded(value(tuple(inner)), inside), x(i), dtype)
+    return Lazy(meta.shape, dtype, load)
+
+
+def _updatable(ctx: LoopLowering, node: Node) -> Lazy | None:
+    """x's value in a buffer this assignment may overwrite, or None (then it is a select).
+
+    x must be read on the way to this assignment alone (``_read_only_on_the_way``) and either
+    lie whole in a buffer its own lowering made (a buffer that exists anyway: updating it costs
+    the region alone), or be earlier assignments' selects, written to a buffer now when the
+    chain is ``options.select_chain`` long or this region is small beside the array: a few
+    selects cost less than a kernel each (``out[:, 0] = x; out[:, 1] = 2 * x`` is one kernel), a
+    long chain costs a select per element per assignment."""
+    x = node.args[0]
+    if not ctx.options.update_in_place or not isinstance(x, Node) or \
+            x.op is not Opcode.CALL_FUNCTION or not ctx.native(node.tensor.dtype) or \
+            not _read_only_on_the_way(x, node):
+        return None
+    if not any(e[0] == "int" or len(range(e[1], e[2], e[3])) < n
+               for e, n in zip(node.kwargs["key"], node.tensor.shape)):
+        return None  # the whole array: a select is the value itself, nothing to keep
+    owned = ctx.owned(x)
+    if owned is not None:
+        return owned
+    lazy = ctx.values[x]
+    if x.target != "setitem" or lazy.memory is not None:
+        return None
+    region = math.prod(len(range(*e[1:])) for e in node.kwargs["key"] if e[0] == "slice")
+    if ctx.select_chain.get(x, 0) < ctx.options.select_chain and \
+            math.prod(node.tensor.shape) < SMALL_REGION * (region + KERNEL_ELEMENTS):
+        return None  # a short chain of selects: one kernel, no buffer of its own
+    ctx.values[x] = ctx.realize(lazy, output_strides(x.tensor), x)
+    return ctx.values[x]
+
+
+def _region_update(ctx: LoopLowering, node: Node, base: Lazy, value: Loader,
+                   region: tuple[int, ...]) -> Lazy:
+    """A kernel over the key's region storing the value into ``base``'s buffer."""
+    meta = node.tensor
+    key = node.kwargs["key"]
+    assert base.memory is not None
+    buffer, _, strides = base.memory
+    if any(n == 0 for n in region):
+        return base  # nothing assigned
+    sliced = [d for d, e in enumerate(key) if e[0] == "slice"]
+    # loops in memory order, as ``realize`` runs them: x0 over the largest stride
+    order = sorted(range(len(sliced)), key=lambda k: -abs(strides[sliced[k]]))
+    inner: list[Affine] = [Affine()] * len(sliced)
+    for position, k in enumerate(order):
+        inner[k] = Affine.var(xvar(position))
+    slices = iter(inner)
+    position_in_x = [Affine.of(e[1]) if e[0] == "int" else next(slices) * e[3] + e[1]
+                     for e in key]
+    store = linear_index(position_in_x, strides)
+    body = value(tuple(inner))
+    ranges = tuple(region[k] for k in order)
+    extents = {xvar(i): n for i, n in enumerate(ranges)}
+    if _reads_elsewhere(body, buffer, store, meta.shape, strides, extents):
+        staged = ctx.realize(Lazy(region, meta.dtype, value), contiguous_strides(region))
+        body = staged.loader(tuple(inner))
+    name = f"buf{len(ctx.buffers)}"
+    ctx.buffers.append(ComputedBuffer(name, meta.shape, meta.dtype, strides, store,
+                                      Pointwise(ranges, body), updates=buffer))
+    ctx.made_by[name] = node
+    return ctx.stored(name, meta.shape, meta.dtype, strides)
+
+
+#: a region is small when the array has this many times its elements (and a kernel's cost):
+#: one more select over the array then costs several times the region's update
+SMALL_REGION = 4
+#: what starting one more kernel costs, in elements computed (a plan's step on the CPU)
+KERNEL_ELEMENTS = 256
+#: how many nodes ``_read_only_on_the_way`` looks at before it answers no
+CONE_LIMIT = 64
+
+
+def _read_only_on_the_way(x: Node, node: Node) -> bool:
+    """Whether every reader of ``x`` (and every reader of those, and so on) leads to ``node``
+    without ever reaching the program's result otherwise: ``x[:, k] = x[:, k - 1] * y`` reads x
+    only to compute the value assigned. Those readers come before ``node``, and everything that
+    reads what they compute is among them or ``node``: no step after the update reads x's
+    buffer. A bounded search: a larger cone is refused (a select, never a wrong result)."""
+    seen = {x, node}
+    frontier = [u for u in x.users if u is not node]
+    while frontier:
+        user = frontier.pop()
+        if user in seen:
+            continue
+        if user.op is not Opcode.CALL_FUNCTION or len(seen) > CONE_LIMIT:
+            return False  # the result (OUTPUT) or too far to tell
+        seen.add(user)
+        frontier += user.users
+    return True
+
+
+def _reads_elsewhere(body: Expr, buffer: str, store: Affine, shape: tuple[int, ...],
+                     strides: tuple[int, ...], extents: dict[str, int]) -> bool:
+    """Whether ``body`` may read an element of ``buffer`` other than the one it is stored to
+    in the same iteration, within the region the update writes (an element it may already have
+    overwritten). A read of a block of elements disjoint from the written block is safe."""
+    written = _box(store, shape, strides, extents)
+    for ld in loads(body):
+        if ld.buffer != buffer or (isinstance(ld, Load) and ld.index == store):
+            continue
+        read = _box(ld.index, shape, strides, extents) if isinstance(ld, Load) else None
+        if written is None or read is None or \
+                not any(r[1] < w[0] or w[1] < r[0] for r, w in zip(read, written)):
+            return True
+    return False
+
+
+def _box(index: Affine, shape: tuple[int, ...], strides: tuple[int, ...],
+         extents: dict[str, int]) -> list[tuple[int, int]] | None:
+    """The elements ``index`` reaches over ``extents`` as one interval per dimension of a dense
+    layout, or None when it cannot tell (a coefficient that is no one dimension's stride)."""
+    if sorted(strides, reverse=True) != list(contiguous_strides(
+            tuple(shape[d] for d in sorted(range(len(shape)), key=lambda d: -strides[d])))):
+        return None
+    low, high = [0] * len(shape), [0] * len(shape)
+    rest = index.const
+    for d in sorted(range(len(shape)), key=lambda d: -strides[d]):
+        low[d] = high[d] = rest // strides[d] if strides[d] else 0
+        rest -= low[d] * strides[d]
+    if rest:
+        return None
+    for var, c in index.terms:
+        dims = [d for d in range(len(shape)) if abs(c) == strides[d] and shape[d] > 1]
+        if len(dims) != 1:
+            return None
+        span = c // strides[dims[0]] * (extents[var] - 1)
+        low[dims[0]] += min(0, span)
+        high[dims[0]] += max(0, span)
+    if any(lo < 0 or hi >= n for lo, hi, n in zip(low, high, shape)):
+        return None
+    return list(zip(low, high))

@@ -1,0 +1,223 @@
+"""Assignments into a buffer nothing else reads are region updates written in place (issue 13,
+spec §4.9 with §7's in-place reuse): a chain ``out[i, :] = ...`` costs one pass to build ``out``
+and one per region, not a select over the whole array per assignment. Every case is compared
+with eager NumPy bit for bit, and the plans are checked to be what the design says."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.loop import LoopProgram, loads
+from stax.loop.interpreter import interpret
+
+
+def _compiled(fn, *args, dump=None):
+    compiled = stax.compile(fn, strict_native=True)
+    got = compiled(*args)
+    want = fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+    return compiled
+
+
+def _loop_program(tmp_path, monkeypatch, fn, *args) -> LoopProgram:
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path))
+    _compiled(fn, *args)
+    (path,) = tmp_path.glob(f"{fn.__name__}.v0.loopir.json")
+    return LoopProgram.from_json(json.loads(path.read_text()))
+
+
+def affine_rows(x, w, b):
+    n, m = x.shape
+    out = np.zeros((n, m))
+    for i in range(n):
+        out[i, :] = x[i] * w + b
+    return out
+
+
+def vandermonde(x, degree):
+    V = np.empty((x.shape[0], degree + 1))
+    V[:, 0] = 1.0
+    for k in range(1, degree + 1):
+        V[:, k] = V[:, k - 1] * x
+    return V
+
+
+def block_diagonal(blocks):
+    k, n, _ = blocks.shape
+    out = np.zeros((k * n, k * n))
+    for i in range(k):
+        out[i * n:(i + 1) * n, i * n:(i + 1) * n] = blocks[i]
+    return out
+
+
+def heat_steps(u0):
+    u = np.zeros(u0.shape[0] + 2)
+    u[1:-1] = u0
+    for _ in range(6):  # each step reads its neighbours: staged, never read after overwriting
+        u[1:-1] = u[1:-1] + 0.25 * (u[2:] - 2.0 * u[1:-1] + u[:-2])
+    return u
+
+
+def test_row_chain_is_one_update_per_row(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    x, w, b = rng.random((40, 128)), rng.random(128), rng.random(128)
+    program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)
+    updates = [cb for cb in program.buffers if getattr(cb, "updates", None)]
+    # the first assignment is a select (fused into the buffer it lands in); the other rows
+    # are small beside the array: each updates that buffer over its 128 elements only
+    assert len(updates) == 39
+    assert all(cb.ranges == (128,) for cb in updates)
+    chain = [cb.updates for cb in updates]
+    assert chain[1:] == [cb.name for cb in updates[:-1]]
+
+
+def test_update_reading_another_column_needs_no_copy(tmp_path, monkeypatch):
+    x = np.linspace(-2.0, 2.0, 37)
+    program = _loop_program(tmp_path, monkeypatch, vandermonde, x, 6)
+    updates = [cb for cb in program.buffers if getattr(cb, "updates", None)]
+    assert len(updates) == 6  # columns 1..6; column 0 is a select in the buffer they update
+    # column k - 1 and column k are disjoint blocks: each update reads its own buffer directly
+    assert all(any(ld.buffer == cb.updates for ld in _loads(cb)) for cb in updates)
+
+
+def test_overlapping_reads_are_staged(tmp_path, monkeypatch):
+    u0 = np.random.default_rng(1).standard_normal(40)
+    program = _loop_program(tmp_path, monkeypatch, heat_steps, u0)
+    updates = [cb for cb in program.buffers if getattr(cb, "updates", None)]
+    assert updates
+    for cb in updates:  # the neighbours were computed into a buffer of their own first
+        assert not any(ld.buffer == cb.updates for ld in _loads(cb))
+
+
+def _loads(cb):
+    return loads(cb.data.body)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (affine_rows, lambda r: (r.random((30, 17)), r.random(17), r.random(17))),
+    (vandermonde, lambda r: (r.uniform(-3, 3, 101), 7)),
+    (block_diagonal, lambda r: (r.random((5, 7, 7)),)),
+    (heat_steps, lambda r: (r.standard_normal(64),)),
+])
+def test_programs_match_numpy(fn, args):
+    _compiled(fn, *args(np.random.default_rng(2)))
+
+
+def test_loop_ir_round_trip_and_interpreter(tmp_path, monkeypatch):
+    rng = np.random.default_rng(3)
+    x, w, b = rng.random((12, 80)), rng.random(80), rng.random(80)
+    program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)
+    again = LoopProgram.from_json(json.loads(json.dumps(program.to_json())))
+    assert again.to_json() == program.to_json()
+    assert "updated in place" in str(program)
+    (got,) = interpret(again, [x, w, b]).outputs
+    np.testing.assert_array_equal(got, affine_rows(x, w, b))
+
+
+def test_a_few_assignments_stay_selects_in_one_kernel(tmp_path, monkeypatch):
+    rng = np.random.default_rng(7)
+    x, w, b = rng.random((5, 4)), rng.random(4), rng.random(4)
+    program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)
+    assert not any(getattr(cb, "updates", None) for cb in program.buffers)
+    assert len(program.buffers) == 1
+
+
+def test_old_value_still_read_is_not_overwritten():
+    def keeps_a_copy(x):
+        a = x * 2.0
+        a[0] = 1.0
+        b = a + 0.0        # read after the next assignment: a's buffer must survive it
+        a[1] = 5.0
+        return a, b
+
+    def reads_a_reduction(x):
+        a = x * 2.0
+        a[0] = -1.0
+        a[1] = a.max()     # a reduction of the old value, assigned into it
+        a[2:4] = a[:2]     # the elements just written, read before they are overwritten
+        return a
+
+    def reversed_and_transposed(x):
+        a = x.T * 1.5
+        a[0, ::-1] = x[:, 0]
+        a[-1, :] = a[0, :] + 1.0
+        a[1:3, 1] = 0.5
+        return a
+
+    rng = np.random.default_rng(4)
+    _compiled(keeps_a_copy, rng.random(6))
+    _compiled(reads_a_reduction, rng.random(8))
+    _compiled(reversed_and_transposed, rng.random((5, 4)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "uint8"])
+def test_dtypes_and_special_values(dtype):
+    def fill(x, y):
+        out = np.zeros_like(x)
+        out[0] = y[0]
+        out[1, :] = y[1] + y[2]
+        out[2:, 0] = y[3, :3]
+        out[-1, -1] = y[0, 0]
+        return out
+
+    rng = np.random.default_rng(5)
+    if dtype == "bool":
+        x, y = rng.random((5, 6)) > 0.5, rng.random((5, 6)) > 0.5
+    elif dtype.startswith("float"):
+        x = rng.standard_normal((5, 6)).astype(dtype)
+        y = np.array([np.nan, np.inf, -np.inf, -0.0, 1e-30, 3.0] * 5, dtype).reshape(5, 6)
+    else:
+        x, y = (rng.integers(0, 100, (5, 6)).astype(dtype) for _ in range(2))
+    with np.errstate(all="ignore"):
+        _compiled(fill, x, y)
+
+
+@pytest.mark.parametrize("shape", [(6, 7), (64, 48)])
+def test_random_assignment_chains_match_numpy(shape):
+    """Chains of assignments with random regions whose values read the array itself at random
+    places (overlapping the region or not): the in-place plan must give NumPy's result, on a
+    small array (mostly selects) and a large one (mostly region updates)."""
+    rng = np.random.default_rng(6)
+
+    def region():
+        key = []
+        for n in shape:
+            kind = rng.integers(3)
+            if kind == 0:
+                key.append(int(rng.integers(-n, n)))
+            else:
+                lo = int(rng.integers(0, n))
+                hi = int(rng.integers(lo + 1, n + 1))
+                key.append(slice(lo, hi) if kind == 1 else slice(hi - 1, lo - 1 if lo else None, -1))
+        return tuple(key)
+
+    def size(key):
+        return tuple(len(range(*k.indices(n))) for k, n in zip(key, shape) if isinstance(k, slice))
+
+    for trial in range(25):
+        steps = []
+        for _ in range(int(rng.integers(2, 12))):
+            key = region()
+            want = size(key)
+            source = None
+            for _ in range(20):  # a region of the same size elsewhere in the array, if any
+                other = region()
+                if size(other) == want:
+                    source = other
+                    break
+            steps.append((key, source, float(rng.standard_normal())))
+
+        def program(x, steps=steps):
+            a = x + 1.0
+            for key, source, c in steps:
+                a[key] = c if source is None else a[source] * c + x[source]
+            return a
+
+        _compiled(program, rng.standard_normal(shape))
