@@ -22,6 +22,7 @@ from stax.loop import (
     LoopProgram,
     OutputRef,
     Pointwise,
+    Ternary,
     Unary,
 )
 from stax.loop.interpreter import interpret
@@ -64,7 +65,8 @@ def _program(name: str, operands: list[str], result: str, n: int) -> LoopProgram
     names = [f"in{k}" for k in range(len(operands))]
     loads = [Load(a, X0, d) for a, d in zip(names, operands)]
     body = Unary(name, loads[0], result) if len(loads) == 1 else \
-        Binary(name, loads[0], loads[1], result)
+        Binary(name, loads[0], loads[1], result) if len(loads) == 2 else \
+        Ternary(name, *loads, result)
     _, in_tree = tree_flatten((tuple(range(len(names))), {}))
     _, out_tree = tree_flatten((0,))
     return LoopProgram(
@@ -76,6 +78,9 @@ def _program(name: str, operands: list[str], result: str, n: int) -> LoopProgram
 def _pairs(op: LoopOperator, operands: list[str], tame: bool) -> list[np.ndarray]:
     if len(operands) == 1:
         return [_values(operands[0], tame)]
+    if len(operands) == 3:  # every triple of values (fma)
+        grids = np.meshgrid(*(_values(d, tame) for d in operands), indexing="ij")
+        return [g.ravel() for g in grids]
     a, b = _values(operands[0], tame), _values(operands[1], tame)
     if operands[1] == "int64" and operands[0] != "int64":  # ldexp's exponent
         b = np.array([-2000, -3, -1, 0, 1, 3, 2000], dtype=np.int64)

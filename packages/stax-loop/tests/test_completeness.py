@@ -33,8 +33,22 @@ from stax.loop import (
     LoopOptions,
     postorder,
 )
-from stax.loop.expr import BINARY_OPS, COMPARISON_OPS, EXPR_KINDS, UNARY_OPS, format_expr
-from stax.loop.interpreter import BINARY_FUNCTIONS, REDUCTIONS, SCANS, UNARY_FUNCTIONS, evaluate
+from stax.loop.expr import (
+    BINARY_OPS,
+    COMPARISON_OPS,
+    EXPR_KINDS,
+    TERNARY_OPS,
+    UNARY_OPS,
+    format_expr,
+)
+from stax.loop.interpreter import (
+    BINARY_FUNCTIONS,
+    REDUCTIONS,
+    SCANS,
+    TERNARY_FUNCTIONS,
+    UNARY_FUNCTIONS,
+    evaluate,
+)
 from stax.loop.ir import REDUCTION_TYPES
 
 
@@ -141,6 +155,7 @@ def test_the_check_fails_when_a_rule_module_is_not_imported(tmp_path, module):
 def test_every_loop_operator_has_an_interpreter_entry():
     assert set(BINARY_FUNCTIONS) == set(BINARY_OPS) | set(COMPARISON_OPS)
     assert set(UNARY_FUNCTIONS) == set(UNARY_OPS)
+    assert set(TERNARY_FUNCTIONS) == set(TERNARY_OPS) == {"fma"}
     assert set(REDUCTIONS) == set(REDUCTION_TYPES)
     assert set(SCANS) == {"sum", "prod"}
 
@@ -154,7 +169,7 @@ def test_every_visitor_table_covers_every_kind():
     with pytest.raises(TypeError, match="Foreign is no expression kind"):
         format_expr(Foreign())
     assert set(EXPR_KINDS) == {"load", "guarded_load", "indirect_load", "index", "const", "cast",
-                               "unary", "binary", "select"}
+                               "unary", "binary", "ternary", "select"}
 
 
 @pytest.mark.parametrize("dtype", sorted(LoopOptions().dtypes))
@@ -179,6 +194,15 @@ def _samples(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     if kind == "b":
         edges = np.array([False, True, True, False, True, False, False, True])
         return edges, edges
+    if kind == "c":  # complex: the float samples as real parts, reversed as imaginary ones
+        part = np.dtype(dtype).type(0).real.dtype.name
+        (edges_re, plain_re) = _samples(part)
+        with np.errstate(over="ignore"):
+            edges_c = edges_re.astype(dtype)
+            edges_c.imag = edges_re[::-1]
+            plain_c = plain_re.astype(dtype)
+            plain_c.imag = plain_re[::-1] - 1
+        return edges_c, plain_c
     if kind == "f":
         info = np.finfo(dtype)
         edges = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1.0, -1.5, 2.5, info.smallest_subnormal,

@@ -11,7 +11,7 @@ import pytest
 from stax.ir import comparison_ops, elementwise_ops, get_op
 from stax.loop import LOWERINGS, LoopOptions
 from stax.loop.elementwise import OPERATOR_OPS, lower_operator
-from stax.loop.expr import BINARY_OPS, COMPARISON_OPS, UNARY_OPS
+from stax.loop.expr import BINARY_OPS, COMPARISON_OPS, TERNARY_OPS, UNARY_OPS
 from stax.loop.interpreter import BINARY_FUNCTIONS, UNARY_FUNCTIONS
 from stax.loop.operators import (
     INVALID,
@@ -26,7 +26,9 @@ from stax.loop.registry import FALLBACKS
 
 
 def test_the_operator_lists_are_the_declarations():
-    assert set(BINARY_OPS) | set(COMPARISON_OPS) | set(UNARY_OPS) == set(OPERATORS)
+    assert set(BINARY_OPS) | set(COMPARISON_OPS) | set(UNARY_OPS) | set(TERNARY_OPS) == \
+        set(OPERATORS)
+    assert all(OPERATORS[op].arity == 3 for op in TERNARY_OPS)
     assert set(COMPARISON_OPS) == comparison_ops()
     assert all(OPERATORS[op].arity == 1 for op in UNARY_OPS)
     assert all(OPERATORS[op].arity == 2 and not OPERATORS[op].comparison for op in BINARY_OPS)
@@ -37,7 +39,7 @@ def test_the_operator_lists_are_the_declarations():
 @pytest.mark.parametrize("name", sorted(OPERATORS))
 def test_a_declaration_is_well_formed(name):
     op = OPERATORS[name]
-    assert op.name == name and op.arity in (1, 2)
+    assert op.name == name and op.arity in (1, 2, 3)
     assert op.kinds and set(op.kinds) <= set("biuf")
     for dtype in (*op.operands, op.result):
         assert dtype in ("T", "U") or np.dtype(dtype).name == dtype, op.signature
@@ -90,7 +92,8 @@ def _specials(dtype: str) -> np.ndarray:
 def _reported(op: LoopOperator, dtype: str) -> int:
     """The categories NumPy reports computing ``op`` over every pair of special values."""
     x = _specials(dtype)
-    operands = [x] if op.arity == 1 else [x[:, None], x[None, :]]
+    operands = [x] if op.arity == 1 else [x[:, None], x[None, :]] if op.arity == 2 else \
+        [x[:, None, None], x[None, :, None], x[None, None, :]]
     if op.operands[-1] == "int64":
         operands[-1] = np.array([-2000, -40, -1, 0, 1, 40, 2000], dtype=np.int64)[None, :]
     seen = 0

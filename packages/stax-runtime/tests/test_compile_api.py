@@ -56,7 +56,7 @@ def test_pytree_arguments_and_results():
 
 def test_fallback_logs_one_line_and_matches_eager(caplog):
     def f(x):
-        return np.fft.fft(x).real + 1
+        return np.fft.fft(x.astype(np.longdouble)).real + 1  # complex256: not supported
 
     cf = stax.compile(f)
     x = np.linspace(0, 1, 5)
@@ -67,18 +67,18 @@ def test_fallback_logs_one_line_and_matches_eager(caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1
     assert "falls back to eager NumPy" in lines[0]
-    assert "numpy.fft.fft() returned an array of dtype complex128" in lines[0]
+    assert "returned an array of dtype float128" in lines[0]
     assert __file__ in lines[0]
     assert cf.cache_info().fallbacks == 2
 
 
 def test_strict_native_raises_typed_error_with_source_line():
     def f(x):
-        return np.fft.fft(x).real + 1
+        return (x.astype(np.longdouble) + 1).astype(np.float64)
 
     with pytest.raises(UnsupportedError) as info:
         stax.compile(f, strict_native=True)(np.ones(3))
-    assert "complex128" in str(info.value) and __file__ in info.value.source
+    assert "float128" in str(info.value) and __file__ in info.value.source
 
 
 def test_data_dependent_shapes_are_gated():

@@ -201,7 +201,7 @@ def test_random_assignment_chains_match_numpy(shape):
     def size(key):
         return tuple(len(range(*k.indices(n))) for k, n in zip(key, shape) if isinstance(k, slice))
 
-    for trial in range(25):
+    for _ in range(25):
         steps = []
         for _ in range(int(rng.integers(2, 12))):
             key = region()

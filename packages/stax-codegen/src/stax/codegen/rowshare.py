@@ -35,6 +35,7 @@ from stax.loop import (
     Pointwise,
     Reduction,
     Select,
+    Ternary,
     Unary,
     postorder,
     rewrite,
@@ -88,6 +89,8 @@ _KEYS: KindTable[Callable[[Any, Names, Memo], object]] = KindTable("rowshare key
     Unary: lambda e, names, memo: ("unary", e.op, _key(e.x, names, memo), e.dtype),
     Binary: lambda e, names, memo: ("binary", e.op, _key(e.a, names, memo),
                                     _key(e.b, names, memo), e.dtype),
+    Ternary: lambda e, names, memo: ("ternary", e.op, *(_key(c, names, memo) for c in e.children()),
+                                     e.dtype),
     Select: lambda e, names, memo: ("select", *(_key(c, names, memo) for c in e.children()),
                                     e.dtype),
 })

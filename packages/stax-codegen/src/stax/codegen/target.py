@@ -94,6 +94,9 @@ class Target:
     #: whether an assignment into a buffer nothing else reads is a kernel over its region
     #: (``LoopOptions.update_in_place``) rather than a select over the whole array
     update_in_place: bool = True
+    #: whether kernels compute complex values as pairs of floats (``LoopOptions.complex_parts``);
+    #: otherwise a program with a complex value runs eagerly
+    complex_parts: bool = True
 
     @property
     def device(self) -> str:
@@ -106,7 +109,8 @@ class Target:
         return LoopOptions(dtypes=self.loop_dtypes, ops=self.basis,
                            trig_reduction_limit=FloatLimits(float64=self.limits.trig_reduction),
                            fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)),
-                           update_in_place=self.update_in_place)
+                           update_in_place=self.update_in_place,
+                           complex_parts=self.complex_parts)
 
     @property
     def cache_key(self) -> tuple[str, ...]:

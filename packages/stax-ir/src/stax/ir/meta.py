@@ -12,7 +12,7 @@ from .errors import UnsupportedError
 #: dtypes that every layer understands, by NumPy name.
 SUPPORTED_DTYPES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64",
+    "float16", "float32", "float64", "complex64", "complex128",
 )
 
 

@@ -163,6 +163,11 @@ _elementwise("maximum", 2, np.maximum, ("numpy.maximum",),
 _elementwise("minimum", 2, np.minimum, ("numpy.minimum",),
              "NaN-propagating; returns y when x == y")
 _elementwise("neg", 1, np.negative, ("operator.neg", "numpy.negative"))
+# complex numbers (``stax.loop.complex_values``): the parts and the conjugate; of a real value
+# the value itself, zeros and the value itself
+_elementwise("real", 1, np.real, ("numpy.real",), "the real part")
+_elementwise("imag", 1, np.imag, ("numpy.imag",), "the imaginary part")
+_elementwise("conjugate", 1, np.conjugate, (), "the complex conjugate")
 _elementwise("abs", 1, np.absolute, ("numpy.absolute", "operator.abs", "numpy.fabs"), _IEEE_DOC)
 _elementwise("sqrt", 1, np.sqrt, ("numpy.sqrt",), _IEEE_DOC, cost_class=CostClass.DIVIDE)
 for _name, _ufunc in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc),

@@ -64,6 +64,8 @@ def encode_value(value: Any, node_ref: Any = None) -> Any:
         return value
     if isinstance(value, int):
         return value
+    if isinstance(value, complex):  # each part as a float is written
+        return {"complex": [encode_value(value.real), encode_value(value.imag)]}
     if isinstance(value, float):
         if math.isfinite(value):
             return value
@@ -107,6 +109,9 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
         if nodes is None:
             raise SchemaError(f"node reference {doc['node']!r} outside a graph")
         return nodes[doc["node"]]
+    if "complex" in doc:
+        real, imag = (decode_value(v) for v in doc["complex"])
+        return complex(real, imag)
     if "float" in doc:
         if "bits" in doc:
             return struct.unpack(">d", bytes.fromhex(doc["bits"]))[0]

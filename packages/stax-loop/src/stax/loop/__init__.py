@@ -11,6 +11,7 @@ from .expr import (
     KindTable,
     Load,
     Select,
+    Ternary,
     Unary,
     affine_loads,
     format_expr,
@@ -48,7 +49,8 @@ __all__ = [
     "LOOPIR_SCHEMA", "LOWERINGS", "OPERATORS", "RULE_MODULES", "Affine", "Binary", "BufferRef",
     "Cast", "ComputedBuffer", "Const", "Expr", "ExternCall", "FloatLimits", "GuardedLoad", "Index",
     "IndirectLoad", "InputBuffer", "KindTable", "Load", "LoopOperator", "LoopOptions", "LoopProgram",
-    "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan", "Select", "Unary",
+    "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan", "Select", "Ternary",
+    "Unary",
     "affine_loads", "effect_order", "format_expr", "get_operator", "index_width", "linear_index",
     "load_loopir", "loads", "loop_extents", "lower_opgraph", "postorder", "rewrite", "rvar", "xvar",
 ]

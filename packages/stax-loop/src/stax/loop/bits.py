@@ -13,7 +13,7 @@ import numpy as np
 
 from stax.ir import Node
 
-from .context import Lazy, LoopLowering
+from .context import Lazy, LoopLowering, float_predicate
 from .expr import Binary, Cast, Const, Expr, Select, Unary
 from .externs import op_as_extern
 from .index import Affine
@@ -83,17 +83,7 @@ def _predicate(op: str) -> Rule:
                             lambda i: Binary("lt", x(i), Const(0, dtype), "bool"))
             return Lazy(meta.shape, "bool", lambda i: answer)
         x = ctx.operand(node.args[0], meta.shape, dtype)
-        inf = Const(float("inf"), dtype)
-
-        def value(i: tuple[Affine, ...]) -> Expr:
-            v = x(i)
-            if op == "isnan":
-                return Binary("ne", v, v, "bool")
-            if op == "signbit":
-                return Unary("signbit", v, "bool")
-            magnitude = Unary("abs", v, dtype)
-            return Binary("eq" if op == "isinf" else "lt", magnitude, inf, "bool")
-        return Lazy(meta.shape, "bool", value)
+        return Lazy(meta.shape, "bool", lambda i: float_predicate(op, x(i)))
     return lower
 
 

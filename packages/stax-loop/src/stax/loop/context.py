@@ -17,12 +17,20 @@ import numpy as np
 
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides
 
-from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, rewrite
+from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Unary, rewrite
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, InputBuffer, Pointwise, Reduction, rvar, xvar
 from .options import LoopOptions
 
 Loader = Callable[[tuple[Affine, ...]], Expr]
+#: a complex dtype's parts, and back
+PARTS_OF = {"complex64": "float32", "complex128": "float64"}
+COMPLEX_OF = {part: whole for whole, part in PARTS_OF.items()}
+
+
+def part_strides(strides: tuple[int, ...]) -> tuple[int, ...]:
+    """A complex array's strides (in elements) counted in parts, with the part's own stride."""
+    return (*(2 * s for s in strides), 1)
 #: the dtype of index arithmetic in expressions (``Index``)
 INDEX = "int64"
 
@@ -36,6 +44,9 @@ class Lazy:
     #: how its elements lie in a buffer's memory: (buffer, element offset, strides); set for
     #: buffers and for views of them
     memory: tuple[str, int, tuple[int, ...]] | None = None
+    #: a complex value as its parts (``complex_values``): ``shape`` ends with a dimension of 2
+    #: (real, imaginary), ``dtype`` is the parts' float dtype, and ``memory`` counts parts
+    parts: bool = False
 
 
 #: reductions that may be split (associative; argmax/argmin carry an index and are not)
@@ -132,7 +143,11 @@ class LoopLowering:
         """Write a pointwise value to a new buffer with layout ``strides``. The loops run in the
         buffer's memory order (x0 over the largest stride, the last loop along memory), as NumPy
         iterates: an F-ordered result is written along its columns, not across them. ``owner``:
-        the node whose value this is, when not the node being lowered (``made_by``)."""
+        the node whose value this is, when not the node being lowered (``made_by``). A complex
+        value's parts (``lazy.parts``, ``strides`` those of the complex array) are written to a
+        complex buffer, each element's two parts side by side."""
+        if lazy.parts:
+            return self._realize_parts(lazy, strides, owner)
         order = sorted(range(len(lazy.shape)), key=lambda d: -abs(strides[d]))
         index = [Affine()] * len(lazy.shape)
         for position, d in enumerate(order):
@@ -144,6 +159,32 @@ class LoopLowering:
                                            Pointwise(ranges, lazy.loader(tuple(index)))))
         self.made_by[name] = owner if owner is not None else self.node
         return self.stored(name, lazy.shape, lazy.dtype, strides)
+
+    def _realize_parts(self, lazy: Lazy, strides: tuple[int, ...], owner: Node | None) -> Lazy:
+        shape, dtype = lazy.shape[:-1], COMPLEX_OF[lazy.dtype]
+        parts = part_strides(strides)
+        order = sorted(range(len(lazy.shape)), key=lambda d: -abs(parts[d]))  # the part last
+        index = [Affine()] * len(lazy.shape)
+        for position, d in enumerate(order):
+            index[d] = Affine.var(xvar(position))
+        name = f"buf{len(self.buffers)}"
+        self.buffers.append(ComputedBuffer(name, shape, dtype, tuple(strides),
+                                           linear_index(index, parts),
+                                           Pointwise(tuple(lazy.shape[d] for d in order),
+                                                     lazy.loader(tuple(index)))))
+        self.made_by[name] = owner if owner is not None else self.node
+        return self.stored_parts(name, shape, lazy.dtype, parts)
+
+    @staticmethod
+    def stored_parts(name: str, shape: tuple[int, ...], dtype: str, parts: tuple[int, ...],
+                     offset: int = 0, view: bool = False) -> Lazy:
+        """The parts (of float ``dtype``) of the complex value of ``shape`` in buffer ``name``,
+        laid out with strides ``parts`` counted in parts (the last one 1) from part ``offset``;
+        ``view``: a view of the buffer's value, not the value itself."""
+        def load(index: tuple[Affine, ...]) -> Expr:
+            return Load(name, linear_index(index, parts) + offset, dtype)
+        return Lazy((*shape, 2), dtype, load, None if view or offset else name,
+                    (name, offset, parts), parts=True)
 
     def owned(self, node: Node) -> Lazy | None:
         """``node``'s value when it lies in a computed buffer of its own, whole and unshared:
@@ -241,3 +282,13 @@ def all_of(conditions: list[Expr]) -> Expr:
     for c in conditions[1:]:
         total = Binary("and", total, c, "bool")
     return total
+
+
+def float_predicate(op: str, v: Expr) -> Expr:
+    """isnan, isinf, isfinite or signbit of the float ``v``, exactly."""
+    if op == "isnan":
+        return Binary("ne", v, v, "bool")
+    if op == "signbit":
+        return Unary("signbit", v, "bool")
+    magnitude = Unary("abs", v, v.dtype)
+    return Binary("eq" if op == "isinf" else "lt", magnitude, Const(float("inf"), v.dtype), "bool")

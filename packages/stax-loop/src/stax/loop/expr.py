@@ -25,6 +25,7 @@ from .operators import operator_names
 #: the loop operators by arity, and the comparisons (operands in a common dtype, result bool),
 #: in declaration order: derived from their declarations (``operators.OPERATORS``)
 BINARY_OPS = operator_names(2)
+TERNARY_OPS = operator_names(3)
 COMPARISON_OPS = operator_names(2, comparison=True)
 UNARY_OPS = operator_names(1)
 
@@ -124,6 +125,19 @@ class Binary(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class Ternary(Expr):
+    """A loop operator of three operands (``fma``: ``a * b + c`` rounded once)."""
+
+    kind: ClassVar[str] = "ternary"
+    operands: ClassVar[tuple[str, ...]] = ("a", "b", "c")
+    op: str
+    a: Expr
+    b: Expr
+    c: Expr
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
 class Select(Expr):
     """``cond ? a : b`` with ``cond`` a bool expression."""
 
@@ -137,7 +151,7 @@ class Select(Expr):
 
 #: every expression kind, by its name
 EXPR_KINDS: dict[str, type[Expr]] = {cls.kind: cls for cls in (
-    Load, GuardedLoad, IndirectLoad, Index, Const, Cast, Unary, Binary, Select)}
+    Load, GuardedLoad, IndirectLoad, Index, Const, Cast, Unary, Binary, Ternary, Select)}
 #: the kinds that read a buffer, and those of them that read it at an affine index
 READ_KINDS = frozenset({Load, GuardedLoad, IndirectLoad})
 AFFINE_READ_KINDS = frozenset({Load, GuardedLoad})
@@ -239,6 +253,7 @@ _DESCRIBE: KindTable[Callable[[Any, Refs], str]] = KindTable("format_expr", {
     Cast: lambda e, ref: f"cast {ref[id(e.x)]}",
     Unary: lambda e, ref: f"{e.op} {ref[id(e.x)]}",
     Binary: lambda e, ref: f"{e.op} {ref[id(e.a)]}, {ref[id(e.b)]}",
+    Ternary: lambda e, ref: f"{e.op} {ref[id(e.a)]}, {ref[id(e.b)]}, {ref[id(e.c)]}",
     Select: lambda e, ref: f"select {ref[id(e.cond)]}, {ref[id(e.a)]}, {ref[id(e.b)]}",
 })
 
@@ -262,6 +277,7 @@ _TO_JSON: KindTable[Callable[[Any, Refs], list[Any]]] = KindTable("expr_to_json"
     Cast: lambda e, ref: [ref[id(e.x)]],
     Unary: lambda e, ref: [e.op, ref[id(e.x)]],
     Binary: lambda e, ref: [e.op, ref[id(e.a)], ref[id(e.b)]],
+    Ternary: lambda e, ref: [e.op, ref[id(e.a)], ref[id(e.b)], ref[id(e.c)]],
     Select: lambda e, ref: [ref[id(e.cond)], ref[id(e.a)], ref[id(e.b)]],
 })
 
@@ -286,6 +302,7 @@ _FROM_JSON: KindTable[Callable[[str, list[Any], list[Expr]], Expr]] = KindTable(
     Cast: lambda dtype, f, nodes: Cast(nodes[f[0]], dtype),
     Unary: lambda dtype, f, nodes: Unary(f[0], nodes[f[1]], dtype),
     Binary: lambda dtype, f, nodes: Binary(f[0], nodes[f[1]], nodes[f[2]], dtype),
+    Ternary: lambda dtype, f, nodes: Ternary(f[0], nodes[f[1]], nodes[f[2]], nodes[f[3]], dtype),
     Select: lambda dtype, f, nodes: Select(nodes[f[0]], nodes[f[1]], nodes[f[2]], dtype),
 })
 

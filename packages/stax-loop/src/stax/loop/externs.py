@@ -71,7 +71,7 @@ def op_as_extern(ctx: LoopLowering, node: Node) -> Lazy:
     if get_op(op).kind.value == "reduction":
         kwargs = dict(node.kwargs)
         if op in ("argmax", "argmin"):  # NumPy takes one axis or None there
-            ndim = len(ctx.values[node.args[0]].shape)
+            ndim = node.args[0].tensor.ndim
             axes = kwargs["axis"]
             kwargs["axis"] = None if len(axes) == ndim and ndim != 1 else axes[0]
         return extern_call(ctx, node, f"numpy.{op}", False, node.args, kwargs)
@@ -104,6 +104,8 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
         if not isinstance(value, Node):
             return value
         lazy, meta = ctx.values[value], value.tensor
+        if lazy.parts:
+            return BufferRef(_complex_operand(ctx, value, lazy))
         if lazy.buffer is None or (meta is not None and not same_layout(lazy.memory[2], meta)):
             lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta), value)
         return BufferRef(lazy.buffer)
@@ -119,6 +121,27 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
     ctx.buffers.append(ExternCall(name, target, method, args, kwargs, meta.shape, meta.dtype,
                                   meta.strides, meta.scalar, sequence, effect))
     return ctx.stored(name, meta.shape, meta.dtype, meta.strides)
+
+
+def _complex_operand(ctx: LoopLowering, value: Node, lazy: Lazy) -> str:
+    """The buffer NumPy gets for a complex value (``complex_values``): its own buffer, a view
+    of the complex buffer its parts lie in (NumPy picks its loop by the layout: a reversed
+    complex64 operand makes other products), or the value written to a buffer."""
+    meta = value.tensor
+    if lazy.memory is not None:
+        buffer, offset, parts = lazy.memory
+        if parts[-1] == 1 and offset % 2 == 0 and all(s % 2 == 0 for s in parts[:-1]):
+            strides = tuple(s // 2 for s in parts[:-1])
+            if lazy.buffer is not None and same_layout(strides, meta):
+                return buffer
+            name = f"buf{len(ctx.buffers)}"
+            ctx.buffers.append(ExternCall(name, "stax.ops.view", False,
+                                          (BufferRef(buffer), offset // 2, strides,
+                                           tuple(meta.shape)), {}, tuple(meta.shape),
+                                          meta.dtype, strides))
+            return name
+    lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta), value)
+    return lazy.buffer
 
 
 def same_layout(strides: tuple[int, ...], meta: TensorMeta) -> bool:

@@ -25,6 +25,7 @@ from .expr import (
     KindTable,
     Load,
     Select,
+    Ternary,
     Unary,
     postorder,
 )
@@ -50,6 +51,9 @@ def _function(operator: LoopOperator) -> Callable[..., Any]:
 #: and the node; the operator's NumPy reference (``operators.OPERATORS``)
 BINARY_FUNCTIONS: dict[str, Callable[[Any, Any, Binary], Any]] = {
     name: _function(op) for name, op in OPERATORS.items() if op.arity == 2}
+#: per loop operator of three operands (``TERNARY_OPS``): the result from their values and node
+TERNARY_FUNCTIONS: dict[str, Callable[[Any, Any, Any, Ternary], Any]] = {
+    name: _function(op) for name, op in OPERATORS.items() if op.arity == 3}
 #: per loop operator (``UNARY_OPS``): the result from the operand's value and the node
 UNARY_FUNCTIONS: dict[str, Callable[[Any, Unary], Any]] = {
     name: _function(op) for name, op in OPERATORS.items() if op.arity == 1}
@@ -138,6 +142,11 @@ def _binary(e: Binary, values: Values, grid: Grid, memory: Memory) -> Any:
         return BINARY_FUNCTIONS[e.op](values[id(e.a)], values[id(e.b)], e)
 
 
+def _ternary(e: Ternary, values: Values, grid: Grid, memory: Memory) -> Any:
+    with np.errstate(all="ignore"):
+        return TERNARY_FUNCTIONS[e.op](values[id(e.a)], values[id(e.b)], values[id(e.c)], e)
+
+
 #: the value of one node over the whole grid, from its operands' values
 _EVALUATE: KindTable[Callable[[Any, Values, Grid, Memory], Any]] = KindTable("evaluate", {
     Load: _load,
@@ -148,6 +157,7 @@ _EVALUATE: KindTable[Callable[[Any, Values, Grid, Memory], Any]] = KindTable("ev
     Cast: lambda e, values, grid, memory: np.asarray(values[id(e.x)]).astype(e.dtype),
     Unary: _unary,
     Binary: _binary,
+    Ternary: _ternary,
     Select: lambda e, values, grid, memory: np.where(values[id(e.cond)], values[id(e.a)],
                                                      values[id(e.b)]),
 })
@@ -193,8 +203,10 @@ def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
         computed.add(cb.name)
         if cb.updates is not None:  # the updated buffer's memory, its other elements kept
             out = memory[cb.updates][0]
-        else:
-            out = np.zeros(max(1, math.prod(cb.shape) if cb.shape else 1), dtype=cb.dtype)
+        else:  # a complex buffer holds its parts (``complex_values``)
+            parts = 2 if np.dtype(cb.dtype).kind == "c" else 1
+            out = np.zeros(parts * max(1, math.prod(cb.shape) if cb.shape else 1),
+                           dtype=np.dtype(cb.dtype).type(0).real.dtype if parts == 2 else cb.dtype)
         grid = _grid(cb.ranges, cb.reduction_ranges)
         value = np.asarray(evaluate(cb.data.body, grid, memory))
         full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))
@@ -209,7 +221,7 @@ def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
         memory[cb.name] = (out, 0)
         itemsize = np.dtype(cb.dtype).itemsize
         objects[cb.name] = np.lib.stride_tricks.as_strided(
-            out, shape=cb.shape, strides=tuple(s * itemsize for s in cb.strides))
+            out.view(cb.dtype), shape=cb.shape, strides=tuple(s * itemsize for s in cb.strides))
     results = []
     for ref in program.outputs:
         if ref.buffer is None:
@@ -223,7 +235,10 @@ def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
 
 
 def _memory_of(array: np.ndarray) -> tuple[np.ndarray, int]:
-    """The array's memory span as a flat array, and where element 0 lies in it."""
+    """The array's memory span as a flat array, and where element 0 lies in it; a complex
+    array's as its parts (``complex_values``), counted in parts."""
+    if array.dtype.kind == "c":
+        array = array[..., np.newaxis].view(array.real.dtype)
     itemsize = array.itemsize
     if not array.size:
         return np.zeros(1, array.dtype), 0

@@ -16,6 +16,7 @@ import numpy as np
 
 from stax.ir import GraphProgram, Node, Opcode, TensorMeta
 
+from .complex_values import as_parts, complex_native, involves_complex, is_complex, lower_complex
 from .context import Lazy, LoopLowering, output_strides
 from .expr import Expr
 from .externs import op_as_extern
@@ -60,9 +61,11 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
             ctx.values[node] = _input(ctx, node)
         elif node.op is Opcode.CALL_FUNCTION:
             rule = LOWERINGS.get(node.target)
-            if rule is None:
+            if involves_complex(node):
+                rule = lower_complex  # pairs of floats, or NumPy's call
+            elif rule is None:
                 raise ctx.unsupported(f"op {node.target!r} has no loop lowering yet")
-            if (node.target not in OWN_DTYPE_RULES and not _native_dtypes(ctx, node)) or \
+            elif (node.target not in OWN_DTYPE_RULES and not _native_dtypes(ctx, node)) or \
                     (options.ops is not None and node.target not in options.ops):
                 rule = op_as_extern  # NumPy computes it: dtypes or an op the kernels lack
             first = len(ctx.buffers)
@@ -138,7 +141,10 @@ def _input(ctx: LoopLowering, node: Node) -> Lazy:
         meta = TensorMeta((), "object", ())
     buf = InputBuffer(node.target, meta.shape, meta.dtype, meta.strides)
     ctx.inputs.append(buf)
-    return ctx.stored(buf.name, meta.shape, meta.dtype, meta.strides)
+    lazy = ctx.stored(buf.name, meta.shape, meta.dtype, meta.strides)
+    if meta.dtype != "object" and is_complex(meta.dtype) and complex_native(ctx, meta.dtype):
+        return as_parts(lazy, meta.dtype)
+    return lazy
 
 
 def _output(ctx: LoopLowering, value: Any) -> OutputRef:

@@ -1,4 +1,4 @@
-"""The loop-IR operators (the ``op`` of a ``Unary`` or ``Binary`` node), each declared once
+"""The loop-IR operators (the ``op`` of a ``Unary``, ``Binary`` or ``Ternary`` node), each declared once
 (STYLE.md habit 2): its operand and result dtypes, the NumPy function that defines it (the
 reference interpreter calls it), the dtype kinds it computes in, and what NumPy reports computing
 it (its floating-point events), as facts every backend needs alike.
@@ -105,13 +105,51 @@ _ARITHMETIC = Events(OVERFLOW, True)
 _LOGARITHM = Events(DIVIDE, True)
 _DOMAIN = Events(nan=True)
 _GROWTH = Events(OVERFLOW)
-BINARY, UNARY = "T,T->T", "T->T"
+BINARY, UNARY, TERNARY = "T,T->T", "T->T", "T,T,T->T"
+
+
+def _fused_multiply_add(a: Any, b: Any, c: Any) -> Any:
+    """``a * b + c`` rounded once (IEEE fusedMultiplyAdd), exactly: finite operands by rational
+    arithmetic, then one rounding to the dtype (float32 from float64 rounded to odd, which
+    rounds correctly again: 53 >= 24 + 2 bits); special operands as the product and sum give
+    them. The reference of ``fma``: slow, for the interpreter and tests."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(v) for v in (a, b, c)))
+    dtype = np.result_type(a, b, c)
+    out = np.empty(a.shape, dtype)
+    for at in np.ndindex(a.shape):
+        out[at] = _fma_one(float(a[at]), float(b[at]), float(c[at]), dtype)
+    return out
+
+
+def _fma_one(a: float, b: float, c: float, dtype: np.dtype) -> Any:
+    from fractions import Fraction
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return dtype.type(a * b + c)          # an infinite or NaN product, as IEEE
+    if not np.isfinite(c):
+        return dtype.type(c)                  # a finite product does not change it
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:                            # the sign of an exact zero: IEEE's sum rule
+        product_negative = (np.signbit(a) != np.signbit(b))
+        negative = product_negative and np.signbit(c) if a * b == 0 else False
+        return dtype.type(-0.0 if negative else 0.0)
+    try:
+        near = float(exact)                   # correctly rounded to float64
+    except OverflowError:
+        return dtype.type(np.copysign(np.inf, float(exact > 0) - 0.5))
+    if dtype == np.float32 and Fraction(near) != exact:
+        bits = np.float64(near).view(np.int64)
+        if not bits & 1:                      # round to odd: the neighbour toward the exact value
+            near = float(np.nextafter(near, np.inf if exact > Fraction(near) else -np.inf))
+    with np.errstate(over="ignore"):
+        return dtype.type(near)
 
 _declare("add", BINARY, np.add, "iuf", events=_ARITHMETIC, preserves=(0, 1))
 _declare("sub", BINARY, np.subtract, "iuf", events=_ARITHMETIC, preserves=(0, 1))
 _declare("mul", BINARY, np.multiply, "iuf", events=_ARITHMETIC, preserves=(0, 1))
 _declare("truediv", BINARY, np.true_divide, "f", events=Events(DIVIDE, True, zero_operand=1),
          preserves=(0,))
+_declare("fma", TERNARY, _fused_multiply_add, "f", "a * b + c rounded once",
+         events=_ARITHMETIC, preserves=(0, 1, 2))
 _declare("maximum", BINARY, np.maximum, "iuf", exact=True)
 _declare("minimum", BINARY, np.minimum, "iuf", exact=True)
 _declare("or", BINARY, np.bitwise_or, "biu", "bitwise (logical on bool)")

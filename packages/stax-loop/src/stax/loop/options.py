@@ -56,7 +56,9 @@ class LoopOptions:
     kernel over the region only, ``ComputedBuffer.updates``); otherwise every assignment is a
     select over the whole array, fused into its readers — cheaper where a kernel launch costs
     more than a pass over the array. ``select_chain``: how many assignments in a row stay
-    selects before the chain is written to memory and updated in place.
+    selects before the chain is written to memory and updated in place. ``complex_parts``:
+    complex values are computed as pairs of floats (``complex_values``); otherwise a program
+    with a complex value is refused (the function runs eagerly).
     """
 
     dtypes: frozenset[str] = LOOP_DTYPES
@@ -70,6 +72,7 @@ class LoopOptions:
     split_chunks: int = 64
     update_in_place: bool = True
     select_chain: int = 8
+    complex_parts: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", frozenset(self.dtypes))

@@ -59,13 +59,11 @@ class Created:
 _active = threading.local()
 #: NumPy's own creation functions (as imported, before any capture replaced np.zeros & co.)
 _ORIGINALS = {name: getattr(np, name) for name in CREATION_FUNCTIONS}
-_ORIGINAL_NAMES = {id(fn): name for name, fn in _ORIGINALS.items()}
 
 
-def creation_function(value: Any) -> bool:
-    """Whether ``value`` is one of NumPy's creation functions itself (a from-import's binding)."""
-    name = _ORIGINAL_NAMES.get(id(value))
-    return name is not None and _ORIGINALS[name] is value
+def active_tracer() -> Tracer | None:
+    """The capture this thread's calls of intercepted functions go to (None: call them only)."""
+    return getattr(_active, "tracer", None)
 
 
 def _recorder(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -184,10 +182,31 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     return conversion
 
 
+#: other attributes replaced while captures run: (owner, name, wrap), added by ``intercept``
+_INTERCEPTED: list[tuple[Any, str, Callable[[Any], Any]]] = []
+#: functions a from-import may have bound in the user's globals, by id: (function, wrap)
+_BINDABLE: dict[int, tuple[Any, Callable[[Any], Any]]] = {
+    id(fn): (fn, functools.partial(_recorder, name)) for name, fn in _ORIGINALS.items()}
+
 _PATCHES = Patches(lambda: [
     *((np, name, functools.partial(_recorder, name)) for name in CREATION_FUNCTIONS),
     *((np, name, functools.partial(_converter, name)) for name in _CONVERSIONS),
+    *_INTERCEPTED,
 ])
+
+
+def intercept(owner: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+    """While captures run, ``owner.name`` is replaced by ``wrap(its value)``, and so is every
+    global of the user's code bound to the same function (``from builtins import max``)."""
+    _INTERCEPTED.append((owner, name, wrap))
+    fn = getattr(owner, name)
+    _BINDABLE[id(fn)] = (fn, wrap)
+
+
+def intercepted(value: Any) -> bool:
+    """Whether ``value`` is a function capture intercepts, itself (a from-import's binding)."""
+    entry = _BINDABLE.get(id(value))
+    return entry is not None and entry[0] is value
 
 
 @contextmanager
@@ -209,20 +228,21 @@ def not_recording() -> Any:
 @contextmanager
 def recording_creation(tracer: Tracer, bindings: list[tuple[dict[str, Any], str]] = ()
                        ) -> Iterator[None]:
-    """Route this thread's ``np.<creation>`` calls to ``tracer`` while the block runs; also the
-    calls through ``bindings``, globals of the user's code bound to them by a from-import."""
+    """Route this thread's ``np.<creation>`` calls (and those of every ``intercept``ed function)
+    to ``tracer`` while the block runs; also the calls through ``bindings``, globals of the
+    user's code bound to them by a from-import."""
     with _PATCHES.applied(), _user_bindings(bindings), _routed_to(tracer):
         yield
 
 
 _bound_lock = threading.Lock()
-_bound: dict[tuple[int, str], list[Any]] = {}  # -> [captures, original, recorder, globals]
+_bound: dict[tuple[int, str], list[Any]] = {}  # -> [captures, original, wrapper, globals]
 
 
 @contextmanager
 def _user_bindings(bindings: list[tuple[dict[str, Any], str]]) -> Iterator[None]:
     """``from numpy import zeros`` bound NumPy's function before any capture: the name in the
-    user's module is replaced by a recorder while captures that reach it run (counted, so
+    user's module is replaced by its wrapper while captures that reach it run (counted, so
     concurrent captures share one), then put back unless someone rebound it meanwhile."""
     keys = []
     with _bound_lock:
@@ -231,10 +251,10 @@ def _user_bindings(bindings: list[tuple[dict[str, Any], str]]) -> Iterator[None]
             entry = _bound.get(key)
             if entry is None:
                 original = scope.get(name)
-                if not creation_function(original):
+                wrapper = _BINDABLE[id(original)][1](original) if intercepted(original) else None
+                if wrapper is None:
                     continue
-                entry = _bound[key] = [0, original, _recorder(_ORIGINAL_NAMES[id(original)],
-                                                              original), scope]
+                entry = _bound[key] = [0, original, wrapper, scope]
                 scope[name] = entry[2]
             entry[0] += 1
             keys.append((key, name))

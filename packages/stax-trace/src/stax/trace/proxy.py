@@ -157,6 +157,10 @@ class Proxy:
         if name == "T":
             return self.tracer.record(Opcode.CALL_FUNCTION, "numpy.transpose", (self,), {},
                                       np.transpose)
+        if name in ("real", "imag"):  # the parts of a complex array (of a real one: itself, 0)
+            function = np.real if name == "real" else np.imag
+            return self.tracer.record(Opcode.CALL_FUNCTION, f"numpy.{name}", (self,), {},
+                                      function)
         if name in ("__array_struct__", "__array_interface__"):  # NumPy asks before __array__
             raise _conversion()
         attr = getattr(self.value, name)  # AttributeError as ndarray would raise it

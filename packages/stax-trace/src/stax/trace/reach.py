@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .creation import creation_function
+from .creation import intercepted
 from .isolation import Unrepeatable, guarded, unrepeatable
 from .source import library_code
 
@@ -42,9 +42,10 @@ class Found:
     unrepeatable: tuple[Unrepeatable, str] | None = None
     type_call: str | None = None  # "file:line in function" of a call of the builtin type
     unreadable: str | None = None  # a value broke the scan: what the function reaches is unknown
-    # globals of the user's functions bound to a NumPy creation function by a from-import
-    # (``from numpy import zeros``): (that globals dict, the name), recorded while capture runs
-    creation_names: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    # globals of the user's functions bound by a from-import to a function capture intercepts
+    # (``from numpy import zeros``, ``from builtins import max``): (that globals dict, the
+    # name), whose calls are then intercepted too while capture runs
+    bound_names: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
 def code_names(code: types.CodeType) -> set[str]:
@@ -96,8 +97,8 @@ class _Scan:
             self.found.type_call = _type_call(fn.__code__)
         scope = fn.__globals__
         for name in sorted(names & scope.keys()):
-            if not library and creation_function(scope[name]):
-                self.found.creation_names.append((scope, name))
+            if not library and intercepted(scope[name]):
+                self.found.bound_names.append((scope, name))
             self.value(scope[name], f"{fn.__qualname__}: global {name!r}", names)
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:

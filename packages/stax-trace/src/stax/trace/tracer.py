@@ -28,7 +28,7 @@ from stax.ir import (
     tree_unflatten,
 )
 
-from . import masked
+from . import masked, minmax
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view
 from .isolation import private_copy, refused, refusing_draws
@@ -36,7 +36,7 @@ from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
 from .source import holding_warnings, traced_value, user_source
 
-_CONSTANT_TYPES = (type(None), bool, int, float, str, np.generic, np.dtype, slice,
+_CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
 
 
@@ -76,6 +76,7 @@ class Tracer:
         self.scalar_values: dict[Any, Any] = {}
         self.shape_read: set[Any] = set()
         self.superseded: list[Any] = []
+        self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
 
     def shared(self, proxy: Proxy, ignore: Any = None) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -134,6 +135,10 @@ class Tracer:
                fn: Callable[..., Any], random: bool = False) -> Any:
         if self.finished:
             raise escaped()
+        if self.selections:  # weak or pinned max/min results among the operands (minmax.py)
+            args, kwargs, done = minmax.settle(self, op, target, args, kwargs, fn)
+            if done is not minmax.PROCEED:
+                return done
         source = user_source(3)
         if len(self.graph.nodes) >= MAX_NODES:
             raise refused(UnsupportedError(
@@ -243,6 +248,8 @@ class Tracer:
         of it are captured like updates of any value computed inside the function."""
         if self.finished:
             raise escaped()
+        if self.selections:
+            args, kwargs, _ = minmax.settle(self, None, None, args, kwargs, None)
         node = self.graph.create_node(
             Opcode.CALL_FUNCTION, target, self._symbolic(args, source),
             self._symbolic(kwargs, source), meta={"tensor": TensorMeta.of(array), "source": source})
@@ -455,6 +462,9 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
         result = _run_isolated(tracer, fn, traced_args, traced_kwargs,
                                [leaf for leaf in leaves if type(leaf) is not np.random.Generator],
                                outcome)
+        if tracer.selections:  # max/min results returned: settled (minmax.py)
+            out, out_tree = tree_flatten(result)
+            result = tree_unflatten(out_tree, minmax.settled_result(tracer, out))
         after, after_tree = tree_flatten((traced_args, traced_kwargs))
         if after_tree != input_tree or any(a is not b for a, b in zip(after, traced_leaves)):
             # capture ran on copies of the argument containers: the caller's did not change,
@@ -523,7 +533,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                 source=found.type_call, hint="use isinstance(x, np.ndarray), which capture answers "
                 "as eager NumPy does")
         try:
-            with recording_creation(tracer, found.creation_names), holding_warnings() as warned:
+            with recording_creation(tracer, found.bound_names), holding_warnings() as warned:
                 outcome.warnings = warned
                 try:
                     result = fn(*args, **kwargs)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from stax.loop import Binary, Unary
+from stax.loop import Binary, Ternary, Unary
 
-from .registry import Emitter, binary, unary
+from .registry import Emitter, binary, ternary, unary
 from .types import is_float, is_signed
 
 
@@ -52,6 +52,14 @@ def copysign(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
     fn = em.fn.module.declare_intrinsic("llvm.copysign", [a.type],
                                         ir.FunctionType(a.type, [a.type] * 2))
     return em.builder.call(fn, [a, c])
+
+
+@ternary("fma")
+def fma(em: Emitter, e: Ternary, a: ir.Value, c: ir.Value, d: ir.Value) -> ir.Value:
+    """``a * c + d`` rounded once: LLVM's fma, one instruction with the host's FMA (else libm's
+    fma, as exact): NumPy's complex loops multiply with it."""
+    fn = em.fn.module.declare_intrinsic("llvm.fma", [a.type], ir.FunctionType(a.type, [a.type] * 3))
+    return em.builder.call(fn, [a, c, d])
 
 
 @unary("neg")

@@ -19,10 +19,11 @@ from stax.loop import (
     KindTable,
     Load,
     Select,
+    Ternary,
     Unary,
 )
 
-from .registry import Emitter, binary_emitter, unary_emitter
+from .registry import Emitter, binary_emitter, ternary_emitter, unary_emitter
 from .types import is_float, is_signed, memory_type, value_type
 
 
@@ -130,5 +131,7 @@ EXPRESSIONS: KindTable[Callable[[Any, Any], ir.Value]] = KindTable("the CPU emit
     Cast: cast_expression,
     Unary: lambda em, e: unary_emitter(e.op)(em, e, em.value(e.x)),
     Binary: lambda em, e: binary_emitter(e.op)(em, e, em.value(e.a), em.value(e.b)),
+    Ternary: lambda em, e: ternary_emitter(e.op)(em, e, em.value(e.a), em.value(e.b),
+                                                 em.value(e.c)),
     Select: select,
 })

@@ -70,6 +70,7 @@ from stax.loop import (
     Pointwise,
     Reduction,
     Scan,
+    Ternary,
     Unary,
     postorder,
 )
@@ -98,7 +99,7 @@ OPERATIONS: dict[str, Events] = {name: op.events for name, op in OPERATORS.items
                                  if op.events is not None}
 NARROWING = Events(OVERFLOW)  # a float64 -> float32 cast
 #: single IEEE operations: on x86-64 their events are exactly the CPU's exception flags
-IEEE = frozenset({"add", "sub", "mul", "truediv", "sqrt"})
+IEEE = frozenset({"add", "sub", "mul", "truediv", "sqrt", "fma"})
 #: operations whose float result is exact (never tiny and inexact): they cannot underflow
 EXACT = frozenset(name for name, op in OPERATORS.items() if op.exact)
 # MXCSR: the sticky exception flags (invalid, denormal, divide, overflow, underflow, precision)
@@ -119,7 +120,7 @@ def events_of(e: Expr) -> Events | None:
         return None
     if isinstance(e, Cast):
         return NARROWING if (e.x.dtype, e.dtype) == ("float64", "float32") else None
-    if isinstance(e, Unary | Binary):
+    if isinstance(e, Unary | Binary | Ternary):
         if isinstance(e, Unary) and e.op == "bitcast" and is_float(e.x.dtype):
             return None
         return OPERATIONS.get(e.op)
@@ -129,14 +130,14 @@ def events_of(e: Expr) -> Events | None:
 def flagged(e: Expr) -> bool:
     """Whether the events of ``e`` raise the CPU's exception flags: a single IEEE operation
     (``IEEE``, a narrowing cast), whose events are exactly those flags."""
-    return isinstance(e, Cast) or (isinstance(e, Unary | Binary) and e.op in IEEE)
+    return isinstance(e, Cast) or (isinstance(e, Unary | Binary | Ternary) and e.op in IEEE)
 
 
 def may_underflow(e: Expr) -> bool:
     """Whether ``e`` may give a tiny inexact result (NumPy's underflow)."""
     if isinstance(e, Cast):
         return (e.x.dtype, e.dtype) == ("float64", "float32")
-    return isinstance(e, Unary | Binary) and is_float(e.dtype) and e.op not in EXACT
+    return isinstance(e, Unary | Binary | Ternary) and is_float(e.dtype) and e.op not in EXACT
 
 
 def reads_flags(nodes: Sequence[ComputedBuffer], triple: str) -> bool:
@@ -187,7 +188,7 @@ def float_events(nodes: Sequence[ComputedBuffer]) -> bool:
 def _preserves(parent: Expr, position: int) -> bool:
     if isinstance(parent, Cast):
         return is_float(parent.dtype) and is_float(parent.x.dtype)
-    if isinstance(parent, Unary | Binary):
+    if isinstance(parent, Unary | Binary | Ternary):
         return position in PRESERVES.get(parent.op, ())
     return False
 

@@ -2,9 +2,9 @@
 in the modules ``rules.py`` imports (issue 11: a target's emitters registered per operation, a
 missing one a failing test, not a silent gap).
 
-- ``UNARY`` / ``BINARY``: per loop operator (``stax.loop.expr``'s ``UNARY_OPS``, ``BINARY_OPS``
-  and ``COMPARISON_OPS``), ``emit(em, node, *operands)``: the value of ``node`` from its
-  operands' values;
+- ``UNARY`` / ``BINARY`` / ``TERNARY``: per loop operator (``stax.loop.expr``'s ``UNARY_OPS``,
+  ``BINARY_OPS``, ``COMPARISON_OPS`` and ``TERNARY_OPS``), ``emit(em, node, *operands)``: the
+  value of ``node`` from its operands' values;
 - ``REDUCTIONS``: per reduction kind, its ``Accumulator`` (first values, one step, the result);
 - ``SCANS``: per scan kind, one step of the running value.
 
@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 from llvmlite import ir
 
-from stax.loop import Affine, Binary, ComputedBuffer, Expr, Unary
+from stax.loop import Affine, Binary, ComputedBuffer, Expr, Ternary, Unary
 
 
 class Emitter(Protocol):
@@ -49,6 +49,7 @@ class Emitter(Protocol):
 
 UnaryEmitter = Callable[[Emitter, Unary, ir.Value], ir.Value]
 BinaryEmitter = Callable[[Emitter, Binary, ir.Value, ir.Value], ir.Value]
+TernaryEmitter = Callable[[Emitter, Ternary, ir.Value, ir.Value, ir.Value], ir.Value]
 #: (builder, dtype, running value, this element's value) -> the new running value
 ScanStep = Callable[[ir.IRBuilder, str, ir.Value, ir.Value], ir.Value]
 
@@ -67,6 +68,7 @@ class Accumulator:
 
 UNARY: dict[str, UnaryEmitter] = {}
 BINARY: dict[str, BinaryEmitter] = {}
+TERNARY: dict[str, TernaryEmitter] = {}
 REDUCTIONS: dict[str, Accumulator] = {}
 SCANS: dict[str, ScanStep] = {}
 
@@ -93,6 +95,11 @@ def binary(*ops: str) -> Callable[[BinaryEmitter], BinaryEmitter]:
     return _register(BINARY, "binary operator", ops)
 
 
+def ternary(*ops: str) -> Callable[[TernaryEmitter], TernaryEmitter]:
+    """Register the emitter of the loop operators of three operands ``ops``."""
+    return _register(TERNARY, "ternary operator", ops)
+
+
 def scan(*kinds: str) -> Callable[[ScanStep], ScanStep]:
     return _register(SCANS, "scan", kinds)
 
@@ -116,10 +123,14 @@ def binary_emitter(op: str) -> BinaryEmitter:
     return _lookup(BINARY, "binary operator", op)
 
 
+def ternary_emitter(op: str) -> TernaryEmitter:
+    return _lookup(TERNARY, "ternary operator", op)
+
+
 def emits(op: str) -> bool:
-    """Whether a loop operator (unary, binary or comparison) has a CPU emitter; complete once
-    ``rules`` is imported."""
-    return op in UNARY or op in BINARY
+    """Whether a loop operator (unary, binary, comparison or ternary) has a CPU emitter;
+    complete once ``rules`` is imported."""
+    return op in UNARY or op in BINARY or op in TERNARY
 
 
 def accumulator(kind: str) -> Accumulator:

@@ -22,11 +22,17 @@ def is_signed(dtype: str) -> bool:
     return dtype.startswith("int")
 
 
+#: a complex buffer is addressed as an array of its parts (``stax.loop.complex_values``)
+PART_TYPES = {"complex64": "float32", "complex128": "float64"}
+
+
 def value_type(dtype: str) -> ir.Type:
     if dtype == "bool":
         return I1
     if dtype in FLOAT_TYPES:
         return FLOAT_TYPES[dtype]
+    if dtype in PART_TYPES:  # a complex buffer's stores and pointers: its parts' float
+        return FLOAT_TYPES[PART_TYPES[dtype]]
     return ir.IntType(INT_BITS[dtype])
 
 

@@ -7,9 +7,9 @@ every operation rounds once, as NumPy's."""
 
 from __future__ import annotations
 
-from stax.loop import Binary, Const, Unary
+from stax.loop import Binary, Const, Ternary, Unary
 
-from .registry import Writer, binary, unary
+from .registry import Writer, binary, ternary, unary
 from .source import is_float, is_signed
 
 SYMBOLS = {"add": "+", "sub": "-", "mul": "*"}
@@ -18,6 +18,12 @@ SYMBOLS = {"add": "+", "sub": "-", "mul": "*"}
 @binary("add", "sub", "mul")
 def add_sub_mul(w: Writer, e: Binary, a: str, b: str) -> str:
     return f"{a} {SYMBOLS[e.op]} {b}"
+
+
+@ternary("fma")
+def fma(w: Writer, e: Ternary, a: str, b: str, c: str) -> str:
+    """``a * b + c`` rounded once."""
+    return f"tl.fma({a}, {b}, {c})"
 
 
 @binary("truediv")

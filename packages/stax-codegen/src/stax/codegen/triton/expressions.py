@@ -19,10 +19,11 @@ from stax.loop import (
     KindTable,
     Load,
     Select,
+    Ternary,
     Unary,
 )
 
-from .registry import binary_emitter, unary_emitter
+from .registry import binary_emitter, ternary_emitter, unary_emitter
 from .source import tl_dtype
 
 W = Any  # the kernel writer (``emit.KernelWriter``)
@@ -109,6 +110,7 @@ EXPRESSIONS: KindTable[Callable[[Any, Any], str]] = KindTable("the Triton emitte
     Cast: cast,
     Unary: lambda w, e: unary_emitter(e.op)(w, e, w.value(e.x)),
     Binary: lambda w, e: binary_emitter(e.op)(w, e, w.value(e.a), w.value(e.b)),
+    Ternary: lambda w, e: ternary_emitter(e.op)(w, e, w.value(e.a), w.value(e.b), w.value(e.c)),
     Select: select,
 })
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from stax.loop import Binary, Unary
+from stax.loop import Binary, Ternary, Unary
 
 
 class Writer(Protocol):
@@ -27,9 +27,11 @@ class Writer(Protocol):
 
 UnaryEmitter = Callable[[Writer, Unary, str], str]
 BinaryEmitter = Callable[[Writer, Binary, str, str], str]
+TernaryEmitter = Callable[[Writer, Ternary, str, str, str], str]
 
 UNARY: dict[str, UnaryEmitter] = {}
 BINARY: dict[str, BinaryEmitter] = {}
+TERNARY: dict[str, TernaryEmitter] = {}
 
 F = TypeVar("F")
 
@@ -54,6 +56,11 @@ def binary(*ops: str) -> Callable[[BinaryEmitter], BinaryEmitter]:
     return _register(BINARY, "binary operator", ops)
 
 
+def ternary(*ops: str) -> Callable[[TernaryEmitter], TernaryEmitter]:
+    """Register the emitter of the loop operators of three operands ``ops``."""
+    return _register(TERNARY, "ternary operator", ops)
+
+
 def _lookup(table: dict[str, Any], what: str, name: str) -> Any:
     found = table.get(name)
     if found is None:
@@ -69,6 +76,10 @@ def binary_emitter(op: str) -> BinaryEmitter:
     return _lookup(BINARY, "binary operator", op)
 
 
+def ternary_emitter(op: str) -> TernaryEmitter:
+    return _lookup(TERNARY, "ternary operator", op)
+
+
 def emits(op: str) -> bool:
     """Whether a loop operator has a Triton emitter; complete once ``rules`` is imported."""
-    return op in UNARY or op in BINARY
+    return op in UNARY or op in BINARY or op in TERNARY

@@ -95,4 +95,6 @@ def triton_target() -> Target:
                   compiler_version=_triton_version(),
                   # a launch per region costs more on a GPU than one select kernel over the
                   # array for the assignment chains programs write (not measured per size yet)
-                  update_in_place=False)
+                  update_in_place=False,
+                  # complex values as parts are the CPU's for now (no device arrays of them yet)
+                  complex_parts=False)

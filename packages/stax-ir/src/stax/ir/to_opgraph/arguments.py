@@ -13,7 +13,8 @@ from ..meta import TensorMeta
 from .context import LoweringContext
 from .registry import NotNative
 
-SCALAR_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+SCALAR_TYPES = (bool, int, float, complex, np.bool_, np.integer, np.floating,
+                np.complexfloating)
 
 
 def operand(value: Any) -> Any:

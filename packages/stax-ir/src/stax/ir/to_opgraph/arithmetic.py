@@ -86,6 +86,13 @@ def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     if len(args) != 2 or kwargs:
         raise NotNative
     dtype = node.tensor.dtype
+    if np.dtype(dtype).kind == "c":
+        # ``z ** 2`` with a Python int is NumPy's square (z * z); np.power(z, 2), ``z ** 2.0``
+        # and other exponents go through npy_cpow, whose products are another formula
+        if node.target == "operator.pow" and type(args[1]) is int and args[1] == 2 and \
+                isinstance(args[0], Node):
+            return ctx.emit("mul", (args[0], args[0]))
+        raise NotNative
     if not isinstance(args[0], Node) or \
             not isinstance(args[1], (int, float, np.integer, np.floating)) or \
             isinstance(args[1], (bool, np.bool_)):
@@ -159,13 +166,15 @@ def _copy(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
 
 
-@rule("numpy.conjugate", "numpy.conj", "method:conjugate", "method:conj", emits=("cast",))
+@rule("numpy.conjugate", "numpy.conj", "method:conjugate", "method:conj",
+      emits=("cast", "conjugate"))
 def _conjugate(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                kwargs: dict[str, Any]) -> Node:
-    """The conjugate of a real array is a copy of it (complex arrays are not compiled)."""
-    if len(args) != 1 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None or \
-            np.dtype(args[0].tensor.dtype).kind == "c":
+    """The conjugate of a complex array; of a real one, a copy of it."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None:
         raise NotNative
+    if np.dtype(args[0].tensor.dtype).kind == "c":
+        return ctx.emit("conjugate", (args[0],))
     return ctx.emit("cast", (args[0],), {"dtype": node.tensor.dtype})
 
 

@@ -89,9 +89,9 @@ def _element_key(key: Any) -> tuple[Any, ...]:
 
 def element_read(args: tuple[Any, ...]) -> bool:
     """``x[i]``, ``x[i, j]``: one integer per dimension (in bounds: NumPy raised eagerly
-    otherwise), so the result is one element of x."""
+    otherwise), so the result is one element of x; ``x[()]`` of a 0-d x is its element."""
     x, key = args
-    if not isinstance(x, Node) or x.tensor is None or not x.tensor.ndim:
+    if not isinstance(x, Node) or x.tensor is None:
         return False
     key = _element_key(key)
     return len(key) == x.tensor.ndim and all(

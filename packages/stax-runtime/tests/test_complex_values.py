@@ -1,0 +1,190 @@
+"""Complex numbers (issue 13): complex64/complex128 values computed in kernels as pairs of floats
+(``stax.loop.complex_values``), bit for bit NumPy's, special values included; what has no rule
+runs as NumPy's call on the complex buffers, never a wrong result."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+SPECIAL = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e-310, 1.7e308]
+
+
+def _random(shape, dtype, rng):
+    z = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    return z.astype(dtype)
+
+
+def _specials(dtype):
+    """Every pair of special parts, as one 1-D array."""
+    pairs = list(itertools.product(SPECIAL, SPECIAL))
+    z = np.empty(len(pairs), dtype)
+    with np.errstate(over="ignore"):  # 1.7e308 is inf in complex64
+        z.real = [p[0] for p in pairs]
+        z.imag = [p[1] for p in pairs]
+    return z
+
+
+def _layouts(z):
+    """The array, transposed, sliced with a step, and broadcast (2-D inputs)."""
+    yield z
+    yield z.T
+    yield z[::2, ::-1]
+    yield np.broadcast_to(z[:1], z.shape)
+
+
+def _same(got, want):
+    """Bit for bit, but for the sign and payload of a NaN (which NumPy does not define: an
+    operation on two NaNs returns either)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if got.dtype.kind == "c":
+        for part in ("real", "imag"):
+            _same(getattr(got, part), getattr(want, part))
+        return
+    if got.dtype.kind == "f":
+        both_nan = np.isnan(got) & np.isnan(want)
+        got, want = np.where(both_nan, 0.0, got), np.where(both_nan, 0.0, want)
+    assert np.array_equal(np.ascontiguousarray(got).view(np.uint8),
+                          np.ascontiguousarray(want).view(np.uint8)) \
+        if got.dtype.kind == "f" else np.array_equal(got, want)
+
+
+def _check(fn, *args, native=True):
+    compiled = stax.compile(fn, strict_native=native)
+    with np.errstate(all="ignore"):
+        want = fn(*args)
+        got = compiled(*args)
+    for g, w in zip(got if isinstance(want, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        _same(g, w)
+    return compiled
+
+
+EXACT = {
+    "add": lambda z, w: z + w,
+    "sub": lambda z, w: z - w,
+    "real_operand": lambda z, w: (z + w.real) - 2.0,
+    "neg_conj": lambda z, w: -np.conj(z) + w.conjugate(),
+    "parts": lambda z, w: z.real * 2 + w.imag,
+    "eq_ne": lambda z, w: (z == w) | (z != z),
+    "predicates": lambda z, w: np.isnan(z) ^ np.isinf(w) ^ np.isfinite(z),
+    "where": lambda z, w: np.where(z.real > 0, z, w),
+    "constant": lambda z, w: z + (1.5 - 0.5j),
+    "views": lambda z, w: z.T + w.T[::-1],
+    # NumPy's vector loop: fma(a, c, -(b*d)), fma(a, d, b*c)
+    "multiply": lambda z, w: z * w,
+    "multiply_real": lambda z, w: z * w.real * 3.0,
+    "square": lambda z, w: z ** 2 - np.square(w),
+    # Smith's algorithm, every branch (zero, infinite and NaN divisors among the specials)
+    "divide": lambda z, w: z / w,
+    "divide_real": lambda z, w: z / w.imag + w.real / z,
+    # NumPy's vector magnitude: l * sqrt(fma(r, r, 1)), not hypot
+    "absolute": lambda z, w: np.abs(z) + abs(w),
+    "mixed": lambda z, w: np.abs(z * w - z / (w + 1.0)) * z,
+}
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_exact_ops_on_layouts(name, dtype):
+    rng = np.random.default_rng(0)
+    fn = EXACT[name]
+    for z in _layouts(_random((6, 6), dtype, rng)):
+        compiled = _check(fn, z, _random(z.shape, dtype, rng))
+        steps = compiled.versions()[0].artifact.steps
+        # a reversed operand sends NumPy's magnitude (and complex64 products) to other loops,
+        # which stay NumPy's calls (test_layouts_numpy_computes_otherwise_are_its_calls)
+        if min(z.strides) > 0 or name not in ("multiply", "multiply_real", "square", "absolute",
+                                               "mixed"):
+            assert all(s.startswith("kernel") for s in steps), steps
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_exact_ops_on_special_values(name, dtype):
+    z = _specials(dtype)
+    _check(EXACT[name], z, z[::-1].copy())
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_floating_point_warnings_are_numpy_s(dtype):
+    """Special values make NumPy warn (division by zero, invalid, overflow): the compiled call
+    reports the same warnings, from the same line."""
+    import warnings
+
+    def fn(z, w):
+        return z / w + np.abs(z) * w
+
+    z = _specials(dtype)
+    w = z[::-1].copy()
+    compiled = stax.compile(fn, strict_native=True)
+    compiled(z[:3], w[:3])  # compile on data that warns about nothing
+    for f in (fn, compiled):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(z, w)
+        messages = sorted({str(c.message) for c in caught})
+        if f is fn:
+            want = messages
+    assert messages == want and want
+
+
+def test_layouts_numpy_computes_otherwise_are_its_calls():
+    """complex64 products with a reversed operand and magnitudes of reversed arrays come from
+    NumPy's plain loops (another formula): those stay NumPy's calls, exactly."""
+    rng = np.random.default_rng(5)
+    z, w = _random(33, np.complex64, rng), _random(33, np.complex64, rng)
+    compiled = _check(lambda z, w: z[::-1] * w + np.abs(w[::-1]), z, w)
+    assert any(not s.startswith("kernel") for s in compiled.versions()[0].artifact.steps)
+    _check(lambda z, w: z[::-1].astype(np.complex128) * w, z, w)  # complex128: the FMA loop
+
+
+def test_real_and_complex_mix_as_numpy_promotes():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(7).astype(np.float32)
+    z = _random(7, np.complex64, rng)
+    _check(lambda x, z: x + z, x, z)                           # complex64
+    _check(lambda x, z: x.astype(np.float64) - z, x, z)        # complex128
+    _check(lambda x, z: x + 2j, x, z)                          # float32 + Python complex
+    _check(lambda x, z: z.astype(np.complex128) + x, x, z)
+    _check(lambda x, z: np.zeros(x.shape, np.complex64) - z, x, z)
+    # the imaginary part of a real operand is +0.0: -0.0 + 0.0 is +0.0, as in NumPy
+    neg_zero = np.array([complex(1.0, -0.0)])
+    _check(lambda z: z + 1.0, neg_zero)
+
+
+def test_sum_of_parts():
+    rng = np.random.default_rng(2)
+    z = _random((9, 4), np.complex128, rng)
+    compiled = stax.compile(lambda z: z.sum(axis=0), strict_native=True)
+    got = compiled(z)
+    np.testing.assert_allclose(got, z.sum(axis=0), rtol=1e-15)  # the order of a float sum
+    assert got.dtype == np.complex128
+
+
+def test_ops_without_rules_run_as_numpy_steps():
+    """Transcendental functions (glibc's cexp, clog, csqrt) and npy_cpow powers are NumPy's
+    calls on the complex buffers (for now), between kernels: the result is NumPy's exactly."""
+    rng = np.random.default_rng(3)
+    z, w = _random(8, np.complex128, rng), _random(8, np.complex128, rng)
+    compiled = _check(lambda z, w: np.exp(z * w) + np.sqrt(z) / w + np.power(z, 2) + z ** 2.0,
+                      z, w)
+    steps = compiled.versions()[0].artifact.steps
+    assert any(not s.startswith("kernel") for s in steps)
+
+
+def test_the_corpus_programs_run_with_complex_values():
+    def fir(x, h):
+        n, k = x.shape[0], h.shape[0]
+        y = np.zeros(n - k + 1, dtype=np.complex64)
+        for j in range(k):
+            y += h[j] * x[k - 1 - j:n - j]
+        return y
+
+    rng = np.random.default_rng(4)
+    _check(fir, _random(64, np.complex64, rng), _random(5, np.complex64, rng), native=False)
