@@ -18,6 +18,7 @@ promotes it. Ops without a rule here run as NumPy's calls on the complex buffers
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ from .context import (
     float_predicate,
     output_strides,
     part_strides,
+    trig_range_check,
 )
 from .expr import Binary, Cast, Const, Expr, Index, Select, Ternary, Unary
 from .index import Affine
@@ -288,6 +290,73 @@ def _magnitude(ctx: LoopLowering, node: Node) -> Lazy:
         return Select(inf, Const(float("inf"), dtype),
                       Select(nan, Const(float("nan"), dtype), value, dtype), dtype)
     return Lazy(node.tensor.shape, dtype, magnitude)
+
+
+#: per parts dtype: glibc cexp's scaling threshold ``(int)((MAX_EXP - 1) * ln 2)``, exp of it
+#: (glibc's own value: ``math.exp`` calls it; float32's rounded from it) and the largest float
+_CEXP_SCALE = {"float64": (709.0, math.exp(709.0), float(np.finfo(np.float64).max)),
+               "float32": (88.0, float(np.float32(math.exp(88.0))),
+                           float(np.finfo(np.float32).max))}
+
+
+@complex_lowers("exp")
+def _exp(ctx: LoopLowering, node: Node) -> Lazy:
+    """glibc's cexp (NumPy calls it): ``(exp(x) cos y, exp(x) sin y)``, ``(y, 1)`` for sin and
+    cos of a tiny ``|y|``, the real part scaled down by ``exp(t)`` (up to twice) above ``t`` so a
+    finite result stays finite, and C99's special values (the rows of an infinite or NaN real
+    part, and of a zero imaginary one). Stax's own exp, sin and cos: within their ulp bounds of
+    NumPy's, as for real arguments; the special values exactly."""
+    meta = node.tensor
+    dtype = PARTS_OF[meta.dtype]
+    x_of, y_of = parts_of(ctx, node.args[0], meta.shape, dtype)
+    t, exp_t, largest = _CEXP_SCALE[dtype]
+    tiny = float(np.finfo(dtype).tiny)
+    limit = ctx.options.trig_reduction_limit.get(dtype)
+    if limit is not None:  # sin and cos of the imaginary part
+        trig_range_check(ctx, tuple(meta.shape), dtype, y_of, limit)
+
+    def k(v: float) -> Expr:
+        return Const(v, dtype)
+
+    def parts(i: tuple[Affine, ...]) -> tuple[Expr, Expr]:
+        x, y = x_of(i), y_of(i)
+        small = Binary("le", Unary("abs", y, dtype), k(tiny), "bool")
+        s = Select(small, y, Unary("sin", y, dtype), dtype)
+        c = Select(small, k(1.0), Unary("cos", y, dtype), dtype)
+        once = Binary("gt", x, k(t), "bool")
+        x1 = Select(once, Binary("sub", x, k(t), dtype), x, dtype)
+        s1 = Select(once, Binary("mul", s, k(exp_t), dtype), s, dtype)
+        c1 = Select(once, Binary("mul", c, k(exp_t), dtype), c, dtype)
+        twice = Binary("gt", x1, k(t), "bool")
+        x2 = Select(twice, Binary("sub", x1, k(t), dtype), x1, dtype)
+        s2 = Select(twice, Binary("mul", s1, k(exp_t), dtype), s1, dtype)
+        c2 = Select(twice, Binary("mul", c1, k(exp_t), dtype), c1, dtype)
+        over = Binary("gt", x2, k(t), "bool")  # beyond any finite result: MAX * (c, s)
+        e = Select(over, k(largest), Unary("exp", Select(over, k(0.0), x2, dtype), dtype), dtype)
+        re, im = Binary("mul", e, c2, dtype), Binary("mul", e, s2, dtype)
+        finite_y = float_predicate("isfinite", y)
+        zero_y = Binary("eq", y, k(0.0), "bool")
+        inf, nan, zero = k(float("inf")), k(float("nan")), k(0.0)
+        # x = +inf: (inf, +-0) for y = +-0, (inf, nan) for y inf or NaN, else inf * (c, s)
+        plus_inf = Binary("eq", x, inf, "bool")
+        re = Select(plus_inf, Select(finite_y, Select(zero_y, inf, Binary("mul", inf, c, dtype),
+                                                      dtype), inf, dtype), re, dtype)
+        im = Select(plus_inf, Select(zero_y, y, Select(finite_y, Binary("mul", inf, s, dtype),
+                                                        nan, dtype), dtype), im, dtype)
+        # x = -inf: 0 * (c, s) for finite y, else (+0, +-0 with y's sign, +0 for NaN)
+        minus_inf = Binary("eq", x, k(float("-inf")), "bool")
+        signed = Select(float_predicate("isnan", y), zero, Binary("copysign", zero, y, dtype),
+                        dtype)
+        re = Select(minus_inf, Select(finite_y, Binary("mul", zero, c, dtype), zero, dtype), re,
+                    dtype)
+        im = Select(minus_inf, Select(finite_y, Binary("mul", zero, s, dtype), signed, dtype), im,
+                    dtype)
+        # x NaN: (nan, +-0) for y = +-0, else (nan, nan)
+        nan_x = float_predicate("isnan", x)
+        re = Select(nan_x, nan, re, dtype)
+        im = Select(nan_x, Select(zero_y, y, nan, dtype), im, dtype)
+        return re, im
+    return from_parts(meta.shape, dtype, lambda i: parts(i)[0], lambda i: parts(i)[1])
 
 
 @complex_lowers("isnan", "isinf", "isfinite")

@@ -20,7 +20,7 @@ from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous
 from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Unary, rewrite
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, InputBuffer, Pointwise, Reduction, rvar, xvar
-from .options import LoopOptions
+from .options import TRIG_REDUCTION_LIMIT, LoopOptions
 
 Loader = Callable[[tuple[Affine, ...]], Expr]
 #: a complex dtype's parts, and back
@@ -292,3 +292,20 @@ def float_predicate(op: str, v: Expr) -> Expr:
         return Unary("signbit", v, "bool")
     magnitude = Unary("abs", v, v.dtype)
     return Binary("eq" if op == "isinf" else "lt", magnitude, Const(float("inf"), v.dtype), "bool")
+
+
+def trig_range_check(ctx: LoopLowering, shape: tuple[int, ...], dtype: str, x: Loader,
+                     limit: float) -> None:
+    """Flags a finite sin/cos/tan argument ``x`` (of ``shape`` and float ``dtype``) at or beyond
+    ``limit`` (``LoopOptions.trig_reduction_limit``): such a call runs as NumPy."""
+    bound = Const(limit, dtype)
+
+    def too_large(i: tuple[Affine, ...]) -> Expr:
+        magnitude = Unary("abs", x(i), dtype)
+        return Binary("and", Binary("ge", magnitude, bound, "bool"),
+                      Binary("lt", magnitude, Const(float("inf"), dtype), "bool"), "bool")
+    check = ctx.reduce_values(too_large, shape, tuple(range(len(shape))), False, "max", "bool")
+    ctx.checks[check.buffer] = ("a sin/cos/tan argument beyond 2^23 pi/2 (the fast reduction's "
+                                "range)" if limit == TRIG_REDUCTION_LIMIT else
+                                f"a sin/cos/tan argument of magnitude {limit!r} or more (beyond the "
+                                "kernels' argument reduction)")

@@ -6,18 +6,15 @@ and tan, with a check of the argument's range; ``where`` and casts."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from stax.ir import Node, TensorMeta, elementwise_ops
 
-from .context import Lazy, Loader, LoopLowering
+from .context import Lazy, Loader, LoopLowering, trig_range_check
 from .expr import Binary, Const, Expr, Select, Unary
 from .externs import extern_call, op_as_extern
 from .index import Affine
 from .operators import OPERATORS, get_operator
-from .options import TRIG_REDUCTION_LIMIT
 from .registry import lowers
 
 #: On bool, NumPy's add/mul/maximum/minimum are logical or/and, and abs is the operand (None).
@@ -121,23 +118,6 @@ def _fits(value: int, dtype: str) -> bool:
 _TRIG = frozenset({"sin", "cos", "tan"})
 
 
-def _trig_range_check(ctx: LoopLowering, meta: Any, x: Loader, limit: float) -> None:
-    """Flags a finite sin/cos/tan argument at or beyond ``limit``
-    (``LoopOptions.trig_reduction_limit``): such a call runs as NumPy."""
-    bound = Const(limit, meta.dtype)
-
-    def too_large(i: tuple[Affine, ...]) -> Expr:
-        magnitude = Unary("abs", x(i), meta.dtype)
-        return Binary("and", Binary("ge", magnitude, bound, "bool"),
-                      Binary("lt", magnitude, Const(float("inf"), meta.dtype), "bool"), "bool")
-    check = ctx.reduce_values(too_large, meta.shape, tuple(range(len(meta.shape))), False, "max",
-                              "bool")
-    ctx.checks[check.buffer] = ("a sin/cos/tan argument beyond 2^23 pi/2 (the fast reduction's range)"
-                                if limit == TRIG_REDUCTION_LIMIT else
-                                f"a sin/cos/tan argument of magnitude {limit!r} or more (beyond the "
-                                "kernels' argument reduction)")
-
-
 @lowers(*_TRIG)
 def lower_trig(ctx: LoopLowering, node: Node) -> Lazy:
     """The operator, with a check of the argument's range in a float dtype that has a limit."""
@@ -145,7 +125,8 @@ def lower_trig(ctx: LoopLowering, node: Node) -> Lazy:
     if np.dtype(meta.dtype).kind == "f":
         limit = ctx.options.trig_reduction_limit.get(meta.dtype)
         if limit is not None:
-            _trig_range_check(ctx, meta, ctx.operand(node.args[0], meta.shape, meta.dtype), limit)
+            trig_range_check(ctx, meta.shape, meta.dtype,
+                             ctx.operand(node.args[0], meta.shape, meta.dtype), limit)
     return lower_operator(ctx, node)
 
 

@@ -69,6 +69,10 @@ class KernelSpec:
     discard: frozenset[str] = frozenset()
 
 
+#: an innermost loop of at most this many iterations is emitted unrolled
+UNROLLED = 2
+
+
 class KernelEmitter(LoopShapes, FloatEvents):
     def __init__(self, module: ir.Module, spec: KernelSpec, data_offset: int) -> None:
         self.spec = spec
@@ -146,6 +150,15 @@ class KernelEmitter(LoopShapes, FloatEvents):
         def level(d: int, values: Sequence[ir.Value]) -> Sequence[ir.Value]:
             if d == len(ranges):
                 return body(values)
+            if d == len(ranges) - 1 and ranges[d] <= UNROLLED and not values and \
+                    not (split and d == 0):
+                # a complex value's two parts (``stax.loop.complex_values``): straight-line
+                # code, so the loop around it is the innermost one LLVM vectorizes (the parts'
+                # loads and stores become interleaved groups)
+                for at in range(ranges[d]):
+                    self.vars[prefix(d)] = ir.Constant(I64, at)
+                    body(values)
+                return []
             low = self.start if split and d == 0 else ir.Constant(I64, 0)
             high = self.stop if split and d == 0 else ir.Constant(I64, ranges[d])
             return self.loop(prefix(d), low, high, values, lambda v: level(d + 1, v))

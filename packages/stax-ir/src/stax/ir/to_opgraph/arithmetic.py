@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta
-from .arguments import operand, result_metas
+from ..meta import TensorMeta, contiguous_strides
+from .arguments import bind, operand, result_metas
 from .context import LoweringContext
 from .registry import NotNative, rule
 
@@ -150,6 +150,22 @@ def _rad2deg(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     if len(args) != 1 or kwargs or node.tensor.dtype != "float64":
         raise NotNative
     return ctx.emit("mul", (operand(args[0]), 180.0 / np.pi))
+
+
+@rule("numpy.angle", emits=("real", "imag", "arctan2", "mul"))
+def _angle(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """np.angle of a complex array: ``arctan2(z.imag, z.real)``, times ``180/pi`` for degrees,
+    as NumPy's Python function computes it (real arrays run as NumPy)."""
+    params = bind(lambda z, deg=False: None, args, kwargs)
+    z, deg = params["z"], params.get("deg", False)
+    if not isinstance(z, Node) or z.tensor is None or np.dtype(z.tensor.dtype).kind != "c" or \
+            not isinstance(deg, bool):
+        raise NotNative
+    part = TensorMeta(z.tensor.shape, node.tensor.dtype, contiguous_strides(z.tensor.shape))
+    real, imag = ctx.emit("real", (z,), meta=part), ctx.emit("imag", (z,), meta=part)
+    if not deg:
+        return ctx.emit("arctan2", (imag, real))
+    return ctx.emit("mul", (ctx.emit("arctan2", (imag, real), meta=part), 180 / np.pi))
 
 
 @rule("stax.nn.relu", emits=("maximum",))
