@@ -434,6 +434,14 @@ def _setitem(x: Any, key: Any, value: Any) -> Any:
     return y
 
 
+def _add_at(x: Any, indices: Any, values: Any = None) -> Any:
+    """``np.add.at(x, indices, values)`` as a pure function: a copy of ``x`` with the values
+    added unbuffered (a repeated index adds each time)."""
+    y = np.copy(x, order="K")
+    np.add.at(y, indices, values)
+    return y
+
+
 def _setitem_op(x: Any, key: Any, value: Any, scalar: Any) -> Any:
     # slice.indices() triples: a reversed slice through the start stops at -1, which as a slice
     # stop would mean "the last element" (an empty slice)
@@ -485,4 +493,5 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.nn.mse_loss": _mse_loss_reference,
     "stax.nn.layer_norm": _layer_norm,
     "stax.functional.setitem": _setitem,
+    "stax.functional.add_at": _add_at,
 }

@@ -108,7 +108,8 @@ def may_raise_on_data(node: Node) -> bool:
     """Whether NumPy may raise an exception computing ``node``, depending on the data: an item
     assignment with an array key (a boolean mask whose count of True differs from the values',
     an index out of bounds). Kept unused, like steps with events, so the call raises as NumPy's."""
-    if node.op is not Opcode.CALL_FUNCTION or node.target != "stax.functional.setitem":
+    if node.op is not Opcode.CALL_FUNCTION or node.target not in (
+            "stax.functional.setitem", "stax.functional.add_at"):
         return False
     return len(node.args) > 1 and any(isinstance(a, Node) for a in _leaves(node.args[1]))
 
