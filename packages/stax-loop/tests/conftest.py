@@ -76,6 +76,30 @@ class Lowered:
         for got, want in zip(self.run.outputs, self.expected):
             assert_same_bits(got, want)
 
+    def assert_close_to_numpys(self, ulps: int) -> None:
+        """Every output within ``ulps`` of NumPy's (``assert_within_ulps``): a complex function
+        composed of real ones (``exp``: glibc's cexp from exp, sin and cos)."""
+        assert not self.run.failed_checks, self.run.failed_checks
+        for got, want in zip(self.run.outputs, self.expected):
+            assert_within_ulps(got, want, ulps)
+
+
+def assert_within_ulps(got: Any, want: Any, ulps: int) -> None:
+    """Each (real or complex) part within ``ulps`` of NumPy's where NumPy's is finite and not
+    zero, and exactly NumPy's class elsewhere (NaN, signed infinity, signed zero)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    for g, w in ((got.real, want.real), (got.imag, want.imag)) if want.dtype.kind == "c" else \
+            ((got, want),):
+        nan = np.isnan(w)
+        np.testing.assert_array_equal(np.isnan(g), nan)
+        normal = np.isfinite(w) & (w != 0)
+        exact = ~normal & ~nan
+        np.testing.assert_array_equal(g[exact].view(f"u{w.itemsize}"),
+                                      w[exact].view(f"u{w.itemsize}"))
+        error = np.abs(g[normal] - w[normal]) / np.spacing(np.abs(w[normal]))
+        assert error.max(initial=0) <= ulps, error.max()
+
 
 def assert_same_bits(got: Any, want: Any) -> None:
     got, want = np.asarray(got), np.asarray(want)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import stax.loop
-from stax.ir import OPS, Node, get_op
+from stax.ir import OPS, Node, approximate_ops, get_op
 from stax.ir.meta import SUPPORTED_DTYPES
 from stax.loop import (
     LOWERINGS,
@@ -258,6 +258,13 @@ EXAMPLES: dict[str, Example] = {
     "setitem": lambda b, x: [b("setitem", _table(b, x), _row(b, x), key=(("int", 1), ("slice", 0, x.size // 2, 1)), scalar=None),
                              b("setitem", _table(b, x), key=(("slice", 1, 0, -1),
                                                              ("slice", 0, 2, 1)), scalar=7)],
+    # positions i = [1, -2, 0, 3, -1] (repeats after wrapping; the last write wins, or sums)
+    "scatter": lambda b, x: [b("scatter", b("mul", b.inputs["x"], 1), b.inputs["i"],
+                               count=1, accumulate=False, scalar=x[0].item()),
+                             b("scatter", b("view", b.inputs["x"], offset=0, strides=(2, 1),
+                                            shape=(x.size // 2, 2)), b.inputs["i"],
+                               b("view", b.inputs["x"], offset=1, strides=(1,), shape=(2,)),
+                               count=1, accumulate=x.dtype.kind in "iuf", scalar=None)],
     "tril": lambda b, x: [b("tril", _table(b, x), k=0)],
     "triu": lambda b, x: [b("triu", _table(b, x), k=1)],
     "full": lambda b, x: [b("full", shape=(2, 3), value=1, dtype=x.dtype.name)],
@@ -338,7 +345,11 @@ def test_every_op_in_every_dtype_runs_in_the_interpreter_as_numpy(build, lowered
     for result in _results(build, lowered, op, options):
         if result.run.failed_checks:  # the compiled call runs as NumPy: the answer is NumPy's
             continue
-        result.assert_numpys()
+        if op in approximate_ops() and any(np.asarray(w).dtype.kind == "c"
+                                           for w in result.expected):
+            result.assert_close_to_numpys(4)  # glibc's complex functions from real ones
+        else:
+            result.assert_numpys()
         if options == "no kernels" and op != "view":
             assert result.native is False and not any(
                 isinstance(b, ComputedBuffer) for b in result.loop.buffers), op

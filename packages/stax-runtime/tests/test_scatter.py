@@ -48,3 +48,80 @@ def test_an_index_out_of_bounds_raises_numpy_s_error():
     compiled(np.ones(5), np.array([0, 1]), np.array([1.0, 2.0]))
     with pytest.raises(IndexError):
         compiled(np.ones(5), np.array([0, 5]), np.array([1.0, 2.0]))
+
+
+def one_hot(labels, k):
+    n = labels.shape[0]
+    out = np.zeros((n, k), dtype=np.float32)
+    out[np.arange(n), labels] = 1.0
+    return out
+
+
+def _kernels_only(compiled):
+    return all(s.startswith("kernel") for s in compiled.versions()[0].artifact.steps)
+
+
+def _same_twice(fn, *args):
+    """The compiled function on two calls (capture's, then the compiled version's) against eager,
+    arguments compared after the call (they may be updated in place)."""
+    compiled = stax.compile(fn, strict_native=True)
+    for _ in range(2):
+        mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        np.testing.assert_array_equal(compiled(*mine), fn(*theirs))
+        for m, t in zip(mine, theirs):
+            if isinstance(m, np.ndarray):
+                np.testing.assert_array_equal(m, t)
+    return compiled
+
+
+def test_fancy_assignment_is_a_native_scatter():
+    labels = np.random.default_rng(1).integers(0, 10, 300)
+    assert _kernels_only(_same_twice(one_hot, labels, 10))
+
+
+def test_histogram_counts_natively():
+    compiled = _same_twice(histogram, np.random.default_rng(2).random(5000), 0.0, 1.0, 32)
+    assert "stax.functional.add_at" not in compiled.versions()[0].artifact.steps
+
+
+def test_repeated_positions_take_the_last_value_and_add_each_time():
+    def assign(a, idx, v):
+        a[idx] = v
+        return a + 0.0
+
+    rng = np.random.default_rng(3)
+    idx = rng.integers(-8, 8, 2000)  # many repeats, negative positions from the end
+    for fn in (assign, accumulate_into):
+        compiled = _same_twice(fn, np.zeros(8), idx, rng.standard_normal(2000))
+        assert _kernels_only(compiled)
+
+
+def test_rows_columns_and_index_grids():
+    def rows(a, idx, v):
+        a[idx] = v * 3           # whole rows at a list of positions
+        return a
+
+    def grid(a, i, j):
+        b = a * 1.0
+        b[i[:, None], j[None, :]] = -1.0   # a grid of positions (broadcast index arrays)
+        return b
+
+    def from_itself(a, idx):
+        b = a * 2.0
+        b[idx] = b[idx[::-1]] + b.sum()     # the value reads the array being updated
+        return b
+
+    rng = np.random.default_rng(4)
+    _same_twice(rows, np.ones((6, 4)), np.array([1, -1, 1]), rng.random((3, 4)))
+    _same_twice(grid, rng.random((7, 9)), np.array([0, 6, -2]), np.array([8, 1]))
+    _same_twice(from_itself, rng.random(10), np.array([3, 1, 3, 9]))
+
+
+def test_an_index_out_of_bounds_in_a_native_scatter_raises():
+    compiled = stax.compile(one_hot)
+    compiled(np.array([1, 2, 3]), 5)
+    with pytest.raises(IndexError):
+        compiled(np.array([1, 7, 3]), 5)
+    with pytest.raises(IndexError):
+        compiled(np.array([1, -6, 3]), 5)

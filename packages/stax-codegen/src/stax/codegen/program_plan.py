@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import UnsupportedError
-from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, loads
+from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, node_loads
 from stax.loop.ir import encode_operands
 
 from .artifact import BufferPlan, ExternPlan
@@ -94,7 +94,7 @@ def kernel_args(group: Group, discard: frozenset[str]) -> tuple[str, ...]:
     """The buffers a group's kernel reads, then those it writes, each once, in first-use order."""
     names: dict[str, None] = {}
     for node in group.nodes:
-        for ld in loads(node.data.body):
+        for ld in node_loads(node):
             names.setdefault(ld.buffer, None)
     for node in group.nodes:
         if node.name not in discard:

@@ -28,7 +28,7 @@ from stax.loop import (
     Reduction,
     Scan,
     effect_order,
-    loads,
+    node_loads,
     xvar,
 )
 
@@ -51,7 +51,7 @@ class Group:
     def of(cls, node: ComputedBuffer | ExternCall, after: str | None = None) -> Group:
         if isinstance(node, ExternCall):
             return cls([node], set(node.reads), {node.name}, {after} if after else set())
-        reads = {ld.buffer for ld in loads(node.data.body)}
+        reads = {ld.buffer for ld in node_loads(node)}
         if node.updates is not None:  # a region update: the buffer it overwrites, whole
             reads.add(node.updates)
         return cls([node], reads, {node.name})
@@ -149,7 +149,7 @@ def _pair_reason(a: Group, b: Group, memo: dict[str, Any] | None = None) -> str 
 def _loads_of(node: ComputedBuffer, memo: dict[str, Any]) -> list[Any]:
     found = memo.get(node.name)
     if found is None:
-        found = memo[node.name] = loads(node.data.body)
+        found = memo[node.name] = node_loads(node)
     return found
 
 

@@ -35,6 +35,7 @@ from .ir import (
     index_width,
     load_loopir,
     loop_extents,
+    node_loads,
     rvar,
     xvar,
 )
@@ -50,7 +51,7 @@ __all__ = [
     "Cast", "ComputedBuffer", "Const", "Expr", "ExternCall", "FloatLimits", "GuardedLoad", "Index",
     "IndirectLoad", "InputBuffer", "KindTable", "Load", "LoopOperator", "LoopOptions", "LoopProgram",
     "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan", "Select", "Ternary",
-    "Unary",
-    "affine_loads", "effect_order", "format_expr", "get_operator", "index_width", "linear_index",
-    "load_loopir", "loads", "loop_extents", "lower_opgraph", "postorder", "rewrite", "rvar", "xvar",
+    "Unary", "affine_loads", "effect_order", "format_expr", "get_operator", "index_width",
+    "linear_index", "load_loopir", "loads", "loop_extents", "lower_opgraph", "node_loads",
+    "postorder", "rewrite", "rvar", "xvar",
 ]

@@ -47,6 +47,11 @@ NUMPY_CALLS: dict[str, Callable[[Node], tuple[str, bool, tuple[Any, ...], dict[s
                              {"axis": n.kwargs["axis"]}),
     "roll": lambda n: ("numpy.roll", False, (n.args[0], n.kwargs["shift"]),
                        {"axis": n.kwargs["axis"]}),
+    "scatter": lambda n: ("stax.functional.add_at" if n.kwargs["accumulate"] else
+                          "stax.functional.setitem", False,
+                          (n.args[0], tuple(n.args[1:1 + n.kwargs["count"]]),
+                           n.args[1 + n.kwargs["count"]] if len(n.args) > 1 + n.kwargs["count"]
+                           else n.kwargs["scalar"]), {}),
     "setitem": lambda n: ("stax.functional.setitem", False,
                           (n.args[0], _key(n.kwargs["key"]),
                            n.args[1] if len(n.args) > 1 else n.kwargs["scalar"]), {}),

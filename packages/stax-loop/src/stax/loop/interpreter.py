@@ -207,17 +207,10 @@ def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
             parts = 2 if np.dtype(cb.dtype).kind == "c" else 1
             out = np.zeros(parts * max(1, math.prod(cb.shape) if cb.shape else 1),
                            dtype=np.dtype(cb.dtype).type(0).real.dtype if parts == 2 else cb.dtype)
-        grid = _grid(cb.ranges, cb.reduction_ranges)
-        value = np.asarray(evaluate(cb.data.body, grid, memory))
-        full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))
-                               if grid else ())
-        if isinstance(cb.data, Scan):  # in order along the scanned axis, as NumPy
-            full = SCANS[cb.data.scan_type](np.array(full), axis=len(cb.ranges), dtype=cb.dtype)
-        elif isinstance(cb.data, Reduction):
-            full = REDUCTIONS[cb.data.reduction_type](full, len(cb.ranges), cb.dtype)
-            grid = _grid(cb.ranges, ())
-        full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
-        out[_index(cb.store_index, grid)] = full
+        if cb.store_offset is not None:
+            _scatter(cb, out, memory)
+        else:
+            _store(cb, out, memory)
         memory[cb.name] = (out, 0)
         itemsize = np.dtype(cb.dtype).itemsize
         objects[cb.name] = np.lib.stride_tricks.as_strided(
@@ -232,6 +225,31 @@ def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
             results.append(value[()] if ref.scalar and isinstance(value, np.ndarray) else value)
     failed = [why for name, why in program.checks.items() if np.any(objects[name])]
     return LoopRun(results, objects, failed)
+
+
+def _scatter(cb: Any, out: np.ndarray, memory: Memory) -> None:
+    """A scatter (``store_offset``), one position after another in the loops' order: a later
+    position reads what an earlier one stored (``np.add.at``'s sums), the last store wins."""
+    for point in np.ndindex(*cb.ranges):
+        grid = {xvar(d): np.int64(v) for d, v in enumerate(point)}
+        value = evaluate(cb.data.body, grid, memory)
+        at = _index(cb.store_index, grid) + np.int64(evaluate(cb.store_offset, grid, memory))
+        out[at] = value
+
+
+def _store(cb: Any, out: np.ndarray, memory: Memory) -> None:
+    """Every element of ``cb`` computed over its whole grid at once, stored into ``out``."""
+    grid = _grid(cb.ranges, cb.reduction_ranges)
+    value = np.asarray(evaluate(cb.data.body, grid, memory))
+    full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))
+                           if grid else ())
+    if isinstance(cb.data, Scan):  # in order along the scanned axis, as NumPy
+        full = SCANS[cb.data.scan_type](np.array(full), axis=len(cb.ranges), dtype=cb.dtype)
+    elif isinstance(cb.data, Reduction):
+        full = REDUCTIONS[cb.data.reduction_type](full, len(cb.ranges), cb.dtype)
+        grid = _grid(cb.ranges, ())
+    full = np.broadcast_to(full, tuple(len(g.reshape(-1)) for g in grid.values()))
+    out[_index(cb.store_index, grid)] = full
 
 
 def _memory_of(array: np.ndarray) -> tuple[np.ndarray, int]:

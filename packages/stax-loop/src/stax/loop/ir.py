@@ -15,11 +15,11 @@ from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
 
 from .containers import fold
-from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr
+from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr, loads
 from .index import Affine
 
 #: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers;
-#: 1.4: region updates (``ComputedBuffer.updates``)
+#: 1.4: region updates and scatters (``ComputedBuffer.updates``, ``store_offset``)
 LOOPIR_SCHEMA = "stax.loopir/1.4"
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
@@ -91,6 +91,10 @@ class ComputedBuffer:
     store_index: Affine
     data: Body
     updates: str | None = None
+    #: a scatter's computed positions: an int64 expression of the loop variables added to
+    #: ``store_index`` (with ``updates``: ``x[i] = v``, ``np.add.at``). The loops then run in
+    #: order, one thread: a repeated position takes the last value, as NumPy's
+    store_offset: Expr | None = None
 
     @property
     def ranges(self) -> tuple[int, ...]:
@@ -99,6 +103,14 @@ class ComputedBuffer:
     @property
     def reduction_ranges(self) -> tuple[int, ...]:
         return self.data.reduction_ranges if isinstance(self.data, Reduction | Scan) else ()
+
+
+def node_loads(node: ComputedBuffer) -> list[Any]:
+    """Every read of ``node``'s kernel: its body's, and its scatter positions' (``store_offset``)."""
+    found = loads(node.data.body)
+    if node.store_offset is not None:
+        found = found + loads(node.store_offset)
+    return found
 
 
 def loop_extents(node: ComputedBuffer) -> dict[str, int]:
@@ -118,6 +130,8 @@ def index_width(node: ComputedBuffer) -> int:
     extents = loop_extents(node)
     if any(n == 0 for n in extents.values()):
         return 32  # no iteration: nothing is indexed
+    if node.store_offset is not None:
+        return 64  # computed positions: their values are not bounded by the ranges
     indices = [ld.index for ld in affine_loads(node.data.body)] + [node.store_index]
     for index in indices:
         low, high = index.bounds(extents)
@@ -284,7 +298,12 @@ class LoopProgram:
                 kind = f"{cb.updates} updated in place, {kind}"
             lines.append(f"{cb.name}: {cb.dtype}{list(cb.shape)} strides={cb.strides} = {kind}")
             lines += format_expr(data.body)
-            lines.append(f"    store {cb.name}[{cb.store_index}]")
+            if cb.store_offset is not None:
+                lines.append("    at offset")
+                lines += format_expr(cb.store_offset, "      ")
+                lines.append(f"    store {cb.name}[{cb.store_index} + offset]")
+            else:
+                lines.append(f"    store {cb.name}[{cb.store_index}]")
         outs = [o.buffer if o.buffer is not None else repr(o.const) for o in self.outputs]
         if self.checks:
             lines += [f"check not {name} ({why})" for name, why in self.checks.items()]
@@ -371,7 +390,9 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
         body["kind"] = "pointwise"
     return {"name": cb.name, "shape": list(cb.shape), "dtype": cb.dtype,
             "strides": list(cb.strides), "store_index": cb.store_index.to_json(), "data": body,
-            **({"updates": cb.updates} if cb.updates is not None else {})}
+            **({"updates": cb.updates} if cb.updates is not None else {}),
+            **({"store_offset": expr_to_json(cb.store_offset)}
+               if cb.store_offset is not None else {})}
 
 
 def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
@@ -390,4 +411,5 @@ def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
     else:
         data = Pointwise(tuple(d["ranges"]), body)
     return ComputedBuffer(doc["name"], tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),
-                          Affine.from_json(doc["store_index"]), data, doc.get("updates"))
+                          Affine.from_json(doc["store_index"]), data, doc.get("updates"),
+                          expr_from_json(doc["store_offset"]) if "store_offset" in doc else None)

@@ -26,7 +26,8 @@ import numpy as np
 from stax.ir import Node, Opcode, contiguous_strides
 
 from .context import Lazy, Loader, LoopLowering, all_of, guarded, index_compare, output_strides
-from .expr import Const, Expr, Load, Select, loads
+from .expr import Binary, Const, Expr, Index, IndirectLoad, Load, Select, loads
+from .externs import op_as_extern
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, Pointwise, xvar
 from .registry import lowers
@@ -210,3 +211,96 @@ def _box(index: Affine, shape: tuple[int, ...], strides: tuple[int, ...],
     if any(lo < 0 or hi >= n for lo, hi, n in zip(low, high, shape)):
         return None
     return list(zip(low, high))
+
+
+@lowers("scatter")
+def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
+    """``x[i0, ..., ik] = value`` or ``np.add.at``: a kernel over the index arrays' broadcast
+    shape (and x's other axes) storing into x's buffer at computed positions
+    (``ComputedBuffer.store_offset``), in order: a repeated position takes the last value, or
+    (``accumulate``) adds each value to what the positions before it left. x's buffer is
+    updated in place when nothing after reads the old x (``_updatable``), else a copy first. An
+    index out of bounds fails a check: the call runs eagerly and NumPy raises."""
+    meta = node.tensor
+    dtype, count = meta.dtype, node.kwargs["count"]
+    x, indices = node.args[0], node.args[1:1 + count]
+    if not ctx.options.update_in_place or not ctx.native(dtype) or \
+            not all(ctx.native(i.tensor.dtype) for i in indices):
+        return op_as_extern(ctx, node)
+    batch = tuple(np.broadcast_shapes(*(tuple(i.tensor.shape) for i in indices)))
+    rest = tuple(meta.shape[count:])
+    ranges = (*batch, *rest)
+    if math.prod(ranges) == 0:
+        return ctx.values[x]  # nothing assigned
+    base = _scatter_base(ctx, node, x)
+    buffer, _, strides = base.memory
+    index = tuple(Affine.var(xvar(d)) for d in range(len(ranges)))
+    at_batch, at_rest = index[:len(batch)], index[len(batch):]
+    loaders = [ctx.operand(i, batch, "int64") for i in indices]
+    if any(_reads(loader(at_batch), buffer) for loader in loaders):
+        loaders = [ctx.realize(Lazy(batch, "int64", ld), contiguous_strides(batch)).loader
+                   for ld in loaders]  # positions computed from x: fixed before it changes
+    _bounds_check(ctx, batch, loaders, meta.shape[:count])
+    offset: Expr | None = None
+    for d, loader in enumerate(loaders):
+        i, n = loader(at_batch), meta.shape[d]
+        wrapped = Select(Binary("lt", i, Const(0, "int64"), "bool"),
+                         Binary("add", i, Const(n, "int64"), "int64"), i, "int64")
+        # never a store outside the buffer: an index out of bounds writes element 0 instead
+        # (the check then fails and the call's results are NumPy's, from its eager run)
+        inside = Binary("and", Binary("ge", wrapped, Const(0, "int64"), "bool"),
+                        Binary("lt", wrapped, Const(n, "int64"), "bool"), "bool")
+        safe = Select(inside, wrapped, Const(0, "int64"), "int64")
+        term = Binary("mul", safe, Const(strides[d], "int64"), "int64")
+        offset = term if offset is None else Binary("add", offset, term, "int64")
+    assert offset is not None
+    if len(node.args) > 1 + count:
+        value = ctx.operand(node.args[1 + count], ranges, dtype)
+    else:
+        fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
+        value = lambda i: fill  # noqa: E731
+    if _reads(value(index), buffer):  # the value read from x: computed before x changes
+        value = ctx.realize(Lazy(ranges, dtype, value), contiguous_strides(ranges)).loader
+    store = linear_index(at_rest, strides[count:])
+    body = value(index)
+    if node.kwargs["accumulate"]:
+        position = Binary("add", offset, Index(store, "int64"), "int64") if store.terms else offset
+        body = Binary("add", IndirectLoad(buffer, dtype, position), body, dtype)
+    name = f"buf{len(ctx.buffers)}"
+    ctx.buffers.append(ComputedBuffer(name, meta.shape, dtype, strides, store,
+                                      Pointwise(ranges, body), updates=buffer,
+                                      store_offset=offset))
+    ctx.made_by[name] = node
+    return ctx.stored(name, meta.shape, dtype, strides)
+
+
+def _scatter_base(ctx: LoopLowering, node: Node, x: Node) -> Lazy:
+    """x's value in a buffer the scatter may overwrite: x's own when nothing after reads it,
+    else a copy made for this node."""
+    if _read_only_on_the_way(x, node) and x.op is Opcode.CALL_FUNCTION:
+        owned = ctx.owned(x)
+        if owned is not None:
+            return owned
+    lazy = ctx.values[x]
+    return ctx.realize(Lazy(lazy.shape, lazy.dtype, lazy.loader), output_strides(x.tensor))
+
+
+def _reads(e: Expr, buffer: str) -> bool:
+    return any(ld.buffer == buffer for ld in loads(e))
+
+
+def _bounds_check(ctx: LoopLowering, batch: tuple[int, ...], loaders: list[Loader],
+                  extents: tuple[int, ...]) -> None:
+    """A check that every index lies in [-n, n) of its axis: else the call runs as NumPy, which
+    raises its IndexError."""
+    def outside(i: tuple[Affine, ...]) -> Expr:
+        found: Expr | None = None
+        for loader, n in zip(loaders, extents):
+            v = loader(i)
+            bad = Binary("or", Binary("lt", v, Const(-n, "int64"), "bool"),
+                         Binary("ge", v, Const(n, "int64"), "bool"), "bool")
+            found = bad if found is None else Binary("or", found, bad, "bool")
+        assert found is not None
+        return found
+    check = ctx.reduce_values(outside, batch, tuple(range(len(batch))), False, "max", "bool")
+    ctx.checks[check.buffer] = "an index is out of bounds"

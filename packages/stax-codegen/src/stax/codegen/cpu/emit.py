@@ -227,7 +227,10 @@ class KernelEmitter(LoopShapes, FloatEvents):
         b = self.builder
         if node.dtype == "bool":
             value = b.zext(value, memory_type("bool"))
-        b.store(value, b.gep(self.pointers[node.name], [self.index(node.store_index)]))
+        at = self.index(node.store_index)
+        if node.store_offset is not None:  # a scatter's computed position (int64 indices)
+            at = b.add(at, self.value(node.store_offset))
+        b.store(value, b.gep(self.pointers[node.name], [at]))
 
     # -- kernels -------------------------------------------------------------------------------
     def emit(self) -> ir.Function:

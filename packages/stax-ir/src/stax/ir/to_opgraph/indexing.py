@@ -15,7 +15,7 @@ from .native_forms import gatherable
 from .registry import NotNative, rule
 
 
-@rule("stax.functional.setitem", emits=("where", "setitem"))
+@rule("stax.functional.setitem", emits=("where", "setitem", "scatter"))
 def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Node:
     """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
@@ -33,6 +33,11 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                            (value.dtype if is_scalar else value.tensor.dtype)).kind
     if kind in "iub" and source_kind == "f":
         raise NotNative  # float -> integer assignment: NumPy's cast of NaN and large values
+    indices = _index_arrays(key, meta)
+    if indices is not None:  # x[i, j] = value: a scatter
+        return ctx.emit("scatter", (x, *indices) if is_scalar else (x, *indices, value),
+                        {"count": len(indices), "accumulate": False,
+                         "scalar": scalar(value) if is_scalar else None})
     if isinstance(key, Node):  # x[mask] = scalar
         if not is_scalar or key.tensor is None or key.tensor.dtype != "bool" or \
                 tuple(key.tensor.shape) != tuple(meta.shape):
@@ -42,6 +47,40 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     operands = (x,) if is_scalar else (x, value)
     return ctx.emit("setitem", operands, {"key": entries,
                                           "scalar": scalar(value) if is_scalar else None})
+
+
+def _index_arrays(key: Any, meta: Any) -> tuple[Node, ...] | None:
+    """The integer index arrays of a key that is only those, one per leading axis of x
+    (``x[i]``, ``x[i, j]``, trailing ``:`` allowed), else None."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    while items and isinstance(items[-1], slice) and items[-1] == slice(None):
+        items.pop()
+    if not items or len(items) > len(meta.shape) or not all(
+            isinstance(k, Node) and k.tensor is not None and
+            np.dtype(k.tensor.dtype).kind in "iu" for k in items):
+        return None
+    return tuple(items)
+
+
+@rule("stax.functional.add_at", emits=("scatter",))
+def _add_at(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> Node:
+    """``np.add.at(x, indices, values)`` (captured as a pure function): a scatter that sums,
+    for integer index arrays of x's leading axes and integer or float x."""
+    if len(args) != 3 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None:
+        raise NotNative
+    x, key, value = args
+    if np.dtype(x.tensor.dtype).kind not in "iuf":
+        raise NotNative
+    indices = _index_arrays(key, x.tensor)
+    is_scalar = isinstance(value, SCALAR_TYPES)
+    if indices is None or not (is_scalar or isinstance(value, Node)):
+        raise NotNative
+    if is_scalar and isinstance(value, (complex, np.complexfloating)):
+        raise NotNative
+    return ctx.emit("scatter", (x, *indices) if is_scalar else (x, *indices, value),
+                    {"count": len(indices), "accumulate": True,
+                     "scalar": scalar(value) if is_scalar else None})
 
 
 def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
