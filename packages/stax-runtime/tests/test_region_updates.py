@@ -71,20 +71,22 @@ def test_row_chain_is_one_update_per_row(tmp_path, monkeypatch):
     program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)
     updates = [cb for cb in program.buffers if getattr(cb, "updates", None)]
     # the first assignment is a select (fused into the buffer it lands in); the other rows
-    # are small beside the array: each updates that buffer over its 128 elements only
-    assert len(updates) == 39
-    assert all(cb.ranges == (128,) for cb in updates)
-    chain = [cb.updates for cb in updates]
-    assert chain[1:] == [cb.name for cb in updates[:-1]]
+    # are small beside the array: each updates that buffer over its 128 elements only, and the
+    # 39 updates are one loop again (rerolled), row after row
+    (rolled,) = updates
+    assert rolled.ranges == (39, 128) and rolled.ordered
+    assert str(rolled.store_index) == "128*x0 + x1 + 128"
 
 
 def test_update_reading_another_column_needs_no_copy(tmp_path, monkeypatch):
     x = np.linspace(-2.0, 2.0, 37)
     program = _loop_program(tmp_path, monkeypatch, vandermonde, x, 6)
     updates = [cb for cb in program.buffers if getattr(cb, "updates", None)]
-    assert len(updates) == 6  # columns 1..6; column 0 is a select in the buffer they update
-    # column k - 1 and column k are disjoint blocks: each update reads its own buffer directly
-    assert all(any(ld.buffer == cb.updates for ld in _loads(cb)) for cb in updates)
+    # columns 1..6, one loop (rerolled); column 0 is a select in the buffer they update.
+    # Column k - 1 and column k are disjoint blocks: each iteration reads its buffer directly
+    (rolled,) = updates
+    assert rolled.ranges == (6, 37) and rolled.ordered
+    assert any(ld.buffer == rolled.updates for ld in _loads(rolled))
 
 
 def test_overlapping_reads_are_staged(tmp_path, monkeypatch):
@@ -221,3 +223,76 @@ def test_random_assignment_chains_match_numpy(shape):
             return a
 
         _compiled(program, rng.standard_normal(shape))
+
+
+# -- rerolling: a run of updates an unrolled loop made is one ordered loop again ----------------
+
+def running_max(x):
+    out = np.empty_like(x)
+    out[0] = x[0]
+    for i in range(1, x.shape[0]):
+        out[i] = max(out[i - 1], x[i])  # reads what the iteration before stored
+    return out
+
+
+def cumulative_rows(m):
+    out = np.zeros_like(m)
+    out[0] = m[0]
+    for i in range(1, m.shape[0]):
+        out[i] = out[i - 1] + m[i]
+    return out
+
+
+def overwrite_same_row(x):
+    out = np.zeros((4, x.shape[0]))
+    for k in range(6):
+        out[1, :] = x * k  # the same region each time: the last write stays
+    return out
+
+
+@pytest.mark.parametrize("fn,args", [
+    (affine_rows, lambda r: (r.random((60, 50)), r.random(50), r.random(50))),
+    (vandermonde, lambda r: (r.uniform(-2, 2, 500), 9)),
+    (block_diagonal, lambda r: (r.random((6, 20, 20)),)),
+    (running_max, lambda r: (r.integers(-50, 50, 64).astype(np.int32),)),
+    (running_max, lambda r: (np.where(r.random(40) < 0.2, np.nan, r.standard_normal(40)),)),
+    (cumulative_rows, lambda r: (r.random((40, 30)).astype(np.float32),)),
+    (overwrite_same_row, lambda r: (r.random(9),)),
+])
+def test_unrolled_loops_are_rerolled_into_one_ordered_kernel(fn, args):
+    compiled = _compiled(fn, *args(np.random.default_rng(8)))
+    steps = compiled.versions()[0].artifact.steps
+    assert len(steps) <= 2, steps  # the buffer's first value, then every iteration in one loop
+    _compiled(fn, *args(np.random.default_rng(9)))  # the compiled version on other data
+
+
+def test_a_rerolled_update_is_ordered_in_the_loop_ir(tmp_path, monkeypatch):
+    rng = np.random.default_rng(10)
+    x = rng.integers(-9, 9, 20).astype(np.int64)
+    program = _loop_program(tmp_path, monkeypatch, running_max, x)
+    (rolled,) = [cb for cb in program.buffers if getattr(cb, "ordered", False)]
+    assert rolled.ranges[0] >= 3 and "in order" in str(program)
+    again = LoopProgram.from_json(json.loads(json.dumps(program.to_json())))
+    assert again.to_json() == program.to_json()
+    (got,) = interpret(again, [x]).outputs
+    np.testing.assert_array_equal(got, running_max(x))
+
+
+def test_rerolled_loops_backwards_and_reading_ahead_match_numpy():
+    def backwards(x):
+        out = x * 1.0
+        for i in range(x.shape[0] - 2, -1, -1):  # reads the row after, stored one step earlier
+            out[i, :] = out[i + 1, ::-1] * 0.5 + x[i]
+        return out
+
+    def ahead(x):
+        out = x * 1.0
+        for i in range(x.shape[0] - 1):  # reads the old row after (not yet overwritten)
+            out[i, 1:] = out[i + 1, :-1] - out[i, 1:]
+        return out
+
+    rng = np.random.default_rng(11)
+    for fn in (backwards, ahead):
+        compiled = _compiled(fn, rng.standard_normal((12, 7)))
+        assert len(compiled.versions()[0].artifact.steps) <= 2
+        _compiled(fn, rng.standard_normal((12, 7)))

@@ -130,8 +130,8 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     outer = first.ranges[0] if first.ranges else 1
     computes = tuple(n.name for n in group.nodes)
     read, written = traffic(group, args, nbytes, discard)
-    # a scatter runs in order on one thread: a repeated position takes the last value
-    in_order = any(n.store_offset is not None for n in group.nodes)
+    # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``)
+    in_order = any(n.ordered or n.store_offset is not None for n in group.nodes)
     parallel = outer > 1 and work * _cost_per_element(group, target) >= options.parallel_threshold \
         and not in_order
     bits = max(index_width(n) for n in group.nodes)

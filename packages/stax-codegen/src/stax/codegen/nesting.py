@@ -168,8 +168,8 @@ def legal_kinds(nodes: Sequence[ComputedBuffer]) -> tuple[str, ...]:
     """Every nest kind that computes ``nodes`` (a scheduled group) correctly, the plain or row
     nest first: what a plan may choose among."""
     first = nodes[0]
-    if first.store_offset is not None:
-        return ("plain",)  # a scatter: its loops in order
+    if first.ordered or first.store_offset is not None:
+        return ("plain",)  # its loops in order
     if isinstance(first.data, Scan):
         return ("scan", "columns") if first.ranges else ("scan",)
     if len(phases(nodes)) > 1:
@@ -189,7 +189,7 @@ def legal_kinds(nodes: Sequence[ComputedBuffer]) -> tuple[str, ...]:
 def choose_nest(nodes: Sequence[ComputedBuffer]) -> Nest:
     """The loop nest for one scheduled group (its nodes in order)."""
     first = nodes[0]
-    if first.store_offset is not None:  # a scatter: its loops in order
+    if first.ordered or first.store_offset is not None:  # its loops in order
         return _build(nodes, "plain", share=False)
     if isinstance(first.data, Scan):
         return _build(nodes, "columns" if columnwise_scan(first) else "scan", share=False)

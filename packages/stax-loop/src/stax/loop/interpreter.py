@@ -209,6 +209,9 @@ def interpret(program: LoopProgram, arrays: list[np.ndarray]) -> LoopRun:
                            dtype=np.dtype(cb.dtype).type(0).real.dtype if parts == 2 else cb.dtype)
         if cb.store_offset is not None:
             _scatter(cb, out, memory)
+        elif cb.ordered:  # one iteration of the outermost loop after another
+            for at in range(cb.ranges[0]):
+                _store(cb, out, memory, at)
         else:
             _store(cb, out, memory)
         memory[cb.name] = (out, 0)
@@ -237,9 +240,12 @@ def _scatter(cb: Any, out: np.ndarray, memory: Memory) -> None:
         out[at] = value
 
 
-def _store(cb: Any, out: np.ndarray, memory: Memory) -> None:
-    """Every element of ``cb`` computed over its whole grid at once, stored into ``out``."""
+def _store(cb: Any, out: np.ndarray, memory: Memory, at: int | None = None) -> None:
+    """Every element of ``cb`` computed over its whole grid at once (or, ``at``, over the grid
+    with the outermost loop variable at that value), stored into ``out``."""
     grid = _grid(cb.ranges, cb.reduction_ranges)
+    if at is not None:
+        grid[xvar(0)] = np.full((1,) * grid[xvar(0)].ndim, at, dtype=np.int64)
     value = np.asarray(evaluate(cb.data.body, grid, memory))
     full = np.broadcast_to(value, tuple(np.broadcast_shapes(*(g.shape for g in grid.values())))
                            if grid else ())

@@ -95,6 +95,9 @@ class ComputedBuffer:
     #: ``store_index`` (with ``updates``: ``x[i] = v``, ``np.add.at``). The loops then run in
     #: order, one thread: a repeated position takes the last value, as NumPy's
     store_offset: Expr | None = None
+    #: the outermost loop runs in order, on one thread: an iteration reads what an earlier one
+    #: stored, or overwrites it (a scatter; a rerolled run of updates, ``reroll.py``)
+    ordered: bool = False
 
     @property
     def ranges(self) -> tuple[int, ...]:
@@ -296,6 +299,8 @@ class LoopProgram:
                 kind = f"Pointwise(ranges={list(data.ranges)})"
             if cb.updates is not None:
                 kind = f"{cb.updates} updated in place, {kind}"
+            if cb.ordered:
+                kind = f"{kind}, in order"
             lines.append(f"{cb.name}: {cb.dtype}{list(cb.shape)} strides={cb.strides} = {kind}")
             lines += format_expr(data.body)
             if cb.store_offset is not None:
@@ -392,7 +397,8 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
             "strides": list(cb.strides), "store_index": cb.store_index.to_json(), "data": body,
             **({"updates": cb.updates} if cb.updates is not None else {}),
             **({"store_offset": expr_to_json(cb.store_offset)}
-               if cb.store_offset is not None else {})}
+               if cb.store_offset is not None else {}),
+            **({"ordered": True} if cb.ordered else {})}
 
 
 def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
@@ -412,4 +418,5 @@ def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
         data = Pointwise(tuple(d["ranges"]), body)
     return ComputedBuffer(doc["name"], tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),
                           Affine.from_json(doc["store_index"]), data, doc.get("updates"),
-                          expr_from_json(doc["store_offset"]) if "store_offset" in doc else None)
+                          expr_from_json(doc["store_offset"]) if "store_offset" in doc else None,
+                          bool(doc.get("ordered", False)))

@@ -24,6 +24,7 @@ from .index import Affine
 from .ir import InputBuffer, LoopProgram, OutputRef, xvar
 from .options import DEFAULT_OPTIONS, LoopOptions
 from .registry import LOWERINGS, OWN_DTYPE_RULES
+from .reroll import reroll_updates
 from .unused import drop_silent, keep_for_events
 
 __all__ = ["LOWERINGS", "LoopOptions", "MaterializePolicy", "Reuse", "lower_opgraph"]
@@ -81,7 +82,8 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     outputs = [_output(ctx, v) for v in program.outputs]
     names = [b.name for b in (*ctx.inputs, *ctx.buffers)]
     assert len(names) == len(set(names)), f"duplicate buffer names in {names}"
-    buffers, events_only = drop_silent(ctx.buffers, events_only, outputs, ctx.checks)
+    buffers, events_only = drop_silent(reroll_updates(ctx.buffers), events_only, outputs,
+                                       ctx.checks)
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
                        buffers, outputs, program.output_tree, dict(ctx.checks), events_only)
 

@@ -23,6 +23,12 @@ def lower_view(ctx: LoopLowering, node: Node) -> Lazy:
     source = node.args[0]
     measured = tuple(source.tensor.strides)
     lazy = ctx.values[source]
+    if lazy.memory is None and node.kwargs["offset"] == 0 and \
+            tuple(meta.shape) == tuple(source.tensor.shape) and \
+            all(n == 1 or s == t for n, s, t in zip(meta.shape, node.kwargs["strides"],
+                                                    source.tensor.strides)) and \
+            ctx.native(meta.dtype):
+        return lazy  # the value itself (``v[()]``, ``v[...]``): no memory needed
     if lazy.memory is None:  # an element-wise value: give it memory in NumPy's layout first
         lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor), source)
     buffer, base, strides = lazy.memory
