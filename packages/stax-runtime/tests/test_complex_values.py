@@ -234,3 +234,59 @@ def test_the_corpus_programs_run_with_complex_values():
 
     rng = np.random.default_rng(4)
     _check(fir, _random(64, np.complex64, rng), _random(5, np.complex64, rng), native=False)
+
+
+# -- found by probing as a user (each failed before its fix) -------------------------------------
+
+def test_numpy_complex_scalar_constants_are_not_folded_as_reals():
+    import warnings
+    x, y = np.array([1 + 1j, 2 + 0j]), np.array([1j, 3 + 0j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning from Stax itself either
+        for fn in (lambda x, y: x + y * np.complex128(1 + 5j),
+                   lambda x, y: x + y / np.complex128(1 + 5j),
+                   lambda x, y: x + (y - np.complex128(5j)),
+                   lambda x, y: (y * np.complex64(1 - 2j)).real):
+            _check(fn, x, y, native=False)
+
+
+def test_real_identities_do_not_apply_to_complex_values():
+    """NumPy computes ``z * 1.0`` as ``z * (1+0j)``: inf and NaN parts make NaNs, ``z + 0.0``
+    makes a -0.0 imaginary part +0.0; and a real ``x + 0.0`` turns -0.0 into 0.0."""
+    z = np.array([complex(1, -np.inf), complex(-0.0, -2), complex(np.inf, -1),
+                  complex(np.nan, -0.0)])
+    for fn in (lambda z: np.conj(z) * 1.0, lambda z: np.conj(z) / 1, lambda z: np.conj(z) + 0.0,
+               lambda z: np.conj(z) + (-0.0), lambda z: 0.0 + (-z.real)):
+        _check(fn, z, native=False)
+
+
+def test_products_and_magnitudes_of_numpy_scalars_are_numpy_s_scalar_math():
+    rng = np.random.default_rng(12)
+    compiled = stax.compile(lambda z, w: (z[0] * w[0], abs(z[1]), np.conj(z[0]) * w[1]))
+    for _ in range(50):
+        z, w = _random(2, np.complex128, rng), _random(2, np.complex128, rng)
+        for got, want in zip(compiled(z, w), (z[0] * w[0], abs(z[1]), np.conj(z[0]) * w[1])):
+            assert type(got) is type(want) and got == want
+
+
+@pytest.mark.parametrize("fn,z", [
+    (lambda z: z * 2.0, [complex(np.inf, 1), 1 + 1j]),          # invalid inside the FMA
+    (lambda z: z * z, [complex(1e200, 0), 1 + 1j]),             # overflow inside the FMA
+    (lambda z: 1 / z, [complex(np.nan, 1), 1 + 1j]),            # NaN divisor: invalid
+    (lambda z: np.exp(z), [complex(np.nan, 1), 1 + 1j]),        # glibc's cexp reports invalid
+    (lambda z: np.exp(z), [complex(1.0, np.nan), 1 + 1j]),
+])
+def test_floating_point_events_inside_complex_formulas(fn, z):
+    import warnings
+    z = np.array(z)
+    compiled = stax.compile(fn, strict_native=True)
+    compiled(np.array([1 + 1j, 2 + 2j]))  # compiled on quiet data
+    caught = []
+    for f in (fn, compiled):
+        with warnings.catch_warnings(record=True) as found:
+            warnings.simplefilter("always")
+            f(z)
+        caught.append(sorted({str(w.message) for w in found}))
+    assert caught[0] == caught[1] and caught[0]
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+        compiled(z)

@@ -15,7 +15,7 @@ from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, Ker
 from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.fpevents import float_events, has_events, underflow_unseen
 from .cpu.host import host_identity
-from .cpu.jit import array_data_offset
+from .cpu.jit import PRECISE_SUFFIX, array_data_offset
 from .cpu.native_pool import native_available
 from .cpu.target import cpu_target
 from .nesting import NestPlan
@@ -58,7 +58,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     module.triple = identity.triple
     # every kernel again, float arithmetic with exact checks, compiled only when a call needs them
     # (``cpu/fpevents.py``); only float tests are inexact, integer division events are not
-    precise = ir.Module(name=program.name)
+    precise = ir.Module(name=f"{program.name}{PRECISE_SUFFIX}")
     precise.triple = identity.triple
     dtypes = dict(plan.dtypes)
     dtypes[EVENTS_BUFFER] = "int32"

@@ -82,13 +82,23 @@ def as_parts(lazy: Lazy, dtype: str) -> Lazy:
 
 def from_parts(shape: tuple[int, ...], dtype: str, real: Loader, imag: Loader) -> Lazy:
     """The value of ``shape`` whose parts are ``real`` and ``imag`` (in ``dtype``, the parts'
-    float dtype): a part index that is a constant picks one, a loop variable selects."""
+    float dtype): a part index that is a constant picks one, a loop variable selects. Each
+    element's expression is made once and then shared (a product of products would otherwise
+    rebuild its operands' formulas for each part it reads, doubling at every level)."""
+    memo: dict[tuple[Affine, ...], Expr] = {}
+
     def load(index: tuple[Affine, ...]) -> Expr:
+        found = memo.get(index)
+        if found is not None:
+            return found
         *i, part = index
         if not part.terms:
-            return (real if part.const == 0 else imag)(tuple(i))
-        first = Binary("eq", Index(part, "int64"), Const(0, "int64"), "bool")
-        return Select(first, real(tuple(i)), imag(tuple(i)), dtype)
+            found = (real if part.const == 0 else imag)(tuple(i))
+        else:
+            first = Binary("eq", Index(part, "int64"), Const(0, "int64"), "bool")
+            found = Select(first, load((*i, Affine.of(0))), load((*i, Affine.of(1))), dtype)
+        memo[index] = found
+        return found
     return Lazy((*shape, 2), dtype, load, parts=True)
 
 
@@ -180,6 +190,13 @@ def _sign_parts(ctx: LoopLowering, node: Node) -> Lazy:
     return from_parts(meta.shape, dtype, a, b)
 
 
+def _eager_where(ctx: LoopLowering, shape: tuple[int, ...], flag: Loader, why: str) -> None:
+    """A check: where ``flag`` holds anywhere, the call runs as NumPy (whose loop reports an
+    event these formulas' operations do not raise: a comparison with a NaN, glibc's own)."""
+    check = ctx.reduce_values(flag, shape, tuple(range(len(shape))), False, "max", "bool")
+    ctx.checks[check.buffer] = why
+
+
 def _numpy_vector_loop(node: Node, reversed_ok: bool = False) -> bool:
     """Whether NumPy computes ``node`` in the loop the formulas here follow: its SIMD loops for
     arrays. A scalar result comes from NumPy's scalar code (scalarmath: no FMA, glibc's hypot),
@@ -228,26 +245,40 @@ def _divide(ctx: LoopLowering, node: Node) -> Lazy:
         return op_as_extern(ctx, node)
     (a, b), (c, d), dtype = _binary_parts(ctx, node)
     one, zero = Const(1.0, dtype), Const(0.0, dtype)
+    shape = tuple(node.tensor.shape)
+    # NumPy's |c| >= |d| is a signaling comparison: a NaN in the divisor reports invalid
+    _eager_where(ctx, shape, lambda i: Binary("or", float_predicate("isnan", c(i)),
+                                              float_predicate("isnan", d(i)), "bool"),
+                 "a complex divisor with a NaN part (NumPy reports invalid)")
+    memo: dict[tuple[Affine, ...], tuple[Expr, Expr]] = {}
 
     def parts(i: tuple[Affine, ...]) -> tuple[Expr, Expr]:
-        ai, bi, ci, di = a(i), b(i), c(i), d(i)
-        mag_c, mag_d = Unary("abs", ci, dtype), Unary("abs", di, dtype)
-        first = Binary("ge", mag_c, mag_d, "bool")
-        both_zero = Binary("and", Binary("eq", mag_c, zero, "bool"),
-                           Binary("eq", mag_d, zero, "bool"), "bool")
-        p = Select(both_zero, one, Select(first, ci, di, dtype), dtype)
-        q = Select(both_zero, zero, Select(first, di, ci, dtype), dtype)
-        rat = Binary("truediv", q, p, dtype)
-        scl = Binary("truediv", one, Binary("add", p, Binary("mul", q, rat, dtype), dtype), dtype)
-        u, v = Select(first, ai, bi, dtype), Select(first, bi, ai, dtype)
-        re = Binary("mul", Binary("add", u, Binary("mul", v, rat, dtype), dtype), scl, dtype)
-        im_first = Binary("sub", bi, Binary("mul", ai, rat, dtype), dtype)
-        im_other = Binary("sub", Binary("mul", bi, rat, dtype), ai, dtype)
-        im = Binary("mul", Select(first, im_first, im_other, dtype), scl, dtype)
-        by_zero_c = Binary("truediv", ai, Select(both_zero, mag_c, one, dtype), dtype)
-        by_zero_d = Binary("truediv", bi, Select(both_zero, mag_d, one, dtype), dtype)
-        return Select(both_zero, by_zero_c, re, dtype), Select(both_zero, by_zero_d, im, dtype)
-    return from_parts(node.tensor.shape, dtype, lambda i: parts(i)[0], lambda i: parts(i)[1])
+        if i in memo:  # the real and imaginary loaders share one formula
+            return memo[i]
+        memo[i] = _smith(a(i), b(i), c(i), d(i), dtype, one, zero)
+        return memo[i]
+    return from_parts(shape, dtype, lambda i: parts(i)[0], lambda i: parts(i)[1])
+
+
+def _smith(ai: Expr, bi: Expr, ci: Expr, di: Expr, dtype: str, one: Expr, zero: Expr
+           ) -> tuple[Expr, Expr]:
+    """Smith's quotient (a + bi) / (c + di), as ``_divide`` describes it."""
+    mag_c, mag_d = Unary("abs", ci, dtype), Unary("abs", di, dtype)
+    first = Binary("ge", mag_c, mag_d, "bool")
+    both_zero = Binary("and", Binary("eq", mag_c, zero, "bool"),
+                       Binary("eq", mag_d, zero, "bool"), "bool")
+    p = Select(both_zero, one, Select(first, ci, di, dtype), dtype)
+    q = Select(both_zero, zero, Select(first, di, ci, dtype), dtype)
+    rat = Binary("truediv", q, p, dtype)
+    scl = Binary("truediv", one, Binary("add", p, Binary("mul", q, rat, dtype), dtype), dtype)
+    u, v = Select(first, ai, bi, dtype), Select(first, bi, ai, dtype)
+    re = Binary("mul", Binary("add", u, Binary("mul", v, rat, dtype), dtype), scl, dtype)
+    im_first = Binary("sub", bi, Binary("mul", ai, rat, dtype), dtype)
+    im_other = Binary("sub", Binary("mul", bi, rat, dtype), ai, dtype)
+    im = Binary("mul", Select(first, im_first, im_other, dtype), scl, dtype)
+    by_zero_c = Binary("truediv", ai, Select(both_zero, mag_c, one, dtype), dtype)
+    by_zero_d = Binary("truediv", bi, Select(both_zero, mag_d, one, dtype), dtype)
+    return Select(both_zero, by_zero_c, re, dtype), Select(both_zero, by_zero_d, im, dtype)
 
 
 # -- parts, magnitude, predicates -----------------------------------------------------------------
@@ -315,11 +346,28 @@ def _exp(ctx: LoopLowering, node: Node) -> Lazy:
     if limit is not None:  # sin and cos of the imaginary part
         trig_range_check(ctx, tuple(meta.shape), dtype, y_of, limit)
 
+    def glibc_invalid(i: tuple[Affine, ...]) -> Expr:
+        """Where glibc's cexp reports invalid though no operation here makes a NaN from
+        numbers: a finite real part with a NaN imaginary one, a NaN real part with a non-zero
+        imaginary one (an infinite imaginary part makes sin's own NaN)."""
+        x, y = x_of(i), y_of(i)
+        nan_y = float_predicate("isnan", y)
+        return Binary("or", Binary("and", float_predicate("isfinite", x), nan_y, "bool"),
+                      Binary("and", float_predicate("isnan", x),
+                             Binary("ne", y, Const(0.0, dtype), "bool"), "bool"), "bool")
+    _eager_where(ctx, tuple(meta.shape), glibc_invalid,
+                 "a NaN part where glibc's cexp reports invalid")
+    memo: dict[tuple[Affine, ...], tuple[Expr, Expr]] = {}
+
     def k(v: float) -> Expr:
         return Const(v, dtype)
 
     def parts(i: tuple[Affine, ...]) -> tuple[Expr, Expr]:
-        x, y = x_of(i), y_of(i)
+        if i not in memo:  # the real and imaginary loaders share one formula
+            memo[i] = cexp(x_of(i), y_of(i))
+        return memo[i]
+
+    def cexp(x: Expr, y: Expr) -> tuple[Expr, Expr]:
         small = Binary("le", Unary("abs", y, dtype), k(tiny), "bool")
         s = Select(small, y, Unary("sin", y, dtype), dtype)
         c = Select(small, k(1.0), Unary("cos", y, dtype), dtype)

@@ -406,6 +406,11 @@ def scalar_math(fn: Any, operands: tuple[Any, ...]) -> bool:
     if fn not in _SCALAR_TARGETS:
         return False
     values = [o.value if isinstance(o, Proxy) else o for o in operands]
+    if fn in (operator.mul, operator.abs) and any(isinstance(v, np.complexfloating)
+                                                   for v in values):
+        # complex scalar math multiplies without an FMA and takes glibc's hypot, where the
+        # array loops (and kernels) do otherwise: NumPy's own operator on the scalars
+        return all(isinstance(v, (np.generic, int, float, complex)) for v in values)
     return any(isinstance(v, np.integer) for v in values) and all(
         type(v) in _PYTHON_INTEGERS or isinstance(v, (np.integer, np.bool_)) for v in values)
 

@@ -31,6 +31,7 @@ from stax.loop import (
     ComputedBuffer,
     Expr,
     Select,
+    Ternary,
     Unary,
     index_width,
     rvar,
@@ -46,7 +47,7 @@ from .registry import accumulator
 from .types import I1, I8P, I64, memory_type
 
 #: the kinds whose values the floating-point checks look at (``fpevents``)
-CHECKED_KINDS = frozenset({Unary, Binary, Cast, Select})
+CHECKED_KINDS = frozenset({Unary, Binary, Ternary, Cast, Select})
 #: the modules whose emitters the tables hold (imported for their registrations)
 EMITTER_MODULES = rules.EMITTER_MODULES
 

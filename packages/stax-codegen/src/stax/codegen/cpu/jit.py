@@ -232,15 +232,24 @@ def folded_non_finite(before: str, after: str) -> list[str]:
     return sorted({c for _, c in found(after) - found(before)})
 
 
+#: the end of a precise module's name (``generate.py``): kernels checking every operation
+PRECISE_SUFFIX = ".precise"
+
+
 def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
+    """The module optimized for the host. A precise module (every operation checked, run only
+    for calls whose fast kernels reported a possible event) is optimized without the SLP
+    vectorizer, which takes seconds on its long straight-line checks (complex arithmetic: a
+    row of 4 complex products, 0.1 s -> 12 s); its loops still vectorize."""
     llvm = host.llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.triple = host.host_identity().triple
     module.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     vectorize = speed_level >= 2
+    precise = f'{PRECISE_SUFFIX}"' in llvm_ir[:llvm_ir.find("\n")]  # its ModuleID line
     pto.loop_vectorization = vectorize
-    pto.slp_vectorization = vectorize
+    pto.slp_vectorization = vectorize and not precise
     pto.loop_interleaving = vectorize
     pto.loop_unrolling = vectorize
     builder = llvm.create_pass_builder(_target_machine(), pto)

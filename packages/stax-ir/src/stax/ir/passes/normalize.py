@@ -23,17 +23,24 @@ _NEG = ("operator.neg", "numpy.negative")
 
 
 def _is(value: Any, number: float, sign: int | None = None) -> bool:
-    if not constant_value(value) or isinstance(value, (bool, np.bool_)):
+    """Whether ``value`` is the real constant ``number`` (of that sign, for a float); never a
+    complex constant (``float()`` of one would drop its imaginary part)."""
+    if not constant_value(value) or isinstance(value, (bool, np.bool_, complex,
+                                                       np.complexfloating)):
         return False
     v = float(value)
+    if sign is not None and isinstance(value, (int, np.integer)):
+        return v == number  # an integer zero has no sign
     return v == number and (sign is None or math.copysign(1.0, v) == sign)
 
 
 def identity_operand(node: Node) -> Node | None:
     """The operand ``node`` equals by an IEEE-754 identity of table 4.1, if any.
 
-    x*1, x/1, x-(+0), x+(-0), -(-x) hold exactly; x+(+0) differs only in the sign of a zero
-    result and is accepted, as the spec argues; x*0 and reassociation never apply."""
+    x*1, x/1, x-(+0), x+(-0), -(-x) hold exactly; x+(+0) does not (-0.0 + 0.0 is +0.0, and
+    NumPy's signed zeros are the contract), nor x*0 and reassociation. For a complex x only
+    -(-x) and x-(+0) hold: NumPy makes a real operand (r, +0.0) and computes the whole complex
+    formula (``(inf+1j) * 1.0`` is ``inf+nanj``, ``-0j + 0.0`` has imaginary part +0.0)."""
     t, args = canonical_target(node), node.args
     if t is None or call_kwargs(node) or not args:
         return None
@@ -47,10 +54,17 @@ def identity_operand(node: Node) -> Node | None:
     if len(args) != 2 or not isinstance(args[0], Node):
         return None
     x, c = args
+    if _complex(x) or _complex(node):
+        return x if t in _SUB and _is(c, 0.0, +1) else None
     if (t in _MUL and _is(c, 1.0)) or (t in _DIV and _is(c, 1.0)) or \
-            (t in _SUB and _is(c, 0.0, +1)) or (t in _ADD and _is(c, 0.0)):
+            (t in _SUB and _is(c, 0.0, +1)) or (t in _ADD and _is(c, 0.0, -1)):
         return x
     return None
+
+
+def _complex(node: Node) -> bool:
+    meta = node.tensor
+    return meta is not None and meta.dtype != "object" and np.dtype(meta.dtype).kind == "c"
 
 
 def safe_to_replace(node: Node, x: Node) -> bool:
