@@ -125,3 +125,36 @@ def test_an_index_out_of_bounds_in_a_native_scatter_raises():
         compiled(np.array([1, 7, 3]), 5)
     with pytest.raises(IndexError):
         compiled(np.array([1, -6, 3]), 5)
+
+
+# -- found by probing as a user (each failed before its fix) -------------------------------------
+
+def add_at(x, i, v):
+    np.add.at(x, i, v)
+    return x
+
+
+@pytest.mark.parametrize("x,i,v", [
+    (np.array([-1, 5]), np.array([0]), np.array([0.5])),             # int x, float values
+    (np.array([-1, 5]), np.array([0]), 0.5),                           # a Python float
+    (np.array([1.0], np.float32), np.array([0]), np.array([2.0 ** -24 + 2.0 ** -50])),
+    (np.array([[-3, 4]], np.int32), np.array([0]), np.array([[0.5, -0.5]], np.float32)),
+])
+def test_add_at_adds_in_numpy_s_dtype_then_casts(x, i, v):
+    """NumPy adds x's element and the value in their common dtype, then casts the sum to x's."""
+    _same_twice(add_at, x, i, v)
+
+
+def test_a_numpy_step_that_raises_leaves_earlier_updates_as_eager_does():
+    def f(x, j):
+        x += 1
+        x[:, j] = 0.0  # a NumPy step (a slice with an index array) that raises for j = 5
+        return x
+
+    compiled = stax.compile(f)
+    compiled(np.zeros((2, 3)), np.array([1]))
+    for fn in (f, compiled):
+        x = np.zeros((2, 3))
+        with pytest.raises(IndexError):
+            fn(x, np.array([5]))
+        np.testing.assert_array_equal(x, np.ones((2, 3)))  # the += happened, as in eager NumPy

@@ -47,6 +47,13 @@ class ExternResultMismatch(StaxError):
     data, say). Nothing the caller can see has been written; the runtime runs the call eagerly."""
 
 
+class ExternRaised(ExternResultMismatch):
+    """An extern call (NumPy) raised. Nothing the caller can see has been written yet (an
+    argument's update is copied back at the end), so the runtime runs the call eagerly, where
+    NumPy raises its error again after the updates that came before it, as eager code leaves
+    them."""
+
+
 class FloatingPointEvents(ExternResultMismatch):
     """The kernels met floating-point events that NumPy's error state does not ignore, or the
     state does not ignore underflow, which kernels do not detect (``errstate.py``). Nothing the
@@ -105,11 +112,16 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int], events: int | None = No
         def fetch(ref: BufferRef) -> Any:
             return env[slot[ref.name]]
         a, k = map_buffer_refs(args, fetch), map_buffer_refs(kwargs, fetch)
-        if events is None:
-            result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
-        else:
-            with errstate.recording(env[events]):
+        try:
+            if events is None:
                 result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
+            else:
+                with errstate.recording(env[events]):
+                    result = call_method(a[0], plan.target, a[1:], k) if fn is None else \
+                        fn(*a, **k)
+        except Exception as exc:  # NumPy's error: raised again by the eager run
+            raise ExternRaised(f"extern {plan.target}() raised {type(exc).__name__}: {exc}") \
+                from exc
         if plan.sequence is not None:
             if not isinstance(result, (tuple, list)) or len(result) != plan.sequence:
                 raise ExternResultMismatch(f"extern {plan.target}() returned "

@@ -78,6 +78,11 @@ def _add_at(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
         raise NotNative
     if is_scalar and isinstance(value, (complex, np.complexfloating)):
         raise NotNative
+    # NumPy adds in the dtype of x and the values together, then casts the sum to x's dtype
+    # (int x + 0.5 is computed in float64): natively only where that dtype is x's own
+    dtype = np.dtype(x.tensor.dtype)
+    if np.result_type(dtype, value if is_scalar else value.tensor.np_dtype) != dtype:
+        raise NotNative
     return ctx.emit("scatter", (x, *indices) if is_scalar else (x, *indices, value),
                     {"count": len(indices), "accumulate": True,
                      "scalar": scalar(value) if is_scalar else None})
