@@ -296,3 +296,25 @@ def test_rerolled_loops_backwards_and_reading_ahead_match_numpy():
         compiled = _compiled(fn, rng.standard_normal((12, 7)))
         assert len(compiled.versions()[0].artifact.steps) <= 2
         _compiled(fn, rng.standard_normal((12, 7)))
+
+
+def test_loops_using_their_index_as_a_number_are_rerolled():
+    def scaled(x):
+        out = np.zeros((4, 60))
+        out[:, 0] = 1.0
+        for i in range(1, 60, 3):  # i in the value: the constant steps with the iteration
+            out[:, i] = x[:, i - 1] / (i * out[:, i - 1] + 1)
+        return out
+
+    def signed(x):
+        out = x * 1.0
+        for i in range(40):
+            out[i, :] = out[i, :] * (i - 20) - 2 * i  # negative, zero and positive constants
+        return out
+
+    rng = np.random.default_rng(13)
+    for fn, shape in ((scaled, (4, 60)), (signed, (40, 9))):
+        compiled = _compiled(fn, rng.standard_normal(shape))
+        # a few runs at most: the passes simplify x * 1 and x - 0, which splits a run there
+        assert len(compiled.versions()[0].artifact.steps) <= 6
+        _compiled(fn, rng.standard_normal(shape))

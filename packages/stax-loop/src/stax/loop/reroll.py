@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from .expr import Const, Expr, GuardedLoad, Index, Load, postorder, rewrite
+from .expr import Cast, Const, Expr, GuardedLoad, Index, Load, postorder, rewrite
 from .index import Affine
 from .ir import ComputedBuffer, ExternCall, Pointwise, xvar
 
@@ -86,6 +86,10 @@ def _signature(node: ComputedBuffer) -> tuple[list[Any], list[int], list[Expr | 
                           e.index.terms, e.dtype, kids))
             numbers.append(e.index.const)
             holders.append(e)
+        elif isinstance(e, Const) and _counted(e):  # ``i * x``: the loop index as a number
+            shape.append(("count", e.dtype))
+            numbers.append(int(e.value))
+            holders.append(e)
         elif isinstance(e, Const):
             shape.append(("const", repr(e.value), e.dtype))
         else:
@@ -93,6 +97,19 @@ def _signature(node: ComputedBuffer) -> tuple[list[Any], list[int], list[Expr | 
             shape.append((type(e).__name__, getattr(e, "op", None),
                           "@" if buffer == node.updates else buffer, e.dtype, kids))
     return shape, numbers, holders
+
+
+def _counted(e: Const) -> bool:
+    """Whether a constant may step with the iteration: a whole number (no -0.0) that its dtype
+    holds exactly, so ``Cast(Index(c0 + k * step))`` gives each iteration's constant bit for
+    bit (a Python loop index multiplying or added to a value)."""
+    v = e.value
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or e.dtype == "bool":
+        return False
+    if isinstance(v, float) and (not v.is_integer() or (v == 0 and str(v).startswith("-"))):
+        return False
+    limit = 2 ** 24 if e.dtype == "float32" else 2 ** 53 if e.dtype == "float64" else 2 ** 31
+    return abs(v) < limit
 
 
 def _deltas(a: ComputedBuffer, b: ComputedBuffer) -> list[int] | None:
@@ -126,6 +143,9 @@ def _rerolled(run: list[ComputedBuffer]) -> ComputedBuffer:
                                rewrite(e.guard, replace_node))
         if type(e) is Index:
             return Index(moved(e.index, step[id(e)]), e.dtype)
+        if type(e) is Const and id(e) in step and step[id(e)] != 0:  # the constant of iteration k
+            count = Index(k * step[id(e)] + int(e.value), "int64")
+            return count if e.dtype == "int64" else Cast(count, e.dtype)
         return None
     body = rewrite(first.data.body, replace_node)
     return replace(last, store_index=moved(first.store_index, deltas[0]), updates=first.updates,
