@@ -6,6 +6,7 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
 
     python tools/make_fixtures.py                # the released version's documents
     python tools/make_fixtures.py --schema-1.2   # documents using every schema-1.2 form
+    python tools/make_fixtures.py --schema-1.4   # region updates, a scatter, complex parts
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
     python tools/make_fixtures.py --cuda         # a CUDA document: Triton kernels (kernels 1.5)
 
@@ -135,6 +136,34 @@ def schema_1_2_documents() -> None:
         print("wrote", path)
 
 
+def updates(x: np.ndarray, idx: np.ndarray, z: np.ndarray) -> tuple:
+    """Every form loop IR 1.4 added: region updates in place (``updates``), a rerolled loop
+    (``ordered``), a scatter (``store_offset``) and complex values as parts (``fma``)."""
+    out = np.zeros((12, 6), dtype=np.float32)
+    for i in range(12):
+        out[i, :] = x[i] * 2.0 + i
+    hist = np.zeros(4)
+    np.add.at(hist, idx, 1.0)
+    return out, hist, z * z + z
+
+
+def updates_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = np.arange(72, dtype=np.float32).reshape(12, 6) / 8
+    z = np.arange(5) + 1j * np.arange(5)[::-1]
+    return x, np.array([0, 3, 1, 3]), z
+
+
+def schema_1_4_documents() -> None:
+    capture = trace(updates, updates_inputs(), name="updates")
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "updates.py:" + node.source.rsplit(":", 1)[1]
+    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / \
+        "updates.loopir.schema-1.4.json"
+    write_json(path, lower_opgraph(lower_capture(capture)).to_json())
+    print("wrote", path)
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128), dtype=np.float32)
@@ -165,6 +194,8 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--schema-1.2"]:
         schema_1_2_documents()
+    elif sys.argv[1:] == ["--schema-1.4"]:
+        schema_1_4_documents()
     elif sys.argv[1:] == ["--nests"]:
         nest_documents()
     elif sys.argv[1:] == ["--cuda"]:
