@@ -17,6 +17,7 @@ capsule's error mask itself (``cpu/entry.py``).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -69,3 +70,38 @@ def recording(events: np.ndarray) -> Any:
     def record(kind: str, flag: int) -> None:
         events[0] |= flag & (DIVIDE | OVERFLOW | UNDERFLOW | INVALID)
     return np.errstate(all="call", call=record)
+
+
+# -- the same, at the cost of a context-variable set (a NumPy step costs ~1 us less) -----------
+
+_target = threading.local()  # the events buffer of this thread's current recording
+_recording_state: Any = None  # NumPy's error-state capsule "call _record for every category"
+
+
+def _record(kind: str, flag: int) -> None:
+    _target.events[0] |= flag & (DIVIDE | OVERFLOW | UNDERFLOW | INVALID)
+
+
+def start_recording(events: np.ndarray) -> Any:
+    """Record NumPy's events into ``events`` from now until ``stop_recording(token)``: what
+    ``recording`` does, without building an ``np.errstate`` per step (one capsule serves every
+    step; the buffer is the thread's own)."""
+    global _recording_state
+    if STATE is None:
+        state = recording(events)
+        state.__enter__()
+        return state
+    if _recording_state is None:
+        with np.errstate(all="call", call=_record):
+            _recording_state = STATE.get()
+    previous = getattr(_target, "events", None)
+    _target.events = events
+    return STATE.set(_recording_state), previous
+
+
+def stop_recording(token: Any) -> None:
+    if STATE is None:
+        token.__exit__(None, None, None)
+        return
+    STATE.reset(token[0])
+    _target.events = token[1]

@@ -108,17 +108,20 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int], events: int | None = No
     strides = tuple(s * dtype.itemsize for s in plan.strides)
     out, shape = slot[plan.buffer], plan.shape
 
+    bind_args, bind_kwargs = _binder(args, slot), _binder(kwargs, slot)
+
     def step(env: list[Any]) -> None:
-        def fetch(ref: BufferRef) -> Any:
-            return env[slot[ref.name]]
-        a, k = map_buffer_refs(args, fetch), map_buffer_refs(kwargs, fetch)
+        a, k = bind_args(env), bind_kwargs(env)
         try:
             if events is None:
                 result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
             else:
-                with errstate.recording(env[events]):
+                token = errstate.start_recording(env[events])
+                try:
                     result = call_method(a[0], plan.target, a[1:], k) if fn is None else \
                         fn(*a, **k)
+                finally:
+                    errstate.stop_recording(token)
         except Exception as exc:  # NumPy's error: raised again by the eager run
             raise ExternRaised(f"extern {plan.target}() raised {type(exc).__name__}: {exc}") \
                 from exc
@@ -138,6 +141,39 @@ def _extern_step(plan: ExternPlan, slot: dict[str, int], events: int | None = No
                                        f"{plan.dtype}{list(shape)} strides={strides}")
         env[out] = array
     return step
+
+
+def _binder(operands: Any, slot: dict[str, int]) -> Callable[[list[Any]], Any]:
+    """``bind(env)``: ``operands`` (an extern call's args or kwargs) with each ``BufferRef`` the
+    array in ``env``. A flat tuple or dict of operands is filled in place of a copy of it; nested
+    containers are walked (``map_buffer_refs``)."""
+    def nested(value: Any) -> bool:
+        return isinstance(value, (tuple, list, dict, slice))
+    if isinstance(operands, tuple) and not any(nested(v) for v in operands):
+        template = list(operands)
+        refs = [(i, slot[v.name]) for i, v in enumerate(operands) if isinstance(v, BufferRef)]
+        if not refs:
+            return lambda env: operands
+
+        def bind_tuple(env: list[Any]) -> tuple[Any, ...]:
+            values = template.copy()
+            for i, s in refs:
+                values[i] = env[s]
+            return tuple(values)
+        return bind_tuple
+    if isinstance(operands, dict) and not any(nested(v) for v in operands.values()):
+        fixed = {k: v for k, v in operands.items() if not isinstance(v, BufferRef)}
+        named = [(k, slot[v.name]) for k, v in operands.items() if isinstance(v, BufferRef)]
+        if not named:
+            return lambda env: fixed
+
+        def bind_dict(env: list[Any]) -> dict[str, Any]:
+            values = dict(fixed)
+            for k, s in named:
+                values[k] = env[s]
+            return values
+        return bind_dict
+    return lambda env: map_buffer_refs(operands, lambda ref: env[slot[ref.name]])
 
 
 def _allocator(plan: BufferPlan) -> Callable[[], np.ndarray]:
