@@ -12,14 +12,15 @@ the op declarations, and that every rule module here is imported.
 
 from __future__ import annotations
 
-from . import arithmetic, building, differences, indexing, reductions, repetition, standard
+from . import arithmetic, building, differences, indexing, products, reductions, repetition, standard
 from .context import LoweringContext, RuleContractError, describe
 from .driver import DATA_DEPENDENT_SHAPES, data_dependent_shape, lower_capture, lower_without_rule
 from .native_forms import NATIVE_FORM_OPS
 from .registry import RULES, CaptureRule, NotNative, capture_key, rule, rule_for, targets_emitting
 
 #: the modules that register capture rules, each imported once here
-RULE_MODULES = (standard, arithmetic, reductions, indexing, building, differences, repetition)
+RULE_MODULES = (standard, arithmetic, reductions, indexing, building, differences, repetition,
+                products)
 
 __all__ = [
     "DATA_DEPENDENT_SHAPES",
