@@ -6,96 +6,208 @@ makes each a region update of the same buffer (``updates.py``): n kernels, n com
 step by the same amount from one to the next (row ``i``'s offsets), so they are one kernel with
 one more loop, outermost, over the iteration ``i``: the loop the program wrote.
 
-A run qualifies when its updates follow one another in the program, each updating the one
-before, over the same ranges, and their expressions are the same but for affine constants
-(indices) that grow by the same step at each iteration. The rerolled buffer runs its new loop in
-order (``ComputedBuffer.ordered``): an iteration may read what an earlier one stored
-(``out[i] = max(out[i - 1], x[i])``), and a later one overwrites an earlier one's element, as
-the program's own order does.
+An iteration may also compute values of its own before its assignment, in buffers of their own
+(*satellites*): ``D[i, j] = np.sqrt(((A[:, i] - B[:, j]) ** 2).sum())`` makes a reduction, then
+the update that reads it. A satellite that only its iteration reads, and that reads nothing the
+run writes, does not depend on the order of the iterations: the satellites of all iterations are
+one buffer with one more dimension, outermost (one reduction kernel over every ``(i, j)``),
+computed before the rerolled update, which reads iteration ``k``'s value at ``k``.
+
+A run qualifies when its iterations follow one another in the program, each update updating the
+one before, with the same satellites and ranges, and their expressions are the same but for
+affine constants (indices) and whole-number constants that grow by the same step at each
+iteration. The rerolled update runs its new loop in order (``ComputedBuffer.ordered``) when an
+iteration may read what an earlier one stored (``out[i] = max(out[i - 1], x[i])``) or a later
+one overwrites an earlier one's element, as the program's own order does; otherwise (the
+dependence test: no read of the updated buffer, a store index one-to-one over the loops) it is
+a plain update, split across threads like any kernel (blocks on a diagonal, lagged columns).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .expr import Cast, Const, Expr, GuardedLoad, Index, Load, postorder, rewrite
-from .index import Affine
-from .ir import ComputedBuffer, ExternCall, Pointwise, xvar
+from .expr import Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, loads, postorder, rewrite
+from .index import Affine, linear_index
+from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, node_loads, xvar
 
-#: the fewest updates worth one loop (two kernels cost about what one loop of two costs)
+#: the fewest iterations worth one loop (two kernels cost about what one loop of two costs)
 MIN_RUN = 3
 
+Buffer = ComputedBuffer | ExternCall
 
-def reroll_updates(buffers: Sequence[ComputedBuffer | ExternCall]) -> list[ComputedBuffer |
-                                                                         ExternCall]:
-    """``buffers`` with each run of similar region updates made one ordered update."""
-    out: list[ComputedBuffer | ExternCall] = []
+
+@dataclass(frozen=True)
+class _Iteration:
+    """One iteration of an unrolled loop: the buffers it computes for itself, then its update."""
+
+    satellites: tuple[ComputedBuffer, ...]
+    update: ComputedBuffer
+
+    @property
+    def members(self) -> tuple[ComputedBuffer, ...]:
+        return (*self.satellites, self.update)
+
+
+def reroll_updates(buffers: Sequence[Buffer], kept: Iterable[str] = ()) -> list[Buffer]:
+    """``buffers`` with each run of similar iterations made one ordered update (and one buffer
+    per satellite). ``kept``: buffers read from outside the program's buffers (its outputs, its
+    checks), which are never a satellite."""
+    out = list(buffers)
+    while True:  # a nested loop: its inner loops first, then runs of those
+        rolled = _reroll_once(out, _readers(out, kept))
+        if len(rolled) == len(out):
+            return rolled
+        out = rolled
+
+
+def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]]) -> list[Buffer]:
+    out: list[Buffer] = []
     i = 0
     while i < len(buffers):
-        run = _run_from(buffers, i)
+        run, length = _run_from(buffers, i, readers)
         if len(run) >= MIN_RUN:
-            out.append(_rerolled(run))
-            i += len(run)
+            out += _rerolled(run)
+            i += length
         else:
             out.append(buffers[i])
             i += 1
     return out
 
 
+def _readers(buffers: Sequence[Buffer], kept: Iterable[str]) -> dict[str, set[str]]:
+    """Each buffer's readers by name (``""`` for a read from outside the buffers)."""
+    readers: dict[str, set[str]] = {name: {""} for name in kept}
+    for b in buffers:
+        names = b.reads if isinstance(b, ExternCall) else [r.buffer for r in node_loads(b)]
+        for name in names:
+            readers.setdefault(name, set()).add(b.name)
+    return readers
+
+
 def _updates(b: Any) -> bool:
+    """Whether ``b`` may be an iteration's update: a region update (or a rerolled run of them:
+    an inner loop), not a scatter."""
     return isinstance(b, ComputedBuffer) and b.updates is not None and \
-        b.store_offset is None and not b.ordered and isinstance(b.data, Pointwise)
+        b.store_offset is None and isinstance(b.data, Pointwise)
 
 
-def _run_from(buffers: Sequence[Any], start: int) -> list[ComputedBuffer]:
-    """The longest run of rerollable updates starting at ``start``."""
-    first = buffers[start]
-    if not _updates(first):
-        return [first]
-    run = [first]
+def _satellite(b: Any) -> bool:
+    """Whether ``b`` may be an iteration's own value: a plain kernel stored contiguously."""
+    if not isinstance(b, ComputedBuffer) or b.updates is not None or b.store_offset is not None \
+            or b.ordered or not isinstance(b.data, Pointwise | Reduction) or b.ranges != b.shape:
+        return False
+    dense = tuple(math.prod(b.shape[d + 1:]) for d in range(len(b.shape)))
+    index = linear_index([Affine.var(xvar(d)) for d in range(len(b.shape))], dense)
+    return b.strides == dense and b.store_index == index
+
+
+def _iteration_at(buffers: Sequence[Buffer], start: int) -> _Iteration | None:
+    """The iteration whose first buffer is ``buffers[start]``: satellites up to an update."""
+    satellites: list[ComputedBuffer] = []
+    for b in buffers[start:]:
+        if _updates(b):
+            return _Iteration(tuple(satellites), b)
+        if not _satellite(b):
+            return None
+        satellites.append(b)
+    return None
+
+
+def _run_from(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]]
+              ) -> tuple[list[_Iteration], int]:
+    """The longest run of rerollable iterations starting at ``start``, and how many buffers
+    it spans."""
+    first = _iteration_at(buffers, start)
+    if first is None or not _own(first, readers):
+        return [], 0
+    run, length = [first], len(first.members)
     step: list[int] | None = None
-    for b in buffers[start + 1:]:
-        if not _updates(b) or b.updates != run[-1].name or \
-                (b.shape, b.dtype, b.strides, b.ranges) != \
-                (first.shape, first.dtype, first.strides, first.ranges):
+    signature = _signature(first)
+    written = {first.update.updates, first.update.name}
+    while True:
+        it = _iteration_at(buffers, start + length)
+        if it is None or it.update.updates != run[-1].update.name or not _own(it, readers):
             break
-        deltas = _deltas(run[-1], b)
-        if deltas is None or (step is not None and deltas != step):
+        following = _signature(it)
+        if following[0] != signature[0]:
             break
-        step = deltas
-        run.append(b)
-    return run
+        deltas = [y - x for x, y in zip(signature[1], following[1])]
+        if (step is not None and deltas != step) or \
+                any(d for d, h in zip(deltas, signature[2]) if isinstance(h, _Fixed)):
+            break
+        written.add(it.update.name)
+        step, signature = deltas, following
+        run.append(it)
+        length += len(it.members)
+    if any(ld.buffer in written for it in run for s in it.satellites for ld in node_loads(s)):
+        return [], 0  # a satellite reads what the run writes: the order of iterations matters
+    return run, length
 
 
-def _signature(node: ComputedBuffer) -> tuple[list[Any], list[int], list[Expr | None]]:
-    """The shape of ``node`` (every field but affine constants, operands by position, the
-    buffer it updates named ``@``), its affine constants, and the node holding each (None: the
-    store index), over its body's DAG in operand-first order."""
-    order = list(postorder(node.data.body))
-    position = {id(e): i for i, e in enumerate(order)}
-    shape: list[Any] = [node.store_index.terms]
-    numbers: list[int] = [node.store_index.const]
-    holders: list[Expr | None] = [None]
-    for e in order:
-        kids = tuple(position[id(c)] for c in e.children())
-        if isinstance(e, Load | Index):
-            buffer = getattr(e, "buffer", None)
-            shape.append((type(e).__name__, "@" if buffer == node.updates else buffer,
-                          e.index.terms, e.dtype, kids))
-            numbers.append(e.index.const)
-            holders.append(e)
-        elif isinstance(e, Const) and _counted(e):  # ``i * x``: the loop index as a number
-            shape.append(("count", e.dtype))
-            numbers.append(int(e.value))
-            holders.append(e)
-        elif isinstance(e, Const):
-            shape.append(("const", repr(e.value), e.dtype))
-        else:
-            buffer = getattr(e, "buffer", None)
-            shape.append((type(e).__name__, getattr(e, "op", None),
-                          "@" if buffer == node.updates else buffer, e.dtype, kids))
+def _own(it: _Iteration, readers: dict[str, set[str]]) -> bool:
+    """Whether only the iteration's later members read each of its satellites, affinely."""
+    names = {m.name for m in it.members}
+    for s in it.satellites:
+        if not readers.get(s.name, set()) <= names:
+            return False
+    return not any(isinstance(r, IndirectLoad) and r.buffer in names
+                   for m in it.members for r in loads(m.data.body))
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """Holds a number that must not step: a satellite's store index or a read of a satellite
+    (the iteration's own value, wherever the iteration is)."""
+
+
+@dataclass(frozen=True)
+class _Store:
+    """Holds the update's store index constant."""
+
+
+def _signature(it: _Iteration) -> tuple[list[Any], list[int], list[Any]]:
+    """The shape of an iteration (every field but affine constants; satellites named by their
+    position, the buffer the update updates named ``@``), its affine constants, and what holds
+    each (a node of a body, or a marker), over each member's body DAG in operand-first order."""
+    position = {s.name: i for i, s in enumerate(it.satellites)}
+    shape: list[Any] = []
+    numbers: list[int] = []
+    holders: list[Any] = []
+    for m in it.members:
+        data = m.data
+        shape.append((m.shape, m.dtype, m.strides, m.ordered, type(data).__name__, data.ranges,
+                      getattr(data, "reduction_ranges", None), getattr(data, "reduction_type",
+                                                                       None),
+                      m.store_index.terms))
+        numbers.append(m.store_index.const)
+        holders.append(_Store() if m is it.update else _Fixed())
+
+        def named(buffer: str | None) -> Any:
+            if buffer is not None and buffer == m.updates:
+                return "@"
+            return ("satellite", position[buffer]) if buffer in position else buffer
+        order = list(postorder(data.body))
+        seat = {id(e): i for i, e in enumerate(order)}
+        for e in order:
+            kids = tuple(seat[id(c)] for c in e.children())
+            if isinstance(e, Load | Index):
+                buffer = getattr(e, "buffer", None)
+                shape.append((type(e).__name__, named(buffer), e.index.terms, e.dtype, kids))
+                numbers.append(e.index.const)
+                holders.append(_Fixed() if buffer in position else e)
+            elif isinstance(e, Const) and _counted(e):  # ``i * x``: the loop index as a number
+                shape.append(("count", e.dtype))
+                numbers.append(int(e.value))
+                holders.append(e)
+            elif isinstance(e, Const):
+                shape.append(("const", repr(e.value), e.dtype))
+            else:
+                shape.append((type(e).__name__, getattr(e, "op", None),
+                              named(getattr(e, "buffer", None)), e.dtype, kids))
     return shape, numbers, holders
 
 
@@ -112,41 +224,74 @@ def _counted(e: Const) -> bool:
     return abs(v) < limit
 
 
-def _deltas(a: ComputedBuffer, b: ComputedBuffer) -> list[int] | None:
-    """How ``b``'s affine constants exceed ``a``'s, when the two are otherwise the same."""
-    shape_a, numbers_a, _ = _signature(a)
-    shape_b, numbers_b, _ = _signature(b)
-    if shape_a != shape_b:
-        return None
-    return [y - x for x, y in zip(numbers_a, numbers_b)]
-
-
-def _rerolled(run: list[ComputedBuffer]) -> ComputedBuffer:
-    """One update over ``(len(run),) + ranges``: the first update's expressions with every
-    loop variable one further in, and each affine constant stepping with the new ``x0``."""
+def _rerolled(run: list[_Iteration]) -> list[ComputedBuffer]:
+    """Each satellite over ``(len(run),) + its shape`` and one update over ``(len(run),) +
+    ranges``: the first iteration's expressions with every loop variable one further in, each
+    affine constant stepping with the new ``x0``, and a satellite read at iteration ``x0``'s."""
     first, last = run[0], run[-1]
-    deltas = _deltas(run[0], run[1])
-    assert deltas is not None
-    _, _, holders = _signature(first)
-    shift = {xvar(d): Affine.var(xvar(d + 1)) for d in range(len(first.ranges))}
+    _, numbers0, holders = _signature(first)
+    deltas = [y - x for x, y in zip(numbers0, _signature(run[1])[1])]
     k = Affine.var(xvar(0))
-    step = {id(h): d for h, d in zip(holders, deltas) if h is not None}
+    step = {id(h): d for h, d in zip(holders, deltas) if isinstance(h, Expr)}
+    store_step = next(d for h, d in zip(holders, deltas) if isinstance(h, _Store))
+    size = {s.name: math.prod(s.shape) for s in first.satellites}
 
-    def moved(index: Affine, delta: int) -> Affine:
+    def moved(index: Affine, delta: int, ranks: int) -> Affine:
+        shift = {xvar(d): Affine.var(xvar(d + 1)) for d in range(ranks)}
         return index.substitute(shift) + k * delta
 
-    def replace_node(e: Expr) -> Expr | None:
-        if type(e) is Load:
-            return Load(e.buffer, moved(e.index, step[id(e)]), e.dtype)
-        if type(e) is GuardedLoad:
-            return GuardedLoad(e.buffer, moved(e.index, step[id(e)]), e.dtype,
-                               rewrite(e.guard, replace_node))
-        if type(e) is Index:
-            return Index(moved(e.index, step[id(e)]), e.dtype)
-        if type(e) is Const and id(e) in step and step[id(e)] != 0:  # the constant of iteration k
-            count = Index(k * step[id(e)] + int(e.value), "int64")
-            return count if e.dtype == "int64" else Cast(count, e.dtype)
-        return None
-    body = rewrite(first.data.body, replace_node)
-    return replace(last, store_index=moved(first.store_index, deltas[0]), updates=first.updates,
-                   ordered=True, data=Pointwise((len(run), *first.ranges), body))
+    def body_of(m: ComputedBuffer) -> Expr:
+        ranks = len(m.ranges)
+
+        def replace_node(e: Expr) -> Expr | None:
+            if type(e) in (Load, GuardedLoad) and e.buffer in size:
+                index = moved(e.index, size[e.buffer], ranks)
+            elif type(e) in (Load, GuardedLoad, Index):
+                index = moved(e.index, step[id(e)], ranks)
+            elif type(e) is Const and step.get(id(e)):  # the constant of iteration k
+                count = Index(k * step[id(e)] + int(e.value), "int64")
+                return count if e.dtype == "int64" else Cast(count, e.dtype)
+            else:
+                return None
+            if type(e) is Load:
+                return Load(e.buffer, index, e.dtype)
+            if type(e) is GuardedLoad:
+                return GuardedLoad(e.buffer, index, e.dtype, rewrite(e.guard, replace_node))
+            return Index(index, e.dtype)
+        return rewrite(m.data.body, replace_node)
+
+    out: list[ComputedBuffer] = []
+    for s in first.satellites:
+        n = len(run)
+        ranges = (n, *s.ranges)
+        data = replace(s.data, ranges=ranges, body=body_of(s))
+        store = moved(s.store_index, size[s.name], len(s.ranges))
+        out.append(replace(s, shape=ranges, strides=(size[s.name], *s.strides),
+                           store_index=store, data=data))
+    u = first.update
+    store = moved(u.store_index, store_step, len(u.ranges))
+    ranges = (len(run), *u.ranges)
+    body = body_of(u)
+    # in order unless no iteration reads what another writes: it reads nothing of the buffer
+    # it updates, and no two store to one element (a parallel loop then computes the same)
+    ordered = u.ordered or any(r.buffer == u.updates for r in loads(body)) or \
+        not _one_to_one(store, ranges)
+    out.append(replace(last.update, store_index=store, updates=u.updates, ordered=ordered,
+                       data=Pointwise(ranges, body)))
+    return out
+
+
+def _one_to_one(index: Affine, ranges: tuple[int, ...]) -> bool:
+    """Whether ``index`` gives every point of ``ranges`` its own element: with the variables'
+    coefficients sorted by magnitude, each exceeds the span of all smaller ones (a mixed-radix
+    layout: strides of a block, rows of a matrix). Sufficient, not necessary."""
+    extents = {xvar(d): n for d, n in enumerate(ranges)}
+    if any(n == 0 for n in ranges):
+        return True
+    terms = sorted((abs(c), extents[v]) for v, c in index.terms if extents.get(v, 1) > 1)
+    span = 0
+    for c, n in terms:
+        if c <= span:
+            return False
+        span += c * (n - 1)
+    return len(terms) == sum(1 for n in ranges if n > 1)

@@ -1,0 +1,114 @@
+"""Unrolled loops whose iterations compute values of their own before their assignment (issue
+13): ``D[i, j] = np.sqrt(((A[:, i] - B[:, j]) ** 2).sum())`` makes a reduction and an update per
+iteration. Rerolling (``stax.loop.reroll``) makes the reductions of a run one reduction kernel
+with one more dimension and the updates one ordered kernel reading it; nested loops reroll
+twice. It must not where the order of iterations matters: a value that reads what an earlier
+iteration wrote, or one that something outside the iteration reads."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.loop import ComputedBuffer, LoopProgram, Reduction
+
+
+def distances(a, b):
+    m, n = a.shape[1], b.shape[1]
+    d = np.zeros((m, n))
+    for i in range(m):
+        for j in range(n):
+            d[i, j] = np.sqrt(((a[:, i] - b[:, j]) ** 2).sum())
+    return d
+
+
+def rows_to_all(x):
+    n = x.shape[0]
+    d = np.empty((n, n))
+    for i in range(n):
+        d[i] = np.sqrt(((x - x[i]) ** 2).sum(axis=1))
+    return d
+
+
+def row_norms(db, q):
+    scores = np.zeros(db.shape[0])
+    for idx, row in enumerate(db):
+        scores[idx] = (row * q).sum() / (np.sqrt((row * row).sum()) * np.sqrt((q * q).sum()))
+    return scores
+
+
+def feedback(x):
+    """Each iteration's reduction reads the row the previous iteration wrote: in order only."""
+    out = np.zeros_like(x)
+    out[0] = x[0]
+    for i in range(1, x.shape[0]):
+        out[i] = x[i] + (out[i - 1] ** 2).sum() * 1e-3
+    return out
+
+
+def sums_kept(x):
+    """The iterations' sums are also returned (stacked): they are not the iterations' own."""
+    out = np.zeros(x.shape[0])
+    sums = []
+    for i in range(x.shape[0]):
+        s = x[i].sum()
+        out[i] = s * 2.0
+        sums.append(s)
+    return out, np.stack(sums)
+
+
+def _run(fn, *args, rtol=1e-13, dump=None):
+    """The artifact of ``fn`` compiled for ``args``' shapes and dtypes, checked against NumPy on
+    two random inputs, and its loop program (read back from the dump in ``dump``)."""
+    compiled = stax.compile(fn, strict_native=True)
+    for seed in (0, 1):  # the compiled version, then again on other data
+        rng = np.random.default_rng(seed)
+        inputs = [rng.standard_normal(a.shape).astype(a.dtype) for a in args]
+        got, want = compiled(*inputs), fn(*inputs)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=0)
+    artifact = compiled.versions()[0].artifact
+    if dump is None:
+        return artifact, None
+    (path,) = dump.glob(f"{fn.__name__}.v0.loopir.json")
+    return artifact, LoopProgram.from_json(json.loads(path.read_text()))
+
+
+def _reductions(program: LoopProgram) -> list[ComputedBuffer]:
+    return [b for b in program.buffers
+            if isinstance(b, ComputedBuffer) and isinstance(b.data, Reduction)]
+
+
+@pytest.fixture
+def dump(tmp_path, monkeypatch):
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_a_double_loop_of_reductions_is_a_few_kernels(dump):
+    a = np.zeros((40, 12))
+    artifact, program = _run(distances, a, a, dump=dump)
+    # 144 iterations: the first few are selects (one kernel), the rest rows of rows
+    assert len(artifact.kernels) <= 8, len(artifact.kernels)
+    assert max(np.prod(b.ranges) for b in _reductions(program)) >= 100
+
+
+def test_row_loops_and_enumerate_reroll():
+    artifact, _ = _run(rows_to_all, np.zeros((30, 5)))
+    assert len(artifact.kernels) <= 6, len(artifact.kernels)
+    artifact, _ = _run(row_norms, np.zeros((50, 16)), np.zeros(16))
+    assert len(artifact.kernels) <= 6, len(artifact.kernels)
+
+
+def test_an_iteration_reading_an_earlier_ones_result_keeps_its_order(dump):
+    _, program = _run(feedback, np.zeros((30, 6)), rtol=0, dump=dump)
+    assert len(_reductions(program)) == 29  # one reduction per iteration, in order
+
+
+def test_a_value_read_outside_its_iteration_is_not_rerolled(dump):
+    _, program = _run(sums_kept, np.zeros((30, 7)), dump=dump)
+    assert all(b.ranges == () for b in _reductions(program))
