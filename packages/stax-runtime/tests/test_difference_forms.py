@@ -78,3 +78,63 @@ def test_bool_diff_and_clip_without_a_bound_keep_numpys_own_call():
     g = stax.compile(lambda x: np.clip(x, None, x[0]))
     x = special((4, 3), np.float64)
     np.testing.assert_array_equal(g(x), np.clip(x, None, x[0]))
+
+
+def test_lists_of_traced_elements_are_stacked_natively():
+    """``np.concatenate(([q[-1]], q))``: a list of elements the function read is their stack (it
+    was a NumPy step), in the elements' dtype; mixed dtypes keep NumPy's promotion."""
+    def upwind(q0, cfl, steps):
+        q = q0.copy()
+        for _ in range(steps):
+            q = q - cfl * np.diff(np.concatenate(([q[-1]], q)))
+        return q
+
+    def ends(x):
+        return np.concatenate(((x[0], x[-1]), x, [x[1]]))
+
+    def mixed(x, y):
+        return np.concatenate(([x[0]], y))
+
+    q = np.random.default_rng(0).standard_normal(100)
+    f = stax.compile(upwind, strict_native=True)
+    np.testing.assert_array_equal(f(q, 0.4, 5), upwind(q, 0.4, 5))
+    assert all(s.startswith("kernel") for s in f.versions()[0].artifact.steps)
+    g = stax.compile(ends, strict_native=True)
+    for dtype in (np.float32, np.int16):
+        x = q.astype(dtype)
+        got, want = g(x), ends(x)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+    h = stax.compile(mixed, strict_native=True)
+    for a, b in ((q.astype(np.float32), q), (q.astype(np.int8), q.astype(np.float32))):
+        got, want = h(a, b), mixed(a, b)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
+def test_meshgrid_is_broadcast_reads_copied():
+    def radius(x, y):
+        X, Y = np.meshgrid(x, y)
+        return np.sqrt(X ** 2 + Y ** 2)
+
+    def grid3(x, y, z):
+        A, B, C = np.meshgrid(x, y, z, indexing="ij")
+        return A * B - C, B
+
+    def grids(x, y):
+        return np.meshgrid(x, y)
+
+    x, y = np.linspace(-1, 1, 7), np.arange(5.0)[::-1]
+    z = np.arange(3, dtype=np.float32)
+    for fn, args in ((radius, (x, y)), (grid3, (x, y, z)), (grids, (x[::2], y))):
+        compiled = stax.compile(fn, strict_native=True)
+        got, want = compiled(*args), fn(*args)
+        assert type(got) is type(want)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+            assert g.dtype == w.dtype and g.strides == w.strides
+        assert all(s.startswith("kernel") for s in compiled.versions()[0].artifact.steps)
+    sparse = stax.compile(lambda a, b: np.meshgrid(a, b, sparse=True))
+    for g, w in zip(sparse(x, y), np.meshgrid(x, y, sparse=True)):
+        np.testing.assert_array_equal(g, w)

@@ -26,10 +26,25 @@ def _arrays(value: Any, ctx: LoweringContext | None = None) -> tuple[Node, ...]:
     if not isinstance(value, (list, tuple)) or not value:
         raise NotNative
     if ctx is not None:
-        value = [v if isinstance(v, Node) else _constant(ctx, v) for v in value]
+        value = [v if isinstance(v, Node) else _elements(ctx, v) or _constant(ctx, v)
+                 for v in value]
     if not all(isinstance(v, Node) and v.tensor is not None for v in value):
         raise NotNative
     return tuple(value)
+
+
+def _elements(ctx: LoweringContext, value: Any) -> Node | None:
+    """A list of traced scalars of one dtype (``[q[-1]]``, ``(x[0], x[-1])``): their stack, the
+    array NumPy makes of them; None for anything else."""
+    if not isinstance(value, (list, tuple)) or not value or not all(
+            isinstance(v, Node) and v.tensor is not None and v.tensor.ndim == 0 for v in value):
+        return None
+    dtypes = {v.tensor.dtype for v in value}
+    if len(dtypes) != 1:
+        return None
+    shape = (len(value),)
+    meta = TensorMeta(shape, dtypes.pop(), (1,))
+    return ctx.emit("stack", tuple(value), {"axis": 0}, meta=meta)
 
 
 def _constant(ctx: LoweringContext, value: Any) -> Node:

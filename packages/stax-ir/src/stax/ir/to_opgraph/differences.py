@@ -1,7 +1,8 @@
 """Capture rules for calls that are element-wise work over shifted or broadcast views of their
-operands: ``np.diff`` (``x[1:] - x[:-1]`` along an axis, n times) and ``np.outer``
-(``a[:, None] * b[None, :]``). Each emits ``view`` ops, affine reads of the operand's memory
-that fuse into the arithmetic, instead of running NumPy's call between kernels."""
+operands: ``np.diff`` (``x[1:] - x[:-1]`` along an axis, n times), ``np.outer``
+(``a[:, None] * b[None, :]``) and ``np.meshgrid`` (each vector broadcast along the others).
+Each emits ``view`` ops, affine reads of the operand's memory that fuse into the arithmetic,
+instead of running NumPy's call between kernels."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from ..graph import Node
 from ..meta import TensorMeta
-from .arguments import bind, int_arg
+from .arguments import bind, int_arg, result_metas
 from .context import LoweringContext
 from .registry import NotNative, rule
 
@@ -60,3 +61,33 @@ def _outer(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     rows = _view(ctx, a, 0, (a.tensor.strides[0], 0), shape)
     columns = _view(ctx, b, 0, (0, b.tensor.strides[0]), shape)
     return ctx.emit("mul", (rows, columns), {})
+
+
+@rule("numpy.meshgrid", emits=("view", "cast"))
+def _meshgrid(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> tuple[Node, ...]:
+    """``np.meshgrid(x, y, ...)`` of vectors, copied (NumPy's default): result k is vector k
+    read along its own axis of the grid (``indexing="xy"`` swaps the first two) and copied in
+    its dtype. ``sparse=True`` and ``copy=False`` return views: NumPy's call."""
+    if set(kwargs) - {"indexing", "sparse", "copy"} or kwargs.get("sparse", False) or \
+            not kwargs.get("copy", True) or kwargs.get("indexing", "xy") not in ("xy", "ij"):
+        raise NotNative
+    if not args or not all(isinstance(v, Node) and v.tensor is not None and v.tensor.ndim == 1
+                           for v in args):
+        raise NotNative
+    metas = result_metas(node)
+    sizes = [v.tensor.shape[0] for v in args]
+    axes = list(range(len(args)))
+    if kwargs.get("indexing", "xy") == "xy" and len(args) > 1:
+        axes[0], axes[1] = 1, 0
+    shape = [0] * len(args)
+    for v, axis in zip(sizes, axes):
+        shape[axis] = v
+    results = []
+    for v, axis, meta in zip(args, axes, metas):
+        if tuple(meta.shape) != tuple(shape):
+            raise NotNative
+        strides = tuple(v.tensor.strides[0] if d == axis else 0 for d in range(len(shape)))
+        grid = _view(ctx, v, 0, strides, tuple(shape))
+        results.append(ctx.emit("cast", (grid,), {"dtype": meta.dtype}, meta=meta))
+    return tuple(results)
