@@ -37,24 +37,33 @@ def _array(value: Any) -> Node:
     return value
 
 
-@rule("numpy.tile", emits=("arange", "mod", "take"))
+@rule("numpy.tile", emits=("arange", "mod", "take", "view", "cast"))
 def _tile(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """``np.tile(x, reps)`` with no more repetitions than x has axes (more would add axes)."""
+    """``np.tile(x, reps)``: more repetitions than x has axes add leading axes, read as a
+    broadcast (stride 0) view of x; each repeated axis of x is a gather."""
     params = bind(lambda A, reps: None, args, kwargs)
     x = _array(params["A"])
     reps = params["reps"]
     reps = (int_arg(reps),) if not isinstance(reps, (tuple, list)) else tuple(map(int_arg, reps))
     ndim = x.tensor.ndim
-    if len(reps) > ndim or any(r < 1 for r in reps):
-        raise NotNative
+    if any(r < 1 for r in reps) or not all(x.tensor.shape):
+        raise NotNative  # an empty array: NumPy's call
+    lead = max(len(reps) - ndim, 0)
     reps = (1,) * (ndim - len(reps)) + reps
-    repeated = [d for d, r in enumerate(reps) if r > 1]
-    if not repeated or not all(x.tensor.shape):
-        raise NotNative  # a copy or an empty array: NumPy's call
+    repeated = [d for d, r in enumerate(reps) if r > 1 and d >= lead]
+    if not repeated and not any(r > 1 for r in reps[:lead]):
+        raise NotNative  # a copy: NumPy's call
     value = x
+    if lead:
+        shape = reps[:lead] + tuple(x.tensor.shape)
+        strides = (0,) * lead + tuple(x.tensor.strides)
+        value = ctx.emit("view", (x,), {"offset": 0, "strides": strides, "shape": shape},
+                         meta=TensorMeta(shape, x.tensor.dtype, strides))
     for d in repeated:
-        n = x.tensor.shape[d]
+        n = value.tensor.shape[d]
         value = _gather(ctx, value, d, n * reps[d], "mod", n, d == repeated[-1], node)
+    if not repeated:  # leading axes only: the broadcast view copied
+        value = ctx.emit("cast", (value,), {"dtype": node.tensor.dtype}, meta=node.tensor)
     return value
 
 
