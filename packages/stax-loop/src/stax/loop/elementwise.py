@@ -11,7 +11,7 @@ import numpy as np
 from stax.ir import Node, TensorMeta, elementwise_ops
 
 from .context import Lazy, Loader, LoopLowering, trig_range_check
-from .expr import Binary, Const, Expr, Select, Unary
+from .expr import Binary, Cast, Const, Expr, Select, Unary
 from .externs import extern_call, op_as_extern
 from .index import Affine
 from .operators import OPERATORS, get_operator
@@ -139,13 +139,43 @@ def lower_where(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, lambda i: Select(cond(i), a(i), b(i), meta.dtype))
 
 
+#: float -> integer casts computed natively: C's truncation, where the value fits
+NATIVE_FLOAT_TO_INT = frozenset({"int32", "int64"})
+
+
 @lowers("cast")
 def lower_cast(ctx: LoopLowering, node: Node) -> Lazy:
-    """Casts from floats to integers run as NumPy: NaN and out-of-range values have no LLVM
-    meaning (poison), and NumPy's answer is what the contract is."""
+    """Casts; from floats to int32/int64 natively where the value fits (truncation, C's and
+    NumPy's), with a check flagging NaN or a value outside the type's range: NumPy's answer
+    there (the minimum integer, and its "invalid value encountered in cast") comes from its
+    own call. Other float-to-integer casts run as NumPy (narrow and unsigned types: NumPy's
+    answer out of range is its C compiler's)."""
     meta = node.tensor
     src = node.args[0].tensor.dtype if isinstance(node.args[0], Node) else meta.dtype
     if np.dtype(src).kind == "f" and np.dtype(meta.dtype).kind in "iu":
-        return extern_call(ctx, node, "astype", True, (node.args[0], meta.dtype), {})
+        if meta.dtype not in NATIVE_FLOAT_TO_INT or not ctx.native(src):
+            return extern_call(ctx, node, "astype", True, (node.args[0], meta.dtype), {})
+        return _float_to_int(ctx, meta.shape, src, meta.dtype,
+                             ctx.operand(node.args[0], meta.shape, src))
     x = ctx.operand(node.args[0], meta.shape, meta.dtype)
     return Lazy(meta.shape, meta.dtype, x)
+
+
+def _float_to_int(ctx: LoopLowering, shape: tuple[int, ...], src: str, dtype: str,
+                  x: Loader) -> Lazy:
+    bits = np.dtype(dtype).itemsize * 8
+    low, high = Const(-float(2 ** (bits - 1)), src), Const(float(2 ** (bits - 1)), src)
+
+    def fits(i: tuple[Affine, ...]) -> Expr:  # false for NaN
+        v = x(i)
+        return Binary("and", Binary("ge", v, low, "bool"), Binary("lt", v, high, "bool"), "bool")
+
+    def outside(i: tuple[Affine, ...]) -> Expr:
+        v = x(i)
+        return Binary("or", Binary("or", Binary("lt", v, low, "bool"), Binary("ge", v, high, "bool"),
+                                   "bool"), Binary("ne", v, v, "bool"), "bool")
+    check = ctx.reduce_values(outside, shape, tuple(range(len(shape))), False, "max", "bool")
+    ctx.checks[check.buffer] = f"a float cast to {dtype} is NaN or outside its range"
+    zero = Const(0.0, src)
+    # the conversion sees only values that fit (LLVM's fptosi of any other is poison)
+    return Lazy(shape, dtype, lambda i: Cast(Select(fits(i), x(i), zero, src), dtype))

@@ -26,7 +26,7 @@ import numpy as np
 from stax.ir import Node, Opcode, contiguous_strides
 
 from .context import Lazy, Loader, LoopLowering, all_of, guarded, index_compare, output_strides
-from .expr import Binary, Const, Expr, Index, IndirectLoad, Load, Select, loads
+from .expr import Binary, Const, Expr, Index, IndirectLoad, Load, Select, loads, postorder
 from .externs import op_as_extern
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, Pointwise, xvar
@@ -237,9 +237,12 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
     index = tuple(Affine.var(xvar(d)) for d in range(len(ranges)))
     at_batch, at_rest = index[:len(batch)], index[len(batch):]
     loaders = [ctx.operand(i, batch, "int64") for i in indices]
-    if any(_reads(loader(at_batch), buffer) for loader in loaders):
+    if any(_reads(loader(at_batch), buffer) for loader in loaders) or \
+            _worth_computing_first(batch, [ld(at_batch) for ld in loaders]):
+        # positions computed from x: fixed before it changes; or computed at all, over many
+        # elements: a parallel, vectorized kernel computes them, not the in-order scatter loop
         loaders = [ctx.realize(Lazy(batch, "int64", ld), contiguous_strides(batch)).loader
-                   for ld in loaders]  # positions computed from x: fixed before it changes
+                   for ld in loaders]
     _bounds_check(ctx, batch, loaders, meta.shape[:count])
     offset: Expr | None = None
     for d, loader in enumerate(loaders):
@@ -259,7 +262,8 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
     else:
         fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
         value = lambda i: fill  # noqa: E731
-    if _reads(value(index), buffer):  # the value read from x: computed before x changes
+    if _reads(value(index), buffer) or _worth_computing_first(ranges, [value(index)]):
+        # the value read from x: computed before x changes (or computed at all: see above)
         value = ctx.realize(Lazy(ranges, dtype, value), contiguous_strides(ranges)).loader
     store = linear_index(at_rest, strides[count:])
     body = value(index)
@@ -283,6 +287,14 @@ def _scatter_base(ctx: LoopLowering, node: Node, x: Node) -> Lazy:
             return owned
     lazy = ctx.values[x]
     return ctx.realize(Lazy(lazy.shape, lazy.dtype, lazy.loader), output_strides(x.tensor))
+
+
+def _worth_computing_first(shape: tuple[int, ...], values: list[Expr]) -> bool:
+    """Whether a scatter's positions or values are better computed by a kernel of their own:
+    some arithmetic (not only reads and constants) over at least ``KERNEL_ELEMENTS``."""
+    plain = (Load, Const, Index)
+    return math.prod(shape) >= KERNEL_ELEMENTS and any(
+        not isinstance(e, plain) for v in values for e in postorder(v))
 
 
 def _reads(e: Expr, buffer: str) -> bool:

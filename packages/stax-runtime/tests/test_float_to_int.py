@@ -1,0 +1,66 @@
+"""Float -> int32/int64 casts compile natively (issue 13: ``((x - lo) / w).astype(np.int64)``
+was a NumPy step): C's truncation toward zero where the value fits; NaN or a value outside the
+type's range fails a check and the call runs as NumPy, which gives its minimum integer and its
+"invalid value encountered in cast" warning, once."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def plain(x):
+    return x.astype(np.int64)
+
+
+def scaled(x):
+    return (x * 3).astype(np.int32) + 1
+
+
+def bins(x):
+    return np.clip(((x + 4) / 8 * 16).astype(np.int64), 0, 15)
+
+
+def _run(compiled, fn, x):
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        got = compiled(x)
+    with warnings.catch_warnings(record=True) as want_warnings:
+        warnings.simplefilter("always")
+        want = fn(x)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+    assert [str(w.message) for w in got_warnings] == [str(w.message) for w in want_warnings]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fn", [plain, scaled, bins])
+def test_casts_truncate_like_numpy_and_special_values_run_as_numpy(fn, dtype):
+    rng = np.random.default_rng(0)
+    compiled = stax.compile(fn, strict_native=True)
+    x = (rng.standard_normal((40, 25)) * 1e3).astype(dtype)
+    x[0, :6] = [-0.0, 0.5, -0.7, -1.5, 2.5, -2.5]
+    for layout in (x, x.T, x[::2, 3:], np.broadcast_to(x[0], (7, 25))):
+        _run(compiled, fn, layout)
+    assert all(s.startswith("kernel") for s in compiled.versions()[0].artifact.steps)
+    bits = 64 if fn is plain or fn is bins else 32
+    edges = [np.nan, np.inf, -np.inf, 2.0 ** (bits - 1), -(2.0 ** (bits - 1)), 1e30]
+    for edge in edges:
+        y = x.copy()
+        y[5, 7] = edge
+        _run(compiled, fn, y)
+
+
+def test_narrow_and_unsigned_targets_keep_numpys_cast():
+    def narrow(x):
+        return x.astype(np.int8), x.astype(np.uint32)
+
+    x = np.array([1.5, -2.5, 300.0, 70000.5])
+    compiled = stax.compile(narrow)
+    with np.errstate(all="ignore"):
+        for g, w in zip(compiled(x), narrow(x)):
+            np.testing.assert_array_equal(g, w)
