@@ -4,6 +4,17 @@ before anything is lowered; ``tests/test_completeness.py`` fails if a module is 
 
 from __future__ import annotations
 
-from . import bits, building, complex_values, elementwise, externs, reductions, updates, views
+from . import (
+    bits,
+    building,
+    complex_roots,
+    complex_values,
+    elementwise,
+    externs,
+    reductions,
+    updates,
+    views,
+)
 
-RULE_MODULES = (bits, building, complex_values, elementwise, externs, reductions, updates, views)
+RULE_MODULES = (bits, building, complex_roots, complex_values, elementwise, externs, reductions,
+                updates, views)
