@@ -72,3 +72,21 @@ def test_fused_with_other_complex_work():
     f = stax.compile(branch, strict_native=True)
     _same(f(z), branch(z))
     assert len(f.versions()[0].artifact.kernels) == 1
+
+
+def test_complex_kernels_compute_with_no_nan_constant():
+    """A NaN constant an instruction computes with makes the whole kernel a precise one (every
+    operation checked: several times slower, ``jit.nan_operands``); the complex rules make their
+    NaN results from the NaN operands instead."""
+    from stax.codegen.cpu.jit import nan_operands
+
+    def programs(z):
+        return np.abs(z), np.exp(z), np.sqrt(z), z / (z + 1)
+
+    z = np.array([1 + 2j, np.nan + 1j, np.inf - 1j, 0j])
+    for dtype in (np.complex128, np.complex64):
+        f = stax.compile(programs)
+        for g, w in zip(f(z.astype(dtype)), programs(z.astype(dtype))):
+            _same(g, w)
+        artifact = f.versions()[0].artifact
+        assert not nan_operands(artifact.llvm_ir)

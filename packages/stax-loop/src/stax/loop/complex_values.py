@@ -318,8 +318,9 @@ def _magnitude(ctx: LoopLowering, node: Node) -> Lazy:
         value = Binary("mul", big, Unary("sqrt", _fma(r, r, one), dtype), dtype)
         nan = Binary("or", float_predicate("isnan", x), float_predicate("isnan", y), "bool")
         inf = Binary("or", float_predicate("isinf", x), float_predicate("isinf", y), "bool")
-        return Select(inf, Const(float("inf"), dtype),
-                      Select(nan, Const(float("nan"), dtype), value, dtype), dtype)
+        # NaN: the NaN part itself (a NaN constant would make the kernel a precise one)
+        either = Select(float_predicate("isnan", x), x, y, dtype)
+        return Select(inf, Const(float("inf"), dtype), Select(nan, either, value, dtype), dtype)
     return Lazy(node.tensor.shape, dtype, magnitude)
 
 
@@ -384,13 +385,15 @@ def _exp(ctx: LoopLowering, node: Node) -> Lazy:
         re, im = Binary("mul", e, c2, dtype), Binary("mul", e, s2, dtype)
         finite_y = float_predicate("isfinite", y)
         zero_y = Binary("eq", y, k(0.0), "bool")
-        inf, nan, zero = k(float("inf")), k(float("nan")), k(0.0)
+        # no NaN constant (it would make the kernel a precise one): a NaN result is sin's of
+        # an infinite or NaN imaginary part, or the NaN real part itself
+        inf, zero = k(float("inf")), k(0.0)
         # x = +inf: (inf, +-0) for y = +-0, (inf, nan) for y inf or NaN, else inf * (c, s)
         plus_inf = Binary("eq", x, inf, "bool")
         re = Select(plus_inf, Select(finite_y, Select(zero_y, inf, Binary("mul", inf, c, dtype),
                                                       dtype), inf, dtype), re, dtype)
         im = Select(plus_inf, Select(zero_y, y, Select(finite_y, Binary("mul", inf, s, dtype),
-                                                        nan, dtype), dtype), im, dtype)
+                                                        s, dtype), dtype), im, dtype)
         # x = -inf: 0 * (c, s) for finite y, else (+0, +-0 with y's sign, +0 for NaN)
         minus_inf = Binary("eq", x, k(float("-inf")), "bool")
         signed = Select(float_predicate("isnan", y), zero, Binary("copysign", zero, y, dtype),
@@ -401,8 +404,8 @@ def _exp(ctx: LoopLowering, node: Node) -> Lazy:
                     dtype)
         # x NaN: (nan, +-0) for y = +-0, else (nan, nan)
         nan_x = float_predicate("isnan", x)
-        re = Select(nan_x, nan, re, dtype)
-        im = Select(nan_x, Select(zero_y, y, nan, dtype), im, dtype)
+        re = Select(nan_x, x, re, dtype)
+        im = Select(nan_x, Select(zero_y, y, x, dtype), im, dtype)
         return re, im
     return from_parts(meta.shape, dtype, lambda i: parts(i)[0], lambda i: parts(i)[1])
 
