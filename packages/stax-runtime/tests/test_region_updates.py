@@ -319,3 +319,49 @@ def test_loops_using_their_index_as_a_number_are_rerolled():
         # a few runs at most: the passes simplify x * 1 and x - 0, which splits a run there
         assert len(compiled.versions()[0].artifact.steps) <= 6
         _compiled(fn, rng.standard_normal(shape))
+
+
+def test_assignments_with_any_slice_step_are_region_updates():
+    """``out[j::40] = x * j``, ``y[1::2] = ...``, ``x[::3, 1::2] = c``, ``out[::-2] = 5``: a
+    region update at every step-th element (no select addresses it), in a copy when the old
+    value is still read; they were NumPy steps copying the whole array each."""
+    def interleave(x):
+        out = np.zeros(x.shape[0] * 40)
+        for j in range(40):
+            out[j::40] = x * j
+        return out
+
+    def odd(x):
+        y = x.copy()
+        y[1::2] = x[1::2] * 2
+        return y
+
+    def grid(x):
+        x = x * 1.0
+        x[::3, 1::2] = -1.0
+        return x
+
+    def backwards(x):
+        out = x.copy()
+        out[::-2] = 5
+        return out, x
+
+    def argument(a):
+        a[::2] = -0.0
+        return a * 2
+
+    rng = np.random.default_rng(14)
+    for fn, shape in ((interleave, (100,)), (odd, (1001,)), (grid, (9, 7)), (backwards, (11,)),
+                      (argument, (13,))):
+        compiled = _compiled(fn, rng.standard_normal(shape))
+        assert all(s.startswith("kernel") for s in compiled.versions()[0].artifact.steps)
+        x = rng.standard_normal(shape)
+        kept = x.copy()
+        _compiled(fn, x)
+        if fn is not argument:
+            np.testing.assert_array_equal(x, kept)  # the argument itself untouched
+        else:  # updated in place, as eager NumPy updates it
+            argument(kept)
+            np.testing.assert_array_equal(np.signbit(x), np.signbit(kept))
+            np.testing.assert_array_equal(x, kept)
+    assert len(_compiled(interleave, rng.standard_normal(50)).versions()[0].artifact.kernels) <= 4

@@ -44,6 +44,11 @@ def lower_setitem(ctx: LoopLowering, node: Node) -> Lazy:
         fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
         value = lambda i: fill  # noqa: E731
     base = _updatable(ctx, node)
+    if base is None and any(e[0] == "slice" and abs(e[3]) > 1 for e in key):
+        # every step-th element (x[j::40]): no select addresses it, a region update does
+        if not ctx.options.update_in_place or not ctx.native(dtype):
+            return op_as_extern(ctx, node)
+        base = _scatter_base(ctx, node, node.args[0])
     if base is not None:
         return _region_update(ctx, node, base, value, region)
     x = node.args[0]
@@ -279,8 +284,8 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 def _scatter_base(ctx: LoopLowering, node: Node, x: Node) -> Lazy:
-    """x's value in a buffer the scatter may overwrite: x's own when nothing after reads it,
-    else a copy made for this node."""
+    """x's value in a buffer the scatter (or a strided assignment) may overwrite: x's own when
+    nothing after reads it, else a copy made for this node."""
     if _read_only_on_the_way(x, node) and x.op is Opcode.CALL_FUNCTION:
         owned = ctx.owned(x)
         if owned is not None:

@@ -19,8 +19,8 @@ from .registry import NotNative, rule
 def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Node:
     """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
-    ``where``; basic keys of slices with step +-1 and integers (Ellipsis expanded) are a
-    ``setitem`` op; anything else runs as NumPy."""
+    ``where``; basic keys of slices and integers (Ellipsis expanded) are a ``setitem`` op;
+    anything else runs as NumPy."""
     if len(args) != 3 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None:
         raise NotNative
     x, key, value = args
@@ -104,9 +104,7 @@ def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
             if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
                        for v in (item.start, item.stop, item.step)):
                 raise NotNative
-            start, stop, step = item.indices(extent)
-            if step not in (1, -1):
-                raise NotNative
+            start, stop, step = item.indices(extent)  # any step: x[::2], x[j::40]
             entries.append(("slice", start, stop, step))
         elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
             if not -extent <= item < extent:
