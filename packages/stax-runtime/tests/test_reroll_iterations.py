@@ -112,3 +112,32 @@ def test_an_iteration_reading_an_earlier_ones_result_keeps_its_order(dump):
 def test_a_value_read_outside_its_iteration_is_not_rerolled(dump):
     _, program = _run(sums_kept, np.zeros((30, 7)), dump=dump)
     assert all(b.ranges == () for b in _reductions(program))
+
+
+def row_statistics(x):
+    """Two arrays filled per iteration, each from the row's own reductions."""
+    n = x.shape[0]
+    means, spreads = np.zeros(n), np.zeros(n)
+    for i in range(n):
+        means[i] = x[i].mean()
+        spreads[i] = x[i].max() - x[i].min()
+    return means, spreads
+
+
+def two_chains(x):
+    """Two arrays per iteration, one in order (it reads its previous row), one parallel."""
+    a, b = np.zeros_like(x), np.zeros_like(x)
+    a[0] = x[0]
+    for i in range(1, x.shape[0]):
+        a[i] = a[i - 1] * 0.5 + x[i]
+        b[i] = x[i] * i
+    return a, b
+
+
+def test_iterations_assigning_several_arrays_reroll(dump):
+    artifact, program = _run(row_statistics, np.zeros((40, 9)), dump=dump)
+    assert len(artifact.kernels) <= 8, len(artifact.kernels)
+    assert max(np.prod(b.ranges) for b in _reductions(program)) >= 30
+    artifact, program = _run(two_chains, np.zeros((30, 5)), rtol=0, dump=dump)
+    rolled = [b for b in program.buffers if getattr(b, "updates", None) and b.ranges[0] >= 20]
+    assert sorted(b.ordered for b in rolled) == [False, True]

@@ -82,9 +82,9 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     outputs = [_output(ctx, v) for v in program.outputs]
     names = [b.name for b in (*ctx.inputs, *ctx.buffers)]
     assert len(names) == len(set(names)), f"duplicate buffer names in {names}"
-    kept = [*(o.buffer for o in outputs if o.buffer is not None), *ctx.checks, *events_only]
-    buffers, events_only = drop_silent(reroll_updates(ctx.buffers, kept), events_only, outputs,
-                                       ctx.checks)
+    kept = [*(o.buffer for o in outputs if o.buffer is not None), *events_only]
+    buffers, events_only = drop_silent(reroll_updates(ctx.buffers, kept, ctx.checks),
+                                       events_only, outputs, ctx.checks)
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
                        buffers, outputs, program.output_tree, dict(ctx.checks), events_only)
 

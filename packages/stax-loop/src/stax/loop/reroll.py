@@ -32,7 +32,7 @@ from typing import Any
 
 from .expr import Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, loads, postorder, rewrite
 from .index import Affine, linear_index
-from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, node_loads, xvar
+from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, node_loads, rvar, xvar
 
 #: the fewest iterations worth one loop (two kernels cost about what one loop of two costs)
 MIN_RUN = 3
@@ -40,37 +40,51 @@ MIN_RUN = 3
 Buffer = ComputedBuffer | ExternCall
 
 
+#: the most assignments one iteration may make (``mean[i] = ...; std[i] = ...``)
+MAX_UPDATES = 4
+
+
 @dataclass(frozen=True)
 class _Iteration:
-    """One iteration of an unrolled loop: the buffers it computes for itself, then its update."""
+    """One iteration of an unrolled loop: the buffers it computes for itself (satellites) and
+    its updates, one per array it assigns into, in program order."""
 
-    satellites: tuple[ComputedBuffer, ...]
-    update: ComputedBuffer
+    members: tuple[ComputedBuffer, ...]
 
     @property
-    def members(self) -> tuple[ComputedBuffer, ...]:
-        return (*self.satellites, self.update)
+    def satellites(self) -> tuple[ComputedBuffer, ...]:
+        return tuple(m for m in self.members if m.updates is None)
+
+    @property
+    def updates(self) -> tuple[ComputedBuffer, ...]:
+        return tuple(m for m in self.members if m.updates is not None)
 
 
-def reroll_updates(buffers: Sequence[Buffer], kept: Iterable[str] = ()) -> list[Buffer]:
+def reroll_updates(buffers: Sequence[Buffer], kept: Iterable[str] = (),
+                   checks: dict[str, str] | None = None) -> list[Buffer]:
     """``buffers`` with each run of similar iterations made one ordered update (and one buffer
-    per satellite). ``kept``: buffers read from outside the program's buffers (its outputs, its
-    checks), which are never a satellite."""
+    per satellite). ``kept``: buffers read from outside the program's buffers (its outputs),
+    which are never a satellite. ``checks`` (the program's, updated in place): an iteration's
+    check (a 0-d bool buffer nothing else reads: ``x[i] * 4`` of integer scalars must not
+    overflow) is a satellite too, whose rerolled buffer one more reduction turns into one check."""
+    checks = {} if checks is None else checks
     out = list(buffers)
     while True:  # a nested loop: its inner loops first, then runs of those
-        rolled = _reroll_once(out, _readers(out, kept))
+        rolled = _reroll_once(out, _readers(out, kept, checks), checks)
         if len(rolled) == len(out):
             return rolled
         out = rolled
 
 
-def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]]) -> list[Buffer]:
+def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]],
+                 checks: dict[str, str]) -> list[Buffer]:
     out: list[Buffer] = []
+    names = _Names(buffers)
     i = 0
     while i < len(buffers):
         run, length = _run_from(buffers, i, readers)
         if len(run) >= MIN_RUN:
-            out += _rerolled(run)
+            out += _rerolled(run, checks, names)
             i += length
         else:
             out.append(buffers[i])
@@ -78,14 +92,34 @@ def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]]) -> lis
     return out
 
 
-def _readers(buffers: Sequence[Buffer], kept: Iterable[str]) -> dict[str, set[str]]:
-    """Each buffer's readers by name (``""`` for a read from outside the buffers)."""
+#: the reader standing for the program's checks
+CHECK = "?check"
+
+
+def _readers(buffers: Sequence[Buffer], kept: Iterable[str], checks: dict[str, str]
+             ) -> dict[str, set[str]]:
+    """Each buffer's readers by name (``""`` for a read from outside the buffers, ``CHECK``
+    for the program's checks)."""
     readers: dict[str, set[str]] = {name: {""} for name in kept}
+    for name in checks:
+        readers.setdefault(name, set()).add(CHECK)
     for b in buffers:
         names = b.reads if isinstance(b, ExternCall) else [r.buffer for r in node_loads(b)]
         for name in names:
             readers.setdefault(name, set()).add(b.name)
     return readers
+
+
+class _Names:
+    """Fresh ``bufN`` names past every name in ``buffers``."""
+
+    def __init__(self, buffers: Sequence[Buffer]) -> None:
+        numbers = [int(b.name[3:]) for b in buffers if b.name[:3] == "buf" and b.name[3:].isdigit()]
+        self.next = max(numbers, default=-1) + 1
+
+    def fresh(self) -> str:
+        self.next += 1
+        return f"buf{self.next - 1}"
 
 
 def _updates(b: Any) -> bool:
@@ -105,32 +139,50 @@ def _satellite(b: Any) -> bool:
     return b.strides == dense and b.store_index == index
 
 
-def _iteration_at(buffers: Sequence[Buffer], start: int) -> _Iteration | None:
-    """The iteration whose first buffer is ``buffers[start]``: satellites up to an update."""
-    satellites: list[ComputedBuffer] = []
+def _iteration_at(buffers: Sequence[Buffer], start: int, count: int) -> _Iteration | None:
+    """The iteration whose first buffer is ``buffers[start]`` making ``count`` updates, each of
+    another array (none updating another's result), with satellites among them."""
+    members: list[ComputedBuffer] = []
     for b in buffers[start:]:
-        if _updates(b):
-            return _Iteration(tuple(satellites), b)
-        if not _satellite(b):
+        if not (_updates(b) or _satellite(b)):
             return None
-        satellites.append(b)
+        members.append(b)
+        it = _Iteration(tuple(members))
+        if len(it.updates) == count:
+            names = {m.name for m in members}
+            bases = [u.updates for u in it.updates]
+            return it if len(set(bases)) == count and not names & set(bases) else None
     return None
+
+
+def _follows(it: _Iteration, previous: _Iteration) -> bool:
+    """Whether each update of ``it`` updates the same array's update of ``previous``."""
+    return [u.updates for u in it.updates] == [u.name for u in previous.updates]
 
 
 def _run_from(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]]
               ) -> tuple[list[_Iteration], int]:
-    """The longest run of rerollable iterations starting at ``start``, and how many buffers
-    it spans."""
-    first = _iteration_at(buffers, start)
+    """The longest run of rerollable iterations starting at ``start`` (iterations of the fewest
+    updates that make one), and how many buffers it spans."""
+    for count in range(1, MAX_UPDATES + 1):
+        run, length = _run_of(buffers, start, readers, count)
+        if len(run) >= MIN_RUN:
+            return run, length
+    return [], 0
+
+
+def _run_of(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]], count: int
+            ) -> tuple[list[_Iteration], int]:
+    first = _iteration_at(buffers, start, count)
     if first is None or not _own(first, readers):
         return [], 0
     run, length = [first], len(first.members)
     step: list[int] | None = None
     signature = _signature(first)
-    written = {first.update.updates, first.update.name}
+    written = {name for u in first.updates for name in (u.updates, u.name)}
     while True:
-        it = _iteration_at(buffers, start + length)
-        if it is None or it.update.updates != run[-1].update.name or not _own(it, readers):
+        it = _iteration_at(buffers, start + length, count)
+        if it is None or not _follows(it, run[-1]) or not _own(it, readers):
             break
         following = _signature(it)
         if following[0] != signature[0]:
@@ -139,7 +191,7 @@ def _run_from(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]
         if (step is not None and deltas != step) or \
                 any(d for d, h in zip(deltas, signature[2]) if isinstance(h, _Fixed)):
             break
-        written.add(it.update.name)
+        written.update(u.name for u in it.updates)
         step, signature = deltas, following
         run.append(it)
         length += len(it.members)
@@ -149,11 +201,16 @@ def _run_from(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]
 
 
 def _own(it: _Iteration, readers: dict[str, set[str]]) -> bool:
-    """Whether only the iteration's later members read each of its satellites, affinely."""
+    """Whether only the iteration's later members read each of its satellites, affinely, and
+    no update reads another's array (each array's iterations then run apart)."""
     names = {m.name for m in it.members}
     for s in it.satellites:
-        if not readers.get(s.name, set()) <= names:
+        found = readers.get(s.name, set())
+        if not (found <= names or (found == {CHECK} and s.dtype == "bool" and not s.shape)):
             return False
+    updated = {u.name for u in it.updates}
+    if any(r.buffer in updated - {u.name} for u in it.updates for r in node_loads(u)):
+        return False
     return not any(isinstance(r, IndirectLoad) and r.buffer in names
                    for m in it.members for r in loads(m.data.body))
 
@@ -166,25 +223,27 @@ class _Fixed:
 
 @dataclass(frozen=True)
 class _Store:
-    """Holds the update's store index constant."""
+    """Holds an update's store index constant (the update's position among the members)."""
+
+    member: int
 
 
 def _signature(it: _Iteration) -> tuple[list[Any], list[int], list[Any]]:
     """The shape of an iteration (every field but affine constants; satellites named by their
-    position, the buffer the update updates named ``@``), its affine constants, and what holds
+    position, the buffer an update updates named ``@``), its affine constants, and what holds
     each (a node of a body, or a marker), over each member's body DAG in operand-first order."""
     position = {s.name: i for i, s in enumerate(it.satellites)}
     shape: list[Any] = []
     numbers: list[int] = []
     holders: list[Any] = []
-    for m in it.members:
+    for j, m in enumerate(it.members):
         data = m.data
         shape.append((m.shape, m.dtype, m.strides, m.ordered, type(data).__name__, data.ranges,
                       getattr(data, "reduction_ranges", None), getattr(data, "reduction_type",
                                                                        None),
                       m.store_index.terms))
         numbers.append(m.store_index.const)
-        holders.append(_Store() if m is it.update else _Fixed())
+        holders.append(_Store(j) if m.updates is not None else _Fixed())
 
         def named(buffer: str | None) -> Any:
             if buffer is not None and buffer == m.updates:
@@ -224,7 +283,8 @@ def _counted(e: Const) -> bool:
     return abs(v) < limit
 
 
-def _rerolled(run: list[_Iteration]) -> list[ComputedBuffer]:
+def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names
+              ) -> list[ComputedBuffer]:
     """Each satellite over ``(len(run),) + its shape`` and one update over ``(len(run),) +
     ranges``: the first iteration's expressions with every loop variable one further in, each
     affine constant stepping with the new ``x0``, and a satellite read at iteration ``x0``'s."""
@@ -233,7 +293,7 @@ def _rerolled(run: list[_Iteration]) -> list[ComputedBuffer]:
     deltas = [y - x for x, y in zip(numbers0, _signature(run[1])[1])]
     k = Affine.var(xvar(0))
     step = {id(h): d for h, d in zip(holders, deltas) if isinstance(h, Expr)}
-    store_step = next(d for h, d in zip(holders, deltas) if isinstance(h, _Store))
+    store_step = {h.member: d for h, d in zip(holders, deltas) if isinstance(h, _Store)}
     size = {s.name: math.prod(s.shape) for s in first.satellites}
 
     def moved(index: Affine, delta: int, ranks: int) -> Affine:
@@ -261,23 +321,34 @@ def _rerolled(run: list[_Iteration]) -> list[ComputedBuffer]:
         return rewrite(m.data.body, replace_node)
 
     out: list[ComputedBuffer] = []
-    for s in first.satellites:
+    for j, s in enumerate(first.satellites):
         n = len(run)
         ranges = (n, *s.ranges)
         data = replace(s.data, ranges=ranges, body=body_of(s))
         store = moved(s.store_index, size[s.name], len(s.ranges))
         out.append(replace(s, shape=ranges, strides=(size[s.name], *s.strides),
                            store_index=store, data=data))
-    u = first.update
-    store = moved(u.store_index, store_step, len(u.ranges))
-    ranges = (len(run), *u.ranges)
-    body = body_of(u)
-    # in order unless no iteration reads what another writes: it reads nothing of the buffer
-    # it updates, and no two store to one element (a parallel loop then computes the same)
-    ordered = u.ordered or any(r.buffer == u.updates for r in loads(body)) or \
-        not _one_to_one(store, ranges)
-    out.append(replace(last.update, store_index=store, updates=u.updates, ordered=ordered,
-                       data=Pointwise(ranges, body)))
+        if s.name in checks:  # every iteration's check: one, true where any iteration's is
+            why = checks[s.name]
+            for it in run:
+                del checks[it.satellites[j].name]
+            flags = out[-1]
+            name = names.fresh()
+            out.append(ComputedBuffer(name, (), "bool", (), Affine(), Reduction(
+                (), (n,), "max", Load(flags.name, Affine.var(rvar(0)), "bool"))))
+            checks[name] = why
+    for j, u in enumerate(first.members):
+        if u.updates is None:
+            continue
+        store = moved(u.store_index, store_step[j], len(u.ranges))
+        ranges = (len(run), *u.ranges)
+        body = body_of(u)
+        # in order unless no iteration reads what another writes: it reads nothing of the
+        # buffer it updates, and no two store to one element (a parallel loop computes the same)
+        ordered = u.ordered or any(r.buffer == u.updates for r in loads(body)) or \
+            not _one_to_one(store, ranges)
+        out.append(replace(last.members[j], store_index=store, updates=u.updates,
+                           ordered=ordered, data=Pointwise(ranges, body)))
     return out
 
 
