@@ -70,13 +70,13 @@ def test_row_chain_is_one_update_per_row(tmp_path, monkeypatch):
     x, w, b = rng.random((40, 128)), rng.random(128), rng.random(128)
     program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)
     updates = [cb for cb in program.buffers if getattr(cb, "updates", None)]
-    # the first assignment is a select (fused into the buffer it lands in); the other rows
-    # are small beside the array: each updates that buffer over its 128 elements only, and the
-    # 39 updates are one loop again (rerolled); no row reads another and no two rows store to
-    # one element, so the loop is a plain update, split across threads (not in order)
+    # a chain of 40 assignments: the array is written to memory at the first (its zeros), and
+    # each row updates that buffer over its 128 elements only; the 40 updates are one loop
+    # again (rerolled); no row reads another and no two rows store to one element, so the loop
+    # is a plain update, split across threads (not in order)
     (rolled,) = updates
-    assert rolled.ranges == (39, 128) and not rolled.ordered
-    assert str(rolled.store_index) == "128*x0 + x1 + 128"
+    assert rolled.ranges == (40, 128) and not rolled.ordered
+    assert str(rolled.store_index) == "128*x0 + x1"
 
 
 def test_update_reading_another_column_needs_no_copy(tmp_path, monkeypatch):

@@ -88,6 +88,8 @@ class LoopLowering:
         self.made_by: dict[str, Node | None] = {}
         #: an assignment lowered as a select -> how many selects deep its chain is
         self.select_chain: dict[Node, int] = {}
+        #: an assignment -> how many assignments its chain makes from it on (``updates.py``)
+        self.chain_ahead: dict[Node, int] = {}
 
     def unsupported(self, what: str) -> UnsupportedError:
         node = self.node

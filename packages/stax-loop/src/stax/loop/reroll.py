@@ -50,6 +50,13 @@ class _Iteration:
     its updates, one per array it assigns into, in program order."""
 
     members: tuple[ComputedBuffer, ...]
+    #: buffers among the members' that an update updates (a run's first iteration only: the
+    #: array's first value, written to memory after the iteration's own values were computed)
+    heads: tuple[ComputedBuffer, ...] = ()
+
+    @property
+    def span(self) -> int:
+        return len(self.members) + len(self.heads)
 
     @property
     def satellites(self) -> tuple[ComputedBuffer, ...]:
@@ -139,9 +146,11 @@ def _satellite(b: Any) -> bool:
     return b.strides == dense and b.store_index == index
 
 
-def _iteration_at(buffers: Sequence[Buffer], start: int, count: int) -> _Iteration | None:
+def _iteration_at(buffers: Sequence[Buffer], start: int, count: int, first: bool = False
+                  ) -> _Iteration | None:
     """The iteration whose first buffer is ``buffers[start]`` making ``count`` updates, each of
-    another array (none updating another's result), with satellites among them."""
+    another array (none updating another's result), with satellites among them; the ``first``
+    of a run may also hold the arrays' first values (heads)."""
     members: list[ComputedBuffer] = []
     for b in buffers[start:]:
         if not (_updates(b) or _satellite(b)):
@@ -149,9 +158,14 @@ def _iteration_at(buffers: Sequence[Buffer], start: int, count: int) -> _Iterati
         members.append(b)
         it = _Iteration(tuple(members))
         if len(it.updates) == count:
+            bases = {u.updates for u in it.updates}
+            heads = tuple(m for m in members if m.name in bases)
             names = {m.name for m in members}
-            bases = [u.updates for u in it.updates]
-            return it if len(set(bases)) == count and not names & set(bases) else None
+            if len(bases) != count or (heads and not first) or any(
+                    h.updates is not None or any(r.buffer in names for r in node_loads(h))
+                    for h in heads):
+                return None  # a head goes first when rerolled: it may read none of these
+            return _Iteration(tuple(m for m in members if m not in heads), heads)
     return None
 
 
@@ -173,10 +187,10 @@ def _run_from(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]
 
 def _run_of(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]], count: int
             ) -> tuple[list[_Iteration], int]:
-    first = _iteration_at(buffers, start, count)
+    first = _iteration_at(buffers, start, count, first=True)
     if first is None or not _own(first, readers):
         return [], 0
-    run, length = [first], len(first.members)
+    run, length = [first], first.span
     step: list[int] | None = None
     signature = _signature(first)
     written = {name for u in first.updates for name in (u.updates, u.name)}
@@ -194,7 +208,7 @@ def _run_of(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]],
         written.update(u.name for u in it.updates)
         step, signature = deltas, following
         run.append(it)
-        length += len(it.members)
+        length += it.span
     if any(ld.buffer in written for it in run for s in it.satellites for ld in node_loads(s)):
         return [], 0  # a satellite reads what the run writes: the order of iterations matters
     return run, length
@@ -320,7 +334,7 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names
             return Index(index, e.dtype)
         return rewrite(m.data.body, replace_node)
 
-    out: list[ComputedBuffer] = []
+    out: list[ComputedBuffer] = list(first.heads)
     for j, s in enumerate(first.satellites):
         n = len(run)
         ranges = (n, *s.ranges)

@@ -106,14 +106,40 @@ def _updatable(ctx: LoopLowering, node: Node) -> Lazy | None:
     if owned is not None:
         return owned
     lazy = ctx.values[x]
-    if x.target != "setitem" or lazy.memory is not None:
+    if lazy.memory is not None:
         return None
-    region = math.prod(len(range(*e[1:])) for e in node.kwargs["key"] if e[0] == "slice")
-    if ctx.select_chain.get(x, 0) < ctx.options.select_chain and \
-            math.prod(node.tensor.shape) < SMALL_REGION * (region + KERNEL_ELEMENTS):
-        return None  # a short chain of selects: one kernel, no buffer of its own
+    # the whole chain: a long one (a loop's assignments) is written to memory at its first
+    # assignment, so every iteration is an update (and rerolls with the others)
+    total = ctx.select_chain.get(x, 0) + _chain_ahead(ctx, node)
+    if x.target != "setitem":
+        if total <= ctx.options.select_chain:
+            return None
+    else:
+        region = math.prod(len(range(*e[1:])) for e in node.kwargs["key"] if e[0] == "slice")
+        if total <= ctx.options.select_chain and \
+                math.prod(node.tensor.shape) < SMALL_REGION * (region + KERNEL_ELEMENTS):
+            return None  # a short chain of selects: one kernel, no buffer of its own
     ctx.values[x] = ctx.realize(lazy, output_strides(x.tensor), x)
     return ctx.values[x]
+
+
+def _chain_ahead(ctx: LoopLowering, node: Node) -> int:
+    """How many assignments the chain makes from ``node`` on: each the only reader of the one
+    before (memoized along the chain)."""
+    if node in ctx.chain_ahead:
+        return ctx.chain_ahead[node]
+    chain = [node]
+    while len(chain[-1].users) == 1:
+        (user,) = chain[-1].users
+        if user.target != "setitem" or user.args[0] is not chain[-1] or user in ctx.chain_ahead:
+            break
+        chain.append(user)
+    after = ctx.chain_ahead.get(next(iter(chain[-1].users), None), 0) \
+        if len(chain[-1].users) == 1 and next(iter(chain[-1].users)).target == "setitem" and \
+        next(iter(chain[-1].users)).args[0] is chain[-1] else 0
+    for k, n in enumerate(chain):
+        ctx.chain_ahead[n] = len(chain) - k + after
+    return ctx.chain_ahead[node]
 
 
 def _region_update(ctx: LoopLowering, node: Node, base: Lazy, value: Loader,
