@@ -114,6 +114,43 @@ def test_a_value_read_outside_its_iteration_is_not_rerolled(dump):
     assert all(b.ranges == () for b in _reductions(program))
 
 
+def scaled_integers(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 4 + x[i - 1]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_integer_scalar_loops_reroll_with_their_overflow_checks(dtype, dump):
+    """``out[i] = x[i] * 4 + x[i - 1]`` on integer scalars: each iteration's overflow check is
+    its own satellite, rerolled into one check over all iterations. A call where one overflows
+    runs eagerly and warns as NumPy; the others run the kernels."""
+    import warnings
+
+    info = np.iinfo(dtype)
+    compiled = stax.compile(scaled_integers, strict_native=True)
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 20, 60).astype(dtype)
+    np.testing.assert_array_equal(compiled(x), scaled_integers(x))
+    artifact = compiled.versions()[0].artifact
+    assert all(s.startswith("kernel") for s in artifact.steps)
+    assert len(artifact.kernels) <= 8, len(artifact.kernels)
+    # two checks (the product, the sum) per iteration of the first few (selects), then two
+    assert len(artifact.checks) <= 2 * 10 + 2, len(artifact.checks)
+    big = x.copy()
+    big[40] = info.max
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        result = compiled(big)
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        expected = scaled_integers(big)
+    np.testing.assert_array_equal(result, expected)
+    assert sorted(str(w.message) for w in got) == sorted(str(w.message) for w in want) != []
+    assert compiled._fallbacks == 1
+
+
 def row_statistics(x):
     """Two arrays filled per iteration, each from the row's own reductions."""
     n = x.shape[0]

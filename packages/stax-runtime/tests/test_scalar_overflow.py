@@ -209,12 +209,16 @@ def test_ufunc_forms_and_arrays_stay_native_and_silent():
         assert not compiled.versions()[0].artifact.externs, "computed in the kernels"
 
 
-def test_scalar_operation_is_one_numpy_step():
+def test_scalar_operations_are_native_with_an_overflow_check():
+    """The wrapping op and a test of the exact result's range (``decline_if``): a call where one
+    overflows runs eagerly (every state above), others run the kernels alone."""
     compiled = stax.compile(lambda x: (x.max() + 1) * 2)
     compiled(np.arange(4, dtype=np.int16))
     artifact = compiled.versions()[0].artifact
-    assert [e.target for e in artifact.externs] == ["stax.scalar.add", "stax.scalar.mul"]
-    assert artifact.events is not None  # their events decline the call
+    assert not artifact.externs and all(s.startswith("kernel") for s in artifact.steps)
+    assert any("overflows" in why for why in artifact.checks.values())
+    assert compiled(np.arange(9, dtype=np.int16)) == np.int16(18)
+    assert compiled._fallbacks == 0
 
 
 def test_from_the_disk_cache(tmp_path, monkeypatch):

@@ -355,9 +355,20 @@ _declare("arange", P, 0,
          attrs=("start", "step", "n", "dtype"), doc="integer np.arange: start + step * i")
 _declare("eye", P, 0, lambda n, m, k, dtype: np.eye(n, m, k, dtype=dtype),
          attrs=("n", "m", "k", "dtype"), doc="np.eye")
+_declare("decline_if", P, 2, lambda x, bad, why: _decline_if_reference(x, bad, why),
+         attrs=("why",),
+         doc="x, where no element of ``bad`` is true; else the compiled call declines and NumPy "
+             "runs it (a precondition only the data shows: ``np.searchsorted``'s sorted array)")
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
              "NumPy; its operands may nest nodes inside tuples and lists", numpy_step_only=True)
+
+
+def _decline_if_reference(x: Any, bad: Any, why: str) -> Any:
+    """Raising is how a NumPy step declines the call (``ExternRaised``): NumPy then runs it."""
+    if np.any(bad):
+        raise ValueError(f"the compiled call declines: {why}")
+    return x
 
 
 def _arg_reference(fn: Any, x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
@@ -500,6 +511,9 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.ops.layer_norm": _layer_norm_reference,
     "stax.ops.mse_loss": _mse_loss_reference,
     "stax.ops.view": _view_reference,
+    "stax.ops.decline_if": _decline_if_reference,
+    # a precondition a rewrite made at capture relies on (``stax.trace.masked_reductions``)
+    "stax.functional.decline_if": _decline_if_reference,
     "stax.nn.relu": _relu,
     "stax.nn.selu": _selu,
     "stax.nn.mse_loss": _mse_loss_reference,

@@ -43,6 +43,7 @@ NUMPY_CALLS: dict[str, Callable[[Node], tuple[str, bool, tuple[Any, ...], dict[s
                       {"constant_values": n.kwargs["value"]}),
     "reshape": lambda n: ("numpy.reshape", False, (n.args[0], n.kwargs["shape"]), {}),
     "take": lambda n: ("numpy.take", False, n.args, {"axis": n.kwargs["axis"]}),
+    "decline_if": lambda n: ("stax.ops.decline_if", False, (*n.args, n.kwargs["why"]), {}),
     "take_const": lambda n: ("numpy.take", False, (n.args[0], list(n.kwargs["indices"])),
                              {"axis": n.kwargs["axis"]}),
     "roll": lambda n: ("numpy.roll", False, (n.args[0], n.kwargs["shift"]),

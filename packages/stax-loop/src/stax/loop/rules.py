@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import (
     bits,
     building,
+    checks,
     complex_roots,
     complex_values,
     elementwise,
@@ -16,5 +17,5 @@ from . import (
     views,
 )
 
-RULE_MODULES = (bits, building, complex_roots, complex_values, elementwise, externs, reductions,
-                updates, views)
+RULE_MODULES = (bits, building, checks, complex_roots, complex_values, elementwise, externs,
+                reductions, updates, views)

@@ -12,7 +12,18 @@ the op declarations, and that every rule module here is imported.
 
 from __future__ import annotations
 
-from . import arithmetic, building, differences, indexing, products, reductions, repetition, standard
+from . import (
+    arithmetic,
+    building,
+    differences,
+    indexing,
+    products,
+    reductions,
+    repetition,
+    scalars,
+    searching,
+    standard,
+)
 from .context import LoweringContext, RuleContractError, describe
 from .driver import DATA_DEPENDENT_SHAPES, data_dependent_shape, lower_capture, lower_without_rule
 from .native_forms import NATIVE_FORM_OPS
@@ -20,7 +31,7 @@ from .registry import RULES, CaptureRule, NotNative, capture_key, rule, rule_for
 
 #: the modules that register capture rules, each imported once here
 RULE_MODULES = (standard, arithmetic, reductions, indexing, building, differences, repetition,
-                products)
+                products, searching, scalars)
 
 __all__ = [
     "DATA_DEPENDENT_SHAPES",

@@ -1,5 +1,6 @@
 """Capture rules for indexing calls: an update ``x[key] = value`` (functionalized at capture as
-``stax.functional.setitem``) and ``np.take``. Reads ``x[...]`` without a rule are native forms
+``stax.functional.setitem``), ``np.take``, and capture's precondition
+``stax.functional.decline_if``. Reads ``x[...]`` without a rule are native forms
 (``native_forms``)."""
 
 from __future__ import annotations
@@ -113,6 +114,15 @@ def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
         else:
             raise NotNative
     return tuple(entries)
+
+
+@rule("stax.functional.decline_if", emits=("decline_if",))
+def _decline_if(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Node:
+    """A precondition a capture rewrite relies on (the mean of a masked selection needs a
+    selected element): the value, with the call declined where ``bad`` holds anywhere."""
+    value, bad = args
+    return ctx.emit("decline_if", (value, bad), {"why": kwargs["why"]})
 
 
 @rule("numpy.take", emits=("take",))
