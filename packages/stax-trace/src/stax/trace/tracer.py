@@ -28,7 +28,7 @@ from stax.ir import (
     tree_unflatten,
 )
 
-from . import masked, minmax
+from . import masked, masked_reductions, minmax
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view
 from .isolation import private_copy, refused, refusing_draws
@@ -495,8 +495,11 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     # arguments updated in place: their final values are extra outputs, written back by the caller
     updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
     tracer.graph.output((*outputs, *(a.proxy.node for a in updated)))
+    # selections consumed only by reductions: whole-array reductions, no count (their gates go)
+    reduced = masked_reductions.rewrite(tracer.graph, tracer.gates, tracer.shape_read)
     tracer.gates = masked.live_shape_gates(tracer.graph, tracer.gates, tracer.shape_read)
     masked.drop_superseded(tracer.graph, tracer.superseded, {g.node for g in tracer.gates})
+    masked_reductions.erase_unused(tracer.graph, reduced, {g.node for g in tracer.gates})
     replay = None
     if tracer.gates:
         by_name = {n.name: n for n in tracer.graph.nodes}
