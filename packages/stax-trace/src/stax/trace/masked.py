@@ -37,7 +37,7 @@ _OPERATORS = {f"operator.{name}": getattr(operator, name) for name in (
     "ne", "gt", "ge", "and_", "or_", "xor", "invert")}
 
 
-def _elementwise(target: str) -> Any:
+def elementwise_function(target: str) -> Any:
     """The function of an element-wise capture target, or None."""
     if target in _OPERATORS:
         return _OPERATORS[target]
@@ -65,7 +65,7 @@ def lift(tracer: Tracer, value: Proxy, mask: Proxy) -> tuple[Node, Any] | None:
                 return None
             result = base
         else:
-            fn = _elementwise(node.target) if node.op is Opcode.CALL_FUNCTION else None
+            fn = elementwise_function(node.target) if node.op is Opcode.CALL_FUNCTION else None
             if fn is None or node.kwargs or node.tensor is None:
                 return None
             args, values = [], []

@@ -35,7 +35,7 @@ import numpy as np
 from stax.ir import Node, Opcode, TensorMeta, contiguous_strides
 
 from .declines import decline_if
-from .masked import _elementwise, same_value
+from .masked import elementwise_function, same_value
 
 #: reduction targets (``method:`` for methods) -> the reduction they are
 _REDUCTIONS = {
@@ -178,7 +178,7 @@ def _work(node: Node, member: dict[Node, _Group]) -> _Group | None:
         if node.target != "astype" or len(node.args) != 2 or node.kwargs or \
                 isinstance(node.args[1], Node):
             return None
-    elif _elementwise(node.target) is None or node.kwargs:
+    elif elementwise_function(node.target) is None or node.kwargs:
         return None
     found: set[int] = set()
     group = None
