@@ -66,7 +66,10 @@ def test_the_cpu_target_is_this_host():
     assert target.identity == Identity("cpu", llvm.get_process_triple(), llvm.get_host_cpu_name(),
                                        llvm.get_host_cpu_features().flatten())
     assert target.identity.fma == ("+fma" in llvm.get_host_cpu_features().flatten().split(","))
-    assert target.cache_key == (CODEGEN_VERSION, llvmlite.__version__, *target.identity.key())
+    # the compiler: llvmlite and the LLVM options every module is optimized with
+    from stax.codegen.cpu.host import LLVM_OPTIONS
+    assert target.cache_key == (CODEGEN_VERSION, " ".join((llvmlite.__version__, *LLVM_OPTIONS)),
+                                *target.identity.key())
     assert target.basis == cpu_basis() == frozenset(LOWERINGS)  # every operator has an emitter
     assert {"float32", "float64", "int64", "bool"} <= target.loop_dtypes
     assert "float16" not in target.loop_dtypes

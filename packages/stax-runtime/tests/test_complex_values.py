@@ -290,3 +290,25 @@ def test_floating_point_events_inside_complex_formulas(fn, z):
     assert caught[0] == caught[1] and caught[0]
     with np.errstate(all="raise"), pytest.raises(FloatingPointError):
         compiled(z)
+
+
+def test_a_long_fused_complex_loop_vectorizes():
+    """A 16-tap complex64 FIR filter is one kernel with 32 interleaved reads of x: each a
+    no-wrap assumption of its 32-bit index the loop vectorizer checks at run time; past its
+    default of 16 it left the loop scalar (``host.LLVM_OPTIONS``)."""
+    from stax.codegen.cpu.jit import _optimized_module
+
+    def fir(x, h):
+        n, k = x.shape[0], h.shape[0]
+        y = np.zeros(n - k + 1, dtype=np.complex64)
+        for j in range(k):
+            y += h[j] * x[k - 1 - j:n - j]
+        return y
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(3000) + 1j * rng.standard_normal(3000)).astype(np.complex64)
+    h = x[:16] / 4
+    f = stax.compile(fir, strict_native=True)
+    np.testing.assert_allclose(f(x, h), fir(x, h), rtol=1e-5, atol=1e-5)
+    optimized = str(_optimized_module(f.versions()[0].artifact.llvm_ir, 3))
+    assert "x float>" in optimized  # vector lanes of float32

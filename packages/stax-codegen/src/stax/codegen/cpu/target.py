@@ -12,7 +12,7 @@ from stax.loop import LOWERINGS, OPERATORS
 from ..target import NumericLimits, Target
 from . import rules
 from .costs import keep_in_memory, operations
-from .host import host_identity
+from .host import LLVM_OPTIONS, host_identity
 from .registry import emits
 from .vmath64.trig import TRIG_LIMIT
 
@@ -39,4 +39,4 @@ def cpu_target() -> Target:
                   limits=NumericLimits(trig_reduction=TRIG_LIMIT,
                                        fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
                   materialize=keep_in_memory, element_cost=operations,
-                  compiler_version=llvmlite.__version__)
+                  compiler_version=" ".join((llvmlite.__version__, *LLVM_OPTIONS)))
