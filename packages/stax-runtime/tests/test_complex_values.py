@@ -214,12 +214,11 @@ def test_angle_is_arctan2_of_the_parts(dtype):
 
 
 def test_ops_without_rules_run_as_numpy_steps():
-    """Transcendental functions (glibc's clog, csqrt) and npy_cpow powers are NumPy's
-    calls on the complex buffers (for now), between kernels: the result is NumPy's exactly."""
+    """npy_cpow powers are NumPy's calls on the complex buffers (for now), between kernels,
+    fused around them (csqrt is native, bit for bit): the result is NumPy's exactly."""
     rng = np.random.default_rng(3)
     z, w = _random(8, np.complex128, rng), _random(8, np.complex128, rng)
-    compiled = _check(lambda z, w: np.log(z * w) + np.sqrt(z) / w + np.power(z, 2) + z ** 2.0,
-                      z, w)
+    compiled = _check(lambda z, w: np.sqrt(z) / w + np.power(z, 2) + z ** 2.0, z, w)
     steps = compiled.versions()[0].artifact.steps
     assert any(not s.startswith("kernel") for s in steps)
 

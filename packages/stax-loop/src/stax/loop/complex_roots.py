@@ -41,7 +41,7 @@ def _glibc_hypot_is_ieee() -> bool:
 GLIBC_CSQRT = _glibc_hypot_is_ieee()
 
 
-class _Float:
+class FloatOps:
     """Expression builders in one float dtype (glibc's C, line for line)."""
 
     def __init__(self, dtype: str) -> None:
@@ -83,10 +83,10 @@ class _Float:
         return Binary("and", a, b, "bool")
 
 
-def hypot(f: _Float, x: Expr, y: Expr) -> Expr:
+def hypot(f: FloatOps, x: Expr, y: Expr) -> Expr:
     """glibc's hypot of two finite values (csqrt's general branch passes no other)."""
     if f.dtype == "float32":
-        d = _Float("float64")
+        d = FloatOps("float64")
         wx, wy = Cast(x, "float64"), Cast(y, "float64")
         return Cast(d.sqrt(d.add(d.mul(wx, wx), d.mul(wy, wy))), "float32")
     scale, large, tiny, eps = 2.0 ** -600, 2.0 ** 511, 2.0 ** -459, 2.0 ** -54
@@ -116,7 +116,7 @@ def hypot(f: _Float, x: Expr, y: Expr) -> Expr:
     return f.pick(apart, f.add(ax, ay), scaled)
 
 
-def _hypot_kernel(f: _Float, ax: Expr, ay: Expr) -> Expr:
+def _hypot_kernel(f: FloatOps, ax: Expr, ay: Expr) -> Expr:
     """e_hypot.c's kernel for ``ax >= ay`` in range: ``sqrt(ax^2 + ay^2)`` corrected by the
     rounding error of the sum (no FMA)."""
     h = f.sqrt(f.add(f.mul(ax, ax), f.mul(ay, ay)))
@@ -135,7 +135,7 @@ def _hypot_kernel(f: _Float, ax: Expr, ay: Expr) -> Expr:
 
 def csqrt(dtype: str, x: Expr, y: Expr) -> tuple[Expr, Expr]:
     """glibc's csqrt of ``x + iy`` in the parts' ``dtype``: the (real, imaginary) parts."""
-    f = _Float(dtype)
+    f = FloatOps(dtype)
     info = np.finfo(dtype)
     low, high = float(info.tiny), float(info.max)
     mantissa = 24 if dtype == "float32" else 53

@@ -8,6 +8,7 @@ from . import (
     bits,
     building,
     checks,
+    complex_log,
     complex_roots,
     complex_values,
     elementwise,
@@ -17,5 +18,5 @@ from . import (
     views,
 )
 
-RULE_MODULES = (bits, building, checks, complex_roots, complex_values, elementwise, externs,
+RULE_MODULES = (bits, building, checks, complex_log, complex_roots, complex_values, elementwise, externs,
                 reductions, updates, views)
