@@ -69,14 +69,13 @@ def test_row_chain_is_one_update_per_row(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     x, w, b = rng.random((40, 128)), rng.random(128), rng.random(128)
     program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)
-    updates = [cb for cb in program.buffers if getattr(cb, "updates", None)]
-    # a chain of 40 assignments: the array is written to memory at the first (its zeros), and
-    # each row updates that buffer over its 128 elements only; the 40 updates are one loop
-    # again (rerolled); no row reads another and no two rows store to one element, so the loop
-    # is a plain update, split across threads (not in order)
-    (rolled,) = updates
-    assert rolled.ranges == (40, 128) and not rolled.ordered
-    assert str(rolled.store_index) == "128*x0 + x1"
+    # a chain of 40 assignments: each row a region update, and the 40 updates one loop again
+    # (rerolled); no row reads another, no two rows store to one element (not in order), and
+    # together they write every element: the zeros are never seen, so the loop is the buffer
+    # itself, one kernel, split across threads
+    (rolled,) = program.buffers
+    assert rolled.updates is None and not rolled.ordered
+    assert rolled.ranges == (40, 128) and str(rolled.store_index) == "128*x0 + x1"
 
 
 def test_update_reading_another_column_needs_no_copy(tmp_path, monkeypatch):
@@ -115,12 +114,16 @@ def test_programs_match_numpy(fn, args):
 
 def test_loop_ir_round_trip_and_interpreter(tmp_path, monkeypatch):
     rng = np.random.default_rng(3)
-    x, w, b = rng.random((12, 80)), rng.random(80), rng.random(80)
-    program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)
+    blocks = rng.random((12, 3, 3))  # a chain of 12: region updates
+    program = _loop_program(tmp_path, monkeypatch, block_diagonal, blocks)
     again = LoopProgram.from_json(json.loads(json.dumps(program.to_json())))
     assert again.to_json() == program.to_json()
     assert "updated in place" in str(program)
-    (got,) = interpret(again, [x, w, b]).outputs
+    (got,) = interpret(again, [blocks]).outputs
+    np.testing.assert_array_equal(got, block_diagonal(blocks))
+    x, w, b = rng.random((12, 80)), rng.random(80), rng.random(80)
+    program = _loop_program(tmp_path, monkeypatch, affine_rows, x, w, b)  # every row: a kernel
+    (got,) = interpret(program, [x, w, b]).outputs
     np.testing.assert_array_equal(got, affine_rows(x, w, b))
 
 

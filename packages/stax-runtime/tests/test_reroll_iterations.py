@@ -66,7 +66,8 @@ def _run(fn, *args, rtol=1e-13, dump=None):
     compiled = stax.compile(fn, strict_native=True)
     for seed in (0, 1):  # the compiled version, then again on other data
         rng = np.random.default_rng(seed)
-        inputs = [rng.standard_normal(a.shape).astype(a.dtype) for a in args]
+        inputs = [rng.standard_normal(a.shape).astype(a.dtype) if isinstance(a, np.ndarray)
+                  else a for a in args]
         got, want = compiled(*inputs), fn(*inputs)
         got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
         for g, w in zip(got, want):
@@ -178,3 +179,28 @@ def test_iterations_assigning_several_arrays_reroll(dump):
     artifact, program = _run(two_chains, np.zeros((30, 5)), rtol=0, dump=dump)
     rolled = [b for b in program.buffers if getattr(b, "updates", None) and b.ranges[0] >= 20]
     assert sorted(b.ordered for b in rolled) == [False, True]
+
+
+def lagged(x, lags):
+    n = x.shape[0] - lags + 1
+    out = np.empty((n, lags), dtype=x.dtype)
+    for j in range(lags):
+        out[:, j] = x[j:j + n]
+    return out
+
+
+def all_but_first_row(x):
+    out = np.zeros_like(x)
+    for i in range(1, x.shape[0]):
+        out[i] = x[i] * i
+    return out
+
+
+def test_a_loop_writing_every_element_once_is_the_array_itself(dump):
+    """Columns 0..11 of an empty array: the rerolled loop writes each element once and reads
+    none, so the array's first value is never seen: one kernel, no fill. A loop that leaves a
+    row unwritten keeps its zeros (an update of the filled array)."""
+    _, program = _run(lagged, np.zeros(300, np.float32), 12, rtol=0, dump=dump)
+    assert len(program.buffers) == 1 and program.buffers[0].updates is None
+    _, program = _run(all_but_first_row, np.zeros((20, 7)), rtol=0, dump=dump)
+    assert any(getattr(b, "updates", None) for b in program.buffers)

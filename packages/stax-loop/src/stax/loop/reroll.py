@@ -91,7 +91,7 @@ def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]],
     while i < len(buffers):
         run, length = _run_from(buffers, i, readers)
         if len(run) >= MIN_RUN:
-            out += _rerolled(run, checks, names)
+            out += _rerolled(run, checks, names, readers)
             i += length
         else:
             out.append(buffers[i])
@@ -297,8 +297,8 @@ def _counted(e: Const) -> bool:
     return abs(v) < limit
 
 
-def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names
-              ) -> list[ComputedBuffer]:
+def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names,
+              readers: dict[str, set[str]]) -> list[ComputedBuffer]:
     """Each satellite over ``(len(run),) + its shape`` and one update over ``(len(run),) +
     ranges``: the first iteration's expressions with every loop variable one further in, each
     affine constant stepping with the new ``x0``, and a satellite read at iteration ``x0``'s."""
@@ -361,9 +361,28 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names
         # buffer it updates, and no two store to one element (a parallel loop computes the same)
         ordered = u.ordered or any(r.buffer == u.updates for r in loads(body)) or \
             not _one_to_one(store, ranges)
+        head = next((h for h in first.heads if h.name == u.updates), None)
+        if head is not None and not ordered and readers.get(head.name, set()) <= {u.name} and \
+                _covers(store, ranges, head):
+            # every element written once, none read: the array's first value is never seen
+            out.remove(head)
+            out.append(replace(last.members[j], store_index=store, updates=None,
+                               data=Pointwise(ranges, body)))
+            continue
         out.append(replace(last.members[j], store_index=store, updates=u.updates,
                            ordered=ordered, data=Pointwise(ranges, body)))
     return out
+
+
+def _covers(store: Affine, ranges: tuple[int, ...], buffer: ComputedBuffer) -> bool:
+    """Whether ``store`` (one-to-one over ``ranges``) reaches every element of ``buffer``, a
+    dense row-major array: as many points as elements, all within it."""
+    size = math.prod(buffer.shape)
+    dense = tuple(math.prod(buffer.shape[d + 1:]) for d in range(len(buffer.shape)))
+    if buffer.strides != dense or math.prod(ranges) != size or size == 0:
+        return False
+    low, high = store.bounds({xvar(d): n for d, n in enumerate(ranges)})
+    return low == 0 and high == size - 1
 
 
 def _one_to_one(index: Affine, ranges: tuple[int, ...]) -> bool:
