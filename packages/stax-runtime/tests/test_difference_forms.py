@@ -42,6 +42,8 @@ FUNCTIONS = {
     "repeat": lambda x: np.repeat(x, 2, axis=0) - x[0, 0],
     "repeat axis 1": lambda x: np.repeat(x, 3, axis=-1),
     "repeat 1-D": lambda x: np.repeat(x[:, 1], 4),
+    "count_nonzero axis": lambda x: np.count_nonzero(x, axis=0),
+    "count_nonzero all": lambda x: np.count_nonzero(x > 0, axis=(0, 1), keepdims=True),
 }
 
 

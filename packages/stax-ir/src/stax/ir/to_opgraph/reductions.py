@@ -127,3 +127,27 @@ def _layer_norm(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
         raise NotNative
     return ctx.emit("layer_norm", (p["x"], p["weight"], p["bias"]),
                     {"normalized_ndim": ndim, "eps": float(p["eps"])})
+
+
+@rule("numpy.count_nonzero", emits=("ne", "sum"))
+def _count_nonzero(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Node:
+    """``np.count_nonzero(a, axis, keepdims)`` of a real or bool array: the sum of ``a != 0`` in
+    NumPy's result dtype (intp)."""
+    params = bind(lambda a, axis=None, *, keepdims=False: None, args, kwargs)
+    x = params["a"]
+    meta = node.tensor
+    if not isinstance(x, Node) or x.tensor is None or meta is None or \
+            np.dtype(x.tensor.dtype).kind not in "biuf" or np.dtype(meta.dtype).kind not in "iu":
+        raise NotNative
+    ndim = x.tensor.ndim
+    axis = params.get("axis")
+    if axis is None:
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        axes = tuple(sorted(int_arg(a) % ndim for a in axes)) if ndim else ()
+    mask = ctx.emit("ne", (x, False if x.tensor.dtype == "bool" else 0),
+                    meta=TensorMeta(x.tensor.shape, "bool", x.tensor.strides))
+    return ctx.emit("sum", (mask,), {"axis": axes, "keepdims": bool(params.get("keepdims")),
+                                     "dtype": meta.dtype})
