@@ -223,14 +223,16 @@ def test_ops_without_rules_run_as_numpy_steps():
     assert any(not s.startswith("kernel") for s in steps)
 
 
-def test_the_corpus_programs_run_with_complex_values():
-    def fir(x, h):
-        n, k = x.shape[0], h.shape[0]
-        y = np.zeros(n - k + 1, dtype=np.complex64)
-        for j in range(k):
-            y += h[j] * x[k - 1 - j:n - j]
-        return y
+def fir(x, h):
+    """The corpus's complex64 FIR filter: one shifted product per tap."""
+    n, k = x.shape[0], h.shape[0]
+    y = np.zeros(n - k + 1, dtype=np.complex64)
+    for j in range(k):
+        y += h[j] * x[k - 1 - j:n - j]
+    return y
 
+
+def test_the_corpus_programs_run_with_complex_values():
     rng = np.random.default_rng(4)
     _check(fir, _random(64, np.complex64, rng), _random(5, np.complex64, rng), native=False)
 
@@ -296,13 +298,6 @@ def test_a_long_fused_complex_loop_vectorizes():
     no-wrap assumption of its 32-bit index the loop vectorizer checks at run time; past its
     default of 16 it left the loop scalar (``host.LLVM_OPTIONS``)."""
     from stax.codegen.cpu.jit import _optimized_module
-
-    def fir(x, h):
-        n, k = x.shape[0], h.shape[0]
-        y = np.zeros(n - k + 1, dtype=np.complex64)
-        for j in range(k):
-            y += h[j] * x[k - 1 - j:n - j]
-        return y
 
     rng = np.random.default_rng(5)
     x = (rng.standard_normal(3000) + 1j * rng.standard_normal(3000)).astype(np.complex64)

@@ -21,10 +21,9 @@ import numpy as np
 
 from stax.ir import Node
 
-from .complex_values import complex_lowers, from_parts, parts_of
-from .context import PARTS_OF, Lazy, LoopLowering, float_predicate
+from .complex_values import complex_lowers, function_of_parts
+from .context import Lazy, LoopLowering, float_predicate
 from .expr import Binary, Cast, Const, Expr, Select, Unary
-from .index import Affine
 
 
 def _glibc_hypot_is_ieee() -> bool:
@@ -201,16 +200,5 @@ def csqrt(dtype: str, x: Expr, y: Expr) -> tuple[Expr, Expr]:
 @complex_lowers("sqrt")
 def _sqrt(ctx: LoopLowering, node: Node) -> Lazy:
     from .externs import op_as_extern
-    meta = node.tensor
-    if not GLIBC_CSQRT or meta.dtype not in ("complex64", "complex128") or \
-            node.args[0].tensor.dtype != meta.dtype:
-        return op_as_extern(ctx, node)
-    dtype = PARTS_OF[meta.dtype]
-    x_of, y_of = parts_of(ctx, node.args[0], meta.shape, dtype)
-    memo: dict[tuple[Affine, ...], tuple[Expr, Expr]] = {}
-
-    def parts(i: tuple[Affine, ...]) -> tuple[Expr, Expr]:
-        if i not in memo:  # the real and imaginary loaders share one formula
-            memo[i] = csqrt(dtype, x_of(i), y_of(i))
-        return memo[i]
-    return from_parts(meta.shape, dtype, lambda i: parts(i)[0], lambda i: parts(i)[1])
+    lazy = function_of_parts(ctx, node, csqrt) if GLIBC_CSQRT else None
+    return lazy if lazy is not None else op_as_extern(ctx, node)

@@ -102,6 +102,27 @@ def from_parts(shape: tuple[int, ...], dtype: str, real: Loader, imag: Loader) -
     return Lazy((*shape, 2), dtype, load, parts=True)
 
 
+#: a complex function of one operand's parts (parts dtype, real, imaginary) -> result's parts
+PartsFormula = Callable[[str, Expr, Expr], tuple[Expr, Expr]]
+
+
+def function_of_parts(ctx: LoopLowering, node: Node, formula: PartsFormula) -> Lazy | None:
+    """``node`` (a complex op of one operand of its own dtype) as ``formula`` of its operand's
+    parts, each element's formula made once for both result parts; None for other operands."""
+    meta = node.tensor
+    if meta.dtype not in ("complex64", "complex128") or node.args[0].tensor.dtype != meta.dtype:
+        return None
+    dtype = PARTS_OF[meta.dtype]
+    x_of, y_of = parts_of(ctx, node.args[0], meta.shape, dtype)
+    memo: dict[tuple[Affine, ...], tuple[Expr, Expr]] = {}
+
+    def parts(i: tuple[Affine, ...]) -> tuple[Expr, Expr]:
+        if i not in memo:  # the real and imaginary loaders share one formula
+            memo[i] = formula(dtype, x_of(i), y_of(i))
+        return memo[i]
+    return from_parts(meta.shape, dtype, lambda i: parts(i)[0], lambda i: parts(i)[1])
+
+
 def parts_of(ctx: LoopLowering, value: Any, shape: tuple[int, ...], dtype: str) -> Parts:
     """``value`` (a node, complex or real, or a constant) broadcast to ``shape`` as parts of
     float ``dtype``: a real value has imaginary part +0.0, as NumPy's promotion gives it."""

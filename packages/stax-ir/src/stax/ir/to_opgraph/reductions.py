@@ -140,14 +140,7 @@ def _count_nonzero(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     if not isinstance(x, Node) or x.tensor is None or meta is None or \
             np.dtype(x.tensor.dtype).kind not in "biuf" or np.dtype(meta.dtype).kind not in "iu":
         raise NotNative
-    ndim = x.tensor.ndim
-    axis = params.get("axis")
-    if axis is None:
-        axes = tuple(range(ndim))
-    else:
-        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-        axes = tuple(sorted(int_arg(a) % ndim for a in axes)) if ndim else ()
     mask = ctx.emit("ne", (x, False if x.tensor.dtype == "bool" else 0),
                     meta=TensorMeta(x.tensor.shape, "bool", x.tensor.strides))
-    return ctx.emit("sum", (mask,), {"axis": axes, "keepdims": bool(params.get("keepdims")),
-                                     "dtype": meta.dtype})
+    return lower_reduction(ctx, node, "sum", {"a": mask, "axis": params.get("axis"),
+                                              "keepdims": bool(params.get("keepdims"))})
