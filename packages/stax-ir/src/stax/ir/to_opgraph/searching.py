@@ -27,10 +27,10 @@ from .registry import NotNative, rule
 #: AVX-512: counting beats NumPy's search 3-10x up to 256 elements and ties lifting near 128;
 #: lifting beats NumPy's search 2-3x from 500 elements to 10^6.
 COUNT_LIMIT = 128
-#: np.interp is compiled for at most this many sample points (counted whole: 1.3-2x NumPy's
-#: speed on 20000 points); beyond, its gathers by binary lifting lose to NumPy's search with a
-#: guess, and NumPy's call runs.
-INTERP_LIMIT = 64
+#: np.interp is compiled for at most this many sample points (counted whole, its gathers
+#: unchecked: 1.8-2x NumPy's speed on 20000 points up to 128, Xeon); beyond, binary lifting's
+#: gathers lose to NumPy's search with a guess (0.6x at 512), and NumPy's call runs.
+INTERP_LIMIT = COUNT_LIMIT
 _INDEX = "int64"
 
 
