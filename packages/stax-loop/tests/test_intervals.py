@@ -1,11 +1,10 @@
-"""The interval analysis of integer loop-IR expressions (``stax.loop.intervals``) and its use:
-a gather whose positions are clamped by construction needs no bounds check."""
+"""The interval analysis of integer loop-IR expressions (``stax.loop.intervals``); its use (a
+gather at clamped positions has no check) is tested with the runtime (test_gather)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-import stax.runtime as stax
 from stax.loop import Affine
 from stax.loop.expr import Binary, Cast, Const, Index, Load, Select
 from stax.loop.intervals import integer_interval
@@ -31,19 +30,3 @@ def test_clamps_ramps_and_remainders_are_followed():
         (info.min, info.max)
     assert integer_interval(Const(1.5, "float64"), {}) is None
 
-
-def test_a_clamped_gather_has_no_check_and_an_unclamped_one_keeps_it():
-    def clipped(x, i):
-        return x[np.clip(i, 0, x.shape[0] - 1)] * 2
-
-    def unclipped(x, i):
-        return x[i] * 2
-
-    rng = np.random.default_rng(0)
-    x, i = rng.standard_normal(50), rng.integers(-100, 100, 30)
-    f = stax.compile(clipped, strict_native=True)
-    np.testing.assert_array_equal(f(x, i), clipped(x, i))
-    assert not f.versions()[0].artifact.checks
-    g = stax.compile(unclipped, strict_native=True)
-    np.testing.assert_array_equal(g(x, i % 50), unclipped(x, i % 50))
-    assert g.versions()[0].artifact.checks  # out-of-bounds positions: NumPy's IndexError

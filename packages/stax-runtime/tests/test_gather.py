@@ -70,3 +70,21 @@ def test_constant_index_lists():
         assert not compiled.versions()[0].artifact.externs
     with pytest.raises(IndexError):
         stax.compile(lambda x: x[[0, 7]])(x)  # out of bounds: NumPy's error, from the eager run
+
+
+def test_a_clamped_gather_has_no_check_and_an_unclamped_one_keeps_it():
+    """Positions clamped by construction (``stax.loop.intervals``): no bounds check."""
+    def clipped(x, i):
+        return x[np.clip(i, 0, x.shape[0] - 1)] * 2
+
+    def unclipped(x, i):
+        return x[i] * 2
+
+    rng = np.random.default_rng(0)
+    x, i = rng.standard_normal(50), rng.integers(-100, 100, 30)
+    f = stax.compile(clipped, strict_native=True)
+    np.testing.assert_array_equal(f(x, i), clipped(x, i))
+    assert not f.versions()[0].artifact.checks
+    g = stax.compile(unclipped, strict_native=True)
+    np.testing.assert_array_equal(g(x, i % 50), unclipped(x, i % 50))
+    assert g.versions()[0].artifact.checks  # out-of-bounds positions: NumPy's IndexError
