@@ -306,3 +306,20 @@ def test_a_long_fused_complex_loop_vectorizes():
     np.testing.assert_allclose(f(x, h), fir(x, h), rtol=1e-5, atol=1e-5)
     optimized = str(_optimized_module(f.versions()[0].artifact.llvm_ir, 3))
     assert "x float>" in optimized  # vector lanes of float32
+
+
+def test_exp_of_data_with_zero_imaginary_parts_runs_its_kernels():
+    """A twiddle matrix ``exp(-2j pi k n / N)`` has y = 0 in row 0: the x = +inf branch's
+    ``inf * sin(y)``, unselected there, reported invalid in the fast kernel and every call ran
+    eagerly (the NaN-constant fix had made the kernel a fast one). Its infinities now take
+    c's and s's signs without a product."""
+    n = np.arange(64)
+    angles = -2j * np.pi * n.reshape(-1, 1) * n / 64
+    f = stax.compile(lambda z: np.exp(z))
+    got, want = f(angles), np.exp(angles)
+    np.testing.assert_allclose(got, want, rtol=4e-16 * 4, atol=1e-15)
+    assert f._fallbacks == 0
+    special = np.array([complex(np.inf, 2.0), complex(np.inf, -3.0), complex(np.inf, 0.0),
+                        complex(np.inf, 1e-310), complex(-np.inf, 2.0), 1 + 0j])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(f(special), np.exp(special))

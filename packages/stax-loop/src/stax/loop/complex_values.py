@@ -409,11 +409,14 @@ def _exp(ctx: LoopLowering, node: Node) -> Lazy:
         # no NaN constant (it would make the kernel a precise one): a NaN result is sin's of
         # an infinite or NaN imaginary part, or the NaN real part itself
         inf, zero = k(float("inf")), k(0.0)
-        # x = +inf: (inf, +-0) for y = +-0, (inf, nan) for y inf or NaN, else inf * (c, s)
+        # x = +inf: (inf, +-0) for y = +-0, (inf, nan) for y inf or NaN, else inf * (c, s):
+        # infinities with c's and s's signs (neither is 0 for a finite non-zero y), computed
+        # without the product, whose inf * 0 (for y = 0, not selected) would report invalid
         plus_inf = Binary("eq", x, inf, "bool")
-        re = Select(plus_inf, Select(finite_y, Select(zero_y, inf, Binary("mul", inf, c, dtype),
-                                                      dtype), inf, dtype), re, dtype)
-        im = Select(plus_inf, Select(zero_y, y, Select(finite_y, Binary("mul", inf, s, dtype),
+        re = Select(plus_inf, Select(finite_y, Select(zero_y, inf, Binary("copysign", inf, c,
+                                                                          dtype), dtype),
+                                     inf, dtype), re, dtype)
+        im = Select(plus_inf, Select(zero_y, y, Select(finite_y, Binary("copysign", inf, s, dtype),
                                                         s, dtype), dtype), im, dtype)
         # x = -inf: 0 * (c, s) for finite y, else (+0, +-0 with y's sign, +0 for NaN)
         minus_inf = Binary("eq", x, k(float("-inf")), "bool")
