@@ -13,7 +13,7 @@ import numpy as np
 
 from stax.ir import Node
 
-from .context import Lazy, LoopLowering, float_predicate
+from .context import Lazy, LoopLowering, float_predicate, negation
 from .expr import Binary, Cast, Const, Expr, Select, Unary
 from .externs import op_as_extern
 from .index import Affine
@@ -61,8 +61,7 @@ def _logical(op: str) -> Rule:
         operands = [ctx.operand(a, meta.shape, "bool") for a in node.args]  # x != 0, NaN is true
         if op == "logical_not":
             (x,) = operands
-            return Lazy(meta.shape, "bool", lambda i: Binary("xor", x(i), Const(True, "bool"),
-                                                              "bool"))
+            return Lazy(meta.shape, "bool", lambda i: negation(x(i)))
         name = {"logical_and": "and", "logical_or": "or", "logical_xor": "xor"}[op]
         a, b = operands
         return Lazy(meta.shape, "bool", lambda i: Binary(name, a(i), b(i), "bool"))

@@ -23,12 +23,8 @@ from stax.ir import Node
 
 from .complex_roots import FloatOps
 from .complex_values import complex_lowers, function_of_parts
-from .context import Lazy, LoopLowering, float_predicate
-from .expr import Binary, Cast, Const, Expr, Ternary, Unary
-
-
-def _not(e: Expr) -> Expr:
-    return Binary("xor", e, Const(True, "bool"), "bool")
+from .context import Lazy, LoopLowering, float_predicate, negation
+from .expr import Binary, Cast, Expr, Ternary, Unary
 
 
 def _x2y2m1(f: FloatOps, x: Expr, y: Expr) -> Expr:
@@ -72,7 +68,7 @@ def clog(dtype: str, x: Expr, y: Expr) -> tuple[Expr, Expr]:
     zero_re = f.div(f.k(-1.0), f.pick(both_zero, ax0, one))
     zero_im = f.op("copysign", f.pick(Unary("signbit", x, "bool"), f.k(math.pi), zero), y)
     # finite or infinite, not NaN, not zero: the larger and smaller magnitude, scaled
-    usable = f.both(_not(either_nan), _not(both_zero))
+    usable = f.both(negation(either_nan), negation(both_zero))
     larger = f.cmp("ge", ax0, ay0)
     ax = f.pick(usable, f.pick(larger, ax0, ay0), one)
     ay = f.pick(usable, f.pick(larger, ay0, ax0), one)
@@ -82,7 +78,7 @@ def clog(dtype: str, x: Expr, y: Expr) -> tuple[Expr, Expr]:
                                                               f.k(2.0 ** mantissa)), ax))
     sy = f.pick(huge, f.pick(f.cmp("ge", ay, f.k(2 * low)), f.mul(ay, f.k(0.5)), zero),
                 f.pick(tiny, f.mul(f.pick(tiny, ay, zero), f.k(2.0 ** mantissa)), ay))
-    unscaled = f.both(_not(huge), _not(tiny))
+    unscaled = f.both(negation(huge), negation(tiny))
     # the log1p branches need |z| near 1 (sx < 2, sy < 2 here): their squares use operands
     # guarded to that range, so a huge element's square overflows in no branch
     close = f.both(unscaled, f.both(f.cmp("lt", sx, f.k(2.0)), f.cmp("lt", sy, f.k(2.0))))

@@ -22,7 +22,7 @@ import numpy as np
 from stax.ir import Node
 
 from .complex_values import complex_lowers, function_of_parts
-from .context import Lazy, LoopLowering, float_predicate
+from .context import Lazy, LoopLowering, float_predicate, negation
 from .expr import Binary, Cast, Const, Expr, Select, Unary
 
 
@@ -102,7 +102,7 @@ def hypot(f: FloatOps, x: Expr, y: Expr) -> Expr:
     # where it is not used; a scaling computed only where it applies: none overflows elsewhere)
     apart = f.pick(small, f.cmp("ge", ax, f.div(only(small, ay), f.k(eps))),
                    f.cmp("le", ay, f.mul(ax, f.k(eps))))
-    near = Binary("xor", apart, Const(True, "bool"), "bool")
+    near = negation(apart)
     down, up = f.both(big, near), f.both(small, near)
     one = f.k(1.0)
     sx = f.pick(apart, one, f.pick(down, f.mul(ax, f.k(scale)),
@@ -162,16 +162,15 @@ def csqrt(dtype: str, x: Expr, y: Expr) -> tuple[Expr, Expr]:
     r_axis = f.pick(normal, r_big, r_small)
     # the general branch, on harmless operands where another branch applies
     y_zero, x_zero = f.cmp("eq", y, zero), f.cmp("eq", x, zero)
-    general = f.both(finite, f.both(Binary("xor", y_zero, Const(True, "bool"), "bool"),
-                                    Binary("xor", x_zero, Const(True, "bool"), "bool")))
+    general = f.both(finite, f.both(negation(y_zero), negation(x_zero)))
     gx, gy = f.pick(general, x, f.k(1.0)), f.pick(general, y, f.k(1.0))
     gax, gay = f.abs(gx), f.abs(gy)
     quarter = f.k(0.25)
     huge_x = f.cmp("gt", gax, f.k(high / 4))
-    huge_y = f.both(Binary("xor", huge_x, Const(True, "bool"), "bool"),
+    huge_y = f.both(negation(huge_x),
                     f.cmp("gt", gay, f.k(high / 4)))
     tiny = f.both(f.both(f.cmp("lt", gax, f.k(2 * low)), f.cmp("lt", gay, f.k(2 * low))),
-                  Binary("xor", Binary("or", huge_x, huge_y, "bool"), Const(True, "bool"), "bool"))
+                  negation(Binary("or", huge_x, huge_y, "bool")))
     up = 2.0 ** (mantissa + 1 - (mantissa + 1) % 2)  # ldexp(., -2 * scale), scale = -(M+1)/2
     shrink = Binary("or", huge_x, huge_y, "bool")
     sx = f.pick(huge_x, f.mul(gx, quarter), f.pick(huge_y, f.pick(

@@ -379,17 +379,10 @@ def _exp(ctx: LoopLowering, node: Node) -> Lazy:
                              Binary("ne", y, Const(0.0, dtype), "bool"), "bool"), "bool")
     _eager_where(ctx, tuple(meta.shape), glibc_invalid,
                  "a NaN part where glibc's cexp reports invalid")
-    memo: dict[tuple[Affine, ...], tuple[Expr, Expr]] = {}
-
     def k(v: float) -> Expr:
         return Const(v, dtype)
 
-    def parts(i: tuple[Affine, ...]) -> tuple[Expr, Expr]:
-        if i not in memo:  # the real and imaginary loaders share one formula
-            memo[i] = cexp(x_of(i), y_of(i))
-        return memo[i]
-
-    def cexp(x: Expr, y: Expr) -> tuple[Expr, Expr]:
+    def cexp(_: str, x: Expr, y: Expr) -> tuple[Expr, Expr]:
         small = Binary("le", Unary("abs", y, dtype), k(tiny), "bool")
         s = Select(small, y, Unary("sin", y, dtype), dtype)
         c = Select(small, k(1.0), Unary("cos", y, dtype), dtype)
@@ -431,7 +424,9 @@ def _exp(ctx: LoopLowering, node: Node) -> Lazy:
         re = Select(nan_x, x, re, dtype)
         im = Select(nan_x, Select(zero_y, y, x, dtype), im, dtype)
         return re, im
-    return from_parts(meta.shape, dtype, lambda i: parts(i)[0], lambda i: parts(i)[1])
+    lazy = function_of_parts(ctx, node, cexp)
+    assert lazy is not None  # exp keeps its operand's complex dtype
+    return lazy
 
 
 @complex_lowers("isnan", "isinf", "isfinite")

@@ -286,6 +286,11 @@ def all_of(conditions: list[Expr]) -> Expr:
     return total
 
 
+def negation(condition: Expr) -> Expr:
+    """``not condition`` of a bool expression (the loop IR's ``not`` is ``xor`` with True)."""
+    return Binary("xor", condition, Const(True, "bool"), "bool")
+
+
 def float_predicate(op: str, v: Expr) -> Expr:
     """isnan, isinf, isfinite or signbit of the float ``v``, exactly."""
     if op == "isnan":

@@ -10,7 +10,7 @@ import numpy as np
 
 from stax.ir import Node, TensorMeta, elementwise_ops
 
-from .context import Lazy, Loader, LoopLowering, trig_range_check
+from .context import Lazy, Loader, LoopLowering, negation, trig_range_check
 from .expr import Binary, Cast, Const, Expr, Select, Unary
 from .externs import extern_call, op_as_extern
 from .index import Affine
@@ -170,11 +170,8 @@ def _float_to_int(ctx: LoopLowering, shape: tuple[int, ...], src: str, dtype: st
         v = x(i)
         return Binary("and", Binary("ge", v, low, "bool"), Binary("lt", v, high, "bool"), "bool")
 
-    def outside(i: tuple[Affine, ...]) -> Expr:
-        v = x(i)
-        return Binary("or", Binary("or", Binary("lt", v, low, "bool"), Binary("ge", v, high, "bool"),
-                                   "bool"), Binary("ne", v, v, "bool"), "bool")
-    check = ctx.reduce_values(outside, shape, tuple(range(len(shape))), False, "max", "bool")
+    check = ctx.reduce_values(lambda i: negation(fits(i)), shape, tuple(range(len(shape))), False,
+                              "max", "bool")
     ctx.checks[check.buffer] = f"a float cast to {dtype} is NaN or outside its range"
     zero = Const(0.0, src)
     # the conversion sees only values that fit (LLVM's fptosi of any other is poison)

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stax.ir import contiguous_strides
+
 from .expr import Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, loads, postorder, rewrite
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, node_loads, rvar, xvar
@@ -141,7 +143,7 @@ def _satellite(b: Any) -> bool:
     if not isinstance(b, ComputedBuffer) or b.updates is not None or b.store_offset is not None \
             or b.ordered or not isinstance(b.data, Pointwise | Reduction) or b.ranges != b.shape:
         return False
-    dense = tuple(math.prod(b.shape[d + 1:]) for d in range(len(b.shape)))
+    dense = contiguous_strides(b.shape)
     index = linear_index([Affine.var(xvar(d)) for d in range(len(b.shape))], dense)
     return b.strides == dense and b.store_index == index
 
@@ -378,8 +380,8 @@ def _covers(store: Affine, ranges: tuple[int, ...], buffer: ComputedBuffer) -> b
     """Whether ``store`` (one-to-one over ``ranges``) reaches every element of ``buffer``, a
     dense row-major array: as many points as elements, all within it."""
     size = math.prod(buffer.shape)
-    dense = tuple(math.prod(buffer.shape[d + 1:]) for d in range(len(buffer.shape)))
-    if buffer.strides != dense or math.prod(ranges) != size or size == 0:
+    if buffer.strides != contiguous_strides(buffer.shape) or math.prod(ranges) != size or \
+            size == 0:
         return False
     low, high = store.bounds({xvar(d): n for d, n in enumerate(ranges)})
     return low == 0 and high == size - 1

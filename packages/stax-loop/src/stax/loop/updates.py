@@ -126,20 +126,23 @@ def _updatable(ctx: LoopLowering, node: Node) -> Lazy | None:
 def _chain_ahead(ctx: LoopLowering, node: Node) -> int:
     """How many assignments the chain makes from ``node`` on: each the only reader of the one
     before (memoized along the chain)."""
-    if node in ctx.chain_ahead:
-        return ctx.chain_ahead[node]
-    chain = [node]
-    while len(chain[-1].users) == 1:
-        (user,) = chain[-1].users
-        if user.target != "setitem" or user.args[0] is not chain[-1] or user in ctx.chain_ahead:
-            break
-        chain.append(user)
-    after = ctx.chain_ahead.get(next(iter(chain[-1].users), None), 0) \
-        if len(chain[-1].users) == 1 and next(iter(chain[-1].users)).target == "setitem" and \
-        next(iter(chain[-1].users)).args[0] is chain[-1] else 0
+    chain: list[Node] = []
+    at: Node | None = node
+    while at is not None and at not in ctx.chain_ahead:
+        chain.append(at)
+        at = _next_assignment(at)
+    after = ctx.chain_ahead[at] if at is not None else 0
     for k, n in enumerate(chain):
         ctx.chain_ahead[n] = len(chain) - k + after
     return ctx.chain_ahead[node]
+
+
+def _next_assignment(node: Node) -> Node | None:
+    """The assignment into ``node``'s value that is its only reader, if any."""
+    if len(node.users) != 1:
+        return None
+    (user,) = node.users
+    return user if user.target == "setitem" and user.args[0] is node else None
 
 
 def _region_update(ctx: LoopLowering, node: Node, base: Lazy, value: Loader,
