@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta, contiguous_strides
+from ..meta import TensorMeta
 from .arguments import bind, operand, result_metas
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
 
 
@@ -161,7 +161,7 @@ def _angle(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     if not isinstance(z, Node) or z.tensor is None or np.dtype(z.tensor.dtype).kind != "c" or \
             not isinstance(deg, bool):
         raise NotNative
-    part = TensorMeta(z.tensor.shape, node.tensor.dtype, contiguous_strides(z.tensor.shape))
+    part = dense_meta(z.tensor.shape, node.tensor.dtype)
     real, imag = ctx.emit("real", (z,), meta=part), ctx.emit("imag", (z,), meta=part)
     if not deg:
         return ctx.emit("arctan2", (imag, real))

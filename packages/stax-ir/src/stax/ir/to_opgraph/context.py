@@ -6,7 +6,12 @@ from typing import Any
 
 from ..errors import UnsupportedError
 from ..graph import Graph, Node, Opcode
-from ..meta import TensorMeta
+from ..meta import TensorMeta, contiguous_strides
+
+
+def dense_meta(shape: tuple[int, ...], dtype: str) -> TensorMeta:
+    """The metadata of a fresh row-major array: what an op's intermediate value is."""
+    return TensorMeta(tuple(shape), dtype, contiguous_strides(tuple(shape)))
 
 
 class RuleContractError(RuntimeError):
@@ -37,6 +42,12 @@ class LoweringContext:
         if self.current.effectful:  # a draw stays one, through every later layer
             info["random"] = True
         return self.graph.call_function(op, tuple(operands), attrs or {}, name=name or op, meta=info)
+
+    def view(self, x: Node, offset: int, strides: tuple[int, ...], shape: tuple[int, ...]
+             ) -> Node:
+        """A ``view`` op: ``x``'s memory read at ``offset`` with ``strides`` (0: a broadcast)."""
+        return self.emit("view", (x,), {"offset": offset, "strides": strides, "shape": shape},
+                         meta=TensorMeta(shape, x.tensor.dtype, strides))
 
     def unsupported(self, what: str, hint: str | None = None) -> UnsupportedError:
         assert self.current is not None

@@ -17,13 +17,6 @@ from .context import LoweringContext
 from .registry import NotNative, rule
 
 
-def _view(ctx: LoweringContext, x: Node, offset: int, strides: tuple[int, ...],
-          shape: tuple[int, ...]) -> Node:
-    meta = TensorMeta(shape, x.tensor.dtype, strides)
-    return ctx.emit("view", (x,), {"offset": offset, "strides": strides, "shape": shape},
-                    meta=meta)
-
-
 @rule("numpy.diff", emits=("view", "sub"))
 def _diff(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """``np.diff(x, n, axis)`` of a numeric array without prepend/append: n differences of
@@ -41,8 +34,8 @@ def _diff(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     for step in range(n):
         meta = value.tensor
         shape = tuple(e - 1 if d == axis else e for d, e in enumerate(meta.shape))
-        high = _view(ctx, value, meta.strides[axis], meta.strides, shape)
-        low = _view(ctx, value, 0, meta.strides, shape)
+        high = ctx.view(value, meta.strides[axis], meta.strides, shape)
+        low = ctx.view(value, 0, meta.strides, shape)
         last = step == n - 1
         out = TensorMeta(shape, meta.dtype, TensorMeta.of(np.empty(shape, meta.dtype)).strides)
         value = ctx.emit("sub", (high, low), {}, meta=node.tensor if last else out)
@@ -58,8 +51,8 @@ def _outer(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
             isinstance(v, Node) and v.tensor is not None and v.tensor.ndim == 1 for v in (a, b)):
         raise NotNative
     shape = (a.tensor.shape[0], b.tensor.shape[0])
-    rows = _view(ctx, a, 0, (a.tensor.strides[0], 0), shape)
-    columns = _view(ctx, b, 0, (0, b.tensor.strides[0]), shape)
+    rows = ctx.view(a, 0, (a.tensor.strides[0], 0), shape)
+    columns = ctx.view(b, 0, (0, b.tensor.strides[0]), shape)
     return ctx.emit("mul", (rows, columns), {})
 
 
@@ -88,6 +81,6 @@ def _meshgrid(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
         if tuple(meta.shape) != tuple(shape):
             raise NotNative
         strides = tuple(v.tensor.strides[0] if d == axis else 0 for d in range(len(shape)))
-        grid = _view(ctx, v, 0, strides, tuple(shape))
+        grid = ctx.view(v, 0, strides, tuple(shape))
         results.append(ctx.emit("cast", (grid,), {"dtype": meta.dtype}, meta=meta))
     return tuple(results)

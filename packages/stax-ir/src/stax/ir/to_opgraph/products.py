@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta, contiguous_strides
+from ..meta import TensorMeta
 from .arguments import bind, cast_to, int_arg
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
 from .standard import NO_VALUE
 
@@ -36,7 +36,7 @@ def _sum_of_squares(ctx: LoweringContext, x: Node, dtype: str, y: Node | None = 
     shape = x.tensor.shape
     x = cast_to(ctx, x, dtype)
     y = x if y is None else cast_to(ctx, y, dtype)
-    product = ctx.emit("mul", (x, y), meta=TensorMeta(shape, dtype, contiguous_strides(shape)))
+    product = ctx.emit("mul", (x, y), meta=dense_meta(shape, dtype))
     axes = tuple(range(len(shape))) if axes is None else axes
     return ctx.emit("sum", (product,), {"axis": axes, "keepdims": keepdims, "dtype": dtype},
                     meta=meta)
@@ -85,5 +85,5 @@ def _norm(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     kept = tuple(1 if d in axes else n for d, n in enumerate(x.tensor.shape)) if keepdims else \
         tuple(n for d, n in enumerate(x.tensor.shape) if d not in axes)
     squares = _sum_of_squares(ctx, x, meta.dtype, axes=axes, keepdims=keepdims,
-                              meta=TensorMeta(kept, meta.dtype, contiguous_strides(kept)))
+                              meta=dense_meta(kept, meta.dtype))
     return ctx.emit("sqrt", (squares,))

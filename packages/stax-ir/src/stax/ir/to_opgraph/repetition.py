@@ -10,24 +10,19 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta, contiguous_strides
 from .arguments import bind, int_arg
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
-
-
-def _meta(shape: tuple[int, ...], dtype: str) -> TensorMeta:
-    return TensorMeta(shape, dtype, contiguous_strides(shape))
 
 
 def _gather(ctx: LoweringContext, x: Node, axis: int, count: int, position: str, by: int,
             last: bool, node: Node) -> Node:
     """``x`` read along ``axis`` at ``arange(count) <position> by`` (``mod`` or ``floordiv``)."""
     ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": count, "dtype": "int64"},
-                    meta=_meta((count,), "int64"))
-    index = ctx.emit(position, (ramp, by), {}, meta=_meta((count,), "int64"))
+                    meta=dense_meta((count,), "int64"))
+    index = ctx.emit(position, (ramp, by), {}, meta=dense_meta((count,), "int64"))
     shape = tuple(count if d == axis else e for d, e in enumerate(x.tensor.shape))
-    meta = node.tensor if last else _meta(shape, x.tensor.dtype)
+    meta = node.tensor if last else dense_meta(shape, x.tensor.dtype)
     return ctx.emit("take", (x, index), {"axis": axis}, meta=meta)
 
 
@@ -57,8 +52,7 @@ def _tile(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     if lead:
         shape = reps[:lead] + tuple(x.tensor.shape)
         strides = (0,) * lead + tuple(x.tensor.strides)
-        value = ctx.emit("view", (x,), {"offset": 0, "strides": strides, "shape": shape},
-                         meta=TensorMeta(shape, x.tensor.dtype, strides))
+        value = ctx.view(x, 0, strides, shape)
     for d in repeated:
         n = value.tensor.shape[d]
         value = _gather(ctx, value, d, n * reps[d], "mod", n, d == repeated[-1], node)

@@ -19,16 +19,11 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta
 from .arguments import cast_to
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
 
 WHY = "an operation on NumPy integer scalars overflows (NumPy's scalar math reports it)"
-
-
-def _meta(dtype: str) -> TensorMeta:
-    return TensorMeta((), dtype, ())
 
 
 def _operands(node: Node, args: tuple[Any, ...]) -> tuple[str, list[Any]]:
@@ -61,11 +56,11 @@ def _scalar_integer(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
         raise NotNative  # the value itself: NumPy's call is as cheap
 
     def emit(name: str, *xs: Any, out: str = dtype) -> Node:
-        return ctx.emit(name, tuple(xs), meta=_meta(out))
+        return ctx.emit(name, tuple(xs), meta=dense_meta((), out))
 
     def nodes(*xs: Any) -> list[Node]:  # Python ints as 0-d values, so every test has nodes
         return [x if isinstance(x, Node) else ctx.emit(
-            "full", (), {"shape": (), "value": x, "dtype": dtype}, meta=_meta(dtype)) for x in xs]
+            "full", (), {"shape": (), "value": x, "dtype": dtype}, meta=dense_meta((), dtype)) for x in xs]
     if op in ("neg", "abs"):
         (a,) = nodes(*operands)
         result = emit(op, a)
@@ -89,7 +84,7 @@ def _scalar_integer(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             product = emit("mul", *wide, out="int64")
             overflow = emit("logical_or", emit("lt", product, int(info.min), out="bool"),
                             emit("gt", product, int(info.max), out="bool"), out="bool")
-            result = ctx.emit("cast", (product,), {"dtype": dtype}, meta=_meta(dtype))
+            result = ctx.emit("cast", (product,), {"dtype": dtype}, meta=dense_meta((), dtype))
         else:  # the wrapped product divided by a gives b back unless it overflowed
             result = emit("mul", a, b)
             trivial = emit("eq", a, 0, out="bool")

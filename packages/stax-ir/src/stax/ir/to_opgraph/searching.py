@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta, contiguous_strides
 from .arguments import bind, cast_to
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
 
 #: arrays up to this length are counted whole (one comparison per element and value, which
@@ -32,16 +31,6 @@ COUNT_LIMIT = 128
 #: gathers lose to NumPy's search with a guess (0.6x at 512), and NumPy's call runs.
 INTERP_LIMIT = COUNT_LIMIT
 _INDEX = "int64"
-
-
-def _meta(shape: tuple[int, ...], dtype: str) -> TensorMeta:
-    return TensorMeta(tuple(shape), dtype, contiguous_strides(tuple(shape)))
-
-
-def _view(ctx: LoweringContext, x: Node, offset: int, strides: tuple[int, ...],
-          shape: tuple[int, ...]) -> Node:
-    return ctx.emit("view", (x,), {"offset": offset, "strides": strides, "shape": shape},
-                    meta=TensorMeta(shape, x.tensor.dtype, strides))
 
 
 def _is_float(node: Node) -> bool:
@@ -60,9 +49,9 @@ def _unsorted(ctx: LoweringContext, a: Node, nan_allowed: bool) -> Node:
     """Per neighbour pair, whether ``a`` steps down there in NumPy's sort order (NaN last: a
     number after a NaN is out of order); with ``nan_allowed`` false any NaN counts too."""
     n, stride = a.tensor.shape[0], a.tensor.strides[0]
-    pair = _meta((n - 1,), "bool")
-    low = _view(ctx, a, 0, (stride,), (n - 1,))
-    high = _view(ctx, a, stride, (stride,), (n - 1,))
+    pair = dense_meta((n - 1,), "bool")
+    low = ctx.view(a, 0, (stride,), (n - 1,))
+    high = ctx.view(a, stride, (stride,), (n - 1,))
     bad = ctx.emit("lt", (high, low), meta=pair)
     if _is_float(a):
         if nan_allowed:
@@ -91,11 +80,11 @@ def _count_whole(ctx: LoweringContext, a: Node, v: Node, compare: str) -> Node:
     new last axis, ``v`` broadcast along it, the comparisons summed."""
     shape, n = tuple(v.tensor.shape), a.tensor.shape[0]
     wide = (n, *shape)
-    rows = _view(ctx, a, 0, (a.tensor.strides[0],) + (0,) * len(shape), wide)
-    values = _view(ctx, v, 0, (0, *v.tensor.strides), wide)
-    hits = ctx.emit(compare, (rows, values), meta=_meta(wide, "bool"))
+    rows = ctx.view(a, 0, (a.tensor.strides[0],) + (0,) * len(shape), wide)
+    values = ctx.view(v, 0, (0, *v.tensor.strides), wide)
+    hits = ctx.emit(compare, (rows, values), meta=dense_meta(wide, "bool"))
     return ctx.emit("sum", (hits,), {"axis": (0,), "keepdims": False, "dtype": _INDEX},
-                    meta=_meta(shape, _INDEX))
+                    meta=dense_meta(shape, _INDEX))
 
 
 def _count_lifting(ctx: LoweringContext, a: Node, v: Node, compare: str) -> Node:
@@ -103,16 +92,16 @@ def _count_lifting(ctx: LoweringContext, a: Node, v: Node, compare: str) -> Node
     prefix): ``pos`` grows by each power of two ``h``, largest first, while ``a[pos + h - 1]``
     still compares true. The first probe is at a constant position: a broadcast read."""
     shape, n = tuple(v.tensor.shape), a.tensor.shape[0]
-    flags, positions = _meta(shape, "bool"), _meta(shape, _INDEX)
+    flags, positions = dense_meta(shape, "bool"), dense_meta(shape, _INDEX)
     h = 1 << (n.bit_length() - 1)
-    first = _view(ctx, a, (h - 1) * a.tensor.strides[0], (0,) * len(shape), shape)
+    first = ctx.view(a, (h - 1) * a.tensor.strides[0], (0,) * len(shape), shape)
     pos = ctx.emit("where", (ctx.emit(compare, (first, v), meta=flags), h, 0), meta=positions)
     while h > 1:
         h //= 2
         probe = ctx.emit("add", (pos, h - 1), meta=positions)
         inside = ctx.emit("lt", (probe, n), meta=flags)
         at = ctx.emit("minimum", (probe, n - 1), meta=positions)
-        probed = ctx.emit("take", (a, at), {"axis": 0}, meta=_meta(shape, a.tensor.dtype))
+        probed = ctx.emit("take", (a, at), {"axis": 0}, meta=dense_meta(shape, a.tensor.dtype))
         step = ctx.emit("logical_and", (inside, ctx.emit(compare, (probed, v), meta=flags)),
                         meta=flags)
         pos = ctx.emit("add", (pos, ctx.emit("where", (step, h, 0), meta=positions)),
@@ -135,13 +124,13 @@ def _count(ctx: LoweringContext, a: Node, v: Node, side: str) -> Node:
         return count
     shape = tuple(v.tensor.shape)
     if side == "left":
-        numbers = ctx.emit("eq", (a, a), meta=_meta((n,), "bool"))
+        numbers = ctx.emit("eq", (a, a), meta=dense_meta((n,), "bool"))
         last = ctx.emit("sum", (numbers,), {"axis": (0,), "keepdims": False, "dtype": _INDEX},
-                        meta=_meta((), _INDEX))
+                        meta=dense_meta((), _INDEX))
     else:
         last = n
-    missing = ctx.emit("ne", (v, v), meta=_meta(shape, "bool"))
-    return ctx.emit("where", (missing, last, count), meta=_meta(shape, _INDEX))
+    missing = ctx.emit("ne", (v, v), meta=dense_meta(shape, "bool"))
+    return ctx.emit("where", (missing, last, count), meta=dense_meta(shape, _INDEX))
 
 
 _SEARCHSORTED_OPS = ("view", "lt", "le", "eq", "ne", "logical_and", "logical_or", "sum", "where",
@@ -175,7 +164,7 @@ def _fill(value: Any) -> float | None:
 
 def _element(ctx: LoweringContext, vector: Node, k: int, shape: tuple[int, ...]) -> Node:
     """``vector[k]`` broadcast to ``shape``."""
-    return _view(ctx, vector, k * vector.tensor.strides[0], (0,) * len(shape), shape)
+    return ctx.view(vector, k * vector.tensor.strides[0], (0,) * len(shape), shape)
 
 
 def _interpolate(ctx: LoweringContext, x: Node, xp: Node, fp: Node, count: Node) -> Node:
@@ -184,7 +173,8 @@ def _interpolate(ctx: LoweringContext, x: Node, xp: Node, fp: Node, count: Node)
     other end where that is NaN, ``fp[j]`` where both are NaN and the segment is flat, and
     ``fp[j]`` where ``x == xp[j]``."""
     shape, n = tuple(x.tensor.shape), xp.tensor.shape[0]
-    values, flags, positions = _meta(shape, "float64"), _meta(shape, "bool"), _meta(shape, _INDEX)
+    values, flags = dense_meta(shape, "float64"), dense_meta(shape, "bool")
+    positions = dense_meta(shape, _INDEX)
     j = ctx.emit("minimum", (ctx.emit("maximum", (ctx.emit("sub", (count, 1), meta=positions),
                                                   0), meta=positions), n - 2), meta=positions)
     j1 = ctx.emit("add", (j, 1), meta=positions)
@@ -225,7 +215,7 @@ def _interp(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
         raise NotNative  # NumPy's errors, an empty result, or a long search: its call
     x, xp, fp = (cast_to(ctx, value, "float64") for value in (x, xp, fp))
     shape = tuple(x.tensor.shape)
-    values, flags = _meta(shape, "float64"), _meta(shape, "bool")
+    values, flags = dense_meta(shape, "float64"), dense_meta(shape, "bool")
     first, last = _element(ctx, fp, 0, shape), _element(ctx, fp, n - 1, shape)
     left, right = _fill(params.get("left")), _fill(params.get("right"))
     below = first if left is None else left
