@@ -3,6 +3,7 @@
 from .errors import SchemaError, StaxError, UnsupportedError, VerificationError
 from .graph import Graph, Node, Opcode, map_nodes
 from .interpreter import run_graph, run_program
+from .lifted_loops import LIFTED_LOOP, holds_lifted_loop, register_lifted_loop
 from .meta import TensorMeta, contiguous_strides
 from .ops import (
     NN_FUNCTIONS,
@@ -42,6 +43,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CAPTURE_SCHEMA",
     "GATE_CONVERSIONS",
+    "LIFTED_LOOP",
     "NN_FUNCTIONS",
     "OPGRAPH_SCHEMA",
     "OPS",
@@ -71,6 +73,7 @@ __all__ = [
     "elementwise_ops",
     "format_graph",
     "get_op",
+    "holds_lifted_loop",
     "load_capture",
     "load_opgraph",
     "lower_capture",
@@ -79,6 +82,7 @@ __all__ = [
     "ops_of_cost",
     "read_json",
     "rebase_view",
+    "register_lifted_loop",
     "run_graph",
     "run_program",
     "tree_flatten",

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from .lifted_loops import LIFTED_LOOP, run_lifted_loop
+
 
 class OpKind(str, Enum):
     POINTWISE = "pointwise"
@@ -520,4 +522,6 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.nn.layer_norm": _layer_norm,
     "stax.functional.setitem": _setitem,
     "stax.functional.add_at": _add_at,
+    # a loop run by a compiled body per item (``lifted_loops.py``, ``stax.trace.loops``)
+    LIFTED_LOOP: run_lifted_loop,
 }

@@ -32,7 +32,14 @@ from stax.codegen import (
     FloatingPointEvents,
     TritonExecutable,
 )
-from stax.ir import StaxError, UnsupportedError, tree_flatten, tree_leaves, write_json
+from stax.ir import (
+    StaxError,
+    UnsupportedError,
+    holds_lifted_loop,
+    tree_flatten,
+    tree_leaves,
+    write_json,
+)
 from stax.trace import Outcome, leaf_names, trace
 
 from . import config, devices, logs
@@ -82,6 +89,8 @@ class CompiledFunction:
         self.backend = get_backend(backend)
         self.options = dict(options or {})
         self.limits = limits or Limits()
+        #: a test of each capture before it compiles (raises UnsupportedError to refuse it)
+        self.capture_check: Callable[[Any], None] | None = None
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._rebinds = rebinds_free_names(fn)
@@ -424,8 +433,11 @@ class CompiledFunction:
                 raise
             timings["capture"] = time.perf_counter() - clock
             self._check_no_side_effects(free, sigma, device_args, device_kwargs)
-            if captures is not None and key is not None and not capture.gates:
+            if captures is not None and key is not None and not capture.gates and \
+                    not holds_lifted_loop(capture.graph):  # a lifted loop lives in this process
                 captures.store(key, capture)
+        if self.capture_check is not None:
+            self.capture_check(capture)
         dump = self._dumper(settings, self._dump_name(settings.dump_dir, name), number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))

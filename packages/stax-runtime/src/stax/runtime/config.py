@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "kernels", "perf")
+LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "loops", "kernels", "perf")
 _reported: set[tuple[str, ...]] = set()  # unknown STAX_LOGS categories already warned about
 
 

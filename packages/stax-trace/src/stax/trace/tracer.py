@@ -28,7 +28,7 @@ from stax.ir import (
     tree_unflatten,
 )
 
-from . import masked, masked_reductions, minmax
+from . import loops, masked, masked_reductions, minmax
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view
 from .isolation import private_copy, refused, refusing_draws
@@ -284,6 +284,8 @@ def _view_relation(value: np.ndarray, args: Any) -> dict[str, Any] | None:
     first = args[0] if isinstance(args, (tuple, list)) and args else None
     if not isinstance(first, Proxy) or not isinstance(first.value, np.ndarray):
         return None
+    if any(isinstance(leaf, Proxy) for leaf in tree_leaves(tuple(args[1:]))):
+        return None  # a traced index (a lifted loop's item): where the view lies is data
     source = first.value
     if value.dtype != source.dtype or value.base is None or not np.shares_memory(value, source):
         return None
@@ -427,6 +429,13 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     the nodes that compute them (corollary 3.1). ``outcome``, when given, receives what the run
     computed (see :class:`Outcome`).
     """
+    with loops.taking_loop_index_argument() as loop_index:
+        return _trace(fn, args, kwargs, name, arg_names, outcome, loop_index)
+
+
+def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None,
+           name: str | None, arg_names: list[str] | None, outcome: Outcome | None,
+           loop_index: str | None) -> GraphProgram:
     kwargs = dict(kwargs or {})
     tracer = Tracer()
     outcome = outcome if outcome is not None else Outcome()
@@ -442,7 +451,10 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
         if isinstance(leaf, np.ndarray):
             meta = TensorMeta.of(leaf)
             node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
-            proxy = Proxy(node, example_view(leaf), tracer)
+            # a lifted loop's item (loops.py) indexes as the Python int it stands for: views
+            example = leaf[()] if leaf_name == loop_index and leaf.ndim == 0 and \
+                leaf.dtype.kind in "iu" else example_view(leaf)
+            proxy = Proxy(node, example, tracer)
             tracer.arguments[id(proxy)] = Argument(node, proxy.value, leaf.flags.writeable, proxy)
             outcome.arguments.append((tracer.arguments[id(proxy)], leaf))
             traced_leaves.append(proxy)
@@ -539,7 +551,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             with recording_creation(tracer, found.bound_names), holding_warnings() as warned:
                 outcome.warnings = warned
                 try:
-                    result = fn(*args, **kwargs)
+                    result = (loops.rewritten(fn) or fn)(*args, **kwargs)
                 except Exception as exc:
                     if watch.refused is None and not isinstance(exc, UnsupportedError):
                         warned.emit()  # the user's own error ends the call; eager warned first

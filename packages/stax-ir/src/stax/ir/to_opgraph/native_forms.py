@@ -1,8 +1,9 @@
 """Calls without a capture rule that still compile natively, as one op: a view of an operand
 (``view``: an affine read of its memory, no call made; ``x[i, j]``, one element, is a 0-d one),
-a gather by an integer array (``take``),
-a short constant list of positions (``take_const``), a C-order reshape NumPy made as a copy
-(``reshape``). Any other call without a rule runs as NumPy (``extern``, in ``driver``)."""
+a gather by an integer array (``take``), basic indexing where some indices are traced integers
+(``x[:, i]``, ``x[i, j]``: a view for the constant part, then a ``take`` of one position per
+traced index), a short constant list of positions (``take_const``), a C-order reshape NumPy made
+as a copy (``reshape``). Any other call without a rule runs as NumPy (``extern``, in ``driver``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..graph import Node, Opcode
 from ..views import rebase_view
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .registry import RULES
 
 #: the ops a native form emits
@@ -44,6 +45,8 @@ def lower_native_form(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                         name=node.target)
     if form == "take":
         return ctx.emit("take", (args[0], args[1]), {"axis": 0})
+    if form == "traced_basic":
+        return _traced_basic(ctx, node, args[0], args[1])
     if form == "take_const":
         return ctx.emit("take_const", (args[0],), {"axis": 0, "indices": constant_indices(args)})
     if form == "reshape":
@@ -60,6 +63,8 @@ def native_form(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> st
             return "element"
         if gatherable(args[0], args[1]):
             return "take"
+        if traced_basic_key(args[0], args[1]) is not None:
+            return "traced_basic"
         if constant_indices(args) is not None:
             return "take_const"
     if node.meta.get("view") is None and copying_reshape(node, args, kwargs):
@@ -136,3 +141,58 @@ def copying_reshape(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -
         if len(args) == 2:
             order = args[1]
     return order == "C" and set(kwargs) <= {"order", "shape", "newshape"}
+
+
+def traced_basic_key(x: Any, key: Any) -> tuple[Any, ...] | None:
+    """``key`` as a tuple when it is basic indexing (integers, slices, ``None``, one ``...``)
+    with at least one traced 0-d integer among the integers (a lifted loop's item: NumPy sees
+    a Python int there), else None."""
+    if not isinstance(x, Node) or x.tensor is None or not isinstance(key, tuple):
+        return None
+    traced = False
+    for k in key:
+        if isinstance(k, Node):
+            if k.tensor is None or k.tensor.shape != () or np.dtype(k.tensor.dtype).kind not in "iu":
+                return None
+            traced = True
+        elif not ((isinstance(k, (int, np.integer, slice)) and not isinstance(k, (bool, np.bool_)))
+                  or k is None or k is Ellipsis):
+            return None
+    if not traced or sum(k is Ellipsis for k in key) > 1 or \
+            sum(k is not None and k is not Ellipsis for k in key) > x.tensor.ndim:
+        return None
+    return key
+
+
+def _traced_basic(ctx: LoweringContext, node: Node, x: Node, key: tuple[Any, ...]) -> Node:
+    """``x[key]``: the view of ``x`` that the key's constant part selects (each traced index
+    kept as a whole axis), then one ``take`` per traced index, last axis first, each dropping
+    its axis (``np.take`` with a 0-d index: NumPy's bounds and negative positions)."""
+    ndim = x.tensor.ndim
+    fill = ndim - sum(k is not None and k is not Ellipsis for k in key)
+    expanded = []
+    for k in key:
+        expanded.extend([slice(None)] * fill if k is Ellipsis else [k])
+    expanded.extend([slice(None)] * (ndim - sum(k is not None for k in expanded)))
+    static, traced, position = [], [], 0
+    for k in expanded:
+        if isinstance(k, Node):
+            static.append(slice(None))
+            traced.append((position, k))
+            position += 1
+        else:
+            static.append(k)
+            position += k is None or isinstance(k, slice)
+    # the view's place in x's memory: the static key applied to a 1-byte stand-in whose byte
+    # strides are x's element strides (metadata only: nothing is read)
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), x.tensor.shape,
+                                               x.tensor.strides)
+    part = stand_in[tuple(static)]
+    offset = part.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
+    value = ctx.view(x, offset, tuple(part.strides), tuple(part.shape))
+    shape = list(part.shape)
+    for axis, index in reversed(traced):
+        del shape[axis]
+        value = ctx.emit("take", (value, index), {"axis": axis},
+                         meta=dense_meta(tuple(shape), x.tensor.dtype))
+    return value

@@ -1,0 +1,232 @@
+"""Lifted loops: a ``for i in range(...)`` loop whose unrolled capture would be large runs as one
+step that calls its body, compiled once, for each item (issue 13 item 2).
+
+``stax.trace.loops`` rewrites each loop's body into a function of the item and of the locals it
+touches, unrolls the first iteration, and offers the rest here (``lift``) when unrolling them
+would record more than ``stax.trace.loops.UNROLL_LIMIT`` operations. The body is compiled as a
+function of its own (``strict_native``: it compiles or the loop unrolls), with the item passed
+as a 0-d int64 array so that one version serves every item. The remaining iterations become
+one capture node, ``stax.functional.lifted_loop(*traced locals, loop=key)``, a NumPy step of
+the compiled program whose results are the final values of the locals the body binds or
+updates. So capture records the body about twice whatever the trip count, and the compiled
+program runs the body's kernels once per item with a call of about a microsecond between them.
+
+The loop unrolls instead (it is captured as before) whenever lifting could change what the
+function computes:
+
+- the body uses the item other than as an index (``x[i]``, ``out[i, j] = v``, ``x[i + 1]``):
+  a Python int is a weak operand (NEP 50) where the traced item is an int64 array;
+- the body's capture has data gates (Python reading an array: ``if x[i] > 0``, ``range(i)``);
+- a local the body binds holds a Python value (``count += 1``), or something not an array;
+- a local the body updates in place (``out[i] = ...``) is a view, is viewed, is also bound
+  anew by the body, or is the same array as another local;
+- the body does not compile natively.
+
+At run time every step is checked as NumPy steps are: anything unexpected (the body falls back
+for new types, raises) makes the call run eagerly. Floating-point events of the body's kernels
+reach the call's own error handling as a NumPy step's do, except underflow, which the loop's
+kernels do not report (as the loop runs under the call's recording, underflow is ignored
+there: kernels cannot see it, and heeding it would send every iteration to NumPy).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from stax.ir import (
+    LIFTED_LOOP,
+    SCALAR_OPERATORS,
+    GraphProgram,
+    Node,
+    Opcode,
+    UnsupportedError,
+    map_nodes,
+    register_lifted_loop,
+)
+from stax.trace import Proxy
+from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
+
+from . import config, logs
+from .api import CompiledFunction
+
+#: the body function's parameter for the item (``stax.trace.loops``)
+ITEM = "__stax_item"
+#: operations that keep an item-derived value an index (``i + 1``, ``n - 1 - i``, ``i % n``)
+_INDEX_ARITHMETIC = frozenset({
+    *SCALAR_OPERATORS, "operator.add", "operator.sub", "operator.mul", "operator.floordiv",
+    "operator.mod", "operator.neg", "operator.index"})
+_INDEXING = ("operator.getitem", "stax.functional.setitem")
+_CONSTANTS = (bool, int, float, complex, str, type(None), np.generic)
+
+
+def lift(tracer: Any, site: LoopSite, body: Any, items: range, state: dict[str, Any]
+         ) -> dict[str, Any] | None:
+    """The state after running ``body`` for ``items`` as one recorded step, or None (with the
+    reason logged under ``STAX_LOGS=loops``) when the loop must unroll."""
+    plan = _plan(tracer, site, state)
+    if isinstance(plan, str):
+        return _unrolls(site, plan)
+    inputs, constants, outputs = plan
+    compiled = CompiledFunction(body, strict_native=True)
+    compiled.capture_check = _index_only
+    runner = _Runner(compiled, site, items, inputs, constants, outputs,
+                     scalar=[isinstance(state[n].value, np.generic) for n in inputs])
+    try:
+        results = runner(*(state[n].value for n in inputs))
+    except Exception as exc:
+        return _unrolls(site, f"its body does not compile on its own ({type(exc).__name__}: "
+                        f"{exc})")
+    key = register_lifted_loop(runner)
+    recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
+                             {"loop": key}, lambda *arrays, loop: results)
+    after = dict(state)
+    after[site.target] = items[-1]  # a range of two items at least (run_loop)
+    for name in site.assigned:
+        if name in constants and name != site.target:
+            after[name] = constants[name]  # the same after every iteration (_Runner checks)
+    for name, value in zip(outputs, recorded):
+        if name in site.assigned:
+            after[name] = value
+        else:  # updated in place: the same object, standing for the updated array
+            state[name]._update_in_place("a lifted loop", lambda value=value: value)
+    logs.emit("loops", config.current().logs,
+              f"loop at {site.source}: {len(items)} iterations lifted into one step "
+              f"(body compiled once; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
+    return after
+
+
+def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
+          ) -> tuple[list[str], dict[str, Any], list[str]] | str:
+    """(traced inputs, constants, results) of the lifted step, or why the loop unrolls."""
+    if site.target is None:
+        return "its target is not a plain name"
+    inputs, constants = [], {}
+    for name in site.params:
+        value = state.get(name, UNBOUND)
+        if name == site.target:
+            constants[name] = 0  # bound to the item before the body reads it
+        elif isinstance(value, Proxy) and value.tracer is tracer:
+            inputs.append(name)
+        elif isinstance(value, _CONSTANTS):
+            # bound by the body too (an inner loop's target): it must come out of each
+            # iteration as it went in (``_Runner`` checks), a constant of the compiled body
+            constants[name] = value
+        elif value is UNBOUND:
+            return f"the local {name!r} has no value after the first iteration"
+        else:
+            return f"the local {name!r} holds a {type(value).__name__}, not a traced array"
+    for name in site.mutated:
+        value = state[name]
+        if name in site.rebound:
+            return f"the body both updates {name!r} in place and binds it anew"
+        if not isinstance(value, Proxy) or not isinstance(value.value, np.ndarray):
+            return f"the body updates {name!r} in place, which is not a traced array"
+        if value.view_of is not None or tracer.shared(value) is not None:
+            return f"the body updates {name!r} in place, and another value sees that array"
+        for other in inputs:
+            if other != name and (state[other] is value or np.may_share_memory(
+                    np.asarray(state[other].value), value.value)):
+                return f"{name!r}, updated in place, shares memory with {other!r}"
+    outputs = [n for n in inputs if n in site.assigned or n in site.mutated]
+    if not outputs:
+        return "the body binds and updates no traced array"
+    return inputs, constants, outputs
+
+
+def _unrolls(site: LoopSite, why: str) -> None:
+    logs.emit("loops", config.current().logs, f"loop at {site.source} unrolls: {why}")
+    return None
+
+
+class _Runner:
+    """The lifted step: the remaining items through the compiled body, on private copies of the
+    arrays it updates in place (its other inputs read-only: an update the analysis missed fails
+    and the call runs eagerly)."""
+
+    def __init__(self, compiled: Any, site: LoopSite, items: range, inputs: list[str],
+                 constants: dict[str, Any], outputs: list[str], scalar: list[bool]) -> None:
+        self.compiled, self.site, self.items = compiled, site, items
+        self.inputs, self.constants, self.outputs = inputs, constants, outputs
+        self.scalar = scalar
+
+    def __call__(self, *arrays: Any) -> tuple[Any, ...]:
+        site, values = self.site, dict(self.constants)
+        for name, array, scalar in zip(self.inputs, arrays, self.scalar):
+            if scalar:  # a NumPy scalar at capture: a 0-d buffer in the compiled program
+                values[name] = array[()] if isinstance(array, np.ndarray) else array
+            elif name in site.mutated:
+                values[name] = np.array(array, copy=True, order="K")
+            else:
+                view = np.asarray(array).view()
+                view.flags.writeable = False
+                values[name] = view
+        rebound = [n for n in site.assigned if n != site.target]
+        call, params, constants = self.compiled, site.params, self.constants
+        with loop_index_argument(ITEM), np.errstate(under="ignore"):
+            for item in self.items:
+                out = call(np.array(item, dtype=np.int64), *[values[p] for p in params])
+                for name, value in zip(site.assigned, out):
+                    if name not in rebound:
+                        continue
+                    if name in constants and (type(value) is not type(constants[name]) or
+                                              value != constants[name]):
+                        raise _Unstable(f"the loop's local {name!r} changes from one iteration "
+                                        "to the next")
+                    values[name] = value
+        return tuple(values[name] for name in self.outputs)
+
+
+class _Unstable(Exception):
+    """A Python value the body binds changed: each would be a new version of the body."""
+
+
+def _index_only(capture: GraphProgram) -> None:
+    """Refuse a body that uses the item other than as an index, or reads data into Python."""
+    if capture.gates:
+        gate = capture.gates[0]
+        raise UnsupportedError(f"the loop body reads an array into Python ({gate.kind})",
+                               source=gate.source)
+    users: dict[Any, list[Any]] = defaultdict(list)
+    item = None
+    for node in capture.graph.nodes:
+        if node.op == Opcode.PLACEHOLDER and node.target == ITEM:
+            item = node
+        for used in node.inputs:
+            users[used].append(node)
+    todo, seen = [item] if item is not None else [], set()
+    derived = set(todo)  # the item and integers computed from it and Python ints alone
+    while todo:
+        node = todo.pop()
+        for user in users[node]:
+            if user in seen:
+                continue
+            seen.add(user)
+            if user.op == Opcode.OUTPUT:
+                continue  # the target, returned: the runner does not read it back
+            if user.target in _INDEXING:
+                if _mentions(user.args[0], node) or _mentions(user.args[2:], node):
+                    break
+            elif user.target in _INDEX_ARITHMETIC and user.op == Opcode.CALL_FUNCTION and \
+                    not user.kwargs and all(a in derived if isinstance(a, Node) else
+                                            type(a) is int for a in user.args):
+                derived.add(user)
+                todo.append(user)
+            else:
+                break
+        else:
+            continue
+        raise UnsupportedError("the loop body uses its index other than to index arrays (a "
+                               "Python int there; an int64 array here)", node=user.name,
+                               source=user.source)
+
+
+def _mentions(value: Any, node: Any) -> bool:
+    found = []
+    map_nodes(value, lambda n: found.append(n is node))
+    return any(found)
+
+
+install_lifter(lift)

@@ -1,0 +1,183 @@
+"""Lifted loops (issue 13 item 2): a long ``for`` loop is captured as one step running its body,
+compiled once, per item; what it computes is eager NumPy's, and a loop whose body would not
+keep eager semantics unrolls as before."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.ir import LIFTED_LOOP
+from stax.trace import loops
+
+
+@pytest.fixture(autouse=True)
+def small_limit(monkeypatch):
+    monkeypatch.setattr(loops, "UNROLL_LIMIT", 30)  # lift loops of tests' sizes
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+
+def _pendulum(y, g):
+    return np.array([y[1], -g * np.sin(y[0])])
+
+
+def rk4(y0, g, dt, steps):
+    y = y0.copy()
+    for _ in range(steps):
+        k1 = _pendulum(y, g)
+        k2 = _pendulum(y + dt / 2 * k1, g)
+        k3 = _pendulum(y + dt / 2 * k2, g)
+        k4 = _pendulum(y + dt * k3, g)
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return y
+
+
+def euler_sir(y0, beta, gamma, dt, steps):
+    traj = np.zeros((steps + 1, 3))
+    traj[0] = y0
+    for k in range(steps):
+        s, i, r = traj[k]
+        n = s + i + r
+        traj[k + 1] = traj[k] + dt * np.array([-beta * s * i / n, beta * s * i / n - gamma * i,
+                                               gamma * i])
+    return traj
+
+
+def distances(A, B, W):
+    D = np.zeros((A.shape[1], B.shape[1]))
+    for i in range(A.shape[1]):
+        for j in range(B.shape[1]):
+            D[i][j] = np.sqrt((((A[:, i] - B[:, j]) / W[:, i]) ** 2).sum())
+    return D
+
+
+def lifted_steps(fn, *args):
+    """Whether the compiled version of ``fn`` for ``args`` runs a lifted loop."""
+    compiled = stax.compile(fn)
+    compiled(*args)
+    version = compiled._versions[-1]
+    assert version.native, version.reason
+    return compiled, LIFTED_LOOP in str(version.artifact)
+
+
+def test_a_recurrence_lifts_and_matches_numpy(caplog):
+    args = (np.array([1.0, 0.0]), 9.81, 0.01, 60)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        compiled, lifted = lifted_steps(rk4, *args)
+    assert lifted
+    for y0 in (np.array([0.3, -0.2]), np.array([2.0, 1.0])):
+        got, want = compiled(y0, 9.81, 0.01, 60), rk4(y0, 9.81, 0.01, 60)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)  # sin within 1 ulp
+
+
+def test_a_trajectory_filled_row_by_row_is_exact():
+    compiled, lifted = lifted_steps(euler_sir, np.array([0.99, 0.01, 0.0]), 0.3, 0.1, 0.1, 40)
+    assert lifted
+    y0 = np.array([0.9, 0.1, 0.0])
+    np.testing.assert_array_equal(compiled(y0, 0.3, 0.1, 0.1, 40), euler_sir(y0, 0.3, 0.1, 0.1, 40))
+
+
+@pytest.mark.parametrize("layout", ["c", "transposed"])
+def test_nested_loops_with_chained_assignment(layout):
+    rng = np.random.default_rng(1)
+    A, B, W = (rng.random((6, 9)) for _ in range(3))
+    if layout == "transposed":
+        A, B, W = (np.ascontiguousarray(m.T).T for m in (A, B, W))
+    compiled, lifted = lifted_steps(distances, A, B, W + 1)
+    assert lifted
+    np.testing.assert_allclose(compiled(B, A, W + 2), distances(B, A, W + 2), rtol=1e-14)
+
+
+def test_a_body_using_its_index_as_a_number_unrolls(caplog):
+    def weighted(x):
+        acc = np.zeros_like(x)
+        for i in range(40):
+            acc = acc + x * i  # a Python int is weak: float32 stays float32
+        return acc
+
+    x = np.linspace(0, 1, 8, dtype=np.float32)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        with stax_logs("loops"):
+            compiled, lifted = lifted_steps(weighted, x)
+    assert not lifted
+    assert "other than to index arrays" in caplog.text
+    got = compiled(x)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, weighted(x))
+
+
+def test_a_row_view_updated_through_stays_a_view():
+    def fill(x):
+        out = np.zeros((30, 4))
+        for i in range(30):
+            row = out[i]
+            row[:] = x * i  # writes into out, as with a Python int index
+            out[i, 0] += 1.0
+        return out
+
+    x = np.arange(4.0)
+    compiled = stax.compile(fill)
+    np.testing.assert_array_equal(compiled(x), fill(x))
+    np.testing.assert_array_equal(compiled(x + 1), fill(x + 1))
+
+
+def test_a_counter_in_the_body_unrolls_and_stays_right():
+    def counted(x):
+        count = 0
+        for i in range(40):
+            x = x * 0.5 + x[i % 4]
+            count += 1
+        return x * count
+
+    x = np.arange(4.0)
+    compiled = stax.compile(counted)
+    np.testing.assert_array_equal(compiled(x), counted(x))
+
+
+def test_capture_of_a_long_loop_does_not_grow_with_its_count():
+    def smooth(x, steps):
+        y = x.copy()
+        for _ in range(steps):
+            y[1:-1] = 0.25 * y[:-2] + 0.5 * y[1:-1] + 0.25 * y[2:]
+        return y
+
+    x = np.random.default_rng(2).random(64)
+    sizes = []
+    for steps in (200, 2000):
+        compiled = stax.compile(smooth)
+        np.testing.assert_allclose(compiled(x, steps), smooth(x, steps), rtol=1e-12)
+        sizes.append(str(compiled._versions[-1].artifact).count("\n"))
+    assert sizes[0] == sizes[1]
+
+
+def test_indexing_by_a_traced_integer_follows_the_data():
+    """``A[x.argmax()]`` read a view at the capture's position on every call (a wrong result
+    whenever the position moved); it is a gather now."""
+    def row(A, x):
+        return A[x.argmax()] * 2
+
+    def column(A, x):
+        return A[:, x.argmax()] + 1
+
+    A = np.arange(12.0).reshape(3, 4)
+    for fn, xs in [(row, [[0, 5, 1], [3, 0, 1], [0, 1, 7]]),
+                   (column, [[0, 1, 9, 2], [5, 0, 0, 0], [0, 0, 0, 3]])]:
+        compiled = stax.compile(fn)
+        for x in xs:
+            x = np.array(x, dtype=float)
+            np.testing.assert_array_equal(compiled(A, x), fn(A, x))
+
+
+class stax_logs:
+    """STAX_LOGS for the block (settings are read per call)."""
+
+    def __init__(self, categories):
+        self.categories = categories
+
+    def __enter__(self):
+        self.patch = pytest.MonkeyPatch()
+        self.patch.setenv("STAX_LOGS", self.categories)
+
+    def __exit__(self, *exc):
+        self.patch.undo()

@@ -1,0 +1,393 @@
+"""Python ``for`` loops as functions of their state, so capture need not unroll them (issue 13).
+
+Capture runs the user's function on proxies, so a Python loop records its body once per
+iteration: the graph grows with the trip count, and so do capture and compile time. Here the
+function's source is rewritten, once per code object, so that each ``for`` loop's body is a
+function of the loop's item and of the function's local variables the body touches::
+
+    for i in range(n):              __stax_state = __stax_pack__(locals(), ("i", "x", "y"))
+        y = f(x, i)          ->     __stax_out = __stax_loop__(__stax_sites__[0], range(n),
+                                                                __stax_body_0, __stax_state)
+                                    if __stax_out[0] is not __stax_unbound__: i = __stax_out[0]
+                                    ...
+
+``__stax_loop__`` (``run_loop``) decides how capture takes the loop. Unrolled, it calls the body
+for each item, which records exactly what the original loop recorded (same operations, same
+order, same Python semantics); that is what happens outside capture and for cheap loops, whose
+iterations the loop layer rerolls into kernels. For a ``range`` loop whose unrolled recording
+would be large, it asks the *lifter* (installed by ``stax.runtime``: ``install_lifter``) to
+record the remaining iterations as one operation that runs a compiled body per item; the lifter
+declines (the loop unrolls) whenever it cannot keep eager semantics.
+
+A loop is rewritten only when its body is plain statements: no ``return``, ``yield``, ``await``,
+``break``/``continue`` of its own, ``global``/``nonlocal``, ``del`` or import of a name, nested
+function, lambda or class, ``for ... else``, ``match``, name-mangled identifiers or calls of
+``locals``/``vars``/``exec``/``eval``/``super``; and only in functions (not generators or
+coroutines) whose source ``inspect`` finds. Everything else is captured as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextvars
+import inspect
+import textwrap
+import threading
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .creation import active_tracer
+
+
+class _Unbound:
+    """A local variable without a value (``del`` in the body makes it unbound again)."""
+
+    def __repr__(self) -> str:
+        return "<unbound>"
+
+
+UNBOUND = _Unbound()
+
+
+@dataclass(frozen=True)
+class LoopSite:
+    """One rewritten loop: where it is and which of the function's locals its body touches."""
+
+    source: str  # file:line of the ``for``
+    params: tuple[str, ...]  # locals the body reads or binds: the body function's parameters
+    assigned: tuple[str, ...]  # those it binds (the body returns their values)
+    mutated: tuple[str, ...]  # those whose object it may update in place (x[k] = v, x += v)
+    rebound: tuple[str, ...]  # those it binds other than by an augmented assignment (x = ...)
+    target: str | None  # the loop's target, when it is one name (``for i in ...``)
+
+
+#: names the rewritten code reads from its closure
+_HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__")
+_REFUSED_CALLS = frozenset({"locals", "vars", "exec", "eval", "super", "globals", "dir"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+_cache: dict[types.CodeType, Any] = {}
+_cache_lock = threading.Lock()
+
+
+def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
+    """``fn`` with its loops rewritten (same globals, closure cells, defaults), or None when it
+    has no loop to rewrite or its source cannot be rewritten."""
+    method_self = None
+    if isinstance(fn, types.MethodType):
+        method_self, fn = fn.__self__, fn.__func__
+    code = getattr(fn, "__code__", None)
+    if not isinstance(fn, types.FunctionType) or code is None:
+        return None
+    with _cache_lock:
+        entry = _cache.get(code, False)
+    if entry is False:
+        entry = _rewrite(fn, code)
+        with _cache_lock:
+            _cache[code] = entry
+    if entry is None:
+        return None
+    new_code, sites = entry
+    helpers = {"__stax_loop__": run_loop, "__stax_pack__": _pack, "__stax_unbound__": UNBOUND,
+               "__stax_sites__": sites}
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
+                    for name in new_code.co_freevars)
+    clone = types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__qualname__ = fn.__qualname__
+    return clone if method_self is None else types.MethodType(clone, method_self)
+
+
+def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
+    if code.co_flags & _GENERATOR_FLAGS or fn.__name__ == "<lambda>":
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef) or \
+            tree.body[0].name != code.co_name or _mangled(tree):
+        return None
+    function = tree.body[0]
+    function.decorator_list = []
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
+    lifter = _Rewriter(code)
+    function.body = lifter.block(function.body)
+    if not lifter.sites:
+        return None
+    # a factory whose locals are the helpers and the function's free variables: compiled inside
+    # it, the function reads them from closure cells, which ``rewritten`` fills
+    factory = ast.FunctionDef(
+        name="__stax_factory__", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                                    kw_defaults=[], defaults=[]),
+        body=[*(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(None))
+                for n in (*_HELPERS, *code.co_freevars)), function,
+              ast.Return(ast.Name(function.name, ast.Load()))], decorator_list=[])
+    module = ast.Module([factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    ast.copy_location(factory, function)
+    try:
+        compiled = compile(module, code.co_filename, "exec")
+    except (SyntaxError, ValueError):
+        return None
+    inner = _function_code(compiled, "__stax_factory__")
+    new_code = _function_code(inner, code.co_name) if inner is not None else None
+    if new_code is None or not set(new_code.co_freevars) <= {*_HELPERS, *code.co_freevars}:
+        return None
+    return new_code, tuple(lifter.sites)
+
+
+def _function_code(code: types.CodeType, name: str) -> types.CodeType | None:
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType) and const.co_name == name:
+            return const
+    return None
+
+
+def _mangled(tree: ast.AST) -> bool:
+    """Private names (``self.__x``) are mangled by the class they are compiled in: not here."""
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else \
+            node.attr if isinstance(node, ast.Attribute) else None
+        if name and name.startswith("__") and not name.endswith("__"):
+            return True
+    return False
+
+
+class _Rewriter:
+    """Rewrites the ``for`` statements of one function body, innermost first."""
+
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code
+        self.local_names = set(code.co_varnames)
+        self.cell_names = set(code.co_cellvars)
+        self.sites: list[LoopSite] = []
+
+    def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for statement in statements:
+            out.extend(self.statement(statement))
+        return out
+
+    def statement(self, node: ast.stmt) -> list[ast.stmt]:
+        if isinstance(node, _SCOPES):
+            return [node]
+        names = _loop_names(node, self.local_names, self.cell_names) \
+            if isinstance(node, ast.For) else None
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                setattr(node, field, self.block(block))
+        if isinstance(node, ast.Try):
+            for handler in node.handlers:
+                handler.body = self.block(handler.body)
+        if names is None:
+            return [node]
+        return self.lift(node, *names)
+
+    def lift(self, node: ast.For, params: list[str], assigned: list[str], mutated: list[str],
+             rebound: list[str]) -> list[ast.stmt]:
+        number = len(self.sites)
+        self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
+                                   tuple(assigned), tuple(mutated), tuple(rebound),
+                                   node.target.id if isinstance(node.target, ast.Name) else None))
+        body_name, item = f"__stax_body_{number}", "__stax_item"
+        unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
+                                     [ast.Name("__stax_unbound__", ast.Load())]),
+                         [ast.Delete([ast.Name(p, ast.Del())])], []) for p in params]
+        body = ast.FunctionDef(
+            name=body_name,
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(item), *map(ast.arg, params)],
+                               kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[*unbind, ast.Assign([node.target], ast.Name(item, ast.Load())), *node.body,
+                  ast.Return(_call("__stax_pack__", _locals(), _names(assigned)))],
+            decorator_list=[])
+        state = ast.Assign([ast.Name("__stax_state", ast.Store())],
+                           _call("__stax_pack__", _locals(), _names(params)))
+        site = ast.Subscript(ast.Name("__stax_sites__", ast.Load()), ast.Constant(number),
+                             ast.Load())
+        run = ast.Assign([ast.Name("__stax_out", ast.Store())],
+                         _call("__stax_loop__", site, node.iter, ast.Name(body_name, ast.Load()),
+                               ast.Name("__stax_state", ast.Load())))
+        rebind = [ast.If(ast.Compare(_out(k), [ast.IsNot()],
+                                     [ast.Name("__stax_unbound__", ast.Load())]),
+                         [ast.Assign([ast.Name(name, ast.Store())], _out(k))], [])
+                  for k, name in enumerate(assigned)]
+        statements = [body, state, run, *rebind]
+        for statement in statements:
+            ast.copy_location(statement, node)
+            for child in ast.walk(statement):
+                if not hasattr(child, "lineno") or child is statement:
+                    ast.copy_location(child, node)
+        return statements
+
+
+def _call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(ast.Name(name, ast.Load()), list(args), [])
+
+
+def _locals() -> ast.Call:
+    return ast.Call(ast.Name("locals", ast.Load()), [], [])
+
+
+def _names(names: list[str]) -> ast.Tuple:
+    return ast.Tuple([ast.Constant(n) for n in names], ast.Load())
+
+
+def _out(k: int) -> ast.Subscript:
+    return ast.Subscript(ast.Name("__stax_out", ast.Load()), ast.Constant(k), ast.Load())
+
+
+def _loop_names(node: ast.For, local_names: set[str], cell_names: set[str]
+                ) -> tuple[list[str], list[str], list[str], list[str]] | None:
+    """(parameters, assigned, mutated, rebound) of a loop that can be rewritten, or None."""
+    if node.orelse or node.type_comment:
+        return None
+    used: set[str] = set()
+    assigned: set[str] = set()
+    mutated: set[str] = set()
+    rebound: set[str] = set()
+    augmented_targets: set[int] = set()  # ids of the Name nodes that ``x op= v`` binds
+    for child in _walk_body(node):
+        if child is None:
+            return None
+        if isinstance(child, ast.Name):
+            used.add(child.id)
+            if isinstance(child.ctx, (ast.Store, ast.Del)):
+                assigned.add(child.id)
+                if id(child) not in augmented_targets:
+                    rebound.add(child.id)
+        elif isinstance(child, (ast.Subscript, ast.Attribute)) and \
+                isinstance(child.ctx, (ast.Store, ast.Del)):
+            base = _base_name(child)
+            if base is not None:
+                mutated.add(base)
+        elif isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Name):
+            mutated.add(child.target.id)  # an array's += updates the object
+            augmented_targets.add(id(child.target))
+        elif isinstance(child, ast.Call):
+            if isinstance(child.func, ast.Name) and child.func.id in _REFUSED_CALLS:
+                return None
+            if isinstance(child.func, ast.Attribute) and isinstance(child.func.value, ast.Name):
+                mutated.add(child.func.value.id)  # x.fill(0), x.sort(): may update x
+            for keyword in child.keywords:
+                if keyword.arg == "out":
+                    mutated.update(n.id for n in ast.walk(keyword.value) if isinstance(n, ast.Name))
+    if assigned & cell_names:  # an inner function reads it through its cell
+        return None
+    params = sorted(used & local_names - cell_names)
+    return (params, sorted(assigned & set(params)), sorted(mutated & set(params)),
+            sorted(rebound & set(params)))
+
+
+def _walk_body(node: ast.For) -> Iterator[ast.AST | None]:
+    """The loop's target and body, depth first; None where the loop cannot be rewritten."""
+    stack: list[tuple[ast.AST, int]] = [(node.target, 0), *((s, 0) for s in node.body)]
+    while stack:
+        child, depth = stack.pop()  # depth: loops nested inside this one (break belongs there)
+        if isinstance(child, (*_SCOPES, ast.Return, ast.Yield, ast.YieldFrom, ast.Await,
+                              ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom,
+                              ast.Match)):
+            yield None
+            return
+        if isinstance(child, (ast.Break, ast.Continue)) and depth == 0:
+            yield None
+            return
+        if isinstance(child, ast.Delete) and any(isinstance(t, ast.Name) for t in child.targets):
+            yield None
+            return
+        if isinstance(child, (ast.For, ast.While, ast.AsyncFor)) and child.orelse:
+            yield None
+            return
+        yield child
+        inner = depth + isinstance(child, (ast.For, ast.While, ast.AsyncFor))
+        stack.extend((c, inner) for c in ast.iter_child_nodes(child))
+
+
+def _base_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _pack(scope: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    return tuple(scope.get(name, UNBOUND) for name in names)
+
+
+# -- running a rewritten loop ----------------------------------------------------------------------
+
+#: installed by ``stax.runtime``: ``lift(tracer, site, body, items, state) -> state | None``
+_lifter: Callable[..., dict[str, Any] | None] | None = None
+#: a loop whose unrolled recording would pass this many operations is offered to the lifter
+UNROLL_LIMIT = 2_000
+
+
+def install_lifter(lift: Callable[..., dict[str, Any] | None] | None) -> None:
+    global _lifter
+    _lifter = lift
+
+
+def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
+             values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The rewritten loop: the final values of ``site.assigned``."""
+    state = dict(zip(site.params, values))
+    tracer = active_tracer()
+    if tracer is not None and _lifter is not None and type(items) is range and len(items) > 2:
+        # the first iteration unrolled: what one iteration records says whether to lift the rest
+        before = len(tracer.graph.nodes)
+        _step(site, body, items[0], state)
+        rest = items[1:]
+        if (len(tracer.graph.nodes) - before) * len(rest) > UNROLL_LIMIT:
+            lifted = _lifter(tracer, site, body, rest, state)
+            if lifted is not None:
+                return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
+        items = rest
+    for item in items:
+        _step(site, body, item, state)
+    return tuple(state.get(name, UNBOUND) for name in site.assigned)
+
+
+def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
+          state: dict[str, Any]) -> None:
+    out = body(item, *(state.get(name, UNBOUND) for name in site.params))
+    for name, value in zip(site.assigned, out):
+        if value is UNBOUND:
+            state.pop(name, None)
+        else:
+            state[name] = value
+
+
+# -- the loop index of a lifted body -------------------------------------------------------------
+
+_index_argument: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "stax_loop_index_argument", default=None)
+
+
+@contextmanager
+def loop_index_argument(name: str) -> Iterator[None]:
+    """Captures started in this block take the argument ``name`` (a 0-d integer array) as a
+    loop's item: indexing with it makes views as a Python int does (``rows[i]`` is a view of
+    ``rows``, not NumPy's copy for a 0-d array index)."""
+    token = _index_argument.set(name)
+    try:
+        yield
+    finally:
+        _index_argument.reset(token)
+
+
+@contextmanager
+def taking_loop_index_argument() -> Iterator[str | None]:
+    """For ``trace``: the loop index argument's name, if any; captures nested in this one (a
+    compiled function the body calls) don't see it."""
+    name = _index_argument.get()
+    token = _index_argument.set(None)
+    try:
+        yield name
+    finally:
+        _index_argument.reset(token)
