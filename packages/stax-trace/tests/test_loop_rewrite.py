@@ -88,7 +88,7 @@ def test_loops_that_leave_early_are_not_rewritten():
 
 def test_an_error_in_the_body_names_the_users_line():
     def broken(x):
-        for i in range(2):
+        for _ in range(2):
             x = x + undefined_name  # noqa: F821
         return x
 
