@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.codegen import ExternResultMismatch
 from stax.ir import (
     LIFTED_LOOP,
     SCALAR_OPERATORS,
@@ -51,6 +52,7 @@ from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argum
 
 from . import config, logs
 from .api import CompiledFunction
+from .runners import RunEagerly
 
 #: the body function's parameter for the item (``stax.trace.loops``)
 ITEM = "__stax_item"
@@ -72,8 +74,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, items: range, state: dict[str, 
     inputs, constants, outputs = plan
     compiled = CompiledFunction(body, strict_native=True)
     compiled.capture_check = _index_only
-    runner = _Runner(compiled, site, items, inputs, constants, outputs,
-                     scalar=[isinstance(state[n].value, np.generic) for n in inputs])
+    runner = _Runner(compiled, site, items, inputs, constants, outputs)
     try:
         results = runner(*(state[n].value for n in inputs))
     except Exception as exc:
@@ -144,37 +145,54 @@ def _unrolls(site: LoopSite, why: str) -> None:
 class _Runner:
     """The lifted step: the remaining items through the compiled body, on private copies of the
     arrays it updates in place (its other inputs read-only: an update the analysis missed fails
-    and the call runs eagerly)."""
+    and the call runs eagerly). NumPy scalars go in as 0-d arrays (a scalar argument is keyed by
+    its value: each would be a version). Once the body's version for a signature of its
+    arguments is known, later items with that signature call it without dispatch."""
 
     def __init__(self, compiled: Any, site: LoopSite, items: range, inputs: list[str],
-                 constants: dict[str, Any], outputs: list[str], scalar: list[bool]) -> None:
+                 constants: dict[str, Any], outputs: list[str]) -> None:
         self.compiled, self.site, self.items = compiled, site, items
         self.inputs, self.constants, self.outputs = inputs, constants, outputs
-        self.scalar = scalar
 
     def __call__(self, *arrays: Any) -> tuple[Any, ...]:
         site, values = self.site, dict(self.constants)
-        for name, array, scalar in zip(self.inputs, arrays, self.scalar):
-            if scalar:  # a NumPy scalar at capture: a 0-d buffer in the compiled program
-                values[name] = array[()] if isinstance(array, np.ndarray) else array
-            elif name in site.mutated:
+        for name, array in zip(self.inputs, arrays):
+            if name in site.mutated:
                 values[name] = np.array(array, copy=True, order="K")
-            else:
-                view = np.asarray(array).view()
+            elif isinstance(array, np.ndarray) and array.ndim:
+                view = array.view()
                 view.flags.writeable = False
                 values[name] = view
+            else:
+                values[name] = np.asarray(array)
         rebound = [n for n in site.assigned if n != site.target]
-        call, params, constants = self.compiled, site.params, self.constants
+        compiled, params, constants = self.compiled, site.params, self.constants
+        direct: dict[Any, Any] = {}  # the layouts of the arrays -> the version's run, or None
         with loop_index_argument(ITEM), np.errstate(under="ignore"):
             for item in self.items:
-                out = call(np.array(item, dtype=np.int64), *[values[p] for p in params])
+                args = (np.array(item, dtype=np.int64), *[values[p] for p in params])
+                layout = tuple((a.dtype, a.shape, a.strides) for a in args
+                               if type(a) is np.ndarray)
+                run = direct.get(layout, False)
+                out = None
+                if run:
+                    try:
+                        out = run(*args)
+                    except (ExternResultMismatch, RunEagerly):
+                        out = None  # declined: this item through the dispatcher (eagerly)
+                if out is None:
+                    out = compiled(*args)
+                    if run is False:
+                        direct[layout] = compiled.direct(*args)
                 for name, value in zip(site.assigned, out):
                     if name not in rebound:
                         continue
-                    if name in constants and (type(value) is not type(constants[name]) or
-                                              value != constants[name]):
-                        raise _Unstable(f"the loop's local {name!r} changes from one iteration "
-                                        "to the next")
+                    if name in constants:
+                        if type(value) is not type(constants[name]) or value != constants[name]:
+                            raise _Unstable(f"the loop's local {name!r} changes from one "
+                                            "iteration to the next")
+                    elif isinstance(value, np.generic):
+                        value = np.asarray(value)
                     values[name] = value
         return tuple(values[name] for name in self.outputs)
 
