@@ -91,6 +91,9 @@ class CompiledFunction:
         self.limits = limits or Limits()
         #: a test of each capture before it compiles (raises UnsupportedError to refuse it)
         self.capture_check: Callable[[Any], None] | None = None
+        #: the caller takes updated arguments from the results (a lifted loop's body returns
+        #: them): compiled versions leave the arguments as they were, no copy back
+        self.donates_arguments = False
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._rebinds = rebinds_free_names(fn)
@@ -461,6 +464,8 @@ class CompiledFunction:
                 captures.store(key, capture)
         if self.capture_check is not None:
             self.capture_check(capture)
+        if self.donates_arguments and capture.writeback:
+            capture = _without_writeback(capture)
         dump = self._dumper(settings, self._dump_name(settings.dump_dir, name), number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
@@ -632,3 +637,12 @@ def _check_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
         sig.bind(*args, **kwargs)
     except TypeError as exc:
         raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {exc}") from None
+
+
+def _without_writeback(capture: Any) -> Any:
+    """``capture`` computing the final values of the arguments it updates, without copying them
+    back (``CompiledFunction.donates_arguments``)."""
+    output = capture.graph.output_node  # a capture of this compile's own: changed in place
+    output.set_args((tuple(output.args[0][:capture.output_tree.num_leaves]),))
+    capture.writeback = []
+    return capture

@@ -74,6 +74,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, items: range, state: dict[str, 
     inputs, constants, outputs = plan
     compiled = CompiledFunction(body, strict_native=True)
     compiled.capture_check = _index_only
+    compiled.donates_arguments = True  # it returns what it updates: no copy back per item
     runner = _Runner(compiled, site, items, inputs, constants, outputs)
     try:
         results = runner(*(state[n].value for n in inputs))
@@ -157,7 +158,7 @@ class _Runner:
     def __call__(self, *arrays: Any) -> tuple[Any, ...]:
         site, values = self.site, dict(self.constants)
         for name, array in zip(self.inputs, arrays):
-            if name in site.mutated:
+            if name in site.mutated:  # the body's eager runs (a declined call) update it
                 values[name] = np.array(array, copy=True, order="K")
             elif isinstance(array, np.ndarray) and array.ndim:
                 view = array.view()
@@ -165,7 +166,7 @@ class _Runner:
                 values[name] = view
             else:
                 values[name] = np.asarray(array)
-        rebound = [n for n in site.assigned if n != site.target]
+        kept = [n for n in site.returned if n != site.target]
         compiled, params, constants = self.compiled, site.params, self.constants
         direct: dict[Any, Any] = {}  # the layouts of the arrays -> the version's run, or None
         with loop_index_argument(ITEM), np.errstate(under="ignore"):
@@ -184,8 +185,8 @@ class _Runner:
                     out = compiled(*args)
                     if run is False:
                         direct[layout] = compiled.direct(*args)
-                for name, value in zip(site.assigned, out):
-                    if name not in rebound:
+                for name, value in zip(site.returned, out):
+                    if name not in kept:
                         continue
                     if name in constants:
                         if type(value) is not type(constants[name]) or value != constants[name]:

@@ -63,6 +63,12 @@ class LoopSite:
     rebound: tuple[str, ...]  # those it binds other than by an augmented assignment (x = ...)
     target: str | None  # the loop's target, when it is one name (``for i in ...``)
 
+    @property
+    def returned(self) -> tuple[str, ...]:
+        """What the body function returns the final values of: the locals it binds, then those
+        it only updates in place (a compiled body returns them instead of writing them back)."""
+        return self.assigned + tuple(n for n in self.mutated if n not in self.assigned)
+
 
 #: names the rewritten code reads from its closure
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__")
@@ -206,7 +212,8 @@ class _Rewriter:
             args=ast.arguments(posonlyargs=[], args=[ast.arg(item), *map(ast.arg, params)],
                                kwonlyargs=[], kw_defaults=[], defaults=[]),
             body=[*unbind, ast.Assign([node.target], ast.Name(item, ast.Load())), *node.body,
-                  ast.Return(_call("__stax_pack__", _locals(), _names(assigned)))],
+                  ast.Return(_call("__stax_pack__", _locals(), _names(
+                      [*assigned, *(m for m in mutated if m not in assigned)])))],
             decorator_list=[])
         state = ast.Assign([ast.Name("__stax_state", ast.Store())],
                            _call("__stax_pack__", _locals(), _names(params)))
@@ -356,7 +363,7 @@ def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
 def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
           state: dict[str, Any]) -> None:
     out = body(item, *(state.get(name, UNBOUND) for name in site.params))
-    for name, value in zip(site.assigned, out):
+    for name, value in zip(site.returned, out):
         if value is UNBOUND:
             state.pop(name, None)
         else:
