@@ -122,3 +122,38 @@ def test_sites_name_what_the_body_touches():
     assert inner.params == ("a", "i", "j", "out") and inner.assigned == ("j",)
     assert inner.mutated == ("out",) and inner.target == "j"
     assert outer.assigned == ("i", "j") and outer.mutated == ("out",)
+
+
+COUNTER = 0
+
+
+def bumps_a_global(n):
+    global COUNTER
+    for _ in range(n):
+        COUNTER += 1
+    return COUNTER
+
+
+def with_comprehension(x):
+    out = []
+    for i in range(3):
+        out.append(sum([x * k for k in range(i)]))
+    return out
+
+
+def test_global_and_nonlocal_names_keep_their_scope():
+    assert loops.rewritten(bumps_a_global) is None
+
+    def outer():
+        total = 0
+
+        def add(n):
+            nonlocal total
+            for _ in range(n):
+                total += 1
+            return total
+        return add
+
+    assert loops.rewritten(outer()) is None
+    clone = loops.rewritten(with_comprehension)
+    assert clone is not None and clone(2.0) == with_comprehension(2.0)

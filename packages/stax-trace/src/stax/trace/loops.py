@@ -261,10 +261,15 @@ def _loop_names(node: ast.For, local_names: set[str], cell_names: set[str]
     mutated: set[str] = set()
     rebound: set[str] = set()
     augmented_targets: set[int] = set()  # ids of the Name nodes that ``x op= v`` binds
+    scoped: set[int] = set()  # ids of the Name nodes a comprehension binds in its own scope
     for child in _walk_body(node):
         if child is None:
             return None
-        if isinstance(child, ast.Name):
+        if isinstance(child, ast.comprehension):
+            scoped.update(id(n) for n in ast.walk(child.target) if isinstance(n, ast.Name))
+        if isinstance(child, ast.Name) and id(child) in scoped:
+            used.add(child.id)
+        elif isinstance(child, ast.Name):
             used.add(child.id)
             if isinstance(child.ctx, (ast.Store, ast.Del)):
                 assigned.add(child.id)
@@ -287,6 +292,8 @@ def _loop_names(node: ast.For, local_names: set[str], cell_names: set[str]
                 if keyword.arg == "out":
                     mutated.update(n.id for n in ast.walk(keyword.value) if isinstance(n, ast.Name))
     if assigned & cell_names:  # an inner function reads it through its cell
+        return None
+    if assigned - local_names:  # a global or nonlocal name: the body function would shadow it
         return None
     params = sorted(used & local_names - cell_names)
     return (params, sorted(assigned & set(params)), sorted(mutated & set(params)),
