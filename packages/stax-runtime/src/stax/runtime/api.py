@@ -13,14 +13,12 @@ the device is part of sigma (``devices.py`` says how a miss on device arrays is 
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,13 +36,13 @@ from stax.ir import (
     holds_lifted_loop,
     tree_flatten,
     tree_leaves,
-    write_json,
 )
 from stax.trace import Outcome, leaf_names, trace
 
 from . import config, devices, logs
-from .backends import dump_path, get_backend, stax_backend
+from .backends import get_backend, stax_backend
 from .capture_cache import CaptureCache, Uncacheable, capture_key
+from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
 from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
@@ -60,12 +58,14 @@ from .runners import (
     tree_runner,
     untraced_arrays,
     updated_copies,
+    without_writeback,
     writeback_runner,
 )
 from .signature import (
     GuardFailure,
     Unguardable,
     array_signature,
+    check_arguments,
     holds_identity,
     signature,
 )
@@ -346,7 +346,7 @@ class CompiledFunction:
     def explain(self, *args: Any, **kwargs: Any) -> list[VersionReport]:
         """For each cached version, the guards that fail for these arguments (corollary 2.1).
         Arguments the function cannot take raise its TypeError, as a call would."""
-        _check_arguments(self.fn, args, kwargs)
+        check_arguments(self.fn, args, kwargs)
         if self._free:
             args = (*self._free.read(), *args)
         try:
@@ -465,8 +465,8 @@ class CompiledFunction:
         if self.capture_check is not None:
             self.capture_check(capture)
         if self.donates_arguments and capture.writeback:
-            capture = _without_writeback(capture)
-        dump = self._dumper(settings, self._dump_name(settings.dump_dir, name), number)
+            capture = without_writeback(capture)
+        dump = dumper(settings.dump_dir, dump_stem(self, settings.dump_dir, name), number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
         leaves = tree_flatten((args, kwargs))[0]
@@ -558,34 +558,6 @@ class CompiledFunction:
             logs.emit("perf", settings.logs, f"{self._name}: capture not cached on disk: {exc}")
             return None, None
 
-    def _dump_name(self, directory: Path | None, name: str) -> str:
-        """The file-name stem of this function's dumps in ``directory``: its name, with a suffix
-        where another live compiled function of this process already writes there under it."""
-        if directory is None:
-            return name
-        with _DUMP_NAMES_LOCK:
-            stems = _DUMP_NAMES.setdefault(str(directory), {})
-            for stem, owner in stems.items():
-                if owner() is self:
-                    return stem
-            stem, n = name, 1
-            while (owner := stems.get(stem)) is not None and owner() is not None:
-                n += 1
-                stem = f"{name}-{n}"
-            stems[stem] = weakref.ref(self)
-            return stem
-
-    def _dumper(self, settings: config.Settings, name: str, number: int
-                ) -> Callable[[str, Any], None]:
-        directory = settings.dump_dir
-        if directory is None:
-            return lambda stage, doc: None
-
-        def dump(stage: str, doc: Any) -> None:
-            directory.mkdir(parents=True, exist_ok=True)
-            write_json(dump_path(directory, name, number, stage), doc.to_json())
-        return dump
-
 
 class _InternalError(StaxError):
     pass
@@ -596,8 +568,6 @@ class _InternalError(StaxError):
 _LIVE: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
 
 
-_DUMP_NAMES: dict[str, dict[str, weakref.ref[CompiledFunction]]] = {}  # directory -> stem
-_DUMP_NAMES_LOCK = threading.Lock()
 
 
 def _new_locks_in_child() -> None:
@@ -625,24 +595,3 @@ def compile(fn: Callable[..., Any] | None = None, *, device: str | None = None,
         return CompiledFunction(f, device=device, dynamic=dynamic, strict_native=strict_native,
                                 backend=backend, options=options)
     return wrap if fn is None else wrap(fn)
-
-
-def _check_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """The TypeError calling ``fn`` with these arguments raises, without calling it."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin without a signature: the call itself checks
-        return
-    try:
-        sig.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {exc}") from None
-
-
-def _without_writeback(capture: Any) -> Any:
-    """``capture`` computing the final values of the arguments it updates, without copying them
-    back (``CompiledFunction.donates_arguments``)."""
-    output = capture.graph.output_node  # a capture of this compile's own: changed in place
-    output.set_args((tuple(output.args[0][:capture.output_tree.num_leaves]),))
-    capture.writeback = []
-    return capture

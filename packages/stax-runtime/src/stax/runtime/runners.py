@@ -166,3 +166,12 @@ def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], captu
                                  "overlaps another one in memory")
         return tree_unflatten(capture.output_tree, finish(run_flat(*arrays), env))
     return run
+
+
+def without_writeback(capture: Any) -> Any:
+    """``capture`` computing the final values of the arguments it updates, without copying them
+    back (``CompiledFunction.donates_arguments``)."""
+    output = capture.graph.output_node  # a capture of this compile's own: changed in place
+    output.set_args((tuple(output.args[0][:capture.output_tree.num_leaves]),))
+    capture.writeback = []
+    return capture

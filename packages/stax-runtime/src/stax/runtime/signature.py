@@ -31,9 +31,10 @@ from __future__ import annotations
 import dis
 import enum
 import functools
+import inspect
 import struct
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -433,3 +434,15 @@ def _diff_leaf(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
             out += _diff_leaf(e, a, f"{path}[1][{i}][1]")
         return out
     return [GuardFailure(path, expected, actual)]
+
+
+def check_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """The TypeError calling ``fn`` with these arguments raises, without calling it."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: the call itself checks
+        return
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {exc}") from None

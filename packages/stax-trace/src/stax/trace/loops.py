@@ -146,7 +146,23 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     new_code = _function_code(inner, code.co_name) if inner is not None else None
     if new_code is None or not set(new_code.co_freevars) <= {*_HELPERS, *code.co_freevars}:
         return None
-    return new_code, tuple(lifter.sites)
+    return _named_bodies(new_code, code), tuple(lifter.sites)
+
+
+def _named_bodies(code: types.CodeType, user: types.CodeType) -> types.CodeType:
+    """``code`` with its body functions named after the user's function (``<f: loop at line
+    7>``, as a lambda is ``<lambda>``), as tracebacks, capture errors and logs show them, and its
+    own qualified name the user's."""
+    consts = tuple(_named_bodies(c, user) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    changes: dict[str, Any] = {"co_consts": consts}
+    if code.co_name.startswith("__stax_body_"):
+        changes["co_name"] = f"<{user.co_name}: loop at line {code.co_firstlineno}>"
+        if hasattr(code, "co_qualname"):
+            changes["co_qualname"] = changes["co_name"]
+    elif code.co_name == user.co_name and hasattr(code, "co_qualname"):
+        changes["co_qualname"] = user.co_qualname
+    return code.replace(**changes)
 
 
 def _function_code(code: types.CodeType, name: str) -> types.CodeType | None:
