@@ -157,3 +157,18 @@ def test_global_and_nonlocal_names_keep_their_scope():
     assert loops.rewritten(outer()) is None
     clone = loops.rewritten(with_comprehension)
     assert clone is not None and clone(2.0) == with_comprehension(2.0)
+
+
+def test_a_source_file_edited_since_import_is_not_rewritten(tmp_path, monkeypatch):
+    import importlib
+    import linecache
+    source = "def f(x):\n    for i in range(3):\n        x = x * 2.0\n    return x\n"
+    (tmp_path / "edited_module.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_module")
+    assert loops.rewritten(module.f) is not None
+    loops._cache.pop(module.f.__code__)
+    (tmp_path / "edited_module.py").write_text(source.replace("2.0", "3.0"))
+    linecache.checkcache()
+    assert loops.rewritten(module.f) is None  # the running code is not what the file says
+    assert module.f(1.0) == 8.0

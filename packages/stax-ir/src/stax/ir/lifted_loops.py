@@ -8,8 +8,8 @@ stored in the disk caches of captures (``holds_lifted_loop``)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -17,13 +17,14 @@ LIFTED_LOOP = "stax.functional.lifted_loop"
 
 _runners: dict[str, Callable[..., tuple[Any, ...]]] = {}
 _lock = threading.Lock()
+_numbers = itertools.count(1)  # not uuid4: capture refuses reads of the OS's entropy
 
 
 def register_lifted_loop(runner: Callable[..., tuple[Any, ...]]) -> str:
     """A new key for ``runner`` (it stays registered for the life of the process: compiled
     versions that name it may run at any later call)."""
-    key = uuid.uuid4().hex
     with _lock:
+        key = f"loop-{next(_numbers)}"
         _runners[key] = runner
     return key
 

@@ -27,10 +27,15 @@ coroutines) whose source ``inspect`` finds. Everything else is captured as befor
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import contextvars
+import copy
+import dis
+import functools
 import inspect
+import operator
 import textwrap
 import threading
 import types
@@ -75,6 +80,8 @@ _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites_
 _REFUSED_CALLS = frozenset({"locals", "vars", "exec", "eval", "super", "globals", "dir"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, f).compiler_flag
+                                                for f in __future__.all_feature_names))
 
 _cache: dict[types.CodeType, Any] = {}
 _cache_lock = threading.Lock()
@@ -123,27 +130,16 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     function = tree.body[0]
     function.decorator_list = []
     ast.increment_lineno(tree, code.co_firstlineno - 1)
+    # the source on disk must be what runs (a file edited since import is not): compiled as it
+    # is, it gives the function's own bytecode
+    unchanged = _compiled_function(copy.deepcopy(function), code, ())
+    if unchanged is None or not _same_code(unchanged, code):
+        return None
     lifter = _Rewriter(code)
     function.body = lifter.block(function.body)
     if not lifter.sites:
         return None
-    # a factory whose locals are the helpers and the function's free variables: compiled inside
-    # it, the function reads them from closure cells, which ``rewritten`` fills
-    factory = ast.FunctionDef(
-        name="__stax_factory__", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
-                                                    kw_defaults=[], defaults=[]),
-        body=[*(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(None))
-                for n in (*_HELPERS, *code.co_freevars)), function,
-              ast.Return(ast.Name(function.name, ast.Load()))], decorator_list=[])
-    module = ast.Module([factory], type_ignores=[])
-    ast.fix_missing_locations(module)
-    ast.copy_location(factory, function)
-    try:
-        compiled = compile(module, code.co_filename, "exec")
-    except (SyntaxError, ValueError):
-        return None
-    inner = _function_code(compiled, "__stax_factory__")
-    new_code = _function_code(inner, code.co_name) if inner is not None else None
+    new_code = _compiled_function(function, code, _HELPERS)
     if new_code is None or not set(new_code.co_freevars) <= {*_HELPERS, *code.co_freevars}:
         return None
     return _named_bodies(new_code, code), tuple(lifter.sites)
@@ -163,6 +159,63 @@ def _named_bodies(code: types.CodeType, user: types.CodeType) -> types.CodeType:
     elif code.co_name == user.co_name and hasattr(code, "co_qualname"):
         changes["co_qualname"] = user.co_qualname
     return code.replace(**changes)
+
+
+def _compiled_function(function: ast.FunctionDef, code: types.CodeType,
+                       helpers: tuple[str, ...]) -> types.CodeType | None:
+    """The code object of ``function`` compiled inside a factory whose locals are ``helpers``
+    and the original's free variables, so that it reads them from closure cells (``rewritten``
+    fills them)."""
+    factory = ast.FunctionDef(
+        name="__stax_factory__", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                                    kw_defaults=[], defaults=[]),
+        body=[*(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(None))
+                for n in (*helpers, *code.co_freevars)), function,
+              ast.Return(ast.Name(function.name, ast.Load()))], decorator_list=[])
+    module = ast.Module([factory], type_ignores=[])
+    ast.copy_location(factory, function)
+    ast.fix_missing_locations(module)
+    try:
+        compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS,
+                           dont_inherit=True)  # the user's __future__ imports, not this module's
+    except (SyntaxError, ValueError):
+        return None
+    inner = _function_code(compiled, "__stax_factory__")
+    return _function_code(inner, code.co_name) if inner is not None else None
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Same instructions on the same names and constants, nested code objects alike. Line
+    numbers and jump offsets aside, and a method load the same as an attribute load: CPython
+    picks between them from what the whole module imports, which a function compiled alone
+    does not know."""
+    if (a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars) != \
+            (b.co_names, b.co_varnames, b.co_freevars, b.co_cellvars) or \
+            _instructions(a) != _instructions(b) or len(a.co_consts) != len(b.co_consts):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
+            if not _same_code(x, y):
+                return False
+        elif type(x) is not type(y) or (x != y and not (x != x and y != y)):
+            return False
+    return True
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_NEUTRAL = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "PRECALL"})
+
+
+def _instructions(code: types.CodeType) -> list[tuple[str, Any]]:
+    out = []
+    for ins in dis.get_instructions(code):
+        if ins.opname in _NEUTRAL:
+            continue
+        name = "LOAD_ATTR" if ins.opname == "LOAD_METHOD" else ins.opname
+        value = None if ins.opcode in _JUMPS or isinstance(ins.argval, types.CodeType) else \
+            ins.argval
+        out.append((name, value))
+    return out
 
 
 def _function_code(code: types.CodeType, name: str) -> types.CodeType | None:
