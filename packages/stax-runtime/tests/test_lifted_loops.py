@@ -181,3 +181,23 @@ class stax_logs:
 
     def __exit__(self, *exc):
         self.patch.undo()
+
+
+def test_scatters_at_a_traced_row_reroll_into_one_kernel():
+    """``D[i, j] = ...`` with ``i`` traced (a lifted loop's item) is a scatter per ``j``; the
+    unrolled inner loop's scatters reroll into one ordered kernel, as region updates do."""
+    def fill(D, i, v):
+        D = D.copy()
+        for j in range(12):
+            D[i, j] = v[j] * 2.0 + j
+        return D
+
+    D, v = np.zeros((5, 12)), np.arange(12.0)
+    compiled = stax.compile(fill)
+    for i in (0, 3, -1):
+        np.testing.assert_array_equal(compiled(D, np.array(i), v), fill(D, np.array(i), v))
+    plan = str(compiled._versions[-1].artifact)
+    steps = next(line for line in plan.splitlines() if line.startswith("steps:"))
+    assert len(steps.split(",")) <= 8, steps  # 12 scatters and their checks: 25 unrerolled
+    with pytest.raises(IndexError):
+        compiled(D, np.array(7), v)  # out of bounds: NumPy's error, from the eager run

@@ -132,10 +132,11 @@ class _Names:
 
 
 def _updates(b: Any) -> bool:
-    """Whether ``b`` may be an iteration's update: a region update (or a rerolled run of them:
-    an inner loop), not a scatter."""
+    """Whether ``b`` may be an iteration's update: a region update or a scatter (``x[i, 3] = v``
+    with a traced ``i``: its stored offset computed), or a rerolled run of them (an inner
+    loop)."""
     return isinstance(b, ComputedBuffer) and b.updates is not None and \
-        b.store_offset is None and isinstance(b.data, Pointwise)
+        isinstance(b.data, Pointwise)
 
 
 def _satellite(b: Any) -> bool:
@@ -266,6 +267,9 @@ def _signature(it: _Iteration) -> tuple[list[Any], list[int], list[Any]]:
                 return "@"
             return ("satellite", position[buffer]) if buffer in position else buffer
         order = list(postorder(data.body))
+        if m.store_offset is not None:  # a scatter's offset steps like its body
+            shape.append("offset")
+            order += postorder(m.store_offset)
         seat = {id(e): i for i, e in enumerate(order)}
         for e in order:
             kids = tuple(seat[id(c)] for c in e.children())
@@ -316,7 +320,7 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names,
         shift = {xvar(d): Affine.var(xvar(d + 1)) for d in range(ranks)}
         return index.substitute(shift) + k * delta
 
-    def body_of(m: ComputedBuffer) -> Expr:
+    def body_of(m: ComputedBuffer, expr: Expr | None = None) -> Expr:
         ranks = len(m.ranges)
 
         def replace_node(e: Expr) -> Expr | None:
@@ -334,7 +338,7 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names,
             if type(e) is GuardedLoad:
                 return GuardedLoad(e.buffer, index, e.dtype, rewrite(e.guard, replace_node))
             return Index(index, e.dtype)
-        return rewrite(m.data.body, replace_node)
+        return rewrite(m.data.body if expr is None else expr, replace_node)
 
     out: list[ComputedBuffer] = list(first.heads)
     for j, s in enumerate(first.satellites):
@@ -361,8 +365,9 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names,
         body = body_of(u)
         # in order unless no iteration reads what another writes: it reads nothing of the
         # buffer it updates, and no two store to one element (a parallel loop computes the same)
-        ordered = u.ordered or any(r.buffer == u.updates for r in loads(body)) or \
-            not _one_to_one(store, ranges)
+        offset = None if u.store_offset is None else body_of(u, u.store_offset)
+        ordered = u.ordered or offset is not None or \
+            any(r.buffer == u.updates for r in loads(body)) or not _one_to_one(store, ranges)
         head = next((h for h in first.heads if h.name == u.updates), None)
         if head is not None and not ordered and readers.get(head.name, set()) <= {u.name} and \
                 _covers(store, ranges, head):
@@ -372,7 +377,7 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names,
                                data=Pointwise(ranges, body)))
             continue
         out.append(replace(last.members[j], store_index=store, updates=u.updates,
-                           ordered=ordered, data=Pointwise(ranges, body)))
+                           ordered=ordered, data=Pointwise(ranges, body), store_offset=offset))
     return out
 
 

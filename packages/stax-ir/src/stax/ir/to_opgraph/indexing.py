@@ -11,12 +11,12 @@ import numpy as np
 
 from ..graph import Node
 from .arguments import SCALAR_TYPES, bind, int_arg, scalar
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .native_forms import gatherable
 from .registry import NotNative, rule
 
 
-@rule("stax.functional.setitem", emits=("where", "setitem", "scatter"))
+@rule("stax.functional.setitem", emits=("where", "setitem", "scatter", "full"))
 def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Node:
     """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
@@ -34,7 +34,7 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                            (value.dtype if is_scalar else value.tensor.dtype)).kind
     if kind in "iub" and source_kind == "f":
         raise NotNative  # float -> integer assignment: NumPy's cast of NaN and large values
-    indices = _index_arrays(key, meta)
+    indices = _index_arrays(key, meta) or _traced_positions(ctx, key, meta)
     if indices is not None:  # x[i, j] = value: a scatter
         return ctx.emit("scatter", (x, *indices) if is_scalar else (x, *indices, value),
                         {"count": len(indices), "accumulate": False,
@@ -61,6 +61,26 @@ def _index_arrays(key: Any, meta: Any) -> tuple[Node, ...] | None:
             np.dtype(k.tensor.dtype).kind in "iu" for k in items):
         return None
     return tuple(items)
+
+
+def _traced_positions(ctx: LoweringContext, key: Any, meta: Any) -> tuple[Node, ...] | None:
+    """``x[i, 3] = v`` with a traced integer ``i`` (a lifted loop's item) among integers on the
+    leading axes (trailing ``:`` allowed): the scatter's index arrays, the constants as 0-d
+    ones. NumPy raised eagerly for a constant out of bounds; the scatter checks the others."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    while items and isinstance(items[-1], slice) and items[-1] == slice(None):
+        items.pop()
+    if not items or len(items) > len(meta.shape) or not any(isinstance(k, Node) for k in items):
+        return None
+    for k, extent in zip(items, meta.shape):
+        if not ((isinstance(k, Node) and k.tensor is not None and k.tensor.shape == () and
+                np.dtype(k.tensor.dtype).kind in "iu") or
+                (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and
+                -extent <= k < extent)):
+            return None
+    return tuple(k if isinstance(k, Node) else ctx.emit(
+        "full", (), {"shape": (), "value": int(k) % extent, "dtype": "int64"},
+        meta=dense_meta((), "int64")) for k, extent in zip(items, meta.shape))
 
 
 @rule("stax.functional.add_at", emits=("scatter",))
