@@ -31,6 +31,7 @@ there: kernels cannot see it, and heeding it would send every iteration to NumPy
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -48,6 +49,7 @@ from stax.ir import (
     register_lifted_loop,
 )
 from stax.trace import Proxy
+from stax.trace.creation import not_recording
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
 
 from . import config, logs
@@ -64,8 +66,8 @@ _INDEXING = ("operator.getitem", "stax.functional.setitem")
 _CONSTANTS = (bool, int, float, complex, str, type(None), np.generic)
 
 
-def lift(tracer: Any, site: LoopSite, body: Any, items: range, state: dict[str, Any]
-         ) -> dict[str, Any] | None:
+def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
+         state: dict[str, Any]) -> dict[str, Any] | None:
     """The state after running ``body`` for ``items`` as one recorded step, or None (with the
     reason logged under ``STAX_LOGS=loops``) when the loop must unroll."""
     plan = _plan(tracer, site, state)
@@ -75,12 +77,22 @@ def lift(tracer: Any, site: LoopSite, body: Any, items: range, state: dict[str, 
     compiled = CompiledFunction(body, strict_native=True)
     compiled.capture_check = _index_only
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
-    runner = _Runner(compiled, site, items, inputs, constants, outputs)
+    start = [state[n].value for n in inputs]
+    runner = _Runner(compiled, whole, site, items, inputs, constants, outputs,
+                     scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)})
     try:
-        results = runner(*(state[n].value for n in inputs))
+        results = runner(*start)
     except Exception as exc:
         return _unrolls(site, f"its body does not compile on its own ({type(exc).__name__}: "
                         f"{exc})")
+    how = "body compiled once"
+    with not_recording():  # NumPy's own calls, not the capture's
+        eager = runner.eager_seconds_per_item(start)
+    if eager is not None and eager < runner.seconds_per_item:
+        # a tiny body (scalar recurrences): a call per item costs more than NumPy's own work
+        runner.eager = True
+        how = (f"body run by NumPy: {eager * 1e6:.1f} us an item, compiled "
+               f"{runner.seconds_per_item * 1e6:.1f} us")
     key = register_lifted_loop(runner)
     recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
                              {"loop": key}, lambda *arrays, loop: results)
@@ -96,7 +108,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, items: range, state: dict[str, 
             state[name]._update_in_place("a lifted loop", lambda value=value: value)
     logs.emit("loops", config.current().logs,
               f"loop at {site.source}: {len(items)} iterations lifted into one step "
-              f"(body compiled once; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
+              f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
     return after
 
 
@@ -148,27 +160,72 @@ class _Runner:
     arrays it updates in place (its other inputs read-only: an update the analysis missed fails
     and the call runs eagerly). NumPy scalars go in as 0-d arrays (a scalar argument is keyed by
     its value: each would be a version). Once the body's version for a signature of its
-    arguments is known, later items with that signature call it without dispatch."""
+    arguments is known, later items with that signature call it without dispatch. With
+    ``eager`` set (the body measured faster in NumPy at capture), the body function itself runs
+    per item, on the values as eager Python has them."""
 
-    def __init__(self, compiled: Any, site: LoopSite, items: range, inputs: list[str],
-                 constants: dict[str, Any], outputs: list[str]) -> None:
-        self.compiled, self.site, self.items = compiled, site, items
+    def __init__(self, compiled: Any, whole: Any, site: LoopSite, items: range,
+                 inputs: list[str], constants: dict[str, Any], outputs: list[str],
+                 scalars: set[str]) -> None:
+        self.compiled, self.whole, self.site, self.items = compiled, whole, site, items
         self.inputs, self.constants, self.outputs = inputs, constants, outputs
+        self.scalars = scalars  # inputs that were NumPy scalars at capture (0-d buffers here)
+        self.eager = False
+        self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
 
-    def __call__(self, *arrays: Any) -> tuple[Any, ...]:
-        site, values = self.site, dict(self.constants)
+    def _values(self, arrays: Any) -> dict[str, Any]:
+        values = dict(self.constants)
         for name, array in zip(self.inputs, arrays):
-            if name in site.mutated:  # the body's eager runs (a declined call) update it
+            if name in self.site.mutated:  # the body's eager runs update it
                 values[name] = np.array(array, copy=True, order="K")
             elif isinstance(array, np.ndarray) and array.ndim:
                 view = array.view()
                 view.flags.writeable = False
                 values[name] = view
+            elif self.eager and name in self.scalars:
+                values[name] = array[()] if isinstance(array, np.ndarray) else array
             else:
                 values[name] = np.asarray(array)
+        return values
+
+    def __call__(self, *arrays: Any) -> tuple[Any, ...]:
+        values = self._values(arrays)
+        if self.eager:
+            self._run_eagerly(values, self.items)
+        else:
+            self._run_compiled(values)
+        return tuple(values[name] for name in self.outputs)
+
+    def _run_eagerly(self, values: dict[str, Any], items: range) -> None:
+        site = self.site
+        out = self.whole(items, *[values[p] for p in site.params])
+        for name, value in zip(site.returned, out):
+            if name != site.target:
+                values[name] = value
+
+    def eager_seconds_per_item(self, arrays: Any) -> float | None:
+        """The body's time per item in NumPy, over a few items from ``arrays`` (copies)."""
+        items = self.items[:3]
+        if len(items) < 2:
+            return None
+        self.eager = True
+        try:
+            values = self._values(arrays)
+            self._run_eagerly(values, items[:1])  # warm: first calls of NumPy's functions
+            clock = time.perf_counter()
+            self._run_eagerly(values, items[1:])
+            return (time.perf_counter() - clock) / (len(items) - 1)
+        except Exception:
+            return None
+        finally:
+            self.eager = False
+
+    def _run_compiled(self, values: dict[str, Any]) -> None:
+        site, compiled, params, constants = self.site, self.compiled, self.site.params, \
+            self.constants
         kept = [n for n in site.returned if n != site.target]
-        compiled, params, constants = self.compiled, site.params, self.constants
         direct: dict[Any, Any] = {}  # the layouts of the arrays -> the version's run, or None
+        clock = None
         with loop_index_argument(ITEM), np.errstate(under="ignore"):
             for item in self.items:
                 args = (np.array(item, dtype=np.int64), *[values[p] for p in params])
@@ -195,7 +252,10 @@ class _Runner:
                     elif isinstance(value, np.generic):
                         value = np.asarray(value)
                     values[name] = value
-        return tuple(values[name] for name in self.outputs)
+                if clock is None:  # the first item compiles: timed from the second
+                    clock = time.perf_counter()
+        if len(self.items) > 1 and self.seconds_per_item == float("inf"):
+            self.seconds_per_item = (time.perf_counter() - clock) / (len(self.items) - 1)
 
 
 class _Unstable(Exception):

@@ -68,7 +68,7 @@ class LoopSite:
     rebound: tuple[str, ...]  # those it binds other than by an augmented assignment (x = ...)
     target: str | None  # the loop's target, when it is one name (``for i in ...``)
 
-    @property
+    @functools.cached_property
     def returned(self) -> tuple[str, ...]:
         """What the body function returns the final values of: the locals it binds, then those
         it only updates in place (a compiled body returns them instead of writing them back)."""
@@ -152,7 +152,7 @@ def _named_bodies(code: types.CodeType, user: types.CodeType) -> types.CodeType:
     consts = tuple(_named_bodies(c, user) if isinstance(c, types.CodeType) else c
                    for c in code.co_consts)
     changes: dict[str, Any] = {"co_consts": consts}
-    if code.co_name.startswith("__stax_body_"):
+    if code.co_name.startswith(("__stax_body_", "__stax_whole_")):
         changes["co_name"] = f"<{user.co_name}: loop at line {code.co_firstlineno}>"
         if hasattr(code, "co_qualname"):
             changes["co_qualname"] = changes["co_name"]
@@ -281,8 +281,18 @@ class _Rewriter:
             args=ast.arguments(posonlyargs=[], args=[ast.arg(item), *map(ast.arg, params)],
                                kwonlyargs=[], kw_defaults=[], defaults=[]),
             body=[*unbind, ast.Assign([node.target], ast.Name(item, ast.Load())), *node.body,
-                  ast.Return(_call("__stax_pack__", _locals(), _names(
-                      [*assigned, *(m for m in mutated if m not in assigned)])))],
+                  _return_values([*assigned, *(m for m in mutated if m not in assigned)])],
+            decorator_list=[])
+        # the whole loop as one function too: what runs outside capture, and a lifted loop's
+        # step when NumPy runs its body faster than a compiled call per item would
+        whole = ast.FunctionDef(
+            name=f"__stax_whole_{number}",
+            args=ast.arguments(posonlyargs=[], args=[ast.arg("__stax_items"), *map(ast.arg, params)],
+                               kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[*copy.deepcopy(unbind),
+                  ast.For(copy.deepcopy(node.target), ast.Name("__stax_items", ast.Load()),
+                          copy.deepcopy(node.body), [], None),
+                  _return_values([*assigned, *(m for m in mutated if m not in assigned)])],
             decorator_list=[])
         state = ast.Assign([ast.Name("__stax_state", ast.Store())],
                            _call("__stax_pack__", _locals(), _names(params)))
@@ -290,18 +300,30 @@ class _Rewriter:
                              ast.Load())
         run = ast.Assign([ast.Name("__stax_out", ast.Store())],
                          _call("__stax_loop__", site, node.iter, ast.Name(body_name, ast.Load()),
+                               ast.Name(whole.name, ast.Load()),
                                ast.Name("__stax_state", ast.Load())))
         rebind = [ast.If(ast.Compare(_out(k), [ast.IsNot()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
                          [ast.Assign([ast.Name(name, ast.Store())], _out(k))], [])
                   for k, name in enumerate(assigned)]
-        statements = [body, state, run, *rebind]
+        statements = [body, whole, state, run, *rebind]
         for statement in statements:
             ast.copy_location(statement, node)
             for child in ast.walk(statement):
                 if not hasattr(child, "lineno") or child is statement:
                     ast.copy_location(child, node)
         return statements
+
+
+def _return_values(names: list[str]) -> ast.Try:
+    """``return (a, b)``; where one has no value (``UnboundLocalError``), ``__stax_unbound__``
+    in its place (``_pack`` of ``locals()``)."""
+    fallback = ast.Return(_call("__stax_pack__", _locals(), _names(names)))
+    return ast.Try(body=[ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in names],
+                                              ast.Load()))],
+                   handlers=[ast.ExceptHandler(ast.Name("UnboundLocalError", ast.Load()), None,
+                                               [fallback])],
+                   orelse=[], finalbody=[])
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
@@ -405,7 +427,7 @@ def _pack(scope: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
 
 # -- running a rewritten loop ----------------------------------------------------------------------
 
-#: installed by ``stax.runtime``: ``lift(tracer, site, body, items, state) -> state | None``
+#: installed by ``stax.runtime``: ``lift(tracer, site, body, whole, items, state) -> state | None``
 _lifter: Callable[..., dict[str, Any] | None] | None = None
 #: a loop whose unrolled recording would pass this many operations is offered to the lifter
 UNROLL_LIMIT = 2_000
@@ -417,33 +439,37 @@ def install_lifter(lift: Callable[..., dict[str, Any] | None] | None) -> None:
 
 
 def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
-             values: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The rewritten loop: the final values of ``site.assigned``."""
-    state = dict(zip(site.params, values))
+             whole: Callable[..., tuple[Any, ...]], values: tuple[Any, ...]
+             ) -> tuple[Any, ...]:
+    """The rewritten loop: the final values of ``site.assigned``. ``body`` runs one item,
+    ``whole`` the loop (both return the final values of ``site.returned``)."""
     tracer = active_tracer()
-    if tracer is not None and _lifter is not None and type(items) is range and len(items) > 2:
+    if tracer is None:  # not capturing: the loop as written
+        return whole(items, *values)[:len(site.assigned)]
+    state = dict(zip(site.params, values))
+    if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
         before = len(tracer.graph.nodes)
         _step(site, body, items[0], state)
         rest = items[1:]
         if (len(tracer.graph.nodes) - before) * len(rest) > UNROLL_LIMIT:
-            lifted = _lifter(tracer, site, body, rest, state)
+            lifted = _lifter(tracer, site, body, whole, rest, state)
             if lifted is not None:
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
         items = rest
-    for item in items:
-        _step(site, body, item, state)
+    params, returned = site.params, site.returned
+    for item in items:  # _step, inlined: the unrolled loop also runs eager code (a lifted body)
+        out = body(item, *[state.get(name, UNBOUND) for name in params])
+        for name, value in zip(returned, out):
+            state[name] = value
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
 
 
 def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
           state: dict[str, Any]) -> None:
-    out = body(item, *(state.get(name, UNBOUND) for name in site.params))
+    out = body(item, *[state.get(name, UNBOUND) for name in site.params])
     for name, value in zip(site.returned, out):
-        if value is UNBOUND:
-            state.pop(name, None)
-        else:
-            state[name] = value
+        state[name] = value
 
 
 # -- the loop index of a lifted body -------------------------------------------------------------
