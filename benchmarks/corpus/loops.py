@@ -148,4 +148,9 @@ PROGRAMS = [
     Program("cumulative_rows", "loops", cumulative_rows,
             lambda r: (r.standard_normal((24, 200)).astype(np.float32),),
             rtol=1e-6, atol=1e-6, jax_port=cumulative_rows_jax),
+    # long loops (issue 13 item 2): lifted at capture, the body compiled once
+    Program("weighted_distances_70", "loops", weighted_distances,
+            lambda r: (r.standard_normal((8, 70)), r.standard_normal((8, 70)),
+                       r.uniform(0.5, 2.0, (8, 70)))),
+    Program("running_mean_long", "loops", running_mean, lambda r: (r.standard_normal(3000),)),
 ]

@@ -173,4 +173,8 @@ PROGRAMS = [
             lambda r: (r.standard_normal(16).astype(np.float32) * 0.1,
                        r.standard_normal(16).astype(np.float32), np.float32(4.0), np.float32(0.5)),
             rtol=1e-6, atol=1e-6, jax_port=spring_chain_rhs_jax),
+    Program("rk4_pendulum_long", "odes", rk4_pendulum,
+            lambda r: (r.uniform(-1, 1, 2), 9.81, 0.01, 500), rtol=1e-10, atol=1e-12),
+    Program("euler_sir_long", "odes", euler_sir,
+            lambda r: (np.array([990.0, 10.0, 0.0]), 0.3, 0.1, 0.5, 400)),
 ]

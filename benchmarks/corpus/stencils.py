@@ -162,4 +162,8 @@ PROGRAMS = [
     Program("advection_upwind", "stencils", advection_upwind,
             lambda r: (np.sin(np.linspace(0, 2 * np.pi, 4000, endpoint=False)) + r.random(4000) * 0.1,
                        0.4, 25), rtol=1e-12, atol=1e-14, jax_port=advection_upwind_jax),
+    Program("heat_1d_long", "stencils", heat_1d, lambda r: (r.standard_normal(1000), 0.25, 500),
+            rtol=1e-12, atol=1e-14),
+    Program("heat_2d_views_long", "stencils", heat_2d_views,
+            lambda r: (r.standard_normal((100, 100)), 0.1, 200), rtol=1e-12, atol=1e-14),
 ]

@@ -82,12 +82,18 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)})
     try:
         results = runner(*start)
+        how = "body compiled once"
     except Exception as exc:
-        return _unrolls(site, f"its body does not compile on its own ({type(exc).__name__}: "
-                        f"{exc})")
-    how = "body compiled once"
+        why = f"{type(exc).__name__}: {exc}"
+        runner.eager = True
+        try:
+            with not_recording():
+                results = runner(*start)
+        except Exception:
+            return _unrolls(site, f"its body does not compile on its own ({why})")
+        how = f"body run by NumPy: it does not compile on its own ({why})"
     with not_recording():  # NumPy's own calls, not the capture's
-        eager = runner.eager_seconds_per_item(start)
+        eager = None if runner.eager else runner.eager_seconds_per_item(start)
     if eager is not None and eager < runner.seconds_per_item:
         # a tiny body (scalar recurrences): a call per item costs more than NumPy's own work
         runner.eager = True
