@@ -73,14 +73,17 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     plan = _plan(tracer, site, state)
     if isinstance(plan, str):
         return _unrolls(site, plan)
-    inputs, constants, outputs = plan
+    inputs, constants, outputs, views = plan
     compiled = CompiledFunction(body, strict_native=True)
     compiled.capture_check = _index_only
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
     start = [state[n].value for n in inputs]
     runner = _Runner(compiled, whole, site, items, inputs, constants, outputs,
-                     scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)})
+                     scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
+                     views=views)
     try:
+        if views:  # a compiled body would take the view and its base as two arrays
+            raise UnsupportedError(f"{', '.join(views)} views another input")
         results = runner(*start)
         how = "body compiled once"
     except Exception as exc:
@@ -108,10 +111,12 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         if name in constants and name != site.target:
             after[name] = constants[name]  # the same after every iteration (_Runner checks)
     for name, value in zip(outputs, recorded):
-        if name in site.assigned:
-            after[name] = value
-        else:  # updated in place: the same object, standing for the updated array
+        if name in site.mutated:  # updated in place (x[k] = v, x += v): the same object, which
+            # every other name of it sees (an argument: written back; a view: its base too)
             state[name]._update_in_place("a lifted loop", lambda value=value: value)
+            after[name] = state[name]
+        else:
+            after[name] = value
     logs.emit("loops", config.current().logs,
               f"loop at {site.source}: {len(items)} iterations lifted into one step "
               f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
@@ -119,8 +124,11 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
 
 
 def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
-          ) -> tuple[list[str], dict[str, Any], list[str]] | str:
-    """(traced inputs, constants, results) of the lifted step, or why the loop unrolls."""
+          ) -> tuple[list[str], dict[str, Any], list[str], dict[str, Any]] | str:
+    """(traced inputs, constants, results, views) of the lifted step, or why the loop unrolls.
+    ``views``: a local the body updates in place that is a view of another input (``u =
+    U[1:-1, 1:-1]; u += ...``), by name: (the other's name, the key); such a loop runs in NumPy,
+    on a copy of the other and the same view of it."""
     if site.target is None:
         return "its target is not a plain name"
     inputs, constants = [], {}
@@ -138,22 +146,44 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
             return f"the local {name!r} has no value after the first iteration"
         else:
             return f"the local {name!r} holds a {type(value).__name__}, not a traced array"
+    views: dict[str, Any] = {}
     for name in site.mutated:
         value = state[name]
         if name in site.rebound:
             return f"the body both updates {name!r} in place and binds it anew"
         if not isinstance(value, Proxy) or not isinstance(value.value, np.ndarray):
             return f"the body updates {name!r} in place, which is not a traced array"
-        if value.view_of is not None or tracer.shared(value) is not None:
+        base = _viewed_input(tracer, site, state, inputs, value)
+        if base is not None:
+            views[name] = (base, value.view_of[1])
+        elif value.view_of is not None or tracer.shared(value) is not None:
             return f"the body updates {name!r} in place, and another value sees that array"
         for other in inputs:
-            if other != name and (state[other] is value or np.may_share_memory(
-                    np.asarray(state[other].value), value.value)):
+            if other != name and other != views.get(name, (None,))[0] and (
+                    state[other] is value or np.may_share_memory(
+                        np.asarray(state[other].value), value.value)):
                 return f"{name!r}, updated in place, shares memory with {other!r}"
     outputs = [n for n in inputs if n in site.assigned or n in site.mutated]
     if not outputs:
         return "the body binds and updates no traced array"
-    return inputs, constants, outputs
+    return inputs, constants, outputs, views
+
+
+def _viewed_input(tracer: Any, site: LoopSite, state: dict[str, Any], inputs: list[str],
+                  value: Proxy) -> str | None:
+    """The input ``value`` is a view of (by a key of constants), when nothing else views that
+    input and the body neither binds nor updates it by its own name."""
+    if value.view_of is None:
+        return None
+    base, key = value.view_of
+    if base.view_of is not None or any(isinstance(k, Proxy) for k in
+                                       (key if isinstance(key, tuple) else (key,))):
+        return None
+    name = next((n for n in inputs if state[n] is base), None)
+    if name is None or name in site.mutated or name in site.assigned or \
+            tracer.shared(base, value.value) is not None:
+        return None
+    return name
 
 
 def _unrolls(site: LoopSite, why: str) -> None:
@@ -172,17 +202,19 @@ class _Runner:
 
     def __init__(self, compiled: Any, whole: Any, site: LoopSite, items: range,
                  inputs: list[str], constants: dict[str, Any], outputs: list[str],
-                 scalars: set[str]) -> None:
+                 scalars: set[str], views: dict[str, Any]) -> None:
         self.compiled, self.whole, self.site, self.items = compiled, whole, site, items
         self.inputs, self.constants, self.outputs = inputs, constants, outputs
         self.scalars = scalars  # inputs that were NumPy scalars at capture (0-d buffers here)
+        self.views = views  # name -> (the input it views, the key), made again on a copy
+        self.copied = set(site.mutated) | {base for base, _ in views.values()}
         self.eager = False
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
         for name, array in zip(self.inputs, arrays):
-            if name in self.site.mutated:  # the body's eager runs update it
+            if name in self.copied:  # the body's eager runs update it
                 values[name] = np.array(array, copy=True, order="K")
             elif isinstance(array, np.ndarray) and array.ndim:
                 view = array.view()
@@ -192,6 +224,8 @@ class _Runner:
                 values[name] = array[()] if isinstance(array, np.ndarray) else array
             else:
                 values[name] = np.asarray(array)
+        for name, (base, key) in self.views.items():
+            values[name] = values[base][key]
         return values
 
     def __call__(self, *arrays: Any) -> tuple[Any, ...]:
