@@ -213,7 +213,7 @@ def test_an_argument_updated_in_place_by_a_lifted_loop_is_written_back():
     want_x = x.copy()
     want = bump(want_x)
     compiled = stax.compile(bump)
-    assert compiled(x) == want  # the first call: capture runs it, eagerly
+    np.testing.assert_allclose(compiled(x), want, rtol=1e-15)  # the sum's order aside
     assert LIFTED_LOOP in str(compiled._versions[-1].artifact)
     np.testing.assert_array_equal(x, want_x)
     x2, want2 = np.arange(8.0) + 1, np.arange(8.0) + 1
