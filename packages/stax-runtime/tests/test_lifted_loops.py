@@ -3,6 +3,7 @@ compiled once, per item; what it computes is eager NumPy's, and a loop whose bod
 keep eager semantics unrolls as before."""
 
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -233,3 +234,33 @@ def test_a_view_updated_in_place_updates_its_base():
     compiled = stax.compile(heat)
     for _ in range(2):  # the capture's run, then the compiled version's
         np.testing.assert_array_equal(compiled(U0, 0.1, 40), heat(U0, 0.1, 40))
+
+
+def _logs(x):
+    out = np.zeros((x.shape[0], x.shape[1]))
+    for i in range(x.shape[0]):
+        out[i] = np.log(x[i]) * 2.0
+    return out
+
+
+@pytest.mark.parametrize("mode", ["compiled", "numpy"])
+def test_a_lifted_loop_warns_and_raises_as_numpy(mode, monkeypatch):
+    from stax.runtime import lifted_loops
+    timing = (lambda self, arrays: None) if mode == "compiled" else (lambda self, arrays: 0.0)
+    monkeypatch.setattr(lifted_loops._Runner, "eager_seconds_per_item", timing)
+    x = np.random.default_rng(0).random((50, 8)) + 0.1
+    y = x.copy()
+    y[30, 3] = -1.0
+    compiled = stax.compile(_logs)
+    for arr in (x, y, x, y):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = compiled(arr)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = _logs(arr)
+        np.testing.assert_array_equal(result, expected)
+        assert [str(w.message) for w in got] == [str(w.message) for w in want]
+    assert LIFTED_LOOP in str(compiled._versions[-1].artifact)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        compiled(y)
