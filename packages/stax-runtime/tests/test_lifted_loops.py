@@ -264,3 +264,41 @@ def test_a_lifted_loop_warns_and_raises_as_numpy(mode, monkeypatch):
     assert LIFTED_LOOP in str(compiled._versions[-1].artifact)
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
         compiled(y)
+
+
+def test_assignment_at_a_traced_column_is_a_native_scatter():
+    """``D[:, i] = v`` and ``D[1, :, i] = v`` with a traced ``i``: a scatter over the other
+    axes (its ``axes`` attribute), no NumPy step."""
+    def column(D, i, v):
+        D = D.copy()
+        D[:, i] = v * 2
+        return D
+
+    def plane(D, i, v):
+        D = D.copy()
+        D[1, :, i] = v
+        D[..., i] += 1.0
+        return D
+
+    for fn, D, v, positions in [(column, np.zeros((4, 5)), np.arange(4.0), (0, 3, -1)),
+                                (plane, np.zeros((2, 3, 4)), np.arange(3.0), (0, 2, -4))]:
+        compiled = stax.compile(fn)
+        for i in positions:
+            np.testing.assert_array_equal(compiled(D, np.array(i), v), fn(D, np.array(i), v))
+        assert "extern" not in str(compiled._versions[-1].artifact)
+        with pytest.raises(IndexError):
+            compiled(D, np.array(9), v)
+
+
+def test_a_lifted_loop_filling_columns():
+    def columns(x, w):
+        out = np.zeros_like(x)
+        for i in range(x.shape[1]):
+            out[:, i] = x[:, i] * w[i] + 1.0
+        return out
+
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((6, 40)), rng.standard_normal(40)
+    compiled, lifted = lifted_steps(columns, x, w)
+    assert lifted
+    np.testing.assert_array_equal(compiled(x * 2, w), columns(x * 2, w))

@@ -20,6 +20,7 @@ from .ops import (
     get_op,
     op_info,
     ops_of_cost,
+    scatter_key,
 )
 from .printer import format_graph
 from .program import (
@@ -85,6 +86,7 @@ __all__ = [
     "register_lifted_loop",
     "run_graph",
     "run_program",
+    "scatter_key",
     "tree_flatten",
     "tree_leaves",
     "tree_unflatten",

@@ -339,11 +339,13 @@ _declare("take_const", P, 1, lambda x, axis, indices: np.take(x, list(indices), 
          attrs=("axis", "indices"), doc="x[[i, j, ...]] with a constant list of positions")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
          attrs=("shift", "axis"), doc="np.roll along one axis")
-_declare("scatter", P, -1, lambda x, *rest, count, accumulate, scalar=None: _scatter_op(
-             x, *rest, count=count, accumulate=accumulate, scalar=scalar),
-         attrs=("count", "accumulate", "scalar"),
+_declare("scatter", P, -1, lambda x, *rest, count, accumulate, scalar=None, axes=None:
+         _scatter_op(x, *rest, count=count, accumulate=accumulate, scalar=scalar, axes=axes),
+         attrs=("count", "accumulate", "scalar", "axes"),
          doc="x with x[i0, ..., ik] = value (accumulate: np.add.at's unbuffered sums), the index "
-             "arrays for x's leading axes (negative from the end; out of bounds: NumPy's error)")
+             "arrays for x's leading axes (negative from the end; out of bounds: NumPy's error); "
+             "with ``axes``, 0-d indices for those axes of x, every other axis whole "
+             "(``x[:, i] = v``)")
 _declare("setitem", P, -1, lambda x, *value, key, scalar=None: _setitem_op(x, key, value, scalar),
          attrs=("key", "scalar"), doc="x with x[key] = value (a copy): ``key`` per axis "
          "('slice', start, stop, step) with step +-1, or ('int', k); the value an operand or "
@@ -460,11 +462,22 @@ def _add_at(x: Any, indices: Any, values: Any = None) -> Any:
     return y
 
 
-def _scatter_op(x: Any, *rest: Any, count: int, accumulate: bool, scalar: Any = None) -> Any:
+def _scatter_op(x: Any, *rest: Any, count: int, accumulate: bool, scalar: Any = None,
+                axes: Any = None) -> Any:
     """``x[i0, ..., ik] = value`` (or ``np.add.at(x, (i0, ..., ik), value)``, ``accumulate``) with
-    ``count`` index arrays for x's leading axes, as a pure function."""
+    ``count`` index arrays for x's leading axes, or for ``axes`` (0-d ones), as a pure function."""
     indices, value = tuple(rest[:count]), (rest[count] if len(rest) > count else scalar)
+    if axes is not None:
+        indices = scatter_key(np.ndim(x), indices, axes)
     return _add_at(x, indices, value) if accumulate else _setitem(x, indices, value)
+
+
+def scatter_key(ndim: int, indices: tuple[Any, ...], axes: tuple[int, ...]) -> tuple[Any, ...]:
+    """The index of a scatter with ``axes``: each index at its axis, every other axis whole."""
+    key: list[Any] = [slice(None)] * ndim
+    for axis, index in zip(axes, indices):
+        key[axis] = index
+    return tuple(key)
 
 
 def _setitem_op(x: Any, key: Any, value: Any, scalar: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from stax.ir import Node, TensorMeta, get_op
+from stax.ir import Node, TensorMeta, get_op, scatter_key
 
 from .containers import fold
 from .context import Lazy, LoopLowering, output_strides
@@ -26,6 +26,12 @@ def _key(entries: tuple[tuple[Any, ...], ...]) -> tuple[Any, ...]:
     stop -1 with step -1 means "through element 0" (``None`` in a slice, not the last element)."""
     return tuple(slice(e[1], None if e[2] < 0 else e[2], e[3]) if e[0] == "slice" else e[1]
                  for e in entries)
+
+
+def _scatter_index(n: Node) -> tuple[Any, ...]:
+    indices = tuple(n.args[1:1 + n.kwargs["count"]])
+    axes = n.kwargs.get("axes")
+    return indices if axes is None else scatter_key(len(n.args[0].tensor.shape), indices, axes)
 
 
 #: the NumPy call computing an op whose reference is not the NumPy function of its name, from
@@ -50,7 +56,7 @@ NUMPY_CALLS: dict[str, Callable[[Node], tuple[str, bool, tuple[Any, ...], dict[s
                        {"axis": n.kwargs["axis"]}),
     "scatter": lambda n: ("stax.functional.add_at" if n.kwargs["accumulate"] else
                           "stax.functional.setitem", False,
-                          (n.args[0], tuple(n.args[1:1 + n.kwargs["count"]]),
+                          (n.args[0], _scatter_index(n),
                            n.args[1 + n.kwargs["count"]] if len(n.args) > 1 + n.kwargs["count"]
                            else n.kwargs["scalar"]), {}),
     "setitem": lambda n: ("stax.functional.setitem", False,

@@ -254,15 +254,18 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
     (``ComputedBuffer.store_offset``), in order: a repeated position takes the last value, or
     (``accumulate``) adds each value to what the positions before it left. x's buffer is
     updated in place when nothing after reads the old x (``_updatable``), else a copy first. An
-    index out of bounds fails a check: the call runs eagerly and NumPy raises."""
+    index out of bounds fails a check: the call runs eagerly and NumPy raises. With ``axes``
+    (0-d indices), the indexed axes are those, the whole others the kernel's ranges."""
     meta = node.tensor
     dtype, count = meta.dtype, node.kwargs["count"]
     x, indices = node.args[0], node.args[1:1 + count]
+    axes = tuple(node.kwargs.get("axes") or range(count))
+    others = tuple(a for a in range(len(meta.shape)) if a not in axes)
     if not ctx.options.update_in_place or not ctx.native(dtype) or \
             not all(ctx.native(i.tensor.dtype) for i in indices):
         return op_as_extern(ctx, node)
     batch = tuple(np.broadcast_shapes(*(tuple(i.tensor.shape) for i in indices)))
-    rest = tuple(meta.shape[count:])
+    rest = tuple(meta.shape[a] for a in others)
     ranges = (*batch, *rest)
     if math.prod(ranges) == 0:
         return ctx.values[x]  # nothing assigned
@@ -277,10 +280,10 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
         # elements: a parallel, vectorized kernel computes them, not the in-order scatter loop
         loaders = [ctx.realize(Lazy(batch, "int64", ld), contiguous_strides(batch)).loader
                    for ld in loaders]
-    _bounds_check(ctx, batch, loaders, meta.shape[:count])
+    _bounds_check(ctx, batch, loaders, tuple(meta.shape[a] for a in axes))
     offset: Expr | None = None
     for d, loader in enumerate(loaders):
-        i, n = loader(at_batch), meta.shape[d]
+        i, n = loader(at_batch), meta.shape[axes[d]]
         wrapped = Select(Binary("lt", i, Const(0, "int64"), "bool"),
                          Binary("add", i, Const(n, "int64"), "int64"), i, "int64")
         # never a store outside the buffer: an index out of bounds writes element 0 instead
@@ -288,7 +291,7 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
         inside = Binary("and", Binary("ge", wrapped, Const(0, "int64"), "bool"),
                         Binary("lt", wrapped, Const(n, "int64"), "bool"), "bool")
         safe = Select(inside, wrapped, Const(0, "int64"), "int64")
-        term = Binary("mul", safe, Const(strides[d], "int64"), "int64")
+        term = Binary("mul", safe, Const(strides[axes[d]], "int64"), "int64")
         offset = term if offset is None else Binary("add", offset, term, "int64")
     assert offset is not None
     if len(node.args) > 1 + count:
@@ -299,7 +302,7 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
     if _reads(value(index), buffer) or _worth_computing_first(ranges, [value(index)]):
         # the value read from x: computed before x changes (or computed at all: see above)
         value = ctx.realize(Lazy(ranges, dtype, value), contiguous_strides(ranges)).loader
-    store = linear_index(at_rest, strides[count:])
+    store = linear_index(at_rest, tuple(strides[a] for a in others))
     body = value(index)
     if node.kwargs["accumulate"]:
         position = Binary("add", offset, Index(store, "int64"), "int64") if store.terms else offset

@@ -34,11 +34,14 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                            (value.dtype if is_scalar else value.tensor.dtype)).kind
     if kind in "iub" and source_kind == "f":
         raise NotNative  # float -> integer assignment: NumPy's cast of NaN and large values
-    indices = _index_arrays(key, meta) or _traced_positions(ctx, key, meta)
+    indices, axes = _index_arrays(key, meta), None
+    if indices is None:
+        indices, axes = _traced_positions(ctx, key, meta) or (None, None)
     if indices is not None:  # x[i, j] = value: a scatter
         return ctx.emit("scatter", (x, *indices) if is_scalar else (x, *indices, value),
                         {"count": len(indices), "accumulate": False,
-                         "scalar": scalar(value) if is_scalar else None})
+                         "scalar": scalar(value) if is_scalar else None,
+                         **({"axes": axes} if axes is not None else {})})
     if isinstance(key, Node):  # x[mask] = scalar
         if not is_scalar or key.tensor is None or key.tensor.dtype != "bool" or \
                 tuple(key.tensor.shape) != tuple(meta.shape):
@@ -63,24 +66,35 @@ def _index_arrays(key: Any, meta: Any) -> tuple[Node, ...] | None:
     return tuple(items)
 
 
-def _traced_positions(ctx: LoweringContext, key: Any, meta: Any) -> tuple[Node, ...] | None:
-    """``x[i, 3] = v`` with a traced integer ``i`` (a lifted loop's item) among integers on the
-    leading axes (trailing ``:`` allowed): the scatter's index arrays, the constants as 0-d
-    ones. NumPy raised eagerly for a constant out of bounds; the scatter checks the others."""
+def _traced_positions(ctx: LoweringContext, key: Any, meta: Any
+                      ) -> tuple[tuple[Node, ...], tuple[int, ...] | None] | None:
+    """``x[i, 3] = v`` or ``x[:, i] = v`` with a traced integer ``i`` (a lifted loop's item)
+    among integers, the other axes whole: the scatter's index arrays (the constants as 0-d
+    ones) and the axes they index (None: the leading ones). NumPy raised eagerly for a
+    constant out of bounds; the scatter checks the others."""
     items = list(key) if isinstance(key, tuple) else [key]
-    while items and isinstance(items[-1], slice) and items[-1] == slice(None):
-        items.pop()
-    if not items or len(items) > len(meta.shape) or not any(isinstance(k, Node) for k in items):
+    if Ellipsis in items:
+        if sum(k is Ellipsis for k in items) > 1:
+            return None
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(meta.shape) - len(items) + 1)
+    items += [slice(None)] * (len(meta.shape) - len(items))
+    if len(items) != len(meta.shape) or not any(isinstance(k, Node) for k in items):
         return None
-    for k, extent in zip(items, meta.shape):
+    axes = []
+    for axis, (k, extent) in enumerate(zip(items, meta.shape)):
+        if isinstance(k, slice) and k == slice(None):
+            continue
         if not ((isinstance(k, Node) and k.tensor is not None and k.tensor.shape == () and
                 np.dtype(k.tensor.dtype).kind in "iu") or
                 (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and
                 -extent <= k < extent)):
             return None
-    return tuple(k if isinstance(k, Node) else ctx.emit(
-        "full", (), {"shape": (), "value": int(k) % extent, "dtype": "int64"},
-        meta=dense_meta((), "int64")) for k, extent in zip(items, meta.shape))
+        axes.append(axis)
+    indices = tuple(items[a] if isinstance(items[a], Node) else ctx.emit(
+        "full", (), {"shape": (), "value": int(items[a]) % meta.shape[a], "dtype": "int64"},
+        meta=dense_meta((), "int64")) for a in axes)
+    return indices, (None if axes == list(range(len(axes))) else tuple(axes))
 
 
 @rule("stax.functional.add_at", emits=("scatter",))
