@@ -302,3 +302,14 @@ def test_a_lifted_loop_filling_columns():
     compiled, lifted = lifted_steps(columns, x, w)
     assert lifted
     np.testing.assert_array_equal(compiled(x * 2, w), columns(x * 2, w))
+
+
+def test_a_lifted_loop_with_the_disk_cache_on(tmp_path, monkeypatch):
+    """Compiling the body inside the function's capture writes cache files (temporary names
+    drawn from ``random``): Stax's own work, which the capture must not refuse as a draw."""
+    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path))
+    args = (np.array([1.0, 0.0]), 9.81, 0.01, 60)
+    for _ in range(2):  # the second compiles from the disk cache
+        compiled, lifted = lifted_steps(rk4, *args)
+        assert lifted
+        np.testing.assert_allclose(compiled(*args), rk4(*args), rtol=1e-13, atol=1e-15)

@@ -50,6 +50,7 @@ from stax.ir import (
 )
 from stax.trace import Proxy
 from stax.trace.creation import not_recording
+from stax.trace.isolation import not_watching
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
 
 from . import config, logs
@@ -266,7 +267,7 @@ class _Runner:
         kept = [n for n in site.returned if n != site.target]
         direct: dict[Any, Any] = {}  # the layouts of the arrays -> the version's run, or None
         clock = None
-        with loop_index_argument(ITEM), np.errstate(under="ignore"):
+        with loop_index_argument(ITEM), np.errstate(under="ignore"), not_watching():
             for item in self.items:
                 args = (np.array(item, dtype=np.int64), *[values[p] for p in params])
                 layout = tuple((a.dtype, a.shape, a.strides) for a in args

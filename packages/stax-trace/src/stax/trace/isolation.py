@@ -262,6 +262,19 @@ _PATCHES = Patches(_targets)
 
 
 @contextmanager
+def not_watching() -> Iterator[None]:
+    """Stax's own work inside a capture (compiling a lifted loop's body: its temporary files and
+    disk caches draw names from ``random``) is not the function's: no capture watches it (a
+    capture started inside watches its own function)."""
+    watches = getattr(_local, "watches", None)
+    _local.watches = []
+    try:
+        yield
+    finally:
+        _local.watches = watches if watches is not None else []
+
+
+@contextmanager
 def refusing_draws() -> Iterator[Watch]:
     """While the block runs, draws this thread reaches through NumPy's legacy functions or the
     ``random`` module are refused (other threads draw as usual)."""
