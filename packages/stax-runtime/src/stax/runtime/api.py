@@ -263,28 +263,29 @@ class CompiledFunction:
                 return version
         return None
 
-    def direct(self, *args: Any) -> Callable[..., Any] | None:
-        """``run(*args)`` for later calls whose arguments have the signature of these: the
-        version they select, called without dispatch (no key, no guard: the caller vouches that
-        nothing the key covers changes between its calls, as a lifted loop's runner does within
-        one call of its function). None when that version is missing, eager or has data gates.
-        A call it declines raises (``ExternResultMismatch``, ``RunEagerly``): the caller then
-        makes that call through the dispatcher."""
+    def direct(self, *args: Any) -> tuple[Callable[..., Any] | None, bool]:
+        """``(run, checks)``: ``run(*args)`` for later calls whose arguments have the signature
+        of these, the version they select called without dispatch (no key, no guard: the caller
+        vouches that nothing the key covers changes between its calls, as a lifted loop's runner
+        does within one call of its function); ``checks``: it is the machine-code entry, which
+        hands arguments of other layouts to the dispatcher itself. ``(None, False)`` when that
+        version is missing, eager or has data gates. A call it declines raises
+        (``ExternResultMismatch``, ``RunEagerly``): the caller then makes that call through the
+        dispatcher."""
         free = tuple(self._free.read()) if self._free else ()
         args = (*free, *args)
         try:
             version = self._lookup(signature(args, {}), args, {})
         except Unguardable:
-            return None
+            return None, False
         if version is None or not version.native or version.gates is not None:
-            return None
+            return None, False
         if version.entry is not None and not free:  # machine code: its own layout check
-            return version.entry.function
-        run = version.fast if version.fast is not None and not free else None
-        if run is not None:
-            return run
+            return version.entry.function, True
+        if version.fast is not None and not free:
+            return version.fast, False
         run = version.run
-        return lambda *call_args: run((*free, *call_args), {})
+        return (lambda *call_args: run((*free, *call_args), {})), False
 
     def _run_unkeyable(self, exc: Unguardable, placement: devices.Placement | None,
                        args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

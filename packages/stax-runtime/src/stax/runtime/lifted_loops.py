@@ -264,39 +264,49 @@ class _Runner:
     def _run_compiled(self, values: dict[str, Any]) -> None:
         site, compiled, params, constants = self.site, self.compiled, self.site.params, \
             self.constants
-        kept = [n for n in site.returned if n != site.target]
-        direct: dict[Any, Any] = {}  # the layouts of the arrays -> the version's run, or None
+        # (position in the body's results, name, the constant it must stay) of what it keeps
+        kept = [(k, name, constants.get(name, _NONE)) for k, name in enumerate(site.returned)
+                if name != site.target]
+        entry = None  # the body's machine code, which checks the layouts itself
+        direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
         clock = None
         with loop_index_argument(ITEM), np.errstate(under="ignore"), not_watching():
             for item in self.items:
                 args = (np.array(item, dtype=np.int64), *[values[p] for p in params])
-                layout = tuple((a.dtype, a.shape, a.strides) for a in args
-                               if type(a) is np.ndarray)
-                run = direct.get(layout, False)
                 out = None
-                if run:
+                if entry is not None:
+                    run, layout = entry, None
+                else:
+                    layout = tuple((a.dtype, a.shape, a.strides) for a in args
+                                   if type(a) is np.ndarray)
+                    run = direct.get(layout)
+                if run is not None:
                     try:
                         out = run(*args)
                     except (ExternResultMismatch, RunEagerly):
                         out = None  # declined: this item through the dispatcher (eagerly)
                 if out is None:
                     out = compiled(*args)
-                    if run is False:
-                        direct[layout] = compiled.direct(*args)
-                for name, value in zip(site.returned, out):
-                    if name not in kept:
-                        continue
-                    if name in constants:
-                        if type(value) is not type(constants[name]) or value != constants[name]:
+                    if entry is None and layout not in direct:
+                        run, checks = compiled.direct(*args)
+                        if checks:
+                            entry = run
+                        direct[layout] = run
+                for k, name, constant in kept:
+                    value = out[k]
+                    if constant is not _NONE:
+                        if type(value) is not type(constant) or value != constant:
                             raise _Unstable(f"the loop's local {name!r} changes from one "
                                             "iteration to the next")
-                    elif isinstance(value, np.generic):
-                        value = np.asarray(value)
-                    values[name] = value
+                        continue
+                    values[name] = np.asarray(value) if isinstance(value, np.generic) else value
                 if clock is None:  # the first item compiles: timed from the second
                     clock = time.perf_counter()
         if len(self.items) > 1 and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (len(self.items) - 1)
+
+
+_NONE = object()  # no constant
 
 
 class _Unstable(Exception):
