@@ -115,7 +115,7 @@ def test_unrolled_capture_records_the_same_graph_as_before():
 
 def test_sites_name_what_the_body_touches():
     loops.rewritten(nested)
-    entry = loops._cache[nested.__code__]
+    entry = loops._cache[nested]
     sites = {s.source.rsplit(":", 1)[1]: s for s in entry[1]}
     inner, outer = sites[str(nested.__code__.co_firstlineno + 3)], \
         sites[str(nested.__code__.co_firstlineno + 2)]
@@ -167,7 +167,7 @@ def test_a_source_file_edited_since_import_is_not_rewritten(tmp_path, monkeypatc
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("edited_module")
     assert loops.rewritten(module.f) is not None
-    loops._cache.pop(module.f.__code__)
+    loops._cache.pop(module.f)
     (tmp_path / "edited_module.py").write_text(source.replace("2.0", "3.0"))
     linecache.checkcache()
     assert loops.rewritten(module.f) is None  # the running code is not what the file says

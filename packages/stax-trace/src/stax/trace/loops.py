@@ -39,6 +39,7 @@ import operator
 import textwrap
 import threading
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,7 +84,8 @@ _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYN
 _FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, f).compiler_flag
                                                 for f in __future__.all_feature_names))
 
-_cache: dict[types.CodeType, Any] = {}
+#: function -> (rewritten code, sites) or None; weak: a dropped function's entry goes with it
+_cache: weakref.WeakKeyDictionary[types.FunctionType, Any] = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
 
@@ -97,11 +99,11 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     if not isinstance(fn, types.FunctionType) or code is None:
         return None
     with _cache_lock:
-        entry = _cache.get(code, False)
+        entry = _cache.get(fn, False)
     if entry is False:
         entry = _rewrite(fn, code)
         with _cache_lock:
-            _cache[code] = entry
+            _cache[fn] = entry
     if entry is None:
         return None
     new_code, sites = entry
