@@ -313,3 +313,79 @@ def test_a_lifted_loop_with_the_disk_cache_on(tmp_path, monkeypatch):
         compiled, lifted = lifted_steps(rk4, *args)
         assert lifted
         np.testing.assert_allclose(compiled(*args), rk4(*args), rtol=1e-13, atol=1e-15)
+
+
+# -- what a probe of lifted loops found (each a wrong result before its fix) ----------------------
+
+def _flag(x):
+    out = np.zeros_like(x)
+    flag, t = False, 0.0
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 2.0
+        if x[i] > 1.5:
+            flag = True
+    for _ in range(x.shape[0]):
+        t = t + 0.5
+    return out, flag, t
+
+
+def _target_rebound(x):
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 2.0
+        i = i + 1
+    return out, i
+
+
+def _scalar_state(x):
+    acc = x[0] * 0
+    for i in range(x.shape[0]):
+        acc = acc * 0.5 + x[i]
+    return acc
+
+
+def _int8_sum(x):
+    acc = x[0] * 0
+    for i in range(x.shape[0]):
+        acc = acc + x[i]
+    return acc
+
+
+def _hashed(x):
+    n = x.shape[0]
+    out = np.zeros_like(x)
+    for i in range(n):
+        out[i] = x[(i * 6364136223846793005) % n] * 2.0
+    return out
+
+
+@pytest.mark.parametrize("mode", ["compiled", "numpy"])
+def test_what_python_sees_after_a_lifted_loop_is_eager_numpys(mode, monkeypatch):
+    """Python values the body changes (a flag set on the data, a float counter), the loop
+    variable bound in the body, NumPy scalars carried (not 0-d arrays), int8 scalar overflow
+    reports, and index arithmetic past int64 (a Python int there) are eager NumPy's."""
+    from stax.runtime import lifted_loops
+    timing = (lambda self, arrays: None) if mode == "compiled" else (lambda self, arrays: 0.0)
+    monkeypatch.setattr(lifted_loops._Runner, "eager_seconds_per_item", timing)
+    rng = np.random.default_rng(5)
+    floats = [rng.uniform(-1, 1, 60), rng.uniform(-2, 2, 60)]
+    small = [rng.integers(-3, 3, 60).astype(np.int8), rng.integers(10, 100, 60).astype(np.int8)]
+    for fn, inputs in [(_flag, floats), (_target_rebound, floats), (_scalar_state, floats),
+                       (_int8_sum, small), (_hashed, floats)]:
+        compiled = stax.compile(fn)
+        for x in inputs * 2:
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                result = compiled(x)
+            with warnings.catch_warnings(record=True) as want:
+                warnings.simplefilter("always")
+                expected = fn(x)
+            for r, e in zip(result if isinstance(result, tuple) else (result,),
+                            expected if isinstance(expected, tuple) else (expected,)):
+                assert type(r) is type(e), (fn.__name__, r, e)
+                np.testing.assert_array_equal(r, e)
+            assert [str(w.message) for w in got] == [str(w.message) for w in want], fn.__name__
+        with np.errstate(over="raise"):
+            if fn is _int8_sum:
+                with pytest.raises(FloatingPointError):
+                    compiled(small[1])

@@ -94,6 +94,9 @@ class CompiledFunction:
         #: the caller takes updated arguments from the results (a lifted loop's body returns
         #: them): compiled versions leave the arguments as they were, no copy back
         self.donates_arguments = False
+        #: a call a version declines raises (ExternResultMismatch, RunEagerly) instead of
+        #: running eagerly: a lifted loop's body, whose caller then runs the whole loop in NumPy
+        self.declines_to_caller = False
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._rebinds = rebinds_free_names(fn)
@@ -320,6 +323,8 @@ class CompiledFunction:
         try:
             return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
         except (ExternResultMismatch, RunEagerly) as exc:  # nothing visible written yet
+            if self.declines_to_caller:
+                raise
             if states:
                 for generator, state in states:
                     generator.bit_generator.state = state

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import ExternResultMismatch
 from stax.ir import (
     LIFTED_LOOP,
     SCALAR_OPERATORS,
@@ -55,7 +54,6 @@ from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argum
 
 from . import config, logs
 from .api import CompiledFunction
-from .runners import RunEagerly
 
 #: the body function's parameter for the item (``stax.trace.loops``)
 ITEM = "__stax_item"
@@ -78,6 +76,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     compiled = CompiledFunction(body, strict_native=True)
     compiled.capture_check = _index_only
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
+    compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy instead
     start = [state[n].value for n in inputs]
     runner = _Runner(compiled, whole, site, items, inputs, constants, outputs,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
@@ -132,6 +131,8 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
     on a copy of the other and the same view of it."""
     if site.target is None:
         return "its target is not a plain name"
+    if site.target_rebound:
+        return f"the body binds the loop's variable {site.target!r} too"
     inputs, constants = [], {}
     for name in site.params:
         value = state.get(name, UNBOUND)
@@ -235,14 +236,19 @@ class _Runner:
             self._run_eagerly(values, self.items)
         else:
             self._run_compiled(values)
-        return tuple(values[name] for name in self.outputs)
+        return tuple(values[name][()] if name in self.scalars and
+                     isinstance(values[name], np.ndarray) and not values[name].ndim
+                     else values[name] for name in self.outputs)
 
     def _run_eagerly(self, values: dict[str, Any], items: range) -> None:
-        site = self.site
+        site, constants = self.site, self.constants
         out = self.whole(items, *[values[p] for p in site.params])
         for name, value in zip(site.returned, out):
-            if name != site.target:
-                values[name] = value
+            if name == site.target:
+                continue
+            if name in constants:
+                _check_stable(name, value, constants[name])
+            values[name] = value
 
     def eager_seconds_per_item(self, arrays: Any) -> float | None:
         """The body's time per item in NumPy, over a few items from ``arrays`` (copies)."""
@@ -270,7 +276,8 @@ class _Runner:
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
         clock = None
-        with loop_index_argument(ITEM), np.errstate(under="ignore"), not_watching():
+        with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
+                not_watching():
             for item in self.items:
                 args = (np.array(item, dtype=np.int64), *[values[p] for p in params])
                 out = None
@@ -280,11 +287,8 @@ class _Runner:
                     layout = tuple((a.dtype, a.shape, a.strides) for a in args
                                    if type(a) is np.ndarray)
                     run = direct.get(layout)
-                if run is not None:
-                    try:
-                        out = run(*args)
-                    except (ExternResultMismatch, RunEagerly):
-                        out = None  # declined: this item through the dispatcher (eagerly)
+                if run is not None:  # a call it declines raises: the loop then runs in NumPy
+                    out = run(*args)
                 if out is None:
                     out = compiled(*args)
                     if entry is None and layout not in direct:
@@ -295,9 +299,7 @@ class _Runner:
                 for k, name, constant in kept:
                     value = out[k]
                     if constant is not _NONE:
-                        if type(value) is not type(constant) or value != constant:
-                            raise _Unstable(f"the loop's local {name!r} changes from one "
-                                            "iteration to the next")
+                        _check_stable(name, value, constant)
                         continue
                     values[name] = np.asarray(value) if isinstance(value, np.generic) else value
                 if clock is None:  # the first item compiles: timed from the second
@@ -307,6 +309,14 @@ class _Runner:
 
 
 _NONE = object()  # no constant
+
+
+def _check_stable(name: str, value: Any, constant: Any) -> None:
+    """A Python value the body binds must come out as it went in: it is a constant of the
+    compiled program (a counter, a flag set on the data: the loop unrolls, or the call runs
+    eagerly)."""
+    if type(value) is not type(constant) or value != constant:
+        raise _Unstable(f"the loop's local {name!r} changes from one iteration to the next")
 
 
 class _Unstable(Exception):

@@ -68,6 +68,7 @@ class LoopSite:
     mutated: tuple[str, ...]  # those whose object it may update in place (x[k] = v, x += v)
     rebound: tuple[str, ...]  # those it binds other than by an augmented assignment (x = ...)
     target: str | None  # the loop's target, when it is one name (``for i in ...``)
+    target_rebound: bool = False  # the body binds the target too (``i = i + 1``)
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -273,7 +274,8 @@ class _Rewriter:
         number = len(self.sites)
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound),
-                                   node.target.id if isinstance(node.target, ast.Name) else None))
+                                   node.target.id if isinstance(node.target, ast.Name) else None,
+                                   _binds_target(node)))
         body_name, item = f"__stax_body_{number}", "__stax_item"
         unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
@@ -417,6 +419,14 @@ def _walk_body(node: ast.For) -> Iterator[ast.AST | None]:
         stack.extend((c, inner) for c in ast.iter_child_nodes(child))
 
 
+def _binds_target(node: ast.For) -> bool:
+    """Whether the body binds a name of the loop's target (its value after the loop is then the
+    body's, not the last item)."""
+    targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return any(isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and
+               n.id in targets for statement in node.body for n in ast.walk(statement))
+
+
 def _base_name(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Subscript, ast.Attribute)):
         node = node.value
@@ -476,16 +486,17 @@ def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
 
 # -- the loop index of a lifted body -------------------------------------------------------------
 
-_index_argument: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+_index_argument: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
     "stax_loop_index_argument", default=None)
 
 
 @contextmanager
-def loop_index_argument(name: str) -> Iterator[None]:
-    """Captures started in this block take the argument ``name`` (a 0-d integer array) as a
-    loop's item: indexing with it makes views as a Python int does (``rows[i]`` is a view of
-    ``rows``, not NumPy's copy for a 0-d array index)."""
-    token = _index_argument.set(name)
+def loop_index_argument(*names: str) -> Iterator[None]:
+    """Captures started in this block take the 0-d array arguments ``names`` as the NumPy
+    scalars they stand for (a loop's item, as the Python int it is: indexing with it makes views,
+    ``rows[i]`` a view of ``rows``, not NumPy's copy for a 0-d array index; a scalar the loop
+    carries: NumPy's scalar math, its integer overflow reports)."""
+    token = _index_argument.set(frozenset(names))
     try:
         yield
     finally:
@@ -493,9 +504,9 @@ def loop_index_argument(name: str) -> Iterator[None]:
 
 
 @contextmanager
-def taking_loop_index_argument() -> Iterator[str | None]:
-    """For ``trace``: the loop index argument's name, if any; captures nested in this one (a
-    compiled function the body calls) don't see it."""
+def taking_loop_index_argument() -> Iterator[frozenset[str] | None]:
+    """For ``trace``: the names of the arguments that stand for scalars, if any; captures nested
+    in this one (a compiled function the body calls) don't see them."""
     name = _index_argument.get()
     token = _index_argument.set(None)
     try:

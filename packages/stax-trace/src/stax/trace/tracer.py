@@ -435,7 +435,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
 
 def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None,
            name: str | None, arg_names: list[str] | None, outcome: Outcome | None,
-           loop_index: str | None) -> GraphProgram:
+           loop_index: frozenset[str] | None) -> GraphProgram:
     kwargs = dict(kwargs or {})
     tracer = Tracer()
     outcome = outcome if outcome is not None else Outcome()
@@ -451,9 +451,9 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
         if isinstance(leaf, np.ndarray):
             meta = TensorMeta.of(leaf)
             node = tracer.graph.placeholder(leaf_name, {"tensor": meta})
-            # a lifted loop's item (loops.py) indexes as the Python int it stands for: views
-            example = leaf[()] if leaf_name == loop_index and leaf.ndim == 0 and \
-                leaf.dtype.kind in "iu" else example_view(leaf)
+            # a lifted loop's item and carried scalars (loops.py) are the scalars they stand for
+            example = leaf[()] if loop_index and leaf_name in loop_index and leaf.ndim == 0 \
+                else example_view(leaf)
             proxy = Proxy(node, example, tracer)
             tracer.arguments[id(proxy)] = Argument(node, proxy.value, leaf.flags.writeable, proxy)
             outcome.arguments.append((tracer.arguments[id(proxy)], leaf))
