@@ -49,3 +49,18 @@ def test_a_copy_is_a_new_array():
     compiled = stax.compile(lambda x: x.copy())
     got = compiled(X)
     assert not np.shares_memory(got, X)
+
+
+def _into_wider(x):
+    out = np.zeros((x.shape[0], 3))
+    np.multiply(x[0], 2.0, out=out[0])  # a scalar result broadcast into a row
+    np.add(x[1:2], 1.0, out=out[1:])
+    return out
+
+
+def test_a_ufunc_result_broadcasts_into_a_wider_out():
+    """``np.multiply(s, 2.0, out=row)``: NumPy broadcasts the result into ``out`` (it raised a
+    shape error at capture)."""
+    compiled = stax.compile(_into_wider, strict_native=True)
+    for x in (np.arange(4.0), np.arange(4.0) - 7):
+        np.testing.assert_array_equal(compiled(x), _into_wider(x))

@@ -340,6 +340,8 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
     def compute() -> Any:
         new = tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs, getattr(ufunc, method))
         if where is True:
+            if np.shape(new.value) != np.shape(out.value):  # NumPy broadcasts into out
+                new = np.broadcast_to(new, np.shape(out.value))
             return new
         # out[where] gets the result, the rest of out is kept
         return tracer.record(Opcode.CALL_FUNCTION, "numpy.where", (where, new.astype(out.value.dtype),
