@@ -389,3 +389,38 @@ def test_what_python_sees_after_a_lifted_loop_is_eager_numpys(mode, monkeypatch)
             if fn is _int8_sum:
                 with pytest.raises(FloatingPointError):
                     compiled(small[1])
+
+
+def _scores(db, q):
+    scores = np.zeros(db.shape[0])
+    for idx, row in enumerate(db):
+        scores[idx] = np.dot(row, q) / (np.linalg.norm(row) * np.linalg.norm(q))
+    return scores, idx, row
+
+
+def _row_sums(x):
+    total = np.zeros(x.shape[1])
+    for row in x:
+        total = total + row * 2.0
+    return total, row
+
+
+def _row_fill(x):
+    for row in x:
+        row[0] = row.sum()  # writes into x: the loop unrolls
+    return x
+
+
+def test_loops_over_an_arrays_rows_lift():
+    rng = np.random.default_rng(6)
+    for fn, args in [(_scores, (rng.standard_normal((60, 16)), rng.standard_normal(16))),
+                     (_row_sums, (rng.standard_normal((60, 5)),))]:
+        compiled, lifted = lifted_steps(fn, *args)
+        assert lifted, fn.__name__
+        for scale in (1.0, -2.0):
+            moved = tuple(a * scale for a in args)
+            for got, want in zip(compiled(*moved), fn(*moved)):
+                assert type(got) is type(want)
+                np.testing.assert_allclose(got, want, rtol=1e-13)
+    x = rng.standard_normal((60, 5))
+    np.testing.assert_array_equal(stax.compile(_row_fill)(x.copy()), _row_fill(x.copy()))

@@ -106,9 +106,12 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
                              {"loop": key}, lambda *arrays, loop: results)
     after = dict(state)
-    after[site.target] = items[-1]  # a range of two items at least (run_loop)
+    if site.target is not None:
+        after[site.target] = items[-1]  # a range of two items at least (run_loop)
+    if site.row is not None:  # the last row: a view of the array, as iterating it gives
+        after[site.row] = state[site.array][items[-1]]
     for name in site.assigned:
-        if name in constants and name != site.target:
+        if name in constants and name not in (site.target, site.row):
             after[name] = constants[name]  # the same after every iteration (_Runner checks)
     for name, value in zip(outputs, recorded):
         if name in site.mutated:  # updated in place (x[k] = v, x += v): the same object, which
@@ -129,15 +132,17 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
     ``views``: a local the body updates in place that is a view of another input (``u =
     U[1:-1, 1:-1]; u += ...``), by name: (the other's name, the key); such a loop runs in NumPy,
     on a copy of the other and the same view of it."""
-    if site.target is None:
+    if site.target is None and site.array is None:
         return "its target is not a plain name"
+    if site.array is not None and (site.array in site.mutated or site.row in site.mutated):
+        return f"the body updates the rows of {site.array!r} it iterates over"
     if site.target_rebound:
         return f"the body binds the loop's variable {site.target!r} too"
     inputs, constants = [], {}
     for name in site.params:
         value = state.get(name, UNBOUND)
-        if name == site.target:
-            constants[name] = 0  # bound to the item before the body reads it
+        if name in (site.target, site.row):
+            constants[name] = 0  # bound to the item (its row) before the body reads it
         elif isinstance(value, Proxy) and value.tracer is tracer:
             inputs.append(name)
         elif isinstance(value, _CONSTANTS):
@@ -242,9 +247,13 @@ class _Runner:
 
     def _run_eagerly(self, values: dict[str, Any], items: range) -> None:
         site, constants = self.site, self.constants
-        out = self.whole(items, *[values[p] for p in site.params])
+        walked: Any = items
+        if site.array is not None:  # the rows, as iterating the array gives them
+            rows = values[site.array]
+            walked = ((i, rows[i]) for i in items) if site.target else (rows[i] for i in items)
+        out = self.whole(walked, *[values[p] for p in site.params])
         for name, value in zip(site.returned, out):
-            if name == site.target:
+            if name in (site.target, site.row):
                 continue
             if name in constants:
                 _check_stable(name, value, constants[name])
@@ -252,7 +261,7 @@ class _Runner:
 
     def eager_seconds_per_item(self, arrays: Any) -> float | None:
         """The body's time per item in NumPy, over a few items from ``arrays`` (copies)."""
-        items = self.items[:3]
+        items = self.items[:9]  # one to warm NumPy's first calls, then up to eight timed
         if len(items) < 2:
             return None
         self.eager = True
@@ -272,7 +281,7 @@ class _Runner:
             self.constants
         # (position in the body's results, name, the constant it must stay) of what it keeps
         kept = [(k, name, constants.get(name, _NONE)) for k, name in enumerate(site.returned)
-                if name != site.target]
+                if name not in (site.target, site.row)]
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
         clock = None

@@ -45,6 +45,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .creation import active_tracer
 
 
@@ -69,6 +71,10 @@ class LoopSite:
     rebound: tuple[str, ...]  # those it binds other than by an augmented assignment (x = ...)
     target: str | None  # the loop's target, when it is one name (``for i in ...``)
     target_rebound: bool = False  # the body binds the target too (``i = i + 1``)
+    #: rows of an array local: ``for row in x`` / ``for i, row in enumerate(x)``: x's name, and
+    #: the name bound to the row (``target`` is then the index's name, or None)
+    array: str | None = None
+    row: str | None = None
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -272,10 +278,14 @@ class _Rewriter:
     def lift(self, node: ast.For, params: list[str], assigned: list[str], mutated: list[str],
              rebound: list[str]) -> list[ast.stmt]:
         number = len(self.sites)
+        rows = _rows_of(node, self.local_names, assigned)
+        if rows is not None and rows[0] not in params:
+            params = sorted([*params, rows[0]])
+        target = node.target.id if isinstance(node.target, ast.Name) and rows is None else \
+            rows[1] if rows is not None else None
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
-                                   tuple(assigned), tuple(mutated), tuple(rebound),
-                                   node.target.id if isinstance(node.target, ast.Name) else None,
-                                   _binds_target(node)))
+                                   tuple(assigned), tuple(mutated), tuple(rebound), target,
+                                   _binds_target(node), *(rows[0], rows[2]) if rows else ()))
         body_name, item = f"__stax_body_{number}", "__stax_item"
         unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
@@ -298,6 +308,13 @@ class _Rewriter:
                           copy.deepcopy(node.body), [], None),
                   _return_values([*assigned, *(m for m in mutated if m not in assigned)])],
             decorator_list=[])
+        # over an array's rows: the same body taking the row's index as its item (lifted)
+        indexed = None if rows is None else ast.FunctionDef(
+            name=f"__stax_rows_{number}", args=copy.deepcopy(body.args),
+            body=[*copy.deepcopy(unbind), ast.Assign([copy.deepcopy(node.target)], _row_item(
+                rows, item)), *copy.deepcopy(node.body), _return_values(
+                    [*assigned, *(m for m in mutated if m not in assigned)])],
+            decorator_list=[])
         state = ast.Assign([ast.Name("__stax_state", ast.Store())],
                            _call("__stax_pack__", _locals(), _names(params)))
         site = ast.Subscript(ast.Name("__stax_sites__", ast.Load()), ast.Constant(number),
@@ -305,12 +322,14 @@ class _Rewriter:
         run = ast.Assign([ast.Name("__stax_out", ast.Store())],
                          _call("__stax_loop__", site, node.iter, ast.Name(body_name, ast.Load()),
                                ast.Name(whole.name, ast.Load()),
-                               ast.Name("__stax_state", ast.Load())))
+                               ast.Name("__stax_state", ast.Load()),
+                               ast.Name(indexed.name, ast.Load()) if indexed else
+                               ast.Constant(None)))
         rebind = [ast.If(ast.Compare(_out(k), [ast.IsNot()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
                          [ast.Assign([ast.Name(name, ast.Store())], _out(k))], [])
                   for k, name in enumerate(assigned)]
-        statements = [body, whole, state, run, *rebind]
+        statements = [body, whole, *([indexed] if indexed else []), state, run, *rebind]
         for statement in statements:
             ast.copy_location(statement, node)
             for child in ast.walk(statement):
@@ -419,6 +438,33 @@ def _walk_body(node: ast.For) -> Iterator[ast.AST | None]:
         stack.extend((c, inner) for c in ast.iter_child_nodes(child))
 
 
+def _rows_of(node: ast.For, local_names: set[str], assigned: list[str]
+             ) -> tuple[str, str | None, str] | None:
+    """``for row in x`` or ``for i, row in enumerate(x)`` with ``x`` a local the body does not
+    bind: (x, the index's name or None, the row's name)."""
+    it, target = node.iter, node.target
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" \
+            and len(it.args) == 1 and not it.keywords and isinstance(target, ast.Tuple) and \
+            len(target.elts) == 2 and all(isinstance(e, ast.Name) for e in target.elts):
+        source, index, row = it.args[0], target.elts[0].id, target.elts[1].id
+        if index == row:
+            return None
+    elif isinstance(target, ast.Name):
+        source, index, row = it, None, target.id
+    else:
+        return None
+    if not isinstance(source, ast.Name) or source.id not in local_names or \
+            source.id in assigned or source.id in (index, row):
+        return None
+    return source.id, index, row
+
+
+def _row_item(rows: tuple[str, str | None, str], item: str) -> ast.expr:
+    """``(item, x[item])`` or ``x[item]``: what iterating the rows binds at index ``item``."""
+    row = ast.Subscript(ast.Name(rows[0], ast.Load()), ast.Name(item, ast.Load()), ast.Load())
+    return ast.Tuple([ast.Name(item, ast.Load()), row], ast.Load()) if rows[1] else row
+
+
 def _binds_target(node: ast.For) -> bool:
     """Whether the body binds a name of the loop's target (its value after the loop is then the
     body's, not the last item)."""
@@ -451,14 +497,18 @@ def install_lifter(lift: Callable[..., dict[str, Any] | None] | None) -> None:
 
 
 def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
-             whole: Callable[..., tuple[Any, ...]], values: tuple[Any, ...]
-             ) -> tuple[Any, ...]:
+             whole: Callable[..., tuple[Any, ...]], values: tuple[Any, ...],
+             rows: Callable[..., tuple[Any, ...]] | None = None) -> tuple[Any, ...]:
     """The rewritten loop: the final values of ``site.assigned``. ``body`` runs one item,
-    ``whole`` the loop (both return the final values of ``site.returned``)."""
+    ``whole`` the loop (both return the final values of ``site.returned``); ``rows``, for a
+    loop over an array's rows, runs the item of one index."""
     tracer = active_tracer()
     if tracer is None:  # not capturing: the loop as written
         return whole(items, *values)[:len(site.assigned)]
     state = dict(zip(site.params, values))
+    if rows is not None and _lifter is not None and _traced_rows(state.get(site.array)):
+        # iterating a traced array walks its first axis: x[0], x[1], ... (Proxy.__iter__)
+        body, items = rows, range(len(state[site.array].value))
     if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
         before = len(tracer.graph.nodes)
@@ -475,6 +525,11 @@ def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
         for name, value in zip(returned, out):
             state[name] = value
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
+
+
+def _traced_rows(value: Any) -> bool:
+    from .proxy import Proxy  # the proxy module imports the tracer, which imports this one
+    return isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and value.value.ndim > 0
 
 
 def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
