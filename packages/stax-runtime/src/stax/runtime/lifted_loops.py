@@ -137,7 +137,7 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
     if site.array is not None and (site.array in site.mutated or site.row in site.mutated):
         return f"the body updates the rows of {site.array!r} it iterates over"
     if site.target_rebound:
-        return f"the body binds the loop's variable {site.target!r} too"
+        return f"the body binds the loop's variable {site.target or site.row!r} too"
     inputs, constants = [], {}
     for name in site.params:
         value = state.get(name, UNBOUND)

@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.interpreter import ARRAY_METHODS
+
 from .creation import active_tracer
 
 
@@ -264,6 +266,7 @@ class _Rewriter:
             return [node]
         names = _loop_names(node, self.local_names, self.cell_names) \
             if isinstance(node, ast.For) else None
+        binds_target = names is not None and _binds_target(node)  # before inner loops' rewrite
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
@@ -273,10 +276,10 @@ class _Rewriter:
                 handler.body = self.block(handler.body)
         if names is None:
             return [node]
-        return self.lift(node, *names)
+        return self.lift(node, *names, binds_target)
 
     def lift(self, node: ast.For, params: list[str], assigned: list[str], mutated: list[str],
-             rebound: list[str]) -> list[ast.stmt]:
+             rebound: list[str], binds_target: bool) -> list[ast.stmt]:
         number = len(self.sites)
         rows = _rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
@@ -285,7 +288,7 @@ class _Rewriter:
             rows[1] if rows is not None else None
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
-                                   _binds_target(node), *(rows[0], rows[2]) if rows else ()))
+                                   binds_target, *(rows[0], rows[2]) if rows else ()))
         body_name, item = f"__stax_body_{number}", "__stax_item"
         unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
@@ -400,11 +403,14 @@ def _loop_names(node: ast.For, local_names: set[str], cell_names: set[str]
         elif isinstance(child, ast.Call):
             if isinstance(child.func, ast.Name) and child.func.id in _REFUSED_CALLS:
                 return None
-            if isinstance(child.func, ast.Attribute) and isinstance(child.func.value, ast.Name):
+            if isinstance(child.func, ast.Attribute) and isinstance(child.func.value, ast.Name) \
+                    and child.func.attr not in ARRAY_METHODS:
                 mutated.add(child.func.value.id)  # x.fill(0), x.sort(): may update x
             for keyword in child.keywords:
-                if keyword.arg == "out":
-                    mutated.update(n.id for n in ast.walk(keyword.value) if isinstance(n, ast.Name))
+                if keyword.arg == "out":  # out=y or out=(y,): y; out=y[i]: y, not i
+                    outs = keyword.value.elts if isinstance(keyword.value, ast.Tuple) else \
+                        [keyword.value]
+                    mutated.update(b for b in map(_base_name, outs) if b is not None)
     if assigned & cell_names:  # an inner function reads it through its cell
         return None
     if assigned - local_names:  # a global or nonlocal name: the body function would shadow it

@@ -229,6 +229,9 @@ class Proxy:
         return item
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(self.value, np.generic):  # NumPy's own error: scalars are immutable
+            raise TypeError(f"'{type(self.value).__module__}.{type(self.value).__name__}' object "
+                            "does not support item assignment")
         if _same_shape_mask(key, self) and isinstance(value, Proxy) and np.ndim(value.value):
             lifted = self.tracer.lift_masked(value, key)
             if lifted is not None:  # x[m] = f(x[m]): x = where(m, f(x), x), no count (masked.py)
@@ -261,7 +264,10 @@ class Proxy:
         new = compute()
         self._check_same_shape(new)
         if new.value.dtype != dtype:  # in place keeps x's dtype: NumPy casts the result back
-            new = new.astype(dtype)
+            with np.errstate(all="ignore"):  # inside the operation, which reported its own
+                new = new.astype(dtype)
+        if isinstance(self.value, np.ndarray) and not isinstance(new.value, np.ndarray):
+            new = np.copy(new)  # a 0-d array stays one (NumPy computed a scalar into it)
         self.node, self.value = new.node, new.value
         return self
 
@@ -332,10 +338,13 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
     where = kwargs.pop("where", True)
     if where is not True and method != "__call__":
         raise _mutation(f"{target}(..., out=..., where=...)")
-    probe = np.copy(out.value, order="K")  # eager's own errors (casting, shapes) first
+    # eager's own errors (casting, shapes; a NumPy scalar as out) first, its floating-point
+    # reports once, from the recorded call
+    probe = out.value if isinstance(out.value, np.generic) else np.copy(out.value, order="K")
     concrete = [v.value if isinstance(v, Proxy) else v for v in inputs]
-    getattr(ufunc, method)(*concrete, out=probe, **kwargs,
-                           **({} if where is True else {"where": _plain(where)}))
+    with np.errstate(all="ignore"):
+        getattr(ufunc, method)(*concrete, out=probe, **kwargs,
+                               **({} if where is True else {"where": _plain(where)}))
 
     def compute() -> Any:
         new = tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs, getattr(ufunc, method))
@@ -451,7 +460,8 @@ def _inplace(name: str, fn: Any) -> Any:
         if isinstance(self.value, np.generic):  # NumPy scalars rebind: x = x op y
             return _apply(self.tracer, fn, (self, other))
         probe = np.copy(self.value, order="K")
-        inplace_fn(probe, other.value if isinstance(other, Proxy) else other)  # eager's errors
+        with np.errstate(all="ignore"):  # eager's errors; its floating-point reports come once
+            inplace_fn(probe, other.value if isinstance(other, Proxy) else other)
         return self._update_in_place(f"operator {name}", lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, target, (self, other), {}, fn))
     return update

@@ -7,6 +7,7 @@ as a copy (``reshape``). Any other call without a rule runs as NumPy (``extern``
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -191,8 +192,10 @@ def _traced_basic(ctx: LoweringContext, node: Node, x: Node, key: tuple[Any, ...
     offset = part.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
     value = ctx.view(x, offset, tuple(part.strides), tuple(part.shape))
     shape = list(part.shape)
-    for axis, index in reversed(traced):
+    for k, (axis, index) in enumerate(reversed(traced)):
         del shape[axis]
-        value = ctx.emit("take", (value, index), {"axis": axis},
-                         meta=dense_meta(tuple(shape), x.tensor.dtype))
+        meta = dense_meta(tuple(shape), x.tensor.dtype)
+        if k == len(traced) - 1 and node.tensor.scalar:  # NumPy's scalar, as eager gives it
+            meta = replace(meta, scalar=True)
+        value = ctx.emit("take", (value, index), {"axis": axis}, meta=meta)
     return value

@@ -1,0 +1,78 @@
+"""NumPy's semantics around ``out=`` and NumPy scalars that probes of the lifted-loop work found
+broken (each failed before its fix): eager NumPy's results, result types, errors and warnings."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def _assign_into_a_scalar(x):
+    v = x[2]
+    v[...] = -1.0  # a NumPy scalar: TypeError
+    return x
+
+
+def _element_at_a_traced_position(A, x):
+    k = x.argmax()
+    return A[k, 0], A[0, k]
+
+
+def _out_a_scalar(x):
+    x = x.copy()
+    np.add(x[1], 1.0, out=x[0])  # x[0] is a NumPy scalar: TypeError
+    return x
+
+
+def _out_zero_d(x):
+    out = np.zeros(())
+    np.multiply(x.sum(), 2.0, out=out)
+    return out
+
+
+def _out_narrower(x):
+    out = np.zeros(3, np.float32)
+    np.multiply(x, 2.0, out=out)
+    np.sqrt(x, out=out)
+    return out
+
+
+def _add_in_place(x):
+    x = x.copy()
+    x += 1e308
+    return x
+
+
+def _run(fn, args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = fn(*args)
+        except Exception as exc:  # noqa: BLE001 - compared with eager's
+            result = (type(exc), str(exc))
+    return result, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_assign_into_a_scalar, (np.arange(5.0),)),
+    (_element_at_a_traced_position, (np.arange(30.0).reshape(6, 5), np.eye(5)[3])),
+    (_out_a_scalar, (np.arange(4.0),)),
+    (_out_zero_d, (np.arange(3.0),)),
+    (_out_narrower, (np.array([-1.0, 1e300, 4.0]),)),
+    (_add_in_place, (np.array([1e308, 1.0]),)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_compiled_calls_match_eager(fn, args):
+    compiled = stax.compile(fn)
+    want, want_warnings = _run(fn, [a.copy() for a in args])
+    for _ in range(2):  # the capture's run, then the compiled version's
+        got, got_warnings = _run(compiled, [a.copy() for a in args])
+        assert got_warnings == want_warnings
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert type(g) is type(w), (g, w)
+            if isinstance(w, (np.ndarray, np.generic)):
+                np.testing.assert_array_equal(g, w)
+            else:
+                assert g == w
