@@ -50,7 +50,7 @@ def _run(fn, args):
         warnings.simplefilter("always")
         try:
             result = fn(*args)
-        except Exception as exc:  # noqa: BLE001 - compared with eager's
+        except Exception as exc:
             result = (type(exc), str(exc))
     return result, [str(w.message) for w in caught]
 

@@ -89,14 +89,11 @@ class CompiledFunction:
         self.backend = get_backend(backend)
         self.options = dict(options or {})
         self.limits = limits or Limits()
-        #: a test of each capture before it compiles (raises UnsupportedError to refuse it)
+        # for a lifted loop's body (lifted_loops.py): a test of each capture before it compiles
+        # (UnsupportedError refuses it); updated arguments taken from the results, not copied
+        # back; a declined call raised (ExternResultMismatch, RunEagerly), not run eagerly
         self.capture_check: Callable[[Any], None] | None = None
-        #: the caller takes updated arguments from the results (a lifted loop's body returns
-        #: them): compiled versions leave the arguments as they were, no copy back
-        self.donates_arguments = False
-        #: a call a version declines raises (ExternResultMismatch, RunEagerly) instead of
-        #: running eagerly: a lifted loop's body, whose caller then runs the whole loop in NumPy
-        self.declines_to_caller = False
+        self.donates_arguments = self.declines_to_caller = False
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._rebinds = rebinds_free_names(fn)
