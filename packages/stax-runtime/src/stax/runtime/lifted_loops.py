@@ -1,32 +1,32 @@
-"""Lifted loops: a ``for i in range(...)`` loop whose unrolled capture would be large runs as one
-step that calls its body, compiled once, for each item (issue 13 item 2).
+"""Lifted loops: a Python loop whose unrolled capture would be large runs as one step of the
+compiled program (issue 13 item 2).
 
-``stax.trace.loops`` rewrites each loop's body into a function of the item and of the locals it
-touches, unrolls the first iteration, and offers the rest here (``lift``) when unrolling them
-would record more than ``stax.trace.loops.UNROLL_LIMIT`` operations. The body is compiled as a
-function of its own (``strict_native``: it compiles or the loop unrolls), with the item passed
-as a 0-d int64 array so that one version serves every item. The remaining iterations become
-one capture node, ``stax.functional.lifted_loop(*traced locals, loop=key)``, a NumPy step of
-the compiled program whose results are the final values of the locals the body binds or
-updates. So capture records the body about twice whatever the trip count, and the compiled
-program runs the body's kernels once per item with a call of about a microsecond between them.
+``stax.trace.loops`` rewrites each loop into a body function of the item and of the locals it
+touches (and the whole loop as a function), unrolls the first iteration, and offers the rest
+here (``lift``) when unrolling them would record more than ``stax.trace.loops.UNROLL_LIMIT``
+operations: a ``range`` loop, or a loop over a traced array's rows. The remaining iterations
+become one capture node, ``stax.functional.lifted_loop(*traced locals, loop=key)``, a NumPy
+step whose results are the final values of the locals the body binds or updates; capture
+records the body about twice whatever the trip count. The step's runner (``_Runner``) either
 
-The loop unrolls instead (it is captured as before) whenever lifting could change what the
-function computes:
+- calls the body compiled once (``strict_native``; the item a 0-d int64 traced as the Python int
+  it stands for, carried NumPy scalars traced as scalars, so one version serves every item; its
+  machine-code entry called directly per item), where the body uses the item only as an index,
+  has no data gates and compiles; or
+- runs the loop as written, in NumPy: where the body does not compile so (``x * i``: a Python int
+  is a weak operand, NEP 50; ``if x[i] > 0``), where a call the compiled body declines (events
+  NumPy reports, index arithmetic past int64), or where NumPy ran the first items faster than
+  the compiled call does (scalar recurrences: measured at capture).
 
-- the body uses the item other than as an index (``x[i]``, ``out[i, j] = v``, ``x[i + 1]``):
-  a Python int is a weak operand (NEP 50) where the traced item is an int64 array;
-- the body's capture has data gates (Python reading an array: ``if x[i] > 0``, ``range(i)``);
-- a local the body binds holds a Python value (``count += 1``), or something not an array;
-- a local the body updates in place (``out[i] = ...``) is a view, is viewed, is also bound
-  anew by the body, or is the same array as another local;
-- the body does not compile natively.
+The loop unrolls instead (it is captured as before) when neither keeps eager semantics: a
+Python value the body binds changes from item to item (``count += 1``); the body binds the loop
+variable; an array it updates in place is viewed, aliased or bound anew (a view of another
+input runs in NumPy on a copy of that input and the same view).
 
-At run time every step is checked as NumPy steps are: anything unexpected (the body falls back
-for new types, raises) makes the call run eagerly. Floating-point events of the body's kernels
-reach the call's own error handling as a NumPy step's do, except underflow, which the loop's
-kernels do not report (as the loop runs under the call's recording, underflow is ignored
-there: kernels cannot see it, and heeding it would send every iteration to NumPy).
+At run time the step is checked as NumPy steps are: anything unexpected (the body raises, a new
+type) makes the call run eagerly. Floating-point events of the loop reach the call's error
+handling as a NumPy step's do, except underflow in the compiled body's kernels, which is
+ignored there (kernels cannot see it; heeding it would send every item to NumPy).
 """
 
 from __future__ import annotations
@@ -81,27 +81,10 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     runner = _Runner(compiled, whole, site, items, inputs, constants, outputs,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
                      views=views)
-    try:
-        if views:  # a compiled body would take the view and its base as two arrays
-            raise UnsupportedError(f"{', '.join(views)} views another input")
-        results = runner(*start)
-        how = "body compiled once"
-    except Exception as exc:
-        why = f"{type(exc).__name__}: {exc}"
-        runner.eager = True
-        try:
-            with not_recording():
-                results = runner(*start)
-        except Exception:
-            return _unrolls(site, f"its body does not compile on its own ({why})")
-        how = f"body run by NumPy: it does not compile on its own ({why})"
-    with not_recording():  # NumPy's own calls, not the capture's
-        eager = None if runner.eager else runner.eager_seconds_per_item(start)
-    if eager is not None and eager < runner.seconds_per_item:
-        # a tiny body (scalar recurrences): a call per item costs more than NumPy's own work
-        runner.eager = True
-        how = (f"body run by NumPy: {eager * 1e6:.1f} us an item, compiled "
-               f"{runner.seconds_per_item * 1e6:.1f} us")
+    first = _first_run(runner, start)
+    if isinstance(first, str):
+        return _unrolls(site, first)
+    results, how = first
     key = register_lifted_loop(runner)
     recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
                              {"loop": key}, lambda *arrays, loop: results)
@@ -124,6 +107,33 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
               f"loop at {site.source}: {len(items)} iterations lifted into one step "
               f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
     return after
+
+
+def _first_run(runner: _Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] | str:
+    """The capture's run of the remaining items (its results, and how the runner runs them),
+    or why the loop unrolls; the runner is set to the faster way that keeps eager semantics."""
+    try:
+        if runner.views:  # a compiled body would take the view and its base as two arrays
+            raise UnsupportedError(f"{', '.join(runner.views)} views another input")
+        results = runner(*start)
+        how = "body compiled once"
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        runner.eager = True
+        try:
+            with not_recording():
+                results = runner(*start)
+        except Exception:
+            return f"its body does not compile on its own ({why})"
+        return results, f"body run by NumPy: it does not compile on its own ({why})"
+    with not_recording():  # NumPy's own calls, not the capture's
+        eager = runner.eager_seconds_per_item(start)
+    if eager is not None and eager < runner.seconds_per_item:
+        # a tiny body (scalar recurrences): a call per item costs more than NumPy's own work
+        runner.eager = True
+        how = (f"body run by NumPy: {eager * 1e6:.1f} us an item, compiled "
+               f"{runner.seconds_per_item * 1e6:.1f} us")
+    return results, how
 
 
 def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
