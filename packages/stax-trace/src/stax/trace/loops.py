@@ -2,22 +2,23 @@
 
 Capture runs the user's function on proxies, so a Python loop records its body once per
 iteration: the graph grows with the trip count, and so do capture and compile time. Here the
-function's source is rewritten, once per code object, so that each ``for`` loop's body is a
-function of the loop's item and of the function's local variables the body touches::
+function's source is rewritten (once per function, and only when compiling the source unchanged
+gives the function's own bytecode) so that each ``for`` loop's body is a function of the loop's
+item and of the function's local variables the body touches; the whole loop is a function too
+(``__stax_whole_N``), and a loop over an array's rows gets a body taking the row's index::
 
     for i in range(n):              __stax_state = __stax_pack__(locals(), ("i", "x", "y"))
         y = f(x, i)          ->     __stax_out = __stax_loop__(__stax_sites__[0], range(n),
-                                                                __stax_body_0, __stax_state)
+                                        __stax_body_0, __stax_whole_0, __stax_state, None)
                                     if __stax_out[0] is not __stax_unbound__: i = __stax_out[0]
-                                    ...
 
-``__stax_loop__`` (``run_loop``) decides how capture takes the loop. Unrolled, it calls the body
-for each item, which records exactly what the original loop recorded (same operations, same
-order, same Python semantics); that is what happens outside capture and for cheap loops, whose
-iterations the loop layer rerolls into kernels. For a ``range`` loop whose unrolled recording
-would be large, it asks the *lifter* (installed by ``stax.runtime``: ``install_lifter``) to
-record the remaining iterations as one operation that runs a compiled body per item; the lifter
-declines (the loop unrolls) whenever it cannot keep eager semantics.
+``__stax_loop__`` (``run_loop``) decides how capture takes the loop. Outside capture the whole
+loop runs. Unrolled, it calls the body for each item, which records exactly what the original
+loop recorded (same operations, same order, same Python semantics): cheap loops, whose
+iterations the loop layer rerolls into kernels. For a ``range`` loop or a loop over a traced
+array's rows whose unrolled recording would be large, it asks the *lifter* (installed by
+``stax.runtime``: ``install_lifter``) to record the remaining iterations as one operation; the
+lifter declines (the loop unrolls) whenever it cannot keep eager semantics.
 
 A loop is rewritten only when its body is plain statements: no ``return``, ``yield``, ``await``,
 ``break``/``continue`` of its own, ``global``/``nonlocal``, ``del`` or import of a name, nested
