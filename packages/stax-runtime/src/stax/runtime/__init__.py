@@ -3,10 +3,9 @@
 from stax.ir import StaxError, UnsupportedError
 from stax.trace import gate
 
-from . import nn
+from . import lifted_loops, nn  # noqa: F401 - lifted_loops installs the loop lifter
 from .api import CacheInfo, CompiledFunction, Limits, Version, VersionReport, compile
 from .backends import BACKENDS, register_backend
-from .lifted_loops import lift as _lift  # noqa: F401 - installs the loop lifter (stax.trace.loops)
 
 __version__ = "0.1.0"
 

@@ -527,11 +527,8 @@ def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
             if lifted is not None:
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
         items = rest
-    params, returned = site.params, site.returned
-    for item in items:  # _step, inlined: the unrolled loop also runs eager code (a lifted body)
-        out = body(item, *[state.get(name, UNBOUND) for name in params])
-        for name, value in zip(returned, out):
-            state[name] = value
+    for item in items:
+        _step(site, body, item, state)
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
 
 
