@@ -19,8 +19,10 @@ from .nesting import NestPlan
 from .storage_plan import StoragePlan
 
 # 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events;
-# 1.4: each kernel's loop nest; 1.5: Triton source and each kernel's launch (CUDA documents)
+# 1.4: each kernel's loop nest; 1.5: Triton source and each kernel's launch (CUDA documents);
+# 1.6: the input a CPU kernel copies unchanged (a document with such a kernel declares 1.6)
 KERNELS_SCHEMA = "stax.kernels/1.4"
+COPIES_KERNELS_SCHEMA = "stax.kernels/1.6"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -76,6 +78,11 @@ class KernelPlan:
     nest: NestPlan | None = None
     #: a GPU kernel's launch (1.5); None for a CPU kernel
     launch: Launch | None = None
+    #: (1.6) the input this kernel copies, element for element at the same layout, into the one
+    #: buffer it computes (the start of a region update of an argument: ``x[i] = v``). A lifted
+    #: loop's item loop skips it and updates the argument's buffer in place
+    #: (``cpu/item_loop.py``)
+    copies: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,12 +140,19 @@ class KernelArtifact:
         return {k.computes: k.nest for k in self.kernels if k.nest is not None}
 
     @property
+    def schema(self) -> str:
+        """The schema the document declares: the oldest minor version that has its fields."""
+        if self.triton_source is not None:
+            return TRITON_KERNELS_SCHEMA
+        return COPIES_KERNELS_SCHEMA if any(k.copies for k in self.kernels) else KERNELS_SCHEMA
+
+    @property
     def intermediates(self) -> list[BufferPlan]:
         return [b for b in self.buffers if b.role == "intermediate"]
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": KERNELS_SCHEMA if self.triton_source is None else TRITON_KERNELS_SCHEMA,
+            "schema": self.schema,
             "name": self.name,
             "target": self.target,
             "codegen_version": self.codegen_version,
@@ -149,7 +163,8 @@ class KernelArtifact:
                          "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
                          "index_bits": k.index_bits,
                          **({"nest": k.nest.to_json()} if k.nest is not None else {}),
-                         **({"launch": k.launch.to_json()} if k.launch is not None else {})}
+                         **({"launch": k.launch.to_json()} if k.launch is not None else {}),
+                         **({"copies": k.copies} if k.copies is not None else {})}
                         for k in self.kernels],
             "input_slots": self.input_slots,
             "input_tree": self.input_tree.to_json(),
@@ -184,7 +199,8 @@ class KernelArtifact:
                         k["work"], k["parallel"], k["bytes_read"], k["bytes_written"],
                         k.get("index_bits", 64),
                         NestPlan.from_json(k["nest"], k["computes"]) if "nest" in k else None,
-                        Launch.from_json(k["launch"]) if "launch" in k else None)
+                        Launch.from_json(k["launch"]) if "launch" in k else None,
+                        k.get("copies"))
              for k in doc["kernels"]],
             list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
@@ -205,7 +221,7 @@ class KernelArtifact:
         write_json(path, self.to_json())
 
     def __str__(self) -> str:
-        schema = KERNELS_SCHEMA if self.triton_source is None else TRITON_KERNELS_SCHEMA
+        schema = self.schema
         where = self.target.get("cpu") if self.triton_source is None else \
             f"{self.target.get('device', 'cuda')} (Triton)"
         lines = [f"# {schema} {self.name} for {where}"]
@@ -224,7 +240,8 @@ class KernelArtifact:
             lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(computes)};"
                          f" moves {k.bytes_read} B in, {k.bytes_written} B out;"
-                         f" int{k.index_bits} indices{_describe(k.nest)}{_launched(k.launch)}")
+                         f" int{k.index_bits} indices{_describe(k.nest)}{_launched(k.launch)}"
+                         f"{f'; copies {k.copies}' if k.copies else ''}")
         if self.storage is not None:
             st = self.storage
             for block, size in enumerate(st.sizes):

@@ -20,6 +20,7 @@ from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .block_pool import MIN_BYTES, default_block_pool
 from .cpu.entry import Entry, make_entry
 from .cpu.fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, TIE, UNDERFLOW
+from .cpu.item_loop import ItemLoop, make_item_loop
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.native_pool import MAX_ARITY, NativePool, native_pool
 from .cpu.objcache import ObjectCache
@@ -490,3 +491,9 @@ class Executable:
         """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``
         that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none."""
         return make_entry(self.artifact, self.module, inputs, slow, self._cache)
+
+    def item_loop(self, inputs: list[np.ndarray], item: int, carried: dict[int, int]
+                  ) -> ItemLoop | str:
+        """A machine-code loop over a lifted loop's items (``cpu/item_loop.py``) for this
+        artifact as a loop's body, at the layouts of ``inputs``, or why there is none."""
+        return make_item_loop(self.artifact, self.module, inputs, item, carried, self._cache)

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from llvmlite import ir
 
-from stax.loop import ExternCall, LoopProgram, index_width
+from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.emit import KernelSpec, emit_kernel
@@ -84,7 +84,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         floats = floats or float_events(group.nodes)
         unseen = unseen or underflow_unseen(group.nodes, identity.triple)
-        kernels.append(_plan(name, group, args, nbytes, options, events, target, discard))
+        kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, discard),
+                               copies=_copied_input(group, program)))
         steps.append(name)
     buffers = buffer_plans(plan)
     # a NumPy step reports its floating-point events (a Python operator on NumPy integer scalars
@@ -120,6 +121,23 @@ def _cost_per_element(group: Group, target: Target) -> int:
             continue
         total += target.element_cost(node.data.body)
     return max(total, 1)
+
+
+def _copied_input(group: Group, program: LoopProgram) -> str | None:
+    """The input ``group`` copies element for element into the one buffer it computes, at the
+    same layout (``KernelPlan.copies``), if that is all it does."""
+    if len(group.nodes) != 1 or group.extern is not None:
+        return None
+    node = group.nodes[0]
+    body = node.data.body
+    if node.updates is not None or node.store_offset is not None or \
+            not isinstance(node.data, Pointwise) or type(body) is not Load:
+        return None
+    source = next((b for b in program.inputs if b.name == body.buffer), None)
+    if source is None or (source.shape, source.dtype, source.strides) != \
+            (node.shape, node.dtype, node.strides) or body.index != node.store_index:
+        return None
+    return source.name
 
 
 def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int],

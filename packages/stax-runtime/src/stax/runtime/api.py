@@ -263,29 +263,29 @@ class CompiledFunction:
                 return version
         return None
 
-    def direct(self, *args: Any) -> tuple[Callable[..., Any] | None, bool]:
-        """``(run, checks)``: ``run(*args)`` for later calls whose arguments have the signature
-        of these, the version they select called without dispatch (no key, no guard: the caller
-        vouches that nothing the key covers changes between its calls, as a lifted loop's runner
-        does within one call of its function); ``checks``: it is the machine-code entry, which
-        hands arguments of other layouts to the dispatcher itself. ``(None, False)`` when that
-        version is missing, eager or has data gates. A call it declines raises
-        (``ExternResultMismatch``, ``RunEagerly``): the caller then makes that call through the
-        dispatcher."""
+    def direct(self, *args: Any) -> tuple[Callable[..., Any] | None, bool, Version | None]:
+        """``(run, checks, version)``: ``run(*args)`` for later calls whose arguments have the
+        signature of these, the version they select called without dispatch (no key, no guard:
+        the caller vouches that nothing the key covers changes between its calls, as a lifted
+        loop's runner does within one call of its function); ``checks``: it is the machine-code
+        entry, which hands arguments of other layouts to the dispatcher itself; ``version``:
+        the one selected, where its leaves are these arguments. ``(None, False, None)`` when it
+        is missing, eager or has data gates. A call it declines raises (``ExternResultMismatch``,
+        ``RunEagerly``): the caller then makes that call through the dispatcher."""
         free = tuple(self._free.read()) if self._free else ()
         args = (*free, *args)
         try:
             version = self._lookup(signature(args, {}), args, {})
         except Unguardable:
-            return None, False
+            return None, False, None
         if version is None or not version.native or version.gates is not None:
-            return None, False
+            return None, False, None
         if version.entry is not None and not free:  # machine code: its own layout check
-            return version.entry.function, True
+            return version.entry.function, True, version
         if version.fast is not None and not free:
-            return version.fast, False
+            return version.fast, False, version
         run = version.run
-        return (lambda *call_args: run((*free, *call_args), {})), False
+        return (lambda *call_args: run((*free, *call_args), {})), False, None if free else version
 
     def _run_unkeyable(self, exc: Unguardable, placement: devices.Placement | None,
                        args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -500,7 +500,7 @@ class CompiledFunction:
         runner = tree_runner(call_flat, slots, capture) if not capture.writeback else \
             writeback_runner(call_flat, slots, capture,
                              placement.library if placement is not None else None)
-        version = Version(number, sigma, runner, native=True, artifact=artifact,
+        version = Version(number, sigma, runner, native=True, artifact=artifact, flat=(run_flat, slots),
                           gates=GateReplay(capture) if capture.gates else None, free=free,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])

@@ -129,6 +129,13 @@ def _first_run(runner: _Runner, start: list[Any]) -> tuple[tuple[Any, ...], str]
     with not_recording():  # NumPy's own calls, not the capture's
         eager = runner.eager_seconds_per_item(start)
     if eager is not None and eager < runner.seconds_per_item:
+        # the first run compiled the body and its item loop, on cold caches: time another
+        with not_watching():
+            clock = time.perf_counter()
+            runner(*start)
+            again = (time.perf_counter() - clock) / len(runner.items)
+        runner.seconds_per_item = min(runner.seconds_per_item, again)
+    if eager is not None and eager < runner.seconds_per_item:
         # a tiny body (scalar recurrences): a call per item costs more than NumPy's own work
         runner.eager = True
         how = (f"body run by NumPy: {eager * 1e6:.1f} us an item, compiled "
@@ -227,6 +234,7 @@ class _Runner:
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
         self.eager = False
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
+        self.loops: dict[Any, _ItemLoop | None] = {}  # machine-code loops, by argument layouts
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -287,18 +295,32 @@ class _Runner:
             self.eager = False
 
     def _run_compiled(self, values: dict[str, Any]) -> None:
-        site, compiled, params, constants = self.site, self.compiled, self.site.params, \
-            self.constants
+        site, compiled, params, items = self.site, self.compiled, self.site.params, self.items
         # (position in the body's results, name, the constant it must stay) of what it keeps
-        kept = [(k, name, constants.get(name, _NONE)) for k, name in enumerate(site.returned)
+        kept = [(k, name, self.constants.get(name, _NONE)) for k, name in enumerate(site.returned)
                 if name not in (site.target, site.row)]
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
-        clock = None
+        # the remaining items in machine code (``_ItemLoop``) once steady: from the first, when
+        # an earlier call made one for these layouts
+        looped = self.loops.get(_layouts(values, params)) if items else None
+        tries = _LOOP_TRIES
+        clock, t = None, 0
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
-            for item in self.items:
-                args = (np.array(item, dtype=np.int64), *[values[p] for p in params])
+            while t < len(items):
+                args = (np.array(items[t], dtype=np.int64), *[values[p] for p in params])
+                if looped is not None:
+                    ran = looped.run(values, args, items, t)
+                    if ran is None:  # the arguments changed layout
+                        looped = None
+                    else:
+                        t += ran
+                        if t == len(items):
+                            break
+                        # item t stopped it (an event, a check): it goes through the dispatcher
+                        args = (np.array(items[t], dtype=np.int64),
+                                *[values[p] for p in params])
                 out = None
                 if entry is not None:
                     run, layout = entry, None
@@ -311,7 +333,7 @@ class _Runner:
                 if out is None:
                     out = compiled(*args)
                     if entry is None and layout not in direct:
-                        run, checks = compiled.direct(*args)
+                        run, checks, _ = compiled.direct(*args)
                         if checks:
                             entry = run
                         direct[layout] = run
@@ -321,10 +343,84 @@ class _Runner:
                         _check_stable(name, value, constant)
                         continue
                     values[name] = np.asarray(value) if isinstance(value, np.generic) else value
+                t += 1
                 if clock is None:  # the first item compiles: timed from the second
                     clock = time.perf_counter()
-        if len(self.items) > 1 and self.seconds_per_item == float("inf"):
-            self.seconds_per_item = (time.perf_counter() - clock) / (len(self.items) - 1)
+                if looped is None and tries and t < len(items):
+                    tries -= 1
+                    building = time.perf_counter()
+                    looped = self._item_loop(values, items[t])
+                    clock += time.perf_counter() - building  # not the items' time
+        if len(items) > 1 and self.seconds_per_item == float("inf"):
+            self.seconds_per_item = (time.perf_counter() - clock) / (len(items) - 1)
+
+    def _item_loop(self, values: dict[str, Any], item: int) -> _ItemLoop | None:
+        """The machine-code loop for the arguments of ``item``, made once per layout of them."""
+        layout = _layouts(values, self.site.params)
+        if layout not in self.loops:
+            args = (np.array(item, dtype=np.int64), *[values[p] for p in self.site.params])
+            self.loops[layout] = _ItemLoop.of(self, args)
+        return self.loops[layout]
+
+
+def _layouts(values: dict[str, Any], params: list[str]) -> tuple[Any, ...]:
+    """What a machine-code loop is made for: the layouts of the body's arguments (the rest, a
+    constant of the body, is the same from item to item: ``_check_stable``)."""
+    return tuple((a.dtype, a.shape, a.strides) if type(a) is np.ndarray else type(a)
+                 for a in (values[p] for p in params))
+
+
+class _ItemLoop:
+    """The body's items in machine code (``stax.codegen.cpu.item_loop``), for arguments of the
+    layouts it was made for: each array the body rebinds or updates comes back with the layout
+    it went in with."""
+
+    def __init__(self, loop: Any, slots: list[int], carried: dict[int, str],
+                 outputs: list[str | None], params: list[str]) -> None:
+        self.loop, self.slots, self.carried = loop, slots, carried
+        self.outputs, self.params = outputs, params
+
+    @staticmethod
+    def of(runner: _Runner, args: tuple[Any, ...]) -> _ItemLoop | None:
+        site = runner.site
+        _, _, version = runner.compiled.direct(*args)
+        if version is None or version.flat is None or not hasattr(version.flat[0], "item_loop"):
+            return None
+        executable, slots = version.flat
+        if 0 not in slots:
+            return None
+        leaf = {name: 1 + n for n, name in enumerate(site.params)}  # the item is leaf 0
+        outputs = [None if name in (site.target, site.row) or name in runner.constants
+                   else name for name in site.returned]
+        carried = {slots.index(leaf[name]): k for k, name in enumerate(outputs)
+                   if name is not None and name in leaf and leaf[name] in slots}
+        loop = executable.item_loop([args[s] for s in slots], slots.index(0), carried)
+        if isinstance(loop, str):
+            logs.emit("loops", config.current().logs, f"loop at {site.source}: items run one "
+                      f"call each: {loop}")
+            return None
+        return _ItemLoop(loop, slots, {i: outputs[k] for i, k in carried.items()}, outputs,
+                         site.params)
+
+    def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
+            ) -> int | None:
+        """Run items ``t...`` until the end or an item that stops it (its inputs then bound in
+        ``values``); the number run, or None for arguments of other layouts."""
+        inputs = [args[s] for s in self.slots]
+        if not self.loop.fits(inputs):
+            return None
+        ran, results, inputs = self.loop.run(inputs, items[t], items.step, len(items) - t)
+        if ran == len(items) - t:
+            for name, value in zip(self.outputs, results):
+                if name is not None:
+                    values[name] = value
+        else:
+            for i, name in self.carried.items():
+                values[name] = inputs[i]
+        return ran
+
+
+_LOOP_TRIES = 3  # items after which the layouts are expected steady
 
 
 _NONE = object()  # no constant

@@ -71,6 +71,8 @@ class Version:
     rho: str = PLAIN
     fast: Callable[..., Any] | None = None  # run(*arrays) for f(array, ...) calls
     entry: Any = None  # the machine-code entry (stax.codegen.cpu.entry.Entry), if it has one
+    #: (the backend's callable over flat inputs, the argument leaves it takes), for a compiled one
+    flat: tuple[Any, list[int]] | None = None
     stats: dict[str, float] = field(default_factory=dict)
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under

@@ -164,18 +164,20 @@ class EntryPlan:
     unseen: bool = False
 
     @staticmethod
-    def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]]
-           ) -> EntryPlan | str:
-        """The plan, or why this artifact gets no entry."""
+    def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
+           loop: bool = False) -> EntryPlan | str:
+        """The plan, or why this artifact gets no entry. ``loop``: the slots of a lifted loop's
+        body (``item_loop.py``), which allocates its buffers itself, calls parallel kernels over
+        their whole range and takes a constant result as slot -1."""
         if artifact.externs:
             return "it has NumPy steps"
-        if any(k.parallel for k in artifact.kernels):
+        if any(k.parallel for k in artifact.kernels) and not loop:
             return "a kernel runs on the thread pool"
         tree = artifact.output_tree
         if not (tree.kind == "leaf" and len(artifact.outputs) == 1) and not (
                 tree.kind == "tuple" and all(c.kind == "leaf" for c in tree.children)):
             return "its results are not one array or a flat tuple of arrays"
-        if any("buffer" not in o for o in artifact.outputs):
+        if any("buffer" not in o for o in artifact.outputs) and not loop:
             return "a result is a constant"
         slots: dict[str, int] = {}
         inputs, allocs = [], []
@@ -188,7 +190,7 @@ class EntryPlan:
             if b.role in ("input", "extern", "events"):
                 continue
             itemsize = np.dtype(b.dtype).itemsize
-            if int(np.prod(b.shape)) * itemsize >= MIN_BYTES:
+            if int(np.prod(b.shape)) * itemsize >= MIN_BYTES and not loop:
                 return "a buffer is large (it comes from the block pool)"
             block = _shared_block(artifact, b.name)
             if block is not None and block in by_block:
@@ -207,7 +209,8 @@ class EntryPlan:
             events = slots[artifact.events] = len(inputs) + len(allocs)
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
-        outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) for o in artifact.outputs)
+        outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) if "buffer" in o else (-1, False)
+                        for o in artifact.outputs)
         checks = tuple(slots[name] for name in artifact.checks)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
                          checks, events, artifact.underflow_unseen)

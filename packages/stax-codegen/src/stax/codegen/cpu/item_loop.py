@@ -1,0 +1,328 @@
+"""A lifted loop's items in machine code: one call runs the body's kernels for many items.
+
+A lifted Python loop (``stax.runtime.lifted_loops``) calls its compiled body once per item. Each
+call pays the dispatch of a call, the allocation of the body's buffers and its results, all for
+kernels that often take less than a microsecond. Once the body's arguments have a steady layout
+(each array the body rebinds or updates comes back with the layout it went in with), the items
+that remain run here instead: one LLVM function (``stax_item_loop``) that, for each item,
+
+1. writes the item into the body's 0-d index buffer;
+2. calls the body's kernels in plan order over their whole outer range, on the calling thread;
+3. stops at that item, reporting it, when a kernel reports a floating-point event other than
+   underflow alone (the runner ignores underflow in a lifted body) or sets a check flag (an
+   index out of bounds): the body's inputs are only ever read by its kernels, so the state
+   before that item is intact and the caller runs it through the dispatcher, which settles it;
+4. before the next item, exchanges each carried input's buffer with the buffer its new value was
+   written to (two data pointers swapped: no copy, nothing allocated).
+
+Buffers are allocated once per run, by NumPy. The kernels read only the data pointer of their
+array arguments, so each plan slot is a stand-in: a few bytes with that pointer at the offset
+where an array object has it, which the loop rewrites when it swaps.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from llvmlite import ir
+
+from ..artifact import KernelArtifact
+from .entry import EntryPlan
+from .fpevents import UNDERFLOW
+from .jit import CompiledModule, array_data_offset
+from .types import I8P, I64
+
+I32 = ir.IntType(32)
+
+
+@dataclass(frozen=True)
+class ItemLoopPlan:
+    """The entry's slots (inputs, then allocations, then the events word), with what the loop
+    adds: the item's slot and the buffers exchanged between items."""
+
+    slots: EntryPlan
+    item: int
+    swaps: tuple[tuple[int, int], ...]  # (input slot, the slot its next value is written to)
+    #: (input slot, the slot of its updated value): one buffer, updated in place, the kernel
+    #: that copies the input into it skipped (``KernelPlan.copies``)
+    aliases: tuple[tuple[int, int], ...] = ()
+    skipped: frozenset[int] = frozenset()  # kernels not run (those copies)
+    #: the kernel before which the item's events and checks are all known: the loop tests them
+    #: there, before anything is written in place
+    settled: int = 0
+
+    @staticmethod
+    def of(artifact: KernelArtifact, inputs: list[np.ndarray], item: int,
+           carried: dict[int, int]) -> ItemLoopPlan | str:
+        """The plan for a body whose input ``item`` is the item (a 0-d int64 array) and whose
+        input ``i`` takes result ``carried[i]`` of the item before, or why there is none."""
+        if any(type(a) is not np.ndarray for a in inputs):
+            return "an argument is not a plain array"
+        plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs], loop=True)
+        if isinstance(plan, str):
+            return plan
+        if inputs[item].shape != () or inputs[item].dtype != np.int64:
+            return "the item is not a 0-d int64 array"
+        swaps, written = [], set()
+        for i, k in sorted(carried.items()):
+            slot, _ = plan.outputs[k]
+            if slot < 0:
+                return f"result {k}, which the next item reads, is a constant"
+            if slot == i:
+                continue  # returned as it came in
+            if slot < len(plan.inputs) or slot in written:
+                return f"result {k} is an argument or another result"
+            if plan.allocs[slot - len(plan.inputs)] != plan.inputs[i] or \
+                    any(s < 0 for s in plan.inputs[i][1]):
+                return f"result {k} does not have the layout of the argument it replaces"
+            written.add(slot)
+            swaps.append((i, slot))
+        if item in carried:
+            return "the item is a result"
+        return _in_place(artifact, ItemLoopPlan(plan, item, tuple(swaps),
+                                                settled=len(plan.kernels)))
+
+
+def _in_place(artifact: KernelArtifact, plan: ItemLoopPlan) -> ItemLoopPlan:
+    """``plan`` with each carried input that the body copies and then updates (``x[i] = v``:
+    the copy, then a region update) updated in place instead, where that keeps the loop's
+    semantics: no kernel after the copy reads the input, and every event and check of the item
+    is known before it (an item that stops must leave its inputs as they were)."""
+    entry = plan.slots
+    slot_of = {name: s for k, (_, slots, _) in zip(artifact.kernels, entry.kernels)
+               for name, s in zip(k.args, slots)}
+    names = {s: name for name, s in slot_of.items() if s < len(entry.inputs)}
+    writes = [{slot_of[c] for c in k.computes if c in slot_of} for k in artifact.kernels]
+    reports = [entry.events in slots or bool(writes[n] & set(entry.checks))
+               for n, (_, slots, _) in enumerate(entry.kernels)]
+    aliases, swaps, skipped = [], [], set()
+    settled = len(entry.kernels)
+    for i, o in plan.swaps:
+        first = next((n for n, w in enumerate(writes) if o in w), None)
+        if first is None or artifact.kernels[first].copies != names.get(i) or \
+                any(i in slots for _, slots, _ in entry.kernels[first + 1:]) or \
+                any(reports[first:]):
+            swaps.append((i, o))
+            continue
+        aliases.append((i, o))
+        skipped.add(first)
+        settled = min(settled, first)
+    return ItemLoopPlan(entry, plan.item, tuple(swaps), tuple(aliases), frozenset(skipped),
+                        settled)
+
+
+def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
+    """``i64 stax_item_loop(i8* stand_ins, i64* kernels, i64 first, i64 step, i64 count)``:
+    the number of items run (``count``, or the item that stopped). Slot ``s``'s stand-in is at
+    ``stand_ins + s * (data + 8)``, its data pointer at ``data`` in it."""
+    entry = plan.slots
+    module = ir.Module("stax_item_loop")
+    fnty = ir.FunctionType(I64, [I8P, I64.as_pointer(), I64, I64, I64])
+    fn = ir.Function(module, fnty, "stax_item_loop")
+    stand_ins, kernels, first, step, count = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    head, body, stop, done = (fn.append_basic_block(n) for n in ("head", "body", "stop", "done"))
+
+    def obj(slot: int) -> ir.Value:
+        return b.gep(stand_ins, [ir.Constant(I64, slot * (data + 8))])
+
+    def slot_data(slot: int, typ: ir.Type) -> ir.Value:
+        """The slot's data pointer, as a pointer to ``typ``: read from its stand-in now."""
+        return b.load(b.bitcast(b.gep(obj(slot), [ir.Constant(I64, data)]),
+                                typ.as_pointer().as_pointer()))
+
+    def data_word(slot: int) -> ir.Value:
+        return b.bitcast(b.gep(obj(slot), [ir.Constant(I64, data)]), I64.as_pointer())
+
+    start = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    t = b.phi(I64, "t")
+    t.add_incoming(ir.Constant(I64, 0), start)
+    b.cbranch(b.icmp_signed("<", t, count), body, done)
+    b.position_at_end(body)
+    swap = fn.append_basic_block("swap")
+    run = fn.append_basic_block("run")
+    b.cbranch(b.icmp_signed(">", t, ir.Constant(I64, 0)), swap, run)
+    b.position_at_end(swap)  # the item before wrote its results: they are this item's inputs
+    for i, o in plan.swaps:
+        a, c = data_word(i), data_word(o)
+        x, y = b.load(a), b.load(c)
+        b.store(y, a)
+        b.store(x, c)
+    b.branch(run)
+    b.position_at_end(run)
+    b.store(b.add(first, b.mul(t, step)), slot_data(plan.item, I64))
+    if entry.events is not None:
+        b.store(ir.Constant(I32, 0), slot_data(entry.events, I32))
+    for k, (_, slots, outer) in enumerate(entry.kernels):
+        if k == plan.settled:
+            _stop_unless_settled(b, fn, plan, slot_data, stop)
+        if k in plan.skipped:
+            continue
+        address = b.load(b.gep(kernels, [ir.Constant(I64, k)]))
+        kernel = b.inttoptr(address, ir.FunctionType(ir.VoidType(), [I8P] * len(slots) +
+                                                     [I64, I64]).as_pointer())
+        args = [obj(s) for s in slots]
+        b.call(kernel, args + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
+    if plan.settled == len(entry.kernels):
+        _stop_unless_settled(b, fn, plan, slot_data, stop)
+    t.add_incoming(b.add(t, ir.Constant(I64, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(stop)
+    b.ret(t)
+    b.position_at_end(done)
+    b.ret(count)
+    return str(module)
+
+
+def _stop_unless_settled(b: ir.IRBuilder, fn: ir.Function, plan: ItemLoopPlan, slot_data: Any,
+                         stop: ir.Block) -> None:
+    """Branch to ``stop`` when the item reported an event other than underflow alone (which a
+    lifted body ignores) or set a check flag."""
+    entry = plan.slots
+    bad = ir.Constant(ir.IntType(1), 0)
+    if entry.events is not None:
+        events = b.load(slot_data(entry.events, I32))
+        bad = b.or_(bad, b.icmp_unsigned("!=", b.and_(events, ir.Constant(I32, ~UNDERFLOW)),
+                                         ir.Constant(I32, 0)))
+    for slot in entry.checks:
+        flag = b.load(slot_data(slot, ir.IntType(8)))
+        bad = b.or_(bad, b.icmp_unsigned("!=", flag, ir.Constant(ir.IntType(8), 0)))
+    settled = fn.append_basic_block("settled")
+    b.cbranch(bad, stop, settled)
+    b.position_at_end(settled)
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype) -> int:
+    """The bytes an array of this layout (non-negative strides) spans."""
+    if 0 in shape:
+        return 0
+    return dtype.itemsize + sum([(n - 1) * s for n, s in zip(shape, strides)])
+
+
+def _new(shape: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A new array of exactly this layout that owns its memory (no base: capture tells a view
+    from an array by it)."""
+    try:
+        return np.ndarray(shape, dtype, strides=strides)
+    except ValueError:  # strides with gaps: the memory of a larger array, viewed
+        raw = np.ndarray(max(_extent(shape, strides, dtype), 1), np.uint8)
+        return np.ndarray(shape, dtype, buffer=raw, strides=strides)
+
+
+_ALIGN = 64
+
+
+class ItemLoop:
+    """``run(inputs, first, step, count)`` runs items ``first, first + step, ...`` of a lifted
+    loop's body; see the module's docstring.
+
+    A run allocates an array of its own for each buffer the swaps move (a carried input's copy,
+    the buffers its new values are written to) and one block for the rest (the item, the
+    intermediates, the events word), with NumPy's ``ndarray`` constructor: a loop's first run
+    happens under capture, where ``np.empty`` and the builtins are the capture's, and a run's
+    fixed cost is what a short loop pays."""
+
+    def __init__(self, plan: ItemLoopPlan, kernels: CompiledModule, cache: Any = None) -> None:
+        self.plan = plan
+        entry = plan.slots
+        self._data = array_data_offset()
+        self.module = CompiledModule(_loop_ir(plan, self._data), cache, speed_level=1)
+        self._kernels = kernels  # the addresses below point into it
+        addresses = [kernels.address(name) for name, _, _ in entry.kernels]
+        self._addresses = (ctypes.c_int64 * max(1, len(addresses)))(*addresses)
+        self._call = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(
+            self.module.address("stax_item_loop"))
+        layouts = [*entry.inputs, *entry.allocs] + \
+            ([((1,), (4,), "int32")] if entry.events is not None else [])
+        self._layouts = [(shape, strides, np.dtype(dtype)) for shape, strides, dtype in layouts]
+        self._inputs = len(entry.inputs)
+        self._carried = frozenset(i for i, _ in plan.swaps + plan.aliases)
+        self._alias = {o: i for i, o in plan.aliases}
+        moving = self._carried | {o for _, o in plan.swaps}
+        self._moving = sorted(moving)
+        self._scratch: dict[int, int] = {}  # slot -> offset in the block
+        size = 0
+        for slot, layout in enumerate(self._layouts):
+            if slot in moving or slot in self._alias or (slot < self._inputs and slot != plan.item):
+                continue
+            self._scratch[slot] = size
+            size += -(-_extent(*layout) // _ALIGN) * _ALIGN
+        self._scratch_bytes = size + _ALIGN
+        self._stride = (self._data + 8) // 8  # a stand-in's words
+
+    def fits(self, inputs: list[np.ndarray]) -> bool:
+        """Whether ``inputs`` have the layouts the loop was made for (a carried one's strides
+        aside: it is copied)."""
+        if len(inputs) != self._inputs:
+            return False
+        for i, (a, (shape, strides, dtype)) in enumerate(zip(inputs, self._layouts)):
+            if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype:
+                return False
+            if i not in self._carried and any([n != 1 and s != t for n, s, t in
+                                               zip(shape, a.strides, strides)]):
+                return False
+        return True
+
+    def _pointer(self, array: np.ndarray) -> int:
+        return ctypes.c_void_p.from_address(id(array) + self._data).value or 0
+
+    def run(self, inputs: list[np.ndarray], first: int, step: int, count: int
+            ) -> tuple[int, list[np.ndarray | None], list[np.ndarray]]:
+        """``(items run, results, inputs)``: the body's results after the last item when all
+        ran (None for a constant result), and the inputs the item that stopped would have read
+        (the values after the items that ran). Arguments are never written: carried ones are
+        copied first."""
+        layouts, n = self._layouts, len(self._layouts)
+        block = np.ndarray(self._scratch_bytes, np.uint8)
+        start = self._pointer(block)
+        start += -start % _ALIGN
+        words = [0] * n
+        for slot, offset in self._scratch.items():
+            words[slot] = start + offset
+        owned: dict[int, np.ndarray] = {}  # the moving buffers, by address
+        for slot in self._moving:
+            array = _new(*layouts[slot])
+            if slot < self._inputs:
+                array[...] = inputs[slot]
+            words[slot] = self._pointer(array)
+            owned[words[slot]] = array
+        for slot in range(self._inputs):
+            if slot not in self._carried and slot not in self._scratch:
+                words[slot] = self._pointer(inputs[slot])
+        for o, i in self._alias.items():
+            words[o] = words[i]
+        stand_ins = np.zeros(n * self._stride, np.int64)
+        stand_ins[self._data // 8::self._stride] = words
+        ran = self._call(self._pointer(stand_ins), self._addresses, first, step, count)
+        now = stand_ins[self._data // 8::self._stride].tolist()
+
+        def value(slot: int) -> np.ndarray:
+            if slot in self._scratch:  # a copy: a result is an array of its own, no view
+                shape, strides, dtype = layouts[slot]
+                return np.ndarray(shape, dtype, buffer=block,
+                                  offset=start - self._pointer(block) + self._scratch[slot],
+                                  strides=strides).copy(order="K")
+            return owned[now[slot]] if slot in self._carried or slot >= self._inputs \
+                else inputs[slot]
+
+        now_inputs = [value(i) if i in self._carried else a for i, a in enumerate(inputs)]
+        if ran < count:
+            return ran, [], now_inputs
+        results = [None if slot < 0 else value(slot) for slot, _ in self.plan.slots.outputs]
+        return ran, results, now_inputs
+
+
+def make_item_loop(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
+                   item: int, carried: dict[int, int], cache: Any = None) -> ItemLoop | str:
+    """A machine-code loop over a lifted loop's items for ``artifact`` (the body) at the layouts
+    of ``inputs``, or why there is none."""
+    plan = ItemLoopPlan.of(artifact, inputs, item, carried)
+    if isinstance(plan, str):
+        return plan
+    return ItemLoop(plan, kernels, cache)
