@@ -363,6 +363,10 @@ class _Runner:
         return self.loops[layout]
 
 
+def _names(names: dict[int, str | None], pairs: Any) -> str:
+    return ", ".join(str(names[i]) for i, _ in pairs) or "none"
+
+
 def _layouts(values: dict[str, Any], params: list[str]) -> tuple[Any, ...]:
     """What a machine-code loop is made for: the layouts of the body's arguments (the rest, a
     constant of the body, is the same from item to item: ``_check_stable``)."""
@@ -399,8 +403,13 @@ class _ItemLoop:
             logs.emit("loops", config.current().logs, f"loop at {site.source}: items run one "
                       f"call each: {loop}")
             return None
-        return _ItemLoop(loop, slots, {i: outputs[k] for i, k in carried.items()}, outputs,
-                         site.params)
+        names = {i: outputs[k] for i, k in carried.items()}
+        plan = loop.plan
+        logs.emit("loops", config.current().logs, f"loop at {site.source}: items run in one "
+                  f"machine-code loop ({len(plan.slots.kernels) - len(plan.skipped)} kernels an "
+                  f"item; updated in place: {_names(names, plan.aliases)}; buffers moved: "
+                  f"{_names(names, plan.nexts)})")
+        return _ItemLoop(loop, slots, names, outputs, site.params)
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
             ) -> int | None:

@@ -12,12 +12,14 @@ that remain run here instead: one LLVM function (``stax_item_loop``) that, for e
    underflow alone (the runner ignores underflow in a lifted body) or sets a check flag (an
    index out of bounds): the body's inputs are only ever read by its kernels, so the state
    before that item is intact and the caller runs it through the dispatcher, which settles it;
-4. before the next item, exchanges each carried input's buffer with the buffer its new value was
-   written to (two data pointers swapped: no copy, nothing allocated).
+4. before the next item, hands each carried input the buffer its new value was written to,
+   and that buffer's slot one no input holds any more (data pointers moved: no copy, nothing
+   allocated), or — where the body copies an argument and then updates a region of the copy
+   (``x[i] = v``) — skips the copy and updates the argument's own buffer in place.
 
 Buffers are allocated once per run, by NumPy. The kernels read only the data pointer of their
 array arguments, so each plan slot is a stand-in: a few bytes with that pointer at the offset
-where an array object has it, which the loop rewrites when it swaps.
+where an array object has it, which the loop rewrites when it moves buffers.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ class ItemLoopPlan:
 
     slots: EntryPlan
     item: int
-    swaps: tuple[tuple[int, int], ...]  # (input slot, the slot its next value is written to)
+    #: (carried input slot, the slot its next value is written to: an allocation or another
+    #: carried input, ``a, b = b, a + b``); a carried input returned as it came is not here
+    nexts: tuple[tuple[int, int], ...]
     #: (input slot, the slot of its updated value): one buffer, updated in place, the kernel
     #: that copies the input into it skipped (``KernelPlan.copies``)
     aliases: tuple[tuple[int, int], ...] = ()
@@ -53,6 +57,17 @@ class ItemLoopPlan:
     #: the kernel before which the item's events and checks are all known: the loop tests them
     #: there, before anything is written in place
     settled: int = 0
+
+    @property
+    def moves(self) -> tuple[tuple[int, int], ...]:
+        """(from, to): before each item after the first, slot ``to`` takes the buffer slot
+        ``from`` had — each carried input its next value's, and each allocation written a
+        buffer no input holds any more (one of the inputs' before)."""
+        nexts = dict(self.nexts)
+        taken = set(nexts.values())
+        freed = sorted(i for i in nexts if i not in taken)
+        filled = sorted(o for o in nexts.values() if o not in nexts)
+        return tuple((o, i) for i, o in nexts.items()) + tuple(zip(freed, filled))
 
     @staticmethod
     def of(artifact: KernelArtifact, inputs: list[np.ndarray], item: int,
@@ -66,24 +81,27 @@ class ItemLoopPlan:
             return plan
         if inputs[item].shape != () or inputs[item].dtype != np.int64:
             return "the item is not a 0-d int64 array"
-        swaps, written = [], set()
+        if item in carried:
+            return "the item is a result"
+        nexts: dict[int, int] = {}
         for i, k in sorted(carried.items()):
             slot, _ = plan.outputs[k]
             if slot < 0:
                 return f"result {k}, which the next item reads, is a constant"
-            if slot == i:
-                continue  # returned as it came in
-            if slot < len(plan.inputs) or slot in written:
-                return f"result {k} is an argument or another result"
-            if plan.allocs[slot - len(plan.inputs)] != plan.inputs[i] or \
-                    any(s < 0 for s in plan.inputs[i][1]):
-                return f"result {k} does not have the layout of the argument it replaces"
-            written.add(slot)
-            swaps.append((i, slot))
-        if item in carried:
-            return "the item is a result"
-        return _in_place(artifact, ItemLoopPlan(plan, item, tuple(swaps),
-                                                settled=len(plan.kernels)))
+            if slot != i:  # else returned as it came in
+                nexts[i] = slot
+        layouts = [*plan.inputs, *plan.allocs]
+        if len(set(nexts.values())) < len(nexts):
+            return "two carried values are one result"
+        for i, slot in nexts.items():
+            if slot < len(plan.inputs) and slot not in nexts:
+                return f"the next value of argument {i} is an argument the loop does not carry"
+        candidate = ItemLoopPlan(plan, item, tuple(sorted(nexts.items())),
+                                 settled=len(plan.kernels))
+        for a, b in candidate.moves:
+            if layouts[a] != layouts[b] or any(st < 0 for st in layouts[a][1]):
+                return "a carried value does not keep its layout from one item to the next"
+        return _in_place(artifact, candidate)
 
 
 def _in_place(artifact: KernelArtifact, plan: ItemLoopPlan) -> ItemLoopPlan:
@@ -98,19 +116,21 @@ def _in_place(artifact: KernelArtifact, plan: ItemLoopPlan) -> ItemLoopPlan:
     writes = [{slot_of[c] for c in k.computes if c in slot_of} for k in artifact.kernels]
     reports = [entry.events in slots or bool(writes[n] & set(entry.checks))
                for n, (_, slots, _) in enumerate(entry.kernels)]
-    aliases, swaps, skipped = [], [], set()
+    aliases, nexts, skipped = [], [], set()
     settled = len(entry.kernels)
-    for i, o in plan.swaps:
+    targets = {o for _, o in plan.nexts}
+    for i, o in plan.nexts:
         first = next((n for n, w in enumerate(writes) if o in w), None)
-        if first is None or artifact.kernels[first].copies != names.get(i) or \
+        if o < len(entry.inputs) or i in targets or first is None or \
+                artifact.kernels[first].copies != names.get(i) or \
                 any(i in slots for _, slots, _ in entry.kernels[first + 1:]) or \
                 any(reports[first:]):
-            swaps.append((i, o))
+            nexts.append((i, o))
             continue
         aliases.append((i, o))
         skipped.add(first)
         settled = min(settled, first)
-    return ItemLoopPlan(entry, plan.item, tuple(swaps), tuple(aliases), frozenset(skipped),
+    return ItemLoopPlan(entry, plan.item, tuple(nexts), tuple(aliases), frozenset(skipped),
                         settled)
 
 
@@ -148,11 +168,9 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
     run = fn.append_basic_block("run")
     b.cbranch(b.icmp_signed(">", t, ir.Constant(I64, 0)), swap, run)
     b.position_at_end(swap)  # the item before wrote its results: they are this item's inputs
-    for i, o in plan.swaps:
-        a, c = data_word(i), data_word(o)
-        x, y = b.load(a), b.load(c)
-        b.store(y, a)
-        b.store(x, c)
+    moved = [(b.load(data_word(source)), target) for source, target in plan.moves]
+    for pointer, target in moved:
+        b.store(pointer, data_word(target))
     b.branch(run)
     b.position_at_end(run)
     b.store(b.add(first, b.mul(t, step)), slot_data(plan.item, I64))
@@ -221,7 +239,7 @@ class ItemLoop:
     """``run(inputs, first, step, count)`` runs items ``first, first + step, ...`` of a lifted
     loop's body; see the module's docstring.
 
-    A run allocates an array of its own for each buffer the swaps move (a carried input's copy,
+    A run allocates an array of its own for each buffer the loop moves (a carried input's copy,
     the buffers its new values are written to) and one block for the rest (the item, the
     intermediates, the events word), with NumPy's ``ndarray`` constructor: a loop's first run
     happens under capture, where ``np.empty`` and the builtins are the capture's, and a run's
@@ -242,9 +260,9 @@ class ItemLoop:
             ([((1,), (4,), "int32")] if entry.events is not None else [])
         self._layouts = [(shape, strides, np.dtype(dtype)) for shape, strides, dtype in layouts]
         self._inputs = len(entry.inputs)
-        self._carried = frozenset(i for i, _ in plan.swaps + plan.aliases)
+        self._carried = frozenset(i for i, _ in plan.nexts + plan.aliases)
         self._alias = {o: i for i, o in plan.aliases}
-        moving = self._carried | {o for _, o in plan.swaps}
+        moving = self._carried | {o for _, o in plan.nexts}
         self._moving = sorted(moving)
         self._scratch: dict[int, int] = {}  # slot -> offset in the block
         size = 0

@@ -1,0 +1,152 @@
+"""A lifted loop's items in one machine-code loop (``stax.codegen.cpu.item_loop``): buffers
+swapped between items, arguments updated in place where the body copies and region-updates
+them, and an item whose kernels report an event or an index out of bounds handed to the
+dispatcher — what the loop computes, warns and raises is eager NumPy's."""
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.codegen import KernelArtifact
+from stax.runtime import lifted_loops
+from stax.trace import loops
+
+
+@pytest.fixture(autouse=True)
+def small_limit(monkeypatch):
+    monkeypatch.setattr(loops, "UNROLL_LIMIT", 30)  # lift loops of tests' sizes
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+
+def _same_as_numpy(fn, *args, rtol=0.0):
+    """Call ``fn`` compiled and eagerly on copies of ``args``: equal results, warnings and
+    arguments afterwards. Returns the compiled function."""
+    compiled = stax.compile(fn)
+    for _ in range(2):  # the first call captures, the second runs the compiled version
+        mine = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        theirs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = compiled(*mine)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = fn(*theirs)
+        assert np.asarray(result).dtype == np.asarray(expected).dtype
+        np.testing.assert_allclose(result, expected, rtol=rtol, atol=0)
+        assert [str(w.message) for w in got] == [str(w.message) for w in want]
+        for a, b in zip(mine, theirs):
+            if isinstance(a, np.ndarray):
+                np.testing.assert_array_equal(a, b)
+    return compiled
+
+
+def trajectory(y0, rate, steps):
+    traj = np.zeros((steps + 1, y0.shape[0]))
+    traj[0] = y0
+    for k in range(steps):
+        traj[k + 1] = traj[k] + rate * traj[k] * (1.0 - traj[k])
+    return traj
+
+
+def test_rows_written_in_place_one_loop(caplog, monkeypatch):
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same_as_numpy(trajectory, np.array([0.1, 0.2, 0.3]), 0.5, 200)
+    assert "items run in one machine-code loop" in caplog.text
+    assert "updated in place: traj" in caplog.text
+
+
+def fibonacci_rows(a, b, n):
+    for _ in range(n):
+        a, b = b, a + b
+    return a, b
+
+
+def test_carried_arrays_move_between_items(caplog, monkeypatch):
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same_as_numpy(fibonacci_rows, np.arange(4.0), np.ones(4), 60)
+    assert "buffers moved: a, b" in caplog.text
+
+
+def test_a_carried_array_whose_first_layout_differs():
+    """A transposed start: the first items run through the dispatcher, then the loop."""
+    def decay(u, steps):
+        for _ in range(steps):
+            u = 0.5 * u + 0.25 * np.roll(u, 1, axis=0)
+        return u
+
+    u = np.ascontiguousarray(np.random.default_rng(0).random((5, 7)).T).T
+    _same_as_numpy(decay, u, 80)
+
+
+def roots(x, k):
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = np.sqrt(x[i] - k)
+    return out
+
+
+def test_an_item_with_an_event_warns_once_as_numpy():
+    x = np.linspace(1.0, 2.0, 100)
+    x[37] = -5.0  # sqrt of a negative at item 37: NumPy's invalid-value warning, a NaN
+    _same_as_numpy(roots, x, 0.5)
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        stax.compile(roots)(x, 0.5)
+
+
+def shifted(x, offset):
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = x[i + offset] * 2.0
+    return out
+
+
+def test_an_index_out_of_bounds_at_a_late_item_raises_as_numpy():
+    x = np.arange(60.0)
+    compiled = _same_as_numpy(shifted, x, -3)  # negative indices wrap: fine
+    with pytest.raises(IndexError):
+        shifted(x, 3)
+    with pytest.raises(IndexError):
+        compiled(x, 3)
+
+
+def scaled_running_sum(x, w):
+    acc = np.zeros(x.shape[1], dtype=x.dtype)
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        acc = acc * w + x[i]
+        out[i] = acc
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_dtypes_and_new_data_reuse_the_loop(dtype):
+    rng = np.random.default_rng(3)
+    x = (rng.random((90, 6)) * 10).astype(dtype)
+    w = dtype(1) if np.issubdtype(dtype, np.integer) else dtype(0.75)
+    compiled = _same_as_numpy(scaled_running_sum, x, w)
+    y = (rng.random((90, 6)) * 10).astype(dtype)
+    np.testing.assert_array_equal(compiled(y, w), scaled_running_sum(y, w))
+
+
+def test_the_copy_an_in_place_update_skips_is_in_the_kernels_document(monkeypatch):
+    bodies = []
+    made = lifted_loops._ItemLoop.of
+
+    def spy(runner, args):
+        bodies.append(runner.compiled._versions[-1].artifact)
+        return made(runner, args)
+
+    monkeypatch.setattr(lifted_loops._ItemLoop, "of", staticmethod(spy))
+    stax.compile(trajectory)(np.array([0.1, 0.2]), 0.5, 40)
+    body = bodies[0]
+    assert [k.copies for k in body.kernels if k.copies] == ["traj"]
+    doc = body.to_json()
+    assert doc["schema"] == "stax.kernels/1.6"
+    again = KernelArtifact.from_json(doc)
+    assert [k.copies for k in again.kernels] == [k.copies for k in body.kernels]
+    assert "copies traj" in str(body)
