@@ -99,6 +99,18 @@ def start_recording(events: np.ndarray) -> Any:
     return STATE.set(_recording_state), previous
 
 
+def report(flag: int) -> bool:
+    """OR ``flag`` into the events of the NumPy step this thread is running inside a call
+    (``start_recording``), as NumPy's own report would be; False when none is running. For a
+    step that runs compiled code of its own (a lifted loop's body), whose events NumPy did not
+    see."""
+    events = getattr(_target, "events", None)
+    if events is None or STATE is None or np.geterrcall() is not _record:
+        return False
+    events[0] |= flag
+    return True
+
+
 def stop_recording(token: Any) -> None:
     if STATE is None:
         token.__exit__(None, None, None)

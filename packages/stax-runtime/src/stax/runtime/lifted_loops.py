@@ -31,37 +31,30 @@ ignored there (kernels cannot see it; heeding it would send every item to NumPy)
 
 from __future__ import annotations
 
+import functools
 import time
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 
+from stax.codegen import errstate
+from stax.codegen.cpu.fpevents import UNDERFLOW
 from stax.ir import (
     LIFTED_LOOP,
-    SCALAR_OPERATORS,
-    GraphProgram,
-    Node,
     Opcode,
     UnsupportedError,
-    map_nodes,
     register_lifted_loop,
 )
 from stax.trace import Proxy
 from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
+from stax.trace.source import traced_value
 
 from . import config, logs
 from .api import CompiledFunction
+from .item_uses import ITEM, check_item_uses
 
-#: the body function's parameter for the item (``stax.trace.loops``)
-ITEM = "__stax_item"
-#: operations that keep an item-derived value an index (``i + 1``, ``n - 1 - i``, ``i % n``)
-_INDEX_ARITHMETIC = frozenset({
-    *SCALAR_OPERATORS, "operator.add", "operator.sub", "operator.mul", "operator.floordiv",
-    "operator.mod", "operator.neg", "operator.index"})
-_INDEXING = ("operator.getitem", "stax.functional.setitem")
 _CONSTANTS = (bool, int, float, complex, str, type(None), np.generic)
 
 
@@ -74,14 +67,15 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         return _unrolls(site, plan)
     inputs, constants, outputs, views = plan
     compiled = CompiledFunction(body, strict_native=True)
-    compiled.capture_check = _index_only
+    compiled.capture_check = functools.partial(check_item_uses, items=items)
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
     compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy instead
     start = [state[n].value for n in inputs]
     runner = _Runner(compiled, whole, site, items, inputs, constants, outputs,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
                      views=views)
-    first = _first_run(runner, start)
+    with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
+        first = _first_run(runner, start)
     if isinstance(first, str):
         return _unrolls(site, first)
     results, how = first
@@ -96,11 +90,13 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     for name in site.assigned:
         if name in constants and name not in (site.target, site.row):
             after[name] = constants[name]  # the same after every iteration (_Runner checks)
-    for name, value in zip(outputs, recorded):
+    for name, value, same in zip(outputs, recorded, runner.identities):
         if name in site.mutated:  # updated in place (x[k] = v, x += v): the same object, which
             # every other name of it sees (an argument: written back; a view: its base too)
             state[name]._update_in_place("a lifted loop", lambda value=value: value)
             after[name] = state[name]
+        elif same is not None:  # one object by two names (``a = b = c``, ``v = u``)
+            after[name] = after[outputs[same]] if isinstance(same, int) else state[same]
         else:
             after[name] = value
     logs.emit("loops", config.current().logs,
@@ -235,6 +231,10 @@ class _Runner:
         self.eager = False
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
         self.loops: dict[Any, _ItemLoop | None] = {}  # machine-code loops, by argument layouts
+        self.may_underflow = False  # the body's kernels, called per item, may underflow
+        #: per result, the earlier result or the input it is the very object of (``a = b =
+        #: c``, ``v = u``), as capture found (Python then sees one object by two names)
+        self.identities: tuple[Any, ...] | None = None
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -255,10 +255,16 @@ class _Runner:
 
     def __call__(self, *arrays: Any) -> tuple[Any, ...]:
         values = self._values(arrays)
+        given = {name: values[name] for name in self.inputs}
         if self.eager:
             self._run_eagerly(values, self.items)
         else:
             self._run_compiled(values)
+        same = _identities([values[name] for name in self.outputs], self.inputs, given)
+        if self.identities is None:
+            self.identities = same
+        elif same != self.identities:  # the step's results would not be what capture made
+            raise _Unstable("the loop's results are other objects than at capture")
         return tuple(values[name][()] if name in self.scalars and
                      isinstance(values[name], np.ndarray) and not values[name].ndim
                      else values[name] for name in self.outputs)
@@ -306,6 +312,9 @@ class _Runner:
         looped = self.loops.get(_layouts(values, params)) if items else None
         tries = _LOOP_TRIES
         clock, t = None, 0
+        # underflow is ignored inside (a body's kernels may underflow unseen: heeding it would
+        # send every item to NumPy); whether an item may have underflowed is reported after
+        underflowed = False
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
             while t < len(items):
@@ -315,6 +324,8 @@ class _Runner:
                     if ran is None:  # the arguments changed layout
                         looped = None
                     else:
+                        ran, under = ran
+                        underflowed = underflowed or under
                         t += ran
                         if t == len(items):
                             break
@@ -333,10 +344,12 @@ class _Runner:
                 if out is None:
                     out = compiled(*args)
                     if entry is None and layout not in direct:
-                        run, checks, _ = compiled.direct(*args)
+                        run, checks, version = compiled.direct(*args)
                         if checks:
                             entry = run
                         direct[layout] = run
+                        self.may_underflow |= version is None or _may_underflow(version)
+                underflowed = underflowed or self.may_underflow
                 for k, name, constant in kept:
                     value = out[k]
                     if constant is not _NONE:
@@ -351,7 +364,9 @@ class _Runner:
                     building = time.perf_counter()
                     looped = self._item_loop(values, items[t])
                     clock += time.perf_counter() - building  # not the items' time
-        if len(items) > 1 and self.seconds_per_item == float("inf"):
+        if underflowed:  # the call declines where NumPy's error state heeds underflow
+            errstate.report(UNDERFLOW)
+        if len(items) > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (len(items) - 1)
 
     def _item_loop(self, values: dict[str, Any], item: int) -> _ItemLoop | None:
@@ -412,13 +427,15 @@ class _ItemLoop:
         return _ItemLoop(loop, slots, names, outputs, site.params)
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
-            ) -> int | None:
+            ) -> tuple[int, bool] | None:
         """Run items ``t...`` until the end or an item that stops it (its inputs then bound in
-        ``values``); the number run, or None for arguments of other layouts."""
+        ``values``): the number run and whether one may have underflowed, or None for
+        arguments of other layouts."""
         inputs = [args[s] for s in self.slots]
         if not self.loop.fits(inputs):
             return None
-        ran, results, inputs = self.loop.run(inputs, items[t], items.step, len(items) - t)
+        ran, results, inputs, underflowed = self.loop.run(inputs, items[t], items.step,
+                                                          len(items) - t)
         if ran == len(items) - t:
             for name, value in zip(self.outputs, results):
                 if name is not None:
@@ -426,13 +443,33 @@ class _ItemLoop:
         else:
             for i, name in self.carried.items():
                 values[name] = inputs[i]
-        return ran
+        return ran, underflowed
 
 
 _LOOP_TRIES = 3  # items after which the layouts are expected steady
 
 
 _NONE = object()  # no constant
+
+
+def _identities(results: list[Any], inputs: list[str], given: dict[str, Any]
+                ) -> tuple[int | str | None, ...]:
+    """Per result array, the first earlier result that is the same object (its position), else
+    the input it is (its name), else None."""
+    out: list[int | str | None] = []
+    for k, value in enumerate(results):
+        same: int | str | None = None
+        if isinstance(value, np.ndarray):
+            same = next((j for j in range(k) if results[j] is value), None)
+            if same is None:
+                same = next((n for n in inputs if given[n] is value), None)
+        out.append(same)
+    return tuple(out)
+
+
+def _may_underflow(version: Any) -> bool:
+    artifact = version.artifact
+    return artifact is None or artifact.events is not None or artifact.underflow_unseen
 
 
 def _check_stable(name: str, value: Any, constant: Any) -> None:
@@ -445,52 +482,6 @@ def _check_stable(name: str, value: Any, constant: Any) -> None:
 
 class _Unstable(Exception):
     """A Python value the body binds changed: each would be a new version of the body."""
-
-
-def _index_only(capture: GraphProgram) -> None:
-    """Refuse a body that uses the item other than as an index, or reads data into Python."""
-    if capture.gates:
-        gate = capture.gates[0]
-        raise UnsupportedError(f"the loop body reads an array into Python ({gate.kind})",
-                               source=gate.source)
-    users: dict[Any, list[Any]] = defaultdict(list)
-    item = None
-    for node in capture.graph.nodes:
-        if node.op == Opcode.PLACEHOLDER and node.target == ITEM:
-            item = node
-        for used in node.inputs:
-            users[used].append(node)
-    todo, seen = [item] if item is not None else [], set()
-    derived = set(todo)  # the item and integers computed from it and Python ints alone
-    while todo:
-        node = todo.pop()
-        for user in users[node]:
-            if user in seen:
-                continue
-            seen.add(user)
-            if user.op == Opcode.OUTPUT:
-                continue  # the target, returned: the runner does not read it back
-            if user.target in _INDEXING:
-                if _mentions(user.args[0], node) or _mentions(user.args[2:], node):
-                    break
-            elif user.target in _INDEX_ARITHMETIC and user.op == Opcode.CALL_FUNCTION and \
-                    not user.kwargs and all(a in derived if isinstance(a, Node) else
-                                            type(a) is int for a in user.args):
-                derived.add(user)
-                todo.append(user)
-            else:
-                break
-        else:
-            continue
-        raise UnsupportedError("the loop body uses its index other than to index arrays (a "
-                               "Python int there; an int64 array here)", node=user.name,
-                               source=user.source)
-
-
-def _mentions(value: Any, node: Any) -> bool:
-    found = []
-    map_nodes(value, lambda n: found.append(n is node))
-    return any(found)
 
 
 install_lifter(lift)

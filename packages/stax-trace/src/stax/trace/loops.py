@@ -50,6 +50,7 @@ import numpy as np
 
 from stax.ir.interpreter import ARRAY_METHODS
 
+from . import loop_state
 from .creation import active_tracer
 
 
@@ -519,12 +520,31 @@ def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
         body, items = rows, range(len(state[site.array].value))
     if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
-        before = len(tracer.graph.nodes)
+        marks, first = loop_state.marks(tracer), dict(state)
+        before = marks[0]
+        saved = loop_state.save(first.values())
         _step(site, body, items[0], state)
-        rest = items[1:]
-        if (len(tracer.graph.nodes) - before) * len(rest) > UNROLL_LIMIT:
-            lifted = _lifter(tracer, site, body, whole, rest, state)
+        rest, end = items[1:], len(tracer.graph.nodes)
+        views = loop_state.bound_views(site.assigned, first, state, items[0])
+        if (end - before) * len(rest) > UNROLL_LIMIT and views is not None:
+            # every item from the locals before the loop (the traced first iteration then
+            # dropped), else the rest from after the first
+            start = loop_state.start_of_loop(tracer, site.params, first, state, UNBOUND) \
+                if loop_state.forgettable(tracer, marks) else None
+            lifted = None
+            if start is not None:
+                after = loop_state.save([*first.values(), *state.values()])
+                loop_state.restore(saved)
+                lifted = _lifter(tracer, site, body, whole, items, start)
+                if lifted is None:
+                    loop_state.restore(after)
+                else:
+                    loop_state.forget(tracer, before, end)
+            if lifted is None:
+                lifted = _lifter(tracer, site, body, whole, rest, state)
             if lifted is not None:
+                for name, base in views.items():  # the row of the last item, a view again
+                    lifted[name] = base[items[-1]]
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
         items = rest
     for item in items:

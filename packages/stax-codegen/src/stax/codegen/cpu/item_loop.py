@@ -135,14 +135,15 @@ def _in_place(artifact: KernelArtifact, plan: ItemLoopPlan) -> ItemLoopPlan:
 
 
 def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
-    """``i64 stax_item_loop(i8* stand_ins, i64* kernels, i64 first, i64 step, i64 count)``:
-    the number of items run (``count``, or the item that stopped). Slot ``s``'s stand-in is at
-    ``stand_ins + s * (data + 8)``, its data pointer at ``data`` in it."""
+    """``i64 stax_item_loop(i8* stand_ins, i64* kernels, i64 first, i64 step, i64 count,
+    i32* seen)``: the number of items run (``count``, or the item that stopped); ``seen`` gets
+    the events of every item ORed in. Slot ``s``'s stand-in is at ``stand_ins + s * (data +
+    8)``, its data pointer at ``data`` in it."""
     entry = plan.slots
     module = ir.Module("stax_item_loop")
-    fnty = ir.FunctionType(I64, [I8P, I64.as_pointer(), I64, I64, I64])
+    fnty = ir.FunctionType(I64, [I8P, I64.as_pointer(), I64, I64, I64, I32.as_pointer()])
     fn = ir.Function(module, fnty, "stax_item_loop")
-    stand_ins, kernels, first, step, count = fn.args
+    stand_ins, kernels, first, step, count, seen = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     head, body, stop, done = (fn.append_basic_block(n) for n in ("head", "body", "stop", "done"))
 
@@ -178,7 +179,7 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
         b.store(ir.Constant(I32, 0), slot_data(entry.events, I32))
     for k, (_, slots, outer) in enumerate(entry.kernels):
         if k == plan.settled:
-            _stop_unless_settled(b, fn, plan, slot_data, stop)
+            _stop_unless_settled(b, fn, plan, slot_data, stop, seen)
         if k in plan.skipped:
             continue
         address = b.load(b.gep(kernels, [ir.Constant(I64, k)]))
@@ -187,7 +188,7 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
         args = [obj(s) for s in slots]
         b.call(kernel, args + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
     if plan.settled == len(entry.kernels):
-        _stop_unless_settled(b, fn, plan, slot_data, stop)
+        _stop_unless_settled(b, fn, plan, slot_data, stop, seen)
     t.add_incoming(b.add(t, ir.Constant(I64, 1)), b.block)
     b.branch(head)
     b.position_at_end(stop)
@@ -198,13 +199,14 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
 
 
 def _stop_unless_settled(b: ir.IRBuilder, fn: ir.Function, plan: ItemLoopPlan, slot_data: Any,
-                         stop: ir.Block) -> None:
-    """Branch to ``stop`` when the item reported an event other than underflow alone (which a
-    lifted body ignores) or set a check flag."""
+                         stop: ir.Block, seen: ir.Value) -> None:
+    """Branch to ``stop`` when the item reported an event other than underflow alone (which
+    the runner reports for the whole loop, ``seen``) or set a check flag."""
     entry = plan.slots
     bad = ir.Constant(ir.IntType(1), 0)
     if entry.events is not None:
         events = b.load(slot_data(entry.events, I32))
+        b.store(b.or_(b.load(seen), events), seen)
         bad = b.or_(bad, b.icmp_unsigned("!=", b.and_(events, ir.Constant(I32, ~UNDERFLOW)),
                                          ir.Constant(I32, 0)))
     for slot in entry.checks:
@@ -254,7 +256,8 @@ class ItemLoop:
         addresses = [kernels.address(name) for name, _, _ in entry.kernels]
         self._addresses = (ctypes.c_int64 * max(1, len(addresses)))(*addresses)
         self._call = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                                      ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(
+                                      ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                      ctypes.c_void_p)(
             self.module.address("stax_item_loop"))
         layouts = [*entry.inputs, *entry.allocs] + \
             ([((1,), (4,), "int32")] if entry.events is not None else [])
@@ -291,11 +294,11 @@ class ItemLoop:
         return ctypes.c_void_p.from_address(id(array) + self._data).value or 0
 
     def run(self, inputs: list[np.ndarray], first: int, step: int, count: int
-            ) -> tuple[int, list[np.ndarray | None], list[np.ndarray]]:
-        """``(items run, results, inputs)``: the body's results after the last item when all
-        ran (None for a constant result), and the inputs the item that stopped would have read
-        (the values after the items that ran). Arguments are never written: carried ones are
-        copied first."""
+            ) -> tuple[int, list[np.ndarray | None], list[np.ndarray], bool]:
+        """``(items run, results, inputs, underflowed)``: the body's results after the last item
+        when all ran (None for a constant result), the inputs the item that stopped would have
+        read (the values after the items that ran), and whether an item may have underflowed.
+        Arguments are never written: carried ones are copied first."""
         layouts, n = self._layouts, len(self._layouts)
         block = np.ndarray(self._scratch_bytes, np.uint8)
         start = self._pointer(block)
@@ -317,23 +320,31 @@ class ItemLoop:
             words[o] = words[i]
         stand_ins = np.zeros(n * self._stride, np.int64)
         stand_ins[self._data // 8::self._stride] = words
-        ran = self._call(self._pointer(stand_ins), self._addresses, first, step, count)
+        seen = ctypes.c_int32(0)
+        ran = self._call(self._pointer(stand_ins), self._addresses, first, step, count,
+                         ctypes.addressof(seen))
+        # the items that ran may have underflowed: the kernels said so, or cannot tell
+        underflowed = bool(seen.value & UNDERFLOW) or self.plan.slots.unseen
         now = stand_ins[self._data // 8::self._stride].tolist()
 
+        copies: dict[int, np.ndarray] = {}
+
         def value(slot: int) -> np.ndarray:
-            if slot in self._scratch:  # a copy: a result is an array of its own, no view
-                shape, strides, dtype = layouts[slot]
-                return np.ndarray(shape, dtype, buffer=block,
-                                  offset=start - self._pointer(block) + self._scratch[slot],
-                                  strides=strides).copy(order="K")
+            if slot in self._scratch:  # a copy, one per slot: an array of its own, no view
+                if slot not in copies:
+                    shape, strides, dtype = layouts[slot]
+                    copies[slot] = np.ndarray(
+                        shape, dtype, buffer=block, strides=strides,
+                        offset=start - self._pointer(block) + self._scratch[slot]).copy(order="K")
+                return copies[slot]
             return owned[now[slot]] if slot in self._carried or slot >= self._inputs \
                 else inputs[slot]
 
         now_inputs = [value(i) if i in self._carried else a for i, a in enumerate(inputs)]
         if ran < count:
-            return ran, [], now_inputs
+            return ran, [], now_inputs, underflowed
         results = [None if slot < 0 else value(slot) for slot, _ in self.plan.slots.outputs]
-        return ran, results, now_inputs
+        return ran, results, now_inputs, underflowed
 
 
 def make_item_loop(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],

@@ -42,11 +42,14 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                         {"count": len(indices), "accumulate": False,
                          "scalar": scalar(value) if is_scalar else None,
                          **({"axes": axes} if axes is not None else {})})
-    if isinstance(key, Node):  # x[mask] = scalar
-        if not is_scalar or key.tensor is None or key.tensor.dtype != "bool" or \
+    if isinstance(key, Node):  # x[mask] = scalar (a constant, or a traced 0-d value)
+        zero_d = not is_scalar and tuple(value.tensor.shape) == ()
+        if not (is_scalar or zero_d) or key.tensor is None or key.tensor.dtype != "bool" or \
                 tuple(key.tensor.shape) != tuple(meta.shape):
             raise NotNative
-        return ctx.emit("where", (key, scalar(value), x))
+        if zero_d and value.tensor.dtype != meta.dtype:  # NumPy casts it to x's dtype first
+            value = ctx.emit("cast", (value,), {"dtype": meta.dtype})
+        return ctx.emit("where", (key, value if zero_d else scalar(value), x))
     entries = _basic_key(key, meta.shape)
     operands = (x,) if is_scalar else (x, value)
     return ctx.emit("setitem", operands, {"key": entries,

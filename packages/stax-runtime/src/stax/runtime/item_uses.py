@@ -1,0 +1,182 @@
+"""How a lifted loop's body may use its item (``lifted_loops``): where an int64 stands for the
+Python int without changing what the body computes.
+
+The body is compiled once with the item as a 0-d int64 array, traced as the NumPy scalar it
+stands for; eagerly it is a Python int, which NumPy treats as a *weak* scalar (NEP 50:
+``float32_array * i`` stays float32, ``i / 0`` raises ``ZeroDivisionError``) and which never
+overflows. The two agree
+
+- as an index (``x[i]``, ``x[i + 1, :]``, ``x[n - 1 - i]``);
+- in integer arithmetic on the item and Python ints alone, while every value stays within
+  ``2**53`` — checked on the interval the loop's items span (``i + 1``, ``2 * i``, ``i // 3``,
+  ``i % 7``); such operations are then plain int64 arithmetic in the kernels (they cannot
+  overflow, so NumPy's scalar-overflow reports need no NumPy step), and ``/`` of two of them
+  (a double either way, the divisor never zero);
+- as an operand of arithmetic with a traced int64, float64 or complex128 value (an array or a
+  NumPy scalar): the result's dtype and value are the same for a weak and a strong int64
+  (``acc / (i + 1)`` with a float64 ``acc``);
+- as a value stored into an int64, float64 or complex128 array (``out[mask] = i``), or into a
+  float32 (int32) one while it stays below ``2**24`` (``2**31``): the same number is stored.
+
+Anything else (``x.astype(np.float32) * i``, ``i ** 2``, ``np.sqrt(i)``, an item compared) is
+refused, and the loop runs in NumPy as written.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from stax.ir import GraphProgram, Node, Opcode, UnsupportedError, map_nodes
+
+#: the body function's parameter for the item (``stax.trace.loops``)
+ITEM = "__stax_item"
+EXACT = 2 ** 53  # every int below it is a float64 exactly
+STRONG = frozenset({"int64", "float64", "complex128"})  # a weak int promotes to these alone
+#: narrower array dtypes a stored value keeps in, below this bound
+STORED_BELOW = {"float32": 2 ** 24, "int32": 2 ** 31, "float16": 2 ** 11, "int16": 2 ** 15}
+_INDEXING = ("operator.getitem", "stax.functional.setitem")
+# integer arithmetic: its interval of results, from its operands' intervals
+_SUM = {"operator.add", "stax.scalar.add"}
+_DIFFERENCE = {"operator.sub", "stax.scalar.sub"}
+_PRODUCT = {"operator.mul", "stax.scalar.mul"}
+_NEGATION = {"operator.neg", "stax.scalar.neg"}
+_ABSOLUTE = {"operator.abs", "stax.scalar.abs"}
+_INTEGER = _SUM | _DIFFERENCE | _PRODUCT | _NEGATION | _ABSOLUTE | {
+    "operator.floordiv", "operator.mod", "operator.index", "operator.pos"}
+#: NumPy-scalar operators (``stax.ir.SCALAR_OPERATORS``: a NumPy step, for its overflow
+#: reports) whose operands are proven in range: plain arithmetic
+_PLAIN = {"stax.scalar.add": "operator.add", "stax.scalar.sub": "operator.sub",
+          "stax.scalar.mul": "operator.mul", "stax.scalar.neg": "operator.neg",
+          "stax.scalar.abs": "operator.abs"}
+_PINNABLE = _INTEGER | {"operator.truediv"}
+
+Interval = tuple[int, int]
+FLOAT = None  # a derived value that is a Python float eagerly (``i / 2``)
+
+
+def check_item_uses(capture: GraphProgram, items: range) -> None:
+    """Refuse a body that reads data into Python or uses its item where a Python int and an
+    int64 would differ; make the item's integer arithmetic plain (see the module's docstring)."""
+    if capture.gates:
+        gate = capture.gates[0]
+        raise UnsupportedError(f"the loop body reads an array into Python ({gate.kind})",
+                               source=gate.source)
+    users: dict[Any, list[Any]] = defaultdict(list)
+    item = None
+    for node in capture.graph.nodes:
+        if node.op == Opcode.PLACEHOLDER and node.target == ITEM:
+            item = node
+        for used in node.inputs:
+            users[used].append(node)
+    if item is None or not items:
+        return
+    derived: dict[Any, Interval | None] = {item: (min(items[0], items[-1]),
+                                                  max(items[0], items[-1]))}
+    todo, seen = [item], set()
+    while todo:
+        node = todo.pop()
+        for user in users[node]:
+            if user in seen:
+                continue
+            seen.add(user)
+            why = _use(user, node, derived)
+            if why is not None:
+                raise UnsupportedError(f"the loop body uses its index where a Python int and an "
+                                       f"int64 differ: {why}", node=user.name, source=user.source)
+            if user in derived:
+                todo.append(user)
+    for node, span in derived.items():  # proven in range: no overflow to report
+        if node.target in _PLAIN and span is not FLOAT:
+            node.target = _PLAIN[node.target]
+
+
+def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | None:
+    """Why this use of ``node`` (derived from the item) is refused, or None (``user`` is then
+    in ``derived`` when it is derived in turn)."""
+    if user.op == Opcode.OUTPUT:
+        return None  # returned: the runner does not read the item back
+    if user.op != Opcode.CALL_FUNCTION:
+        return "a method call"
+    if user.target in _INDEXING:
+        if _mentions(user.args[0], node):
+            return "indexed"
+        if user.target == "stax.functional.setitem" and _mentions(user.args[2:], node):
+            return _stored(user, node, derived)
+        return None if derived[node] is not FLOAT else "a float as an index"
+    operands = list(user.args)
+    if user.kwargs or user.target not in _PINNABLE:
+        return f"an operand of {user.target}"
+    traced = [a for a in operands if isinstance(a, Node) and a not in derived]
+    if traced:  # with a traced value: its dtype decides, the same for a weak or strong int
+        dtypes = [a.tensor.dtype if a.tensor is not None else "?" for a in traced]
+        if not all(d in STRONG for d in dtypes):
+            return f"with a {'/'.join(sorted(set(dtypes) - STRONG))} operand (NEP 50 keeps it)"
+        return None if _exact(node, derived) else "past 2**53"
+    if any(type(a) not in (int, bool) for a in operands if not isinstance(a, Node)):
+        return "with a non-int constant"
+    spans = [derived[a] if isinstance(a, Node) else (int(a), int(a)) for a in operands]
+    span = _interval(user.target, spans)
+    if isinstance(span, str):
+        return span
+    derived[user] = span
+    return None
+
+
+def _stored(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | None:
+    target = user.args[0]
+    dtype = target.tensor.dtype if isinstance(target, Node) and target.tensor is not None \
+        else "?"
+    span = derived[node]
+    if dtype in STRONG:
+        return None if _exact(node, derived) else "past 2**53"
+    bound = STORED_BELOW.get(dtype)
+    if bound is not None and span is not FLOAT and -bound < span[0] and span[1] < bound:
+        return None
+    return f"stored into a {dtype} array"
+
+
+def _exact(node: Node, derived: dict[Any, Interval | None]) -> bool:
+    span = derived[node]
+    return span is FLOAT or (-EXACT < span[0] and span[1] < EXACT)
+
+
+def _interval(target: str, spans: list[Interval | None]) -> Interval | str | None:
+    """The values ``target`` gives on ints in ``spans`` (FLOAT: a float), or why it is refused."""
+    if any(s is FLOAT for s in spans):
+        return "arithmetic on a float computed from it"
+    if target == "operator.truediv":
+        low, high = spans[1]
+        return "a division by a value that may be zero" if low <= 0 <= high else FLOAT
+    corners: Callable[[Callable[[int, int], int]], list[int]] = \
+        lambda f: [f(a, b) for a in spans[0] for b in spans[1]]  # noqa: E731
+    if target in _SUM:
+        values = corners(operator.add)
+    elif target in _DIFFERENCE:
+        values = corners(operator.sub)
+    elif target in _PRODUCT:
+        values = corners(operator.mul)
+    elif target in _NEGATION:
+        values = [-spans[0][0], -spans[0][1]]
+    elif target in _ABSOLUTE:
+        low, high = spans[0]
+        values = [abs(low), abs(high), 0 if low <= 0 <= high else abs(low)]
+    elif target in ("operator.index", "operator.pos"):
+        values = list(spans[0])
+    elif spans[1][0] != spans[1][1] or spans[1][0] == 0:
+        return f"{target} by a value that varies or is zero"
+    elif target == "operator.floordiv":
+        values = [v // spans[1][0] for v in spans[0]]
+    else:  # mod by a constant: NumPy's sign follows the divisor, as Python's
+        c = spans[1][0]
+        values = [0, c - 1] if c > 0 else [c + 1, 0]
+    span = (min(values), max(values))
+    return span if -EXACT < span[0] and span[1] < EXACT else "past 2**53"
+
+
+def _mentions(value: Any, node: Any) -> bool:
+    found = []
+    map_nodes(value, lambda n: found.append(n is node))
+    return any(found)

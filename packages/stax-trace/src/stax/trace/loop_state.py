@@ -1,0 +1,133 @@
+"""A loop's locals before its first iteration was traced, put back when the whole loop is lifted.
+
+``loops.run_loop`` traces a loop's first iteration to learn what one iteration records and
+binds. When the loop is then lifted into one step, that step can run every item, the first
+included, from the locals as they were before the loop: the first iteration's recorded
+operations then feed nothing and are dropped as dead code, and the compiled program is the
+step alone (with the first iteration kept, its kernels run before the step on every call).
+
+Tracing an iteration updates proxies in place (``x[i] = v``, ``x += v``: the proxy stands for
+the updated value, and a view's base for its own update), so the proxies' values are saved
+before it and restored here, and saved again after it, to go on unrolling if the lift declines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .proxy import Proxy
+
+#: a local's state: the proxies it reaches (itself, the bases it views), each with its value
+Saved = list[tuple[Proxy, Any, Any]]
+
+
+def save(values: Any) -> Saved:
+    """The node and value of every proxy among ``values`` and of the arrays they view."""
+    saved: Saved = []
+    seen: set[int] = set()
+    for value in values:
+        while isinstance(value, Proxy) and id(value) not in seen:
+            seen.add(id(value))
+            saved.append((value, value.node, value.value))
+            value = value.view_of[0] if value.view_of is not None else None
+    return saved
+
+
+def restore(saved: Saved) -> None:
+    for proxy, node, value in saved:
+        proxy.node, proxy.value = node, value
+
+
+def marks(tracer: Any) -> tuple[int, int, int]:
+    """What ``forgettable`` compares: the graph's and the gates' lengths, pending selections."""
+    return len(tracer.graph.nodes), len(tracer.gates), len(tracer.selections)
+
+
+def forgettable(tracer: Any, before: tuple[int, int, int]) -> bool:
+    """Whether the operations recorded since ``marks`` gave ``before`` (one traced iteration)
+    can be dropped once the loop is lifted: they were appended, no data gate was recorded (its
+    outcome would be checked on later calls), no ``max``/``min`` of traced values is pending
+    and none has an effect (a random draw advances its generator)."""
+    nodes = tracer.graph.nodes
+    return before[1:] == marks(tracer)[1:] and len(nodes) >= before[0] and \
+        not any(n.effectful for n in nodes[before[0]:])
+
+
+def forget(tracer: Any, first: int, last: int) -> None:
+    """Drop nodes ``first`` to ``last`` (the traced first iteration, which feeds nothing now:
+    the lifted step runs that item too), last first, and what the tracer noted about them."""
+    graph = tracer.graph
+    dropped = graph.nodes[first:last]
+    for node in reversed(dropped):
+        graph.erase_node(node)
+    gone = set(dropped)
+    tracer.superseded[:] = [n for n in tracer.superseded if n not in gone]
+    for noted in (tracer.constants, tracer.shape_read):
+        noted -= gone
+    for keyed in (tracer.masked_reads, tracer.scalar_values):
+        for node in gone & keyed.keys():
+            del keyed[node]
+
+
+def start_of_loop(tracer: Any, params: list[str], before: dict[str, Any],
+                  after: dict[str, Any], unbound: Any) -> dict[str, Any] | None:
+    """The locals to run every item from: each as it was before the loop, a value the body
+    binds before reading it (unbound before the loop) a zero of the kind the first iteration
+    made. None when a local changes kind in the first iteration (``acc = 0.0``, then a NumPy
+    scalar): the lift then starts after it."""
+    start: dict[str, Any] = {}
+    for name in params:
+        old, new = before.get(name, unbound), after.get(name, unbound)
+        if old is unbound:
+            start[name] = _placeholder(tracer, new) if isinstance(new, Proxy) else new
+        elif isinstance(old, Proxy) != isinstance(new, Proxy) or (
+                isinstance(old, Proxy) and not _same_kind(old.value, new.value)):
+            return None
+        elif not isinstance(old, Proxy) and (type(old) is not type(new) or (old is not new and
+                                              not _equal(old, new))):
+            return None  # a Python value the body changes: the loop unrolls in any case
+        else:
+            start[name] = old
+    return start
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and np.shape(a) == np.shape(b) and \
+        getattr(a, "dtype", None) == getattr(b, "dtype", None)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _placeholder(tracer: Any, value: Proxy) -> Any:
+    """A traced zero of ``value``'s shape, dtype and kind (array or NumPy scalar), made from
+    nothing the first iteration recorded: the item binds the local before it reads it, so the
+    value is never seen."""
+    array = np.asarray(value.value)
+    zero = tracer.created_array("numpy.zeros", (array.shape,), {"dtype": array.dtype},
+                                np.zeros(array.shape, array.dtype), None)
+    return zero[()] if isinstance(value.value, np.generic) else zero
+
+
+def bound_views(names: tuple[str, ...], before: dict[str, Any], after: dict[str, Any],
+                item: Any) -> dict[str, Proxy] | None:
+    """The locals the first iteration bound to a row of an array it did not bind (``r =
+    x[i]``), by name: the array. A lifted loop's step returns such a local as an array of its
+    own; after the loop it must be the row ``x[last item]``, a view. None when a local views
+    an array some other way (``x[i + 1]``, ``x[:, i]``): the loop unrolls."""
+    views: dict[str, Proxy] = {}
+    for name in names:
+        value = after.get(name)
+        if not isinstance(value, Proxy) or value.view_of is None:
+            continue
+        base, key = value.view_of
+        if type(key) is not int or key != item or not any(v is base for v in before.values()):
+            return None
+        views[name] = base
+    return views
