@@ -255,12 +255,13 @@ class _Runner:
 
     def __call__(self, *arrays: Any) -> tuple[Any, ...]:
         values = self._values(arrays)
-        given = {name: values[name] for name in self.inputs}
+        given = {name: values[name] for name in self.inputs if name not in self.copied}
         if self.eager:
             self._run_eagerly(values, self.items)
         else:
             self._run_compiled(values)
-        same = _identities([values[name] for name in self.outputs], self.inputs, given)
+        same = _identities([None if name in self.copied or name in self.scalars else
+                            values[name] for name in self.outputs], given)
         if self.identities is None:
             self.identities = same
         elif same != self.identities:  # the step's results would not be what capture made
@@ -452,17 +453,17 @@ _LOOP_TRIES = 3  # items after which the layouts are expected steady
 _NONE = object()  # no constant
 
 
-def _identities(results: list[Any], inputs: list[str], given: dict[str, Any]
-                ) -> tuple[int | str | None, ...]:
+def _identities(results: list[Any], given: dict[str, Any]) -> tuple[int | str | None, ...]:
     """Per result array, the first earlier result that is the same object (its position), else
-    the input it is (its name), else None."""
+    the input it is (its name), else None. (Arrays only: the runner's private copies of what
+    the body updates in place, and carried NumPy scalars, are left out as None.)"""
     out: list[int | str | None] = []
     for k, value in enumerate(results):
         same: int | str | None = None
         if isinstance(value, np.ndarray):
             same = next((j for j in range(k) if results[j] is value), None)
             if same is None:
-                same = next((n for n in inputs if given[n] is value), None)
+                same = next((n for n, v in given.items() if v is value), None)
         out.append(same)
     return tuple(out)
 

@@ -124,8 +124,8 @@ def bound_views(names: tuple[str, ...], before: dict[str, Any], after: dict[str,
     views: dict[str, Proxy] = {}
     for name in names:
         value = after.get(name)
-        if not isinstance(value, Proxy) or value.view_of is None:
-            continue
+        if not isinstance(value, Proxy) or value.view_of is None or value is before.get(name):
+            continue  # (the same view, updated in place: ``u += v``)
         base, key = value.view_of
         if type(key) is not int or key != item or not any(v is base for v in before.values()):
             return None
