@@ -150,3 +150,92 @@ def test_the_copy_an_in_place_update_skips_is_in_the_kernels_document(monkeypatc
     again = KernelArtifact.from_json(doc)
     assert [k.copies for k in again.kernels] == [k.copies for k in body.kernels]
     assert "copies traj" in str(body)
+
+
+def heat_interior(U0, dt, steps):
+    U = U0.copy()
+    u = U[1:-1, 1:-1]
+    for _ in range(steps):
+        u += dt * (U[2:, 1:-1] + U[:-2, 1:-1] + U[1:-1, 2:] + U[1:-1, :-2] - 4 * u)
+    return U
+
+
+def test_a_view_of_another_local_updated_in_place_compiles(caplog, monkeypatch):
+    """``u = U[1:-1, 1:-1]; u += ...``: the body takes U and makes the view itself."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    U0 = np.random.default_rng(5).random((12, 9))
+    with caplog.at_level(logging.INFO, logger="stax"):
+        compiled = _same_as_numpy(heat_interior, U0, 0.1, 40)
+    assert "body compiled once" in caplog.text and "machine-code loop" in caplog.text
+    V0 = np.random.default_rng(6).random((12, 9))
+    np.testing.assert_array_equal(compiled(V0, 0.2, 40), heat_interior(V0, 0.2, 40))
+
+
+def mean_of_first(x):
+    acc = 0.0
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        acc = acc + x[i]
+        out[i] = acc / (i + 1)
+    return out
+
+
+def test_the_item_as_a_number_compiles_where_int64_means_the_same(caplog, monkeypatch):
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same_as_numpy(mean_of_first, np.random.default_rng(2).random(200))
+    assert "body compiled once" in caplog.text
+
+    def scaled32(x):
+        out = np.zeros_like(x)
+        for i in range(x.shape[0]):
+            out[i] = x[i] * i  # float32 * Python int stays float32 (NEP 50): runs in NumPy
+        return out
+
+    x = np.random.default_rng(3).random(100).astype(np.float32)
+    compiled = _same_as_numpy(scaled32, x)
+    assert compiled(x).dtype == np.float32
+
+
+def test_one_object_by_two_names_stays_one():
+    def aliases(a, x):
+        for i in range(x.shape[0]):
+            c = a + x[i]
+            a = c
+            b = c
+        a += 1
+        return b
+
+    _same_as_numpy(aliases, np.zeros(3), np.ones((100, 3)))
+
+
+def test_a_row_bound_in_the_body_is_a_view_after_the_loop():
+    def last_row(x):
+        s = np.zeros(x.shape[1])
+        for i in range(x.shape[0]):
+            s = s + x[i]
+            r = x[i]
+        r[0] = -1.0  # writes into x, as eager Python's view does
+        return s
+
+    _same_as_numpy(last_row, np.ones((100, 3)))
+
+
+def test_underflow_inside_a_lifted_loop_is_numpys():
+    def decays(X):
+        s = np.zeros(X.shape[1])
+        for i in range(X.shape[0]):
+            s = s + np.exp(-X[i])
+        return s
+
+    X = np.random.default_rng(0).random((100, 6))
+    X[20, 2] = 800.0
+    compiled = stax.compile(decays)
+    compiled(X)
+    with np.errstate(under="raise"):
+        with pytest.raises(FloatingPointError):
+            decays(X)
+        with pytest.raises(FloatingPointError):
+            compiled(X)
+    with np.errstate(under="ignore"):
+        np.testing.assert_allclose(compiled(X), decays(X), rtol=1e-15)

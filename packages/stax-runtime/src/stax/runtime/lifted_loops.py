@@ -66,7 +66,9 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     if isinstance(plan, str):
         return _unrolls(site, plan)
     inputs, constants, outputs, views = plan
-    compiled = CompiledFunction(body, strict_native=True)
+    compiled = CompiledFunction(
+        _taking_bases(body, site.params, site.returned, views) if views else body,
+        strict_native=True)
     compiled.capture_check = functools.partial(check_item_uses, items=items)
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
     compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy instead
@@ -109,8 +111,6 @@ def _first_run(runner: _Runner, start: list[Any]) -> tuple[tuple[Any, ...], str]
     """The capture's run of the remaining items (its results, and how the runner runs them),
     or why the loop unrolls; the runner is set to the faster way that keeps eager semantics."""
     try:
-        if runner.views:  # a compiled body would take the view and its base as two arrays
-            raise UnsupportedError(f"{', '.join(runner.views)} views another input")
         results = runner(*start)
         how = "body compiled once"
     except Exception as exc:
@@ -228,6 +228,10 @@ class _Runner:
         self.scalars = scalars  # inputs that were NumPy scalars at capture (0-d buffers here)
         self.views = views  # name -> (the input it views, the key), made again on a copy
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
+        # the compiled body's parameters after the item: a view is made inside it from its
+        # base, which it returns after the body's own results (``_taking_bases``)
+        self.call_params = [p for p in site.params if p not in views]
+        self.bases = list(dict.fromkeys(base for base, _ in views.values()))
         self.eager = False
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
         self.loops: dict[Any, _ItemLoop | None] = {}  # machine-code loops, by argument layouts
@@ -302,10 +306,11 @@ class _Runner:
             self.eager = False
 
     def _run_compiled(self, values: dict[str, Any]) -> None:
-        site, compiled, params, items = self.site, self.compiled, self.site.params, self.items
+        site, compiled, params, items = self.site, self.compiled, self.call_params, self.items
         # (position in the body's results, name, the constant it must stay) of what it keeps
         kept = [(k, name, self.constants.get(name, _NONE)) for k, name in enumerate(site.returned)
                 if name not in (site.target, site.row)]
+        kept += [(len(site.returned) + j, base, _NONE) for j, base in enumerate(self.bases)]
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
         # the remaining items in machine code (``_ItemLoop``) once steady: from the first, when
@@ -328,6 +333,7 @@ class _Runner:
                         ran, under = ran
                         underflowed = underflowed or under
                         t += ran
+                        self._views_again(values)
                         if t == len(items):
                             break
                         # item t stopped it (an event, a check): it goes through the dispatcher
@@ -357,6 +363,7 @@ class _Runner:
                         _check_stable(name, value, constant)
                         continue
                     values[name] = np.asarray(value) if isinstance(value, np.generic) else value
+                self._views_again(values)
                 t += 1
                 if clock is None:  # the first item compiles: timed from the second
                     clock = time.perf_counter()
@@ -370,11 +377,16 @@ class _Runner:
         if len(items) > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (len(items) - 1)
 
+    def _views_again(self, values: dict[str, Any]) -> None:
+        """Each view of another input, made again from that input's new value."""
+        for name, (base, key) in self.views.items():
+            values[name] = values[base][key]
+
     def _item_loop(self, values: dict[str, Any], item: int) -> _ItemLoop | None:
         """The machine-code loop for the arguments of ``item``, made once per layout of them."""
-        layout = _layouts(values, self.site.params)
+        layout = _layouts(values, self.call_params)
         if layout not in self.loops:
-            args = (np.array(item, dtype=np.int64), *[values[p] for p in self.site.params])
+            args = (np.array(item, dtype=np.int64), *[values[p] for p in self.call_params])
             self.loops[layout] = _ItemLoop.of(self, args)
         return self.loops[layout]
 
@@ -409,9 +421,9 @@ class _ItemLoop:
         executable, slots = version.flat
         if 0 not in slots:
             return None
-        leaf = {name: 1 + n for n, name in enumerate(site.params)}  # the item is leaf 0
-        outputs = [None if name in (site.target, site.row) or name in runner.constants
-                   else name for name in site.returned]
+        leaf = {name: 1 + n for n, name in enumerate(runner.call_params)}  # the item: leaf 0
+        outputs = [None if name in (site.target, site.row) or name in runner.constants or
+                   name in runner.views else name for name in site.returned] + runner.bases
         carried = {slots.index(leaf[name]): k for k, name in enumerate(outputs)
                    if name is not None and name in leaf and leaf[name] in slots}
         loop = executable.item_loop([args[s] for s in slots], slots.index(0), carried)
@@ -425,7 +437,7 @@ class _ItemLoop:
                   f"machine-code loop ({len(plan.slots.kernels) - len(plan.skipped)} kernels an "
                   f"item; updated in place: {_names(names, plan.aliases)}; buffers moved: "
                   f"{_names(names, plan.nexts)})")
-        return _ItemLoop(loop, slots, names, outputs, site.params)
+        return _ItemLoop(loop, slots, names, outputs, runner.call_params)
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
             ) -> tuple[int, bool] | None:
@@ -451,6 +463,26 @@ _LOOP_TRIES = 3  # items after which the layouts are expected steady
 
 
 _NONE = object()  # no constant
+
+
+def _taking_bases(body: Any, params: list[str], returned: tuple[str, ...],
+                  views: dict[str, Any]) -> Any:
+    """``body`` as a function of the item and the parameters that are not views of another
+    input: it makes each such view from its base (so an update through it is an update of the
+    base, as in the loop) and returns the bases after the body's results."""
+    call_params = [p for p in params if p not in views]
+    bases = list(dict.fromkeys(base for base, _ in views.values()))
+
+    def taking_bases(item: Any, *args: Any) -> tuple[Any, ...]:
+        values = dict(zip(call_params, args))
+        values.update({name: values[base][key] for name, (base, key) in views.items()})
+        out = body(item, *[values[p] for p in params])
+        # returned, such a view would be a NumPy step: the runner makes it from its base
+        out = [None if name in views else v for name, v in zip(returned, out)]
+        return (*out, *[values[b] for b in bases])
+
+    taking_bases.__name__ = taking_bases.__qualname__ = getattr(body, "__name__", "body")
+    return taking_bases
 
 
 def _identities(results: list[Any], given: dict[str, Any]) -> tuple[int | str | None, ...]:
