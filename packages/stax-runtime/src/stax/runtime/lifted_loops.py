@@ -42,7 +42,6 @@ from stax.codegen.cpu.fpevents import UNDERFLOW
 from stax.ir import (
     LIFTED_LOOP,
     Opcode,
-    UnsupportedError,
     register_lifted_loop,
 )
 from stax.trace import Proxy
