@@ -447,10 +447,13 @@ def same_index_key(a: Any, b: Any) -> bool:
     return isinstance(a, plain) and isinstance(b, plain) and a == b
 
 
-def _setitem(x: Any, key: Any, value: Any) -> Any:
-    """``x[key] = value`` as a pure function: a copy of ``x`` (same layout) with the update."""
+def _setitem(x: Any, key: Any, value: Any, scalar: bool = False) -> Any:
+    """``x[key] = value`` as a pure function: a copy of ``x`` (same layout) with the update.
+    ``scalar``: the value was a NumPy scalar, which a NumPy step receives as a 0-d array —
+    NumPy converts the two differently into an integer array (a float scalar out of range
+    raises ``OverflowError``; a 0-d array wraps)."""
     y = np.copy(x, order="K")
-    y[key] = value
+    y[key] = value[()] if scalar and type(value) is np.ndarray and value.ndim == 0 else value
     return y
 
 

@@ -48,7 +48,7 @@ from stax.trace import Proxy
 from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
-from stax.trace.source import traced_value
+from stax.trace.source import drop_held, held_mark, traced_value
 
 from . import config, logs
 from .api import CompiledFunction
@@ -91,9 +91,12 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     for name in site.assigned:
         if name in constants and name not in (site.target, site.row):
             after[name] = constants[name]  # the same after every iteration (_Runner checks)
-    for name, value, same in zip(outputs, recorded, runner.identities):
-        if name in site.mutated:  # updated in place (x[k] = v, x += v): the same object, which
-            # every other name of it sees (an argument: written back; a view: its base too)
+    # the results that stand for themselves first, then the names of the same objects
+    for name, value, same in sorted(zip(outputs, recorded, runner.identities),
+                                    key=lambda r: isinstance(r[2], int)):
+        if name in site.mutated and not isinstance(same, int):  # updated in place (x[k] = v,
+            # x += v): the same object, which every other name of it sees (an argument: written
+            # back; a view: its base too)
             state[name]._update_in_place("a lifted loop", lambda value=value: value)
             after[name] = state[name]
         elif same is not None:  # one object by two names (``a = b = c``, ``v = u``)
@@ -108,19 +111,24 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
 
 def _first_run(runner: _Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] | str:
     """The capture's run of the remaining items (its results, and how the runner runs them),
-    or why the loop unrolls; the runner is set to the faster way that keeps eager semantics."""
+    or why the loop unrolls; the runner is set to the faster way that keeps eager semantics.
+    NumPy's reports (held by capture) are kept from the one run whose results count."""
+    mark = held_mark()
     try:
         results = runner(*start)
         how = "body compiled once"
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
         runner.eager = True
+        drop_held(mark)
         try:
             with not_recording():
                 results = runner(*start)
         except Exception:
+            drop_held(mark)
             return f"its body does not compile on its own ({why})"
         return results, f"body run by NumPy: it does not compile on its own ({why})"
+    kept = held_mark()
     with not_recording():  # NumPy's own calls, not the capture's
         eager = runner.eager_seconds_per_item(start)
     if eager is not None and eager < runner.seconds_per_item:
@@ -130,6 +138,7 @@ def _first_run(runner: _Runner, start: list[Any]) -> tuple[tuple[Any, ...], str]
             runner(*start)
             again = (time.perf_counter() - clock) / len(runner.items)
         runner.seconds_per_item = min(runner.seconds_per_item, again)
+    drop_held(kept)  # the timing runs' reports repeat the first run's
     if eager is not None and eager < runner.seconds_per_item:
         # a tiny body (scalar recurrences): a call per item costs more than NumPy's own work
         runner.eager = True
@@ -146,6 +155,8 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
     on a copy of the other and the same view of it."""
     if site.target is None and site.array is None:
         return "its target is not a plain name"
+    if site.effect is not None:  # compiled, it would not happen; tried, it would happen twice
+        return f"its body calls {site.effect}, an effect each iteration has once"
     if site.array is not None and (site.array in site.mutated or site.row in site.mutated):
         return f"the body updates the rows of {site.array!r} it iterates over"
     if site.target_rebound:
@@ -263,8 +274,8 @@ class _Runner:
             self._run_eagerly(values, self.items)
         else:
             self._run_compiled(values)
-        same = _identities([None if name in self.copied or name in self.scalars else
-                            values[name] for name in self.outputs], given)
+        same = _identities([None if name in self.scalars else values[name]
+                            for name in self.outputs], given, self.site.mutated, self.outputs)
         if self.identities is None:
             self.identities = same
         elif same != self.identities:  # the step's results would not be what capture made
@@ -484,16 +495,21 @@ def _taking_bases(body: Any, params: list[str], returned: tuple[str, ...],
     return taking_bases
 
 
-def _identities(results: list[Any], given: dict[str, Any]) -> tuple[int | str | None, ...]:
-    """Per result array, the first earlier result that is the same object (its position), else
-    the input it is (its name), else None. (Arrays only: the runner's private copies of what
-    the body updates in place, and carried NumPy scalars, are left out as None.)"""
+def _identities(results: list[Any], given: dict[str, Any], mutated: tuple[str, ...],
+                names: list[str]) -> tuple[int | str | None, ...]:
+    """Per result array, the result of one object that stands for the others (its position:
+    one the body updates in place if any, else the first), else the input it is (its name,
+    among the inputs the runner does not copy), else None; None for the one that stands."""
+    first: dict[int, int] = {}
+    for k in sorted(range(len(results)), key=lambda k: (names[k] not in mutated, k)):
+        if isinstance(results[k], np.ndarray):
+            first.setdefault(id(results[k]), k)
     out: list[int | str | None] = []
     for k, value in enumerate(results):
         same: int | str | None = None
         if isinstance(value, np.ndarray):
-            same = next((j for j in range(k) if results[j] is value), None)
-            if same is None:
+            same = first[id(value)]
+            if same == k:
                 same = next((n for n, v in given.items() if v is value), None)
         out.append(same)
     return tuple(out)

@@ -13,11 +13,13 @@ before it and restored here, and saved again after it, to go on unrolling if the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .proxy import Proxy
+from .source import drop_held, held_mark
 
 #: a local's state: the proxies it reaches (itself, the bases it views), each with its value
 Saved = list[tuple[Proxy, Any, Any]]
@@ -38,6 +40,42 @@ def save(values: Any) -> Saved:
 def restore(saved: Saved) -> None:
     for proxy, node, value in saved:
         proxy.node, proxy.value = node, value
+
+
+class FirstIteration:
+    """What a loop's traced first iteration changed: made before it, it records where the
+    graph, the gates and capture's held reports ended and what the locals held."""
+
+    def __init__(self, tracer: Any, state: dict[str, Any]) -> None:
+        self.state = dict(state)
+        self.marks = marks(tracer)
+        self.held = held_mark()
+        self.saved = save(self.state.values())
+
+    def recorded(self, tracer: Any) -> int:
+        """Operations the first iteration recorded (called right after it)."""
+        self.end, self.held_end = len(tracer.graph.nodes), held_mark()
+        return self.end - self.marks[0]
+
+    def lift_all(self, tracer: Any, site: Any, after: dict[str, Any], unbound: Any,
+                 lift: Callable[[dict[str, Any]], dict[str, Any] | None]
+                 ) -> dict[str, Any] | None:
+        """``lift(start)`` with the locals put back as they were before the loop, and the first
+        iteration forgotten when it lifts (its reports too: the step runs that item again);
+        None, with the locals as the iteration left them, when it cannot or does not."""
+        start = start_of_loop(tracer, site, self.state, after, unbound) \
+            if forgettable(tracer, self.marks) else None
+        if start is None:
+            return None
+        then = save([*self.state.values(), *after.values()])
+        restore(self.saved)
+        lifted = lift(start)
+        if lifted is None:
+            restore(then)
+            return None
+        forget(tracer, self.marks[0], self.end)
+        drop_held(self.held, self.held_end)
+        return lifted
 
 
 def marks(tracer: Any) -> tuple[int, int, int]:
@@ -71,16 +109,19 @@ def forget(tracer: Any, first: int, last: int) -> None:
             del keyed[node]
 
 
-def start_of_loop(tracer: Any, params: list[str], before: dict[str, Any],
+def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],
                   after: dict[str, Any], unbound: Any) -> dict[str, Any] | None:
     """The locals to run every item from: each as it was before the loop, a value the body
     binds before reading it (unbound before the loop) a zero of the kind the first iteration
     made. None when a local changes kind in the first iteration (``acc = 0.0``, then a NumPy
-    scalar): the lift then starts after it."""
+    scalar), or is unbound before the loop and may be read before the body binds it (``try:
+    acc + prev``): the lift then starts after the first iteration."""
     start: dict[str, Any] = {}
-    for name in params:
+    for name in site.params:
         old, new = before.get(name, unbound), after.get(name, unbound)
         if old is unbound:
+            if name not in site.bound_first and name not in (site.target, site.row):
+                return None
             start[name] = _placeholder(tracer, new) if isinstance(new, Proxy) else new
         elif isinstance(old, Proxy) != isinstance(new, Proxy) or (
                 isinstance(old, Proxy) and not _same_kind(old.value, new.value)):

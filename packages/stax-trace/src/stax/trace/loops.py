@@ -50,7 +50,7 @@ import numpy as np
 
 from stax.ir.interpreter import ARRAY_METHODS
 
-from . import loop_state
+from . import loop_body, loop_state
 from .creation import active_tracer
 
 
@@ -79,6 +79,8 @@ class LoopSite:
     #: the name bound to the row (``target`` is then the index's name, or None)
     array: str | None = None
     row: str | None = None
+    bound_first: frozenset[str] = frozenset()  # params bound before read (``loop_body``)
+    effect: str | None = None  # a call with a Python effect in the body (``loop_body``)
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -290,7 +292,9 @@ class _Rewriter:
             rows[1] if rows is not None else None
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
-                                   binds_target, *(rows[0], rows[2]) if rows else ()))
+                                   binds_target, *(rows[0], rows[2]) if rows else (None, None),
+                                   loop_body.bound_before_read(node.body, params),
+                                   loop_body.effects(node.body)))
         body_name, item = f"__stax_body_{number}", "__stax_item"
         unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
@@ -520,26 +524,15 @@ def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
         body, items = rows, range(len(state[site.array].value))
     if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
-        marks, first = loop_state.marks(tracer), dict(state)
-        before = marks[0]
-        saved = loop_state.save(first.values())
+        first = loop_state.FirstIteration(tracer, state)
         _step(site, body, items[0], state)
-        rest, end = items[1:], len(tracer.graph.nodes)
-        views = loop_state.bound_views(site.assigned, first, state, items[0])
-        if (end - before) * len(rest) > UNROLL_LIMIT and views is not None:
+        rest = items[1:]
+        views = loop_state.bound_views(site.assigned, first.state, state, items[0])
+        if first.recorded(tracer) * len(rest) > UNROLL_LIMIT and views is not None:
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first
-            start = loop_state.start_of_loop(tracer, site.params, first, state, UNBOUND) \
-                if loop_state.forgettable(tracer, marks) else None
-            lifted = None
-            if start is not None:
-                after = loop_state.save([*first.values(), *state.values()])
-                loop_state.restore(saved)
-                lifted = _lifter(tracer, site, body, whole, items, start)
-                if lifted is None:
-                    loop_state.restore(after)
-                else:
-                    loop_state.forget(tracer, before, end)
+            lifted = first.lift_all(tracer, site, state, UNBOUND,
+                                    lambda start: _lifter(tracer, site, body, whole, items, start))
             if lifted is None:
                 lifted = _lifter(tracer, site, body, whole, rest, state)
             if lifted is not None:

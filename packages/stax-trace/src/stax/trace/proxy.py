@@ -242,8 +242,13 @@ class Proxy:
         # does not make the write visible elsewhere
         own_view = isinstance(value, Proxy) and value.view_of is not None and \
             value.view_of[0] is self
+        # a float or complex NumPy scalar into an integer array: NumPy converts it as a scalar
+        # (out of range: OverflowError), not as the 0-d array a NumPy step would receive
+        as_scalar = {"scalar": True} if isinstance(value, Proxy) and \
+            isinstance(value.value, (np.floating, np.complexfloating)) and \
+            self.value.dtype.kind in "iub" else {}
         self._update_in_place("item assignment x[...] = ...", lambda: self.tracer.record(
-            Opcode.CALL_FUNCTION, "stax.functional.setitem", (self, key, value), {},
+            Opcode.CALL_FUNCTION, "stax.functional.setitem", (self, key, value), as_scalar,
             NN_FUNCTIONS["stax.functional.setitem"]), ignore=value.value if own_view else None)
         if own_view and not same_index_key(value.view_of[1], key):
             # ``x[2:4] = x[:2]``: NumPy reads the value before writing; the value stays a view

@@ -142,8 +142,32 @@ def holding_warnings() -> Iterator[HeldWarnings]:
     # matters to a later call made under another error state
     relayed = {kind: "call" if mode == "call" else "log" for kind, mode in state.items()
                if mode in ("warn", "print", "log", "call", "ignore")}
-    if not relayed:
-        yield held
-        return
-    with np.errstate(call=held, **relayed):
-        yield held
+    outer = getattr(_holding, "held", None)
+    _holding.held = held
+    try:
+        if not relayed:
+            yield held
+            return
+        with np.errstate(call=held, **relayed):
+            yield held
+    finally:
+        _holding.held = outer
+
+
+_holding = threading.local()  # this thread's HeldWarnings, while capture holds them
+
+
+def held_mark() -> tuple[int, int] | None:
+    """Where the reports capture holds now end (None: none are held), for ``drop_held``."""
+    held = getattr(_holding, "held", None)
+    return None if held is None else (len(held.pending), len(held.untraced))
+
+
+def drop_held(mark: tuple[int, int] | None, end: tuple[int, int] | None = None) -> None:
+    """Forget the reports held since ``mark`` (until ``end``): work capture did again, or
+    undid (a lifted loop's trial runs, its traced first iteration), whose reports eager NumPy
+    gives once."""
+    held = getattr(_holding, "held", None)
+    if held is not None and mark is not None:
+        del held.pending[mark[0]:end[0] if end is not None else None]
+        del held.untraced[mark[1]:end[1] if end is not None else None]

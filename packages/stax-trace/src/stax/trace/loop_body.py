@@ -1,0 +1,65 @@
+"""What a loop's body does, read from its AST (``loops``): which locals it binds before it reads
+them, and whether it has Python effects a lifted step would repeat or drop.
+
+A lifted loop runs every item from the locals before the loop (``loop_state``); a local the
+body binds but that is unbound before the loop is then given a placeholder, which is right only
+when no item reads it before binding it (``bound_before_read``). A body that prints, appends to
+a list or writes a file has effects on every item that a compiled body would not have, and that
+the capture's trial runs would repeat (``effects``): such a loop unrolls, each iteration run once
+by the capture.
+"""
+
+from __future__ import annotations
+
+import ast
+
+#: calls with a Python effect: the builtins, and methods that update their object in place
+_EFFECT_FUNCTIONS = frozenset({"print", "input", "open", "setattr", "delattr", "exec", "next"})
+_EFFECT_METHODS = frozenset({
+    "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "add",
+    "discard", "setdefault", "write", "writelines", "flush", "put", "put_nowait", "send",
+    "sort", "reverse", "__setitem__", "__delitem__"})
+
+
+def bound_before_read(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
+    """Those of ``names`` that the body binds, by a plain assignment among its top-level
+    statements, before any statement reads them or binds them on one path only (inside an
+    ``if``, a ``try``, a ``with``...); names the body never reads count too."""
+    found = set()
+    for name in names:
+        for statement in body:
+            loads, stores = _mentions(statement, name)
+            if loads:
+                break
+            if stores:
+                if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                    found.add(name)
+                break
+        else:
+            found.add(name)
+    return frozenset(found)
+
+
+def _mentions(statement: ast.stmt, name: str) -> tuple[bool, bool]:
+    loads = stores = False
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and node.id == name:
+            if isinstance(node.ctx, ast.Load):
+                loads = True
+            else:
+                stores = True
+    return loads, stores
+
+
+def effects(body: list[ast.stmt]) -> str | None:
+    """The first call in the body with a Python effect (``print(...)``, ``log.append(...)``),
+    as source text, or None."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id in _EFFECT_FUNCTIONS) or \
+                    (isinstance(func, ast.Attribute) and func.attr in _EFFECT_METHODS):
+                return ast.unparse(func)
+    return None
