@@ -239,3 +239,74 @@ def test_underflow_inside_a_lifted_loop_is_numpys():
             compiled(X)
     with np.errstate(under="ignore"):
         np.testing.assert_allclose(compiled(X), decays(X), rtol=1e-15)
+
+
+def test_a_local_read_before_the_body_binds_it_is_unbound_at_the_first_item():
+    def previous(x):
+        acc = np.zeros(x.shape[1])
+        for i in range(x.shape[0]):
+            try:
+                acc = acc + prev  # noqa: F821 - unbound on the first iteration
+            except NameError:
+                acc = acc + 100.0
+            prev = x[i] * 2
+        return acc
+
+    _same_as_numpy(previous, np.ones((100, 4)))
+
+
+EFFECTS = []
+
+
+def test_a_body_with_python_effects_unrolls_each_iteration_once(caplog, monkeypatch):
+    def logged(x):
+        acc = np.zeros(x.shape[1])
+        for i in range(x.shape[0]):
+            EFFECTS.append(i)
+            acc = acc + x[i]
+        return acc
+
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    EFFECTS.clear()
+    with caplog.at_level(logging.INFO, logger="stax"):
+        result = stax.compile(logged)(np.ones((100, 3)))
+    np.testing.assert_array_equal(result, np.full(3, 100.0))
+    assert EFFECTS == list(range(100))  # once per iteration, plain ints
+    assert "EFFECTS.append" in caplog.text
+
+
+def test_a_float_scalar_stored_into_an_int8_array_raises_as_numpy():
+    def fill(x):
+        out = np.zeros(x.shape, dtype=np.int8)
+        for i in range(x.shape[0]):
+            out[i] = x[i] > 0
+            out[i, 0] = x[i, 0] * 100
+        return out
+
+    x = np.random.default_rng(0).standard_normal((100, 40))
+    with pytest.raises(OverflowError):
+        fill(x)
+    compiled = stax.compile(fill)
+    for _ in range(2):
+        with pytest.raises(OverflowError):
+            compiled(x)
+    small = x / 100
+    np.testing.assert_array_equal(compiled(small), fill(small))
+
+
+def test_warnings_before_an_error_in_a_loop_are_numpys():
+    def overflowing(x):
+        out = np.zeros(x.shape[0])
+        for i in range(x.shape[0]):
+            out[i] = x[i] + (i + 250)
+        return out
+
+    x = np.arange(1200, dtype=np.uint8)
+    counts = []
+    for fn in (overflowing, stax.compile(overflowing), stax.compile(overflowing)):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            with pytest.raises(OverflowError):
+                fn(x)
+        counts.append(len(got))
+    assert counts[1] == counts[2] == counts[0]
