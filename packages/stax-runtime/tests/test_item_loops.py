@@ -246,7 +246,7 @@ def test_a_local_read_before_the_body_binds_it_is_unbound_at_the_first_item():
         acc = np.zeros(x.shape[1])
         for i in range(x.shape[0]):
             try:
-                acc = acc + prev  # noqa: F821 - unbound on the first iteration
+                acc = acc + prev  # unbound on the first iteration
             except NameError:
                 acc = acc + 100.0
             prev = x[i] * 2
