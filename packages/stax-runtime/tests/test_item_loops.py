@@ -249,7 +249,7 @@ def test_a_local_read_before_the_body_binds_it_is_unbound_at_the_first_item():
                 acc = acc + prev  # unbound on the first iteration
             except NameError:
                 acc = acc + 100.0
-            prev = x[i] * 2
+            prev = x[i] * 2  # noqa: F841 - read by the next iteration
         return acc
 
     _same_as_numpy(previous, np.ones((100, 4)))
