@@ -89,8 +89,14 @@ def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]],
                  checks: dict[str, str]) -> list[Buffer]:
     out: list[Buffer] = []
     names = _Names(buffers)
+    # an iteration holds an update: past the last one, nothing rerolls (a chain of functional
+    # steps, ``y = y + dt * f(y)`` unrolled, would otherwise be scanned from every buffer)
+    last = max((k for k, b in enumerate(buffers) if _updates(b)), default=-1)
     i = 0
     while i < len(buffers):
+        if i > last:
+            out += buffers[i:]
+            break
         run, length = _run_from(buffers, i, readers)
         if len(run) >= MIN_RUN:
             out += _rerolled(run, checks, names, readers)
