@@ -327,15 +327,28 @@ class _Runner:
         # an earlier call made one for these layouts
         looped = self.loops.get(_layouts(values, params)) if items else None
         tries = _LOOP_TRIES
-        clock, t = None, 0
+        clock, t, stopped = None, 0, -1
         # underflow is ignored inside (a body's kernels may underflow unseen: heeding it would
         # send every item to NumPy); whether an item may have underflowed is reported after
         underflowed = False
+        if looped is not None:  # the common call: every item in machine code, nothing else
+            ran = looped.run(values, (np.array(items[0], dtype=np.int64),
+                                      *[values[p] for p in params]), items, 0)
+            if ran is not None:
+                t, underflowed = ran
+                stopped = t
+                self._views_again(values)
+            else:
+                looped = None
+            if t == len(items):
+                if underflowed:
+                    errstate.report(UNDERFLOW)
+                return
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
             while t < len(items):
                 args = (np.array(items[t], dtype=np.int64), *[values[p] for p in params])
-                if looped is not None:
+                if looped is not None and t != stopped:
                     ran = looped.run(values, args, items, t)
                     if ran is None:  # the arguments changed layout
                         looped = None
