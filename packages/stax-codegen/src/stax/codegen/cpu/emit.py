@@ -20,7 +20,6 @@ plan chose them) are ``nests.py``, floating-point event checks ``fpchecks.py``.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
