@@ -31,6 +31,7 @@ from stax.loop import (
     Cast,
     ComputedBuffer,
     Expr,
+    Pointwise,
     Select,
     Ternary,
     Unary,
@@ -84,9 +85,12 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.fn = ir.Function(module, fnty, spec.name)
         self.fn.attributes.add("nounwind")
         first = spec.nodes[0]
-        if math.prod(first.ranges) * math.prod(first.reduction_ranges) <= TINY:
+        if math.prod(first.ranges) * math.prod(first.reduction_ranges) <= TINY and \
+                all(isinstance(n.data, Pointwise) for n in spec.nodes):
             # a few elements: nothing to vectorize or unroll; LLVM optimizes such a function
-            # in about half the time (an unrolled loop of 2-element ODE steps: 121 kernels)
+            # in about half the time (an unrolled loop of 2-element ODE steps: 121 kernels).
+            # Not a reduction: its float accumulation is reassociable, and the order LLVM picks
+            # for size is not the one that gives NumPy's sums
             self.fn.attributes.add("minsize")
             self.fn.attributes.add("optsize")
         *objs, self.start, self.stop = self.fn.args
