@@ -56,12 +56,13 @@ def test_scheduling_time_grows_about_quadratically(monkeypatch):
             spent.append(time.perf_counter() - clock)
     monkeypatch.setattr(program_plan, "schedule", timed)
     monkeypatch.setattr(program_plan, "MAX_STEPS", 10_000)
-    times = []
-    for k in (24, 96):  # 4x the kernels: 16x when quadratic, 64x and more when cubic (measured)
-        spent.clear()
-        a = np.random.default_rng(k).random((k, k))
-        stax.compile(triangle, strict_native=True)(a)
-        times.append(sum(spent))
+    times = [float("inf")] * 2
+    for _ in range(2):  # the least of two rounds: this VM's speed varies 2x from one to the next
+        for n, k in enumerate((24, 96)):  # 4x the kernels: 16x when quadratic, 64x and more
+            spent.clear()                 # when cubic (measured)
+            a = np.random.default_rng(k).random((k, k))
+            stax.compile(triangle, strict_native=True)(a)
+            times[n] = min(times[n], sum(spent))
     assert times[1] < 40 * times[0], times
 
 
