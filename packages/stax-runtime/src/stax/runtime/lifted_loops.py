@@ -2,31 +2,35 @@
 compiled program (issue 13 item 2).
 
 ``stax.trace.loops`` rewrites each loop into a body function of the item and of the locals it
-touches (and the whole loop as a function), unrolls the first iteration, and offers the rest
-here (``lift``) when unrolling them would record more than ``stax.trace.loops.UNROLL_LIMIT``
-operations: a ``range`` loop, or a loop over a traced array's rows. The remaining iterations
-become one capture node, ``stax.functional.lifted_loop(*traced locals, loop=key)``, a NumPy
-step whose results are the final values of the locals the body binds or updates; capture
-records the body about twice whatever the trip count. The step's runner (``_Runner``) either
+touches (and the whole loop as a function), traces the first iteration, and offers the loop
+here (``lift``) when unrolling it would record more than ``stax.trace.loops.UNROLL_LIMIT``
+operations: a ``range`` loop, or a loop over a traced array's rows. Every item, from the locals
+as they were before the loop (``stax.trace.loop_state``; else the items after the traced first
+one), becomes one capture node, ``stax.functional.lifted_loop(*traced locals, loop=key)``, a
+NumPy step whose results are the final values of the locals the body binds or updates. The
+step's runner (``_Runner``) either
 
-- calls the body compiled once (``strict_native``; the item a 0-d int64 traced as the Python int
-  it stands for, carried NumPy scalars traced as scalars, so one version serves every item; its
-  machine-code entry called directly per item), where the body uses the item only as an index,
-  has no data gates and compiles; or
-- runs the loop as written, in NumPy: where the body does not compile so (``x * i``: a Python int
-  is a weak operand, NEP 50; ``if x[i] > 0``), where a call the compiled body declines (events
-  NumPy reports, index arithmetic past int64), or where NumPy ran the first items faster than
-  the compiled call does (scalar recurrences: measured at capture).
+- runs the body compiled once (``strict_native``; the item a 0-d int64 traced as the Python int
+  it stands for where an int64 means the same, ``item_uses.py``; carried NumPy scalars traced as
+  scalars; a view of another local made inside from its base, ``_taking_bases``): through the
+  dispatcher for the first items, then, once the layouts are steady, in one machine-code loop
+  over the remaining items (``stax.codegen.cpu.item_loop``, ``_ItemLoop``), made once per
+  layout and reused by later calls; or
+- runs the loop as written, in NumPy: where the body does not compile so (``x32 * i``: NEP 50
+  keeps float32 for a Python int; ``if x[i] > 0``), where a call the compiled body declines
+  (events NumPy reports, index arithmetic past int64), or where NumPy ran the first items faster
+  than the compiled body does (measured at capture).
 
 The loop unrolls instead (it is captured as before) when neither keeps eager semantics: a
 Python value the body binds changes from item to item (``count += 1``); the body binds the loop
-variable; an array it updates in place is viewed, aliased or bound anew (a view of another
-input runs in NumPy on a copy of that input and the same view).
+variable; an array it updates in place is viewed, aliased or bound anew; the body calls
+something with a Python effect (``print``, ``list.append``: ``stax.trace.loop_body``).
 
 At run time the step is checked as NumPy steps are: anything unexpected (the body raises, a new
-type) makes the call run eagerly. Floating-point events of the loop reach the call's error
-handling as a NumPy step's do, except underflow in the compiled body's kernels, which is
-ignored there (kernels cannot see it; heeding it would send every item to NumPy).
+type, results that are other objects than at capture) makes the call run eagerly.
+Floating-point events of the loop reach the call's error handling as a NumPy step's do; the
+compiled body's kernels ignore underflow, and the step reports to the call that an item may
+have underflowed, so a call under a state that heeds underflow runs eagerly.
 """
 
 from __future__ import annotations
