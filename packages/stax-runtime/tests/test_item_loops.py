@@ -152,25 +152,6 @@ def test_the_copy_an_in_place_update_skips_is_in_the_kernels_document(monkeypatc
     assert "copies traj" in str(body)
 
 
-def heat_interior(U0, dt, steps):
-    U = U0.copy()
-    u = U[1:-1, 1:-1]
-    for _ in range(steps):
-        u += dt * (U[2:, 1:-1] + U[:-2, 1:-1] + U[1:-1, 2:] + U[1:-1, :-2] - 4 * u)
-    return U
-
-
-def test_a_view_of_another_local_updated_in_place_compiles(caplog, monkeypatch):
-    """``u = U[1:-1, 1:-1]; u += ...``: the body takes U and makes the view itself."""
-    monkeypatch.setenv("STAX_LOGS", "loops")
-    U0 = np.random.default_rng(5).random((12, 9))
-    with caplog.at_level(logging.INFO, logger="stax"):
-        compiled = _same_as_numpy(heat_interior, U0, 0.1, 40)
-    assert "body compiled once" in caplog.text and "machine-code loop" in caplog.text
-    V0 = np.random.default_rng(6).random((12, 9))
-    np.testing.assert_array_equal(compiled(V0, 0.2, 40), heat_interior(V0, 0.2, 40))
-
-
 def mean_of_first(x):
     acc = 0.0
     out = np.empty_like(x)

@@ -222,7 +222,8 @@ def test_an_argument_updated_in_place_by_a_lifted_loop_is_written_back():
     np.testing.assert_array_equal(x2, want2)
 
 
-def test_a_view_updated_in_place_updates_its_base():
+def test_a_view_updated_in_place_updates_its_base(caplog):
+    """``u = U[1:-1, 1:-1]; u += ...``: the compiled body takes U and makes the view itself."""
     def heat(U0, dt, steps):
         U = U0.copy()
         u = U[1:-1, 1:-1]
@@ -232,8 +233,12 @@ def test_a_view_updated_in_place_updates_its_base():
 
     U0 = np.random.default_rng(3).standard_normal((12, 10))
     compiled = stax.compile(heat)
-    for _ in range(2):  # the capture's run, then the compiled version's
-        np.testing.assert_array_equal(compiled(U0, 0.1, 40), heat(U0, 0.1, 40))
+    with caplog.at_level(logging.INFO, logger="stax"), stax_logs("loops"):
+        for _ in range(2):  # the capture's run, then the compiled version's
+            np.testing.assert_array_equal(compiled(U0, 0.1, 40), heat(U0, 0.1, 40))
+    assert "body compiled once" in caplog.text and "machine-code loop" in caplog.text
+    V0 = np.random.default_rng(6).random((12, 9))
+    np.testing.assert_array_equal(compiled(V0, 0.2, 40), heat(V0, 0.2, 40))
 
 
 def _logs(x):

@@ -320,7 +320,7 @@ class _Runner:
             self.eager = False
 
     def _run_compiled(self, values: dict[str, Any]) -> None:
-        site, compiled, params, items = self.site, self.compiled, self.call_params, self.items
+        site, compiled, items = self.site, self.compiled, self.items
         # (position in the body's results, name, the constant it must stay) of what it keeps
         kept = [(k, name, self.constants.get(name, _NONE)) for k, name in enumerate(site.returned)
                 if name not in (site.target, site.row)]
@@ -329,15 +329,14 @@ class _Runner:
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
         # the remaining items in machine code (``_ItemLoop``) once steady: from the first, when
         # an earlier call made one for these layouts
-        looped = self.loops.get(_layouts(values, params)) if items else None
+        looped = self.loops.get(_layouts(values, self.call_params)) if items else None
         tries = _LOOP_TRIES
         clock, t, stopped = None, 0, -1
         # underflow is ignored inside (a body's kernels may underflow unseen: heeding it would
         # send every item to NumPy); whether an item may have underflowed is reported after
         underflowed = False
         if looped is not None:  # the common call: every item in machine code, nothing else
-            ran = looped.run(values, (np.array(items[0], dtype=np.int64),
-                                      *[values[p] for p in params]), items, 0)
+            ran = looped.run(values, self._args(values, items[0]), items, 0)
             if ran is not None:
                 t, underflowed = ran
                 stopped = t
@@ -351,7 +350,7 @@ class _Runner:
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
             while t < len(items):
-                args = (np.array(items[t], dtype=np.int64), *[values[p] for p in params])
+                args = self._args(values, items[t])
                 if looped is not None and t != stopped:
                     ran = looped.run(values, args, items, t)
                     if ran is None:  # the arguments changed layout
@@ -364,8 +363,7 @@ class _Runner:
                         if t == len(items):
                             break
                         # item t stopped it (an event, a check): it goes through the dispatcher
-                        args = (np.array(items[t], dtype=np.int64),
-                                *[values[p] for p in params])
+                        args = self._args(values, items[t])
                 out = None
                 if entry is not None:
                     run, layout = entry, None
@@ -404,6 +402,11 @@ class _Runner:
         if len(items) > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (len(items) - 1)
 
+    def _args(self, values: dict[str, Any], item: int) -> tuple[Any, ...]:
+        """The compiled body's arguments for ``item``: the item as a 0-d int64, then the
+        locals it takes."""
+        return (np.array(item, dtype=np.int64), *[values[p] for p in self.call_params])
+
     def _views_again(self, values: dict[str, Any]) -> None:
         """Each view of another input, made again from that input's new value."""
         for name, (base, key) in self.views.items():
@@ -413,8 +416,7 @@ class _Runner:
         """The machine-code loop for the arguments of ``item``, made once per layout of them."""
         layout = _layouts(values, self.call_params)
         if layout not in self.loops:
-            args = (np.array(item, dtype=np.int64), *[values[p] for p in self.call_params])
-            self.loops[layout] = _ItemLoop.of(self, args)
+            self.loops[layout] = _ItemLoop.of(self, self._args(values, item))
         return self.loops[layout]
 
 
@@ -435,9 +437,8 @@ class _ItemLoop:
     it went in with."""
 
     def __init__(self, loop: Any, slots: list[int], carried: dict[int, str],
-                 outputs: list[str | None], params: list[str]) -> None:
-        self.loop, self.slots, self.carried = loop, slots, carried
-        self.outputs, self.params = outputs, params
+                 outputs: list[str | None]) -> None:
+        self.loop, self.slots, self.carried, self.outputs = loop, slots, carried, outputs
 
     @staticmethod
     def of(runner: _Runner, args: tuple[Any, ...]) -> _ItemLoop | None:
@@ -464,7 +465,7 @@ class _ItemLoop:
                   f"machine-code loop ({len(plan.slots.kernels) - len(plan.skipped)} kernels an "
                   f"item; updated in place: {_names(names, plan.aliases)}; buffers moved: "
                   f"{_names(names, plan.nexts)})")
-        return _ItemLoop(loop, slots, names, outputs, runner.call_params)
+        return _ItemLoop(loop, slots, names, outputs)
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
             ) -> tuple[int, bool] | None:

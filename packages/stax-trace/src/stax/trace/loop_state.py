@@ -54,15 +54,16 @@ class FirstIteration:
 
     def recorded(self, tracer: Any) -> int:
         """Operations the first iteration recorded (called right after it)."""
-        self.end, self.held_end = len(tracer.graph.nodes), held_mark()
-        return self.end - self.marks[0]
+        return len(tracer.graph.nodes) - self.marks[0]
 
     def lift_all(self, tracer: Any, site: Any, after: dict[str, Any], unbound: Any,
                  lift: Callable[[dict[str, Any]], dict[str, Any] | None]
                  ) -> dict[str, Any] | None:
         """``lift(start)`` with the locals put back as they were before the loop, and the first
         iteration forgotten when it lifts (its reports too: the step runs that item again);
-        None, with the locals as the iteration left them, when it cannot or does not."""
+        None, with the locals as the iteration left them, when it cannot or does not. Called
+        right after the first iteration."""
+        end, held_end = len(tracer.graph.nodes), held_mark()
         start = start_of_loop(tracer, site, self.state, after, unbound) \
             if forgettable(tracer, self.marks) else None
         if start is None:
@@ -73,8 +74,8 @@ class FirstIteration:
         if lifted is None:
             restore(then)
             return None
-        forget(tracer, self.marks[0], self.end)
-        drop_held(self.held, self.held_end)
+        forget(tracer, self.marks[0], end)
+        drop_held(self.held, held_end)
         return lifted
 
 
