@@ -7,6 +7,7 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py                # the released version's documents
     python tools/make_fixtures.py --schema-1.2   # documents using every schema-1.2 form
     python tools/make_fixtures.py --schema-1.4   # region updates, a scatter, complex parts
+    python tools/make_fixtures.py --copies       # stax.kernels/1.6: a kernel copying an input
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
     python tools/make_fixtures.py --cuda         # a CUDA document: Triton kernels (kernels 1.5)
 
@@ -164,6 +165,25 @@ def schema_1_4_documents() -> None:
     print("wrote", path)
 
 
+def copy_then_update(traj: np.ndarray, k: int) -> np.ndarray:
+    out = traj.copy()
+    out[k + 1] = out[k] + 0.5 * out[k] * (1.0 - out[k])
+    return out
+
+
+def copies_documents() -> None:
+    """stax.kernels/1.6: a kernel that copies an input unchanged (``KernelPlan.copies``)."""
+    traj = np.linspace(0.1, 0.3, 12).reshape(4, 3)
+    capture = trace(copy_then_update, (traj, 1), name="copy_then_update")
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "copies.py:" + node.source.rsplit(":", 1)[1]
+    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / \
+        "copies.kernels.schema-1.6.json"
+    write_json(path, generate(lower_opgraph(lower_capture(capture))).to_json())
+    print("wrote", path)
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128), dtype=np.float32)
@@ -196,6 +216,8 @@ if __name__ == "__main__":
         schema_1_2_documents()
     elif sys.argv[1:] == ["--schema-1.4"]:
         schema_1_4_documents()
+    elif sys.argv[1:] == ["--copies"]:
+        copies_documents()
     elif sys.argv[1:] == ["--nests"]:
         nest_documents()
     elif sys.argv[1:] == ["--cuda"]:
