@@ -1,8 +1,8 @@
 """Emitters of the math functions (exp, log, the trigonometric and hyperbolic functions, cbrt,
 hypot, pow, arctan2, logaddexp, ldexp): which routine computes each loop operator in each float
 dtype. float64 in double-double steps within 1 ulp (``vmath64``; tanh in double, ``vmath``);
-float32 in float32 lanes where a fitted polynomial reaches the bound (exp, log, tanh), from the
-Payne–Hanek reduction (sin, cos, tan), else computed in double and rounded once."""
+float32 in float32 lanes where a fitted polynomial reaches the bound (exp, log, log2, log10,
+tanh), from the Payne–Hanek reduction (sin, cos, tan), else computed in double and rounded once."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from . import vmath64
 from .registry import Emitter, binary, by_dtype, unary
 from .types import I64
 from .vmath.double import F64, tanh64
-from .vmath.lanes32 import exp32, log32, tanh32
+from .vmath.lanes32 import exp32, log2_32, log10_32, log32, tanh32
 from .vmath.trig32 import cos32, sin32, tan32
 from .vmath.via_double import BINARY_VIA_DOUBLE, VIA_DOUBLE
 
@@ -37,7 +37,7 @@ def in_double(routine: Routine) -> Routine:
 FLOAT64 = {**vmath64.UNARY, "tanh": tanh64}
 #: float32 unary routines: in float32 lanes, from the float32 reduction, else in double
 FLOAT32 = {**{op: in_double(fn) for op, fn in VIA_DOUBLE.items()}, "exp": exp32, "log": log32,
-           "tanh": tanh32, "sin": sin32, "cos": cos32, "tan": tan32}
+           "log2": log2_32, "log10": log10_32, "tanh": tanh32, "sin": sin32, "cos": cos32, "tan": tan32}
 #: per unary loop operator, its routine per dtype
 UNARY_ROUTINES: dict[str, dict[str, Routine]] = {
     op: {dtype: table[op] for dtype, table in (("float32", FLOAT32), ("float64", FLOAT64))

@@ -1,7 +1,7 @@
-"""float32 exp, log and tanh in float32 lanes (twice the vector width of the double path): a
-fitted polynomial reaches the bound there. Measured: ``exp32`` 1.04 ulp, ``log32`` 0.89 ulp,
-``tanh32`` 1.5 ulp (bounds 2), against a higher-precision reference the tests check
-(ARCHITECTURE.md §4)."""
+"""float32 exp, log, log2, log10 and tanh in float32 lanes (twice the vector width of the double
+path): a fitted polynomial reaches the bound there. Measured against a higher-precision reference
+the tests check (ARCHITECTURE.md §4): ``exp32`` 1.04 ulp, ``log32`` 0.89 ulp, ``tanh32`` 1.5 ulp
+(bounds 2), ``log2_32`` 0.97 and ``log10_32`` 0.95 ulp (bound 1)."""
 
 from __future__ import annotations
 
@@ -100,13 +100,11 @@ SQRT_HALF = math.sqrt(0.5)
 SQRT_TWO = math.sqrt(2.0)
 
 
-def log32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
-    """float32 log in float32 lanes (twice the vector width of the double path, no division).
-
-    x = 2^e m with m in [sqrt(1/2), sqrt(2)) from the bits (subnormals scaled by 2^23 first),
-    f = m - 1 exactly; log m = f + f^2 g(f) with g a fitted degree-10 polynomial (one fused
-    multiply-add keeps f exact in the sum); e ln2 with a 16-bit ln2_hi (exact products).
-    Measured: 0.87 ulp (bound 2; NumPy's own float32 log promises 4)."""
+def _log_parts(b: ir.IRBuilder, module: ir.Module, x: ir.Value
+               ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """x = 2^e m with m in [sqrt(1/2), sqrt(2)) from the bits (subnormals scaled by 2^23 first):
+    (e as a float, f = m - 1 exactly, f^2, g(f)) with log m = f + f^2 g(f), g a fitted degree-10
+    polynomial."""
     def c(v: float) -> ir.Constant:
         return ir.Constant(F32, v)
 
@@ -121,14 +119,75 @@ def log32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     m = b.bitcast(b.sub(b.bitcast(xs, I32), b.shl(e, i(23))), F32)
     e = b.sub(e, b.select(subnormal, i(23), i(0)))
     f = b.fsub(m, c(1.0))
-    f2 = b.fmul(f, f)
-    log_m = fma(f2, _horner32(fma, f, _fit("log1p_tail", 10)), f)
-    ef = b.sitofp(e, F32)
-    value = fma(ef, c(0.693145751953125), fma(ef, c(1.428606765330187e-06), log_m))
+    return b.sitofp(e, F32), f, b.fmul(f, f), _horner32(fma, f, _fit("log1p_tail", 10))
+
+
+def _log_specials(b: ir.IRBuilder, x: ir.Value, value: ir.Value) -> ir.Value:
+    """log's IEEE values: +inf at +inf, -inf at +-0, NaN below zero, a NaN kept."""
+    def c(v: float) -> ir.Constant:
+        return ir.Constant(F32, v)
+
     value = b.select(b.fcmp_ordered("==", x, c(math.inf)), c(math.inf), value)
     value = b.select(b.fcmp_ordered("==", x, c(0.0)), c(-math.inf), value)
     value = b.select(b.fcmp_ordered("<", x, c(0.0)), c(math.nan), value)
     return b.select(b.fcmp_unordered("uno", x, x), x, value)
+
+
+def log32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """float32 log in float32 lanes (twice the vector width of the double path, no division).
+
+    ``_log_parts``, then log m = f + f^2 g(f) and e ln2 with a 16-bit
+    ln2_hi (exact products). Measured: 0.87 ulp (bound 2; NumPy's own float32 log promises 4)."""
+    fma = _fmuladd32(b, module)
+    ef, f, f2, g = _log_parts(b, module, x)
+    log_m = fma(f2, g, f)  # one fused multiply-add keeps f exact in the sum
+    value = fma(ef, ir.Constant(F32, 0.693145751953125),
+                fma(ef, ir.Constant(F32, 1.428606765330187e-06), log_m))
+    return _log_specials(b, x, value)
+
+
+def _log_in_base(inverse_ln_base: tuple[float, float], log_two: tuple[float, float]
+                 ) -> Callable[[ir.IRBuilder, ir.Module, ir.Value], ir.Value]:
+    """log2 or log10 in float32 lanes: e log_b(2) + log(m) / ln(b), the dominant products kept
+    exact so only the last addition rounds visibly.
+
+    1/ln b = C_hi + C_lo and log_b 2 = L_hi + L_lo (L_hi of at most 11 significant bits, so
+    e L_hi is exact); p = f C_hi rounded, its error fma(f, C_hi, -p) exact (a true fused
+    multiply-add, ``llvm.fma``); s = e L_hi; hi = s + p with its rounding error recovered
+    (|s| >= |p| whenever s != 0); the result is hi plus the small terms. Exact at powers of the
+    base that are float32 values (log2(2^k) = k, log10(10^k) = k)."""
+    c_hi, c_lo = inverse_ln_base
+    l_hi, l_lo = log_two
+
+    def routine(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+        def c(v: float) -> ir.Constant:
+            return ir.Constant(F32, v)
+
+        fma = _fmuladd32(b, module)
+        exact_fma = module.declare_intrinsic("llvm.fma", [F32], ir.FunctionType(F32, [F32] * 3))
+        ef, f, f2, g = _log_parts(b, module, x)
+        tail = b.fmul(f2, g)
+        p = b.fmul(f, c(c_hi))
+        p_error = b.call(exact_fma, [f, c(c_hi), b.fneg(p)])
+        s = b.fmul(ef, c(l_hi))
+        hi = b.fadd(s, p)
+        hi_error = b.fadd(b.fsub(s, hi), p)
+        small = fma(tail, c(c_hi), fma(f, c(c_lo), p_error))
+        small = fma(ef, c(l_lo), b.fadd(small, hi_error))
+        return _log_specials(b, x, b.fadd(hi, small))
+    return routine
+
+
+def _split(value: float, bits: int = 24) -> tuple[float, float]:
+    """value as hi + lo: hi rounded to ``bits`` significant bits, lo the rest in float32."""
+    exponent = math.frexp(value)[1]
+    hi = round(math.ldexp(value, bits - exponent)) * 2.0 ** (exponent - bits)
+    return float(np.float32(hi)), float(np.float32(value - hi))
+
+
+#: log2 and log10 in float32 lanes. Measured: see ``BOUNDS`` in test_vmath.py
+log2_32 = _log_in_base(_split(1.0 / math.log(2.0)), (1.0, 0.0))
+log10_32 = _log_in_base(_split(1.0 / math.log(10.0)), _split(math.log10(2.0), 11))
 
 
 def _exp32_at_least_one(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:

@@ -25,14 +25,6 @@ def _small(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     return b.fcmp_ordered("<", b.call(fabs, [x]), f64(2.0 ** -20))
 
 
-def log2_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
-    return b.fmul(log64(b, module, x), f64(1.0 / math.log(2.0)))
-
-
-def log10_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
-    return b.fmul(log64(b, module, x), f64(1.0 / math.log(10.0)))
-
-
 def log1p_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     near = _series_times_x(b, x, [1.0, -1.0 / 2, 1.0 / 3, -1.0 / 4])
     return b.select(_small(b, module, x), near, log64(b, module, b.fadd(x, f64(1.0))))
@@ -194,7 +186,7 @@ def logaddexp2_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -
 
 
 #: by loop operator: the unary routines, and the binary ones
-VIA_DOUBLE = {"log2": log2_d, "log10": log10_d, "log1p": log1p_d, "expm1": expm1_d,
+VIA_DOUBLE = {"log1p": log1p_d, "expm1": expm1_d,
               "exp2": exp2_d, "sinh": sinh_d, "cosh": cosh_d, "cbrt": cbrt_d, "arctan": atan_d,
               "arcsin": asin_d, "arccos": acos_d, "arcsinh": asinh_d, "arccosh": acosh_d,
               "arctanh": atanh_d}
