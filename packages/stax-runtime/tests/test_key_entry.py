@@ -95,3 +95,27 @@ def test_numpy_scalar_arguments_are_compared_by_type_and_bits(first, second):
         np.testing.assert_array_equal(got, want)
     assert f.cache_info().versions == 2
     assert f.cache_info().hits[1] >= 2
+
+
+def matrix_step(A, k):
+    result = np.eye(A.shape[0])
+    for _ in range(k):
+        result = result @ A  # BLAS: a NumPy step, so the version has no machine-code entry
+    return np.sqrt(result)
+
+
+def test_a_compiled_version_without_machine_code_entry_gets_a_key_entry():
+    """Its calls skip the signature and lookup; a call it declines (a NaN from sqrt of a negative
+    entry: NumPy's warning) still runs eagerly, from the dispatcher's own code path."""
+    f = stax.compile(matrix_step)
+    A = np.abs(np.random.default_rng(0).standard_normal((6, 6)))
+    for _ in range(3):
+        np.testing.assert_array_equal(f(A, 3), matrix_step(A, 3))
+    version = f.versions()[0]
+    assert version.native and version.entry.dispatches and version.entry.hits == 2
+    with pytest.warns(RuntimeWarning, match="invalid value"):
+        got = f(-A, 3)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(got, matrix_step(-A, 3))
+    np.testing.assert_array_equal(f(A, 4), matrix_step(A, 4))  # another key: the dispatcher
+    assert f.cache_info().versions == 2

@@ -46,7 +46,7 @@ from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
 from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
-from .key_entry import compiled_entry, eager_entry
+from .key_entry import compiled_entry, eager_entry, version_entry
 from .runners import (
     RunEagerly,
     accepted_services,
@@ -97,24 +97,22 @@ class CompiledFunction:
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._rebinds = rebinds_free_names(fn)
-        # one compile at a time per function: threads making the same first call wait for the
-        # first one's version instead of compiling copies of it
+        # one compile at a time: threads making one first call wait for its version
         self._compile_lock = threading.RLock()
         _LIVE.add(self)
         self._unguardable_reported: set[str] = set()
         self._versions: list[Version] = []
         self._by_sigma: dict[Any, list[Version]] = {}
         self._by_layout: dict[Any, list[Version]] = {}
-        # the previous call's (layouts, candidate versions), one tuple so that threads calling
-        # at once never pair one call's layouts with another's versions
+        # the previous call's (layouts, candidates): one tuple, never paired across threads
         self._last: tuple[Any, list[Version]] = (None, [])
         self._compiles = 0
         self._hits = {1: 0, 2: 0, 3: 0}
         self._misses = 0
         self._fallbacks = 0
         self._limit_warned = False
-        # what a call runs: the Python dispatcher below, or the machine-code entry of the
-        # version the previous call used (which hands every other call back to the dispatcher)
+        # what a call runs: the dispatcher below, or the (machine-code) entry of the version the
+        # previous call used (which hands every other call back to the dispatcher)
         self._call: Callable[..., Any] = self._dispatch
         functools.update_wrapper(self, fn)
         if dynamic:
@@ -267,11 +265,11 @@ class CompiledFunction:
         """``(run, checks, version)``: ``run(*args)`` for later calls whose arguments have the
         signature of these, the version they select called without dispatch (no key, no guard:
         the caller vouches that nothing the key covers changes between its calls, as a lifted
-        loop's runner does within one call of its function); ``checks``: it is the machine-code
-        entry, which hands arguments of other layouts to the dispatcher itself; ``version``:
-        the one selected, where its leaves are these arguments. ``(None, False, None)`` when it
-        is missing, eager or has data gates. A call it declines raises (``ExternResultMismatch``,
-        ``RunEagerly``): the caller then makes that call through the dispatcher."""
+        loop's runner does); ``checks``: it is the machine-code entry (which hands arguments of
+        other layouts to the dispatcher itself); ``version``: the one selected, where its leaves
+        are these arguments. ``(None, False, None)`` when it is missing, eager or has data gates.
+        A call it declines raises (``ExternResultMismatch``, ``RunEagerly``): the caller then
+        makes that call through the dispatcher."""
         free = tuple(self._free.read()) if self._free else ()
         args = (*free, *args)
         try:
@@ -280,8 +278,9 @@ class CompiledFunction:
             return None, False, None
         if version is None or not version.native or version.gates is not None:
             return None, False, None
-        if version.entry is not None and not free:  # machine code: its own layout check
-            return version.entry.function, True, version
+        entry = version.entry
+        if entry is not None and not getattr(entry, "dispatches", False) and not free:
+            return entry.function, True, version
         if version.fast is not None and not free:
             return version.fast, False, version
         run = version.run
@@ -516,10 +515,11 @@ class CompiledFunction:
             clock = time.perf_counter()  # the entry decides which results it can return
             entry = compiled_entry(make_entry, sigma, leaves, slots, plain_call, self._dispatch)
             timings["entry"] = time.perf_counter() - clock
+            version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):
                 logs.emit("kernels", settings.logs, f"no machine-code entry: {entry}")
-            else:
-                version.entry = entry
+        if version.entry is None and version.gates is None and not self._free and placement is None:
+            version.entry = version_entry(sigma, lambda *a: self._run(version, a, {}), self._dispatch)
         return version
 
     def _free_snapshot(self) -> Snapshot | None:

@@ -11,7 +11,8 @@ cannot tell: ±0.0, NaN), then
 
 - for a fallback version, the function itself (``eager_entry``);
 - for a compiled one, its machine-code entry on the array arguments alone (``native_entry``):
-  the scalars are constants of the compiled code.
+  the scalars are constants of the compiled code; one without a machine-code entry, the
+  version as the dispatcher runs it (``version_entry``).
 
 Anything else goes back to the dispatcher, so an entry can only be faster, never different.
 Versions with guards beyond the arguments (free values, data gates) get none.
@@ -29,11 +30,14 @@ from .signature import ARRAY, float_key
 
 
 class KeyEntry:
-    """``function(*args)``: the version's call when ``args`` match its key; ``hits`` counts them."""
+    """``function(*args)``: the version's call when ``args`` match its key; ``hits`` counts them.
+    ``dispatches``: it runs the version as the dispatcher does (declines handled there), not a
+    machine-code entry."""
 
-    def __init__(self) -> None:
+    def __init__(self, dispatches: bool = False) -> None:
         self.function: Callable[..., Any] = lambda *args, **kwargs: None
         self.hits = 0
+        self.dispatches = dispatches
 
 
 class Redo(Exception):
@@ -54,6 +58,15 @@ def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
     its slow path raises ``Redo``) for a compiled version keyed by ``sigma``."""
     return _generate(sigma, dispatch, {"function": function, "Redo": Redo},
                      "function({arrays})", [f"a{i}" for i in slots])
+
+
+def version_entry(sigma: Any, run_version: Callable[..., Any], dispatch: Callable[..., Any]
+                  ) -> KeyEntry | None:
+    """An entry for a compiled version without machine-code entry (NumPy steps, kernels on the
+    thread pool): after the key's comparisons, ``run_version(*args)`` runs it as the dispatcher
+    would, without the signature, placement and lookup (7-9 us of a call with a scalar)."""
+    return _generate(sigma, dispatch, {"run_version": run_version}, "run_version({all})",
+                     dispatches=True)
 
 
 def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any], slots: list[int],
@@ -78,7 +91,8 @@ def _redo(*args: Any, **kwargs: Any) -> Any:
 
 
 def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any],
-              call: str, arrays: list[str] | None = None) -> KeyEntry | None:
+              call: str, arrays: list[str] | None = None, dispatches: bool = False
+              ) -> KeyEntry | None:
     """The comparisons written out as one Python function (as ``dataclasses`` writes
     ``__init__``): a loop over per-argument checks would cost a call each."""
     positional, keywords = sigma
@@ -92,7 +106,7 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
         if test is None:
             return None
         tests.append(test)
-    entry = constants["entry"] = KeyEntry()
+    entry = constants["entry"] = KeyEntry(dispatches)
     unpack = f"        {', '.join(names)}, = args\n" if names else ""
     target = call.format(all=", ".join(names), arrays=", ".join(arrays or ()))
     if arrays is None:
