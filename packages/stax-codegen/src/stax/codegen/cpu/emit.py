@@ -44,7 +44,7 @@ from ..rowshare import Spill
 from . import rules
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
-from .nests import LoopShapes
+from .nests import UNROLLED, LoopShapes
 from .registry import accumulator
 from .types import I1, I8P, I64, memory_type
 
@@ -72,8 +72,6 @@ class KernelSpec:
     discard: frozenset[str] = frozenset()
 
 
-#: an innermost loop of at most this many iterations is emitted unrolled
-UNROLLED = 2
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)
 TINY = 16
 
@@ -155,16 +153,17 @@ class KernelEmitter(LoopShapes, FloatEvents):
         return results
 
     def nest(self, ranges: Sequence[int], prefix: Callable[[int], str], carried: Sequence[ir.Value],
-             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], split: bool = False
-             ) -> list[ir.Value]:
-        """Nested loops over ``ranges``; with ``split`` the outermost runs over ``[start, stop)``."""
+             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], split: bool = False,
+             unrolled: int = UNROLLED) -> list[ir.Value]:
+        """Nested loops over ``ranges``; with ``split`` the outermost runs over ``[start, stop)``;
+        an innermost loop of at most ``unrolled`` iterations as straight-line code."""
         if not ranges:
             return list(body(carried))
 
         def level(d: int, values: Sequence[ir.Value]) -> Sequence[ir.Value]:
             if d == len(ranges):
                 return body(values)
-            if d == len(ranges) - 1 and ranges[d] <= UNROLLED and not values and \
+            if d == len(ranges) - 1 and ranges[d] <= unrolled and not values and \
                     not (split and d == 0):
                 # a complex value's two parts (``stax.loop.complex_values``): straight-line
                 # code, so the loop around it is the innermost one LLVM vectorizes (the parts'
