@@ -11,7 +11,7 @@ from stax.loop import LOWERINGS, OPERATORS
 
 from ..target import NumericLimits, Target
 from . import rules
-from .costs import keep_in_memory, operations
+from .costs import keep_in_memory, work
 from .host import LLVM_OPTIONS, host_identity
 from .registry import emits
 from .vmath64.trig import TRIG_LIMIT
@@ -38,5 +38,5 @@ def cpu_target() -> Target:
     return Target(identity=host_identity(), basis=cpu_basis(), loop_dtypes=LOOP_DTYPES,
                   limits=NumericLimits(trig_reduction=TRIG_LIMIT,
                                        fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
-                  materialize=keep_in_memory, element_cost=operations,
+                  materialize=keep_in_memory, element_cost=work,
                   compiler_version=" ".join((llvmlite.__version__, *LLVM_OPTIONS)))
