@@ -1,10 +1,12 @@
 """DecomposePass (spec §4.4, table 4.2): composite operators become fusible primitives.
 
 Only where the decomposition computes the same bits as the composite (each rule is tested against
-NumPy on special values): ``np.clip`` decomposes as ``minimum(hi, maximum(lo, x))``, which keeps
-NumPy's signed zeros, where ``minimum(maximum(x, lo), hi)`` would not; ``np.rad2deg`` stays whole
-because NumPy's float32 loop does not round like ``x * (180/pi)``. Functions with a numerically
-better dedicated form (log1p, expm1, sinh...) are kept, as table 4.2 says.
+NumPy on special values): ``np.clip`` with scalar bounds decomposes as
+``minimum(hi, maximum(lo, x))``, which keeps NumPy's signed zeros, where
+``minimum(maximum(x, lo), hi)`` would not; with array bounds as NumPy's compare-and-select
+loop; ``np.rad2deg`` stays whole because NumPy's float32 loop does not round like
+``x * (180/pi)``. Functions with a numerically better dedicated form (log1p, expm1, sinh...)
+are kept, as table 4.2 says.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ SELU_SCALE = 1.0507009873554805
 
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "operator.mul": lambda a, b: a * b, "operator.sub": lambda a, b: a - b,
-    "operator.gt": lambda a, b: a > b, "numpy.where": np.where, "numpy.exp": np.exp,
+    "operator.gt": lambda a, b: a > b, "operator.lt": lambda a, b: a < b,
+    "operator.ne": lambda a, b: a != b, "numpy.where": np.where, "numpy.exp": np.exp,
     "numpy.maximum": np.maximum, "numpy.minimum": np.minimum,
 }
 
@@ -72,16 +75,29 @@ def _square(e: _Emitter, x: Any) -> Node:
 
 
 def _clip(e: _Emitter, x: Any, lo: Any, hi: Any) -> Node | None:
-    """Scalar bounds; array bounds of integers too. ``None`` bounds stay whole, and so do float
-    array bounds: where x and a bound are zeros of both signs, NumPy's clip picks one by its
-    loop (its contiguous and strided paths differ), which no element-wise rule reproduces."""
+    """Scalar bounds (Python, NumPy or 0-d): ``minimum(hi, maximum(lo, x))``; array bounds of
+    integers too. Float array bounds (any bound of one or more dimensions, broadcast or not):
+    NumPy's clip loop for them compares, ``max = a if isnan(a) or a > lo else lo`` then
+    ``a if isnan(a) or a < hi else hi``, so where x and a bound are zeros of both signs the
+    bound wins (``clip(-0.0, [0.0], 1)`` is 0.0, ``maximum`` keeps -0.0): two selects each.
+    ``None`` bounds stay whole."""
     arrays = [b for b in (x, lo, hi) if isinstance(b, Node)]
     if not all(constant_value(b) or isinstance(b, Node) for b in (lo, hi)):
         return None
-    if len(arrays) > 1 and any(b.tensor is None or np.dtype(b.tensor.dtype).kind not in "iub"
-                               for b in arrays):
+    if any(b.tensor is None for b in arrays):
         return None
+    if len(arrays) > 1 and any(np.dtype(b.tensor.dtype).kind not in "iub" for b in arrays):
+        if not any(isinstance(b, Node) and b.tensor.shape for b in (lo, hi)):
+            return e("numpy.minimum", hi, e("numpy.maximum", lo, x))  # NumPy's scalar loop
+        low = _compare_select(e, "operator.gt", x, lo)
+        return _compare_select(e, "operator.lt", low, hi)
     return e("numpy.minimum", hi, e("numpy.maximum", lo, x))
+
+
+def _compare_select(e: _Emitter, compare: str, a: Node, bound: Any) -> Node:
+    """``a if isnan(a) or compare(a, bound) else bound``: NumPy's clip step for array bounds."""
+    kept = e("numpy.where", e(compare, a, bound), a, bound)
+    return e("numpy.where", e("operator.ne", a, a), a, kept)
 
 
 def _deg2rad(e: _Emitter, x: Any) -> Node:
