@@ -3,6 +3,7 @@ sorted array, checked sorted at run time. Every result is NumPy's, bit for bit: 
 -0.0 equals 0.0, an unsorted array declines the call (NumPy runs it), and np.interp follows
 ``arr_interp`` branch by branch (edges, x == xp[-1], NaN x, non-finite slopes)."""
 
+import logging
 import warnings
 
 import numpy as np
@@ -236,3 +237,30 @@ def test_corpus_forms():
     g = stax.compile(interp)
     same_bits(g(xq, xp, fp), interp(xq, xp, fp))
     kernels_only(g)
+
+
+def bin_counts(x, edges):
+    idx = np.searchsorted(edges, x, side="right")
+    return np.bincount(idx, minlength=edges.shape[0] + 1) * 2
+
+
+def test_bincount_within_minlength_has_no_gate(caplog):
+    """``np.bincount(idx, minlength=m)`` whose counts fit in m is planned at length m with no data
+    gate (no NumPy replay per call); a call with a value past m gets a longer result from
+    NumPy's step, which declines the call: it runs eagerly and returns NumPy's result."""
+    f = stax.compile(lambda idx, m: np.bincount(idx, minlength=m) * 2)
+    idx = np.array([0, 1, 1, 3])
+    np.testing.assert_array_equal(f(idx, 5), [2, 4, 0, 2, 0])
+    assert f.versions()[0].gates is None
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        np.testing.assert_array_equal(f(np.array([0, 1, 1, 7]), 5), [2, 4, 0, 0, 0, 0, 0, 2])
+    assert any("calls like this one run eagerly" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(f(np.array([4, 4, 0, 2]), 5), [2, 0, 2, 0, 4])
+    with pytest.raises(ValueError):
+        f(np.array([-1, 2, 2, 2]), 5)  # NumPy's own error
+    assert f.cache_info().versions == 1
+    g = stax.compile(bin_counts)
+    edges, x = np.linspace(-2, 2, 9), np.random.default_rng(0).standard_normal(1000)
+    np.testing.assert_array_equal(g(x, edges), bin_counts(x, edges))
+    np.testing.assert_array_equal(g(x * 10, edges), bin_counts(x * 10, edges))
+    assert g.versions()[0].gates is None

@@ -88,10 +88,21 @@ DATA_DEPENDENT_SHAPES = frozenset({
 })
 
 
+def _within_minlength(node: Node) -> bool:
+    """``np.bincount(x, minlength=m)`` whose traced result has length m: every value was below m,
+    and any call where that holds gives length m. No gate: the step's result is checked against
+    the planned shape when it runs (a longer one declines the call, which runs as NumPy)."""
+    minlength = node.kwargs.get("minlength")
+    return isinstance(minlength, int) and not isinstance(minlength, bool) and \
+        node.tensor is not None and tuple(node.tensor.shape) == (minlength,)
+
+
 def data_dependent_shape(node: Node) -> bool:
     """Whether the shape of this capture node's result depends on data, not only on shapes
     (``x[mask]``, ``np.unique``...). Capture makes such a shape a data gate ("shape_gated")."""
     name = f"method:{node.target}" if node.op is Opcode.CALL_METHOD else node.target
+    if name == "numpy.bincount" and _within_minlength(node):
+        return False
     if name in DATA_DEPENDENT_SHAPES:
         return True
     if node.target == "numpy.repeat" and _nodes_in(node.args[1:]):
