@@ -90,3 +90,23 @@ def test_capture_stops_at_max_nodes(monkeypatch):
         stax.compile(long_loop, strict_native=True)(x)
     assert "test_unrolled_loops.py" in str(info.value)
     np.testing.assert_array_equal(stax.compile(long_loop)(x), long_loop(x))
+
+
+def heat_steps(u, steps):
+    u = u.copy()
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return u
+
+
+def test_the_steps_of_an_unrolled_loop_are_compiled_once():
+    """Each step's kernels differ only in their buffers: one LLVM function each, the other
+    steps' kernels aliases of it (first call: about 0.3 s for 30 steps, was 1 s)."""
+    u = np.random.default_rng(0).standard_normal(200)
+    f = stax.compile(heat_steps, strict_native=True)
+    np.testing.assert_array_equal(f(u, 30), heat_steps(u, 30))
+    artifact = f.versions()[0].artifact
+    defined = artifact.llvm_ir.count("\ndefine ")
+    aliases = artifact.llvm_ir.count(" = alias ")
+    assert aliases >= 20 and defined + aliases == len(artifact.kernels), (defined, aliases)
+    np.testing.assert_array_equal(f(u * 2, 30), heat_steps(u * 2, 30))

@@ -17,6 +17,7 @@ from .cpu.fpevents import float_events, has_events, underflow_unseen
 from .cpu.host import host_identity
 from .cpu.jit import PRECISE_SUFFIX, array_data_offset
 from .cpu.native_pool import native_available
+from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
 from .nesting import NestPlan
 from .program_plan import buffer_plans, extern_plan, kernel_args, output_plans, plan_program, traffic
@@ -66,6 +67,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     kernels: list[KernelPlan] = []
     externs: list[ExternPlan] = []
     steps: list[str] = []
+    emitted_as: dict[object, str] = {}  # kernel key -> the kernel emitted with that code
+    aliases: list[tuple[str, str, int]] = []
     floats = False  # some kernel does float arithmetic that may report events
     unseen = False  # some kernel may underflow without reporting it
     for group in groups:
@@ -80,8 +83,12 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
         spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
                           same, events, discard=discard & {n.name for n in group.nodes})
-        emit_kernel(module, spec, array_data_offset())
-        emit_kernel(precise, replace(spec, precise=True), array_data_offset())
+        emitted = emitted_as.setdefault(kernel_key(spec), name)
+        if emitted == name:
+            emit_kernel(module, spec, array_data_offset())
+            emit_kernel(precise, replace(spec, precise=True), array_data_offset())
+        else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias
+            aliases.append((name, emitted, len(spec.args)))
         floats = floats or float_events(group.nodes)
         unseen = unseen or underflow_unseen(group.nodes, identity.triple)
         kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, discard),
@@ -94,11 +101,13 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     reports = any(EVENTS_BUFFER in k.args for k in kernels) or bool(externs)
     if reports:
         buffers.append(BufferPlan(EVENTS_BUFFER, (1,), "int32", (1,), "events"))
-    return KernelArtifact(program.name, identity.to_json(), CODEGEN_VERSION, str(module), buffers,
-                          kernels, list(program.input_slots), program.input_tree,
+    alias_text = alias_lines(aliases)
+    return KernelArtifact(program.name, identity.to_json(), CODEGEN_VERSION,
+                          str(module) + alias_text, buffers, kernels, list(program.input_slots),
+                          program.input_tree,
                           output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, storage,
-                          dict(program.checks), str(precise) if floats else None, unseen)
+                          dict(program.checks), str(precise) + alias_text if floats else None, unseen)
 
 
 def _check_emitter(target: Target) -> None:

@@ -1,0 +1,26 @@
+"""Kernels equal up to the names of their buffers are emitted once (``cpu/same_kernels.py``): the
+key that decides it (the steps of an unrolled loop: stax-runtime's test_unrolled_loops.py)."""
+
+from stax.codegen.cpu.emit import KernelSpec
+from stax.codegen.cpu.same_kernels import kernel_key
+from stax.codegen.nesting import Nest
+from stax.loop import Affine, Binary, ComputedBuffer, Const, Load, Pointwise, xvar
+
+
+def step(source, target, constant=0.5, dtype="float64"):
+    """``target[i] = source[i] * constant``, a kernel's spec."""
+    i = Affine.var(xvar(0))
+    node = ComputedBuffer(target, (8,), dtype, (1,), i,
+                          Pointwise((8,), Binary("mul", Load(source, i, dtype),
+                                                 Const(constant, dtype), dtype)))
+    return KernelSpec(f"kernel_{target}", (node,), Nest("plain", ((node,),)), (source, target),
+                      {source: dtype, target: dtype})
+
+
+def test_the_key_ignores_buffer_names_and_nothing_else():
+    assert kernel_key(step("u0", "u1")) == kernel_key(step("u1", "u2"))
+    assert kernel_key(step("x", "y")) == kernel_key(step("y", "x"))  # positions, not names
+    assert kernel_key(step("u0", "u1")) != kernel_key(step("u0", "u1", 0.25))
+    assert kernel_key(step("u0", "u1", 0.0)) != kernel_key(step("u0", "u1", -0.0))
+    assert kernel_key(step("u0", "u1", 1)) != kernel_key(step("u0", "u1", 1.0))
+    assert kernel_key(step("u0", "u1")) != kernel_key(step("u0", "u1", dtype="float32"))
