@@ -23,7 +23,7 @@ from stax.codegen import (
     target_for,
 )
 from stax.codegen.cpu import registry, vmath64
-from stax.codegen.cpu.costs import keep_in_memory, operations
+from stax.codegen.cpu.costs import keep_in_memory, work
 from stax.codegen.cpu.target import cpu_basis
 from stax.codegen.cpu.vmath64 import dd
 from stax.ir.structure import import_cycles, import_graph
@@ -73,7 +73,7 @@ def test_the_cpu_target_is_this_host():
     assert target.basis == cpu_basis() == frozenset(LOWERINGS)  # every operator has an emitter
     assert {"float32", "float64", "int64", "bool"} <= target.loop_dtypes
     assert "float16" not in target.loop_dtypes
-    assert target.materialize is keep_in_memory and target.element_cost is operations
+    assert target.materialize is keep_in_memory and target.element_cost is work
 
 
 def test_the_basis_is_what_the_emitter_emits(monkeypatch):

@@ -35,18 +35,28 @@ def _names_a_buffer(kind: type, field: str) -> bool:
 
 
 def kernel_key(spec: KernelSpec) -> Any:
-    """What ``emit_kernel`` makes of ``spec``, up to the names of its kernel and buffers."""
+    """What ``emit_kernel`` makes of ``spec``, up to the names of its kernel and buffers: the
+    records of its objects in the order first reached, each object once (expressions share
+    operands: complex arithmetic's DAG would be exponential written out as a tree), an operand
+    by its record's position."""
     names: dict[str, int] = {}
+    seen: dict[int, int] = {}  # id of a dataclass object -> its record's position
+    records: list[Any] = []
 
     def buffer(name: str | None) -> Any:
         return None if name is None else ("buffer", names.setdefault(name, len(names)))
 
     def walk(value: Any) -> Any:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            kind = type(value)
-            return (kind.__name__, tuple(
-                buffer(getattr(value, f.name)) if _names_a_buffer(kind, f.name)
-                else walk(getattr(value, f.name)) for f in dataclasses.fields(value)))
+            at = seen.get(id(value))
+            if at is None:
+                kind = type(value)
+                record = (kind.__name__, tuple(
+                    buffer(getattr(value, f.name)) if _names_a_buffer(kind, f.name)
+                    else walk(getattr(value, f.name)) for f in dataclasses.fields(value)))
+                at = seen[id(value)] = len(records)
+                records.append(record)
+            return ("record", at)
         if isinstance(value, (tuple, list)):
             return tuple(walk(v) for v in value)
         if isinstance(value, dict):
@@ -56,11 +66,11 @@ def kernel_key(spec: KernelSpec) -> Any:
         return (type(value).__name__, repr(value))
 
     args = tuple(buffer(a) for a in spec.args)  # argument positions first
-    body = (walk(spec.nodes), walk(spec.nest))
+    roots = (walk(spec.nodes), walk(spec.nest))
     renamed = (tuple(sorted((buffer(k), buffer(v)) for k, v in spec.in_place.items())),
                buffer(spec.events), tuple(sorted(buffer(d) for d in spec.discard)))
     dtypes = tuple(spec.dtypes.get(n) for n in names)  # of every buffer named, in that order
-    return args, body, renamed, dtypes, spec.precise
+    return args, roots, tuple(records), renamed, dtypes, spec.precise
 
 
 def alias_lines(aliases: list[tuple[str, str, int]]) -> str:
