@@ -170,12 +170,24 @@ def _releases(artifact: KernelArtifact, slot: dict[str, int], kept: set[Any]
     return [tuple(r) for r in releases]
 
 
+def _holds_buffer(value: Any) -> bool:
+    if isinstance(value, BufferRef):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_buffer(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_buffer(v) for v in value.values())
+    if isinstance(value, slice):
+        return any(_holds_buffer(v) for v in (value.start, value.stop, value.step))
+    return False
+
+
 def _binder(operands: Any, slot: dict[str, int]) -> Callable[[list[Any]], Any]:
     """``bind(env)``: ``operands`` (an extern call's args or kwargs) with each ``BufferRef`` the
     array in ``env``. A flat tuple or dict of operands is filled in place of a copy of it; nested
     containers are walked (``map_buffer_refs``)."""
-    def nested(value: Any) -> bool:
-        return isinstance(value, (tuple, list, dict, slice))
+    def nested(value: Any) -> bool:  # a container holding a buffer (a shape tuple holds none)
+        return isinstance(value, (tuple, list, dict, slice)) and _holds_buffer(value)
     if isinstance(operands, tuple) and not any(nested(v) for v in operands):
         template = list(operands)
         refs = [(i, slot[v.name]) for i, v in enumerate(operands) if isinstance(v, BufferRef)]

@@ -200,8 +200,15 @@ class _Memory:
 
 def _view_reference(x: Any, offset: int, strides: tuple[int, ...], shape: tuple[int, ...]) -> Any:
     x = np.asarray(x)
+    byte_strides = tuple(s * x.itemsize for s in strides)
+    if x.flags.c_contiguous and all(s >= 0 for s in strides):  # its buffer: 4x cheaper
+        try:
+            return np.ndarray(shape, x.dtype, buffer=x, offset=offset * x.itemsize,
+                              strides=byte_strides)
+        except (TypeError, ValueError):  # an extent past the buffer (never for capture's views)
+            pass
     address = x.__array_interface__["data"][0] + offset * x.itemsize
-    return np.asarray(_Memory(x, address, shape, tuple(s * x.itemsize for s in strides)))
+    return np.asarray(_Memory(x, address, shape, byte_strides))
 
 
 _declare("view", P, 1, _view_reference, attrs=("offset", "strides", "shape"),

@@ -118,6 +118,9 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
         lazy, meta = ctx.values[value], value.tensor
         if lazy.parts:
             return BufferRef(_complex_operand(ctx, value, lazy))
+        if lazy.buffer is None and lazy.memory is not None and meta is not None and \
+                same_layout(lazy.memory[2], meta):
+            return BufferRef(_view_operand(ctx, meta, *lazy.memory))
         if lazy.buffer is None or (meta is not None and not same_layout(lazy.memory[2], meta)):
             lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta), value)
         return BufferRef(lazy.buffer)
@@ -133,6 +136,18 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
     ctx.buffers.append(ExternCall(name, target, method, args, kwargs, meta.shape, meta.dtype,
                                   meta.strides, meta.scalar, sequence, effect))
     return ctx.stored(name, meta.shape, meta.dtype, meta.strides)
+
+
+def _view_operand(ctx: LoopLowering, meta: Any, buffer: str, offset: int,
+                  strides: tuple[int, ...]) -> str:
+    """A view of a buffer in the layout capture saw (``Xn.T`` of ``Xn @ Xn.T``), made by NumPy
+    instead of copied: one memory for both operands lets NumPy's product take its symmetric
+    path (syrk), and a copy costs a pass over the operand."""
+    name = f"buf{len(ctx.buffers)}"
+    ctx.buffers.append(ExternCall(name, "stax.ops.view", False,
+                                  (BufferRef(buffer), offset, strides, tuple(meta.shape)), {},
+                                  tuple(meta.shape), meta.dtype, strides))
+    return name
 
 
 def _complex_operand(ctx: LoopLowering, value: Node, lazy: Lazy) -> str:
