@@ -106,3 +106,20 @@ def test_a_chain_of_numpy_products_holds_two_results_at_a_time():
     finally:
         tracemalloc.stop()
     assert peak < 4 * a.nbytes, peak
+
+
+def gram(x):
+    xn = x * 2.5 + 1
+    return xn @ xn.T, xn[::2] @ xn[1::2].T, xn.T @ xn
+
+
+def test_views_of_a_computed_operand_reach_numpy_as_views():
+    """``xn @ xn.T`` gets one memory for both operands (NumPy's symmetric product, whose rounding
+    differs from the general one's) and strided views stay views: NumPy's bits, no copies."""
+    x = np.random.default_rng(1).standard_normal((40, 24))
+    f = stax.compile(gram)
+    for got, want in zip(f(x), gram(x)):
+        np.testing.assert_array_equal(got, want)
+    artifact = f.versions()[0].artifact
+    views = [e for e in artifact.externs if e.target == "stax.ops.view"]
+    assert len(views) >= 3 and len(artifact.kernels) == 1
