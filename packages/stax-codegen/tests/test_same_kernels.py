@@ -37,3 +37,14 @@ def test_the_key_of_a_deep_shared_expression_is_linear():
     spec = KernelSpec("k", (node,), Nest("plain", ((node,),)), ("x", "y"),
                       {"x": "float64", "y": "float64"})
     assert kernel_key(spec) == kernel_key(spec)
+
+
+def test_functions_of_the_index_are_charged_for_the_parallel_decision():
+    """Index arithmetic folds; exp of an arange does not: the parallel decision counts it."""
+    from stax.codegen.cpu.costs import work
+    from stax.loop import Index, Unary
+
+    i = Affine.var(xvar(0))
+    index = Binary("mul", Index(i, "float64"), Const(0.5, "float64"), "float64")
+    assert work(index) == 0
+    assert work(Unary("exp", index, "float64")) > 50

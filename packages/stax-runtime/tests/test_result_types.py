@@ -170,3 +170,15 @@ def test_a_float_nan_decodes_from_documents_without_bits():
 
 if __name__ == "__main__":
     print(json.dumps(run_cases()))
+
+
+def test_nan_constants_of_either_sign_stay_apart():
+    """CSE (and the kernel key) compare float constants by their bits: a -NaN fill is not the
+    +NaN one."""
+    negative_nan = -float("nan")
+
+    def fills(x):
+        return np.where(x > 0, x, np.nan), np.where(x > 0, x, negative_nan)
+    x = np.array([-1.0, 2.0, -3.0])
+    for got, want in zip(stax.compile(fills)(x), fills(x)):
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -51,8 +51,9 @@ def operations(expr: object) -> int:
 
 def work(expr: object) -> int:
     """Cost units one element of ``expr`` takes in a kernel (the parallel decision's measure):
-    what depends only on the loop indices costs nothing (constants, ``arange``, a block's bounds
-    test: folded or hoisted by LLVM, and the short loops it branches on are unrolled), and a
+    arithmetic on the loop indices alone costs nothing (constants, ``arange``, a block's bounds
+    test: folded or hoisted by LLVM, and the short loops it branches on are unrolled; a function
+    of them, ``exp`` of a ``linspace``, is charged), and a
     select on such a condition computes one of its branches per element, charged as the dearer
     one. ``operations`` charged all of them: a 6-block diagonal matrix's zero fill looked 8x
     dearer than measured and went to the thread pool."""
@@ -64,7 +65,9 @@ def work(expr: object) -> int:
             return 0, found[1]
         parts = [cost(c) for c in e.children()]  # type: ignore[attr-defined]
         reads = isinstance(e, (Load, IndirectLoad, GuardedLoad)) or any(r for _, r in parts)
-        own = units(getattr(e, "op", ""), e.dtype) if reads else 0  # type: ignore[attr-defined]
+        op = getattr(e, "op", "")
+        # index arithmetic folds or hoists; a function of the index (exp of an arange) does not
+        own = units(op, e.dtype) if reads or op in FUNCTION_NS else 0  # type: ignore[attr-defined]
         if isinstance(e, Select) and not parts[0][1]:
             total = own + max(parts[1][0], parts[2][0])
         else:

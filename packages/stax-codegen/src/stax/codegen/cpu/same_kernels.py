@@ -10,7 +10,8 @@ symbol address; the plan, steps and documents name kernels as before).
 
 The key walks the spec's dataclasses (nodes, bodies, nest) field by field: buffer names are
 replaced by their order of first appearance, every other leaf kept with its type and ``repr``
-(``-0.0`` and ``0.0``, ``1`` and ``1.0``, NaN constants stay distinct).
+(``-0.0`` and ``0.0``, ``1`` and ``1.0``, NaNs of either sign stay distinct: floats by their
+bits).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 from typing import Any
+
+import numpy as np
 
 from stax.loop import ComputedBuffer, IndirectLoad, Load
 
@@ -63,6 +66,8 @@ def kernel_key(spec: KernelSpec) -> Any:
             return ("dict", tuple(sorted((repr(k), walk(v)) for k, v in value.items())))
         if isinstance(value, (set, frozenset)):
             return ("set", tuple(sorted(repr(walk(v)) for v in value)))
+        if isinstance(value, (float, np.floating)):  # bits: -0.0, NaNs of either sign
+            return (type(value).__name__, np.asarray(value).tobytes())
         return (type(value).__name__, repr(value))
 
     args = tuple(buffer(a) for a in spec.args)  # argument positions first

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..graph import Graph, Node, Opcode
 
 
@@ -20,7 +22,10 @@ def _key(value: Any) -> Any:
         return (type(value).__name__, tuple(_key(v) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple((k, _key(v)) for k, v in value.items()))
-    return (type(value).__name__, repr(value))  # repr tells -0.0 from 0.0
+    if isinstance(value, (float, np.floating)):  # the bits: -0.0 and 0.0, NaNs of either sign
+        return (type(value).__name__, np.float64(value).tobytes() if isinstance(value, float)
+                else value.tobytes())
+    return (type(value).__name__, repr(value))
 
 
 @dataclass

@@ -84,8 +84,8 @@ def _clip(e: _Emitter, x: Any, lo: Any, hi: Any) -> Node | None:
     arrays = [b for b in (x, lo, hi) if isinstance(b, Node)]
     if not all(constant_value(b) or isinstance(b, Node) for b in (lo, hi)):
         return None
-    if any(b.tensor is None for b in arrays):
-        return None
+    if any(b.tensor is None or b.tensor.dtype == "float16" for b in arrays):
+        return None  # NumPy's half loop keeps x on a tie of zeros: its own call
     if len(arrays) > 1 and any(np.dtype(b.tensor.dtype).kind not in "iub" for b in arrays):
         if not any(isinstance(b, Node) and b.tensor.shape for b in (lo, hi)):
             return e("numpy.minimum", hi, e("numpy.maximum", lo, x))  # NumPy's scalar loop
