@@ -153,12 +153,9 @@ def _releases(artifact: KernelArtifact, slot: dict[str, int], kept: set[Any]
     kernels = {k.name: k for k in artifact.kernels}
     last: dict[int, int] = {}
     for n, step in enumerate(artifact.steps):
-        if step in externs:
-            names: list[str] = []
-            operands = (decode_operands(externs[step].args), decode_operands(externs[step].kwargs))
-            map_buffer_refs(operands, lambda ref: names.append(ref.name))
-        else:
-            names = list(kernels[step].args)
+        names = _buffer_names((decode_operands(externs[step].args),
+                               decode_operands(externs[step].kwargs))) if step in externs \
+            else list(kernels[step].args)
         for name in names:
             if name in externs:
                 last[slot[name]] = n
@@ -170,16 +167,11 @@ def _releases(artifact: KernelArtifact, slot: dict[str, int], kept: set[Any]
     return [tuple(r) for r in releases]
 
 
-def _holds_buffer(value: Any) -> bool:
-    if isinstance(value, BufferRef):
-        return True
-    if isinstance(value, (tuple, list)):
-        return any(_holds_buffer(v) for v in value)
-    if isinstance(value, dict):
-        return any(_holds_buffer(v) for v in value.values())
-    if isinstance(value, slice):
-        return any(_holds_buffer(v) for v in (value.start, value.stop, value.step))
-    return False
+def _buffer_names(operands: Any) -> list[str]:
+    """The buffers an extern call's operands refer to, nested containers included."""
+    names: list[str] = []
+    map_buffer_refs(operands, lambda ref: names.append(ref.name))
+    return names
 
 
 def _binder(operands: Any, slot: dict[str, int]) -> Callable[[list[Any]], Any]:
@@ -187,7 +179,7 @@ def _binder(operands: Any, slot: dict[str, int]) -> Callable[[list[Any]], Any]:
     array in ``env``. A flat tuple or dict of operands is filled in place of a copy of it; nested
     containers are walked (``map_buffer_refs``)."""
     def nested(value: Any) -> bool:  # a container holding a buffer (a shape tuple holds none)
-        return isinstance(value, (tuple, list, dict, slice)) and _holds_buffer(value)
+        return isinstance(value, (tuple, list, dict, slice)) and bool(_buffer_names(value))
     if isinstance(operands, tuple) and not any(nested(v) for v in operands):
         template = list(operands)
         refs = [(i, slot[v.name]) for i, v in enumerate(operands) if isinstance(v, BufferRef)]

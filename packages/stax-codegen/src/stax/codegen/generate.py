@@ -104,8 +104,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     alias_text = alias_lines(aliases)
     return KernelArtifact(program.name, identity.to_json(), CODEGEN_VERSION,
                           str(module) + alias_text, buffers, kernels, list(program.input_slots),
-                          program.input_tree,
-                          output_plans(program), program.output_tree,
+                          program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, storage,
                           dict(program.checks), str(precise) + alias_text if floats else None, unseen)
 

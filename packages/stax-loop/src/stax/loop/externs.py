@@ -140,9 +140,10 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
 
 def _view_operand(ctx: LoopLowering, meta: Any, buffer: str, offset: int,
                   strides: tuple[int, ...]) -> str:
-    """A view of a buffer in the layout capture saw (``Xn.T`` of ``Xn @ Xn.T``), made by NumPy
-    instead of copied: one memory for both operands lets NumPy's product take its symmetric
-    path (syrk), and a copy costs a pass over the operand."""
+    """A view of a buffer (at element ``offset``, ``strides``) in the layout capture saw
+    (``Xn.T`` of ``Xn @ Xn.T``; a complex value's parts), made by NumPy instead of copied: one
+    memory for both operands lets NumPy's product take its symmetric path (syrk), and a copy
+    costs a pass over the operand."""
     name = f"buf{len(ctx.buffers)}"
     ctx.buffers.append(ExternCall(name, "stax.ops.view", False,
                                   (BufferRef(buffer), offset, strides, tuple(meta.shape)), {},
@@ -161,12 +162,7 @@ def _complex_operand(ctx: LoopLowering, value: Node, lazy: Lazy) -> str:
             strides = tuple(s // 2 for s in parts[:-1])
             if lazy.buffer is not None and same_layout(strides, meta):
                 return buffer
-            name = f"buf{len(ctx.buffers)}"
-            ctx.buffers.append(ExternCall(name, "stax.ops.view", False,
-                                          (BufferRef(buffer), offset // 2, strides,
-                                           tuple(meta.shape)), {}, tuple(meta.shape),
-                                          meta.dtype, strides))
-            return name
+            return _view_operand(ctx, meta, buffer, offset // 2, strides)
     lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta), value)
     return lazy.buffer
 

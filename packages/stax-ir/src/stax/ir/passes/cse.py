@@ -23,8 +23,7 @@ def _key(value: Any) -> Any:
     if isinstance(value, dict):
         return ("dict", tuple((k, _key(v)) for k, v in value.items()))
     if isinstance(value, (float, np.floating)):  # the bits: -0.0 and 0.0, NaNs of either sign
-        return (type(value).__name__, np.float64(value).tobytes() if isinstance(value, float)
-                else value.tobytes())
+        return (type(value).__name__, np.asarray(value).tobytes())
     return (type(value).__name__, repr(value))
 
 

@@ -136,8 +136,8 @@ def _log_specials(b: ir.IRBuilder, x: ir.Value, value: ir.Value) -> ir.Value:
 def log32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     """float32 log in float32 lanes (twice the vector width of the double path, no division).
 
-    ``_log_parts``, then log m = f + f^2 g(f) and e ln2 with a 16-bit
-    ln2_hi (exact products). Measured: 0.87 ulp (bound 2; NumPy's own float32 log promises 4)."""
+    ``_log_parts``, then log m = f + f^2 g(f) and e ln2 with a 16-bit ln2_hi (exact
+    products). Measured: 0.87 ulp (bound 2; NumPy's own float32 log promises 4)."""
     fma = _fmuladd32(b, module)
     ef, f, f2, g = _log_parts(b, module, x)
     log_m = fma(f2, g, f)  # one fused multiply-add keeps f exact in the sum
