@@ -8,6 +8,9 @@
 2. An fmax/fmin tie between different bits (0.0 and -0.0, two different NaNs) is reported
    through the events word of the kernel computing the fmax (``TIE``), in the same pass, and the
    call is declined (the runtime runs it as NumPy); there is no check pass of its own.
+3. An operation in an arm of a select raises its flag on every element, as NumPy's whole-array
+   operation does: AVX-512 instruction selection folds ``where(c, a / b, d)`` into a masked
+   division, which raises nothing for the lanes ``c`` leaves out, and the warning was lost.
 """
 
 from __future__ import annotations
@@ -212,3 +215,53 @@ def test_warnings_stay_numpys_when_calls_start_precise():
                 expected = fn(x)
             np.testing.assert_array_equal(result, expected)
             assert [str(w.message) for w in got] == [str(w.message) for w in want]
+
+
+SELECTED_ARMS = {
+    "divide": lambda x, y: np.where(x != 0, 1.0 / x, x),
+    "divide_second_arm": lambda x, y: np.where(x == 0, x, y / x),
+    "multiply": lambda x, y: np.where(x < 1, x * y, x),
+    "add": lambda x, y: np.where(x < 1, x + y, y),
+    "sqrt": lambda x, y: np.where(x >= 0, np.sqrt(x), x),
+    "negated_sqrt": lambda x, y: np.where(x >= 0, -np.sqrt(x), x),
+    "narrowing_cast": lambda x, y: np.where(x < 1, (x * 1.0).astype(np.float32), np.float32(0)),
+    "summed": lambda x, y: np.where(x != 0, 1.0 / x, 0.0).sum(),
+    "maximum": lambda x, y: np.maximum(x / y, y),
+}
+
+
+def _eager_report(fn, *args) -> str | None:
+    try:
+        with np.errstate(all="raise", under="ignore"):
+            fn(*args)
+    except FloatingPointError as e:
+        return str(e).split(" encountered")[0]
+    return None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(SELECTED_ARMS))
+def test_an_operation_in_a_select_arm_reports_its_unselected_elements(name, dtype):
+    fn = SELECTED_ARMS[name]
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-3, 3, 203).astype(dtype), rng.uniform(-3, 3, 203).astype(dtype)
+    big = np.finfo(dtype).max
+    x[[17, 100]], x[18], y[5] = 0.0, -1.0, 0.0
+    x[50], y[50], x[51], y[51] = big, big, big, 2.0  # x + y, x * y overflow where x >= 1
+    executable, _ = _executable(fn, (x, y))
+    want = _eager_report(fn, x, y)
+    if want is None:  # float32 x * 1.0 of float32 max: no overflow, no cast
+        (got,) = executable(x, y)
+        return
+    with np.errstate(all="raise", under="ignore"), pytest.raises(FloatingPointEvents,
+                                                                  match=want):
+        executable(x, y)
+    finite = rng.uniform(0.5, 3, x.size).astype(dtype)  # the kernel stays quiet on quiet data
+    clean = rng.uniform(0.5, 3, y.size).astype(dtype)
+    assert _eager_report(fn, finite, clean) is None
+    with np.errstate(all="raise", under="ignore"):
+        (got,) = executable(finite, clean)
+    if name == "summed":  # a float sum: Stax's order of additions is not NumPy's pairwise one
+        np.testing.assert_allclose(got, fn(finite, clean), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, fn(finite, clean))

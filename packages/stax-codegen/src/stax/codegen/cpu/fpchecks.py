@@ -28,9 +28,9 @@ from .fpevents import (
     UNDERFLOW,
     Events,
     accumulates_floats,
-    compared_operations,
     events_of,
     fast_tests,
+    kept_operations,
     reads_flags,
     underflow_unseen,
 )
@@ -130,7 +130,7 @@ class FloatEvents:
     def events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
         if self.events is not None and not self.precise:
             self._tests, self._totals = fast_tests(nodes, spills, self.flags)
-            self._compared = compared_operations(nodes) if self.flags else set()
+            self._compared = kept_operations(nodes) if self.flags else set()
 
     def _report(self, cond: ir.Value, bits: int | ir.Value) -> None:
         """OR ``bits`` into the chunk's events where ``cond`` holds."""
@@ -170,7 +170,7 @@ class FloatEvents:
         b.store(b.or_(b.load(slot), b.bitcast(b.fsub(v, v), bits)), slot)
 
     def _keep(self, v: ir.Value) -> None:
-        """Fast kernels: make ``v`` be computed (``compared_operations``) without judging it:
+        """Fast kernels: make ``v`` be computed (``kept_operations``) without judging it:
         ``acc ^= bits(v)``, one instruction, and ``acc`` goes to an empty asm at the exit."""
         b = self.builder
         slot, bits = self._accumulator(self._kept, v, "fp_kept")

@@ -70,6 +70,7 @@ from stax.loop import (
     Pointwise,
     Reduction,
     Scan,
+    Select,
     Ternary,
     Unary,
     postorder,
@@ -211,17 +212,21 @@ def _seen_through(e: Expr) -> list[Expr]:
     return found
 
 
-def compared_operations(nodes: Sequence[ComputedBuffer]) -> set[int]:
-    """The flagged operations (by ``id``) whose results reach a comparison. LLVM answers some
-    comparisons without computing the operation (``sqrt(x) != 0`` is ``x != 0``, ``x / 0.0 == 0``
-    is false, ``y * 2 > inf`` is false), and the flag it would have raised is never raised: a
-    fast kernel that reads the flags keeps each such value alive (``FloatEvents.keep``)."""
+def kept_operations(nodes: Sequence[ComputedBuffer]) -> set[int]:
+    """The flagged operations (by ``id``) whose results reach a comparison or an arm of a select.
+    LLVM answers some comparisons without computing the operation (``sqrt(x) != 0`` is ``x !=
+    0``, ``x / 0.0 == 0`` is false, ``y * 2 > inf`` is false), and x86's AVX-512 instruction
+    selection folds ``where(c, a / b, d)`` into a masked division, which raises no flag for the
+    lanes ``c`` leaves out (NumPy divides every element, and warns): the flag the operation
+    would have raised is never raised. A fast kernel that reads the flags keeps each such value
+    alive, whole (``FloatEvents.keep``)."""
     found: set[int] = set()
     for node in nodes:
         for e in postorder(node.data.body):
-            if _compares(e):
-                found.update(id(c) for kid in e.children() for c in _seen_through(kid)
-                             if flagged(c) and events_of(c) is not None)
+            kids = e.children()[1:] if isinstance(e, Select) else \
+                e.children() if _compares(e) else ()
+            found.update(id(c) for kid in kids for c in _seen_through(kid)
+                         if flagged(c) and events_of(c) is not None)
     return found
 
 
