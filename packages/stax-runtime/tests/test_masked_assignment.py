@@ -142,3 +142,68 @@ def test_fill_diagonal_of_a_computed_matrix_is_a_select(shape):
     p = np.concatenate([p, RNG.standard_normal(max(0, shape[1] - shape[0]))])
     np.testing.assert_array_equal(f(p), zero_diagonal(p))
     assert all(b.role != "extern" for b in f.versions()[0].artifact.buffers)
+
+
+QUIET_CASES = {  # each reports an event on the unselected elements if computed there
+    "sqrt_of_negatives": lambda x: _set(x, x < 0, lambda v: -np.sqrt(-v)),
+    "log_of_positives": lambda x: _set(x, x > 0, np.log),
+    "reciprocal_of_nonzeros": lambda x: _set(x, x != 0, lambda v: 1.0 / v),
+    "arccosh_above_one": lambda x: _set(x, x >= 1, np.arccosh),
+    "arctanh_inside": lambda x: _set(x, np.abs(x) < 1, np.arctanh),  # arctanh(1) divides by 0
+    "log_of_log": lambda x: _set(x, x > 1, lambda v: np.log(np.log(v)) + 1),
+    "float32_exp_small": lambda x: _set(x.astype(np.float32), x < 80, lambda v: np.exp(v) * 2),
+}
+
+
+def _set(x, m, f):
+    y = x.copy()
+    y[m] = f(y[m])
+    return y
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype
+    if want.dtype == np.float32:  # exp, log: within NumPy's float32 ulp promise, not its bits
+        np.testing.assert_allclose(got, want, rtol=3e-7, atol=0)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", list(QUIET_CASES))
+def test_unselected_elements_report_no_event(name):
+    """``x[m] = f(x[m])``: ``f`` of the elements ``m`` leaves alone reports nothing (NumPy never
+    computes it), so the call runs natively with NumPy's errstate at "raise": no eager run, no
+    second run with the precise kernels (finite data and NaN: an infinity through ``log`` is a
+    non-finite value the fast kernels cannot judge, and does run again, with NumPy's result)."""
+    from stax.codegen import Executable
+    fn = QUIET_CASES[name]
+    x = np.concatenate([RNG.uniform(-3, 3, 61), RNG.uniform(-300, 300, 61),
+                        [0.0, -0.0, 1.0, -1.0, 0.5, np.nan]])
+    compiled = stax.compile(fn, strict_native=True)
+    with np.errstate(all="raise", under="ignore"):
+        want = fn(x)
+        _same(compiled(x), want)
+    executable = Executable(compiled.versions()[0].artifact)
+    with np.errstate(all="raise", under="ignore"):
+        (again,) = executable(x)
+    _same(again, want)
+    assert executable.reruns == 0
+    x = np.concatenate([x, [np.inf, -np.inf]])
+    with np.errstate(all="ignore"):
+        _same(compiled(x), fn(x))
+
+
+def test_an_event_on_a_selected_element_is_still_numpys():
+    f = stax.compile(QUIET_CASES["log_of_positives"])
+    x = np.array([2.0, -1.0, 0.0, 5.0])
+    y = x.copy()
+    y[1] = 1e-320  # log of a subnormal: finite, no event
+    np.testing.assert_array_equal(f(y), QUIET_CASES["log_of_positives"](y))
+    def inverse_nonnegative(x):
+        y = x.copy()
+        y[x >= 0] = 1.0 / y[x >= 0]  # 1 / 0.0 on a selected element: NumPy's divide warning
+        return y
+    g = stax.compile(inverse_nonnegative)
+    with pytest.warns(RuntimeWarning, match="divide"):
+        got = g(x)
+    np.testing.assert_array_equal(got, np.array([0.5, -1.0, np.inf, 0.2]))

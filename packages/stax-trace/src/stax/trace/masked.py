@@ -68,18 +68,21 @@ def lift(tracer: Tracer, value: Proxy, mask: Proxy) -> tuple[Node, Any] | None:
             fn = elementwise_function(node.target) if node.op is Opcode.CALL_FUNCTION else None
             if fn is None or node.kwargs or node.tensor is None:
                 return None
-            args, values = [], []
+            args, values, arrays = [], [], []
             for a in node.args:
                 if isinstance(a, Node):
-                    operand = visit(a) if a.tensor is not None and a.tensor.ndim else \
-                        _scalar(tracer, a)
+                    whole = a.tensor is not None and a.tensor.ndim
+                    operand = visit(a) if whole else _scalar(tracer, a)
                     if operand is None:
                         return None
+                    if whole:
+                        arrays.append(len(args))
                     args.append(operand[0])
                     values.append(operand[1])
                 else:
                     args.append(a)
                     values.append(a)
+            _quiet_unselected(tracer, fn, mask, args, values, arrays, node.source)
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 concrete = fn(*values)
@@ -97,6 +100,55 @@ def lift(tracer: Tracer, value: Proxy, mask: Proxy) -> tuple[Node, Any] | None:
     if top is not None:
         tracer.superseded.extend(lifted)
     return top
+
+
+#: element-wise functions that report no floating-point event on any real operand
+_QUIET = frozenset({
+    operator.neg, operator.pos, operator.abs, operator.lt, operator.le, operator.eq, operator.ne,
+    operator.gt, operator.ge, operator.and_, operator.or_, operator.xor, operator.invert,
+    np.negative, np.positive, np.absolute, np.fabs, np.less, np.less_equal, np.equal,
+    np.not_equal, np.greater, np.greater_equal, np.logical_and, np.logical_or, np.logical_xor,
+    np.logical_not, np.isnan, np.isinf, np.isfinite, np.signbit, np.copysign, np.bitwise_and,
+    np.bitwise_or, np.bitwise_xor, np.invert, np.maximum, np.minimum, np.fmax, np.fmin, np.sign,
+    np.floor, np.ceil, np.trunc, np.rint})
+#: operand values tried, in order, for the unselected elements (``_quiet_unselected``)
+_CANDIDATES = (1, 0, 2)
+
+
+def _quiet_unselected(tracer: Tracer, fn: Any, mask: Proxy, args: list[Any], values: list[Any],
+                      arrays: list[int], source: Any) -> None:
+    """Give a lifted operation quiet operands on the elements ``mask`` does not select.
+
+    Eager NumPy computes ``f(x[m])`` on the selected elements only; the whole-array twin computes
+    every element, and an unselected one (``sqrt`` of the negatives that ``x[m] = -np.sqrt(
+    -x[m])`` leaves alone) would report an event NumPy never sees: every call then ran again with
+    the precise kernels and eagerly. Each array operand of an operation that may report becomes
+    ``where(m, a, q)``, ``q`` the first of ``_CANDIDATES`` on which the operation (with the scalar
+    operands it has) reports nothing: the selected elements compute exactly what they did, the
+    others compute something quiet, which the final select discards. Edits ``args`` and
+    ``values`` in place; leaves them when no candidate is quiet (the events stay possible)."""
+    arrays = [i for i in arrays if values[i].dtype.kind in "iufc"]  # a bool reports nothing
+    if not arrays or fn in _QUIET and all(values[i].dtype.kind != "c" for i in arrays):
+        return
+    for q in _CANDIDATES:
+        probe = [np.asarray(q, v.dtype) if i in arrays else v
+                 for i, v in enumerate(values)]
+        try:
+            with np.errstate(all="raise"), warnings.catch_warnings():
+                warnings.simplefilter("error")
+                fn(*probe)
+        except Exception:  # noqa: BLE001 - FloatingPointError, ValueError (int ** -1), ...
+            continue
+        break
+    else:
+        return
+    for i in arrays:
+        value = np.where(mask.value, values[i], np.asarray(q, values[i].dtype))
+        node = tracer.graph.create_node(
+            Opcode.CALL_FUNCTION, "numpy.where", (mask.node, args[i], q), {},
+            meta={"tensor": TensorMeta.of(value), "source": source})
+        tracer.adopt(node, value)
+        args[i], values[i] = node, value
 
 
 def same_value(a: Any, b: Any, depth: int = 4) -> bool:
