@@ -14,8 +14,10 @@ shape, the gate means nothing for the result: ``_program`` drops it (``unused_sh
 The element-selected computations themselves are erased when nothing else uses them
 (``drop_superseded``). The whole-array work is computed at capture with NumPy's floating-point
 reports off: eager NumPy computes only the selected elements, so a report from the others
-(``log`` of the unselected negatives) is not the user's. The kernels report such events like any
-other, and a call where they happen runs eagerly (NumPy then decides what to report).
+(``log`` of the unselected negatives) is not the user's. Each lifted operation that may report
+one reads a quiet operand on the unselected elements (``_quiet_unselected``), so the kernels
+report events of the selected elements only, and a call where one happens runs eagerly (NumPy
+then decides what to report).
 """
 
 from __future__ import annotations
