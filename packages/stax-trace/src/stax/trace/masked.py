@@ -130,7 +130,7 @@ def _quiet_unselected(tracer: Tracer, fn: Any, mask: Proxy, args: list[Any], val
     others compute something quiet, which the final select discards. Edits ``args`` and
     ``values`` in place; leaves them when no candidate is quiet (the events stay possible)."""
     arrays = [i for i in arrays if values[i].dtype.kind in "iufc"]  # a bool reports nothing
-    if not arrays or fn in _QUIET and all(values[i].dtype.kind != "c" for i in arrays):
+    if not arrays or (fn in _QUIET and all(values[i].dtype.kind != "c" for i in arrays)):
         return
     for q in _CANDIDATES:
         probe = [np.asarray(q, v.dtype) if i in arrays else v
@@ -139,7 +139,7 @@ def _quiet_unselected(tracer: Tracer, fn: Any, mask: Proxy, args: list[Any], val
             with np.errstate(all="raise"), warnings.catch_warnings():
                 warnings.simplefilter("error")
                 fn(*probe)
-        except Exception:  # noqa: BLE001 - FloatingPointError, ValueError (int ** -1), ...
+        except Exception:  # FloatingPointError, ValueError (int ** -1), ...
             continue
         break
     else:
