@@ -19,8 +19,8 @@ from .context import INDEX, Lazy, Loader, LoopLowering, all_of, guarded, index_c
 from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Select
 from .externs import op_as_extern
 from .index import Affine, linear_index
-from .intervals import integer_interval
-from .ir import xvar
+from .intervals import buffer_intervals, integer_interval
+from .ir import ComputedBuffer, xvar
 from .registry import lowers
 
 
@@ -235,11 +235,14 @@ def _flat_roll(ctx: LoopLowering, node: Node) -> Lazy:
 
 
 
-def _in_bounds(indices: Loader, shape: tuple[int, ...], extent: int) -> bool:
+def _in_bounds(ctx: LoopLowering, indices: Loader, shape: tuple[int, ...], extent: int) -> bool:
     """Whether every position is in ``[-extent, extent)`` by construction (clamped: the
-    interval analysis proves it), so the gather needs no check."""
+    interval analysis proves it, through the buffers computed so far), so the gather needs no
+    check."""
     index = tuple(Affine.var(xvar(d)) for d in range(len(shape)))
-    bounds = integer_interval(indices(index), {xvar(d): n for d, n in enumerate(shape)})
+    made = {b.name: b for b in ctx.buffers if isinstance(b, ComputedBuffer)}
+    bounds = integer_interval(indices(index), {xvar(d): n for d, n in enumerate(shape)},
+                              buffer_intervals(made))
     return bounds is not None and -extent <= bounds[0] and bounds[1] < extent
 
 
@@ -269,7 +272,7 @@ def lower_take(ctx: LoopLowering, node: Node) -> Lazy:
         return Binary("or", low, Binary("ge", k, Const(extent, INDEX), "bool"), "bool")
     if extent == 0 and math.prod(i_shape):
         return op_as_extern(ctx, node)  # every index is out of bounds: NumPy's error at once
-    if math.prod(i_shape) and not _in_bounds(indices, i_shape, extent):
+    if math.prod(i_shape) and not _in_bounds(ctx, indices, i_shape, extent):
         check = ctx.reduce_values(outside, i_shape, tuple(range(len(i_shape))), False, "max",
                                   "bool")
         ctx.checks[check.buffer] = "an index is out of bounds"
