@@ -7,6 +7,7 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py                # the released version's documents
     python tools/make_fixtures.py --schema-1.2   # documents using every schema-1.2 form
     python tools/make_fixtures.py --schema-1.4   # region updates, a scatter, complex parts
+    python tools/make_fixtures.py --schema-1.5   # trig argument limits (float32 sin, cos, tan)
     python tools/make_fixtures.py --copies       # stax.kernels/1.6: a kernel copying an input
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
     python tools/make_fixtures.py --cuda         # a CUDA document: Triton kernels (kernels 1.5)
@@ -165,6 +166,27 @@ def schema_1_4_documents() -> None:
     print("wrote", path)
 
 
+def trig(x: np.ndarray, t: np.ndarray) -> tuple:
+    """What loop IR 1.5 added: the limits the checks hold sin, cos and tan arguments below
+    (``trig_limits``), float32 and float64."""
+    return np.sin(x) * np.cos(x * 2) + np.tan(x / 4), np.sin(t)
+
+
+def trig_inputs() -> tuple[np.ndarray, np.ndarray]:
+    x = np.linspace(-40, 40, 37, dtype=np.float32)
+    return x, np.linspace(-3, 3, 5)
+
+
+def schema_1_5_documents() -> None:
+    capture = trace(trig, trig_inputs(), name="trig")
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "trig.py:" + node.source.rsplit(":", 1)[1]
+    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / "trig.loopir.schema-1.5.json"
+    write_json(path, lower_opgraph(lower_capture(capture)).to_json())
+    print("wrote", path)
+
+
 def copy_then_update(traj: np.ndarray, k: int) -> np.ndarray:
     out = traj.copy()
     out[k + 1] = out[k] + 0.5 * out[k] * (1.0 - out[k])
@@ -216,6 +238,8 @@ if __name__ == "__main__":
         schema_1_2_documents()
     elif sys.argv[1:] == ["--schema-1.4"]:
         schema_1_4_documents()
+    elif sys.argv[1:] == ["--schema-1.5"]:
+        schema_1_5_documents()
     elif sys.argv[1:] == ["--copies"]:
         copies_documents()
     elif sys.argv[1:] == ["--nests"]:

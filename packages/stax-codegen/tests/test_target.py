@@ -25,6 +25,7 @@ from stax.codegen import (
 from stax.codegen.cpu import registry, vmath64
 from stax.codegen.cpu.costs import keep_in_memory, work
 from stax.codegen.cpu.target import cpu_basis
+from stax.codegen.cpu.vmath.trig32 import TRIG32_LIMIT
 from stax.codegen.cpu.vmath64 import dd
 from stax.ir.structure import import_cycles, import_graph
 from stax.loop import LOWERINGS, LoopProgram, lower_opgraph
@@ -89,7 +90,8 @@ def test_the_basis_is_what_the_emitter_emits(monkeypatch):
 
 def test_the_cpu_limits_are_its_kernels():
     limits = cpu_target().limits
-    assert limits.trig_reduction == vmath64.TRIG_LIMIT == 2.0 ** 23 * np.pi / 2
+    assert dict(limits.trig_reduction) == {"float32": TRIG32_LIMIT, "float64": vmath64.TRIG_LIMIT}
+    assert TRIG32_LIMIT == vmath64.TRIG_LIMIT == 2.0 ** 23 * np.pi / 2
     assert limits.fmod_limit("float32") == 2.0 ** 22 and limits.fmod_limit("float64") == 2.0 ** 51
     with pytest.raises(KeyError):
         limits.fmod_limit("int32")

@@ -3,6 +3,11 @@
 import numpy as np
 import pytest
 
+from stax.codegen import Executable, ExternResultMismatch, generate
+from stax.codegen.cpu.vmath.trig32 import TRIG32_LIMIT
+from stax.loop import lower_opgraph
+from stax.loop.options import TRIG_REDUCTION_LIMIT, FloatLimits, LoopOptions
+
 BOUNDS = {("exp", "float64"): 1.0, ("exp", "float32"): 2.0, ("log", "float64"): 1.0,
           ("log", "float32"): 2.0, ("tanh", "float32"): 2.0, ("tanh", "float64"): 3.0,
           ("sin", "float32"): 1.0,
@@ -36,19 +41,53 @@ SPECIALS = {  # values whose results are exact: NaN, infinities, zeros, saturati
 }
 
 
-@pytest.mark.parametrize("op, dtype", sorted(BOUNDS))
-def test_ulp_bound(op, dtype, build, run):
-    x = inputs(op, dtype)
-    b = build(x=x)
-    out = b(op, b.inputs["x"])
-    (got,), artifact = run(b, out)
-    assert not artifact.externs  # computed in the kernel, not by NumPy
+def _worst_ulps(op, dtype, x, got):
     reference = getattr(np, op)(x.astype(np.longdouble))
     finite = np.isfinite(reference) & (np.abs(reference) > np.finfo(dtype).tiny)
     with np.errstate(all="ignore"):
         spacing = np.spacing(np.abs(reference[finite]).astype(dtype)).astype(np.longdouble)
-    ulps = np.abs(got[finite].astype(np.longdouble) - reference[finite]) / spacing
-    assert ulps.max() <= BOUNDS[(op, dtype)], ulps.max()
+    return (np.abs(got[finite].astype(np.longdouble) - reference[finite]) / spacing).max()
+
+
+@pytest.mark.parametrize("op, dtype", sorted(BOUNDS))
+def test_ulp_bound(op, dtype, build, run):
+    x = inputs(op, dtype)
+    if dtype == "float32" and op in ("sin", "cos"):  # the short reduction's range, checked
+        x = x[np.abs(x) < TRIG32_LIMIT]
+    b = build(x=x)
+    out = b(op, b.inputs["x"])
+    (got,), artifact = run(b, out)
+    assert not artifact.externs  # computed in the kernel, not by NumPy
+    ulps = _worst_ulps(op, dtype, x, got)
+    assert ulps <= BOUNDS[(op, dtype)], ulps
+
+
+@pytest.mark.parametrize("op", ["sin", "cos", "tan"])
+@pytest.mark.parametrize("checked", [True, False])
+def test_float32_trig_reductions(op, checked, build):
+    """float32 sin/cos/tan reduce arguments short (two FMAs) where the program checks them below
+    TRIG32_LIMIT (a call beyond runs as NumPy), by Payne–Hanek over the whole range where it
+    does not (lowered without the float32 limit, as every loop-IR document before 1.5)."""
+    x = inputs("sin", "float32")
+    if checked:
+        x = x[np.abs(x) < TRIG32_LIMIT]
+    else:
+        x = np.concatenate([x, np.float32([1e30, -3e38, 8.6e37, 16367173.0 * 2.0 ** 72])])
+    b = build(x=x)
+    program = b.program(b(op, b.inputs["x"]))
+    options = LoopOptions() if checked else LoopOptions(
+        trig_reduction_limit=FloatLimits(float64=TRIG_REDUCTION_LIMIT))
+    loop = lower_opgraph(program, options=options)
+    assert ("float32" in loop.trig_limits) == checked
+    artifact = generate(loop)
+    assert ("llvm.floor.f64" in artifact.llvm_ir) != checked  # Payne–Hanek's mod 4
+    with np.errstate(all="ignore"):
+        (got,) = Executable(artifact)(x)
+    assert _worst_ulps(op, "float32", x, got) <= 1.0
+    if checked:
+        x[7] = 2e7
+        with pytest.raises(ExternResultMismatch, match="sin/cos/tan argument"):
+            Executable(artifact)(x)
 
 
 @pytest.mark.parametrize("op, dtype", sorted(BOUNDS))

@@ -54,13 +54,14 @@ def test_numpy_validation_data(build, run, name, dtype):
     """NumPy's own promise: every result within its threshold (1 ulp for float64, 2 for cbrt
     and tanh; 2-4 for float32) of the correctly rounded value."""
     x, want, max_ulp = validation_set(name, dtype)
-    if name in ("sin", "cos", "tan") and dtype == "float64":
+    if name in ("sin", "cos", "tan"):  # float32's limit is float64's (TRIG32_LIMIT)
         large = np.abs(x) >= vmath64.TRIG_LIMIT
         large &= np.isfinite(x)
-        assert large.any()
-        with pytest.raises(ExternResultMismatch, match="fast reduction's range"):
-            compute(build, run, name, x)
-        x, want = x[~large], want[~large]
+        assert large.any() or dtype == "float32"  # NumPy's float32 sin/cos data stay below
+        if large.any():
+            with pytest.raises(ExternResultMismatch, match="fast reduction's range"):
+                compute(build, run, name, x)
+            x, want = x[~large], want[~large]
     got = compute(build, run, name, x)
     np.testing.assert_array_max_ulp(got, want, max_ulp)
 

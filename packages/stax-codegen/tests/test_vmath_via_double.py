@@ -6,6 +6,7 @@ measure 0.5 to 3.0), the IEEE and C99 special values exactly as NumPy, no NumPy 
 import numpy as np
 import pytest
 
+from stax.codegen.cpu.vmath.trig32 import TRIG32_LIMIT
 from stax.ir import approximate_ops, get_op
 
 #: float32 functions computed in float32 lanes, with bounds of their own (test_vmath.py)
@@ -39,7 +40,11 @@ def wide_inputs(op):
 
 @pytest.mark.parametrize("op", UNARY)
 def test_unary_ulp_bound_and_specials(build, run, op):
-    x = np.concatenate([wide_inputs(op), SPECIALS])
+    inputs, specials = wide_inputs(op), SPECIALS
+    if op == "tan":  # beyond the checked range a call runs as NumPy (test_vmath: both reductions)
+        inputs = inputs[np.abs(inputs) < TRIG32_LIMIT]
+        specials = specials[~(np.abs(specials) >= TRIG32_LIMIT)]
+    x = np.concatenate([inputs, specials])
     b = build(x=x)
     out = b(op, b.inputs["x"])
     (got,), artifact = run(b, out)
@@ -48,7 +53,7 @@ def test_unary_ulp_bound_and_specials(build, run, op):
         exact = getattr(np, op)(x.astype(np.longdouble))
         want = getattr(np, op)(x)
     assert ulps(got, exact) <= 1.0
-    tail = slice(-len(SPECIALS), None)
+    tail = slice(-len(specials), None)
     specials_want = want[tail]
     exact_special = ~np.isfinite(specials_want) | (specials_want == 0)
     np.testing.assert_array_equal(got[tail][exact_special], specials_want[exact_special])

@@ -43,7 +43,7 @@ def test_example_1_1_is_one_reduction_with_everything_inlined(opgraph_doc_path):
 def test_loopir_round_trip(opgraph_doc_path):
     loop = lower_opgraph(load_opgraph(opgraph_doc_path))
     doc = loop.to_json()
-    assert doc["schema"] == "stax.loopir/1.4"
+    assert doc["schema"] == "stax.loopir/1.5"
     again = load_loopir(doc)
     assert again.to_json() == doc and str(again) == str(loop)
 

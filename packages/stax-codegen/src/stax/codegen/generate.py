@@ -19,6 +19,7 @@ from .cpu.jit import PRECISE_SUFFIX, array_data_offset
 from .cpu.native_pool import native_available
 from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
+from .cpu.vmath.trig32 import short_reductions
 from .nesting import NestPlan
 from .program_plan import buffer_plans, extern_plan, kernel_args, output_plans, plan_program, traffic
 from .scheduler import Group
@@ -69,6 +70,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     steps: list[str] = []
     emitted_as: dict[object, str] = {}  # kernel key -> the kernel emitted with that code
     aliases: list[tuple[str, str, int]] = []
+    trig_checked = short_reductions(program.trig_limits)
     floats = False  # some kernel does float arithmetic that may report events
     unseen = False  # some kernel may underflow without reporting it
     for group in groups:
@@ -82,7 +84,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         events = EVENTS_BUFFER if has_events(group.nodes) else None
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
         spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
-                          same, events, discard=discard & {n.name for n in group.nodes})
+                          same, events, discard=discard & {n.name for n in group.nodes},
+                          trig_checked=trig_checked)
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
             emit_kernel(module, spec, array_data_offset())

@@ -62,9 +62,10 @@ class NumericLimits:
     """Where a target's native kernels stop matching NumPy. Beyond a limit the loop layer adds a
     check, and a call that crosses it runs as NumPy (``lower_opgraph``'s options)."""
 
-    #: float64 sin, cos and tan are native for finite |x| below this (their argument
-    #: reduction's range); None where they are good for every argument
-    trig_reduction: float | None
+    #: (float dtype, bound) pairs: sin, cos and tan of that dtype are native for finite |x|
+    #: below the bound (their argument reduction's range); a dtype not listed is good for every
+    #: argument
+    trig_reduction: tuple[tuple[str, float], ...]
     #: (float dtype, bound) pairs: fmod(a, b) is exact for |a / b| below the bound
     fmod_exact_quotient: tuple[tuple[str, float], ...]
 
@@ -107,7 +108,7 @@ class Target:
         """What the loop layer must know of this target (``lower_opgraph(options=...)``): the
         ops and dtypes its loops take and where its kernels need a check that sends a call to NumPy."""
         return LoopOptions(dtypes=self.loop_dtypes, ops=self.basis,
-                           trig_reduction_limit=FloatLimits(float64=self.limits.trig_reduction),
+                           trig_reduction_limit=FloatLimits(**dict(self.limits.trig_reduction)),
                            fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)),
                            update_in_place=self.update_in_place,
                            complex_parts=self.complex_parts)

@@ -90,6 +90,8 @@ class LoopLowering:
         self.select_chain: dict[Node, int] = {}
         #: an assignment -> how many assignments its chain makes from it on (``updates.py``)
         self.chain_ahead: dict[Node, int] = {}
+        #: float dtype -> the limit its sin/cos/tan arguments are checked below (``trig_range_check``)
+        self.trig_limits: dict[str, float] = {}
 
     def unsupported(self, what: str) -> UnsupportedError:
         node = self.node
@@ -312,6 +314,7 @@ def trig_range_check(ctx: LoopLowering, shape: tuple[int, ...], dtype: str, x: L
         return Binary("and", Binary("ge", magnitude, bound, "bool"),
                       Binary("lt", magnitude, Const(float("inf"), dtype), "bool"), "bool")
     check = ctx.reduce_values(too_large, shape, tuple(range(len(shape))), False, "max", "bool")
+    ctx.trig_limits[dtype] = max(limit, ctx.trig_limits.get(dtype, limit))  # one limit per target
     ctx.checks[check.buffer] = ("a sin/cos/tan argument beyond 2^23 pi/2 (the fast reduction's "
                                 "range)" if limit == TRIG_REDUCTION_LIMIT else
                                 f"a sin/cos/tan argument of magnitude {limit!r} or more (beyond the "

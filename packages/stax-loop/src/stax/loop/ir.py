@@ -19,8 +19,9 @@ from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr,
 from .index import Affine
 
 #: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers;
-#: 1.4: region updates and scatters (``ComputedBuffer.updates``, ``store_offset``)
-LOOPIR_SCHEMA = "stax.loopir/1.4"
+#: 1.4: region updates and scatters (``ComputedBuffer.updates``, ``store_offset``); 1.5: the
+#: trigonometric argument limits the program's checks enforce (``LoopProgram.trig_limits``)
+LOOPIR_SCHEMA = "stax.loopir/1.5"
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
 
@@ -266,6 +267,11 @@ class LoopProgram:
     #: program does not use (NumPy computes every step and reports its events all the same,
     #: ``stax.loop.unused``). Nothing reads them; a code generator need not store them.
     events_only: list[str] = field(default_factory=list)
+    #: per float dtype, the |x| below which every sin/cos/tan argument of that dtype is checked
+    #: to lie (``LoopOptions.trig_reduction_limit``: a check buffer per use, a call beyond runs
+    #: as NumPy). A code generator may reduce such arguments with a short reduction good below
+    #: the limit; a dtype not listed (every document before 1.5) needs one good everywhere.
+    trig_limits: dict[str, float] = field(default_factory=dict)
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -314,6 +320,9 @@ class LoopProgram:
             lines += [f"check not {name} ({why})" for name, why in self.checks.items()]
         if self.events_only:
             lines.append(f"events only: {', '.join(self.events_only)}")
+        if self.trig_limits:
+            lines += [f"trig arguments of {dtype} checked below {limit!r}"
+                      for dtype, limit in sorted(self.trig_limits.items())]
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
 
@@ -332,6 +341,7 @@ class LoopProgram:
             "output_tree": self.output_tree.to_json(),
             **({"checks": self.checks} if self.checks else {}),
             **({"events_only": self.events_only} if self.events_only else {}),
+            **({"trig_limits": self.trig_limits} if self.trig_limits else {}),
         }
 
     @classmethod
@@ -348,6 +358,7 @@ class LoopProgram:
             TreeDef.from_json(doc["output_tree"]),
             dict(doc.get("checks", {})),
             list(doc.get("events_only", [])),
+            {str(k): float(v) for k, v in doc.get("trig_limits", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:

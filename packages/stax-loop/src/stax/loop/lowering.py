@@ -86,7 +86,8 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     buffers, events_only = drop_silent(reroll_updates(ctx.buffers, kept, ctx.checks),
                                        events_only, outputs, ctx.checks)
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
-                       buffers, outputs, program.output_tree, dict(ctx.checks), events_only)
+                       buffers, outputs, program.output_tree, dict(ctx.checks), events_only,
+                       dict(ctx.trig_limits))
 
 
 def _consider_materializing(ctx: LoopLowering, node: Node, materialize: MaterializePolicy) -> None:

@@ -12,8 +12,8 @@ import numpy as np
 #: dtypes the CPU kernels compute in; float16 waits for a checked rounding story in codegen
 LOOP_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                          "uint64", "float32", "float64"})
-#: float64 sin, cos and tan are computed natively for |x| below this (2^23 pi/2, the range of
-#: the CPU kernels' fast argument reduction, ARCHITECTURE.md §4)
+#: sin, cos and tan (float32 and float64) are computed natively for |x| below this (2^23 pi/2,
+#: the range of the CPU kernels' fast argument reductions, ARCHITECTURE.md §4)
 TRIG_REDUCTION_LIMIT = 2.0 ** 23 * np.pi / 2
 #: |a / b| below which the CPU kernels' quotient truncation is off by at most one (then
 #: corrected), so fmod(a, b) = fma(-n, b, a) is exact
@@ -63,7 +63,8 @@ class LoopOptions:
 
     dtypes: frozenset[str] = LOOP_DTYPES
     trig_reduction_limit: FloatLimits = field(
-        default_factory=lambda: FloatLimits(float64=TRIG_REDUCTION_LIMIT))
+        default_factory=lambda: FloatLimits(float32=TRIG_REDUCTION_LIMIT,
+                                            float64=TRIG_REDUCTION_LIMIT))
     fmod_exact_quotient: FloatLimits = field(
         default_factory=lambda: FloatLimits(**FMOD_EXACT_QUOTIENT))
     ops: frozenset[str] | None = None

@@ -70,6 +70,9 @@ class KernelSpec:
     #: buffers computed only for their floating-point events (``LoopProgram.events_only``):
     #: never stored, not arguments (``fpchecks.keep_for_events``)
     discard: frozenset[str] = frozenset()
+    #: float dtypes whose sin/cos/tan arguments the program checks to lie below the emitter's
+    #: short reduction's limit (``LoopProgram.trig_limits``): those use it
+    trig_checked: frozenset[str] = frozenset()
 
 
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)

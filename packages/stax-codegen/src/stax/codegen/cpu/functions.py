@@ -2,7 +2,9 @@
 hypot, pow, arctan2, logaddexp, ldexp): which routine computes each loop operator in each float
 dtype. float64 in double-double steps within 1 ulp (``vmath64``; tanh in double, ``vmath``);
 float32 in float32 lanes where a fitted polynomial reaches the bound (exp, log, log2, log10,
-tanh), from the Payne–Hanek reduction (sin, cos, tan), else computed in double and rounded once."""
+tanh), sin, cos and tan from the short reduction where the program checks their arguments
+(``KernelSpec.trig_checked``) and Payne–Hanek's otherwise (``vmath.trig32``), else computed in
+double and rounded once."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from .registry import Emitter, binary, by_dtype, unary
 from .types import I64
 from .vmath.double import F64, tanh64
 from .vmath.lanes32 import exp32, log2_32, log10_32, log32, tanh32
-from .vmath.trig32 import cos32, sin32, tan32
+from .vmath.trig32 import TRIG32
 from .vmath.via_double import BINARY_VIA_DOUBLE, VIA_DOUBLE
 
 #: a routine: (builder, module, *operands) -> the result, in the operands' type
@@ -37,7 +39,7 @@ def in_double(routine: Routine) -> Routine:
 FLOAT64 = {**vmath64.UNARY, "tanh": tanh64}
 #: float32 unary routines: in float32 lanes, from the float32 reduction, else in double
 FLOAT32 = {**{op: in_double(fn) for op, fn in VIA_DOUBLE.items()}, "exp": exp32, "log": log32,
-           "log2": log2_32, "log10": log10_32, "tanh": tanh32, "sin": sin32, "cos": cos32, "tan": tan32}
+           "log2": log2_32, "log10": log10_32, "tanh": tanh32, **TRIG32["full"]}
 #: per unary loop operator, its routine per dtype
 UNARY_ROUTINES: dict[str, dict[str, Routine]] = {
     op: {dtype: table[op] for dtype, table in (("float32", FLOAT32), ("float64", FLOAT64))
@@ -62,6 +64,8 @@ BINARY_ROUTINES["ldexp"] = {"float64": vmath64.ldexp, "float32": ldexp32}
 
 @unary(*UNARY_ROUTINES)
 def unary_function(em: Emitter, e: Unary, x: ir.Value) -> ir.Value:
+    if e.dtype == "float32" and e.op in TRIG32["short"] and "float32" in em.spec.trig_checked:
+        return TRIG32["short"][e.op](em.builder, em.fn.module, x)
     return by_dtype(e.op, UNARY_ROUTINES[e.op], e.dtype)(em.builder, em.fn.module, x)
 
 

@@ -14,6 +14,7 @@ from . import rules
 from .costs import keep_in_memory, work
 from .host import LLVM_OPTIONS, host_identity
 from .registry import emits
+from .vmath.trig32 import TRIG32_LIMIT
 from .vmath64.trig import TRIG_LIMIT
 
 #: dtypes the CPU kernels compute in; float16 waits for a checked rounding story
@@ -36,7 +37,8 @@ def cpu_basis() -> frozenset[str]:
 def cpu_target() -> Target:
     """The target of this process's CPU, probed once on first use."""
     return Target(identity=host_identity(), basis=cpu_basis(), loop_dtypes=LOOP_DTYPES,
-                  limits=NumericLimits(trig_reduction=TRIG_LIMIT,
+                  limits=NumericLimits(trig_reduction=(("float32", TRIG32_LIMIT),
+                                                       ("float64", TRIG_LIMIT)),
                                        fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
                   materialize=keep_in_memory, element_cost=work,
                   compiler_version=" ".join((llvmlite.__version__, *LLVM_OPTIONS)))

@@ -90,7 +90,7 @@ def triton_target() -> Target:
     float64 trigonometric functions need no argument limit (libdevice reduces any argument); float
     ``//`` and ``%`` run as NumPy (no exact fmod emitter yet)."""
     return Target(identity=IDENTITY, basis=triton_basis(), loop_dtypes=LOOP_DTYPES,
-                  limits=NumericLimits(trig_reduction=None, fmod_exact_quotient=()),
+                  limits=NumericLimits(trig_reduction=(), fmod_exact_quotient=()),
                   materialize=keep_in_memory, element_cost=operations,
                   compiler_version=_triton_version(),
                   # a launch per region costs more on a GPU than one select kernel over the
