@@ -94,7 +94,14 @@ class FloatEvents:
         constant) would otherwise be folded with another constant at compile time — 0 * inf
         becomes a NaN constant — and the CPU would never raise the flag NumPy reports. An empty
         asm per constant, in the entry block (it dominates every use; loops stay vectorizable)."""
-        if not self.flags or not isinstance(v, ir.Constant):
+        if not self.flags:
+            return v
+        return self.hide(v)
+
+    def hide(self, v: ir.Value) -> ir.Value:
+        """A constant through an empty asm in the entry block (once per constant): the same
+        value, which LLVM can no longer fold (``opaque``; a reduction's identity, ``accumulators``)."""
+        if not isinstance(v, ir.Constant):
             return v
         key = f"{v.type} {v.constant!r}"
         hidden = self._opaque_constants.get(key)

@@ -32,6 +32,7 @@ class Emitter(Protocol):
     pointers: dict[str, ir.Value]
     local: dict[str, tuple[Affine, ir.Value]]
     vars: dict[str, ir.Value]
+    spec: Any  # emit.KernelSpec
 
     def value(self, expr: Expr) -> ir.Value: ...
 
@@ -40,6 +41,8 @@ class Emitter(Protocol):
     def ordered(self, symbol: str, a: ir.Value, c: ir.Value) -> ir.Value: ...
 
     def opaque(self, v: ir.Value) -> ir.Value: ...
+
+    def hide(self, v: ir.Value) -> ir.Value: ...
 
     def integer_division_events(self, a: ir.Value, c: ir.Value, op: str, dtype: str) -> None: ...
 
