@@ -82,6 +82,10 @@ class HeldWarnings:
     so those of capture would be duplicates. Only when capture ends in the user's own error (an
     error eager NumPy would raise too, after reporting) are they given, in order, before it.
     NumPy hands them here in its ``log`` error mode (``write``) or, for ``call``, by calling.
+
+    NumPy's warnings from Python (``RuntimeWarning``: "All-NaN slice encountered", "Degrees of
+    freedom <= 0 for slice") are held the same way (``python``): a compiled version declines
+    such a call (a check) and its eager run warns; the first call warned twice.
     """
 
     def __init__(self, modes: dict[str, str] | None = None, errcall: Any = None) -> None:
@@ -91,6 +95,7 @@ class HeldWarnings:
         self.untraced: list[str] = []
         self.modes = modes or {}
         self.errcall = errcall  # the user's np.seterrcall, for the call and log modes
+        self.emitting = False  # ``emit`` is giving the held reports
 
     def write(self, text: str) -> None:  # NumPy: "Warning: divide by zero encountered in divide\n"
         message = text.strip().removeprefix("Warning: ")
@@ -108,27 +113,51 @@ class HeldWarnings:
             self.pending.append(("warn", (message, frame.f_code.co_filename, frame.f_lineno,
                                           frame.f_globals)))
 
+    def hold(self, message: Any, category: type[Warning], filename: str, lineno: int) -> None:
+        """A Python warning NumPy gave while capture ran (``_show``), with the module of the
+        line it names."""
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None and (frame.f_code.co_filename, frame.f_lineno) != (filename, lineno):
+            frame = frame.f_back
+        module = frame.f_globals.get("__name__") if frame is not None else None
+        self.pending.append(("python", (message, category, filename, lineno, module)))
+
     def __call__(self, kind: str, flag: int) -> None:  # NumPy's call mode
         if not computing_traced_value() and _CATEGORY_OF.get(kind) != "under":
             self.untraced.append(f"{kind} encountered")
         self.pending.append(("call", (kind, flag)))
 
     def emit(self) -> None:
-        """Each held report, as NumPy would have given it (warnings from the user's line)."""
-        for mode, what in self.pending:
+        """Each held report, as NumPy would have given it (warnings from the user's line).
+        Called while capture still holds reports (the user's own error ends it): what is given
+        here passes through (``emitting``)."""
+        pending, self.pending = self.pending, []
+        self.emitting = True
+        try:
+            self._give(pending)
+        finally:
+            self.emitting = False
+
+    def _give(self, pending: list[tuple[str, Any]]) -> None:
+        for mode, what in pending:
             if mode == "warn":
                 message, filename, lineno, scope = what
                 warnings.warn_explicit(message, RuntimeWarning, filename, lineno,
                                        module=scope.get("__name__") or filename,
                                        registry=scope.setdefault("__warningregistry__", {}),
                                        module_globals=scope)
+            elif mode == "python":
+                # the user's filters decide again; its registry already has the line (the
+                # warning went through the filters once, while held): a fresh one shows it
+                message, category, filename, lineno, module = what
+                warnings.warn_explicit(message, category, filename, lineno,
+                                       module=module or filename, registry={})
             elif mode == "call":
                 self.errcall(*what)
             elif mode == "log":
                 self.errcall.write(f"Warning: {what}\n")
             else:  # print
                 sys.stderr.write(f"Warning: {what}\n")
-        self.pending.clear()
 
 
 @contextmanager
@@ -144,6 +173,7 @@ def holding_warnings() -> Iterator[HeldWarnings]:
                if mode in ("warn", "print", "log", "call", "ignore")}
     outer = getattr(_holding, "held", None)
     _holding.held = held
+    installed = _show_through_holding()
     try:
         if not relayed:
             yield held
@@ -152,6 +182,29 @@ def holding_warnings() -> Iterator[HeldWarnings]:
             yield held
     finally:
         _holding.held = outer
+        if installed is not None and warnings.showwarning is installed:
+            warnings.showwarning = installed.shown
+
+
+def _show_through_holding() -> Any:
+    """Route ``warnings.showwarning`` through ``_show`` (the function put in place, or None when
+    one is in place already). Warnings' state is the process's, not the thread's: ``_show``
+    holds a warning only for the thread whose capture holds reports, and passes the others on;
+    the capture that put it in place takes it out if it is still there."""
+    if getattr(warnings.showwarning, "shown", None) is not None:
+        return None
+    shown = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: Any = None) -> None:
+        held = getattr(_holding, "held", None)
+        if held is not None and not held.emitting and issubclass(category, RuntimeWarning):
+            held.hold(message, category, filename, lineno)
+        else:
+            shown(message, category, filename, lineno, file, line)
+    show.shown = shown  # type: ignore[attr-defined]
+    warnings.showwarning = show
+    return show
 
 
 _holding = threading.local()  # this thread's HeldWarnings, while capture holds them

@@ -52,8 +52,8 @@ for _ufunc, _op in (("add", "cumsum"), ("multiply", "cumprod")):
 
 def _nan_reduction(kind: str) -> RuleFunction:
     """np.nansum/nanprod/nanmax/nanmin/nanmean as NumPy defines them: NaNs replaced by the
-    reduction's identity (max/min: a slice of only NaNs gives NaN; mean: the sum over the
-    count of numbers, NaN for none), composed of native ops."""
+    reduction's identity (max/min: a slice of only NaNs declines the call, NumPy warns; mean:
+    the sum over the count of numbers, NaN for none), composed of native ops."""
     def lower(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
               kwargs: dict[str, Any]) -> Node:
         params = bind(lambda a, axis=None, dtype=None, out=None, keepdims=False: None, args,
@@ -81,10 +81,14 @@ def _nan_reduction(kind: str) -> RuleFunction:
         if kind in ("sum", "prod"):
             return ctx.emit(kind, (numbers,), {**attrs, "dtype": node.tensor.dtype})
         if kind in ("max", "min"):
+            # NumPy's fmax.reduce gives NaN for a slice of only NaNs and then warns "All-NaN
+            # slice encountered" (warnings.warn, whatever the error state): such a call declines
+            # and NumPy runs it
             extreme = ctx.emit(kind, (numbers,), attrs)
             none = ctx.emit("all", (missing(),), attrs,
                             meta=TensorMeta(node.tensor.shape, "bool", node.tensor.strides))
-            return ctx.emit("where", (none, np.nan, extreme))
+            return ctx.emit("decline_if", (extreme, none),
+                            {"why": f"np.nan{kind} of a slice of only NaNs"}, meta=node.tensor)
         # mean: float(total) / count, computed as NumPy's _divide_by_count does (in float64 for
         # float32 data, then rounded), a slice of only NaNs giving 0 / 0 = NaN
         total_meta = TensorMeta(node.tensor.shape, node.tensor.dtype, node.tensor.strides)
@@ -102,7 +106,8 @@ def _nan_reduction(kind: str) -> RuleFunction:
 #: what each NaN-ignoring reduction emits
 NAN_REDUCTIONS = {
     "sum": ("isnan", "where", "sum"), "prod": ("isnan", "where", "prod"),
-    "max": ("isnan", "where", "max", "all"), "min": ("isnan", "where", "min", "all"),
+    "max": ("isnan", "where", "max", "all", "decline_if"),
+    "min": ("isnan", "where", "min", "all", "decline_if"),
     "mean": ("isnan", "where", "sum", "logical_not", "truediv", "cast"),
 }
 for _kind, _emits in NAN_REDUCTIONS.items():

@@ -1,0 +1,78 @@
+"""NumPy's warnings from Python code ("All-NaN slice encountered", "Degrees of freedom <= 0")
+come once per call, as eager NumPy gives them: capture holds them (``source.HeldWarnings``), the
+compiled version declines such a call (a check) and its eager run warns; a warning of another
+category from the user's code is shown by the capture that runs it."""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def _messages(fn, *args):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = fn(*args)
+    return result, [(w.category, str(w.message)) for w in seen]
+
+
+def _with_nan_column():
+    x = np.random.default_rng(0).standard_normal((5, 6))
+    x[:, 2] = np.nan
+    x[1, 4] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("fn", [lambda x: np.nanmax(x, axis=0), lambda x: np.nanmin(x, axis=0),
+                                lambda x: np.nanmax(x.T, axis=1, keepdims=True)],
+                         ids=["nanmax", "nanmin", "nanmax_rows"])
+def test_an_all_nan_slice_warns_once_per_call(fn):
+    compiled = stax.compile(fn)
+    x = _with_nan_column()
+    want, eager = _messages(fn, x)
+    assert eager == [(RuntimeWarning, "All-NaN slice encountered")]
+    for _ in range(3):
+        got, seen = _messages(compiled, x)
+        assert seen == eager
+        np.testing.assert_array_equal(got, want)
+    clean = np.nan_to_num(x)
+    got, seen = _messages(compiled, clean)
+    assert seen == []
+    np.testing.assert_array_equal(got, fn(clean))
+    assert compiled.cache_info().versions == 1
+
+
+def test_a_users_own_warning_is_shown_by_the_capture():
+    def f(x):
+        warnings.warn("from the user", UserWarning, stacklevel=1)
+        return x * 2
+
+    compiled = stax.compile(f)
+    _, seen = _messages(compiled, np.arange(3.0))
+    assert seen == [(UserWarning, "from the user")]
+
+
+def test_capture_in_one_thread_holds_only_its_own_warnings():
+    """The warnings machinery is the process's: a RuntimeWarning another thread gives while a
+    capture runs is shown, not held."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(x):
+        started.set()
+        release.wait(5)
+        return np.nanmax(x, axis=0)
+
+    compiled = stax.compile(slow)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        worker = threading.Thread(target=compiled, args=(np.ones((3, 3)),))
+        worker.start()
+        started.wait(5)
+        warnings.warn("from another thread", RuntimeWarning, stacklevel=1)
+        release.set()
+        worker.join(10)
+    assert [str(w.message) for w in seen] == ["from another thread"]
+    assert warnings.showwarning.__name__ != "show"  # the capture's hook is gone
