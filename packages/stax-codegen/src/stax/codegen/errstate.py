@@ -84,8 +84,9 @@ def _record(kind: str, flag: int) -> None:
 
 def start_recording(events: np.ndarray) -> Any:
     """Record NumPy's events into ``events`` from now until ``stop_recording(token)``: what
-    ``recording`` does, without building an ``np.errstate`` per step (one capsule serves every
-    step; the buffer is the thread's own)."""
+    ``recording`` does, without building an ``np.errstate`` (one capsule serves every call; the
+    buffer is the thread's own). A call enters it once, before its first NumPy step, and leaves
+    it after its last (``straight_line.py``): 0.4 us a call, not a step."""
     global _recording_state
     if STATE is None:
         state = recording(events)

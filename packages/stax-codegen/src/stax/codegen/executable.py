@@ -13,7 +13,7 @@ import numpy as np
 
 from stax.ir import StaxError
 from stax.ir.interpreter import call_method, resolve_function
-from stax.loop.ir import BufferRef, decode_operands, map_buffer_refs
+from stax.loop.ir import decode_operands, map_buffer_refs
 
 from . import errstate
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
@@ -22,9 +22,10 @@ from .cpu.entry import Entry, make_entry
 from .cpu.fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, TIE, UNDERFLOW
 from .cpu.item_loop import ItemLoop, make_item_loop
 from .cpu.jit import CompiledModule, kernel_function
-from .cpu.native_pool import MAX_ARITY, NativePool, native_pool
+from .cpu.native_pool import MAX_ARITY, native_pool
 from .cpu.objcache import ObjectCache
 from .python_pool import default_pool
+from .straight_line import CallPlan, KernelStep, NumPyStep, write_call
 
 #: after a call whose fast kernels reported ``MAYBE`` (and ran again with the precise ones), this
 #: many calls of the executable start with the precise kernels; the next one tries the fast ones
@@ -95,53 +96,36 @@ def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | N
     return None
 
 
-def _extern_step(plan: ExternPlan, slot: dict[str, int], events: int | None = None
-                 ) -> Callable[[list[Any]], None]:
-    """``step(env)``: call NumPy with the operands from ``env``, check the result, store it.
-    With ``events`` (the events buffer's slot) NumPy's floating-point events go there instead of
-    warning or raising: the kernels' events may yet decline the call (``errstate.recording``)."""
-    args, kwargs = decode_operands(plan.args), decode_operands(plan.kwargs)
-    # the allow-list, checked when the plan is loaded: a document names data, never code
+def _numpy_step(plan: ExternPlan, slot: dict[str, int]) -> NumPyStep:
+    """An extern as a step of the written-out call (``straight_line.py``), its target checked
+    against the allow-list now, when the plan is loaded: a document names data, never code."""
     fn = None if plan.method else resolve_function(plan.target)
     if plan.method:
         call_method(None, plan.target, (), {}, check_only=True)
+    return NumPyStep(plan, fn, decode_operands(plan.args), decode_operands(plan.kwargs),
+                     slot[plan.buffer])
+
+
+def _verified(plan: ExternPlan, result: Any) -> Any:
+    """An extern's result as the plan stores it (a NumPy scalar as its 0-d array), or
+    ``ExternResultMismatch`` where it is not what capture saw: another type, shape, dtype or
+    layout (the stride of a length-1 axis aside), or another count of arrays."""
+    if plan.sequence is not None:
+        if not isinstance(result, (tuple, list)) or len(result) != plan.sequence:
+            raise ExternResultMismatch(f"extern {plan.target}() returned "
+                                       f"{type(result).__name__}; capture saw "
+                                       f"{plan.sequence} arrays")
+        return result
+    array = np.asarray(result) if isinstance(result, np.generic) else result
     dtype = np.dtype(plan.dtype)
     strides = tuple(s * dtype.itemsize for s in plan.strides)
-    out, shape = slot[plan.buffer], plan.shape
-
-    bind_args, bind_kwargs = _binder(args, slot), _binder(kwargs, slot)
-
-    def step(env: list[Any]) -> None:
-        a, k = bind_args(env), bind_kwargs(env)
-        try:
-            if events is None:
-                result = call_method(a[0], plan.target, a[1:], k) if fn is None else fn(*a, **k)
-            else:
-                token = errstate.start_recording(env[events])
-                try:
-                    result = call_method(a[0], plan.target, a[1:], k) if fn is None else \
-                        fn(*a, **k)
-                finally:
-                    errstate.stop_recording(token)
-        except Exception as exc:  # NumPy's error: raised again by the eager run
-            raise ExternRaised(f"extern {plan.target}() raised {type(exc).__name__}: {exc}") \
-                from exc
-        if plan.sequence is not None:
-            if not isinstance(result, (tuple, list)) or len(result) != plan.sequence:
-                raise ExternResultMismatch(f"extern {plan.target}() returned "
-                                           f"{type(result).__name__}; capture saw "
-                                           f"{plan.sequence} arrays")
-            env[out] = result
-            return
-        array = np.asarray(result) if isinstance(result, np.generic) else result
-        if type(array) is not np.ndarray or array.shape != shape or array.dtype != dtype or (
-                array.strides != strides and array.size > 1):
-            got = (f"{type(result).__name__} {getattr(array, 'dtype', '')}"
-                   f"{list(getattr(array, 'shape', ()))} strides={getattr(array, 'strides', None)}")
-            raise ExternResultMismatch(f"extern {plan.target}() returned {got}; capture saw "
-                                       f"{plan.dtype}{list(shape)} strides={strides}")
-        env[out] = array
-    return step
+    if type(array) is not np.ndarray or array.shape != tuple(plan.shape) or \
+            array.dtype != dtype or (array.strides != strides and array.size > 1):
+        got = (f"{type(result).__name__} {getattr(array, 'dtype', '')}"
+               f"{list(getattr(array, 'shape', ()))} strides={getattr(array, 'strides', None)}")
+        raise ExternResultMismatch(f"extern {plan.target}() returned {got}; capture saw "
+                                   f"{plan.dtype}{list(plan.shape)} strides={strides}")
+    return array
 
 
 def _releases(artifact: KernelArtifact, slot: dict[str, int], kept: set[Any]
@@ -174,39 +158,6 @@ def _buffer_names(operands: Any) -> list[str]:
     return names
 
 
-def _binder(operands: Any, slot: dict[str, int]) -> Callable[[list[Any]], Any]:
-    """``bind(env)``: ``operands`` (an extern call's args or kwargs) with each ``BufferRef`` the
-    array in ``env``. A flat tuple or dict of operands is filled in place of a copy of it; nested
-    containers are walked (``map_buffer_refs``)."""
-    def nested(value: Any) -> bool:  # a container holding a buffer (a shape tuple holds none)
-        return isinstance(value, (tuple, list, dict, slice)) and bool(_buffer_names(value))
-    if isinstance(operands, tuple) and not any(nested(v) for v in operands):
-        template = list(operands)
-        refs = [(i, slot[v.name]) for i, v in enumerate(operands) if isinstance(v, BufferRef)]
-        if not refs:
-            return lambda env: operands
-
-        def bind_tuple(env: list[Any]) -> tuple[Any, ...]:
-            values = template.copy()
-            for i, s in refs:
-                values[i] = env[s]
-            return tuple(values)
-        return bind_tuple
-    if isinstance(operands, dict) and not any(nested(v) for v in operands.values()):
-        fixed = {k: v for k, v in operands.items() if not isinstance(v, BufferRef)}
-        named = [(k, slot[v.name]) for k, v in operands.items() if isinstance(v, BufferRef)]
-        if not named:
-            return lambda env: fixed
-
-        def bind_dict(env: list[Any]) -> dict[str, Any]:
-            values = dict(fixed)
-            for k, s in named:
-                values[k] = env[s]
-            return values
-        return bind_dict
-    return lambda env: map_buffer_refs(operands, lambda ref: env[slot[ref.name]])
-
-
 def _allocator(plan: BufferPlan) -> Callable[[], np.ndarray]:
     shape, dtype = plan.shape, np.dtype(plan.dtype)
     strides = tuple(s * dtype.itemsize for s in plan.strides)
@@ -224,70 +175,6 @@ def _block_allocator(nbytes: int) -> Callable[[], np.ndarray]:
         pool = default_block_pool()
         return lambda: pool.empty((nbytes,), np.dtype(np.uint8))
     return lambda: np.empty(nbytes, np.uint8)
-
-
-def _native_step(native: NativePool, module: CompiledModule, name: str, args: list[int], outer: int
-                 ) -> Callable[[list[Any]], None]:
-    """A kernel launched on the native pool, as a step over the environment (it keeps the
-    kernel's machine code alive: a step may outlive its executable)."""
-    address = module.address(name)
-
-    def launch(env: list[Any]) -> None:
-        native.parallel_for(address, tuple([env[a] for a in args]), outer)
-    launch.module = module  # type: ignore[attr-defined]
-    return launch
-
-
-def _straight_line(launches: list[Any], alloc_slots: list[tuple[int, Any]],
-                   outputs: list[tuple[Any, Any]], n_inputs: int, events: int | None = None,
-                   settle: Callable[..., Any] | None = None, unseen: bool = False,
-                   precise_first: tuple[list[int], Callable[..., Any]] | None = None
-                   ) -> Callable[..., Any] | None:
-    """For the common plan — one kernel on the calling thread, one array output — a function
-    ``run_one(*arrays) -> output`` written out as straight-line Python (no environment list, no
-    loops), which is what a tiny call's time is made of. None for any other plan. A kernel that
-    reports floating-point events gets its events buffer (slot ``events``); ``settle(bits, out,
-    *arrays)`` decides when it reports any; a kernel that may underflow ``unseen`` first looks
-    at NumPy's error state. With ``precise_first = (left, first)``, while ``left[0]`` is not
-    zero the call is ``first(*arrays)``, unless that returns None.
-
-    The source is made from a fixed template and integers only (slot positions and the loop
-    range, each checked to be an ``int``): nothing of a document's text is ever executed."""
-    if len(launches) != 1 or callable(launches[0]) or launches[0][3] or len(outputs) != 1:
-        return None
-    fn, args, outer, _ = launches[0]
-    (out_slot, scalar), = outputs
-    if out_slot is None or scalar or len(alloc_slots) != 1 or alloc_slots[0][0] != out_slot:
-        return None
-    if not all(type(v) is int for v in (*args, outer, out_slot, n_inputs)):
-        raise TypeError(f"kernel launch of unexpected form: args {args!r}, range {outer!r}")
-    if not all(0 <= a < n_inputs or a in (out_slot, events) for a in args):
-        return None
-    params = [f"a{i}" for i in range(n_inputs)]
-    names = {**{i: p for i, p in enumerate(params)}, out_slot: "out", events: "events"}
-    call = f"    kernel({', '.join(names[a] for a in args)}, 0, {outer})\n"
-    source = f"def run_one({', '.join(params)}):\n"
-    if events is not None and precise_first is not None:
-        source += (f"    if left[0]:\n"
-                   f"        out = first({', '.join(params)})\n"
-                   f"        if out is not None:\n"
-                   f"            return out\n")
-    if unseen:
-        source += "    refuse_underflow()\n"
-    if events is None:
-        source += f"    out = alloc()\n{call}    return out\n"
-    else:
-        source += (f"    out = alloc()\n"
-                   f"    events = zeros(1, int32)\n{call}"
-                   f"    bits = events.item()\n"
-                   f"    return settle(bits, out, {', '.join(params)}) if bits else out\n")
-    scope: dict[str, Any] = {"alloc": alloc_slots[0][1], "kernel": fn, "zeros": np.zeros,
-                             "int32": np.int32, "settle": settle,
-                             "refuse_underflow": _refuse_underflow,
-                             "left": precise_first[0] if precise_first else None,
-                             "first": precise_first[1] if precise_first else None}
-    exec(compile(source, f"<stax kernel call {id(fn):x}>", "exec"), scope)
-    return scope["run_one"]
 
 
 class _Draws:
@@ -322,24 +209,6 @@ class Executable:
         self.input_layouts = [None if np.dtype(b.dtype) == object else
                               (tuple(b.shape), tuple(s * np.dtype(b.dtype).itemsize for s in b.strides),
                                np.dtype(b.dtype)) for b in artifact.buffers if b.role == "input"]
-        storage = artifact.storage
-        planned = [b for b in artifact.buffers if b.role not in ("input", "extern", "events")]
-        shared = [b for b in planned if storage is not None and storage.shared(b.name)]
-        allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
-        pool = default_pool()
-        native = native_pool(pool.size, self._cache) if any(k.parallel for k in artifact.kernels) \
-            else None
-        # The environment is a list: inputs first, then every buffer in plan order; each step
-        # reads and writes fixed positions in it, so a call does no name lookups.
-        slot = {name: i for i, name in enumerate(self.input_names)}
-        for name in [n for n, _ in allocs] + [b.name for b in shared]:
-            slot[name] = len(slot)
-        for e in artifact.externs:
-            slot[e.buffer] = len(slot)
-        if artifact.events is not None:  # floating-point events (``errstate.py``)
-            slot[artifact.events] = len(slot)
-        events = slot.get(artifact.events) if artifact.events is not None else None
-        unseen = artifact.underflow_unseen  # a kernel may underflow without reporting it
         self._cache_dir = cache_dir
         self._precise_lock = threading.Lock()
         self._precise: Executable | None = None
@@ -349,104 +218,83 @@ class Executable:
         #: more will
         self.precise_first_runs = 0
         self._precise_left = [0]
-        size = len(slot)
-        n_inputs = len(self.input_names)
+        pool = default_pool()
+        native = native_pool(pool.size, self._cache) if any(k.parallel for k in artifact.kernels) \
+            else None
+        plan = self._call_plan(pool.size > 1, native is not None)
         # generators among the inputs (their draws are NumPy steps): a declined call undoes them
-        generators = [i for i, b in enumerate(b for b in artifact.buffers if b.role == "input")
-                      if np.dtype(b.dtype) == object]
-        alloc_slots = [(slot[name], alloc) for name, alloc in allocs]
-        # buffers sharing a block (spec §7.5): one block per call, a view of it per buffer
-        blocks = {storage.storage[b.name]: _block_allocator(storage.sizes[storage.storage[b.name]])
-                  for b in shared} if storage is not None else {}
-        views = [(slot[b.name], storage.storage[b.name], b.shape, np.dtype(b.dtype),
-                  tuple(st * np.dtype(b.dtype).itemsize for st in b.strides)) for b in shared]
+        generators = [i for i, layout in enumerate(self.input_layouts) if layout is None]
+        steps = plan.steps
+
+        def verify(k: int, result: Any) -> Any:
+            return _verified(steps[k].plan, result)  # type: ignore[union-attr]
+
+        def raised(k: int, exc: Exception) -> ExternRaised:  # NumPy's error: the eager run
+            target = steps[k].plan.target  # type: ignore[union-attr]  # raises it again
+            return ExternRaised(f"extern {target}() raised {type(exc).__name__}: {exc}")
+
+        def failed(reason: str) -> None:  # an index out of bounds, say: NumPy's error comes
+            raise ExternResultMismatch(f"a check failed: {reason}")  # from the eager run
+
+        def settle(bits: int, arrays: tuple[Any, ...], drawn: _Draws | None) -> list[Any] | None:
+            return _settle(bits, self._precise_rerun(arrays, drawn))
+
+        hooks = {"refuse_underflow": _refuse_underflow, "start_recording": errstate.start_recording,
+                 "stop_recording": errstate.stop_recording, "verify": verify, "raised": raised,
+                 "failed": failed, "settle": settle, "draws": lambda a: _Draws(a, generators),
+                 "first": self._precise_first, "pool": pool, "native": native,
+                 "declined": ExternResultMismatch,
+                 "left": self._precise_left if artifact.precise_ir is not None else None}
+        #: ``run(*arrays) -> [results]``: the call written out (``straight_line.py``)
+        self.run = write_call(plan, hooks, keep=self.module)
+        #: ``run_one(*arrays) -> result`` for a plan of one result, else None
+        self.run_one = write_call(plan, hooks, one=True, keep=self.module) \
+            if len(plan.outputs) == 1 else None
+
+    def _call_plan(self, parallel: bool, native: bool) -> CallPlan:
+        """The artifact's call in slots: inputs first, then every buffer in plan order; each
+        step reads and writes fixed slots (the written-out call's local variables). Parallel
+        kernels go to the native pool (``native``), else to the Python pool (``parallel``: it
+        has more than one thread), else run on the calling thread."""
+        artifact, storage = self.artifact, self.artifact.storage
+        planned = [b for b in artifact.buffers if b.role not in ("input", "extern", "events")]
+        shared = [b for b in planned if storage is not None and storage.shared(b.name)]
+        allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
+        slot = {name: i for i, name in enumerate(self.input_names)}
+        for name in [n for n, _ in allocs] + [b.name for b in shared]:
+            slot[name] = len(slot)
+        for e in artifact.externs:
+            slot[e.buffer] = len(slot)
+        if artifact.events is not None:  # floating-point events (``errstate.py``)
+            slot[artifact.events] = len(slot)
         kernels = {k.name: k for k in artifact.kernels}
         externs = {e.buffer: e for e in artifact.externs}
-        launches: list[Any] = []
+        steps: list[KernelStep | NumPyStep] = []
         for step in artifact.steps:
             if step in externs:
-                launches.append(_extern_step(externs[step], slot, events))
+                steps.append(_numpy_step(externs[step], slot))
                 continue
             k = kernels[step]
-            args = [slot[a] for a in k.args]
-            if k.parallel and native is not None and len(k.args) <= MAX_ARITY:
-                launches.append(_native_step(native, self.module, k.name, args, k.outer_range))
-                continue
-            fn = kernel_function(self.module, k.name, len(k.args))
-            launches.append((fn, args, k.outer_range, k.parallel and pool.size > 1))
+            args = tuple(slot[a] for a in k.args)
+            if k.parallel and native and len(k.args) <= MAX_ARITY:
+                steps.append(KernelStep(self.module.address(k.name), args, k.outer_range, "native"))
+            else:
+                steps.append(KernelStep(kernel_function(self.module, k.name, len(k.args)), args,
+                                        k.outer_range, "pool" if k.parallel and parallel else "call"))
         outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])
                    for o in artifact.outputs]
-        releases = _releases(artifact, slot, {i for i, _ in outputs})
-        check_slots = [slot[name] for name in artifact.checks]
-        check_reasons = {slot[name]: why for name, why in artifact.checks.items()}
-
-        def run(*arrays: np.ndarray) -> list[Any]:
-            if self._precise_left[0]:
-                results = self._precise_first(arrays)
-                if results is not None:
-                    return results
-            if not generators:
-                return launch_all(arrays, None)
-            drawn = _Draws(arrays, generators)
-            try:
-                return launch_all(arrays, drawn)
-            except ExternResultMismatch:  # declined: the eager run draws the same numbers
-                drawn.undo()
-                raise
-
-        def launch_all(arrays: tuple[Any, ...], drawn: _Draws | None) -> list[Any]:
-            env: list[Any] = [*arrays, *([None] * (size - n_inputs))]
-            if unseen:
-                _refuse_underflow()
-            if events is not None:
-                env[events] = np.zeros(1, np.int32)
-            for i, alloc in alloc_slots:
-                env[i] = alloc()
-            if views:
-                made = {block: alloc() for block, alloc in blocks.items()}
-                for i, block, shape, dtype, strides in views:
-                    env[i] = np.ndarray(shape, dtype, buffer=made[block], strides=strides)
-            for launch, release in zip(launches, releases):
-                if callable(launch):
-                    launch(env)
-                else:
-                    fn, args, outer, parallel = launch
-                    if parallel:
-                        pool.parallel_for(fn, tuple([env[a] for a in args]), outer)
-                    else:
-                        fn(*[env[a] for a in args], 0, outer)
-                for i in release:
-                    env[i] = None
-            for i in check_slots:
-                if env[i]:  # an index out of bounds, say: NumPy's error comes from the eager run
-                    raise ExternResultMismatch(f"a check failed: {check_reasons[i]}")
-            if events is not None:
-                bits = env[events].item()
-                if bits:
-                    precise = _settle(bits, self._precise_rerun(arrays, drawn))
-                    if precise is not None:
-                        return precise
-            results = []
-            for i, extra in outputs:
-                if i is None:
-                    results.append(extra)
-                else:
-                    value = env[i]
-                    results.append(value[()] if extra and value.ndim == 0 else value)
-            return results
-
-        def settle(bits: int, out: np.ndarray, *arrays: np.ndarray) -> Any:
-            precise = _settle(bits, self._precise_rerun(arrays))
-            return out if precise is None else precise[0]
-
-        def first_one(*arrays: np.ndarray) -> Any:
-            results = self._precise_first(arrays)
-            return None if results is None else results[0]
-
-        self.run = run
-        self.run_one = None if check_slots else _straight_line(
-            launches, alloc_slots, outputs, n_inputs, events, settle, unseen,
-            (self._precise_left, first_one) if artifact.precise_ir is not None else None)
+        return CallPlan(
+            len(self.input_names), slot, steps, _releases(artifact, slot, {i for i, _ in outputs}),
+            outputs, [(slot[name], alloc) for name, alloc in allocs],
+            # buffers sharing a block (spec §7.5): one block per call, a view of it per buffer
+            {storage.storage[b.name]: _block_allocator(storage.sizes[storage.storage[b.name]])
+             for b in shared} if storage is not None else {},
+            [(slot[b.name], storage.storage[b.name], tuple(b.shape), np.dtype(b.dtype),
+              tuple(st * np.dtype(b.dtype).itemsize for st in b.strides)) for b in shared],
+            {slot[name]: why for name, why in artifact.checks.items()},
+            slot.get(artifact.events) if artifact.events is not None else None,
+            artifact.underflow_unseen,  # a kernel may underflow without reporting it
+            any(layout is None for layout in self.input_layouts))
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         """Run on ``arrays``, each checked to be an ``np.ndarray`` with the shape, dtype and
