@@ -76,3 +76,31 @@ def test_capture_in_one_thread_holds_only_its_own_warnings():
         worker.join(10)
     assert [str(w.message) for w in seen] == ["from another thread"]
     assert warnings.showwarning.__name__ != "show"  # the capture's hook is gone
+
+
+def _variance_past_its_count(x):
+    return np.var(x, ddof=10) + x.sum()  # a NumPy step that warns, then divides by zero
+
+
+def _median_of_nans(x):
+    return np.nanmedian(x) * 2  # a NumPy step that warns; the call stands
+
+
+@pytest.mark.parametrize("fn", [_variance_past_its_count, _median_of_nans])
+def test_a_numpy_steps_warning_comes_once_per_call(fn):
+    """A NumPy step's own warning is held while the call runs: given when the call stands,
+    dropped when it declines (its eager run gives it)."""
+    compiled = stax.compile(fn)
+    x = np.full(5, np.nan) if fn is _median_of_nans else np.arange(5.0)
+    want, eager = _messages(fn, x)
+    assert eager
+    for _ in range(3):
+        got, seen = _messages(compiled, x)
+        assert seen == eager
+        np.testing.assert_array_equal(got, want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning):
+            fn(x)
+        with pytest.raises(RuntimeWarning):
+            compiled(x)

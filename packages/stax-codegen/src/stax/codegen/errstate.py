@@ -18,6 +18,7 @@ capsule's error mask itself (``cpu/entry.py``).
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -86,18 +87,21 @@ def start_recording(events: np.ndarray) -> Any:
     """Record NumPy's events into ``events`` from now until ``stop_recording(token)``: what
     ``recording`` does, without building an ``np.errstate`` (one capsule serves every call; the
     buffer is the thread's own). A call enters it once, before its first NumPy step, and leaves
-    it after its last (``straight_line.py``): 0.4 us a call, not a step."""
+    it after its last (``straight_line.py``): 0.4 us a call, not a step. NumPy's warnings from
+    Python (``RuntimeWarning``: "Degrees of freedom <= 0 for slice") are held too
+    (``stop_recording`` returns them): a declined call's eager run gives them again."""
     global _recording_state
+    held = _hold_warnings()
     if STATE is None:
         state = recording(events)
         state.__enter__()
-        return state
+        return state, held
     if _recording_state is None:
         with np.errstate(all="call", call=_record):
             _recording_state = STATE.get()
     previous = getattr(_target, "events", None)
     _target.events = events
-    return STATE.set(_recording_state), previous
+    return STATE.set(_recording_state), previous, held
 
 
 def report(flag: int) -> bool:
@@ -112,9 +116,49 @@ def report(flag: int) -> bool:
     return True
 
 
-def stop_recording(token: Any) -> None:
+def stop_recording(token: Any) -> list[Any]:
+    """Leave the recording ``token`` started; the warnings held since, for ``give_warnings``
+    once the call stands (a declined call drops them)."""
     if STATE is None:
-        token.__exit__(None, None, None)
-        return
-    STATE.reset(token[0])
-    _target.events = token[1]
+        token[0].__exit__(None, None, None)
+    else:
+        STATE.reset(token[0])
+        _target.events = token[1]
+    outer = token[-1]
+    held, _target.warnings = _target.warnings, outer
+    return held
+
+
+# -- NumPy's Python warnings, held while a call's NumPy steps run --------------------------------
+
+def _hold_warnings() -> list[Any] | None:
+    """Start holding this thread's ``RuntimeWarning``s (``_show``); the list held before."""
+    if getattr(warnings.showwarning, "held_by_stax_calls", False) is False:
+        _route_warnings()
+    outer = getattr(_target, "warnings", None)
+    _target.warnings = []
+    return outer
+
+
+def _route_warnings() -> None:
+    """``warnings.showwarning`` through ``show``: a ``RuntimeWarning`` of a thread whose call
+    holds warnings is held, anything else shown as before. Warnings' state is the process's:
+    the hook stays (a ``catch_warnings`` block that ends takes it out with what it restores)."""
+    shown = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: Any = None) -> None:
+        held = getattr(_target, "warnings", None)
+        if held is not None and issubclass(category, RuntimeWarning):
+            held.append((message, category, filename, lineno))
+        else:
+            shown(message, category, filename, lineno, file, line)
+    show.held_by_stax_calls = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
+
+
+def give_warnings(held: list[Any]) -> None:
+    """The warnings a call that stands held, given as NumPy gave them (the user's filters
+    decide again; the line's registry already has them, so a fresh one)."""
+    for message, category, filename, lineno in held:
+        warnings.warn_explicit(message, category, filename, lineno, registry={})

@@ -240,7 +240,8 @@ class Executable:
             return _settle(bits, self._precise_rerun(arrays, drawn))
 
         hooks = {"refuse_underflow": _refuse_underflow, "start_recording": errstate.start_recording,
-                 "stop_recording": errstate.stop_recording, "verify": verify, "raised": raised,
+                 "stop_recording": errstate.stop_recording,
+                 "give_warnings": errstate.give_warnings, "verify": verify, "raised": raised,
                  "failed": failed, "settle": settle, "draws": lambda a: _Draws(a, generators),
                  "first": self._precise_first, "pool": pool, "native": native,
                  "declined": ExternResultMismatch,

@@ -74,16 +74,17 @@ class CallPlan:
     generators: bool = False   # an input is a Generator: a declined call undoes its draws
 
 
-#: the functions a call needs from its executable: ``refuse_underflow()``; ``start_recording``
-#: and ``stop_recording`` (``errstate``); ``verify(step, result)`` (the result as the plan
+#: the functions a call needs from its executable: ``refuse_underflow()``; ``start_recording``,
+#: ``stop_recording`` and ``give_warnings`` (``errstate``: NumPy's warnings, held, given when the
+#: call stands); ``verify(step, result)`` (the result as the plan
 #: stores it, or raise: another than capture saw) and ``raised(step, exc)`` (the exception for a
 #: NumPy step's error); ``failed(reason)`` (a check);
 #: ``settle(bits, arrays, drawn)`` (the call's results again, or None, or raise); ``draws(arrays)``
 #: (generator states, with ``undo()``); ``first(arrays)`` (a precise-first call, or None) and
 #: ``left`` (``[calls left]``: nonzero while calls start precise; None: never); ``pool`` and
 #: ``native``; ``declined`` (the exception class of a declined call)
-HOOKS = ("refuse_underflow", "start_recording", "stop_recording", "verify", "raised", "failed",
-         "settle", "draws", "first", "left", "pool", "native", "declined")
+HOOKS = ("refuse_underflow", "start_recording", "stop_recording", "give_warnings", "verify",
+         "raised", "failed", "settle", "draws", "first", "left", "pool", "native", "declined")
 
 
 def write_call(plan: CallPlan, hooks: dict[str, Any], one: bool = False,
@@ -160,6 +161,8 @@ class _Writer:
             else:
                 values.append(f"({names[i]}[()] if {names[i]}.ndim == 0 else {names[i]})"
                               if extra else names[i])
+        if plan.events is not None and any(isinstance(s, NumPyStep) for s in plan.steps):
+            lines += ["if held:", "    give_warnings(held)"]  # the call stands: NumPy's warnings
         lines.append(f"return {values[0]}" if self.one else f"return [{', '.join(values)}]")
         return lines
 
@@ -172,12 +175,12 @@ class _Writer:
         for k, (step, release) in enumerate(zip(plan.steps, plan.releases)):
             inside = record and numpy[0] <= k <= numpy[-1]
             if record and k == numpy[0]:
-                lines += ["token = start_recording(events)", "try:"]
+                lines += ["token = start_recording(events)", "held = None", "try:"]
             written = self.kernel(k, step) if isinstance(step, KernelStep) else self.numpy(k, step)
             written += [f"{self.names[i]} = None" for i in release]
             lines += [("    " if inside else "") + line for line in written]
             if record and k == numpy[-1]:
-                lines += ["finally:", "    stop_recording(token)"]
+                lines += ["finally:", "    held = stop_recording(token)"]
         return lines
 
     def kernel(self, k: int, step: KernelStep) -> list[str]:
