@@ -423,7 +423,14 @@ class FloatEvents:
                                 side_effect=True)
             b.call(sink, [b.load(slot)])
         for slot in self._finite.values():
-            nonfinite = b.icmp_unsigned("!=", b.load(slot), ir.Constant(slot.type.pointee, 0))
+            # through an empty asm: JumpThreading unfolds the select below into a branch on a
+            # frozen condition, and InstCombine moves a freeze of the accumulator's loop-exit
+            # value into the loop, where the vectorizer no longer sees a reduction
+            # (mandelbrot_real's rows ran scalar)
+            seen = ir.InlineAsm(ir.FunctionType(slot.type.pointee, [slot.type.pointee]), "",
+                                "=r,0")
+            nonfinite = b.icmp_unsigned("!=", b.call(seen, [b.load(slot)]),
+                                        ir.Constant(slot.type.pointee, 0))
             bits = b.or_(bits, b.select(nonfinite, ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
         with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), likely=False):
             b.atomic_rmw("or", self.pointers[self.events], bits, "monotonic")
