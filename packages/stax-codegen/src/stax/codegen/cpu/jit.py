@@ -212,6 +212,12 @@ _KEEPS_OPERANDS = frozenset({"select", "store", "phi", "ret", "insertelement", "
                              "bitcast"})
 
 
+#: words LLVM's optimizer puts before ``call`` (``tail call``): the same instruction as the
+#: source's ``call`` (an opaque infinity, ``"=x,0"(double 0x7FF0...)``, was taken for a folded
+#: one, and every complex ``abs`` ran its precise kernels: 2x slower)
+_CALL_MARKERS = frozenset({"tail", "musttail", "notail"})
+
+
 def folded_non_finite(before: str, after: str) -> list[str]:
     """The infinities and NaNs the optimized module ``after`` uses in an instruction that its
     source ``before`` does not use them in: values LLVM computed at compile time (``x - x`` of
@@ -226,6 +232,8 @@ def folded_non_finite(before: str, after: str) -> list[str]:
             if not constants:
                 continue
             words = (line.split("=", 1)[1] if "=" in line.split("(", 1)[0] else line).split()
+            while words and words[0] in _CALL_MARKERS:  # LLVM marks calls it may tail-call
+                words = words[1:]
             for c in constants:
                 uses.add((words[0] if words else "", "0x" + c[2:].upper()))
         return uses
