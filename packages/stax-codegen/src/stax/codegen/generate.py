@@ -71,6 +71,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     emitted_as: dict[object, str] = {}  # kernel key -> the kernel emitted with that code
     aliases: list[tuple[str, str, int]] = []
     trig_checked = short_reductions(program.trig_limits)
+    inputs = {b.name for b in program.inputs}
     floats = False  # some kernel does float arithmetic that may report events
     unseen = False  # some kernel may underflow without reporting it
     for group in groups:
@@ -85,7 +86,9 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
         spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
                           same, events, discard=discard & {n.name for n in group.nodes},
-                          trig_checked=trig_checked)
+                          trig_checked=trig_checked,
+                          owned=frozenset(a for a in args if a in storage.storage),
+                          callers=frozenset(a for a in args if a in inputs))
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
             emit_kernel(module, spec, array_data_offset())

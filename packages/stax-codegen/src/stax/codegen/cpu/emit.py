@@ -42,6 +42,7 @@ from stax.loop import (
 from ..nesting import Nest
 from ..rowshare import Spill
 from . import rules
+from .alias_scopes import mark_alias_scopes
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
 from .nests import UNROLLED, LoopShapes
@@ -73,6 +74,10 @@ class KernelSpec:
     #: float dtypes whose sin/cos/tan arguments the program checks to lie below the emitter's
     #: short reduction's limit (``LoopProgram.trig_limits``): those use it
     trig_checked: frozenset[str] = frozenset()
+    #: buffers in blocks the plan allocates (``StoragePlan.storage``), which no other buffer of
+    #: the kernel overlaps but one written in place over it (``alias_scopes.py``)
+    owned: frozenset[str] = frozenset()
+    callers: frozenset[str] = frozenset()  # the caller's arrays: they overlap no owned buffer
 
 
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)
@@ -259,6 +264,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.build_nest(nest)
         self.events_finish()
         self.builder.ret_void()
+        mark_alias_scopes(self.fn, self.pointers, self.spec.owned, self.spec.callers)
         return self.fn
 
     def pointwise(self, nodes: Sequence[ComputedBuffer]) -> None:

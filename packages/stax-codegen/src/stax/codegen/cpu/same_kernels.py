@@ -73,7 +73,9 @@ def kernel_key(spec: KernelSpec) -> Any:
     args = tuple(buffer(a) for a in spec.args)  # argument positions first
     roots = (walk(spec.nodes), walk(spec.nest))
     renamed = (tuple(sorted((buffer(k), buffer(v)) for k, v in spec.in_place.items())),
-               buffer(spec.events), tuple(sorted(buffer(d) for d in spec.discard)))
+               buffer(spec.events), tuple(sorted(buffer(d) for d in spec.discard)),
+               tuple(sorted(buffer(o) for o in spec.owned)),
+               tuple(sorted(buffer(c) for c in spec.callers)))
     dtypes = tuple(spec.dtypes.get(n) for n in names)  # of every buffer named, in that order
     return args, roots, tuple(records), renamed, dtypes, spec.precise
 
