@@ -99,7 +99,14 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
         return
     numel = int(np.prod(lazy.shape))
     if numel == 0:
-        return  # an empty value: nothing to compute, keep or recompute
+        # nothing to compute, but inlined into each read its expression is built once per read:
+        # along a chain of values read several times each (binary lifting's positions, 3 reads
+        # a step) the expression grows exponentially (np.searchsorted of 1000 points on an
+        # empty array took 25 s to compile). An empty buffer costs nothing to keep.
+        if sum(user.args.count(node) for user in node.users if user.op is not Opcode.OUTPUT) > 1:
+            ctx.node = node
+            ctx.values[node] = ctx.realize(lazy, output_strides(meta))
+        return
     reads, output = 0, False
     for user in node.users:
         if user.op is Opcode.OUTPUT:
