@@ -70,7 +70,8 @@ def test_a_kernel_storing_many_buffers_vectorizes(build):
         count = step if count is None else b("add", count, step)
     artifact = generate(lower_opgraph(b.program(count), materialize=keep_in_memory))
     assert len(artifact.kernels) == 1 and len(artifact.kernels[0].args) > 12  # its own buffers
-    got, = Executable(artifact)(cr, ci)
+    executable = Executable(artifact)
+    got, = executable(cr, ci)
     np.testing.assert_array_equal(got, b.expected(count)[0])
     assert "!alias.scope" in artifact.llvm_ir
-    assert "x double>" in Executable(artifact).module.optimized_ir
+    assert "x double>" in executable.module.optimized_ir

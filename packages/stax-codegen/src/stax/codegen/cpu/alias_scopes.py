@@ -51,9 +51,9 @@ def mark_alias_scopes(fn: ir.Function, pointers: Mapping[str, ir.Value], owned: 
         pointer = pointers.get(name)
         if pointer is not None:
             groups[id(pointer)] = id(pointer)
-    shared = [pointers[n] for n in sorted(callers) if n in pointers]
-    for pointer in shared:
-        groups.setdefault(id(pointer), 0)  # 0: the caller's arrays, together
+    for name in sorted(callers):
+        if name in pointers:
+            groups.setdefault(id(pointers[name]), 0)  # 0: the caller's arrays, together
     keys = list(dict.fromkeys(groups.values()))
     if len(keys) < 2:
         return  # nothing to tell apart

@@ -427,9 +427,7 @@ class FloatEvents:
             # frozen condition, and InstCombine moves a freeze of the accumulator's loop-exit
             # value into the loop, where the vectorizer no longer sees a reduction
             # (mandelbrot_real's rows ran scalar)
-            seen = ir.InlineAsm(ir.FunctionType(slot.type.pointee, [slot.type.pointee]), "",
-                                "=r,0")
-            nonfinite = b.icmp_unsigned("!=", b.call(seen, [b.load(slot)]),
+            nonfinite = b.icmp_unsigned("!=", _empty_asm(b, b.load(slot), "=r,0"),
                                         ir.Constant(slot.type.pointee, 0))
             bits = b.or_(bits, b.select(nonfinite, ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
         with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), likely=False):
