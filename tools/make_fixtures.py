@@ -9,6 +9,7 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py --schema-1.4   # region updates, a scatter, complex parts
     python tools/make_fixtures.py --schema-1.5   # trig argument limits (float32 sin, cos, tan)
     python tools/make_fixtures.py --copies       # stax.kernels/1.6: a kernel copying an input
+    python tools/make_fixtures.py --phased-columns  # stax.kernels/1.7: column statistics
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
     python tools/make_fixtures.py --cuda         # a CUDA document: Triton kernels (kernels 1.5)
 
@@ -206,6 +207,27 @@ def copies_documents() -> None:
     print("wrote", path)
 
 
+def column_statistics(x: np.ndarray) -> tuple:
+    """A columns nest of several phases: the mean, the squared deviations from it, the standard
+    deviation, then the standardized matrix."""
+    mu = x.mean(axis=0)
+    sd = x.std(axis=0)
+    return (x - mu) / sd, sd
+
+
+def phased_columns_documents() -> None:
+    """stax.kernels/1.7: a columns nest of several phases (``NestPlan.phases`` of a columns nest)."""
+    x = np.linspace(-2, 3, 24 * 40, dtype=np.float32).reshape(24, 40) ** 2
+    capture = trace(column_statistics, (x,), name="column_statistics")
+    for node in capture.graph.nodes:
+        if node.source:
+            node.meta["source"] = "colstats.py:" + node.source.rsplit(":", 1)[1]
+    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / \
+        "colstats.kernels.schema-1.7.json"
+    write_json(path, generate(lower_opgraph(lower_capture(capture))).to_json())
+    print("wrote", path)
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128), dtype=np.float32)
@@ -242,6 +264,8 @@ if __name__ == "__main__":
         schema_1_5_documents()
     elif sys.argv[1:] == ["--copies"]:
         copies_documents()
+    elif sys.argv[1:] == ["--phased-columns"]:
+        phased_columns_documents()
     elif sys.argv[1:] == ["--nests"]:
         nest_documents()
     elif sys.argv[1:] == ["--cuda"]:

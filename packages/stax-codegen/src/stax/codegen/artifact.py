@@ -20,9 +20,12 @@ from .storage_plan import StoragePlan
 
 # 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events;
 # 1.4: each kernel's loop nest; 1.5: Triton source and each kernel's launch (CUDA documents);
-# 1.6: the input a CPU kernel copies unchanged (a document with such a kernel declares 1.6)
+# 1.6: the input a CPU kernel copies unchanged (a document with such a kernel declares 1.6);
+# 1.7: a columns nest of several phases (its ``phases``, as a row nest's; such a document
+# declares 1.7)
 KERNELS_SCHEMA = "stax.kernels/1.4"
 COPIES_KERNELS_SCHEMA = "stax.kernels/1.6"
+PHASED_COLUMNS_KERNELS_SCHEMA = "stax.kernels/1.7"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -67,7 +70,9 @@ class KernelPlan:
     name: str
     args: tuple[str, ...]          # buffers passed, in order
     computes: tuple[str, ...]      # buffers it writes
-    outer_range: int               # the x0 extent split across threads (1 when no loops)
+    #: the x0 extent split across threads (1 when no loops; a columns nest of reductions over
+    #: one kept axis counts its blocks of columns, ``cpu.nests.column_block``)
+    outer_range: int
     work: int                      # elements visited: product of all loop extents
     parallel: bool
     bytes_read: int
@@ -144,6 +149,9 @@ class KernelArtifact:
         """The schema the document declares: the oldest minor version that has its fields."""
         if self.triton_source is not None:
             return TRITON_KERNELS_SCHEMA
+        if any(k.nest is not None and k.nest.kind == "columns" and len(k.nest.phases) > 1
+               for k in self.kernels):
+            return PHASED_COLUMNS_KERNELS_SCHEMA
         return COPIES_KERNELS_SCHEMA if any(k.copies for k in self.kernels) else KERNELS_SCHEMA
 
     @property
@@ -266,7 +274,7 @@ def _describe(nest: NestPlan | None) -> str:
     text = f"; {nest.kind} nest"
     if nest.kind == "tiled":
         text += f" ({nest.tile}x{nest.tile} tiles)"
-    if nest.kind == "rows":
+    if nest.kind == "rows" or len(nest.phases) > 1:
         text += " (phases " + " | ".join(", ".join(p) for p in nest.phases) + ")"
     return text + "".join(f"; {r} also stores {b}" for r, b in nest.shares)
 

@@ -17,6 +17,7 @@ from .cpu.fpevents import float_events, has_events, underflow_unseen
 from .cpu.host import host_identity
 from .cpu.jit import PRECISE_SUFFIX, array_data_offset
 from .cpu.native_pool import native_available
+from .cpu.nests import column_block
 from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
 from .cpu.vmath.trig32 import short_reductions
@@ -53,7 +54,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     if target.device == "cuda":
         return generate_triton(program, target, nests)
     _check_emitter(target)
-    plan = plan_program(program, nests)
+    plan = plan_program(program, nests, target.phased_columns)
     groups, storage, discard = plan.groups, plan.storage, plan.discard
     identity = target.identity
     module = ir.Module(name=program.name)
@@ -160,6 +161,8 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     first = group.nodes[0]
     work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
     outer = first.ranges[0] if first.ranges else 1
+    if group.nest is not None:  # a columns nest over one axis splits it in blocks of columns
+        outer = -(-outer // column_block(group.nest))
     computes = tuple(n.name for n in group.nodes)
     read, written = traffic(group, args, nbytes, discard)
     # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``)

@@ -11,7 +11,10 @@ The kinds (``NEST_KINDS``):
   a later phase instead of recomputed (``shares``, ``rowshare.py``);
 - ``columns``: reductions or a scan whose contiguous axis is kept (``x.sum(0)``, ``cumsum(axis=0)``
   of a C matrix), loops interchanged so the innermost runs along memory over the kept axis and the
-  result buffer holds the running values;
+  result buffer holds the running values; with several phases (column statistics: the mean, then
+  the squared deviations from it, then the standard deviation), each phase over the thread's
+  whole block of columns in turn, a later one reading what an earlier one stored (on a target
+  with ``Target.phased_columns``; elsewhere such a group takes a row nest, one column a row);
 - ``tiled``: element-wise work that reads an operand across its memory order (``x.T + y``), the
   last two loops in ``tile`` x ``tile`` blocks;
 - ``scan``: a running sum or product along ``r0``, its total carried in a register.
@@ -50,7 +53,7 @@ class NestPlan:
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"kind": self.kind}
-        if self.kind == "rows":
+        if self.kind == "rows" or len(self.phases) > 1:
             doc["phases"] = [list(phase) for phase in self.phases]
         if self.shares:
             doc["shares"] = [{"reduction": r, "buffer": b} for r, b in self.shares]
@@ -132,7 +135,8 @@ def transposed(nodes: Sequence[ComputedBuffer]) -> bool:
 
 def columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
     """Reductions that read memory contiguously along their last kept axis and with a stride
-    along the reduced ones: their loops are better interchanged."""
+    along the reduced ones: their loops are better interchanged. With several phases, every
+    node keeps the same axes and the element-wise ones run along memory there too."""
     first = nodes[0]
     if "columns" not in legal_kinds(nodes) or not isinstance(first.data, Reduction):
         return False
@@ -143,14 +147,32 @@ def columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
     for node in nodes:
         if abs(node.store_index.coefficient(last)) != 1:
             return False
+        reduced = node.reduction_ranges if isinstance(node.data, Reduction) else ()
         for ld in affine_loads(node.data.body):
             step = abs(ld.index.coefficient(last))
             if step > 1:
                 return False
             contiguous |= step == 1
-            strided |= any(abs(ld.index.coefficient(rvar(j))) > 1
-                           for j in range(len(first.reduction_ranges)))
+            strided |= any(abs(ld.index.coefficient(rvar(j))) > 1 for j in range(len(reduced)))
     return contiguous and strided
+
+
+def _phased_columns(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Whether a group of several phases may run as a columns nest: every node keeps the same
+    axes (each phase covers the same block of columns), every reduction one the columns nest
+    holds in its result buffer, and the first phase reduces (what the nest is for)."""
+    first = nodes[0]
+    return bool(first.ranges) and isinstance(first.data, Reduction) and \
+        all(n.ranges == first.ranges and not n.ordered and n.store_offset is None and
+            isinstance(n.data, Pointwise | Reduction) for n in nodes) and \
+        all(_holds_accumulator(n) for n in nodes if isinstance(n.data, Reduction))
+
+
+def _holds_accumulator(node: ComputedBuffer) -> bool:
+    """The result buffer holds the accumulator: one value each (no arg reductions), in the
+    accumulator's own type (no booleans: stored as bytes, accumulated as bits)."""
+    return bool(node.reduction_ranges) and not is_arg(node) and node.dtype != "bool" and \
+        node.data.body.dtype != "bool"
 
 
 def columnwise_scan(node: ComputedBuffer) -> bool:
@@ -173,27 +195,25 @@ def legal_kinds(nodes: Sequence[ComputedBuffer]) -> tuple[str, ...]:
     if isinstance(first.data, Scan):
         return ("scan", "columns") if first.ranges else ("scan",)
     if len(phases(nodes)) > 1:
-        return ("rows",)
+        return ("rows", "columns") if _phased_columns(nodes) else ("rows",)
     if not first.ranges:
         return ("plain",)
     if isinstance(first.data, Reduction):
-        # the result buffer holds the accumulators: one value each (no arg reductions), in the
-        # accumulator's own type (no booleans: stored as bytes, accumulated as bits)
-        if first.reduction_ranges and not any(
-                is_arg(n) or n.dtype == "bool" or n.data.body.dtype == "bool" for n in nodes):
-            return ("plain", "columns")
-        return ("plain",)
+        return ("plain", "columns") if all(_holds_accumulator(n) for n in nodes) else ("plain",)
     return ("plain", "tiled") if len(first.ranges) >= 2 else ("plain",)
 
 
-def choose_nest(nodes: Sequence[ComputedBuffer]) -> Nest:
-    """The loop nest for one scheduled group (its nodes in order)."""
+def choose_nest(nodes: Sequence[ComputedBuffer], phased_columns: bool = False) -> Nest:
+    """The loop nest for one scheduled group (its nodes in order); ``phased_columns``: the
+    target emits a columns nest of several phases (``Target.phased_columns``)."""
     first = nodes[0]
     if first.ordered or first.store_offset is not None:  # its loops in order
         return _build(nodes, "plain", share=False)
     if isinstance(first.data, Scan):
         return _build(nodes, "columns" if columnwise_scan(first) else "scan", share=False)
     if len(phases(nodes)) > 1:
+        if phased_columns and columnwise(nodes):
+            return _build(nodes, "columns", share=False)
         return _build(nodes, "rows", share=True)
     if columnwise(nodes):
         return _build(nodes, "columns", share=False)
@@ -223,7 +243,7 @@ def nest_as(nodes: Sequence[ComputedBuffer], plan: NestPlan) -> Nest:
 
 
 def _build(nodes: Sequence[ComputedBuffer], kind: str, share: bool, tile: int = TILE) -> Nest:
-    if kind != "rows":
+    if kind not in ("rows", "columns"):
         return Nest(kind, (tuple(nodes),), (), tile if kind == "tiled" else 0)
     split = phases(nodes)
     spills: list[Spill] = []

@@ -55,13 +55,15 @@ def _too_many(program: LoopProgram, what: str) -> UnsupportedError:
 
 
 def plan_program(program: LoopProgram,
-                 nests: Mapping[tuple[str, ...], NestPlan] | None = None) -> ProgramPlan:
+                 nests: Mapping[tuple[str, ...], NestPlan] | None = None,
+                 phased_columns: bool = False) -> ProgramPlan:
     """Schedule ``program``; ``nests`` replaces the scheduler's loop nest of the kernels computing
-    the given buffers (``ValueError`` when one is not legal for its kernel). ``UnsupportedError``
-    for a program of more than ``MAX_STEPS`` steps."""
+    the given buffers (``ValueError`` when one is not legal for its kernel); ``phased_columns``
+    is the target's (``Target.phased_columns``). ``UnsupportedError`` for a program of more
+    than ``MAX_STEPS`` steps."""
     if len(program.buffers) > 4 * MAX_STEPS:
         raise _too_many(program, f"{len(program.buffers)} buffers")
-    groups, decisions = schedule(program)
+    groups, decisions = schedule(program, phased_columns)
     if len(groups) > MAX_STEPS:
         raise _too_many(program, f"{len(groups)} kernels and NumPy steps")
     for group in groups:

@@ -314,7 +314,8 @@ EXACT_SCAN_LIMIT = 64
 PairKey = tuple[int, int, int, int]
 
 
-def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
+def schedule(program: LoopProgram, phased_columns: bool = False
+             ) -> tuple[list[Group], list[FusionDecision]]:
     sizes = {b.name: int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
     edges = effect_order(program.buffers)
@@ -323,7 +324,7 @@ def schedule(program: LoopProgram) -> tuple[list[Group], list[FusionDecision]]:
     groups, decisions = fuse(groups, sizes)
     for group in groups:
         if group.extern is None:
-            group.nest = choose_nest(group.nodes)
+            group.nest = choose_nest(group.nodes, phased_columns)
     return groups, decisions
 
 

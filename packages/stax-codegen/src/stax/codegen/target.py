@@ -98,6 +98,10 @@ class Target:
     #: whether kernels compute complex values as pairs of floats (``LoopOptions.complex_parts``);
     #: otherwise a program with a complex value runs eagerly
     complex_parts: bool = True
+    #: whether its kernels run a group of several phases down columns (``nesting.py``: column
+    #: statistics, each phase over a block of columns in turn); otherwise such a group takes a
+    #: row nest, a column a row
+    phased_columns: bool = False
 
     @property
     def device(self) -> str:

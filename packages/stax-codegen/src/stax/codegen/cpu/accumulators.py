@@ -1,7 +1,9 @@
 """Emitters of reductions and scans: each reduction kind's accumulator (its first value, one
 step, its result) and each scan kind's step. A float sum or product steps with ``reassoc`` — the
-only fast-math flag Stax sets — so LLVM's loop vectorizer widens it with several accumulators; a
-scan steps in NumPy's order (no flag: NumPy's bits)."""
+only fast-math flag Stax sets — so LLVM's loop vectorizer widens it with several accumulators;
+a scan steps in NumPy's order (no flag: NumPy's bits), and so does a reduction while the
+emitter's ``in_order`` is set (a columns nest: vectors run across the columns, each column's
+sum row after row as NumPy's)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ def _first(result: Sequence[ir.Value]) -> ir.Value:
     return result[0]
 
 
+def _reassociable(em: Emitter) -> tuple[str, ...]:
+    return () if em.in_order else ("reassoc",)
+
+
 def _sum_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
     dtype = node.dtype
     return [ir.Constant(value_type(dtype), False if dtype == "bool" else
@@ -33,7 +39,7 @@ def _sum_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir
     if node.dtype == "bool":
         return [b.or_(acc, x)]
     if is_float(node.dtype):
-        total = b.fadd(acc, x, flags=("reassoc",))
+        total = b.fadd(acc, x, flags=_reassociable(em))
         if checked:
             em.after_step(node, total, acc, x)
         return [total]
@@ -51,7 +57,7 @@ def _prod_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: i
         return [b.and_(acc, x)]
     if not is_float(node.dtype):
         return [b.mul(acc, x)]
-    total = b.fmul(acc, x, flags=("reassoc",))
+    total = b.fmul(acc, x, flags=_reassociable(em))
     if checked:
         em.after_step(node, total, acc, x)
     return [total]

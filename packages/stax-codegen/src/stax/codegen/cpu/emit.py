@@ -118,6 +118,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.memo: dict[object, ir.Value] = {}  # id(expr) or ("index", affine)
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
+        self.in_order = False  # reductions step without ``reassoc`` (``accumulators.py``)
         self.events_start(spec.events, spec.precise, spec.nodes)
 
     def _data_pointer(self, obj: ir.Value, dtype: str, offset: int) -> ir.Value:

@@ -41,4 +41,5 @@ def cpu_target() -> Target:
                                                        ("float64", TRIG_LIMIT)),
                                        fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
                   materialize=keep_in_memory, element_cost=work,
-                  compiler_version=" ".join((llvmlite.__version__, *LLVM_OPTIONS)))
+                  compiler_version=" ".join((llvmlite.__version__, *LLVM_OPTIONS)),
+                  phased_columns=True)
