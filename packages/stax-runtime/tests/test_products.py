@@ -1,8 +1,8 @@
-"""Vector dot products and Euclidean norms compile natively as a product and a sum (issue 13,
-``stax.ir.to_opgraph.products``): every spelling of the 1-D dot product, ``np.linalg.norm`` over
-everything or one axis, in NumPy's dtypes and shapes, within rounding of NumPy's BLAS; a
-product that overflows declines the call so NumPy's own result and warning come back; matrix
-products stay NumPy's calls."""
+"""Vector dot products, matrix-vector products and Euclidean norms compile natively as a product
+and a sum (issues 13 and 14, ``stax.ir.to_opgraph.products``): every spelling of the 1-D dot
+product and of ``A @ v`` / ``v @ A``, ``np.linalg.norm`` over everything or one axis, in NumPy's
+dtypes and shapes, within rounding of NumPy's BLAS; a product that overflows declines the call
+so NumPy's own result and warning come back; products of two matrices stay NumPy's calls."""
 
 from __future__ import annotations
 
@@ -123,3 +123,73 @@ def test_views_of_a_computed_operand_reach_numpy_as_views():
     artifact = f.versions()[0].artifact
     views = [e for e in artifact.externs if e.target == "stax.ops.view"]
     assert len(views) >= 3 and len(artifact.kernels) == 1
+
+
+def matrix_vector(A, v, u):
+    return A @ v, np.dot(A, v), A.dot(v), np.matmul(A, v), u @ A, np.dot(u, A), A.T @ u, v @ A.T
+
+
+@pytest.mark.parametrize("dtypes", [(np.float64, np.float64), (np.float32, np.float32),
+                                    (np.int32, np.int64), (np.float32, np.float64),
+                                    (np.int64, np.float32)])
+def test_matrix_vector_spellings_match_numpy(dtypes):
+    rng = np.random.default_rng(3)
+    f = stax.compile(matrix_vector, strict_native=True)
+    for n, k in ((1, 1), (37, 5), (300, 64), (3, 1000)):
+        A = (rng.standard_normal((n, k)) * 10).astype(dtypes[0])
+        v = (rng.standard_normal(k) * 10).astype(dtypes[1])
+        u = (rng.standard_normal(n) * 10).astype(dtypes[1])
+        got, want = f(A, v, u), matrix_vector(A, v, u)
+        _within_product_bound(got, want, A, v, u)
+    assert all(_kernels_only(v) for v in f.versions())
+
+
+def _within_product_bound(got, want, A, v, u):
+    """Each result as NumPy's (type, dtype, shape), and within the rounding bound of a sum of
+    products in another order: k ulps of the sum of the products' magnitudes (integers exact)."""
+    a, x, y = (np.abs(t.astype(np.float64)) for t in (A, v, u))
+    scales = [a @ x] * 4 + [y @ a] * 2 + [a.T @ y, x @ a.T]
+    n, k = A.shape
+    terms = [k] * 4 + [n] * 3 + [k]  # the length of each result's sums
+    for g, w, scale, k in zip(got, want, scales, terms):
+        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape
+        if np.issubdtype(w.dtype, np.integer):
+            np.testing.assert_array_equal(g, w)
+            continue
+        bound = 2 * (k + 1) * np.finfo(w.dtype).eps * scale
+        assert np.all(np.abs(g.astype(np.float64) - w) <= bound), (g, w)
+
+
+def test_matrix_vector_layouts_and_special_values():
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal((60, 48))
+    base[3, 7], base[10, 2], base[20, 5] = np.nan, np.inf, -0.0
+    f = stax.compile(matrix_vector, strict_native=True)
+    for A in (base, base.T[:, :40].T.copy(order="F")[:, ::-1], base[::2, 1::3],
+              np.broadcast_to(base[0], (60, 48))):
+        v, u = rng.standard_normal(A.shape[1]), rng.standard_normal(A.shape[0])
+        with np.errstate(invalid="ignore"):
+            got, want = f(A, v, u), matrix_vector(A, v, u)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    empty = f(np.zeros((0, 3)), np.ones(3), np.ones(0))
+    for g, w in zip(empty, matrix_vector(np.zeros((0, 3)), np.ones(3), np.ones(0))):
+        np.testing.assert_array_equal(g, w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+
+
+def test_a_logistic_gradient_step_is_kernels_only():
+    """``X @ w``, the sigmoid and ``X.T @ r`` fuse around the products (two passes over X)."""
+    def step(X, y, w):
+        p = 1 / (1 + np.exp(-(X @ w)))
+        return w - 0.1 * (X.T @ (p - y)) / len(y)
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((500, 16)).astype(np.float32)
+    y = (rng.random(500) > 0.5).astype(np.float32)
+    w = rng.standard_normal(16).astype(np.float32)
+    f = stax.compile(step, strict_native=True)
+    np.testing.assert_allclose(f(X, y, w), step(X, y, w), rtol=1e-5, atol=1e-6)
+    (version,) = f.versions()
+    assert _kernels_only(version) and len(version.artifact.kernels) == 2

@@ -127,14 +127,16 @@ def _check_emitter(target: Target) -> None:
                          f"{target.identity.triple}")
 
 
-def _cost_per_element(group: Group, target: Target) -> int:
-    """Cost units (the target's cost model; on the CPU about 25 ps of one thread each) per loop
-    iteration."""
+def _cost(group: Group, target: Target) -> int:
+    """Cost units (the target's cost model; on the CPU about 25 ps of one thread each) of the
+    whole kernel: each node's cost per element times the elements it visits (a row's sum and
+    the sigmoid of it, one a row, are not both charged for every element of the row)."""
     total = 0
     for node in group.nodes:
         if isinstance(node, ExternCall):
             continue
-        total += target.element_cost(node.data.body)
+        visits = math.prod(node.ranges) * math.prod(node.reduction_ranges)
+        total += visits * max(target.element_cost(node.data.body), 1)
     return max(total, 1)
 
 
@@ -167,8 +169,7 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     read, written = traffic(group, args, nbytes, discard)
     # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``)
     in_order = any(n.ordered or n.store_offset is not None for n in group.nodes)
-    parallel = outer > 1 and work * _cost_per_element(group, target) >= options.parallel_threshold \
-        and not in_order
+    parallel = outer > 1 and _cost(group, target) >= options.parallel_threshold and not in_order
     bits = max(index_width(n) for n in group.nodes)
     nest = group.nest.plan if group.nest is not None else None
     return KernelPlan(name, args + ((events,) if events else ()), computes, outer, work, parallel,

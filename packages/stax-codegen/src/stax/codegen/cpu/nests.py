@@ -95,9 +95,18 @@ class LoopShapes:
 
     def row_nest(self, nest: Nest) -> None:
         """One row at a time (x0), the phases in order inside it: a later phase reads what an
-        earlier one stored for this row, while the row is still in cache (row fusion, §7)."""
+        earlier one stored for this row, while the row is still in cache (row fusion, §7).
+        Element-wise phases at the end that compute one value per row (``sigmoid(X @ w) - y``
+        after the row's sum) run after the rows, over the thread's rows at once: inside the row
+        loop they were scalar code, one ``exp`` a row."""
+        phases = list(nest.phases)
+        per_row: list[Sequence[ComputedBuffer]] = []
+        while len(phases) > 1 and len(phases[-1][0].ranges) == 1 and \
+                all(isinstance(n.data, Pointwise) for n in phases[-1]):
+            per_row.insert(0, phases.pop())
+
         def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
-            for phase in nest.phases:
+            for phase in phases:
                 def body(_: Sequence[ir.Value], phase: Sequence[ComputedBuffer] = phase
                          ) -> Sequence[ir.Value]:
                     self.phase(phase)
@@ -106,6 +115,9 @@ class LoopShapes:
                           unrolled=short_loop(phase))
             return []
         self.loop(xvar(0), self.start, self.stop, [], row)
+        if per_row:
+            self.loop(xvar(0), self.start, self.stop, [],
+                      lambda _: ([self.phase(phase) for phase in per_row], [])[1])
 
     def phase(self, nodes: Sequence[ComputedBuffer]) -> None:
         """One phase's nodes at the current position of the enclosing loops."""

@@ -1,6 +1,13 @@
 """Capture rules for products that are a reduction of element-wise work: the dot product of two
-vectors (``np.dot``, ``np.inner``, ``np.vdot``, ``a @ b``, ``a.dot(b)`` of 1-D operands) and the
-Euclidean norm (``np.linalg.norm`` with ``ord=None``, over everything or one axis).
+vectors (``np.dot``, ``np.inner``, ``np.vdot``, ``a @ b``, ``a.dot(b)`` of 1-D operands), the
+product of a matrix and a vector (``A @ v``, ``v @ A``, ``np.dot``, ``A.T @ r``: the vector read
+as a broadcast view, a sum over the shared axis) and the Euclidean norm (``np.linalg.norm``
+with ``ord=None``, over everything or one axis).
+
+A matrix-vector product reads the matrix once and does one multiply-add per element: it is bound
+by memory, so a kernel that fuses it with the work around it (the logistic gradient's
+``X.T @ (sigmoid(X @ w) - y)``) beats BLAS's call plus a separate pass; ``A.T @ r`` sums down
+the columns of ``A`` in a columns nest. Products of two matrices stay BLAS's (compute-bound).
 
 NumPy computes them through BLAS (``ddot``) or as ``sqrt(add.reduce(x * x))``: emitted as a
 ``mul`` and a ``sum``, they fuse with what makes their operands and what reads their result, and
@@ -42,8 +49,7 @@ def _sum_of_squares(ctx: LoweringContext, x: Node, dtype: str, y: Node | None = 
                     meta=meta)
 
 
-@rule("numpy.dot", "numpy.inner", "numpy.vdot", "numpy.matmul", "operator.matmul",
-      "method:dot", emits=("cast", "mul", "sum"))
+@rule("numpy.inner", "numpy.vdot", emits=("cast", "mul", "sum"))
 def _vector_dot(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Node:
     """The dot product of two real vectors of one length: ``sum(a * b)`` in NumPy's dtype."""
@@ -55,6 +61,50 @@ def _vector_dot(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             np.dtype(meta.dtype).kind not in "iuf" or "bool" in (a.tensor.dtype, b.tensor.dtype):
         raise NotNative
     return _sum_of_squares(ctx, a, meta.dtype, b)
+
+
+def _real_array(value: Any, ndim: int) -> bool:
+    return isinstance(value, Node) and value.tensor is not None and value.tensor.ndim == ndim \
+        and np.dtype(value.tensor.dtype).kind in "iuf"
+
+
+@rule("numpy.dot", "numpy.matmul", "operator.matmul", "method:dot",
+      emits=("cast", "view", "mul", "sum"))
+def _product(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Node:
+    """The dot product of two vectors, or a matrix-vector product."""
+    if not kwargs and len(args) == 2 and all(_real_vector(a) for a in args):
+        return _vector_dot(ctx, node, args, kwargs)
+    return _matrix_vector(ctx, node, args, kwargs)
+
+
+def _matrix_vector(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> Node:
+    """``A @ v`` (a sum along each row of ``A * v``) and ``v @ A`` (down each column of
+    ``v[:, None] * A``) of a real 2-D ``A`` and 1-D ``v``, in NumPy's result dtype."""
+    if kwargs or len(args) != 2:
+        raise NotNative
+    meta = node.tensor
+    if meta is None or meta.ndim != 1 or np.dtype(meta.dtype).kind not in "iuf":
+        raise NotNative
+    a, b = args
+    if _real_array(a, 2) and _real_array(b, 1):
+        matrix, vector, axis = a, b, 1
+    elif _real_array(a, 1) and _real_array(b, 2):
+        matrix, vector, axis = b, a, 0
+    else:
+        raise NotNative  # vectors (the rule above), matrices, batches, out=: NumPy's call
+    shape = matrix.tensor.shape
+    if shape[axis] != vector.tensor.shape[0] or "bool" in (matrix.tensor.dtype, vector.tensor.dtype):
+        raise NotNative
+    dtype = meta.dtype
+    matrix, vector = cast_to(ctx, matrix, dtype), cast_to(ctx, vector, dtype)
+    stride = vector.tensor.strides[0]
+    spread = ctx.view(vector, 0, (0, stride) if axis == 1 else (stride, 0), shape)
+    product = ctx.emit("mul", (matrix, spread) if axis == 1 else (spread, matrix),
+                       meta=dense_meta(shape, dtype))
+    return ctx.emit("sum", (product,), {"axis": (axis,), "keepdims": False, "dtype": dtype},
+                    meta=meta)
 
 
 @rule("numpy.linalg.norm", emits=("cast", "mul", "sum", "sqrt"))
