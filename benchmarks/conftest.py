@@ -77,6 +77,24 @@ def _dispatch_lines() -> list[str]:
             f"{(t[need[4]] - kernel) / ufunc:.1f}x (bar 25x)"]
 
 
+def _host_lines() -> list[str]:
+    """The CPU every number was measured on, and the vector width Stax's kernels ran with."""
+    model = next((line.split(":", 1)[1].strip() for line in _cpuinfo() if
+                  line.startswith("model name")), "unknown model")
+    from stax.codegen.cpu.host import host_identity, vector_choice
+    bits, why = vector_choice()
+    width = f"{bits}-bit vectors ({why})" if bits else "the host's one vector width"
+    return [f"host: {model}, {os.cpu_count()} CPUs, LLVM cpu {host_identity().cpu}; Stax "
+            f"kernels on {width}"]
+
+
+def _cpuinfo() -> list[str]:
+    try:
+        return Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return []
+
+
 def _experiment_lines() -> list[str]:
     lines = []
     for case, times in MEDIANS.items():
@@ -144,6 +162,7 @@ def _share_records() -> None:
 
 def pytest_terminal_summary(terminalreporter) -> None:
     tr = terminalreporter
+    NOTES.extend(_host_lines())
     NOTES.extend(_dispatch_lines())
     NOTES.extend(_experiment_lines())
     _share_records()

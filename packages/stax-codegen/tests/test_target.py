@@ -24,7 +24,9 @@ from stax.codegen import (
 )
 from stax.codegen.cpu import registry, vmath64
 from stax.codegen.cpu.costs import keep_in_memory, work
+from stax.codegen.cpu.host import vector_choice
 from stax.codegen.cpu.target import cpu_basis
+from stax.codegen.cpu.vector_width import with_width
 from stax.codegen.cpu.vmath.trig32 import TRIG32_LIMIT
 from stax.codegen.cpu.vmath64 import dd
 from stax.ir.structure import import_cycles, import_graph
@@ -64,8 +66,10 @@ def test_the_cpu_target_is_this_host():
     target = cpu_target()
     assert target is cpu_target() is target_for("cpu")  # probed once
     assert target.device == "cpu"
+    features = llvm.get_host_cpu_features().flatten()
+    bits, _ = vector_choice()  # the tuned width joins the features (vector_width.py)
     assert target.identity == Identity("cpu", llvm.get_process_triple(), llvm.get_host_cpu_name(),
-                                       llvm.get_host_cpu_features().flatten())
+                                       with_width(features, bits) if bits else features)
     assert target.identity.fma == ("+fma" in llvm.get_host_cpu_features().flatten().split(","))
     # the compiler: llvmlite and the LLVM options every module is optimized with
     from stax.codegen.cpu.host import LLVM_OPTIONS

@@ -17,6 +17,7 @@ from stax.ir.serialize import decode_value, encode_value
 
 from .nesting import NestPlan
 from .storage_plan import StoragePlan
+from .target import Identity
 
 # 1.1: extern calls, step order; 1.2: storage, index width, checks; 1.3: floating-point events;
 # 1.4: each kernel's loop nest; 1.5: Triton source and each kernel's launch (CUDA documents);
@@ -232,6 +233,11 @@ class KernelArtifact:
         schema = self.schema
         where = self.target.get("cpu") if self.triton_source is None else \
             f"{self.target.get('device', 'cuda')} (Triton)"
+        if self.triton_source is None and self.target.get("features"):
+            identity = Identity("cpu", self.target.get("triple", ""), self.target.get("cpu", ""),
+                                self.target["features"])
+            if identity.tuned_bits:
+                where += f", {identity.tuned_bits}-bit vectors"
         lines = [f"# {schema} {self.name} for {where}"]
         for b in self.buffers:
             lines.append(f"buffer {b.name}: {b.dtype}{list(b.shape)} strides={b.strides} ({b.role})")

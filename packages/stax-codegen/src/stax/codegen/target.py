@@ -48,6 +48,13 @@ class Identity:
                 return bits
         return 0
 
+    @property
+    def tuned_bits(self) -> int:
+        """The vector width kernels are tuned for: ``vector_bits`` unless the features tune an
+        AVX-512 CPU for 256-bit vectors (``+prefer-256-bit``, ``cpu/vector_width.py``)."""
+        widest = self.vector_bits
+        return 256 if widest > 256 and self.has("prefer-256-bit") else widest
+
     def key(self) -> tuple[str, ...]:
         """What decides the machine code made for this identity (a disk-cache key's part)."""
         return self.triple, self.cpu, self.features

@@ -9,6 +9,7 @@ from typing import Any
 import llvmlite.binding as binding
 
 from ..target import Identity
+from . import vector_width
 
 #: LLVM's options for every module. A kernel with 32-bit indices computes them from its 64-bit
 #: loop counters truncated, so the loop vectorizer checks one no-wrap assumption per access at
@@ -34,7 +35,21 @@ def _set_options() -> None:
 
 @functools.cache
 def host_identity() -> Identity:
-    """This process's CPU: LLVM's triple, CPU name and features."""
+    """This process's CPU: LLVM's triple, CPU name and features, the features saying which
+    vector width the kernels are tuned for (``vector_width.py``: measured where in question)."""
     llvm_ = llvm()
-    return Identity("cpu", llvm_.get_process_triple(), llvm_.get_host_cpu_name(),
-                    llvm_.get_host_cpu_features().flatten())
+    triple, cpu = llvm_.get_process_triple(), llvm_.get_host_cpu_name()
+    features = llvm_.get_host_cpu_features().flatten()
+    bits, _ = vector_choice()
+    if bits:
+        features = vector_width.with_width(features, bits)
+    return Identity("cpu", triple, cpu, features)
+
+
+@functools.cache
+def vector_choice() -> tuple[int, str]:
+    """(bits, why): the vector width this host's kernels are tuned for (0: the host has one
+    width, no AVX-512) and how it was decided."""
+    llvm_ = llvm()
+    return vector_width.choose(llvm_, llvm_.get_process_triple(), llvm_.get_host_cpu_name(),
+                               llvm_.get_host_cpu_features().flatten())
