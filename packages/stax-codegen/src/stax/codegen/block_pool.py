@@ -6,8 +6,8 @@ take). NumPy cannot reuse such a block — glibc returns every allocation above 
 kernel on ``free`` — so results above ``MIN_BYTES`` come from this pool instead.
 
 Each result is a NumPy array over a small exporter object (a ctypes array at the block's
-address); every view of the result keeps that exporter alive, and when the last one dies a
-finalizer puts the block back. The pool keeps at most ``limit`` bytes of free blocks; the rest is
+address); every view of the result keeps that exporter alive, and when the last one dies its
+``__del__`` puts the block back. The pool keeps at most ``limit`` bytes of free blocks; the rest is
 freed as usual. What callers see is an ordinary writable array (``flags.owndata`` is False, as
 for any view).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import threading
 import weakref
@@ -28,15 +29,22 @@ DEFAULT_LIMIT = 1 << 30
 
 @functools.lru_cache(maxsize=256)
 def _exporter_type(nbytes: int) -> type:
-    # a subclass, because ctypes' own array types take no weak references; one per block size,
-    # the most recent 256 kept (a program with very many large shapes makes them again)
-    return type(f"StaxBlock{nbytes}", (ctypes.c_char * nbytes,), {})
+    # a subclass per block size (the most recent 256 kept; a program with very many large
+    # shapes makes them again), whose instances give their block back when the last view of
+    # them dies: ``__del__`` costs far less than a ``weakref.finalize`` per result (4 us)
+    return type(f"StaxBlock{nbytes}", (ctypes.c_char * nbytes,), {"__del__": _exporter_died})
+
+
+def _exporter_died(exporter: ctypes.Array) -> None:
+    pool, block = exporter._stax_block  # type: ignore[attr-defined]
+    pool._give_back(block)
 
 
 class BlockPool:
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         self.limit = limit
-        self._free: dict[int, list[np.ndarray]] = {}
+        #: free blocks by size, each with its address (asking an array for it costs 1 us)
+        self._free: dict[int, list[tuple[np.ndarray, int]]] = {}
         self._free_bytes = 0
         self._lock = threading.Lock()
         _POOLS.add(self)
@@ -46,26 +54,28 @@ class BlockPool:
     def empty(self, shape: tuple[int, ...], dtype: np.dtype, strides: tuple[int, ...] | None = None
               ) -> np.ndarray:
         """An uninitialized array, from a recycled block when one of this size is free."""
-        nbytes = max(1, int(np.prod(shape)) * dtype.itemsize)
+        nbytes = max(1, math.prod(shape) * dtype.itemsize)
         with self._lock:
             blocks = self._free.get(nbytes)
-            block = blocks.pop() if blocks else None
-            if block is not None:
+            found = blocks.pop() if blocks else None
+            if found is not None:
                 self._free_bytes -= nbytes
                 self.reused += 1
             else:
                 self.allocated += 1
-        if block is None:
+        if found is None:
             block = np.empty(nbytes, np.uint8)
-        exporter = _exporter_type(nbytes).from_address(block.ctypes.data)
-        weakref.finalize(exporter, self._give_back, block)
+            found = (block, block.ctypes.data)
+        exporter = _exporter_type(nbytes).from_address(found[1])
+        exporter._stax_block = (self, found)
         return np.ndarray(shape, dtype, buffer=exporter, strides=strides)
 
-    def _give_back(self, block: np.ndarray) -> None:
+    def _give_back(self, found: tuple[np.ndarray, int]) -> None:
+        nbytes = found[0].nbytes
         with self._lock:
-            if self._free_bytes + block.nbytes <= self.limit:
-                self._free.setdefault(block.nbytes, []).append(block)
-                self._free_bytes += block.nbytes
+            if self._free_bytes + nbytes <= self.limit:
+                self._free.setdefault(nbytes, []).append(found)
+                self._free_bytes += nbytes
 
     def clear(self) -> None:
         """Free every block the pool holds (results still alive keep theirs)."""
