@@ -3,7 +3,9 @@ measures how much of everyday NumPy code Stax compiles natively, correctly and f
 
 Each program is a plain NumPy function written the way users write them (result buffers filled in
 Python loops, masked corrections, stencils stepped in time, scalar-only generators, complex signal
-code, distance matrices, tiny ODE right-hand sides), registered with its kind, a seeded input
+code, distance matrices, tiny ODE right-hand sides, and programs built around reductions: branches
+on them, arguments updated in place then reduced, masks, column statistics, matrix-vector
+steps), registered with its kind, a seeded input
 maker, the tolerance its result is checked with against eager NumPy, and optionally a faithful
 jax.numpy port. Numba is tried as ``numba.njit`` on the unmodified function.
 
@@ -28,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("buffers", "loops", "stencils", "masks", "scalars", "complex", "distances", "odes", "misc")
+KINDS = ("buffers", "loops", "stencils", "masks", "scalars", "complex", "distances", "odes", "misc",
+         "reductions")
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,22 @@ class Program:
 
 
 def _load() -> dict[str, Program]:
-    from . import buffers, complex, distances, loops, masks, misc, odes, scalars, stencils
+    from . import (
+        buffers,
+        complex,
+        distances,
+        loops,
+        masks,
+        misc,
+        odes,
+        reductions,
+        scalars,
+        stencils,
+    )
 
     programs: dict[str, Program] = {}
-    for module in (buffers, loops, stencils, masks, scalars, complex, distances, odes, misc):
+    for module in (buffers, loops, stencils, masks, scalars, complex, distances, odes, misc,
+                   reductions):
         for program in module.PROGRAMS:
             if program.name in programs:
                 raise ValueError(f"corpus program {program.name!r} is registered twice")
