@@ -35,7 +35,8 @@ def test_example_4_4_graph():
         "copy_(y, %setitem)  # written back to the caller"]
 
 
-@pytest.mark.parametrize("form", ["imul", "out", "index_iadd", "mask", "slice", "copyto"])
+@pytest.mark.parametrize("form", ["imul", "out", "index_iadd", "mask", "slice", "copyto",
+                                  "clip_out", "method_out", "sum_out", "round_out"])
 def test_in_place_forms_leave_eager_side_effects(form):
     def f(x, y, m):
         if form == "imul":
@@ -48,6 +49,14 @@ def test_in_place_forms_leave_eager_side_effects(form):
             x[m] = 0
         elif form == "slice":
             x[1:3] = y[0, :2]
+        elif form == "clip_out":
+            np.clip(x, -0.5, 0.5, out=x)
+        elif form == "method_out":
+            y.clip(0, None, out=y)
+        elif form == "sum_out":
+            np.sum(y, axis=0, out=x)
+        elif form == "round_out":
+            np.round(x * 3, 1, out=x)
         else:
             np.copyto(x, y[1])
         return x * 2 + y.sum()
@@ -73,3 +82,19 @@ def test_views_of_inputs_stay_views():
     assert not np.shares_memory(doubled, x)
     x[1, 0] = 100.0  # eager semantics: the views see it
     assert tail[0, 0] == 100.0 and t[0, 1] == 100.0
+
+
+def test_out_of_a_function_casts_and_fails_as_numpy():
+    """``np.clip(..., out=o)`` writes the result cast into ``o`` as NumPy does (same_kind): an
+    int ``o`` for a float result is NumPy's casting error, raised at the call."""
+    def f(x, o):
+        np.clip(x, -1.0, 1.0, out=o)
+        return o * 2
+
+    x = np.linspace(-3, 3, 7)
+    cf = stax.compile(f, strict_native=True)
+    o, oe = np.zeros(7, np.float32), np.zeros(7, np.float32)
+    np.testing.assert_array_equal(cf(x, o), f(x, oe))
+    np.testing.assert_array_equal(o, oe)
+    with pytest.raises(TypeError, match="Cannot cast"):
+        cf(x, np.zeros(7, np.int64))

@@ -30,6 +30,12 @@ MUTATING_METHODS = frozenset({
 MUTATING_FUNCTIONS = frozenset({
     "numpy.put", "numpy.place", "numpy.putmask", "numpy.fill_diagonal", "numpy.put_along_axis",
 })
+#: functions (and the same-named ndarray methods) whose ``out=`` receives exactly what they
+#: return without it, cast as NumPy casts into ``out``: ``f(..., out=o)`` is ``o[...] = f(...)``
+OUT_FUNCTIONS = frozenset({
+    "clip", "round", "around", "cumsum", "cumprod", "sum", "prod", "mean", "max", "min", "amax",
+    "amin",
+})
 #: attributes read straight from the example value: static metadata, part of the signature.
 STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes"})
 
@@ -146,6 +152,8 @@ class Proxy:
             diagonal = np.eye(*a.value.shape, dtype=bool)  # the main diagonal (no wrap)
             a._update_in_place("np.fill_diagonal", lambda: np.where(diagonal, value, a))
             return None
+        if kwargs.get("out") is not None and module == "numpy" and func.__name__ in OUT_FUNCTIONS:
+            return _into(self.tracer, Opcode.CALL_FUNCTION, target, func, args, kwargs)
         if target in MUTATING_FUNCTIONS or kwargs.get("out") is not None:
             raise _mutation(target)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, args, kwargs, func)
@@ -183,10 +191,12 @@ class Proxy:
             return read
 
         def method(*args: Any, **kwargs: Any) -> Any:
+            call = lambda obj, *a, **k: getattr(obj, name)(*a, **k)  # noqa: E731
             if kwargs.get("out") is not None:
-                raise _mutation(f"method .{name}(..., out=...)")
-            return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
-                                      lambda obj, *a, **k: getattr(obj, name)(*a, **k))
+                if name not in OUT_FUNCTIONS:
+                    raise _mutation(f"method .{name}(..., out=...)")
+                return _into(self.tracer, Opcode.CALL_METHOD, name, call, (self, *args), kwargs)
+            return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs, call)
         return method
 
     def __len__(self) -> int:
@@ -361,6 +371,24 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
         return tracer.record(Opcode.CALL_FUNCTION, "numpy.where", (where, new.astype(out.value.dtype),
                                                                     out), {}, np.where)
     return out._update_in_place(f"{target}(..., out=...)", compute)
+
+
+def _into(tracer: Tracer, opcode: Opcode, target: str, func: Any, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> Any:
+    """``func(*args, out=o)`` of ``OUT_FUNCTIONS``: eager's own errors first (casting into
+    ``o``, shapes), from a call on copies; then the call without ``out`` recorded and ``o``
+    updated with its result (an argument as ``x += y`` updates one). Returns ``o``."""
+    out = kwargs["out"]
+    out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    what = f"{target}(..., out=...)"
+    if not isinstance(out, Proxy) or not isinstance(out.value, np.ndarray):
+        raise _mutation(what)
+    rest = {k: v for k, v in kwargs.items() if k != "out"}
+    probe = np.copy(out.value, order="K")
+    plain = {k: _plain(v) for k, v in rest.items()}
+    with np.errstate(all="ignore"):  # the recorded call reports the floating-point events
+        func(*(_plain(a) for a in args), **plain, out=probe)
+    return out._update_in_place(what, lambda: tracer.record(opcode, target, args, rest, func))
 
 
 def _same_shape_mask(key: Any, x: Proxy) -> bool:
