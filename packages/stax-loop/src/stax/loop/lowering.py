@@ -25,6 +25,7 @@ from .ir import InputBuffer, LoopProgram, OutputRef, xvar
 from .options import DEFAULT_OPTIONS, LoopOptions
 from .registry import LOWERINGS, OWN_DTYPE_RULES
 from .reroll import reroll_updates
+from .split_producers import align_with_split_reductions
 from .unused import drop_silent, keep_for_events
 
 __all__ = ["LOWERINGS", "LoopOptions", "MaterializePolicy", "Reuse", "lower_opgraph"]
@@ -85,6 +86,7 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     kept = [*(o.buffer for o in outputs if o.buffer is not None), *events_only]
     buffers, events_only = drop_silent(reroll_updates(ctx.buffers, kept, ctx.checks),
                                        events_only, outputs, ctx.checks)
+    buffers = align_with_split_reductions(buffers)
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
                        buffers, outputs, program.output_tree, dict(ctx.checks), events_only,
                        dict(ctx.trig_limits))
