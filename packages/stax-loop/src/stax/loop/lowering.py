@@ -106,8 +106,7 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
         # a step) the expression grows exponentially (np.searchsorted of 1000 points on an
         # empty array took 25 s to compile). An empty buffer costs nothing to keep.
         if sum(user.args.count(node) for user in node.users if user.op is not Opcode.OUTPUT) > 1:
-            ctx.node = node
-            ctx.values[node] = ctx.realize(lazy, output_strides(meta))
+            _realize_now(ctx, node, lazy)
         return
     reads, output = 0, False
     for user in node.users:
@@ -126,8 +125,13 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
         return  # one reader reading each element once: inlining is free
     index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
     if materialize(Reuse(lazy.loader(index), lazy.dtype, numel, reads, output)):
-        ctx.node = node
-        ctx.values[node] = ctx.realize(lazy, output_strides(meta))
+        _realize_now(ctx, node, lazy)
+
+
+def _realize_now(ctx: LoopLowering, node: Node, lazy: Lazy) -> None:
+    """``node``'s value computed into a buffer of its own, which its readers load."""
+    ctx.node = node
+    ctx.values[node] = ctx.realize(lazy, output_strides(node.tensor))
 
 
 def _bound_depth(ctx: LoopLowering, node: Node, depth: dict[Node, int]) -> None:
@@ -137,7 +141,7 @@ def _bound_depth(ctx: LoopLowering, node: Node, depth: dict[Node, int]) -> None:
         return
     d = 1 + max((depth.get(a, 0) for a in node.inputs), default=0)
     if d > ctx.options.max_depth and ctx.native(lazy.dtype):
-        ctx.values[node] = ctx.realize(lazy, output_strides(node.tensor))
+        _realize_now(ctx, node, lazy)
         return
     depth[node] = d
 
