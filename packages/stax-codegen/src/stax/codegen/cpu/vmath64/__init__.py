@@ -7,19 +7,24 @@ every step that could cost a bit is kept as an unevaluated sum of two doubles (d
 exact sums (two-sum), exact products (FMA where the host has it, Dekker's splitting otherwise),
 and reductions whose remainders are exact. The final rounding is the only full half-ulp.
 
-Built from three cores, each straight-line (selects, no branches) so loops stay vectorizable:
+Built from a few cores, each straight-line (selects, no branches) so loops stay vectorizable:
 
-- ``_exp_parts``: e^(xh + xl) = 2^n (s + t) to about 2^-68 relative, from a 64-entry table of
-  2^(j/64) pairs, a Cody–Waite reduction to |r| <= ln2/128 and a series to degree 7;
-- ``_log_parts``: log x = hi + lo to about 2^-68 relative, from a 128-entry table (x = 2^e m,
-  m c_j = 1 + r with |r| <= 2^-7, log c_j in double-double computed once in decimal arithmetic)
-  and a degree-10 series of log1p(r);
+- ``exp`` and ``_log_parts_fast`` (log, log2, log10, log1p, the inverse hyperbolics) take no
+  table: a lookup becomes a vector gather, and a gather of 8 doubles costs about as much as ten
+  FMAs. exp is e^r for |r| <= ln2/2 with the leading terms exact (0.55 ulp), log 2 atanh(s) with
+  s = (m - 1) / (m + 1) as a pair from one division (0.54 ulp);
+- ``_exp_parts``: e^(xh + xl) = 2^n (s + t) to about 2^-68 relative, for the functions that
+  magnify its error or need the pair (exp2, expm1, sinh, cosh, pow, logaddexp), from a 64-entry
+  table of 2^(j/64) pairs, a Cody–Waite reduction to |r| <= ln2/128 and a series to degree 7;
+- ``_log_parts``: log x = hi + lo to about 2^-68 relative (pow, logaddexp), from a 128-entry
+  table (x = 2^e m, m c_j = 1 + r with |r| <= 2^-7, log c_j in double-double computed once in
+  decimal arithmetic) and a degree-10 series of log1p(r);
 - ``_reduce_pio2``: x = n pi/2 + y for |x| < 2^23 pi/2 with pi/2 split into four 30-bit chunks
   (each n chunk product exact) and a fifth double; larger arguments make the lowering's check
   fail (such a call runs as NumPy, see ``stax.loop.lowering``).
 
 Special values (NaN, +-inf, +-0.0, the domain edges) are selected at the end of each function to
-match C99 and NumPy.
+match C99 and NumPy (exp's come out of its arithmetic: a NaN goes through, ldexp gives 0 and inf).
 """
 
 from .explog import (

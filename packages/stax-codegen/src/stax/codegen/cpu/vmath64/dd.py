@@ -12,7 +12,14 @@ from ..host import host_identity
 
 F64 = ir.DoubleType()
 I64 = ir.IntType(64)
+I32 = ir.IntType(32)
 I1 = ir.IntType(1)
+
+
+def has_scalef() -> bool:
+    """Whether ``llvm.ldexp`` becomes one instruction on vectors (AVX-512's ``vscalefpd``, at
+    either vector width); elsewhere it is a call of C's ldexp, which would keep loops scalar."""
+    return host_identity().has("avx512f")
 
 
 def has_fma() -> bool:
@@ -135,14 +142,28 @@ class Builder:
         half = self.b.ashr(n, ir.Constant(I64, 1))
         return self.mul(self.mul(x, self.pow2(half)), self.pow2(self.b.sub(n, half)))
 
+    def ldexp(self, x, n: ir.Value) -> ir.Value:
+        """x 2^n for an i32 n in [-2044, 2046], rounded once (to a subnormal, or overflowing to
+        inf): ``vscalefpd`` where the host has it, else ``scale``'s two multiplications, which
+        round the same."""
+        if not has_scalef():
+            return self.scale(x, self.b.sext(n, I64))
+        fn = self.module.declare_intrinsic("llvm.ldexp", [F64, I32], ir.FunctionType(F64, [F64, I32]))
+        return self.b.call(fn, [self.v(x), n])
+
+    def muladd(self, x, y, z) -> ir.Value:
+        """x y + z, fused where the CPU has FMA (``llvm.fmuladd``), for steps whose rounding the
+        kernel's bound allows either way (never where exactness is claimed: ``remainder``)."""
+        fn = self.module.declare_intrinsic("llvm.fmuladd", [F64], ir.FunctionType(F64, [F64] * 3))
+        return self.b.call(fn, [self.v(x), self.v(y), self.v(z)])
+
     def poly(self, x, coefficients) -> ir.Value:
         """Horner: c0 + x (c1 + x (c2 + ...)), each step fused where the CPU has FMA
         (``llvm.fmuladd``): only these kernels' own polynomials, whose bounds are measured both
         ways, never user arithmetic."""
-        fn = self.module.declare_intrinsic("llvm.fmuladd", [F64], ir.FunctionType(F64, [F64] * 3))
         acc = self.v(coefficients[-1])
         for c in reversed(coefficients[:-1]):
-            acc = self.b.call(fn, [acc, self.v(x), self.v(c)])
+            acc = self.muladd(acc, x, c)
         return acc
 
     # -- exact steps -------------------------------------------------------------------------
@@ -166,6 +187,15 @@ class Builder:
         yh, yl = self.veltkamp(y)
         e = self.add(self.add(self.sub(self.mul(xh, yh), p), self.mul(xh, yl)), self.mul(xl, yh))
         return p, self.add(e, self.mul(xl, yl))
+
+    def remainder(self, n, q, d) -> ir.Value:
+        """n - q d exactly, for q = n / d rounded to nearest (the remainder of a correctly rounded
+        division is a double): one FMA, or Dekker's product whose high part cancels n exactly
+        (Sterbenz)."""
+        if has_fma():
+            return self.intrinsic("llvm.fma", self.neg(q), d, n)
+        p, e = self.two_prod(q, d)
+        return self.sub(self.sub(n, p), e)
 
     def veltkamp(self, x) -> tuple[ir.Value, ir.Value]:
         """x = hi + lo with hi on 26 bits and lo on 27: their products are exact."""
