@@ -107,3 +107,34 @@ def test_log_of_an_exact_power_of_the_base_is_its_exponent(build, run, op, base,
     b = build(x=x)
     (got,), _ = run(b, b(op, b.inputs["x"]))
     np.testing.assert_array_equal(got, k)
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_small_constant_powers(build, run, n):
+    """float32 ``x ** 3`` and ``x ** 4`` (``stax.loop.elementwise.small_power32``: an exact
+    square split by an FMA, one rounding): within 0.5 ulp (+2^-23) where the power is at least
+    2^-100, within 1 ulp near and below the underflow threshold, infinities with the power's sign where it overflows (also
+    where the square's error term alone would overflow), special values as NumPy's."""
+    rng = np.random.default_rng(12)
+    x = np.concatenate([wide_inputs("pow"), rng.uniform(-1e13, 1e13, 3_000),
+                        rng.uniform(-1e-12, 1e-12, 3_000), [1e19, -1e19, 2e19, -7e12, 5.4e15],
+                        SPECIALS]).astype(np.float32)
+    b = build(x=x)
+    out = b("pow", b.inputs["x"], np.float32(n))
+    (got,), artifact = run(b, out)
+    assert not artifact.externs and "llvm.trunc" not in artifact.llvm_ir  # not pow's routine
+    with np.errstate(all="ignore"):
+        exact = x.astype(np.longdouble) ** n
+        want = x ** np.float32(n)
+        rounded = exact.astype(np.float32)
+    assert ulps(got, exact) <= 1.0
+    large = np.abs(exact) >= 2.0 ** -100
+    assert ulps(got[large], exact[large]) <= 0.5 + 2.0 ** -20
+    tiny = np.isfinite(rounded) & (np.abs(exact) <= np.finfo(np.float32).tiny)
+    subnormal_ulp = np.float32(2.0 ** -149)
+    assert np.all(np.abs(got[tiny].astype(np.longdouble) - exact[tiny]) <= subnormal_ulp)
+    overflow = ~np.isfinite(rounded) & ~np.isnan(x)
+    np.testing.assert_array_equal(got[overflow], want[overflow])  # signed infinities
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    keep = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[keep]), np.signbit(want[keep]))

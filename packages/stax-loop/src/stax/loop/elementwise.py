@@ -11,7 +11,7 @@ import numpy as np
 from stax.ir import Node, TensorMeta, elementwise_ops
 
 from .context import Lazy, Loader, LoopLowering, negation, trig_range_check
-from .expr import Binary, Cast, Const, Expr, Select, Unary
+from .expr import Binary, Cast, Const, Expr, Select, Ternary, Unary
 from .externs import extern_call, op_as_extern
 from .index import Affine
 from .operators import OPERATORS, get_operator
@@ -176,3 +176,44 @@ def _float_to_int(ctx: LoopLowering, shape: tuple[int, ...], src: str, dtype: st
     zero = Const(0.0, src)
     # the conversion sees only values that fit (LLVM's fptosi of any other is poison)
     return Lazy(shape, dtype, lambda i: Cast(Select(fits(i), x(i), zero, src), dtype))
+
+
+#: float32 ``x ** n`` for these constant exponents is computed in float32 lanes from ``x * x``
+#: split exactly by an FMA (``small_power32``)
+SMALL_POWERS32 = (3, 4)
+
+
+@lowers("pow")
+def lower_pow(ctx: LoopLowering, node: Node) -> Lazy:
+    """``pow``; float32 ``x ** 3`` and ``x ** 4`` (a constant exponent) as ``small_power32``."""
+    meta = node.tensor
+    exponent = node.args[1] if len(node.args) == 2 else None
+    if meta is None or meta.dtype != "float32" or isinstance(exponent, (Node, bool)) or \
+            not isinstance(exponent, (int, float, np.integer, np.floating)) or \
+            float(exponent) not in SMALL_POWERS32:
+        return lower_operator(ctx, node)
+    x = ctx.operand(node.args[0], meta.shape, "float32")
+    n = int(exponent)
+    return Lazy(meta.shape, "float32", lambda i: small_power32(x(i), n))
+
+
+def small_power32(x: Expr, n: int) -> Expr:
+    """``x ** n`` (3 or 4) of float32 ``x`` within 0.5 ulp (+2^-23) of the exact power where it
+    is at least 2^-100, within 1 ulp nearer the underflow threshold (where ``l * x`` rounds to
+    a subnormal step) and below it, in float32 lanes: ``h = x * x`` and its
+    exact error ``l = fma(x, x, -h)``, then one rounding, ``fma(h, x, l * x)`` (cube) or
+    ``fma(h, h, 2 h l)``. The double-precision products this replaces ran at half the vector
+    width (a float32 GELU with ``x ** 3`` 19-28% behind ``x * x * x``, which itself errs by up
+    to 1.5 ulp). Where ``h`` is at least ``2^100`` (cube) or ``2^64`` (fourth power) the power
+    overflows whatever the error, which could itself overflow: it is dropped there (and where
+    ``h`` is infinite or NaN), the power then ``h * x`` or ``h * h``, with no NaN made from an
+    infinity; overflow and underflow happen where the power's do."""
+    f32 = "float32"
+    h = Binary("mul", x, x, f32)
+    small = Binary("lt", Unary("abs", h, f32), Const(2.0 ** (100 if n == 3 else 64), f32), "bool")
+    zero = Const(0.0, f32)
+    xs, hs = Select(small, x, zero, f32), Select(small, h, zero, f32)
+    low = Ternary("fma", xs, xs, Unary("neg", hs, f32), f32)
+    if n == 3:
+        return Ternary("fma", h, x, Binary("mul", low, xs, f32), f32)
+    return Ternary("fma", h, h, Binary("mul", Binary("add", hs, hs, f32), low, f32), f32)
