@@ -207,3 +207,21 @@ def test_an_event_on_a_selected_element_is_still_numpys():
     with pytest.warns(RuntimeWarning, match="divide"):
         got = g(x)
     np.testing.assert_array_equal(got, np.array([0.5, -1.0, np.inf, 0.2]))
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32"),
+                                    ("int64", "int32"), ("float32", "int64")])
+def test_a_traced_value_of_another_dtype_is_cast_into_the_mask(dtypes):
+    """``z[z > 0] = y.max()``: NumPy casts the 0-d value to z's dtype first; the capture rule
+    emits that cast (it was an undeclared op: an internal compiler error, eager every call)."""
+    def f(x, y):
+        z = x.copy()
+        z[z > 0] = y.max()
+        return z
+
+    x = (np.linspace(-3, 3, 11) * 7).astype(dtypes[0])
+    y = (np.arange(5) * 1.5).astype(dtypes[1])
+    compiled = stax.compile(f, strict_native=True)
+    got, want = compiled(x, y), f(x, y)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

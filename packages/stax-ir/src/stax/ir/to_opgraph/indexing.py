@@ -16,7 +16,7 @@ from .native_forms import gatherable
 from .registry import NotNative, rule
 
 
-@rule("stax.functional.setitem", emits=("where", "setitem", "scatter", "full"))
+@rule("stax.functional.setitem", emits=("where", "setitem", "scatter", "full", "cast"))
 def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Node:
     """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
