@@ -160,7 +160,9 @@ class Check:
         for version in compiled.versions():
             STATS["versions native" if version.native else "versions eager"] += 1
             if not version.native and version.reason:
-                REASONS[version.reason.split(" at ")[0][:90]] += 1
+                reason = version.reason.split(" at ")[0]
+                # an internal error whole (it names the rule or pass at fault), the rest cut
+                REASONS[reason if "internal compiler error" in reason else reason[:90]] += 1
         STATS["fallback calls"] += compiled.cache_info().fallbacks
 
     def _call(self, loaded: Loaded, compiled: Any, k: int, call: Call) -> None:
