@@ -53,7 +53,12 @@ def column_block(nest: Nest) -> int:
     first = nest.nodes[0]
     if nest.kind != "columns" or isinstance(first.data, Scan) or len(first.ranges) != 1:
         return 1
-    return max(1, COLUMN_BLOCK_BYTES // max(np.dtype(n.dtype).itemsize for n in nest.nodes))
+    return _block_width(nest.nodes)
+
+
+def _block_width(nodes: Sequence[ComputedBuffer]) -> int:
+    """The columns of one block: ``COLUMN_BLOCK_BYTES`` of the widest result."""
+    return max(1, COLUMN_BLOCK_BYTES // max(np.dtype(n.dtype).itemsize for n in nodes))
 
 
 def short_loop(nodes: Sequence[ComputedBuffer]) -> int:
@@ -199,7 +204,7 @@ class LoopShapes:
         ranges = phases[0][0].ranges
         last = len(ranges) - 1
         nodes = [n for phase in phases for n in phase]
-        width = max(1, COLUMN_BLOCK_BYTES // max(np.dtype(n.dtype).itemsize for n in nodes))
+        width = _block_width(nodes)
         block = ir.Constant(I64, width)
         private = {}
         with b.goto_entry_block():
@@ -215,15 +220,14 @@ class LoopShapes:
         # all columns one block: constant bounds, so LLVM may keep the accumulators of a few
         # columns in registers across the rows (64 float32 columns: four vectors)
         whole = ranges[last] <= width
+        bound = [ir.Constant(I64, ranges[last])]  # the columns' end (a thread's, over blocks)
 
         def over_block(body: Callable[[], None]) -> None:
-            low = self.vars[first]
-            if whole:
-                high = ir.Constant(I64, ranges[last])
-            else:
-                end = b.add(low, block)
-                high = b.select(b.icmp_signed("<", end, self.high), end, self.high)
-            self.loop(xvar(last), low, high, [], self.fresh(body))
+            low, end = self.vars[first], bound[0]
+            if not whole:
+                stop = b.add(low, block)
+                end = b.select(b.icmp_signed("<", stop, end), stop, end)
+            self.loop(xvar(last), low, end, [], self.fresh(body))
 
         def slot(node: ComputedBuffer) -> ir.Value:
             return b.gep(private[node.name], [b.sub(self.vars[xvar(last)], self.vars[first])])
@@ -275,14 +279,11 @@ class LoopShapes:
                     self.vars[first] = ir.Constant(I64, 0)
                     columns([])
                 return []
+            low = ir.Constant(I64, 0)
             if last == 0:  # the threads' split counts blocks (``column_block``)
-                low = b.mul(self.start, block)
-                self.high = b.mul(self.stop, block)
-                self.high = b.select(b.icmp_signed("<", self.high, ir.Constant(I64, ranges[0])),
-                                     self.high, ir.Constant(I64, ranges[0]))
-            else:
-                low, self.high = ir.Constant(I64, 0), ir.Constant(I64, ranges[last])
-            self.loop(first, low, self.high, [], columns, step=width)
+                low, stop = b.mul(self.start, block), b.mul(self.stop, block)
+                bound[0] = b.select(b.icmp_signed("<", stop, bound[0]), stop, bound[0])
+            self.loop(first, low, bound[0], [], columns, step=width)
             return []
         if last == 0:
             rows([])
