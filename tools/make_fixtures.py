@@ -156,15 +156,25 @@ def updates_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x, np.array([0, 3, 1, 3]), z
 
 
-def schema_1_4_documents() -> None:
-    capture = trace(updates, updates_inputs(), name="updates")
+def traced(fn, args: tuple, name: str, source_file: str):
+    """``fn``'s capture on ``args``, its source lines pointing into ``source_file`` (stable and
+    short in the fixtures)."""
+    capture = trace(fn, args, name=name)
     for node in capture.graph.nodes:
         if node.source:
-            node.meta["source"] = "updates.py:" + node.source.rsplit(":", 1)[1]
-    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / \
-        "updates.loopir.schema-1.4.json"
-    write_json(path, lower_opgraph(lower_capture(capture)).to_json())
+            node.meta["source"] = f"{source_file}:" + node.source.rsplit(":", 1)[1]
+    return capture
+
+
+def write_codegen_fixture(name: str, document) -> None:
+    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / name
+    write_json(path, document.to_json())
     print("wrote", path)
+
+
+def schema_1_4_documents() -> None:
+    capture = traced(updates, updates_inputs(), "updates", "updates.py")
+    write_codegen_fixture("updates.loopir.schema-1.4.json", lower_opgraph(lower_capture(capture)))
 
 
 def trig(x: np.ndarray, t: np.ndarray) -> tuple:
@@ -179,13 +189,8 @@ def trig_inputs() -> tuple[np.ndarray, np.ndarray]:
 
 
 def schema_1_5_documents() -> None:
-    capture = trace(trig, trig_inputs(), name="trig")
-    for node in capture.graph.nodes:
-        if node.source:
-            node.meta["source"] = "trig.py:" + node.source.rsplit(":", 1)[1]
-    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / "trig.loopir.schema-1.5.json"
-    write_json(path, lower_opgraph(lower_capture(capture)).to_json())
-    print("wrote", path)
+    capture = traced(trig, trig_inputs(), "trig", "trig.py")
+    write_codegen_fixture("trig.loopir.schema-1.5.json", lower_opgraph(lower_capture(capture)))
 
 
 def copy_then_update(traj: np.ndarray, k: int) -> np.ndarray:
@@ -197,14 +202,9 @@ def copy_then_update(traj: np.ndarray, k: int) -> np.ndarray:
 def copies_documents() -> None:
     """stax.kernels/1.6: a kernel that copies an input unchanged (``KernelPlan.copies``)."""
     traj = np.linspace(0.1, 0.3, 12).reshape(4, 3)
-    capture = trace(copy_then_update, (traj, 1), name="copy_then_update")
-    for node in capture.graph.nodes:
-        if node.source:
-            node.meta["source"] = "copies.py:" + node.source.rsplit(":", 1)[1]
-    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / \
-        "copies.kernels.schema-1.6.json"
-    write_json(path, generate(lower_opgraph(lower_capture(capture))).to_json())
-    print("wrote", path)
+    capture = traced(copy_then_update, (traj, 1), "copy_then_update", "copies.py")
+    write_codegen_fixture("copies.kernels.schema-1.6.json",
+                          generate(lower_opgraph(lower_capture(capture))))
 
 
 def column_statistics(x: np.ndarray) -> tuple:
@@ -218,14 +218,9 @@ def column_statistics(x: np.ndarray) -> tuple:
 def phased_columns_documents() -> None:
     """stax.kernels/1.7: a columns nest of several phases (``NestPlan.phases`` of a columns nest)."""
     x = np.linspace(-2, 3, 24 * 40, dtype=np.float32).reshape(24, 40) ** 2
-    capture = trace(column_statistics, (x,), name="column_statistics")
-    for node in capture.graph.nodes:
-        if node.source:
-            node.meta["source"] = "colstats.py:" + node.source.rsplit(":", 1)[1]
-    path = ROOT / "packages" / "stax-codegen" / "tests" / "fixtures" / \
-        "colstats.kernels.schema-1.7.json"
-    write_json(path, generate(lower_opgraph(lower_capture(capture))).to_json())
-    print("wrote", path)
+    capture = traced(column_statistics, (x,), "column_statistics", "colstats.py")
+    write_codegen_fixture("colstats.kernels.schema-1.7.json",
+                          generate(lower_opgraph(lower_capture(capture))))
 
 
 def main() -> None:
