@@ -42,6 +42,43 @@ def test_how_the_width_is_decided(monkeypatch):
     assert vector_width.decide(close) == 512 and vector_width.decide(clear) == 256
 
 
+def test_the_decision_is_recorded_once_per_machine(monkeypatch, tmp_path):
+    """A decision is read back by the next process (a warm start compiles no probe), per
+    machine: another CPU name or feature string is another record; a damaged record is
+    decided again; ``STAX_VECTOR_WIDTH`` is never recorded."""
+    llvm = host.llvm()
+    triple, cpu = llvm.get_process_triple(), llvm.get_host_cpu_name()
+    monkeypatch.delenv(vector_width.ENVIRONMENT, raising=False)
+    made = []
+
+    def choose(*args):
+        made.append(args)
+        return 256, "measured (made up)"
+
+    monkeypatch.setattr(vector_width, "choose", choose)
+    features = "+avx2,+avx512f"
+    assert vector_width.recorded(llvm, triple, cpu, features, tmp_path) == \
+        (256, "measured (made up)")
+    assert vector_width.recorded(llvm, triple, cpu, features, tmp_path) == \
+        (256, "measured (made up) (recorded)")
+    assert len(made) == 1
+    vector_width.recorded(llvm, triple, "othercpu", features, tmp_path)
+    vector_width.recorded(llvm, triple, cpu, features + ",+amx-tile", tmp_path)
+    assert len(made) == 3
+    records = list((tmp_path / "host").rglob("*.json"))
+    assert len(records) == 3
+    for record in records:
+        record.write_bytes(record.read_bytes()[:-3] + b"xyz")  # damaged: a miss, decided again
+    vector_width.recorded(llvm, triple, cpu, features, tmp_path)
+    assert len(made) == 4
+    monkeypatch.setenv(vector_width.ENVIRONMENT, "512")
+    monkeypatch.setattr(vector_width, "choose", lambda *a: (512, "STAX_VECTOR_WIDTH=512"))
+    assert vector_width.recorded(llvm, triple, cpu, features, tmp_path)[1] == \
+        "STAX_VECTOR_WIDTH=512"
+    assert vector_width.recorded(llvm, triple, cpu, features, None)[1] == \
+        "STAX_VECTOR_WIDTH=512"
+
+
 @pytest.mark.skipif(not AVX512, reason="the host has one vector width")
 def test_the_probes_time_both_widths():
     llvm = host.llvm()

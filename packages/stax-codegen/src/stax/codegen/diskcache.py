@@ -44,6 +44,17 @@ def _report_once(what: str, message: str, *args: object) -> None:
         _log.warning(message, *args)
 
 
+#: the cache directory's environment variable; "off", "none" or "0" turn the disk cache off
+ENVIRONMENT = "STAX_CACHE_DIR"
+
+
+def directory_from_environment() -> Path | None:
+    """The cache directory ``STAX_CACHE_DIR`` names (default ``~/.cache/stax``), or None when
+    it turns the cache off: read here only, for the runtime's settings and the host's records."""
+    chosen = os.environ.get(ENVIRONMENT) or str(Path.home() / ".cache" / "stax")
+    return None if chosen.lower() in ("off", "none", "0") else Path(chosen)
+
+
 def directory_problem(directory: Path) -> str | None:
     """Why ``directory`` cannot hold trusted entries (None when it can): it must be a directory
     owned by the current user and not writable by group or others. A missing one is created 0o700.

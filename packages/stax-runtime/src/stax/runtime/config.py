@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from stax.codegen.diskcache import directory_from_environment
+
 LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "loops", "kernels", "perf")
 _reported: set[tuple[str, ...]] = set()  # unknown STAX_LOGS categories already warned about
 
@@ -34,9 +36,7 @@ class Settings:
                 ", ".join(LOG_CATEGORIES))
         logs = frozenset(LOG_CATEGORIES) if "all" in raw else frozenset(raw & set(LOG_CATEGORIES))
         dump = os.environ.get("STAX_DUMP_DIR")
-        cache = os.environ.get("STAX_CACHE_DIR") or str(Path.home() / ".cache" / "stax")
-        return cls(logs, Path(dump) if dump else None,
-                   None if cache.lower() in ("off", "none", "0") else Path(cache))
+        return cls(logs, Path(dump) if dump else None, directory_from_environment())
 
 
 def current() -> Settings:

@@ -8,6 +8,7 @@ from typing import Any
 
 import llvmlite.binding as binding
 
+from ..diskcache import directory_from_environment
 from ..target import Identity
 from . import vector_width
 
@@ -49,7 +50,9 @@ def host_identity() -> Identity:
 @functools.cache
 def vector_choice() -> tuple[int, str]:
     """(bits, why): the vector width this host's kernels are tuned for (0: the host has one
-    width, no AVX-512) and how it was decided."""
+    width, no AVX-512) and how it was decided: once per machine, the decision being recorded
+    in the cache directory (``vector_width.recorded``), else once per process."""
     llvm_ = llvm()
-    return vector_width.choose(llvm_, llvm_.get_process_triple(), llvm_.get_host_cpu_name(),
-                               llvm_.get_host_cpu_features().flatten())
+    return vector_width.recorded(llvm_, llvm_.get_process_triple(), llvm_.get_host_cpu_name(),
+                                 llvm_.get_host_cpu_features().flatten(),
+                                 directory_from_environment())

@@ -15,6 +15,10 @@ measured, once per process, where it is in question:
   at least ``MARGIN`` faster, so a near tie never flips between processes (a reduction's
   rounding depends on the width).
 
+A decision is recorded in the cache directory under the machine it was made on (llvmlite's
+version, the triple, CPU name and features): a new process reads it back (a warm start compiles
+no probe). ``STAX_VECTOR_WIDTH`` is never recorded, and always wins.
+
 The choice becomes part of the host's feature string (``+prefer-256-bit`` or
 ``-prefer-256-bit``), so it reaches every target machine, the artifacts' ``target`` and every
 disk-cache key; ``STAX_LOGS=kernels`` prints it in each plan's header.
@@ -23,12 +27,17 @@ disk-cache key; ``STAX_LOGS=kernels`` prints it in each plan's header.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import llvmlite
 import numpy as np
+
+from ..diskcache import DiskCache
 
 #: 256-bit vectors are kept only when their probes run at least this much faster
 MARGIN = 0.10
@@ -111,6 +120,33 @@ def with_width(features: str, bits: int) -> str:
     """``features`` tuned for ``bits``-wide vectors."""
     kept = [f for f in features.split(",") if f and f.lstrip("+-") != PREFER_256]
     return ",".join([*kept, f"{'+' if bits == 256 else '-'}{PREFER_256}"])
+
+
+#: part of a record's key: records of an older decision procedure are never read
+RECORD_FORMAT = "stax.vector-width/1"
+
+
+def recorded(llvm: Any, triple: str, cpu: str, features: str, directory: Path | None
+             ) -> tuple[int, str]:
+    """``choose``'s answer, read from the record of an earlier process on this machine in
+    ``directory`` (None: no records) or decided and recorded."""
+    if os.environ.get(ENVIRONMENT, "").strip() in ("256", "512") or directory is None:
+        return choose(llvm, triple, cpu, features)
+    records = DiskCache(directory / "host", suffix=".json", root=directory)
+    key = records.key(features, RECORD_FORMAT, llvmlite.__version__, triple, cpu,
+                      *(f"{name}:{ty}:{body}" for name, ty, body in PROBES), str(MARGIN))
+    blob = records.load(key)
+    if blob is not None:
+        try:
+            record = json.loads(blob)
+            bits, why = int(record["bits"]), str(record["why"])
+            if bits in (0, 256, 512):
+                return bits, f"{why} (recorded)"
+        except (ValueError, KeyError, TypeError):
+            records.discard(key, "it is not a vector-width record")
+    bits, why = choose(llvm, triple, cpu, features)
+    records.store(key, json.dumps({"bits": bits, "why": why}).encode())
+    return bits, why
 
 
 def choose(llvm: Any, triple: str, cpu: str, features: str) -> tuple[int, str]:
