@@ -103,8 +103,13 @@ def _public(name: str) -> bool:
 
 
 def run_graph(graph: Graph, env: dict[str, Any]) -> tuple[Any, ...]:
-    """Evaluate ``graph`` with placeholders bound by target name in ``env``; the flat outputs."""
+    """Evaluate ``graph`` with placeholders bound by target name in ``env``; the flat outputs.
+
+    A value is dropped after its last reader, as eager NumPy drops its temporaries: a replayed
+    stencil over (1000, 1500) float32 held seven 6 MB temporaries at once, each fresh memory
+    (page faults) on every call, 6.7 ms against eager's 1.7."""
     values: dict[Node, Any] = {}
+    readers = {node: len(node.users) for node in graph.nodes}
 
     def arg(value: Any) -> Any:
         return map_nodes(value, values.__getitem__)
@@ -112,9 +117,10 @@ def run_graph(graph: Graph, env: dict[str, Any]) -> tuple[Any, ...]:
     for node in graph.nodes:
         if node.op is Opcode.PLACEHOLDER:
             values[node] = env[node.target]
-        elif node.op is Opcode.OUTPUT:
+            continue
+        if node.op is Opcode.OUTPUT:
             return tuple(arg(node.args[0]))
-        elif node.op is Opcode.CALL_METHOD:
+        if node.op is Opcode.CALL_METHOD:
             self_, *rest = arg(node.args)
             values[node] = call_method(self_, node.target, rest, arg(node.kwargs))
         elif node.op is Opcode.CALL_FUNCTION:
@@ -122,6 +128,10 @@ def run_graph(graph: Graph, env: dict[str, Any]) -> tuple[Any, ...]:
             values[node] = fn(*arg(node.args), **arg(node.kwargs))
         else:
             raise NotImplementedError(f"interpreter: opcode {node.op.value} (node %{node.name})")
+        for read in node.inputs:
+            readers[read] -= 1
+            if not readers[read]:
+                del values[read]
     raise ValueError("graph has no output node")
 
 
