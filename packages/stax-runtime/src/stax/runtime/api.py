@@ -41,9 +41,10 @@ from stax.trace import Outcome, leaf_names, trace
 
 from . import config, devices, logs
 from .backends import get_backend, stax_backend
-from .capture_cache import CaptureCache, Uncacheable, capture_key
+from .capture_cache import captures_for
 from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
+from .gate_checks import GateMismatch, gated, gates_in_program, with_gate_outputs
 from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
 from .key_entry import compiled_entry, eager_entry, version_entry
@@ -61,15 +62,16 @@ from .runners import (
     without_writeback,
     writeback_runner,
 )
-from .signature import (
-    GuardFailure,
-    Unguardable,
-    array_signature,
-    check_arguments,
-    holds_identity,
-    signature,
+from .signature import Unguardable, array_signature, check_arguments, signature
+from .versions import (
+    CacheInfo,
+    Limits,
+    Version,
+    VersionReport,
+    check_no_side_effects,
+    first_for_its_key,
+    limit_warning,
 )
-from .versions import CacheInfo, Limits, Version, VersionReport
 
 
 class CompiledFunction:
@@ -302,7 +304,8 @@ class CompiledFunction:
             logs.warn(f"stax: {self._name} runs eagerly for such calls: {reason}")
         return self._eager(args, kwargs)
 
-    def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
+             other_branches: bool = True) -> Any:
         if version.entry is not None:  # level 1 in machine code for the next call
             self._call = version.entry.function if version.free is None else \
                 guarded_entry(version.entry.function, version.free, self._dispatch)
@@ -318,12 +321,16 @@ class CompiledFunction:
         states = generator_states(version.generators, args, kwargs) if version.generators else None
         try:
             return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
-        except (ExternResultMismatch, RunEagerly) as exc:  # nothing visible written yet
-            if self.declines_to_caller:
-                raise
+        except (ExternResultMismatch, RunEagerly, GateMismatch) as exc:  # nothing written yet
             if states:
                 for generator, state in states:
                     generator.bit_generator.state = state
+            if isinstance(exc, GateMismatch):
+                if not other_branches:
+                    raise
+                return self._other_branch(version, args, kwargs)
+            if self.declines_to_caller:
+                raise
             self._fallbacks += 1
             if isinstance(exc, FloatingPointEvents):  # NumPy's own warning or error follows
                 logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: {exc}; "
@@ -334,6 +341,28 @@ class CompiledFunction:
                           "eagerly")
             # a failed check (an index out of bounds) is NumPy's error, which CuPy does not raise
             return self._eager(args, kwargs, host=isinstance(exc, ExternResultMismatch))
+
+    def _other_branch(self, tried: Version, args: tuple[Any, ...], kwargs: dict[str, Any]
+                      ) -> Any:
+        """The call after ``tried``'s gates, checked in its program, took another branch: the
+        version whose gates hold (then tried first for its key), or a new one traced on it."""
+        sigma, skipped = signature(args, kwargs), {id(tried)}
+        while True:
+            found = next((v for v in self._by_sigma.get(sigma, ())
+                          if id(v) not in skipped and v.applies(args, kwargs)), None)
+            if found is None:
+                with self._compile_lock:
+                    found = self._miss(sigma, args, kwargs, outcome := Outcome())
+                if not found.native:
+                    return self._captured_result(found, args, kwargs, outcome, None)
+            try:
+                result = self._run(found, args, kwargs, other_branches=False)
+            except GateMismatch:
+                skipped.add(id(found))
+                continue
+            first_for_its_key(self._by_sigma, self._by_layout, sigma, found)
+            self._last = (None, [])
+            return result
 
     def cache_info(self) -> CacheInfo:
         hits = dict(self._hits)
@@ -382,20 +411,9 @@ class CompiledFunction:
         return version
 
     def _warn_limit(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self._limit_warned:
-            return
-        self._limit_warned = True
-        counts: dict[str, int] = {}
-        for v in self._versions:
-            for failure in v.failures(sigma, args, kwargs):
-                key = failure.path if isinstance(failure, GuardFailure) else "gamma_g (data gates)"
-                counts[key] = counts.get(key, 0) + 1
-        changing = max(counts, key=counts.__getitem__) if counts else "nothing"
-        logs.warn(f"stax: {self._name} reached its limit ({self.limits.max_versions} versions, "
-                  f"{self.limits.max_compiles} compiles); the key component that keeps changing "
-                  f"is {changing}: new keys now run eagerly. A Python scalar that changes from call "
-                  "to call can be passed as a 0-d array; int()/float() of an array can be avoided "
-                  "with stax.runtime.gate.")
+        if not self._limit_warned:
+            self._limit_warned = True
+            logs.warn(limit_warning(self._name, self.limits, self._versions, sigma, args, kwargs))
 
     def _traced_function(self) -> Callable[..., Any]:
         return self._free.lifted() if self._free else self.fn
@@ -445,7 +463,8 @@ class CompiledFunction:
         except UnsupportedError as exc:
             devices.refuse_held_tensor(exc.__context__, placement, self._name, "a value it reads")
             raise
-        captures, key = self._capture_cache(settings, sigma, names)
+        captures, key = captures_for(self.fn, sigma, names, settings.cache_dir, lambda text: logs.emit(
+            "perf", settings.logs, f"{self._name}: capture not cached on disk: {text}"))
         capture = captures.load(key) if captures is not None and key is not None else None
         if capture is not None:
             timings["capture (disk cache)"] = time.perf_counter() - clock
@@ -460,7 +479,7 @@ class CompiledFunction:
                 keep_updates_of_a_failed_call(outcome, placement)
                 raise
             timings["capture"] = time.perf_counter() - clock
-            self._check_no_side_effects(free, sigma, device_args, device_kwargs)
+            check_no_side_effects(free, sigma, device_args, device_kwargs)
             if captures is not None and key is not None and not capture.gates and \
                     not holds_lifted_loop(capture.graph):  # a lifted loop lives in this process
                 captures.store(key, capture)
@@ -471,6 +490,8 @@ class CompiledFunction:
         dump = dumper(settings.dump_dir, dump_stem(self, settings.dump_dir, name), number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
+        in_program = bool(capture.gates) and placement is None and \
+            gates_in_program(capture, lambda text: logs.emit("perf", settings.logs, text))
         leaves = tree_flatten((args, kwargs))[0]
         slots = [i for i, s in enumerate(capture.inputs) if s is not None]
         try:
@@ -484,7 +505,8 @@ class CompiledFunction:
                     "device" not in named_parameters(self.backend):
                 raise UnsupportedError(f"backend {self.backend_name!r} compiles for the CPU only "
                                        "(its signature takes no device)")
-            run_flat = self.backend(capture, [leaves[i] for i in slots], **accepted, **self.options)
+            compiled = with_gate_outputs(capture) if in_program else capture
+            run_flat = self.backend(compiled, [leaves[i] for i in slots], **accepted, **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly
@@ -493,6 +515,8 @@ class CompiledFunction:
         artifact = getattr(run_flat, "artifact", None)
         # an Executable's __call__ validates its inputs for replay users; sigma already has
         call_flat = run_flat.run if isinstance(run_flat, (Executable, TritonExecutable)) else run_flat
+        if in_program:
+            call_flat = gated(call_flat, capture)
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
@@ -501,13 +525,14 @@ class CompiledFunction:
                              placement.library if placement is not None else None)
         version = Version(number, sigma, runner, native=True, artifact=artifact, flat=(run_flat, slots),
                           gates=GateReplay(capture) if capture.gates else None, free=free,
+                          gates_in_program=in_program,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
         # f(array, ...): every argument leaf is an input, none a keyword, nothing written back
         plain_call = slots == list(range(len(leaves))) and not kwargs and not capture.writeback \
             and len(args) == len(leaves) and all(a is leaf for a, leaf in zip(args, leaves))
         if plain_call and output_tree.kind == "leaf":
-            run_one = getattr(run_flat, "run_one", None)  # straight-line call of one kernel
+            run_one = None if in_program else getattr(run_flat, "run_one", None)  # one kernel
             version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
         make_entry = getattr(run_flat, "entry", None)
         if make_entry is not None and version.gates is None and not self._free and \
@@ -535,31 +560,6 @@ class CompiledFunction:
         except Unguardable as exc:
             raise UnsupportedError(f"a value it reads cannot be keyed: {exc}",
                                    hint="pass it as an argument") from None
-
-    def _check_no_side_effects(self, free: Snapshot | None, sigma: Any,
-                               args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """A trace that changed a value it reads (a global list appended to, an attribute of an
-        argument set) did a side effect the compiled version would not repeat."""
-        changed = [f.path for f in free.failures()] if free is not None else []
-        try:
-            if signature(args, kwargs) != sigma:
-                changed.append("an argument's attributes or contents")
-        except Unguardable:
-            changed.append("an argument's attributes or contents")
-        if changed:
-            raise UnsupportedError(f"the function changes {', '.join(changed)} when it runs: a "
-                                   "side effect a compiled version would not repeat",
-                                   hint="return the new value instead")
-
-    def _capture_cache(self, settings: config.Settings, sigma: Any, names: list[str]
-                       ) -> tuple[CaptureCache | None, str | None]:
-        if settings.cache_dir is None or holds_identity(sigma):
-            return None, None
-        try:
-            return CaptureCache(settings.cache_dir), capture_key(self.fn, sigma, names)
-        except Uncacheable as exc:
-            logs.emit("perf", settings.logs, f"{self._name}: capture not cached on disk: {exc}")
-            return None, None
 
 
 class _InternalError(StaxError):

@@ -45,7 +45,7 @@ import numpy as np
 from stax.codegen import DiskCache
 from stax.ir import CAPTURE_SCHEMA, GraphProgram
 
-from .signature import nested_codes
+from .signature import holds_identity, nested_codes
 
 MAX_FUNCTIONS = 200
 _CONSTANTS = (int, float, complex, str, bytes, bool, type(None), np.generic, np.dtype)
@@ -178,6 +178,20 @@ def capture_key(fn: Callable[..., Any], sigma: Any, names: list[str]) -> str:
              *(_version(d) for d in ("stax-ir", "stax-trace", "stax-runtime")), stax_fingerprint(),
              repr(sigma), repr(names), json.dumps(described, sort_keys=True)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def captures_for(fn: Callable[..., Any], sigma: Any, names: list[str], cache_dir: Any,
+                 log: Callable[[str], None]) -> tuple[CaptureCache | None, str | None]:
+    """The disk cache of captures and ``fn``'s key in it for ``sigma``; (None, None) without a
+    cache directory, for a signature holding an object's identity, or when something the
+    trace depends on cannot be keyed (``log`` says what)."""
+    if cache_dir is None or holds_identity(sigma):
+        return None, None
+    try:
+        return CaptureCache(cache_dir), capture_key(fn, sigma, names)
+    except Uncacheable as exc:
+        log(str(exc))
+        return None, None
 
 
 @functools.cache

@@ -57,17 +57,17 @@ class GateReplay:
 
     def matches(self, leaves: list[Any]) -> bool:
         got = self.outcomes(leaves)
-        return got is not None and all(_same(a, b) for a, b in zip(got, self.expected))
+        return got is not None and all(same_outcome(a, b) for a, b in zip(got, self.expected))
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_outcome(a: Any, b: Any) -> bool:
     """Gate outcomes compare by value, element by element in a list (``x.tolist()``): a NaN
     matches a NaN, -0.0 differs from 0.0 (list equality would call [nan] and [nan] different,
     so a gate read through ``tolist()`` of data with a NaN missed on every call)."""
     if isinstance(a, float) and isinstance(b, float):
         return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
     if isinstance(a, list | tuple) and type(a) is type(b):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same_outcome(x, y) for x, y in zip(a, b))
     if isinstance(a, complex) and isinstance(b, complex):
-        return _same(a.real, b.real) and _same(a.imag, b.imag)
+        return same_outcome(a.real, b.real) and same_outcome(a.imag, b.imag)
     return type(a) is type(b) and a == b

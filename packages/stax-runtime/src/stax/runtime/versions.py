@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stax.ir import tree_leaves
+from stax.ir import UnsupportedError, tree_leaves
 
 from .gates import GATE_CONDITION, GateReplay
 from .guards import Snapshot
-from .signature import GuardFailure, diff_signature
+from .signature import GuardFailure, Unguardable, diff_signature, signature
 
 PLAIN = "plain"  # rho: the transform applied (value-and-grad and friends arrive with autodiff)
 
@@ -77,6 +77,9 @@ class Version:
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
     generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
+    #: the gates are checked by the compiled program as it runs (``gate_checks.py``), not
+    #: replayed before: ``applies`` leaves them to the run, which raises ``GateMismatch``
+    gates_in_program: bool = False
 
     @property
     def guarded(self) -> bool:
@@ -88,7 +91,8 @@ class Version:
         describe the same, and the data gates replay to the traced outcomes (gamma_g)."""
         if self.free is not None and not self.free.matches():
             return False
-        return self.gates is None or self.gates.matches(tree_leaves((args, kwargs)))
+        return self.gates is None or self.gates_in_program or \
+            self.gates.matches(tree_leaves((args, kwargs)))
 
     def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> list[GuardFailure | GateFailure]:
@@ -110,3 +114,51 @@ class Limits:
     max_compiles: int = 256
 
 
+
+
+def first_for_its_key(by_sigma: dict[Any, list[Version]], by_layout: dict[Any, list[Version]],
+                      sigma: Any, version: Version) -> None:
+    """``version`` made the first one tried for its key (its gates held where another's did
+    not): the lists are replaced, never changed in place, as another thread may be reading
+    one."""
+    old = by_sigma.get(sigma)
+    if not old or old[0] is version or all(v is not version for v in old):
+        return
+    new = [version, *(v for v in old if v is not version)]
+    by_sigma[sigma] = new
+    for layout, versions in list(by_layout.items()):
+        if versions is old:
+            by_layout[layout] = new
+
+
+def limit_warning(name: str, limits: Limits, versions: list[Version], sigma: Any,
+                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """What a function that reached its version or compile limit says, naming the key
+    component that failed most often across its versions for this call."""
+    counts: dict[str, int] = {}
+    for v in versions:
+        for failure in v.failures(sigma, args, kwargs):
+            key = failure.path if isinstance(failure, GuardFailure) else "gamma_g (data gates)"
+            counts[key] = counts.get(key, 0) + 1
+    changing = max(counts, key=counts.__getitem__) if counts else "nothing"
+    return (f"stax: {name} reached its limit ({limits.max_versions} versions, "
+            f"{limits.max_compiles} compiles); the key component that keeps changing "
+            f"is {changing}: new keys now run eagerly. A Python scalar that changes from call "
+            "to call can be passed as a 0-d array; int()/float() of an array can be avoided "
+            "with stax.runtime.gate.")
+
+
+def check_no_side_effects(free: Snapshot | None, sigma: Any, args: tuple[Any, ...],
+                          kwargs: dict[str, Any]) -> None:
+    """A trace that changed a value it reads (a global list appended to, an attribute of an
+    argument set) did a side effect the compiled version would not repeat."""
+    changed = [f.path for f in free.failures()] if free is not None else []
+    try:
+        if signature(args, kwargs) != sigma:
+            changed.append("an argument's attributes or contents")
+    except Unguardable:
+        changed.append("an argument's attributes or contents")
+    if changed:
+        raise UnsupportedError(f"the function changes {', '.join(changed)} when it runs: a "
+                               "side effect a compiled version would not repeat",
+                               hint="return the new value instead")
