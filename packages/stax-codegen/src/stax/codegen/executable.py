@@ -212,6 +212,7 @@ class Executable:
         self._cache_dir = cache_dir
         self._precise_lock = threading.Lock()
         self._precise: Executable | None = None
+        self._gates: tuple[int, Callable[..., None]] | None = None  # ``check_gates``
         #: calls whose fast kernels reported ``MAYBE`` and ran again with the precise ones
         self.reruns = 0
         #: calls that start with the precise kernels (``PRECISE_FIRST_CALLS``), and how many
@@ -246,11 +247,23 @@ class Executable:
                  "first": self._precise_first, "pool": pool, "native": native,
                  "declined": ExternResultMismatch,
                  "left": self._precise_left if artifact.precise_ir is not None else None}
+        self._plan, self._hooks = plan, hooks
         #: ``run(*arrays) -> [results]``: the call written out (``straight_line.py``)
         self.run = write_call(plan, hooks, keep=self.module)
         #: ``run_one(*arrays) -> result`` for a plan of one result, else None
         self.run_one = write_call(plan, hooks, one=True, keep=self.module) \
             if len(plan.outputs) == 1 else None
+
+    def check_gates(self, count: int, check: Callable[..., None]) -> None:
+        """The last ``count`` results are data-gate values: every call (precise ones too) hands
+        them to ``check`` right after its steps, before its checks, events and NumPy's
+        warnings; ``check`` raises when the call belongs to another version (its branch)."""
+        self._gates = (count, check)
+        self.run = write_call(replace(self._plan, gates=count), {**self._hooks, "gates": check},
+                              keep=self.module)
+        self.run_one = None
+        if self._precise is not None:
+            self._precise.check_gates(count, check)
 
     def _call_plan(self, parallel: bool, native: bool) -> CallPlan:
         """The artifact's call in slots: inputs first, then every buffer in plan order; each
@@ -347,7 +360,10 @@ class Executable:
                 if self._precise is None:
                     exact = replace(self.artifact, llvm_ir=self.artifact.precise_ir,
                                     precise_ir=None)
-                    self._precise = Executable(exact, self._cache_dir)
+                    precise = Executable(exact, self._cache_dir)
+                    if self._gates is not None:
+                        precise.check_gates(*self._gates)
+                    self._precise = precise
         precise = self._precise
 
         def rerun() -> list[Any]:

@@ -72,6 +72,9 @@ class CallPlan:
     events: int | None = None
     unseen: bool = False       # a kernel may underflow unseen: look at the error state first
     generators: bool = False   # an input is a Generator: a declined call undoes its draws
+    #: the last ``gates`` outputs are data-gate values: ``gates(*values)`` tests them right after
+    #: the steps, before checks, events and NumPy's warnings (it raises: another branch's call)
+    gates: int = 0
 
 
 #: the functions a call needs from its executable: ``refuse_underflow()``; ``start_recording``,
@@ -82,9 +85,10 @@ class CallPlan:
 #: ``settle(bits, arrays, drawn)`` (the call's results again, or None, or raise); ``draws(arrays)``
 #: (generator states, with ``undo()``); ``first(arrays)`` (a precise-first call, or None) and
 #: ``left`` (``[calls left]``: nonzero while calls start precise; None: never); ``pool`` and
-#: ``native``; ``declined`` (the exception class of a declined call)
+#: ``native``; ``declined`` (the exception class of a declined call); ``gates(*values)``
 HOOKS = ("refuse_underflow", "start_recording", "stop_recording", "give_warnings", "verify",
-         "raised", "failed", "settle", "draws", "first", "left", "pool", "native", "declined")
+         "raised", "failed", "settle", "draws", "first", "left", "pool", "native", "declined",
+         "gates")
 
 
 def write_call(plan: CallPlan, hooks: dict[str, Any], one: bool = False,
@@ -146,6 +150,8 @@ class _Writer:
             lines.append(f"{names[i]} = ndarray(view{i}[0], view{i}[1], buffer=b{block}, "
                          f"strides=view{i}[2])")
         lines += self.steps()
+        if plan.gates:
+            lines.append(f"gates({', '.join(self.output_values()[-plan.gates:])})")
         for i, reason in plan.checks.items():
             scope[f"reason{i}"] = reason
             lines += [f"if {names[i]}:", f"    failed(reason{i})"]
@@ -153,18 +159,23 @@ class _Writer:
             lines += ["bits = events.item()", "if bits:",
                       f"    results = settle(bits, {self.arrays}, drawn)",
                       "    if results is not None:", f"        return {self.results}"]
-        values = []
-        for k, (i, extra) in enumerate(plan.outputs):
-            if i is None:
-                scope[f"const{k}"] = extra
-                values.append(f"const{k}")
-            else:
-                values.append(f"({names[i]}[()] if {names[i]}.ndim == 0 else {names[i]})"
-                              if extra else names[i])
+        values = self.output_values()
         if plan.events is not None and any(isinstance(s, NumPyStep) for s in plan.steps):
             lines += ["if held:", "    give_warnings(held)"]  # the call stands: NumPy's warnings
         lines.append(f"return {values[0]}" if self.one else f"return [{', '.join(values)}]")
         return lines
+
+    def output_values(self) -> list[str]:
+        """Each output's expression: its local, a 0-d one as NumPy's scalar, or a constant."""
+        values = []
+        for k, (i, extra) in enumerate(self.plan.outputs):
+            if i is None:
+                self.scope[f"const{k}"] = extra
+                values.append(f"const{k}")
+            else:
+                name = self.names[i]
+                values.append(f"({name}[()] if {name}.ndim == 0 else {name})" if extra else name)
+        return values
 
     def steps(self) -> list[str]:
         """Every step and its releases; NumPy's error state records from the first NumPy step

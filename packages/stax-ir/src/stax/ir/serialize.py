@@ -136,6 +136,12 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
 # -- graphs --------------------------------------------------------------------------------------
 
 
+#: meta keys a document keeps besides ``tensor`` and ``source`` (``numpy_call``: the node runs as
+#: NumPy's own call, for its exact bits: a float reduction a data gate reads, ``gate_checks``)
+SERIALIZED_META = ("sequence", "gated", "random", "object", "shape_gated", "region", "view",
+                   "events_only", "numpy_call")
+
+
 def graph_to_json(graph: Graph) -> dict[str, Any]:
     nodes = []
     for n in graph.nodes:
@@ -146,8 +152,7 @@ def graph_to_json(graph: Graph) -> dict[str, Any]:
             meta["tensor"] = n.tensor.to_json()
         if n.source is not None:
             meta["source"] = n.source
-        for key in ("sequence", "gated", "random", "object", "shape_gated", "region", "view",
-                    "events_only"):
+        for key in SERIALIZED_META:
             if key in n.meta:
                 meta[key] = n.meta[key]
         if meta:
@@ -164,8 +169,7 @@ def graph_from_json(doc: dict[str, Any]) -> Graph:
         raw = entry.get("meta", {})
         if "tensor" in raw:
             meta["tensor"] = TensorMeta.from_json(raw["tensor"])
-        for key in ("source", "sequence", "gated", "random", "object", "shape_gated", "region", "view",
-                    "events_only"):
+        for key in ("source", *SERIALIZED_META):
             if key in raw:
                 meta[key] = raw[key]
         node = graph.create_node(Opcode(entry["op"]), entry["target"],

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import threading
 import time
 import weakref
@@ -41,16 +40,18 @@ from stax.trace import Outcome, leaf_names, trace
 
 from . import config, devices, logs
 from .backends import get_backend, stax_backend
+from .branches import OtherBranches
 from .capture_cache import captures_for
 from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
-from .gate_checks import GateMismatch, gated, gates_in_program, with_gate_outputs
+from .gate_checks import GateMismatch, check_in_program, gates_in_program, with_gate_outputs
 from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
 from .key_entry import compiled_entry, eager_entry, version_entry
 from .runners import (
     RunEagerly,
     accepted_services,
+    bound_in_its_module,
     generator_states,
     guarded_entry,
     keep_updates_of_a_failed_call,
@@ -69,12 +70,11 @@ from .versions import (
     Version,
     VersionReport,
     check_no_side_effects,
-    first_for_its_key,
     limit_warning,
 )
 
 
-class CompiledFunction:
+class CompiledFunction(OtherBranches):
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None, dynamic: bool = False,
                  strict_native: bool = False, backend: str = "stax",
                  options: dict[str, Any] | None = None, limits: Limits | None = None) -> None:
@@ -110,6 +110,7 @@ class CompiledFunction:
         self._last: tuple[Any, list[Version]] = (None, [])
         self._compiles = 0
         self._hits = {1: 0, 2: 0, 3: 0}
+        self._hit_level = 3  # of the last hit counted: a version whose gates then fail was none
         self._misses = 0
         self._fallbacks = 0
         self._limit_warned = False
@@ -125,13 +126,8 @@ class CompiledFunction:
         """Pickled by reference, like a function (multiprocessing sends it to workers): the
         module-level name it is bound to, or its function and settings, compiled afresh (a new
         process has its own versions; the disk cache makes its first compile cheap)."""
-        module = sys.modules.get(getattr(self, "__module__", None) or "")
-        qualname = getattr(self, "__qualname__", "")
-        found: Any = module
-        for part in qualname.split("."):
-            found = getattr(found, part, None)
-        if found is self:
-            return qualname
+        if bound_in_its_module(self):
+            return self.__qualname__
         return (_recompile, (self.fn, self.requested_device, self.dynamic, self.strict_native,
                              self.backend_name, self.options, self.limits))
 
@@ -158,6 +154,7 @@ class CompiledFunction:
                 for version in candidates:
                     if not version.guarded or version.applies(args, kwargs):
                         self._hits[level] += 1
+                        self._hit_level = level
                         self._last = (layout, candidates)
                         return self._run(version, args, kwargs)
         if traced_arguments(user_args, kwargs):  # called inside another function's capture: inline it
@@ -256,10 +253,12 @@ class CompiledFunction:
         self._guards = FreeGuards(self.fn, lifted=set(free.names))
         return True
 
-    def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Version | None:
+    def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                skipped: Any = ()) -> Version | None:
         for version in self._by_sigma.get(sigma, ()):
-            if version.applies(args, kwargs):
+            if id(version) not in skipped and version.applies(args, kwargs):
                 self._hits[3] += 1
+                self._hit_level = 3
                 return version
         return None
 
@@ -311,7 +310,8 @@ class CompiledFunction:
                 guarded_entry(version.entry.function, version.free, self._dispatch)
         if not version.native:
             self._fallbacks += 1
-            if version.entry is None and version.free is None and not self._free:
+            if version.entry is None and version.free is None and not self._free and \
+                    all(v is version for v in self._by_sigma.get(version.sigma, ())):  # no branch
                 version.entry = eager_entry(self._traced_function(), version.sigma, self._dispatch)
             if version.entry is not None:  # the next call: one comparison per argument
                 self._call = version.entry.function
@@ -325,10 +325,9 @@ class CompiledFunction:
             if states:
                 for generator, state in states:
                     generator.bit_generator.state = state
-            if isinstance(exc, GateMismatch):
-                if not other_branches:
-                    raise
-                return self._other_branch(version, args, kwargs)
+            if isinstance(exc, GateMismatch) or (version.gates_in_program and \
+                    not version.gates.matches(tree_leaves((args, kwargs)))):  # declined: whose?
+                return self._gates_failed(version, args, kwargs, other_branches)
             if self.declines_to_caller:
                 raise
             self._fallbacks += 1
@@ -341,28 +340,6 @@ class CompiledFunction:
                           "eagerly")
             # a failed check (an index out of bounds) is NumPy's error, which CuPy does not raise
             return self._eager(args, kwargs, host=isinstance(exc, ExternResultMismatch))
-
-    def _other_branch(self, tried: Version, args: tuple[Any, ...], kwargs: dict[str, Any]
-                      ) -> Any:
-        """The call after ``tried``'s gates, checked in its program, took another branch: the
-        version whose gates hold (then tried first for its key), or a new one traced on it."""
-        sigma, skipped = signature(args, kwargs), {id(tried)}
-        while True:
-            found = next((v for v in self._by_sigma.get(sigma, ())
-                          if id(v) not in skipped and v.applies(args, kwargs)), None)
-            if found is None:
-                with self._compile_lock:
-                    found = self._miss(sigma, args, kwargs, outcome := Outcome())
-                if not found.native:
-                    return self._captured_result(found, args, kwargs, outcome, None)
-            try:
-                result = self._run(found, args, kwargs, other_branches=False)
-            except GateMismatch:
-                skipped.add(id(found))
-                continue
-            first_for_its_key(self._by_sigma, self._by_layout, sigma, found)
-            self._last = (None, [])
-            return result
 
     def cache_info(self) -> CacheInfo:
         hits = dict(self._hits)
@@ -515,8 +492,9 @@ class CompiledFunction:
         artifact = getattr(run_flat, "artifact", None)
         # an Executable's __call__ validates its inputs for replay users; sigma already has
         call_flat = run_flat.run if isinstance(run_flat, (Executable, TritonExecutable)) else run_flat
+        gate_check = None
         if in_program:
-            call_flat = gated(call_flat, capture)
+            call_flat, gate_check = check_in_program(run_flat, call_flat, capture)
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree
@@ -525,7 +503,7 @@ class CompiledFunction:
                              placement.library if placement is not None else None)
         version = Version(number, sigma, runner, native=True, artifact=artifact, flat=(run_flat, slots),
                           gates=GateReplay(capture) if capture.gates else None, free=free,
-                          gates_in_program=in_program,
+                          gate_check=gate_check,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
         # f(array, ...): every argument leaf is an input, none a keyword, nothing written back

@@ -10,13 +10,14 @@ with everything else, and the runner compares them before it returns anything or
 argument back; a mismatch raises ``GateMismatch`` and the dispatcher tries the function's other
 versions (or compiles one), as a failed replay did.
 
-That is sound only where the kernels compute each gate value bit for bit as NumPy does: a
+That is sound only where the program computes each gate value bit for bit as NumPy does: a
 branch taken on a sum rounded in another order could differ from eager's on a near tie. So a
-capture's gates are compiled only when every node of their slice is exact (``inexact_node``):
+capture's gates are compiled only when every node of their slice is exact (``exactness``):
 IEEE element-wise operations, comparisons, selections and views, extremes (max, min, argmax,
-argmin, any, all) and integer sums; a float sum or mean, a transcendental function or anything
-else keeps the replay. Gates whose value is a whole list or a data-dependent shape are replayed
-too.
+argmin, any, all) and integer sums in the kernels; float sums, products, means, variances as
+NumPy's own calls (extern steps) on arrays laid out as eager's were; a transcendental function
+or anything else keeps the replay. Gates whose value is a whole list or a data-dependent shape
+are replayed too.
 """
 
 from __future__ import annotations
@@ -26,22 +27,32 @@ from typing import Any
 
 from stax.ir import GATE_CONVERSIONS, GraphProgram, StaxError
 from stax.ir.graph import Node, Opcode
-from stax.ir.ops import approximate_ops, capture_targets_of, elementwise_ops
+from stax.ir.ops import approximate_ops, capture_targets_of, comparison_ops, elementwise_ops
 
 from .gates import same_outcome
 
-#: gate kinds read from one value (``tolist``, ``shape`` and ``shapes`` stay replayed)
-COMPILED_KINDS = frozenset({"bool", "int", "float", "index", "item"})
-#: capture targets whose results are NumPy's bit for bit, whatever the dtype
-_EXACT_TARGETS = capture_targets_of((elementwise_ops() - approximate_ops()) |
-                                    {"max", "min", "argmax", "argmin", "any", "all"}) | {
+#: gate kinds checked in the program: branches. A value read into Python (``int(x.argmax())``)
+#: takes many values, each a version the call would try in turn, running each program: their
+#: replay costs less; ``tolist``, ``shape`` and ``shapes`` gates are replayed too
+COMPILED_KINDS = frozenset({"bool"})
+#: capture targets whose results are NumPy's bit for bit, whatever the dtype (not argmax and
+#: argmin: exact, but one serial kernel each, slower than NumPy's replay)
+_EXACT_TARGETS = capture_targets_of((elementwise_ops() - approximate_ops()) | {"any", "all"}) | {
     "operator.getitem", "numpy.reshape", "numpy.transpose", "numpy.ravel", "numpy.squeeze",
     "numpy.expand_dims", "numpy.swapaxes", "numpy.moveaxis", "numpy.broadcast_to",
     "method:reshape", "method:ravel", "method:flatten", "method:transpose", "method:squeeze",
     "method:swapaxes", "method:astype", "method:copy", "numpy.where", "numpy.abs",
     "numpy.absolute", "numpy.clip", "method:clip"}
+#: extremes: exact but for the sign of a float zero (NumPy's max of [0.0, -0.0] is -0.0, the
+#: kernels' may be 0.0): exact in integers, and where only comparisons read them
+_EXTREME_TARGETS = capture_targets_of({"max", "min"})
+_COMPARISONS = capture_targets_of(comparison_ops())
 #: sums and products: exact in integers (wrapping as NumPy's), not in floats (rounding order)
 _INTEGER_EXACT_TARGETS = capture_targets_of({"sum", "prod"})
+#: float reductions rounded in an order of NumPy's choosing (pairwise sums): in a gate's slice
+#: they run as NumPy's own call (meta ``numpy_call``, an extern step), exact where the array
+#: they read is laid out as eager's was (``_as_eager``)
+_NUMPY_ORDER_TARGETS = capture_targets_of({"sum", "prod", "mean", "var", "std"})
 
 
 class GateMismatch(StaxError):
@@ -52,23 +63,60 @@ class GateMismatch(StaxError):
 def inexact_node(capture: GraphProgram) -> Node | None:
     """The first node of the gates' slice whose compiled value may differ from NumPy's in its
     last bits, or a gate of a kind read from more than one value; None when none is."""
+    return exactness(capture)[0]
+
+
+def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
+    """``inexact_node``, and the float reductions of the slice that must run as NumPy's own
+    calls for the gates to be exact (names of capture nodes)."""
     if capture.replay is None or not capture.gates:
-        return None
+        return None, []
     by_name = {node.name: node for node in capture.graph.nodes}
     for gate in capture.gates:
         if gate.kind not in COMPILED_KINDS or gate.node not in by_name:
-            return by_name.get(gate.node) or capture.graph.output_node
+            return by_name.get(gate.node) or capture.graph.output_node, []
+    numpy_calls = []
     for node in capture.replay.nodes:
         if node.op in (Opcode.PLACEHOLDER, Opcode.OUTPUT):
             continue
-        target = f"method:{node.target}" if node.op is Opcode.CALL_METHOD else node.target
+        target = _target(node)
         if target in _EXACT_TARGETS:
             continue
         meta = node.tensor
+        if target in _EXTREME_TARGETS and (meta is not None and meta.dtype in _INTEGERS or
+                                           all(_target(u) in _COMPARISONS for u in node.users)):
+            continue
         if target in _INTEGER_EXACT_TARGETS and meta is not None and meta.dtype in _INTEGERS:
             continue
-        return node
-    return None
+        if target in _NUMPY_ORDER_TARGETS and node.args and _as_eager(node.args[0]) and \
+                node.name in by_name:
+            numpy_calls.append(node.name)
+            continue
+        return node, []
+    return None, numpy_calls
+
+
+def _target(node: Node) -> str:
+    return f"method:{node.target}" if node.op is Opcode.CALL_METHOD else node.target
+
+
+def _as_eager(operand: object) -> bool:
+    """Whether NumPy reading ``operand`` in the compiled program reads it as eager did: the
+    argument itself, or a C-contiguous value (a kernel's result is; eager's is when its
+    recorded strides say so: ``x.T * 2`` is F-ordered in NumPy, and summed in another order)."""
+    if not isinstance(operand, Node):
+        return False
+    if operand.op is Opcode.PLACEHOLDER:
+        return True
+    meta = operand.tensor
+    if meta is None:
+        return False
+    expected = 1
+    for size, stride in zip(reversed(meta.shape), reversed(meta.strides)):
+        if size > 1 and stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def gates_in_program(capture: GraphProgram, log: Callable[[str], None]) -> bool:
@@ -87,25 +135,51 @@ _INTEGERS = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint
 
 
 def with_gate_outputs(capture: GraphProgram) -> GraphProgram:
-    """A copy of ``capture`` whose flat outputs end with its gates' values, in gate order."""
+    """A copy of ``capture`` whose flat outputs end with its gates' values, in gate order, and
+    whose float reductions the gates read run as NumPy's own calls."""
     copy = GraphProgram.from_json(capture.to_json(), capture.schema)
     by_name = {node.name: node for node in copy.graph.nodes}
+    for name in exactness(capture)[1]:
+        by_name[name].meta["numpy_call"] = True
     output = copy.graph.output_node
     output.set_args((tuple(output.args[0]) + tuple(by_name[g.node] for g in copy.gates),))
     return copy
 
 
-def gated(run_flat: Callable[..., list[Any]], capture: GraphProgram
-          ) -> Callable[..., list[Any]]:
-    """``run_flat`` of the program ``with_gate_outputs`` made, returning the capture's own
-    outputs once every gate value equals the traced one, else raising ``GateMismatch``."""
-    count = len(capture.gates)
-    checks = [(GATE_CONVERSIONS[g.kind], g.value) for g in capture.gates]
+class GateCheck:
+    """Compares a call's gate values with the traced outcomes (``GateMismatch`` when they
+    differ); ``passed`` counts the calls that matched. ``active`` is cleared when the program's
+    values differ from NumPy's on the inputs it was traced on (a compiler defect: its gates
+    are then replayed, and the values not compared)."""
 
-    def run(*arrays: Any) -> list[Any]:
-        flat = run_flat(*arrays)
-        for (convert, expected), value in zip(checks, flat[-count:]):
+    def __init__(self, capture: GraphProgram) -> None:
+        self.checks = [(GATE_CONVERSIONS[g.kind], g.value) for g in capture.gates]
+        self.active = True
+        self.passed = 0
+
+    def __call__(self, *values: Any) -> None:
+        if not self.active:
+            return
+        for (convert, expected), value in zip(self.checks, values):
             if not same_outcome(convert(value), expected):
                 raise GateMismatch("a data gate took another branch")
+        self.passed += 1
+
+
+def check_in_program(executable: Any, call_flat: Callable[..., list[Any]],
+                     capture: GraphProgram) -> tuple[Callable[..., list[Any]], GateCheck]:
+    """``call_flat`` of the program ``with_gate_outputs`` made, returning the capture's own
+    outputs, its gates checked by a ``GateCheck``: inside the executable's call where it takes
+    one (``Executable.check_gates``: before its checks, events and NumPy's warnings), after the
+    call otherwise (another backend's)."""
+    check, count = GateCheck(capture), len(capture.gates)
+    if hasattr(executable, "check_gates"):
+        executable.check_gates(count, check)
+        run = executable.run
+        return (lambda *arrays: run(*arrays)[:-count]), check
+
+    def checked(*arrays: Any) -> list[Any]:
+        flat = call_flat(*arrays)
+        check(*flat[-count:])
         return flat[:-count]
-    return run
+    return checked, check

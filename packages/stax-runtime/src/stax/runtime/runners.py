@@ -5,6 +5,7 @@ guarded machine-code entry, and the argument walks the call layer needs around t
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,14 @@ def untraced_arrays(tree: Any, limit: int = 64) -> list[np.ndarray]:
                     walk(v, depth + 1)
     walk(tree, 0)
     return found
+
+
+def bound_in_its_module(obj: Any) -> bool:
+    """Whether ``obj`` is what its module binds to its ``__qualname__`` (pickled by name)."""
+    found: Any = sys.modules.get(getattr(obj, "__module__", None) or "")
+    for part in getattr(obj, "__qualname__", "").split("."):
+        found = getattr(found, part, None)
+    return found is obj
 
 
 def generator_states(slots: list[int], args: tuple[Any, ...], kwargs: dict[str, Any]

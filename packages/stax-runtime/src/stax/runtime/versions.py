@@ -77,9 +77,13 @@ class Version:
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
     generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
-    #: the gates are checked by the compiled program as it runs (``gate_checks.py``), not
-    #: replayed before: ``applies`` leaves them to the run, which raises ``GateMismatch``
-    gates_in_program: bool = False
+    #: the gates are checked by the compiled program as it runs (``gate_checks.GateCheck``),
+    #: not replayed before: ``applies`` leaves them to the run, which raises ``GateMismatch``
+    gate_check: Any = None
+
+    @property
+    def gates_in_program(self) -> bool:
+        return self.gate_check is not None and self.gate_check.active
 
     @property
     def guarded(self) -> bool:

@@ -45,6 +45,8 @@ class CSE:
                 seen[key] = node
                 continue
             notes.append(f"%{node.name} merged into %{first.name}")
+            if node.meta.get("numpy_call"):  # a data gate reads it: NumPy's bits for every use
+                first.meta["numpy_call"] = True
             node.replace_all_uses_with(first)
             graph.erase_node(node)
         self.last_summary = "; ".join(notes)

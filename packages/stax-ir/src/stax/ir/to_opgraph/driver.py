@@ -45,7 +45,8 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
         kwargs = map_nodes(node.kwargs, env.__getitem__)
         found = rule_for(kind, node.target)
         try:
-            if found is None or node.effectful:  # a draw runs as NumPy's own call
+            # a draw runs as NumPy's own call, and so does a value whose bits must be NumPy's
+            if found is None or node.effectful or node.meta.get("numpy_call"):
                 raise NotNative
             ctx.lowering(node, found.emits)
             env[node] = found.fn(ctx, node, args, kwargs)
