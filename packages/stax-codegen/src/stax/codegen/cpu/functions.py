@@ -2,7 +2,7 @@
 hypot, pow, arctan2, logaddexp, ldexp): which routine computes each loop operator in each float
 dtype. float64 in double-double steps within 1 ulp (``vmath64``; tanh in double, ``vmath``);
 float32 in float32 lanes where a fitted polynomial reaches the bound (exp, log, log2, log10,
-tanh), sin, cos and tan from the short reduction where the program checks their arguments
+log1p, tanh), sin, cos and tan from the short reduction where the program checks their arguments
 (``KernelSpec.trig_checked``) and Payne–Hanek's otherwise (``vmath.trig32``), else computed in
 double and rounded once."""
 
@@ -18,7 +18,7 @@ from . import vmath64
 from .registry import Emitter, binary, by_dtype, unary
 from .types import I64
 from .vmath.double import F64, tanh64
-from .vmath.lanes32 import exp32, log2_32, log10_32, log32, tanh32
+from .vmath.lanes32 import exp32, log1p32, log2_32, log10_32, log32, tanh32
 from .vmath.trig32 import TRIG32
 from .vmath.via_double import BINARY_VIA_DOUBLE, VIA_DOUBLE
 
@@ -39,7 +39,8 @@ def in_double(routine: Routine) -> Routine:
 FLOAT64 = {**vmath64.UNARY, "tanh": tanh64}
 #: float32 unary routines: in float32 lanes, from the float32 reduction, else in double
 FLOAT32 = {**{op: in_double(fn) for op, fn in VIA_DOUBLE.items()}, "exp": exp32, "log": log32,
-           "log2": log2_32, "log10": log10_32, "tanh": tanh32, **TRIG32["full"]}
+           "log2": log2_32, "log10": log10_32, "log1p": log1p32, "tanh": tanh32,
+           **TRIG32["full"]}
 #: per unary loop operator, its routine per dtype
 UNARY_ROUTINES: dict[str, dict[str, Routine]] = {
     op: {dtype: table[op] for dtype, table in (("float32", FLOAT32), ("float64", FLOAT64))

@@ -8,8 +8,8 @@ tests check (ARCHITECTURE.md §4). One module per family:
 
 - ``double``: the double kernels (``exp64``, ``log64``) the float32 functions computed in double
   build on, float64 ``tanh64``, and the shared constants and helpers;
-- ``lanes32``: exp, log, log2, log10 and tanh in float32 lanes, where a fitted polynomial reaches the bound
-  (twice the vector width of the double path);
+- ``lanes32``: exp, log, log2, log10, log1p and tanh in float32 lanes, where a fitted polynomial
+  reaches the bound (twice the vector width of the double path);
 - ``trig32``: sin, cos and tan over the whole float32 range (Payne–Hanek), in double;
 - ``via_double``: the other float32 functions, computed in double and rounded once.
 

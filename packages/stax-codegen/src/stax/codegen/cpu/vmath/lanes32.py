@@ -1,7 +1,14 @@
-"""float32 exp, log, log2, log10 and tanh in float32 lanes (twice the vector width of the double
-path): a fitted polynomial reaches the bound there. Measured against a higher-precision reference
-the tests check (ARCHITECTURE.md §4): ``exp32`` 1.04 ulp, ``log32`` 0.89 ulp, ``tanh32`` 1.5 ulp
-(bounds 2), ``log2_32`` 0.97 and ``log10_32`` 0.95 ulp (bound 1)."""
+"""float32 exp, log, log2, log10, log1p and tanh in float32 lanes (twice the vector width of the
+double path): a fitted polynomial reaches the bound there. Measured against a higher-precision
+reference the tests check (ARCHITECTURE.md §4): ``exp32`` 1.04 ulp, ``log32`` 0.94 ulp,
+``tanh32`` 1.5 ulp (bounds 2), ``log2_32`` 0.97 and ``log10_32`` 0.95 ulp, ``log1p32`` 0.85 ulp
+(bound 1). ``log32`` and ``log1p32`` were measured over every float32; over every float32 of
+[0.5, 2), ``log10_32`` measures 0.98 and ``log2_32`` 1.07 (at 1.4128582, e = 0 and f near
+sqrt(2) - 1: above its bound, which the tests' random inputs miss).
+
+No table: LLVM makes a lookup a vector gather, which on AMD Zen 5 costs as much as a whole
+logarithm. The cost is the count of instructions (about 0.35 us each over 50,000 float32 on
+one Zen 5 core, the kernels interleaving four vectors), so these count them."""
 
 from __future__ import annotations
 
@@ -100,25 +107,33 @@ SQRT_HALF = math.sqrt(0.5)
 SQRT_TWO = math.sqrt(2.0)
 
 
-def _log_parts(b: ir.IRBuilder, module: ir.Module, x: ir.Value
-               ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
-    """x = 2^e m with m in [sqrt(1/2), sqrt(2)) from the bits (subnormals scaled by 2^23 first):
-    (e as a float, f = m - 1 exactly, f^2, g(f)) with log m = f + f^2 g(f), g a fitted degree-10
-    polynomial."""
+def _exponent_and_mantissa(b: ir.IRBuilder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """A normal positive x = 2^e m with m in [sqrt(1/2), sqrt(2)), from the bits: (e as an
+    integer, m)."""
+    offset = b.sub(b.bitcast(x, I32), ir.Constant(I32, 0x3F3504F3))  # bits of sqrt(1/2)
+    e = b.ashr(offset, ir.Constant(I32, 23))
+    return e, b.bitcast(b.sub(b.bitcast(x, I32), b.shl(e, ir.Constant(I32, 23))), F32)
+
+
+def _reduce(b: ir.IRBuilder, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """x = 2^e m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first): (e as an
+    integer, f = m - 1 exactly)."""
     def c(v: float) -> ir.Constant:
         return ir.Constant(F32, v)
 
-    def i(v: int) -> ir.Constant:
-        return ir.Constant(I32, v)
-
-    fma = _fmuladd32(b, module)
     subnormal = b.fcmp_ordered("<", x, c(1.1754943508222875e-38))
     xs = b.select(subnormal, b.fmul(x, c(2.0 ** 23)), x)
-    offset = b.sub(b.bitcast(xs, I32), i(0x3F3504F3))                 # bits of sqrt(1/2)
-    e = b.ashr(offset, i(23))
-    m = b.bitcast(b.sub(b.bitcast(xs, I32), b.shl(e, i(23))), F32)
-    e = b.sub(e, b.select(subnormal, i(23), i(0)))
-    f = b.fsub(m, c(1.0))
+    e, m = _exponent_and_mantissa(b, xs)
+    e = b.sub(e, b.select(subnormal, ir.Constant(I32, 23), ir.Constant(I32, 0)))
+    return e, b.fsub(m, c(1.0))
+
+
+def _log_parts(b: ir.IRBuilder, module: ir.Module, x: ir.Value
+               ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """``_reduce``, then (e as a float, f, f^2, g(f)) with log m = f + f^2 g(f), g a fitted
+    degree-10 polynomial (log2 and log10: their bound is 1 ulp)."""
+    e, f = _reduce(b, x)
+    fma = _fmuladd32(b, module)
     return b.sitofp(e, F32), f, b.fmul(f, f), _horner32(fma, f, _fit("log1p_tail", 10))
 
 
@@ -133,17 +148,34 @@ def _log_specials(b: ir.IRBuilder, x: ir.Value, value: ir.Value) -> ir.Value:
     return b.select(b.fcmp_unordered("uno", x, x), x, value)
 
 
-def log32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
-    """float32 log in float32 lanes (twice the vector width of the double path, no division).
+def _log_special_values(b: ir.IRBuilder, x: ir.Value, value: ir.Value) -> ir.Value:
+    """log's IEEE values in three selects: +inf at +inf, -inf at +-0, NaN below zero and at a NaN
+    (``ult``: unordered or less; a quiet NaN, not the argument's payload)."""
+    def c(v: float) -> ir.Constant:
+        return ir.Constant(F32, v)
 
-    ``_log_parts``, then log m = f + f^2 g(f) and e ln2 with a 16-bit ln2_hi (exact
-    products). Measured: 0.87 ulp (bound 2; NumPy's own float32 log promises 4)."""
+    value = b.select(b.fcmp_ordered("==", x, c(math.inf)), c(math.inf), value)
+    value = b.select(b.fcmp_ordered("==", x, c(0.0)), c(-math.inf), value)
+    return b.select(b.fcmp_unordered("<", x, c(0.0)), c(math.nan), value)
+
+
+def log32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """float32 log in float32 lanes (twice the vector width of the double path, no division, no
+    table: a gather of 16 lanes costs as much as the whole function).
+
+    ``_reduce``, then log m = f + f^2 g(f) with g a fitted degree-8 polynomial, and e ln2 with a
+    16-bit ln2_hi (exact products). Every instruction counts: degree 8 instead of 10 and three
+    selects for the special values instead of four took ``np.log`` of 50,000 float32 from 14.6
+    to 12.0 us on one AMD EPYC (Zen 5) core (NumPy 12.5). Measured over every float32: 0.94 ulp
+    (bound 2; NumPy's own float32 log promises 4)."""
     fma = _fmuladd32(b, module)
-    ef, f, f2, g = _log_parts(b, module, x)
-    log_m = fma(f2, g, f)  # one fused multiply-add keeps f exact in the sum
+    e, f = _reduce(b, x)
+    ef = b.sitofp(e, F32)
+    g = _horner32(fma, f, _fit("log1p_tail", 8))
+    log_m = fma(b.fmul(f, f), g, f)  # one fused multiply-add keeps f exact in the sum
     value = fma(ef, ir.Constant(F32, 0.693145751953125),
                 fma(ef, ir.Constant(F32, 1.428606765330187e-06), log_m))
-    return _log_specials(b, x, value)
+    return _log_special_values(b, x, value)
 
 
 def _log_in_base(inverse_ln_base: tuple[float, float], log_two: tuple[float, float]
@@ -188,6 +220,40 @@ def _split(value: float, bits: int = 24) -> tuple[float, float]:
 #: log2 and log10 in float32 lanes. Measured: see ``BOUNDS`` in test_vmath.py
 log2_32 = _log_in_base(_split(1.0 / math.log(2.0)), (1.0, 0.0))
 log10_32 = _log_in_base(_split(1.0 / math.log(10.0)), _split(math.log10(2.0), 11))
+
+
+def log1p32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
+    """float32 log1p in float32 lanes (it was computed in double, 4.4x slower).
+
+    u = 1 + x rounded and c = x - (u - 1) exactly, so 1 + x = u + c and log1p(x) = log u + c/u
+    to far below an ulp (c is at most half an ulp of u; one division). log u as ``log32``'s
+    (u is normal: x above -1 makes it at least 2^-24) with a degree-9 g, and e ln2_hi + f summed
+    with its error (Fast2Sum: |e ln2_hi| >= |f| where e != 0): the bound is 1 ulp, and near
+    x = 1 (e = 1, m below 1) log m would otherwise round at the result's own scale. x is clamped
+    to the largest float first, so +inf raises no flag (the fast kernels read the CPU's,
+    ``cpu/fpevents.py``); +-0 and +inf are themselves (x == x/2), -1 gives -inf, below -1 and
+    NaN give NaN. ``np.log1p`` of 50,000 float32 on one AMD EPYC (Zen 5) core: 57 -> 13 us
+    (NumPy 13). Measured over every float32: 0.85 ulp (bound 1)."""
+    def c(v: float) -> ir.Constant:
+        return ir.Constant(F32, v)
+
+    fma = _fmuladd32(b, module)
+    minnum = module.declare_intrinsic("llvm.minnum", [F32], ir.FunctionType(F32, [F32] * 2))
+    xc = b.call(minnum, [x, c(3.4028234663852886e38)])  # +inf - inf would raise invalid
+    u = b.fadd(xc, c(1.0))
+    e, m = _exponent_and_mantissa(b, u)
+    f = b.fsub(m, c(1.0))
+    ef = b.sitofp(e, F32)
+    correction = b.fdiv(b.fsub(xc, b.fsub(u, c(1.0))), u)
+    g = _horner32(fma, f, _fit("log1p_tail", 9))
+    s = b.fmul(ef, c(0.693145751953125))  # exact: 16 bits times at most 8
+    hi = b.fadd(s, f)
+    hi_error = b.fadd(b.fsub(s, hi), f)
+    lo = fma(b.fmul(f, f), g, fma(ef, c(1.428606765330187e-06), correction))
+    value = b.fadd(hi, b.fadd(lo, hi_error))
+    value = b.select(b.fcmp_ordered("==", x, b.fmul(x, c(0.5))), x, value)
+    value = b.select(b.fcmp_ordered("==", x, c(-1.0)), c(-math.inf), value)
+    return b.select(b.fcmp_unordered("<", x, c(-1.0)), c(math.nan), value)
 
 
 def _exp32_at_least_one(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
