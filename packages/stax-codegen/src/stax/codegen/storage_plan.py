@@ -18,8 +18,9 @@ Buffers NumPy produces (extern steps) and the caller's arrays are never reused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -111,21 +112,26 @@ def may_return_a_view(call: ExternCall) -> bool:
     return not (module == "numpy" and isinstance(getattr(np, name, None), np.ufunc))
 
 
-def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer) -> bool:
-    """Whether ``out`` can be written over ``dead`` inside ``group``'s kernel: one element-wise
-    loop nest, ``dead`` read only by ``out`` and only at the element ``out`` writes."""
-    if len({(type(n.data), n.ranges) for n in group.nodes}) != 1 or \
-            not isinstance(out.data, Pointwise):
+def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer,
+                      loads_of: Callable[[ComputedBuffer], list[Any]]) -> bool:
+    """Whether ``out`` can be written over ``dead`` inside ``group``'s kernel (of one loop
+    nest: ``_one_nest``): element-wise, ``dead`` read only by ``out`` and only at the element
+    ``out`` writes."""
+    if not isinstance(out.data, Pointwise):
         return False
     if (out.shape, out.dtype, out.strides) != (dead.shape, dead.dtype, dead.strides):
         return False
     for node in group.nodes:
-        reads = [ld for ld in loads(node.data.body) if ld.buffer == dead.name]
+        reads = [ld for ld in loads_of(node) if ld.buffer == dead.name]
         if node is not out and reads:
             return False
         if any(isinstance(ld, IndirectLoad) or ld.index != out.store_index for ld in reads):
             return False
     return True
+
+
+def _one_nest(group: Group) -> bool:
+    return len({(type(n.data), n.ranges) for n in group.nodes}) == 1
 
 
 def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | ExternCall],
@@ -148,11 +154,23 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                 if name not in outputs:
                     last_use[name] = max(last_use.get(name, -1), result)
     plan = StoragePlan()
+    # each node's loads, walked once: a group's bodies are read for every dying input of every
+    # node it writes, and a fused body can be deep (a while loop of 100 steps unrolled: 4.9 s
+    # of a 6.2 s plan walked the same trees again and again)
+    walked: dict[str, list[Any]] = {}
+
+    def loads_of(node: ComputedBuffer) -> list[Any]:
+        found = walked.get(node.name)
+        if found is None:
+            found = walked[node.name] = loads(node.data.body)
+        return found
+
     free: list[int] = []           # blocks no live buffer uses
     holder: dict[int, str] = {}    # block -> the buffer living in it now
     live_bytes = 0
     for step, g in enumerate(groups):
         written = [n for n in g.nodes if isinstance(n, ComputedBuffer) and n.name not in unstored]
+        one_nest = bool(written) and _one_nest(g)
         for node in written:
             if node.name not in last_use:
                 last_use[node.name] = step  # written, never read: dies where it is made
@@ -163,8 +181,10 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                 over = buffers[node.updates]
                 assert over.name in [d.name for d in dying], \
                     f"{node.name} updates {over.name}, which is read later or not its own"
+            elif dying and one_nest:
+                over = next((d for d in dying if _elementwise_over(g, node, d, loads_of)), None)
             else:
-                over = next((d for d in dying if _elementwise_over(g, node, d)), None)
+                over = None
             if over is not None:
                 block = plan.storage[over.name]
                 plan.in_place[node.name] = over.name

@@ -46,7 +46,7 @@ from .alias_scopes import mark_alias_scopes
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
 from .nests import UNROLLED, LoopShapes
-from .registry import accumulator
+from .registry import TWO_PASSES, accumulator
 from .types import I1, I8P, I64, memory_type
 
 #: the kinds whose values the floating-point checks look at (``fpevents``)
@@ -280,7 +280,9 @@ class KernelEmitter(LoopShapes, FloatEvents):
     def reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
         """Reductions over one nest: the accumulators carried through the reduced loops (an
         arg reduction carries its best value and index), stored after them."""
-        accumulators = [accumulator(n.data.reduction_type) for n in nodes]
+        # an arg reduction carries its extreme here, its index is found after (``first_index``)
+        accumulators = [TWO_PASSES[n.data.reduction_type][0] if n.data.reduction_type in
+                        TWO_PASSES else accumulator(n.data.reduction_type) for n in nodes]
         inits: list[ir.Value] = []
         for n, acc in zip(nodes, accumulators):
             inits += acc.identity(self, n)
@@ -308,10 +310,32 @@ class KernelEmitter(LoopShapes, FloatEvents):
         position = 0
         for node, acc in zip(nodes, accumulators):
             total = acc.result(finals[position:position + acc.carried])
+            if node.data.reduction_type in TWO_PASSES:
+                total = self.first_index(node, total)
             self.track_finish(node, total)
             self.after_total(node, total)
             self.store(node, total)
             position += acc.carried
+
+
+    def first_index(self, node: ComputedBuffer, best: Sequence[ir.Value]) -> ir.Value:
+        """Pass two of an arg reduction: the first flat index of the reduced loops holding its
+        extreme ``best`` (pass one's: the number, a NaN seen; NumPy's rule: the first of equal
+        values, the first NaN)."""
+        outer_memo = self.memo
+        umin = self.fn.module.declare_intrinsic("llvm.umin", [I64],
+                                                ir.FunctionType(I64, [I64, I64]))
+
+        def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.memo = dict(outer_memo)
+            found = TWO_PASSES[node.data.reduction_type][1](self, node,
+                                                            self.value(node.data.body), best)
+            return [self.builder.call(umin, [accs[0], found])]
+
+        past = ir.Constant(I64, math.prod(node.reduction_ranges))
+        [first] = self.nest(node.reduction_ranges, rvar, [past], inner)
+        self.memo = outer_memo
+        return first
 
 
 def emit_kernel(module: ir.Module, spec: KernelSpec, data_offset: int) -> ir.Function:

@@ -1,0 +1,51 @@
+"""argmax and argmin in two passes (``cpu/accumulators.py``: the extreme, then the first index
+holding it): NumPy's index for every dtype, axis and layout, with NaNs (the first NaN wins),
+ties (the first of equal values), signed zeros and infinities."""
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+DTYPES = [np.float64, np.float32, np.int64, np.int32, np.uint8, np.int8, np.bool_]
+
+
+def values(rng, shape, dtype):
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.3
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -3), min(info.max, 3), shape, endpoint=True).astype(dtype)
+    x = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 2.0, np.inf, -np.inf]), shape)
+    x = x + rng.random(shape).round(1) * (rng.random(shape) < 0.5)
+    x[rng.random(shape) < 0.02] = np.nan
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["argmax", "argmin"])
+def test_first_index_of_the_extreme(dtype, kind):
+    rng = np.random.default_rng(7)
+    whole = stax.compile(lambda x: getattr(x, kind)(), strict_native=True)
+    rows = stax.compile(lambda x: getattr(np, kind)(x, axis=1), strict_native=True)
+    cols = stax.compile(lambda x: getattr(np, kind)(x, axis=0), strict_native=True)
+    fused = stax.compile(lambda x: getattr(np, kind)(x[:, ::2] * 1, axis=-1), strict_native=True)
+    for shape in ((1, 1), (3, 5), (40, 70), (129, 33)):
+        for _ in range(4):
+            x = values(rng, shape, dtype)
+            for layout in (x, x.T, x[::-1]):
+                assert whole(layout) == getattr(layout, kind)()
+                for f, axis in ((rows, 1), (cols, 0)):
+                    np.testing.assert_array_equal(f(layout), getattr(np, kind)(layout, axis=axis))
+            np.testing.assert_array_equal(fused(x), getattr(np, kind)(x[:, ::2] * 1, axis=-1))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nans_zeros_and_ties(dtype):
+    argmax = stax.compile(lambda x: x.argmax(), strict_native=True)
+    argmin = stax.compile(lambda x: x.argmin(), strict_native=True)
+    for data in ([0.0, -0.0, 0.0], [-0.0, 0.0], [1.0, np.nan, 2.0, np.nan], [np.nan] * 3,
+                 [-np.inf] * 4, [np.inf, np.inf], [3.0, 3.0, 1.0], [1.0] * 1000 + [np.nan],
+                 [np.nan] + [1.0] * 999):
+        x = np.array(data, dtype)
+        assert argmax(x) == x.argmax() and argmin(x) == x.argmin(), data
