@@ -105,6 +105,26 @@ def test_which_slices_are_exact():
     assert gate_checks.inexact_node(capture(lambda a: a * 2 if n.sum() > 3 else a, x)) is None
     assert gate_checks.inexact_node(
         capture(lambda a, b: a if (a[b.max() % 3] > 2).any() else -a, x, n)) is None
+    # local arrays, assignments, arrays built from traced values, running extremes, order
+    # statistics (NumPy's own calls): a solver's convergence test, a stretch by percentiles
+    def relax(a):
+        u = np.zeros_like(a)
+        for _ in range(3):
+            un = u.copy()
+            un[1:-1] = 0.5 * (u[2:] + u[:-2]) - a[1:-1]
+            err, u = np.abs(un - u).max(), un
+            if err < 1e-3:
+                break
+        return u
+
+    assert gate_checks.inexact_node(capture(relax, x[0])) is None
+    built = capture(lambda a: a if np.array([a[0, 0] * 2, a[1, 1]]).min() < 1 else -a, x)
+    assert gate_checks.inexact_node(built) is None
+    running = capture(lambda a: a if np.maximum.accumulate(a[0])[-1] < 1 else -a, x)
+    assert gate_checks.inexact_node(running) is None
+    stretched = capture(lambda a: a - np.percentile(a, 2) if np.percentile(a, 98) > 3 else a, x)
+    inexact, numpy_calls = gate_checks.exactness(stretched)
+    assert inexact is None and numpy_calls  # the percentile the gate reads
     # float reductions of arrays laid out as eager's: NumPy's own calls in the program
     summed = capture(lambda a: a * 2 if (a * 3).sum() + a.var() > 3 else a, x)
     inexact, numpy_calls = gate_checks.exactness(summed)

@@ -42,7 +42,20 @@ _EXACT_TARGETS = capture_targets_of((elementwise_ops() - approximate_ops()) | {"
     "numpy.expand_dims", "numpy.swapaxes", "numpy.moveaxis", "numpy.broadcast_to",
     "method:reshape", "method:ravel", "method:flatten", "method:transpose", "method:squeeze",
     "method:swapaxes", "method:astype", "method:copy", "numpy.where", "numpy.abs",
-    "numpy.absolute", "numpy.clip", "method:clip"}
+    "numpy.absolute", "numpy.clip", "method:clip",
+    # constants and copies: local arrays, arrays built from traced values, running extremes
+    "numpy.zeros", "numpy.zeros_like", "numpy.ones", "numpy.ones_like", "numpy.full",
+    "numpy.full_like", "numpy.eye", "numpy.identity", "numpy.array", "numpy.asarray",
+    "numpy.stack", "numpy.concatenate", "numpy.hstack", "numpy.vstack", "numpy.copy",
+    "numpy.ascontiguousarray", "numpy.flip", "numpy.roll", "numpy.tile", "numpy.repeat",
+    "numpy.diff", "numpy.maximum.accumulate", "numpy.minimum.accumulate",
+    "stax.functional.setitem", "stax.functional.decline_if"}
+#: NumPy functions whose bits do not depend on the layout of what they read (sorting,
+#: selecting, interpolating between order statistics): run as NumPy's own calls, they are
+#: exact on exact operands, whatever the program's layouts
+_NUMPY_CALL_TARGETS = frozenset({
+    "numpy.percentile", "numpy.quantile", "numpy.median", "numpy.nanpercentile",
+    "numpy.nanquantile", "numpy.nanmedian", "numpy.sort", "method:sort", "numpy.partition"})
 #: extremes: exact but for the sign of a float zero (NumPy's max of [0.0, -0.0] is -0.0, the
 #: kernels' may be 0.0): exact in integers, and where only comparisons read them
 _EXTREME_TARGETS = capture_targets_of({"max", "min"})
@@ -83,13 +96,15 @@ def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
         if target in _EXACT_TARGETS:
             continue
         meta = node.tensor
-        if target in _EXTREME_TARGETS and (meta is not None and meta.dtype in _INTEGERS or
-                                           all(_target(u) in _COMPARISONS for u in node.users)):
+        integer = meta is not None and meta.dtype in _INTEGERS
+        if target in _EXTREME_TARGETS and (
+                integer or all(_target(u) in _COMPARISONS for u in node.users)):
             continue
-        if target in _INTEGER_EXACT_TARGETS and meta is not None and meta.dtype in _INTEGERS:
+        if target in _INTEGER_EXACT_TARGETS and integer:
             continue
-        if target in _NUMPY_ORDER_TARGETS and node.args and _as_eager(node.args[0]) and \
-                node.name in by_name:
+        as_numpy = target in _NUMPY_CALL_TARGETS or (
+            target in _NUMPY_ORDER_TARGETS and bool(node.args) and _as_eager(node.args[0]))
+        if as_numpy and node.name in by_name:
             numpy_calls.append(node.name)
             continue
         return node, []
