@@ -79,3 +79,21 @@ def test_a_local_array_is_filled_in_one_kernel():
     f = stax.compile(columns, strict_native=True)
     f(V)
     assert [s for s in f.versions()[0].artifact.steps] == ["kernel_0"]
+
+
+def test_a_literal_array_meets_a_traced_call():
+    """``rng.choice(np.array([-1, 1]), ...)``: the literal is remade in the program, not refused
+    as an array from outside the function (it fell back to eager NumPy)."""
+    def first_passage(rng, n_walkers, n_steps, barrier):
+        steps = rng.choice(np.array([-1, 1]), size=(n_walkers, n_steps))
+        hit = np.abs(np.cumsum(steps, axis=1)) >= barrier
+        first = np.where(hit.any(axis=1), hit.argmax(axis=1), n_steps)
+        return first, np.convolve(first, np.array([0.25, 0.5, 0.25]))
+
+    f = stax.compile(first_passage, strict_native=True)
+    for seed in range(3):
+        mine = f(np.random.default_rng(seed), 20, 50, 4)
+        eager = first_passage(np.random.default_rng(seed), 20, 50, 4)
+        for a, b in zip(mine, eager):
+            np.testing.assert_array_equal(a, b)
+    assert f.versions()[0].native

@@ -76,3 +76,34 @@ def test_compiled_calls_match_eager(fn, args):
                 np.testing.assert_array_equal(g, w)
             else:
                 assert g == w
+
+
+def test_a_masked_ufunc_computes_quietly_where_the_mask_is_false():
+    """``np.divide(a, d, out=o, where=d != 0)``: NumPy computes (and warns) only where the mask
+    holds; the kernels compute every lane, the others on values that raise nothing, so the
+    call stays native (it declined at every call, the division by zero being reported)."""
+    def safe_ratio(num, den):
+        out = np.zeros_like(num)
+        np.divide(num, den, out=out, where=den != 0)
+        return out
+
+    def safe_atanh(x):
+        out = np.full_like(x, 7.0)
+        np.arctanh(x, out=out, where=np.abs(x) < 1)
+        return out
+
+    rng = np.random.default_rng(0)
+    f, g = stax.compile(safe_ratio), stax.compile(safe_atanh)
+    for _ in range(3):
+        num = rng.standard_normal(50)
+        den = rng.integers(-2, 3, 50).astype(float)
+        x = rng.choice([-1.0, 1.0, 0.5, -0.25, 2.0], 50)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_array_equal(f(num, den), safe_ratio(num, den))
+            np.testing.assert_allclose(g(x), safe_atanh(x), rtol=1e-15)
+    assert f.cache_info().fallbacks == 0 and g.cache_info().fallbacks == 0
+    # a lane the mask keeps still warns as NumPy does
+    kept = stax.compile(lambda a, d: np.divide(a, d, out=np.zeros_like(a), where=d > -1))
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        kept(np.ones(3), np.zeros(3))

@@ -113,7 +113,7 @@ def may_return_a_view(call: ExternCall) -> bool:
 
 
 def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer,
-                      loads_of: Callable[[ComputedBuffer], list[Any]]) -> bool:
+                      loads_of: Callable[[ComputedBuffer], dict[str, list[Any]]]) -> bool:
     """Whether ``out`` can be written over ``dead`` inside ``group``'s kernel (of one loop
     nest: ``_one_nest``): element-wise, ``dead`` read only by ``out`` and only at the element
     ``out`` writes."""
@@ -122,7 +122,7 @@ def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer,
     if (out.shape, out.dtype, out.strides) != (dead.shape, dead.dtype, dead.strides):
         return False
     for node in group.nodes:
-        reads = [ld for ld in loads_of(node) if ld.buffer == dead.name]
+        reads = loads_of(node).get(dead.name, ())
         if node is not out and reads:
             return False
         if any(isinstance(ld, IndirectLoad) or ld.index != out.store_index for ld in reads):
@@ -157,12 +157,15 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
     # each node's loads, walked once: a group's bodies are read for every dying input of every
     # node it writes, and a fused body can be deep (a while loop of 100 steps unrolled: 4.9 s
     # of a 6.2 s plan walked the same trees again and again)
-    walked: dict[str, list[Any]] = {}
+    walked: dict[str, dict[str, list[Any]]] = {}
 
-    def loads_of(node: ComputedBuffer) -> list[Any]:
+    def loads_of(node: ComputedBuffer) -> dict[str, list[Any]]:
+        """``node``'s loads by the buffer they read."""
         found = walked.get(node.name)
         if found is None:
-            found = walked[node.name] = loads(node.data.body)
+            found = walked[node.name] = {}
+            for load in loads(node.data.body):
+                found.setdefault(load.buffer, []).append(load)
         return found
 
     free: list[int] = []           # blocks no live buffer uses

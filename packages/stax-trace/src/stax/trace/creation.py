@@ -177,9 +177,28 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
                 result = NotImplemented
             if result is not NotImplemented:
                 return result
-        return original(*args, **kwargs)
+        made = original(*args, **kwargs)
+        if args and type(args[0]) in (list, tuple) and name in _FROM_SEQUENCES:
+            _remember_literal(made, sys._getframe(1), conversion)
+        return made
     conversion.__stax_original__ = original  # type: ignore[attr-defined]
     return conversion
+
+
+#: literal arrays (``np.array([-1, 1])``) up to this many elements are remade in the program
+MAX_LITERAL = 4096
+
+
+def _remember_literal(array: Any, caller: Any, conversion: Any) -> None:
+    """An array the user's code wrote as a literal (``rng.choice(np.array([-1, 1]))``): how to
+    make it again, recorded when it meets a traced call unchanged (as arrays NumPy's own code
+    makes are), instead of refused there as an array from outside the function."""
+    tracer = getattr(_active, "tracer", None)
+    if tracer is None or type(array) is not np.ndarray or array.dtype.kind not in "biuf" or \
+            array.size > MAX_LITERAL or library_frame(caller) or not calls(caller, conversion):
+        return
+    tracer.created[id(array)] = Created(array, "numpy.array", (array.tolist(),),
+                                        {"dtype": array.dtype.name}, array.copy(), user_source())
 
 
 #: other attributes replaced while captures run: (owner, name, wrap), added by ``intercept``

@@ -362,7 +362,8 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
                                **({} if where is True else {"where": _plain(where)}))
 
     def compute() -> Any:
-        new = tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs, getattr(ufunc, method))
+        operands = inputs if where is True else _masked_operands(tracer, ufunc, inputs, where)
+        new = tracer.record(Opcode.CALL_FUNCTION, target, operands, kwargs, getattr(ufunc, method))
         if where is True:
             if np.shape(new.value) != np.shape(out.value):  # NumPy broadcasts into out
                 new = np.broadcast_to(new, np.shape(out.value))
@@ -371,6 +372,19 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
         return tracer.record(Opcode.CALL_FUNCTION, "numpy.where", (where, new.astype(out.value.dtype),
                                                                     out), {}, np.where)
     return out._update_in_place(f"{target}(..., out=...)", compute)
+
+
+def _masked_operands(tracer: Tracer, ufunc: np.ufunc, inputs: Any, where: Any) -> tuple[Any, ...]:
+    """``ufunc(..., where=m)`` computes only where ``m`` holds, and warns only of those lanes
+    (``np.divide(a, d, out=o, where=d != 0)``, a safe division): the recorded call computes
+    every lane, so the traced operands are 1 elsewhere (0 for arctanh, whose 1 is a division
+    by zero), values that raise nothing, their results dropped by the select after."""
+    safe = 0 if ufunc is np.arctanh else 1
+    return tuple(
+        tracer.record(Opcode.CALL_FUNCTION, "numpy.where",
+                      (where, v, np.dtype(v.value.dtype).type(safe)), {}, np.where)
+        if isinstance(v, Proxy) and isinstance(getattr(v, "value", None), np.ndarray) and
+        v.value.dtype.kind in "biuf" else v for v in inputs)
 
 
 def _into(tracer: Tracer, opcode: Opcode, target: str, func: Any, args: tuple[Any, ...],
