@@ -49,3 +49,28 @@ def test_nans_zeros_and_ties(dtype):
                  [np.nan] + [1.0] * 999):
         x = np.array(data, dtype)
         assert argmax(x) == x.argmax() and argmin(x) == x.argmin(), data
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape", [(100_000,), (300, 400), (2, 50_000)])
+def test_long_reductions_split_over_rows(dtype, shape):
+    """A long arg reduction runs as rows (chunks) in parallel, then the row of the first
+    extreme: ties across rows, NaNs in a later row than a tie, zeros of both signs."""
+    rng = np.random.default_rng(11)
+    argmax = stax.compile(lambda x: x.argmax(), strict_native=True)
+    argmin = stax.compile(lambda x: np.argmin(x, keepdims=True), strict_native=True)
+    size = int(np.prod(shape))
+    for case in range(6):
+        x = values(rng, size, dtype)
+        if dtype != np.bool_:
+            top = np.array(9 if np.dtype(dtype).kind in "iu" else 9.5).astype(dtype)
+            x[rng.integers(0, size, 3)] = top  # a tie, likely across rows
+            x[rng.integers(0, size, 2)] = x.min()
+        if case % 2 and np.dtype(dtype).kind == "f":
+            x[rng.integers(size // 2, size)] = np.nan
+        if case == 4 and np.dtype(dtype).kind == "f":
+            x[:] = 0.0
+            x[rng.integers(0, size, 50)] = -0.0
+        x = x.reshape(shape)
+        assert argmax(x) == x.argmax()
+        np.testing.assert_array_equal(argmin(x), np.argmin(x, keepdims=True))

@@ -8,7 +8,7 @@ import numpy as np
 from stax.ir import Node
 
 from .context import Lazy, Loader, LoopLowering, output_strides
-from .expr import Binary, Const, Expr, Unary
+from .expr import Binary, Const, Expr, IndirectLoad, Unary
 from .externs import library_call, op_as_extern
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, Scan, rvar, xvar
@@ -140,7 +140,48 @@ def lower_arg(ctx: LoopLowering, node: Node) -> Lazy:
         return op_as_extern(ctx, node)
     loader = ctx.operand(node.args[0], x.shape, x.dtype)
     axes = tuple(node.kwargs["axis"])
-    return ctx.reduce_values(loader, x.shape, axes, node.kwargs["keepdims"], node.target, "int64")
+    keepdims = node.kwargs["keepdims"]
+    if len(axes) == len(x.shape):
+        split = _split_arg(ctx, loader, x.shape, node.target, x.dtype)
+        if split is not None:
+            return split if not keepdims else \
+                Lazy((1,) * len(x.shape), "int64", lambda index: split.loader(()))
+    return ctx.reduce_values(loader, x.shape, axes, keepdims, node.target, "int64")
+
+
+def _split_arg(ctx: LoopLowering, loader: Loader, shape: tuple[int, ...], kind: str,
+               dtype: str) -> Lazy | None:
+    """A long arg reduction to one index, split as sums are (``LoopLowering._split``): over rows
+    (the first axis, or chunks of a 1-D array) each row's arg and extreme, an outer loop the
+    threads share, the rows read again from cache by the arg's second pass; then the row of the
+    first extreme (a NaN's, where one is: a row's extreme is NaN then) and its arg, offset. The
+    first of equal extremes is in the first row holding one, at that row's first: NumPy's."""
+    total = int(np.prod(shape))
+    if total < ctx.options.split_min:
+        return None
+    if len(shape) == 1:
+        chunks = ctx.split_chunks(total)
+        if chunks is None:
+            return None
+        size = total // chunks
+        rows_shape: tuple[int, ...] = (chunks, size)
+
+        def rows(index: tuple[Affine, ...]) -> Expr:
+            return loader((index[0] * size + index[1],))
+    else:
+        rows_shape, rows, size = shape, loader, total // shape[0]
+    rest = tuple(range(1, len(rows_shape)))
+    where = ctx.reduce_values(rows, rows_shape, rest, False, kind, "int64")
+    extreme = ctx.reduce_values(rows, rows_shape, rest, False,
+                                "max" if kind == "argmax" else "min", dtype)
+    row = ctx.reduce_values(extreme.loader, extreme.shape, (0,), False, kind, "int64")
+    assert where.buffer is not None
+
+    def flat(index: tuple[Affine, ...]) -> Expr:
+        at = row.loader(())
+        return Binary("add", Binary("mul", at, Const(size, "int64"), "int64"),
+                      IndirectLoad(where.buffer, "int64", at), "int64")
+    return Lazy((), "int64", flat)
 
 
 @lowers("cumsum", "cumprod")
