@@ -112,22 +112,19 @@ def may_return_a_view(call: ExternCall) -> bool:
     return not (module == "numpy" and isinstance(getattr(np, name, None), np.ufunc))
 
 
-def _elementwise_over(group: Group, out: ComputedBuffer, dead: ComputedBuffer,
+def _elementwise_over(out: ComputedBuffer, dead: ComputedBuffer, readers: dict[str, list[Any]],
                       loads_of: Callable[[ComputedBuffer], dict[str, list[Any]]]) -> bool:
-    """Whether ``out`` can be written over ``dead`` inside ``group``'s kernel (of one loop
-    nest: ``_one_nest``): element-wise, ``dead`` read only by ``out`` and only at the element
-    ``out`` writes."""
+    """Whether ``out`` can be written over ``dead`` inside its group's kernel (of one loop
+    nest: ``_one_nest``; ``readers``: the group's nodes by the buffers they read): element-wise,
+    ``dead`` read only by ``out`` and only at the element ``out`` writes."""
     if not isinstance(out.data, Pointwise):
         return False
     if (out.shape, out.dtype, out.strides) != (dead.shape, dead.dtype, dead.strides):
         return False
-    for node in group.nodes:
-        reads = loads_of(node).get(dead.name, ())
-        if node is not out and reads:
-            return False
-        if any(isinstance(ld, IndirectLoad) or ld.index != out.store_index for ld in reads):
-            return False
-    return True
+    if any(node is not out for node in readers.get(dead.name, ())):
+        return False
+    return not any(isinstance(ld, IndirectLoad) or ld.index != out.store_index
+                   for ld in loads_of(out).get(dead.name, ()))
 
 
 def _one_nest(group: Group) -> bool:
@@ -174,6 +171,7 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
     for step, g in enumerate(groups):
         written = [n for n in g.nodes if isinstance(n, ComputedBuffer) and n.name not in unstored]
         one_nest = bool(written) and _one_nest(g)
+        readers: dict[str, list[Any]] | None = None  # the group's nodes by what they read
         for node in written:
             if node.name not in last_use:
                 last_use[node.name] = step  # written, never read: dies where it is made
@@ -185,7 +183,13 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                 assert over.name in [d.name for d in dying], \
                     f"{node.name} updates {over.name}, which is read later or not its own"
             elif dying and one_nest:
-                over = next((d for d in dying if _elementwise_over(g, node, d, loads_of)), None)
+                if readers is None:
+                    readers = {}
+                    for reader in g.nodes:
+                        for name in loads_of(reader):
+                            readers.setdefault(name, []).append(reader)
+                over = next((d for d in dying if _elementwise_over(node, d, readers, loads_of)),
+                            None)
             else:
                 over = None
             if over is not None:

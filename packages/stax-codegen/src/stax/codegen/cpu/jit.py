@@ -244,11 +244,19 @@ def folded_non_finite(before: str, after: str) -> list[str]:
 PRECISE_SUFFIX = ".precise"
 
 
+#: a module of more IR than this (characters) is optimized without the SLP vectorizer: a plan
+#: of hundreds of kernels (a data-dependent ``while`` unrolled 200 times, one kernel reading 200
+#: buffers) spent 1.3 s in O3, 0.9 s of it in SLP on its long straight-line bodies (0.4 s
+#: without); the loop vectorizer, which the kernels' loops rely on, still runs
+SLP_IR_LIMIT = 300_000
+
+
 def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
     """The module optimized for the host. A precise module (every operation checked, run only
     for calls whose fast kernels reported a possible event) is optimized without the SLP
     vectorizer, which takes seconds on its long straight-line checks (complex arithmetic: a
-    row of 4 complex products, 0.1 s -> 12 s); its loops still vectorize."""
+    row of 4 complex products, 0.1 s -> 12 s); its loops still vectorize. So is a module of
+    more than ``SLP_IR_LIMIT`` characters of IR."""
     llvm = host.llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.triple = host.host_identity().triple
@@ -257,7 +265,7 @@ def _optimized_module(llvm_ir: str, speed_level: int = 3) -> Any:
     vectorize = speed_level >= 2
     precise = f'{PRECISE_SUFFIX}"' in llvm_ir[:llvm_ir.find("\n")]  # its ModuleID line
     pto.loop_vectorization = vectorize
-    pto.slp_vectorization = vectorize and not precise
+    pto.slp_vectorization = vectorize and not precise and len(llvm_ir) <= SLP_IR_LIMIT
     pto.loop_interleaving = vectorize
     pto.loop_unrolling = vectorize
     builder = llvm.create_pass_builder(_target_machine(), pto)
