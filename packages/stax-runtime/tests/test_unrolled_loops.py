@@ -56,16 +56,20 @@ def test_scheduling_time_grows_about_quadratically(monkeypatch):
             spent.append(time.perf_counter() - clock)
     monkeypatch.setattr(program_plan, "schedule", timed)
     monkeypatch.setattr(program_plan, "MAX_STEPS", 10_000)
-    ratios = []
-    for sizes in ((24, 96), (25, 100)):  # the better of two rounds (new programs each: the
-        times = []                       # VM's speed varies 2x from one moment to the next)
-        for k in sizes:  # 4x the kernels: 16x when quadratic, 64x and more when cubic (measured)
+    def best(k: int) -> float:
+        """The least of three compiles of a new program (the VM's speed varies 2x from one
+        moment to the next, and a CI session measured 60x once, against 13x idle)."""
+        times = []
+        for seed in range(3):
             spent.clear()
-            a = np.random.default_rng(k).random((k, k))
+            a = np.random.default_rng(seed).random((k, k))
             stax.compile(triangle, strict_native=True)(a)
             times.append(sum(spent))
-        ratios.append(times[1] / times[0])
-    assert min(ratios) < 40, ratios
+        return min(times)
+
+    # 4x the kernels: 16x when quadratic, 64x and more when cubic (measured; 13x idle)
+    ratio = best(96) / best(24)
+    assert ratio < 40, ratio
 
 
 def test_a_plan_of_too_many_steps_runs_eagerly_and_says_why(monkeypatch, caplog):
