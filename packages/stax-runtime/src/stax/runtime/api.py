@@ -44,7 +44,7 @@ from .branches import OtherBranches
 from .capture_cache import captures_for
 from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
-from .gate_checks import GateMismatch, check_in_program, gates_in_program, with_gate_outputs
+from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
 from .key_entry import compiled_entry, eager_entry, version_entry
@@ -467,8 +467,9 @@ class CompiledFunction(OtherBranches):
         dump = dumper(settings.dump_dir, dump_stem(self, settings.dump_dir, name), number)
         dump("capture", capture)
         logs.emit("graph", settings.logs, str(capture))
-        in_program = bool(capture.gates) and placement is None and \
-            gates_in_program(capture, lambda text: logs.emit("perf", settings.logs, text))
+        numpy_calls = program_gates(capture, lambda text: logs.emit("perf", settings.logs, text)) \
+            if capture.gates and placement is None else None
+        in_program = numpy_calls is not None
         leaves = tree_flatten((args, kwargs))[0]
         slots = [i for i, s in enumerate(capture.inputs) if s is not None]
         try:
@@ -482,7 +483,8 @@ class CompiledFunction(OtherBranches):
                     "device" not in named_parameters(self.backend):
                 raise UnsupportedError(f"backend {self.backend_name!r} compiles for the CPU only "
                                        "(its signature takes no device)")
-            compiled = with_gate_outputs(capture) if in_program else capture
+            compiled = with_gate_outputs(capture, numpy_calls) if numpy_calls is not None \
+                else capture
             run_flat = self.backend(compiled, [leaves[i] for i in slots], **accepted, **self.options)
         except UnsupportedError:
             raise
@@ -492,9 +494,8 @@ class CompiledFunction(OtherBranches):
         artifact = getattr(run_flat, "artifact", None)
         # an Executable's __call__ validates its inputs for replay users; sigma already has
         call_flat = run_flat.run if isinstance(run_flat, (Executable, TritonExecutable)) else run_flat
-        gate_check = None
-        if in_program:
-            call_flat, gate_check = check_in_program(run_flat, call_flat, capture)
+        call_flat, gate_check = check_in_program(run_flat, call_flat, capture) if in_program \
+            else (call_flat, None)
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
         output_tree = capture.output_tree

@@ -16,7 +16,9 @@ from .versions import Version, first_for_its_key
 
 
 class OtherBranches:
-    """``_gates_failed`` for ``CompiledFunction._run`` (the attributes named here are its)."""
+    """``_gates_failed`` for ``CompiledFunction._run``: the attributes named here are its, and
+    so are the methods called on ``self`` (``_run``, ``_lookup``, ``_miss``,
+    ``_captured_result``)."""
 
     _by_sigma: dict[Any, list[Version]]
     _by_layout: dict[Any, list[Version]]
@@ -69,20 +71,3 @@ class OtherBranches:
                 first_for_its_key(self._by_sigma, self._by_layout, sigma, found)
             self._last = (None, [])
             return result
-
-    # provided by CompiledFunction
-    def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
-             other_branches: bool = True) -> Any:
-        raise NotImplementedError
-
-    def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                skipped: Any = ()) -> Version | None:
-        raise NotImplementedError
-
-    def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-              outcome: Outcome, placement: Any = None) -> Version:
-        raise NotImplementedError
-
-    def _captured_result(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
-                         outcome: Outcome, placement: Any) -> Any:
-        raise NotImplementedError

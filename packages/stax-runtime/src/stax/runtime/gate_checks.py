@@ -25,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from stax.ir import GATE_CONVERSIONS, GraphProgram, StaxError
+import numpy as np
+
+from stax.ir import GATE_CONVERSIONS, GraphProgram, StaxError, contiguous_strides
 from stax.ir.graph import Node, Opcode
 from stax.ir.ops import approximate_ops, capture_targets_of, comparison_ops, elementwise_ops
 
@@ -96,7 +98,7 @@ def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
         if target in _EXACT_TARGETS:
             continue
         meta = node.tensor
-        integer = meta is not None and meta.dtype in _INTEGERS
+        integer = meta is not None and np.dtype(meta.dtype).kind in "biu"
         if target in _EXTREME_TARGETS and (
                 integer or all(_target(u) in _COMPARISONS for u in node.users)):
             continue
@@ -124,37 +126,30 @@ def _as_eager(operand: object) -> bool:
     if operand.op is Opcode.PLACEHOLDER:
         return True
     meta = operand.tensor
-    if meta is None:
-        return False
-    expected = 1
-    for size, stride in zip(reversed(meta.shape), reversed(meta.strides)):
-        if size > 1 and stride != expected:
-            return False
-        expected *= size
-    return True
+    return meta is not None and all(size <= 1 or stride == c for size, stride, c in
+                                    zip(meta.shape, meta.strides, contiguous_strides(meta.shape)))
 
 
-def gates_in_program(capture: GraphProgram, log: Callable[[str], None]) -> bool:
-    """Whether ``capture``'s gates are checked by its compiled program; the decision logged."""
-    node = inexact_node(capture)
+def program_gates(capture: GraphProgram, log: Callable[[str], None]) -> list[str] | None:
+    """Where ``capture``'s gates are checked by its compiled program, the float reductions of
+    their slice that run as NumPy's own calls (``with_gate_outputs``); None where they are
+    replayed. The decision is logged."""
+    node, numpy_calls = exactness(capture)
     where = f" ({node.source})" if node is not None and node.source else ""
     log(f"{capture.name}: {len(capture.gates)} data gate(s) checked in the compiled program"
         if node is None else
         f"{capture.name}: data gates replayed in NumPy before each call: %{node.name} "
         f"({node.target}){where} may round otherwise in the kernels")
-    return node is None
+    return numpy_calls if node is None else None
 
 
-_INTEGERS = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                       "uint64"})
-
-
-def with_gate_outputs(capture: GraphProgram) -> GraphProgram:
+def with_gate_outputs(capture: GraphProgram, numpy_calls: list[str]) -> GraphProgram:
     """A copy of ``capture`` whose flat outputs end with its gates' values, in gate order, and
-    whose float reductions the gates read run as NumPy's own calls."""
+    whose float reductions ``numpy_calls`` (named by ``program_gates``) run as NumPy's own
+    calls."""
     copy = GraphProgram.from_json(capture.to_json(), capture.schema)
     by_name = {node.name: node for node in copy.graph.nodes}
-    for name in exactness(capture)[1]:
+    for name in numpy_calls:
         by_name[name].meta["numpy_call"] = True
     output = copy.graph.output_node
     output.set_args((tuple(output.args[0]) + tuple(by_name[g.node] for g in copy.gates),))

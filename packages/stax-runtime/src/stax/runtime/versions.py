@@ -118,8 +118,6 @@ class Limits:
     max_compiles: int = 256
 
 
-
-
 def first_for_its_key(by_sigma: dict[Any, list[Version]], by_layout: dict[Any, list[Version]],
                       sigma: Any, version: Version) -> None:
     """``version`` made the first one tried for its key (its gates held where another's did

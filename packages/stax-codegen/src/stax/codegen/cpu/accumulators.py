@@ -7,7 +7,6 @@ sum row after row as NumPy's)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -183,19 +182,16 @@ def _arg_extreme_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value
     return [extreme(em, "maximum" if greater else "minimum", acc, x, dtype), nan]
 
 
-
-
-def first_at(em: Emitter, node: ComputedBuffer, x: ir.Value, extreme_: Sequence[ir.Value]
-             ) -> ir.Value:
+def first_at(em: Emitter, node: ComputedBuffer, x: ir.Value, extreme_: Sequence[ir.Value],
+             past: ir.Value) -> ir.Value:
     """Pass two's candidate: the element's flat index where ``x`` is the extreme (the first
-    NaN where one was seen), else past the end (the loop keeps their unsigned minimum)."""
+    NaN where one was seen), else ``past`` the end (the loop keeps their unsigned minimum)."""
     b = em.builder
     best, nan = extreme_
     if is_float(node.data.body.dtype):
         hit = b.select(nan, b.fcmp_unordered("uno", x, x), b.fcmp_ordered("==", x, best))
     else:
         hit = b.icmp_unsigned("==", x, best)
-    past = ir.Constant(I64, math.prod(node.data.reduction_ranges))
     return b.select(hit, linear_index(em, node), past)
 
 

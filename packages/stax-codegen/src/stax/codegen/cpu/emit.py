@@ -317,7 +317,6 @@ class KernelEmitter(LoopShapes, FloatEvents):
             self.store(node, total)
             position += acc.carried
 
-
     def first_index(self, node: ComputedBuffer, best: Sequence[ir.Value]) -> ir.Value:
         """Pass two of an arg reduction: the first flat index of the reduced loops holding its
         extreme ``best`` (pass one's: the number, a NaN seen; NumPy's rule: the first of equal
@@ -326,13 +325,14 @@ class KernelEmitter(LoopShapes, FloatEvents):
         umin = self.fn.module.declare_intrinsic("llvm.umin", [I64],
                                                 ir.FunctionType(I64, [I64, I64]))
 
+        past = ir.Constant(I64, math.prod(node.reduction_ranges))
+
         def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
             self.memo = dict(outer_memo)
             found = TWO_PASSES[node.data.reduction_type][1](self, node,
-                                                            self.value(node.data.body), best)
+                                                            self.value(node.data.body), best, past)
             return [self.builder.call(umin, [accs[0], found])]
 
-        past = ir.Constant(I64, math.prod(node.reduction_ranges))
         [first] = self.nest(node.reduction_ranges, rvar, [past], inner)
         self.memo = outer_memo
         return first

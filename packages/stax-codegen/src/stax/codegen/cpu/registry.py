@@ -76,8 +76,8 @@ TERNARY: dict[str, TernaryEmitter] = {}
 REDUCTIONS: dict[str, Accumulator] = {}
 SCANS: dict[str, ScanStep] = {}
 #: reductions emitted in two passes where their nest allows (``KernelEmitter.reductions``): pass
-#: one's accumulator, and ``found(em, node, x, pass_one_results)``, the candidate flat index of
-#: pass two (an unsigned minimum over the reduced loops)
+#: one's accumulator, and ``found(em, node, x, pass_one_results, past)``, the candidate flat
+#: index of pass two (an unsigned minimum over the reduced loops, ``past`` where none)
 TWO_PASSES: dict[str, tuple[Accumulator, Callable[..., ir.Value]]] = {}
 
 F = TypeVar("F")
