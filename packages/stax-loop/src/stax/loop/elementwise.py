@@ -205,15 +205,15 @@ def small_power32(x: Expr, n: int) -> Expr:
     ``fma(h, h, 2 h l)``. The double-precision products this replaces ran at half the vector
     width (a float32 GELU with ``x ** 3`` 19-28% behind ``x * x * x``, which itself errs by up
     to 1.5 ulp). Where ``h`` is at least ``2^100`` (cube) or ``2^64`` (fourth power) the power
-    overflows whatever the error, which could itself overflow: it is dropped there (and where
-    ``h`` is infinite or NaN), the power then ``h * x`` or ``h * h``, with no NaN made from an
-    infinity; overflow and underflow happen where the power's do."""
+    overflows whatever the error, which could itself overflow (or be an infinity's NaN): the
+    correction is dropped there by one select (and where ``h`` is infinite or NaN), the power
+    then ``h * x`` or ``h * h``; overflow and underflow happen where the power's do. (Selecting
+    ``x`` and ``h`` before the FMA, as first written, cost three more operations a vector:
+    GELU with ``x ** 3`` ran 20% behind ``x * x * x`` on an Intel host.)"""
     f32 = "float32"
     h = Binary("mul", x, x, f32)
     small = Binary("lt", Unary("abs", h, f32), Const(2.0 ** (100 if n == 3 else 64), f32), "bool")
-    zero = Const(0.0, f32)
-    xs, hs = Select(small, x, zero, f32), Select(small, h, zero, f32)
-    low = Ternary("fma", xs, xs, Unary("neg", hs, f32), f32)
-    if n == 3:
-        return Ternary("fma", h, x, Binary("mul", low, xs, f32), f32)
-    return Ternary("fma", h, h, Binary("mul", Binary("add", hs, hs, f32), low, f32), f32)
+    low = Ternary("fma", x, x, Unary("neg", h, f32), f32)
+    error = Binary("mul", low, x, f32) if n == 3 else \
+        Binary("mul", Binary("add", h, h, f32), low, f32)
+    return Ternary("fma", h, x if n == 3 else h, Select(small, error, Const(0.0, f32), f32), f32)

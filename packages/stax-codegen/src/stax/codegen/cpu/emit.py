@@ -43,8 +43,10 @@ from ..nesting import Nest
 from ..rowshare import Spill
 from . import rules
 from .alias_scopes import mark_alias_scopes
+from .costs import work
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
+from .loop_hints import interleave_count, loop_id
 from .nests import UNROLLED, LoopShapes
 from .registry import TWO_PASSES, accumulator
 from .types import I1, I8P, I64, memory_type
@@ -116,6 +118,9 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.index_bits = max(index_width(n) for n in spec.nodes)
         self.index_type = ir.IntType(self.index_bits)
         self.memo: dict[object, ir.Value] = {}  # id(expr) or ("index", affine)
+        # the element-wise work (``costs.work``) emitted inside the loop being built; -1 once
+        # it holds another loop (then it is not the innermost); None outside every loop
+        self.inner_work: int | None = None
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
         self.in_order = False  # reductions step without ``reassoc`` (``accumulators.py``)
@@ -129,11 +134,13 @@ class KernelEmitter(LoopShapes, FloatEvents):
 
     # -- loops ---------------------------------------------------------------------------------
     def loop(self, var: str, low: ir.Value, high: ir.Value, carried: Sequence[ir.Value],
-             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], step: int = 1
-             ) -> list[ir.Value]:
+             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], step: int = 1,
+             extent: int | None = None) -> list[ir.Value]:
         """``for var in range(low, high, step)`` with loop-carried values; returns their final
-        values."""
+        values. ``extent``: the loop's whole iteration count where a nest knows it (an
+        innermost loop may then be given LLVM's interleave hint, ``loop_hints.py``)."""
         b = self.builder
+        enclosing, self.inner_work = self.inner_work, 0
         pre = b.block
         head = self.fn.append_basic_block(f"{var}_loop")
         done = self.fn.append_basic_block(f"{var}_done")
@@ -146,12 +153,16 @@ class KernelEmitter(LoopShapes, FloatEvents):
             phi.add_incoming(init, pre)
         self.vars[var] = iv
         updated = list(body(phis))
+        inside, self.inner_work = self.inner_work, enclosing if enclosing is None else -1
         nxt = b.add(iv, ir.Constant(I64, step), name=f"{var}_next")
         latch = b.block
         iv.add_incoming(nxt, latch)
         for phi, new in zip(phis, updated):
             phi.add_incoming(new, latch)
-        b.cbranch(b.icmp_signed("<", nxt, high), head, done)
+        branch = b.cbranch(b.icmp_signed("<", nxt, high), head, done)
+        count = interleave_count(inside, extent) if not carried and step == 1 else 1
+        if count > 1:
+            branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count))
         b.position_at_end(done)
         results = []
         for init, new in zip(carried, updated):
@@ -183,7 +194,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
                 return []
             low = self.start if split and d == 0 else ir.Constant(I64, 0)
             high = self.stop if split and d == 0 else ir.Constant(I64, ranges[d])
-            return self.loop(prefix(d), low, high, values, lambda v: level(d + 1, v))
+            return self.loop(prefix(d), low, high, values, lambda v: level(d + 1, v),
+                             extent=ranges[d])
         return list(level(0, carried))
 
     def fresh(self, body: Callable[[], None]) -> Callable[[Sequence[ir.Value]], Sequence[ir.Value]]:
@@ -269,6 +281,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         return self.fn
 
     def pointwise(self, nodes: Sequence[ComputedBuffer]) -> None:
+        if self.inner_work is not None and self.inner_work >= 0:
+            self.inner_work += sum(work(node.data.body) for node in nodes)
         for node in nodes:
             v = self.value(node.data.body)
             if node.name in self.spec.discard:
@@ -309,7 +323,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.memo = outer_memo
         position = 0
         for node, acc in zip(nodes, accumulators):
-            total = acc.result(finals[position:position + acc.carried])
+            total = acc.result(self, finals[position:position + acc.carried])
             if node.data.reduction_type in TWO_PASSES:
                 total = self.first_index(node, total)
             self.track_finish(node, total)

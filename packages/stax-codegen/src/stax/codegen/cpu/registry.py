@@ -67,7 +67,7 @@ class Accumulator:
     carried: int
     identity: Callable[[Emitter, ComputedBuffer], list[ir.Value]]
     step: Callable[[Emitter, ComputedBuffer, Sequence[ir.Value], ir.Value, bool], list[ir.Value]]
-    result: Callable[[Sequence[ir.Value]], ir.Value]
+    result: Callable[[Emitter, Sequence[ir.Value]], ir.Value]
 
 
 UNARY: dict[str, UnaryEmitter] = {}
