@@ -30,6 +30,7 @@ CASES = {
     "softmax(64,1000)": ("softmax", lambda: (f32(64, 1000),)),
     "layer_norm(8192,1024)": ("layer_norm", lambda: (f32(8192, 1024), f32(1024), f32(1024))),
     "gelu(16M)": ("gelu", lambda: (f32(1 << 24),)),
+    "gelu_pow(16M)": ("gelu_pow", lambda: (f32(1 << 24),)),
     "chain20(256)": ("chain20", lambda: (f32(256),)),
     "x+1(1)": ("plus_one", lambda: (f32(1),)),
     "mlp(512x1024x4096x1024)": ("mlp", lambda: (f32(512, 1024), f32(1024, 4096, scale=0.03),

@@ -206,14 +206,22 @@ def small_power32(x: Expr, n: int) -> Expr:
     width (a float32 GELU with ``x ** 3`` 19-28% behind ``x * x * x``, which itself errs by up
     to 1.5 ulp). Where ``h`` is at least ``2^100`` (cube) or ``2^64`` (fourth power) the power
     overflows whatever the error, which could itself overflow (or be an infinity's NaN): the
-    correction is dropped there by one select (and where ``h`` is infinite or NaN), the power
-    then ``h * x`` or ``h * h``; overflow and underflow happen where the power's do. (Selecting
-    ``x`` and ``h`` before the FMA, as first written, cost three more operations a vector:
-    GELU with ``x ** 3`` ran 20% behind ``x * x * x`` on an Intel host.)"""
+    error is computed from ``xs``, ``x`` where ``|x|`` is below ``2^50`` (cube) or ``2^32``
+    (fourth power), else 0 (a NaN too), so it is always finite and raises nothing, and the power
+    is ``fma(h, x, 0)`` or ``fma(h, h, 0)`` there; overflow and underflow happen where the
+    power's do. The select reads ``x`` itself: no computed value reaches a select's arm or a
+    comparison, which a fast kernel reading the CPU's flags would have to keep alive
+    (``fpevents.kept_operations``: selecting ``h`` and the error cost two kept values a vector,
+    GELU with ``x ** 3`` 23% behind ``x * x * x`` on an Intel host)."""
     f32 = "float32"
     h = Binary("mul", x, x, f32)
-    small = Binary("lt", Unary("abs", h, f32), Const(2.0 ** (100 if n == 3 else 64), f32), "bool")
-    low = Ternary("fma", x, x, Unary("neg", h, f32), f32)
-    error = Binary("mul", low, x, f32) if n == 3 else \
-        Binary("mul", Binary("add", h, h, f32), low, f32)
-    return Ternary("fma", h, x if n == 3 else h, Select(small, error, Const(0.0, f32), f32), f32)
+    # |x| < 2^50 (2^32) on the bits, a NaN's above: two integer operations (LLVM made the
+    # float comparison three, an ordered test besides)
+    magnitude = Binary("and", Unary("bitcast", x, "int32"), Const(0x7FFFFFFF, "int32"), "int32")
+    small = Binary("lt", magnitude, Const((127 + (50 if n == 3 else 32)) << 23, "int32"), "bool")
+    xs = Select(small, x, Const(0.0, f32), f32)
+    hs = Binary("mul", xs, xs, f32)
+    low = Ternary("fma", xs, xs, Unary("neg", hs, f32), f32)
+    if n == 3:
+        return Ternary("fma", h, x, Binary("mul", low, xs, f32), f32)
+    return Ternary("fma", h, h, Binary("mul", Binary("add", hs, hs, f32), low, f32), f32)
