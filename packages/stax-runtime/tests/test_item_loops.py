@@ -4,6 +4,7 @@ them, and an item whose kernels report an event or an index out of bounds handed
 dispatcher — what the loop computes, warns and raises is eager NumPy's."""
 
 import logging
+import re
 import warnings
 
 import numpy as np
@@ -165,7 +166,10 @@ def test_the_item_as_a_number_compiles_where_int64_means_the_same(caplog, monkey
     monkeypatch.setenv("STAX_LOGS", "loops")
     with caplog.at_level(logging.INFO, logger="stax"):
         _same_as_numpy(mean_of_first, np.random.default_rng(2).random(200))
-    assert "body compiled once" in caplog.text
+    # it compiles; which way then runs the items is timed (``lifted_loops._first_run``): on a
+    # busy host NumPy's 0.7 us an item once beat the compiled 0.9 us
+    assert "body compiled once" in caplog.text or re.search(
+        r"body run by NumPy: [0-9.]+ us an item, compiled", caplog.text), caplog.text
 
     def scaled32(x):
         out = np.zeros_like(x)
