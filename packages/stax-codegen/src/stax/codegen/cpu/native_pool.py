@@ -42,6 +42,14 @@ MAX_ARITY = 16
 CHUNKS_PER_THREAD = 4
 CHUNK_MASK = 0xFFFF  # chunks per launch at most (16 bits of the claim word)
 SPINS = 100000  # ~50-100 us: a loop of launches finds the workers awake; idle ones sleep soon
+#: x86-64: a worker spins this many time-stamp-counter ticks (with ``pause``) before it sleeps,
+#: about 0.5-1 ms at the 2-4 GHz such counters run at. A count of loop iterations lasted under
+#: 40 us on an Intel Xeon VM: a kernel launched after 40 us of NumPy work (a NumPy step, a
+#: ``mean`` computed by NumPy before the branch's kernel) woke a sleeping worker, and a VM's
+#: wake-up (a halted virtual CPU) took longer than the kernel: 200k float32 ``sqrt(abs(x)) * 2``
+#: 27 us back to back, 60-80 us after such a gap
+SPIN_TICKS = 1 << 21
+TIMED_SPIN = platform.machine() in ("x86_64", "AMD64")
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine())
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 
@@ -122,7 +130,12 @@ def _pool_ir() -> str:
     wait, spin, sleep, go = (worker.append_basic_block(n) for n in ("wait", "spin", "sleep", "go"))
     b.branch(wait)
     b.position_at_end(wait)
-    b.store(ir.Constant(I64, 0), spins)
+    if TIMED_SPIN:
+        clock = module.declare_intrinsic("llvm.readcyclecounter", (), ir.FunctionType(I64, []))
+        pause = module.declare_intrinsic("llvm.x86.sse2.pause", (), ir.FunctionType(VOID, []))
+        b.store(b.call(clock, []), spins)  # the spin's start
+    else:
+        b.store(ir.Constant(I64, 0), spins)
     b.branch(spin)
     b.position_at_end(spin)
     current = load(b, generation, I32)
@@ -130,9 +143,15 @@ def _pool_ir() -> str:
     again = worker.append_basic_block("again")
     b.cbranch(changed, go, again)
     b.position_at_end(again)
-    count = b.add(b.load(spins), ir.Constant(I64, 1))
-    b.store(count, spins)
-    b.cbranch(b.icmp_signed("<", count, ir.Constant(I64, SPINS)), spin, sleep)
+    if TIMED_SPIN:
+        b.call(pause, [])
+        spinning = b.icmp_unsigned("<", b.sub(b.call(clock, []), b.load(spins)),
+                                   ir.Constant(I64, SPIN_TICKS))
+    else:
+        count = b.add(b.load(spins), ir.Constant(I64, 1))
+        b.store(count, spins)
+        spinning = b.icmp_signed("<", count, ir.Constant(I64, SPINS))
+    b.cbranch(spinning, spin, sleep)
     b.position_at_end(sleep)
     futex(b, generation, FUTEX_WAIT_PRIVATE, b.load(seen))  # returns at once if it moved on
     b.branch(wait)
