@@ -347,3 +347,39 @@ def test_in_place_updates_that_others_could_see_are_refused(body, reason):
 
     with pytest.raises(UnsupportedError, match=f"of {reason} is not captured"):
         trace(f, (x,))
+
+
+def _shifted_sums(a):
+    b = a * 2
+    b[1:] += b[:-1]  # NumPy reads the overlapping operand before writing
+    b[:-1] -= b[1:]
+    return b
+
+
+def _shifted_argument(a):
+    a[1:] += a[:-1]
+    return a.sum()
+
+
+def _shifted_kept_view(a):
+    b = a * 2
+    v = b[:-1]
+    b[1:] += v  # v is still alive afterwards: it must show the update, as in eager NumPy
+    return b + v.sum()
+
+
+@pytest.mark.parametrize("fn", [_shifted_sums, _shifted_argument])
+def test_an_update_by_an_overlapping_view_of_the_same_array_is_captured(fn):
+    x, _ = example((6,))
+    capture = trace(fn, (x.copy(),))
+    want_arg = x.copy()
+    want = fn(want_arg)
+    np.testing.assert_array_equal(run_program(capture, (x.copy(),), {}), want)
+
+
+def test_an_operand_view_kept_alive_is_refused_after_the_update():
+    """The update itself may read the view; the assignment ending ``b[1:] += v`` then finds v
+    still viewing b (v would show the update in eager NumPy): refused, never stale."""
+    x, _ = example((6,))
+    with pytest.raises(UnsupportedError, match="of an array another value views is not captured"):
+        trace(_shifted_kept_view, (x,))

@@ -215,7 +215,7 @@ def _viewed_input(tracer: Any, site: LoopSite, state: dict[str, Any], inputs: li
         return None
     name = next((n for n in inputs if state[n] is base), None)
     if name is None or name in site.mutated or name in site.assigned or \
-            tracer.shared(base, value.value) is not None:
+            tracer.shared(base, (value.value,)) is not None:
         return None
     return name
 

@@ -259,19 +259,21 @@ class Proxy:
             self.value.dtype.kind in "iub" else {}
         self._update_in_place("item assignment x[...] = ...", lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, "stax.functional.setitem", (self, key, value), as_scalar,
-            NN_FUNCTIONS["stax.functional.setitem"]), ignore=value.value if own_view else None)
+            NN_FUNCTIONS["stax.functional.setitem"]), ignore=(value.value,) if own_view else ())
         if own_view and not same_index_key(value.view_of[1], key):
             # ``x[2:4] = x[:2]``: NumPy reads the value before writing; the value stays a view
             # of x, so from now on it shows the updated x, as the view does in eager NumPy
             again = self[value.view_of[1]]
             value.node, value.value = again.node, again.value
 
-    def _update_in_place(self, what: str, compute: Any, ignore: Any = None) -> Proxy:
+    def _update_in_place(self, what: str, compute: Any, ignore: tuple[Any, ...] = ()) -> Proxy:
         """``x op= y`` / ``x[k] = v`` on an array no other value can see (not an argument, not a
         view, nothing viewing it) means the same as rebinding ``x`` to the updated copy: record
-        that, and make this proxy stand for it (spec §4.9 functionalization, at capture)."""
+        that, and make this proxy stand for it (spec §4.9 functionalization, at capture).
+        ``ignore``: values that view ``x`` but are read by this very update (they are read
+        before it writes, as NumPy reads overlapping operands)."""
         if self.view_of is not None:
-            return self._update_view_in_place(what, compute)
+            return self._update_view_in_place(what, compute, ignore)
         reason = self.tracer.shared(self, ignore)
         if reason is not None:
             raise _mutation(f"{what} of {reason}")
@@ -292,7 +294,8 @@ class Proxy:
             raise ValueError(f"non-broadcastable output operand with shape {self.value.shape} "
                              f"doesn't match the broadcast shape {new.value.shape}")
 
-    def _update_view_in_place(self, what: str, compute: Any) -> Proxy:
+    def _update_view_in_place(self, what: str, compute: Any, ignore: tuple[Any, ...] = ()
+                              ) -> Proxy:
         """``x[k] op= v`` (Python: ``t = x[k]; t op= v; x[k] = t``) when ``t`` is a view: the
         update writes through to ``x``. Record it as ``x = setitem(x, k, t op v)`` and make ``t``
         the view ``x[k]`` of the updated ``x`` again."""
@@ -301,7 +304,7 @@ class Proxy:
         self._check_same_shape(new)
         base._update_in_place(what, lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, "stax.functional.setitem", (base, key, new), {},
-            NN_FUNCTIONS["stax.functional.setitem"]), ignore=self.value)  # this view is replaced
+            NN_FUNCTIONS["stax.functional.setitem"]), ignore=(self.value, *ignore))  # replaced
         again = base[key]
         self.node, self.value = again.node, again.value
         return self
@@ -509,8 +512,19 @@ def _inplace(name: str, fn: Any) -> Any:
         probe = np.copy(self.value, order="K")
         with np.errstate(all="ignore"):  # eager's errors; its floating-point reports come once
             inplace_fn(probe, other.value if isinstance(other, Proxy) else other)
-        return self._update_in_place(f"operator {name}", lambda: self.tracer.record(
-            Opcode.CALL_FUNCTION, target, (self, other), {}, fn))
+        # ``b[1:] += b[:-1]``: the operand is an indexing view of the same array, read before
+        # the write (NumPy copies an overlapping operand first); afterwards it is made the view
+        # of the updated array again, so a name still holding it sees the update as in eager
+        base = self.view_of[0] if self.view_of is not None else self
+        same_base = isinstance(other, Proxy) and other.view_of is not None and \
+            other.view_of[0] is base
+        updated = self._update_in_place(f"operator {name}", lambda: self.tracer.record(
+            Opcode.CALL_FUNCTION, target, (self, other), {}, fn),
+            ignore=(other.value,) if same_base else ())
+        if same_base:
+            again = base[other.view_of[1]]
+            other.node, other.value = again.node, again.value
+        return updated
     return update
 
 

@@ -78,7 +78,7 @@ class Tracer:
         self.superseded: list[Any] = []
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
 
-    def shared(self, proxy: Proxy, ignore: Any = None) -> str | None:
+    def shared(self, proxy: Proxy, ignore: tuple[Any, ...] = ()) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
 
         An argument may be updated (its final value is written back to the caller's array at the
@@ -88,13 +88,13 @@ class Tracer:
         if argument is not None:
             if not argument.writeable:
                 return "a read-only argument"
-            if self._viewed(argument.example, (value, ignore)) or (
-                    value is not argument.example and self._viewed(value, (value, ignore))):
+            if self._viewed(argument.example, (value, *ignore)) or (
+                    value is not argument.example and self._viewed(value, (value, *ignore))):
                 return "an argument another value views"
             return None
         if value.base is not None:
             return "a view of another array"
-        if self._viewed(value, (value, ignore)):
+        if self._viewed(value, (value, *ignore)):
             return "an array another value views"
         return None
 
