@@ -232,7 +232,9 @@ class Proxy:
     def __getitem__(self, key: Any) -> Any:
         item = self.tracer.record(Opcode.CALL_FUNCTION, "operator.getitem", (self, key), {},
                                   operator.getitem)
-        if isinstance(item.value, np.ndarray) and np.may_share_memory(item.value, self.value):
+        if isinstance(item.value, np.ndarray) and (
+                np.may_share_memory(item.value, self.value) or
+                (item.value.size == 0 and _plain_key(key))):  # an empty view shares no memory
             item.view_of = (self, key)
         elif _same_shape_mask(key, self):  # x[m]: may be lifted into x[m] = f(x[m])
             self.tracer.masked_reads[item.node] = ((self.node, self.value), key.node)
@@ -500,6 +502,13 @@ def _unary(fn: Any) -> Any:
         return _apply(self.tracer, fn, (self,))
 
     return apply
+
+
+def _plain_key(key: Any) -> bool:
+    """A key of ints, slices, None and Ellipsis: indexing by it gives a view."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(k, (int, np.integer, slice, type(None), type(Ellipsis))) and
+               not isinstance(k, (bool, np.bool_)) for k in parts)
 
 
 def _inplace(name: str, fn: Any) -> Any:
