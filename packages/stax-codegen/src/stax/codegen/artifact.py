@@ -251,7 +251,7 @@ class KernelArtifact:
         for k in self.kernels:
             # a computed buffer that is no argument is computed for its events only, unstored
             computes = [c if c in k.args else f"{c} (for its events, unstored)" for c in k.computes]
-            lines.append(f"launch {k.name}({', '.join(k.args)}) over x0 in [0, {k.outer_range})"
+            lines.append(f"launch {k.name}({', '.join(k.args)}) outer loop over [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(computes)};"
                          f" moves {k.bytes_read} B in, {k.bytes_written} B out;"
                          f" int{k.index_bits} indices{_describe(k.nest)}{_launched(k.launch)}"

@@ -21,7 +21,7 @@ from .cpu.nests import column_block
 from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
 from .cpu.vmath.trig32 import short_reductions
-from .nesting import NestPlan
+from .nesting import NestPlan, plain_order
 from .program_plan import buffer_plans, extern_plan, kernel_args, output_plans, plan_program, traffic
 from .scheduler import Group
 from .target import Target
@@ -163,6 +163,8 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     first = group.nodes[0]
     work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
     outer = first.ranges[0] if first.ranges else 1
+    if group.nest is not None and group.nest.kind == "plain" and first.ranges:
+        outer = first.ranges[plain_order(group.nodes)[0]]  # its loops may be interchanged
     if group.nest is not None:  # a columns nest over one axis splits it in blocks of columns
         outer = -(-outer // column_block(group.nest))
     computes = tuple(n.name for n in group.nodes)

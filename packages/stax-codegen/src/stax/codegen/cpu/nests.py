@@ -23,7 +23,7 @@ from stax.loop import (
     xvar,
 )
 
-from ..nesting import Nest
+from ..nesting import Nest, plain_order
 from .registry import accumulator, scan_step
 from .types import I64, is_float, value_type
 
@@ -61,11 +61,12 @@ def _block_width(nodes: Sequence[ComputedBuffer]) -> int:
     return max(1, COLUMN_BLOCK_BYTES // max(np.dtype(n.dtype).itemsize for n in nodes))
 
 
-def short_loop(nodes: Sequence[ComputedBuffer]) -> int:
-    """The longest innermost loop to unroll around ``nodes`` (a phase of pointwise nodes)."""
+def short_loop(nodes: Sequence[ComputedBuffer], inner: str | None = None) -> int:
+    """The longest innermost loop to unroll around ``nodes`` (a phase of pointwise nodes);
+    ``inner``: the innermost loop's variable (default the last)."""
     if not nodes[0].ranges or not all(isinstance(n.data, Pointwise) for n in nodes):
         return UNROLLED
-    inner = xvar(len(nodes[0].ranges) - 1)
+    inner = inner or xvar(len(nodes[0].ranges) - 1)
     expressions = [e for n in nodes for e in postorder(n.data.body)]
     tests = any(isinstance(e, Index) and inner in dict(e.index.terms) for e in expressions)
     fills = not any(isinstance(e, (Load, IndirectLoad)) for e in expressions)
@@ -94,7 +95,9 @@ class LoopShapes:
             self.phase(nodes)
             return []
         if nodes[0].ranges:
-            self.nest(nodes[0].ranges, xvar, [], body, split=True, unrolled=short_loop(nodes))
+            order = plain_order(nodes)  # the loops, outermost first (maybe interchanged)
+            self.nest([nodes[0].ranges[d] for d in order], lambda d: xvar(order[d]), [], body,
+                      split=True, unrolled=short_loop(nodes, xvar(order[-1])))
         else:
             self.once(lambda: body([]))
 
