@@ -265,8 +265,14 @@ class Proxy:
         if own_view and not same_index_key(value.view_of[1], key):
             # ``x[2:4] = x[:2]``: NumPy reads the value before writing; the value stays a view
             # of x, so from now on it shows the updated x, as the view does in eager NumPy
-            again = self[value.view_of[1]]
-            value.node, value.value = again.node, again.value
+            value._view_again()
+
+    def _view_again(self) -> None:
+        """Stand for ``base[key]`` of the updated ``base`` (``view_of``), as a view does in
+        eager NumPy after its base is written."""
+        base, key = self.view_of
+        again = base[key]
+        self.node, self.value = again.node, again.value
 
     def _update_in_place(self, what: str, compute: Any, ignore: tuple[Any, ...] = ()) -> Proxy:
         """``x op= y`` / ``x[k] = v`` on an array no other value can see (not an argument, not a
@@ -307,8 +313,7 @@ class Proxy:
         base._update_in_place(what, lambda: self.tracer.record(
             Opcode.CALL_FUNCTION, "stax.functional.setitem", (base, key, new), {},
             NN_FUNCTIONS["stax.functional.setitem"]), ignore=(self.value, *ignore))  # replaced
-        again = base[key]
-        self.node, self.value = again.node, again.value
+        self._view_again()
         return self
 
 
@@ -531,8 +536,7 @@ def _inplace(name: str, fn: Any) -> Any:
             Opcode.CALL_FUNCTION, target, (self, other), {}, fn),
             ignore=(other.value,) if same_base else ())
         if same_base:
-            again = base[other.view_of[1]]
-            other.node, other.value = again.node, again.value
+            other._view_again()
         return updated
     return update
 
