@@ -2,8 +2,6 @@
 `out = np.zeros(...)` filled by rows, columns and elements, `np.empty`, from-imports, arrays of
 traced scalars (`np.array([...])`), element reads `x[i]`, and functions of scalars alone."""
 
-import logging
-
 import numpy as np
 import pytest
 from numpy import zeros
@@ -99,27 +97,3 @@ def test_a_literal_array_meets_a_traced_call():
         for a, b in zip(mine, eager):
             np.testing.assert_array_equal(a, b)
     assert f.versions()[0].native
-
-
-def _lagged_columns(x, lags):
-    n = x.shape[0] - lags + 1
-    out = np.empty((n, lags), dtype=x.dtype)
-    for j in range(lags):
-        out[:, j] = x[j:j + n]
-    return out
-
-
-def test_rerolled_column_assignments_run_along_memory(caplog, monkeypatch):
-    """The rerolled loop over the columns comes first in the loop IR; the plain nest runs it
-    innermost (``nesting.plain_order``), where the row-major result is contiguous, so the
-    outer loop is over the rows (split across threads when large)."""
-    monkeypatch.setenv("STAX_LOGS", "kernels")
-    x = np.random.default_rng(3).standard_normal(8000).astype(np.float32)
-    compiled = stax.compile(_lagged_columns, strict_native=True)
-    with caplog.at_level(logging.INFO, logger="stax"):
-        np.testing.assert_array_equal(compiled(x, 12), _lagged_columns(x, 12))
-    assert "outer loop over [0, 7989)" in caplog.text
-    for n, lags in ((40, 3), (17, 17), (500, 30)):  # short and long columns, one row
-        y = x[:n].astype(np.float64)
-        np.testing.assert_array_equal(stax.compile(_lagged_columns)(y, lags),
-                                      _lagged_columns(y, lags))

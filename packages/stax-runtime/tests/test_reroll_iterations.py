@@ -8,6 +8,7 @@ iteration wrote, or one that something outside the iteration reads."""
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -204,3 +205,19 @@ def test_a_loop_writing_every_element_once_is_the_array_itself(dump):
     assert len(program.buffers) == 1 and program.buffers[0].updates is None
     _, program = _run(all_but_first_row, np.zeros((20, 7)), rtol=0, dump=dump)
     assert any(getattr(b, "updates", None) for b in program.buffers)
+
+
+def test_rerolled_column_assignments_run_along_memory(caplog, monkeypatch):
+    """The rerolled loop over the columns comes first in the loop IR; the plain nest runs it
+    innermost (``nesting.plain_order``), where the row-major result is contiguous, so the
+    outer loop is over the rows (split across threads when large)."""
+    monkeypatch.setenv("STAX_LOGS", "kernels")
+    x = np.random.default_rng(3).standard_normal(8000).astype(np.float32)
+    compiled = stax.compile(lagged, strict_native=True)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        np.testing.assert_array_equal(compiled(x, 12), lagged(x, 12))
+    assert "outer loop over [0, 7989)" in caplog.text
+    for n, lags in ((40, 3), (17, 17), (500, 30)):  # short and long columns, one row
+        y = x[:n].astype(np.float64)
+        np.testing.assert_array_equal(stax.compile(lagged)(y, lags),
+                                      lagged(y, lags))
