@@ -72,6 +72,12 @@ def _horner32(fma: Callable, x: ir.Value, coefficients: Sequence[float]) -> ir.V
     return acc
 
 
+def _ldexp32(b: ir.IRBuilder, module: ir.Module, p: ir.Value, n: ir.Value) -> ir.Value:
+    """p 2^n rounded once: ``vscalefps`` on vectors (only where ``has_scalef``)."""
+    ldexp = module.declare_intrinsic("llvm.ldexp", [F32, I32], ir.FunctionType(F32, [F32, I32]))
+    return b.call(ldexp, [p, n])
+
+
 def exp32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     """float32 exp in float32 (twice the vector width of the double path).
 
@@ -100,8 +106,7 @@ def exp32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     p = _horner32(fma, r, _fit("exp", 6))
     n = b.fptosi(nf, I32)
     if has_scalef():  # one ``vscalefps``, rounding once as the two steps below do
-        ldexp = module.declare_intrinsic("llvm.ldexp", [F32, I32], ir.FunctionType(F32, [F32, I32]))
-        return b.select(b.fcmp_unordered("uno", x, x), x, b.call(ldexp, [p, n]))
+        return b.select(b.fcmp_unordered("uno", x, x), x, _ldexp32(b, module, p, n))
     half = b.ashr(n, i(1))
 
     def pow2(e: ir.Value) -> ir.Value:
@@ -268,8 +273,7 @@ def _exp32_at_least_one(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.V
     r = fma(nf, c(2.12194440e-4), r)
     p = _horner32(fma, r, _fit("exp", 6))
     if has_scalef():
-        ldexp = module.declare_intrinsic("llvm.ldexp", [F32, I32], ir.FunctionType(F32, [F32, I32]))
-        return b.call(ldexp, [p, b.fptosi(nf, I32)])
+        return _ldexp32(b, module, p, b.fptosi(nf, I32))
     scale = b.bitcast(b.shl(b.add(b.fptosi(nf, I32), ir.Constant(I32, 127)), ir.Constant(I32, 23)),
                       F32)
     return b.fmul(p, scale)
