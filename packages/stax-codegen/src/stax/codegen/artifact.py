@@ -23,10 +23,12 @@ from .target import Identity
 # 1.4: each kernel's loop nest; 1.5: Triton source and each kernel's launch (CUDA documents);
 # 1.6: the input a CPU kernel copies unchanged (a document with such a kernel declares 1.6);
 # 1.7: a columns nest of several phases (its ``phases``, as a row nest's; such a document
-# declares 1.7)
+# declares 1.7); 1.8: buffers written over an updated argument once the call stands
+# (``overwrites``, buffers of role "overwrite"; such a document declares 1.8)
 KERNELS_SCHEMA = "stax.kernels/1.4"
 COPIES_KERNELS_SCHEMA = "stax.kernels/1.6"
 PHASED_COLUMNS_KERNELS_SCHEMA = "stax.kernels/1.7"
+OVERWRITES_KERNELS_SCHEMA = "stax.kernels/1.8"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -41,7 +43,9 @@ class BufferPlan:
     shape: tuple[int, ...]
     dtype: str
     strides: tuple[int, ...]
-    role: str  # "input" | "output" | "intermediate" | "extern" | "events"
+    #: "input" | "output" | "intermediate" | "extern" | "events" | "overwrite" (the memory of
+    #: the input ``KernelArtifact.overwrites`` names)
+    role: str
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,21 @@ class KernelArtifact:
     underflow_unseen: bool = False
     #: the kernels as one Triton source module (a ``cuda`` target's; ``llvm_ir`` is then empty)
     triton_source: str | None = None
+    #: buffer -> the input whose memory it is written into: an updated argument's final value
+    #: (``LoopProgram.overwrites``). The kernels computing these are the last steps and run
+    #: only once the call stands (after its gates, checks and events), without reporting events
+    overwrites: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def late_steps(self) -> int:
+        """How many of the last steps write over arguments (``overwrites``)."""
+        computes = {k.name: k.computes for k in self.kernels}
+        count = 0
+        for step in reversed(self.steps):
+            if not all(c in self.overwrites for c in computes.get(step, ("",))):
+                break
+            count += 1
+        return count
 
     @property
     def events(self) -> str | None:
@@ -150,6 +169,8 @@ class KernelArtifact:
         """The schema the document declares: the oldest minor version that has its fields."""
         if self.triton_source is not None:
             return TRITON_KERNELS_SCHEMA
+        if self.overwrites:
+            return OVERWRITES_KERNELS_SCHEMA
         if any(k.nest is not None and k.nest.kind == "columns" and len(k.nest.phases) > 1
                for k in self.kernels):
             return PHASED_COLUMNS_KERNELS_SCHEMA
@@ -195,6 +216,7 @@ class KernelArtifact:
             **({"precise_llvm_ir": self.precise_ir} if self.precise_ir is not None else {}),
             **({"underflow_unseen": True} if self.underflow_unseen else {}),
             **({"triton_source": self.triton_source} if self.triton_source is not None else {}),
+            **({"overwrites": self.overwrites} if self.overwrites else {}),
         }
 
     @classmethod
@@ -224,6 +246,7 @@ class KernelArtifact:
             doc.get("precise_llvm_ir"),
             bool(doc.get("underflow_unseen", False)),
             doc.get("triton_source"),
+            {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:
@@ -248,6 +271,8 @@ class KernelArtifact:
         if self.checks:
             lines += [f"check {name}: the call runs eagerly when {why}"
                       for name, why in self.checks.items()]
+        lines += [f"overwrite {name}: written into argument {over}'s memory once the call stands"
+                  for name, over in self.overwrites.items()]
         for k in self.kernels:
             # a computed buffer that is no argument is computed for its events only, unstored
             computes = [c if c in k.args else f"{c} (for its events, unstored)" for c in k.computes]

@@ -271,7 +271,8 @@ class Executable:
         kernels go to the native pool (``native``), else to the Python pool (``parallel``: it
         has more than one thread), else run on the calling thread."""
         artifact, storage = self.artifact, self.artifact.storage
-        planned = [b for b in artifact.buffers if b.role not in ("input", "extern", "events")]
+        planned = [b for b in artifact.buffers
+                   if b.role not in ("input", "extern", "events", "overwrite")]
         shared = [b for b in planned if storage is not None and storage.shared(b.name)]
         allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
         slot = {name: i for i, name in enumerate(self.input_names)}
@@ -281,6 +282,8 @@ class Executable:
             slot[e.buffer] = len(slot)
         if artifact.events is not None:  # floating-point events (``errstate.py``)
             slot[artifact.events] = len(slot)
+        for name, over in artifact.overwrites.items():  # the argument's own memory
+            slot[name] = slot[over]
         kernels = {k.name: k for k in artifact.kernels}
         externs = {e.buffer: e for e in artifact.externs}
         steps: list[KernelStep | NumPyStep] = []
@@ -308,7 +311,7 @@ class Executable:
             {slot[name]: why for name, why in artifact.checks.items()},
             slot.get(artifact.events) if artifact.events is not None else None,
             artifact.underflow_unseen,  # a kernel may underflow without reporting it
-            any(layout is None for layout in self.input_layouts))
+            any(layout is None for layout in self.input_layouts), late=artifact.late_steps)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         """Run on ``arrays``, each checked to be an ``np.ndarray`` with the shape, dtype and

@@ -83,8 +83,13 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
             continue
         name = f"kernel_{len(kernels)}"
         args = kernel_args(group, discard)
-        events = EVENTS_BUFFER if has_events(group.nodes) else None
+        # a kernel writing over an argument runs once the call stands: its events are the
+        # program's own, already decided (``LoopProgram.overwrites``); one pointer for both
+        late = {n.name: program.overwrites[n.name] for n in group.nodes
+                if n.name in program.overwrites}
+        events = EVENTS_BUFFER if has_events(group.nodes) and not late else None
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
+        same.update(late)
         spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
                           same, events, discard=discard & {n.name for n in group.nodes},
                           trig_checked=trig_checked,
@@ -96,10 +101,10 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
             emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias
             aliases.append((name, emitted, len(spec.args)))
-        floats = floats or float_events(group.nodes)
-        unseen = unseen or underflow_unseen(group.nodes, identity.triple)
+        floats = floats or (float_events(group.nodes) and not late)
+        unseen = unseen or (underflow_unseen(group.nodes, identity.triple) and not late)
         kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, discard),
-                               copies=_copied_input(group, program)))
+                               copies=None if late else _copied_input(group, program)))
         steps.append(name)
     buffers = buffer_plans(plan)
     # a NumPy step reports its floating-point events (a Python operator on NumPy integer scalars
@@ -113,7 +118,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           str(module) + alias_text, buffers, kernels, list(program.input_slots),
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, storage,
-                          dict(program.checks), str(precise) + alias_text if floats else None, unseen)
+                          dict(program.checks), str(precise) + alias_text if floats else None, unseen,
+                          overwrites=dict(program.overwrites))
 
 
 def _check_emitter(target: Target) -> None:

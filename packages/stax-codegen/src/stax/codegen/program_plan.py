@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, node_l
 from stax.loop.ir import encode_operands
 
 from .artifact import BufferPlan, ExternPlan
-from .nesting import NestPlan, nest_as
+from .nesting import NestPlan, choose_nest, nest_as
 from .scheduler import FusionDecision, Group, schedule
 from .storage_plan import StoragePlan, order_steps, plan_storage
 
@@ -63,10 +63,18 @@ def plan_program(program: LoopProgram,
     than ``MAX_STEPS`` steps."""
     if len(program.buffers) > 4 * MAX_STEPS:
         raise _too_many(program, f"{len(program.buffers)} buffers")
-    groups, decisions = schedule(program, phased_columns)
-    if len(groups) > MAX_STEPS:
-        raise _too_many(program, f"{len(groups)} kernels and NumPy steps")
-    for group in groups:
+    # buffers written over updated arguments run last, each in a kernel of its own, after the
+    # call's checks and events are decided (``LoopProgram.overwrites``)
+    late = [b for b in program.buffers if b.name in program.overwrites]
+    early = replace(program, buffers=[b for b in program.buffers if b.name not in
+                                      program.overwrites]) if late else program
+    groups, decisions = schedule(early, phased_columns)
+    if len(groups) + len(late) > MAX_STEPS:
+        raise _too_many(program, f"{len(groups) + len(late)} kernels and NumPy steps")
+    last = [Group.of(b) for b in late]
+    for group in last:
+        group.nest = choose_nest(group.nodes, phased_columns)
+    for group in groups + last:
         plan = (nests or {}).get(tuple(n.name for n in group.nodes))
         if plan is not None:
             group.nest = nest_as(group.nodes, plan)
@@ -75,8 +83,9 @@ def plan_program(program: LoopProgram,
     discard = discarded(program)
     sizes = {b.name: 0 if b.name in discard else math.prod(b.shape) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
-    groups = order_steps(groups, sizes, kept)
-    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept, discard)
+    groups = order_steps(groups, sizes, kept) + last
+    storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept,
+                           discard | frozenset(program.overwrites))
     dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
     nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
               for b in (*program.inputs, *program.buffers)}
@@ -116,6 +125,7 @@ def buffer_plans(plan: ProgramPlan) -> list[BufferPlan]:
     buffers = [BufferPlan(b.name, b.shape, b.dtype, b.strides, "input") for b in program.inputs]
     buffers += [BufferPlan(b.name, b.shape, b.dtype, b.strides,
                            "extern" if isinstance(b, ExternCall)
+                           else "overwrite" if b.name in program.overwrites
                            else "output" if b.name in plan.output_names else "intermediate")
                 for b in program.buffers if b.name not in plan.discard]
     return buffers

@@ -75,6 +75,9 @@ class CallPlan:
     #: the last ``gates`` outputs are data-gate values: ``gates(*values)`` tests them right after
     #: the steps, before checks, events and NumPy's warnings (it raises: another branch's call)
     gates: int = 0
+    #: the last ``late`` steps write over arguments (``KernelArtifact.overwrites``): they run
+    #: once the call stands, after its gates, checks and events, just before it returns
+    late: int = 0
 
 
 #: the functions a call needs from its executable: ``refuse_underflow()``; ``start_recording``,
@@ -162,6 +165,8 @@ class _Writer:
         values = self.output_values()
         if plan.events is not None and any(isinstance(s, NumPyStep) for s in plan.steps):
             lines += ["if held:", "    give_warnings(held)"]  # the call stands: NumPy's warnings
+        for k in range(len(plan.steps) - plan.late, len(plan.steps)):
+            lines += self.kernel(k, plan.steps[k])  # type: ignore[arg-type]
         lines.append(f"return {values[0]}" if self.one else f"return [{', '.join(values)}]")
         return lines
 
@@ -183,7 +188,10 @@ class _Writer:
         plan, lines = self.plan, []
         numpy = [k for k, step in enumerate(plan.steps) if isinstance(step, NumPyStep)]
         record = plan.events is not None and bool(numpy)
-        for k, (step, release) in enumerate(zip(plan.steps, plan.releases)):
+        early = len(plan.steps) - plan.late
+        if not all(isinstance(step, KernelStep) for step in plan.steps[early:]):
+            raise TypeError("a step writing over an argument is not a kernel launch")
+        for k, (step, release) in enumerate(zip(plan.steps[:early], plan.releases)):
             inside = record and numpy[0] <= k <= numpy[-1]
             if record and k == numpy[0]:
                 lines += ["token = start_recording(events)", "held = None", "try:"]

@@ -109,6 +109,9 @@ class Target:
     #: statistics, each phase over a block of columns in turn); otherwise such a group takes a
     #: row nest, a column a row
     phased_columns: bool = False
+    #: whether its kernels write an updated argument's final value over the argument once the
+    #: call stands (``LoopOptions.overwrite_arguments``); otherwise the caller copies it back
+    overwrite_arguments: bool = False
 
     @property
     def device(self) -> str:
@@ -122,7 +125,8 @@ class Target:
                            trig_reduction_limit=FloatLimits(**dict(self.limits.trig_reduction)),
                            fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)),
                            update_in_place=self.update_in_place,
-                           complex_parts=self.complex_parts)
+                           complex_parts=self.complex_parts,
+                           overwrite_arguments=self.overwrite_arguments)
 
     @property
     def cache_key(self) -> tuple[str, ...]:

@@ -65,11 +65,13 @@ class WritebackPlan:
     same: list[tuple[int, str]]
 
     def apply(self, flat: list[Any], arguments: dict[str, Any]) -> list[Any]:
-        """Copy the final values into the arguments; the user's outputs."""
+        """Copy the final values into the arguments (but where the program returned the
+        argument itself, having written over it); the user's outputs."""
         import numpy as np
 
         for name, index in self.copies:
-            np.copyto(arguments[name], flat[index])
+            if flat[index] is not arguments[name]:
+                np.copyto(arguments[name], flat[index])
         user = list(flat[: self.n_user])
         for position, name in self.same:
             user[position] = arguments[name]

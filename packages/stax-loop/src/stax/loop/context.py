@@ -70,6 +70,19 @@ def output_strides(meta: TensorMeta) -> tuple[int, ...]:
     return contiguous_strides(meta.shape)
 
 
+def pointwise_buffer(name: str, lazy: Lazy, strides: tuple[int, ...]) -> ComputedBuffer:
+    """Buffer ``name`` computing the (real) pointwise value ``lazy`` at layout ``strides``, its
+    loops in the buffer's memory order (x0 over the largest stride, the last loop along memory),
+    as NumPy iterates: an F-ordered result is written along its columns, not across them."""
+    order = sorted(range(len(lazy.shape)), key=lambda d: -abs(strides[d]))
+    index = [Affine()] * len(lazy.shape)
+    for position, d in enumerate(order):
+        index[d] = Affine.var(xvar(position))
+    ranges = tuple(lazy.shape[d] for d in order)
+    return ComputedBuffer(name, lazy.shape, lazy.dtype, strides, linear_index(index, strides),
+                          Pointwise(ranges, lazy.loader(tuple(index))))
+
+
 class LoopLowering:
     """One lowering in progress: the op graph's values so far (``values``), the buffers made
     (``inputs``, ``buffers``), the checks that send a call to NumPy, the node being lowered
@@ -152,15 +165,8 @@ class LoopLowering:
         complex buffer, each element's two parts side by side."""
         if lazy.parts:
             return self._realize_parts(lazy, strides, owner)
-        order = sorted(range(len(lazy.shape)), key=lambda d: -abs(strides[d]))
-        index = [Affine()] * len(lazy.shape)
-        for position, d in enumerate(order):
-            index[d] = Affine.var(xvar(position))
-        ranges = tuple(lazy.shape[d] for d in order)
         name = f"buf{len(self.buffers)}"
-        self.buffers.append(ComputedBuffer(name, lazy.shape, lazy.dtype, strides,
-                                           linear_index(index, strides),
-                                           Pointwise(ranges, lazy.loader(tuple(index)))))
+        self.buffers.append(pointwise_buffer(name, lazy, strides))
         self.made_by[name] = owner if owner is not None else self.node
         return self.stored(name, lazy.shape, lazy.dtype, strides)
 

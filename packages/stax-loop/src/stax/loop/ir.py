@@ -20,8 +20,11 @@ from .index import Affine
 
 #: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers;
 #: 1.4: region updates and scatters (``ComputedBuffer.updates``, ``store_offset``); 1.5: the
-#: trigonometric argument limits the program's checks enforce (``LoopProgram.trig_limits``)
-LOOPIR_SCHEMA = "stax.loopir/1.5"
+#: trigonometric argument limits the program's checks enforce (``LoopProgram.trig_limits``);
+#: 1.6: buffers written over an updated argument once the call stands (``LoopProgram.overwrites``)
+LOOPIR_SCHEMA = "stax.loopir/1.6"
+#: what a document without overwrites declares (the oldest minor version with its fields)
+LOOPIR_1_5_SCHEMA = "stax.loopir/1.5"
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
 
@@ -272,6 +275,12 @@ class LoopProgram:
     #: as NumPy). A code generator may reduce such arguments with a short reduction good below
     #: the limit; a dtype not listed (every document before 1.5) needs one good everywhere.
     trig_limits: dict[str, float] = field(default_factory=dict)
+    #: late buffer -> the input it is written over: the final value of an argument the function
+    #: updates in place (``stax.loop.overwrites``). A code generator computes these last, after
+    #: the call's checks and events are decided, into the argument's own memory; each reads that
+    #: input only at the element it writes. Another reader of the program may treat one as any
+    #: buffer (its value is the argument's final value).
+    overwrites: dict[str, str] = field(default_factory=dict)
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -281,7 +290,7 @@ class LoopProgram:
 
     # -- text ----------------------------------------------------------------------------------
     def __str__(self) -> str:
-        lines = [f"# {LOOPIR_SCHEMA} {self.name}"]
+        lines = [f"# {self.schema} {self.name}"]
         for b in self.inputs:
             lines.append(f"input {b.name}: {b.dtype}{list(b.shape)} strides={b.strides}")
         for cb in self.buffers:
@@ -323,13 +332,20 @@ class LoopProgram:
         if self.trig_limits:
             lines += [f"trig arguments of {dtype} checked below {limit!r}"
                       for dtype, limit in sorted(self.trig_limits.items())]
+        lines += [f"{late} written over {name} once the call stands"
+                  for late, name in self.overwrites.items()]
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
 
     # -- JSON ----------------------------------------------------------------------------------
+    @property
+    def schema(self) -> str:
+        """The schema the document declares: the oldest minor version that has its fields."""
+        return LOOPIR_SCHEMA if self.overwrites else LOOPIR_1_5_SCHEMA
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": LOOPIR_SCHEMA,
+            "schema": self.schema,
             "name": self.name,
             "inputs": [{"name": b.name, "shape": list(b.shape), "dtype": b.dtype,
                         "strides": list(b.strides)} for b in self.inputs],
@@ -342,6 +358,7 @@ class LoopProgram:
             **({"checks": self.checks} if self.checks else {}),
             **({"events_only": self.events_only} if self.events_only else {}),
             **({"trig_limits": self.trig_limits} if self.trig_limits else {}),
+            **({"overwrites": self.overwrites} if self.overwrites else {}),
         }
 
     @classmethod
@@ -359,6 +376,7 @@ class LoopProgram:
             dict(doc.get("checks", {})),
             list(doc.get("events_only", [])),
             {str(k): float(v) for k, v in doc.get("trig_limits", {}).items()},
+            {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:

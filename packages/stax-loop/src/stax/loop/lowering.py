@@ -23,6 +23,7 @@ from .externs import op_as_extern
 from .index import Affine
 from .ir import InputBuffer, LoopProgram, OutputRef, xvar
 from .options import DEFAULT_OPTIONS, LoopOptions
+from .overwrites import finals, recomputed, write_over
 from .registry import LOWERINGS, OWN_DTYPE_RULES
 from .reroll import reroll_updates
 from .split_producers import align_with_split_reductions
@@ -57,6 +58,7 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     ctx = LoopLowering(program, options)
     events_only: list[str] = []  # buffers of unused values, kept for their events (unused.py)
     depth: dict[Node, int] = {}  # ops since the last value in memory, per unrealized value
+    updated = finals(ctx)  # final values of arguments the late kernels write over
     for node in program.graph.nodes:
         ctx.node = node
         if node.op is Opcode.PLACEHOLDER:
@@ -75,10 +77,11 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
             if node.events_only and not node.users:
                 events_only += keep_for_events(ctx, node, first)
             if materialize is not None:
-                _consider_materializing(ctx, node, materialize)
+                _consider_materializing(ctx, node, materialize, updated.get(node))
             _bound_depth(ctx, node, depth)
         elif node.op is not Opcode.OUTPUT:
             raise ctx.unsupported(f"opcode {node.op.value} in an op graph")
+    overwrites = write_over(ctx, updated)
     ctx.node = None
     outputs = [_output(ctx, v) for v in program.outputs]
     names = [b.name for b in (*ctx.inputs, *ctx.buffers)]
@@ -89,12 +92,15 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     buffers = align_with_split_reductions(buffers)
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
                        buffers, outputs, program.output_tree, dict(ctx.checks), events_only,
-                       dict(ctx.trig_limits))
+                       dict(ctx.trig_limits), overwrites)
 
 
-def _consider_materializing(ctx: LoopLowering, node: Node, materialize: MaterializePolicy) -> None:
+def _consider_materializing(ctx: LoopLowering, node: Node, materialize: MaterializePolicy,
+                            argument: str | None = None) -> None:
     """Realize a pointwise value now when the backend's policy prefers memory to recomputing
-    it in every reader (several users, a broadcast, an output others read too)."""
+    it in every reader (several users, a broadcast, an output others read too). ``argument``:
+    the input whose final value ``node`` is; a late kernel recomputing it over the argument
+    (``overwrites.py``) is one more reader, and the value is no output of the program."""
     lazy = ctx.values[node]
     meta = node.tensor
     if lazy.buffer is not None or meta is None or not ctx.native(lazy.dtype):
@@ -121,6 +127,8 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
             reads += numel  # broadcast along the innermost loop: invariant there, computed once
         else:
             reads += max(numel, int(np.prod(shape)))
+    if output and argument is not None and recomputed(ctx, lazy, argument) is not None:
+        output, reads = False, reads + numel
     if reads <= numel and not (output and reads):
         return  # one reader reading each element once: inlining is free
     index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))

@@ -58,7 +58,10 @@ class LoopOptions:
     more than a pass over the array. ``select_chain``: how many assignments in a row stay
     selects before the chain is written to memory and updated in place. ``complex_parts``:
     complex values are computed as pairs of floats (``complex_values``); otherwise a program
-    with a complex value is refused (the function runs eagerly).
+    with a complex value is refused (the function runs eagerly). ``overwrite_arguments``: the
+    final value of an argument the function updates in place is computed by a buffer the backend
+    writes over that argument once the call stands (``LoopProgram.overwrites``); otherwise it is
+    an output the caller copies into the argument.
     """
 
     dtypes: frozenset[str] = LOOP_DTYPES
@@ -74,6 +77,7 @@ class LoopOptions:
     update_in_place: bool = True
     select_chain: int = 8
     complex_parts: bool = True
+    overwrite_arguments: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", frozenset(self.dtypes))

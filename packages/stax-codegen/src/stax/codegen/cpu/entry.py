@@ -476,6 +476,8 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
         return "an argument is not a plain array"
+    if artifact.overwrites:
+        return "it writes over an argument once the call stands"
     if (artifact.events is not None or artifact.underflow_unseen) and not _api()["errstate"]:
         return "its kernels report floating-point events and this NumPy's error state is not " \
             "the one the entry reads"

@@ -351,6 +351,8 @@ def make_item_loop(artifact: KernelArtifact, kernels: CompiledModule, inputs: li
                    item: int, carried: dict[int, int], cache: Any = None) -> ItemLoop | str:
     """A machine-code loop over a lifted loop's items for ``artifact`` (the body) at the layouts
     of ``inputs``, or why there is none."""
+    if artifact.overwrites:  # a body's arguments are donated: it writes over none of them
+        return "the body writes over an argument once its call stands"
     plan = ItemLoopPlan.of(artifact, inputs, item, carried)
     if isinstance(plan, str):
         return plan

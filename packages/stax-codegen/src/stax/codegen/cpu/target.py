@@ -42,4 +42,4 @@ def cpu_target() -> Target:
                                        fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
                   materialize=keep_in_memory, element_cost=work,
                   compiler_version=" ".join((llvmlite.__version__, *LLVM_OPTIONS)),
-                  phased_columns=True)
+                  phased_columns=True, overwrite_arguments=True)

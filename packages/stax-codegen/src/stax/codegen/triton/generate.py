@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
@@ -55,7 +55,9 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
     if target.device != "cuda":
         raise ValueError(f"the Triton emitter makes code for CUDA, not for {target.device!r}")
     policy = policy or LaunchPolicy()
-    program = split_columns(program, policy, nests)
+    # buffers written over arguments are outputs here, which the caller copies back: a kernel
+    # run after the call's checks would be one more launch for what the copy does
+    program = split_columns(replace(program, overwrites={}), policy, nests)
     plan = plan_program(program, nests)
     taken: set[str] = set()
     pointers = {name: identifier(name, taken) + "_ptr" for name in plan.dtypes}
@@ -158,7 +160,7 @@ def kernel_shapes(program: LoopProgram, nests: Mapping[tuple[str, ...], NestPlan
     (``pointwise``, ``rows``, ``kept``, ``columns``, ``tiled`` or ``lookback``) and widest item
     size: what its launch is chosen from (``launch.candidates``)."""
     policy = policy or LaunchPolicy()
-    plan = plan_program(split_columns(program, policy, nests), nests)
+    plan = plan_program(split_columns(replace(program, overwrites={}), policy, nests), nests)
     found = []
     for group in plan.groups:
         if group.nest is not None:

@@ -1,0 +1,100 @@
+"""Arguments the function updates in place, written over by the call's last kernels.
+
+A function that updates an argument (``np.clip(x, -2, 2, out=x)``, ``x[x < 0] = 0``) leaves the
+argument's final value to its caller (``GraphProgram.writeback``). Computed into a buffer of its
+own and copied into the argument after the call, that value crosses memory four times (read the
+argument, write the buffer, read it again, write the argument) where NumPy's in-place step
+crosses it twice: ``x[x < 0] = 0; return x.mean()`` ran at 0.87x NumPy.
+
+With ``LoopOptions.overwrite_arguments`` each final value is a buffer the code generator writes
+over the argument itself (``LoopProgram.overwrites``), in kernels that run after every other
+step, once the call stands: its checks, floating-point events and NumPy steps decided, so a call
+that declines leaves the argument as the caller gave it (the eager run then updates it once).
+
+Such a late buffer recomputes the value from the argument when the value is element-wise, reads
+the argument only at the element it writes, reads no other updated argument (late kernels may
+run in any order) and can report no floating-point event (reported after the call stands, an
+event would come too late): the program's own readers then inline the expression like any value
+read once, the late kernel counting as one more reader, not as an output
+(``lowering._consider_materializing``). Otherwise the value is computed by the program as before
+and the late kernel copies it over the argument.
+"""
+
+from __future__ import annotations
+
+from stax.ir import Node
+
+from .context import Lazy, LoopLowering, output_strides, pointwise_buffer
+from .expr import GuardedLoad, Load, loads
+from .ir import ComputedBuffer, InputBuffer
+from .unused import reports
+
+
+def finals(ctx: LoopLowering) -> dict[Node, str]:
+    """The op-graph values that are an updated argument's final value, with that argument's
+    input name; none unless the backend writes over arguments (``overwrite_arguments``)."""
+    program = ctx.program
+    if not ctx.options.overwrite_arguments or not program.writeback:
+        return {}
+    values = program.outputs[len(program.outputs) - len(program.writeback):]
+    return {v: name for v, name in zip(values, program.writeback) if isinstance(v, Node)}
+
+
+def _input(ctx: LoopLowering, name: str) -> InputBuffer | None:
+    """The input ``name`` when kernels may write over it: a dtype they compute in, and a layout
+    whose elements each have memory of their own, reached by non-negative strides."""
+    x = next((b for b in ctx.inputs if b.name == name), None)
+    if x is None or not ctx.native(x.dtype) or 0 in x.shape:
+        return None
+    axes = sorted((s, n) for s, n in zip(x.strides, x.shape) if n != 1)
+    extent = 1  # elements spanned by the axes of smaller strides
+    for stride, n in axes:
+        if stride < extent:
+            return None  # negative, zero (broadcast) or overlapping
+        extent = stride * n
+    return x
+
+
+def recomputed(ctx: LoopLowering, lazy: Lazy, name: str) -> ComputedBuffer | None:
+    """The late buffer computing the element-wise value ``lazy`` over input ``name`` from the
+    inputs themselves (see the module's text), or None where it may not."""
+    x = _input(ctx, name)
+    if x is None or lazy.buffer is not None or lazy.parts or \
+            (lazy.shape, lazy.dtype) != (x.shape, x.dtype):
+        return None
+    late = pointwise_buffer(f"buf{len(ctx.buffers)}", lazy, x.strides)
+    updated = set(ctx.program.writeback)
+    for read in loads(late.data.body):
+        if read.buffer == x.name:
+            if type(read) not in (Load, GuardedLoad) or read.index != late.store_index:
+                return None
+        elif read.buffer in updated:
+            return None
+    return None if reports(late) else late
+
+
+def write_over(ctx: LoopLowering, values: dict[Node, str]) -> dict[str, str]:
+    """A late buffer for each final value in ``values`` whose argument kernels may write over,
+    made the value the outputs return; the late buffers with their inputs
+    (``LoopProgram.overwrites``)."""
+    overwrites: dict[str, str] = {}
+    for v, name in values.items():
+        x = _input(ctx, name)
+        lazy = ctx.values.get(v)
+        if x is None or lazy is None or lazy.parts or v.tensor is None or \
+                (lazy.shape, lazy.dtype) != (x.shape, x.dtype):
+            continue
+        ctx.node = v
+        late = recomputed(ctx, lazy, name)
+        if late is None:  # the program computes it; the late kernel copies it
+            if lazy.buffer is None:
+                lazy = ctx.values[v] = ctx.realize(lazy, output_strides(v.tensor))
+            late = pointwise_buffer(f"buf{len(ctx.buffers)}", lazy, x.strides)
+            body = late.data.body
+            if type(body) is Load and body.buffer == x.name and body.index == late.store_index:
+                continue  # the argument unchanged: nothing to write
+        ctx.buffers.append(late)
+        ctx.made_by[late.name] = v
+        overwrites[late.name] = x.name
+        ctx.values[v] = ctx.stored(late.name, x.shape, x.dtype, x.strides)
+    return overwrites

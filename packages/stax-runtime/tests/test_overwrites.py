@@ -1,0 +1,183 @@
+"""Arguments updated in place are written over by the call's last kernels (``stax.loop.overwrites``,
+``KernelArtifact.overwrites``): the argument's final value goes straight into its memory once the
+call stands, never through a buffer copied back, and a call that declines leaves it untouched."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.codegen import Executable, KernelArtifact, generate, load_artifact
+from stax.ir import load_opgraph
+from stax.loop import LoopOptions, load_loopir, lower_opgraph
+
+
+def clip_inplace_sum(x):
+    np.clip(x, -2.0, 2.0, out=x)
+    x[0] = 0.0
+    return x.sum()
+
+
+def relu_inplace_mean(x):
+    x[x < 0] = 0
+    return x.mean()
+
+
+def negate_then_scale(x):
+    np.negative(x, out=x)  # exact: recomputed by the late kernel
+    return (x * 3.0).sum()
+
+
+def scale_then_sum(x):
+    x *= 2  # may overflow: computed by the program, copied by the late kernel
+    return x.sum()
+
+
+def shift_and_add(x, y):
+    x[1:] = x[:-1] * 2  # reads x elsewhere than it writes: computed, then copied
+    y += x
+    return y.max()
+
+
+def halve_ints(x):
+    x //= 3
+    return x.sum()
+
+
+def _layouts(rng, dtype, n=(96, 130)):
+    base = rng.standard_normal((n[0] * 2, n[1])) * 3
+    base[1, 2], base[5, 7], base[6, 9], base[9, 1] = np.nan, -0.0, np.inf, -np.inf
+    base = base.astype(dtype)
+    return {"contiguous": lambda: base[: n[0]].copy(),
+            "transposed": lambda: np.asfortranarray(base[: n[0]]),
+            "sliced": lambda: base.copy()[::2],
+            "reversed rows": lambda: base.copy()[::-2]}
+
+
+def _check(fn, *make, n_args=1):
+    compiled = stax.compile(fn)
+    for _ in range(2):  # the compiling call, then a cached one
+        want_args = [m() for m in make]
+        got_args = [m() for m in make]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = fn(*want_args)
+            got = compiled(*got_args)
+        # sums in another order than NumPy's pairwise one: close (to the sum of magnitudes)
+        scale = sum(float(np.nansum(np.abs(w[np.isfinite(w)]), dtype=np.float64))
+                    for w in want_args)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * scale + 1e-6)
+        for g, w in zip(got_args, want_args):
+            np.testing.assert_array_equal(g, w)
+            assert np.array_equal(np.signbit(g), np.signbit(w))
+    return compiled
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced", "reversed rows"])
+@pytest.mark.parametrize("fn", [clip_inplace_sum, relu_inplace_mean, negate_then_scale],
+                         ids=lambda f: f.__name__)
+def test_updated_arguments_match_numpy(fn, layout, dtype):
+    rng = np.random.default_rng(0)
+    compiled = _check(fn, _layouts(rng, dtype)[layout])
+    artifact = compiled.versions()[0].artifact
+    if layout != "reversed rows":  # negative strides: copied back by the caller instead
+        assert list(artifact.overwrites.values()) == ["x"]
+        assert [b.role for b in artifact.buffers if b.name in artifact.overwrites] == ["overwrite"]
+
+
+def test_an_element_wise_update_is_recomputed_over_the_argument():
+    """x is read once by the program's kernels and once by the late kernel, which writes it:
+    no buffer of x's size is planned."""
+    compiled = _check(clip_inplace_sum, lambda: np.linspace(-4, 4, 100_000, dtype=np.float32))
+    artifact = compiled.versions()[0].artifact
+    assert all(np.prod(b.shape) < 100_000 for b in artifact.buffers
+               if b.role in ("intermediate", "output"))
+    late = artifact.kernels[-1]
+    assert artifact.steps[-1] == late.name and late.computes == tuple(artifact.overwrites)
+    assert "$events" not in late.args  # its events are the program's, decided before it runs
+    assert "written into argument x's memory once the call stands" in str(artifact)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (scale_then_sum, lambda: np.linspace(-4, 4, 5000, dtype=np.float32)),
+    (halve_ints, lambda: np.arange(-5000, 5000, 3, dtype=np.int64)),
+], ids=["float events", "integers"])
+def test_other_updates_are_written_over_the_argument(fn, make):
+    artifact = _check(fn, make).versions()[0].artifact
+    assert list(artifact.overwrites.values()) == ["x"]
+
+
+def test_two_arguments_updated_from_each_other():
+    rng = np.random.default_rng(1)
+    x0, y0 = rng.standard_normal(3000).astype(np.float32), rng.standard_normal(3000)
+    artifact = _check(shift_and_add, x0.copy, y0.copy).versions()[0].artifact
+    assert sorted(artifact.overwrites.values()) == ["x", "y"]
+
+
+def test_a_declined_call_leaves_the_argument_for_the_eager_run():
+    """With division by zero raising, the call declines once its events are known; the eager run
+    then updates x once and raises, as NumPy does: x is never updated by the kernels first."""
+    def clip_then_divide(x, y):
+        np.clip(x, -1.0, 1.0, out=x)
+        x += 0.5
+        return (x / y).sum()
+
+    compiled = stax.compile(clip_then_divide)
+    x0 = np.linspace(-3, 3, 1000)
+    y = np.ones(1000)
+    x = x0.copy()
+    compiled(x, y)
+    np.testing.assert_array_equal(x, np.clip(x0, -1, 1) + 0.5)
+    y[10] = 0.0
+    x, want = x0.copy(), x0.copy()
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            clip_then_divide(want, y)
+        with pytest.raises(FloatingPointError):
+            compiled(x, y)
+    np.testing.assert_array_equal(x, want)  # updated once
+
+
+def test_a_precise_rerun_writes_the_argument_once():
+    """1e308 * 3 sends the fast kernels' call to the precise ones (an overflow NumPy's error
+    state ignores here); the late kernels of the fast run never ran, so x is bumped once."""
+    def bump_then_scale(x, y):
+        x += 1
+        return (y * 3.0).sum()
+
+    compiled = stax.compile(bump_then_scale)
+    x0, y = np.arange(5000), np.linspace(-3, 3, 5000)
+    compiled(x0.copy(), y)
+    y[123] = 1e308
+    x = x0.copy()
+    with np.errstate(over="ignore"):
+        got = compiled(x, y)
+    assert compiled.versions()[0].flat[0].reruns == 1
+    np.testing.assert_array_equal(x, x0 + 1)
+    assert got == np.inf
+
+
+def test_the_loop_program_records_and_reads_back_its_overwrites(tmp_path, monkeypatch):
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path))
+    stax.compile(relu_inplace_mean)(np.linspace(-1, 1, 1000, dtype=np.float32))
+    loop = load_loopir(next(tmp_path.glob("*.loopir.json")))
+    assert list(loop.overwrites.values()) == ["x"]
+    assert loop.to_json()["schema"] == "stax.loopir/1.6"
+    assert load_loopir(loop.to_json()).to_json() == loop.to_json()
+    assert "written over x once the call stands" in str(loop)
+    artifact = load_artifact(next(tmp_path.glob("*.kernels.json")))
+    assert artifact.schema == "stax.kernels/1.8" and list(artifact.overwrites.values()) == ["x"]
+    assert artifact.to_json() == KernelArtifact.from_json(artifact.to_json()).to_json()
+    # without the option, the final value is an output the caller copies back (the Triton
+    # target's choice), and the document declares 1.5 as before
+    opgraph = load_opgraph(next(tmp_path.glob("*.opgraph.json")))
+    plain = lower_opgraph(opgraph, options=LoopOptions(overwrite_arguments=False))
+    assert not plain.overwrites and plain.to_json()["schema"] == "stax.loopir/1.5"
+    x0 = np.linspace(-1, 1, 1000, dtype=np.float32)
+    x = x0.copy()
+    mean, final = Executable(generate(plain))(x)
+    assert final is not x and np.array_equal(x, x0) and np.array_equal(final, np.maximum(x0, 0))
+    again, final = Executable(generate(loop))(x)
+    assert again == mean and final is x and np.array_equal(x, np.maximum(x0, 0))  # written over
