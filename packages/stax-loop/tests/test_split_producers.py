@@ -60,3 +60,18 @@ def test_other_readings_keep_the_buffers_loops(build, lowered):
     result = lowered(b, y, total, materialize=KEEP)
     (stored,) = [n for n in _buffers(result) if isinstance(n.data, Pointwise)]
     assert stored.ranges == (300, 400)
+
+
+def test_chunks_are_whole_vectors_where_a_divisor_allows(build, lowered):
+    """200,000 elements split as 50 chunks of 4000 (a multiple of ``split_align``), not 64 of
+    3125, whose every chunk ends in a scalar tail; 66,666 keeps the most chunks that divide it
+    (41; no aligned count does)."""
+    for n, want in ((200_000, (50, 4000)), (262_144, (64, 4096)), (66_666, (41, 1626))):
+        x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
+        b = build(x=x)
+        total = b("sum", b("abs", b.inputs["x"]), axis=(0,), keepdims=False, dtype="float32")
+        result = lowered(b, total)
+        partial = next(n for n in _buffers(result) if isinstance(n.data, Reduction) and
+                       n.ranges != ())
+        assert (partial.ranges[0], *partial.reduction_ranges) == want
+        np.testing.assert_allclose(result.run.outputs[0], result.expected[0], rtol=1e-5)

@@ -241,8 +241,15 @@ class LoopLowering:
 
     def split_chunks(self, total: int) -> int | None:
         """How many chunks a split 1-D reduction of ``total`` elements has: the most, up to
-        ``options.split_chunks``, that divide it (no masking); ``None`` if none does."""
-        return next((k for k in range(self.options.split_chunks, 1, -1) if total % k == 0), None)
+        ``options.split_chunks``, that divide it (no masking) into chunks of a multiple of
+        ``options.split_align`` elements, if one of at least a quarter as many chunks does; else
+        the most that divide it; ``None`` if none does. A chunk of another length ends in a
+        scalar tail: 200,000 elements as 64 chunks of 3125 spent half of a 21 us sum of clipped
+        values in 64 tails of 53 elements; as 50 chunks of 4000, none."""
+        most, align = self.options.split_chunks, self.options.split_align
+        aligned = next((k for k in range(most, max(most // 4, 2) - 1, -1)
+                        if total % (k * align) == 0), None)
+        return aligned or next((k for k in range(most, 1, -1) if total % k == 0), None)
 
     def _split(self, loader: Loader, shape: tuple[int, ...], axes: tuple[int, ...],
                keepdims: bool, reduction_type: str, dtype: str) -> Lazy | None:

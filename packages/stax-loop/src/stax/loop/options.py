@@ -50,7 +50,8 @@ class LoopOptions:
     tree whose recursive walks overflow Python's stack, and whose kernel compiles slowly.
     ``split_min``, ``split_chunks``: a reduction of every axis over at least ``split_min``
     elements is split into partial reductions over chunks (a 1-D one into at most
-    ``split_chunks`` chunks that divide it), which the backend's threads share.
+    ``split_chunks`` chunks that divide it, of a multiple of ``split_align`` elements where at
+    least a quarter as many chunks have one), which the backend's threads share.
     ``update_in_place``: an assignment into a value in memory that nothing else reads
     (``out[i, :] = ...`` after ``out[i - 1, :] = ...``) is a region update of that buffer (a
     kernel over the region only, ``ComputedBuffer.updates``); otherwise every assignment is a
@@ -74,6 +75,7 @@ class LoopOptions:
     max_depth: int = 128
     split_min: int = 1 << 16
     split_chunks: int = 64
+    split_align: int = 16
     update_in_place: bool = True
     select_chain: int = 8
     complex_parts: bool = True
