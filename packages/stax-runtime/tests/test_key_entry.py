@@ -119,3 +119,25 @@ def test_a_compiled_version_without_machine_code_entry_gets_a_key_entry():
         np.testing.assert_array_equal(got, matrix_step(-A, 3))
     np.testing.assert_array_equal(f(A, 4), matrix_step(A, 4))  # another key: the dispatcher
     assert f.cache_info().versions == 2
+
+
+def scaled_pair(k, A, s):
+    product = A @ A  # a NumPy step: no machine-code entry
+    return product * s, {"k": k, "trace": np.trace(product)}
+
+
+def test_a_version_with_scalar_arguments_runs_its_inputs_without_a_tree_walk():
+    """Arguments all positional leaves, some scalars (constants of the code): the version's
+    ``fast`` takes the inputs at their slots; results of any tree come back as eager's."""
+    f = stax.compile(scaled_pair)
+    A = np.random.default_rng(1).standard_normal((5, 5))
+    for _ in range(3):
+        got, want = f(7, A, 2.5), scaled_pair(7, A, 2.5)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1]["k"] == 7 and np.array_equal(got[1]["trace"], want[1]["trace"])
+    version = f.versions()[0]
+    assert version.fast is not None and version.entry.hits == 2
+    B = A + 1
+    np.testing.assert_array_equal(version.fast(7, B, 2.5)[0], scaled_pair(7, B, 2.5)[0])
+    np.testing.assert_array_equal(f(7, A, 3.5)[0], scaled_pair(7, A, 3.5)[0])  # another key
+    assert f.cache_info().versions == 2

@@ -52,6 +52,7 @@ from .runners import (
     RunEagerly,
     accepted_services,
     bound_in_its_module,
+    flat_runner,
     generator_states,
     guarded_entry,
     keep_updates_of_a_failed_call,
@@ -507,12 +508,15 @@ class CompiledFunction(OtherBranches):
                           gate_check=gate_check,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
-        # f(array, ...): every argument leaf is an input, none a keyword, nothing written back
-        plain_call = slots == list(range(len(leaves))) and not kwargs and not capture.writeback \
-            and len(args) == len(leaves) and all(a is leaf for a, leaf in zip(args, leaves))
+        # f(array, scalar, ...): every argument a top-level positional leaf, nothing written back
+        flat_call = not kwargs and not capture.writeback and len(args) == len(leaves) and \
+            all(a is leaf for a, leaf in zip(args, leaves))
+        plain_call = flat_call and slots == list(range(len(leaves)))  # every one an input
         if plain_call and output_tree.kind == "leaf":
             run_one = None if in_program else getattr(run_flat, "run_one", None)  # one kernel
             version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
+        elif flat_call:  # the others (scalars) constants of the code: no tree to walk
+            version.fast = flat_runner(call_flat, slots, output_tree)
         make_entry = getattr(run_flat, "entry", None)
         if make_entry is not None and version.gates is None and not self._free and \
                 placement is None and not kwargs and not capture.writeback:
