@@ -288,3 +288,68 @@ def test_events_in_a_gates_slice_are_reported():
         got = f(x, y)
     np.testing.assert_array_equal(got, ratio(x, y))
     assert any("divide by zero" in str(w.message) for w in caught)
+
+
+def count_positive(x):
+    return len(x[x > 0]), np.count_nonzero(x > 1)
+
+
+def scaled_by_count(y, w):
+    picked = np.exp(y)[w > 0.5]  # what is selected is inexact; only the mask decides the shape
+    return picked.shape, y * picked.shape[0]
+
+
+def test_the_shape_of_a_mask_selection_is_the_masks_count_in_the_program(monkeypatch):
+    """``len(x[x > 0])`` is a gate on the selection's shape: the program counts the mask (no
+    selection computed, none replayed); another count takes another version."""
+    f = stax.compile(count_positive)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(1000).astype(np.float32)
+    assert f(x) == count_positive(x)
+    no_replay(monkeypatch)
+    assert f(x) == count_positive(x) and f.versions()[0].gate_check.passed == 2
+    artifact = f.versions()[0].artifact
+    assert not artifact.externs  # the selection is never computed
+    monkeypatch.undo()
+    other = x.copy()
+    other[np.flatnonzero(other > 0)[:5]] = -1.0
+    assert f(other) == count_positive(other)
+    assert f.cache_info().versions == 2
+
+
+def test_a_selections_shape_over_more_dimensions(monkeypatch):
+    f = stax.compile(scaled_by_count)
+    rng = np.random.default_rng(6)
+    y, w = rng.standard_normal((200, 3)), rng.random(200)
+    for _ in range(2):
+        got, want = f(y, w), scaled_by_count(y, w)
+        assert got[0] == want[0] and got[0][1:] == (3,)
+        np.testing.assert_array_equal(got[1], want[1])
+        no_replay(monkeypatch)  # the second call: checked in the program, exp(y) not exact
+    assert f.versions()[0].gate_check.passed == 2
+    monkeypatch.undo()
+    w2 = w.copy()
+    w2[np.flatnonzero(w2 > 0.5)[:7]] = 0.0
+    got, want = f(y, w2), scaled_by_count(y, w2)
+    assert got[0] == want[0]
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def positions_doubled(x):
+    return np.nonzero(x > 0.5)[0] * 2, np.flatnonzero(x < -0.5)
+
+
+def test_the_shapes_of_positions_are_the_masks_count_in_the_program(monkeypatch):
+    f = stax.compile(positions_doubled)
+    x = np.random.default_rng(7).standard_normal(3000)
+    for _ in range(2):
+        for g, w in zip(f(x), positions_doubled(x)):
+            np.testing.assert_array_equal(g, w)
+        no_replay(monkeypatch)
+    assert f.versions()[0].gate_check.passed == 2
+    monkeypatch.undo()
+    y = x.copy()
+    y[np.flatnonzero(y > 0.5)[:3]] = 0.0
+    for g, w in zip(f(y), positions_doubled(y)):
+        np.testing.assert_array_equal(g, w)
+    assert f.cache_info().versions == 2

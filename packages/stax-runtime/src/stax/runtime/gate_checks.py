@@ -17,7 +17,11 @@ IEEE element-wise operations, comparisons, selections and views, extremes (max, 
 argmin, any, all) and integer sums in the kernels; float sums, products, means, variances as
 NumPy's own calls (extern steps) on arrays laid out as eager's were; a transcendental function
 or anything else keeps the replay. Gates whose value is a whole list or a data-dependent shape
-are replayed too.
+are replayed too, but for shapes a boolean mask's count decides (``len(x[x > 0])``,
+``x[m].shape``, ``np.nonzero(m)``, ``np.flatnonzero(m)``: ``counted_shape``): the program
+computes the mask's count instead (an integer sum, exact), and the check compares the shape it
+makes with the traced one; the selection itself is not computed for the gate at all (it cost a
+NumPy selection per call, replayed before the kernels).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import GATE_CONVERSIONS, GraphProgram, StaxError, contiguous_strides
+from stax.ir import GATE_CONVERSIONS, GraphProgram, StaxError, TensorMeta, contiguous_strides
 from stax.ir.graph import Node, Opcode
 from stax.ir.ops import approximate_ops, capture_targets_of, comparison_ops, elementwise_ops
 
@@ -81,18 +85,84 @@ def inexact_node(capture: GraphProgram) -> Node | None:
     return exactness(capture)[0]
 
 
+#: positions of the true elements: one index array per dimension (``shapes`` gates), or the flat
+#: ones (a ``shape`` gate), as many as the mask's count
+_POSITIONS = {"numpy.nonzero": "shapes", "method:nonzero": "shapes", "numpy.where": "shapes",
+              "numpy.flatnonzero": "shape", "numpy.argwhere": "shape"}
+
+
+def counted_shape(node: Node, kind: str) -> tuple[Node, Callable[[int], Any]] | None:
+    """``(m, value)`` when the gate of ``kind`` on ``node`` reads a shape that a boolean array
+    ``m``'s count decides, ``value(count)`` being what the gate read: a selection ``a[m]`` over
+    ``a``'s leading dimensions (``(count, *trailing)``), the positions of ``m``'s true elements
+    (``np.nonzero(m)``, one-argument ``np.where``: ``[(count,)] * m.ndim``;
+    ``np.flatnonzero``: ``(count,)``; ``np.argwhere``: ``(count, m.ndim)``). None otherwise."""
+    if node.op is Opcode.CALL_METHOD and node.target == "nonzero":
+        target = "method:nonzero"
+    elif node.op is Opcode.CALL_FUNCTION:
+        target = node.target
+    else:
+        return None
+    if not node.args or not all(isinstance(a, Node) for a in node.args) or node.kwargs:
+        return None
+    mask = node.args[-1] if target == "operator.getitem" else node.args[0]
+    if mask.tensor is None or mask.tensor.dtype != "bool" or not mask.tensor.shape:
+        return None
+    rank = len(mask.tensor.shape)
+    if target == "operator.getitem" and kind == "shape" and len(node.args) == 2:
+        array = node.args[0].tensor
+        if array is None or tuple(array.shape[:rank]) != tuple(mask.tensor.shape):
+            return None
+        trailing = tuple(array.shape[rank:])
+        return mask, lambda count: (count, *trailing)
+    if _POSITIONS.get(target) != kind or len(node.args) != 1:
+        return None
+    if kind == "shapes":
+        return mask, lambda count: [(count,)] * rank
+    if target == "numpy.argwhere":
+        return mask, lambda count: (count, rank)
+    return mask, lambda count: (count,)
+
+
+def _gate_roots(capture: GraphProgram, by_name: dict[str, Node]) -> set[str] | None:
+    """The names of the nodes the gates' checks read (a mask selection's gate: its mask), or
+    None when a gate is of a kind the program does not check."""
+    roots = set()
+    for gate in capture.gates:
+        node = by_name.get(gate.node)
+        counted = counted_shape(node, gate.kind) if node is not None else None
+        if node is None or (gate.kind not in COMPILED_KINDS and counted is None):
+            return None
+        roots.add(counted[0].name if counted is not None else node.name)
+    return roots
+
+
+def _ancestors(names: set[str], by_name: dict[str, Node]) -> set[str]:
+    found: set[str] = set()
+    stack = [by_name[n] for n in names]
+    while stack:
+        node = stack.pop()
+        if node.name not in found:
+            found.add(node.name)
+            stack.extend(node.inputs)
+    return found
+
+
 def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
     """``inexact_node``, and the float reductions of the slice that must run as NumPy's own
     calls for the gates to be exact (names of capture nodes)."""
     if capture.replay is None or not capture.gates:
         return None, []
     by_name = {node.name: node for node in capture.graph.nodes}
-    for gate in capture.gates:
-        if gate.kind not in COMPILED_KINDS or gate.node not in by_name:
-            return by_name.get(gate.node) or capture.graph.output_node, []
+    roots = _gate_roots(capture, by_name)
+    if roots is None:
+        first = next((by_name.get(g.node) for g in capture.gates
+                      if g.kind not in COMPILED_KINDS), None)
+        return first or capture.graph.output_node, []
+    read = _ancestors(roots, by_name)  # a selection's gate reads its mask, not what it selects
     numpy_calls = []
     for node in capture.replay.nodes:
-        if node.op in (Opcode.PLACEHOLDER, Opcode.OUTPUT):
+        if node.op in (Opcode.PLACEHOLDER, Opcode.OUTPUT) or node.name not in read:
             continue
         target = _target(node)
         if target in _EXACT_TARGETS:
@@ -136,10 +206,13 @@ def program_gates(capture: GraphProgram, log: Callable[[str], None]) -> list[str
     replayed. The decision is logged."""
     node, numpy_calls = exactness(capture)
     where = f" ({node.source})" if node is not None and node.source else ""
+    kinds = {g.node: g.kind for g in capture.gates}
+    why = f"Python reads its {kinds[node.name]}" if node is not None and \
+        kinds.get(node.name, "bool") not in COMPILED_KINDS else "may round otherwise in the kernels"
     log(f"{capture.name}: {len(capture.gates)} data gate(s) checked in the compiled program"
         if node is None else
         f"{capture.name}: data gates replayed in NumPy before each call: %{node.name} "
-        f"({node.target}){where} may round otherwise in the kernels")
+        f"({node.target}){where}: {why}")
     return numpy_calls if node is None else None
 
 
@@ -152,7 +225,18 @@ def with_gate_outputs(capture: GraphProgram, numpy_calls: list[str]) -> GraphPro
     for name in numpy_calls:
         by_name[name].meta["numpy_call"] = True
     output = copy.graph.output_node
-    output.set_args((tuple(output.args[0]) + tuple(by_name[g.node] for g in copy.gates),))
+    values = []
+    for gate in copy.gates:
+        node = by_name[gate.node]
+        counted = counted_shape(node, gate.kind) if gate.kind not in COMPILED_KINDS else None
+        if counted is not None:  # the mask's count, not the selection (GateCheck)
+            with copy.graph.inserting_before(output):
+                node = copy.graph.create_node(
+                    Opcode.CALL_METHOD, "sum", (counted[0],), meta={
+                        "tensor": TensorMeta((), "int64", (), scalar=True),
+                        "source": node.source})
+        values.append(node)
+    output.set_args((tuple(output.args[0]) + tuple(values),))
     return copy
 
 
@@ -163,7 +247,8 @@ class GateCheck:
     are then replayed, and the values not compared)."""
 
     def __init__(self, capture: GraphProgram) -> None:
-        self.checks = [(GATE_CONVERSIONS[g.kind], g.value) for g in capture.gates]
+        by_name = {node.name: node for node in capture.graph.nodes}
+        self.checks = [(_conversion(g.kind, by_name.get(g.node)), g.value) for g in capture.gates]
         self.active = True
         self.passed = 0
 
@@ -174,6 +259,17 @@ class GateCheck:
             if not same_outcome(convert(value), expected):
                 raise GateMismatch("a data gate took another branch")
         self.passed += 1
+
+
+def _conversion(kind: str, node: Node | None) -> Callable[[Any], Any]:
+    """How a gate's program value becomes the value Python read: a shape from the mask's count
+    (``with_gate_outputs``)."""
+    counted = counted_shape(node, kind) if node is not None and kind not in COMPILED_KINDS \
+        else None
+    if counted is None:
+        return GATE_CONVERSIONS[kind]
+    value = counted[1]
+    return lambda count: value(int(count))
 
 
 def check_in_program(executable: Any, call_flat: Callable[..., list[Any]],
