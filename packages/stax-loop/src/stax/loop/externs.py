@@ -9,6 +9,7 @@ from typing import Any
 
 from stax.ir import Node, TensorMeta, get_op, scatter_key
 
+from .compaction import selection
 from .containers import fold
 from .context import Lazy, LoopLowering, output_strides
 from .ir import BufferRef, ExternCall
@@ -18,6 +19,9 @@ from .registry import lowers
 @lowers("extern", any_dtype=True)
 def lower_extern(ctx: LoopLowering, node: Node) -> Lazy:
     attrs = node.kwargs
+    compacted = selection(ctx, node)  # a[m] of a vector: a prefix sum and a scatter
+    if compacted is not None:
+        return compacted
     return extern_call(ctx, node, attrs["fn"], attrs["method"], node.args, attrs["call_kwargs"])
 
 

@@ -1,0 +1,86 @@
+"""``a[m]`` of a vector computed by kernels (``stax.loop.compaction``): a prefix sum of the mask
+and an in-order scatter, its length gated; the results are NumPy's, element for element."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def scaled_positives(x):
+    y = x[x > 0]
+    return y * 2 + 1
+
+
+def selected_by_other(a, w):
+    return a[w > 0.5]
+
+
+def gather_by_selection(ind, w, z):
+    return z[ind[w > 0]] * 2.0
+
+
+def _steps(compiled):
+    return [e.target for e in compiled.versions()[-1].artifact.externs]
+
+
+def _vector(rng, dtype, n):
+    x = rng.standard_normal(n) * 3
+    if n > 8:
+        x[1], x[3], x[5], x[7] = np.nan, -0.0, np.inf, -np.inf
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("n", [1, 37, 100_000])
+def test_a_selection_is_numpys(dtype, n):
+    rng = np.random.default_rng(n)
+    x = _vector(rng, dtype, n)
+    f = stax.compile(scaled_positives)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = scaled_positives(x)
+        got = f(x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    assert "operator.getitem" not in _steps(f)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.3, 1.0])
+def test_selections_of_every_length_and_another_count_later(fraction):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(5000)
+    w = (rng.random(5000) < fraction) * 1.0
+    f = stax.compile(selected_by_other)
+    for _ in range(2):
+        got = f(a, w)
+        np.testing.assert_array_equal(got, selected_by_other(a, w))
+        assert got.shape == (int(w.sum()),)
+    other = w.copy()
+    other[:100] = 1.0 - other[:100]  # another count: another version
+    np.testing.assert_array_equal(f(a, other), selected_by_other(a, other))
+    assert f.cache_info().versions == 2
+
+
+def test_a_gather_by_a_selection_of_another_count_never_reads_outside():
+    """The program checks the count after its steps: the call with a longer selection runs the
+    kernels with the old length first (what does not fit goes to a spare element, what is
+    missing stays 0, a valid index), then declines; every result is NumPy's."""
+    rng = np.random.default_rng(4)
+    ind = rng.integers(0, 50, 3000)
+    z = rng.standard_normal(50)
+    w = rng.standard_normal(3000)
+    f = stax.compile(gather_by_selection)
+    np.testing.assert_array_equal(f(ind, w, z), gather_by_selection(ind, w, z))
+    for shift in (-1.0, 1.0, -5.0, 5.0):  # every element selected, or none
+        np.testing.assert_array_equal(f(ind, w + shift, z), gather_by_selection(ind, w + shift, z))
+
+
+def test_a_selection_over_more_dimensions_stays_numpys_call():
+    f = stax.compile(selected_by_other)
+    a = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(f(a, a / 11), selected_by_other(a, a / 11))
+    assert "operator.getitem" in _steps(f)
