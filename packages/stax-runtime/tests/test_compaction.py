@@ -84,3 +84,16 @@ def test_a_selection_over_more_dimensions_stays_numpys_call():
     a = np.arange(12.0).reshape(3, 4)
     np.testing.assert_array_equal(f(a, a / 11), selected_by_other(a, a / 11))
     assert "operator.getitem" in _steps(f)
+
+
+def doubled_positions(x):
+    return np.flatnonzero(x > 0.5) * 2
+
+
+def test_positions_are_numpys():
+    f = stax.compile(doubled_positions)
+    rng = np.random.default_rng(8)
+    for n in (1, 999, 70_000):
+        x = rng.standard_normal(n)
+        np.testing.assert_array_equal(f(x), doubled_positions(x))
+    assert "numpy.flatnonzero" not in _steps(f)

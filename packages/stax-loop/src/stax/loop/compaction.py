@@ -1,5 +1,6 @@
-"""A boolean-mask selection ``a[m]`` of a vector, computed by kernels: a prefix sum of the mask
-and an in-order scatter, instead of NumPy's selection between kernels.
+"""A boolean-mask selection ``a[m]`` of a vector (and ``np.flatnonzero(m)``, the positions),
+computed by kernels: a prefix sum of the mask and an in-order scatter, instead of NumPy's call
+between kernels.
 
 The selection's length depends on the data, so capture gates it (``shape_gated``: the op graph
 refuses such a value otherwise): every call a version runs has ``N`` true elements in ``m``, ``N``
@@ -25,32 +26,45 @@ from __future__ import annotations
 
 from stax.ir import Node
 
-from .context import Lazy, LoopLowering
-from .expr import Binary, Cast, Const, Select
+from .context import Lazy, Loader, LoopLowering
+from .expr import Binary, Cast, Const, Index, Select
 from .index import Affine
 from .ir import ComputedBuffer, Pointwise, Scan, rvar, xvar
 
 
 def selection(ctx: LoopLowering, node: Node) -> Lazy | None:
-    """``a[m]`` of an ``extern`` node as kernels, or None where this does not apply (the extern
-    then runs as NumPy's call)."""
-    attrs = node.kwargs
-    if attrs["fn"] != "operator.getitem" or attrs["method"] or attrs["call_kwargs"] or \
-            len(node.args) != 2 or not all(isinstance(a, Node) for a in node.args) or \
-            not ctx.options.update_in_place:
+    """``a[m]`` (or ``np.flatnonzero(m)``: the positions) of an ``extern`` node as kernels, or
+    None where this does not apply (the extern then runs as NumPy's call)."""
+    attrs, meta = node.kwargs, node.tensor
+    if attrs["method"] or attrs["call_kwargs"] or not ctx.options.update_in_place or \
+            meta is None or len(meta.shape) != 1 or not ctx.native(meta.dtype) or \
+            not all(isinstance(a, Node) and a.tensor is not None for a in node.args):
         return None
-    array, mask = node.args
-    meta = node.tensor
-    if array.tensor is None or mask.tensor is None or meta is None or \
-            mask.tensor.dtype != "bool" or len(array.tensor.shape) != 1 or \
-            tuple(mask.tensor.shape) != tuple(array.tensor.shape) or len(meta.shape) != 1 or \
-            meta.dtype != array.tensor.dtype or not ctx.native(meta.dtype):
+    if attrs["fn"] == "operator.getitem" and len(node.args) == 2:
+        array, mask = node.args
+        if meta.dtype != array.tensor.dtype or array.tensor.shape != mask.tensor.shape:
+            return None
+        a = ctx.values[array]
+        if a.parts:
+            return None
+        value = a.loader
+    elif attrs["fn"] == "numpy.flatnonzero" and len(node.args) == 1 and meta.dtype == "int64":
+        mask = node.args[0]
+        value = lambda at: Index(at[0], "int64")  # noqa: E731
+    else:
         return None
-    a, m = ctx.values[array], ctx.values[mask]
-    (n,), (count,) = array.tensor.shape, meta.shape
-    if a.parts or m.parts or n == 0 or count > n:
+    if mask.tensor.dtype != "bool" or len(mask.tensor.shape) != 1:
         return None
-    dtype = meta.dtype
+    m = ctx.values[mask]
+    (n,), (count,) = mask.tensor.shape, meta.shape
+    if m.parts or n == 0 or count > n:
+        return None
+    return _compacted(ctx, node, m, value, n, count, meta.dtype)
+
+
+def _compacted(ctx: LoopLowering, node: Node, m: Lazy, value: Loader, n: int, count: int,
+               dtype: str) -> Lazy:
+    """The ``count`` elements of ``value`` (over ``n``) where ``m`` holds, in order."""
     at = (Affine.var(xvar(0)),)
     positions = f"buf{len(ctx.buffers)}"
     ctx.buffers.append(ComputedBuffer(
@@ -59,8 +73,8 @@ def selection(ctx: LoopLowering, node: Node) -> Lazy | None:
     ctx.made_by[positions] = node
     zeros = f"buf{len(ctx.buffers)}"
     ctx.buffers.append(ComputedBuffer(zeros, (count + 1,), dtype, (1,), at[0],
-                                      Pointwise((count + 1,), Const(0, dtype) if dtype != "bool"
-                                                else Const(False, dtype))))
+                                      Pointwise((count + 1,), Const(False if dtype == "bool"
+                                                                    else 0, dtype))))
     ctx.made_by[zeros] = node
     p = ctx.stored(positions, (n,), "int64", (1,)).loader(at)
     spill = Const(count, "int64")
@@ -68,7 +82,7 @@ def selection(ctx: LoopLowering, node: Node) -> Lazy | None:
     where = Select(fits, Binary("sub", p, Const(1, "int64"), "int64"), spill, "int64")
     out = f"buf{len(ctx.buffers)}"
     ctx.buffers.append(ComputedBuffer(out, (count + 1,), dtype, (1,), Affine(),
-                                      Pointwise((n,), a.loader(at)), updates=zeros,
+                                      Pointwise((n,), value(at)), updates=zeros,
                                       store_offset=where))
     ctx.made_by[out] = node
     whole = ctx.stored(out, (count + 1,), dtype, (1,))
