@@ -97,3 +97,20 @@ def test_positions_are_numpys():
         x = rng.standard_normal(n)
         np.testing.assert_array_equal(f(x), doubled_positions(x))
     assert "numpy.flatnonzero" not in _steps(f)
+
+
+def positions_of_tuples(x):
+    i = np.nonzero(x > 0.5)[0]
+    j = np.where(x < 0)[0]
+    return i * 2, j, (x > 1).nonzero()[0]
+
+
+def test_the_first_positions_of_nonzero_and_where_are_numpys():
+    f = stax.compile(positions_of_tuples)
+    rng = np.random.default_rng(9)
+    for n in (1, 999, 70_000):
+        x = rng.standard_normal(n)
+        for g, w in zip(f(x), positions_of_tuples(x)):
+            np.testing.assert_array_equal(g, w)
+            assert g.dtype == w.dtype
+    assert not {"numpy.nonzero", "numpy.where"} & set(_steps(f))

@@ -1,4 +1,5 @@
-"""A boolean-mask selection ``a[m]`` of a vector (and ``np.flatnonzero(m)``, the positions),
+"""A boolean-mask selection ``a[m]`` of a vector (and the positions: ``np.flatnonzero(m)``,
+``np.nonzero(m)[0]``, ``np.where(m)[0]``),
 computed by kernels: a prefix sum of the mask and an in-order scatter, instead of NumPy's call
 between kernels.
 
@@ -27,15 +28,51 @@ from __future__ import annotations
 from stax.ir import Node
 
 from .context import Lazy, Loader, LoopLowering
-from .expr import Binary, Cast, Const, Index, Select
+from .expr import Binary, Cast, Const, Expr, Index, Select
 from .index import Affine
 from .ir import ComputedBuffer, Pointwise, Scan, rvar, xvar
 
 
+#: calls whose result is a tuple of position arrays, one per dimension of their mask
+_POSITIONS = ("numpy.nonzero", "numpy.where")
+
+
+def _positions_of(ctx: LoopLowering, node: Node) -> Node | None:
+    """The 1-D boolean mask of ``np.nonzero(m)`` or one-argument ``np.where(m)`` (an ``extern``
+    node) whose only reads are ``[0]`` (each an int64 vector), else None: such a call is
+    computed where it is read."""
+    attrs = node.kwargs
+    if node.target != "extern" or attrs.get("fn") not in _POSITIONS or attrs["method"] or \
+            attrs["call_kwargs"] or len(node.args) != 1 or not isinstance(node.args[0], Node) or \
+            not ctx.options.update_in_place:
+        return None
+    mask = node.args[0].tensor
+    if mask is None or mask.dtype != "bool" or len(mask.shape) != 1 or mask.shape[0] == 0 or \
+            ctx.values[node.args[0]].parts or not node.users or \
+            not all(u.target == "extern" and u.kwargs.get("fn") == "operator.getitem" and
+                    u.args == (node, 0) and u.tensor is not None and u.tensor.dtype == "int64"
+                    and len(u.tensor.shape) == 1 and u.tensor.shape[0] <= mask.shape[0]
+                    for u in node.users):
+        return None
+    return node.args[0]
+
+
+def _unread(index: tuple[Affine, ...]) -> Expr:
+    raise AssertionError("the tuple of positions is read only through its item 0")
+
+
 def selection(ctx: LoopLowering, node: Node) -> Lazy | None:
-    """``a[m]`` (or ``np.flatnonzero(m)``: the positions) of an ``extern`` node as kernels, or
-    None where this does not apply (the extern then runs as NumPy's call)."""
+    """``a[m]`` (or ``np.flatnonzero(m)``, ``np.nonzero(m)[0]``: the positions) of an ``extern``
+    node as kernels, or None where this does not apply (the extern then runs as NumPy's call)."""
     attrs, meta = node.kwargs, node.tensor
+    if _positions_of(ctx, node) is not None:
+        return Lazy((), "object", _unread)  # its item 0 is computed below, where it is read
+    mask = _positions_of(ctx, node.args[0]) if attrs["fn"] == "operator.getitem" and \
+        len(node.args) == 2 and isinstance(node.args[0], Node) else None
+    if mask is not None:  # the conditions hold: the tuple was not computed
+        (n,), (count,) = mask.tensor.shape, meta.shape
+        return _compacted(ctx, node, ctx.values[mask], lambda at: Index(at[0], "int64"), n,
+                          count, "int64")
     if attrs["method"] or attrs["call_kwargs"] or not ctx.options.update_in_place or \
             meta is None or len(meta.shape) != 1 or not ctx.native(meta.dtype) or \
             not all(isinstance(a, Node) and a.tensor is not None for a in node.args):
