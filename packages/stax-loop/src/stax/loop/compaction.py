@@ -32,7 +32,6 @@ from .expr import Binary, Cast, Const, Expr, Index, Select
 from .index import Affine
 from .ir import ComputedBuffer, Pointwise, Scan, rvar, xvar
 
-
 #: calls whose result is a tuple of position arrays, one per dimension of their mask
 _POSITIONS = ("numpy.nonzero", "numpy.where")
 
