@@ -17,7 +17,8 @@ run in any order) and can report no floating-point event (reported after the cal
 event would come too late): the program's own readers then inline the expression like any value
 read once, the late kernel counting as one more reader, not as an output
 (``lowering._consider_materializing``). Otherwise the value is computed by the program as before
-and the late kernel copies it over the argument.
+and the late kernel copies it over the argument. A value read from a NumPy step's result (which
+may be a view of the argument itself) is left to the caller's copy, which handles overlap.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from stax.ir import Node
 
 from .context import Lazy, LoopLowering, output_strides, pointwise_buffer
 from .expr import GuardedLoad, Load, loads
-from .ir import ComputedBuffer, InputBuffer
+from .ir import ComputedBuffer, ExternCall, InputBuffer
 from .unused import reports
 
 
@@ -55,6 +56,14 @@ def _input(ctx: LoopLowering, name: str) -> InputBuffer | None:
     return x
 
 
+def _reads_a_numpy_result(ctx: LoopLowering, late: ComputedBuffer) -> bool:
+    """Whether ``late`` reads what a NumPy step returned: possibly a view of the very argument
+    it writes (``np.flip(x)`` as NumPy's call), read elsewhere than at the element written.
+    The caller's ``np.copyto`` copies such a value back, overlaps and all."""
+    externs = {b.name for b in ctx.buffers if isinstance(b, ExternCall)}
+    return any(read.buffer in externs for read in loads(late.data.body))
+
+
 def recomputed(ctx: LoopLowering, lazy: Lazy, name: str) -> ComputedBuffer | None:
     """The late buffer computing the element-wise value ``lazy`` over input ``name`` from the
     inputs themselves (see the module's text), or None where it may not."""
@@ -70,7 +79,7 @@ def recomputed(ctx: LoopLowering, lazy: Lazy, name: str) -> ComputedBuffer | Non
                 return None
         elif read.buffer in updated:
             return None
-    return None if reports(late) else late
+    return None if reports(late) or _reads_a_numpy_result(ctx, late) else late
 
 
 def write_over(ctx: LoopLowering, values: dict[Node, str]) -> dict[str, str]:
@@ -93,6 +102,8 @@ def write_over(ctx: LoopLowering, values: dict[Node, str]) -> dict[str, str]:
             body = late.data.body
             if type(body) is Load and body.buffer == x.name and body.index == late.store_index:
                 continue  # the argument unchanged: nothing to write
+            if _reads_a_numpy_result(ctx, late):
+                continue
         ctx.buffers.append(late)
         ctx.made_by[late.name] = v
         overwrites[late.name] = x.name
