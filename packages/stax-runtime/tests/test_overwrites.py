@@ -181,3 +181,51 @@ def test_the_loop_program_records_and_reads_back_its_overwrites(tmp_path, monkey
     assert final is not x and np.array_equal(x, x0) and np.array_equal(final, np.maximum(x0, 0))
     again, final = Executable(generate(loop))(x)
     assert again == mean and final is x and np.array_equal(x, np.maximum(x0, 0))  # written over
+
+
+def scale_in_place(x, s):
+    x *= s
+
+
+def center_in_place(x):
+    x -= x.mean()
+    return x
+
+
+def test_an_update_that_may_overflow_is_recomputed_after_a_twin_decides_its_events():
+    """``x *= s``: a twin of the product computes its events with the program (unstored), the
+    late kernel writes the product over x: no buffer of x's size. An overflow declines the call
+    before x is written; the eager run multiplies once and warns as NumPy does."""
+    compiled = stax.compile(scale_in_place)
+    x0 = np.linspace(-4, 4, 50_000, dtype=np.float32)
+    x = x0.copy()
+    compiled(x, 3.0)
+    np.testing.assert_array_equal(x, x0 * np.float32(3.0))
+    artifact = compiled.versions()[0].artifact
+    assert not [b for b in artifact.buffers if b.role in ("intermediate", "output")]
+    assert "(for its events, unstored)" in str(artifact)
+    x = x0.copy()
+    with pytest.warns(RuntimeWarning, match="overflow encountered in multiply"):
+        compiled(x, 1e38)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = x0.copy()
+        scale_in_place(want, 1e38)
+    np.testing.assert_array_equal(x, want)  # multiplied once
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
+def test_centering_in_place_is_numpys(dtype, layout):
+    """The mean is NumPy's within rounding (another summation order), so x is too."""
+    make = _layouts(np.random.default_rng(2), dtype)[layout]
+    compiled = stax.compile(center_in_place)
+    for _ in range(2):
+        x, want = make(), make()
+        x[~np.isfinite(x)] = want[~np.isfinite(want)] = 0.5
+        got = compiled(x)
+        center_in_place(want)
+        assert got is x
+        np.testing.assert_allclose(x, want, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-6)
+    assert list(compiled.versions()[0].artifact.overwrites.values()) == ["x"]

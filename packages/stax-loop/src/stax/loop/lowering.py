@@ -27,7 +27,7 @@ from .overwrites import finals, recomputed, write_over
 from .registry import LOWERINGS, OWN_DTYPE_RULES
 from .reroll import reroll_updates
 from .split_producers import align_with_split_reductions
-from .unused import drop_silent, keep_for_events
+from .unused import drop_silent, keep_for_events, reports
 
 __all__ = ["LOWERINGS", "LoopOptions", "MaterializePolicy", "Reuse", "lower_opgraph"]
 
@@ -81,7 +81,8 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
             _bound_depth(ctx, node, depth)
         elif node.op is not Opcode.OUTPUT:
             raise ctx.unsupported(f"opcode {node.op.value} in an op graph")
-    overwrites = write_over(ctx, updated)
+    overwrites, twins = write_over(ctx, updated)
+    events_only += twins
     ctx.node = None
     outputs = [_output(ctx, v) for v in program.outputs]
     names = [b.name for b in (*ctx.inputs, *ctx.buffers)]
@@ -127,8 +128,9 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
             reads += numel  # broadcast along the innermost loop: invariant there, computed once
         else:
             reads += max(numel, int(np.prod(shape)))
-    if output and argument is not None and recomputed(ctx, lazy, argument) is not None:
-        output, reads = False, reads + numel
+    late = recomputed(ctx, lazy, argument) if output and argument is not None else None
+    if late is not None:  # a late kernel reads it, and a twin for its events where it has any
+        output, reads = False, reads + numel * (2 if reports(late) else 1)
     if reads <= numel and not (output and reads):
         return  # one reader reading each element once: inlining is free
     index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
