@@ -229,3 +229,27 @@ def test_centering_in_place_is_numpys(dtype, layout):
         np.testing.assert_allclose(x, want, rtol=1e-5 if dtype == np.float32 else 1e-12,
                                    atol=1e-6)
     assert list(compiled.versions()[0].artifact.overwrites.values()) == ["x"]
+
+
+def doubled_then_branch(x):
+    x *= 2.0
+    if x.max() > 1.0:  # a data gate the program checks (its value is exact)
+        return x - 1.0
+    return x + 1.0
+
+
+def test_a_gate_checked_in_the_program_comes_before_the_argument_is_written():
+    """The update's final value is found after the user's outputs, before the gate values the
+    program also returns; a call taking the other branch is declined before the late kernel
+    runs, so the version that applies doubles x once."""
+    compiled = stax.compile(doubled_then_branch)
+    for scale in (1.0, 0.1, 1.0, 0.1):
+        x0 = np.linspace(-1, 1, 1000) * scale
+        x, want_x = x0.copy(), x0.copy()
+        got, want = compiled(x), doubled_then_branch(want_x)
+        np.testing.assert_array_equal(x, want_x)
+        np.testing.assert_array_equal(got, want)
+    for version in compiled.versions():
+        assert version.gate_check is not None and version.gate_check.active
+        assert list(version.artifact.overwrites.values()) == ["x"]
+    assert compiled.cache_info().versions == 2

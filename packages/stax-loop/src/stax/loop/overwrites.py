@@ -42,7 +42,9 @@ def finals(ctx: LoopLowering) -> dict[Node, str]:
     program = ctx.program
     if not ctx.options.overwrite_arguments or not program.writeback:
         return {}
-    values = program.outputs[len(program.outputs) - len(program.writeback):]
+    # after the user's outputs (more may follow: gate values checked in the program)
+    first = program.output_tree.num_leaves
+    values = program.outputs[first:first + len(program.writeback)]
     return {v: name for v, name in zip(values, program.writeback) if isinstance(v, Node)}
 
 
