@@ -1,7 +1,6 @@
 """A boolean-mask selection ``a[m]`` of a vector (and the positions: ``np.flatnonzero(m)``,
-``np.nonzero(m)[0]``, ``np.where(m)[0]``),
-computed by kernels: a prefix sum of the mask and an in-order scatter, instead of NumPy's call
-between kernels.
+``np.nonzero(m)[0]``, ``np.where(m)[0]``), computed by kernels: a prefix sum of the mask and an
+in-order scatter, instead of NumPy's call between kernels.
 
 The selection's length depends on the data, so capture gates it (``shape_gated``: the op graph
 refuses such a value otherwise): every call a version runs has ``N`` true elements in ``m``, ``N``
@@ -36,22 +35,33 @@ from .ir import ComputedBuffer, Pointwise, Scan, rvar, xvar
 _POSITIONS = ("numpy.nonzero", "numpy.where")
 
 
+def _vector_mask(ctx: LoopLowering, mask: object) -> Lazy | None:
+    """``mask``'s value when it is a non-empty boolean vector of real lanes, else None."""
+    meta = mask.tensor if isinstance(mask, Node) else None
+    if meta is None or meta.dtype != "bool" or len(meta.shape) != 1 or meta.shape[0] == 0:
+        return None
+    m = ctx.values[mask]
+    return None if m.parts else m
+
+
+def _position(at: tuple[Affine, ...]) -> Expr:
+    """The selected element's position: what ``np.flatnonzero`` and ``np.nonzero`` select."""
+    return Index(at[0], "int64")
+
+
 def _positions_of(ctx: LoopLowering, node: Node) -> Node | None:
     """The 1-D boolean mask of ``np.nonzero(m)`` or one-argument ``np.where(m)`` (an ``extern``
     node) whose only reads are ``[0]`` (each an int64 vector), else None: such a call is
     computed where it is read."""
     attrs = node.kwargs
     if node.target != "extern" or attrs.get("fn") not in _POSITIONS or attrs["method"] or \
-            attrs["call_kwargs"] or len(node.args) != 1 or not isinstance(node.args[0], Node) or \
-            not ctx.options.update_in_place:
+            attrs["call_kwargs"] or len(node.args) != 1 or not ctx.options.update_in_place or \
+            _vector_mask(ctx, node.args[0]) is None or not node.users:
         return None
-    mask = node.args[0].tensor
-    if mask is None or mask.dtype != "bool" or len(mask.shape) != 1 or mask.shape[0] == 0 or \
-            ctx.values[node.args[0]].parts or not node.users or \
-            not all(u.target == "extern" and u.kwargs.get("fn") == "operator.getitem" and
-                    u.args == (node, 0) and u.tensor is not None and u.tensor.dtype == "int64"
-                    and len(u.tensor.shape) == 1 and u.tensor.shape[0] <= mask.shape[0]
-                    for u in node.users):
+    (n,) = node.args[0].tensor.shape
+    if not all(u.target == "extern" and u.kwargs.get("fn") == "operator.getitem" and
+               u.args == (node, 0) and u.tensor is not None and u.tensor.dtype == "int64" and
+               len(u.tensor.shape) == 1 and u.tensor.shape[0] <= n for u in node.users):
         return None
     return node.args[0]
 
@@ -70,8 +80,7 @@ def selection(ctx: LoopLowering, node: Node) -> Lazy | None:
         len(node.args) == 2 and isinstance(node.args[0], Node) else None
     if mask is not None:  # the conditions hold: the tuple was not computed
         (n,), (count,) = mask.tensor.shape, meta.shape
-        return _compacted(ctx, node, ctx.values[mask], lambda at: Index(at[0], "int64"), n,
-                          count, "int64")
+        return _compacted(ctx, node, ctx.values[mask], _position, n, count, "int64")
     if attrs["method"] or attrs["call_kwargs"] or not ctx.options.update_in_place or \
             meta is None or len(meta.shape) != 1 or not ctx.native(meta.dtype) or \
             not all(isinstance(a, Node) and a.tensor is not None for a in node.args):
@@ -85,17 +94,14 @@ def selection(ctx: LoopLowering, node: Node) -> Lazy | None:
             return None
         value = a.loader
     elif attrs["fn"] == "numpy.flatnonzero" and len(node.args) == 1 and meta.dtype == "int64":
-        mask = node.args[0]
-        value = lambda at: Index(at[0], "int64")  # noqa: E731
+        mask, value = node.args[0], _position
     else:
         return None
-    if mask.tensor.dtype != "bool" or len(mask.tensor.shape) != 1:
+    m = _vector_mask(ctx, mask)
+    (count,) = meta.shape
+    if m is None or count > m.shape[0]:
         return None
-    m = ctx.values[mask]
-    (n,), (count,) = mask.tensor.shape, meta.shape
-    if m.parts or n == 0 or count > n:
-        return None
-    return _compacted(ctx, node, m, value, n, count, meta.dtype)
+    return _compacted(ctx, node, m, value, m.shape[0], count, meta.dtype)
 
 
 def _compacted(ctx: LoopLowering, node: Node, m: Lazy, value: Loader, n: int, count: int,
