@@ -119,8 +119,10 @@ def test_small_constant_powers(build, run, n):
     x = np.concatenate([wide_inputs("pow"), rng.uniform(-1e13, 1e13, 3_000),
                         rng.uniform(-1e-12, 1e-12, 3_000), [1e19, -1e19, 2e19, -7e12, 5.4e15],
                         SPECIALS]).astype(np.float32)
-    # around where the error term is dropped (|x| = 2^50, 2^32) and where the power overflows
-    edges = np.array([2.0 ** 50, 2.0 ** 32, 2.0 ** (128 / 3), 2.0 ** 32.5, 2.0 ** 42], np.float32)
+    # around where the square is clamped (|x| = 2^50, 2^32), where the square overflows (2^64)
+    # and where the power does
+    edges = np.array([2.0 ** 50, 2.0 ** 32, 2.0 ** 64, 2.0 ** 63.5, 2.0 ** (128 / 3),
+                      2.0 ** 32.5, 2.0 ** 42], np.float32)
     near = np.concatenate([np.nextafter(edges, np.float32(0)), edges,
                            np.nextafter(edges, np.float32(np.inf))])
     x = np.concatenate([x, near, -near])

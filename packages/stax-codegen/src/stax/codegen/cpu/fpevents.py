@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from llvmlite import ir
 
 from stax.loop import (
@@ -77,6 +78,7 @@ from stax.loop import (
 )
 from stax.loop.bits import fmax_operands
 from stax.loop.expr import COMPARISON_OPS
+from stax.loop.intervals import integer_interval
 from stax.loop.operators import DIVIDE as DIVIDE
 from stax.loop.operators import INVALID as INVALID
 from stax.loop.operators import OPERATORS, OVERFLOW, Events
@@ -122,10 +124,19 @@ def events_of(e: Expr) -> Events | None:
     if isinstance(e, Cast):
         return NARROWING if (e.x.dtype, e.dtype) == ("float64", "float32") else None
     if isinstance(e, Unary | Binary | Ternary):
-        if isinstance(e, Unary) and e.op == "bitcast" and is_float(e.x.dtype):
+        if isinstance(e, Unary) and e.op == "bitcast" and (is_float(e.x.dtype) or
+                                                           _finite_bits(e.x, e.dtype)):
             return None
         return OPERATIONS.get(e.op)
     return None
+
+
+def _finite_bits(bits: Expr, dtype: str) -> bool:
+    """Whether integer ``bits`` read as a ``dtype`` float are always a finite nonnegative
+    number (a clamp, ``small_power32``'s): such a bitcast reports nothing."""
+    held = integer_interval(bits, {})
+    largest = int(np.array(np.finfo(dtype).max, dtype).view(f"u{np.dtype(dtype).itemsize}"))
+    return held is not None and 0 <= held[0] and held[1] <= largest
 
 
 def flagged(e: Expr) -> bool:
