@@ -19,13 +19,16 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, Node, Opcode
+from ..meta import TensorMeta
 from ..ops import NN_FUNCTIONS
 from .base import constant_value, infer_meta
+from .identity_product import PRODUCTS, identity_product
 from .rewrite import substitute
 
 #: Table 4.2 in Stax's target names. Decompose: a rule below. Keep: never decomposed. Optional:
 #: off by default.
-DECOMPOSE = ("stax.nn.selu", "numpy.square", "numpy.clip", "numpy.deg2rad", "numpy.radians")
+DECOMPOSE = ("stax.nn.selu", "numpy.square", "numpy.clip", "numpy.deg2rad", "numpy.radians",
+             *PRODUCTS)  # beyond table 4.2: a product with an identity (identity_product.py)
 KEEP = ("stax.nn.relu", "numpy.log1p", "numpy.expm1", "numpy.log10", "numpy.sinh", "numpy.cosh",
         "numpy.arcsinh", "numpy.arccosh", "numpy.arctanh", "numpy.rad2deg", "numpy.degrees",
         "numpy.exp2")
@@ -38,7 +41,8 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "operator.mul": lambda a, b: a * b, "operator.sub": lambda a, b: a - b,
     "operator.gt": lambda a, b: a > b, "operator.lt": lambda a, b: a < b,
     "operator.ne": lambda a, b: a != b, "numpy.where": np.where, "numpy.exp": np.exp,
-    "numpy.maximum": np.maximum, "numpy.minimum": np.minimum,
+    "numpy.maximum": np.maximum, "numpy.minimum": np.minimum, "operator.add": lambda a, b: a + b,
+    "operator.invert": lambda a: ~a, "numpy.isfinite": np.isfinite,
 }
 
 
@@ -49,15 +53,17 @@ class _Emitter:
         self.graph = graph
         self.anchor = anchor
 
-    def __call__(self, target: str, *args: Any, name: str | None = None) -> Node:
-        meta: dict[str, Any] = {}
-        inferred = infer_meta(_FUNCTIONS[target], args)
+    def __call__(self, target: str, *args: Any, name: str | None = None,
+                 kwargs: dict[str, Any] | None = None, meta: TensorMeta | None = None) -> Node:
+        """An element-wise call (its metadata inferred), or any call given its ``meta``."""
+        data: dict[str, Any] = {}
+        inferred = meta if meta is not None else infer_meta(_FUNCTIONS[target], args)
         if inferred is not None:
-            meta["tensor"] = inferred
+            data["tensor"] = inferred
         if self.anchor.source:
-            meta["source"] = self.anchor.source
+            data["source"] = self.anchor.source
         with self.graph.inserting_before(self.anchor):
-            return self.graph.call_function(target, args, name=name, meta=meta)
+            return self.graph.call_function(target, args, kwargs, name=name, meta=data)
 
 
 def _selu(e: _Emitter, x: Any) -> Node:
@@ -107,6 +113,7 @@ def _deg2rad(e: _Emitter, x: Any) -> Node:
 RULES: dict[str, Callable[..., Node | None]] = {
     "stax.nn.selu": _selu, "numpy.square": _square, "numpy.clip": _clip,
     "numpy.deg2rad": _deg2rad, "numpy.radians": _deg2rad,
+    **{product: identity_product for product in PRODUCTS},
 }
 assert set(RULES) == set(DECOMPOSE) and not set(RULES) & set(KEEP)
 assert all(t in NN_FUNCTIONS for t in DECOMPOSE if t.startswith("stax.nn."))
