@@ -15,7 +15,17 @@ import numpy as np
 
 from stax.ir import Node
 
-from .context import INDEX, Lazy, Loader, LoopLowering, all_of, guarded, index_compare, output_strides
+from .context import (
+    INDEX,
+    Lazy,
+    Loader,
+    LoopLowering,
+    all_of,
+    guarded,
+    index_compare,
+    output_strides,
+    scalar_constant,
+)
 from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Select
 from .externs import op_as_extern
 from .index import Affine, linear_index
@@ -79,7 +89,7 @@ def lower_pad(ctx: LoopLowering, node: Node) -> Lazy:
     dtype, widths = meta.dtype, node.kwargs["pad_width"]
     source = node.args[0]
     x = ctx.operand(source, source.tensor.shape, dtype)
-    fill = Const(np.dtype(dtype).type(node.kwargs["value"]).item(), dtype)
+    fill = scalar_constant(node.kwargs["value"], dtype)
 
     def load(i: tuple[Affine, ...]) -> Expr:
         conditions = []
@@ -139,7 +149,7 @@ def lower_full(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     if not ctx.native(meta.dtype):
         return op_as_extern(ctx, node)
-    value = Const(np.dtype(meta.dtype).type(node.kwargs["value"]).item(), meta.dtype)
+    value = scalar_constant(node.kwargs["value"], meta.dtype)
     return Lazy(meta.shape, meta.dtype, lambda i: value)
 
 

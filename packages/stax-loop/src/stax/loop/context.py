@@ -35,6 +35,22 @@ def part_strides(strides: tuple[int, ...]) -> tuple[int, ...]:
 INDEX = "int64"
 
 
+
+def scalar_constant(value: Any, dtype: str) -> Expr:
+    """A scalar operand (a Python or NumPy number) as ``dtype``. A finite float that overflows
+    in that cast (``x *= 1e308`` of float32) stays its own double and is cast in the kernel:
+    NumPy reports "overflow encountered in cast" on every call, so the event belongs to each
+    call (a narrowing cast reports it, ``fpevents``), not once to the compile that folded it."""
+    target = np.dtype(dtype)
+    if target.kind == "f" and isinstance(value, (float, np.floating)):
+        source = np.asarray(value).dtype
+        if source.itemsize > target.itemsize and np.isfinite(value):
+            with np.errstate(over="ignore"):
+                narrowed = target.type(value)
+            if not np.isfinite(narrowed):
+                return Cast(Const(float(value), source.name), dtype)
+    return Const(target.type(value).item(), dtype)
+
 @dataclass(frozen=True)
 class Lazy:
     shape: tuple[int, ...]
@@ -134,7 +150,7 @@ class LoopLowering:
                 expr = broadcast(index)
                 return expr if expr.dtype == dtype else Cast(expr, dtype)
             return load
-        const = Const(np.dtype(dtype).type(value).item(), dtype)
+        const = scalar_constant(value, dtype)
         return lambda index: const
 
     def operand_of(self, lazy: Lazy, shape: tuple[int, ...], loader: Loader) -> Loader:

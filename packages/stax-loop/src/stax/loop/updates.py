@@ -25,7 +25,16 @@ import numpy as np
 
 from stax.ir import Node, Opcode, contiguous_strides
 
-from .context import Lazy, Loader, LoopLowering, all_of, guarded, index_compare, output_strides
+from .context import (
+    Lazy,
+    Loader,
+    LoopLowering,
+    all_of,
+    guarded,
+    index_compare,
+    output_strides,
+    scalar_constant,
+)
 from .expr import Binary, Const, Expr, Index, IndirectLoad, Load, Select, loads, postorder
 from .externs import op_as_extern
 from .index import Affine, linear_index
@@ -41,7 +50,7 @@ def lower_setitem(ctx: LoopLowering, node: Node) -> Lazy:
     if len(node.args) > 1:
         value = ctx.operand(node.args[1], region, dtype)
     else:
-        fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
+        fill = scalar_constant(node.kwargs["scalar"], dtype)
         value = lambda i: fill  # noqa: E731
     base = _updatable(ctx, node)
     if base is None and any(e[0] == "slice" and abs(e[3]) > 1 for e in key):
@@ -297,7 +306,7 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
     if len(node.args) > 1 + count:
         value = ctx.operand(node.args[1 + count], ranges, dtype)
     else:
-        fill = Const(np.dtype(dtype).type(node.kwargs["scalar"]).item(), dtype)
+        fill = scalar_constant(node.kwargs["scalar"], dtype)
         value = lambda i: fill  # noqa: E731
     if _reads(value(index), buffer) or _worth_computing_first(ranges, [value(index)]):
         # the value read from x: computed before x changes (or computed at all: see above)

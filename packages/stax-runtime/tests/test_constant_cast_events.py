@@ -1,0 +1,57 @@
+"""A scalar that overflows in its cast to the array's dtype (``x *= 1e308`` of float32) reports
+"overflow encountered in cast" on every call, as NumPy does, not once when the compile folded
+the cast (``stax.loop.context.scalar_constant``): later calls warned nothing, and under
+``np.errstate(over="raise")`` wrote infinities into the argument instead of raising; a first
+call that fell back warned twice."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def scale_inplace(x):
+    x *= 1e308
+    return x
+
+
+def scale(x):
+    return x * 1e308
+
+
+def fill_masked(x):
+    x[x > 1] = 1e308
+    return x
+
+
+def _run(fn, values, state):
+    x = np.array(values, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with np.errstate(**state):
+                outcome = repr(np.asarray(fn(x)).tolist())
+        except FloatingPointError as exc:
+            outcome = f"FloatingPointError({exc})"
+    return outcome, repr(x.tolist()), [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("fn", [scale_inplace, scale, fill_masked])
+def test_every_call_reports_the_cast_as_numpy_does(fn):
+    compiled = stax.compile(fn)
+    for _ in range(3):
+        for state in ({}, {"all": "raise"}, {"over": "raise"}, {"all": "warn"}, {"all": "ignore"}):
+            for values in ((1.0, 0.0, 2.0), (1.0, 3.0, 2.0)):
+                assert _run(compiled, values, state) == _run(fn, values, state), (state, values)
+
+
+def test_a_cast_that_does_not_overflow_stays_a_constant():
+    compiled = stax.compile(lambda x: x * 1e30, strict_native=True)
+    x = np.ones(5, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(compiled(x), x * 1e30)
