@@ -58,11 +58,16 @@ class Gate:
 class WritebackPlan:
     """How a caller applies in-place updates of arguments: ``copies`` are (argument, flat output
     index) pairs to copy back; ``same`` are user output positions that *are* an updated argument
-    (eager returns the caller's array object itself there)."""
+    (eager returns the caller's array object itself there); ``views`` are user output positions
+    that are NumPy views of an updated argument's final value (``x -= m; return x[1:]``), with
+    the calls that made them (``ViewCall``): made again on the argument once it holds that
+    value, they share its memory as eager's views do (the program's own are views of a buffer
+    that is copied back)."""
 
     n_user: int
     copies: list[tuple[str, int]]
     same: list[tuple[int, str]]
+    views: list[tuple[int, str, tuple[ViewCall, ...]]] = field(default_factory=list)
 
     def apply(self, flat: list[Any], arguments: dict[str, Any]) -> list[Any]:
         """Copy the final values into the arguments (but where the program returned the
@@ -72,10 +77,51 @@ class WritebackPlan:
         for name, index in self.copies:
             if flat[index] is not arguments[name]:
                 np.copyto(arguments[name], flat[index])
+        return self.user_outputs(flat, arguments)
+
+    def user_outputs(self, flat: list[Any], arguments: dict[str, Any]) -> list[Any]:
+        """The user's outputs once the arguments hold their final values."""
         user = list(flat[: self.n_user])
         for position, name in self.same:
             user[position] = arguments[name]
+        for position, name, calls in self.views:
+            user[position] = redo_views(arguments[name], calls)
         return user
+
+
+#: a call that returned a view of its first operand: ("function" or "method", target, the other
+#: operands, keywords), all constants
+ViewCall = tuple[str, str, tuple[Any, ...], dict[str, Any]]
+
+
+def redo_views(base: Any, calls: tuple[ViewCall, ...]) -> Any:
+    """``calls`` made again, in order, starting from ``base``."""
+    from .interpreter import call_method, resolve_function
+
+    for kind, target, args, kwargs in calls:
+        base = call_method(base, target, args, kwargs) if kind == "method" else \
+            resolve_function(target)(base, *args, **kwargs)
+    return base
+
+
+def _view_chain(out: Any, finals: tuple[Any, ...]) -> tuple[Node, tuple[ViewCall, ...]] | None:
+    """The final value ``out`` is a chain of views of (capture's ``view`` meta: NumPy returned a
+    view of the first operand), with the calls, or None."""
+    from .graph import Opcode, map_nodes
+
+    calls: list[ViewCall] = []
+    node = out
+    while isinstance(node, Node) and node not in finals:
+        rest: list[Node] = []
+        map_nodes((node.args[1:], node.kwargs), rest.append)
+        if node.meta.get("view") is None or node.op not in (Opcode.CALL_FUNCTION,
+                                                            Opcode.CALL_METHOD) or \
+                not node.args or not isinstance(node.args[0], Node) or rest:
+            return None
+        kind = "method" if node.op is Opcode.CALL_METHOD else "function"
+        calls.append((kind, node.target, tuple(node.args[1:]), dict(node.kwargs)))
+        node = node.args[0]
+    return (node, tuple(reversed(calls))) if calls and isinstance(node, Node) else None
 
 
 @dataclass
@@ -109,7 +155,12 @@ class GraphProgram:
         copies = [(name, n_user + k) for k, name in enumerate(self.writeback)]
         same = [(j, self.writeback[finals.index(out)]) for j, out in enumerate(outputs[:n_user])
                 if isinstance(out, Node) and out in finals]
-        return WritebackPlan(n_user, copies, same)
+        views = []
+        for j, out in enumerate(outputs[:n_user]):
+            chain = _view_chain(out, finals) if self.graph.dialect == "capture" else None
+            if chain is not None:
+                views.append((j, self.writeback[finals.index(chain[0])], chain[1]))
+        return WritebackPlan(n_user, copies, same, views)
 
     def placeholder(self, name: str) -> Node:
         for n in self.graph.placeholders:

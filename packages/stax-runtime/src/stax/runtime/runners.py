@@ -175,10 +175,7 @@ def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], captu
         def finish(flat: list[Any], env: dict[str, Any]) -> list[Any]:
             for name, index in plan.copies:
                 devices.write(env[name], flat[index], library)
-            user = list(flat[: plan.n_user])
-            for position, name in plan.same:
-                user[position] = env[name]
-            return user
+            return plan.user_outputs(flat, env)
 
     def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         leaves = tree_leaves((args, kwargs))
