@@ -114,3 +114,37 @@ def test_the_first_positions_of_nonzero_and_where_are_numpys():
             np.testing.assert_array_equal(g, w)
             assert g.dtype == w.dtype
     assert not {"numpy.nonzero", "numpy.where"} & set(_steps(f))
+
+
+def where_positions(x):
+    return np.where(x > 0)[0]
+
+
+def where_tuple(x):
+    return np.where(x > 0)
+
+
+def where_count(x):
+    return len(np.where(x > 0)[0])
+
+
+def where_gather(x):
+    return x[np.where(x > 0)[0]]
+
+
+def nonzero_positions(x):
+    return np.nonzero(x > 0)[0] * 2
+
+
+@pytest.mark.parametrize("fn", [where_positions, where_tuple, where_count, where_gather,
+                                nonzero_positions])
+def test_positions_of_another_count_on_a_later_call(fn):
+    """One-argument ``np.where`` is ``np.nonzero``: its length is gated like the others' (it was
+    not, and a later call with another count came back padded or cut to the first count)."""
+    f = stax.compile(fn)
+    for values in ([1., -1, 2, 3, -1, 1], [1., -1, -2, -3, -1, 1], [1., 1, 2, 3, 1, 1], [-1.] * 6):
+        x = np.array(values)
+        got, want = f(x), fn(x)
+        for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want))):
+            np.testing.assert_array_equal(g, w)
+            assert np.shape(g) == np.shape(w)

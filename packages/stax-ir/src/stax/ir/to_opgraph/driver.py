@@ -106,6 +106,8 @@ def data_dependent_shape(node: Node) -> bool:
         return False
     if name in DATA_DEPENDENT_SHAPES:
         return True
+    if name == "numpy.where" and len(node.args) == 1 and not node.kwargs:
+        return True  # np.where(m): np.nonzero(m)
     if node.target == "numpy.repeat" and _nodes_in(node.args[1:]):
         return True
     return node.target == "operator.getitem" and \
