@@ -83,3 +83,24 @@ def test_the_power_loop_multiplies_once_less():
     (version,) = compiled.versions()
     plan = version.flat[0].artifact
     assert len(plan.externs) == 4  # five products, the first of them by the identity
+
+
+def dot_left(x):
+    return np.dot(np.identity(x.shape[0], dtype=x.dtype), x)
+
+
+def dot_right(x):
+    return np.dot(x, np.eye(x.shape[1], dtype=x.dtype))
+
+
+@pytest.mark.parametrize("fn", [dot_left, dot_right, left, right])
+@pytest.mark.parametrize("shape", [(1, 1), (1, 4), (4, 1), (3, 3)])
+def test_products_with_a_row_or_column_keep_numpys_zeros(fn, shape):
+    """``np.dot`` multiplies by a (1, 1) operand as a scalar (``-0.0`` stays) and takes gemv
+    for a row or column: such products stay NumPy's; ``@`` of any shape is the rule's."""
+    x = np.full(shape, -0.0)
+    x.flat[-1] = 2.0
+    got, want, ours, eager = _run(fn, x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert ours == eager

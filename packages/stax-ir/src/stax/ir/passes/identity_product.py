@@ -41,6 +41,8 @@ def identity_product(e: Any, a: Any, b: Any, *rest: Any) -> Node | None:
     for eye, x, axis in ((a, b, 0), (b, a, 1)):
         if _is_identity(eye) and x.tensor is not None and x.tensor.ndim == 2 and \
                 x.tensor.dtype == eye.tensor.dtype and x.tensor.shape[axis] == eye.tensor.shape[0]:
+            if e.anchor.target == "numpy.dot" and 1 in (*x.tensor.shape, eye.tensor.shape[0]):
+                return None  # np.dot multiplies by a (1, 1) operand, keeping -0.0; vectors: gemv
             return _without_product(e, x, axis)
     return None
 
