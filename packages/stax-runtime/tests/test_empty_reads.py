@@ -102,3 +102,17 @@ def test_a_predicate_of_a_numpy_scalar_stays_a_numpy_scalar():
     for fn in (lambda x: np.isfinite(x.all(axis=None)), lambda x: np.isnan((x > 0).sum())):
         got, want = stax.compile(fn, strict_native=True)(x), fn(x)
         assert type(got) is type(want) and got == want
+
+
+def test_a_numpy_call_writing_into_an_empty_argument_runs_as_numpy():
+    """``np.nan_to_num(x, copy=False)`` writes into ``x``: capture refuses it (the function runs
+    eagerly) also when ``x`` is empty, whose memory ``np.may_share_memory`` says no view shares
+    (it raised NumPy's read-only error as if the user's code had)."""
+    def clean(x):
+        np.nan_to_num(x, copy=False)
+        return x
+
+    compiled = stax.compile(clean)
+    for n in (3, 0, 0):
+        x = np.array([1.0, np.nan, np.inf])[:n]
+        np.testing.assert_array_equal(compiled(x.copy()), clean(x.copy()))

@@ -103,8 +103,9 @@ class Tracer:
         read-only views of the caller's arrays)."""
         operands = [v for v in tree_leaves((_concrete(args), _concrete(kwargs)))
                     if isinstance(v, np.ndarray)]
-        return any(np.may_share_memory(a.example, v) for a in self.arguments.values()
-                   for v in operands)
+        return any(np.may_share_memory(a.example, v) or
+                   (0 in (a.example.size, v.size) and _root(a.example) is _root(v))
+                   for a in self.arguments.values() for v in operands)
 
     def _viewed(self, array: np.ndarray, skip: tuple[Any, ...]) -> bool:
         """Whether a live traced value, other than those in ``skip``, shares memory with ``array``.
@@ -317,6 +318,14 @@ def _gate_slice_bounds(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(_gate_slice_bounds(v) for v in value)
     return value
+
+
+def _root(array: np.ndarray) -> Any:
+    """The array whose memory ``array`` views (itself if none): an empty view shares no memory
+    by ``np.may_share_memory``, but it is still a view of that array."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 def _concrete(value: Any) -> Any:
