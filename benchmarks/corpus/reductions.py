@@ -37,6 +37,18 @@ def relu_inplace_mean(x):
     return x.mean()
 
 
+def normalize_inplace(x):
+    """A vector scaled to unit length in place (float32): ``x /= np.linalg.norm(x)``."""
+    x /= np.linalg.norm(x)
+    return x
+
+
+def center_columns_inplace(X):
+    """Column means subtracted from a matrix in place (float64)."""
+    X -= X.mean(axis=0)
+    return X
+
+
 def positive_mean(x):
     """The mean of the positive entries, by a mask selection (float32)."""
     return x[x > 0].mean()
@@ -107,6 +119,10 @@ PROGRAMS = [
             lambda r: (_f32(r, 200000, scale=2.0),), rtol=1e-4, atol=1e-2),
     Program("relu_inplace_mean", "reductions", relu_inplace_mean,
             lambda r: (_f32(r, 200000),), rtol=1e-4, atol=1e-6),
+    Program("normalize_inplace", "reductions", normalize_inplace,
+            lambda r: (_f32(r, 200000),), rtol=1e-5, atol=1e-7),
+    Program("center_columns_inplace", "reductions", center_columns_inplace,
+            lambda r: (r.standard_normal((500, 400)),), rtol=1e-12, atol=1e-12),
     Program("positive_mean", "reductions", positive_mean, lambda r: (_f32(r, 200000),),
             rtol=1e-4, atol=1e-6, jax_port=positive_mean_jax),
     Program("count_and_sum_above", "reductions", count_and_sum_above,
