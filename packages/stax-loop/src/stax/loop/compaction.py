@@ -113,6 +113,13 @@ def _compacted(ctx: LoopLowering, node: Node, m: Lazy, value: Loader, n: int, co
         positions, (n,), "int64", (1,), Affine.var(rvar(0)),
         Scan((), n, "sum", Cast(m.loader((Affine.var(rvar(0)),)), "int64"))))
     ctx.made_by[positions] = node
+    # the length is gated by the caller (the program outputs the mask's count, which a check
+    # against the planned one declines); checked here too, so that a selection whose gate was
+    # missed declines instead of coming back padded or cut
+    last = ctx.stored(positions, (n,), "int64", (1,)).loader((Affine.of(n - 1),))
+    check = ctx.reduce_values(lambda i: Binary("ne", last, Const(count, "int64"), "bool"),
+                              (1,), (0,), False, "max", "bool")
+    ctx.checks[check.buffer] = "a selection's length is not the one planned"
     zeros = f"buf{len(ctx.buffers)}"
     ctx.buffers.append(ComputedBuffer(zeros, (count + 1,), dtype, (1,), at[0],
                                       Pointwise((count + 1,), Const(False if dtype == "bool"
