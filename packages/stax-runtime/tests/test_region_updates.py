@@ -368,3 +368,21 @@ def test_assignments_with_any_slice_step_are_region_updates():
             np.testing.assert_array_equal(np.signbit(x), np.signbit(kept))
             np.testing.assert_array_equal(x, kept)
     assert len(_compiled(interleave, rng.standard_normal(50)).versions()[0].artifact.kernels) <= 4
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_checks_of_an_old_value_run_before_its_update(dtype):
+    """``s[i + 1] = s[i] + v`` on NumPy integer scalars: each addition has an overflow check
+    reading ``s`` before the next update overwrites it; fused together, the checks ran after
+    the first update (an internal compiler error: the function fell back, and raised under
+    ``strict_native``). Found by a probe of ordinary programs."""
+    def cumulative(x):
+        s = np.zeros(len(x) + 1, dtype=x.dtype)
+        for i, v in enumerate(x):
+            s[i + 1] = s[i] + v
+        return s
+
+    compiled = stax.compile(cumulative, strict_native=True)
+    for values in ([3, 1, 4], [7, -2, 5]):
+        x = np.array(values, dtype=dtype)
+        np.testing.assert_array_equal(compiled(x), cumulative(x))

@@ -320,12 +320,28 @@ def schedule(program: LoopProgram, phased_columns: bool = False
              for b in (*program.inputs, *program.buffers)}
     edges = effect_order(program.buffers)
     groups = [Group.of(node, edges.get(node.name)) for node in program.buffers]
+    _after_old_readers(groups)
     fuse = _fuse_by_rounds if len(groups) <= EXACT_SCAN_LIMIT else _fuse_by_heap
     groups, decisions = fuse(groups, sizes)
     for group in groups:
         if group.extern is None:
             group.nest = choose_nest(group.nodes, phased_columns)
     return groups, decisions
+
+
+def _after_old_readers(groups: list[Group]) -> None:
+    """A region update writes over the buffer it updates (``ComputedBuffer.updates``): every
+    other reader of that buffer's old value runs first, an ordering edge, so fusion cannot move
+    one after it (two overflow checks of ``s[1] = s[0] + x[0]; s[2] = s[1] + x[1]`` on NumPy
+    integer scalars, fused, put the first check after the update of ``s`` it reads before)."""
+    readers: dict[str, set[str]] = {}
+    for group in groups:
+        for name in group.reads:
+            readers.setdefault(name, set()).add(group.nodes[0].name)
+    for group in groups:
+        node = group.nodes[0]
+        if isinstance(node, ComputedBuffer) and node.updates is not None:
+            group.after |= readers.get(node.updates, set()) - {node.name}
 
 
 def _key(a: Group, b: Group) -> PairKey:
