@@ -182,6 +182,11 @@ def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], captu
         arrays = [leaves[i] for i in slots]
         env = dict(zip(names, arrays))
         for n in updated:
+            if not getattr(getattr(env[n], "flags", None), "writeable", True):
+                # the key holds no flags: a version compiled for a writable array must not
+                # write into a read-only one (an immutable bytes object, a PROT_READ mapping)
+                raise RunEagerly(f"it updates argument {n!r} in place and that argument is "
+                                 "read-only (NumPy raises)")
             if any(overlaps(env[n], other) for m, other in env.items() if m != n):
                 raise RunEagerly(f"it updates argument {n!r} in place and that argument "
                                  "overlaps another one in memory")
