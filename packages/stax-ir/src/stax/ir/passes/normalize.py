@@ -30,7 +30,7 @@ def _is(value: Any, number: float, sign: int | None = None) -> bool:
         return False
     v = float(value)
     if sign is not None and isinstance(value, (int, np.integer)):
-        return v == number  # an integer zero has no sign
+        return v == number and (v != 0 or sign > 0)  # an integer zero converts to +0.0
     return v == number and (sign is None or math.copysign(1.0, v) == sign)
 
 
@@ -59,7 +59,30 @@ def identity_operand(node: Node) -> Node | None:
     if (t in _MUL and _is(c, 1.0)) or (t in _DIV and _is(c, 1.0)) or \
             (t in _SUB and _is(c, 0.0, +1)) or (t in _ADD and _is(c, 0.0, -1)):
         return x
+    if t in _ADD and _is(c, 0.0) and (_integral(node) or _zero_sign_unread(node)):
+        return x  # integers have one zero; spec §4.2 accepts x + 0 where no one reads its sign
     return None
+
+
+#: readers whose result is the same for +0.0 and -0.0 (``exp(-0.0)`` is 1, ``-0.0 < 1`` too)
+_SIGN_BLIND = frozenset({"numpy.exp", "numpy.exp2", "numpy.cos", "numpy.cosh", "numpy.abs",
+                         "numpy.absolute", "numpy.fabs", "numpy.square", "numpy.log",
+                         "numpy.log2", "numpy.log10", "numpy.isnan", "numpy.isfinite",
+                         "numpy.isinf", "operator.lt", "operator.le", "operator.gt",
+                         "operator.ge", "operator.eq", "operator.ne", "operator.abs"})
+
+
+def _zero_sign_unread(node: Node) -> bool:
+    """Whether nothing can tell the sign of a zero in ``node``'s value: it is read only by
+    sign-blind functions (example 4.1's ``(2 * x + 0).exp()``), never returned. Elsewhere
+    ``x + 0`` stays: NumPy's ``-0.0 + 0`` is ``+0.0`` (``sum(x)``, an accumulator from 0)."""
+    return bool(node.users) and all(u.op is Opcode.CALL_FUNCTION and
+                                    canonical_target(u) in _SIGN_BLIND for u in node.users)
+
+
+def _integral(node: Node) -> bool:
+    meta = node.tensor
+    return meta is not None and meta.dtype != "object" and np.dtype(meta.dtype).kind in "iub"
 
 
 def _complex(node: Node) -> bool:
