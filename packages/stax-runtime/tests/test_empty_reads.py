@@ -116,3 +116,22 @@ def test_a_numpy_call_writing_into_an_empty_argument_runs_as_numpy():
     for n in (3, 0, 0):
         x = np.array([1.0, np.nan, np.inf])[:n]
         np.testing.assert_array_equal(compiled(x.copy()), clean(x.copy()))
+
+
+def test_an_array_of_no_elements_compiles():
+    """``np.array([])`` (or of a list a loop filled with nothing): a stack of no operands was an
+    internal compiler error (the function fell back). Found by a probe of the key."""
+    def nothing(x):
+        return np.array([]) + x[:0]
+
+    def kept(x):
+        out = []
+        for v in x:
+            if v > 0:
+                out.append(v)
+        return np.array(out)
+
+    for fn in (nothing, kept):
+        compiled = stax.compile(fn, strict_native=True)
+        got, want = compiled(np.zeros(3)), fn(np.zeros(3))
+        assert got.shape == want.shape and got.dtype == want.dtype

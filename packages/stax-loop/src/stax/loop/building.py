@@ -68,6 +68,8 @@ def lower_stack(ctx: LoopLowering, node: Node) -> Lazy:
     axis, dtype = node.kwargs["axis"], meta.dtype
     shape = tuple(n for d, n in enumerate(meta.shape) if d != axis)
     loaders = [ctx.operand(value, shape, dtype) for value in node.args]
+    if not loaders:  # np.array([]): an empty result, whose elements nothing reads
+        return Lazy(meta.shape, dtype, lambda i: Const(0, dtype))
 
     def load(i: tuple[Affine, ...]) -> Expr:
         inner = tuple(ix for d, ix in enumerate(i) if d != axis)

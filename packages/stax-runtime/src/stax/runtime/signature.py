@@ -14,8 +14,13 @@ that two calls with the same signature trace the same program (proposition 2.1):
   and 0.0 differ and a NaN matches itself; complex likewise per part; a NumPy scalar:
   ``(type, dtype, bytes)``; a dtype, a slice, Ellipsis: by value;
 - a tuple, list or dict: ``(type, elements)`` with a dict's elements as ``(key, signature)`` pairs;
-- an instance of a Python class (a config object, say): ``("object", class, state)``, its state
-  the signatures of its attributes (``__dict__`` and ``__slots__``), recursively;
+- an instance of a Python class (a config object, say): ``("object", class, state, class
+  state)``, its state the signatures of its attributes (``__dict__`` and ``__slots__``),
+  recursively, and its class's the signatures of what the class and its Python bases define
+  (class attributes; methods and properties as the functions they run, with the globals those
+  read): a method of an argument reading a global is keyed like the function's own code;
+- a ``collections.deque`` by its items; an ``array.array`` or ``memoryview`` by its bytes (up to
+  ``SMALL_ARRAY_BYTES``); an iterator is never keyed (each call advances it: ``Unguardable``);
 - a ``functools.partial``, a bound method: their parts; a Python function: its identity together
   with the values it reads (defaults, closure cells, the globals its code names);
 - classes, modules, NumPy and builtin callables, and objects with no visible state: their identity,
@@ -28,6 +33,9 @@ raises :class:`Unguardable`: the call then runs eagerly, saying why.
 
 from __future__ import annotations
 
+import array
+import collections
+import collections.abc
 import dis
 import enum
 import functools
@@ -150,9 +158,17 @@ class Describer:
 
     def _compound(self, x: Any, t: type) -> Any:
         d = self.describe
-        if t in (tuple, list, set, frozenset, bytearray):
+        if t in (tuple, list, set, frozenset, bytearray, collections.deque):
             items = sorted(x, key=repr) if t in (set, frozenset) else x
             return (t.__name__, tuple(d(v) for v in items))
+        if t in (array.array, memoryview):  # C containers with no attributes: their contents
+            data = x.tobytes()
+            if len(data) > SMALL_ARRAY_BYTES:
+                raise Unguardable(f"it holds a {t.__name__} of {len(data)} bytes, more than "
+                                  f"Stax keys by value ({SMALL_ARRAY_BYTES})")
+            return (t.__name__, x.typecode if t is array.array else x.format, data)
+        if isinstance(x, collections.abc.Iterator):  # its next value differs on every call
+            raise Unguardable(f"it is an iterator ({t.__qualname__}), whose state a call changes")
         if t is dict:
             return ("dict", tuple((d(k), d(v)) for k, v in x.items()))
         if t is slice:
@@ -203,7 +219,43 @@ class Describer:
             state.append(tuple((s, d(getattr(x, s, _MISSING))) for s in slots))
         if not state:  # no visible state (a C object): its identity
             return ("identity", Identity(x))
-        return ("object", Identity(t), tuple(state))
+        return ("object", Identity(t), tuple(state), self._class(t))
+
+    def _class(self, t: type) -> Any:
+        """What a user class gives its instances (a method's globals, a class attribute, a
+        property): the values of its own attributes, through its Python bases; classes of
+        NumPy, Stax and the standard library by identity (``own_module``)."""
+        d = self.describe
+        state = []
+        for c in t.__mro__:
+            if c is object or own_module(c.__module__):
+                continue
+            state.append((Identity(c), tuple((k, d(_unwrapped(v))) for k, v in vars(c).items()
+                                             if _class_state(k))))
+        return tuple(state)
+
+
+#: the special methods a traced function runs through an instance's attribute, item or
+#: number protocols; other dunder entries (``__dict__``, ``__module__``...) are not read state
+_PROTOCOLS = frozenset({"__getattr__", "__getattribute__", "__getitem__", "__call__", "__len__",
+                        "__iter__", "__float__", "__int__", "__index__", "__bool__", "__array__",
+                        "__array_ufunc__", "__array_function__", "__mul__", "__rmul__",
+                        "__add__", "__radd__", "__sub__", "__rsub__", "__truediv__",
+                        "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__pow__"})
+
+
+def _class_state(name: str) -> bool:
+    return not (name.startswith("__") and name.endswith("__")) or name in _PROTOCOLS
+
+
+def _unwrapped(value: Any) -> Any:
+    """A class attribute as the code it runs: a property's accessors, a static or class
+    method's function."""
+    if isinstance(value, property):
+        return (value.fget, value.fset, value.fdel)
+    if isinstance(value, (staticmethod, classmethod)):
+        return value.__func__
+    return value
 
 
 _LAYOUTS: dict[type, tuple[type | None, tuple[str, ...]]] = {}

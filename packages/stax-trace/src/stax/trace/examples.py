@@ -38,3 +38,11 @@ def example_copy(array: np.ndarray) -> np.ndarray:
     span = (ctypes.c_char * (high - low)).from_address(array.ctypes.data + low)
     storage = np.frombuffer(span, dtype=np.uint8).copy()
     return np.ndarray(array.shape, array.dtype, buffer=storage, offset=-low, strides=array.strides)
+
+
+def root_array(array: np.ndarray) -> np.ndarray:
+    """The array whose memory ``array`` views (itself if none): an empty view shares no memory
+    by ``np.may_share_memory``, but it is still a view of that array."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array

@@ -30,7 +30,7 @@ from stax.ir import (
 
 from . import loops, masked, masked_reductions, minmax
 from .creation import Created, constant_result, not_recording, recording_creation
-from .examples import example_view
+from .examples import example_view, root_array
 from .isolation import private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
@@ -104,7 +104,7 @@ class Tracer:
         operands = [v for v in tree_leaves((_concrete(args), _concrete(kwargs)))
                     if isinstance(v, np.ndarray)]
         return any(np.may_share_memory(a.example, v) or
-                   (0 in (a.example.size, v.size) and _root(a.example) is _root(v))
+                   (0 in (a.example.size, v.size) and root_array(a.example) is root_array(v))
                    for a in self.arguments.values() for v in operands)
 
     def _viewed(self, array: np.ndarray, skip: tuple[Any, ...]) -> bool:
@@ -318,14 +318,6 @@ def _gate_slice_bounds(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return type(value)(_gate_slice_bounds(v) for v in value)
     return value
-
-
-def _root(array: np.ndarray) -> Any:
-    """The array whose memory ``array`` views (itself if none): an empty view shares no memory
-    by ``np.may_share_memory``, but it is still a view of that array."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
 
 
 def _concrete(value: Any) -> Any:
