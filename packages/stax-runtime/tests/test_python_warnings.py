@@ -3,6 +3,10 @@ come once per call, as eager NumPy gives them: capture holds them (``source.Held
 compiled version declines such a call (a check) and its eager run warns; a warning of another
 category from the user's code is shown by the capture that runs it."""
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 import warnings
 
@@ -104,3 +108,28 @@ def test_a_numpy_steps_warning_comes_once_per_call(fn):
             fn(x)
         with pytest.raises(RuntimeWarning):
             compiled(x)
+
+
+def test_a_warning_shows_under_pythons_default_filter(tmp_path):
+    """Under Python's "default" filter a line warns once: capture held NumPy's "Degrees of
+    freedom <= 0 for slice" (it went through the filters, marking the line's registry) and
+    dropped it, so the eager run of the declined first call never showed it (a probe found it
+    in a plain script)."""
+    script = tmp_path / "ddof.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np
+        import stax.runtime as stax
+
+        def f(x):
+            return np.var(x, ddof=5)
+
+        g = stax.compile(f)
+        for _ in range(3):
+            g(np.ones(5))
+    """))
+    env = {**os.environ, "STAX_CACHE_DIR": "off", "PYTHONWARNINGS": "default"}
+    run = subprocess.run([sys.executable, "-W", "default", str(script)], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("Degrees of freedom <= 0 for slice") == 1, run.stderr
+    assert run.stderr.count("invalid value encountered") == 1, run.stderr

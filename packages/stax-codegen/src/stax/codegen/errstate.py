@@ -17,6 +17,7 @@ capsule's error mask itself (``cpu/entry.py``).
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from typing import Any
@@ -126,7 +127,23 @@ def stop_recording(token: Any) -> list[Any]:
         _target.events = token[1]
     outer = token[-1]
     held, _target.warnings = _target.warnings, outer
+    _target.unsettled = held  # until given (the call stands) or forgotten (it declines)
     return held
+
+
+def forget_held() -> None:
+    """This thread's last call declined: the warnings it held never reach the user, but their
+    first issue marked the registry of the line that issued them, so under Python's "default"
+    filter (a line warns once) the eager run's own warning would not show ("Degrees of freedom
+    <= 0 for slice" was lost). Unmark them."""
+    held, _target.unsettled = getattr(_target, "unsettled", None), None
+    for message, category, filename, lineno in held or ():
+        key = (str(message), category, lineno)
+        for module in list(sys.modules.values()):
+            if getattr(module, "__file__", None) == filename:
+                registry = getattr(module, "__warningregistry__", None)
+                if isinstance(registry, dict):
+                    registry.pop(key, None)
 
 
 # -- NumPy's Python warnings, held while a call's NumPy steps run --------------------------------
@@ -160,5 +177,6 @@ def _route_warnings() -> None:
 def give_warnings(held: list[Any]) -> None:
     """The warnings a call that stands held, given as NumPy gave them (the user's filters
     decide again; the line's registry already has them, so a fresh one)."""
+    _target.unsettled = None
     for message, category, filename, lineno in held:
         warnings.warn_explicit(message, category, filename, lineno, registry={})

@@ -29,6 +29,7 @@ from stax.codegen import (
     FloatingPointEvents,
     TritonExecutable,
 )
+from stax.codegen.errstate import forget_held
 from stax.ir import (
     StaxError,
     UnsupportedError,
@@ -323,6 +324,7 @@ class CompiledFunction(OtherBranches):
         try:
             return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
         except (ExternResultMismatch, RunEagerly, GateMismatch) as exc:  # nothing written yet
+            forget_held()  # its held warnings are the eager run's to give
             if states:
                 for generator, state in states:
                     generator.bit_generator.state = state

@@ -121,6 +121,13 @@ class HeldWarnings:
             frame = frame.f_back
         module = frame.f_globals.get("__name__") if frame is not None else None
         self.pending.append(("python", (message, category, filename, lineno, module)))
+        # going through the filters marked the line's registry: under Python's "default"
+        # filter (a line warns once) the warning would never show again, neither when capture
+        # drops it (the compiled call or an eager run gives it) nor when it gives it (``_give``
+        # marks the registry then)
+        registry = frame.f_globals.get("__warningregistry__") if frame is not None else None
+        if isinstance(registry, dict):
+            registry.pop((str(message), category, lineno), None)
 
     def __call__(self, kind: str, flag: int) -> None:  # NumPy's call mode
         if not computing_traced_value() and _CATEGORY_OF.get(kind) != "under":
@@ -146,12 +153,13 @@ class HeldWarnings:
                                        module=scope.get("__name__") or filename,
                                        registry=scope.setdefault("__warningregistry__", {}),
                                        module_globals=scope)
-            elif mode == "python":
-                # the user's filters decide again; its registry already has the line (the
-                # warning went through the filters once, while held): a fresh one shows it
+            elif mode == "python":  # the user's filters decide again (``hold``)
                 message, category, filename, lineno, module = what
+                scope = getattr(sys.modules.get(module or ""), "__dict__", None)
+                registry = scope.setdefault("__warningregistry__", {}) if scope is not None \
+                    else {}
                 warnings.warn_explicit(message, category, filename, lineno,
-                                       module=module or filename, registry={})
+                                       module=module or filename, registry=registry)
             elif mode == "call":
                 self.errcall(*what)
             elif mode == "log":
