@@ -63,3 +63,16 @@ def test_an_unused_mask_assignment_raises_as_numpys():
         prog(*bad)
     with pytest.raises(ValueError, match="boolean array indexing assignment"):
         compiled(*bad)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x[1] * 1, lambda x: x.T * 1, lambda x: x[::-1] / 1,
+                                lambda x: x.reshape(-1) * 1, lambda x: -(-x[1])])
+def test_an_identity_of_a_view_of_an_argument_is_a_new_array(fn):
+    """``x[1] * 1`` is a new array in NumPy; rewritten to ``x[1]`` it came back as a view of the
+    caller's array (writing into the result wrote into the argument; found by a probe)."""
+    compiled = stax.compile(fn, strict_native=True)
+    x = np.arange(12.0).reshape(3, 4)
+    got, want = compiled(x), fn(x)
+    np.testing.assert_array_equal(got, want)
+    assert not np.shares_memory(got, x)
+    assert got.flags.writeable

@@ -95,9 +95,20 @@ def safe_to_replace(node: Node, x: Node) -> bool:
     a, b = node.tensor, x.tensor
     if a is None or b is None or a.dtype != b.dtype or a.shape != b.shape or a.scalar != b.scalar:
         return False
-    if (x.op is Opcode.PLACEHOLDER or is_output_value(x)) and _returned_through_views(node):
+    base = _viewed_base(x)
+    if (base.op is Opcode.PLACEHOLDER or is_output_value(base) or is_output_value(x)) and \
+            _returned_through_views(node):
         return False  # an output (or a view of it) would alias an input, or another output
     return True
+
+
+def _viewed_base(x: Node) -> Node:
+    """The value whose memory ``x`` views through a chain of views (``x[1]``, ``x.T``,
+    ``x.reshape(-1)``: meta ``view``), or ``x``: ``x[1] * 1`` returned as ``x[1]`` would be a view
+    of the argument (found by a probe: writing into the result wrote into the caller's array)."""
+    while x.meta.get("view") is not None and x.args and isinstance(x.args[0], Node):
+        x = x.args[0]
+    return x
 
 
 def _returned_through_views(node: Node) -> bool:
