@@ -55,3 +55,16 @@ def test_a_cast_that_does_not_overflow_stays_a_constant():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_array_equal(compiled(x), x * 1e30)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("value", [300, -1, -200])
+def test_a_where_branch_out_of_the_integer_range_wraps_as_numpys(dtype, value):
+    """``np.where(c, int8_array, 300)``: NumPy wraps the scalar (44); the constant's conversion
+    raised OverflowError, an internal compiler error (found by a probe)."""
+    def pick(x):
+        return np.where(x < 3, x, value)
+    compiled = stax.compile(pick, strict_native=True)
+    x = np.array([1, 2, 3, 4]).astype(dtype)
+    np.testing.assert_array_equal(compiled(x), pick(x))
+    assert compiled(x).dtype == pick(x).dtype

@@ -49,6 +49,10 @@ def scalar_constant(value: Any, dtype: str) -> Expr:
                 narrowed = target.type(value)
             if not np.isfinite(narrowed):
                 return Cast(Const(float(value), source.name), dtype)
+    if target.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        info = np.iinfo(target)
+        if not info.min <= value <= info.max:  # NumPy took it (np.where(c, int8, 300)): wrapped
+            return Const(np.array(value, np.int64).astype(target).item(), dtype)
     return Const(target.type(value).item(), dtype)
 
 @dataclass(frozen=True)
