@@ -66,7 +66,7 @@ def test_an_unused_mask_assignment_raises_as_numpys():
 
 
 @pytest.mark.parametrize("fn", [lambda x: x[1] * 1, lambda x: x.T * 1, lambda x: x[::-1] / 1,
-                                lambda x: x.reshape(-1) * 1, lambda x: -(-x[1])])
+                                lambda x: x.reshape(-1) * 1, lambda x: np.negative(-x[1])])
 def test_an_identity_of_a_view_of_an_argument_is_a_new_array(fn):
     """``x[1] * 1`` is a new array in NumPy; rewritten to ``x[1]`` it came back as a view of the
     caller's array (writing into the result wrote into the argument; found by a probe)."""
