@@ -79,3 +79,19 @@ def test_an_iterator_argument_runs_eagerly():
     for _ in range(3):
         np.testing.assert_array_equal(compiled(np.zeros(2), ours), step(np.zeros(2), eager))
     assert list(ours) == list(eager) == []
+
+
+def test_an_object_of_a_rich_class_still_compiles():
+    """A class whose description would pass ``CLASS_VALUES`` is keyed by its identity: its
+    instances' calls compile as they did before classes were described."""
+    body = "".join(f"    def m{i}(self, x):\n        return x * {i} + G{i}\n" for i in range(80))
+    scope = {f"G{i}": float(i) for i in range(80)}
+    exec(f"class Big:\n{body}", scope)
+    big = scope["Big"]()
+
+    def call(x, b):
+        return b.m3(x)
+    compiled = stax.compile(call)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(compiled(x, big), call(x, big))
+    assert compiled.versions()[0].native

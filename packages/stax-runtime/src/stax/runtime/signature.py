@@ -53,6 +53,7 @@ from . import devices
 ARRAY = "ndarray"
 MAX_VALUES = 256  # values described per argument or free value before it is Unguardable
 SMALL_ARRAY_BYTES = 4096  # an array inside an object is keyed by its bytes up to this size
+CLASS_VALUES = 128  # values describing an argument object's class before it is keyed by identity
 _BY_VALUE = (int, bool, str, bytes, type(None))
 _OWN_MODULES = ("numpy", "stax", "builtins", "math", "cmath", "operator", "functools", "itertools",
                 "collections", "enum", "typing", "types")
@@ -224,14 +225,25 @@ class Describer:
     def _class(self, t: type) -> Any:
         """What a user class gives its instances (a method's globals, a class attribute, a
         property): the values of its own attributes, through its Python bases; classes of
-        NumPy, Stax and the standard library by identity (``own_module``)."""
+        NumPy, Stax and the standard library by identity (``own_module``). A class too rich to
+        describe within what is left of the budget (``CLASS_VALUES`` at most) is keyed by its
+        identity, as before classes were described: its instances' calls still compile."""
         d = self.describe
+        budget = self.budget
+        allowed = self.budget = min(budget, CLASS_VALUES)
         state = []
-        for c in t.__mro__:
-            if c is object or own_module(c.__module__):
-                continue
-            state.append((Identity(c), tuple((k, d(_unwrapped(v))) for k, v in vars(c).items()
-                                             if _class_state(k))))
+        try:
+            for c in t.__mro__:
+                if c is object or own_module(c.__module__):
+                    continue
+                state.append((Identity(c), tuple((k, d(_unwrapped(v)))
+                                                 for k, v in vars(c).items() if _class_state(k))))
+        except Unguardable as exc:
+            if isinstance(exc, HeldDeviceArray):
+                raise
+            self.budget = budget - 1
+            return ("class", Identity(t))
+        self.budget = budget - (allowed - self.budget)
         return tuple(state)
 
 
