@@ -35,7 +35,6 @@ def part_strides(strides: tuple[int, ...]) -> tuple[int, ...]:
 INDEX = "int64"
 
 
-
 def scalar_constant(value: Any, dtype: str) -> Expr:
     """A scalar operand (a Python or NumPy number) as ``dtype``. A finite float that overflows
     in that cast (``x *= 1e308`` of float32) stays its own double and is cast in the kernel:
@@ -54,6 +53,7 @@ def scalar_constant(value: Any, dtype: str) -> Expr:
         if not info.min <= value <= info.max:  # NumPy took it (np.where(c, int8, 300)): wrapped
             return Const(np.array(value, np.int64).astype(target).item(), dtype)
     return Const(target.type(value).item(), dtype)
+
 
 @dataclass(frozen=True)
 class Lazy:

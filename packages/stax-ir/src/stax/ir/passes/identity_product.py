@@ -64,9 +64,9 @@ def _without_product(e: Any, x: Node, axis: int) -> Node:
     """``where(others not finite, nan, x + 0.0)`` over ``axis`` (0: columns, for ``I @ x``)."""
     shape = x.tensor.shape
     nonfinite = e("operator.invert", e("numpy.isfinite", x))
-    counted = TensorMeta(shape[1 - axis:] if axis == 0 else (shape[0], 1), "int64",
-                         contiguous_strides(shape[1 - axis:] if axis == 0 else (shape[0], 1)))
-    counts = e("numpy.sum", nonfinite, kwargs={"axis": axis, "keepdims": axis == 1}, meta=counted)
+    counted = (shape[1],) if axis == 0 else (shape[0], 1)  # broadcast against x as it is
+    counts = e("numpy.sum", nonfinite, kwargs={"axis": axis, "keepdims": axis == 1},
+               meta=TensorMeta(counted, "int64", contiguous_strides(counted)))
     others = e("operator.gt", e("operator.sub", counts, nonfinite), 0)
     if shape[axis] > 1:
         e("operator.mul", x, 0.0)  # unused: DCE keeps it for its events, the products' 0 * inf

@@ -54,12 +54,12 @@ def identity_operand(node: Node) -> Node | None:
     if len(args) != 2 or not isinstance(args[0], Node):
         return None
     x, c = args
-    if _complex(x) or _complex(node):
+    if "c" in (_kind(x), _kind(node)):
         return x if t in _SUB and _is(c, 0.0, +1) else None
     if (t in _MUL and _is(c, 1.0)) or (t in _DIV and _is(c, 1.0)) or \
             (t in _SUB and _is(c, 0.0, +1)) or (t in _ADD and _is(c, 0.0, -1)):
         return x
-    if t in _ADD and _is(c, 0.0) and (_integral(node) or _zero_sign_unread(node)):
+    if t in _ADD and _is(c, 0.0) and (_kind(node) in ("i", "u", "b") or _zero_sign_unread(node)):
         return x  # integers have one zero; spec §4.2 accepts x + 0 where no one reads its sign
     return None
 
@@ -80,14 +80,10 @@ def _zero_sign_unread(node: Node) -> bool:
                                     canonical_target(u) in _SIGN_BLIND for u in node.users)
 
 
-def _integral(node: Node) -> bool:
+def _kind(node: Node) -> str:
+    """NumPy's kind letter of ``node``'s dtype ("" when unknown or an object)."""
     meta = node.tensor
-    return meta is not None and meta.dtype != "object" and np.dtype(meta.dtype).kind in "iub"
-
-
-def _complex(node: Node) -> bool:
-    meta = node.tensor
-    return meta is not None and meta.dtype != "object" and np.dtype(meta.dtype).kind == "c"
+    return "" if meta is None or meta.dtype == "object" else np.dtype(meta.dtype).kind
 
 
 def safe_to_replace(node: Node, x: Node) -> bool:
