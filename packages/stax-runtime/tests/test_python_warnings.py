@@ -133,3 +133,46 @@ def test_a_warning_shows_under_pythons_default_filter(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("Degrees of freedom <= 0 for slice") == 1, run.stderr
     assert run.stderr.count("invalid value encountered") == 1, run.stderr
+
+
+_STEPS_THAT_WARN = """
+    import sys
+    import warnings
+
+    import numpy as np
+    import stax.runtime as stax
+
+    warnings.simplefilter(sys.argv[1])
+
+    def f(x):
+        y = x * 2
+        m = np.nanmedian(y, axis=0)  # a NumPy step: "All-NaN slice encountered"
+        return m + np.log(y).mean()  # a kernel: "divide by zero" where x has a zero
+
+    g = stax.compile(f) if sys.argv[2] == "compiled" else f
+    zero, one = np.full((3, 4), np.nan), np.full((3, 4), np.nan)
+    zero[0, 0], one[0, 0] = 0.0, 1.0
+    for x in (zero, one, zero, one):  # declined (the kernel's event), standing, ...
+        g(x)
+    for x in (zero, one):  # the same line run eagerly afterwards
+        f(x)
+"""
+
+
+@pytest.mark.parametrize("action", ["default", "always", "once", "module", "ignore"])
+def test_a_numpy_steps_warning_names_the_users_line_under_every_filter(tmp_path, action):
+    """A NumPy step runs from the user's own line (``stax.codegen.call_sites``): its warning
+    names that line, not ``<stax call>``, and lands in the user module's registry, so Python's
+    filters show exactly what an eager run shows, in every mode; a held warning that is dropped
+    (the fast run superseded by the precise one, a declined call) leaves no mark behind."""
+    script = tmp_path / "steps.py"
+    script.write_text(textwrap.dedent(_STEPS_THAT_WARN))
+    env = {**os.environ, "STAX_CACHE_DIR": "off"}
+    runs = {how: subprocess.run([sys.executable, str(script), action, how], capture_output=True,
+                                text=True, env=env, timeout=120)
+            for how in ("eager", "compiled")}
+    assert all(run.returncode == 0 for run in runs.values()), runs["compiled"].stderr
+    assert runs["compiled"].stderr == runs["eager"].stderr
+    if action != "ignore":
+        assert f"{script}:12: RuntimeWarning: All-NaN slice encountered" in runs["eager"].stderr
+    assert "<stax call" not in runs["compiled"].stderr

@@ -109,6 +109,9 @@ class ExternPlan:
     strides: tuple[int, ...]
     scalar: bool
     sequence: int | None = None  # the call returns this many arrays
+    #: the user's ``file:line in function`` that made the call: NumPy's warnings name it
+    #: (``straight_line.at_source``). Diagnostic only: JSON key ``source``, ignored by any 1.x
+    source: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -204,7 +207,8 @@ class KernelArtifact:
             "externs": [{"buffer": e.buffer, "target": e.target, "method": e.method,
                          "args": e.args, "kwargs": e.kwargs, "shape": list(e.shape),
                          "dtype": e.dtype, "strides": list(e.strides), "scalar": e.scalar,
-                         "sequence": e.sequence}
+                         "sequence": e.sequence,
+                         **({"source": e.source} if e.source is not None else {})}
                         for e in self.externs],
             "steps": self.steps,
             "storage": None if self.storage is None else {
@@ -238,7 +242,7 @@ class KernelArtifact:
             TreeDef.from_json(doc["output_tree"]), list(doc.get("fusion", [])),
             [ExternPlan(e["buffer"], e["target"], e["method"], e["args"], e["kwargs"],
                         tuple(e["shape"]), e["dtype"], tuple(e["strides"]), e["scalar"],
-                        e.get("sequence"))
+                        e.get("sequence"), e.get("source"))
              for e in doc.get("externs", [])],
             list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
             _storage_from_json(doc.get("storage")),

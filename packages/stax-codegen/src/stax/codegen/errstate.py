@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.warning_marks import unmark
+
 from .cpu.fpevents import DIVIDE, INVALID, OVERFLOW, UNDERFLOW
 
 CATEGORIES = (("divide", DIVIDE, "divide by zero"), ("over", OVERFLOW, "overflow"),
@@ -138,12 +140,13 @@ def forget_held() -> None:
     <= 0 for slice" was lost). Unmark them."""
     held, _target.unsettled = getattr(_target, "unsettled", None), None
     for message, category, filename, lineno in held or ():
-        key = (str(message), category, lineno)
+        # held means shown: the filters passed it, so any mark it left is this call's
         for module in list(sys.modules.values()):
             if getattr(module, "__file__", None) == filename:
-                registry = getattr(module, "__warningregistry__", None)
-                if isinstance(registry, dict):
-                    registry.pop(key, None)
+                unmark(message, category, lineno, getattr(module, "__warningregistry__", None))
+                break
+        else:
+            unmark(message, category, lineno, None)
 
 
 # -- NumPy's Python warnings, held while a call's NumPy steps run --------------------------------
@@ -175,8 +178,9 @@ def _route_warnings() -> None:
 
 
 def give_warnings(held: list[Any]) -> None:
-    """The warnings a call that stands held, given as NumPy gave them (the user's filters
-    decide again; the line's registry already has them, so a fresh one)."""
+    """The warnings a call that stands held, shown as NumPy gave them. The user's filters
+    passed each one when NumPy issued it (and marked the line's registry, or the "once"
+    registry): the filters are not asked again, which would drop it there."""
     _target.unsettled = None
     for message, category, filename, lineno in held:
-        warnings.warn_explicit(message, category, filename, lineno, registry={})
+        warnings.showwarning(message, category, filename, lineno)

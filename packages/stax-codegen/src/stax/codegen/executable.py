@@ -87,7 +87,8 @@ def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | N
     if bits & UNDERFLOW and errstate.heeded() & UNDERFLOW:
         raise FloatingPointEvents(UNDERFLOW)
     if bits & MAYBE:
-        if precise is not None:
+        if precise is not None:  # runs the NumPy steps again: their warnings are its to give
+            errstate.forget_held()
             return precise()
         bits |= DIVIDE | OVERFLOW | INVALID  # unknown: the worst
     heeded = errstate.heeded() & bits & ~(MAYBE | UNDERFLOW)

@@ -116,7 +116,7 @@ def kernel_args(group: Group, discard: frozenset[str]) -> tuple[str, ...]:
 def extern_plan(call: ExternCall) -> ExternPlan:
     return ExternPlan(call.name, call.target, call.method, encode_operands(call.args),
                       encode_operands(call.kwargs), call.shape, call.dtype, call.strides,
-                      call.scalar, call.sequence)
+                      call.scalar, call.sequence, call.source)
 
 
 def buffer_plans(plan: ProgramPlan) -> list[BufferPlan]:

@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.interpreter import call_method
+from stax.ir.interpreter import bound_method, call_method
 from stax.loop.ir import BufferRef, map_buffer_refs
 
 from .artifact import ExternPlan
+from .call_sites import call_site
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ class _Writer:
         self.plan, self.one = plan, one
         self.scope: dict[str, Any] = {name: hooks.get(name) for name in HOOKS}
         self.scope.update({"ndarray": np.ndarray, "zeros": np.zeros, "int32": np.int32,
-                           "method": call_method, "method_of": _method_of, "keep": keep})
+                           "method": call_method, "method_of": _method_of, "bound": bound_method,
+                           "keep": keep})
         _integers(plan.n_inputs, *plan.slot.values())
         self.names = {i: f"a{i}" if i < plan.n_inputs else f"v{i}" for i in plan.slot.values()}
         if plan.events is not None:
@@ -219,9 +221,16 @@ class _Writer:
         plan, out, scope = step.plan, self.names[step.out], self.scope
         args = self.operands(k, step.args)
         kwargs = self.keywords(k, step.kwargs)
+        site = call_site(plan.source)  # NumPy's warnings name the user's line
+        if site is not None:
+            scope[f"site{k}"] = site
+        keywords = [f"**{kwargs}"] if kwargs else []
         if step.function is None:  # a method: call_method checks its receiver's type
             scope[f"target{k}"] = plan.target
-            if isinstance(step.args, tuple) and step.args:
+            if isinstance(step.args, tuple) and step.args and site is not None:
+                receiver, *rest = args
+                call = f"site{k}({', '.join([f'bound({receiver}, target{k})', *rest, *keywords])})"
+            elif isinstance(step.args, tuple) and step.args:
                 receiver, *rest = args
                 call = f"method({receiver}, target{k}, ({''.join(a + ', ' for a in rest)}), " \
                        f"{kwargs or '{}'})"
@@ -230,7 +239,8 @@ class _Writer:
                        f"{kwargs or '{}'})"
         else:
             scope[f"call{k}"] = step.function
-            call = f"call{k}({', '.join([*args] + ([f'**{kwargs}'] if kwargs else []))})"
+            call = f"call{k}({', '.join([*args, *keywords])})" if site is None else \
+                f"site{k}({', '.join([f'call{k}', *args, *keywords])})"
         lines = ["try:", f"    {out} = {call}", "except Exception as exc:",
                  f"    raise raised({k}, exc) from exc"]
         if plan.sequence is not None:

@@ -88,14 +88,26 @@ def call_method(receiver: Any, name: str, args: Any, kwargs: dict[str, Any],
     for the methods of ``ARRAY_METHODS`` on arrays and NumPy scalars and ``GENERATOR_METHODS``
     on generators. ``check_only``: whether ``name`` is allowed on some receiver (a plan's check
     at load time, before any receiver exists)."""
+    if check_only:
+        if name not in ARRAY_METHODS | GENERATOR_METHODS:
+            raise _disallowed(receiver, name)
+        return None
+    return bound_method(receiver, name)(*args, **kwargs)
+
+
+def bound_method(receiver: Any, name: str) -> Any:
+    """``receiver.name``, a method ``call_method`` allows on it."""
     allowed = ARRAY_METHODS if isinstance(receiver, (np.ndarray, np.generic)) else \
-        GENERATOR_METHODS if isinstance(receiver, np.random.Generator) else \
-        ARRAY_METHODS | GENERATOR_METHODS if check_only else frozenset()
+        GENERATOR_METHODS if isinstance(receiver, np.random.Generator) else frozenset()
     if name not in allowed:
-        raise DisallowedExternError(
-            f"method {name!r} of a {type(receiver).__name__} is not an allowed call",
-            hint="a document may call only non-mutating ndarray methods and Generator draws")
-    return None if check_only else getattr(receiver, name)(*args, **kwargs)
+        raise _disallowed(receiver, name)
+    return getattr(receiver, name)
+
+
+def _disallowed(receiver: Any, name: str) -> DisallowedExternError:
+    return DisallowedExternError(
+        f"method {name!r} of a {type(receiver).__name__} is not an allowed call",
+        hint="a document may call only non-mutating ndarray methods and Generator draws")
 
 
 def _public(name: str) -> bool:

@@ -141,7 +141,7 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
     if node.effectful:  # a draw: it advances the generator it is called on (``ExternCall.effect``)
         effect = args[0].name if method and args and isinstance(args[0], BufferRef) else target
     ctx.buffers.append(ExternCall(name, target, method, args, kwargs, meta.shape, meta.dtype,
-                                  meta.strides, meta.scalar, sequence, effect))
+                                  meta.strides, meta.scalar, sequence, effect, node.source))
     return ctx.stored(name, meta.shape, meta.dtype, meta.strides)
 
 

@@ -177,6 +177,10 @@ class ExternCall:
     scalar: bool = False
     sequence: int | None = None  # the call returns this many arrays (a tuple or list)
     effect: str | None = None
+    #: ``file:line in function`` of the user's code that made the call (the op node's source):
+    #: NumPy's warnings from the call name that line, as in eager NumPy. Diagnostic only (JSON
+    #: key ``source``, which readers of any 1.x ignore), so not part of the call's identity.
+    source: str | None = field(default=None, compare=False)
 
     @property
     def reads(self) -> list[str]:
@@ -412,7 +416,8 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
                 "args": encode_operands(cb.args), "kwargs": encode_operands(cb.kwargs),
                 "shape": list(cb.shape), "dtype": cb.dtype, "strides": list(cb.strides),
                 "scalar": cb.scalar, "sequence": cb.sequence,
-                **({"effect": cb.effect} if cb.effect is not None else {})}
+                **({"effect": cb.effect} if cb.effect is not None else {}),
+                **({"source": cb.source} if cb.source is not None else {})}
     data = cb.data
     body: dict[str, Any] = {"ranges": list(data.ranges), "body": expr_to_json(data.body)}
     if isinstance(data, Reduction):
@@ -435,7 +440,7 @@ def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
         return ExternCall(doc["name"], doc["extern"], doc["method"], decode_operands(doc["args"]),
                           decode_operands(doc["kwargs"]), tuple(doc["shape"]), doc["dtype"],
                           tuple(doc["strides"]), doc["scalar"], doc.get("sequence"),
-                          doc.get("effect"))
+                          doc.get("effect"), doc.get("source"))
     d = doc["data"]
     body = expr_from_json(d["body"])
     data: Body

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.warning_marks import unmark
+
 _SKIP_PREFIXES = ("stax.", "numpy", "operator", "functools")
 _STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
 _INSTALLED = ("site-packages", "dist-packages")
@@ -125,9 +127,8 @@ class HeldWarnings:
         # filter (a line warns once) the warning would never show again, neither when capture
         # drops it (the compiled call or an eager run gives it) nor when it gives it (``_give``
         # marks the registry then)
-        registry = frame.f_globals.get("__warningregistry__") if frame is not None else None
-        if isinstance(registry, dict):
-            registry.pop((str(message), category, lineno), None)
+        unmark(message, category, lineno,
+               frame.f_globals.get("__warningregistry__") if frame is not None else None)
 
     def __call__(self, kind: str, flag: int) -> None:  # NumPy's call mode
         if not computing_traced_value() and _CATEGORY_OF.get(kind) != "under":

@@ -1,0 +1,55 @@
+"""NumPy steps called from the user's own line, so that NumPy's warnings name it.
+
+A warning NumPy issues takes its place from a Python frame: the innermost one for a ufunc's
+``RuntimeWarning`` ("divide by zero encountered in log"), the caller of its Python function for
+``np.nanmedian``'s "All-NaN slice encountered". A NumPy step of a compiled call runs from the
+written-out call (``straight_line.py``), so the warning would name ``<stax call ...>``, and
+Python's "default" filter, which shows a warning once per line and module, would show it again
+for each version and once more for an eager run. A step whose extern knows its source runs
+through a *site*: a one-line function whose code claims the user's file and line and whose
+globals are the user's module's, so the warning NumPy gives names the line eager NumPy names,
+and lands in the same ``__warningregistry__``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+_SOURCE = re.compile(r"^(?P<file>.+):(?P<line>\d+)(?: in (?P<function>.*))?$")
+
+
+_sites: dict[tuple[str, int, str], Callable[..., Any]] = {}
+
+
+def call_site(source: str | None) -> Callable[..., Any] | None:
+    """``site(fn, *args, **kwargs)`` calling ``fn`` from ``source`` (``file:line in
+    function``, as the op graph records it); None where the source is unknown."""
+    found = _SOURCE.match(source or "")
+    if found is None:
+        return None
+    key = (found["file"], int(found["line"]), found["function"] or "<module>")
+    site = _sites.get(key)
+    if site is None:
+        # the whole function on the user's line: blank lines above it, not a line table edited
+        # (its format changes between Python versions)
+        text = "\n" * (key[1] - 1) + "def site(call, /, *args, **kwargs): " \
+            "return call(*args, **kwargs)\n"
+        scratch: dict[str, Any] = {}
+        exec(compile(text, key[0], "exec"), scratch)
+        code = scratch["site"].__code__.replace(co_name=key[2])
+        site = _sites[key] = types.FunctionType(code, _module_globals(key[0]), key[2])
+    return site
+
+
+def _module_globals(filename: str) -> dict[str, Any]:
+    """The globals of the module loaded from ``filename`` (a script's ``__main__`` too): where
+    eager NumPy's warning would keep its registry. A fresh namespace where none is (code typed
+    at a prompt or run by ``exec``)."""
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", None) == filename:
+            return vars(module)
+    return {"__name__": "__main__" if filename.startswith("<") else filename}
