@@ -60,3 +60,20 @@ def test_the_loop_interpreter_draws_as_eager_numpy():
     want_rng.standard_normal(4)
     np.testing.assert_array_equal(got, want)
     assert got_rng.bit_generator.state == want_rng.bit_generator.state
+
+
+def test_an_extern_keeps_its_source_line_through_the_document():
+    """The op node's ``file:line in function`` reaches the call (``ExternCall.source``, for the
+    warnings NumPy gives from it); diagnostic only: equal calls from two lines compare equal."""
+    program = program_with_draws()
+    for node in program.graph.nodes:
+        node.meta["source"] = f"/home/user/model.py:{len(node.name)} in step"
+    loop = lower_opgraph(program)
+    calls = [b for b in loop.buffers if isinstance(b, ExternCall)]
+    assert [c.source for c in calls] == ["/home/user/model.py:5 in step",
+                                         "/home/user/model.py:6 in step",
+                                         "/home/user/model.py:5 in step"]
+    again = LoopProgram.from_json(loop.to_json())
+    assert [b.source for b in again.buffers if isinstance(b, ExternCall)] == \
+        [c.source for c in calls]
+    assert calls[0] == ExternCall(**{**calls[0].__dict__, "source": None})
