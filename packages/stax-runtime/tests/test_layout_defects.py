@@ -187,6 +187,28 @@ def test_decomposed_composites_return_numpys_layout(fn):
     assert got.strides == expected.strides
 
 
+@pytest.mark.parametrize("fn", [lambda a: a.max(axis=1), lambda a: a.sum(axis=(0, 2)),
+                                lambda a: np.mean(a, axis=2, keepdims=True),
+                                lambda a: a.argmin(axis=1), lambda a: a.max(axis=1) + 1.0],
+                         ids=["max", "sum_two_axes", "mean_keepdims", "argmin", "max_then_add"])
+@pytest.mark.parametrize("layout", ["F", "transposed"])
+def test_reductions_return_numpys_memory_order(fn, layout):
+    """A reduction keeps its operand's memory order in NumPy (``a.max(axis=1)`` of an F-ordered
+    (5, 6, 7) array is F-ordered); the loops write it row-major, so a returned one is laid out
+    again (``lowering._relaid``)."""
+    a = _layouts(_data((5, 6, 7), np.float64))[layout]
+    got, expected = _check(fn, a, exact=False)
+    assert got.strides == expected.strides
+
+
+@pytest.mark.parametrize("fn", [np.isnan, np.isinf, np.isfinite], ids=["isnan", "isinf", "isfinite"])
+def test_predicates_of_integers_return_numpys_memory_order(fn):
+    """Answered by the dtype alone (``passes.empty.constant_array``), in the operand's order."""
+    a = np.asfortranarray(np.arange(12, dtype=np.int32).reshape(3, 4))
+    got, expected = _check(fn, a)
+    assert got.strides == expected.strides
+
+
 def test_rebase_view_reads_the_same_elements():
     base = np.arange(12.0).reshape(3, 4)
     for measured in (np.asfortranarray(base), base):

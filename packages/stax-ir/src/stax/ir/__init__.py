@@ -4,7 +4,7 @@ from .errors import SchemaError, StaxError, UnsupportedError, VerificationError
 from .graph import Graph, Node, Opcode, map_nodes
 from .interpreter import run_graph, run_program
 from .lifted_loops import LIFTED_LOOP, holds_lifted_loop, register_lifted_loop
-from .meta import TensorMeta, contiguous_strides
+from .meta import TensorMeta, contiguous_strides, dense_strides
 from .ops import (
     NN_FUNCTIONS,
     OPS,
@@ -71,6 +71,7 @@ __all__ = [
     "comparison_ops",
     "contiguous_strides",
     "data_dependent_shape",
+    "dense_strides",
     "elementwise_ops",
     "format_graph",
     "get_op",

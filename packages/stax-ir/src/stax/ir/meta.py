@@ -29,6 +29,21 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    """``strides`` where they lay out ``shape`` densely in some order of its dimensions (row-
+    major, F-ordered, any transpose: the order NumPy keeps for element-wise results, ``x.T + 1``
+    is F-ordered); otherwise row-major. In elements."""
+    order = sorted(range(len(shape)), key=lambda d: -strides[d])
+    dense = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        dense[d] = step
+        step *= shape[d]
+    if all(shape[d] == 1 or dense[d] == strides[d] for d in range(len(shape))):
+        return tuple(dense)
+    return contiguous_strides(shape)
+
+
 @dataclass(frozen=True)
 class TensorMeta:
     """Shape, dtype, strides (in elements, not bytes) and device of one array value.

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides
+from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides, dense_strides
 
 from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Unary, rewrite
 from .index import Affine, linear_index
@@ -79,15 +79,7 @@ def output_strides(meta: TensorMeta) -> tuple[int, ...]:
     NumPy keeps the input's memory order for element-wise results (``x.T + 1`` is F-ordered), and
     a compiled function returns the same layout.
     """
-    order = sorted(range(meta.ndim), key=lambda d: -meta.strides[d])
-    dense = [0] * meta.ndim
-    step = 1
-    for d in reversed(order):
-        dense[d] = step
-        step *= meta.shape[d]
-    if all(meta.shape[d] == 1 or dense[d] == meta.strides[d] for d in range(meta.ndim)):
-        return tuple(dense)
-    return contiguous_strides(meta.shape)
+    return dense_strides(tuple(meta.shape), tuple(meta.strides))
 
 
 def pointwise_buffer(name: str, lazy: Lazy, strides: tuple[int, ...]) -> ComputedBuffer:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, Node, Opcode
-from ..meta import TensorMeta, contiguous_strides
+from ..meta import TensorMeta, dense_strides
 from .dce import may_raise_events, may_raise_on_data
 
 SETITEM = "stax.functional.setitem"
@@ -61,14 +61,15 @@ def reads_nothing(node: Node) -> bool:
 
 
 def empty_array(graph: Graph, node: Node, creation: str = "numpy.zeros") -> Node:
-    """A new ``np.zeros`` (or ``creation``) node of ``node``'s shape and dtype (C order), placed
-    before it."""
+    """A new ``np.zeros`` (or ``creation``) node of ``node``'s shape, dtype and memory order
+    (``np.isnan`` of an F-ordered integer array is F-ordered), placed before it."""
     meta = node.tensor
     assert meta is not None
     with graph.inserting_before(node):
         zeros = graph.call_function(creation, (tuple(meta.shape),), {"dtype": meta.dtype})
     zeros.meta["tensor"] = TensorMeta(tuple(meta.shape), meta.dtype,
-                                      contiguous_strides(tuple(meta.shape)), meta.device,
+                                      dense_strides(tuple(meta.shape), tuple(meta.strides)),
+                                      meta.device,
                                       meta.scalar)  # a NumPy scalar stands for a NumPy scalar
     if node.source is not None:
         zeros.meta["source"] = node.meta["source"]
