@@ -21,7 +21,7 @@ from .context import Lazy, LoopLowering, output_strides
 from .expr import Expr
 from .externs import op_as_extern, same_layout
 from .index import Affine
-from .ir import ComputedBuffer, InputBuffer, LoopProgram, OutputRef, xvar
+from .ir import ComputedBuffer, InputBuffer, LoopProgram, OutputRef, Reduction, xvar
 from .options import DEFAULT_OPTIONS, LoopOptions
 from .overwrites import finals, recomputed, write_over
 from .registry import LOWERINGS, OWN_DTYPE_RULES
@@ -193,7 +193,10 @@ def _relaid(ctx: LoopLowering, lazy: Lazy, meta: TensorMeta) -> bool:
     have NumPy's layout, so it is copied into it (a pass over the smaller, reduced array)."""
     made = ctx.buffers[int(lazy.buffer[3:])] if lazy.buffer and lazy.buffer.startswith("buf") \
         else None
+    # only a reduction's: other buffers have the layout they need (one written over an updated
+    # argument is laid out as the argument, which the call returns)
     if not isinstance(made, ComputedBuffer) or made.name != lazy.buffer or \
-            lazy.memory is None or tuple(meta.strides) != output_strides(meta):
+            not isinstance(made.data, Reduction) or lazy.memory is None or \
+            tuple(meta.strides) != output_strides(meta):
         return False
     return not same_layout(lazy.memory[2], meta)
