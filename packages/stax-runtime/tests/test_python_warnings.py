@@ -176,3 +176,24 @@ def test_a_numpy_steps_warning_names_the_users_line_under_every_filter(tmp_path,
     if action != "ignore":
         assert f"{script}:12: RuntimeWarning: All-NaN slice encountered" in runs["eager"].stderr
     assert "<stax call" not in runs["compiled"].stderr
+
+
+@pytest.mark.parametrize("state", ["warn", "ignore"])
+@pytest.mark.parametrize("fn", [lambda x: np.nanmean(x, axis=0), lambda x: np.nanmean(x.T, 1)],
+                         ids=["columns", "rows"])
+def test_nanmean_of_a_slice_of_only_nans_says_mean_of_empty_slice(fn, state):
+    """NumPy's "Mean of empty slice" is ``warnings.warn``, given whatever the error state says
+    about 0 / 0 (which it only decides for the invalid event): the native mean declines a call
+    with a slice of only NaNs (``decline_if``), so NumPy warns; under ``invalid="ignore"`` the
+    kernels' event was ignored and the call stood, silent (found by a probe)."""
+    compiled = stax.compile(fn)
+    x = _with_nan_column()
+    with np.errstate(invalid=state):
+        want, eager = _messages(fn, x)
+        for _ in range(2):
+            got, seen = _messages(compiled, x)
+            assert seen == eager
+            np.testing.assert_array_equal(got, want)
+    assert (RuntimeWarning, "Mean of empty slice") in eager
+    clean = np.nan_to_num(x, nan=1.0)
+    np.testing.assert_array_equal(compiled(clean), fn(clean))

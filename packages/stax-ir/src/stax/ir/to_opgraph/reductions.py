@@ -99,7 +99,13 @@ def _nan_reduction(kind: str) -> RuleFunction:
                          meta=TensorMeta(node.tensor.shape, "int64", node.tensor.strides))
         quotient = ctx.emit("truediv", (cast_to(ctx, total, "float64"),
                                         cast_to(ctx, count, "float64")), meta=wide)
-        return ctx.emit("cast", (quotient,), {"dtype": node.tensor.dtype})  # the call's own meta
+        mean = ctx.emit("cast", (quotient,), {"dtype": node.tensor.dtype}, meta=node.tensor)
+        # a slice of only NaNs: NumPy warns "Mean of empty slice" (warnings.warn, whatever the
+        # error state, which only decides about 0 / 0's invalid): the call declines, NumPy runs it
+        none = ctx.emit("eq", (count, 0),
+                        meta=TensorMeta(node.tensor.shape, "bool", node.tensor.strides))
+        return ctx.emit("decline_if", (mean, none),
+                        {"why": "np.nanmean of a slice of only NaNs"}, meta=node.tensor)
     return lower
 
 
@@ -108,7 +114,7 @@ NAN_REDUCTIONS = {
     "sum": ("isnan", "where", "sum"), "prod": ("isnan", "where", "prod"),
     "max": ("isnan", "where", "max", "all", "decline_if"),
     "min": ("isnan", "where", "min", "all", "decline_if"),
-    "mean": ("isnan", "where", "sum", "logical_not", "truediv", "cast"),
+    "mean": ("isnan", "where", "sum", "logical_not", "truediv", "cast", "eq", "decline_if"),
 }
 for _kind, _emits in NAN_REDUCTIONS.items():
     register((f"numpy.nan{_kind}",), _emits, _nan_reduction(_kind))
