@@ -183,6 +183,8 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
     views: dict[str, Any] = {}
     for name in site.mutated:
         value = state[name]
+        if isinstance(value, Proxy) and isinstance(value.value, np.generic):
+            continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``
         if name in site.rebound:
             return f"the body both updates {name!r} in place and binds it anew"
         if not isinstance(value, Proxy) or not isinstance(value.value, np.ndarray):
