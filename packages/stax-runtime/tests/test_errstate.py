@@ -358,6 +358,36 @@ def test_errstate_inside_the_function():
             assert_like_eager(compiled, fn, (x,))
 
 
+def _warns_inside(x):
+    with np.errstate(divide="warn"):
+        return np.log(x) * 2
+
+
+def _raises_inside(x):
+    with np.errstate(invalid="raise"):
+        return np.sqrt(x)
+
+
+def _calls_a_helper_that_raises(x):
+    return _raises_inside(x) + 1
+
+
+@pytest.mark.parametrize("fn, x", [(_warns_inside, [0.0, 1.0]), (_raises_inside, [-1.0, 4.0]),
+                                   (_calls_a_helper_that_raises, [-1.0, 4.0])],
+                         ids=["warn", "raise", "helper"])
+@pytest.mark.parametrize("state", ["ignore", "warn", "raise"])
+def test_an_inner_block_stricter_than_the_caller(fn, x, state):
+    """The caller ignores, the function's own block warns or raises: the kernels cannot see the
+    block, so such a function's calls heed every event (``errstate.heeding_all``) and one with
+    an event runs eagerly, where the block decides (the call stood, silent, before: a probe)."""
+    compiled = stax.compile(fn)
+    x = np.array(x)
+    with np.errstate(**STATES[state]):
+        for _ in range(2):
+            assert_like_eager(compiled, fn, (x,))
+    np.testing.assert_array_equal(compiled(np.abs(x) + 1), fn(np.abs(x) + 1))
+
+
 def test_a_numpy_step_and_a_kernel_report_once():
     """An extern NumPy step's events (a cast of NaN to a narrow int: NumPy's step) are held
     while the kernels run: a declined call gives each warning once, from its eager run."""

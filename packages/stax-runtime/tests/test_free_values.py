@@ -137,7 +137,7 @@ def test_builtin_names_cost_an_identity_check_per_call(monkeypatch):
     expected = ((X * 2.0) * 2.0 + 1) * 2.0 + 2
     np.testing.assert_array_equal(f(X), expected)
 
-    def describe(value):
+    def describe(value, names):
         raise AssertionError(f"described {value!r} on a cache hit")
     monkeypatch.setattr("stax.runtime.guards._describe", describe)
     for _ in range(3):

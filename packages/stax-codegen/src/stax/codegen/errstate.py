@@ -17,6 +17,7 @@ capsule's error mask itself (``cpu/entry.py``).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import warnings
@@ -184,3 +185,18 @@ def give_warnings(held: list[Any]) -> None:
     _target.unsettled = None
     for message, category, filename, lineno in held:
         warnings.showwarning(message, category, filename, lineno)
+
+
+_NO_CHANGE = contextlib.nullcontext()
+
+
+def heeding_all(on: bool) -> Any:
+    """While a call of a function that sets NumPy's error state itself (``np.errstate`` inside)
+    runs: every event but underflow heeded, so any event declines the call and the eager run
+    lets the function's own block decide (the kernels cannot see that block; under a caller's
+    ``ignore`` the call stood, silent, where eager's inner block warned). ``on`` False: as is."""
+    if not on:
+        return _NO_CHANGE
+    current = np.geterr()
+    return np.errstate(**{k: "warn" for k in ("divide", "over", "invalid")
+                          if current[k] == "ignore"})

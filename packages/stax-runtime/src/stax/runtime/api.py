@@ -29,7 +29,7 @@ from stax.codegen import (
     FloatingPointEvents,
     TritonExecutable,
 )
-from stax.codegen.errstate import forget_held
+from stax.codegen.errstate import forget_held, heeding_all
 from stax.ir import (
     StaxError,
     UnsupportedError,
@@ -43,6 +43,7 @@ from . import config, devices, logs
 from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
+from .code_reads import callable_names, sets_error_state
 from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
@@ -100,6 +101,8 @@ class CompiledFunction(OtherBranches):
         self.donates_arguments = self.declines_to_caller = False
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
+        self._names = callable_names(fn)  # what the key describes of modules it meets
+        self._sets_errstate = sets_error_state(fn)  # np.errstate inside: events decline
         self._rebinds = rebinds_free_names(fn)
         # one compile at a time: threads making one first call wait for its version
         self._compile_lock = threading.RLock()
@@ -141,6 +144,12 @@ class CompiledFunction(OtherBranches):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call(*args, **kwargs)
 
+    def __stax_key__(self) -> Any:
+        """What a key describes for this object where another function reads it (calls it
+        inside its own capture, which inlines it): the function it compiles, not its caches,
+        which change with every call."""
+        return self.fn
+
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
         user_args = args
         if self._free:
@@ -165,7 +174,7 @@ class CompiledFunction(OtherBranches):
         if placement is not None and placement.eager_reason is not None:
             return self._run_unguardable(placement.eager_reason, args, kwargs)
         try:
-            sigma = signature(args, kwargs)
+            sigma = signature(args, kwargs, self._names)
         except Unguardable as exc:
             return self._run_unkeyable(exc, placement, args, kwargs)
         version = self._lookup(sigma, args, kwargs)
@@ -174,7 +183,7 @@ class CompiledFunction(OtherBranches):
                 if self._rescan_free_variables():  # bound after compile(): lifted from now on
                     args = (*self._free.read(), *user_args)
                     try:
-                        sigma = signature(args, kwargs)
+                        sigma = signature(args, kwargs, self._names)
                     except Unguardable as exc:
                         return self._run_unkeyable(exc, placement, args, kwargs)
                 version = self._lookup(sigma, args, kwargs)
@@ -276,7 +285,7 @@ class CompiledFunction(OtherBranches):
         free = tuple(self._free.read()) if self._free else ()
         args = (*free, *args)
         try:
-            version = self._lookup(signature(args, {}), args, {})
+            version = self._lookup(signature(args, {}, self._names), args, {})
         except Unguardable:
             return None, False, None
         if version is None or not version.native or version.gates is not None:
@@ -322,7 +331,9 @@ class CompiledFunction(OtherBranches):
         # run must start from the states the caller passed, or the stream advances twice
         states = generator_states(version.generators, args, kwargs) if version.generators else None
         try:
-            return version.fast(*args) if version.fast is not None else version.run(args, kwargs)
+            with heeding_all(self._sets_errstate):
+                return version.fast(*args) if version.fast is not None else \
+                    version.run(args, kwargs)
         except (ExternResultMismatch, RunEagerly, GateMismatch) as exc:  # nothing written yet
             forget_held()  # its held warnings are the eager run's to give
             if states:
@@ -361,7 +372,7 @@ class CompiledFunction(OtherBranches):
         if self._free:
             args = (*self._free.read(), *args)
         try:
-            sigma = signature(args, kwargs)
+            sigma = signature(args, kwargs, self._names)
         except Unguardable as exc:
             raise StaxError(f"these arguments cannot be keyed ({exc}): such calls run "
                             "eagerly") from None
@@ -459,7 +470,7 @@ class CompiledFunction(OtherBranches):
                 keep_updates_of_a_failed_call(outcome, placement)
                 raise
             timings["capture"] = time.perf_counter() - clock
-            check_no_side_effects(free, sigma, device_args, device_kwargs)
+            check_no_side_effects(free, sigma, device_args, device_kwargs, self._names)
             if captures is not None and key is not None and not capture.gates and \
                     not holds_lifted_loop(capture.graph):  # a lifted loop lives in this process
                 captures.store(key, capture)
@@ -521,7 +532,8 @@ class CompiledFunction(OtherBranches):
             version.fast = flat_runner(call_flat, slots, output_tree)
         make_entry = getattr(run_flat, "entry", None)
         if make_entry is not None and version.gates is None and not self._free and \
-                placement is None and not kwargs and not capture.writeback:
+                placement is None and not kwargs and not capture.writeback and \
+                not self._sets_errstate:
             clock = time.perf_counter()  # the entry decides which results it can return
             entry = compiled_entry(make_entry, sigma, leaves, slots, plain_call, self._dispatch)
             timings["entry"] = time.perf_counter() - clock

@@ -50,7 +50,7 @@ class OtherBranches:
                       ) -> Any:
         """The version whose gates hold (then tried first for its key), or a new one traced on
         this call (looked for again under the compile lock: another thread may have made it)."""
-        sigma, skipped = signature(args, kwargs), {id(tried)}
+        sigma, skipped = signature(args, kwargs, self._names), {id(tried)}
         self._hits[self._hit_level] -= 1  # counted for ``tried``, which did not apply
         while True:
             found = self._lookup(sigma, args, kwargs, skipped)

@@ -45,7 +45,8 @@ import numpy as np
 from stax.codegen import DiskCache
 from stax.ir import CAPTURE_SCHEMA, GraphProgram
 
-from .signature import holds_identity, nested_codes
+from .code_reads import attribute_names, imported_modules, nested_codes, read_global_names
+from .signature import holds_identity
 
 MAX_FUNCTIONS = 200
 _CONSTANTS = (int, float, complex, str, bytes, bool, type(None), np.generic, np.dtype)
@@ -147,7 +148,10 @@ class _Keyer:
             raise Uncacheable(f"it reaches more than {MAX_FUNCTIONS} Python functions")
         self.visiting.add(id(fn))
         code = fn.__code__
-        names = sorted({n for c in nested_codes(code) for n in c.co_names})
+        # the names the code loads, and its string constants (``getattr(config, "scale")``,
+        # ``globals()["K"]``: ``code_reads``)
+        names = sorted({n for c in nested_codes(code) for n in c.co_names} |
+                       attribute_names(code) | set(read_global_names(code)))
         attrs = tuple(names)
         scope = fn.__globals__
         described = {
@@ -156,10 +160,23 @@ class _Keyer:
             "kwdefaults": {k: self.value(v) for k, v in sorted((fn.__kwdefaults__ or {}).items())},
             "closure": [self.cell(c, attrs, top) for c in fn.__closure__ or ()],
             "globals": {n: self.value(scope[n], attrs, lifted=top) for n in names if n in scope},
-            "attributes": {k: self.value(v) for k, v in sorted(vars(fn).items()) if k in read},
+            # its own attributes, read through its own name too (``f.k`` inside ``f``)
+            "attributes": {k: self.value(v) for k, v in sorted(vars(fn).items())
+                           if k in read or k in attrs},
+            "imports": {m: self.imported(m, attrs) for m in imported_modules(code)},
         }
         self.visiting.discard(id(fn))
         return ["function", fn.__module__, fn.__qualname__, described]
+
+    def imported(self, name: str, attrs: tuple[str, ...]) -> Any:
+        """A module the code imports (``from config import scale`` inside the function): the
+        standard library's and NumPy's by name, the user's by the attributes the code names."""
+        if name.split(".")[0] in _OWN_ROOTS:
+            return ["own", name]
+        module = sys.modules.get(name)
+        if module is None:  # what the trace's import will bind is unknown now
+            raise Uncacheable(f"it imports {name}, which is not imported yet")
+        return self.module(module, attrs, False)
 
     def cell(self, cell: types.CellType, attrs: tuple[str, ...], top: bool) -> Any:
         try:

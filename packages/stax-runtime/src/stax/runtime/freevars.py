@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .signature import nested_codes
+from .code_reads import nested_codes
 
 _GLOBAL = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
 

@@ -28,29 +28,13 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
-from .signature import (
-    Describer,
-    GuardFailure,
-    Identity,
-    Unguardable,
-    diff_description,
-    global_names,
-    nested_codes,
-    own_module,
-)
+from .code_reads import ABSENT as _ABSENT
+from .code_reads import attribute_names, nested_codes, own_module, reads
+from .signature import Describer, GuardFailure, Identity, Unguardable, diff_description
 
 # descriptions that the same object always gives again (no mutable state inside)
 _STABLE_KINDS = {"float", "int", "bool", "str", "bytes", "NoneType", "complex", "dtype", "identity",
                  "tuple", "frozenset", "slice", "Ellipsis", "NotImplemented"}
-
-
-@functools.lru_cache(maxsize=4096)
-def _attribute_names(code: types.CodeType) -> frozenset[str]:
-    """The attribute names ``code`` and its nested code objects load."""
-    return frozenset(ins.argval for c in nested_codes(code) for ins in dis.get_instructions(c)
-                     if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -83,11 +67,12 @@ def _stable(description: Any) -> bool:
 class _Path:
     """One place a free value lives, and how to read it now."""
 
-    __slots__ = ("name", "read")
+    __slots__ = ("name", "names", "read")
 
-    def __init__(self, name: str, read: Callable[[], Any]) -> None:
+    def __init__(self, name: str, read: Callable[[], Any], names: frozenset[str]) -> None:
         self.name = name
         self.read = read
+        self.names = names  # the attribute names of the code reading it (``Describer``)
 
 
 class FreeGuards:
@@ -110,15 +95,16 @@ class FreeGuards:
 
         def add(path: _Path) -> None:
             value = path.read()
-            if _user_function(value):
+            code = _code_holder(value)
+            if code is not None:
                 checks.append((path, value, ("identity", Identity(value))))
                 if id(value) not in expanded:
                     expanded.add(id(value))
-                    for sub in _paths(value, set(), path.name):
+                    for sub in _paths(code, set(), path.name):
                         add(sub)
                 return
             try:
-                description = Describer().describe(value)
+                description = _describe(value, path.names)
             except Unguardable as exc:
                 raise Unguardable(f"{path.name}: {exc}") from None
             # the absent marker is one stateless object: a builtin name (``range``) not shadowed
@@ -146,7 +132,7 @@ class Snapshot:
             if value is obj:
                 continue
             try:
-                if _describe(value) != description:
+                if _describe(value, path.names) != description:
                     return False
             except Unguardable:
                 return False
@@ -156,20 +142,31 @@ class Snapshot:
         out = []
         for path, _, description in self._checks:
             try:
-                now = _describe(path.read())
+                now = _describe(path.read(), path.names)
             except Unguardable as exc:
                 now = f"unguardable ({exc})"
             out += diff_description(description, now, path.name)
         return out
 
 
-def _describe(value: Any) -> Any:
-    return ("identity", Identity(value)) if _user_function(value) else \
-        Describer().describe(value)
+def _describe(value: Any, names: frozenset[str]) -> Any:
+    """A path's value: a function by identity (its reads are paths of their own), a module or
+    class by identity too (the attributes the code names are paths: ``config.scale``, an array
+    there lifted to an argument), anything else by what it holds."""
+    if _code_holder(value) is not None:
+        return ("identity", Identity(value))
+    return Describer(frozenset() if isinstance(value, (types.ModuleType, type)) else names
+                     ).describe(value)
 
 
-def _user_function(value: Any) -> bool:
-    return isinstance(value, types.FunctionType) and not own_module(value.__module__)
+def _code_holder(value: Any) -> Any:
+    """The function whose reads stand for ``value``'s, where ``value`` is guarded by identity:
+    a user function itself, or what a compiled function compiles (``__stax_key__``: another
+    compiled function called inside, or the function itself when it recurses); else None."""
+    if isinstance(value, types.FunctionType) and not own_module(value.__module__):
+        return value
+    keyed = getattr(type(value), "__stax_key__", None)
+    return keyed(value) if keyed is not None else None
 
 
 _NO_OBJECT = object()
@@ -177,66 +174,6 @@ _NO_OBJECT = object()
 
 def _paths(fn: Callable[..., Any], lifted: set[str], prefix: str) -> Iterator[_Path]:
     code = getattr(fn, "__code__", None)
-    if code is None:  # a builtin, a ufunc, a callable object: its own state is all it reads
-        if not isinstance(fn, (types.BuiltinFunctionType, np.ufunc)):
-            yield _Path(prefix or "the compiled callable", lambda: fn)
-        return
-    at = f"{prefix}." if prefix else ""
-    scope = getattr(fn, "__globals__", {})
-    attributes = _attribute_names(code)
-    for name in global_names(code):
-        if name in lifted:
-            continue
-        value = scope.get(name, _ABSENT)
-        if isinstance(value, types.ModuleType) and own_module(value.__name__):
-            continue  # np, math: not rebound between calls (documented)
-        read = functools.partial(scope.get, name, _ABSENT)  # no Python frame per call
-        yield _Path(f"{at}globals[{name!r}]", read)
-        yield from _attribute_paths(value, read, f"{at}{name}", attributes, lifted, name)
-    cells = getattr(fn, "__closure__", None) or ()
-    for name, cell in zip(code.co_freevars, cells):
-        if name not in lifted:
-            read = functools.partial(_cell, cell)
-            yield _Path(f"{at}closure {name!r}", read)
-            yield from _attribute_paths(read(), read, f"{at}{name}", attributes, lifted, name)
-    if getattr(fn, "__defaults__", None) or getattr(fn, "__kwdefaults__", None):
-        yield _Path(f"{at}defaults", lambda: (fn.__defaults__, fn.__kwdefaults__))
-    owner = getattr(fn, "__self__", None)
-    if owner is not None and not isinstance(owner, types.ModuleType):
-        yield _Path(f"{at}self", lambda: fn.__self__)
-        # class attributes read through the instance (self.factor where only the class has it)
-        yield from _attribute_paths(type(owner), lambda: type(fn.__self__), f"{at}type(self)",
-                                    attributes, set(), "")
-
-
-def _attribute_paths(value: Any, read: Callable[[], Any], prefix: str, attributes: frozenset[str],
-                     lifted: set[str], lifted_prefix: str) -> Iterator[_Path]:
-    """The attributes the code names of a user module or class: values that a trace reads
-    (``config.scale``, ``Cfg.factor``) without their container changing identity."""
-    if not isinstance(value, (types.ModuleType, type)) or own_module(
-            getattr(value, "__module__", None) if isinstance(value, type) else value.__name__):
-        return
-    for attr in sorted(attributes):
-        if f"{lifted_prefix}.{attr}" not in lifted and hasattr(value, attr):
-            yield _Path(f"{prefix}.{attr}", functools.partial(_attribute_of, read, attr))
-
-
-class _Absent:
-    """What a path reads where nothing is bound (a name that is a builtin for now)."""
-
-    def __repr__(self) -> str:
-        return "<not bound>"
-
-
-_ABSENT = _Absent()
-
-
-def _attribute_of(read: Callable[[], Any], attr: str) -> Any:
-    return getattr(read(), attr, _ABSENT)
-
-
-def _cell(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return _ABSENT
+    names = attribute_names(code) if code is not None else frozenset()
+    for name, read in reads(fn, lifted, prefix):
+        yield _Path(name, read, names)

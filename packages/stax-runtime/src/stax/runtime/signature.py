@@ -36,28 +36,25 @@ from __future__ import annotations
 import array
 import collections
 import collections.abc
-import dis
 import enum
 import functools
 import inspect
 import struct
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import devices
+from .code_reads import attribute_names, own_module, reads, user_holder
 
 ARRAY = "ndarray"
 MAX_VALUES = 256  # values described per argument or free value before it is Unguardable
 SMALL_ARRAY_BYTES = 4096  # an array inside an object is keyed by its bytes up to this size
 CLASS_VALUES = 128  # values describing an argument object's class before it is keyed by identity
 _BY_VALUE = (int, bool, str, bytes, type(None))
-_OWN_MODULES = ("numpy", "stax", "builtins", "math", "cmath", "operator", "functools", "itertools",
-                "collections", "enum", "typing", "types")
-
 
 class Unguardable(Exception):
     """A value whose state Stax cannot put in a key within ``MAX_VALUES`` values."""
@@ -93,17 +90,9 @@ class Identity:
         return f"<{module}.{name} at {id(self.obj):#x}>"
 
 
-def own_module(module: Any) -> bool:
-    """NumPy, Stax and the standard library's functional modules: their callables are stable."""
-    if not isinstance(module, str):
-        return False
-    # "_operator", "_functools": C accelerator modules; "__main__" is the user's
-    return module.split(".")[0] in _OWN_MODULES or (module.startswith("_") and
-                                                    not module.startswith("__"))
-
-
-def leaf_signature(x: Any) -> Any:
-    """The signature of one argument leaf (see the module docstring); raises Unguardable."""
+def leaf_signature(x: Any, names: frozenset[str] = frozenset()) -> Any:
+    """The signature of one argument leaf (see the module docstring); raises Unguardable.
+    ``names``: the attribute names the function's code loads (``Describer``)."""
     t = type(x)
     if t is np.ndarray:
         return (ARRAY, "cpu", x.shape, x.dtype, x.strides)
@@ -112,9 +101,9 @@ def leaf_signature(x: Any) -> Any:
     if t in _BY_VALUE:
         return (t.__name__, x)
     if t in (tuple, list):
-        return (t.__name__, tuple(leaf_signature(v) for v in x))
+        return (t.__name__, tuple(leaf_signature(v, names) for v in x))
     if t is dict:
-        return ("dict", tuple((k, leaf_signature(v)) for k, v in x.items()))
+        return ("dict", tuple((k, leaf_signature(v, names)) for k, v in x.items()))
     if isinstance(x, np.generic):
         return (t.__name__, x.dtype.str, x.tobytes())
     if t is np.random.Generator:  # traced as an input: only the kind of its bit generator matters
@@ -122,15 +111,22 @@ def leaf_signature(x: Any) -> Any:
     on_device = devices.layout(x)  # a torch tensor or CuPy array
     if on_device is not None:
         return (ARRAY, *on_device)
-    return Describer().describe(x)
+    return Describer(names).describe(x)
 
 
 class Describer:
-    """Describes any Python value by the state a trace could read from it, within a budget."""
+    """Describes any Python value by the state a trace could read from it, within a budget.
 
-    def __init__(self) -> None:
+    ``names``: the attribute names the code being keyed loads (``code_reads.attribute_names``).
+    A user module or class reached through a value (held by an object, in a list, an argument)
+    is described by its identity and the values of those of its attributes (``H.mod.scale``,
+    ``m.scale`` for a module argument ``m``); a function's own names join while it is
+    described."""
+
+    def __init__(self, names: frozenset[str] = frozenset()) -> None:
         self.budget = MAX_VALUES
         self.active: set[int] = set()  # objects being described (a cycle is keyed by identity)
+        self.names = names
 
     def describe(self, x: Any) -> Any:
         self.budget -= 1
@@ -180,6 +176,10 @@ class Describer:
                 raise Unguardable(f"it holds an array of {x.nbytes} bytes, more than Stax keys by "
                                   f"value ({SMALL_ARRAY_BYTES})")
             return (*layout, np.ascontiguousarray(x).tobytes())
+        if isinstance(x, (type, types.ModuleType)) and user_holder(x):
+            held = tuple((a, d(getattr(x, a))) for a in sorted(self.names) if hasattr(x, a))
+            if held:
+                return ("holder", Identity(x), held)
         if isinstance(x, (type, types.ModuleType, enum.Enum)) or t in _CALLABLE_TYPES:
             return ("identity", Identity(x))
         library = devices.library_of(x)
@@ -192,6 +192,9 @@ class Describer:
             return ("method", d(x.__func__), d(x.__self__))
         if isinstance(x, functools.partial):
             return ("partial", d(x.func), d(x.args), d(x.keywords))
+        keyed = getattr(t, "__stax_key__", None)  # a compiled function: what it compiles
+        if keyed is not None:
+            return ("keyed", Identity(x), d(keyed(x)))
         return self._instance(x, t)
 
     def _function(self, fn: types.FunctionType) -> Any:
@@ -199,11 +202,12 @@ class Describer:
         if own_module(fn.__module__):
             return ("identity", Identity(fn))
         d = self.describe
-        scope = fn.__globals__
-        closure = tuple(_cell_value(c) for c in fn.__closure__ or ())
-        return ("function", Identity(fn), d(fn.__defaults__), d(fn.__kwdefaults__),
-                d(closure), tuple((n, d(scope[n])) for n in global_names(fn.__code__)
-                                  if n in scope))
+        names, self.names = self.names, self.names | attribute_names(fn.__code__)
+        try:
+            return ("function", Identity(fn),
+                    tuple((path, d(read())) for path, read in reads(fn)))
+        finally:
+            self.names = names
 
     def _instance(self, x: Any, t: type) -> Any:
         """An instance: its class and the values of its attributes, builtin base values included
@@ -293,18 +297,6 @@ _CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, np.ufunc,
                    types.MemberDescriptorType, types.CodeType)
 
 
-@functools.lru_cache(maxsize=4096)
-def global_names(code: types.CodeType) -> tuple[str, ...]:
-    """The global names ``code`` (and the functions and comprehensions nested in it) loads,
-    from its instructions: ``co_names`` mixes them with attribute names."""
-    names: dict[str, None] = {}
-    for c in nested_codes(code):
-        for ins in dis.get_instructions(c):
-            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-                names[ins.argval] = None
-    return tuple(names)
-
-
 def holds_identity(description: Any) -> bool:
     """Whether a signature keys some object by identity (such a key means nothing in another
     process: a capture under it is not stored on disk)."""
@@ -313,14 +305,6 @@ def holds_identity(description: Any) -> bool:
     if isinstance(description, tuple):
         return any(holds_identity(d) for d in description)
     return False
-
-
-def nested_codes(code: types.CodeType) -> Iterator[types.CodeType]:
-    """``code`` and the code of every function, lambda and comprehension nested in it."""
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from nested_codes(const)
 
 
 def _cell_value(cell: Any) -> Any:
@@ -344,9 +328,11 @@ def _show_float(key: str) -> str:
     return repr(float.fromhex(key))
 
 
-def signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    return (tuple(leaf_signature(a) for a in args),
-            tuple((k, leaf_signature(v)) for k, v in kwargs.items()))
+def signature(args: tuple[Any, ...], kwargs: dict[str, Any],
+              names: frozenset[str] = frozenset()) -> tuple[Any, Any]:
+    """``names``: the attribute names the function's code loads (``Describer``)."""
+    return (tuple(leaf_signature(a, names) for a in args),
+            tuple((k, leaf_signature(v, names)) for k, v in kwargs.items()))
 
 
 def array_signature(args: tuple[Any, ...]) -> Any:

@@ -151,12 +151,12 @@ def limit_warning(name: str, limits: Limits, versions: list[Version], sigma: Any
 
 
 def check_no_side_effects(free: Snapshot | None, sigma: Any, args: tuple[Any, ...],
-                          kwargs: dict[str, Any]) -> None:
+                          kwargs: dict[str, Any], names: frozenset[str] = frozenset()) -> None:
     """A trace that changed a value it reads (a global list appended to, an attribute of an
     argument set) did a side effect the compiled version would not repeat."""
     changed = [f.path for f in free.failures()] if free is not None else []
     try:
-        if signature(args, kwargs) != sigma:
+        if signature(args, kwargs, names) != sigma:
             changed.append("an argument's attributes or contents")
     except Unguardable:
         changed.append("an argument's attributes or contents")

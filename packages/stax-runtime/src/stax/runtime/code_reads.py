@@ -1,0 +1,252 @@
+"""What a function's code can read besides its arguments, found from its instructions.
+
+The key must describe every value a trace read (proposition 2.1). Values named by the code are
+found statically: the global names it loads, and the attributes it names of the user's modules,
+classes and functions (``config.scale``, ``Cfg.factor``, ``helper.k``). Python also reads by
+names held in strings and by imports, which the earlier scans missed, so a changed value went
+unseen and a call returned the first trace's result (found by a probe):
+
+- ``getattr(config, "scale")``, ``vars(config)["scale"]``, ``operator.attrgetter("scale")``,
+  ``globals()["K"]``: the name is a string constant of the code. Every string constant counts
+  as an attribute name (a constant that names nothing costs nothing: no path is made for an
+  attribute the holder lacks), and as a global name where the code calls ``globals`` or
+  ``vars``;
+- ``from config import scale`` or ``import config`` inside the function: the modules the code
+  imports (and their parent packages) are holders of the names it loads from them;
+- a function's own attributes (``f.k``, a ``functools.wraps`` wrapper's ``w.mult``);
+- a class method's class (``cls.factor`` where the compiled callable is ``Model.fit``).
+
+Names computed at run time (``getattr(config, name)`` with ``name`` built by the code) stay
+unseen; the user guide says so.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import sys
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+_OWN_MODULES = ("numpy", "stax", "builtins", "math", "cmath", "operator", "functools", "itertools",
+                "collections", "enum", "typing", "types")
+MAX_CHAIN = 3  # hops through user modules and classes from a name (pkg.sub.config.scale)
+_ATTRIBUTE_OPS = ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "IMPORT_FROM")
+_NAMESPACE_READERS = ("globals", "vars")
+
+
+def own_module(module: Any) -> bool:
+    """NumPy, Stax and the standard library's functional modules: their callables are stable."""
+    if not isinstance(module, str):
+        return False
+    # "_operator", "_functools": C accelerator modules; "__main__" is the user's
+    return module.split(".")[0] in _OWN_MODULES or (module.startswith("_") and
+                                                    not module.startswith("__"))
+
+
+def nested_codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and the code of every function, lambda and comprehension nested in it."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from nested_codes(const)
+
+
+@functools.lru_cache(maxsize=4096)
+def global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The global names ``code`` (and the functions and comprehensions nested in it) loads,
+    from its instructions: ``co_names`` mixes them with attribute names."""
+    names: dict[str, None] = {}
+    for c in nested_codes(code):
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                names[ins.argval] = None
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def attribute_names(code: types.CodeType) -> frozenset[str]:
+    """The attribute names ``code`` and its nested code load, and its string constants."""
+    names = set()
+    for c in nested_codes(code):
+        names.update(ins.argval for ins in dis.get_instructions(c) if ins.opname in _ATTRIBUTE_OPS)
+        names.update(k for k in c.co_consts if type(k) is str and k.isidentifier())
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def read_global_names(code: types.CodeType) -> tuple[str, ...]:
+    """The global names the code loads, and its string constants where it reads its module's
+    namespace as a mapping (``globals()["K"]``)."""
+    names = dict.fromkeys(global_names(code))
+    if any(n in names for n in _NAMESPACE_READERS):
+        for c in nested_codes(code):
+            names.update(dict.fromkeys(k for k in c.co_consts if type(k) is str and
+                                       k.isidentifier()))
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def imported_modules(code: types.CodeType) -> tuple[str, ...]:
+    """The modules the code imports (``import a.b`` names ``a`` and ``a.b``), in order."""
+    names: dict[str, None] = {}
+    for c in nested_codes(code):
+        for ins in dis.get_instructions(c):
+            if ins.opname == "IMPORT_NAME" and ins.argval:
+                parts = ins.argval.split(".")
+                names.update(dict.fromkeys(".".join(parts[:k + 1]) for k in range(len(parts))))
+    return tuple(names)
+
+
+def user_holder(value: Any) -> bool:
+    """A value whose attributes the key must read: a user module or class (not NumPy's, Stax's
+    or the standard library's), or a user function with attributes of its own."""
+    if isinstance(value, types.ModuleType):
+        return not own_module(value.__name__)
+    if isinstance(value, type):
+        return not own_module(getattr(value, "__module__", None))
+    if isinstance(value, types.FunctionType):
+        return bool(getattr(value, "__dict__", None)) and not own_module(value.__module__)
+    return False
+
+
+def held_attributes(holder: Any, code: types.CodeType) -> Iterator[str]:
+    """The attributes of ``holder`` (``user_holder``) that ``code`` may read, sorted."""
+    names = attribute_names(code)
+    if isinstance(holder, types.FunctionType):
+        own = holder.__dict__
+        yield from sorted(n for n in names if n in own)
+        return
+    yield from sorted(n for n in names if hasattr(holder, n))
+
+
+def imported(name: str) -> Any:
+    """The module ``name`` as the code's import would give it now (None before its first
+    import: the trace's own import then binds it, and the next call's guard sees it)."""
+    return sys.modules.get(name)
+
+
+# -- every place a function's free values live, as (path, reader) -------------------------------
+
+class _Absent:
+    """What a path reads where nothing is bound (a name that is a builtin for now)."""
+
+    def __repr__(self) -> str:
+        return "<not bound>"
+
+
+ABSENT = _Absent()
+
+
+def reads(fn: Any, lifted: frozenset[str] | set[str] = frozenset(),
+          prefix: str = "") -> Iterator[tuple[str, Callable[[], Any]]]:
+    """Where the values ``fn`` reads besides its arguments live, each as a path name
+    (``globals['K']``, ``config.scale``, ``import config.scale``, ``closure 'w'``, ``defaults``,
+    ``self``, ``cls.factor``) and a function reading its value now. ``lifted``: the free arrays
+    passed as arguments instead (``freevars.py``). Python functions found are not entered here:
+    the guards and the describer each follow them (by identity, or by value)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a builtin, a ufunc, a callable object: its own state is all it reads
+        if not isinstance(fn, (types.BuiltinFunctionType, np.ufunc)):
+            yield prefix or "the compiled callable", lambda: fn
+        return
+    at = f"{prefix}." if prefix else ""
+    scope = getattr(fn, "__globals__", {})
+    for name in read_global_names(code):
+        if name in lifted:
+            continue
+        value = scope.get(name, ABSENT)
+        if isinstance(value, types.ModuleType) and own_module(value.__name__):
+            continue  # np, math: not rebound between calls (documented)
+        read = functools.partial(scope.get, name, ABSENT)  # no Python frame per call
+        yield f"{at}globals[{name!r}]", read
+        yield from _held(value, read, f"{at}{name}", code, lifted, name)
+    for module in imported_modules(code):
+        value = imported(module)
+        if value is None or user_holder(value):  # None: imported by the trace, first
+            yield from _held(value, functools.partial(imported, module), f"{at}import {module}",
+                             code, lifted, None)
+    cells = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars, cells):
+        if name not in lifted:
+            read = functools.partial(cell_value, cell)
+            yield f"{at}closure {name!r}", read
+            yield from _held(read(), read, f"{at}{name}", code, lifted, name)
+    if getattr(fn, "__defaults__", None) or getattr(fn, "__kwdefaults__", None):
+        yield f"{at}defaults", lambda: (fn.__defaults__, fn.__kwdefaults__)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        yield f"{at}self", lambda: fn.__self__
+        # class attributes read through the instance (self.factor where only the class has it)
+        yield from _held(type(owner), lambda: type(fn.__self__), f"{at}type(self)", code, set(),
+                         None)
+        if isinstance(owner, type):  # a class method: ``cls.factor``
+            yield from _held(owner, lambda: fn.__self__, f"{at}cls", code, set(), None)
+
+
+def _held(value: Any, read: Callable[[], Any], prefix: str, code: types.CodeType,
+          lifted: frozenset[str] | set[str], lifted_prefix: str | None, depth: int = 0,
+          ) -> Iterator[tuple[str, Callable[[], Any]]]:
+    """The attributes ``code`` may read of a user module, class or function (``user_holder``);
+    of a module not imported yet (``value`` None), every name the code loads. A user module or
+    class found there is followed too (``pkg.config.scale``), ``MAX_CHAIN`` hops at most."""
+    if value is None:
+        names: Any = sorted(attribute_names(code))
+    elif user_holder(value):
+        names = held_attributes(value, code)
+    else:
+        return
+    for attr in names:
+        if lifted_prefix is not None and f"{lifted_prefix}.{attr}" in lifted:
+            continue
+        attribute = functools.partial(attribute_of, read, attr)
+        yield f"{prefix}.{attr}", attribute
+        inner = getattr(value, attr, None) if value is not None else None
+        if depth < MAX_CHAIN and isinstance(inner, (types.ModuleType, type)):
+            yield from _held(inner, attribute, f"{prefix}.{attr}", code, lifted,
+                             None if lifted_prefix is None else f"{lifted_prefix}.{attr}",
+                             depth + 1)
+
+
+def attribute_of(read: Callable[[], Any], attr: str) -> Any:
+    return getattr(read(), attr, ABSENT)
+
+
+def cell_value(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return ABSENT
+
+
+def callable_names(fn: Any) -> frozenset[str]:
+    """The attribute names the code of a compiled callable loads: a function's, a bound or
+    class method's, a ``functools.partial``'s function's, a callable object's ``__call__``'s."""
+    for _ in range(4):
+        code = getattr(fn, "__code__", None)
+        if isinstance(code, types.CodeType):
+            return attribute_names(code)
+        fn = getattr(fn, "__func__", None) or getattr(fn, "func", None) or \
+            vars(type(fn)).get("__call__")
+    return frozenset()
+
+
+_ERROR_STATE = frozenset({"errstate", "seterr", "seterrcall"})
+
+
+def sets_error_state(fn: Any) -> bool:
+    """Whether the code of a compiled callable (or a function it names) sets NumPy's error
+    state: ``np.errstate(...)``, ``np.seterr(...)``."""
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "__func__", None), "__code__",
+                                                    None)
+    if not isinstance(code, types.CodeType):
+        return bool(callable_names(fn) & _ERROR_STATE)
+    if attribute_names(code) & _ERROR_STATE or set(global_names(code)) & _ERROR_STATE:
+        return True
+    scope = getattr(fn, "__globals__", {})
+    helpers = (scope.get(n) for n in global_names(code))
+    return any(isinstance(h, types.FunctionType) and not own_module(h.__module__) and
+               bool(attribute_names(h.__code__) & _ERROR_STATE) for h in helpers)
