@@ -158,6 +158,9 @@ class Tracer:
                 raise refused(UnsupportedError(
                     f"{target}() writes into an array argument in place", source=source,
                     hint="return a new array instead")) from None
+        first = args[0] if isinstance(args, (tuple, list)) and args else None
+        if isinstance(first, Proxy) and first.tracer is self and value is first.value:
+            return first  # NumPy gave its argument back (``x.real`` of a real x, ``np.asarray``)
         if _is_array(value):
             meta = {"tensor": _meta_of(value, target, source), "source": source}
             if random:
@@ -185,6 +188,13 @@ class Tracer:
                 meta={"tensor": m, "source": source}), v, self) for i, (v, m) in
                 enumerate(zip(value, metas))]
             return type(value)(items) if type(value) in (tuple, list) else tuple(items)
+        implementation = getattr(fn, "_implementation", None)
+        if type(value) in (bool, int, float) and callable(implementation):
+            # a NumPy function written in Python that answers with a Python number
+            # (``np.allclose``, ``np.iscomplexobj``, ``np.ndim``): its own code runs on the
+            # traced values, so what it reads of their data is a gate, its dtype or shape a
+            # constant, as eagerly
+            return implementation(*args, **kwargs)
         raise refused(UnsupportedError(
             f"{target}() returned a {type(value).__name__}, not an array", source=source))
 
