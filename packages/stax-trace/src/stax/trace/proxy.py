@@ -36,6 +36,8 @@ OUT_FUNCTIONS = frozenset({
     "clip", "round", "around", "cumsum", "cumprod", "sum", "prod", "mean", "max", "min", "amax",
     "amin",
 })
+#: those of ``OUT_FUNCTIONS`` that accumulate in ``out``'s dtype when given no ``dtype=``
+ACCUMULATING = frozenset({"cumsum", "cumprod", "sum", "prod", "mean"})
 #: attributes read straight from the example value: static metadata, part of the signature.
 STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes"})
 
@@ -360,6 +362,8 @@ def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, input
     out = out[0] if isinstance(out, tuple) and len(out) == 1 else out
     if not isinstance(out, Proxy) or ufunc.nout != 1:
         raise _mutation(f"{target}(..., out=...)")
+    if method in ("reduce", "accumulate") and kwargs.get("dtype") is None:
+        kwargs["dtype"] = out.value.dtype  # the loop's dtype is out's (NumPy's rule)
     where = kwargs.pop("where", True)
     if where is not True and method != "__call__":
         raise _mutation(f"{target}(..., out=..., where=...)")
@@ -408,6 +412,8 @@ def _into(tracer: Tracer, opcode: Opcode, target: str, func: Any, args: tuple[An
     if not isinstance(out, Proxy) or not isinstance(out.value, np.ndarray):
         raise _mutation(what)
     rest = {k: v for k, v in kwargs.items() if k != "out"}
+    if func.__name__ in ACCUMULATING and rest.get("dtype") is None:
+        rest["dtype"] = out.value.dtype  # NumPy accumulates in out's dtype (ufunc.reduce's rule)
     probe = np.copy(out.value, order="K")
     plain = {k: _plain(v) for k, v in rest.items()}
     with np.errstate(all="ignore"):  # the recorded call reports the floating-point events

@@ -56,8 +56,9 @@ def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str,
     """The reduction ``op`` of ``params["a"]`` over ``params["axis"]``; ``out=``, ``initial=``,
     ``where=`` and a ``dtype=`` the op has no attribute for run as NumPy."""
     x = params.get("a")
-    if not isinstance(x, Node) or x.tensor is None:
-        raise NotNative
+    if not isinstance(x, Node) or x.tensor is None or \
+            (op in ("var", "std") and np.dtype(x.tensor.dtype).kind == "c"):
+        raise NotNative  # a complex variance is real: its dtype= would cast the data to it
     attributes = OPS[op].attrs
     typed = "dtype" in attributes  # ops with a dtype= of their own
     for name in ("out", "initial", "where", "mean", "correction", "dtype" if not typed else "out"):
