@@ -189,13 +189,17 @@ def test_decomposed_composites_return_numpys_layout(fn):
 
 @pytest.mark.parametrize("fn", [lambda a: a.max(axis=1), lambda a: a.sum(axis=(0, 2)),
                                 lambda a: np.mean(a, axis=2, keepdims=True),
-                                lambda a: a.argmin(axis=1), lambda a: a.max(axis=1) + 1.0],
-                         ids=["max", "sum_two_axes", "mean_keepdims", "argmin", "max_then_add"])
+                                lambda a: a.argmin(axis=1), lambda a: a.max(axis=1) + 1.0,
+                                lambda a: a.sum(axis=1, keepdims=True),
+                                lambda a: np.any(a > 0, axis=0, keepdims=True),
+                                lambda a: np.nansum(a, axis=(0, 1), keepdims=True)],
+                         ids=["max", "sum_two_axes", "mean_keepdims", "argmin", "max_then_add",
+                              "sum_keepdims", "any_keepdims", "nansum_keepdims"])
 @pytest.mark.parametrize("layout", ["F", "transposed"])
 def test_reductions_return_numpys_memory_order(fn, layout):
     """A reduction keeps its operand's memory order in NumPy (``a.max(axis=1)`` of an F-ordered
-    (5, 6, 7) array is F-ordered); the loops write it row-major, so a returned one is laid out
-    again (``lowering._relaid``)."""
+    (5, 6, 7) array is F-ordered, a kept length-1 axis has the stride NumPy gives it): the
+    loops write it in that layout (``LoopLowering.reduce_values``' ``layout``)."""
     a = _layouts(_data((5, 6, 7), np.float64))[layout]
     got, expected = _check(fn, a, exact=False)
     assert got.strides == expected.strides

@@ -40,7 +40,7 @@ def dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
         dense[d] = step
         step *= shape[d]
     if all(shape[d] == 1 or dense[d] == strides[d] for d in range(len(shape))):
-        return tuple(dense)
+        return tuple(strides)  # a length-1 dimension's stride as NumPy gave it
     return contiguous_strides(shape)
 
 

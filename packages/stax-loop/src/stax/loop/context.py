@@ -226,11 +226,14 @@ class LoopLowering:
                reduction_type: str) -> Lazy:
         meta = node.tensor
         return self.reduce_values(self.operand(node.args[0], x.shape, meta.dtype), x.shape, axes,
-                                  keepdims, reduction_type, meta.dtype)
+                                  keepdims, reduction_type, meta.dtype, output_strides(meta))
 
     def reduce_values(self, loader: Loader, shape: tuple[int, ...], axes: tuple[int, ...],
-                      keepdims: bool, reduction_type: str, dtype: str) -> Lazy:
-        """Realize the reduction of ``loader``'s values (already in ``dtype``) over ``axes``."""
+                      keepdims: bool, reduction_type: str, dtype: str,
+                      layout: tuple[int, ...] | None = None) -> Lazy:
+        """Realize the reduction of ``loader``'s values (already in ``dtype``) over ``axes``;
+        ``layout``: the strides NumPy gave the result (it keeps an F-ordered operand's order:
+        ``a.max(axis=1)`` of an F-ordered (5, 6, 7) array is F-ordered), else row-major."""
         split = self._split(loader, shape, axes, keepdims, reduction_type, dtype)
         if split is not None:
             return split
@@ -242,7 +245,8 @@ class LoopLowering:
             index[d] = Affine.var(rvar(j))
         out_dims = [d for d in range(len(shape)) if keepdims or d not in axes]
         out_shape = tuple(shape[d] if d in kept else 1 for d in out_dims)
-        strides = contiguous_strides(out_shape)
+        strides = layout if layout is not None and len(layout) == len(out_shape) else \
+            contiguous_strides(out_shape)
         store = linear_index((index[d] if d in kept else Affine() for d in out_dims), strides)
         name = f"buf{len(self.buffers)}"
         data = Reduction(tuple(shape[d] for d in kept), tuple(shape[d] for d in axes),

@@ -19,9 +19,9 @@ from stax.ir import GraphProgram, Node, Opcode, TensorMeta
 from .complex_values import as_parts, complex_native, involves_complex, is_complex, lower_complex
 from .context import Lazy, LoopLowering, output_strides
 from .expr import Expr
-from .externs import op_as_extern, same_layout
+from .externs import op_as_extern
 from .index import Affine
-from .ir import ComputedBuffer, InputBuffer, LoopProgram, OutputRef, Reduction, xvar
+from .ir import InputBuffer, LoopProgram, OutputRef, xvar
 from .options import DEFAULT_OPTIONS, LoopOptions
 from .overwrites import finals, recomputed, write_over
 from .registry import LOWERINGS, OWN_DTYPE_RULES
@@ -179,24 +179,9 @@ def _output(ctx: LoopLowering, value: Any) -> OutputRef:
         return OutputRef(const=value)
     lazy = ctx.values[value]
     meta = value.tensor
-    if lazy.buffer is None or _relaid(ctx, lazy, meta):
+    if lazy.buffer is None:
         ctx.node = value
         lazy = ctx.realize(lazy, output_strides(meta))
         ctx.values[value] = lazy
     return OutputRef(buffer=lazy.buffer, scalar=meta.scalar)
 
-
-def _relaid(ctx: LoopLowering, lazy: Lazy, meta: TensorMeta) -> bool:
-    """Whether a result the loops wrote has another memory order than the dense one NumPy gave
-    it: a reduction is written row-major, where NumPy keeps its F-ordered operand's order
-    (``a.max(axis=1)`` of an F-ordered (5, 6, 7) array is F-ordered). A returned array must
-    have NumPy's layout, so it is copied into it (a pass over the smaller, reduced array)."""
-    made = ctx.buffers[int(lazy.buffer[3:])] if lazy.buffer and lazy.buffer.startswith("buf") \
-        else None
-    # only a reduction's: other buffers have the layout they need (one written over an updated
-    # argument is laid out as the argument, which the call returns)
-    if not isinstance(made, ComputedBuffer) or made.name != lazy.buffer or \
-            not isinstance(made.data, Reduction) or lazy.memory is None or \
-            tuple(meta.strides) != output_strides(meta):
-        return False
-    return not same_layout(lazy.memory[2], meta)

@@ -35,7 +35,7 @@ def lower_any_all(ctx: LoopLowering, node: Node) -> Lazy:
     x = ctx.values[node.args[0]]
     loader = ctx.operand(node.args[0], x.shape, "bool")
     return ctx.reduce_values(loader, x.shape, tuple(node.kwargs["axis"]),
-                             node.kwargs["keepdims"], kind, "bool")
+                             node.kwargs["keepdims"], kind, "bool", output_strides(node.tensor))
 
 
 @lowers("mean")
