@@ -193,3 +193,23 @@ def test_other_ranks_and_empty_results(shape, axis):
         for g, w in zip(got, fn(x)):
             assert_numpys(g, w, np.float32)
     assert_native(compiled)
+
+
+@pytest.mark.parametrize("layout", ["reversed", "stepped", "broadcast", "transposed_reversed"])
+@pytest.mark.parametrize("fn", [lambda x: np.nanmax(x), lambda x: np.nanmin(x, axis=0),
+                                lambda x: np.nansum(x, axis=1), lambda x: np.nanmean(x),
+                                lambda x: np.count_nonzero(x, axis=0)],
+                         ids=["nanmax", "nanmin", "nansum", "nanmean", "count_nonzero"])
+def test_float16_nan_reductions_of_strided_views_stay_compiled(fn, layout):
+    """float16's isnan and where run as NumPy steps, whose results are checked against capture:
+    their layout was taken as the operand's (negative strides for a reversed one) where NumPy
+    gives a fresh dense array, so every call declined (found by a probe)."""
+    base = np.arange(48, dtype=np.float16).reshape(6, 8)
+    base[2, 3] = np.nan
+    view = {"reversed": base[::-1], "stepped": base[:, ::2],
+            "broadcast": np.broadcast_to(base[1], (6, 8)),
+            "transposed_reversed": base.T[::-1]}[layout]
+    compiled = stax.compile(fn)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(view), fn(view))
+    assert compiled.cache_info().fallbacks == 0

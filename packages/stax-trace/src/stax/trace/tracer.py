@@ -34,6 +34,7 @@ from .examples import example_view, root_array
 from .isolation import private_copy, refused, refusing_draws
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
+from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
@@ -162,10 +163,10 @@ class Tracer:
         if isinstance(first, Proxy) and first.tracer is self and value is first.value:
             return first  # NumPy gave its argument back (``x.real`` of a real x, ``np.asarray``)
         if _is_array(value):
-            meta = {"tensor": _meta_of(value, target, source), "source": source}
+            meta = {"tensor": meta_of(value, target, source), "source": source}
             if random:
                 meta["random"] = True
-            view = _view_relation(value, args) if isinstance(value, np.ndarray) else None
+            view = view_relation(value, args) if isinstance(value, np.ndarray) else None
             if view is not None:
                 meta["view"] = view
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
@@ -179,7 +180,7 @@ class Tracer:
         if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
             # operator.getitem node per result, as torch.fx does
-            metas = [_meta_of(v, target, source) for v in value]  # unsupported dtypes first
+            metas = [meta_of(v, target, source) for v in value]  # unsupported dtypes first
             meta = {"sequence": len(value), "source": source}
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             self._gate_shape(node, "shapes", value, source)
@@ -281,39 +282,6 @@ class Tracer:
                 meta={"tensor": TensorMeta.of(created.array), "source": created.source})
             self._note_constant(created.node)
         return created.node
-
-
-def _view_relation(value: np.ndarray, args: Any) -> dict[str, Any] | None:
-    """When the result is a view of the first argument (x.T, x[1:, ::2], x.reshape(...)), where
-    its elements lie in that argument's memory: an element offset from the argument's element 0
-    and strides, in elements. Given the argument's layout (part of the key) NumPy always makes
-    the same view, so later layers can read the argument's memory with this affine map.
-
-    The map holds for the argument's layout at capture, recorded with it ("base_strides"): a
-    later layer may give the argument another layout (a decomposed np.clip of an F-ordered array
-    is computed row-major), and must then rebase the map (``stax.ir.rebase_view``)."""
-    first = args[0] if isinstance(args, (tuple, list)) and args else None
-    if not isinstance(first, Proxy) or not isinstance(first.value, np.ndarray):
-        return None
-    if any(isinstance(leaf, Proxy) for leaf in tree_leaves(tuple(args[1:]))):
-        return None  # a traced index (a lifted loop's item): where the view lies is data
-    source = first.value
-    if value.dtype != source.dtype or value.base is None or not np.shares_memory(value, source):
-        return None
-    itemsize = value.itemsize
-    delta = value.__array_interface__["data"][0] - source.__array_interface__["data"][0]
-    if delta % itemsize or any(s % itemsize for s in (*value.strides, *source.strides)):
-        return None
-    return {"offset": delta // itemsize, "strides": [s // itemsize for s in value.strides],
-            "base_strides": [s // itemsize for s in source.strides]}
-
-
-def _meta_of(value: Any, target: str, source: str | None) -> TensorMeta:
-    try:
-        return TensorMeta.of(value)
-    except UnsupportedError as exc:
-        raise refused(UnsupportedError(f"{target}() returned an array of {exc.what}",
-                                       source=source, hint=exc.hint)) from None
 
 
 def _is_array(value: Any) -> bool:

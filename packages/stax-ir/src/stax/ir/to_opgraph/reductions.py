@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta
+from ..meta import TensorMeta, fresh_strides
 from ..ops import NN_FUNCTIONS
 from .arguments import bind, cast_to, int_arg
 from .context import LoweringContext, dense_meta
@@ -71,12 +71,16 @@ def _nan_reduction(kind: str) -> RuleFunction:
         keepdims = bool(params.get("keepdims", False))
         if kind == "mean" and 0 in [meta.shape[a] for a in axes]:
             raise NotNative  # over no element NumPy warns "Mean of empty slice" itself
-        bool_meta = TensorMeta(meta.shape, "bool", meta.strides)
+        # element-wise results: laid out as NumPy lays out a fresh result (a reversed or
+        # stepped operand gives a dense one), or the extern NumPy step's check fails every call
+        layout = fresh_strides(tuple(meta.shape), tuple(meta.strides))
+        bool_meta = TensorMeta(meta.shape, "bool", layout)
 
         def missing() -> Node:  # one per reader (see _nan_variance)
             return ctx.emit("isnan", (x,), meta=bool_meta)
         fill = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "max": -np.inf, "min": np.inf}[kind]
-        numbers = ctx.emit("where", (missing(), fill, x), meta=meta)
+        numbers = ctx.emit("where", (missing(), fill, x),
+                           meta=TensorMeta(meta.shape, meta.dtype, layout))
         attrs: dict[str, Any] = {"axis": axes, "keepdims": keepdims}
         if kind in ("sum", "prod"):
             return ctx.emit(kind, (numbers,), {**attrs, "dtype": node.tensor.dtype})
@@ -253,6 +257,7 @@ def _count_nonzero(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             np.dtype(x.tensor.dtype).kind not in "biuf" or np.dtype(meta.dtype).kind not in "iu":
         raise NotNative
     mask = ctx.emit("ne", (x, False if x.tensor.dtype == "bool" else 0),
-                    meta=TensorMeta(x.tensor.shape, "bool", x.tensor.strides))
+                    meta=TensorMeta(x.tensor.shape, "bool",
+                                    fresh_strides(tuple(x.tensor.shape), tuple(x.tensor.strides))))
     return lower_reduction(ctx, node, "sum", {"a": mask, "axis": params.get("axis"),
                                               "keepdims": bool(params.get("keepdims"))})
