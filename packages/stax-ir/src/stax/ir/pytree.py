@@ -1,11 +1,15 @@
 """Flattening of nested Python containers into leaves and a serializable tree description.
 
-Arguments and results of user functions are trees of tuples, lists and dicts; every layer works
-on the flat list of leaves, and the ``TreeDef`` (plain JSON data) puts them back together.
+Arguments and results of user functions are trees of tuples, lists, dicts and named tuples (a
+``collections.namedtuple`` or ``typing.NamedTuple`` of parameters, as JAX users write them);
+every layer works on the flat list of leaves, and the ``TreeDef`` (plain JSON data) puts them
+back together. A named tuple's class is named by module and qualified name, found again where
+it was seen in this process or by import.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +17,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TreeDef:
-    """``kind`` is "leaf", "tuple", "list" or "dict"; dict keys are kept in insertion order."""
+    """``kind`` is "leaf", "tuple", "list", "dict" or "namedtuple"; dict keys are kept in
+    insertion order; a named tuple's ``keys`` are its class's module and qualified name."""
 
     kind: str
     children: tuple[TreeDef, ...] = ()
@@ -29,7 +34,7 @@ class TreeDef:
         if self.kind == "leaf":
             return "*"
         doc: dict[str, Any] = {"kind": self.kind, "children": [c.to_json() for c in self.children]}
-        if self.kind == "dict":
+        if self.kind in ("dict", "namedtuple"):
             doc["keys"] = list(self.keys)
         return doc
 
@@ -52,6 +57,11 @@ def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
             return TreeDef(type(node).__name__, tuple(walk(c) for c in node))
         if type(node) is dict:
             return TreeDef("dict", tuple(walk(v) for v in node.values()), tuple(node))
+        if is_namedtuple(node):
+            cls = type(node)
+            _NAMED[(cls.__module__, cls.__qualname__)] = cls
+            return TreeDef("namedtuple", tuple(walk(c) for c in node),
+                           (cls.__module__, cls.__qualname__))
         leaves.append(node)
         return LEAF
 
@@ -69,9 +79,30 @@ def tree_leaves(tree: Any) -> list[Any]:
             stack.extend(reversed(node))
         elif t is dict:
             stack.extend(reversed(list(node.values())))
+        elif isinstance(node, tuple) and hasattr(t, "_fields"):
+            stack.extend(reversed(node))
         else:
             leaves.append(node)
     return leaves
+
+
+def is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and type(value) is not tuple and \
+        hasattr(type(value), "_fields")
+
+
+#: named tuple classes seen by ``tree_flatten`` in this process, by (module, qualified name)
+_NAMED: dict[tuple[str, str], type] = {}
+
+
+def _named_class(module: str, qualname: str) -> type:
+    cls = _NAMED.get((module, qualname))
+    if cls is None:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        cls = _NAMED[(module, qualname)] = found
+    return cls
 
 
 def tree_unflatten(treedef: TreeDef, leaves: list[Any]) -> Any:
@@ -89,4 +120,6 @@ def _build(td: TreeDef, it: Iterator[Any]) -> Any:
         return tuple(children)
     if td.kind == "list":
         return children
+    if td.kind == "namedtuple":
+        return _named_class(*td.keys)(*children)
     return dict(zip(td.keys, children))

@@ -104,6 +104,8 @@ def leaf_signature(x: Any, names: frozenset[str] = frozenset()) -> Any:
         return (t.__name__, tuple(leaf_signature(v, names) for v in x))
     if t is dict:
         return ("dict", tuple((k, leaf_signature(v, names)) for k, v in x.items()))
+    if isinstance(x, tuple) and hasattr(t, "_fields"):  # a named tuple: a tree node (pytree)
+        return ("namedtuple", Identity(t), tuple(leaf_signature(v, names) for v in x))
     if isinstance(x, np.generic):
         return (t.__name__, x.dtype.str, x.tobytes())
     if t is np.random.Generator:  # traced as an input: only the kind of its bit generator matters
