@@ -141,3 +141,23 @@ def test_a_version_with_scalar_arguments_runs_its_inputs_without_a_tree_walk():
     np.testing.assert_array_equal(version.fast(7, B, 2.5)[0], scaled_pair(7, B, 2.5)[0])
     np.testing.assert_array_equal(f(7, A, 3.5)[0], scaled_pair(7, A, 3.5)[0])  # another key
     assert f.cache_info().versions == 2
+
+
+def test_keyword_arguments_are_placed_at_their_positions():
+    """``f(x, k=3.0)`` is ``f(x, 3.0)`` (``runners.keywords_as_positions``): one version for
+    both spellings, the machine-code entry for either, and Python's own errors for a call that
+    cannot be placed."""
+    def scaled(x, k=2.0, b=1.0):
+        return x * k + b
+    compiled = stax.compile(scaled)
+    x = np.arange(3.0)
+    for kwargs in ({"k": 3.0}, {"b": 5.0}, {"b": 5.0, "k": 3.0}, {}):
+        np.testing.assert_array_equal(compiled(x, **kwargs), scaled(x, **kwargs))
+    np.testing.assert_array_equal(compiled(x, 3.0), scaled(x, k=3.0))
+    assert compiled.cache_info().versions == 4  # (3.0, 1.0), (2.0, 5.0), (3.0, 5.0), ()
+    for bad in ({"z": 1}, {"x": 1}):
+        with pytest.raises(TypeError) as want:
+            scaled(x, **bad)
+        with pytest.raises(TypeError) as got:
+            compiled(x, **bad)
+        assert str(got.value) == str(want.value)

@@ -58,6 +58,7 @@ from .runners import (
     generator_states,
     guarded_entry,
     keep_updates_of_a_failed_call,
+    keywords_as_positions,
     named_parameters,
     traced_arguments,
     tree_runner,
@@ -103,6 +104,7 @@ class CompiledFunction(OtherBranches):
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._names = callable_names(fn)  # what the key describes of modules it meets
         self._sets_errstate = sets_error_state(fn)  # np.errstate inside: events decline
+        self._positions = keywords_as_positions(fn)
         self._rebinds = rebinds_free_names(fn)
         # one compile at a time: threads making one first call wait for its version
         self._compile_lock = threading.RLock()
@@ -142,6 +144,8 @@ class CompiledFunction(OtherBranches):
 
     # -- calling (algorithm 2.1) -----------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and self._positions is not None:  # f(x, k=3.0) as f(x, 3.0)
+            args, kwargs = self._positions(args, kwargs)
         return self._call(*args, **kwargs)
 
     def __stax_key__(self) -> Any:
@@ -566,8 +570,6 @@ class _InternalError(StaxError):
 # a child forked while another thread compiled would inherit that function's lock held: each
 # live function gets a new one in the child (the compile in flight does not exist there)
 _LIVE: weakref.WeakSet[CompiledFunction] = weakref.WeakSet()
-
-
 
 
 def _new_locks_in_child() -> None:

@@ -175,8 +175,12 @@ def reads(fn: Any, lifted: frozenset[str] | set[str] = frozenset(),
             read = functools.partial(cell_value, cell)
             yield f"{at}closure {name!r}", read
             yield from _held(read(), read, f"{at}{name}", code, lifted, name)
-    if getattr(fn, "__defaults__", None) or getattr(fn, "__kwdefaults__", None):
-        yield f"{at}defaults", lambda: (fn.__defaults__, fn.__kwdefaults__)
+    # each its own path: a tuple of numbers read again is the same object, an ``is`` a call
+    # (read as one new pair, it was described on every call: 4 us)
+    if getattr(fn, "__defaults__", None):
+        yield f"{at}defaults", lambda: fn.__defaults__
+    if getattr(fn, "__kwdefaults__", None):
+        yield f"{at}keyword defaults", lambda: fn.__kwdefaults__
     owner = getattr(fn, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType):
         yield f"{at}self", lambda: fn.__self__
