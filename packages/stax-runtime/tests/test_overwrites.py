@@ -214,6 +214,43 @@ def test_an_update_that_may_overflow_is_recomputed_after_a_twin_decides_its_even
     np.testing.assert_array_equal(x, want)  # multiplied once
 
 
+@pytest.mark.parametrize("update, twin", [
+    (lambda x: x.__imul__(0.25), False), (lambda x: x.__itruediv__(4.0), False),
+    (lambda x: x.__imul__(-1.0), False), (lambda x: x.__itruediv__(0.5), True),
+    (lambda x: x.__imul__(4.0), True), (lambda x: x.__imul__(0.0), True)],
+    ids=["times_quarter", "over_four", "times_minus_one", "over_half", "times_four", "times_zero"])
+def test_an_update_that_cannot_overflow_needs_no_twin(update, twin):
+    """A product with a constant of magnitude at most 1, or a quotient by one of at least 1
+    (neither zero nor infinite): only underflow, which no call meets heeded, so no twin pass
+    (``x *= 0.25``: one pass over x, 26 -> 18 us at 200,000 float32 on a loaded Intel VM)."""
+    def fn(x):
+        update(x)
+        return x
+    compiled = stax.compile(fn)
+    x0 = np.array([1.0, -0.0, np.inf, -np.inf, np.nan, 3e38, 1e-45, -2.5], np.float32)
+    for _ in range(2):
+        got, want = x0.copy(), x0.copy()
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter("always")
+            fn(want)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            compiled(got)
+        np.testing.assert_array_equal(got, want)
+        assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+    assert ("(for its events, unstored)" in str(compiled.versions()[0].artifact)) == twin
+    with np.errstate(under="warn"):  # heeded underflow: the call runs eagerly, NumPy warns
+        got, want = x0.copy(), x0.copy()
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter("always")
+            fn(want)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            compiled(got)
+        np.testing.assert_array_equal(got, want)
+        assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "sliced"])
 def test_centering_in_place_is_numpys(dtype, layout):

@@ -13,7 +13,7 @@ from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.emit import KernelSpec, emit_kernel
-from .cpu.fpevents import float_events, has_events, underflow_unseen
+from .cpu.fpevents import float_events, has_events, underflow_unseen, underflows_late
 from .cpu.host import host_identity
 from .cpu.jit import PRECISE_SUFFIX, array_data_offset
 from .cpu.native_pool import native_available
@@ -102,7 +102,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias
             aliases.append((name, emitted, len(spec.args)))
         floats = floats or (float_events(group.nodes) and not late)
-        unseen = unseen or (underflow_unseen(group.nodes, identity.triple) and not late)
+        unseen = unseen or (underflows_late(group.nodes) if late else
+                            underflow_unseen(group.nodes, identity.triple))
         kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, discard),
                                copies=None if late else _copied_input(group, program)))
         steps.append(name)

@@ -13,6 +13,7 @@ they read: they cost nothing.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -44,9 +45,27 @@ def may_report(e: Expr) -> bool:
         return not _float(e.dtype) or np.dtype(e.dtype).itemsize < np.dtype(e.x.dtype).itemsize
     if isinstance(e, Binary) and e.op in ("floordiv", "mod"):  # integers (floats: py_floordiv)
         return not (isinstance(e.b, Const) and e.b.value not in (0, -1)) and e.dtype != "bool"
+    if isinstance(e, Binary) and _shrinks(e):
+        return False
     if isinstance(e, Unary | Binary):
         operator = get_operator(e.op)  # bitcast to a float (nextafter, spacing) may overflow
         return _float(e.dtype) and not (operator.exact and operator.events is None)
+    return False
+
+
+def _shrinks(e: Binary) -> bool:
+    """A float product with a constant of magnitude at most 1 (``x * 0.25``), or a quotient by
+    one of at least 1 (``x / 4.0``), neither zero nor infinite nor NaN: no result is larger than
+    its operand, an infinity stays one, NaN stays quiet, so its only event is underflow, which
+    no call meets heeded (calls under a heeded ``under`` run eagerly from the start)."""
+    if not _float(e.dtype) or e.op not in ("mul", "truediv"):
+        return False
+    constants = [e.b] if e.op == "truediv" else [e.a, e.b]
+    for c in constants:
+        if isinstance(c, Const) and c.dtype == e.dtype and isinstance(c.value, float) and \
+                math.isfinite(c.value) and c.value != 0.0 and \
+                (abs(c.value) <= 1.0 if e.op == "mul" else abs(c.value) >= 1.0):
+            return True
     return False
 
 

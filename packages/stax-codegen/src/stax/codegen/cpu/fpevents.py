@@ -172,6 +172,14 @@ def underflow_unseen(nodes: Sequence[ComputedBuffer], triple: str) -> bool:
     return not (reads_flags(nodes, triple) and all(flagged(e) for e in risky))
 
 
+def underflows_late(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Whether a late kernel (writing over an argument once the call stands, ``overwrites``)
+    may underflow: it cannot decline the call, and a value with no twin (``x *= 0.25``, only
+    underflow possible) has no earlier kernel reading its flags, so while NumPy's state heeds
+    underflow such a plan's calls run eagerly."""
+    return any(may_underflow(e) for n in nodes for e in postorder(n.data.body))
+
+
 def integer_division(e: Expr) -> bool:
     return isinstance(e, Binary) and e.op in ("floordiv", "mod") and not is_float(e.dtype) and \
         e.dtype != "bool"
