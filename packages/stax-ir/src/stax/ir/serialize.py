@@ -137,9 +137,11 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
 
 
 #: meta keys a document keeps besides ``tensor`` and ``source`` (``numpy_call``: the node runs as
-#: NumPy's own call, for its exact bits: a float reduction a data gate reads, ``gate_checks``)
+#: NumPy's own call, for its exact bits: a float reduction a data gate reads, ``gate_checks``;
+#: ``aliases``: NumPy's value shared an argument's memory with no ``view`` relation to its first
+#: operand, ``np.split(x, 2)[0]``, ``x.view(np.int64)``)
 SERIALIZED_META = ("sequence", "gated", "random", "object", "shape_gated", "region", "view",
-                   "events_only", "numpy_call")
+                   "events_only", "numpy_call", "aliases")
 
 
 def graph_to_json(graph: Graph) -> dict[str, Any]:

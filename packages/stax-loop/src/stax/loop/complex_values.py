@@ -455,11 +455,14 @@ def _equality(ctx: LoopLowering, node: Node) -> Lazy:
 @complex_lowers("where")
 def _where(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
-    dtype = PARTS_OF[meta.dtype]
     cond = node.args[0]
-    if isinstance(cond, Node) and (cond.tensor is None or is_complex(cond.tensor.dtype)):
+    # a real result from complex operands (``b[b] = 1 + 2j`` into a bool array casts the
+    # constant), or a complex condition: NumPy's call
+    if not is_complex(meta.dtype) or \
+            (isinstance(cond, Node) and (cond.tensor is None or is_complex(cond.tensor.dtype))):
         from .externs import op_as_extern
-        return op_as_extern(ctx, node)  # a complex condition: NumPy's truth of it
+        return op_as_extern(ctx, node)
+    dtype = PARTS_OF[meta.dtype]
     test = ctx.operand(cond, meta.shape, "bool")
     (a, b), (c, d) = (parts_of(ctx, v, meta.shape, dtype) for v in node.args[1:])
     return from_parts(meta.shape, dtype, lambda i: Select(test(i), a(i), c(i), dtype),

@@ -125,8 +125,10 @@ def extern_call(ctx: LoopLowering, node: Node, target: str, method: bool, call_a
         lazy, meta = ctx.values[value], value.tensor
         if lazy.parts:
             return BufferRef(_complex_operand(ctx, value, lazy))
+        # never for a NumPy scalar: ``x[1]`` of a 1-D array is a copy, and the call's result
+        # (``np.atleast_1d(x[1])``) must not see a later update of ``x`` (found by a probe)
         if lazy.buffer is None and lazy.memory is not None and meta is not None and \
-                same_layout(lazy.memory[2], meta):
+                same_layout(lazy.memory[2], meta) and not meta.scalar:
             return BufferRef(_view_operand(ctx, meta, *lazy.memory))
         if lazy.buffer is None or (meta is not None and not same_layout(lazy.memory[2], meta)):
             lazy = ctx.values[value] = ctx.realize(lazy, output_strides(meta), value)

@@ -190,6 +190,10 @@ def writeback_runner(run_flat: Callable[..., list[Any]], slots: list[int], captu
             if any(overlaps(env[n], other) for m, other in env.items() if m != n):
                 raise RunEagerly(f"it updates argument {n!r} in place and that argument "
                                  "overlaps another one in memory")
+            if self_overlapping(env[n]):
+                raise RunEagerly(f"it updates argument {n!r} in place and elements of that "
+                                 "argument share memory (a broadcast or as_strided array): "
+                                 "which write lands last is NumPy's order")
         return tree_unflatten(capture.output_tree, finish(run_flat(*arrays), env))
     return run
 
@@ -234,3 +238,19 @@ def keywords_as_positions(fn: Callable[..., Any]
                 return args, kwargs
         return tuple(placed), {}
     return place
+
+
+def self_overlapping(array: Any) -> bool:
+    """Whether elements of ``array`` share memory (a zero stride on an axis longer than 1, or
+    axes whose strides interleave, as ``as_strided`` makes): writing a whole final value into it
+    leaves whichever element comes last, where NumPy's own step left its own order's last write
+    (``x[1] = 5`` on a broadcast row wrote 5 into the shared cell; a copy-back wrote the old
+    value of the last element over it: found by a probe)."""
+    shape, strides = getattr(array, "shape", ()), getattr(array, "strides", ())
+    axes = sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1)
+    extent = getattr(getattr(array, "dtype", None), "itemsize", 1)  # bytes below this axis
+    for stride, n in axes:
+        if stride < extent:
+            return True
+        extent = stride * n
+    return False

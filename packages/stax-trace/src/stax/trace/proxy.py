@@ -165,6 +165,14 @@ class Proxy:
         raise _conversion()
 
     # -- attributes and methods -----------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in Proxy.__slots__:
+            object.__setattr__(self, name, value)
+            return
+        # ``y.shape = (3, 2)``, ``z.imag = ...``: changes the array in place, not recorded
+        raise refused(UnsupportedError(f"setting ndarray attribute .{name} of a traced array "
+                                       "is not captured yet", source=user_source()))
+
     def __getattr__(self, name: str) -> Any:
         _live(self)
         if name in STATIC_ATTRIBUTES:
@@ -188,7 +196,13 @@ class Proxy:
             raise _mutation(f"method .{name}()")
         if name in ("item", "tolist"):  # reads data into Python: a data gate (table 3.2)
             def read(*args: Any) -> Any:
-                target = self[args] if args else self
+                if not args:
+                    return self.tracer.gate(self, name)
+                getattr(self.value, name)(*args)  # eager's own errors ("out of bounds for size")
+                key = args[0] if len(args) == 1 else args
+                # ``x.item(3)``: the flat index into x in C order; ``x.item((1, 2))``: x[1, 2]
+                target = self.reshape(-1)[key] if isinstance(key, (int, np.integer)) and \
+                    self.value.ndim != 1 else self[key]
                 return self.tracer.gate(target, name)
             return read
 

@@ -99,6 +99,15 @@ class Tracer:
             return "an array another value views"
         return None
 
+    def _aliases_an_argument(self, value: Any) -> bool:
+        """Whether a result NumPy made a view of some array, with no view relation to its first
+        operand (``np.split(x, 2)[0]``, ``x.view(np.int64)``), shares an argument's memory (meta
+        ``aliases``): an identity step on it (``* 1``) must not be dropped where it is returned."""
+        return isinstance(value, np.ndarray) and value.base is not None and any(
+            np.may_share_memory(a.example, value) or (
+                isinstance(a.proxy.value, np.ndarray) and np.may_share_memory(a.proxy.value, value))
+            for a in self.arguments.values())
+
     def _reaches_argument(self, args: Any, kwargs: dict[str, Any]) -> bool:
         """Whether an operand shares memory with an array argument (capture computes on
         read-only views of the caller's arrays)."""
@@ -169,6 +178,8 @@ class Tracer:
             view = view_relation(value, args) if isinstance(value, np.ndarray) else None
             if view is not None:
                 meta["view"] = view
+            elif self._aliases_an_argument(value):
+                meta["aliases"] = True
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             self._note_constant(node)
             if not np.ndim(value):
@@ -186,8 +197,9 @@ class Tracer:
             self._gate_shape(node, "shapes", value, source)
             items = [Proxy(self.graph.create_node(
                 Opcode.CALL_FUNCTION, "operator.getitem", (node, i), {}, name=f"{node.name}_{i}",
-                meta={"tensor": m, "source": source}), v, self) for i, (v, m) in
-                enumerate(zip(value, metas))]
+                meta={"tensor": m, "source": source,
+                      **({"aliases": True} if self._aliases_an_argument(v) else {})}), v, self)
+                for i, (v, m) in enumerate(zip(value, metas))]
             return type(value)(items) if type(value) in (tuple, list) else tuple(items)
         implementation = getattr(fn, "_implementation", None)
         if type(value) in (bool, int, float) and callable(implementation):
@@ -370,12 +382,14 @@ class Outcome:
             if isinstance(leaf, tuple) and hasattr(type(leaf), "_fields"):  # a namedtuple leaf
                 return type(leaf)(*map(concrete, leaf))
             if isinstance(leaf, Proxy):
-                if id(leaf) in examples and leaf.value is leaf.tracer.arguments[id(leaf)].example:
-                    return examples[id(leaf)]  # the argument itself
+                if id(leaf) in examples:  # the argument itself, updated in place or not (its
+                    return examples[id(leaf)]  # final value is copied into it below)
                 leaf = leaf.value
-            if isinstance(leaf, np.ndarray) and any(np.may_share_memory(leaf, a.example)
-                                                    for a, _ in self.arguments):
-                raise _CannotStand
+            if isinstance(leaf, np.ndarray) and any(
+                    np.may_share_memory(leaf, a.example) or (
+                        isinstance(a.proxy.value, np.ndarray) and
+                        np.may_share_memory(leaf, a.proxy.value)) for a, _ in self.arguments):
+                raise _CannotStand  # a view of an argument: eager's views the caller's array
             return leaf
 
         try:

@@ -92,8 +92,8 @@ def safe_to_replace(node: Node, x: Node) -> bool:
     if a is None or b is None or a.dtype != b.dtype or a.shape != b.shape or a.scalar != b.scalar:
         return False
     base = _viewed_base(x)
-    if (base.op is Opcode.PLACEHOLDER or is_output_value(base) or is_output_value(x)) and \
-            _returned_through_views(node):
+    if (base.op is Opcode.PLACEHOLDER or base.meta.get("aliases") or is_output_value(base) or
+            is_output_value(x)) and _returned_through_views(node):
         return False  # an output (or a view of it) would alias an input, or another output
     return True
 
