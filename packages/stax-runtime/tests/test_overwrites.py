@@ -290,3 +290,47 @@ def test_a_gate_checked_in_the_program_comes_before_the_argument_is_written():
         assert version.gate_check is not None and version.gate_check.active
         assert list(version.artifact.overwrites.values()) == ["x"]
     assert compiled.cache_info().versions == 2
+
+
+def _normalize(x):
+    x /= np.linalg.norm(x)
+    return x
+
+
+def _by_smallest(x):
+    x /= x.min()
+    return x
+
+
+def _times_largest(x):
+    x *= x.max()
+    return x
+
+
+@pytest.mark.parametrize("fn, data", [
+    (_normalize, np.linspace(1, 2, 4000, dtype=np.float32)),
+    (_normalize, np.zeros(4000, np.float32)),                         # 0 / 0: invalid
+    (_normalize, np.full(4000, 1e-30, np.float32)),                   # the divisor below 1
+    (_by_smallest, np.array([3e38, 1e-3, 2.0], np.float32)),          # overflow
+    (_by_smallest, np.array([4.0, 2.0, np.inf], np.float32)),
+    (_times_largest, np.array([0.5, 0.25, np.nan], np.float32)),      # a NaN factor
+    (_times_largest, np.array([0.5, 0.25, 0.75], np.float32)),
+    (_times_largest, np.array([3e38, 1.0, 2.0], np.float32))],        # overflow
+    ids=["normalize", "zeros", "tiny", "overflow", "inf", "nan_factor", "shrinking", "growing"])
+def test_a_twin_whose_factor_is_known_at_run_time_skips_only_when_nothing_can_report(fn, data):
+    """``x /= np.linalg.norm(x)``: the events twin returns at its start when the divisor is
+    finite and at least 1 in magnitude (``cpu/twin_skip.py``), else decides the events as
+    before: NumPy's warnings, and the argument updated once."""
+    compiled = stax.compile(fn)
+    for _ in range(2):
+        want, got = data.copy(), data.copy()
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter("always")
+            fn(want)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            compiled(got)
+        np.testing.assert_array_equal(got, want)
+        assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+    if fn is _normalize:
+        assert "twin_skipped" in compiled.versions()[0].artifact.llvm_ir

@@ -49,6 +49,7 @@ from .fpchecks import FloatEvents
 from .loop_hints import interleave_count, loop_id
 from .nests import UNROLLED, LoopShapes
 from .registry import TWO_PASSES, accumulator
+from .twin_skip import return_if_shrinking, scalar_factors
 from .types import I1, I8P, I64, memory_type
 
 #: the kinds whose values the floating-point checks look at (``fpevents``)
@@ -270,6 +271,9 @@ class KernelEmitter(LoopShapes, FloatEvents):
     def emit(self) -> ir.Function:
         """The kernel in the loop nest its plan chose (``KernelSpec.nest``, ``nests.py``)."""
         nest = self.spec.nest
+        factors = scalar_factors(self.spec.nodes, self.spec.discard)
+        if factors is not None:  # an events twin that may have nothing to report this call
+            return_if_shrinking(self.fn, self.builder, self.pointers, factors)
         for spill in nest.shares:
             self.spills.setdefault(spill.reduction, []).append(spill)
         self.events_plan(nest.nodes,
