@@ -457,3 +457,38 @@ def test_an_augmented_assignment_to_a_scalar_accumulator_lifts(fn):
     for data in (x, x[::-1].copy()):
         got, want = compiled(data), fn(data)
         assert got == want and type(got) is type(want)
+
+
+def _double_rows(x):
+    for r in x:
+        r *= 2
+    return x
+
+
+def _fill_rows(x):
+    out = np.zeros_like(x)
+    for i, row in enumerate(out):
+        row[:] = x[i] * 2 + i
+    return out
+
+
+def _clear_small(x):
+    for r in x:
+        r[r < 0.5] = 0
+    return r, x.sum()
+
+
+@pytest.mark.parametrize("fn", [_double_rows, _fill_rows, _clear_small])
+def test_rows_updated_in_place_while_iterating(fn):
+    """``for r in x: r *= 2``: each item's row is bound afresh, so the previous row (a view of
+    ``x``) is not alive while the next one updates ``x`` (``loops._step``); such loops ran
+    eagerly ("an argument another value views")."""
+    compiled = stax.compile(fn, strict_native=True)
+    for seed in range(2):
+        want_x = np.random.default_rng(seed).random((5, 4))
+        got_x = want_x.copy()
+        want, got = fn(want_x), compiled(got_x)
+        for w, g in zip(want if isinstance(want, tuple) else (want,),
+                        got if isinstance(got, tuple) else (got,)):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+        np.testing.assert_array_equal(got_x, want_x)

@@ -552,6 +552,11 @@ def _traced_rows(value: Any) -> bool:
 
 def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
           state: dict[str, Any]) -> None:
+    if site.row is not None:
+        # the body binds the row first: the previous item's row, a view of the array, is not
+        # kept alive while this item's row updates the array in place (``for r in x: r *= 2``
+        # was refused: "an argument another value views")
+        state.pop(site.row, None)
     out = body(item, *[state.get(name, UNBOUND) for name in site.params])
     for name, value in zip(site.returned, out):
         state[name] = value
