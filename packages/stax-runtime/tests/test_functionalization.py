@@ -98,3 +98,29 @@ def test_out_of_a_function_casts_and_fails_as_numpy():
     np.testing.assert_array_equal(o, oe)
     with pytest.raises(TypeError, match="Cannot cast"):
         cf(x, np.zeros(7, np.int64))
+
+
+def _columns_bumped(x, idx):
+    x[:, idx] += 1  # idx repeats a column: NumPy's buffered update adds once
+    return x
+
+
+def _rows_lowered(x, idx, v):
+    x[1:, idx] -= v
+    return x.sum()
+
+
+@pytest.mark.parametrize("fn, extra", [(_columns_bumped, ()), (_rows_lowered, (0.5,))],
+                         ids=["columns", "rows_and_columns"])
+def test_an_augmented_assignment_through_fancy_indices_compiles(fn, extra):
+    """``x[:, idx] += 1``: NumPy's ``x[:, idx]`` is a transposed view of a fresh array, which
+    nothing else sees; the update of it was refused as "a view of another array" while the
+    spelled-out ``x[:, idx] = x[:, idx] + 1`` compiled (found by a probe)."""
+    idx = np.array([0, 2, 2])
+    compiled = stax.compile(fn, strict_native=True)
+    for seed in range(2):
+        want_x = np.random.default_rng(seed).random((4, 5))
+        got_x = want_x.copy()
+        np.testing.assert_allclose(compiled(got_x, idx, *extra), fn(want_x, idx, *extra),
+                                   rtol=1e-12)
+        np.testing.assert_array_equal(got_x, want_x)

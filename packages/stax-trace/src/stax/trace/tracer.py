@@ -93,9 +93,13 @@ class Tracer:
                     value is not argument.example and self._viewed(value, (value, *ignore))):
                 return "an argument another value views"
             return None
-        if value.base is not None:
+        viewed = self._viewed(value, (value, *ignore))
+        # a view whose memory nothing else traced can see (``x[:, idx]``'s result: NumPy's
+        # advanced indexing returns a transposed view of a fresh array) is the value's own
+        if value.base is not None and (viewed or any(np.may_share_memory(a.example, value)
+                                                     for a in self.arguments.values())):
             return "a view of another array"
-        if self._viewed(value, (value, *ignore)):
+        if viewed:
             return "an array another value views"
         return None
 
