@@ -78,3 +78,26 @@ def test_the_variance_of_complex_data(fn, dtype):
             got = compiled(z)
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.complex64 else 1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int32, np.uint32, np.int64,
+                                   np.uint64])
+@pytest.mark.parametrize("value", [-2.5, 3.7, 200.7, 4e4, 1e10, 1e20, np.nan, -np.inf])
+@pytest.mark.parametrize("fn", [lambda a, t: np.sum(a, dtype=t), lambda a, t: np.cumsum(a, dtype=t),
+                                lambda a, t: np.add.reduce(a, dtype=t)],
+                         ids=["sum", "cumsum", "add_reduce"])
+def test_floats_reduced_in_an_integer_dtype(fn, value, dtype):
+    """A reduction with an integer ``dtype=`` of float data converts each element as ``astype``
+    does: truncated where it fits, else NumPy's own call decides (its C compiler's value, its
+    warning). The implicit conversion was LLVM's unchecked one (poison out of range: -2.5 to
+    uint8 gave 254 in scalar code and 0 in vector code, 16 elements summing to 0 instead of
+    224; found by a probe)."""
+    compiled = stax.compile(lambda a: fn(a, dtype))
+    for n in (3, 16, 40):
+        a = np.full(n, value)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = fn(a, dtype)
+            got = compiled(a)
+        np.testing.assert_array_equal(got, want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype

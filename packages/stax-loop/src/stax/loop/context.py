@@ -17,7 +17,7 @@ import numpy as np
 
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides, dense_strides
 
-from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Unary, rewrite
+from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, rewrite
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, InputBuffer, Pointwise, Reduction, rvar, xvar
 from .options import TRIG_REDUCTION_LIMIT, LoopOptions
@@ -141,6 +141,11 @@ class LoopLowering:
             if not self.native(lazy.dtype):
                 raise self.unsupported(f"dtype {lazy.dtype} is not compiled natively yet")
             broadcast = self.operand_of(lazy, shape, lazy.loader)
+            if np.dtype(lazy.dtype).kind == "f" and np.dtype(dtype).kind in "iu":
+                # ``np.sum(x, dtype=np.uint8)`` of floats: a value outside the type's range
+                # has no defined conversion (LLVM's is poison: -2.5 gave 254 in scalar code,
+                # 0 in vector code); checked as ``astype`` is
+                return checked_float_to_int(self, shape, lazy.dtype, dtype, broadcast).loader
 
             def load(index: tuple[Affine, ...]) -> Expr:
                 expr = broadcast(index)
@@ -315,6 +320,32 @@ def all_of(conditions: list[Expr]) -> Expr:
     for c in conditions[1:]:
         total = Binary("and", total, c, "bool")
     return total
+
+
+def checked_float_to_int(ctx: LoopLowering, shape: tuple[int, ...], src: str, dtype: str,
+                         x: Loader) -> Lazy:
+    """Floats ``x`` truncated to the integer ``dtype`` where the value fits (C's and NumPy's
+    conversion), with a check flagging NaN or a value outside the type's range: NumPy's
+    answer there (its C compiler's, and "invalid value encountered in cast") comes from its
+    own call, as the call runs eagerly."""
+    info = np.iinfo(dtype)
+    # truncation toward zero: an unsigned type takes (-1, 2^bits); a signed one, conservatively,
+    # [-2^(bits-1), 2^(bits-1))
+    low = Const(float(info.min) if info.min < 0 else -1.0, src)
+    high = Const(float(info.max) + 1.0, src)
+    at_least = "ge" if info.min < 0 else "gt"
+
+    def fits(i: tuple[Affine, ...]) -> Expr:  # false for NaN
+        v = x(i)
+        return Binary("and", Binary(at_least, v, low, "bool"), Binary("lt", v, high, "bool"),
+                      "bool")
+
+    check = ctx.reduce_values(lambda i: negation(fits(i)), shape, tuple(range(len(shape))), False,
+                              "max", "bool")
+    ctx.checks[check.buffer] = f"a float cast to {dtype} is NaN or outside its range"
+    zero = Const(0.0, src)
+    # the conversion sees only values that fit (LLVM's fptosi of any other is poison)
+    return Lazy(shape, dtype, lambda i: Cast(Select(fits(i), x(i), zero, src), dtype))
 
 
 def negation(condition: Expr) -> Expr:

@@ -10,8 +10,8 @@ import numpy as np
 
 from stax.ir import Node, TensorMeta, elementwise_ops
 
-from .context import Lazy, Loader, LoopLowering, negation, trig_range_check
-from .expr import Binary, Cast, Const, Expr, Select, Ternary, Unary
+from .context import Lazy, Loader, LoopLowering, checked_float_to_int, trig_range_check
+from .expr import Binary, Const, Expr, Select, Ternary, Unary
 from .externs import extern_call, op_as_extern
 from .index import Affine
 from .operators import OPERATORS, get_operator
@@ -155,27 +155,10 @@ def lower_cast(ctx: LoopLowering, node: Node) -> Lazy:
     if np.dtype(src).kind == "f" and np.dtype(meta.dtype).kind in "iu":
         if meta.dtype not in NATIVE_FLOAT_TO_INT or not ctx.native(src):
             return extern_call(ctx, node, "astype", True, (node.args[0], meta.dtype), {})
-        return _float_to_int(ctx, meta.shape, src, meta.dtype,
-                             ctx.operand(node.args[0], meta.shape, src))
+        return checked_float_to_int(ctx, meta.shape, src, meta.dtype,
+                                    ctx.operand(node.args[0], meta.shape, src))
     x = ctx.operand(node.args[0], meta.shape, meta.dtype)
     return Lazy(meta.shape, meta.dtype, x)
-
-
-def _float_to_int(ctx: LoopLowering, shape: tuple[int, ...], src: str, dtype: str,
-                  x: Loader) -> Lazy:
-    bits = np.dtype(dtype).itemsize * 8
-    low, high = Const(-float(2 ** (bits - 1)), src), Const(float(2 ** (bits - 1)), src)
-
-    def fits(i: tuple[Affine, ...]) -> Expr:  # false for NaN
-        v = x(i)
-        return Binary("and", Binary("ge", v, low, "bool"), Binary("lt", v, high, "bool"), "bool")
-
-    check = ctx.reduce_values(lambda i: negation(fits(i)), shape, tuple(range(len(shape))), False,
-                              "max", "bool")
-    ctx.checks[check.buffer] = f"a float cast to {dtype} is NaN or outside its range"
-    zero = Const(0.0, src)
-    # the conversion sees only values that fit (LLVM's fptosi of any other is poison)
-    return Lazy(shape, dtype, lambda i: Cast(Select(fits(i), x(i), zero, src), dtype))
 
 
 #: float32 ``x ** n`` for these constant exponents is computed in float32 lanes from ``x * x``
