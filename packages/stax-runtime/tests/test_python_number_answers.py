@@ -44,3 +44,18 @@ def test_answers_are_python_numbers_as_eagerly(fn):
         got, want = compiled(x, y), fn(x, y)
         assert type(got) is type(want)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fn", [lambda b, x: b[0] | b[1], lambda b, x: b[0] & b[1],
+                                lambda b, x: (x > 0).all() & (x < 5).all(),
+                                lambda b, x: b[0] == b[1], lambda b, x: x * (b.any() & b.all())],
+                         ids=["or", "and", "all_and_all", "equal", "times_flags"])
+def test_numpy_bool_scalars_are_values_not_their_operands(fn):
+    """``np.True_ | np.True_`` is the very object ``np.True_``: a result that is its operand
+    object is that operand only for arrays (``Tracer.record``); taken for a NumPy scalar, the
+    first call's bool was the compiled answer (found by a dtype probe)."""
+    compiled = stax.compile(fn)
+    for b in ([True, True], [False, True], [True, False], [False, False]):
+        for x in ([1.0, 2.0], [1.0, 7.0]):
+            args = (np.array(b), np.array(x))
+            np.testing.assert_array_equal(compiled(*args), fn(*args))

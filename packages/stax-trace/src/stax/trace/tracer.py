@@ -173,8 +173,11 @@ class Tracer:
                     f"{target}() writes into an array argument in place", source=source,
                     hint="return a new array instead")) from None
         first = args[0] if isinstance(args, (tuple, list)) and args else None
-        if isinstance(first, Proxy) and first.tracer is self and value is first.value:
-            return first  # NumPy gave its argument back (``x.real`` of a real x, ``np.asarray``)
+        if isinstance(first, Proxy) and first.tracer is self and \
+                isinstance(value, np.ndarray) and value is first.value:
+            # NumPy gave its argument array back (``x.real`` of a real x, ``np.asarray``); not a
+            # NumPy scalar: ``np.True_ | np.True_`` is the one ``np.True_`` object, a new value
+            return first
         if _is_array(value):
             meta = {"tensor": meta_of(value, target, source), "source": source}
             if random:
