@@ -40,7 +40,11 @@ def _run(fn, values, state):
     return outcome, repr(x.tolist()), [str(w.message) for w in caught]
 
 
-@pytest.mark.parametrize("fn", [scale_inplace, scale, fill_masked])
+def scale_by_int(x):
+    return x * 10 ** 40  # a Python int beyond float32: the same cast (found by a dtype probe)
+
+
+@pytest.mark.parametrize("fn", [scale_inplace, scale, fill_masked, scale_by_int])
 def test_every_call_reports_the_cast_as_numpy_does(fn):
     compiled = stax.compile(fn)
     for _ in range(3):

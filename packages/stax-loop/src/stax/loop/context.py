@@ -48,6 +48,12 @@ def scalar_constant(value: Any, dtype: str) -> Expr:
                 narrowed = target.type(value)
             if not np.isfinite(narrowed):
                 return Cast(Const(float(value), source.name), dtype)
+    if target.kind == "f" and target.itemsize < 8 and isinstance(value, int) and \
+            not isinstance(value, bool) and abs(value) < 2 ** 1024:
+        with np.errstate(over="ignore"):  # ``a * 10**40`` of float32: the same, from a double
+            narrowed = target.type(float(value))
+        if not np.isfinite(narrowed):
+            return Cast(Const(float(value), "float64"), dtype)
     if target.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
         info = np.iinfo(target)
         if not info.min <= value <= info.max:  # NumPy took it (np.where(c, int8, 300)): wrapped
