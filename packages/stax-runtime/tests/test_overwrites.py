@@ -214,6 +214,20 @@ def test_an_update_that_may_overflow_is_recomputed_after_a_twin_decides_its_even
     np.testing.assert_array_equal(x, want)  # multiplied once
 
 
+def _updates_alike(fn, compiled, data):
+    """One eager and one compiled call on copies of ``data``: the same array after, the same
+    warnings."""
+    want, got = data.copy(), data.copy()
+    with warnings.catch_warnings(record=True) as eager:
+        warnings.simplefilter("always")
+        fn(want)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        compiled(got)
+    np.testing.assert_array_equal(got, want)
+    assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+
+
 @pytest.mark.parametrize("update, twin", [
     (lambda x: x.__imul__(0.25), False), (lambda x: x.__itruediv__(4.0), False),
     (lambda x: x.__imul__(-1.0), False), (lambda x: x.__itruediv__(0.5), True),
@@ -229,26 +243,10 @@ def test_an_update_that_cannot_overflow_needs_no_twin(update, twin):
     compiled = stax.compile(fn)
     x0 = np.array([1.0, -0.0, np.inf, -np.inf, np.nan, 3e38, 1e-45, -2.5], np.float32)
     for _ in range(2):
-        got, want = x0.copy(), x0.copy()
-        with warnings.catch_warnings(record=True) as eager:
-            warnings.simplefilter("always")
-            fn(want)
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            compiled(got)
-        np.testing.assert_array_equal(got, want)
-        assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+        _updates_alike(fn, compiled, x0)
     assert ("(for its events, unstored)" in str(compiled.versions()[0].artifact)) == twin
     with np.errstate(under="warn"):  # heeded underflow: the call runs eagerly, NumPy warns
-        got, want = x0.copy(), x0.copy()
-        with warnings.catch_warnings(record=True) as eager:
-            warnings.simplefilter("always")
-            fn(want)
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            compiled(got)
-        np.testing.assert_array_equal(got, want)
-        assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+        _updates_alike(fn, compiled, x0)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -323,14 +321,6 @@ def test_a_twin_whose_factor_is_known_at_run_time_skips_only_when_nothing_can_re
     before: NumPy's warnings, and the argument updated once."""
     compiled = stax.compile(fn)
     for _ in range(2):
-        want, got = data.copy(), data.copy()
-        with warnings.catch_warnings(record=True) as eager:
-            warnings.simplefilter("always")
-            fn(want)
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            compiled(got)
-        np.testing.assert_array_equal(got, want)
-        assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+        _updates_alike(fn, compiled, data)
     if fn is _normalize:
         assert "twin_skipped" in compiled.versions()[0].artifact.llvm_ir

@@ -110,7 +110,7 @@ class ExternPlan:
     scalar: bool
     sequence: int | None = None  # the call returns this many arrays
     #: the user's ``file:line in function`` that made the call: NumPy's warnings name it
-    #: (``straight_line.at_source``). Diagnostic only: JSON key ``source``, ignored by any 1.x
+    #: (``call_sites.call_site``). Diagnostic only: JSON key ``source``, ignored by any 1.x
     source: str | None = field(default=None, compare=False)
 
 

@@ -41,15 +41,18 @@ def call_site(source: str | None) -> Callable[..., Any] | None:
         scratch: dict[str, Any] = {}
         exec(compile(text, key[0], "exec"), scratch)
         code = scratch["site"].__code__.replace(co_name=key[2])
-        site = _sites[key] = types.FunctionType(code, _module_globals(key[0]), key[2])
+        # the globals of the user's module, where eager NumPy's warning keeps its registry; a
+        # fresh namespace where none is (code typed at a prompt or run by ``exec``)
+        module = module_of(key[0])
+        scope = vars(module) if module is not None else \
+            {"__name__": "__main__" if key[0].startswith("<") else key[0]}
+        site = _sites[key] = types.FunctionType(code, scope, key[2])
     return site
 
 
-def _module_globals(filename: str) -> dict[str, Any]:
-    """The globals of the module loaded from ``filename`` (a script's ``__main__`` too): where
-    eager NumPy's warning would keep its registry. A fresh namespace where none is (code typed
-    at a prompt or run by ``exec``)."""
+def module_of(filename: str) -> types.ModuleType | None:
+    """The module loaded from ``filename`` (a script's ``__main__`` too), or None."""
     for module in list(sys.modules.values()):
         if getattr(module, "__file__", None) == filename:
-            return vars(module)
-    return {"__name__": "__main__" if filename.startswith("<") else filename}
+            return module
+    return None

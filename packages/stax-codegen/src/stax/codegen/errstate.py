@@ -18,7 +18,6 @@ capsule's error mask itself (``cpu/entry.py``).
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import warnings
 from typing import Any
@@ -27,6 +26,7 @@ import numpy as np
 
 from stax.ir.warning_marks import unmark
 
+from .call_sites import module_of
 from .cpu.fpevents import DIVIDE, INVALID, OVERFLOW, UNDERFLOW
 
 CATEGORIES = (("divide", DIVIDE, "divide by zero"), ("over", OVERFLOW, "overflow"),
@@ -142,12 +142,7 @@ def forget_held() -> None:
     held, _target.unsettled = getattr(_target, "unsettled", None), None
     for message, category, filename, lineno in held or ():
         # held means shown: the filters passed it, so any mark it left is this call's
-        for module in list(sys.modules.values()):
-            if getattr(module, "__file__", None) == filename:
-                unmark(message, category, lineno, getattr(module, "__warningregistry__", None))
-                break
-        else:
-            unmark(message, category, lineno, None)
+        unmark(message, category, lineno, getattr(module_of(filename), "__warningregistry__", None))
 
 
 # -- NumPy's Python warnings, held while a call's NumPy steps run --------------------------------

@@ -44,6 +44,18 @@ def dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
     return contiguous_strides(shape)
 
 
+def elements_overlap(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int = 1) -> bool:
+    """Whether two elements of a layout share memory: a zero stride on an axis longer than 1,
+    or axes whose strides interleave (as ``as_strided`` makes). Strides and ``itemsize`` in one
+    unit (bytes, or elements with ``itemsize`` 1); a negative stride counts by its size."""
+    extent = itemsize  # memory spanned by the axes of smaller strides
+    for stride, n in sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1):
+        if stride < extent:
+            return True
+        extent = stride * n
+    return False
+
+
 def fresh_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
     """The strides NumPy gives a fresh element-wise result of an operand with ``strides``
     (``order="K"``), in elements: dense, its dimensions ordered as the operand's absolute

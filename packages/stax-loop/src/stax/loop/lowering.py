@@ -184,4 +184,3 @@ def _output(ctx: LoopLowering, value: Any) -> OutputRef:
         lazy = ctx.realize(lazy, output_strides(meta))
         ctx.values[value] = lazy
     return OutputRef(buffer=lazy.buffer, scalar=meta.scalar)
-

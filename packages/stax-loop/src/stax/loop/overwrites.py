@@ -29,6 +29,7 @@ copy, which handles overlap.
 from __future__ import annotations
 
 from stax.ir import Node
+from stax.ir.meta import elements_overlap
 
 from .context import Lazy, LoopLowering, output_strides, pointwise_buffer
 from .expr import GuardedLoad, Load, loads
@@ -54,12 +55,9 @@ def _input(ctx: LoopLowering, name: str) -> InputBuffer | None:
     x = next((b for b in ctx.inputs if b.name == name), None)
     if x is None or not ctx.native(x.dtype) or 0 in x.shape:
         return None
-    axes = sorted((s, n) for s, n in zip(x.strides, x.shape) if n != 1)
-    extent = 1  # elements spanned by the axes of smaller strides
-    for stride, n in axes:
-        if stride < extent:
-            return None  # negative, zero (broadcast) or overlapping
-        extent = stride * n
+    if any(s < 0 for s, n in zip(x.strides, x.shape) if n != 1) or \
+            elements_overlap(x.shape, x.strides):
+        return None
     return x
 
 

@@ -68,13 +68,17 @@ def global_names(code: types.CodeType) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
+def _string_names(code: types.CodeType) -> tuple[str, ...]:
+    """The string constants of ``code`` and its nested code that could name something."""
+    return tuple(dict.fromkeys(k for c in nested_codes(code) for k in c.co_consts
+                               if type(k) is str and k.isidentifier()))
+
+
+@functools.lru_cache(maxsize=4096)
 def attribute_names(code: types.CodeType) -> frozenset[str]:
     """The attribute names ``code`` and its nested code load, and its string constants."""
-    names = set()
-    for c in nested_codes(code):
-        names.update(ins.argval for ins in dis.get_instructions(c) if ins.opname in _ATTRIBUTE_OPS)
-        names.update(k for k in c.co_consts if type(k) is str and k.isidentifier())
-    return frozenset(names)
+    return frozenset(ins.argval for c in nested_codes(code) for ins in dis.get_instructions(c)
+                     if ins.opname in _ATTRIBUTE_OPS) | frozenset(_string_names(code))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -83,9 +87,7 @@ def read_global_names(code: types.CodeType) -> tuple[str, ...]:
     namespace as a mapping (``globals()["K"]``)."""
     names = dict.fromkeys(global_names(code))
     if any(n in names for n in _NAMESPACE_READERS):
-        for c in nested_codes(code):
-            names.update(dict.fromkeys(k for k in c.co_consts if type(k) is str and
-                                       k.isidentifier()))
+        names.update(dict.fromkeys(_string_names(code)))
     return tuple(names)
 
 
@@ -113,9 +115,9 @@ def user_holder(value: Any) -> bool:
     return False
 
 
-def held_attributes(holder: Any, code: types.CodeType) -> Iterator[str]:
-    """The attributes of ``holder`` (``user_holder``) that ``code`` may read, sorted."""
-    names = attribute_names(code)
+def held_attributes(holder: Any, names: frozenset[str]) -> Iterator[str]:
+    """The attributes of ``holder`` (``user_holder``) among ``names`` (those a code may read:
+    ``attribute_names``), sorted."""
     if isinstance(holder, types.FunctionType):
         own = holder.__dict__
         yield from sorted(n for n in names if n in own)
@@ -200,7 +202,7 @@ def _held(value: Any, read: Callable[[], Any], prefix: str, code: types.CodeType
     if value is None:
         names: Any = sorted(attribute_names(code))
     elif user_holder(value):
-        names = held_attributes(value, code)
+        names = held_attributes(value, attribute_names(code))
     else:
         return
     for attr in names:

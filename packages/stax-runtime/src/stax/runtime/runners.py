@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import StaxError, TreeDef, tree_leaves, tree_unflatten
+from stax.ir.meta import elements_overlap
 from stax.trace.proxy import Proxy
 
 from . import devices
@@ -246,11 +247,5 @@ def self_overlapping(array: Any) -> bool:
     leaves whichever element comes last, where NumPy's own step left its own order's last write
     (``x[1] = 5`` on a broadcast row wrote 5 into the shared cell; a copy-back wrote the old
     value of the last element over it: found by a probe)."""
-    shape, strides = getattr(array, "shape", ()), getattr(array, "strides", ())
-    axes = sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1)
-    extent = getattr(getattr(array, "dtype", None), "itemsize", 1)  # bytes below this axis
-    for stride, n in axes:
-        if stride < extent:
-            return True
-        extent = stride * n
-    return False
+    return elements_overlap(getattr(array, "shape", ()), getattr(array, "strides", ()),
+                            getattr(getattr(array, "dtype", None), "itemsize", 1))

@@ -47,8 +47,10 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.pytree import is_namedtuple
+
 from . import devices
-from .code_reads import attribute_names, own_module, reads, user_holder
+from .code_reads import attribute_names, held_attributes, own_module, reads, user_holder
 
 ARRAY = "ndarray"
 MAX_VALUES = 256  # values described per argument or free value before it is Unguardable
@@ -104,7 +106,7 @@ def leaf_signature(x: Any, names: frozenset[str] = frozenset()) -> Any:
         return (t.__name__, tuple(leaf_signature(v, names) for v in x))
     if t is dict:
         return ("dict", tuple((k, leaf_signature(v, names)) for k, v in x.items()))
-    if isinstance(x, tuple) and hasattr(t, "_fields"):  # a named tuple: a tree node (pytree)
+    if is_namedtuple(x):  # a tree node (``stax.ir.pytree``)
         return ("namedtuple", Identity(t), tuple(leaf_signature(v, names) for v in x))
     if isinstance(x, np.generic):
         return (t.__name__, x.dtype.str, x.tobytes())
@@ -179,7 +181,7 @@ class Describer:
                                   f"value ({SMALL_ARRAY_BYTES})")
             return (*layout, np.ascontiguousarray(x).tobytes())
         if isinstance(x, (type, types.ModuleType)) and user_holder(x):
-            held = tuple((a, d(getattr(x, a))) for a in sorted(self.names) if hasattr(x, a))
+            held = tuple((a, d(getattr(x, a))) for a in held_attributes(x, self.names))
             if held:
                 return ("holder", Identity(x), held)
         if isinstance(x, (type, types.ModuleType, enum.Enum)) or t in _CALLABLE_TYPES:

@@ -27,6 +27,7 @@ from stax.ir import (
     tree_leaves,
     tree_unflatten,
 )
+from stax.ir.pytree import is_namedtuple
 
 from . import loops, masked, masked_reductions, minmax
 from .creation import Created, constant_result, not_recording, recording_creation
@@ -96,8 +97,7 @@ class Tracer:
         viewed = self._viewed(value, (value, *ignore))
         # a view whose memory nothing else traced can see (``x[:, idx]``'s result: NumPy's
         # advanced indexing returns a transposed view of a fresh array) is the value's own
-        if value.base is not None and (viewed or any(np.may_share_memory(a.example, value)
-                                                     for a in self.arguments.values())):
+        if (viewed and value.base is not None) or self._aliases_an_argument(value):
             return "a view of another array"
         if viewed:
             return "an array another value views"
@@ -108,7 +108,7 @@ class Tracer:
         operand (``np.split(x, 2)[0]``, ``x.view(np.int64)``), shares an argument's memory (meta
         ``aliases``): an identity step on it (``* 1``) must not be dropped where it is returned."""
         return isinstance(value, np.ndarray) and value.base is not None and any(
-            np.may_share_memory(a.example, value) or (
+            np.may_share_memory(a.example, value) or (  # as it came in, or as updated in place
                 isinstance(a.proxy.value, np.ndarray) and np.may_share_memory(a.proxy.value, value))
             for a in self.arguments.values())
 
@@ -250,7 +250,7 @@ class Tracer:
                 raise refused(UnsupportedError("a proxy from another capture (nested compile)",
                                                source=source))
             return value.node
-        if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a namedtuple
+        if is_namedtuple(value):
             raise refused(UnsupportedError(
                 f"a namedtuple ({type(value).__name__}) holding traced values is not captured "
                 "yet", source=source, hint="use a tuple or a dict"))
@@ -386,7 +386,7 @@ class Outcome:
         examples = {id(a.proxy): caller for a, caller in self.arguments}
 
         def concrete(leaf: Any) -> Any:
-            if isinstance(leaf, tuple) and hasattr(type(leaf), "_fields"):  # a namedtuple leaf
+            if is_namedtuple(leaf):
                 return type(leaf)(*map(concrete, leaf))
             if isinstance(leaf, Proxy):
                 if id(leaf) in examples:  # the argument itself, updated in place or not (its
