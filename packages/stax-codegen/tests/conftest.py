@@ -8,6 +8,9 @@ import os
 # interpreter on torch CPU tensors (test_triton_aot.py compiles real kernels in a subprocess
 # without it). Set here, before any test module imports Triton.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# Which kernels run on the thread pool is measured once per machine (parallel_work.py); tests
+# that check a split take the fixed default, not a measurement made while tests load the machine.
+os.environ.setdefault("STAX_PARALLEL_WORK", str(1 << 20))
 
 from pathlib import Path
 from typing import Any

@@ -152,14 +152,15 @@ def test_forged_entries_with_a_valid_digest_are_rebuilt_not_run(tmp_path):
     process, since the failure this guards against is a segfault."""
     script = textwrap.dedent(f"""
         import ctypes, sys
-        from stax.codegen import cpu_target, diskcache
+        from stax.codegen import diskcache
+        from stax.codegen.cpu.host import machine_key
         from stax.codegen.diskcache import DiskCache
         from stax.codegen.cpu.jit import CompiledModule
         IR, OTHER = {IR!r}, {OTHER_IR!r}
         cache = DiskCache({str(tmp_path)!r})
-        key = cache.key(IR, "3", *cpu_target().cache_key)
+        key = cache.key(IR, "3", *machine_key())
         other = CompiledModule(OTHER, cache)
-        other_key = cache.key(OTHER, "3", *cpu_target().cache_key)
+        other_key = cache.key(OTHER, "3", *machine_key())
         for forged in (b"garbage" * 100, cache.load(other_key)):
             diskcache._reported.clear()  # each problem is reported once per entry
             cache.store(key, forged)

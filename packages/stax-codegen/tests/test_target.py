@@ -73,8 +73,9 @@ def test_the_cpu_target_is_this_host():
     assert target.identity.fma == ("+fma" in llvm.get_host_cpu_features().flatten().split(","))
     # the compiler: llvmlite and the LLVM options every module is optimized with
     from stax.codegen.cpu.host import LLVM_OPTIONS
+    # and where kernels are split over threads (parallel_work.py): their plans depend on it
     assert target.cache_key == (CODEGEN_VERSION, " ".join((llvmlite.__version__, *LLVM_OPTIONS)),
-                                *target.identity.key())
+                                f"parallel {target.parallel_work}", *target.identity.key())
     assert target.basis == cpu_basis() == frozenset(LOWERINGS)  # every operator has an emitter
     assert {"float32", "float64", "int64", "bool"} <= target.loop_dtypes
     assert "float16" not in target.loop_dtypes
@@ -128,7 +129,7 @@ def test_generate_takes_the_target_and_its_cost_model(build):
     program = exp_program(build, 1 << 12)
     options = CodegenOptions(parallel_threshold=1 << 20)
     default = generate(program, options)
-    assert default.target == cpu_target().identity.to_json()
+    assert default.target == {**cpu_target().identity.to_json(), "parallel_work": 1 << 20}
     assert default.codegen_version == CODEGEN_VERSION
     assert not default.kernels[0].parallel  # 4096 elements of exp: cheap
     dear = replace(cpu_target(), element_cost=lambda expr: 1 << 10)

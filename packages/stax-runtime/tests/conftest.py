@@ -4,6 +4,9 @@ from pathlib import Path
 # Triton reads this when it is first imported: the CUDA path of these tests (test_cuda_dispatch.py,
 # the coverage table's CUDA column) runs kernels in Triton's interpreter on torch CPU tensors.
 os.environ.setdefault("TRITON_INTERPRET", "1")
+# Which kernels run on the thread pool is measured once per machine (parallel_work.py); tests
+# that check a split take the fixed default, not a measurement made while tests load the machine.
+os.environ.setdefault("STAX_PARALLEL_WORK", str(1 << 20))
 
 import numpy as np
 import pytest

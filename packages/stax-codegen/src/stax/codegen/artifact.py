@@ -265,6 +265,9 @@ class KernelArtifact:
                                 self.target["features"])
             if identity.tuned_bits:
                 where += f", {identity.tuned_bits}-bit vectors"
+        if isinstance(self.target.get("parallel_work"), int):
+            where += f", kernels of {self.target['parallel_work']} cost units and more split " \
+                "over the thread pool"
         lines = [f"# {schema} {self.name} for {where}"]
         for b in self.buffers:
             lines.append(f"buffer {b.name}: {b.dtype}{list(b.shape)} strides={b.strides} ({b.role})")

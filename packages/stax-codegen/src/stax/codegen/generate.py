@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
 from llvmlite import ir
 
@@ -16,7 +16,6 @@ from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.fpevents import float_events, has_events, underflow_unseen, underflows_late
 from .cpu.host import host_identity
 from .cpu.jit import PRECISE_SUFFIX, array_data_offset
-from .cpu.native_pool import native_available
 from .cpu.nests import column_block
 from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
@@ -29,16 +28,12 @@ from .triton.generate import generate_triton
 from .version import CODEGEN_VERSION
 
 
-def _default_parallel_threshold() -> int:
-    """Work (elements visited x cost units per element, ``cpu.costs``: a unit is about 25 ps of
-    one thread) below which a kernel runs on the calling thread only: about 26 us with the
-    native pool (a launch costs ~7 us), about 100 us with the Python pool (~40 us)."""
-    return 1 << 20 if native_available() else 1 << 22
-
-
 @dataclass(frozen=True)
 class CodegenOptions:
-    parallel_threshold: int = field(default_factory=_default_parallel_threshold)
+    #: work (elements visited x cost units per element, ``cpu.costs``: a unit is about 25 ps of
+    #: one thread) below which a kernel runs on the calling thread only; None: the target's
+    #: ``parallel_work`` (the CPU's measured on the host, ``cpu/parallel_work.py``)
+    parallel_threshold: int | None = None
 
 
 def generate(program: LoopProgram, options: CodegenOptions | None = None,
@@ -115,7 +110,9 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     if reports:
         buffers.append(BufferPlan(EVENTS_BUFFER, (1,), "int32", (1,), "events"))
     alias_text = alias_lines(aliases)
-    return KernelArtifact(program.name, identity.to_json(), CODEGEN_VERSION,
+    # where kernels were split over the pool from (``KernelArtifact.__str__`` says it)
+    described = {**identity.to_json(), "parallel_work": _threshold(options, target)}
+    return KernelArtifact(program.name, described, CODEGEN_VERSION,
                           str(module) + alias_text, buffers, kernels, list(program.input_slots),
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, storage,
@@ -145,6 +142,13 @@ def _cost(group: Group, target: Target) -> int:
         visits = math.prod(node.ranges) * math.prod(node.reduction_ranges)
         total += visits * max(target.element_cost(node.data.body), 1)
     return max(total, 1)
+
+
+def _threshold(options: CodegenOptions, target: Target) -> int:
+    """The work from which a kernel is split over the thread pool: the options', else the
+    target's (measured on the host, ``cpu/parallel_work.py``)."""
+    return options.parallel_threshold if options.parallel_threshold is not None \
+        else target.parallel_work
 
 
 def _copied_input(group: Group, program: LoopProgram) -> str | None:
@@ -178,7 +182,7 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     read, written = traffic(group, args, nbytes, discard)
     # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``)
     in_order = any(n.ordered or n.store_offset is not None for n in group.nodes)
-    parallel = outer > 1 and _cost(group, target) >= options.parallel_threshold and not in_order
+    parallel = outer > 1 and _cost(group, target) >= _threshold(options, target) and not in_order
     bits = max(index_width(n) for n in group.nodes)
     nest = group.nest.plan if group.nest is not None else None
     return KernelPlan(name, args + ((events,) if events else ()), computes, outer, work, parallel,

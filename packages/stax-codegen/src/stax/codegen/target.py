@@ -99,6 +99,9 @@ class Target:
     element_cost: Callable[[Any], int]
     #: the version of the compiler behind the emitter (llvmlite's for the CPU)
     compiler_version: str
+    #: cost units (``element_cost`` times the elements visited) from which a kernel is split
+    #: over the thread pool (the CPU's: measured per machine, ``cpu/parallel_work.py``)
+    parallel_work: int = 1 << 20
     #: whether an assignment into a buffer nothing else reads is a kernel over its region
     #: (``LoopOptions.update_in_place``) rather than a select over the whole array
     update_in_place: bool = True
@@ -132,4 +135,5 @@ class Target:
     def cache_key(self) -> tuple[str, ...]:
         """What besides its input decides what this target makes: the codegen and compiler
         versions and the identity. Part of every disk-cache key of its machine code and plans."""
-        return (CODEGEN_VERSION, self.compiler_version, *self.identity.key())
+        return (CODEGEN_VERSION, self.compiler_version, f"parallel {self.parallel_work}",
+                *self.identity.key())

@@ -23,6 +23,7 @@ from stax.codegen import (
     generate,
     target_for,
 )
+from stax.codegen.cpu.target import describe_host
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
 from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
 from stax.loop import lower_opgraph
@@ -32,6 +33,8 @@ from .capture_cache import stax_fingerprint
 
 Backend = Callable[..., Callable[..., list[Any]]]
 BACKENDS: dict[str, Backend] = {}
+#: whether this process's log has described the host's decisions (``STAX_LOGS=kernels``, once)
+_HOST_DESCRIBED: list[bool] = []
 
 
 def register_backend(name: str, backend: Backend) -> None:
@@ -57,6 +60,9 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     target = target or target_for(device)
     dump = dump or (lambda stage, doc: None)
     log = log or (lambda category, text: None)
+    if target.device == "cpu" and not _HOST_DESCRIBED:
+        _HOST_DESCRIBED.append(True)
+        log("kernels", describe_host())
     timings = timings if timings is not None else {}
     clock = time.perf_counter()
 

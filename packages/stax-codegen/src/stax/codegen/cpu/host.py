@@ -6,10 +6,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import llvmlite
 import llvmlite.binding as binding
 
 from ..diskcache import directory_from_environment
 from ..target import Identity
+from ..version import CODEGEN_VERSION
 from . import vector_width
 
 #: LLVM's options for every module. A kernel with 32-bit indices computes them from its 64-bit
@@ -17,6 +19,8 @@ from . import vector_width
 #: run time (once, before the loop); past 16 (its default) it gave up: a complex FIR filter of 8
 #: taps or more ran scalar. The checks are exact, so more of them cost only their test.
 LLVM_OPTIONS = ("-vectorize-scev-check-threshold=256",)
+#: the compiler behind the CPU's kernels: llvmlite's version and the options it runs with
+COMPILER_VERSION = " ".join((llvmlite.__version__, *LLVM_OPTIONS))
 
 
 @functools.cache
@@ -56,3 +60,10 @@ def vector_choice() -> tuple[int, str]:
     return vector_width.recorded(llvm_, llvm_.get_process_triple(), llvm_.get_host_cpu_name(),
                                  llvm_.get_host_cpu_features().flatten(),
                                  directory_from_environment())
+
+
+
+def machine_key() -> tuple[str, ...]:
+    """What decides this host's machine code for a given LLVM IR (a disk-cache key's part): the
+    codegen and compiler versions and the host's identity."""
+    return (CODEGEN_VERSION, COMPILER_VERSION, *host_identity().key())

@@ -19,7 +19,6 @@ import numpy as np
 from ..diskcache import DiskCache
 from . import host
 from .objfile import object_problem
-from .target import cpu_target
 
 
 def _llvm_lock() -> Any:
@@ -108,7 +107,7 @@ class CompiledModule:
         self.folded: list[str] = []  # the non-finite constants that made it compile the other
         content = key if key is not None else llvm_ir
         assert isinstance(content, str)
-        key = cache.key(content, str(speed_level), *cpu_target().cache_key) if cache is not None \
+        key = cache.key(content, str(speed_level), *host.machine_key()) if cache is not None \
             else None
         payload = cache.load(key) if cache is not None and key is not None else None
         self._source = llvm_ir

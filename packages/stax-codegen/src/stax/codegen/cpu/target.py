@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import functools
 
-import llvmlite
-
 from stax.loop import LOWERINGS, OPERATORS
 
+from ..diskcache import directory_from_environment
 from ..target import NumericLimits, Target
-from . import rules
+from . import parallel_work, rules
 from .costs import keep_in_memory, work
-from .host import LLVM_OPTIONS, host_identity
+from .host import COMPILER_VERSION, host_identity, vector_choice
 from .registry import emits
 from .vmath.trig32 import TRIG32_LIMIT
 from .vmath64.trig import TRIG_LIMIT
@@ -41,5 +40,23 @@ def cpu_target() -> Target:
                                                        ("float64", TRIG_LIMIT)),
                                        fmod_exact_quotient=FMOD_EXACT_QUOTIENT),
                   materialize=keep_in_memory, element_cost=work,
-                  compiler_version=" ".join((llvmlite.__version__, *LLVM_OPTIONS)),
+                  compiler_version=COMPILER_VERSION,
+                  parallel_work=parallel_choice()[0],
                   phased_columns=True, overwrite_arguments=True)
+
+
+@functools.cache
+def parallel_choice() -> tuple[int, str]:
+    """(work, why): the cost units from which this host's kernels are split over the thread
+    pool, and how it was decided (``parallel_work.threshold``: once per machine, recorded)."""
+    return parallel_work.threshold(directory_from_environment())
+
+
+def describe_host() -> str:
+    """This host's decisions, with how each was made: a line for ``STAX_LOGS=kernels``."""
+    identity = host_identity()
+    bits, width_why = vector_choice()
+    work, work_why = parallel_choice()
+    width = f"{bits}-bit vectors ({width_why})" if bits else f"vectors: {width_why}"
+    return (f"host {identity.cpu} ({identity.triple}): {width}; kernels of {work} cost units "
+            f"and more split over the thread pool ({work_why})")

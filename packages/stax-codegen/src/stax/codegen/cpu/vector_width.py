@@ -27,17 +27,15 @@ disk-cache key; ``STAX_LOGS=kernels`` prints it in each plan's header.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import llvmlite
 import numpy as np
 
-from ..diskcache import DiskCache
+from .host_records import remembered
 
 #: 256-bit vectors are kept only when their probes run at least this much faster
 MARGIN = 0.10
@@ -129,24 +127,21 @@ RECORD_FORMAT = "stax.vector-width/1"
 def recorded(llvm: Any, triple: str, cpu: str, features: str, directory: Path | None
              ) -> tuple[int, str]:
     """``choose``'s answer, read from the record of an earlier process on this machine in
-    ``directory`` (None: no records) or decided and recorded."""
-    if os.environ.get(ENVIRONMENT, "").strip() in ("256", "512") or directory is None:
+    ``directory`` (None: no records) or decided and recorded (``host_records.remembered``)."""
+    if os.environ.get(ENVIRONMENT, "").strip() in ("256", "512"):
         return choose(llvm, triple, cpu, features)
-    records = DiskCache(directory / "host", suffix=".json", root=directory)
-    key = records.key(features, RECORD_FORMAT, llvmlite.__version__, triple, cpu,
-                      *(f"{name}:{ty}:{body}" for name, ty, body in PROBES), str(MARGIN))
-    blob = records.load(key)
-    if blob is not None:
-        try:
-            record = json.loads(blob)
-            bits, why = int(record["bits"]), str(record["why"])
-            if bits in (0, 256, 512):
-                return bits, f"{why} (recorded)"
-        except (ValueError, KeyError, TypeError):
-            records.discard(key, "it is not a vector-width record")
-    bits, why = choose(llvm, triple, cpu, features)
-    records.store(key, json.dumps({"bits": bits, "why": why}).encode())
-    return bits, why
+
+    def decide() -> tuple[dict[str, Any], bool]:
+        bits, why = choose(llvm, triple, cpu, features)
+        return {"bits": bits, "why": why}, True
+
+    def valid(record: dict[str, Any]) -> bool:
+        return record.get("bits") in (0, 256, 512) and isinstance(record.get("why"), str)
+
+    key = (features, RECORD_FORMAT, triple, cpu,
+           *(f"{name}:{ty}:{body}" for name, ty, body in PROBES), str(MARGIN))
+    record, read = remembered(directory, key, decide, valid)
+    return int(record["bits"]), record["why"] + (" (recorded)" if read else "")
 
 
 def choose(llvm: Any, triple: str, cpu: str, features: str) -> tuple[int, str]:
