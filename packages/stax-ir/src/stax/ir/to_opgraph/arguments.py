@@ -38,6 +38,16 @@ def int_arg(value: Any) -> int:
     raise NotNative
 
 
+def axis_arg(value: Any, ndim: int) -> int:
+    """An axis argument in ``[0, ndim)``, as NumPy normalizes it; NotNative where NumPy's call
+    decides (a 0-d array, whose axis 0 some functions take, or an axis out of range: NumPy's
+    own error)."""
+    axis = int_arg(value)
+    if not -ndim <= axis < ndim:
+        raise NotNative
+    return axis % ndim
+
+
 def scalar(value: Any) -> Any:
     if isinstance(value, SCALAR_TYPES):
         return value.item() if isinstance(value, np.generic) else value

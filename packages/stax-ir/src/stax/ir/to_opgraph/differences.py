@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph import Node
 from ..meta import TensorMeta
-from .arguments import bind, int_arg, result_metas
+from .arguments import axis_arg, bind, int_arg, result_metas
 from .context import LoweringContext
 from .registry import NotNative, rule
 
@@ -27,7 +27,7 @@ def _diff(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
             np.dtype(x.tensor.dtype).kind not in "iuf":
         raise NotNative
     n, ndim = int_arg(params.get("n", 1)), x.tensor.ndim
-    axis = int_arg(params.get("axis", -1)) % ndim
+    axis = axis_arg(params.get("axis", -1), ndim)
     if n < 1 or n >= x.tensor.shape[axis]:
         raise NotNative  # n == 0 is x itself; an empty result is NumPy's to make
     value = x

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from .arguments import SCALAR_TYPES, bind, int_arg, scalar
+from .arguments import SCALAR_TYPES, axis_arg, bind, scalar
 from .context import LoweringContext, dense_meta
 from .native_forms import gatherable
 from .registry import NotNative, rule
@@ -169,4 +169,4 @@ def _take(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     if not gatherable(x, indices) or params.get("out") is not None or \
             params.get("mode", "raise") != "raise" or params.get("axis") is None:
         raise NotNative
-    return ctx.emit("take", (x, indices), {"axis": int_arg(params["axis"]) % x.tensor.ndim})
+    return ctx.emit("take", (x, indices), {"axis": axis_arg(params["axis"], x.tensor.ndim)})

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..graph import Node
 from ..meta import TensorMeta
-from .arguments import bind, cast_to, int_arg
+from .arguments import axis_arg, bind, cast_to
 from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
 from .standard import NO_VALUE
@@ -129,7 +129,7 @@ def _norm(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
         axis = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
         if order not in (None, 2) or not ndim:
             raise NotNative
-        axes = (int_arg(axis) % ndim,)
+        axes = (axis_arg(axis, ndim),)
     keepdims = params.get("keepdims", False)
     keepdims = bool(keepdims) if keepdims is not NO_VALUE else False
     kept = tuple(1 if d in axes else n for d, n in enumerate(x.tensor.shape)) if keepdims else \

@@ -13,7 +13,7 @@ import numpy as np
 from ..graph import Node
 from ..meta import TensorMeta, fresh_strides
 from ..ops import NN_FUNCTIONS
-from .arguments import bind, cast_to, int_arg
+from .arguments import axis_arg, bind, cast_to, int_arg
 from .context import LoweringContext, dense_meta
 from .registry import NotNative, RuleFunction, register, rule
 from .standard import NO_VALUE, lower_reduction
@@ -39,7 +39,7 @@ def _ufunc_accumulate(op: str) -> RuleFunction:
         if not isinstance(x, Node) or x.tensor is None or params.get("out") is not None or \
                 x.tensor.ndim == 0:
             raise NotNative
-        axis = int_arg(params.get("axis", 0)) % x.tensor.ndim
+        axis = axis_arg(params.get("axis", 0), x.tensor.ndim)
         return ctx.emit(op, (x,), {"axis": axis, "dtype": node.tensor.dtype})
     return lower
 
@@ -67,7 +67,7 @@ def _nan_reduction(kind: str) -> RuleFunction:
         ndim, meta = x.tensor.ndim, x.tensor
         axis = params.get("axis")
         axes = tuple(range(ndim)) if axis is None else tuple(
-            sorted(int_arg(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
+            sorted(axis_arg(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
         keepdims = bool(params.get("keepdims", False))
         if kind == "mean" and 0 in [meta.shape[a] for a in axes]:
             raise NotNative  # over no element NumPy warns "Mean of empty slice" itself
@@ -145,7 +145,7 @@ def _nan_variance(kind: str) -> RuleFunction:
         ddof, ndim = int_arg(params.get("ddof", 0)), x.tensor.ndim
         axis = params.get("axis")
         axes = tuple(range(ndim)) if axis is None else tuple(
-            sorted(int_arg(a) % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
+            sorted(axis_arg(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
         n = int(np.prod([x.tensor.shape[a] for a in axes], dtype=np.int64))
         if n == 0 or n - ddof <= 0:
             raise NotNative  # every slice has too few numbers: NumPy warns on each call

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from .arguments import bind, int_arg
+from .arguments import axis_arg, bind, int_arg
 from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
 
@@ -70,7 +70,7 @@ def _repeat(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
     axis = params.get("axis")
     if axis is None and x.tensor.ndim != 1:
         raise NotNative  # the flattened array first: NumPy's call
-    axis = 0 if axis is None else int_arg(axis) % x.tensor.ndim
+    axis = 0 if axis is None else axis_arg(axis, x.tensor.ndim)
     if k < 2 or not x.tensor.shape[axis] or np.dtype(x.tensor.dtype).kind not in "biuf":
         raise NotNative
     return _gather(ctx, x, axis, x.tensor.shape[axis] * k, "floordiv", k, True, node)
