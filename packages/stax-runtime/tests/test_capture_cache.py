@@ -92,3 +92,22 @@ def test_closures_and_defaults_are_part_of_the_key():
         return f
     keys = {capture_key(make(k), (), ["x"]) for k in (1.0, 2.0, 2.0)}
     assert len(keys) == 2
+
+
+def test_constants_are_keyed_by_their_exact_value():
+    """``repr`` said 'nan' for either sign and '2.0' for a float subclass whose methods are code:
+    a second process reused a stale capture (found by a probe of the disk cache)."""
+    def make(k):
+        return lambda x: x * k
+
+    nan, negative = float("nan"), -float("nan")
+    assert capture_key(make(nan), (), ["x"]) != capture_key(make(negative), (), ["x"])
+    assert capture_key(make(0.0), (), ["x"]) != capture_key(make(-0.0), (), ["x"])
+    assert capture_key(make(np.float32(1)), (), ["x"]) != capture_key(make(np.float64(1)), (), ["x"])
+
+    class Scale(float):
+        def __rmul__(self, other):
+            return float(other) * float(self) + 1.0
+
+    with pytest.raises(Uncacheable, match="subclass of a builtin"):
+        capture_key(make(Scale(2.0)), (), ["x"])

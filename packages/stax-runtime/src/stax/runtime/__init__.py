@@ -4,8 +4,9 @@ from stax.ir import StaxError, UnsupportedError
 from stax.trace import gate
 
 from . import lifted_loops, nn  # noqa: F401 - lifted_loops installs the loop lifter
-from .api import CacheInfo, CompiledFunction, Limits, Version, VersionReport, compile
+from .api import CompiledFunction, compile
 from .backends import BACKENDS, register_backend
+from .versions import CacheInfo, Limits, Version, VersionReport
 
 __version__ = "0.1.0"
 

@@ -50,6 +50,7 @@ from .gate_checks import GateMismatch, check_in_program, program_gates, with_gat
 from .gates import GateReplay
 from .guards import FreeGuards, Snapshot, rebinds_free_names
 from .key_entry import compiled_entry, eager_entry, version_entry
+from .reports import Reports
 from .runners import (
     RunEagerly,
     accepted_services,
@@ -62,23 +63,21 @@ from .runners import (
     named_parameters,
     traced_arguments,
     tree_runner,
-    untraced_arrays,
+    untraced_state,
     updated_copies,
     without_writeback,
     writeback_runner,
 )
-from .signature import Unguardable, array_signature, check_arguments, signature
+from .signature import Unguardable, array_signature, signature
 from .versions import (
-    CacheInfo,
     Limits,
     Version,
-    VersionReport,
     check_no_side_effects,
     limit_warning,
 )
 
 
-class CompiledFunction(OtherBranches):
+class CompiledFunction(OtherBranches, Reports):
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None, dynamic: bool = False,
                  strict_native: bool = False, backend: str = "stax",
                  options: dict[str, Any] | None = None, limits: Limits | None = None) -> None:
@@ -359,30 +358,6 @@ class CompiledFunction(OtherBranches):
             # a failed check (an index out of bounds) is NumPy's error, which CuPy does not raise
             return self._eager(args, kwargs, host=isinstance(exc, ExternResultMismatch))
 
-    def cache_info(self) -> CacheInfo:
-        hits = dict(self._hits)
-        hits[1] += sum(v.entry.hits for v in self._versions if v.entry is not None)
-        eager = sum(v.entry.hits for v in self._versions if v.entry is not None and not v.native)
-        return CacheInfo(len(self._versions), self._compiles, hits, self._misses,
-                         self._fallbacks + eager)
-
-    def versions(self) -> list[Version]:
-        return list(self._versions)
-
-    def explain(self, *args: Any, **kwargs: Any) -> list[VersionReport]:
-        """For each cached version, the guards that fail for these arguments (corollary 2.1).
-        Arguments the function cannot take raise its TypeError, as a call would."""
-        check_arguments(self.fn, args, kwargs)
-        if self._free:
-            args = (*self._free.read(), *args)
-        try:
-            sigma = signature(args, kwargs, self._names)
-        except Unguardable as exc:
-            raise StaxError(f"these arguments cannot be keyed ({exc}): such calls run "
-                            "eagerly") from None
-        return [VersionReport(v.index, v.native, v.failures(sigma, args, kwargs))
-                for v in self._versions]
-
     # -- a miss ------------------------------------------------------------------------------------
     def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
               outcome: Outcome, placement: devices.Placement | None = None) -> Version:
@@ -464,7 +439,7 @@ class CompiledFunction(OtherBranches):
         if capture is not None:
             timings["capture (disk cache)"] = time.perf_counter() - clock
         else:
-            outcome.keep_contents(untraced_arrays((args, kwargs)))
+            outcome.keep_contents(*untraced_state((args, kwargs, getattr(self.fn, "__self__", None))))
             try:
                 capture = trace(self._traced_function(), args, kwargs, name=name,
                                 arg_names=names, outcome=outcome)

@@ -46,7 +46,7 @@ from stax.codegen import DiskCache
 from stax.ir import CAPTURE_SCHEMA, GraphProgram
 
 from .code_reads import attribute_names, imported_modules, nested_codes, read_global_names
-from .signature import holds_identity
+from .signature import float_key, holds_identity
 
 MAX_FUNCTIONS = 200
 _CONSTANTS = (int, float, complex, str, bytes, bool, type(None), np.generic, np.dtype)
@@ -85,6 +85,28 @@ def _by_name(value: Any) -> list[str] | None:
     return ["own", module, qualname] if found is value else None
 
 
+def _constant(value: Any) -> str:
+    """A constant by its exact value: a float's sign of zero and NaN bits (``repr`` says 'nan'
+    for every NaN), a NumPy scalar's bytes. A subclass of a builtin may behave otherwise than
+    its value says (its ``__rmul__`` is code): not keyed."""
+    t = type(value)
+    if t is float:
+        return float_key(value)
+    if t is complex:
+        return f"{float_key(value.real)},{float_key(value.imag)}"
+    if isinstance(value, np.generic):
+        return f"{value.dtype.str}:{value.tobytes().hex()}" if t.__module__ == "numpy" \
+            else _subclass(value)
+    if t in (int, str, bytes, bool, type(None)) or isinstance(value, np.dtype):
+        return repr(value)
+    return _subclass(value)
+
+
+def _subclass(value: Any) -> str:
+    raise Uncacheable(f"it reads a {type(value).__qualname__}, a subclass of a builtin type whose "
+                      "methods may be code")
+
+
 class _Keyer:
     """Describes functions and the values they read as JSON-able data: every value by its whole
     state, or ``Uncacheable``."""
@@ -98,7 +120,7 @@ class _Keyer:
         ``freevars.py``): the compiled function's own globals, module attributes and cells.
         Anywhere else an array's contents could be baked into the capture: uncacheable."""
         if isinstance(value, _CONSTANTS):
-            return ["const", type(value).__name__, repr(value)]
+            return ["const", type(value).__name__, _constant(value)]
         if isinstance(value, tuple) and type(value) is tuple:
             return ["tuple", [self.value(v) for v in value]]
         if isinstance(value, np.ndarray):
@@ -133,9 +155,11 @@ class _Keyer:
         if id(module) in self.visiting:
             return ["module", module.__name__]
         self.visiting.add(id(module))
-        described = {a: self.value(getattr(module, a), attrs, lifted=lifted and not isinstance(
-            getattr(module, a), types.ModuleType)) for a in attrs
-            if not a.startswith("__") and hasattr(module, a)}
+        # the module's own dictionary: its ``__getattr__`` may warn (NumPy's, for ``np.str``:
+        # a name of the code that is no attribute of the module)
+        own = vars(module)
+        described = {a: self.value(own[a], attrs, lifted=lifted and not isinstance(
+            own[a], types.ModuleType)) for a in attrs if not a.startswith("__") and a in own}
         self.visiting.discard(id(module))
         return ["module", module.__name__, described]
 

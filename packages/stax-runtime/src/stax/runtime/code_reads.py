@@ -185,12 +185,20 @@ def reads(fn: Any, lifted: frozenset[str] | set[str] = frozenset(),
         yield f"{at}keyword defaults", lambda: fn.__kwdefaults__
     owner = getattr(fn, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType):
-        yield f"{at}self", lambda: fn.__self__
+        hidden = frozenset(name[len("self."):] for name in lifted if name.startswith("self."))
+        # its lifted array attributes are arguments (keyed by layout): the rest by value
+        yield f"{at}self", (lambda: fn.__self__) if not hidden else \
+            (lambda: _without(fn.__self__, hidden))
         # class attributes read through the instance (self.factor where only the class has it)
         yield from _held(type(owner), lambda: type(fn.__self__), f"{at}type(self)", code, set(),
                          None)
         if isinstance(owner, type):  # a class method: ``cls.factor``
             yield from _held(owner, lambda: fn.__self__, f"{at}cls", code, set(), None)
+
+
+def _without(owner: Any, hidden: frozenset[str]) -> tuple[type, dict[str, Any]]:
+    """An object as its type and its attributes less ``hidden`` (lifted arrays)."""
+    return type(owner), {k: v for k, v in vars(owner).items() if k not in hidden}
 
 
 def _held(value: Any, read: Callable[[], Any], prefix: str, code: types.CodeType,

@@ -20,15 +20,18 @@ from . import devices
 from .guards import Snapshot
 
 
-def untraced_arrays(tree: Any, limit: int = 64) -> list[np.ndarray]:
-    """Arrays inside argument objects (``cfg.w``): capture computes on them directly, so an
-    in-place update of one during a capture that does not finish must be undone. Only small
-    arrays reach here (larger ones make the key unguardable and the call eager)."""
+def untraced_state(tree: Any, limit: int = 64) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
+    """Arrays inside argument objects (``cfg.w``) and the attribute dictionaries of argument
+    objects: capture computes on the arrays directly and runs the function's attribute
+    assignments (``self.calls += 1``) for real, so what a capture that does not finish changed
+    there must be undone before the eager run does it again. Only small arrays reach here
+    (larger ones make the key unguardable and the call eager)."""
     found: list[np.ndarray] = []
+    attributes: list[dict[str, Any]] = []
     seen: set[int] = set()
 
     def walk(value: Any, depth: int) -> None:
-        if len(found) >= limit or depth > 4 or id(value) in seen:
+        if len(found) >= limit or len(attributes) >= limit or depth > 4 or id(value) in seen:
             return
         seen.add(id(value))
         if type(value) is np.ndarray:
@@ -45,10 +48,11 @@ def untraced_arrays(tree: Any, limit: int = 64) -> list[np.ndarray]:
                                     int, float, complex, str, bytes)) and value is not None:
             attrs = getattr(value, "__dict__", None)
             if isinstance(attrs, dict):
+                attributes.append(attrs)
                 for v in attrs.values():
                     walk(v, depth + 1)
     walk(tree, 0)
-    return found
+    return found, attributes
 
 
 def bound_in_its_module(obj: Any) -> bool:

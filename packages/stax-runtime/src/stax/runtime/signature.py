@@ -104,8 +104,9 @@ def leaf_signature(x: Any, names: frozenset[str] = frozenset()) -> Any:
         return (t.__name__, x)
     if t in (tuple, list):
         return (t.__name__, tuple(leaf_signature(v, names) for v in x))
-    if t is dict:
-        return ("dict", tuple((k, leaf_signature(v, names)) for k, v in x.items()))
+    if t is dict:  # keys by type and value: 1, True and 1.0, or 0.0 and -0.0, are equal keys
+        keys = Describer(names)
+        return ("dict", tuple((keys.describe(k), leaf_signature(v, names)) for k, v in x.items()))
     if is_namedtuple(x):  # a tree node (``stax.ir.pytree``)
         return ("namedtuple", Identity(t), tuple(leaf_signature(v, names) for v in x))
     if isinstance(x, np.generic):
@@ -160,8 +161,9 @@ class Describer:
     def _compound(self, x: Any, t: type) -> Any:
         d = self.describe
         if t in (tuple, list, set, frozenset, bytearray, collections.deque):
-            items = sorted(x, key=repr) if t in (set, frozenset) else x
-            return (t.__name__, tuple(d(v) for v in items))
+            # a set in its iteration order, which a loop over it follows ({1, 9} and {9, 1} are
+            # equal sets iterated in different orders)
+            return (t.__name__, tuple(d(v) for v in x))
         if t in (array.array, memoryview):  # C containers with no attributes: their contents
             data = x.tobytes()
             if len(data) > SMALL_ARRAY_BYTES:

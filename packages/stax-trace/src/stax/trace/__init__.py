@@ -1,8 +1,9 @@
 """stax.trace — capture of NumPy programs by proxy tracing in mixed mode (spec §3)."""
 
 from .examples import example_copy
+from .outcome import Outcome
 from .proxy import Proxy
-from .tracer import Outcome, gate, leaf_function, leaf_names, trace
+from .tracer import gate, leaf_function, leaf_names, trace
 
 __version__ = "0.1.0"
 

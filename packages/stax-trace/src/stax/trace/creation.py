@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir import UnsupportedError
+from stax.ir import Opcode, UnsupportedError
 
 from .calls import calls
+from .isolation import refused
 from .patching import Patches
 from .proxy import Proxy
 from .source import library_frame, user_source
@@ -156,8 +157,58 @@ def _from_sequence(items: Any, dtype: Any = None, *, copy: Any = True, order: An
         return NotImplemented
     if not any(isinstance(r, Proxy) for r in rows):
         return items  # a constant row: a list constant of the stack it is in
+    if (dtype is not None and np.dtype(dtype) == object) or _ragged(rows):
+        raise refused(UnsupportedError(
+            "np.array() of traced values of different shapes, or of dtype object, is not "
+            "captured (NumPy makes an object array of them, or raises)", source=user_source(3),
+            hint="the function runs eagerly"))
     stacked = np.stack(rows)
-    return stacked if dtype is None else stacked.astype(dtype)
+    if dtype is None:
+        return stacked
+    target = np.dtype(dtype)
+    if target.kind == "i" and _holds_numpy_scalar(items):
+        np.array(_values(items), dtype=target)  # NumPy's error for this call's values, if any
+        stacked = _fitting_python_ints(stacked, target)
+    return stacked.astype(target)
+
+
+def _ragged(rows: list[Any]) -> bool:
+    try:
+        shapes = {np.shape(r.value if isinstance(r, Proxy) else r) for r in rows}
+    except ValueError:  # a ragged constant row
+        return True
+    return len(shapes) > 1
+
+
+def _holds_numpy_scalar(items: Any) -> bool:
+    """Whether a traced NumPy scalar (not a 0-d array: NumPy casts those) is among ``items``."""
+    return any(isinstance(v.value, np.generic) if isinstance(v, Proxy) else
+               type(v) in (list, tuple) and _holds_numpy_scalar(v) for v in items)
+
+
+def _values(items: Any) -> Any:
+    return [v.value if isinstance(v, Proxy) else _values(v) if type(v) in (list, tuple) else v
+            for v in items]
+
+
+def _fitting_python_ints(stacked: Proxy, target: np.dtype[Any]) -> Any:
+    """``stacked`` on the condition that its values convert to ``target`` as Python ints do:
+    ``np.array([s], dtype=int8)`` takes ``int(s)`` of a NumPy scalar ``s`` and raises
+    OverflowError (ValueError for NaN) where that does not fit, where a cast would wrap. Calls
+    whose values do not fit decline, so NumPy raises its own error."""
+    from .declines import DECLINE_IF
+
+    kind, info = stacked.value.dtype.kind, np.iinfo(target)
+    if kind == "b" or kind == "c" or np.can_cast(stacked.value.dtype, target, "safe"):
+        return stacked  # bools always fit; complex values are cast (ComplexWarning)
+    whole = np.trunc(stacked) if kind == "f" else stacked
+    high = whole > info.max
+    bad = high if kind == "u" else (whole < info.min) | high
+    if kind == "f":
+        bad = bad | np.isnan(stacked)
+    why = f"np.array() of a number outside {target.name}'s range: NumPy raises"
+    return stacked.tracer.record(Opcode.CALL_FUNCTION, DECLINE_IF, (stacked, bad), {"why": why},
+                                 lambda value, bad, why: np.array(value))
 
 
 def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -229,37 +229,63 @@ def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
         return Found(unreadable=f"{type(exc).__name__}: {exc}")
 
 
-def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool]) -> str | None:
+def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
+                  objects: Iterable[tuple[str, Any]] = ()) -> str | None:
     """Where a traced value the function stored survives its capture, among the globals and
-    closure cells its code names, their items and their attributes (one level; lists by their
-    last items, where appends go): a path such as ``global 'HISTORY'[-1]``, or None."""
+    closure cells its code names and the named ``objects`` (argument objects, a method's
+    ``self``), their items and their attributes (one level; lists by their last items, where
+    appends go): a path such as ``global 'HISTORY'[-1]`` or ``argument 'm'.last``, or None.
+
+    Each one found where it can be put back (a global, a cell, a list or dict item, an instance
+    attribute) is replaced by its value, the array eager NumPy would have stored there: the
+    capture run was the call's eager execution, so the function's state is then as eager left
+    it, and its later eager calls read arrays, not dead proxies."""
+    first = None
+    places: list[tuple[str, Any, tuple[Any, Any]]] = \
+        [(path, value, (None, None)) for path, value in objects]
     for root in _roots(fn):
         names = code_names(root.__code__)
         scope = root.__globals__
-        places = [(f"global {n!r}", scope[n]) for n in sorted(names & scope.keys())]
+        places += [(f"global {n!r}", scope[n], (scope, n)) for n in sorted(names & scope.keys())]
         for name, cell in zip(root.__code__.co_freevars, root.__closure__ or ()):
             try:
-                places.append((f"closure {name!r}", cell.cell_contents))
+                places.append((f"closure {name!r}", cell.cell_contents, (cell, None)))
             except ValueError:
                 pass
-        for path, value in places:
-            try:
-                held = [("", value), *_held(value)]
-            except Exception:  # unreadable: a proxy there still refuses to be used later
-                continue
-            for suffix, item in held:
-                if is_proxy(item):
-                    return f"{path}{suffix}"
-    return None
+    for path, value, home in places:
+        try:
+            held = [("", value, home), *_held(value)]
+        except Exception:  # unreadable: a proxy there still refuses to be used later
+            continue
+        for suffix, item, (container, key) in held:
+            if is_proxy(item):
+                first = first or f"{path}{suffix}"
+                _put_back(container, key, item.value)
+    return first
 
 
-def _held(value: Any) -> list[tuple[str, Any]]:
+def _put_back(container: Any, key: Any, value: Any) -> None:
+    try:
+        if container is None:  # an argument object itself: its attributes are put back
+            return
+        if isinstance(container, types.CellType):
+            container.cell_contents = value
+        elif type(container) in (dict, list):
+            container[key] = value
+        elif type(container) not in (tuple, set):
+            _instance_dict(container)[key] = value  # type: ignore[index]
+    except Exception:  # left as it is: using it later raises the escaped-value error
+        pass
+
+
+def _held(value: Any) -> list[tuple[str, Any, tuple[Any, Any]]]:
+    """(path suffix, item, (container, key)) of what ``value`` holds, one level down."""
     if type(value) is list:
-        return [(f"[{i - len(value)}]", v) for i, v in enumerate(value)][-MAX_ITEMS:]
+        return [(f"[{i - len(value)}]", v, (value, i)) for i, v in enumerate(value)][-MAX_ITEMS:]
     if type(value) in (dict, set, tuple):
         items = value.items() if type(value) is dict else enumerate(value)
-        return [(f"[{k!r}]", v) for k, v in list(items)[:MAX_ITEMS]]
+        return [(f"[{k!r}]", v, (value, k)) for k, v in list(items)[:MAX_ITEMS]]
     if isinstance(value, (types.ModuleType, type, types.FunctionType)):
         return []
     own = _instance_dict(value)
-    return [(f".{k}", v) for k, v in list(own.items())[:MAX_ITEMS]] if own else []
+    return [(f".{k}", v, (value, k)) for k, v in list(own.items())[:MAX_ITEMS]] if own else []

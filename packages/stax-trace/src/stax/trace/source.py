@@ -98,6 +98,10 @@ class HeldWarnings:
         self.modes = modes or {}
         self.errcall = errcall  # the user's np.seterrcall, for the call and log modes
         self.emitting = False  # ``emit`` is giving the held reports
+        #: warnings the function's own code issued (``warnings.warn`` outside NumPy, NumPy's C
+        #: code called on an untraced value), held as the others: a compiled version would not
+        #: issue them again (``issuer``)
+        self.issued: list[str] = []
 
     def write(self, text: str) -> None:  # NumPy: "Warning: divide by zero encountered in divide\n"
         message = text.strip().removeprefix("Warning: ")
@@ -116,8 +120,8 @@ class HeldWarnings:
                                           frame.f_globals)))
 
     def hold(self, message: Any, category: type[Warning], filename: str, lineno: int) -> None:
-        """A Python warning NumPy gave while capture ran (``_show``), with the module of the
-        line it names."""
+        """A Python warning NumPy or the function gave while capture ran (``_show``), with the
+        module of the line it names."""
         frame: FrameType | None = sys._getframe(1)
         while frame is not None and (frame.f_code.co_filename, frame.f_lineno) != (filename, lineno):
             frame = frame.f_back
@@ -207,7 +211,14 @@ def _show_through_holding() -> Any:
     def show(message: Any, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: Any = None) -> None:
         held = getattr(_holding, "held", None)
-        if held is not None and not held.emitting and issubclass(category, RuntimeWarning):
+        if held is None or held.emitting:
+            shown(message, category, filename, lineno, file, line)
+        elif not issuer().startswith(("numpy", "stax.")):  # held: given once by the call
+            held.issued.append(f"{category.__name__} '{message}' at {filename}:{lineno}")
+            held.hold(message, category, filename, lineno)
+        elif issubclass(category, RuntimeWarning) or not computing_traced_value():
+            if not computing_traced_value():  # of a constant: a compiled version would
+                held.untraced.append(str(message))  # return it without warning again
             held.hold(message, category, filename, lineno)
         else:
             shown(message, category, filename, lineno, file, line)
@@ -217,6 +228,15 @@ def _show_through_holding() -> Any:
 
 
 _holding = threading.local()  # this thread's HeldWarnings, while capture holds them
+
+
+def issuer() -> str:
+    """The module whose code called ``warnings.warn`` for the warning being shown (for a
+    warning of NumPy's C code, the module that called it: Stax's own for a traced value)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__") in ("warnings", __name__):
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
 
 
 def held_mark() -> tuple[int, int] | None:

@@ -6,8 +6,8 @@ import functools
 import inspect
 import operator
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from . import loops, masked, masked_reductions, minmax
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
 from .isolation import private_copy, refused, refusing_draws
+from .outcome import Argument, Outcome
 from .proxy import GeneratorProxy, Proxy, escaped
 from .reach import escaped_proxy, scan
 from .result_meta import meta_of, view_relation
@@ -40,17 +41,6 @@ from .source import holding_warnings, traced_value, user_source
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
-
-
-@dataclass
-class Argument:
-    """An array argument: its placeholder, the example copy it started as, and whether the
-    caller's array may be written (an in-place update of it is written back at the end)."""
-
-    node: Any
-    example: np.ndarray
-    writeable: bool
-    proxy: Proxy
 
 
 #: capture stops here (about a second of capture; a plan that large would not be compiled anyway:
@@ -79,6 +69,8 @@ class Tracer:
         self.shape_read: set[Any] = set()
         self.superseded: list[Any] = []
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
+        #: calls on traced values that raised (``caught``): (what, exception type, source)
+        self.raised: list[tuple[str, str, str | None]] = []
 
     def shared(self, proxy: Proxy, ignore: tuple[Any, ...] = ()) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -141,7 +133,8 @@ class Tracer:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
         if self.finished:
             raise escaped()
-        value = GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
+        with self.raising(f"{kind}() of a traced value", user_source()):
+            value = GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
         if proxy.node not in self.constants:
             self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
         return value
@@ -163,7 +156,7 @@ class Tracer:
         args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
         node_kwargs = self._symbolic(kwargs, source)
-        with not_recording(), traced_value():
+        with not_recording(), traced_value(), self.raising(f"{target}()", source):
             try:
                 value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
             except ValueError as exc:
@@ -218,6 +211,29 @@ class Tracer:
         raise refused(UnsupportedError(
             f"{target}() returned a {type(value).__name__}, not an array", source=source))
 
+    @contextmanager
+    def raising(self, what: str, source: str | None) -> Iterator[None]:
+        """Note an exception raised in the block (it propagates unchanged): a function that
+        catches it took a path the data chose (``np.linalg.inv`` of a singular matrix, an
+        error under ``np.errstate(...="raise")``), which a compiled version cannot check
+        (``caught``)."""
+        try:
+            yield
+        except Exception as exc:
+            self.raised.append((what, type(exc).__name__, source))
+            raise
+
+    def caught(self) -> UnsupportedError | None:
+        """Why a capture whose function returned cannot be compiled: a traced call raised and
+        the function caught the exception."""
+        if not self.raised:
+            return None
+        what, name, source = self.raised[0]
+        return UnsupportedError(f"{what} raised {name} during capture and the function caught "
+                                "it: whether it raises depends on the data", source=source,
+                                hint="the function runs eagerly; test the condition with "
+                                     "array operations (np.linalg.cond, np.isfinite) instead")
+
     def adopt(self, node: Any, value: Any) -> None:
         """A node made outside ``record`` (masked.py) and its concrete value."""
         self._note_constant(node)
@@ -264,8 +280,8 @@ class Tracer:
                 return self._creation_node(created, source)
             raise refused(UnsupportedError(
                 "an array that is not an argument of the compiled function (a global, a closure "
-                "variable or an array created inside it) is used in a traced call", source=source,
-                hint="pass it as an argument"))
+                "variable, an object's attribute, or an array NumPy made outside the traced "
+                "values) is used in a traced call", source=source, hint="pass it as an argument"))
         if isinstance(value, _CONSTANT_TYPES) or value in (bool, int, float, complex) or (
                 isinstance(value, type) and issubclass(value, np.generic)):
             return value
@@ -347,76 +363,6 @@ def leaf_names(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     return names
 
 
-@dataclass
-class Outcome:
-    """What a capture run computed for the call that made it.
-
-    Capture runs the function once on the real arguments (mixed mode), so for that call it *is* the
-    eager execution: its Python side effects (a list appended to, an attribute set, a print) have
-    happened. When the compile then fails, the caller takes this call's result from here instead of
-    running the function a second time, which would repeat those side effects."""
-
-    finished: bool = False  # the function returned (whatever capture made of its result)
-    result: Any = None
-    arguments: list[tuple[Argument, np.ndarray]] = field(default_factory=list)  # (proxy, caller's)
-    generators: list[tuple[np.random.Generator, np.random.Generator]] = field(default_factory=list)
-    warnings: Any = None  # the NumPy reports capture held back
-    # arrays the caller owns that capture does not trace (an argument object's attribute), with
-    # their contents before it ran: a capture refused midway may have updated them in place
-    untraced_arrays: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
-
-    def keep_contents(self, arrays: list[np.ndarray]) -> None:
-        self.untraced_arrays = [(a, a.copy()) for a in arrays if a.flags.writeable]
-
-    def undo_untraced_updates(self) -> None:
-        """Put back what a capture that did not finish wrote into untraced arrays, so that the
-        eager run that follows starts from the caller's state (it would otherwise apply an
-        update such as ``cfg.w += 1`` a second time)."""
-        for array, before in self.untraced_arrays:
-            np.copyto(array, before)
-
-    def eager_result(self) -> tuple[bool, Any]:
-        """``(True, result)`` as eager execution would have left things — arguments updated in
-        place written to the caller's arrays, generators advanced, NumPy's reports given — or
-        ``(False, None)`` when the result cannot stand for eager's (it views an argument, whose
-        eager form would be a writeable view of the caller's array)."""
-        if not self.finished:
-            return False, None
-        leaves, tree = tree_flatten(self.result)
-        examples = {id(a.proxy): caller for a, caller in self.arguments}
-
-        def concrete(leaf: Any) -> Any:
-            if is_namedtuple(leaf):
-                return type(leaf)(*map(concrete, leaf))
-            if isinstance(leaf, Proxy):
-                if id(leaf) in examples:  # the argument itself, updated in place or not (its
-                    return examples[id(leaf)]  # final value is copied into it below)
-                leaf = leaf.value
-            if isinstance(leaf, np.ndarray) and any(
-                    np.may_share_memory(leaf, a.example) or (
-                        isinstance(a.proxy.value, np.ndarray) and
-                        np.may_share_memory(leaf, a.proxy.value)) for a, _ in self.arguments):
-                raise _CannotStand  # a view of an argument: eager's views the caller's array
-            return leaf
-
-        try:
-            out = [concrete(leaf) for leaf in leaves]
-        except _CannotStand:
-            return False, None
-        for argument, caller in self.arguments:
-            if argument.proxy.node is not argument.node:  # updated in place during capture
-                np.copyto(caller, argument.proxy.value)
-        for caller, private in self.generators:
-            caller.bit_generator.state = private.bit_generator.state
-        if self.warnings is not None:
-            self.warnings.emit()
-        return True, tree_unflatten(tree, out)
-
-
-class _CannotStand(Exception):
-    """A value of the capture's result that cannot stand for eager's (``eager_result``)."""
-
-
 def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
           *, name: str | None = None, arg_names: list[str] | None = None,
           outcome: Outcome | None = None) -> GraphProgram:
@@ -485,6 +431,13 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
                                    "(an append, an item assignment)", hint="return the new "
                                    "value instead; as it is, the function runs eagerly")
         outcome.finished, outcome.result = True, result
+        caught = tracer.caught()
+        if caught is not None:
+            raise caught
+        if outcome.warnings is not None and outcome.warnings.issued:
+            raise UnsupportedError(f"the function warns ({outcome.warnings.issued[0]}): a "
+                                   "compiled version would not warn again",
+                                   hint="as it is, the function runs eagerly")
         if outcome.warnings is not None and outcome.warnings.untraced:
             raise UnsupportedError(f"NumPy reported '{outcome.warnings.untraced[0]}' computing a "
                                    "value that does not depend on the traced arrays: a compiled "
@@ -503,6 +456,10 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     for i, leaf in enumerate(out_leaves):
         if isinstance(leaf, np.ndarray) and not isinstance(leaf, Proxy):
             leaf = out_leaves[i] = constant_result(tracer, leaf)
+        elif not isinstance(leaf, (Proxy, type, *_CONSTANT_TYPES)):
+            raise UnsupportedError(f"the function returns a {type(leaf).__name__} object: a "
+                                   "compiled version returns arrays, numbers and containers of "
+                                   "them", hint="as it is, the function runs eagerly")
         outputs.append(tracer._symbolic(leaf, None))
     # arguments updated in place: their final values are extra outputs, written back by the caller
     updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
@@ -562,8 +519,15 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             raise
         if watch.refused is not None:  # the function caught a refusal and went on
             raise watch.refused
-        kept = escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer)
-        if kept is not None:
+        owners = [(f"argument {i}", leaf) for i, leaf in enumerate(leaves)
+                  if isinstance(getattr(leaf, "__dict__", None), dict) and not isinstance(leaf, type)]
+        owner = getattr(getattr(fn, "__wrapped__", fn), "__self__", None)  # through lifting
+        if isinstance(getattr(owner, "__dict__", None), dict) and not isinstance(owner, type):
+            owners.append(("self", owner))
+        kept = escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer,
+                             owners)
+        if kept is not None:  # put back as eager left it: this run stands for the eager call
+            outcome.finished, outcome.result = True, result
             raise UnsupportedError(f"a traced value escaped the compiled function: {kept} holds "
                                    "it after capture", hint="return it instead (a compiled "
                                    "version would not store it on later calls)")
