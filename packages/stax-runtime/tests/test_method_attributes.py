@@ -67,3 +67,21 @@ def test_an_attribute_updated_in_place_is_written_back():
         np.testing.assert_allclose(compiled(x), eager.decay(x), rtol=1e-6)
         np.testing.assert_array_equal(layer.w, eager.w)
     assert compiled.versions()[0].native
+
+
+class Compiled(Layer):
+    @stax.compile
+    def forward(self, x):
+        return np.tanh(x @ self.w + self.b) * self.scale
+
+
+def test_a_compiled_function_in_a_class_body_is_a_compiled_method():
+    """``@stax.compile`` above a method: ``obj.forward(x)`` raised TypeError (no ``self``)."""
+    first, second = Compiled(seed=1), Compiled(seed=2)
+    second.scale = 5.0
+    x = np.ones((4, 64), np.float32)
+    for obj in (first, second, first):
+        _same(obj.forward, Layer.forward.__get__(obj), x)
+    assert first.forward is first.forward and first.forward is not second.forward
+    assert first.forward.versions()[0].native
+    assert Compiled.forward.__name__ == "forward"

@@ -107,6 +107,8 @@ class CompiledFunction(OtherBranches, Reports):
         self._rebinds = rebinds_free_names(fn)
         # one compile at a time: threads making one first call wait for its version
         self._compile_lock = threading.RLock()
+        self._methods: weakref.WeakKeyDictionary[Any, CompiledFunction] = \
+            weakref.WeakKeyDictionary()  # per object, for a compiled function in a class body
         _LIVE.add(self)
         self._unguardable_reported: set[str] = set()
         self._versions: list[Version] = []
@@ -127,6 +129,25 @@ class CompiledFunction(OtherBranches, Reports):
         if dynamic:
             logs.warn(f"stax: {self._name}: dynamic=True is not implemented yet; "
                       "compiling one version per exact shape (results are unaffected)")
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """A compiled function in a class body is a compiled method: ``obj.forward`` is the
+        compiled bound method of ``obj`` (one per object, made on first use), whose array
+        attributes are lifted as for ``compile(obj.forward)``. An object that cannot be weakly
+        referenced or hashed is passed as the first argument instead (keyed by value)."""
+        if instance is None or not hasattr(self.fn, "__get__"):
+            return self
+        try:
+            bound = self._methods.get(instance)
+        except TypeError:
+            return functools.partial(self, instance)
+        if bound is None:
+            bound = CompiledFunction(self.fn.__get__(instance, owner), device=self.requested_device,
+                                     dynamic=self.dynamic, strict_native=self.strict_native,
+                                     backend=self.backend_name, options=self.options,
+                                     limits=self.limits)
+            self._methods[instance] = bound
+        return bound
 
     def __reduce__(self) -> Any:
         """Pickled by reference, like a function (multiprocessing sends it to workers): the
