@@ -91,3 +91,24 @@ def test_a_first_call_that_falls_back_returns_the_callers_argument():
         for _ in range(2):
             x = np.array([True, False, True])
             assert compiled(x) is x
+
+
+def test_returned_parts_of_a_complex_argument_are_numpys_views():
+    """``z.real``/``z.imag`` returned were copies: writing through them did not reach ``z``;
+    ``np.imag`` of a real array is NumPy's read-only zeros (found by a probe)."""
+    def parts(z):
+        return z.real, z.imag, np.real(z + 1)
+
+    compiled = stax.compile(parts)
+    for k in range(3):
+        eager_z = np.array([1 + 2j, 3 - 4j], dtype=np.complex64) * (k + 1)
+        z = eager_z.copy()
+        expected, got = parts(eager_z), compiled(z)
+        for e, g in zip(expected, got):
+            np.testing.assert_array_equal(g, e)
+            assert np.shares_memory(g, z) == np.shares_memory(e, eager_z)
+        got[1][:] = 0
+        expected[1][:] = 0
+        np.testing.assert_array_equal(z, eager_z)
+    imag = stax.compile(lambda x: np.imag(x))(np.arange(3.0))
+    assert not imag.flags.writeable and not imag.any()

@@ -43,6 +43,9 @@ _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dt
                    type(Ellipsis))
 
 
+#: a complex array's parts: returned, a view of the argument they are parts of (NumPy's call)
+_PARTS = ("numpy.real", "numpy.imag")
+
 #: capture stops here (about a second of capture; a plan that large would not be compiled anyway:
 #: ``stax.codegen.program_plan.MAX_STEPS``)
 MAX_NODES = 20_000
@@ -460,7 +463,13 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
             raise UnsupportedError(f"the function returns a {type(leaf).__name__} object: a "
                                    "compiled version returns arrays, numbers and containers of "
                                    "them", hint="as it is, the function runs eagerly")
-        outputs.append(tracer._symbolic(leaf, None))
+        output = tracer._symbolic(leaf, None)
+        if isinstance(leaf, Proxy) and output.target in _PARTS and (
+                output.meta.get("aliases") or not leaf.value.flags.writeable):
+            # ``z.real`` of an argument: NumPy's view of it; ``np.imag`` of a real array:
+            # NumPy's read-only zeros
+            output.meta["numpy_call"] = True
+        outputs.append(output)
     # arguments updated in place: their final values are extra outputs, written back by the caller
     updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
     tracer.graph.output((*outputs, *(a.proxy.node for a in updated)))
