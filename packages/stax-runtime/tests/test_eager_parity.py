@@ -237,3 +237,84 @@ def test_explain_places_keywords_as_calls_do():
     assert [f.path for f in compiled.explain(a, s=2.0)[0].failures] == ["inputs[0][1]"]
     compiled(a, s=1.0)
     assert compiled.cache_info().misses == 1
+
+
+def test_a_warning_the_function_catches_as_an_error_is_not_compiled_in():
+    """Under an "error" filter ``warnings.warn`` raises; the function's except branch became the
+    version and was returned under every later filter."""
+    def f(x):
+        try:
+            warnings.warn("deprecated path", stacklevel=1)
+            return x
+        except UserWarning:
+            return -x
+
+    compiled, x = stax.compile(f), np.ones(2)
+    for action in ("error", "ignore", "always"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            np.testing.assert_array_equal(compiled(x), f(x))
+        assert len(caught) == (2 if action == "always" else 0)
+
+
+def test_errors_the_key_decides_compile_their_branch():
+    """An IndexError of a constant index, a reshape's size mismatch, the truth value of a
+    several-element array: every call of the key raises them alike, so the branch compiles."""
+    def first_column(x):
+        try:
+            return x[:, 0] * 2
+        except IndexError:
+            return x * 2
+
+    def square(a):
+        try:
+            return a.reshape(3, 3) + 1
+        except ValueError:
+            return a + 2
+
+    for fn, arg in ((first_column, np.ones(3)), (square, np.ones((2, 2)))):
+        compiled = stax.compile(fn, strict_native=True)
+        for scale in (1.0, 2.0):
+            np.testing.assert_array_equal(compiled(arg * scale), fn(arg * scale))
+
+
+class _Stats:
+    pass
+
+
+_HISTORY: list = []
+
+
+def test_values_stored_deeper_are_the_eager_arrays():
+    """A class attribute, a tuple in a global list, a deque, a mutable default, an attribute two
+    levels down an argument: they held dead proxies (and later calls raised)."""
+    import collections
+
+    queue: collections.deque = collections.deque()
+
+    def f(x, acc=[]):  # noqa: B006 - the mutable default is the point
+        y = x * 2
+        _Stats.last = y
+        _HISTORY.append((y, y.sum()))
+        queue.append(y)
+        acc.append(y)
+        return y
+
+    class Node:
+        pass
+
+    def g(node, x):
+        node.sub.last = x * 2
+        return x + 1
+
+    compiled, store = stax.compile(f), stax.compile(g)
+    node = Node()
+    node.sub = Node()
+    for v in (1.0, 3.0):
+        x = np.full(2, v)
+        compiled(x)
+        store(node, x)
+        np.testing.assert_array_equal(node.sub.last, x * 2)
+    stored = [_Stats.last, _HISTORY[0][0], queue[0], f.__defaults__[0][0]]
+    assert all(type(v) is np.ndarray for v in stored)
+    np.testing.assert_array_equal(_Stats.last, np.full(2, 6.0))

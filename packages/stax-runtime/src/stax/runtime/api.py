@@ -16,6 +16,7 @@ import functools
 import os
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -48,8 +49,9 @@ from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .guards import FreeGuards, Snapshot, rebinds_free_names
+from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import compiled_entry, eager_entry, version_entry
+from .object_arrays import LiftedAttributes, ObjectArrays, lifted_values, with_object_arrays
 from .reports import Reports
 from .runners import (
     RunEagerly,
@@ -84,6 +86,11 @@ class CompiledFunction(OtherBranches, Reports):
         if device not in (None, *DEVICES):
             raise StaxError(f"device {device!r} is not available yet; Stax compiles for "
                             f"{', '.join(map(repr, DEVICES))}")
+        #: how it binds in a class body (``__get__``): above @classmethod or @staticmethod, the
+        #: function they wrap is compiled
+        self._binds = "class" if isinstance(fn, classmethod) else \
+            "static" if isinstance(fn, staticmethod) else "instance"
+        fn = fn.__func__ if isinstance(fn, (classmethod, staticmethod)) else fn
         self.fn = fn
         #: the device asked for: None follows the data (NumPy on the CPU, CUDA arrays on their GPU)
         self.requested_device = device
@@ -100,6 +107,8 @@ class CompiledFunction(OtherBranches, Reports):
         self.capture_check: Callable[[Any], None] | None = None
         self.donates_arguments = self.declines_to_caller = False
         self._free = FreeVariables(fn)
+        #: array attributes of its argument objects, lifted per call (None: it names none)
+        self._objects = ObjectArrays(callable_names(fn)) if callable_names(fn) else None
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._names = callable_names(fn)  # what the key describes of modules it meets
         self._sets_errstate = sets_error_state(fn)  # np.errstate inside: events decline
@@ -107,8 +116,6 @@ class CompiledFunction(OtherBranches, Reports):
         self._rebinds = rebinds_free_names(fn)
         # one compile at a time: threads making one first call wait for its version
         self._compile_lock = threading.RLock()
-        self._methods: weakref.WeakKeyDictionary[Any, CompiledFunction] = \
-            weakref.WeakKeyDictionary()  # per object, for a compiled function in a class body
         _LIVE.add(self)
         self._unguardable_reported: set[str] = set()
         self._versions: list[Version] = []
@@ -131,23 +138,15 @@ class CompiledFunction(OtherBranches, Reports):
                       "compiling one version per exact shape (results are unaffected)")
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        """A compiled function in a class body is a compiled method: ``obj.forward`` is the
-        compiled bound method of ``obj`` (one per object, made on first use), whose array
-        attributes are lifted as for ``compile(obj.forward)``. An object that cannot be weakly
-        referenced or hashed is passed as the first argument instead (keyed by value)."""
-        if instance is None or not hasattr(self.fn, "__get__"):
+        """A compiled function in a class body is a compiled method: ``obj.forward(x)`` calls it
+        with ``obj`` as its first argument, one cache for every object of the class (as for
+        ``f(obj, x)``: the object is keyed by its attributes). Above ``@classmethod`` it binds
+        the class; above ``@staticmethod``, nothing."""
+        if self._binds == "static":
             return self
-        try:
-            bound = self._methods.get(instance)
-        except TypeError:
-            return functools.partial(self, instance)
-        if bound is None:
-            bound = CompiledFunction(self.fn.__get__(instance, owner), device=self.requested_device,
-                                     dynamic=self.dynamic, strict_native=self.strict_native,
-                                     backend=self.backend_name, options=self.options,
-                                     limits=self.limits)
-            self._methods[instance] = bound
-        return bound
+        if self._binds == "class":
+            return types.MethodType(self, owner if owner is not None else type(instance))
+        return self if instance is None else types.MethodType(self, instance)
 
     def __reduce__(self) -> Any:
         """Pickled by reference, like a function (multiprocessing sends it to workers): the
@@ -176,6 +175,10 @@ class CompiledFunction(OtherBranches, Reports):
 
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
         user_args = args
+        lifted = self._objects.find(args) if self._objects is not None else None
+        if lifted is not None:  # arrays of argument objects (object_arrays.py)
+            args = (lifted, *lifted_values(lifted, args), *args)
+        own_args = args
         if self._free:
             args = (*self._free.read(), *args)
         if not kwargs:
@@ -205,7 +208,7 @@ class CompiledFunction(OtherBranches, Reports):
         if version is None:
             with self._compile_lock:  # another thread may have compiled it meanwhile
                 if self._rescan_free_variables():  # bound after compile(): lifted from now on
-                    args = (*self._free.read(), *user_args)
+                    args = (*self._free.read(), *own_args)
                     try:
                         sigma = signature(args, kwargs, self._names)
                     except Unguardable as exc:
@@ -407,7 +410,12 @@ class CompiledFunction(OtherBranches, Reports):
             logs.warn(limit_warning(self._name, self.limits, self._versions, sigma, args, kwargs))
 
     def _traced_function(self) -> Callable[..., Any]:
-        return self._free.lifted() if self._free else self.fn
+        inner = self._free.lifted() if self._free else self.fn
+        return with_object_arrays(inner, len(self._free.names)) if self._objects else inner
+
+    @staticmethod
+    def _lifted_count(lifted: LiftedAttributes | None) -> int:
+        return 0 if lifted is None else 1 + len(lifted.paths)
 
     def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                  settings: config.Settings, outcome: Outcome,
@@ -446,11 +454,15 @@ class CompiledFunction(OtherBranches, Reports):
         if placement is not None:
             args, kwargs = placement.host_call(args, kwargs)
         name = getattr(self.fn, "__name__", "fn")
-        user_args = args[len(self._free.names):]
-        names = [*self._free.names, *leaf_names(self.fn, user_args, kwargs)]
+        user_args, lifted = args[len(self._free.names):], []
+        if user_args and type(user_args[0]) is LiftedAttributes:
+            marker = user_args[0]
+            user_args = user_args[self._lifted_count(marker):]
+            lifted = ["lifted", *(f"arg{i}.{a}" for i, a in marker.paths)]
+        names = [*self._free.names, *lifted, *leaf_names(self.fn, user_args, kwargs)]
         clock = time.perf_counter()
         try:
-            free = self._free_snapshot()
+            free = snapshot_for_capture(self._guards, self._rebinds)
         except UnsupportedError as exc:
             devices.refuse_held_tensor(exc.__context__, placement, self._name, "a value it reads")
             raise
@@ -543,20 +555,6 @@ class CompiledFunction(OtherBranches, Reports):
         if version.entry is None and version.gates is None and not self._free and placement is None:
             version.entry = version_entry(sigma, lambda *a: self._run(version, a, {}), self._dispatch)
         return version
-
-    def _free_snapshot(self) -> Snapshot | None:
-        """The free values the trace is about to read (None when there are none)."""
-        if self._rebinds:
-            raise UnsupportedError(f"the function assigns {', '.join(self._rebinds)}: a side "
-                                   "effect a capture cannot replay on later calls",
-                                   hint="return the value instead")
-        if not self._guards:
-            return None
-        try:
-            return self._guards.snapshot()
-        except Unguardable as exc:
-            raise UnsupportedError(f"a value it reads cannot be keyed: {exc}",
-                                   hint="pass it as an argument") from None
 
 
 class _InternalError(StaxError):

@@ -189,9 +189,10 @@ def reads(fn: Any, lifted: frozenset[str] | set[str] = frozenset(),
         # its lifted array attributes are arguments (keyed by layout): the rest by value
         yield f"{at}self", (lambda: fn.__self__) if not hidden else \
             (lambda: _without(fn.__self__, hidden))
-        # class attributes read through the instance (self.factor where only the class has it)
+        # class attributes read through the instance (self.factor where only the class has it),
+        # by the method or by the methods it calls through ``self`` (``self.helper(x)``)
         yield from _held(type(owner), lambda: type(fn.__self__), f"{at}type(self)", code, set(),
-                         None)
+                         None, names=method_names(type(owner), attribute_names(code)))
         if isinstance(owner, type):  # a class method: ``cls.factor``
             yield from _held(owner, lambda: fn.__self__, f"{at}cls", code, set(), None)
 
@@ -203,17 +204,19 @@ def _without(owner: Any, hidden: frozenset[str]) -> tuple[type, dict[str, Any]]:
 
 def _held(value: Any, read: Callable[[], Any], prefix: str, code: types.CodeType,
           lifted: frozenset[str] | set[str], lifted_prefix: str | None, depth: int = 0,
-          ) -> Iterator[tuple[str, Callable[[], Any]]]:
-    """The attributes ``code`` may read of a user module, class or function (``user_holder``);
-    of a module not imported yet (``value`` None), every name the code loads. A user module or
-    class found there is followed too (``pkg.config.scale``), ``MAX_CHAIN`` hops at most."""
+          names: frozenset[str] | None = None) -> Iterator[tuple[str, Callable[[], Any]]]:
+    """The attributes ``code`` (or the given ``names``) may read of a user module, class or
+    function (``user_holder``); of a module not imported yet (``value`` None), every name the
+    code loads. A user module or class found there is followed too (``pkg.config.scale``),
+    ``MAX_CHAIN`` hops at most."""
+    read_names = attribute_names(code) if names is None else names
     if value is None:
-        names: Any = sorted(attribute_names(code))
+        names_held: Any = sorted(read_names)
     elif user_holder(value):
-        names = held_attributes(value, attribute_names(code))
+        names_held = held_attributes(value, read_names)
     else:
         return
-    for attr in names:
+    for attr in names_held:
         if lifted_prefix is not None and f"{lifted_prefix}.{attr}" in lifted:
             continue
         attribute = functools.partial(attribute_of, read, attr)
@@ -223,6 +226,22 @@ def _held(value: Any, read: Callable[[], Any], prefix: str, code: types.CodeType
             yield from _held(inner, attribute, f"{prefix}.{attr}", code, lifted,
                              None if lifted_prefix is None else f"{lifted_prefix}.{attr}",
                              depth + 1)
+
+
+def method_names(cls: type, names: frozenset[str] | set[str]) -> frozenset[str]:
+    """``names`` and the attribute names the code of every method of ``cls`` among them loads,
+    and so on: what a method may read through ``self`` (``self.act(x)`` reading ``self.w``)."""
+    found, todo = set(names), list(names)
+    while todo:
+        method = getattr(cls, todo.pop(), None)
+        method = getattr(method, "fget", method)  # a property's getter
+        code = getattr(getattr(method, "__func__", method), "__code__", None)
+        if not isinstance(code, types.CodeType):
+            continue
+        fresh = attribute_names(code) - found
+        found |= fresh
+        todo += fresh
+    return frozenset(found)
 
 
 def attribute_of(read: Callable[[], Any], attr: str) -> Any:

@@ -5,21 +5,21 @@ each call must see their current binding and data. Stax reads them at every call
 as leading arguments, so they enter the key (a rebinding to an array of another layout recompiles)
 and the kernel reads their current data (an in-place update is seen without recompiling,
 example 2.2). Capture runs a copy of the function whose globals and cells hold the proxies; a
-bound method's object has its lifted attributes bound to the proxies while capture runs (another
-thread reading them during that first call would see the proxies: documented).
+bound method is bound to a stand-in of its object holding its lifted arrays' proxies
+(``object_arrays.stand_in``).
 """
 
 from __future__ import annotations
 
 import dis
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .code_reads import nested_codes
+from .code_reads import method_names, nested_codes
+from .object_arrays import commit, own_attributes, stand_in, tracing
 
 _GLOBAL = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
 
@@ -48,8 +48,8 @@ class FreeVariables:
         self.cells = [(name, i) for i, (name, cell) in enumerate(zip(freevars, cells))
                       if isinstance(_cell_value(cell), np.ndarray)]
         owner = getattr(fn, "__self__", None)
-        own = _own_attributes(owner)
-        read_through_self = _method_names(type(owner), names) if own else set()
+        own = own_attributes(owner) or {}
+        read_through_self = method_names(type(owner), names) if own else frozenset()
         self.attributes = sorted(a for a in read_through_self if isinstance(own.get(a), np.ndarray))
         self.names = [*self.globals, *(f"{m}.{a}" for m, a in self.module_attrs),
                       *(name for name, _ in self.cells), *(f"self.{a}" for a in self.attributes)]
@@ -61,7 +61,7 @@ class FreeVariables:
         """The current values, in ``names`` order."""
         scope = self.fn.__globals__
         closure = self.fn.__closure__
-        own = _own_attributes(getattr(self.fn, "__self__", None))
+        own = own_attributes(getattr(self.fn, "__self__", None)) or {}
         return (*(scope.get(n) for n in self.globals),
                 *(getattr(scope[m], a, None) for m, a in self.module_attrs),
                 *(_cell_value(closure[i]) for _, i in self.cells),
@@ -87,10 +87,16 @@ class FreeVariables:
             clone = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__,
                                        tuple(closure) or None)
             clone.__kwdefaults__ = fn.__kwdefaults__
-            if isinstance(fn, types.MethodType):  # a bound method: bound to the same object
+            if isinstance(fn, types.MethodType):  # a bound method: bound to the same object,
+                owner = fn.__self__  # or to a stand-in holding its lifted arrays' traced values
                 placed = dict(zip(self.attributes, values[count - len(self.attributes):count]))
-                with _attributes_set(fn.__self__, placed):
-                    return types.MethodType(clone, fn.__self__)(*values[count:], **kwargs)
+                if not tracing(placed.values()):  # an eager run: the object itself
+                    return types.MethodType(clone, owner)(*values[count:], **kwargs)
+                standing = stand_in(owner, placed)
+                try:
+                    return types.MethodType(clone, standing)(*values[count:], **kwargs)
+                finally:
+                    commit(standing, owner, placed)
             return clone(*values[count:], **kwargs)
         call.__wrapped__ = fn  # type: ignore[attr-defined]  # capture's scans look through it
         return call
@@ -106,48 +112,6 @@ class _ModuleView:
     def __getattr__(self, name: str) -> Any:
         lifted = self.__dict__["_lifted"]
         return lifted[name] if name in lifted else getattr(self.__dict__["_module"], name)
-
-
-def _own_attributes(owner: Any) -> dict[str, Any]:
-    """The instance dictionary of a bound method's object (empty for a module, a class or an
-    object without one)."""
-    if owner is None or isinstance(owner, (types.ModuleType, type)):
-        return {}
-    own = getattr(owner, "__dict__", None)
-    return own if type(own) is dict else {}
-
-
-def _method_names(cls: type, names: set[str]) -> set[str]:
-    """``names`` and the names the code of every method of ``cls`` among them names, and so on:
-    what a method may read through ``self`` (``self.act(x)`` reading ``self.w``)."""
-    found, todo = set(names), list(names)
-    while todo:
-        method = getattr(cls, todo.pop(), None)
-        code = getattr(method, "__code__", None)
-        if code is None:
-            continue
-        for c in nested_codes(code):
-            fresh = set(c.co_names) - found
-            found |= fresh
-            todo += fresh
-    return found
-
-
-@contextmanager
-def _attributes_set(owner: Any, placed: dict[str, Any]) -> Iterator[None]:
-    """The object's lifted attributes bound to their proxies while capture runs the method (its
-    helpers and other methods read them through ``self`` too), then put back: each still bound
-    to its proxy gets the array it had (one the method rebound keeps its new value, which the
-    capture's escape check then settles)."""
-    own = _own_attributes(owner)
-    before = {a: own.get(a) for a in placed}
-    own.update(placed)
-    try:
-        yield
-    finally:
-        for a, proxy in placed.items():
-            if own.get(a) is proxy:
-                own[a] = before[a]
 
 
 def _cell_value(cell: Any) -> Any:

@@ -28,6 +28,8 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stax.ir import UnsupportedError
+
 from .code_reads import ABSENT as _ABSENT
 from .code_reads import attribute_names, nested_codes, own_module, reads
 from .signature import Describer, GuardFailure, Identity, Unguardable, diff_description
@@ -177,3 +179,19 @@ def _paths(fn: Callable[..., Any], lifted: set[str], prefix: str) -> Iterator[_P
     names = attribute_names(code) if code is not None else frozenset()
     for name, read in reads(fn, lifted, prefix):
         yield _Path(name, read, names)
+
+
+def snapshot_for_capture(guards: FreeGuards, rebinds: tuple[str, ...]) -> Snapshot | None:
+    """The free values a trace is about to read (None when there are none); UnsupportedError
+    when the function rebinds a name outside its frame or reads a value that cannot be keyed."""
+    if rebinds:
+        raise UnsupportedError(f"the function assigns {', '.join(rebinds)}: a side effect a "
+                               "capture cannot replay on later calls",
+                               hint="return the value instead")
+    if not guards:
+        return None
+    try:
+        return guards.snapshot()
+    except Unguardable as exc:
+        raise UnsupportedError(f"a value it reads cannot be keyed: {exc}",
+                               hint="pass it as an argument") from None

@@ -51,6 +51,7 @@ from stax.ir.pytree import is_namedtuple
 
 from . import devices
 from .code_reads import attribute_names, held_attributes, own_module, reads, user_holder
+from .object_arrays import LiftedAttributes, hidden
 
 ARRAY = "ndarray"
 MAX_VALUES = 256  # values described per argument or free value before it is Unguardable
@@ -92,7 +93,8 @@ class Identity:
         return f"<{module}.{name} at {id(self.obj):#x}>"
 
 
-def leaf_signature(x: Any, names: frozenset[str] = frozenset()) -> Any:
+def leaf_signature(x: Any, names: frozenset[str] = frozenset(),
+                   skip: dict[int, frozenset[str]] | None = None) -> Any:
     """The signature of one argument leaf (see the module docstring); raises Unguardable.
     ``names``: the attribute names the function's code loads (``Describer``)."""
     t = type(x)
@@ -116,7 +118,9 @@ def leaf_signature(x: Any, names: frozenset[str] = frozenset()) -> Any:
     on_device = devices.layout(x)  # a torch tensor or CuPy array
     if on_device is not None:
         return (ARRAY, *on_device)
-    return Describer(names).describe(x)
+    if t is LiftedAttributes:
+        return ("lifted attributes", x.paths)
+    return Describer(names, skip or {}).describe(x)
 
 
 class Describer:
@@ -128,7 +132,10 @@ class Describer:
     ``m.scale`` for a module argument ``m``); a function's own names join while it is
     described."""
 
-    def __init__(self, names: frozenset[str] = frozenset()) -> None:
+    def __init__(self, names: frozenset[str] = frozenset(),
+                 skip: dict[int, frozenset[str]] | None = None) -> None:
+        #: ``id`` of an argument object -> its attributes lifted as arrays (not described here)
+        self.skip = skip or {}
         self.budget = MAX_VALUES
         self.active: set[int] = set()  # objects being described (a cycle is keyed by identity)
         self.names = names
@@ -225,7 +232,9 @@ class Describer:
             state.append(d(base(x)))
         attrs = getattr(x, "__dict__", None)
         if type(attrs) is dict:
-            state.append(tuple((k, d(v)) for k, v in attrs.items()))
+            lifted = self.skip.get(id(x), ())
+            state.append(tuple((k, d(v) if k not in lifted else ("lifted",))
+                               for k, v in attrs.items()))
         if slots:
             state.append(tuple((s, d(getattr(x, s, _MISSING))) for s in slots))
         if not state:  # no visible state (a C object): its identity
@@ -336,9 +345,16 @@ def _show_float(key: str) -> str:
 
 def signature(args: tuple[Any, ...], kwargs: dict[str, Any],
               names: frozenset[str] = frozenset()) -> tuple[Any, Any]:
-    """``names``: the attribute names the function's code loads (``Describer``)."""
-    return (tuple(leaf_signature(a, names) for a in args),
-            tuple((k, leaf_signature(v, names)) for k, v in kwargs.items()))
+    """``names``: the attribute names the function's code loads (``Describer``). After a
+    ``LiftedAttributes`` leaf come the lifted arrays, then the arguments whose objects they
+    are attributes of: those objects are described without them (``object_arrays.py``)."""
+    skip: dict[int, frozenset[str]] = {}
+    for k, a in enumerate(args):
+        if type(a) is LiftedAttributes:
+            skip = hidden(a, args[k + 1 + len(a.paths):])
+            break
+    return (tuple(leaf_signature(a, names, skip) for a in args),
+            tuple((k, leaf_signature(v, names, skip)) for k, v in kwargs.items()))
 
 
 def array_signature(args: tuple[Any, ...]) -> Any:

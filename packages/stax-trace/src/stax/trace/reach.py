@@ -19,12 +19,16 @@ huge object graph costs at most ``BUDGET`` visits.
 from __future__ import annotations
 
 import builtins
+import collections
 import dis
 import functools
+import sys
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from .creation import intercepted
 from .isolation import Unrepeatable, guarded, unrepeatable
@@ -33,6 +37,8 @@ from .source import library_code
 BUDGET = 2000
 MAX_DEPTH = 4  # attribute hops from a name (np.random.mtrand._rand)
 MAX_ITEMS = 32  # items of a list, tuple or dict looked into
+#: packages whose classes, modules and functions hold no value a traced function stored
+_LIBRARY_ROOTS = frozenset({"numpy", "stax", "builtins", *sys.stdlib_module_names})
 
 
 @dataclass
@@ -230,14 +236,15 @@ def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
 
 
 def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
-                  objects: Iterable[tuple[str, Any]] = ()) -> str | None:
+                  objects: Iterable[tuple[str, Any]] = (),
+                  value_of: Callable[[Any], Any] = lambda proxy: proxy.value) -> str | None:
     """Where a traced value the function stored survives its capture, among the globals and
     closure cells its code names and the named ``objects`` (argument objects, a method's
     ``self``), their items and their attributes (one level; lists by their last items, where
     appends go): a path such as ``global 'HISTORY'[-1]`` or ``argument 'm'.last``, or None.
 
     Each one found where it can be put back (a global, a cell, a list or dict item, an instance
-    attribute) is replaced by its value, the array eager NumPy would have stored there: the
+    attribute) is replaced by ``value_of`` it, the array eager NumPy would have stored there: the
     capture run was the call's eager execution, so the function's state is then as eager left
     it, and its later eager calls read arrays, not dead proxies."""
     first = None
@@ -247,20 +254,28 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
         names = code_names(root.__code__)
         scope = root.__globals__
         places += [(f"global {n!r}", scope[n], (scope, n)) for n in sorted(names & scope.keys())]
+        places += [(f"default {i}", v, (None, None)) for i, v in enumerate(root.__defaults__ or ())]
         for name, cell in zip(root.__code__.co_freevars, root.__closure__ or ()):
             try:
                 places.append((f"closure {name!r}", cell.cell_contents, (cell, None)))
             except ValueError:
                 pass
     for path, value, home in places:
-        try:
-            held = [("", value, home), *_held(value)]
+        try:  # two levels down: ``self.log.append(y)``, ``cache["k"] = y``
+            held = [("", value, home)]
+            for suffix, item, where in _held(value):
+                held.append((suffix, item, where))
+                if not is_proxy(item) and type(item) is not np.ndarray:
+                    held += [(suffix + inner, v, w) for inner, v, w in _held(item)]
         except Exception:  # unreadable: a proxy there still refuses to be used later
             continue
         for suffix, item, (container, key) in held:
             if is_proxy(item):
                 first = first or f"{path}{suffix}"
-                _put_back(container, key, item.value)
+                _put_back(container, key, value_of(item))
+            elif type(item) is tuple and any(is_proxy(v) for v in item):  # rebuilt with values
+                first = first or f"{path}{suffix}"
+                _put_back(container, key, tuple(value_of(v) if is_proxy(v) else v for v in item))
     return first
 
 
@@ -270,8 +285,10 @@ def _put_back(container: Any, key: Any, value: Any) -> None:
             return
         if isinstance(container, types.CellType):
             container.cell_contents = value
-        elif type(container) in (dict, list):
+        elif type(container) in (dict, list, collections.deque):
             container[key] = value
+        elif isinstance(container, (type, types.ModuleType, types.FunctionType)):
+            setattr(container, key, value)
         elif type(container) not in (tuple, set):
             _instance_dict(container)[key] = value  # type: ignore[index]
     except Exception:  # left as it is: using it later raises the escaped-value error
@@ -279,13 +296,23 @@ def _put_back(container: Any, key: Any, value: Any) -> None:
 
 
 def _held(value: Any) -> list[tuple[str, Any, tuple[Any, Any]]]:
-    """(path suffix, item, (container, key)) of what ``value`` holds, one level down."""
-    if type(value) is list:
+    """(path suffix, item, (container, key)) of what ``value`` holds, one level down: items of
+    lists (the last ones, where appends go), deques, dicts, sets and tuples; attributes of
+    objects, and of the user's own classes, modules and functions (``Stats.last = y``)."""
+    if type(value) in (list, collections.deque):
         return [(f"[{i - len(value)}]", v, (value, i)) for i, v in enumerate(value)][-MAX_ITEMS:]
+    if isinstance(value, (type, types.ModuleType, types.FunctionType)):
+        module = value.__name__ if isinstance(value, types.ModuleType) else \
+            getattr(value, "__module__", None) or ""
+        if module.split(".")[0] in _LIBRARY_ROOTS:
+            return []
+        own = dict(vars(value))
+        return [(f".{k}", v, (value, k)) for k, v in list(own.items())[:4 * MAX_ITEMS]
+                if not k.startswith("__")]
     if type(value) in (dict, set, tuple):
         items = value.items() if type(value) is dict else enumerate(value)
         return [(f"[{k!r}]", v, (value, k)) for k, v in list(items)[:MAX_ITEMS]]
-    if isinstance(value, (types.ModuleType, type, types.FunctionType)):
+    if isinstance(value, (np.ndarray, np.generic)):
         return []
     own = _instance_dict(value)
     return [(f".{k}", v, (value, k)) for k, v in list(own.items())[:MAX_ITEMS]] if own else []

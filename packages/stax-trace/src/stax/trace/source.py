@@ -187,6 +187,7 @@ def holding_warnings() -> Iterator[HeldWarnings]:
     outer = getattr(_holding, "held", None)
     _holding.held = held
     installed = _show_through_holding()
+    warn = _warn_through_holding()
     try:
         if not relayed:
             yield held
@@ -197,6 +198,32 @@ def holding_warnings() -> Iterator[HeldWarnings]:
         _holding.held = outer
         if installed is not None and warnings.showwarning is installed:
             warnings.showwarning = installed.shown
+        if warn is not None and warnings.warn is warn:
+            warnings.warn = warn.original
+
+
+def _warn_through_holding() -> Any:
+    """Route ``warnings.warn`` through a function that notes a call from the function's own
+    code in the capturing thread (``HeldWarnings.issued``), whether the filters then show it,
+    drop it or raise it: under an ``"error"`` filter the warning is an exception the function
+    may catch, and the branch it takes must not become the version. None when in place."""
+    if getattr(warnings.warn, "original", None) is not None:
+        return None
+    original = warnings.warn
+
+    def warn(message: Any, category: Any = None, stacklevel: int = 1, source: Any = None,
+             **kwargs: Any) -> None:
+        held = getattr(_holding, "held", None)
+        if held is not None and not held.emitting:
+            caller = sys._getframe(1)
+            if not caller.f_globals.get("__name__", "").startswith(("numpy", "stax.")):
+                kind = type(message) if isinstance(message, Warning) else category or UserWarning
+                held.issued.append(f"{kind.__name__} '{message}' at {caller.f_code.co_filename}:"
+                                   f"{caller.f_lineno}")
+        original(message, category, stacklevel + 1, source, **kwargs)
+    warn.original = original  # type: ignore[attr-defined]
+    warnings.warn = warn
+    return warn
 
 
 def _show_through_holding() -> Any:

@@ -35,6 +35,7 @@ from .examples import example_view, root_array
 from .isolation import private_copy, refused, refusing_draws
 from .outcome import Argument, Outcome
 from .proxy import GeneratorProxy, Proxy, escaped
+from .raised import caught_error, decided_by_key
 from .reach import escaped_proxy, scan
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
@@ -136,7 +137,9 @@ class Tracer:
         """Python reads a traced value (spec table 3.2): answer from the example, record a gate."""
         if self.finished:
             raise escaped()
-        with self.raising(f"{kind}() of a traced value", user_source()):
+        # of an array of several elements, the error is its size's, which the key holds
+        with self.raising(f"{kind}() of a traced value", user_source(),
+                          lambda exc: np.size(proxy.value) != 1):
             value = GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
         if proxy.node not in self.constants:
             self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
@@ -159,7 +162,8 @@ class Tracer:
         args = _gate_slice_bounds(args)
         node_args = self._symbolic(args, source)
         node_kwargs = self._symbolic(kwargs, source)
-        with not_recording(), traced_value(), self.raising(f"{target}()", source):
+        with not_recording(), traced_value(), \
+                self.raising(f"{target}()", source, lambda exc: decided_by_key(target, exc, args)):
             try:
                 value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
             except ValueError as exc:
@@ -215,27 +219,24 @@ class Tracer:
             f"{target}() returned a {type(value).__name__}, not an array", source=source))
 
     @contextmanager
-    def raising(self, what: str, source: str | None) -> Iterator[None]:
+    def raising(self, what: str, source: str | None,
+                by_key: Callable[[Exception], bool]) -> Iterator[None]:
         """Note an exception raised in the block (it propagates unchanged): a function that
         catches it took a path the data chose (``np.linalg.inv`` of a singular matrix, an
         error under ``np.errstate(...="raise")``), which a compiled version cannot check
-        (``caught``)."""
+        (``caught``); not one the key decides (``by_key``: shapes, dtypes, constant indices),
+        which every call of the version raises alike."""
         try:
             yield
         except Exception as exc:
-            self.raised.append((what, type(exc).__name__, source))
+            if not by_key(exc):
+                self.raised.append((what, type(exc).__name__, source))
             raise
 
     def caught(self) -> UnsupportedError | None:
         """Why a capture whose function returned cannot be compiled: a traced call raised and
         the function caught the exception."""
-        if not self.raised:
-            return None
-        what, name, source = self.raised[0]
-        return UnsupportedError(f"{what} raised {name} during capture and the function caught "
-                                "it: whether it raises depends on the data", source=source,
-                                hint="the function runs eagerly; test the condition with "
-                                     "array operations (np.linalg.cond, np.isfinite) instead")
+        return caught_error(self.raised)
 
     def adopt(self, node: Any, value: Any) -> None:
         """A node made outside ``record`` (masked.py) and its concrete value."""
@@ -521,6 +522,10 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                 except Exception as exc:
                     if watch.refused is None and not isinstance(exc, UnsupportedError):
                         warned.emit()  # the user's own error ends the call; eager warned first
+                    # values it stored before the error: the arrays eager would have left
+                    escaped_proxy(fn, lambda value: isinstance(value, Proxy) and
+                                  value.tracer is tracer, _owners(fn, leaves),
+                                  _eager_value(outcome))
                     raise
         except BaseException:
             if watch.refused is not None:  # the function turned a refusal into another error
@@ -528,19 +533,32 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             raise
         if watch.refused is not None:  # the function caught a refusal and went on
             raise watch.refused
-        owners = [(f"argument {i}", leaf) for i, leaf in enumerate(leaves)
-                  if isinstance(getattr(leaf, "__dict__", None), dict) and not isinstance(leaf, type)]
-        owner = getattr(getattr(fn, "__wrapped__", fn), "__self__", None)  # through lifting
-        if isinstance(getattr(owner, "__dict__", None), dict) and not isinstance(owner, type):
-            owners.append(("self", owner))
         kept = escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer,
-                             owners)
+                             _owners(fn, leaves), _eager_value(outcome))
         if kept is not None:  # put back as eager left it: this run stands for the eager call
             outcome.finished, outcome.result = True, result
             raise UnsupportedError(f"a traced value escaped the compiled function: {kept} holds "
                                    "it after capture", hint="return it instead (a compiled "
                                    "version would not store it on later calls)")
     return result
+
+
+def _eager_value(outcome: Outcome) -> Callable[[Any], Any]:
+    """The array eager NumPy has where capture has a traced value: an argument's is the
+    caller's own array (capture computed on a read-only copy), any other its value."""
+    callers = {id(argument.proxy): caller for argument, caller in outcome.arguments}
+    return lambda proxy: callers.get(id(proxy), proxy.value)
+
+
+def _owners(fn: Callable[..., Any], leaves: list[Any]) -> list[tuple[str, Any]]:
+    """The objects whose attributes the function may store values in: its argument objects
+    and a method's ``self`` (through lifting wrappers)."""
+    owners = [(f"argument {i}", leaf) for i, leaf in enumerate(leaves)
+              if isinstance(getattr(leaf, "__dict__", None), dict) and not isinstance(leaf, type)]
+    owner = getattr(getattr(fn, "__wrapped__", fn), "__self__", None)
+    if isinstance(getattr(owner, "__dict__", None), dict) and not isinstance(owner, type):
+        owners.append(("self", owner))
+    return owners
 
 
 def gate(value: Any) -> Any:
