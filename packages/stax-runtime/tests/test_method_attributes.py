@@ -243,3 +243,10 @@ def test_a_function_that_sets_an_objects_attributes_runs_eagerly_once():
         obj, x = Weights(np.ones(2)), np.zeros(2)
         compiled(obj, x)
         assert obj.calls == 1 and obj.cache is x and obj.b is obj.w and obj.w.flags.writeable
+
+
+def test_explain_keys_object_arrays_as_calls_do():
+    compiled = stax.compile(lambda layer, x: x * layer.w)
+    compiled(Weights(np.ones(4)), np.ones(4))
+    assert compiled.explain(Weights(np.full(4, 3.0)), np.ones(4))[0].failures == []
+    assert compiled.explain(Weights(np.ones(5)), np.ones(4))[0].failures

@@ -107,10 +107,10 @@ class CompiledFunction(OtherBranches, Reports):
         self.capture_check: Callable[[Any], None] | None = None
         self.donates_arguments = self.declines_to_caller = False
         self._free = FreeVariables(fn)
-        #: array attributes of its argument objects, lifted per call (None: it names none)
-        self._objects = ObjectArrays(callable_names(fn)) if callable_names(fn) else None
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._names = callable_names(fn)  # what the key describes of modules it meets
+        #: array attributes of its argument objects, lifted per call (None: it names none)
+        self._objects = ObjectArrays(self._names) if self._names else None
         self._sets_errstate = sets_error_state(fn)  # np.errstate inside: events decline
         self._positions = keywords_as_positions(fn)
         self._rebinds = rebinds_free_names(fn)
