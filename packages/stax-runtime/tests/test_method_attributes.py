@@ -250,3 +250,25 @@ def test_explain_keys_object_arrays_as_calls_do():
     compiled(Weights(np.ones(4)), np.ones(4))
     assert compiled.explain(Weights(np.full(4, 3.0)), np.ones(4))[0].failures == []
     assert compiled.explain(Weights(np.ones(5)), np.ones(4))[0].failures
+
+
+class Model:
+    def __init__(self, seed=0):
+        rng = np.random.default_rng(seed)
+        self.w1 = rng.standard_normal((64, 128)).astype(np.float32)
+        self.w2 = rng.standard_normal((128, 8)).astype(np.float32)
+
+    def __call__(self, x):
+        return np.tanh(x @ self.w1) @ self.w2
+
+
+def test_a_compiled_callable_object_lifts_its_arrays():
+    """``stax.compile(model)`` with ``__call__`` reading ``self.w1``: keyed by value, the
+    model's arrays made every call eager."""
+    model = Model()
+    compiled = stax.compile(model, strict_native=True)
+    x = np.ones((4, 64), np.float32)
+    _same(compiled, model, x)
+    model.w1[0, 0] = 3.0  # in place: seen without a compile
+    _same(compiled, model, x)
+    assert compiled.cache_info().compiles == 1

@@ -51,7 +51,13 @@ from .gate_checks import GateMismatch, check_in_program, program_gates, with_gat
 from .gates import GateReplay
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import compiled_entry, eager_entry, version_entry
-from .object_arrays import LiftedAttributes, ObjectArrays, lifted_values, with_object_arrays
+from .object_arrays import (
+    LiftedAttributes,
+    ObjectArrays,
+    lifted_values,
+    python_callable_object,
+    with_object_arrays,
+)
 from .reports import Reports
 from .runners import (
     RunEagerly,
@@ -91,6 +97,7 @@ class CompiledFunction(OtherBranches, Reports):
         self._binds = "class" if isinstance(fn, classmethod) else \
             "static" if isinstance(fn, staticmethod) else "instance"
         fn = fn.__func__ if isinstance(fn, (classmethod, staticmethod)) else fn
+        fn = fn.__call__ if python_callable_object(fn) else fn  # compile(model): a method
         self.fn = fn
         #: the device asked for: None follows the data (NumPy on the CPU, CUDA arrays on their GPU)
         self.requested_device = device

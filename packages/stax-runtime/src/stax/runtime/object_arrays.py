@@ -44,6 +44,15 @@ class LiftedAttributes:
     paths: tuple[tuple[int, str], ...]
 
 
+def python_callable_object(fn: Any) -> bool:
+    """An instance of a user class whose ``__call__`` is a Python function (not a function, a
+    class, a ``functools.partial`` or a compiled function, which says what it compiles with
+    ``__stax_key__``): ``compile(model)`` compiles its bound ``__call__``."""
+    call = next((vars(c)["__call__"] for c in type(fn).__mro__ if "__call__" in vars(c)), None)
+    return isinstance(call, types.FunctionType) and not hasattr(type(fn), "__stax_key__") and \
+        not isinstance(fn, (type, types.FunctionType, types.MethodType))
+
+
 def own_attributes(value: Any) -> dict[str, Any] | None:
     """The instance dictionary of a plain object argument, or None (arrays, containers,
     modules, classes, functions, NumPy scalars, objects without one or with slots besides)."""
