@@ -272,3 +272,46 @@ def test_a_compiled_callable_object_lifts_its_arrays():
     model.w1[0, 0] = 3.0  # in place: seen without a compile
     _same(compiled, model, x)
     assert compiled.cache_info().compiles == 1
+
+
+def test_the_object_keeps_its_identity_during_capture():
+    """A shallow-copy stand-in for the object changed ``self is ...``, ``id(self)`` and
+    registries keyed by the object (found by a probe: wrong results on every call)."""
+    registry = {}
+
+    class Registered:
+        def __init__(self):
+            self.w = np.ones(3)
+            self.me = self
+            registry[id(self)] = 5.0
+
+        def __call__(self, x):
+            return self.w * (1.0 if self.me is self else 9.0) * registry[id(self)] + x
+
+    obj, x = Registered(), np.ones(3)
+    compiled = stax.compile(obj)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(x), obj(x))
+    same = stax.compile(lambda a, b, v: a.w * v if a is b else a.w - v)
+    one = Weights(np.ones(3))
+    np.testing.assert_array_equal(same(one, one, x), np.ones(3))
+    np.testing.assert_array_equal(same(one, Weights(np.ones(3)), x), np.zeros(3))
+
+
+def test_compile_of_a_bound_compiled_method_and_an_instance_call_attribute():
+    class Lin:
+        def __init__(self):
+            self.w = np.ones((4, 3))
+
+        @stax.compile
+        def forward(self, x):
+            return x @ self.w
+
+    lin = Lin()
+    bound = stax.compile(lin.forward)
+    np.testing.assert_array_equal(bound(np.ones((2, 4))), np.full((2, 3), 4.0))
+    assert bound._versions is not Lin.forward._versions
+    model = Model()
+    model.__call__ = lambda x: x * 100  # model(x) calls the class's __call__ all the same
+    x = np.ones((2, 64), np.float32)
+    _same(stax.compile(model), model, x)

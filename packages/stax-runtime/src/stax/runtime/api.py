@@ -54,8 +54,8 @@ from .key_entry import compiled_entry, eager_entry, version_entry
 from .object_arrays import (
     LiftedAttributes,
     ObjectArrays,
+    as_plain_callable,
     lifted_values,
-    python_callable_object,
     with_object_arrays,
 )
 from .reports import Reports
@@ -97,7 +97,7 @@ class CompiledFunction(OtherBranches, Reports):
         self._binds = "class" if isinstance(fn, classmethod) else \
             "static" if isinstance(fn, staticmethod) else "instance"
         fn = fn.__func__ if isinstance(fn, (classmethod, staticmethod)) else fn
-        fn = fn.__call__ if python_callable_object(fn) else fn  # compile(model): a method
+        fn = as_plain_callable(fn)  # compile(model), compile(obj.compiled_method): methods
         self.fn = fn
         #: the device asked for: None follows the data (NumPy on the CPU, CUDA arrays on their GPU)
         self.requested_device = device

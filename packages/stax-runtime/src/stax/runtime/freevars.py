@@ -5,8 +5,8 @@ each call must see their current binding and data. Stax reads them at every call
 as leading arguments, so they enter the key (a rebinding to an array of another layout recompiles)
 and the kernel reads their current data (an in-place update is seen without recompiling,
 example 2.2). Capture runs a copy of the function whose globals and cells hold the proxies; a
-bound method is bound to a stand-in of its object holding its lifted arrays' proxies
-(``object_arrays.stand_in``).
+bound method's object has its lifted attributes bound to their proxies while capture runs
+(``object_arrays.attributes_bound``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .code_reads import method_names, nested_codes
-from .object_arrays import commit, own_attributes, stand_in, tracing
+from .object_arrays import attributes_bound, own_attributes, tracing
 
 _GLOBAL = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
 
@@ -88,15 +88,12 @@ class FreeVariables:
                                        tuple(closure) or None)
             clone.__kwdefaults__ = fn.__kwdefaults__
             if isinstance(fn, types.MethodType):  # a bound method: bound to the same object,
-                owner = fn.__self__  # or to a stand-in holding its lifted arrays' traced values
+                owner = fn.__self__  # its lifted attributes the traced values while capturing
                 placed = dict(zip(self.attributes, values[count - len(self.attributes):count]))
-                if not tracing(placed.values()):  # an eager run: the object itself
+                if not tracing(placed.values()):  # an eager run: their arrays already
                     return types.MethodType(clone, owner)(*values[count:], **kwargs)
-                standing = stand_in(owner, placed)
-                try:
-                    return types.MethodType(clone, standing)(*values[count:], **kwargs)
-                finally:
-                    commit(standing, owner, placed)
+                with attributes_bound(owner, placed):
+                    return types.MethodType(clone, owner)(*values[count:], **kwargs)
             return clone(*values[count:], **kwargs)
         call.__wrapped__ = fn  # type: ignore[attr-defined]  # capture's scans look through it
         return call

@@ -8,22 +8,23 @@ the function's code names (or the code of the object's methods it reaches throug
 ``method_names``) are read and passed as leading arrays, after a ``LiftedAttributes`` marker that
 says which they are: the key then describes them by layout (their data is read by the kernels
 at every call, an in-place update is written back to the object's array) and describes the
-object by its other attributes (``hidden``). Capture runs the function on a stand-in for each
-such object (``stand_in``: a shallow copy whose lifted attributes are the traced values), so the
-object is never changed and no other path to it (a global, another argument, another thread)
-sees traced values; what the function does to the stand-in's attributes is carried over to the
-object (``commit``), and the runtime's side-effect check then runs the function eagerly for that
-key, as for any argument object it changes.
-
-An object that appears twice among the arguments is lifted once per position (each a stand-in
-of its own); the arrays are then the same array twice, which the dispatcher's aliasing rules
-handle as for ``f(x, x)``.
+object by its other attributes (``hidden``). While capture runs the function, the object's
+lifted attributes are bound to the traced values and put back after (``attributes_bound``; a
+shallow-copy stand-in was tried and dropped: ``self is other``, ``id(self)``, registries and
+``__del__`` saw another object, wrong results found by a probe). So that the traced values
+stand for this argument only: an object passed twice is lifted at its first place, its second
+place marked ``(position, "=first")`` (the key then tells ``f(a, a)`` from ``f(a, b)``), and an
+object the function also reaches another way (a global, a closure: ``reach.reached``) is not
+lifted (the capture is refused: its arrays read that way would stand for every later object).
+Another thread reading the object during that first capture would see the traced values
+(documented).
 """
 
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ import numpy as np
 from stax.ir import UnsupportedError
 from stax.trace import loops
 from stax.trace.proxy import Proxy
+from stax.trace.reach import reached
 
 from .code_reads import method_names
 
@@ -44,13 +46,19 @@ class LiftedAttributes:
     paths: tuple[tuple[int, str], ...]
 
 
-def python_callable_object(fn: Any) -> bool:
-    """An instance of a user class whose ``__call__`` is a Python function (not a function, a
-    class, a ``functools.partial`` or a compiled function, which says what it compiles with
-    ``__stax_key__``): ``compile(model)`` compiles its bound ``__call__``."""
+def as_plain_callable(fn: Any) -> Any:
+    """What ``compile`` compiles for ``fn``: a callable object whose class's ``__call__`` is a
+    Python function, that function bound to it (``compile(model)``: the class's, as ``model(x)``
+    calls it, not an instance attribute named ``__call__``); a compiled method bound to an object
+    (``compile(obj.forward)`` of a class-body ``@compile``), its function bound to the object
+    (the compiled function's caches stay its own); anything else, itself."""
+    if isinstance(fn, types.MethodType) and hasattr(type(fn.__func__), "__stax_key__"):
+        return types.MethodType(fn.__func__.fn, fn.__self__)
     call = next((vars(c)["__call__"] for c in type(fn).__mro__ if "__call__" in vars(c)), None)
-    return isinstance(call, types.FunctionType) and not hasattr(type(fn), "__stax_key__") and \
-        not isinstance(fn, (type, types.FunctionType, types.MethodType))
+    if isinstance(call, types.FunctionType) and not hasattr(type(fn), "__stax_key__") and \
+            not isinstance(fn, (type, types.FunctionType, types.MethodType)):
+        return types.MethodType(call, fn)
+    return fn
 
 
 def own_attributes(value: Any) -> dict[str, Any] | None:
@@ -74,11 +82,16 @@ class ObjectArrays:
         self._by_type: dict[type, frozenset[str]] = {}  # the names read through objects of it
 
     def find(self, args: tuple[Any, ...]) -> LiftedAttributes | None:
-        paths = []
+        paths: list[tuple[int, str]] = []
+        first: dict[int, int] = {}  # id -> the first position of an object met twice
         for position, value in enumerate(args):
             own = own_attributes(value)
             if not own:
                 continue
+            if id(value) in first:  # the same object again: its arrays are the first's
+                paths.append((position, f"={first[id(value)]}"))
+                continue
+            first[id(value)] = position
             names = self._by_type.get(type(value))
             if names is None:
                 names = self._by_type[type(value)] = method_names(type(value), self.names)
@@ -87,53 +100,42 @@ class ObjectArrays:
         return LiftedAttributes(tuple(paths)) if paths else None
 
 
-def lifted_values(lifted: LiftedAttributes, args: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
-    return tuple(vars(args[position])[attr] for position, attr in lifted.paths)
+def lifted_values(lifted: LiftedAttributes, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The lifted arrays (an object's second place: None, a constant the function ignores)."""
+    return tuple(None if attr.startswith("=") else vars(args[position])[attr]
+                 for position, attr in lifted.paths)
 
 
 def hidden(lifted: LiftedAttributes, args: tuple[Any, ...]) -> dict[int, frozenset[str]]:
     """``id`` of each object -> its lifted attributes, which its description leaves out."""
     found: dict[int, set[str]] = {}
     for position, attr in lifted.paths:
-        found.setdefault(id(args[position]), set()).add(attr)
+        if not attr.startswith("="):
+            found.setdefault(id(args[position]), set()).add(attr)
     return {key: frozenset(names) for key, names in found.items()}
 
 
-def stand_in(owner: Any, placed: dict[str, Any]) -> Any:
-    """A shallow copy of ``owner`` (same class, same attribute values) whose lifted attributes
-    are the traced values: capture runs the function on it, so the object itself is never
-    changed (another thread reading it, or another path to it — a global, a second argument —
-    sees its arrays, not traced values)."""
-    try:
-        clone = object.__new__(type(owner))
-    except TypeError:
-        raise UnsupportedError(f"an argument object of type {type(owner).__qualname__} cannot "
-                               "be copied to trace its arrays", hint="pass the arrays as "
-                               "arguments") from None
-    own = vars(clone)
-    own.update(vars(owner))
+@contextmanager
+def attributes_bound(owner: Any, placed: dict[str, Any]) -> Iterator[None]:
+    """The object's lifted attributes bound to their traced values while capture runs the
+    function (its helpers and methods read them through the object too), then put back: each
+    still bound to its traced value gets the array it had; one the function rebound keeps its
+    new value, which capture's escape check settles to eager's array. The object itself, not a
+    copy: its identity is the function's (``self is other``, ``id(self)``, registries)."""
+    own = vars(owner)
+    before = {a: own.get(a) for a in placed}
     own.update(placed)
-    return clone
+    try:
+        yield
+    finally:
+        for attr, value in placed.items():
+            if own.get(attr) is value:
+                own[attr] = before[attr]
 
 
 def tracing(values: Any) -> bool:
     """Whether ``values`` (lifted arrays) are a capture's traced values, not an eager run's."""
     return any(isinstance(v, Proxy) for v in values)
-
-
-def commit(clone: Any, owner: Any, placed: dict[str, Any]) -> None:
-    """Carry what the function did to the stand-in's attributes over to the object: the capture
-    run is the call's eager execution, so the object ends as eager leaves it. A traced value
-    stored there is then replaced by capture's escape check (``stax.trace.reach``) with the
-    array eager NumPy would hold (the caller's own array for an argument or a lifted one), and
-    the function runs eagerly for that key."""
-    expected = {**vars(owner), **placed}
-    now, own = vars(clone), vars(owner)
-    for key in expected.keys() - now.keys():
-        own.pop(key, None)
-    for key, value in now.items():
-        if key not in expected or value is not expected[key]:
-            own[key] = value  # a traced value: settled by capture's escape check
 
 
 def with_object_arrays(fn: Callable[..., Any], leading: int) -> Callable[..., Any]:
@@ -152,14 +154,17 @@ def with_object_arrays(fn: Callable[..., Any], leading: int) -> Callable[..., An
             return run(*args[:leading], *user_args, **kwargs)
         placed: dict[int, dict[str, Any]] = {}
         for (position, attr), value in zip(marker.paths, values):
-            placed.setdefault(position, {})[attr] = value
-        stand_ins = {position: stand_in(user_args[position], attrs)
-                     for position, attrs in placed.items()}
-        try:
-            return run(*args[:leading],
-                       *(stand_ins.get(i, v) for i, v in enumerate(user_args)), **kwargs)
-        finally:
-            for position, clone in stand_ins.items():
-                commit(clone, user_args[position], placed[position])
+            if not attr.startswith("="):  # a second place of one object: bound once
+                placed.setdefault(position, {})[attr] = value
+        for position in placed:
+            where = reached(target, user_args[position])
+            if where is not None:  # its arrays read that way would stand for the argument's
+                raise UnsupportedError(
+                    f"the object passed as argument {position} is also the function's "
+                    f"{where}: its arrays are not lifted", hint="pass its arrays as arguments")
+        with ExitStack() as stack:
+            for position, attrs in placed.items():
+                stack.enter_context(attributes_bound(user_args[position], attrs))
+            return run(*args[:leading], *user_args, **kwargs)
     call.__wrapped__ = target  # type: ignore[attr-defined]  # capture's scans look through it
     return call

@@ -279,6 +279,32 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
     return first
 
 
+def reached(fn: Callable[..., Any], target: Any) -> str | None:
+    """Where ``fn`` can reach the object ``target`` besides its arguments: a global its code
+    names, a closure cell, their items and attributes (two levels, as ``escaped_proxy`` looks),
+    or None."""
+    for root in _roots(fn):
+        names = code_names(root.__code__)
+        scope = root.__globals__
+        places = [(f"global {n!r}", scope[n]) for n in sorted(names & scope.keys())]
+        for name, cell in zip(root.__code__.co_freevars, root.__closure__ or ()):
+            try:
+                places.append((f"closure {name!r}", cell.cell_contents))
+            except ValueError:
+                pass
+        for path, value in places:
+            try:
+                found = [("", value)]
+                for suffix, item, _ in _held(value):
+                    found += [(suffix, item)] + [(suffix + inner, v) for inner, v, _ in _held(item)]
+            except Exception:
+                continue
+            for suffix, item in found:
+                if item is target:
+                    return f"{path}{suffix}"
+    return None
+
+
 def _put_back(container: Any, key: Any, value: Any) -> None:
     try:
         if container is None:  # an argument object itself: its attributes are put back
