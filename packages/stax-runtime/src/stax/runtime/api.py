@@ -55,7 +55,7 @@ from .object_arrays import (
     LiftedAttributes,
     ObjectArrays,
     as_plain_callable,
-    lifted_values,
+    with_lifted,
     with_object_arrays,
 )
 from .reports import Reports
@@ -182,10 +182,7 @@ class CompiledFunction(OtherBranches, Reports):
 
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
         user_args = args
-        lifted = self._objects.find(args) if self._objects is not None else None
-        if lifted is not None:  # arrays of argument objects (object_arrays.py)
-            args = (lifted, *lifted_values(lifted, args), *args)
-        own_args = args
+        args = own_args = with_lifted(self._objects, args)  # arrays of argument objects
         if self._free:
             args = (*self._free.read(), *args)
         if not kwargs:
@@ -420,10 +417,6 @@ class CompiledFunction(OtherBranches, Reports):
         inner = self._free.lifted() if self._free else self.fn
         return with_object_arrays(inner, len(self._free.names)) if self._objects else inner
 
-    @staticmethod
-    def _lifted_count(lifted: LiftedAttributes | None) -> int:
-        return 0 if lifted is None else 1 + len(lifted.paths)
-
     def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                  settings: config.Settings, outcome: Outcome,
                  placement: devices.Placement | None = None) -> Version:
@@ -464,7 +457,7 @@ class CompiledFunction(OtherBranches, Reports):
         user_args, lifted = args[len(self._free.names):], []
         if user_args and type(user_args[0]) is LiftedAttributes:
             marker = user_args[0]
-            user_args = user_args[self._lifted_count(marker):]
+            user_args = user_args[marker.leaves:]
             lifted = ["lifted", *(f"arg{i}.{a}" for i, a in marker.paths)]
         names = [*self._free.names, *lifted, *leaf_names(self.fn, user_args, kwargs)]
         clock = time.perf_counter()

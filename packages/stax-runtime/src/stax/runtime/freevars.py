@@ -14,6 +14,7 @@ from __future__ import annotations
 import dis
 import types
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ class FreeVariables:
         """The current values, in ``names`` order."""
         scope = self.fn.__globals__
         closure = self.fn.__closure__
-        own = own_attributes(getattr(self.fn, "__self__", None)) or {}
+        own = vars(self.fn.__self__) if self.attributes else {}  # checked plain at __init__
         return (*(scope.get(n) for n in self.globals),
                 *(getattr(scope[m], a, None) for m, a in self.module_attrs),
                 *(_cell_value(closure[i]) for _, i in self.cells),
@@ -90,9 +91,8 @@ class FreeVariables:
             if isinstance(fn, types.MethodType):  # a bound method: bound to the same object,
                 owner = fn.__self__  # its lifted attributes the traced values while capturing
                 placed = dict(zip(self.attributes, values[count - len(self.attributes):count]))
-                if not tracing(placed.values()):  # an eager run: their arrays already
-                    return types.MethodType(clone, owner)(*values[count:], **kwargs)
-                with attributes_bound(owner, placed):
+                # an eager run's values are the object's arrays already
+                with attributes_bound(owner, placed) if tracing(placed.values()) else nullcontext():
                     return types.MethodType(clone, owner)(*values[count:], **kwargs)
             return clone(*values[count:], **kwargs)
         call.__wrapped__ = fn  # type: ignore[attr-defined]  # capture's scans look through it

@@ -32,6 +32,7 @@ import numpy as np
 
 from stax.ir import UnsupportedError
 from stax.trace import loops
+from stax.trace.creation import active_tracer
 from stax.trace.proxy import Proxy
 from stax.trace.reach import reached
 
@@ -44,6 +45,11 @@ class LiftedAttributes:
     attribute)``; its description in the key is the paths (``signature.leaf_signature``)."""
 
     paths: tuple[tuple[int, str], ...]
+
+    @property
+    def leaves(self) -> int:
+        """How many leading arguments it and its arrays take."""
+        return 1 + len(self.paths)
 
 
 def as_plain_callable(fn: Any) -> Any:
@@ -100,6 +106,13 @@ class ObjectArrays:
         return LiftedAttributes(tuple(paths)) if paths else None
 
 
+def with_lifted(objects: ObjectArrays | None, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` as the key and the program take them: the ``LiftedAttributes`` leaf and the
+    lifted arrays first, when the objects among them have any."""
+    lifted = objects.find(args) if objects is not None else None
+    return args if lifted is None else (lifted, *lifted_values(lifted, args), *args)
+
+
 def lifted_values(lifted: LiftedAttributes, args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The lifted arrays (an object's second place: None, a constant the function ignores)."""
     return tuple(None if attr.startswith("=") else vars(args[position])[attr]
@@ -144,12 +157,13 @@ def with_object_arrays(fn: Callable[..., Any], leading: int) -> Callable[..., An
     target = getattr(fn, "__wrapped__", fn)
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        run = loops.rewritten(fn) or fn  # its loops lifted, as capture does for any function
+        # its loops lifted, as capture does for the function it is given (this wrapper)
+        run = (loops.rewritten(fn) or fn) if active_tracer() is not None else fn
         marker = args[leading] if len(args) > leading else None
         if type(marker) is not LiftedAttributes:
             return run(*args, **kwargs)
-        values = args[leading + 1:leading + 1 + len(marker.paths)]
-        user_args = args[leading + 1 + len(marker.paths):]
+        values = args[leading + 1:leading + marker.leaves]
+        user_args = args[leading + marker.leaves:]
         if not tracing(values):  # an eager run: the objects themselves (their arrays are these)
             return run(*args[:leading], *user_args, **kwargs)
         placed: dict[int, dict[str, Any]] = {}

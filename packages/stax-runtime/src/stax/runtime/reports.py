@@ -7,7 +7,7 @@ from typing import Any
 
 from stax.ir import StaxError
 
-from .object_arrays import lifted_values
+from .object_arrays import with_lifted
 from .signature import Unguardable, check_arguments, signature
 from .versions import CacheInfo, Version, VersionReport
 
@@ -42,9 +42,7 @@ class Reports:
         check_arguments(self.fn, args, kwargs)
         if kwargs and self._positions is not None:  # keyed as a call places them
             args, kwargs = self._positions(args, kwargs)
-        lifted = self._objects.find(args) if self._objects is not None else None
-        if lifted is not None:  # arrays of argument objects, as a call lifts them
-            args = (lifted, *lifted_values(lifted, args), *args)
+        args = with_lifted(self._objects, args)  # arrays of argument objects, as a call
         if self._free:
             args = (*self._free.read(), *args)
         try:

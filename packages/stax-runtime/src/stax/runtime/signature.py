@@ -351,7 +351,7 @@ def signature(args: tuple[Any, ...], kwargs: dict[str, Any],
     skip: dict[int, frozenset[str]] = {}
     for k, a in enumerate(args):
         if type(a) is LiftedAttributes:
-            skip = hidden(a, args[k + 1 + len(a.paths):])
+            skip = hidden(a, args[k + a.leaves:])
             break
     return (tuple(leaf_signature(a, names, skip) for a in args),
             tuple((k, leaf_signature(v, names, skip)) for k, v in kwargs.items()))

@@ -235,21 +235,10 @@ def scan(fn: Callable[..., Any], leaves: Iterable[Any]) -> Found:
         return Found(unreadable=f"{type(exc).__name__}: {exc}")
 
 
-def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
-                  objects: Iterable[tuple[str, Any]] = (),
-                  value_of: Callable[[Any], Any] = lambda proxy: proxy.value) -> str | None:
-    """Where a traced value the function stored survives its capture, among the globals and
-    closure cells its code names and the named ``objects`` (argument objects, a method's
-    ``self``), their items and their attributes (one level; lists by their last items, where
-    appends go): a path such as ``global 'HISTORY'[-1]`` or ``argument 'm'.last``, or None.
-
-    Each one found where it can be put back (a global, a cell, a list or dict item, an instance
-    attribute) is replaced by ``value_of`` it, the array eager NumPy would have stored there: the
-    capture run was the call's eager execution, so the function's state is then as eager left
-    it, and its later eager calls read arrays, not dead proxies."""
-    first = None
-    places: list[tuple[str, Any, tuple[Any, Any]]] = \
-        [(path, value, (None, None)) for path, value in objects]
+def _places(fn: Callable[..., Any]) -> list[tuple[str, Any, tuple[Any, Any]]]:
+    """(path, value, (container, key)) of what ``fn`` reaches besides its arguments: the
+    globals its code names, its defaults and its closure cells."""
+    places: list[tuple[str, Any, tuple[Any, Any]]] = []
     for root in _roots(fn):
         names = code_names(root.__code__)
         scope = root.__globals__
@@ -260,13 +249,38 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
                 places.append((f"closure {name!r}", cell.cell_contents, (cell, None)))
             except ValueError:
                 pass
+    return places
+
+
+def _two_levels(value: Any, home: tuple[Any, Any], stop: Callable[[Any], bool]
+                ) -> list[tuple[str, Any, tuple[Any, Any]]]:
+    """``value`` and what it holds, two levels down (``self.log.append(y)``, ``cache["k"] =
+    y``), as (path suffix, item, (container, key)); items ``stop`` accepts are not entered."""
+    found = [("", value, home)]
+    for suffix, item, where in _held(value):
+        found.append((suffix, item, where))
+        if not stop(item) and type(item) is not np.ndarray:
+            found += [(suffix + inner, v, w) for inner, v, w in _held(item)]
+    return found
+
+
+def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
+                  objects: Iterable[tuple[str, Any]] = (),
+                  value_of: Callable[[Any], Any] = lambda proxy: proxy.value) -> str | None:
+    """Where a traced value the function stored survives its capture, among the globals,
+    defaults and closure cells its code names and the named ``objects`` (argument objects, a
+    method's ``self``), two levels down (``_two_levels``; lists by their last items, where
+    appends go): a path such as ``global 'HISTORY'[-1]`` or ``argument 0.last``, or None.
+
+    Each one found where it can be put back (a global, a cell, a list or dict item, an instance
+    attribute; a tuple, rebuilt) is replaced by ``value_of`` it, the array eager NumPy would
+    have stored there: the capture run was the call's eager execution, so the function's state
+    is then as eager left it, and its later eager calls read arrays, not dead proxies."""
+    first = None
+    places = [(path, value, (None, None)) for path, value in objects] + _places(fn)
     for path, value, home in places:
-        try:  # two levels down: ``self.log.append(y)``, ``cache["k"] = y``
-            held = [("", value, home)]
-            for suffix, item, where in _held(value):
-                held.append((suffix, item, where))
-                if not is_proxy(item) and type(item) is not np.ndarray:
-                    held += [(suffix + inner, v, w) for inner, v, w in _held(item)]
+        try:
+            held = _two_levels(value, home, is_proxy)
         except Exception:  # unreadable: a proxy there still refuses to be used later
             continue
         for suffix, item, (container, key) in held:
@@ -280,28 +294,18 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
 
 
 def reached(fn: Callable[..., Any], target: Any) -> str | None:
-    """Where ``fn`` can reach the object ``target`` besides its arguments: a global its code
-    names, a closure cell, their items and attributes (two levels, as ``escaped_proxy`` looks),
-    or None."""
-    for root in _roots(fn):
-        names = code_names(root.__code__)
-        scope = root.__globals__
-        places = [(f"global {n!r}", scope[n]) for n in sorted(names & scope.keys())]
-        for name, cell in zip(root.__code__.co_freevars, root.__closure__ or ()):
-            try:
-                places.append((f"closure {name!r}", cell.cell_contents))
-            except ValueError:
-                pass
-        for path, value in places:
-            try:
-                found = [("", value)]
-                for suffix, item, _ in _held(value):
-                    found += [(suffix, item)] + [(suffix + inner, v) for inner, v, _ in _held(item)]
-            except Exception:
-                continue
-            for suffix, item in found:
-                if item is target:
-                    return f"{path}{suffix}"
+    """Where ``fn`` can reach the object ``target`` besides its arguments (a global its code
+    names, a closure cell, two levels down as ``escaped_proxy`` looks), or None."""
+    for path, value, home in _places(fn):
+        if path.startswith("default"):  # a default stands in only for an argument not given
+            continue
+        try:
+            found = _two_levels(value, home, lambda item: item is target)
+        except Exception:
+            continue
+        for suffix, item, _ in found:
+            if item is target:
+                return f"{path}{suffix}"
     return None
 
 

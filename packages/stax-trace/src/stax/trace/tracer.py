@@ -522,10 +522,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                 except Exception as exc:
                     if watch.refused is None and not isinstance(exc, UnsupportedError):
                         warned.emit()  # the user's own error ends the call; eager warned first
-                    # values it stored before the error: the arrays eager would have left
-                    escaped_proxy(fn, lambda value: isinstance(value, Proxy) and
-                                  value.tracer is tracer, _owners(fn, leaves),
-                                  _eager_value(outcome))
+                    _settle_stored(tracer, fn, leaves, outcome)  # as eager left them
                     raise
         except BaseException:
             if watch.refused is not None:  # the function turned a refusal into another error
@@ -533,8 +530,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             raise
         if watch.refused is not None:  # the function caught a refusal and went on
             raise watch.refused
-        kept = escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer,
-                             _owners(fn, leaves), _eager_value(outcome))
+        kept = _settle_stored(tracer, fn, leaves, outcome)
         if kept is not None:  # put back as eager left it: this run stands for the eager call
             outcome.finished, outcome.result = True, result
             raise UnsupportedError(f"a traced value escaped the compiled function: {kept} holds "
@@ -543,22 +539,20 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
     return result
 
 
-def _eager_value(outcome: Outcome) -> Callable[[Any], Any]:
-    """The array eager NumPy has where capture has a traced value: an argument's is the
-    caller's own array (capture computed on a read-only copy), any other its value."""
-    callers = {id(argument.proxy): caller for argument, caller in outcome.arguments}
-    return lambda proxy: callers.get(id(proxy), proxy.value)
-
-
-def _owners(fn: Callable[..., Any], leaves: list[Any]) -> list[tuple[str, Any]]:
-    """The objects whose attributes the function may store values in: its argument objects
-    and a method's ``self`` (through lifting wrappers)."""
+def _settle_stored(tracer: Tracer, fn: Callable[..., Any], leaves: list[Any],
+                   outcome: Outcome) -> str | None:
+    """Where the function left a traced value of this capture (``reach.escaped_proxy``), each
+    one replaced by the array eager NumPy has there: an argument's is the caller's own array
+    (capture computed on a read-only copy), any other its value. It looks in the function's
+    globals and cells, its argument objects and a method's ``self`` (through lifting wrappers)."""
     owners = [(f"argument {i}", leaf) for i, leaf in enumerate(leaves)
               if isinstance(getattr(leaf, "__dict__", None), dict) and not isinstance(leaf, type)]
     owner = getattr(getattr(fn, "__wrapped__", fn), "__self__", None)
     if isinstance(getattr(owner, "__dict__", None), dict) and not isinstance(owner, type):
         owners.append(("self", owner))
-    return owners
+    callers = {id(argument.proxy): caller for argument, caller in outcome.arguments}
+    return escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer,
+                         owners, lambda proxy: callers.get(id(proxy), proxy.value))
 
 
 def gate(value: Any) -> Any:

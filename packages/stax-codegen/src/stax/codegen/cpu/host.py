@@ -62,7 +62,6 @@ def vector_choice() -> tuple[int, str]:
                                  directory_from_environment())
 
 
-
 def machine_key() -> tuple[str, ...]:
     """What decides this host's machine code for a given LLVM IR (a disk-cache key's part): the
     codegen and compiler versions and the host's identity."""

@@ -40,6 +40,7 @@ from .costs import UNIT_NS, units
 from .host_records import remembered
 from .jit import CompiledModule, array_data_offset
 from .native_pool import native_available, native_pool
+from .vector_width import horner
 
 ENVIRONMENT = "STAX_PARALLEL_WORK"
 #: the threshold without the native pool: about 100 us of one thread, 2.5x the Python pool's
@@ -95,12 +96,7 @@ _DEGREE = 32
 
 
 def _body() -> str:
-    lines = ["  %h0 = fmul float %x, 0x3FB0000000000000"]
-    for k in range(1, _DEGREE + 1):
-        lines.append(f"  %m{k} = fmul float %h{k - 1}, %x")
-        lines.append(f"  %h{k} = fadd float %m{k}, 0x3FF0000000000000")
-    lines.append(f"  %r = fadd float %h{_DEGREE}, %x")
-    return "\n".join(lines)
+    return "\n".join([*horner("float", _DEGREE), f"  %r = fadd float %h{_DEGREE}, %x"])
 
 
 def probe_units() -> int:

@@ -85,16 +85,21 @@ exit:
 """
 
 
+def horner(ty: str, degree: int) -> list[str]:
+    """LLVM IR lines of a polynomial of ``%x`` in Horner's form (1/16 x, then ``degree`` times
+    times x plus one), its value ``%h<degree>``: probe work shaped as the vector math is."""
+    lines = [f"  %h0 = fmul {ty} %x, 0x3FB0000000000000"]
+    for k in range(1, degree + 1):
+        lines.append(f"  %m{k} = fmul {ty} %h{k - 1}, %x")
+        lines.append(f"  %h{k} = fadd {ty} %m{k}, 0x3FF0000000000000")
+    return lines
+
+
 def _polynomial(ty: str) -> str:
     """A degree-8 polynomial in Horner's form, divided by ``1 + y*y``: the shape of the vector
     math kernels (exp, tanh, log: a reduction, a polynomial, a division or a scaling)."""
-    lines = [f"  %h0 = fmul {ty} %x, 0x3FB0000000000000"]
-    for k in range(1, 9):
-        lines.append(f"  %m{k} = fmul {ty} %h{k - 1}, %x")
-        lines.append(f"  %h{k} = fadd {ty} %m{k}, 0x3FF0000000000000")
-    lines += [f"  %yy = fmul {ty} %y, %y", f"  %d = fadd {ty} %yy, 0x3FF0000000000000",
-              f"  %r = fdiv {ty} %h8, %d"]
-    return "\n".join(lines)
+    return "\n".join([*horner(ty, 8), f"  %yy = fmul {ty} %y, %y",
+                      f"  %d = fadd {ty} %yy, 0x3FF0000000000000", f"  %r = fdiv {ty} %h8, %d"])
 
 
 #: (name, LLVM type, body or None for the sum): what is timed at each width
