@@ -22,7 +22,7 @@ import nox
 ROOT = Path(__file__).parent
 PACKAGES = ["ir", "trace", "loop", "codegen", "runtime"]
 WHEELHOUSE = ROOT / ".nox" / "wheelhouse"
-TEST_DEPS = ["pytest>=8", "hypothesis>=6"]
+TEST_DEPS = ["pytest>=8", "hypothesis>=6", "sympy>=1.12"]  # sympy: the oracle of stax.ir.sizes
 #: the CUDA path's tests without a GPU: Triton's interpreter on torch CPU tensors, and Triton's
 #: ahead-of-time compiler (torch 2.13.0 exactly: its CPU wheel is on the machine's disk)
 CUDA_TEST_DEPS = ["torch==2.13.0", "triton==3.9.0"]
