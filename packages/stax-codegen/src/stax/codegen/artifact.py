@@ -93,6 +93,10 @@ class KernelPlan:
     #: loop's item loop skips it and updates the argument's buffer in place
     #: (``cpu/item_loop.py``)
     copies: str | None = None
+    #: a size-generic kernel's cost units as an expression of the sizes (issue 15): whether it
+    #: is split over the pool is decided for each call's sizes (``instantiate.py``), and
+    #: ``parallel`` says only that it may be. None for a kernel of constant sizes
+    cost: Any = None
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,8 @@ class Executable:
     """``executable(*arrays)`` runs the artifact on arrays given in input-buffer order and returns
     the flat list of output leaves (``artifact.outputs`` order)."""
 
-    def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None) -> None:
+    def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None, *,
+                 module: CompiledModule | None = None) -> None:
         if artifact.triton_source is not None or artifact.target.get("device", "cpu") != "cpu":
             raise ValueError(f"{artifact.name}: a {artifact.target.get('device', 'cuda')} artifact "
                              "(Triton kernels, no LLVM IR): run it with "
@@ -202,8 +203,10 @@ class Executable:
         self.artifact = artifact
         self._cache = ObjectCache(cache_dir) if cache_dir is not None else None
         # a fast module in which LLVM folded an event away is replaced by the precise one
-        self.module = CompiledModule(artifact.llvm_ir, self._cache,
-                                     unless_folded=artifact.precise_ir)
+        # ``module``: the machine code of the same LLVM IR, compiled before (a size-generic
+        # version's, shared by its instances at each call's sizes: ``instantiate.py``)
+        self.module = module or CompiledModule(artifact.llvm_ir, self._cache,
+                                               unless_folded=artifact.precise_ir)
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
         #: what each input must be, as ``(a.shape, a.strides, a.dtype)`` reads it (``__call__``);
         #: None for an object input (a ``Generator``, say), which only NumPy steps receive

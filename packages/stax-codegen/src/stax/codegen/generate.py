@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, replace
 
 from llvmlite import ir
 
+from stax.ir.sizes import is_symbolic
 from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
@@ -182,8 +183,12 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     read, written = traffic(group, args, nbytes, discard)
     # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``)
     in_order = any(n.ordered or n.store_offset is not None for n in group.nodes)
-    parallel = outer > 1 and _cost(group, target) >= _threshold(options, target) and not in_order
+    cost = _cost(group, target)
+    if is_symbolic(cost):  # decided per call, from its sizes (``instantiate.py``)
+        parallel = not in_order
+    else:
+        parallel = outer > 1 and cost >= _threshold(options, target) and not in_order
     bits = max(index_width(n) for n in group.nodes)
     nest = group.nest.plan if group.nest is not None else None
     return KernelPlan(name, args + ((events,) if events else ()), computes, outer, work, parallel,
-                      read, written, bits, nest)
+                      read, written, bits, nest, cost=cost if is_symbolic(cost) else None)

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stax.ir.sizes import hint
 from stax.loop import ComputedBuffer, Pointwise, Reduction, Scan, affine_loads, loads, rvar, xvar
 
 from .rowshare import Spill, share_row_values
@@ -121,7 +122,7 @@ def transposed(nodes: Sequence[ComputedBuffer]) -> bool:
     second-to-last loop and strides on the last one: worth tiling."""
     first = nodes[0]
     if not isinstance(first.data, Pointwise) or len(first.ranges) < 2 or \
-            min(first.ranges[-2:]) < 2 * TILE:
+            min(hint(r) for r in first.ranges[-2:]) < 2 * TILE:  # speed only: at the hints
         return False
     a, c = xvar(len(first.ranges) - 2), xvar(len(first.ranges) - 1)
     for node in nodes:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.sizes import hint, product
 from stax.loop import (
     ComputedBuffer,
     ExternCall,
@@ -316,7 +317,7 @@ PairKey = tuple[int, int, int, int]
 
 def schedule(program: LoopProgram, phased_columns: bool = False
              ) -> tuple[list[Group], list[FusionDecision]]:
-    sizes = {b.name: int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize
+    sizes = {b.name: hint(product(b.shape)) * np.dtype(b.dtype).itemsize  # bytes, at the hints
              for b in (*program.inputs, *program.buffers)}
     edges = effect_order(program.buffers)
     groups = [Group.of(node, edges.get(node.name)) for node in program.buffers]

@@ -478,6 +478,8 @@ class ShapeEnv:
 
     def specialize(self, expression: Size, why: str) -> int:
         value = expression.evaluate(self.hints)
+        if self._proved(expression - value, "=="):
+            return value  # already exact (a symbol specialized before)
         site = _site()
         self.specializations.append((str(expression), f"{why} at {site}"))
         self._record(Guard(expression - value, "==", site))
@@ -573,13 +575,24 @@ def shape_env(env: ShapeEnv) -> Iterator[ShapeEnv]:
 
 
 def _site() -> str:
-    """The first frame outside this module: the code that asked."""
+    """Where the decision was asked for: the first frame outside this module, and when that is
+    a library's (NumPy's ``np.prod``), the Stax or user frame that called it."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
     if frame is None:
         return "?"
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    first = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    caller = frame
+    while caller is not None and _library(caller.f_code.co_filename):
+        caller = caller.f_back
+    if caller is None or caller is frame:
+        return first
+    return f"{first} via {os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
+
+
+def _library(filename: str) -> bool:
+    return f"{os.sep}numpy{os.sep}" in filename or filename.startswith("<")
 
 
 # -- text form ------------------------------------------------------------------------------------
@@ -624,6 +637,20 @@ def size_to_json(value: int | Size) -> int | str:
 
 def size_from_json(value: int | str) -> int | Size:
     return parse_size(value) if isinstance(value, str) else int(value)
+
+
+def hint(value: Any) -> Any:
+    """An int, or a size's value at the active hints, deciding nothing: for choices that change
+    only speed (a cost model's element counts), never results."""
+    return value.evaluate(current_env().hints) if isinstance(value, Size) else value
+
+
+def product(values: Any) -> Any:
+    """The product of sizes and ints (an element count), symbolic where they are."""
+    total: Any = 1
+    for v in values:
+        total = total * v
+    return total
 
 
 def is_symbolic(value: Any) -> bool:

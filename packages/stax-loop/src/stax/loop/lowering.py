@@ -12,9 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from stax.ir import GraphProgram, Node, Opcode, TensorMeta
+from stax.ir.sizes import hint, product
 
 from .complex_values import as_parts, complex_native, involves_complex, is_complex, lower_complex
 from .context import Lazy, LoopLowering, output_strides
@@ -106,7 +105,7 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
     meta = node.tensor
     if lazy.buffer is not None or meta is None or not ctx.native(lazy.dtype):
         return
-    numel = int(np.prod(lazy.shape))
+    numel = hint(product(lazy.shape))  # a cost: the traced sizes stand for a dynamic one's
     if numel == 0:
         # nothing to compute, but inlined into each read its expression is built once per read:
         # along a chain of values read several times each (binary lifting's positions, 3 reads
@@ -122,12 +121,12 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
             continue
         shape = user.tensor.shape if user.tensor is not None else lazy.shape
         if user.target == "setitem" and user.args[0] is not node:
-            region = [len(range(*e[1:])) for e in user.kwargs["key"] if e[0] == "slice"]
-            reads += max(numel, int(np.prod(region)))  # once per element of the region
-        elif lazy.shape and lazy.shape[-1] == 1 and shape and shape[-1] > 1:
+            region = [len(range(*hint(e[1:]))) for e in user.kwargs["key"] if e[0] == "slice"]
+            reads += max(numel, hint(product(region)))  # once per element of the region
+        elif lazy.shape and lazy.shape[-1] == 1 and shape and hint(shape[-1]) > 1:
             reads += numel  # broadcast along the innermost loop: invariant there, computed once
         else:
-            reads += max(numel, int(np.prod(shape)))
+            reads += max(numel, hint(product(shape)))
     late = recomputed(ctx, lazy, argument) if output and argument is not None else None
     if late is not None:  # a late kernel reads it, and a twin for its events where it has any
         output, reads = False, reads + numel * (2 if reports(late) else 1)

@@ -23,9 +23,9 @@ from .dce import may_raise_events, may_raise_on_data
 SETITEM = "stax.functional.setitem"
 
 
-def _numel(node: Node) -> int | None:
+def _numel(node: Node) -> Any:
     meta = node.tensor
-    return None if meta is None else int(np.prod(meta.shape, dtype=np.int64))
+    return None if meta is None else meta.numel  # a size expression in dynamic mode
 
 
 def _leaves(value: Any) -> list[Any]:

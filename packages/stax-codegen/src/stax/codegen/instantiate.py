@@ -1,0 +1,160 @@
+"""Size-generic artifacts run at each call's sizes (issue 15, docs/dynamic-shapes.md).
+
+A size-generic artifact's buffers, launch ranges, NumPy steps and storage blocks are expressions
+of size symbols (``stax.ir.sizes``); its LLVM IR holds none of them: a kernel takes the range
+of its outer loop at launch, and every other size it was compiled with was either a constant of
+the program or a decision recorded as a shape guard (a size that reached the IR text would not
+parse). So one compiled module serves every size the guards admit, and a call at new sizes costs
+an *instance*: the artifact with the sizes put in (``instantiate``) and its written-out call
+(``Executable`` over the shared module), kept per sizes for the next call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stax.ir.sizes import Guard, ShapeEnv, Size
+
+from .artifact import KernelArtifact, KernelPlan
+from .executable import Executable, InputMismatch
+
+#: instances kept per generic artifact (a stream of batch sizes: each size's call plan, not its
+#: machine code, which all share)
+MAX_INSTANCES = 64
+
+
+def substitute(value: Any, values: Mapping[str, int]) -> Any:
+    """``value`` with every size evaluated at ``values``, through containers and dataclasses."""
+    if isinstance(value, Size):
+        return value.evaluate(values)
+    if isinstance(value, tuple):
+        return tuple(substitute(v, values) for v in value)
+    if isinstance(value, list):
+        return [substitute(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute(v, values) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if not f.init:
+                continue
+            old = getattr(value, f.name)
+            new = substitute(old, values)
+            if new is not old:
+                changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
+def instantiate(artifact: KernelArtifact, values: Mapping[str, int]) -> KernelArtifact:
+    """The artifact at sizes ``values``: every size a number, and each kernel whose cost
+    depends on them split over the pool where that many cost units are worth it."""
+    concrete = substitute(artifact, values)
+    threshold = artifact.target.get("parallel_work")
+    kernels = [_split(k, values, threshold) for k in concrete.kernels]
+    return dataclasses.replace(concrete, kernels=kernels)
+
+
+def _split(kernel: KernelPlan, values: Mapping[str, int], threshold: Any) -> KernelPlan:
+    if kernel.cost is None:
+        return kernel
+    parallel = kernel.parallel and kernel.outer_range > 1 and isinstance(threshold, int) and \
+        kernel.cost >= threshold
+    return dataclasses.replace(kernel, parallel=parallel, cost=None)
+
+
+def bindings(artifact: KernelArtifact) -> list[tuple[str, int, int]]:
+    """Where each size symbol is read at a call: ``(symbol, input, dimension)`` for the first
+    input dimension that is exactly the symbol."""
+    found: dict[str, tuple[int, int]] = {}
+    inputs = [b for b in artifact.buffers if b.role == "input"]
+    for i, b in enumerate(inputs):
+        for d, n in enumerate(b.shape):
+            if isinstance(n, Size) and len(n.symbols) == 1:
+                name, = n.symbols
+                if n.same(Size.symbol(name)):
+                    found.setdefault(name, (i, d))
+    return [(name, i, d) for name, (i, d) in sorted(found.items())]
+
+
+class GenericExecutable:
+    """A size-generic artifact as a callable over flat arrays: each call's sizes read from its
+    inputs, its guards checked (``InputMismatch`` when they fail: the caller's dispatch then
+    looks for another version), and the instance at those sizes run."""
+
+    def __init__(self, artifact: KernelArtifact, env: ShapeEnv,
+                 cache_dir: str | Path | None = None) -> None:
+        self.artifact = artifact
+        self.symbols = {name: (info.low, info.high) for name, info in env.symbols.items()}
+        self.guards: list[Guard] = list(env.guards)
+        self.reads = bindings(artifact)
+        missing = set(self.symbols) - {name for name, _, _ in self.reads}
+        if missing:
+            raise ValueError(f"{artifact.name}: no input dimension gives the sizes "
+                             f"{sorted(missing)}")
+        inputs = [b for b in artifact.buffers if b.role == "input"]
+        self.input_shapes = [b.shape for b in inputs]
+        self._cache_dir = cache_dir
+        self._module: Any = None
+        self._instances: OrderedDict[tuple[int, ...], Executable] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def sizes_of(self, arrays: Sequence[Any]) -> dict[str, int]:
+        values = {}
+        for name, i, d in self.reads:
+            shape = getattr(arrays[i], "shape", None)
+            if shape is None or len(shape) <= d:
+                raise InputMismatch(f"input {i}: expected an array of rank "
+                                    f"{len(self.input_shapes[i])}")
+            values[name] = int(shape[d])
+        return values
+
+    def failures(self, arrays: Sequence[Any]) -> list[str]:
+        """Why these arrays are outside the version: each failed size relation or guard."""
+        try:
+            values = self.sizes_of(arrays)
+        except InputMismatch as exc:
+            return [str(exc)]
+        failed = []
+        for name, (low, high) in self.symbols.items():
+            if not low <= values[name] <= high:
+                failed.append(f"{name} = {values[name]} outside [{low}, {high}]")
+        for i, shape in enumerate(self.input_shapes):
+            got = tuple(getattr(arrays[i], "shape", ()))
+            want = tuple(n.evaluate(values) if isinstance(n, Size) else n for n in shape)
+            if got != want:
+                failed.append(f"input {i}: shape {got}, expected {want} "
+                              f"({', '.join(map(str, shape))})")
+        failed += [f"{g} (from {g.site})" for g in self.guards if not g.holds(values)]
+        return failed
+
+    def instance(self, values: Mapping[str, int]) -> Executable:
+        key = tuple(values[name] for name, _, _ in self.reads)
+        found = self._instances.get(key)
+        if found is not None:
+            self._instances.move_to_end(key)
+            return found
+        with self._lock:
+            found = self._instances.get(key)
+            if found is None:
+                found = Executable(instantiate(self.artifact, values), self._cache_dir,
+                                   module=self._module)
+                self._module = found.module
+                self._instances[key] = found
+                while len(self._instances) > MAX_INSTANCES:
+                    self._instances.popitem(last=False)
+        return found
+
+    def __call__(self, *arrays: np.ndarray) -> list[Any]:
+        failed = self.failures(arrays)
+        if failed:
+            raise InputMismatch(f"{self.artifact.name}: outside the generic version: "
+                                f"{'; '.join(failed)}")
+        return self.instance(self.sizes_of(arrays))(*arrays)
