@@ -195,7 +195,7 @@ class Executable:
     the flat list of output leaves (``artifact.outputs`` order)."""
 
     def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None, *,
-                 module: CompiledModule | None = None) -> None:
+                 modules: dict[str, CompiledModule] | None = None) -> None:
         if artifact.triton_source is not None or artifact.target.get("device", "cpu") != "cpu":
             raise ValueError(f"{artifact.name}: a {artifact.target.get('device', 'cuda')} artifact "
                              "(Triton kernels, no LLVM IR): run it with "
@@ -203,10 +203,16 @@ class Executable:
         self.artifact = artifact
         self._cache = ObjectCache(cache_dir) if cache_dir is not None else None
         # a fast module in which LLVM folded an event away is replaced by the precise one
-        # ``module``: the machine code of the same LLVM IR, compiled before (a size-generic
-        # version's, shared by its instances at each call's sizes: ``instantiate.py``)
-        self.module = module or CompiledModule(artifact.llvm_ir, self._cache,
-                                               unless_folded=artifact.precise_ir)
+        # ``modules``: machine code by LLVM IR, shared by executables of the same IR (a
+        # size-generic version's instances at each call's sizes: ``instantiate.py``)
+        self._modules = modules
+        module = modules.get(artifact.llvm_ir) if modules is not None else None
+        if module is None:
+            module = CompiledModule(artifact.llvm_ir, self._cache,
+                                    unless_folded=artifact.precise_ir)
+            if modules is not None:
+                modules[artifact.llvm_ir] = module
+        self.module = module
         self.input_names = [b.name for b in artifact.buffers if b.role == "input"]
         #: what each input must be, as ``(a.shape, a.strides, a.dtype)`` reads it (``__call__``);
         #: None for an object input (a ``Generator``, say), which only NumPy steps receive
@@ -367,7 +373,7 @@ class Executable:
                 if self._precise is None:
                     exact = replace(self.artifact, llvm_ir=self.artifact.precise_ir,
                                     precise_ir=None)
-                    precise = Executable(exact, self._cache_dir)
+                    precise = Executable(exact, self._cache_dir, modules=self._modules)
                     if self._gates is not None:
                         precise.check_gates(*self._gates)
                     self._precise = precise

@@ -102,7 +102,7 @@ class GenericExecutable:
         inputs = [b for b in artifact.buffers if b.role == "input"]
         self.input_shapes = [b.shape for b in inputs]
         self._cache_dir = cache_dir
-        self._module: Any = None
+        self._modules: dict[str, Any] = {}  # fast and precise machine code, for every instance
         self._instances: OrderedDict[tuple[int, ...], Executable] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -145,8 +145,7 @@ class GenericExecutable:
             found = self._instances.get(key)
             if found is None:
                 found = Executable(instantiate(self.artifact, values), self._cache_dir,
-                                   module=self._module)
-                self._module = found.module
+                                   modules=self._modules)
                 self._instances[key] = found
                 while len(self._instances) > MAX_INSTANCES:
                     self._instances.popitem(last=False)

@@ -163,7 +163,7 @@ def columnwise(nodes: Sequence[ComputedBuffer]) -> bool:
     if "columns" not in legal_kinds(nodes) or not isinstance(first.data, Reduction):
         return False
     last = xvar(len(first.ranges) - 1)
-    if first.ranges[-1] < 4:
+    if hint(first.ranges[-1]) < 4:  # speed only: at the hints
         return False
     contiguous = strided = False
     for node in nodes:

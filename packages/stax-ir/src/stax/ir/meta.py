@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .errors import UnsupportedError
+from .sizes import size_from_json, size_to_json
 
 #: dtypes that every layer understands, by NumPy name.
 SUPPORTED_DTYPES = (
@@ -144,15 +145,18 @@ class TensorMeta:
         return self.numel * self.np_dtype.itemsize
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"shape": list(self.shape), "dtype": self.dtype,
-                               "strides": list(self.strides), "device": self.device}
+        doc: dict[str, Any] = {"shape": [size_to_json(n) for n in self.shape],
+                               "dtype": self.dtype,
+                               "strides": [size_to_json(n) for n in self.strides],
+                               "device": self.device}
         if self.scalar:
             doc["scalar"] = True
         return doc
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> TensorMeta:
-        return cls(tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),
+        return cls(tuple(size_from_json(n) for n in doc["shape"]), doc["dtype"],
+                   tuple(size_from_json(n) for n in doc["strides"]),
                    doc.get("device", "cpu"), bool(doc.get("scalar", False)))
 
     def __str__(self) -> str:

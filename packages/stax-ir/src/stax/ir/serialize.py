@@ -39,7 +39,16 @@ def check_schema(doc: dict[str, Any], expected: str) -> None:
 
 
 def write_json(path: str | Path, doc: dict[str, Any]) -> None:
-    Path(path).write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    Path(path).write_text(json.dumps(doc, indent=1, allow_nan=False, default=_sizes_as_text) + "\n")
+
+
+def _sizes_as_text(value: Any) -> Any:
+    """A size-generic document's dimensions (``stax.ir.sizes.Size``) as their text form."""
+    from .sizes import Size
+
+    if isinstance(value, Size):
+        return str(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def read_json(path: str | Path) -> dict[str, Any]:

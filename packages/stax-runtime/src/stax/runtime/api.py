@@ -31,6 +31,7 @@ from stax.codegen import (
     TritonExecutable,
 )
 from stax.codegen.errstate import forget_held, heeding_all
+from stax.codegen.instantiate import GenericExecutable
 from stax.ir import (
     StaxError,
     UnsupportedError,
@@ -49,6 +50,7 @@ from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
+from .generic import GenericVersions
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import compiled_entry, eager_entry, version_entry
 from .object_arrays import (
@@ -86,7 +88,8 @@ from .versions import (
 
 
 class CompiledFunction(OtherBranches, Reports):
-    def __init__(self, fn: Callable[..., Any], *, device: str | None = None, dynamic: bool = False,
+    def __init__(self, fn: Callable[..., Any], *, device: str | None = None,
+                 dynamic: bool | None = None,
                  strict_native: bool = False, backend: str = "stax",
                  options: dict[str, Any] | None = None, limits: Limits | None = None) -> None:
         if device not in (None, *DEVICES):
@@ -140,9 +143,7 @@ class CompiledFunction(OtherBranches, Reports):
         # previous call used (which hands every other call back to the dispatcher)
         self._call: Callable[..., Any] = self._dispatch
         functools.update_wrapper(self, fn)
-        if dynamic:
-            logs.warn(f"stax: {self._name}: dynamic=True is not implemented yet; "
-                      "compiling one version per exact shape (results are unaffected)")
+        self._generic = GenericVersions(dynamic)  # size-generic versions (issue 15)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """A compiled function in a class body is a compiled method: ``obj.forward(x)`` calls it
@@ -302,7 +303,16 @@ class CompiledFunction(OtherBranches, Reports):
                 self._hits[3] += 1
                 self._hit_level = 3
                 return version
-        return None
+        version = self._generic.find(sigma, lambda v: id(v) not in skipped and
+                                     v.applies(args, kwargs))
+        if version is not None:  # these sizes: found by their exact key from now on
+            self._hits[3] += 1
+            self._hit_level = 3
+            self._by_sigma[sigma] = [version]
+            layout = array_signature(args) if not kwargs else None
+            if layout is not None:
+                self._by_layout[layout] = self._by_sigma[sigma]
+        return version
 
     def direct(self, *args: Any) -> tuple[Callable[..., Any] | None, bool, Version | None]:
         """``(run, checks, version)``: ``run(*args)`` for later calls whose arguments have the
@@ -400,7 +410,11 @@ class CompiledFunction(OtherBranches, Reports):
             self._warn_limit(sigma, args, kwargs)
             return Version(-1, sigma, self._eager, native=False,
                            reason="version or compile limit reached")
-        version = self._compile(sigma, args, kwargs, settings, outcome, placement)
+        pattern = self._generic.pattern_for(sigma, [v.sigma for v in self._versions
+                                                    if v.native]) if placement is None else None
+        version = self._compile(sigma, args, kwargs, settings, outcome, placement, pattern)
+        if version.generic is not None and pattern is not None:
+            self._generic.add(sigma, pattern, version)
         self._versions.append(version)
         self._by_sigma.setdefault(sigma, []).append(version)
         layout = array_signature(args) if not kwargs else None
@@ -419,7 +433,7 @@ class CompiledFunction(OtherBranches, Reports):
 
     def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                  settings: config.Settings, outcome: Outcome,
-                 placement: devices.Placement | None = None) -> Version:
+                 placement: devices.Placement | None = None, pattern: Any = None) -> Version:
         """A new version for this key. When it falls back after the capture ran to its end,
         ``outcome`` holds that run's result: the caller returns it for this call instead of
         running the function (and its side effects) a second time."""
@@ -428,7 +442,7 @@ class CompiledFunction(OtherBranches, Reports):
         timings: dict[str, float] = {}
         try:
             version = self._build(sigma, args, kwargs, settings, number, timings, outcome,
-                                  placement)
+                                  placement, pattern)
         except (UnsupportedError, _InternalError) as exc:
             if self.strict_native:
                 raise (exc.__cause__ if isinstance(exc, _InternalError) else exc) from None
@@ -447,7 +461,8 @@ class CompiledFunction(OtherBranches, Reports):
 
     def _build(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                settings: config.Settings, number: int, timings: dict[str, float],
-               outcome: Outcome, placement: devices.Placement | None) -> Version:
+               outcome: Outcome, placement: devices.Placement | None,
+               pattern: Any = None) -> Version:
         """The version for sigma; with a ``placement`` the device arguments are captured on host
         copies of one layout (``devices.py``) and compiled for the CUDA target."""
         device_args, device_kwargs = args, kwargs
@@ -511,7 +526,11 @@ class CompiledFunction(OtherBranches, Reports):
                                        "(its signature takes no device)")
             compiled = with_gate_outputs(capture, numpy_calls) if numpy_calls is not None \
                 else capture
-            run_flat = self.backend(compiled, [leaves[i] for i in slots], **accepted, **self.options)
+            run_flat = self._generic.compile(self._name, sigma, pattern, capture, args, lambda c: (
+                self.backend(c, [leaves[i] for i in slots], **accepted, **self.options)),
+                services["log"]) if pattern is not None and numpy_calls is None else None
+            run_flat = run_flat or self.backend(compiled, [leaves[i] for i in slots], **accepted,
+                                                **self.options)
         except UnsupportedError:
             raise
         except Exception as exc:  # a compiler bug: never a wrong result, say so and run eagerly
@@ -530,7 +549,8 @@ class CompiledFunction(OtherBranches, Reports):
                              placement.library if placement is not None else None)
         version = Version(number, sigma, runner, native=True, artifact=artifact, flat=(run_flat, slots),
                           gates=GateReplay(capture) if capture.gates else None, free=free,
-                          gate_check=gate_check,
+                          gate_check=gate_check, generic=run_flat if isinstance(
+                              run_flat, GenericExecutable) else None,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
         # f(array, scalar, ...): every argument a top-level positional leaf, nothing written back
@@ -577,14 +597,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_locks_in_child)
 
 
-def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool, strict_native: bool,
+def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool | None, strict_native: bool,
                backend: str, options: dict[str, Any], limits: Limits) -> CompiledFunction:
     return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
                             backend=backend, options=options, limits=limits)
 
 
 def compile(fn: Callable[..., Any] | None = None, *, device: str | None = None,
-            dynamic: bool = False, strict_native: bool = False, backend: str = "stax",
+            dynamic: bool | None = None, strict_native: bool = False, backend: str = "stax",
             options: dict[str, Any] | None = None) -> Any:
     """Compile a NumPy function; usable as ``@compile`` or ``@compile(strict_native=True)``."""
     def wrap(f: Callable[..., Any]) -> CompiledFunction:

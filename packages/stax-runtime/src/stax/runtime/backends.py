@@ -24,8 +24,10 @@ from stax.codegen import (
     target_for,
 )
 from stax.codegen.cpu.target import describe_host
+from stax.codegen.instantiate import GenericExecutable
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
 from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
+from stax.ir.sizes import current_env, is_symbolic
 from stax.loop import lower_opgraph
 
 from . import config
@@ -72,8 +74,10 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
         timings[name] = now - clock
         clock = now
 
-    # with STAX_DUMP_DIR every document is wanted, so the plan is made, not loaded
-    plans = _plan_cache(cache_dir) if config.current().dump_dir is None else None
+    # with STAX_DUMP_DIR every document is wanted, so the plan is made, not loaded; a
+    # size-generic plan is not stored (its documents' sizes are expressions)
+    plans = _plan_cache(cache_dir) if config.current().dump_dir is None and \
+        not has_sizes(capture) else None
     autotune = bool(options.get("autotune")) and target.identity.device == "cuda"
     key = plans.key(json.dumps(capture.to_json(), sort_keys=True, default=repr), pipeline,
                     stax_fingerprint(), *target.cache_key, "autotune" if autotune else "") \
@@ -154,7 +158,15 @@ def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | Tr
     imported only then)."""
     if artifact.target.get("device") == "cuda":
         return TritonExecutable(artifact, cache_dir=cache_dir)
+    if any(is_symbolic(n) for b in artifact.buffers for n in b.shape):
+        return GenericExecutable(artifact, current_env(), cache_dir)  # sizes given per call
     return Executable(artifact, cache_dir)
+
+
+def has_sizes(capture: GraphProgram) -> bool:
+    """Whether a capture's shapes hold size symbols (a size-generic compile)."""
+    return any(n.tensor is not None and any(is_symbolic(d) for d in n.tensor.shape)
+               for n in capture.graph.nodes)
 
 
 def _jit_stage(executable: Executable | TritonExecutable) -> str:

@@ -80,6 +80,8 @@ class Version:
     #: the gates are checked by the compiled program as it runs (``gate_checks.GateCheck``),
     #: not replayed before: ``applies`` leaves them to the run, which raises ``GateMismatch``
     gate_check: Any = None
+    #: a size-generic version's executable (``generic.py``): its shape guards checked per call
+    generic: Any = None
 
     @property
     def gates_in_program(self) -> bool:
@@ -95,6 +97,10 @@ class Version:
         describe the same, and the data gates replay to the traced outcomes (gamma_g)."""
         if self.free is not None and not self.free.matches():
             return False
+        if self.generic is not None and self.flat is not None:  # its sizes' relations
+            leaves = tree_leaves((args, kwargs))
+            if self.generic.failures([leaves[i] for i in self.flat[1]]):
+                return False
         return self.gates is None or self.gates_in_program or \
             self.gates.matches(tree_leaves((args, kwargs)))
 

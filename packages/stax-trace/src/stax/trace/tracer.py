@@ -489,6 +489,9 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
                                    source=drawn[0].source)
     info = {"function": getattr(fn, "__qualname__", repr(fn)),
             "module": getattr(fn, "__module__", None)}
+    read = sorted(n.name for n in tracer.shape_read if n.graph is tracer.graph)
+    if read:  # values whose shape Python read: a size-generic version keeps them exact
+        info["shape_read"] = read
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
                         inputs, input_tree, output_tree, info, tracer.gates, replay,
                         [a.node.target for a in updated])

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from llvmlite import ir
 
+from stax.ir.sizes import is_symbolic
 from stax.loop import (
     Affine,
     Binary,
@@ -184,8 +185,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         def level(d: int, values: Sequence[ir.Value]) -> Sequence[ir.Value]:
             if d == len(ranges):
                 return body(values)
-            if d == len(ranges) - 1 and ranges[d] <= unrolled and not values and \
-                    not (split and d == 0):
+            if d == len(ranges) - 1 and not values and not (split and d == 0) and \
+                    not is_symbolic(ranges[d]) and ranges[d] <= unrolled:
                 # a complex value's two parts (``stax.loop.complex_values``): straight-line
                 # code, so the loop around it is the innermost one LLVM vectorizes (the parts'
                 # loads and stores become interleaved groups)

@@ -1,0 +1,191 @@
+"""A capture graph's shapes in size symbols (issue 15, docs/dynamic-shapes.md).
+
+Capture traces at the sizes of the call; a size-generic version needs every value's shape as an
+expression of the dynamic dimensions of the arguments. ``symbolize`` rewrites the metadata of
+a capture graph: each dynamic dimension of an argument becomes a symbol of the active
+``ShapeEnv`` and each node's shape is recomputed from its operands' by the NumPy rule of its
+call (broadcasting, a reduction's axes, a matrix product), the relations a rule needs (two
+broadcast sizes equal) recorded as guards. Strides follow NumPy's layouts written in the sizes.
+
+Only graphs whose every call has a rule here are made generic: a call without one, a data gate,
+a lifted loop or a shape the Python code read (``tracer.shape_read``: the code may have decided
+something from it) keeps the exact-size version, with the reason returned. The rest of the
+pipeline then works on ``Size`` dimensions, and every decision it takes from one is a guard
+(``stax.ir.sizes``), so a rule missing downstream costs genericity, never a wrong result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .graph import Node, Opcode
+from .meta import TensorMeta
+from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
+from .program import GraphProgram
+from .sizes import ShapeEnv, Size, concrete
+
+_EXTRA_ELEMENTWISE = frozenset({
+    "operator.pow", "numpy.power", "numpy.float_power", "numpy.square", "numpy.where",
+    "numpy.clip", "method:clip", "method:astype", "numpy.maximum", "numpy.minimum",
+})
+_MATMUL = frozenset({"operator.matmul", "numpy.matmul"})
+
+
+def _elementwise_targets() -> frozenset[str]:
+    return capture_targets_of(elementwise_ops()) | _EXTRA_ELEMENTWISE
+
+
+def _reduction_targets() -> frozenset[str]:
+    return capture_targets_of(frozenset(n for n, op in OPS.items()
+                                        if op.kind is OpKind.REDUCTION))
+
+
+def target_name(node: Node) -> str:
+    return f"method:{node.target}" if node.op is Opcode.CALL_METHOD else str(node.target)
+
+
+def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: ShapeEnv,
+              shape_read: frozenset[str] = frozenset()) -> str | None:
+    """Give ``program``'s metadata symbolic sizes, in place: for flat input ``i``, its dimensions
+    ``dynamic[i]`` become new symbols of ``env``. None when done, else why the graph stays
+    exact (nothing is changed then). ``shape_read``: names of nodes whose shape the function
+    read in Python."""
+    if program.gates or program.replay is not None:
+        return "the function has data gates"
+    if program.writeback:
+        return "the function updates arguments in place"
+    placeholders = {n.name: n for n in program.graph.nodes if n.op is Opcode.PLACEHOLDER}
+    shapes: dict[Node, TensorMeta] = {}
+    for i, name in enumerate(program.inputs):
+        if name is None or i not in dynamic:
+            continue
+        node = placeholders[name]
+        meta = node.tensor
+        dims = list(meta.shape)
+        for d in dynamic[i]:
+            dims[d] = env.new_symbol(meta.shape[d], f"inputs[{i}].shape[{d}]")
+        shapes[node] = _with_shape(meta, tuple(dims))
+    elementwise, reductions = _elementwise_targets(), _reduction_targets()
+    for node in program.graph.nodes:
+        if node.op is Opcode.PLACEHOLDER:
+            shapes.setdefault(node, node.tensor)
+            continue
+        if node.op is Opcode.OUTPUT:
+            continue
+        if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or node.tensor is None:
+            return f"{node.name}: a {node.op.value} node"
+        target = target_name(node)
+        operands = [shapes[a] for a in _array_operands(node)]
+        if target in elementwise:
+            shape = broadcast_shapes([m.shape for m in operands])
+        elif target in reductions:
+            shape = _reduced(node, operands)
+        elif target in _MATMUL:
+            shape = _matmul(operands)
+        else:
+            shape = None
+        if shape is None:
+            return f"{node.name}: no size rule for {target}()"
+        meta = node.tensor
+        if concrete(shape) != meta.shape:
+            return f"{node.name}: the size rule of {target}() gave {shape}, capture saw " \
+                   f"{meta.shape}"
+        shapes[node] = _with_shape(meta, shape)
+    for node, meta in shapes.items():
+        if node.name in shape_read and _symbolic(meta.shape):
+            return f"{node.name}: the function reads its shape in Python, which depends on " \
+                   "the dynamic sizes"
+    for node, meta in shapes.items():
+        node.meta["tensor"] = meta
+    return None
+
+
+def _symbolic(shape: tuple[Any, ...]) -> bool:
+    return any(isinstance(n, Size) for n in shape)
+
+
+def _array_operands(node: Node) -> list[Node]:
+    return [a for a in (*node.args, *node.kwargs.values())
+            if isinstance(a, Node) and a.tensor is not None]
+
+
+def broadcast_shapes(shapes: Sequence[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """NumPy's broadcast of ``shapes``, with sizes: a symbol against 1 is the symbol, two
+    symbols must be equal (a guard)."""
+    if not shapes:
+        return ()
+    rank = max(len(s) for s in shapes)
+    out = []
+    for d in range(rank):
+        size: Any = 1
+        for s in shapes:
+            k = d - (rank - len(s))
+            if k < 0:
+                continue
+            n = s[k]
+            if isinstance(n, int) and n == 1:
+                continue
+            if isinstance(size, int) and size == 1:
+                size = n
+            elif not n == size:  # a decision: a guard that they are equal
+                return None
+        out.append(size)
+    return tuple(out)
+
+
+def _axis_argument(node: Node) -> Any:
+    if "axis" in node.kwargs:
+        return node.kwargs["axis"]
+    return node.args[1] if len(node.args) > 1 else None  # f(x, axis) and x.f(axis) alike
+
+
+def _reduced(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    if len(operands) != 1 or {"out", "where", "initial"} & set(node.kwargs):
+        return None
+    shape = operands[0].shape
+    axis = _axis_argument(node)
+    keep = bool(node.kwargs.get("keepdims", False))
+    if axis is None:
+        axes = set(range(len(shape)))
+    elif isinstance(axis, int):
+        axes = {axis % len(shape)} if shape else set()
+    elif isinstance(axis, tuple) and all(isinstance(a, int) for a in axis):
+        axes = {a % len(shape) for a in axis}
+    else:
+        return None
+    if node.target in ("argmax", "argmin", "numpy.argmax", "numpy.argmin") and \
+            not isinstance(axis, int) and axis is not None:
+        return None
+    return tuple(1 if d in axes else n for d, n in enumerate(shape) if keep or d not in axes)
+
+
+def _matmul(operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    if len(operands) != 2 or operands[0].ndim != 2 or operands[1].ndim != 2:
+        return None
+    (m, k), (k2, n) = operands[0].shape, operands[1].shape
+    if not k == k2:
+        return None
+    return (m, n)
+
+
+def _with_shape(meta: TensorMeta, shape: tuple[Any, ...]) -> TensorMeta:
+    return TensorMeta(shape, meta.dtype, symbolic_strides(shape, meta.shape, meta.strides),
+                      meta.device, meta.scalar)
+
+
+def symbolic_strides(shape: tuple[Any, ...], sizes: tuple[int, ...],
+                     strides: tuple[int, ...]) -> tuple[Any, ...]:
+    """``strides`` (of an array of ``sizes``) written in ``shape``'s sizes as definition 2.2
+    does: from the smallest stride out, a stride equal to the inner dimension's stride times
+    its size is that product; any other stays a number (a step, a broadcast's 0)."""
+    out: list[Any] = list(strides)
+    order = sorted((d for d in range(len(sizes)) if sizes[d] > 1),
+                   key=lambda d: (abs(strides[d]), d))
+    inner: int | None = None
+    for d in order:
+        if inner is not None and strides[d] != 0 and \
+                strides[d] == strides[inner] * sizes[inner]:
+            out[d] = out[inner] * shape[inner]
+        inner = d
+    return tuple(out)

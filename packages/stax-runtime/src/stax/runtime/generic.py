@@ -1,0 +1,231 @@
+"""Size-generic versions and automatic dynamic (issue 15, docs/dynamic-shapes.md).
+
+A function compiled with ``dynamic=None`` (the default) gets one version per exact signature
+until a call misses only because some array dimensions have other sizes than a version's; those
+dimensions become *dynamic*: the call's capture has their sizes replaced by symbols
+(``stax.ir.symbolic_shapes``), is compiled once under a ``ShapeEnv`` whose guards record every
+decision taken from them, and runs for every size the guards admit (``stax.codegen.instantiate``).
+``dynamic=True`` makes every dimension of size 2 or more dynamic from the first call;
+``dynamic=False`` keeps one version per exact signature.
+
+The generic key of a call is sigma with each dynamic dimension's size written ``*`` and the
+array's strides as definition 2.2's expressions (``dynamic.stride_expressions``): a contiguous
+array of any batch size has one key, its transpose another, a size 0 or 1 its own (sizes 0 and 1
+are specialized). A version found by it still checks its shape guards on the call's sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stax.ir.sizes import ShapeEnv
+
+from .dynamic import SPECIALIZED_SIZES, stride_expressions
+from .signature import ARRAY
+
+#: (flat argument, dimension) pairs that are dynamic
+Pattern = frozenset[tuple[int, int]]
+
+
+class NotGeneric(Exception):
+    """Why a capture could not be compiled size-generic: the exact version is compiled instead."""
+
+
+def _array_leaf(leaf: Any) -> bool:
+    return isinstance(leaf, tuple) and len(leaf) == 5 and leaf[0] == ARRAY and leaf[1] == "cpu"
+
+
+def _layout(leaf: Any) -> tuple[Any, ...] | None:
+    """An array leaf's ``(dtype, rank, stride expressions)``, or None for strides that are not
+    whole elements."""
+    _, _, shape, dtype, strides = leaf
+    itemsize = np.dtype(dtype).itemsize
+    if any(s % itemsize for s in strides):
+        return None
+    return (dtype, len(shape), stride_expressions(shape, [s // itemsize for s in strides]))
+
+
+def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
+    """Sigma with the sizes of ``pattern``'s dimensions left out (None when this call cannot
+    use a generic version of that pattern: keywords, a dynamic dimension of size 0 or 1)."""
+    positional, keywords = sigma
+    if keywords:
+        return None
+    leaves = []
+    for i, leaf in enumerate(positional):
+        dims = [d for (k, d) in pattern if k == i]
+        if not dims:
+            leaves.append(leaf)
+            continue
+        if not _array_leaf(leaf) or any(d >= len(leaf[2]) or leaf[2][d] in SPECIALIZED_SIZES
+                                        for d in dims):
+            return None
+        layout = _layout(leaf)
+        if layout is None:
+            return None
+        shape = tuple("*" if d in dims else n for d, n in enumerate(leaf[2]))
+        leaves.append((ARRAY, "generic", shape, *layout))
+    return tuple(leaves)
+
+
+def changed_dimensions(old: Any, new: Any) -> Pattern | None:
+    """The dimensions in which two signatures differ, when they differ only in array sizes (of
+    2 or more, at the same layout expressions); None otherwise."""
+    (old_args, old_kwargs), (new_args, new_kwargs) = old, new
+    if old_kwargs or new_kwargs or len(old_args) != len(new_args):
+        return None
+    changed: set[tuple[int, int]] = set()
+    for i, (a, b) in enumerate(zip(old_args, new_args)):
+        if a == b:
+            continue
+        if not (_array_leaf(a) and _array_leaf(b)) or len(a[2]) != len(b[2]) or a[3] != b[3]:
+            return None
+        dims = {d for d, (m, n) in enumerate(zip(a[2], b[2])) if m != n}
+        if any(a[2][d] in SPECIALIZED_SIZES or b[2][d] in SPECIALIZED_SIZES for d in dims):
+            return None
+        if _layout(a) is None or _layout(a) != _layout(b):
+            return None
+        changed |= {(i, d) for d in dims}
+    return frozenset(changed) or None
+
+
+def every_dimension(sigma: Any) -> Pattern | None:
+    """``dynamic=True``: every array dimension of size 2 or more."""
+    positional, keywords = sigma
+    if keywords:
+        return None
+    dims = {(i, d) for i, leaf in enumerate(positional) if _array_leaf(leaf)
+            for d, n in enumerate(leaf[2]) if n not in SPECIALIZED_SIZES}
+    return frozenset(dims) or None
+
+
+@dataclass
+class GenericVersions:
+    """A function's generic versions by generic key, and the patterns tried so far."""
+
+    mode: bool | None
+    patterns: list[Pattern] = field(default_factory=list)
+    by_key: dict[Any, list[Any]] = field(default_factory=dict)
+    #: generic keys that could not be compiled generic, with why (never tried again)
+    refused: dict[Any, str] = field(default_factory=dict)
+
+    def find(self, sigma: Any, applies: Callable[[Any], bool]) -> Any | None:
+        for pattern in self.patterns:
+            key = generic_key(sigma, pattern)
+            for version in self.by_key.get(key, ()) if key is not None else ():
+                if applies(version):
+                    return version
+        return None
+
+    def pattern_for(self, sigma: Any, exact: Sequence[Any]) -> Pattern | None:
+        """The dimensions to make dynamic for a miss on ``sigma``, given the exact versions'
+        signatures; None: compile an exact version."""
+        if self.mode is False:
+            return None
+        if self.mode is True:
+            pattern = every_dimension(sigma)
+        else:
+            pattern = None
+            for old in exact:
+                pattern = changed_dimensions(old, sigma)
+                if pattern is not None:
+                    break
+            if pattern is not None:  # dimensions dynamic before stay dynamic
+                pattern = pattern | frozenset().union(*[
+                    p for p in self.patterns if generic_key(sigma, pattern | p) is not None])
+        if pattern is None:
+            return None
+        key = generic_key(sigma, pattern)
+        return None if key is None or key in self.refused else pattern
+
+    def add(self, sigma: Any, pattern: Pattern, version: Any) -> None:
+        if pattern not in self.patterns:
+            self.patterns.append(pattern)
+        self.by_key.setdefault(generic_key(sigma, pattern), []).append(version)
+
+    def refuse(self, sigma: Any, pattern: Pattern, why: str) -> None:
+        self.refused[generic_key(sigma, pattern)] = why
+
+    def compile(self, name: str, sigma: Any, pattern: Pattern, capture: Any, args: Sequence[Any],
+                run_backend: Callable[[Any], Any], log: Callable[[str, str], None]) -> Any:
+        """The generic executable of this call's capture, or None (the exact version is
+        compiled instead, and this generic key never tried again), logged either way."""
+        dims = ", ".join(f"inputs[{i}].shape[{d}]" for i, d in sorted(pattern))
+        try:
+            executable, env = compile_generic(capture, pattern, args, run_backend)
+        except NotGeneric as exc:
+            self.refuse(sigma, pattern, str(exc))
+            log("recompiles", f"{name}: no size-generic version for dynamic {dims}: {exc}; "
+                              "compiling for these exact sizes")
+            return None
+        log("recompiles", f"{name}: size-generic version for dynamic {dims}: {describe(env)}")
+        return executable
+
+
+def dynamic_inputs(pattern: Pattern, slots: Sequence[int]) -> dict[int, list[int]]:
+    """``pattern`` over flat arguments as ``symbolize`` takes it: per capture input (the
+    position of its argument leaf among ``capture.inputs``), its dynamic dimensions."""
+    out: dict[int, list[int]] = {}
+    for leaf, d in sorted(pattern):
+        if leaf < len(slots):
+            out.setdefault(leaf, []).append(d)
+    return out
+
+
+def describe(env: ShapeEnv) -> str:
+    """The symbols and guards of a generic version, for logs."""
+    symbols = ", ".join(f"{name} = {info.origin} in [{info.low}, "
+                        f"{'inf' if info.high >= 2 ** 62 else info.high}] (traced at {info.hint})"
+                        for name, info in env.symbols.items())
+    guards = "; ".join(f"{g} ({g.site})" for g in env.guards) or "none"
+    return f"sizes {symbols}; shape guards: {guards}"
+
+
+def leaf_positions(args: Sequence[Any]) -> list[int]:
+    """The flat leaf index of each top-level argument (its first leaf)."""
+    from stax.ir import tree_flatten
+
+    positions, offset = [], 0
+    for a in args:
+        positions.append(offset)
+        offset += len(tree_flatten(a)[0])
+    return positions
+
+
+def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
+                    run_backend: Callable[[Any], Any]) -> tuple[Any, ShapeEnv]:
+    """The backend's executable for ``capture`` with ``pattern``'s dimensions symbolic, and the
+    environment of its sizes and guards; ``NotGeneric`` says why it cannot be."""
+    from stax.codegen.instantiate import GenericExecutable
+    from stax.ir import CAPTURE_SCHEMA, GraphProgram
+    from stax.ir.sizes import shape_env
+    from stax.ir.symbolic_shapes import symbolize
+
+    positions = leaf_positions(args)
+    dynamic: dict[int, list[int]] = {}
+    for i, d in sorted(pattern):
+        dynamic.setdefault(positions[i], []).append(d)
+    program = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)
+    env = ShapeEnv()
+    with shape_env(env):
+        why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())))
+        if why is not None:
+            raise NotGeneric(why)
+        executable = run_backend(program)
+    if env.specializations:
+        raise NotGeneric("sizes made exact by " + "; ".join(
+            f"{expression}: {where}" for expression, where in env.specializations[:3]))
+    if not isinstance(executable, GenericExecutable):
+        raise NotGeneric("the backend made no size-generic executable")
+    try:  # its machine code now, at the traced sizes: a size the code generator could not
+        executable.instance(env.hints)  # take at run time fails here (its IR does not parse)
+    except Exception as exc:
+        lines = str(exc).strip().splitlines() or [""]
+        said = next((line.strip() for line in lines if "error:" in line), lines[-1].strip())
+        raise NotGeneric(f"the kernels need a size the code generator takes only as a "
+                         f"constant ({type(exc).__name__}: {said})") from None
+    return executable, env
