@@ -40,7 +40,7 @@ def dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
     for d in reversed(order):
         dense[d] = step
         step *= shape[d]
-    if all(shape[d] == 1 or dense[d] == strides[d] for d in range(len(shape))):
+    if all(dense[d] == strides[d] or shape[d] == 1 for d in range(len(shape))):
         return tuple(strides)  # a length-1 dimension's stride as NumPy gave it
     return contiguous_strides(shape)
 

@@ -37,9 +37,9 @@ Monomial = tuple["Atom", ...]
 Atom = Union[str, "Quotient", "Remainder"]
 
 UNBOUNDED = 2 ** 62
-#: the smallest size a symbol stands for: 0 and 1 are specialized, as torch.compile does
-#: (broadcasting and empty loops behave differently there)
-SMALLEST = 2
+#: the smallest size a symbol stands for: 0 is specialized (empty loops), 1 is not, and a
+#: decision that depends on it (a broadcast) is a guard like any other, which excludes it
+SMALLEST = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -451,8 +451,8 @@ class ShapeEnv:
     specializations: list[tuple[str, str]] = field(default_factory=list)
 
     def new_symbol(self, hint: int, origin: str = "") -> Size:
-        if hint < SMALLEST:
-            raise ValueError(f"size {hint} is specialized, not symbolic")
+        if hint < 2:
+            raise ValueError(f"a dynamic size is traced at 2 or more, not {hint}")
         name = f"s{len(self.symbols)}"
         self.symbols[name] = SymbolInfo(hint, origin=origin)
         return Size.symbol(name)
@@ -491,6 +491,9 @@ class ShapeEnv:
                 ">": lo > 0, ">=": lo >= 0}[relation]
 
     def _record(self, guard: Guard) -> None:
+        if any(g.relation == guard.relation and g.expression.terms == guard.expression.terms
+               for g in self.guards):
+            return  # asked before (an != narrows no range)
         self.guards.append(guard)
         self._narrow(guard)
 
@@ -509,7 +512,10 @@ class ShapeEnv:
             guard.relation, guard.relation)
         # a*s + b rel 0  <=>  s rel' -b/a
         bound = -constant / a
-        if relation == "==" and bound == int(bound):
+        if relation == "!=" and bound in (info.low, info.high):  # an end of the range excluded
+            info.low, info.high = (info.low + 1, info.high) if bound == info.low else \
+                (info.low, info.high - 1)
+        elif relation == "==" and bound == int(bound):
             info.low = info.high = int(bound)
         elif relation == "<":
             info.high = min(info.high, _ceil(bound) - 1)
@@ -651,6 +657,13 @@ def product(values: Any) -> Any:
     for v in values:
         total = total * v
     return total
+
+
+def same_size(a: Any, b: Any) -> bool:
+    """Whether two sizes are the same expression (ints: equal), deciding nothing."""
+    if isinstance(a, Size) or isinstance(b, Size):
+        return isinstance(a, Size) and a.same(b)
+    return a == b
 
 
 def is_symbolic(value: Any) -> bool:

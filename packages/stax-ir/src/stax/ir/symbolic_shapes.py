@@ -3,7 +3,8 @@
 Capture traces at the sizes of the call; a size-generic version needs every value's shape as an
 expression of the dynamic dimensions of the arguments. ``symbolize`` rewrites the metadata of
 a capture graph: each dynamic dimension of an argument becomes a symbol of the active
-``ShapeEnv`` and each node's shape is recomputed from its operands' by the NumPy rule of its
+``ShapeEnv`` (dimensions of equal sizes one symbol: the call must then have them equal, as
+under torch.compile's duck sizing) and each node's shape is recomputed from its operands' by the NumPy rule of its
 call (broadcasting, a reduction's axes, a matrix product), the relations a rule needs (two
 broadcast sizes equal) recorded as guards. Strides follow NumPy's layouts written in the sizes.
 
@@ -57,6 +58,7 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
         return "the function updates arguments in place"
     placeholders = {n.name: n for n in program.graph.nodes if n.op is Opcode.PLACEHOLDER}
     shapes: dict[Node, TensorMeta] = {}
+    by_size: dict[int, Size] = {}  # duck sizing, as torch.compile's: equal sizes, one symbol
     for i, name in enumerate(program.inputs):
         if name is None or i not in dynamic:
             continue
@@ -64,7 +66,10 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
         meta = node.tensor
         dims = list(meta.shape)
         for d in dynamic[i]:
-            dims[d] = env.new_symbol(meta.shape[d], f"inputs[{i}].shape[{d}]")
+            n = meta.shape[d]
+            if n not in by_size:
+                by_size[n] = env.new_symbol(n, f"inputs[{i}].shape[{d}]")
+            dims[d] = by_size[n]
         shapes[node] = _with_shape(meta, tuple(dims))
     elementwise, reductions = _elementwise_targets(), _reduction_targets()
     for node in program.graph.nodes:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.sizes import same_size
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides, dense_strides
 
 from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, rewrite
@@ -173,7 +174,8 @@ class LoopLowering:
             loader = lambda index: inner((*extra, *index))  # noqa: E731
             lazy = Lazy(lazy.shape[-offset:], lazy.dtype, loader)
             offset = 0
-        broadcast = tuple(src == 1 and dst != 1 for src, dst in zip(lazy.shape, shape[offset:]))
+        broadcast = tuple(not same_size(src, dst) and src == 1 and dst != 1
+                          for src, dst in zip(lazy.shape, shape[offset:]))
 
         def load(index: tuple[Affine, ...]) -> Expr:
             return loader(tuple(Affine() if b else i for b, i in zip(broadcast, index[offset:])))

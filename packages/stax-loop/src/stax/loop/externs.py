@@ -180,6 +180,7 @@ def same_layout(strides: tuple[int, ...], meta: TensorMeta) -> bool:
     """Whether a buffer with ``strides`` lays out a value as capture saw it (``meta.strides``),
     or, where capture's layout was not dense, as the dense layout the loops give it instead:
     length-1 dimensions aside."""
-    def significant(s: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(t for t, n in zip(s, meta.shape) if n != 1)
-    return significant(strides) in (significant(meta.strides), significant(output_strides(meta)))
+    def agrees(other: tuple[int, ...]) -> bool:  # a length asked only where strides differ
+        return all(a == b or n == 1 for a, b, n in zip(strides, other, meta.shape))
+    return len(strides) == len(meta.shape) and (agrees(meta.strides) or
+                                                agrees(output_strides(meta)))

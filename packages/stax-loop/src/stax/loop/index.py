@@ -63,8 +63,11 @@ class Affine:
         """Smallest and largest value over ``0 <= var < ranges[var]`` (ranges must be non-empty)."""
         low = high = self.const
         for v, c in self.terms:
-            extent = c * (ranges[v] - 1)
-            low, high = low + min(0, extent), high + max(0, extent)
+            extent = c * (ranges[v] - 1)  # of the coefficient's sign: an extent is at least 1
+            if c >= 0:
+                high = high + extent
+            else:
+                low = low + extent
         return low, high
 
     def __str__(self) -> str:

@@ -46,6 +46,7 @@ from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
 from .code_reads import callable_names, sets_error_state
+from .direct_calls import DirectCalls
 from .dumps import dump_stem, dumper
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
@@ -87,7 +88,7 @@ from .versions import (
 )
 
 
-class CompiledFunction(OtherBranches, Reports):
+class CompiledFunction(OtherBranches, Reports, DirectCalls):
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None,
                  dynamic: bool | None = None,
                  strict_native: bool = False, backend: str = "stax",
@@ -298,46 +299,15 @@ class CompiledFunction(OtherBranches, Reports):
 
     def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 skipped: Any = ()) -> Version | None:
-        for version in self._by_sigma.get(sigma, ()):
-            if id(version) not in skipped and version.applies(args, kwargs):
-                self._hits[3] += 1
-                self._hit_level = 3
-                return version
-        version = self._generic.find(sigma, lambda v: id(v) not in skipped and
-                                     v.applies(args, kwargs))
-        if version is not None:  # these sizes: found by their exact key from now on
+        def applies(version: Version) -> bool:
+            return id(version) not in skipped and version.applies(args, kwargs)
+
+        found = next(filter(applies, self._by_sigma.get(sigma, ())), None) or \
+            self._generic.find(sigma, args, kwargs, applies, self._by_sigma, self._by_layout)
+        if found is not None:
             self._hits[3] += 1
             self._hit_level = 3
-            self._by_sigma[sigma] = [version]
-            layout = array_signature(args) if not kwargs else None
-            if layout is not None:
-                self._by_layout[layout] = self._by_sigma[sigma]
-        return version
-
-    def direct(self, *args: Any) -> tuple[Callable[..., Any] | None, bool, Version | None]:
-        """``(run, checks, version)``: ``run(*args)`` for later calls whose arguments have the
-        signature of these, the version they select called without dispatch (no key, no guard:
-        the caller vouches that nothing the key covers changes between its calls, as a lifted
-        loop's runner does); ``checks``: it is the machine-code entry (which hands arguments of
-        other layouts to the dispatcher itself); ``version``: the one selected, where its leaves
-        are these arguments. ``(None, False, None)`` when it is missing, eager or has data gates.
-        A call it declines raises (``ExternResultMismatch``, ``RunEagerly``): the caller then
-        makes that call through the dispatcher."""
-        free = tuple(self._free.read()) if self._free else ()
-        args = (*free, *args)
-        try:
-            version = self._lookup(signature(args, {}, self._names), args, {})
-        except Unguardable:
-            return None, False, None
-        if version is None or not version.native or version.gates is not None:
-            return None, False, None
-        entry = version.entry
-        if entry is not None and not getattr(entry, "dispatches", False) and not free:
-            return entry.function, True, version
-        if version.fast is not None and not free:
-            return version.fast, False, version
-        run = version.run
-        return (lambda *call_args: run((*free, *call_args), {})), False, None if free else version
+        return found
 
     def _run_unkeyable(self, exc: Unguardable, placement: devices.Placement | None,
                        args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -25,7 +25,7 @@ import numpy as np
 from stax.ir.sizes import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
-from .signature import ARRAY
+from .signature import ARRAY, array_signature
 
 #: (flat argument, dimension) pairs that are dynamic
 Pattern = frozenset[tuple[int, int]]
@@ -39,14 +39,21 @@ def _array_leaf(leaf: Any) -> bool:
     return isinstance(leaf, tuple) and len(leaf) == 5 and leaf[0] == ARRAY and leaf[1] == "cpu"
 
 
-def _layout(leaf: Any) -> tuple[Any, ...] | None:
+def _layout(leaf: Any, dims: Sequence[int] = ()) -> tuple[Any, ...] | None:
     """An array leaf's ``(dtype, rank, stride expressions)``, or None for strides that are not
-    whole elements."""
+    whole elements. A dynamic dimension (``dims``) of size 1 is written as a row-major array's
+    would be (its stride is never used: its only index is 0), so that batch size 1 has the key
+    of the others."""
     _, _, shape, dtype, strides = leaf
     itemsize = np.dtype(dtype).itemsize
     if any(s % itemsize for s in strides):
         return None
-    return (dtype, len(shape), stride_expressions(shape, [s // itemsize for s in strides]))
+    elements = [s // itemsize for s in strides]
+    for d in sorted(dims, reverse=True):
+        if shape[d] == 1:
+            elements[d] = elements[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
+    return (dtype, len(shape), stride_expressions([2 if d in dims and n == 1 else n
+                                                   for d, n in enumerate(shape)], elements))
 
 
 def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
@@ -61,10 +68,9 @@ def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
         if not dims:
             leaves.append(leaf)
             continue
-        if not _array_leaf(leaf) or any(d >= len(leaf[2]) or leaf[2][d] in SPECIALIZED_SIZES
-                                        for d in dims):
+        if not _array_leaf(leaf) or any(d >= len(leaf[2]) or leaf[2][d] == 0 for d in dims):
             return None
-        layout = _layout(leaf)
+        layout = _layout(leaf, dims)
         if layout is None:
             return None
         shape = tuple("*" if d in dims else n for d, n in enumerate(leaf[2]))
@@ -84,10 +90,10 @@ def changed_dimensions(old: Any, new: Any) -> Pattern | None:
             continue
         if not (_array_leaf(a) and _array_leaf(b)) or len(a[2]) != len(b[2]) or a[3] != b[3]:
             return None
-        dims = {d for d, (m, n) in enumerate(zip(a[2], b[2])) if m != n}
-        if any(a[2][d] in SPECIALIZED_SIZES or b[2][d] in SPECIALIZED_SIZES for d in dims):
+        dims = sorted(d for d, (m, n) in enumerate(zip(a[2], b[2])) if m != n)
+        if any(a[2][d] == 0 or b[2][d] == 0 for d in dims):
             return None
-        if _layout(a) is None or _layout(a) != _layout(b):
+        if _layout(a, dims) is None or _layout(a, dims) != _layout(b, dims):
             return None
         changed |= {(i, d) for d in dims}
     return frozenset(changed) or None
@@ -113,11 +119,19 @@ class GenericVersions:
     #: generic keys that could not be compiled generic, with why (never tried again)
     refused: dict[Any, str] = field(default_factory=dict)
 
-    def find(self, sigma: Any, applies: Callable[[Any], bool]) -> Any | None:
+    def find(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+             applies: Callable[[Any], bool], by_sigma: dict[Any, list[Any]],
+             by_layout: dict[Any, list[Any]]) -> Any | None:
+        """The generic version for a call whose exact key has none; registered under that
+        key (and its layouts) so that the next call at these sizes finds it as an exact one."""
         for pattern in self.patterns:
             key = generic_key(sigma, pattern)
             for version in self.by_key.get(key, ()) if key is not None else ():
                 if applies(version):
+                    by_sigma[sigma] = [version]
+                    layout = array_signature(args) if not kwargs else None
+                    if layout is not None:
+                        by_layout[layout] = by_sigma[sigma]
                     return version
         return None
 
@@ -137,8 +151,8 @@ class GenericVersions:
             if pattern is not None:  # dimensions dynamic before stay dynamic
                 pattern = pattern | frozenset().union(*[
                     p for p in self.patterns if generic_key(sigma, pattern | p) is not None])
-        if pattern is None:
-            return None
+        if pattern is None or any(sigma[0][i][2][d] < 2 for i, d in pattern):
+            return None  # traced at 2 or more: a size 1 is compiled exact, generic at the next
         key = generic_key(sigma, pattern)
         return None if key is None or key in self.refused else pattern
 
