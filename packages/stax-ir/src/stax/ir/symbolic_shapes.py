@@ -3,10 +3,11 @@
 Capture traces at the sizes of the call; a size-generic version needs every value's shape as an
 expression of the dynamic dimensions of the arguments. ``symbolize`` rewrites the metadata of
 a capture graph: each dynamic dimension of an argument becomes a symbol of the active
-``ShapeEnv`` (dimensions of equal sizes one symbol: the call must then have them equal, as
-under torch.compile's duck sizing) and each node's shape is recomputed from its operands' by the NumPy rule of its
-call (broadcasting, a reduction's axes, a matrix product), the relations a rule needs (two
-broadcast sizes equal) recorded as guards. Strides follow NumPy's layouts written in the sizes.
+``ShapeEnv`` (dimensions of equal sizes one symbol: a call must then have them equal, as under
+torch.compile's duck sizing) and each node's shape is recomputed from its operands' by the
+NumPy rule of its call (broadcasting, a reduction's axes, a matrix product), the relations a
+rule needs (two broadcast sizes equal) recorded as guards. Strides follow NumPy's layouts
+written in the sizes.
 
 Only graphs whose every call has a rule here are made generic: a call without one, a data gate,
 a lifted loop or a shape the Python code read (``tracer.shape_read``: the code may have decided

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.sizes import same_size
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides, dense_strides
+from stax.ir.sizes import same_size
 
 from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, rewrite
 from .index import Affine, linear_index
