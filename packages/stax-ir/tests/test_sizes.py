@@ -9,15 +9,8 @@ import numpy as np
 import pytest
 import sympy
 
-from stax.ir.sizes import (
-    Guard,
-    ShapeEnv,
-    Size,
-    concrete,
-    exact_quotient,
-    parse_size,
-    shape_env,
-)
+from stax.ir.shape_env import Guard, ShapeEnv
+from stax.ir.sizes import Size, concrete, exact_quotient, parse_size, shape_env
 
 
 def _env(*hints: int) -> ShapeEnv:

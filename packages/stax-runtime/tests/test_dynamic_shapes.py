@@ -4,6 +4,8 @@ on are shape guards; what it cannot make generic keeps exact versions, and says 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -66,12 +68,13 @@ def test_a_stream_of_batch_sizes_compiles_twice_and_matches_numpy(name):
     assert len(native) == 2
 
 
-def test_the_generic_version_says_what_is_dynamic_and_its_guards(capsys, monkeypatch):
+def test_the_generic_version_says_what_is_dynamic_and_its_guards(caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
     f = st.compile(example_1_1)
     f(*_arguments("example_1_1", 10))
     f(*_arguments("example_1_1", 20))
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "size-generic version for dynamic inputs[0].shape[0], inputs[1].shape[0]" in err
     assert "s0 = inputs[0].shape[0]" in err and "shape guards:" in err
     # equal sizes are one symbol (duck sizing): a call must have them equal to use it
@@ -109,8 +112,9 @@ def test_dynamic_false_keeps_one_version_per_size():
     assert f.cache_info().compiles == 3
 
 
-def test_a_shape_read_in_python_keeps_exact_versions_and_says_why(capsys, monkeypatch):
+def test_a_shape_read_in_python_keeps_exact_versions_and_says_why(caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
 
     def scaled(x):
         return x * (1.0 / x.shape[0])  # the size becomes a constant of the code
@@ -119,7 +123,7 @@ def test_a_shape_read_in_python_keeps_exact_versions_and_says_why(capsys, monkey
     for rows in (4, 5, 6):
         x = np.ones((rows, 3))
         np.testing.assert_array_equal(f(x), scaled(x))
-    err = capsys.readouterr().err
+    err = caplog.text
     assert "no size-generic version" in err and "reads its shape in Python" in err
     assert f.cache_info().compiles == 3
 
@@ -134,15 +138,16 @@ def test_a_data_gate_keeps_exact_versions():
         np.testing.assert_array_equal(f(x), branchy(x))
 
 
-def test_a_transposed_argument_has_its_own_generic_key(capsys, monkeypatch):
+def test_a_transposed_argument_has_its_own_generic_key(caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
     f = st.compile(softmax)
     for rows in (6, 7, 8):
         x = RNG.standard_normal((48, rows)).astype(np.float32).T
         np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)
     # its row stride is the dynamic size, which kernels take only as a constant so far
     assert "the kernels need a size the code generator takes only as a constant" in \
-        capsys.readouterr().err
+        caplog.text
     assert f.cache_info().compiles == 3
     for rows in (6, 7, 8):
         x = _arguments("softmax", rows)[0]
@@ -150,14 +155,14 @@ def test_a_transposed_argument_has_its_own_generic_key(capsys, monkeypatch):
     assert f.cache_info().compiles == 5  # row-major: exact, then generic
 
 
-def test_dynamic_true_falls_back_to_exact_where_a_dimension_cannot_be_generic(capsys,
-                                                                              monkeypatch):
+def test_dynamic_true_falls_back_to_exact_where_a_dimension_cannot_be_generic(caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
     f = st.compile(softmax, dynamic=True)
     for rows in (4, 5):
         x = _arguments("softmax", rows)[0]
         np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)
-    assert "no size-generic version" in capsys.readouterr().err
+    assert "no size-generic version" in caplog.text
 
 
 def test_duck_sized_dimensions_that_differ_later_take_another_version():

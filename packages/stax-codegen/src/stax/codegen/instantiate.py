@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.sizes import Guard, ShapeEnv, Size
+from stax.ir.shape_env import Guard, ShapeEnv
+from stax.ir.sizes import Size
 
 from .artifact import KernelArtifact, KernelPlan
 from .executable import Executable, InputMismatch

@@ -7,7 +7,7 @@ is a plain ``int``, so a ``Size`` always depends on a symbol.
 
 Every question whose answer depends on a symbol's value is a *decision*, answered at the
 symbols' hints (the sizes the function was traced at) and recorded in the active ``ShapeEnv``
-as a ``Guard``: a comparison (``n > 64``), an equality of two sizes (``a.shape[0] ==
+(``shape_env.py``) as a ``Guard``: a comparison (``n > 64``), an equality of two sizes (``a.shape[0] ==
 b.shape[0]``), or a conversion to a plain number (``int(n)``, ``range(n)``, ``np.empty(n)``,
 ``float(n)``), which *specializes* the expression to its hint. A version compiled under guards
 holds exactly where they all hold (corollary 2.1: guards are projections of the key), so a
@@ -25,11 +25,10 @@ from __future__ import annotations
 import ast
 import contextvars
 import numbers
-import os
-import sys
+import operator
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Union
 
 #: a monomial: the sorted atoms it multiplies (a symbol twice is its square)
@@ -67,6 +66,10 @@ class Remainder(_Division):
 
     def __str__(self) -> str:
         return f"(({self.numerator})%{self.divisor})"
+
+
+_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+            ">": operator.gt, ">=": operator.ge}
 
 
 def _atom_key(atom: Atom) -> tuple[int, str]:
@@ -247,7 +250,7 @@ class Size:
         bookkeeping that never decides anything (the example values of capture)."""
         return self.evaluate(current_env().hints)
 
-    def bounds(self, env: ShapeEnv) -> tuple[int, int]:
+    def bounds(self, env: Any) -> tuple[int, int]:
         low = high = 0
         for m, c in self.terms:
             lo, hi = 1, 1
@@ -263,7 +266,7 @@ class Size:
 
     def _compare(self, other: Any, relation: str) -> Any:
         if isinstance(other, float):
-            return _RELATIONS[relation](self._specialized("a comparison with a float"), other)
+            return _COMPARE[relation](self._specialized("a comparison with a float"), other)
         if not isinstance(other, (int, Size)):
             return NotImplemented
         return current_env().decide(self - other, relation)
@@ -366,7 +369,7 @@ def _atom_value(atom: Atom, values: Mapping[str, int]) -> int:
     return number // atom.divisor if isinstance(atom, Quotient) else number % atom.divisor
 
 
-def _atom_bounds(atom: Atom, env: ShapeEnv) -> tuple[int, int]:
+def _atom_bounds(atom: Atom, env: Any) -> tuple[int, int]:
     if isinstance(atom, str):
         return env.range_of(atom)
     if isinstance(atom, Remainder):
@@ -397,172 +400,11 @@ def exact_quotient(numerator: int | Size, divisor: int | Size) -> int | Size | N
     return _polynomial(terms)
 
 
-# -- the environment: symbols, their ranges, and the guards decisions recorded -------------------
-
-_RELATIONS = {
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-}
-_NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+#: the ``stax.ir.shape_env.ShapeEnv`` decisions are recorded in, during a size-generic compile
+_ENV: contextvars.ContextVar[Any] = contextvars.ContextVar("stax_shape_env", default=None)
 
 
-@dataclass(frozen=True)
-class Guard:
-    """``expression <relation> 0`` must hold for the version to apply (a shape guard, §10.4).
-    ``site`` says which decision recorded it (a file and line of Stax or of the user's code)."""
-
-    expression: Size
-    relation: str
-    site: str = ""
-
-    def holds(self, values: Mapping[str, int]) -> bool:
-        return _RELATIONS[self.relation](self.expression.evaluate(values), 0)
-
-    def __str__(self) -> str:
-        return f"{self.expression} {self.relation} 0"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"expression": str(self.expression), "relation": self.relation, "site": self.site}
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Guard:
-        expression = parse_size(doc["expression"])
-        if not isinstance(expression, Size):
-            raise ValueError(f"a guard on a constant: {doc!r}")
-        return cls(expression, doc["relation"], doc.get("site", ""))
-
-
-@dataclass
-class SymbolInfo:
-    hint: int
-    low: int = SMALLEST
-    high: int = UNBOUNDED
-    origin: str = ""  # where its value is read at a call: "inputs[0].shape[0]"
-
-
-@dataclass
-class ShapeEnv:
-    """The size symbols of one compile, and the guards its decisions recorded."""
-
-    symbols: dict[str, SymbolInfo] = field(default_factory=dict)
-    guards: list[Guard] = field(default_factory=list)
-    #: the sites that turned a size into a number: the version is exact in those symbols
-    specializations: list[tuple[str, str]] = field(default_factory=list)
-
-    def new_symbol(self, hint: int, origin: str = "") -> Size:
-        if hint < 2:
-            raise ValueError(f"a dynamic size is traced at 2 or more, not {hint}")
-        name = f"s{len(self.symbols)}"
-        self.symbols[name] = SymbolInfo(hint, origin=origin)
-        return Size.symbol(name)
-
-    @property
-    def hints(self) -> dict[str, int]:
-        return {name: info.hint for name, info in self.symbols.items()}
-
-    def range_of(self, name: str) -> tuple[int, int]:
-        info = self.symbols[name]
-        return info.low, info.high
-
-    def decide(self, expression: int | Size, relation: str) -> bool:
-        """The answer at the hints to ``expression <relation> 0``; unless the symbols' ranges
-        prove it, recorded as a guard (the relation that held)."""
-        if not isinstance(expression, Size):
-            return _RELATIONS[relation](expression, 0)
-        outcome = _RELATIONS[relation](expression.evaluate(self.hints), 0)
-        held = relation if outcome else _NEGATED[relation]
-        if not self._proved(expression, held):
-            self._record(Guard(expression, held, _site()))
-        return outcome
-
-    def specialize(self, expression: Size, why: str) -> int:
-        value = expression.evaluate(self.hints)
-        if self._proved(expression - value, "=="):
-            return value  # already exact (a symbol specialized before)
-        site = _site()
-        self.specializations.append((str(expression), f"{why} at {site}"))
-        self._record(Guard(expression - value, "==", site))
-        return value
-
-    def _proved(self, expression: Size, relation: str) -> bool:
-        lo, hi = expression.bounds(self)
-        return {"==": lo == hi == 0, "!=": lo > 0 or hi < 0, "<": hi < 0, "<=": hi <= 0,
-                ">": lo > 0, ">=": lo >= 0}[relation]
-
-    def _record(self, guard: Guard) -> None:
-        if any(g.relation == guard.relation and g.expression.terms == guard.expression.terms
-               for g in self.guards):
-            return  # asked before (an != narrows no range)
-        self.guards.append(guard)
-        self._narrow(guard)
-
-    def _narrow(self, guard: Guard) -> None:
-        """A guard linear in one symbol (``a*s + b rel 0``) narrows that symbol's range, so later
-        decisions it settles are proved rather than recorded again."""
-        terms = dict(guard.expression.terms)
-        constant = terms.pop((), 0)
-        if len(terms) != 1:
-            return
-        (monomial, a), = terms.items()
-        if len(monomial) != 1 or not isinstance(monomial[0], str):
-            return
-        info = self.symbols[monomial[0]]
-        relation = guard.relation if a > 0 else {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(
-            guard.relation, guard.relation)
-        # a*s + b rel 0  <=>  s rel' -b/a
-        bound = -constant / a
-        if relation == "!=" and bound in (info.low, info.high):  # an end of the range excluded
-            info.low, info.high = (info.low + 1, info.high) if bound == info.low else \
-                (info.low, info.high - 1)
-        elif relation == "==" and bound == int(bound):
-            info.low = info.high = int(bound)
-        elif relation == "<":
-            info.high = min(info.high, _ceil(bound) - 1)
-        elif relation == "<=":
-            info.high = min(info.high, _floor(bound))
-        elif relation == ">":
-            info.low = max(info.low, _floor(bound) + 1)
-        elif relation == ">=":
-            info.low = max(info.low, _ceil(bound))
-
-    def specialized_symbols(self) -> frozenset[str]:
-        return frozenset(name for name, info in self.symbols.items() if info.low == info.high)
-
-    def holds(self, values: Mapping[str, int]) -> bool:
-        """Whether sizes ``values`` satisfy every symbol's range and every guard."""
-        for name, info in self.symbols.items():
-            if not info.low <= values[name] <= info.high:
-                return False
-        return all(guard.holds(values) for guard in self.guards)
-
-    def failing(self, values: Mapping[str, int]) -> list[str]:
-        """What fails for ``values``, each as ``condition (expected, got)``: for explain()."""
-        failures = []
-        for name, info in self.symbols.items():
-            if not info.low <= values[name] <= info.high:
-                failures.append(f"{info.origin or name} in [{info.low}, {info.high}] "
-                                f"(got {values[name]})")
-        for guard in self.guards:
-            if not guard.holds(values):
-                failures.append(f"{guard} (got {guard.expression.evaluate(values)} "
-                                f"{guard.relation} 0 false; from {guard.site})")
-        return failures
-
-
-def _floor(x: float) -> int:
-    return int(x // 1)
-
-
-def _ceil(x: float) -> int:
-    return -int((-x) // 1)
-
-
-_ENV: contextvars.ContextVar[ShapeEnv | None] = contextvars.ContextVar("stax_shape_env",
-                                                                        default=None)
-
-
-def current_env() -> ShapeEnv:
+def current_env() -> Any:
     env = _ENV.get()
     if env is None:
         raise RuntimeError("a symbolic size was used outside a compile (no ShapeEnv is active): "
@@ -571,34 +413,13 @@ def current_env() -> ShapeEnv:
 
 
 @contextmanager
-def shape_env(env: ShapeEnv) -> Iterator[ShapeEnv]:
+def shape_env(env: Any) -> Iterator[Any]:
     """Make ``env`` the one sizes record their decisions in."""
     token = _ENV.set(env)
     try:
         yield env
     finally:
         _ENV.reset(token)
-
-
-def _site() -> str:
-    """Where the decision was asked for: the first frame outside this module, and when that is
-    a library's (NumPy's ``np.prod``), the Stax or user frame that called it."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename == __file__:
-        frame = frame.f_back
-    if frame is None:
-        return "?"
-    first = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-    caller = frame
-    while caller is not None and _library(caller.f_code.co_filename):
-        caller = caller.f_back
-    if caller is None or caller is frame:
-        return first
-    return f"{first} via {os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}"
-
-
-def _library(filename: str) -> bool:
-    return f"{os.sep}numpy{os.sep}" in filename or filename.startswith("<")
 
 
 # -- text form ------------------------------------------------------------------------------------

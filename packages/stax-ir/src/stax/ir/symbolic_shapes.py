@@ -25,7 +25,8 @@ from .graph import Node, Opcode
 from .meta import TensorMeta
 from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
 from .program import GraphProgram
-from .sizes import ShapeEnv, Size, concrete
+from .shape_env import ShapeEnv
+from .sizes import Size, concrete
 
 _EXTRA_ELEMENTWISE = frozenset({
     "operator.pow", "numpy.power", "numpy.float_power", "numpy.square", "numpy.where",

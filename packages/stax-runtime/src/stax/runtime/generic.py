@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.sizes import ShapeEnv
+from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
 from .signature import ARRAY, array_signature
