@@ -175,3 +175,17 @@ def test_duck_sized_dimensions_that_differ_later_take_another_version():
         y = RNG.standard_normal((rows_y, 5))
         for got, want in zip(f(x, y), sums(x, y)):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_size_that_comes_back_runs_through_a_machine_code_entry():
+    f = st.compile(softmax)
+    for rows in (3, 4):
+        f(_arguments("softmax", rows)[0])
+    x = _arguments("softmax", 5)[0]
+    for _ in range(5):
+        np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)
+    info = f.cache_info()
+    assert info.compiles == 2 and info.hits[1] >= 3  # the entry of size 5 from its second call
+    y = _arguments("softmax", 6)[0]  # another size: the entry hands it back to the dispatcher
+    np.testing.assert_allclose(f(y), softmax(y), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)

@@ -105,6 +105,11 @@ class GenericExecutable:
         self._cache_dir = cache_dir
         self._modules: dict[str, Any] = {}  # fast and precise machine code, for every instance
         self._instances: OrderedDict[tuple[int, ...], Executable] = OrderedDict()
+        #: input shapes whose sizes and guards were checked, and their instance
+        self._by_shapes: dict[tuple[Any, ...], Executable] = {}
+        #: machine-code entries per input shapes (False: seen once, None: it has none)
+        self._entries: dict[tuple[Any, ...], Any] = {}
+        self._retired_hits = 0
         self._lock = threading.Lock()
 
     def sizes_of(self, arrays: Sequence[Any]) -> dict[str, int]:
@@ -152,9 +157,41 @@ class GenericExecutable:
                     self._instances.popitem(last=False)
         return found
 
+    def entry_for(self, arrays: Sequence[Any], slow: Any) -> Any:
+        """A machine-code entry for calls with exactly these arrays' layouts (``entry``), made
+        the second time they are seen (a size that comes back), else None."""
+        shapes = tuple(getattr(a, "shape", None) for a in arrays)
+        instance = self._by_shapes.get(shapes)
+        if instance is None:
+            return None
+        made = self._entries.get(shapes)
+        if made is None:  # first sight: count it
+            self._entries[shapes] = False
+            return None
+        if made is False:
+            made = instance.entry(list(arrays), slow)
+            if len(self._entries) >= MAX_INSTANCES:
+                self._retired_hits = self.entry_hits()
+                self._entries.clear()
+            self._entries[shapes] = made = None if isinstance(made, str) else made
+        return made
+
+    def entry_hits(self) -> int:
+        """Calls its entries ran (``cache_info``'s level-1 hits)."""
+        return self._retired_hits + sum(e.hits for e in self._entries.values() if e)
+
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
-        failed = self.failures(arrays)
-        if failed:
-            raise InputMismatch(f"{self.artifact.name}: outside the generic version: "
-                                f"{'; '.join(failed)}")
-        return self.instance(self.sizes_of(arrays))(*arrays)
+        try:  # the input shapes checked before: their instance (which checks the layouts)
+            found = self._by_shapes.get(tuple(a.shape for a in arrays))
+        except AttributeError:
+            found = None
+        if found is None:
+            failed = self.failures(arrays)
+            if failed:
+                raise InputMismatch(f"{self.artifact.name}: outside the generic version: "
+                                    f"{'; '.join(failed)}")
+            found = self.instance(self.sizes_of(arrays))
+            if len(self._by_shapes) >= MAX_INSTANCES:
+                self._by_shapes.clear()
+            self._by_shapes[tuple(a.shape for a in arrays)] = found
+        return found(*arrays)

@@ -330,6 +330,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
         if version.entry is not None:  # level 1 in machine code for the next call
             self._call = version.entry.function if version.free is None else \
                 guarded_entry(version.entry.function, version.free, self._dispatch)
+        elif version.generic is not None and version.plain_entries and not kwargs:
+            entry = version.generic.entry_for(args, self._dispatch)  # these sizes' own
+            if entry is not None:
+                self._call = entry.function
         if not version.native:
             self._fallbacks += 1
             if version.entry is None and version.free is None and not self._free and \
@@ -542,7 +546,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):
                 logs.emit("kernels", settings.logs, f"no machine-code entry: {entry}")
-        if version.entry is None and version.gates is None and not self._free and placement is None:
+        version.plain_entries = version.generic is not None and plain_call and \
+            version.gates is None and not self._free and placement is None and \
+            not self._sets_errstate  # machine-code entries per size, as calls repeat one
+        if version.entry is None and version.gates is None and not self._free and \
+                placement is None and version.generic is None:  # (its sigma: one size of many)
             version.entry = version_entry(sigma, lambda *a: self._run(version, a, {}), self._dispatch)
         return version
 

@@ -82,6 +82,8 @@ class Version:
     gate_check: Any = None
     #: a size-generic version's executable (``generic.py``): its shape guards checked per call
     generic: Any = None
+    #: its calls are plain (every argument an array input): entries per size (``_run``)
+    plain_entries: bool = False
 
     @property
     def gates_in_program(self) -> bool:
