@@ -93,3 +93,24 @@ def test_python_pool_when_asked(monkeypatch):
     assert not native.native_available()
     monkeypatch.delenv("STAX_THREADS")
     assert native.native_available()
+
+
+def test_a_launch_before_numpy_leaves_the_workers_resting(build):
+    """``rest``: a launch followed by a NumPy step (a BLAS call on its own threads) leaves the
+    ``resting`` word set, so idle workers sleep rather than spin; the next launch clears it and
+    still uses every worker."""
+    import ctypes
+
+    ex, kernel, x = exp_kernel(build, 1 << 16)
+    pool, address = native.native_pool(2), ex.module.address(kernel.name)
+    resting = ctypes.c_int32.from_address(pool._module.global_address("resting"))
+    out = np.empty_like(x)
+    pool.parallel_for(address, (x, out, events()), x.size, True)
+    assert resting.value == 1
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-15)
+    for _ in range(20):  # workers asleep: woken by each launch, results whole
+        out = np.full_like(x, np.nan)
+        pool.parallel_for(address, (x, out, events()), x.size)
+        assert resting.value == 0
+        np.testing.assert_allclose(out, np.exp(x), rtol=1e-15)
+        pool.parallel_for(address, (x, out, events()), x.size, True)

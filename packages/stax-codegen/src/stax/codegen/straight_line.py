@@ -214,6 +214,10 @@ class _Writer:
             return [f"kernel{k}({args}, 0, {step.outer})"]
         if step.launch not in ("pool", "native"):
             raise ValueError(f"kernel launch {step.launch!r}")
+        steps = self.plan.steps
+        if step.launch == "native" and k + 1 < len(steps) and isinstance(steps[k + 1], NumPyStep):
+            # NumPy next (a matmul on BLAS's threads): the pool's workers sleep, not spin
+            return [f"native.parallel_for(kernel{k}, ({args},), {step.outer}, True)"]
         return [f"{step.launch}.parallel_for(kernel{k}, ({args},), {step.outer})"]
 
     def numpy(self, k: int, step: NumPyStep) -> list[str]:

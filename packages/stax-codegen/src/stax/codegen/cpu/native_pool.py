@@ -73,6 +73,10 @@ def _pool_ir() -> str:
     done = global_("done", I64)
     generation = global_("generation", I32)
     finished = global_("finished", I32)  # the generation whose last chunk finished
+    # set by ``rest()`` when NumPy runs next (a BLAS call on its own threads): workers sleep at
+    # once instead of spinning, which on a machine of few cores stalled the library's threads
+    # (a matmul after a pooled kernel took 2-3 ms more); the next launch clears it
+    resting = global_("resting", I32)
     syscall = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
     pthread_create = ir.Function(module, ir.FunctionType(
         I32, [I8P, I8P, ir.FunctionType(I8P, [I8P]).as_pointer(), I8P]), "pthread_create")
@@ -151,7 +155,8 @@ def _pool_ir() -> str:
         count = b.add(b.load(spins), ir.Constant(I64, 1))
         b.store(count, spins)
         spinning = b.icmp_signed("<", count, ir.Constant(I64, SPINS))
-    b.cbranch(spinning, spin, sleep)
+    awake = b.icmp_unsigned("==", load(b, resting, I32), ir.Constant(I32, 0))
+    b.cbranch(b.and_(spinning, awake), spin, sleep)
     b.position_at_end(sleep)
     futex(b, generation, FUTEX_WAIT_PRIVATE, b.load(seen))  # returns at once if it moved on
     b.branch(wait)
@@ -166,6 +171,7 @@ def _pool_ir() -> str:
                        "parallel_for")
     fn, argv, total_arg, chunks_arg = pfor.args
     b = ir.IRBuilder(pfor.append_basic_block("entry"))
+    b.store_atomic(ir.Constant(I32, 0), resting, "seq_cst", 4)
     b.store(fn, task_fn)
     b.store(argv, task_argv)
     b.store(total_arg, task_total)
@@ -190,6 +196,12 @@ def _pool_ir() -> str:
     futex(b, finished, FUTEX_WAIT_PRIVATE, seen_finished)  # at once if it moved meanwhile
     b.branch(check)
     b.position_at_end(out)
+    b.ret_void()
+
+    # rest(): idle workers sleep now rather than spin (see ``resting``)
+    rest = ir.Function(module, ir.FunctionType(VOID, []), "rest")
+    b = ir.IRBuilder(rest.append_basic_block("entry"))
+    b.store_atomic(ir.Constant(I32, 1), resting, "seq_cst", 4)
     b.ret_void()
 
     # start_workers(n): n native threads running worker()
@@ -250,6 +262,7 @@ class NativePool:
         self._tramps = [0] + [self._module.address(f"tramp_{n}") for n in range(1, MAX_ARITY + 1)]
         self._start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
             self._module.address("start_workers"))
+        self._rest = ctypes.CFUNCTYPE(None)(self._module.address("rest"))
         self._state = [(self._module.global_address(name), width) for name, width in _STATE]
         self._lock = threading.Lock()
         self._pid = -1
@@ -270,18 +283,23 @@ class NativePool:
         for address, width in self._state:
             ctypes.memset(address, 0, width)
 
-    def parallel_for(self, kernel_address: int, arrays: tuple[Any, ...], total: int) -> None:
+    def parallel_for(self, kernel_address: int, arrays: tuple[Any, ...], total: int,
+                     rest: bool = False) -> None:
+        """``rest``: NumPy runs next (``straight_line.py``): the workers sleep as soon as
+        this launch is done rather than spin for the next one."""
         n = len(arrays)
         argv = (ctypes.c_void_p * (n + 1))(kernel_address, *[id(a) for a in arrays])
         chunks = min(total, self.size * CHUNKS_PER_THREAD, CHUNK_MASK)
         with self._lock:  # one launch at a time: the task lives in the module's globals
             self._ensure_workers()
             self._run(self._tramps[n], ctypes.addressof(argv), total, chunks)
+            if rest:
+                self._rest()
 
 
 # the module's globals, (name, bytes), zeroed in a forked child
 _STATE = (("task_fn", 8), ("task_argv", 8), ("task_total", 8), ("claim", 8), ("done", 8),
-          ("generation", 4), ("finished", 4))
+          ("generation", 4), ("finished", 4), ("resting", 4))
 _POOLS: weakref.WeakSet[NativePool] = weakref.WeakSet()
 
 
