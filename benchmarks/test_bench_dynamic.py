@@ -45,7 +45,7 @@ def _stream(call) -> tuple[float, float]:
     return total, statistics.mean(per_call)
 
 
-def _stax(name: str) -> tuple[int, float, float]:
+def _stax(name: str) -> tuple[int, float, float]:  # STAX_CACHE_DIR=off for a cold compile
     fn, make = PROGRAMS[name]
     compiled = stax.compile(fn)
     args = {n: make(INPUTS[n]) for n in SIZES}
@@ -75,8 +75,10 @@ def _torch(name: str) -> tuple[int, float, float] | None:
         "layer_norm": lambda x, w, b: torch.nn.functional.layer_norm(x, (WIDTH,), w, b, 1e-5),
         "mlp": lambda x, w1, w2: torch.clamp_min(x @ w1, 0) @ w2,
     }
+    import torch._inductor.config as inductor
     from torch._dynamo.utils import counters
 
+    inductor.force_disable_caches = True  # a cold compile, as Stax's (no disk cache here)
     torch._dynamo.reset()
     before = counters["stats"]["unique_graphs"]
     compiled = torch.compile(programs[name])

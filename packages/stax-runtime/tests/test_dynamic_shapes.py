@@ -189,3 +189,21 @@ def test_a_size_that_comes_back_runs_through_a_machine_code_entry():
     y = _arguments("softmax", 6)[0]  # another size: the entry hands it back to the dispatcher
     np.testing.assert_allclose(f(y), softmax(y), rtol=2e-6, atol=1e-7)
     np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)
+
+
+def test_explain_prints_the_shape_guards_a_call_fails():
+    f = st.compile(example_1_1)
+    for rows in (10, 20):
+        f(*_arguments("example_1_1", rows))
+    generic = f.versions()[1]
+    assert generic.generic is not None
+    x, w = _arguments("example_1_1", 30)
+    report = f.explain(x, w)[1]
+    assert report.failures == []  # it would run: another size, the same version
+    report = f.explain(x, w[:25])[1]
+    condition, = [str(failure) for failure in report.failures]
+    assert condition.startswith("shape guard inputs[1].shape == (s0, 48) where s0 = "
+                                "inputs[0].shape[0]")
+    assert "(got (25, 48))" in condition
+    report = f.explain(x.astype(np.float64), w)[1]  # another dtype: the key's own path
+    assert any("inputs[0][0]" in str(failure) for failure in report.failures)

@@ -124,21 +124,30 @@ class GenericExecutable:
 
     def failures(self, arrays: Sequence[Any]) -> list[str]:
         """Why these arrays are outside the version: each failed size relation or guard."""
+        return [f"{condition} (got {actual})"
+                for condition, _, actual in self.failed_guards(arrays)]
+
+    def failed_guards(self, arrays: Sequence[Any]) -> list[tuple[str, Any, Any]]:
+        """``(condition, expected, actual)`` of each shape guard these arrays fail: a symbol's
+        range, an input's shape as the symbols give it (duck-sized dimensions equal), and the
+        guards the compile's decisions recorded (with the site that decided)."""
         try:
             values = self.sizes_of(arrays)
         except InputMismatch as exc:
-            return [str(exc)]
-        failed = []
+            return [(str(exc), "an array", None)]
+        where = ", ".join(f"{name} = inputs[{i}].shape[{d}]" for name, i, d in self.reads)
+        failed: list[tuple[str, Any, Any]] = []
         for name, (low, high) in self.symbols.items():
             if not low <= values[name] <= high:
-                failed.append(f"{name} = {values[name]} outside [{low}, {high}]")
+                failed.append((f"{low} <= {name} <= {high} where {where}", True, values[name]))
         for i, shape in enumerate(self.input_shapes):
             got = tuple(getattr(arrays[i], "shape", ()))
             want = tuple(n.evaluate(values) if isinstance(n, Size) else n for n in shape)
             if got != want:
-                failed.append(f"input {i}: shape {got}, expected {want} "
-                              f"({', '.join(map(str, shape))})")
-        failed += [f"{g} (from {g.site})" for g in self.guards if not g.holds(values)]
+                failed.append((f"inputs[{i}].shape == ({', '.join(map(str, shape))}) where "
+                               f"{where}", want, got))
+        failed += [(f"{g} where {where} (decided at {g.site})", True,
+                    g.expression.evaluate(values)) for g in self.guards if not g.holds(values)]
         return failed
 
     def instance(self, values: Mapping[str, int]) -> Executable:

@@ -25,10 +25,40 @@ import numpy as np
 from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
-from .signature import ARRAY, array_signature
+from .signature import ARRAY, array_signature, diff_signature
 
 #: (flat argument, dimension) pairs that are dynamic
 Pattern = frozenset[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class ShapeGuardFailure:
+    """A shape guard of a size-generic version that a call fails (``explain()``)."""
+
+    condition: str
+    expected: Any
+    actual: Any
+
+    @property
+    def path(self) -> str:
+        return self.condition.split(" ", 1)[0]
+
+    def __str__(self) -> str:
+        return f"shape guard {self.condition} (got {self.actual})"
+
+
+def generic_failures(version: Any, sigma: Any, leaves: Sequence[Any]) -> list[Any]:
+    """What keeps a call from a generic version: its key's differences other than the dynamic
+    sizes (``diff_signature`` over generic keys), then its shape guards."""
+    pattern = version.pattern
+    mine, theirs = generic_key(version.sigma, pattern), generic_key(sigma, pattern)
+    if theirs is None:
+        return list(diff_signature(version.sigma, sigma))
+    out: list[Any] = list(diff_signature((mine, ()), (theirs, ())))
+    if not out:
+        arrays = [leaves[i] for i in version.flat[1]]
+        out = [ShapeGuardFailure(*failed) for failed in version.generic.failed_guards(arrays)]
+    return out
 
 
 class NotGeneric(Exception):
@@ -74,7 +104,7 @@ def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
         if layout is None:
             return None
         shape = tuple("*" if d in dims else n for d, n in enumerate(leaf[2]))
-        leaves.append((ARRAY, "generic", shape, *layout))
+        leaves.append((ARRAY, leaf[1], shape, layout[0], layout[2]))  # strides as expressions
     return tuple(leaves)
 
 
@@ -157,6 +187,7 @@ class GenericVersions:
         return None if key is None or key in self.refused else pattern
 
     def add(self, sigma: Any, pattern: Pattern, version: Any) -> None:
+        version.pattern = pattern
         if pattern not in self.patterns:
             self.patterns.append(pattern)
         self.by_key.setdefault(generic_key(sigma, pattern), []).append(version)

@@ -11,6 +11,7 @@ from typing import Any
 from stax.ir import UnsupportedError, tree_leaves
 
 from .gates import GATE_CONDITION, GateReplay
+from .generic import generic_failures
 from .guards import Snapshot
 from .signature import GuardFailure, Unguardable, diff_signature, signature
 
@@ -84,6 +85,8 @@ class Version:
     generic: Any = None
     #: its calls are plain (every argument an array input): entries per size (``_run``)
     plain_entries: bool = False
+    #: a generic version's dynamic dimensions, as (argument, dimension) pairs
+    pattern: Any = None
 
     @property
     def gates_in_program(self) -> bool:
@@ -108,6 +111,8 @@ class Version:
 
     def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> list[GuardFailure | GateFailure]:
+        if self.generic is not None and self.pattern is not None:  # sizes by shape guards
+            return generic_failures(self, sigma, tree_leaves((args, kwargs)))
         out: list[GuardFailure | GateFailure] = list(diff_signature(self.sigma, sigma))
         if self.free is not None:
             out += self.free.failures()
