@@ -69,6 +69,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     aliases: list[tuple[str, str, int]] = []
     trig_checked = short_reductions(program.trig_limits)
     inputs = {b.name for b in program.inputs}
+    shapes = {b.name: tuple(b.shape) for b in (*program.inputs, *program.buffers)}
+    symbolic = any(is_symbolic(n) for shape in shapes.values() for n in shape)
     floats = False  # some kernel does float arithmetic that may report events
     unseen = False  # some kernel may underflow without reporting it
     for group in groups:
@@ -90,7 +92,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           same, events, discard=discard & {n.name for n in group.nodes},
                           trig_checked=trig_checked,
                           owned=frozenset(a for a in args if a in storage.storage),
-                          callers=frozenset(a for a in args if a in inputs))
+                          callers=frozenset(a for a in args if a in inputs),
+                          shapes={a: shapes[a] for a in args if a in shapes} if symbolic else {})
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
             emit_kernel(module, spec, array_data_offset())

@@ -30,6 +30,11 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _one(n: Any) -> bool:
+    """A length 1 that is a number (a dynamic size is asked about only where it matters)."""
+    return isinstance(n, int) and n == 1
+
+
 def dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
     """``strides`` where they lay out ``shape`` densely in some order of its dimensions (row-
     major, F-ordered, any transpose: the order NumPy keeps for element-wise results, ``x.T + 1``
@@ -40,7 +45,8 @@ def dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
     for d in reversed(order):
         dense[d] = step
         step *= shape[d]
-    if all(dense[d] == strides[d] or shape[d] == 1 for d in range(len(shape))):
+    if all(_one(shape[d]) or dense[d] == strides[d] or shape[d] == 1
+           for d in range(len(shape))):
         return tuple(strides)  # a length-1 dimension's stride as NumPy gave it
     return contiguous_strides(shape)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides, dense_strides
-from stax.ir.sizes import same_size
+from stax.ir.sizes import is_symbolic, same_size
 
 from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, rewrite
 from .index import Affine, linear_index
@@ -174,7 +174,9 @@ class LoopLowering:
             loader = lambda index: inner((*extra, *index))  # noqa: E731
             lazy = Lazy(lazy.shape[-offset:], lazy.dtype, loader)
             offset = 0
-        broadcast = tuple(not same_size(src, dst) and src == 1 and dst != 1
+        # a length 1 read at index 0 is right for any length it is broadcast to, 1 included:
+        # a dynamic one is not asked about
+        broadcast = tuple(not same_size(src, dst) and src == 1 and (is_symbolic(dst) or dst != 1)
                           for src, dst in zip(lazy.shape, shape[offset:]))
 
         def load(index: tuple[Affine, ...]) -> Expr:

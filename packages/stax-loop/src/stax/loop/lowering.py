@@ -123,7 +123,7 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
         if user.target == "setitem" and user.args[0] is not node:
             region = [len(range(*hint(e[1:]))) for e in user.kwargs["key"] if e[0] == "slice"]
             reads += max(numel, hint(product(region)))  # once per element of the region
-        elif lazy.shape and lazy.shape[-1] == 1 and shape and hint(shape[-1]) > 1:
+        elif lazy.shape and hint(lazy.shape[-1]) == 1 and shape and hint(shape[-1]) > 1:
             reads += numel  # broadcast along the innermost loop: invariant there, computed once
         else:
             reads += max(numel, hint(product(shape)))

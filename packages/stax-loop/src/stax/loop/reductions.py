@@ -3,12 +3,15 @@ argmax, argmin, cumsum, cumprod, and layer_norm (two reductions and an element-w
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from stax.ir import Node
+from stax.ir.sizes import is_symbolic
 
 from .context import Lazy, Loader, LoopLowering, output_strides
-from .expr import Binary, Const, Expr, IndirectLoad, Unary
+from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Unary
 from .externs import library_call, op_as_extern
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, Scan, rvar, xvar
@@ -20,6 +23,15 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     for d in axes:
         count *= shape[d]
     return count
+
+
+def count_value(count: Any, dtype: str) -> Expr:
+    """An element count as a value of ``dtype``, as NumPy divides by it (the Python int
+    converted to the dtype): a constant, or, for a size expression (a size-generic program,
+    issue 15), the size converted at run time (int64 to float rounds as NumPy's conversion)."""
+    if is_symbolic(count):
+        return Cast(Index(Affine((), count), "int64"), dtype)
+    return Const(np.dtype(dtype).type(count).item(), dtype)
 
 
 @lowers("sum", "prod", "max", "min")
@@ -45,7 +57,7 @@ def lower_mean(ctx: LoopLowering, node: Node) -> Lazy:
     axes = tuple(node.kwargs["axis"])
     total = ctx.reduce(node, x, axes, node.kwargs["keepdims"], "sum")
     dtype = node.tensor.dtype
-    n = Const(np.dtype(dtype).type(_count(x.shape, axes)).item(), dtype)
+    n = count_value(_count(x.shape, axes), dtype)
     return Lazy(total.shape, dtype, lambda i: Binary("truediv", total.loader(i), n, dtype))
 
 
@@ -63,7 +75,7 @@ def lower_var(ctx: LoopLowering, node: Node) -> Lazy:
     x = ctx.operand(node.args[0], shape, dtype)
     squares = _welford_merge(ctx, x, shape, dtype) if _long_full_reduction(ctx, shape, axes) \
         else _squared_deviations(ctx, x, shape, axes, dtype)
-    dof = Const(float(max(count - node.kwargs["ddof"], 0)), dtype)
+    dof = count_value(max(count - node.kwargs["ddof"], 0), dtype)
     keep = node.kwargs["keepdims"]
     std = node.target == "std"
 
@@ -79,7 +91,7 @@ def _squared_deviations(ctx: LoopLowering, x: Loader, shape: tuple[int, ...],
     """sum((x - mean)^2) over ``axes`` (kept as size 1), the mean from a first reduction: NumPy's
     two passes. In a row kernel both passes read the row while it is in cache."""
     total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
-    n = Const(float(_count(shape, axes)), dtype)
+    n = count_value(_count(shape, axes), dtype)
     mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))
 
     def squared(i: tuple[Affine, ...]) -> Expr:
@@ -218,7 +230,7 @@ def lower_layer_norm(ctx: LoopLowering, node: Node) -> Lazy:
         return library_call(ctx, node)
     dtype, shape = meta.dtype, meta.shape
     axes = tuple(range(len(shape) - node.kwargs["normalized_ndim"], len(shape)))
-    n = Const(float(_count(shape, axes)), dtype)
+    n = count_value(_count(shape, axes), dtype)
     x = ctx.operand(x_node, shape, dtype)
     total = ctx.reduce_values(x, shape, axes, True, "sum", dtype)
     mean = ctx.operand_of(total, shape, lambda i: Binary("truediv", total.loader(i), n, dtype))

@@ -264,6 +264,10 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     if env.specializations:
         raise NotGeneric("sizes made exact by " + "; ".join(
             f"{expression}: {where}" for expression, where in env.specializations[:3]))
+    pinned = env.specialized_symbols()
+    if pinned:  # a decision equated a size with a number: exact in it
+        raise NotGeneric("sizes made exact by the guards " + "; ".join(
+            f"{g} ({g.site})" for g in env.guards if g.expression.symbols & pinned))
     if not isinstance(executable, GenericExecutable):
         raise NotGeneric("the backend made no size-generic executable")
     try:  # its machine code now, at the traced sizes: a size the code generator could not

@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from llvmlite import ir
 
-from stax.ir.sizes import is_symbolic
+from stax.ir.sizes import Quotient, Size, hint, is_symbolic
 from stax.loop import (
     Affine,
     Binary,
@@ -47,6 +48,7 @@ from .alias_scopes import mark_alias_scopes
 from .costs import work
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
+from .jit import array_dims_offset
 from .loop_hints import interleave_count, loop_id
 from .nests import UNROLLED, LoopShapes
 from .registry import TWO_PASSES, accumulator
@@ -82,6 +84,9 @@ class KernelSpec:
     #: the kernel overlaps but one written in place over it (``alias_scopes.py``)
     owned: frozenset[str] = frozenset()
     callers: frozenset[str] = frozenset()  # the caller's arrays: they overlap no owned buffer
+    #: a size-generic kernel's buffer shapes (issue 15): each size symbol is read from the
+    #: dimension of an argument that is exactly it (``KernelEmitter.size``); empty otherwise
+    shapes: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)
@@ -95,7 +100,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.fn = ir.Function(module, fnty, spec.name)
         self.fn.attributes.add("nounwind")
         first = spec.nodes[0]
-        if math.prod(first.ranges) * math.prod(first.reduction_ranges) <= TINY and \
+        if hint(math.prod(first.ranges) * math.prod(first.reduction_ranges)) <= TINY and \
                 all(isinstance(n.data, Pointwise) for n in spec.nodes):
             # a few elements: nothing to vectorize or unroll; LLVM optimizes such a function
             # in about half the time (an unrolled loop of 2-element ODE steps: 121 kernels).
@@ -106,7 +111,14 @@ class KernelEmitter(LoopShapes, FloatEvents):
         *objs, self.start, self.stop = self.fn.args
         for obj, name in zip(objs, spec.args):
             obj.name = f"obj_{name}"
-        self.builder = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.objs = dict(zip(spec.args, objs))
+        # a size-generic kernel reads its sizes in a block of their own before the entry
+        # (``size``), which branches to it once the kernel is built
+        self._sizes_block = self.fn.append_basic_block("sizes") if spec.shapes else None
+        self._entry = self.fn.append_basic_block("entry")
+        self.builder = ir.IRBuilder(self._entry)
+        self._prefix = ir.IRBuilder(self._sizes_block or self._entry)
+        self._sizes: dict[Any, ir.Value] = {}
         self.pointers = {name: self._data_pointer(obj, spec.dtypes[name], data_offset)
                          for obj, name in zip(objs, spec.args)}
         for out, over in spec.in_place.items():
@@ -127,6 +139,51 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
         self.in_order = False  # reductions step without ``reassoc`` (``accumulators.py``)
         self.events_start(spec.events, spec.precise, spec.nodes)
+
+    def size(self, n: Any, typ: ir.IntType = I64) -> ir.Value:
+        """A size as a value: an int as a constant; a size expression (a size-generic kernel,
+        issue 15) computed once at the kernel's entry from the dimensions of the arrays it is
+        passed, each symbol from an argument whose dimension is exactly that symbol."""
+        if not isinstance(n, Size):
+            return ir.Constant(typ, n)
+        if self._sizes_block is None:
+            raise ValueError(f"{self.spec.name}: a size {n} in a kernel given no shapes")
+        self._prefix.position_at_end(self._sizes_block)
+        value = self._sizes.get(n)
+        if value is None:
+            value = self._sizes[n] = self._polynomial(n)
+        return value if typ.width == 64 else self._prefix.trunc(value, typ)
+
+    def _polynomial(self, n: Size) -> ir.Value:
+        b = self._prefix
+        total: ir.Value | None = None
+        for monomial, coefficient in n.terms:
+            term: ir.Value = ir.Constant(I64, coefficient)
+            for atom in monomial:
+                term = b.mul(term, self._atom(atom))
+            total = term if total is None else b.add(total, term)
+        return total if total is not None else ir.Constant(I64, 0)
+
+    def _atom(self, atom: Any) -> ir.Value:
+        if not isinstance(atom, str):  # a floor quotient or remainder by a positive integer
+            number = self.size(atom.numerator)
+            divisor = ir.Constant(I64, atom.divisor)
+            if isinstance(atom, Quotient):  # floor: sizes are never negative, so sdiv is floor
+                return self._prefix.sdiv(number, divisor)
+            return self._prefix.srem(number, divisor)
+        value = self._sizes.get(atom)
+        if value is not None:
+            return value
+        for name, shape in self.spec.shapes.items():
+            for d, dim in enumerate(shape):
+                if isinstance(dim, Size) and dim.same(Size.symbol(atom)) and name in self.objs:
+                    b = self._prefix
+                    slot = b.gep(self.objs[name], [ir.Constant(I64, array_dims_offset())])
+                    dims = b.load(b.bitcast(slot, I64.as_pointer().as_pointer()))
+                    value = b.load(b.gep(dims, [ir.Constant(I64, d)]), name=atom)
+                    self._sizes[atom] = value
+                    return value
+        raise ValueError(f"{self.spec.name}: no argument has the size {atom} as a dimension")
 
     def _data_pointer(self, obj: ir.Value, dtype: str, offset: int) -> ir.Value:
         b = self.builder
@@ -195,7 +252,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
                     body(values)
                 return []
             low = self.start if split and d == 0 else ir.Constant(I64, 0)
-            high = self.stop if split and d == 0 else ir.Constant(I64, ranges[d])
+            high = self.stop if split and d == 0 else self.size(ranges[d])
             return self.loop(prefix(d), low, high, values, lambda v: level(d + 1, v),
                              extent=ranges[d])
         return list(level(0, carried))
@@ -234,10 +291,11 @@ class KernelEmitter(LoopShapes, FloatEvents):
         b = self.builder
         typ = self.index_type
         flags = ("nsw",) if self.index_bits == 32 else ()  # no overflow: proven by the ranges
-        total: ir.Value = ir.Constant(typ, expr.const)
+        total: ir.Value = self.size(expr.const, typ)
         for var, coeff in expr.terms:
             v = self._var(var)
-            term = v if coeff == 1 else b.mul(v, ir.Constant(typ, coeff), flags=flags)
+            term = v if isinstance(coeff, int) and coeff == 1 else \
+                b.mul(v, self.size(coeff, typ), flags=flags)
             total = term if (isinstance(total, ir.Constant) and total.constant == 0) else \
                 b.add(total, term, flags=flags)
         return total
@@ -282,6 +340,9 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.build_nest(nest)
         self.events_finish()
         self.builder.ret_void()
+        if self._sizes_block is not None:
+            self._prefix.position_at_end(self._sizes_block)
+            self._prefix.branch(self._entry)
         mark_alias_scopes(self.fn, self.pointers, self.spec.owned, self.spec.callers)
         return self.fn
 
@@ -344,7 +405,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         umin = self.fn.module.declare_intrinsic("llvm.umin", [I64],
                                                 ir.FunctionType(I64, [I64, I64]))
 
-        past = ir.Constant(I64, math.prod(node.reduction_ranges))
+        past = self.size(math.prod(node.reduction_ranges))
 
         def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
             self.memo = dict(outer_memo)

@@ -84,6 +84,21 @@ def array_data_offset() -> int:
     raise RuntimeError("cannot locate the data pointer inside numpy.ndarray")
 
 
+def array_dims_offset() -> int:
+    """Byte offset of the dimensions pointer inside a NumPy array object
+    (``PyArrayObject.dimensions``): size-generic kernels read a dynamic size from it."""
+    probe = np.empty((3, 5, 7, 11), np.int8)
+    base = id(probe) + array_data_offset()
+    # NumPy's layout after the data pointer: ``int nd``, then the dimensions and the strides,
+    # one allocation of 2 * nd sizes: checked without following either pointer, then read
+    nd = ctypes.c_int.from_address(base + 8).value
+    dims, strides = (ctypes.c_void_p.from_address(base + k).value for k in (16, 24))
+    if nd == probe.ndim and dims and strides == dims + 8 * nd and \
+            list((ctypes.c_int64 * nd).from_address(dims)) == list(probe.shape):
+        return array_data_offset() + 16
+    raise RuntimeError("cannot locate the dimensions inside numpy.ndarray")
+
+
 class CompiledModule:
     """Machine code of one LLVM module; keeps the JIT engine (and so the code) alive, and frees
     it when collected: whatever can call into the code holds this object (``kernel_function``,

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from stax.ir.sizes import hint
+
 #: the element-wise work (``costs.UNIT_NS`` units) from which an innermost loop is interleaved
 HEAVY_WORK = 16
 #: vectors interleaved in such a loop
@@ -26,7 +28,7 @@ def interleave_count(work: int | None, extent: int | None) -> int:
     """The interleave count to ask of LLVM for an innermost loop of ``extent`` iterations whose
     body does ``work`` units an element (None or negative: not an element-wise innermost loop);
     1 leaves the decision to LLVM."""
-    if work is None or work < HEAVY_WORK or extent is None or extent < MIN_ITERATIONS:
+    if work is None or work < HEAVY_WORK or extent is None or hint(extent) < MIN_ITERATIONS:
         return 1
     return INTERLEAVE
 

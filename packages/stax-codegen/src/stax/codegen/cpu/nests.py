@@ -171,8 +171,8 @@ class LoopShapes:
         def over_last_two(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
             # for each block of rows, for each block of columns: the rows, then the columns
             low_a = self.start if a == 0 else ir.Constant(I64, 0)
-            high_a = self.stop if a == 0 else ir.Constant(I64, ranges[a])
-            high_c = ir.Constant(I64, ranges[c])
+            high_a = self.stop if a == 0 else self.size(ranges[a])
+            high_c = self.size(ranges[c])
 
             def columns_of_block(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
                 first_a, last_a = within(xvar(a), high_a)
@@ -223,7 +223,7 @@ class LoopShapes:
         # all columns one block: constant bounds, so LLVM may keep the accumulators of a few
         # columns in registers across the rows (64 float32 columns: four vectors)
         whole = ranges[last] <= width
-        bound = [ir.Constant(I64, ranges[last])]  # the columns' end (a thread's, over blocks)
+        bound = [self.size(ranges[last])]  # the columns' end (a thread's, over blocks)
 
         def over_block(body: Callable[[], None]) -> None:
             low, end = self.vars[first], bound[0]
@@ -328,7 +328,7 @@ class LoopShapes:
                     self.store(node, total)
                     self.memo = outer_memo
                     return [total]
-                self.loop(r0, ir.Constant(I64, 0), ir.Constant(I64, extent),
+                self.loop(r0, ir.Constant(I64, 0), self.size(extent),
                           [ir.Constant(value_type(node.dtype), 0)], scan)  # unused at r0 = 0
                 return []
             if ranges:
@@ -341,7 +341,7 @@ class LoopShapes:
 
         def element() -> None:
             here = b.gep(self.pointers[node.name], [self.index(node.store_index)])
-            before = b.gep(here, [ir.Constant(I64, -stride)])
+            before = b.gep(here, [b.neg(self.size(stride))])
             first = b.icmp_signed("==", self.vars[r0], ir.Constant(I64, 0))
             previous = b.load(b.select(first, here, before))  # row 0 reads itself, unused
             self.store(node, step(previous, self.value(node.data.body)))
@@ -349,8 +349,8 @@ class LoopShapes:
         def rows(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
             self.memo = {}
             low = self.start if len(ranges) == 1 else ir.Constant(I64, 0)
-            high = self.stop if len(ranges) == 1 else ir.Constant(I64, ranges[-1])
-            self.loop(r0, ir.Constant(I64, 0), ir.Constant(I64, extent), [],
+            high = self.stop if len(ranges) == 1 else self.size(ranges[-1])
+            self.loop(r0, ir.Constant(I64, 0), self.size(extent), [],
                       lambda _: (self.loop(last, low, high, [], self.fresh(element)), [])[1])
             return []
         if len(ranges) == 1:

@@ -14,6 +14,7 @@ import numpy as np
 from ..graph import Node
 from ..interpreter import resolve_function
 from ..ops import OPS, OpDef, OpKind
+from ..sizes import product
 from .arguments import cast_to, operand
 from .context import LoweringContext
 from .registry import NotNative, RuleFunction, register
@@ -77,7 +78,7 @@ def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str,
         if not all(isinstance(a, (int, np.integer)) for a in axes):
             raise NotNative
         axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
-    count = int(np.prod([x.tensor.shape[a] for a in axes], dtype=np.int64))
+    count = product(x.tensor.shape[a] for a in axes)  # a size expression in dynamic mode
     if op in WARN_WHEN_EMPTY and count - int(ddof) <= 0:
         raise NotNative  # NumPy's call warns ("Mean of empty slice", "Degrees of freedom <= 0")
     keepdims = params.get("keepdims", False)
