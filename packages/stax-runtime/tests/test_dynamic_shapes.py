@@ -218,3 +218,24 @@ def test_explain_prints_the_shape_guards_a_call_fails():
     assert "(got (25, 48))" in condition
     report = f.explain(x.astype(np.float64), w)[1]  # another dtype: the key's own path
     assert any("inputs[0][0]" in str(failure) for failure in report.failures)
+
+
+def test_a_generic_compile_that_fails_compiles_the_exact_version(caplog, monkeypatch):
+    """Whatever stops a size-generic compile (here the code generator failing on a size), the
+    call compiles natively for its exact sizes: never an eager fallback."""
+    from stax.codegen.cpu import emit
+
+    def fails(self, n, typ=None):
+        if isinstance(n, int):
+            return emit.ir.Constant(typ or emit.I64, n)
+        raise ValueError("no size for you")
+
+    monkeypatch.setattr(emit.KernelEmitter, "size", fails)
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
+    f = st.compile(softmax, strict_native=True, dynamic=True)  # inner sizes: read by kernels
+    for rows in (4, 5, 6):
+        x = _arguments("softmax", rows)[0]
+        np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)
+    assert "no size-generic version" in caplog.text and "no size for you" in caplog.text
+    assert all(v.native and v.generic is None for v in f.versions())

@@ -257,10 +257,13 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     program = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)
     env = ShapeEnv()
     with shape_env(env):
-        why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())))
+        try:  # whatever stops it, the exact version is compiled instead
+            why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())))
+            executable = None if why is not None else run_backend(program)
+        except Exception as exc:
+            raise NotGeneric(f"{type(exc).__name__}: {exc}") from None
         if why is not None:
             raise NotGeneric(why)
-        executable = run_backend(program)
     if env.specializations:
         raise NotGeneric("sizes made exact by " + "; ".join(
             f"{expression}: {where}" for expression, where in env.specializations[:3]))
