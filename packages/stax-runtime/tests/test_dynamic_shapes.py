@@ -239,3 +239,31 @@ def test_a_generic_compile_that_fails_compiles_the_exact_version(caplog, monkeyp
         np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)
     assert "no size-generic version" in caplog.text and "no size for you" in caplog.text
     assert all(v.native and v.generic is None for v in f.versions())
+
+
+def test_spec_2_2_layouts_compile_once_each_and_then_hit():
+    """Spec §2.2's two properties in dynamic mode: contiguous, transposed, broadcast and sliced
+    layouts each compile once and every later size hits; square matrices of sizes 4, 6 and 8
+    and their transposes give exactly two artifacts."""
+    def affine(x):
+        return x * 2.0 + 1.0
+
+    f = st.compile(affine, dynamic=True)
+    for n in (4, 6, 8):
+        for x in (RNG.standard_normal((n, n)), RNG.standard_normal((n, n)).T):
+            np.testing.assert_array_equal(f(x), affine(x))
+    assert f.cache_info().compiles == 2
+    assert sum(v.generic is not None for v in f.versions()) == 2
+
+    layouts = {
+        "contiguous": lambda n: RNG.standard_normal((n, n + 3)),
+        "transposed": lambda n: RNG.standard_normal((n + 3, n)).T,
+        "broadcast": lambda n: np.broadcast_to(RNG.standard_normal(n + 3), (n, n + 3)),
+        "sliced": lambda n: RNG.standard_normal((n, 2 * (n + 3)))[:, ::2],
+    }
+    for name, make in layouts.items():
+        g = st.compile(affine, dynamic=True)
+        for n in (5, 7, 11, 2, 7):
+            x = make(n)
+            np.testing.assert_array_equal(g(x), affine(x))
+        assert g.cache_info().compiles == 1, name
