@@ -231,6 +231,7 @@ def test_a_generic_compile_that_fails_compiles_the_exact_version(caplog, monkeyp
         raise ValueError("no size for you")
 
     monkeypatch.setattr(emit.KernelEmitter, "size", fails)
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")  # no stored plan: the emitter runs
     monkeypatch.setenv("STAX_LOGS", "recompiles")
     caplog.set_level(logging.INFO, logger="stax")
     f = st.compile(softmax, strict_native=True, dynamic=True)  # inner sizes: read by kernels
@@ -267,3 +268,32 @@ def test_spec_2_2_layouts_compile_once_each_and_then_hit():
             x = make(n)
             np.testing.assert_array_equal(g(x), affine(x))
         assert g.cache_info().compiles == 1, name
+
+
+WARM = """
+import sys, numpy as np, stax.runtime as st
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+f = st.compile(softmax)
+for n in map(int, sys.argv[1:]):
+    x = np.random.default_rng(n).standard_normal((n, 40)).astype(np.float32)
+    np.testing.assert_allclose(f(x), softmax(x), rtol=2e-6, atol=1e-7)
+v = f.versions()[-1]
+print(v.generic is not None, sorted(v.stats))
+"""
+
+
+def test_a_warm_process_takes_the_generic_plan_from_the_disk_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STAX_CACHE_DIR": str(tmp_path / "cache")}
+    run = lambda *sizes: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", WARM, *map(str, sizes)], env=env, check=True,
+        capture_output=True, text=True).stdout
+    cold = run(8, 9, 10)
+    assert cold.startswith("True") and "plan (disk cache)" not in cold
+    warm = run(3, 5, 7)  # other sizes: the generic plan is the same document
+    assert warm.startswith("True") and "plan (disk cache)" in warm

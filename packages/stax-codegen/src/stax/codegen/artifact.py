@@ -14,6 +14,7 @@ from typing import Any
 
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
+from stax.ir.sizes import size_from_json, size_to_json
 
 from .nesting import NestPlan
 from .storage_plan import StoragePlan
@@ -193,12 +194,15 @@ class KernelArtifact:
             "name": self.name,
             "target": self.target,
             "codegen_version": self.codegen_version,
-            "buffers": [{"name": b.name, "shape": list(b.shape), "dtype": b.dtype,
-                         "strides": list(b.strides), "role": b.role} for b in self.buffers],
+            "buffers": [{"name": b.name, "shape": _sizes(b.shape), "dtype": b.dtype,
+                         "strides": _sizes(b.strides), "role": b.role} for b in self.buffers],
             "kernels": [{"name": k.name, "args": list(k.args), "computes": list(k.computes),
-                         "outer_range": k.outer_range, "work": k.work, "parallel": k.parallel,
-                         "bytes_read": k.bytes_read, "bytes_written": k.bytes_written,
+                         "outer_range": size_to_json(k.outer_range),
+                         "work": size_to_json(k.work), "parallel": k.parallel,
+                         "bytes_read": size_to_json(k.bytes_read),
+                         "bytes_written": size_to_json(k.bytes_written),
                          "index_bits": k.index_bits,
+                         **({"cost": size_to_json(k.cost)} if k.cost is not None else {}),
                          **({"nest": k.nest.to_json()} if k.nest is not None else {}),
                          **({"launch": k.launch.to_json()} if k.launch is not None else {}),
                          **({"copies": k.copies} if k.copies is not None else {})}
@@ -209,16 +213,17 @@ class KernelArtifact:
             "output_tree": self.output_tree.to_json(),
             "fusion": self.fusion,
             "externs": [{"buffer": e.buffer, "target": e.target, "method": e.method,
-                         "args": e.args, "kwargs": e.kwargs, "shape": list(e.shape),
-                         "dtype": e.dtype, "strides": list(e.strides), "scalar": e.scalar,
+                         "args": e.args, "kwargs": e.kwargs, "shape": _sizes(e.shape),
+                         "dtype": e.dtype, "strides": _sizes(e.strides), "scalar": e.scalar,
                          "sequence": e.sequence,
                          **({"source": e.source} if e.source is not None else {})}
                         for e in self.externs],
             "steps": self.steps,
             "storage": None if self.storage is None else {
-                "blocks": self.storage.sizes, "buffers": self.storage.storage,
-                "in_place": self.storage.in_place, "peak_bytes": self.storage.peak_bytes,
-                "unshared_bytes": self.storage.unshared_bytes},
+                "blocks": _sizes(self.storage.sizes), "buffers": self.storage.storage,
+                "in_place": self.storage.in_place,
+                "peak_bytes": size_to_json(self.storage.peak_bytes),
+                "unshared_bytes": size_to_json(self.storage.unshared_bytes)},
             **({"checks": self.checks} if self.checks else {}),
             "llvm_ir": self.llvm_ir,
             **({"precise_llvm_ir": self.precise_ir} if self.precise_ir is not None else {}),
@@ -232,20 +237,22 @@ class KernelArtifact:
         check_schema(doc, KERNELS_SCHEMA)
         return cls(
             doc["name"], dict(doc["target"]), doc["codegen_version"], doc["llvm_ir"],
-            [BufferPlan(b["name"], tuple(b["shape"]), b["dtype"], tuple(b["strides"]), b["role"])
-             for b in doc["buffers"]],
-            [KernelPlan(k["name"], tuple(k["args"]), tuple(k["computes"]), k["outer_range"],
-                        k["work"], k["parallel"], k["bytes_read"], k["bytes_written"],
-                        k.get("index_bits", 64),
+            [BufferPlan(b["name"], _parsed(b["shape"]), b["dtype"], _parsed(b["strides"]),
+                        b["role"]) for b in doc["buffers"]],
+            [KernelPlan(k["name"], tuple(k["args"]), tuple(k["computes"]),
+                        size_from_json(k["outer_range"]), size_from_json(k["work"]),
+                        k["parallel"], size_from_json(k["bytes_read"]),
+                        size_from_json(k["bytes_written"]), k.get("index_bits", 64),
                         NestPlan.from_json(k["nest"], k["computes"]) if "nest" in k else None,
                         Launch.from_json(k["launch"]) if "launch" in k else None,
-                        k.get("copies"))
+                        k.get("copies"),
+                        size_from_json(k["cost"]) if "cost" in k else None)
              for k in doc["kernels"]],
             list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],
             TreeDef.from_json(doc["output_tree"]), list(doc.get("fusion", [])),
             [ExternPlan(e["buffer"], e["target"], e["method"], e["args"], e["kwargs"],
-                        tuple(e["shape"]), e["dtype"], tuple(e["strides"]), e["scalar"],
+                        _parsed(e["shape"]), e["dtype"], _parsed(e["strides"]), e["scalar"],
                         e.get("sequence"), e.get("source"))
              for e in doc.get("externs", [])],
             list(doc.get("steps") or [k["name"] for k in doc["kernels"]]),
@@ -328,11 +335,21 @@ def _launched(launch: Launch | None) -> str:
     return f"; grid {launch.grid}, {blocks}, {launch.num_warps} warps"
 
 
+def _sizes(values: Any) -> list[Any]:
+    """Dimensions, strides or byte counts in a document: ints, or a size-generic artifact's
+    size expressions as their text (issue 15)."""
+    return [size_to_json(v) for v in values]
+
+
+def _parsed(values: Any) -> tuple[Any, ...]:
+    return tuple(size_from_json(v) for v in values)
+
+
 def _storage_from_json(doc: dict[str, Any] | None) -> StoragePlan | None:
     if doc is None:
         return None
-    return StoragePlan(dict(doc["buffers"]), list(doc["blocks"]), dict(doc["in_place"]),
-                       doc["peak_bytes"], doc["unshared_bytes"])
+    return StoragePlan(dict(doc["buffers"]), list(_parsed(doc["blocks"])), dict(doc["in_place"]),
+                       size_from_json(doc["peak_bytes"]), size_from_json(doc["unshared_bytes"]))
 
 
 def load_artifact(path_or_doc: str | Path | dict[str, Any]) -> KernelArtifact:

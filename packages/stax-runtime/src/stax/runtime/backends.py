@@ -76,8 +76,7 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
 
     # with STAX_DUMP_DIR every document is wanted, so the plan is made, not loaded; a
     # size-generic plan is not stored (its documents' sizes are expressions)
-    plans = _plan_cache(cache_dir) if config.current().dump_dir is None and \
-        not has_sizes(capture) else None
+    plans = _plan_cache(cache_dir) if config.current().dump_dir is None else None
     autotune = bool(options.get("autotune")) and target.identity.device == "cuda"
     key = plans.key(json.dumps(capture.to_json(), sort_keys=True, default=repr), pipeline,
                     stax_fingerprint(), *target.cache_key, "autotune" if autotune else "") \
@@ -114,9 +113,11 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     artifact = artifact or generate(loop, target=target)
     dump("kernels", artifact)
     stage("kernels")
-    if plans is not None and key is not None:
-        plans.store(key, json.dumps(artifact.to_json()).encode())
     executable = make_executable(artifact, cache_dir)
+    if plans is not None and key is not None:
+        doc = artifact.to_json() if not isinstance(executable, GenericExecutable) else \
+            {"generic": artifact.to_json(), "sizes": executable.sizes_json()}
+        plans.store(key, json.dumps(doc).encode())
     stage(_jit_stage(executable))
     executable.artifact = artifact
     return executable
@@ -163,12 +164,6 @@ def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | Tr
     return Executable(artifact, cache_dir)
 
 
-def has_sizes(capture: GraphProgram) -> bool:
-    """Whether a capture's shapes hold size symbols (a size-generic compile)."""
-    return any(n.tensor is not None and any(is_symbolic(d) for d in n.tensor.shape)
-               for n in capture.graph.nodes)
-
-
 def _jit_stage(executable: Executable | TritonExecutable) -> str:
     module = getattr(executable, "module", None)
     return "jit (disk cache)" if getattr(module, "from_cache", False) else "jit"
@@ -188,9 +183,15 @@ def _cached_plan(plans: DiskCache, key: str, blob: bytes, cache_dir: Any
     does not parse or build (a defect of the entry, an extern outside the allow-list) is a miss,
     reported once and removed; the plan is made again from the capture."""
     try:
-        artifact = KernelArtifact.from_json(json.loads(blob))
-        loaded = time.perf_counter()
-        executable = make_executable(artifact, cache_dir)
+        doc = json.loads(blob)
+        if "generic" in doc:  # a size-generic plan: its sizes' symbols and guards with it
+            artifact = KernelArtifact.from_json(doc["generic"])
+            loaded = time.perf_counter()
+            executable = GenericExecutable.from_json(artifact, doc["sizes"], cache_dir)
+        else:
+            artifact = KernelArtifact.from_json(doc)
+            loaded = time.perf_counter()
+            executable = make_executable(artifact, cache_dir)
     except Exception as exc:  # any defect of a stored document is a miss
         plans.discard(key, f"the plan does not load ({type(exc).__name__}: {exc})")
         return None

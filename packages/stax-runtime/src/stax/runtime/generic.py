@@ -273,6 +273,11 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
             f"{g} ({g.site})" for g in env.guards if g.expression.symbols & pinned))
     if not isinstance(executable, GenericExecutable):
         raise NotGeneric("the backend made no size-generic executable")
+    for name, (low, high) in executable.symbols.items():  # a plan from the disk cache: its
+        env.symbols[name].low, env.symbols[name].high = low, high  # ranges and guards
+    env.guards = list(executable.guards)
+    if not env.holds(env.hints):
+        raise NotGeneric("the stored generic plan's guards exclude these sizes")
     try:  # its machine code now, at the traced sizes: a size the code generator could not
         executable.instance(env.hints)  # take at run time fails here (its IR does not parse)
     except Exception as exc:
