@@ -248,6 +248,31 @@ def main() -> None:
         print("wrote", folder / name)
 
 
+def row_softmax(x: np.ndarray) -> np.ndarray:
+    """What loop IR 1.7 and kernels 1.9 added: size symbols. Rows and columns dynamic."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def sizes_documents() -> None:
+    from stax.ir import CAPTURE_SCHEMA, GraphProgram
+    from stax.ir.passes import DEFAULT_PIPELINE, run_pipeline
+    from stax.ir.shape_env import ShapeEnv
+    from stax.ir.sizes import shape_env
+    from stax.ir.symbolic_shapes import symbolize
+
+    x = np.linspace(-3, 3, 6 * 40, dtype=np.float32).reshape(6, 40)
+    capture = GraphProgram.from_json(traced(row_softmax, (x,), "row_softmax",
+                                            "softmax.py").to_json(), CAPTURE_SCHEMA)
+    with shape_env(ShapeEnv()) as env:
+        assert symbolize(capture, {0: [0, 1]}, env) is None
+        run_pipeline(capture.graph, DEFAULT_PIPELINE)
+        loop = lower_opgraph(lower_capture(capture))
+        artifact = generate(loop)
+    write_codegen_fixture("row_softmax.loopir.schema-1.7.json", loop)
+    write_codegen_fixture("row_softmax.kernels.schema-1.9.json", artifact)
+
+
 if __name__ == "__main__":
     import sys
 
@@ -265,5 +290,7 @@ if __name__ == "__main__":
         nest_documents()
     elif sys.argv[1:] == ["--cuda"]:
         cuda_documents()
+    elif sys.argv[1:] == ["--sizes"]:
+        sizes_documents()
     else:
         main()

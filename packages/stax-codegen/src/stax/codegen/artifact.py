@@ -14,7 +14,7 @@ from typing import Any
 
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
-from stax.ir.sizes import size_from_json, size_to_json
+from stax.ir.sizes import Size, size_from_json, size_to_json
 
 from .nesting import NestPlan
 from .storage_plan import StoragePlan
@@ -30,6 +30,9 @@ KERNELS_SCHEMA = "stax.kernels/1.4"
 COPIES_KERNELS_SCHEMA = "stax.kernels/1.6"
 PHASED_COLUMNS_KERNELS_SCHEMA = "stax.kernels/1.7"
 OVERWRITES_KERNELS_SCHEMA = "stax.kernels/1.8"
+#: 1.9: a size-generic plan (issue 15): shapes, strides, launch ranges, work, costs and storage
+#: may be size expressions (text, ``stax.ir.sizes``); kernels read the sizes from their arrays
+SIZES_KERNELS_SCHEMA = "stax.kernels/1.9"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -149,6 +152,10 @@ class KernelArtifact:
     #: (``LoopProgram.overwrites``). The kernels computing these are the last steps and run
     #: only once the call stands (after its gates, checks and events), without reporting events
     overwrites: dict[str, str] = field(default_factory=dict)
+    #: (1.9) a size-generic plan's symbols (name -> [smallest, largest, traced size]) and the
+    #: shape guards its compile recorded (``stax.ir.shape_env.Guard`` documents): the sizes it
+    #: runs at (``instantiate.GenericExecutable``)
+    sizes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def late_steps(self) -> int:
@@ -177,6 +184,8 @@ class KernelArtifact:
         """The schema the document declares: the oldest minor version that has its fields."""
         if self.triton_source is not None:
             return TRITON_KERNELS_SCHEMA
+        if any(isinstance(n, Size) for b in self.buffers for n in b.shape):
+            return SIZES_KERNELS_SCHEMA
         if self.overwrites:
             return OVERWRITES_KERNELS_SCHEMA
         if any(k.nest is not None and k.nest.kind == "columns" and len(k.nest.phases) > 1
@@ -230,6 +239,7 @@ class KernelArtifact:
             **({"underflow_unseen": True} if self.underflow_unseen else {}),
             **({"triton_source": self.triton_source} if self.triton_source is not None else {}),
             **({"overwrites": self.overwrites} if self.overwrites else {}),
+            **({"sizes": self.sizes} if self.sizes else {}),
         }
 
     @classmethod
@@ -262,6 +272,7 @@ class KernelArtifact:
             bool(doc.get("underflow_unseen", False)),
             doc.get("triton_source"),
             {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
+            dict(doc.get("sizes", {})),
         )
 
     def dump(self, path: str | Path) -> None:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, replace
 
 from llvmlite import ir
 
-from stax.ir.sizes import is_symbolic
+from stax.ir.sizes import active_env, is_symbolic
 from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
@@ -116,12 +116,15 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     alias_text = alias_lines(aliases)
     # where kernels were split over the pool from (``KernelArtifact.__str__`` says it)
     described = {**identity.to_json(), "parallel_work": _threshold(options, target)}
+    env = active_env()  # a size-generic plan: its symbols and every guard of its compile
+    sizes = {"symbols": {name: [i.low, i.high, i.hint] for name, i in env.symbols.items()},
+             "guards": [g.to_json() for g in env.guards]} if symbolic and env is not None else {}
     return KernelArtifact(program.name, described, CODEGEN_VERSION,
                           str(module) + alias_text, buffers, kernels, list(program.input_slots),
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, storage,
                           dict(program.checks), str(precise) + alias_text if floats else None, unseen,
-                          overwrites=dict(program.overwrites))
+                          overwrites=dict(program.overwrites), sizes=sizes)
 
 
 def _check_emitter(target: Target) -> None:

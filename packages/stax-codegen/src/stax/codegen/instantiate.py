@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.shape_env import Guard, ShapeEnv, SymbolInfo
+from stax.ir.shape_env import Guard
 from stax.ir.sizes import Size
 
 from .artifact import KernelArtifact, KernelPlan
@@ -90,12 +90,14 @@ class GenericExecutable:
     inputs, its guards checked (``InputMismatch`` when they fail: the caller's dispatch then
     looks for another version), and the instance at those sizes run."""
 
-    def __init__(self, artifact: KernelArtifact, env: ShapeEnv,
-                 cache_dir: str | Path | None = None) -> None:
+    def __init__(self, artifact: KernelArtifact, cache_dir: str | Path | None = None) -> None:
+        if not artifact.sizes:
+            raise ValueError(f"{artifact.name}: not a size-generic artifact (no sizes)")
         self.artifact = artifact
-        self.symbols = {name: (info.low, info.high) for name, info in env.symbols.items()}
-        self.hints = env.hints
-        self.guards: list[Guard] = list(env.guards)
+        table = artifact.sizes["symbols"]
+        self.symbols = {str(name): (int(low), int(high)) for name, (low, high, _) in table.items()}
+        self.hints = {str(name): int(traced) for name, (_, _, traced) in table.items()}
+        self.guards: list[Guard] = [Guard.from_json(g) for g in artifact.sizes["guards"]]
         self.reads = bindings(artifact)
         missing = set(self.symbols) - {name for name, _, _ in self.reads}
         if missing:
@@ -112,21 +114,6 @@ class GenericExecutable:
         self._entries: dict[tuple[Any, ...], Any] = {}
         self._retired_hits = 0
         self._lock = threading.Lock()
-
-    def sizes_json(self) -> dict[str, Any]:
-        """Its symbols (range, traced size) and guards: stored with its plan (``from_json``)."""
-        return {"symbols": {name: [low, high, self.hints[name]]
-                            for name, (low, high) in self.symbols.items()},
-                "guards": [g.to_json() for g in self.guards]}
-
-    @classmethod
-    def from_json(cls, artifact: KernelArtifact, doc: dict[str, Any],
-                  cache_dir: str | Path | None = None) -> GenericExecutable:
-        env = ShapeEnv()
-        for name, (low, high, traced) in doc["symbols"].items():
-            env.symbols[str(name)] = SymbolInfo(int(traced), int(low), int(high))
-        env.guards = [Guard.from_json(g) for g in doc["guards"]]
-        return cls(artifact, env, cache_dir)
 
     def sizes_of(self, arrays: Sequence[Any]) -> dict[str, int]:
         values = {}

@@ -63,6 +63,16 @@ class ShapeEnv:
     #: the sites that turned a size into a number: the version is exact in those symbols
     specializations: list[tuple[str, str]] = field(default_factory=list)
 
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], guards: Any = ()) -> ShapeEnv:
+        """An environment of a document's sizes (``{name: [smallest, largest, traced]}``, loop
+        IR 1.7 and kernels 1.9) and guards, to compile or check it again."""
+        env = cls()
+        for name, (low, high, traced) in table.items():
+            env.symbols[str(name)] = SymbolInfo(int(traced), int(low), int(high))
+        env.guards = [g if isinstance(g, Guard) else Guard.from_json(g) for g in guards]
+        return env
+
     def new_symbol(self, hint: int, origin: str = "") -> Size:
         if hint < 2:
             raise ValueError(f"a dynamic size is traced at 2 or more, not {hint}")

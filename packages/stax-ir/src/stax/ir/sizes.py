@@ -345,8 +345,8 @@ class Size:
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
 
-    def __repr__(self) -> str:
-        return f"Size({str(self)!r})"
+    def __repr__(self) -> str:  # as it reads in a shape: ``[s0, 16]``, ``(16*s1, 1)``
+        return str(self)
 
     def __reduce__(self) -> Any:
         return (parse_size, (str(self),))
@@ -485,6 +485,11 @@ def same_size(a: Any, b: Any) -> bool:
     if isinstance(a, Size) or isinstance(b, Size):
         return isinstance(a, Size) and a.same(b)
     return a == b
+
+
+def active_env() -> Any:
+    """The active ``ShapeEnv``, or None outside a size-generic compile."""
+    return _ENV.get()
 
 
 def is_symbolic(value: Any) -> bool:

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from stax.ir.sizes import Size, size_from_json, size_to_json
+
 
 @dataclass(frozen=True)
 class Affine:
@@ -26,11 +28,15 @@ class Affine:
 
     @staticmethod
     def of(value: int | Affine) -> Affine:
-        return value if isinstance(value, Affine) else Affine((), int(value))
+        if isinstance(value, Affine):
+            return value
+        return Affine((), value if isinstance(value, Size) else int(value))
 
     @staticmethod
     def _make(coeffs: Mapping[str, int], const: int) -> Affine:
-        return Affine(tuple(sorted((v, c) for v, c in coeffs.items() if c)), const)
+        # a size coefficient is never zero (a ``Size`` always has a symbol): kept, not asked
+        return Affine(tuple(sorted((v, c) for v, c in coeffs.items()
+                                   if not isinstance(c, int) or c)), const)
 
     def __add__(self, other: int | Affine) -> Affine:
         other = Affine.of(other)
@@ -72,22 +78,26 @@ class Affine:
 
     def __str__(self) -> str:
         parts = [(c, v) for v, c in self.terms]
-        if self.const or not parts:
+        if isinstance(self.const, Size) or self.const or not parts:
             parts.append((self.const, ""))
         text = ""
         for i, (c, v) in enumerate(parts):
+            if isinstance(c, Size):  # printed as it is, deciding nothing: (s1)*x0
+                body = f"({c})*{v}" if v else f"({c})"
+                text += body if i == 0 else f" + {body}"
+                continue
             sign = "-" if c < 0 else "+"
             body = v if abs(c) == 1 and v else (f"{abs(c)}*{v}" if v else str(abs(c)))
             text += (("-" if sign == "-" else "") + body) if i == 0 else f" {sign} {body}"
         return text
 
     def to_json(self) -> Any:
-        return [[v, c] for v, c in self.terms] + [self.const]
+        return [[v, size_to_json(c)] for v, c in self.terms] + [size_to_json(self.const)]
 
     @staticmethod
     def from_json(doc: Any) -> Affine:
         *terms, const = doc
-        return Affine._make({v: c for v, c in terms}, const)
+        return Affine._make({v: size_from_json(c) for v, c in terms}, size_from_json(const))
 
 
 def linear_index(variables: Iterable[Affine | int], strides: Iterable[int]) -> Affine:

@@ -13,6 +13,7 @@ from typing import Any
 
 from stax.ir import TreeDef, check_schema, read_json, write_json
 from stax.ir.serialize import decode_value, encode_value
+from stax.ir.sizes import size_from_json, size_to_json
 
 from .containers import fold
 from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr, loads
@@ -21,9 +22,12 @@ from .index import Affine
 #: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers;
 #: 1.4: region updates and scatters (``ComputedBuffer.updates``, ``store_offset``); 1.5: the
 #: trigonometric argument limits the program's checks enforce (``LoopProgram.trig_limits``);
-#: 1.6: buffers written over an updated argument once the call stands (``LoopProgram.overwrites``)
-LOOPIR_SCHEMA = "stax.loopir/1.6"
-#: what a document without overwrites declares (the oldest minor version with its fields)
+#: 1.6: buffers written over an updated argument once the call stands (``LoopProgram.overwrites``);
+#: 1.7: size symbols (``LoopProgram.sizes``): shapes, strides, ranges and index coefficients may
+#: be size expressions, written as their text (``"16*s0"``, ``stax.ir.sizes``; issue 15)
+LOOPIR_SCHEMA = "stax.loopir/1.7"
+#: what a document without sizes but with overwrites declares, and one with neither
+LOOPIR_1_6_SCHEMA = "stax.loopir/1.6"
 LOOPIR_1_5_SCHEMA = "stax.loopir/1.5"
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
 
@@ -285,6 +289,8 @@ class LoopProgram:
     #: input only at the element it writes. Another reader of the program may treat one as any
     #: buffer (its value is the argument's final value).
     overwrites: dict[str, str] = field(default_factory=dict)
+    #: (1.7) a size-generic program's size symbols: name -> [smallest, largest, traced size]
+    sizes: dict[str, list[int]] = field(default_factory=dict)
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -345,14 +351,16 @@ class LoopProgram:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
-        return LOOPIR_SCHEMA if self.overwrites else LOOPIR_1_5_SCHEMA
+        if self.sizes:
+            return LOOPIR_SCHEMA
+        return LOOPIR_1_6_SCHEMA if self.overwrites else LOOPIR_1_5_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": self.schema,
             "name": self.name,
-            "inputs": [{"name": b.name, "shape": list(b.shape), "dtype": b.dtype,
-                        "strides": list(b.strides)} for b in self.inputs],
+            "inputs": [{"name": b.name, "shape": _sizes(b.shape), "dtype": b.dtype,
+                        "strides": _sizes(b.strides)} for b in self.inputs],
             "input_slots": self.input_slots,
             "input_tree": self.input_tree.to_json(),
             "buffers": [_buffer_to_json(cb) for cb in self.buffers],
@@ -363,6 +371,7 @@ class LoopProgram:
             **({"events_only": self.events_only} if self.events_only else {}),
             **({"trig_limits": self.trig_limits} if self.trig_limits else {}),
             **({"overwrites": self.overwrites} if self.overwrites else {}),
+            **({"sizes": self.sizes} if self.sizes else {}),
         }
 
     @classmethod
@@ -370,7 +379,7 @@ class LoopProgram:
         check_schema(doc, LOOPIR_SCHEMA)
         return cls(
             doc["name"],
-            [InputBuffer(b["name"], tuple(b["shape"]), b["dtype"], tuple(b["strides"]))
+            [InputBuffer(b["name"], _parsed(b["shape"]), b["dtype"], _parsed(b["strides"]))
              for b in doc["inputs"]],
             list(doc["input_slots"]),
             TreeDef.from_json(doc["input_tree"]),
@@ -381,6 +390,7 @@ class LoopProgram:
             list(doc.get("events_only", [])),
             {str(k): float(v) for k, v in doc.get("trig_limits", {}).items()},
             {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
+            {str(k): [int(n) for n in v] for k, v in doc.get("sizes", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:
@@ -410,25 +420,35 @@ def _show_operands(value: Any) -> str:
     return fold(value, _show_operand, _show_container)
 
 
+def _sizes(values: Any) -> list[Any]:
+    """Sizes in a document: ints, or size expressions as their text (1.7)."""
+    return [size_to_json(v) for v in values]
+
+
+def _parsed(values: Any) -> tuple[Any, ...]:
+    return tuple(size_from_json(v) for v in values)
+
+
 def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
     if isinstance(cb, ExternCall):
         return {"name": cb.name, "extern": cb.target, "method": cb.method,
                 "args": encode_operands(cb.args), "kwargs": encode_operands(cb.kwargs),
-                "shape": list(cb.shape), "dtype": cb.dtype, "strides": list(cb.strides),
+                "shape": _sizes(cb.shape), "dtype": cb.dtype, "strides": _sizes(cb.strides),
                 "scalar": cb.scalar, "sequence": cb.sequence,
                 **({"effect": cb.effect} if cb.effect is not None else {}),
                 **({"source": cb.source} if cb.source is not None else {})}
     data = cb.data
-    body: dict[str, Any] = {"ranges": list(data.ranges), "body": expr_to_json(data.body)}
+    body: dict[str, Any] = {"ranges": _sizes(data.ranges), "body": expr_to_json(data.body)}
     if isinstance(data, Reduction):
-        body.update(kind="reduction", reduction_ranges=list(data.reduction_ranges),
+        body.update(kind="reduction", reduction_ranges=_sizes(data.reduction_ranges),
                     reduction_type=data.reduction_type)
     elif isinstance(data, Scan):
-        body.update(kind="scan", scan_range=data.scan_range, scan_type=data.scan_type)
+        body.update(kind="scan", scan_range=size_to_json(data.scan_range),
+                    scan_type=data.scan_type)
     else:
         body["kind"] = "pointwise"
-    return {"name": cb.name, "shape": list(cb.shape), "dtype": cb.dtype,
-            "strides": list(cb.strides), "store_index": cb.store_index.to_json(), "data": body,
+    return {"name": cb.name, "shape": _sizes(cb.shape), "dtype": cb.dtype,
+            "strides": _sizes(cb.strides), "store_index": cb.store_index.to_json(), "data": body,
             **({"updates": cb.updates} if cb.updates is not None else {}),
             **({"store_offset": expr_to_json(cb.store_offset)}
                if cb.store_offset is not None else {}),
@@ -438,19 +458,20 @@ def _buffer_to_json(cb: ComputedBuffer | ExternCall) -> dict[str, Any]:
 def _buffer_from_json(doc: dict[str, Any]) -> ComputedBuffer | ExternCall:
     if "extern" in doc:
         return ExternCall(doc["name"], doc["extern"], doc["method"], decode_operands(doc["args"]),
-                          decode_operands(doc["kwargs"]), tuple(doc["shape"]), doc["dtype"],
-                          tuple(doc["strides"]), doc["scalar"], doc.get("sequence"),
+                          decode_operands(doc["kwargs"]), _parsed(doc["shape"]), doc["dtype"],
+                          _parsed(doc["strides"]), doc["scalar"], doc.get("sequence"),
                           doc.get("effect"), doc.get("source"))
     d = doc["data"]
     body = expr_from_json(d["body"])
     data: Body
     if d["kind"] == "reduction":
-        data = Reduction(tuple(d["ranges"]), tuple(d["reduction_ranges"]), d["reduction_type"], body)
+        data = Reduction(_parsed(d["ranges"]), _parsed(d["reduction_ranges"]),
+                         d["reduction_type"], body)
     elif d["kind"] == "scan":
-        data = Scan(tuple(d["ranges"]), d["scan_range"], d["scan_type"], body)
+        data = Scan(_parsed(d["ranges"]), size_from_json(d["scan_range"]), d["scan_type"], body)
     else:
-        data = Pointwise(tuple(d["ranges"]), body)
-    return ComputedBuffer(doc["name"], tuple(doc["shape"]), doc["dtype"], tuple(doc["strides"]),
+        data = Pointwise(_parsed(d["ranges"]), body)
+    return ComputedBuffer(doc["name"], _parsed(doc["shape"]), doc["dtype"], _parsed(doc["strides"]),
                           Affine.from_json(doc["store_index"]), data, doc.get("updates"),
                           expr_from_json(doc["store_offset"]) if "store_offset" in doc else None,
                           bool(doc.get("ordered", False)))

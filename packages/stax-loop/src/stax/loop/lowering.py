@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stax.ir import GraphProgram, Node, Opcode, TensorMeta
-from stax.ir.sizes import hint, product
+from stax.ir.sizes import active_env, hint, product
 
 from .complex_values import as_parts, complex_native, involves_complex, is_complex, lower_complex
 from .context import Lazy, LoopLowering, output_strides
@@ -90,9 +90,12 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     buffers, events_only = drop_silent(reroll_updates(ctx.buffers, kept, ctx.checks),
                                        events_only, outputs, ctx.checks)
     buffers = align_with_split_reductions(buffers)
+    env = active_env()  # a size-generic compile: the symbols its sizes are written in
+    sizes = {name: [info.low, info.high, info.hint] for name, info in env.symbols.items()} \
+        if env is not None else {}
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
                        buffers, outputs, program.output_tree, dict(ctx.checks), events_only,
-                       dict(ctx.trig_limits), overwrites)
+                       dict(ctx.trig_limits), overwrites, sizes)
 
 
 def _consider_materializing(ctx: LoopLowering, node: Node, materialize: MaterializePolicy,

@@ -27,7 +27,6 @@ from stax.codegen.cpu.target import describe_host
 from stax.codegen.instantiate import GenericExecutable
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
 from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
-from stax.ir.sizes import current_env, is_symbolic
 from stax.loop import lower_opgraph
 
 from . import config
@@ -113,11 +112,9 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     artifact = artifact or generate(loop, target=target)
     dump("kernels", artifact)
     stage("kernels")
-    executable = make_executable(artifact, cache_dir)
     if plans is not None and key is not None:
-        doc = artifact.to_json() if not isinstance(executable, GenericExecutable) else \
-            {"generic": artifact.to_json(), "sizes": executable.sizes_json()}
-        plans.store(key, json.dumps(doc).encode())
+        plans.store(key, json.dumps(artifact.to_json()).encode())
+    executable = make_executable(artifact, cache_dir)
     stage(_jit_stage(executable))
     executable.artifact = artifact
     return executable
@@ -159,8 +156,8 @@ def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | Tr
     imported only then)."""
     if artifact.target.get("device") == "cuda":
         return TritonExecutable(artifact, cache_dir=cache_dir)
-    if any(is_symbolic(n) for b in artifact.buffers for n in b.shape):
-        return GenericExecutable(artifact, current_env(), cache_dir)  # sizes given per call
+    if artifact.sizes:
+        return GenericExecutable(artifact, cache_dir)  # sizes given per call
     return Executable(artifact, cache_dir)
 
 
@@ -183,15 +180,9 @@ def _cached_plan(plans: DiskCache, key: str, blob: bytes, cache_dir: Any
     does not parse or build (a defect of the entry, an extern outside the allow-list) is a miss,
     reported once and removed; the plan is made again from the capture."""
     try:
-        doc = json.loads(blob)
-        if "generic" in doc:  # a size-generic plan: its sizes' symbols and guards with it
-            artifact = KernelArtifact.from_json(doc["generic"])
-            loaded = time.perf_counter()
-            executable = GenericExecutable.from_json(artifact, doc["sizes"], cache_dir)
-        else:
-            artifact = KernelArtifact.from_json(doc)
-            loaded = time.perf_counter()
-            executable = make_executable(artifact, cache_dir)
+        artifact = KernelArtifact.from_json(json.loads(blob))
+        loaded = time.perf_counter()
+        executable = make_executable(artifact, cache_dir)
     except Exception as exc:  # any defect of a stored document is a miss
         plans.discard(key, f"the plan does not load ({type(exc).__name__}: {exc})")
         return None
