@@ -297,3 +297,16 @@ def test_a_warm_process_takes_the_generic_plan_from_the_disk_cache(tmp_path):
     assert cold.startswith("True") and "plan (disk cache)" not in cold
     warm = run(3, 5, 7)  # other sizes: the generic plan is the same document
     assert warm.startswith("True") and "plan (disk cache)" in warm
+
+
+def test_a_transpose_inside_the_function_is_generic():
+    def column_sums(x):
+        return (x.T * 2).sum(axis=0), x.T + 1
+
+    f = st.compile(column_sums)
+    for rows in (3, 4, 9, 2, 4):
+        x = RNG.standard_normal((rows, 7))
+        for got, want in zip(f(x), column_sums(x)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+            assert got.shape == want.shape and got.flags.c_contiguous == want.flags.c_contiguous
+    assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None

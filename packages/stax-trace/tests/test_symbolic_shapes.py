@@ -58,11 +58,27 @@ def test_what_keeps_a_graph_exact():
 
     assert "reads its shape in Python" in _symbolized(reads, (np.ones((4, 2)),), {0: [0]})[2]
 
-    def transposes(x):
+    def scans(x):
+        return np.cumsum(x, axis=0)
+
+    assert "no size rule for numpy.cumsum()" in _symbolized(scans, (np.ones((4, 2)),), {0: [0]})[2]
+
+    def slices(x):
+        return x[1:] + 1
+
+    assert "returns a view" in _symbolized(slices, (np.ones((4, 2)),), {0: [0]})[2]
+
+
+def test_a_transpose_is_a_view_written_in_sizes():
+    def f(x):
         return x.T + 1
 
-    assert "no size rule for numpy.transpose()" in \
-        _symbolized(transposes, (np.ones((4, 2)),), {0: [0]})[2]
+    program, _, why = _symbolized(f, (np.ones((4, 3)),), {0: [0]})
+    assert why is None
+    node = next(n for n in program.graph.nodes if n.target == "numpy.transpose")
+    assert tuple(map(str, node.tensor.shape)) == ("3", "s0")
+    assert [str(s) for s in node.meta["view"]["strides"]] == ["1", "3"]
+    assert [str(s) for s in node.meta["view"]["base_strides"]] == ["3", "1"]
 
 
 def test_broadcast_of_two_symbols_is_a_guard():

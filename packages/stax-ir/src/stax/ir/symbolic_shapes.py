@@ -33,6 +33,10 @@ _EXTRA_ELEMENTWISE = frozenset({
     "numpy.clip", "method:clip", "method:astype", "numpy.maximum", "numpy.minimum",
 })
 _MATMUL = frozenset({"operator.matmul", "numpy.matmul"})
+_TRANSPOSE = frozenset({"numpy.transpose", "method:transpose"})
+#: node metadata that records numbers derived from the traced sizes (a view's offset and
+#: strides in its base, a shape a gate read): such a node keeps the graph exact
+_CONCRETE_META = ("view", "shape_gated", "sequence")
 
 
 def _elementwise_targets() -> frozenset[str]:
@@ -74,6 +78,7 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
             dims[d] = by_size[n]
         shapes[node] = _with_shape(meta, tuple(dims))
     elementwise, reductions = _elementwise_targets(), _reduction_targets()
+    views: dict[Node, dict[str, Any]] = {}
     for node in program.graph.nodes:
         if node.op is Opcode.PLACEHOLDER:
             shapes.setdefault(node, node.tensor)
@@ -84,6 +89,16 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
             return f"{node.name}: a {node.op.value} node"
         target = target_name(node)
         operands = [shapes[a] for a in _array_operands(node)]
+        if target in _TRANSPOSE and node.meta.get("view") is not None:
+            view = _transposed(node, operands)
+            if view is None:
+                return f"{node.name}: a transpose of a form without a size rule"
+            meta, node_view = view
+            shapes[node] = meta
+            views[node] = node_view
+            continue
+        if any(key in node.meta for key in _CONCRETE_META):  # where a view lies, in numbers
+            return f"{node.name}: {target}() returns a view (its layout is not written in sizes yet)"
         if target in elementwise:
             shape = broadcast_shapes([m.shape for m in operands])
         elif target in reductions:
@@ -105,6 +120,8 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
                    "the dynamic sizes"
     for node, meta in shapes.items():
         node.meta["tensor"] = meta
+    for node, view in views.items():
+        node.meta["view"] = view
     return None
 
 
@@ -165,6 +182,30 @@ def _reduced(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
             not isinstance(axis, int) and axis is not None:
         return None
     return tuple(1 if d in axes else n for d, n in enumerate(shape) if keep or d not in axes)
+
+
+def _transposed(node: Node, operands: list[TensorMeta]
+                ) -> tuple[TensorMeta, dict[str, Any]] | None:
+    """``x.T``, ``np.transpose(x, axes)``: the operand's shape and strides permuted, a view at
+    offset 0 of the operand's memory (the view metadata capture recorded, in sizes)."""
+    if len(operands) != 1:
+        return None
+    base, meta = operands[0], node.tensor
+    axes = node.kwargs.get("axes", node.args[1] if len(node.args) > 1 else None)
+    if len(node.args) > 2:  # x.transpose(1, 0)
+        axes = node.args[1:]
+    order = tuple(reversed(range(base.ndim))) if axes is None else tuple(axes)
+    if sorted(a % max(base.ndim, 1) for a in order) != list(range(base.ndim)):
+        return None
+    order = tuple(a % base.ndim for a in order)
+    shape = tuple(base.shape[a] for a in order)
+    strides = tuple(base.strides[a] for a in order)
+    view = node.meta["view"]
+    if view.get("offset") != 0 or concrete(strides) != tuple(view["strides"]) or \
+            concrete(shape) != meta.shape:
+        return None
+    return (TensorMeta(shape, meta.dtype, strides, meta.device, meta.scalar),
+            {**view, "strides": list(strides), "base_strides": list(base.strides)})
 
 
 def _matmul(operands: list[TensorMeta]) -> tuple[Any, ...] | None:
