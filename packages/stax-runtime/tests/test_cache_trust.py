@@ -108,13 +108,18 @@ def test_an_artifact_naming_a_disallowed_extern_is_refused_at_load():
 
 def test_no_text_of_a_plan_is_executed(tmp_path):
     """The straight-line call is made from integers only: a loop range that is text is refused,
-    never pasted into Python source."""
+    never pasted into Python source (text that is no size expression is refused as the
+    document is read: ``stax.ir.sizes.parse_size`` takes sums and products of integers and
+    symbols, nothing else)."""
     cf = stax.compile(lambda x: x + 1)
     cf(np.ones(4))
     doc = cf.versions()[0].artifact.to_json()
     assert Executable(KernelArtifact.from_json(doc)).run_one is not None
     marker = tmp_path / "pwned"
     doc["kernels"][0]["outer_range"] = f"1); __import__('os').system('touch {marker}'); (1"
+    with pytest.raises((TypeError, ValueError), match="unexpected form|not a size expression"):
+        Executable(KernelArtifact.from_json(doc)).run_one(np.ones(4))
+    doc["kernels"][0]["outer_range"] = "s0"  # a size expression in a plan without sizes
     with pytest.raises(TypeError, match="unexpected form"):
         Executable(KernelArtifact.from_json(doc)).run_one(np.ones(4))
     assert not marker.exists()
