@@ -310,3 +310,25 @@ def test_a_transpose_inside_the_function_is_generic():
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
             assert got.shape == want.shape and got.flags.c_contiguous == want.flags.c_contiguous
     assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_a_size_one_view_of_a_wider_array_is_not_taken_for_a_contiguous_one(dynamic):
+    """A probe's wrong result: ``X[:, :1]`` of a 2-column array (strides (16, 8)) had the
+    generic key of a contiguous (n, 1) array, raised on its first calls and returned numbers
+    read with the wrong row stride once its size had a machine-code entry."""
+    def f(x):
+        return x.max(-1, keepdims=True) + x
+
+    def g(x):
+        return x.sum(0)
+
+    for fn in (f, g):
+        cf = st.compile(fn, dynamic=dynamic)
+        cf(RNG.standard_normal((4, 3)))
+        cf(RNG.standard_normal((6, 5)))
+        for x in ((np.arange(14.0) + 1).reshape(7, 2)[:, :1], np.ones((7, 1)),
+                  np.ones((1, 7)), RNG.standard_normal((5, 3))[:, :1],
+                  np.arange(40.0).reshape(4, 2, 5)[:, :1, :].reshape(4, 5)):
+            for _ in range(4):  # through the dispatcher, then through a size's own entry
+                np.testing.assert_array_equal(cf(x), fn(x))

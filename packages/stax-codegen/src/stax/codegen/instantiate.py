@@ -71,6 +71,10 @@ def _split(kernel: KernelPlan, values: Mapping[str, int], threshold: Any) -> Ker
     return dataclasses.replace(kernel, parallel=parallel, cost=None)
 
 
+def _layouts(arrays: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple((a.shape, a.strides) for a in arrays)
+
+
 def bindings(artifact: KernelArtifact) -> list[tuple[str, int, int]]:
     """Where each size symbol is read at a call: ``(symbol, input, dimension)`` for the first
     input dimension that is exactly the symbol."""
@@ -105,6 +109,7 @@ class GenericExecutable:
                              f"{sorted(missing)}")
         inputs = [b for b in artifact.buffers if b.role == "input"]
         self.input_shapes = [b.shape for b in inputs]
+        self.input_strides = [b.strides for b in inputs]
         self._cache_dir = cache_dir
         self._modules: dict[str, Any] = {}  # fast and precise machine code, for every instance
         self._instances: OrderedDict[tuple[int, ...], Executable] = OrderedDict()
@@ -143,12 +148,20 @@ class GenericExecutable:
         for name, (low, high) in self.symbols.items():
             if not low <= values[name] <= high:
                 failed.append((f"{low} <= {name} <= {high} where {where}", True, values[name]))
-        for i, shape in enumerate(self.input_shapes):
+        for i, (shape, strides) in enumerate(zip(self.input_shapes, self.input_strides)):
             got = tuple(getattr(arrays[i], "shape", ()))
             want = tuple(n.evaluate(values) if isinstance(n, Size) else n for n in shape)
             if got != want:
                 failed.append((f"inputs[{i}].shape == ({', '.join(map(str, shape))}) where "
                                f"{where}", want, got))
+                continue
+            itemsize = getattr(getattr(arrays[i], "dtype", None), "itemsize", 1)
+            real = tuple(getattr(arrays[i], "strides", ()))
+            planned = tuple((n.evaluate(values) if isinstance(n, Size) else n) * itemsize
+                            for n in strides)
+            if 0 not in got and any(n > 1 and a != b for n, a, b in zip(got, real, planned)):
+                failed.append((f"inputs[{i}].strides == ({', '.join(map(str, strides))}) "
+                               f"elements where {where}", planned, real))
         failed += [(f"{g} where {where} (decided at {g.site})", True,
                     g.expression.evaluate(values)) for g in self.guards if not g.holds(values)]
         return failed
@@ -172,10 +185,11 @@ class GenericExecutable:
     def entry_for(self, arrays: Sequence[Any], slow: Any) -> Any:
         """A machine-code entry for calls with exactly these arrays' layouts (``entry``), made
         the second time they are seen (a size that comes back), else None."""
-        shapes = tuple(getattr(a, "shape", None) for a in arrays)
+        shapes = _layouts(arrays)
         instance = self._by_shapes.get(shapes)
-        if instance is None:
-            return None
+        if instance is None or [(a.shape, a.strides, a.dtype) if type(a) is np.ndarray else None
+                                for a in arrays] != instance.input_layouts:
+            return None  # an entry only for the layouts its instance was planned for
         made = self._entries.get(shapes)
         if made is None:  # first sight: count it
             self._entries[shapes] = False
@@ -193,8 +207,8 @@ class GenericExecutable:
         return self._retired_hits + sum(e.hits for e in self._entries.values() if e)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
-        try:  # the input shapes checked before: their instance (which checks the layouts)
-            found = self._by_shapes.get(tuple(a.shape for a in arrays))
+        try:  # the input layouts checked before: their instance
+            found = self._by_shapes.get(_layouts(arrays))
         except AttributeError:
             found = None
         if found is None:
@@ -205,5 +219,5 @@ class GenericExecutable:
             found = self.instance(self.sizes_of(arrays))
             if len(self._by_shapes) >= MAX_INSTANCES:
                 self._by_shapes.clear()
-            self._by_shapes[tuple(a.shape for a in arrays)] = found
+            self._by_shapes[_layouts(arrays)] = found
         return found(*arrays)

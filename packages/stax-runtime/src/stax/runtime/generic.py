@@ -71,19 +71,42 @@ def _array_leaf(leaf: Any) -> bool:
 
 def _layout(leaf: Any, dims: Sequence[int] = ()) -> tuple[Any, ...] | None:
     """An array leaf's ``(dtype, rank, stride expressions)``, or None for strides that are not
-    whole elements. A dynamic dimension (``dims``) of size 1 is written as a row-major array's
-    would be (its stride is never used: its only index is 0), so that batch size 1 has the key
-    of the others."""
+    whole elements. A dynamic dimension (``dims``) of size 1 takes part in the expressions as
+    any dynamic dimension does, its own stride (never used: its only index is 0) taken as a
+    row-major array's, so that a contiguous batch of 1 has the key of the others while a view
+    whose other strides assume another size (``x[:, :1]`` of a wider array) does not."""
     _, _, shape, dtype, strides = leaf
     itemsize = np.dtype(dtype).itemsize
     if any(s % itemsize for s in strides):
         return None
     elements = [s // itemsize for s in strides]
-    for d in sorted(dims, reverse=True):
-        if shape[d] == 1:
-            elements[d] = elements[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
-    return (dtype, len(shape), stride_expressions([2 if d in dims and n == 1 else n
-                                                   for d, n in enumerate(shape)], elements))
+    ones = {d for d in dims if shape[d] == 1}
+    for d in sorted(ones, reverse=True):  # innermost first: an outer one may rest on it
+        elements[d] = elements[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
+    return (dtype, len(shape), _expressions(shape, elements, ones))
+
+
+def _expressions(shape: Sequence[int], strides: Sequence[int], ones: set[int]
+                 ) -> tuple[str, ...]:
+    """``dynamic.stride_expressions`` with the dimensions of ``ones`` (dynamic, size 1) in the
+    chain like any other (there a size 1 is written ``=1`` and left out); ties of equal strides
+    (a size-1 dimension's taken stride) visit the inner dimension first."""
+    if 0 in shape:
+        return stride_expressions(shape, strides)
+    written = {d: "=1" for d, n in enumerate(shape) if n == 1 and d not in ones}
+    order = sorted((d for d in range(len(shape)) if d not in written),
+                   key=lambda d: (abs(strides[d]), -d))
+    inner: int | None = None
+    for d in order:
+        stride = strides[d]
+        if stride == 1:
+            written[d] = "1"
+        elif inner is not None and stride != 0 and stride == strides[inner] * shape[inner]:
+            written[d] = f"s{inner}*{written[inner]}"
+        else:
+            written[d] = str(stride)
+        inner = d
+    return tuple(written[d] for d in range(len(shape)))
 
 
 def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
