@@ -332,3 +332,40 @@ def test_a_size_one_view_of_a_wider_array_is_not_taken_for_a_contiguous_one(dyna
                   np.arange(40.0).reshape(4, 2, 5)[:, :1, :].reshape(4, 5)):
             for _ in range(4):  # through the dispatcher, then through a size's own entry
                 np.testing.assert_array_equal(cf(x), fn(x))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.mean(), lambda x: x - x.mean(), lambda x: x.var(),
+                                lambda x: x.std(ddof=1), lambda x: x.mean(axis=(0, 1))],
+                         ids=["mean", "centered", "var", "std", "mean01"])
+def test_whole_array_moments_are_generic(fn):
+    """Their division by the count is a kernel of 0-d buffers: it reads the size from an
+    input passed to it for that (a probe found them falling back to eager NumPy)."""
+    f = st.compile(fn, strict_native=True)
+    for rows in (4, 8, 5, 9, 11):
+        x = RNG.standard_normal((rows, 6))
+        np.testing.assert_allclose(f(x), fn(x), rtol=1e-12)
+    assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None
+
+
+def test_object_arrays_are_generic():
+    class Layer:
+        def __init__(self, n):
+            self.w = np.arange(float(n))
+
+        def forward(self, x):
+            return x * self.w
+
+    f = st.compile(Layer(8).forward, dynamic=True, strict_native=True)
+    for rows in (4, 6, 3):
+        x = RNG.standard_normal((rows, 8))
+        np.testing.assert_array_equal(f(x), x * np.arange(8.0))
+    assert f.cache_info().compiles == 1
+
+    def scaled(layer, x):
+        return x * layer.w
+
+    g = st.compile(scaled, strict_native=True)
+    for n in (4, 6, 3):
+        x = RNG.standard_normal((2, n))
+        np.testing.assert_array_equal(g(Layer(n), x), x * np.arange(float(n)))
+    assert g.cache_info().compiles == 2

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from llvmlite import ir
 
-from stax.ir.sizes import active_env, is_symbolic
+from stax.ir.sizes import Size, active_env, is_symbolic
 from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
@@ -81,6 +82,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
             continue
         name = f"kernel_{len(kernels)}"
         args = kernel_args(group, discard)
+        if symbolic:  # an input giving each size its buffers do not have as a dimension
+            args = _with_size_sources(args, shapes, program.inputs)
         # a kernel writing over an argument runs once the call stands: its events are the
         # program's own, already decided (``LoopProgram.overwrites``); one pointer for both
         late = {n.name: program.overwrites[n.name] for n in group.nodes
@@ -156,6 +159,25 @@ def _threshold(options: CodegenOptions, target: Target) -> int:
     target's (measured on the host, ``cpu/parallel_work.py``)."""
     return options.parallel_threshold if options.parallel_threshold is not None \
         else target.parallel_work
+
+
+def _with_size_sources(args: tuple[str, ...], shapes: Mapping[str, tuple[Any, ...]],
+                       inputs: Any) -> tuple[str, ...]:
+    """``args`` and, for each size symbol none of them has as a dimension, the first input that
+    has it: a size-generic kernel reads its sizes from its arrays (``KernelEmitter.size``; a
+    full mean's division by the count is a kernel of 0-d buffers)."""
+    def bare(shape: tuple[Any, ...]) -> set[str]:
+        return {next(iter(n.symbols)) for n in shape
+                if isinstance(n, Size) and len(n.symbols) == 1 and n.same(Size.symbol(
+                    next(iter(n.symbols))))}
+    have = set().union(*(bare(shapes.get(a, ())) for a in args))
+    extra: list[str] = []
+    for b in inputs:
+        missing = bare(tuple(b.shape)) - have
+        if missing and b.name not in args:
+            extra.append(b.name)
+            have |= missing
+    return args + tuple(extra)
 
 
 def _copied_input(group: Group, program: LoopProgram) -> str | None:

@@ -62,7 +62,8 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
         return "the function has data gates"
     if program.writeback:
         return "the function updates arguments in place"
-    placeholders = {n.name: n for n in program.graph.nodes if n.op is Opcode.PLACEHOLDER}
+    # ``inputs`` name each placeholder by its target (an attribute's path: ``self.w``)
+    placeholders = {str(n.target): n for n in program.graph.nodes if n.op is Opcode.PLACEHOLDER}
     shapes: dict[Node, TensorMeta] = {}
     by_size: dict[int, Size] = {}  # duck sizing, as torch.compile's: equal sizes, one symbol
     for i, name in enumerate(program.inputs):
