@@ -153,7 +153,9 @@ def limit_warning(name: str, limits: Limits, versions: list[Version], sigma: Any
     counts: dict[str, int] = {}
     for v in versions:
         for failure in v.failures(sigma, args, kwargs):
-            key = failure.path if isinstance(failure, GuardFailure) else "gamma_g (data gates)"
+            key = failure.path if isinstance(failure, GuardFailure) else \
+                "gamma_g (data gates)" if isinstance(failure, GateFailure) else \
+                f"a shape guard of a size-generic version ({failure})"
             counts[key] = counts.get(key, 0) + 1
     changing = max(counts, key=counts.__getitem__) if counts else "nothing"
     return (f"stax: {name} reached its limit ({limits.max_versions} versions, "
