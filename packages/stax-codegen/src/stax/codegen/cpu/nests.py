@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from llvmlite import ir
 
+from stax.ir.sizes import is_symbolic
 from stax.loop import (
     ComputedBuffer,
     Index,
@@ -222,7 +223,8 @@ class LoopShapes:
 
         # all columns one block: constant bounds, so LLVM may keep the accumulators of a few
         # columns in registers across the rows (64 float32 columns: four vectors)
-        whole = ranges[last] <= width
+        # (a dynamic width takes the general form, right for every width: no guard)
+        whole = not is_symbolic(ranges[last]) and ranges[last] <= width
         bound = [self.size(ranges[last])]  # the columns' end (a thread's, over blocks)
 
         def over_block(body: Callable[[], None]) -> None:
