@@ -369,3 +369,64 @@ def test_object_arrays_are_generic():
         x = RNG.standard_normal((2, n))
         np.testing.assert_array_equal(g(Layer(n), x), x * np.arange(float(n)))
     assert g.cache_info().compiles == 2
+
+
+GUARDED = """
+import sys, numpy as np, stax.runtime as st
+def ln(x):
+    return (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5)
+f = st.compile(ln)
+for n in map(int, sys.argv[1:]):
+    x = np.random.default_rng(n).standard_normal((n, 3))
+    np.testing.assert_allclose(f(x), ln(x), rtol=1e-12)
+print([v.generic is not None for v in f.versions()])
+"""
+
+
+def test_a_stored_generic_plan_guarded_off_these_sizes_is_made_anew(tmp_path):
+    """A probe's finding: another process's plan whose guards exclude the sizes traced here
+    refused generic versions for the whole process; it is now compiled again for them."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STAX_CACHE_DIR": str(tmp_path / "cache")}
+    run = lambda *sizes: subprocess.run(  # noqa: E731
+        [sys.executable, "-c", GUARDED, *map(str, sizes)], env=env, check=True,
+        capture_output=True, text=True).stdout.strip()
+    assert run(4, 5) == "[False, True]"
+    assert run(9, 2, 4, 40, 64, 100) == "[False, True]"
+
+
+def test_cache_info_while_threads_call_a_generic_version():
+    import threading
+
+    f = st.compile(lambda x: (x * 2.0).sum(1))
+    f(np.ones((4, 3)))
+    f(np.ones((5, 3)))
+    errors = []
+
+    def calls(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(300):
+                x = np.ones((int(rng.integers(2, 200)), 3))
+                np.testing.assert_array_equal(f(x), np.full(x.shape[0], 6.0))
+                f(x)
+        except Exception as exc:
+            errors.append(exc)
+
+    def infos():
+        try:
+            for _ in range(3000):
+                f.cache_info()
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=calls, args=(k,)) for k in range(3)]
+    threads.append(threading.Thread(target=infos))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

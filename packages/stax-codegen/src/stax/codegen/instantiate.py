@@ -192,19 +192,22 @@ class GenericExecutable:
             return None  # an entry only for the layouts its instance was planned for
         made = self._entries.get(shapes)
         if made is None:  # first sight: count it
-            self._entries[shapes] = False
+            if shapes not in self._entries:
+                self._entries[shapes] = False
             return None
         if made is False:
             made = instance.entry(list(arrays), slow)
-            if len(self._entries) >= MAX_INSTANCES:
-                self._retired_hits = self.entry_hits()
-                self._entries.clear()
-            self._entries[shapes] = made = None if isinstance(made, str) else made
+            made = None if isinstance(made, str) else made
+            with self._lock:  # ``entry_hits`` reads the table from other threads
+                if len(self._entries) >= MAX_INSTANCES:
+                    self._retired_hits += sum(e.hits for e in tuple(self._entries.values()) if e)
+                    self._entries = {}
+                self._entries[shapes] = made
         return made
 
     def entry_hits(self) -> int:
         """Calls its entries ran (``cache_info``'s level-1 hits)."""
-        return self._retired_hits + sum(e.hits for e in self._entries.values() if e)
+        return self._retired_hits + sum(e.hits for e in tuple(self._entries.values()) if e)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         try:  # the input layouts checked before: their instance

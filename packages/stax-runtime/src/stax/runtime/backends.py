@@ -27,6 +27,7 @@ from stax.codegen.cpu.target import describe_host
 from stax.codegen.instantiate import GenericExecutable
 from stax.ir import CAPTURE_SCHEMA, GraphProgram, lower_capture, run_graph, verify_graph
 from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
+from stax.ir.sizes import active_env
 from stax.loop import lower_opgraph
 
 from . import config
@@ -84,6 +85,8 @@ def stax_backend(capture: GraphProgram, example_inputs: list[np.ndarray], *,
     if plans is not None and key is not None and blob is not None:
         # the whole plan of an identical capture: straight to machine code
         cached = _cached_plan(plans, key, blob, cache_dir)
+        if cached is not None and not _admits_traced_sizes(cached[1]):
+            cached = None  # another process's generic plan, guarded off these sizes: made anew
         if cached is not None:
             artifact, executable, loaded = cached
             for category in ("passes", "kernels"):
@@ -159,6 +162,18 @@ def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | Tr
     if artifact.sizes:
         return GenericExecutable(artifact, cache_dir)  # sizes given per call
     return Executable(artifact, cache_dir)
+
+
+def _admits_traced_sizes(executable: Any) -> bool:
+    """Whether a stored plan serves the sizes this compile traced: a generic plan's guards
+    were decided at another process's sizes and may exclude these."""
+    env = active_env() if isinstance(executable, GenericExecutable) else None
+    if env is None:
+        return True
+    hints = env.hints
+    return all(low <= hints.get(name, low) <= high
+               for name, (low, high) in executable.symbols.items()) and \
+        all(guard.holds(hints) for guard in executable.guards)
 
 
 def _jit_stage(executable: Executable | TritonExecutable) -> str:
