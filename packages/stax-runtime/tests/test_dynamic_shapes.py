@@ -430,3 +430,20 @@ def test_cache_info_while_threads_call_a_generic_version():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_generator_argument_beside_a_dynamic_array():
+    """The stress programs' finding: a generic version's inputs include the object a NumPy
+    step draws from (a ``Generator``), which has no shape."""
+    def prog(x, rng):
+        return np.abs(x)
+
+    def draws(x, rng):
+        return x + rng.standard_normal(x.shape[1])
+
+    f, g = st.compile(prog), st.compile(draws)
+    for shape in ((3, 4), (5, 7), (2, 4), (5, 7)):
+        x = RNG.standard_normal(shape)
+        np.testing.assert_array_equal(f(x, np.random.default_rng(0)), np.abs(x))
+        np.testing.assert_array_equal(g(x, np.random.default_rng(1)),
+                                      draws(x, np.random.default_rng(1)))

@@ -72,7 +72,9 @@ def _split(kernel: KernelPlan, values: Mapping[str, int], threshold: Any) -> Ker
 
 
 def _layouts(arrays: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple((a.shape, a.strides) for a in arrays)
+    """The inputs' shapes and strides (an object input, a ``Generator`` NumPy steps draw
+    from, has none)."""
+    return tuple((getattr(a, "shape", None), getattr(a, "strides", None)) for a in arrays)
 
 
 def bindings(artifact: KernelArtifact) -> list[tuple[str, int, int]]:
