@@ -15,28 +15,30 @@ arguments, and automatic dynamic (the dimensions that changed between two calls)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 #: sizes kept exact in dynamic mode: their behaviour differs (broadcasting, empty loops)
 SPECIALIZED_SIZES = (0, 1)
 
 
-def stride_expressions(shape: Sequence[int], strides: Sequence[int]) -> tuple[str, ...]:
+def stride_expressions(shape: Sequence[int], strides: Sequence[int],
+                       chained: Collection[int] = ()) -> tuple[str, ...]:
     """Each dimension's stride (in elements) as an expression of the sizes, per spec §2.2:
     ``s<d>`` names dimension ``d``'s size. A specialized dimension (size 0 or 1) is written as
     its size, ``=0`` or ``=1``; the other dimensions of an empty array as ``*`` (no element is
-    read, whatever the strides)."""
+    read, whatever the strides). A size-1 dimension in ``chained`` (dynamic, ``generic.py``)
+    is written like the others instead, strides of equal length then taken inner first."""
     if len(shape) != len(strides):
         raise ValueError(f"shape {tuple(shape)} and strides {tuple(strides)} differ in rank")
     if 0 in shape:  # no element is read: only the sizes matter (NumPy gives such arrays any
         return tuple("=0" if n == 0 else "*" for n in shape)  # strides, often 0)
     written: dict[int, str] = {}
     for d, n in enumerate(shape):
-        if n in SPECIALIZED_SIZES:
+        if n in SPECIALIZED_SIZES and d not in chained:
             written[d] = f"={n}"
     # from the smallest stride outwards; the dimension seen last is the inner one of the next
     order = sorted((d for d in range(len(shape)) if d not in written),
-                   key=lambda d: (abs(strides[d]), d))
+                   key=lambda d: (abs(strides[d]), -d if chained else d))
     inner: int | None = None
     for d in order:
         stride = strides[d]

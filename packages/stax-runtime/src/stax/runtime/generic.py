@@ -83,30 +83,7 @@ def _layout(leaf: Any, dims: Sequence[int] = ()) -> tuple[Any, ...] | None:
     ones = {d for d in dims if shape[d] == 1}
     for d in sorted(ones, reverse=True):  # innermost first: an outer one may rest on it
         elements[d] = elements[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
-    return (dtype, len(shape), _expressions(shape, elements, ones))
-
-
-def _expressions(shape: Sequence[int], strides: Sequence[int], ones: set[int]
-                 ) -> tuple[str, ...]:
-    """``dynamic.stride_expressions`` with the dimensions of ``ones`` (dynamic, size 1) in the
-    chain like any other (there a size 1 is written ``=1`` and left out); ties of equal strides
-    (a size-1 dimension's taken stride) visit the inner dimension first."""
-    if 0 in shape:
-        return stride_expressions(shape, strides)
-    written = {d: "=1" for d, n in enumerate(shape) if n == 1 and d not in ones}
-    order = sorted((d for d in range(len(shape)) if d not in written),
-                   key=lambda d: (abs(strides[d]), -d))
-    inner: int | None = None
-    for d in order:
-        stride = strides[d]
-        if stride == 1:
-            written[d] = "1"
-        elif inner is not None and stride != 0 and stride == strides[inner] * shape[inner]:
-            written[d] = f"s{inner}*{written[inner]}"
-        else:
-            written[d] = str(stride)
-        inner = d
-    return tuple(written[d] for d in range(len(shape)))
+    return (dtype, len(shape), stride_expressions(shape, elements, ones))
 
 
 def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
