@@ -22,6 +22,7 @@ import numpy as np
 
 from stax.ir.shape_env import Guard
 from stax.ir.sizes import Size
+from stax.ir.sizes import concrete as sizes_at
 
 from .artifact import KernelArtifact, KernelPlan
 from .executable import Executable, InputMismatch
@@ -31,33 +32,10 @@ from .executable import Executable, InputMismatch
 MAX_INSTANCES = 64
 
 
-def substitute(value: Any, values: Mapping[str, int]) -> Any:
-    """``value`` with every size evaluated at ``values``, through containers and dataclasses."""
-    if isinstance(value, Size):
-        return value.evaluate(values)
-    if isinstance(value, tuple):
-        return tuple(substitute(v, values) for v in value)
-    if isinstance(value, list):
-        return [substitute(v, values) for v in value]
-    if isinstance(value, dict):
-        return {k: substitute(v, values) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {}
-        for f in dataclasses.fields(value):
-            if not f.init:
-                continue
-            old = getattr(value, f.name)
-            new = substitute(old, values)
-            if new is not old:
-                changes[f.name] = new
-        return dataclasses.replace(value, **changes) if changes else value
-    return value
-
-
 def instantiate(artifact: KernelArtifact, values: Mapping[str, int]) -> KernelArtifact:
     """The artifact at sizes ``values``: every size a number, and each kernel whose cost
     depends on them split over the pool where that many cost units are worth it."""
-    concrete = substitute(artifact, values)
+    concrete = sizes_at(artifact, values)
     threshold = artifact.target.get("parallel_work")
     kernels = [_split(k, values, threshold) for k in concrete.kernels]
     return dataclasses.replace(concrete, kernels=kernels)

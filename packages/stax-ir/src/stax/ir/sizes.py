@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import contextvars
+import dataclasses
 import numbers
 import operator
 from collections.abc import Iterator, Mapping
@@ -498,7 +499,8 @@ def is_symbolic(value: Any) -> bool:
 
 def concrete(value: Any, values: Mapping[str, int] | None = None) -> Any:
     """``value`` with every size replaced by its value (at ``values``, or the active hints),
-    through tuples, lists and dicts: what Stax hands NumPy when it runs an example."""
+    through tuples, lists, dicts and dataclasses (a size-generic artifact at a call's sizes);
+    what holds no size is returned as it is."""
     if isinstance(value, Size):
         return value.evaluate(current_env().hints if values is None else values)
     if isinstance(value, tuple):
@@ -507,4 +509,13 @@ def concrete(value: Any, values: Mapping[str, int] | None = None) -> Any:
         return [concrete(v, values) for v in value]
     if isinstance(value, dict):
         return {k: concrete(v, values) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for f in dataclasses.fields(value):
+            if f.init:
+                old = getattr(value, f.name)
+                new = concrete(old, values)
+                if new is not old:
+                    changes[f.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
     return value

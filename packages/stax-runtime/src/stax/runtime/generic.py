@@ -211,16 +211,6 @@ class GenericVersions:
         return executable
 
 
-def dynamic_inputs(pattern: Pattern, slots: Sequence[int]) -> dict[int, list[int]]:
-    """``pattern`` over flat arguments as ``symbolize`` takes it: per capture input (the
-    position of its argument leaf among ``capture.inputs``), its dynamic dimensions."""
-    out: dict[int, list[int]] = {}
-    for leaf, d in sorted(pattern):
-        if leaf < len(slots):
-            out.setdefault(leaf, []).append(d)
-    return out
-
-
 def describe(env: ShapeEnv) -> str:
     """The symbols and guards of a generic version, for logs."""
     symbols = ", ".join(f"{name} = {info.origin} in [{info.low}, "
