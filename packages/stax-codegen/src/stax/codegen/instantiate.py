@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.shape_env import Guard
+from stax.ir.shape_env import UNBOUNDED, Guard
 from stax.ir.sizes import Size
 from stax.ir.sizes import concrete as sizes_at
 
@@ -127,7 +127,8 @@ class GenericExecutable:
         failed: list[tuple[str, Any, Any]] = []
         for name, (low, high) in self.symbols.items():
             if not low <= values[name] <= high:
-                failed.append((f"{low} <= {name} <= {high} where {where}", True, values[name]))
+                bounds = f"{low} <= {name}" + (f" <= {high}" if high < UNBOUNDED else "")
+                failed.append((f"{bounds} where {where}", True, values[name]))
         for i, (shape, strides) in enumerate(zip(self.input_shapes, self.input_strides)):
             got = tuple(getattr(arrays[i], "shape", ()))
             want = tuple(n.evaluate(values) if isinstance(n, Size) else n for n in shape)

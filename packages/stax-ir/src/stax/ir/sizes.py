@@ -59,14 +59,20 @@ class Quotient(_Division):
     """``numerator // divisor``, floor division by a positive integer."""
 
     def __str__(self) -> str:
-        return f"(({self.numerator})//{self.divisor})"
+        return f"({_operand(self.numerator)}//{self.divisor})"
 
 
 class Remainder(_Division):
     """``numerator % divisor``, in ``[0, divisor)``."""
 
     def __str__(self) -> str:
-        return f"(({self.numerator})%{self.divisor})"
+        return f"({_operand(self.numerator)}%{self.divisor})"
+
+
+def _operand(value: Any) -> str:
+    """A division's numerator as text: parenthesized unless a symbol or a number."""
+    text = str(value)
+    return text if text.isalnum() else f"({text})"
 
 
 _COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,

@@ -23,29 +23,26 @@ from typing import Any
 
 from .graph import Node, Opcode
 from .meta import TensorMeta
-from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
 from .program import GraphProgram
 from .shape_env import ShapeEnv
+from .size_rules import broadcast_shapes, shape_rules
 from .sizes import Size, concrete
+from .view_sizes import View, indexed, reshape_target, reshaped, transposed
 
-_EXTRA_ELEMENTWISE = frozenset({
-    "operator.pow", "numpy.power", "numpy.float_power", "numpy.square", "numpy.where",
-    "numpy.clip", "method:clip", "method:astype", "numpy.maximum", "numpy.minimum",
-})
-_MATMUL = frozenset({"operator.matmul", "numpy.matmul"})
-_TRANSPOSE = frozenset({"numpy.transpose", "method:transpose"})
-#: node metadata that records numbers derived from the traced sizes (a view's offset and
-#: strides in its base, a shape a gate read): such a node keeps the graph exact
-_CONCRETE_META = ("view", "shape_gated", "sequence")
+__all__ = ["broadcast_shapes", "symbolic_strides", "symbolize"]
 
-
-def _elementwise_targets() -> frozenset[str]:
-    return capture_targets_of(elementwise_ops()) | _EXTRA_ELEMENTWISE
-
-
-def _reduction_targets() -> frozenset[str]:
-    return capture_targets_of(frozenset(n for n, op in OPS.items()
-                                        if op.kind is OpKind.REDUCTION))
+#: calls whose result may be a view of their first operand, and the rule that writes it in sizes
+_VIEW_RULES = {
+    "numpy.transpose": transposed, "method:transpose": transposed,
+    "operator.getitem": indexed,
+    "method:reshape": reshaped, "numpy.reshape": reshaped, "method:ravel": reshaped,
+    "numpy.ravel": reshaped,
+}
+_RESHAPES = frozenset({"method:reshape", "numpy.reshape", "method:ravel", "numpy.ravel",
+                       "method:flatten"})
+#: node metadata that records numbers derived from the traced sizes (a shape a gate read, a
+#: sequence's length): such a node keeps the graph exact
+_CONCRETE_META = ("shape_gated", "sequence")
 
 
 def target_name(node: Node) -> str:
@@ -78,7 +75,7 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
                 by_size[n] = env.new_symbol(n, f"inputs[{i}].shape[{d}]")
             dims[d] = by_size[n]
         shapes[node] = _with_shape(meta, tuple(dims))
-    elementwise, reductions = _elementwise_targets(), _reduction_targets()
+    rules = shape_rules()
     views: dict[Node, dict[str, Any]] = {}
     for node in program.graph.nodes:
         if node.op is Opcode.PLACEHOLDER:
@@ -89,25 +86,27 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
         if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or node.tensor is None:
             return f"{node.name}: a {node.op.value} node"
         target = target_name(node)
+        if any(key in node.meta for key in _CONCRETE_META):
+            return f"{node.name}: {target}() has a result whose shape was read as numbers"
         operands = [shapes[a] for a in _array_operands(node)]
-        if target in _TRANSPOSE and node.meta.get("view") is not None:
-            view = _transposed(node, operands)
+        if node.meta.get("view") is not None:  # where the view lies, in sizes
+            rule = _VIEW_RULES.get(target)
+            view: View | None = rule(node, operands[0]) if rule is not None and operands and \
+                isinstance(node.args[0], Node) else None
             if view is None:
-                return f"{node.name}: a transpose of a form without a size rule"
-            meta, node_view = view
-            shapes[node] = meta
-            views[node] = node_view
+                return f"{node.name}: {target}() returns a view without a size rule for " \
+                       "its layout"
+            shapes[node], views[node] = view
             continue
-        if any(key in node.meta for key in _CONCRETE_META):  # where a view lies, in numbers
-            return f"{node.name}: {target}() returns a view (its layout is not written in sizes yet)"
-        if target in elementwise:
-            shape = broadcast_shapes([m.shape for m in operands])
-        elif target in reductions:
-            shape = _reduced(node, operands)
-        elif target in _MATMUL:
-            shape = _matmul(operands)
+        if not any(_symbolic(m.shape) for m in operands):
+            # a fresh result of operands whose shapes are numbers (``np.arange(8.0)``, a
+            # product with a weight): its shape is the same at every size
+            shape = node.tensor.shape
+        elif target in _RESHAPES:  # a reshape NumPy made as a copy: a fresh row-major array
+            shape = reshape_target(node, operands[0])
         else:
-            shape = None
+            rule = rules.get(target)
+            shape = rule(node, operands) if rule is not None else None
         if shape is None:
             return f"{node.name}: no size rule for {target}()"
         meta = node.tensor
@@ -131,91 +130,14 @@ def _symbolic(shape: tuple[Any, ...]) -> bool:
 
 
 def _array_operands(node: Node) -> list[Node]:
-    return [a for a in (*node.args, *node.kwargs.values())
-            if isinstance(a, Node) and a.tensor is not None]
-
-
-def broadcast_shapes(shapes: Sequence[tuple[Any, ...]]) -> tuple[Any, ...] | None:
-    """NumPy's broadcast of ``shapes``, with sizes: a symbol against 1 is the symbol, two
-    symbols must be equal (a guard)."""
-    if not shapes:
-        return ()
-    rank = max(len(s) for s in shapes)
+    """The array nodes among a call's arguments, in order, those of a list or tuple argument
+    (``np.concatenate([a, b])``) included."""
     out = []
-    for d in range(rank):
-        size: Any = 1
-        for s in shapes:
-            k = d - (rank - len(s))
-            if k < 0:
-                continue
-            n = s[k]
-            if isinstance(n, int) and n == 1:
-                continue
-            if isinstance(size, int) and size == 1:
-                size = n
-            elif not n == size:  # a decision: a guard that they are equal
-                return None
-        out.append(size)
-    return tuple(out)
-
-
-def _axis_argument(node: Node) -> Any:
-    if "axis" in node.kwargs:
-        return node.kwargs["axis"]
-    return node.args[1] if len(node.args) > 1 else None  # f(x, axis) and x.f(axis) alike
-
-
-def _reduced(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
-    if len(operands) != 1 or {"out", "where", "initial"} & set(node.kwargs):
-        return None
-    shape = operands[0].shape
-    axis = _axis_argument(node)
-    keep = bool(node.kwargs.get("keepdims", False))
-    if axis is None:
-        axes = set(range(len(shape)))
-    elif isinstance(axis, int):
-        axes = {axis % len(shape)} if shape else set()
-    elif isinstance(axis, tuple) and all(isinstance(a, int) for a in axis):
-        axes = {a % len(shape) for a in axis}
-    else:
-        return None
-    if node.target in ("argmax", "argmin", "numpy.argmax", "numpy.argmin") and \
-            not isinstance(axis, int) and axis is not None:
-        return None
-    return tuple(1 if d in axes else n for d, n in enumerate(shape) if keep or d not in axes)
-
-
-def _transposed(node: Node, operands: list[TensorMeta]
-                ) -> tuple[TensorMeta, dict[str, Any]] | None:
-    """``x.T``, ``np.transpose(x, axes)``: the operand's shape and strides permuted, a view at
-    offset 0 of the operand's memory (the view metadata capture recorded, in sizes)."""
-    if len(operands) != 1:
-        return None
-    base, meta = operands[0], node.tensor
-    axes = node.kwargs.get("axes", node.args[1] if len(node.args) > 1 else None)
-    if len(node.args) > 2:  # x.transpose(1, 0)
-        axes = node.args[1:]
-    order = tuple(reversed(range(base.ndim))) if axes is None else tuple(axes)
-    if sorted(a % max(base.ndim, 1) for a in order) != list(range(base.ndim)):
-        return None
-    order = tuple(a % base.ndim for a in order)
-    shape = tuple(base.shape[a] for a in order)
-    strides = tuple(base.strides[a] for a in order)
-    view = node.meta["view"]
-    if view.get("offset") != 0 or concrete(strides) != tuple(view["strides"]) or \
-            concrete(shape) != meta.shape:
-        return None
-    return (TensorMeta(shape, meta.dtype, strides, meta.device, meta.scalar),
-            {**view, "strides": list(strides), "base_strides": list(base.strides)})
-
-
-def _matmul(operands: list[TensorMeta]) -> tuple[Any, ...] | None:
-    if len(operands) != 2 or operands[0].ndim != 2 or operands[1].ndim != 2:
-        return None
-    (m, k), (k2, n) = operands[0].shape, operands[1].shape
-    if not k == k2:
-        return None
-    return (m, n)
+    for a in (*node.args, *node.kwargs.values()):
+        for item in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(item, Node) and item.tensor is not None:
+                out.append(item)
+    return out
 
 
 def _with_shape(meta: TensorMeta, shape: tuple[Any, ...]) -> TensorMeta:

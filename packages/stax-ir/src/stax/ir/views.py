@@ -5,6 +5,14 @@ the op graph and the loop layer read them on any layout)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from .sizes import Size, same_size
+
+
+def _index(value: Any) -> Any:
+    """An offset or stride as an int (NumPy integers converted), a size kept as it is."""
+    return value if isinstance(value, Size) else int(value)
 
 
 def rebase_view(offset: int, strides: Sequence[int], shape: Sequence[int],
@@ -21,9 +29,9 @@ def rebase_view(offset: int, strides: Sequence[int], shape: Sequence[int],
     positions; the steps are accepted only when every element the view reaches is then inside
     the base (no carry from one base dimension into the next), so the rebased map reads the same
     elements exactly."""
-    strides = tuple(int(s) for s in strides)
-    if tuple(measured) == tuple(layout):
-        return int(offset), strides
+    strides = tuple(_index(s) for s in strides)
+    if len(measured) == len(layout) and all(map(same_size, measured, layout)):
+        return _index(offset), strides  # sizes kept: a size-generic view (issue 15)
     if any(n == 0 for n in shape):
         return 0, (0,) * len(shape)
     origin = element_at(offset, base_shape, measured)

@@ -9,6 +9,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from stax.ir.sizes import Size
 from stax.loop import (
     Binary,
     Cast,
@@ -120,14 +121,25 @@ def select(em: Emitter, e: Select) -> ir.Value:
                              em.opaque(em.value(e.b)))
 
 
+def constant(em: Any, e: Const) -> ir.Value:
+    """A constant; a size (a size-generic kernel's extent or count, issue 15) is the value the
+    kernel computed at its entry, converted to the constant's type."""
+    typ = value_type(e.dtype)
+    if not isinstance(e.value, Size):
+        return ir.Constant(typ, int(e.value) if e.dtype == "bool" else e.value)
+    value = em.size(e.value)
+    if isinstance(typ, ir.IntType):
+        return value if typ.width == 64 else em.builder.trunc(value, typ)
+    return em.builder.sitofp(value, typ)
+
+
 #: each kind's value, ``(emitter, node) -> ir.Value``
 EXPRESSIONS: KindTable[Callable[[Any, Any], ir.Value]] = KindTable("the CPU emitter", {
     Load: load,
     GuardedLoad: guarded_load,
     IndirectLoad: indirect_load,
     Index: index,
-    Const: lambda em, e: ir.Constant(value_type(e.dtype),
-                                     int(e.value) if e.dtype == "bool" else e.value),
+    Const: lambda em, e: constant(em, e),
     Cast: cast_expression,
     Unary: lambda em, e: unary_emitter(e.op)(em, e, em.value(e.x)),
     Binary: lambda em, e: binary_emitter(e.op)(em, e, em.value(e.a), em.value(e.b)),

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
-from ..meta import TensorMeta
+from ..meta import TensorMeta, contiguous_strides
 from .arguments import axis_arg, bind, int_arg, result_metas
 from .context import LoweringContext
 from .registry import NotNative, rule
@@ -37,7 +37,7 @@ def _diff(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
         high = ctx.view(value, meta.strides[axis], meta.strides, shape)
         low = ctx.view(value, 0, meta.strides, shape)
         last = step == n - 1
-        out = TensorMeta(shape, meta.dtype, TensorMeta.of(np.empty(shape, meta.dtype)).strides)
+        out = TensorMeta(shape, meta.dtype, contiguous_strides(shape))
         value = ctx.emit("sub", (high, low), {}, meta=node.tensor if last else out)
     return value
 

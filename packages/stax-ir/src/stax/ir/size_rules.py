@@ -1,0 +1,195 @@
+"""NumPy's shape rules of the calls a size-generic graph may hold, on sizes (issue 15).
+
+Each rule takes a captured call node and its array operands' symbolic metadata (in argument
+order, arrays inside a list argument included: ``np.concatenate([a, b])``) and returns the
+result's shape in sizes, or None where it has no rule for this form of the call. A relation the
+rule needs (two broadcast sizes equal, the non-joined sizes of a concatenation equal) is a
+comparison of sizes, so a guard of the active ``ShapeEnv``; a rule never assumes one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .graph import Node
+from .meta import TensorMeta
+from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
+from .sizes import product
+
+Rule = Callable[[Node, list[TensorMeta]], "tuple[Any, ...] | None"]
+
+_EXTRA_ELEMENTWISE = frozenset({
+    "operator.pow", "numpy.power", "numpy.float_power", "numpy.square", "numpy.where",
+    "numpy.clip", "method:clip", "method:astype", "numpy.maximum", "numpy.minimum",
+})
+
+
+def broadcast_shapes(shapes: Sequence[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """NumPy's broadcast of ``shapes``, with sizes: a symbol against 1 is the symbol, two
+    symbols must be equal (a guard)."""
+    if not shapes:
+        return ()
+    rank = max(len(s) for s in shapes)
+    out = []
+    for d in range(rank):
+        size: Any = 1
+        for s in shapes:
+            k = d - (rank - len(s))
+            if k < 0:
+                continue
+            n = s[k]
+            if isinstance(n, int) and n == 1:
+                continue
+            if isinstance(size, int) and size == 1:
+                size = n
+            elif not n == size:  # a decision: a guard that they are equal
+                return None
+        out.append(size)
+    return tuple(out)
+
+
+def _elementwise(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    return broadcast_shapes([m.shape for m in operands])
+
+
+def _axis_argument(node: Node) -> Any:
+    if "axis" in node.kwargs:
+        return node.kwargs["axis"]
+    return node.args[1] if len(node.args) > 1 else None  # f(x, axis) and x.f(axis) alike
+
+
+def _reduced(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    if len(operands) != 1 or {"out", "where", "initial"} & set(node.kwargs):
+        return None
+    shape = operands[0].shape
+    axis = _axis_argument(node)
+    keep = bool(node.kwargs.get("keepdims", False))
+    if axis is None:
+        axes = set(range(len(shape)))
+    elif isinstance(axis, int):
+        axes = {axis % len(shape)} if shape else set()
+    elif isinstance(axis, tuple) and all(isinstance(a, int) for a in axis):
+        axes = {a % len(shape) for a in axis}
+    else:
+        return None
+    if node.target in ("argmax", "argmin", "numpy.argmax", "numpy.argmin") and \
+            not isinstance(axis, int) and axis is not None:
+        return None
+    return tuple(1 if d in axes else n for d, n in enumerate(shape) if keep or d not in axes)
+
+
+def _matmul(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``a @ b``: 1-D operands promoted and their dimension dropped, batch dimensions
+    broadcast, the contracted sizes equal (a guard)."""
+    if len(operands) != 2 or not operands[0].ndim or not operands[1].ndim:
+        return None
+    a, b = operands[0].shape, operands[1].shape
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    if not a2[-1] == b2[-2]:
+        return None
+    batch = broadcast_shapes([a2[:-2], b2[:-2]])
+    if batch is None:
+        return None
+    return (*batch, *a2[-2:-1][:len(a) - 1], *b2[-1:][:len(b) - 1])
+
+
+def _dot(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.dot``/``x.dot`` of operands of rank at most 2 (where it is ``matmul``, or a
+    scalar product of two vectors)."""
+    if len(operands) != 2 or any(m.ndim > 2 for m in operands):
+        return None
+    if not operands[0].ndim or not operands[1].ndim:
+        return broadcast_shapes([operands[0].shape, operands[1].shape])  # times a scalar
+    return _matmul(node, operands)
+
+
+def _outer(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    if len(operands) != 2:
+        return None
+    return (product(operands[0].shape), product(operands[1].shape))
+
+
+def _joined(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.concatenate(seq, axis)``: the joined sizes summed, the others equal (guards)."""
+    if set(node.kwargs) - {"axis"} or len(node.args) > 2 or not operands:
+        return None
+    axis = node.kwargs.get("axis", node.args[1] if len(node.args) > 1 else 0)
+    shapes = [m.shape for m in operands]
+    if axis is None:
+        return (sum((product(s) for s in shapes), 0),)
+    rank = len(shapes[0])
+    if not isinstance(axis, int) or not rank or any(len(s) != rank for s in shapes):
+        return None
+    axis %= rank
+    for s in shapes[1:]:
+        if not all(d == axis or s[d] == shapes[0][d] for d in range(rank)):
+            return None
+    return (*shapes[0][:axis], sum((s[axis] for s in shapes), 0), *shapes[0][axis + 1:])
+
+
+def _stacked(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.stack(seq, axis)``: equal shapes (guards), a new dimension of ``len(seq)``."""
+    if set(node.kwargs) - {"axis"} or len(node.args) > 2 or not operands:
+        return None
+    axis = node.kwargs.get("axis", node.args[1] if len(node.args) > 1 else 0)
+    shape = operands[0].shape
+    if not isinstance(axis, int) or any(
+            len(m.shape) != len(shape) or not all(a == b for a, b in zip(m.shape, shape))
+            for m in operands[1:]):
+        return None
+    axis %= len(shape) + 1
+    return (*shape[:axis], len(operands), *shape[axis:])
+
+
+def _scanned(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.cumsum(x, axis)`` and its kin: the operand's shape, flattened without an axis."""
+    if len(operands) != 1 or {"out"} & set(node.kwargs):
+        return None
+    if _axis_argument(node) is None:
+        return (product(operands[0].shape),)
+    return operands[0].shape
+
+
+def _like(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.zeros_like(x)`` and its kin: x's shape (unless the call gives another)."""
+    if "shape" in node.kwargs or not operands or not node.args or \
+            not isinstance(node.args[0], Node):
+        return None
+    return operands[0].shape
+
+
+def _differenced(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.diff(x, n=1, axis=-1)``: the axis shortened by ``n`` (at least 0: a guard)."""
+    if len(operands) != 1 or set(node.kwargs) - {"n", "axis"} or len(node.args) > 1:
+        return None
+    n, axis = node.kwargs.get("n", 1), node.kwargs.get("axis", -1)
+    shape = operands[0].shape
+    if not isinstance(n, int) or not isinstance(axis, int) or not shape or n < 0:
+        return None
+    axis %= len(shape)
+    if shape[axis] < n:
+        return None
+    return (*shape[:axis], shape[axis] - n, *shape[axis + 1:])
+
+
+def shape_rules() -> dict[str, Rule]:
+    """Each call target (``method:sum`` for methods) and its rule."""
+    rules: dict[str, Rule] = {}
+    elementwise = capture_targets_of(elementwise_ops()) | _EXTRA_ELEMENTWISE
+    rules.update(dict.fromkeys(elementwise, _elementwise))
+    reductions = capture_targets_of(frozenset(n for n, op in OPS.items()
+                                              if op.kind is OpKind.REDUCTION))
+    rules.update(dict.fromkeys(reductions, _reduced))
+    rules.update(dict.fromkeys(("operator.matmul", "numpy.matmul"), _matmul))
+    rules.update(dict.fromkeys(("numpy.dot", "method:dot"), _dot))
+    rules["numpy.outer"] = _outer
+    rules["numpy.concatenate"] = _joined
+    rules["numpy.stack"] = _stacked
+    rules.update(dict.fromkeys(("numpy.cumsum", "numpy.cumprod", "method:cumsum",
+                                "method:cumprod"), _scanned))
+    rules.update(dict.fromkeys(("numpy.zeros_like", "numpy.ones_like", "numpy.empty_like",
+                                "numpy.full_like"), _like))
+    rules["numpy.diff"] = _differenced
+    return rules

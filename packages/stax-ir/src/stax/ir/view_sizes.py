@@ -1,0 +1,197 @@
+"""Views written in size symbols (issue 15): where a transpose, a basic index or a reshape of an
+operand lies in the operand's memory, as expressions of its sizes.
+
+Capture records a view as numbers measured at the traced sizes (``meta["view"]``: an element
+offset and strides into the operand's memory, and the operand's strides they were measured on).
+A size-generic version needs the same map for every size, so each rule here derives it from the
+operand's symbolic shape and strides by NumPy's own rule of the call (``slice.indices``, a
+row-major reshape) and checks it against what capture measured; every decision the rule takes
+from a size (a slice's bound past the end, a ``-1`` that must divide) is a guard of the active
+``ShapeEnv``. A rule returns None where it has no answer: the graph then stays exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .graph import Node
+from .meta import TensorMeta
+from .sizes import Size, concrete, exact_quotient, product, same_size
+
+#: a view's map: (result meta, the view metadata written in sizes)
+View = tuple[TensorMeta, dict[str, Any]]
+
+
+def transposed(node: Node, base: TensorMeta) -> View | None:
+    """``x.T``, ``np.transpose(x, axes)``, ``x.transpose(1, 0)``: the operand's shape and
+    strides permuted, at offset 0."""
+    axes = node.kwargs.get("axes", node.args[1] if len(node.args) > 1 else None)
+    if len(node.args) > 2:  # x.transpose(1, 0)
+        axes = node.args[1:]
+    order = tuple(reversed(range(base.ndim))) if axes is None else tuple(axes)
+    if not all(isinstance(a, int) for a in order) or \
+            sorted(a % max(base.ndim, 1) for a in order) != list(range(base.ndim)):
+        return None
+    order = tuple(a % base.ndim for a in order)
+    return _checked(node, base, 0, tuple(base.shape[a] for a in order),
+                    tuple(base.strides[a] for a in order))
+
+
+def indexed(node: Node, base: TensorMeta) -> View | None:
+    """``x[key]`` with a basic key (integers, slices with integer steps, ``None``, ``...``):
+    each slice's start and length by ``slice.indices``'s rule on the dimension's size, each
+    integer a position (negative ones counted from the end); the bounds' comparisons with sizes
+    are guards."""
+    key = node.args[1] if len(node.args) == 2 else None
+    key = key if isinstance(key, tuple) else (key,)
+    if not all(k is None or k is Ellipsis or isinstance(k, slice) or _integer(k) for k in key):
+        return None
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if consumed > base.ndim or sum(1 for k in key if k is Ellipsis) > 1:
+        return None
+    if Ellipsis not in key:
+        key = (*key, Ellipsis)
+    at = key.index(Ellipsis)
+    key = (*key[:at], *(slice(None),) * (base.ndim - consumed), *key[at + 1:])
+    offset: Any = 0
+    shape: list[Any] = []
+    strides: list[Any] = []
+    d = 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        n, stride = base.shape[d], base.strides[d]
+        d += 1
+        if isinstance(k, slice):
+            bounds = slice_bounds(k, n)
+            if bounds is None:
+                return None
+            start, length, step = bounds
+            offset = offset + start * stride
+            shape.append(length)
+            strides.append(stride * step)
+            continue
+        position = int(k)
+        if position < 0:
+            position = position + n
+        if not (position >= 0 and position < n):  # NumPy raised eagerly: no view to map
+            return None
+        offset = offset + position * stride
+    return _checked(node, base, offset, tuple(shape), tuple(strides))
+
+
+def slice_bounds(key: slice, n: Any) -> tuple[Any, Any, int] | None:
+    """``key.indices(n)``'s start, the slice's length and its step, for a size ``n`` (each
+    comparison of a bound with ``n`` a guard); None for a step that is not a nonzero int."""
+    step = 1 if key.step is None else key.step
+    if not _integer(step) or step == 0 or not all(
+            b is None or _integer(b) for b in (key.start, key.stop)):
+        return None
+    step = int(step)
+    lower, upper = (0, n) if step > 0 else (-1, n - 1)
+
+    def bound(value: Any, default: Any) -> Any:
+        if value is None:
+            return default
+        value = int(value)
+        if value < 0:
+            value = value + n
+            return lower if value < lower else value
+        return upper if value > upper else value
+
+    start = bound(key.start, lower if step > 0 else upper)
+    stop = bound(key.stop, upper if step > 0 else lower)
+    if step > 0:
+        length = (stop - start - 1) // step + 1 if stop > start else 0
+    else:
+        length = (start - stop - 1) // -step + 1 if start > stop else 0
+    return start, length, step
+
+
+def reshaped(node: Node, base: TensorMeta) -> View | None:
+    """``x.reshape(shape)``, ``np.reshape(x, shape)``, ``x.ravel()`` of an operand laid out row-
+    major: the new shape (a ``-1`` is the element count divided by the others' product, that
+    division exact or guarded) with row-major strides, at offset 0. Other layouts (NumPy copies
+    or views them by strides that need not follow sizes) have no rule."""
+    shape = reshape_target(node, base)
+    if shape is None or not row_major(base):
+        return None
+    return _checked(node, base, 0, shape, row_major_strides(shape))
+
+
+def reshape_target(node: Node, base: TensorMeta) -> tuple[Any, ...] | None:
+    """The shape a reshape, ravel or flatten call asks for, in sizes (None: no rule)."""
+    order = node.kwargs.get("order", "C")
+    if order != "C":
+        return None
+    target = str(node.target)
+    if target.endswith("ravel") or target.endswith("flatten"):
+        if len(node.args) > 1 + target.startswith("numpy."):
+            return None
+        return (product(base.shape),)
+    request = node.args[1:] if not target.startswith("numpy.") else node.args[1:2]
+    if "shape" in node.kwargs or "newshape" in node.kwargs:
+        request = (node.kwargs.get("shape", node.kwargs.get("newshape")),)
+    if len(request) == 1 and isinstance(request[0], (tuple, list)):
+        request = tuple(request[0])
+    if not request or not all(_integer(n) or isinstance(n, Size) for n in request):
+        return None
+    known = product(n for n in request if not (_integer(n) and n == -1))
+    total = product(base.shape)
+    unknown = [i for i, n in enumerate(request) if _integer(n) and n == -1]
+    if len(unknown) > 1:
+        return None
+    if not unknown:
+        return tuple(request) if total == known else None  # a guard where sizes differ
+    rest = exact_quotient(total, known)
+    if rest is None:
+        if not isinstance(known, int) or known <= 0 or total % known != 0:  # a guard
+            return None
+        rest = total // known
+    return tuple(rest if i == unknown[0] else n for i, n in enumerate(request))
+
+
+def row_major(meta: TensorMeta) -> bool:
+    """Whether ``meta``'s strides are row-major in its sizes (length-1 dimensions aside), as
+    expressions: deciding nothing."""
+    dense = row_major_strides(meta.shape)
+    return all(same_size(n, 1) or same_size(s, t)
+               for n, s, t in zip(meta.shape, meta.strides, dense))
+
+
+def row_major_strides(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    strides: list[Any] = []
+    step: Any = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step = step * n
+    return tuple(reversed(strides))
+
+
+def _checked(node: Node, base: TensorMeta, offset: Any, shape: tuple[Any, ...],
+             strides: tuple[Any, ...]) -> View | None:
+    """The view in sizes, if at the traced sizes it is the view capture measured."""
+    view, meta = node.meta["view"], node.tensor
+    if concrete(offset) != view.get("offset") or concrete(shape) != tuple(meta.shape) or \
+            list(concrete(base.strides)) != list(view.get("base_strides", concrete(base.strides))):
+        return None
+    kept = []
+    for n, stride, measured in zip(shape, strides, view["strides"]):
+        if concrete(stride) == measured:
+            kept.append(stride)
+        elif isinstance(n, int) and n == 1:  # a length-1 dimension's stride, as NumPy gave it
+            kept.append(measured)
+        else:
+            return None
+    strides = tuple(kept)
+    return (TensorMeta(shape, meta.dtype, strides, meta.device, meta.scalar),
+            {**view, "offset": offset, "strides": list(strides),
+             "base_strides": list(base.strides)})
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))

@@ -1,0 +1,109 @@
+"""Dynamic shapes through views and shape-changing calls (issue 15): slices, integer and new-axis
+indexing, reshapes, joins, scans, ``*_like`` creation and products are written in size symbols,
+so a stream of sizes compiles one generic version; the bounds a slice compares with a size are
+shape guards, so a size where a bound decides otherwise (``x[:3]`` of two rows) takes another
+version — never a wrong result."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import stax.runtime as st
+
+RNG = np.random.default_rng(1521)
+
+PROGRAMS = {
+    "differences": lambda x: x[:, 1:] - x[:, :-1],
+    "stencil": lambda x: x[1:-1] * 2 + x[2:] + x[:-2],
+    "pairwise": lambda x: x[:, None, :] * x[:, :, None],
+    "head": lambda x: x[:3] * 2,
+    "tail": lambda x: x[-2:].sum(0) + x[0],
+    "reversed": lambda x: x[::-1] - x,
+    "every_other": lambda x: x[::2] + 1,
+    "every_other_reversed": lambda x: x[-1::-3] * x[-1],
+    "columns": lambda x: x[..., ::2] + x[:, 0:1],
+    "column": lambda x: x[:, 0] * x[:, 1],
+    "flat": lambda x: x.reshape(-1) * 2,
+    "regrouped": lambda x: x.reshape(-1, 4).sum(1),
+    "ravel": lambda x: np.ravel(x[::-1]) + 1,
+    "rows_joined": lambda x: np.concatenate([x, x * 2], axis=0),
+    "columns_joined": lambda x: np.concatenate([x, -x], axis=1).max(1),
+    "stacked": lambda x: np.stack([x, -x], axis=1).sum(2),
+    "cumsum": lambda x: np.cumsum(x, axis=0) - x,
+    "flat_cumsum": lambda x: np.cumsum(x),
+    "zeros_like": lambda x: np.zeros_like(x) + x * 3,
+    "diff": lambda x: np.diff(x, axis=0) * 2,
+    "outer": lambda x: np.outer(x[:, 0], x[0]),
+    "matrix_vector": lambda x: x.dot(np.arange(8.0)),
+    "vector_matrix": lambda x: x[:, 0] @ x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_stream_of_sizes_through_views_matches_numpy(name):
+    fn = PROGRAMS[name]
+    f = st.compile(fn, strict_native=True)
+    for rows in (7, 13, 2, 29, 3, 50, 4, 13):
+        x = RNG.standard_normal((rows, 8))
+        x[0, :3] = [np.nan, np.inf, -0.0]
+        want = fn(x)
+        got = f(x)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        assert got.shape == want.shape and got.dtype == want.dtype
+    generic = [v for v in f.versions() if v.generic is not None]
+    assert generic, f"{name}: no generic version"
+    # the first size, the generic version, and for bounds decided by a size (x[:3] of two
+    # rows, x[2:] of three) at most two more versions
+    assert f.cache_info().compiles <= 4
+
+
+def test_slice_bounds_are_shape_guards_that_explain_prints(caplog, monkeypatch):
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
+
+    def head(x):
+        return x[:3] * 2
+
+    f = st.compile(head)
+    for rows in (5, 9, 12):
+        x = RNG.standard_normal((rows, 4))
+        np.testing.assert_array_equal(f(x), head(x))
+    assert f.cache_info().compiles == 2
+    x = RNG.standard_normal((2, 4))  # the bound 3 is past the end: another result shape
+    np.testing.assert_array_equal(f(x), head(x))
+    assert f(x).shape == (2, 4)
+    # the guard, where it was decided, and what the short array gave
+    assert "shape guards: s0 - 3 >= 0 (view_sizes.py:" in caplog.text
+    assert "shape guard s0 - 3 >= 0 where s0 = inputs[0].shape[0]" in caplog.text
+    assert "(got -1)" in caplog.text
+    report = f.explain(x)
+    assert any("s0 - 3 >= 0" in failure.condition for failure in report[1].failures)
+
+
+def test_a_reshape_that_needs_divisibility_guards_it():
+    def pairs(x):
+        return x.reshape(-1, 2).sum(1)
+
+    f = st.compile(pairs)
+    for n in (8, 10, 14, 22):
+        x = RNG.standard_normal(n)
+        np.testing.assert_allclose(f(x), pairs(x), rtol=1e-12)
+    assert f.cache_info().compiles == 2
+    with pytest.raises(ValueError, match="cannot reshape"):
+        f(RNG.standard_normal(7))  # NumPy's own error: the guard sends it to a new capture
+
+
+def test_a_view_at_a_size_dependent_offset_reads_the_right_elements():
+    """``x[-2:]`` starts at ``(n - 2) * stride``: an offset in the size symbol."""
+    def last_rows(x):
+        return x[-2:] + x[-1]
+
+    f = st.compile(last_rows, strict_native=True)
+    for rows in (4, 9, 5, 30):
+        x = np.arange(rows * 3.0).reshape(rows, 3)
+        np.testing.assert_array_equal(f(x), last_rows(x))
+        xt = np.asfortranarray(x)
+        np.testing.assert_array_equal(f(xt), last_rows(xt))
