@@ -107,3 +107,56 @@ def test_a_view_at_a_size_dependent_offset_reads_the_right_elements():
         np.testing.assert_array_equal(f(x), last_rows(x))
         xt = np.asfortranarray(x)
         np.testing.assert_array_equal(f(xt), last_rows(xt))
+
+
+def _filled(x):
+    n = x.shape[0]
+    out = np.zeros((n, 3))
+    out[:, 0] = x[:, 0]
+    out[:, 1] = x.sum(1)
+    out[n - 1, 2] = 1.0
+    return out
+
+
+SHAPE_READS = {
+    "reshape": lambda x: x.reshape(x.shape[0], 4, -1).sum(-1),
+    "column_mean": lambda x: x.sum(0) / x.shape[0],
+    "mean_by_size": lambda x: x.sum() / x.size,
+    "halves": lambda x: x[: x.shape[0] // 2] + x[x.shape[0] // 2:][: x.shape[0] // 2],
+    "filled": _filled,
+    "arange": lambda x: x * np.arange(x.shape[1]) + np.arange(x.shape[0])[:, None],
+    "last_row": lambda x: x[x.shape[0] - 1] * 2,
+    "flattened": lambda x: (x - x.mean(0)).reshape(x.shape[0] * x.shape[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_READS))
+def test_sizes_the_function_reads_from_shapes_are_generic(name):
+    """``x.shape[0]`` in a reshape, a slice bound, a creation or an arithmetic operand stays
+    a size of the generic version (torch.compile's SymInt), not a constant of the code."""
+    fn = SHAPE_READS[name]
+    f = st.compile(fn, strict_native=True)
+    for rows in (6, 10, 14, 22, 10, 30):
+        x = RNG.standard_normal((rows, 8))
+        np.testing.assert_allclose(f(x), fn(x), rtol=1e-12, atol=1e-12)
+        assert f(x).shape == fn(x).shape
+    assert f.cache_info().compiles == 2
+    assert f.versions()[1].generic is not None
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x * 2 if x.shape[0] > 8 else x - 1,
+    lambda x: sum(x[i] for i in range(x.shape[0])),
+    lambda x: x / len(x),
+    lambda x: x * (1.0 / x.shape[0]),
+    lambda x: x[: max(2, x.shape[0] - 8)],
+], ids=["compared", "range", "len", "float", "builtin_max"])
+def test_a_size_python_decides_from_keeps_exact_versions(fn, caplog, monkeypatch):
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
+    f = st.compile(fn)
+    for rows in (6, 10, 14):
+        x = RNG.standard_normal((rows, 3))
+        np.testing.assert_allclose(f(x), fn(x), rtol=1e-12, atol=1e-12)
+    assert f.cache_info().compiles == 3
+    assert "reads its shape in Python" in caplog.text

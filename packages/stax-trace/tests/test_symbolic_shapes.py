@@ -17,7 +17,8 @@ def _symbolized(fn, args, dynamic):
     copy = GraphProgram.from_json(program.to_json(), CAPTURE_SCHEMA)
     env = ShapeEnv()
     with shape_env(env):
-        why = symbolize(copy, dynamic, env, frozenset(program.info.get("shape_read", ())))
+        why = symbolize(copy, dynamic, env, frozenset(program.info.get("shape_read", ())),
+                        program.info.get("size_symbols"))
     return copy, env, why
 
 
@@ -53,10 +54,28 @@ def test_reductions_matmul_and_broadcasting():
 
 
 def test_what_keeps_a_graph_exact():
-    def reads(x):
-        return x * x.shape[0]
+    def decides(x):  # a comparison: the branch taken holds for some sizes only
+        return x * 2 if x.shape[0] > 3 else x
 
-    assert "reads its shape in Python" in _symbolized(reads, (np.ones((4, 2)),), {0: [0]})[2]
+    assert "reads its shape in Python" in _symbolized(decides, (np.ones((4, 2)),), {0: [0]})[2]
+
+    def loops(x):  # range(n) unrolls n iterations
+        total = x[0]
+        for i in range(1, x.shape[0]):
+            total = total + x[i]
+        return total
+
+    assert "reads its shape in Python" in _symbolized(loops, (np.ones((4, 2)),), {0: [0]})[2]
+
+    def measures(x):  # len() must give Python an int
+        return x / len(x)
+
+    assert "reads its shape in Python" in _symbolized(measures, (np.ones((4, 2)),), {0: [0]})[2]
+
+    def floats(x):  # a float computed in Python from a size: a constant of the code
+        return x * (1.0 / x.shape[0])
+
+    assert "reads its shape in Python" in _symbolized(floats, (np.ones((4, 2)),), {0: [0]})[2]
 
     def sorts(x):
         return np.sort(x, axis=0)
@@ -128,3 +147,28 @@ def test_strides_are_written_in_the_sizes():
         assert str(symbolic_strides((n, m), (4, 6), (1, 4))[1]) == "s0"  # F order
         assert symbolic_strides((n, m), (4, 6), (12, 2)) == (12, 2)  # a step: a number
     assert isinstance(symbolic_strides((n, m), (4, 6), (6, 1))[0], Size)
+
+
+def test_sizes_read_from_shapes_follow_them_into_calls():
+    """``x.shape[0]`` and what integer arithmetic makes of it reach calls as sizes: the node
+    records the int and its place and expression; symbolize puts the expression back."""
+    def f(x):
+        n, m = x.shape
+        half = x[: n // 2]
+        return x.reshape(n * 2, -1) + 1, half / n, np.zeros((n - 1, m)) + x.size
+
+    program = trace(f, (np.ones((6, 4)),))
+    assert program.info["size_symbols"] == {"s0": ["x", 0], "s1": ["x", 1]}
+    recorded = {n.name: n.meta["size_args"] for n in program.graph.nodes if "size_args" in n.meta}
+    assert recorded["getitem"] == [[["args", 1, "stop"], "(s0//2)"]]
+    assert recorded["reshape"] == [[["args", 1], "2*s0"]]
+    assert recorded["truediv"] == [[["args", 1], "s0"]]
+    assert recorded["zeros"] == [[["args", 0, 0], "s0 - 1"], [["args", 0, 1], "s1"]]
+    copy, _, why = _symbolized(f, (np.ones((6, 4)),), {0: [0]})
+    assert why is None
+    nodes = {n.name: n for n in copy.graph.nodes}
+    assert str(nodes["reshape"].args[1]) == "2*s0"
+    assert tuple(map(str, nodes["reshape"].tensor.shape)) == ("2*s0", "2")
+    assert tuple(map(str, nodes["getitem"].tensor.shape)) == ("(s0//2)", "4")
+    assert tuple(map(str, nodes["zeros"].tensor.shape)) == ("s0 - 1", "4")
+    assert str(nodes["add_1"].args[1]) == "4*s0"  # x.size

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir.shape_env import UNBOUNDED, Guard
-from stax.ir.sizes import Size
+from stax.ir.sizes import Size, parse_size
 from stax.ir.sizes import concrete as sizes_at
 
 from .artifact import KernelArtifact, KernelPlan
@@ -38,7 +38,23 @@ def instantiate(artifact: KernelArtifact, values: Mapping[str, int]) -> KernelAr
     concrete = sizes_at(artifact, values)
     threshold = artifact.target.get("parallel_work")
     kernels = [_split(k, values, threshold) for k in concrete.kernels]
-    return dataclasses.replace(concrete, kernels=kernels)
+    externs = [dataclasses.replace(e, args=_encoded_sizes(e.args, values),
+                                   kwargs=_encoded_sizes(e.kwargs, values))
+               for e in concrete.externs]
+    return dataclasses.replace(concrete, kernels=kernels, externs=externs)
+
+
+def _encoded_sizes(doc: Any, values: Mapping[str, int]) -> Any:
+    """A NumPy call's encoded arguments with each size (``{"size": "s0*4"}``: a reshape's
+    ``x.shape[0] * 4``) its value at these sizes."""
+    if isinstance(doc, list):
+        return [_encoded_sizes(v, values) for v in doc]
+    if isinstance(doc, dict):
+        if set(doc) == {"size"}:
+            size = parse_size(doc["size"])
+            return size.evaluate(values) if isinstance(size, Size) else size
+        return {k: _encoded_sizes(v, values) for k, v in doc.items()}
+    return doc
 
 
 def _split(kernel: KernelPlan, values: Mapping[str, int], threshold: Any) -> KernelPlan:

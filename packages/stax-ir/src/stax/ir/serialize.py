@@ -18,6 +18,7 @@ import numpy as np
 from .errors import SchemaError, UnsupportedError
 from .graph import Graph, Node, Opcode
 from .meta import TensorMeta
+from .sizes import Size, parse_size
 
 # -- document envelope ---------------------------------------------------------------------------
 
@@ -94,6 +95,8 @@ def encode_value(value: Any, node_ref: Any = None) -> Any:
                           encode_value(value.step)]}
     if value is Ellipsis:
         return {"ellipsis": True}
+    if isinstance(value, Size):  # an argument of a size-generic graph (``x / x.shape[0]``)
+        return {"size": str(value)}
     raise UnsupportedError(f"cannot serialize a constant of type {type(value).__name__}")
 
 
@@ -137,6 +140,8 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
         return {k: decode_value(v, nodes) for k, v in doc["dict"]}
     if "slice" in doc:
         return slice(*(decode_value(v, nodes) for v in doc["slice"]))
+    if "size" in doc:
+        return parse_size(doc["size"])
     if "ellipsis" in doc:
         return Ellipsis
     raise SchemaError(f"unknown tagged value {doc!r}")
@@ -148,9 +153,10 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
 #: meta keys a document keeps besides ``tensor`` and ``source`` (``numpy_call``: the node runs as
 #: NumPy's own call, for its exact bits: a float reduction a data gate reads, ``gate_checks``;
 #: ``aliases``: NumPy's value shared an argument's memory with no ``view`` relation to its first
-#: operand, ``np.split(x, 2)[0]``, ``x.view(np.int64)``)
+#: operand, ``np.split(x, 2)[0]``, ``x.view(np.int64)``; ``size_args``: arguments the function
+#: computed from shapes it read, ``stax.trace.traced_sizes``)
 SERIALIZED_META = ("sequence", "gated", "random", "object", "shape_gated", "region", "view",
-                   "events_only", "numpy_call", "aliases")
+                   "events_only", "numpy_call", "aliases", "size_args")
 
 
 def graph_to_json(graph: Graph) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from .graph import Node
 from .meta import TensorMeta
 from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
-from .sizes import product
+from .sizes import Size, product
 
 Rule = Callable[[Node, list[TensorMeta]], "tuple[Any, ...] | None"]
 
@@ -174,6 +174,40 @@ def _differenced(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | No
     return (*shape[:axis], shape[axis] - n, *shape[axis + 1:])
 
 
+def _created(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.zeros(shape)``, ``np.ones``, ``np.full`` (and ``np.empty``, captured as zeros): the
+    shape argument, whose sizes the function may have read from its arrays."""
+    shape = node.kwargs.get("shape", node.args[0] if node.args else None)
+    shape = shape if isinstance(shape, (tuple, list)) else (shape,)
+    if not all(isinstance(n, Size) or (isinstance(n, int) and n >= 0) for n in shape):
+        return None
+    return tuple(shape)
+
+
+def _arange(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.arange(stop)``, ``np.arange(start, stop)`` with integer bounds: ``stop - start``
+    elements (none where that is negative: a guard)."""
+    if node.kwargs or not 1 <= len(node.args) <= 2 or \
+            not all(isinstance(a, (int, Size)) and not isinstance(a, bool) for a in node.args):
+        return None
+    start, stop = (0, node.args[0]) if len(node.args) == 1 else node.args
+    return (stop - start if stop > start else 0,)
+
+
+def _updated(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``x[key] = value`` captured functionally (``stax.functional.setitem``): x's shape. Where
+    the key lands is the lowering's to work out in sizes (each decision a guard)."""
+    if not node.args or not isinstance(node.args[0], Node) or not operands:
+        return None
+    return operands[0].shape
+
+
+def _copied(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    if len(operands) != 1 or set(node.kwargs) - {"order"}:
+        return None
+    return operands[0].shape
+
+
 def shape_rules() -> dict[str, Rule]:
     """Each call target (``method:sum`` for methods) and its rule."""
     rules: dict[str, Rule] = {}
@@ -192,4 +226,8 @@ def shape_rules() -> dict[str, Rule]:
     rules.update(dict.fromkeys(("numpy.zeros_like", "numpy.ones_like", "numpy.empty_like",
                                 "numpy.full_like"), _like))
     rules["numpy.diff"] = _differenced
+    rules.update(dict.fromkeys(("numpy.zeros", "numpy.ones", "numpy.full"), _created))
+    rules["numpy.arange"] = _arange
+    rules["stax.functional.setitem"] = _updated
+    rules.update(dict.fromkeys(("method:copy", "numpy.copy"), _copied))
     return rules

@@ -525,3 +525,15 @@ def concrete(value: Any, values: Mapping[str, int] | None = None) -> Any:
                     changes[f.name] = new
         return dataclasses.replace(value, **changes) if changes else value
     return value
+
+
+def specialize(value: Any) -> Any:
+    """``value`` with every size in it (through tuples, lists and slices) made an int: a
+    decision taken at the traced sizes that holds only there (the version is exact in them)."""
+    if isinstance(value, Size):
+        return int(value)
+    if isinstance(value, slice):
+        return slice(specialize(value.start), specialize(value.stop), specialize(value.step))
+    if isinstance(value, (tuple, list)):
+        return type(value)(specialize(v) for v in value)
+    return value

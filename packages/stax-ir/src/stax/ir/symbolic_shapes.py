@@ -26,7 +26,7 @@ from .meta import TensorMeta
 from .program import GraphProgram
 from .shape_env import ShapeEnv
 from .size_rules import broadcast_shapes, shape_rules
-from .sizes import Size, concrete
+from .sizes import Size, concrete, parse_size
 from .view_sizes import View, indexed, reshape_target, reshaped, transposed
 
 __all__ = ["broadcast_shapes", "symbolic_strides", "symbolize"]
@@ -50,11 +50,14 @@ def target_name(node: Node) -> str:
 
 
 def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: ShapeEnv,
-              shape_read: frozenset[str] = frozenset()) -> str | None:
+              shape_read: frozenset[str] = frozenset(),
+              size_symbols: Mapping[str, Sequence[Any]] | None = None) -> str | None:
     """Give ``program``'s metadata symbolic sizes, in place: for flat input ``i``, its dimensions
     ``dynamic[i]`` become new symbols of ``env``. None when done, else why the graph stays
-    exact (nothing is changed then). ``shape_read``: names of nodes whose shape the function
-    read in Python."""
+    exact (the program may then be left half rewritten: symbolize a copy). ``shape_read``:
+    names of nodes whose shape the function read in Python and decided something from;
+    ``size_symbols``: the capture's symbols of the sizes it read and followed (``{"s0": [node,
+    dim]}``), which the nodes' ``size_args`` are written in."""
     if program.gates or program.replay is not None:
         return "the function has data gates"
     if program.writeback:
@@ -88,6 +91,11 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
         target = target_name(node)
         if any(key in node.meta for key in _CONCRETE_META):
             return f"{node.name}: {target}() has a result whose shape was read as numbers"
+        sized = bool(node.meta.get("size_args"))
+        if sized:  # arguments computed from shapes the function read: in sizes again
+            why = _put_sizes(node, size_symbols or {}, shapes)
+            if why is not None:
+                return f"{node.name}: {why}"
         operands = [shapes[a] for a in _array_operands(node)]
         if node.meta.get("view") is not None:  # where the view lies, in sizes
             rule = _VIEW_RULES.get(target)
@@ -98,7 +106,7 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
                        "its layout"
             shapes[node], views[node] = view
             continue
-        if not any(_symbolic(m.shape) for m in operands):
+        if not sized and not any(_symbolic(m.shape) for m in operands):
             # a fresh result of operands whose shapes are numbers (``np.arange(8.0)``, a
             # product with a weight): its shape is the same at every size
             shape = node.tensor.shape
@@ -123,6 +131,46 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
     for node, view in views.items():
         node.meta["view"] = view
     return None
+
+
+def _put_sizes(node: Node, size_symbols: Mapping[str, Sequence[Any]],
+               shapes: Mapping[Node, TensorMeta]) -> str | None:
+    """Replace the ints capture recorded for sizes the function computed from shapes by their
+    expressions in the symbolic shapes (``x.reshape(n, -1)`` with ``n = x.shape[0]``)."""
+    by_name = {n.name: n for n in shapes}
+    args, kwargs = node.args, node.kwargs
+    for path, text in node.meta["size_args"]:
+        size, values = parse_size(text), {}
+        for name in size.symbols if isinstance(size, Size) else ():
+            origin = size_symbols.get(name)
+            source = by_name.get(origin[0]) if origin else None
+            if source is None:
+                return f"a size read from a value the graph no longer holds ({text})"
+            values[name] = shapes[source].shape[int(origin[1])]
+        value = size.evaluate(values) if isinstance(size, Size) else size
+        where, *rest = path
+        if where == "args":
+            args = _replaced(args, rest, value)
+        else:
+            kwargs = _replaced(kwargs, rest, value)
+    node.set_args(args, kwargs)
+    return None
+
+
+def _replaced(container: Any, path: Sequence[Any], value: Any) -> Any:
+    """``container`` with the item at ``path`` (indices, keys, a slice's part) replaced."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(container, slice):
+        parts = {"start": container.start, "stop": container.stop, "step": container.step}
+        parts[head] = _replaced(parts[head], rest, value)
+        return slice(parts["start"], parts["stop"], parts["step"])
+    if isinstance(container, dict):
+        return {**container, head: _replaced(container[head], rest, value)}
+    items = list(container)
+    items[head] = _replaced(items[head], rest, value)
+    return type(container)(items)
 
 
 def _symbolic(shape: tuple[Any, ...]) -> bool:

@@ -46,7 +46,8 @@ def indexed(node: Node, base: TensorMeta) -> View | None:
     are guards."""
     key = node.args[1] if len(node.args) == 2 else None
     key = key if isinstance(key, tuple) else (key,)
-    if not all(k is None or k is Ellipsis or isinstance(k, slice) or _integer(k) for k in key):
+    if not all(k is None or k is Ellipsis or isinstance(k, (slice, Size)) or _integer(k)
+               for k in key):
         return None
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if consumed > base.ndim or sum(1 for k in key if k is Ellipsis) > 1:
@@ -75,7 +76,7 @@ def indexed(node: Node, base: TensorMeta) -> View | None:
             shape.append(length)
             strides.append(stride * step)
             continue
-        position = int(k)
+        position = k if isinstance(k, Size) else int(k)  # x[n - 1]: a size read in Python
         if position < 0:
             position = position + n
         if not (position >= 0 and position < n):  # NumPy raised eagerly: no view to map
@@ -89,7 +90,7 @@ def slice_bounds(key: slice, n: Any) -> tuple[Any, Any, int] | None:
     comparison of a bound with ``n`` a guard); None for a step that is not a nonzero int."""
     step = 1 if key.step is None else key.step
     if not _integer(step) or step == 0 or not all(
-            b is None or _integer(b) for b in (key.start, key.stop)):
+            b is None or _integer(b) or isinstance(b, Size) for b in (key.start, key.stop)):
         return None
     step = int(step)
     lower, upper = (0, n) if step > 0 else (-1, n - 1)
@@ -97,7 +98,7 @@ def slice_bounds(key: slice, n: Any) -> tuple[Any, Any, int] | None:
     def bound(value: Any, default: Any) -> Any:
         if value is None:
             return default
-        value = int(value)
+        value = value if isinstance(value, Size) else int(value)
         if value < 0:
             value = value + n
             return lower if value < lower else value
@@ -105,11 +106,17 @@ def slice_bounds(key: slice, n: Any) -> tuple[Any, Any, int] | None:
 
     start = bound(key.start, lower if step > 0 else upper)
     stop = bound(key.stop, upper if step > 0 else lower)
+    return start, slice_length(start, stop, step), step
+
+
+def slice_length(start: Any, stop: Any, step: int) -> Any:
+    """``len(range(start, stop, step))`` of normalized bounds that may be sizes (whether the
+    range is empty a guard)."""
+    if not isinstance(start, Size) and not isinstance(stop, Size):
+        return len(range(start, stop, step))
     if step > 0:
-        length = (stop - start - 1) // step + 1 if stop > start else 0
-    else:
-        length = (start - stop - 1) // -step + 1 if start > stop else 0
-    return start, length, step
+        return (stop - start - 1) // step + 1 if stop > start else 0
+    return (start - stop - 1) // -step + 1 if start > stop else 0
 
 
 def reshaped(node: Node, base: TensorMeta) -> View | None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides, dense_strides
-from stax.ir.sizes import is_symbolic, same_size
+from stax.ir.sizes import Size, is_symbolic, same_size
 
 from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, rewrite
 from .index import Affine, linear_index
@@ -42,6 +42,12 @@ def scalar_constant(value: Any, dtype: str) -> Expr:
     NumPy reports "overflow encountered in cast" on every call, so the event belongs to each
     call (a narrowing cast reports it, ``fpevents``), not once to the compile that folded it."""
     target = np.dtype(dtype)
+    if isinstance(value, Size):  # a size the function read (``x / x.shape[0]``): a Python int
+        if target.kind not in "iuf":
+            raise TypeError(f"a size as a {dtype} constant")
+        if target.kind in "iu" and not value <= np.iinfo(target).max:  # a guard: in range
+            raise TypeError(f"a size past the range of {dtype}")
+        return Const(value, dtype)  # the kernel computes it at entry and converts it
     if target.kind == "f" and isinstance(value, (float, np.floating)):
         source = np.asarray(value).dtype
         if source.itemsize > target.itemsize and np.isfinite(value):

@@ -124,7 +124,7 @@ def _consider_materializing(ctx: LoopLowering, node: Node, materialize: Material
             continue
         shape = user.tensor.shape if user.tensor is not None else lazy.shape
         if user.target == "setitem" and user.args[0] is not node:
-            region = [len(range(*hint(e[1:]))) for e in user.kwargs["key"] if e[0] == "slice"]
+            region = [len(range(*(hint(v) for v in e[1:]))) for e in user.kwargs["key"] if e[0] == "slice"]
             reads += max(numel, hint(product(region)))  # once per element of the region
         elif lazy.shape and hint(lazy.shape[-1]) == 1 and shape and hint(shape[-1]) > 1:
             reads += numel  # broadcast along the innermost loop: invariant there, computed once

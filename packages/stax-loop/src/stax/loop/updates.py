@@ -24,6 +24,8 @@ import math
 import numpy as np
 
 from stax.ir import Node, Opcode, contiguous_strides
+from stax.ir.sizes import hint, product, same_size
+from stax.ir.view_sizes import slice_length
 
 from .context import (
     Lazy,
@@ -46,7 +48,7 @@ from .registry import lowers
 def lower_setitem(ctx: LoopLowering, node: Node) -> Lazy:
     meta = node.tensor
     dtype, key = meta.dtype, node.kwargs["key"]
-    region = tuple(len(range(e[1], e[2], e[3])) for e in key if e[0] == "slice")
+    region = tuple(slice_length(*e[1:]) for e in key if e[0] == "slice")
     if len(node.args) > 1:
         value = ctx.operand(node.args[1], region, dtype)
     else:
@@ -80,8 +82,8 @@ def _select(ctx: LoopLowering, node: Node, value: Loader) -> Lazy:
                 conditions.append(index_compare("eq", i[d], entry[1]))
                 continue
             _, start, stop, step = entry
-            count = len(range(start, stop, step))
-            if count == meta.shape[d]:  # the whole axis, in order or reversed
+            count = slice_length(start, stop, step)
+            if same_size(count, meta.shape[d]):  # the whole axis, in order or reversed
                 inner.append(i[d] if step == 1 else i[d] * -1 + (meta.shape[d] - 1))
                 continue
             low, high = (start, start + count) if step == 1 else (start - count + 1, start + 1)
@@ -108,7 +110,7 @@ def _updatable(ctx: LoopLowering, node: Node) -> Lazy | None:
             x.op is not Opcode.CALL_FUNCTION or not ctx.native(node.tensor.dtype) or \
             not _read_only_on_the_way(x, node):
         return None
-    if not any(e[0] == "int" or len(range(e[1], e[2], e[3])) < n
+    if not any(e[0] == "int" or not same_size(slice_length(*e[1:]), n)
                for e, n in zip(node.kwargs["key"], node.tensor.shape)):
         return None  # the whole array: a select is the value itself, nothing to keep
     owned = ctx.owned(x)
@@ -124,9 +126,9 @@ def _updatable(ctx: LoopLowering, node: Node) -> Lazy | None:
         if total <= ctx.options.select_chain:
             return None
     else:
-        region = math.prod(len(range(*e[1:])) for e in node.kwargs["key"] if e[0] == "slice")
+        region = product(slice_length(*e[1:]) for e in node.kwargs["key"] if e[0] == "slice")
         if total <= ctx.options.select_chain and \
-                math.prod(node.tensor.shape) < SMALL_REGION * (region + KERNEL_ELEMENTS):
+                hint(product(node.tensor.shape)) < SMALL_REGION * (hint(region) + KERNEL_ELEMENTS):
             return None  # a short chain of selects: one kernel, no buffer of its own
     ctx.values[x] = ctx.realize(lazy, output_strides(x.tensor), x)
     return ctx.values[x]

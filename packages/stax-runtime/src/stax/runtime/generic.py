@@ -248,7 +248,8 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     env = ShapeEnv()
     with shape_env(env):
         try:  # whatever stops it, the exact version is compiled instead
-            why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())))
+            why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())),
+                            capture.info.get("size_symbols"))
             executable = None if why is not None else run_backend(program)
         except Exception as exc:
             raise NotGeneric(f"{type(exc).__name__}: {exc}") from None

@@ -34,6 +34,7 @@ from .isolation import refused
 from .patching import Patches
 from .proxy import Proxy
 from .source import library_frame, user_source
+from .traced_sizes import plain
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -72,7 +73,7 @@ def _recorder(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(original)
     def record(*args: Any, **kwargs: Any) -> Any:
-        array = original(*args, **kwargs)
+        array = original(*plain(args), **plain(kwargs))  # sizes read from shapes as ints
         tracer = getattr(_active, "tracer", None)
         if tracer is None or type(array) is not np.ndarray:
             return array

@@ -8,7 +8,9 @@ one node whose metadata (shape, dtype, strides) is the eager result's.
 
 from __future__ import annotations
 
+import functools
 import operator
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,7 +19,7 @@ from stax.ir import NN_FUNCTIONS, SCALAR_OPERATORS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
 from .isolation import refused
-from .source import user_source
+from .source import library_frame, user_source
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -176,6 +178,10 @@ class Proxy:
     def __getattr__(self, name: str) -> Any:
         _live(self)
         if name in STATIC_ATTRIBUTES:
+            if name in ("shape", "size") and not library_frame(sys._getframe(1)):
+                # the user's code: sizes that follow the shape (traced_sizes.py)
+                shape = self.tracer.shape_of(self)
+                return shape if name == "shape" else functools.reduce(operator.mul, shape, 1)
             if name in ("shape", "size", "nbytes"):
                 self.tracer.shape_read.add(self.node)
             return getattr(self.value, name)

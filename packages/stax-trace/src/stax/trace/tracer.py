@@ -28,6 +28,7 @@ from stax.ir import (
     tree_unflatten,
 )
 from stax.ir.pytree import is_namedtuple
+from stax.ir.sizes import Size
 
 from . import loops, masked, masked_reductions, minmax
 from .creation import Created, constant_result, not_recording, recording_creation
@@ -39,6 +40,7 @@ from .raised import caught_error, decided_by_key
 from .reach import escaped_proxy, scan
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
+from .traced_sizes import TracedSize, plain
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
@@ -71,6 +73,8 @@ class Tracer:
         self.masked_reads: dict[Any, tuple[tuple[Any, Any], Any]] = {}  # -> ((x, value), m)
         self.scalar_values: dict[Any, Any] = {}
         self.shape_read: set[Any] = set()
+        # the dimensions the user's code read as sizes (``x.shape[0]``), each a size symbol
+        self.size_symbols: dict[tuple[Any, int], str] = {}
         self.superseded: list[Any] = []
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
         #: calls on traced values that raised (``caught``): (what, exception type, source)
@@ -160,8 +164,9 @@ class Tracer:
                 "each iteration's operations are recorded again)", source=source,
                 hint="the function runs eagerly; write the loop with whole-array operations"))
         args = _gate_slice_bounds(args)
-        node_args = self._symbolic(args, source)
-        node_kwargs = self._symbolic(kwargs, source)
+        sizes: list[tuple[tuple[Any, ...], Any]] = []  # shape-read sizes among the arguments
+        node_args = self._symbolic(args, source, sizes, ("args",))
+        node_kwargs = self._symbolic(kwargs, source, sizes, ("kwargs",))
         with not_recording(), traced_value(), \
                 self.raising(f"{target}()", source, lambda exc: decided_by_key(target, exc, args)):
             try:
@@ -179,7 +184,8 @@ class Tracer:
             # NumPy scalar: ``np.True_ | np.True_`` is the one ``np.True_`` object, a new value
             return first
         if _is_array(value):
-            meta = {"tensor": meta_of(value, target, source), "source": source}
+            meta = {"tensor": meta_of(value, target, source), "source": source,
+                    **size_arguments(sizes)}
             if random:
                 meta["random"] = True
             view = view_relation(value, args) if isinstance(value, np.ndarray) else None
@@ -195,6 +201,8 @@ class Tracer:
             if isinstance(value, np.ndarray):
                 self.arrays.append(weakref.ref(value))
             return Proxy(node, value, self)
+        for _, expression in sizes:  # not one array: the sizes' uses are not followed
+            self.read_sizes(expression)
         if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
             # operator.getitem node per result, as torch.fx does
@@ -260,7 +268,39 @@ class Tracer:
                 return  # the shape follows from the key
             self.gates.append(Gate(node.name, kind, GATE_CONVERSIONS[kind](value), source))
 
-    def _symbolic(self, value: Any, source: str | None) -> Any:
+    def shape_of(self, proxy: Proxy) -> tuple[TracedSize, ...]:
+        """``x.shape`` read by the user's code: each dimension a size that follows it."""
+        node, shape = proxy.node, proxy.value.shape
+        return tuple(TracedSize(n, self._size_symbol(node, d), self) for d, n in enumerate(shape))
+
+    def _size_symbol(self, node: Any, dim: int) -> Size:
+        name = self.size_symbols.get((node, dim))
+        if name is None:
+            name = self.size_symbols[(node, dim)] = f"s{len(self.size_symbols)}"
+        return Size.symbol(name)
+
+    def read_sizes(self, expression: Any) -> None:
+        """Python decided something from a size: its dimensions stay exact."""
+        if isinstance(expression, Size):
+            names = expression.symbols
+            self.shape_read.update(node for (node, _), name in self.size_symbols.items()
+                                   if name in names)
+
+    def _symbolic(self, value: Any, source: str | None,
+                  sizes: list[tuple[tuple[Any, ...], Any]] | None = None,
+                  path: tuple[Any, ...] = ()) -> Any:
+        """A call's argument as the node records it; a size read from a shape is its int, and
+        with ``sizes`` given, its place and expression are appended there (else it is read)."""
+        if isinstance(value, TracedSize):
+            if sizes is None:
+                return value.read()
+            if isinstance(value.expression, Size):
+                sizes.append((path, value.expression))
+            return value.value
+        if isinstance(value, slice) and any(isinstance(b, TracedSize)
+                                            for b in (value.start, value.stop, value.step)):
+            return slice(*(self._symbolic(b, source, sizes, (*path, part)) for part, b in
+                           zip(("start", "stop", "step"), (value.start, value.stop, value.step))))
         if isinstance(value, GeneratorProxy):
             return value.node
         if isinstance(value, Proxy):
@@ -275,9 +315,10 @@ class Tracer:
                 f"a namedtuple ({type(value).__name__}) holding traced values is not captured "
                 "yet", source=source, hint="use a tuple or a dict"))
         if isinstance(value, (tuple, list)):
-            return type(value)(self._symbolic(v, source) for v in value)
+            return type(value)(self._symbolic(v, source, sizes, (*path, i))
+                               for i, v in enumerate(value))
         if isinstance(value, dict):
-            return {k: self._symbolic(v, source) for k, v in value.items()}
+            return {k: self._symbolic(v, source, sizes, (*path, k)) for k, v in value.items()}
         if isinstance(value, np.ndarray):
             created = self.created.get(id(value))
             if created is not None and created.array is value:
@@ -301,9 +342,11 @@ class Tracer:
             raise escaped()
         if self.selections:
             args, kwargs, _ = minmax.settle(self, None, None, args, kwargs, None)
+        sizes: list[tuple[tuple[Any, ...], Any]] = []
         node = self.graph.create_node(
-            Opcode.CALL_FUNCTION, target, self._symbolic(args, source),
-            self._symbolic(kwargs, source), meta={"tensor": TensorMeta.of(array), "source": source})
+            Opcode.CALL_FUNCTION, target, self._symbolic(args, source, sizes, ("args",)),
+            self._symbolic(kwargs, source, sizes, ("kwargs",)),
+            meta={"tensor": TensorMeta.of(array), "source": source, **size_arguments(sizes)})
         self._note_constant(node)
         self.arrays.append(weakref.ref(array))
         return Proxy(node, array, self)
@@ -314,11 +357,13 @@ class Tracer:
                 raise refused(UnsupportedError(
                     f"an array made by {created.target}() is modified in place before it meets "
                     "a traced value", source=source))
-            args = self._symbolic(created.args, created.source)
-            kwargs = self._symbolic(created.kwargs, created.source)
+            sizes: list[tuple[tuple[Any, ...], Any]] = []
+            args = self._symbolic(created.args, created.source, sizes, ("args",))
+            kwargs = self._symbolic(created.kwargs, created.source, sizes, ("kwargs",))
             created.node = self.graph.create_node(
                 Opcode.CALL_FUNCTION, created.target, args, kwargs,
-                meta={"tensor": TensorMeta.of(created.array), "source": created.source})
+                meta={"tensor": TensorMeta.of(created.array), "source": created.source,
+                      **size_arguments(sizes)})
             self._note_constant(created.node)
         return created.node
 
@@ -337,7 +382,20 @@ def _gate_slice_bounds(value: Any) -> Any:
     return value
 
 
+def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
+    """The node metadata of the shape-read sizes among a call's arguments: each one's place
+    (``["args", 1, "stop"]``) and expression over the capture's size symbols
+    (``info["size_symbols"]``), for ``stax.ir.symbolic_shapes`` to put back."""
+    if not sizes:
+        return {}
+    return {"size_args": [[list(path), str(expression)] for path, expression in sizes]}
+
+
 def _concrete(value: Any) -> Any:
+    if isinstance(value, TracedSize):
+        return value.value
+    if isinstance(value, slice):
+        return plain(value)
     if isinstance(value, Proxy):
         return value.value
     if isinstance(value, GeneratorProxy):
@@ -458,6 +516,8 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     out_leaves, output_tree = tree_flatten(result)
     outputs = []
     for i, leaf in enumerate(out_leaves):
+        if isinstance(leaf, TracedSize):  # a size returned: a constant of the version
+            leaf = out_leaves[i] = leaf.read()
         if isinstance(leaf, np.ndarray) and not isinstance(leaf, Proxy):
             leaf = out_leaves[i] = constant_result(tracer, leaf)
         elif not isinstance(leaf, (Proxy, type, *_CONSTANT_TYPES)):
@@ -492,6 +552,10 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     read = sorted(n.name for n in tracer.shape_read if n.graph is tracer.graph)
     if read:  # values whose shape Python read: a size-generic version keeps them exact
         info["shape_read"] = read
+    symbols = {name: [node.name, dim] for (node, dim), name in tracer.size_symbols.items()
+               if node.graph is tracer.graph}
+    if symbols:
+        info["size_symbols"] = symbols
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
                         inputs, input_tree, output_tree, info, tracer.gates, replay,
                         [a.node.target for a in updated])

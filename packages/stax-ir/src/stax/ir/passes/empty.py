@@ -18,6 +18,7 @@ import numpy as np
 
 from ..graph import Graph, Node, Opcode
 from ..meta import TensorMeta, dense_strides
+from ..sizes import concrete, is_symbolic, specialize
 from .dce import may_raise_events, may_raise_on_data
 
 SETITEM = "stax.functional.setitem"
@@ -43,11 +44,23 @@ def empty_region_value(node: Node) -> Node | None:
     if not isinstance(value, Node) or not isinstance(target, Node) or target.tensor is None or \
             any(isinstance(leaf, Node) for leaf in _leaves(key)):
         return None
+    shape = target.tensor.shape
+    symbolic = any(is_symbolic(leaf) for leaf in (*shape, *_leaves(key)) if
+                   not isinstance(leaf, slice)) or any(
+        is_symbolic(b) for k in _leaves(key) if isinstance(k, slice)
+        for b in (k.start, k.stop, k.step))
+    if symbolic:  # measured at the traced sizes; empty there, it is made exact in them (int)
+        shape, key = concrete(shape), concrete(key)
     try:
-        region = np.broadcast_to(np.empty((), dtype=bool), target.tensor.shape)[key]
+        region = np.broadcast_to(np.empty((), dtype=bool), shape)[key]
     except (IndexError, TypeError, ValueError):
         return None
-    return value if region.size == 0 else None
+    if region.size:
+        return None  # a region of no element at other sizes is the update's own to skip
+    if symbolic:
+        specialize(target.tensor.shape)
+        specialize(node.args[1])
+    return value
 
 
 def reads_nothing(node: Node) -> bool:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..graph import Node
 from ..meta import TensorMeta
+from ..sizes import Size
 from .context import LoweringContext
 from .registry import NotNative
 
@@ -18,8 +19,9 @@ SCALAR_TYPES = (bool, int, float, complex, np.bool_, np.integer, np.floating,
 
 
 def operand(value: Any) -> Any:
-    """An op operand: a node or a Python or NumPy scalar."""
-    if isinstance(value, Node) or isinstance(value, SCALAR_TYPES):
+    """An op operand: a node or a Python or NumPy scalar; a size (a size-generic version of
+    ``x / x.shape[0]``) is a Python int."""
+    if isinstance(value, (Node, Size)) or isinstance(value, SCALAR_TYPES):
         return value
     raise NotNative
 

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node
+from ..sizes import Size
+from ..view_sizes import slice_bounds
 from .arguments import SCALAR_TYPES, axis_arg, bind, scalar
 from .context import LoweringContext, dense_meta
 from .native_forms import gatherable
@@ -139,15 +141,15 @@ def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
     entries: list[tuple[Any, ...]] = []
     for item, extent in zip(items, shape):
         if isinstance(item, slice):
-            if not all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))
-                       for v in (item.start, item.stop, item.step)):
+            bounds = slice_bounds(item, extent)  # any step: x[::2], x[j::40]; in sizes too
+            if bounds is None:
                 raise NotNative
-            start, stop, step = item.indices(extent)  # any step: x[::2], x[j::40]
-            entries.append(("slice", start, stop, step))
-        elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
-            if not -extent <= item < extent:
+            start, length, step = bounds
+            entries.append(("slice", start, start + length * step, step))
+        elif isinstance(item, (int, np.integer, Size)) and not isinstance(item, (bool, np.bool_)):
+            if not (-extent <= item and item < extent):
                 raise NotNative
-            entries.append(("int", int(item) % extent))
+            entries.append(("int", item + extent if item < 0 else item))
         else:
             raise NotNative
     return tuple(entries)
