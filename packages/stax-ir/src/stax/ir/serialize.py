@@ -156,7 +156,7 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
 #: operand, ``np.split(x, 2)[0]``, ``x.view(np.int64)``; ``size_args``: arguments the function
 #: computed from shapes it read, ``stax.trace.traced_sizes``)
 SERIALIZED_META = ("sequence", "gated", "random", "object", "shape_gated", "region", "view",
-                   "events_only", "numpy_call", "aliases", "size_args")
+                   "events_only", "numpy_call", "aliases", "size_args", "scalar_args")
 
 
 def graph_to_json(graph: Graph) -> dict[str, Any]:

@@ -150,26 +150,26 @@ def _put_sizes(node: Node, size_symbols: Mapping[str, Sequence[Any]],
         value = size.evaluate(values) if isinstance(size, Size) else size
         where, *rest = path
         if where == "args":
-            args = _replaced(args, rest, value)
+            args = replaced_argument(args, rest, value)
         else:
-            kwargs = _replaced(kwargs, rest, value)
+            kwargs = replaced_argument(kwargs, rest, value)
     node.set_args(args, kwargs)
     return None
 
 
-def _replaced(container: Any, path: Sequence[Any], value: Any) -> Any:
+def replaced_argument(container: Any, path: Sequence[Any], value: Any) -> Any:
     """``container`` with the item at ``path`` (indices, keys, a slice's part) replaced."""
     if not path:
         return value
     head, rest = path[0], path[1:]
     if isinstance(container, slice):
         parts = {"start": container.start, "stop": container.stop, "step": container.step}
-        parts[head] = _replaced(parts[head], rest, value)
+        parts[head] = replaced_argument(parts[head], rest, value)
         return slice(parts["start"], parts["stop"], parts["step"])
     if isinstance(container, dict):
-        return {**container, head: _replaced(container[head], rest, value)}
+        return {**container, head: replaced_argument(container[head], rest, value)}
     items = list(container)
-    items[head] = _replaced(items[head], rest, value)
+    items[head] = replaced_argument(items[head], rest, value)
     return type(container)(items)
 
 

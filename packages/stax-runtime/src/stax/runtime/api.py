@@ -79,6 +79,7 @@ from .runners import (
     without_writeback,
     writeback_runner,
 )
+from .scalar_arguments import ScalarArguments, example_inputs
 from .signature import Unguardable, array_signature, signature
 from .versions import (
     Limits,
@@ -501,8 +502,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             compiled = with_gate_outputs(capture, numpy_calls) if numpy_calls is not None \
                 else capture
             run_flat = self._generic.compile(self._name, sigma, pattern, capture, args, lambda c: (
-                self.backend(c, [leaves[i] for i in slots], **accepted, **self.options)),
+                self.backend(c, example_inputs(c, leaves), **accepted, **self.options)),
                 services["log"]) if pattern is not None and numpy_calls is None else None
+            slots = getattr(run_flat, "slots", slots)  # scalar arguments made inputs
             run_flat = run_flat or self.backend(compiled, [leaves[i] for i in slots], **accepted,
                                                 **self.options)
         except UnsupportedError:
@@ -524,7 +526,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
         version = Version(number, sigma, runner, native=True, artifact=artifact, flat=(run_flat, slots),
                           gates=GateReplay(capture) if capture.gates else None, free=free,
                           gate_check=gate_check, generic=run_flat if isinstance(
-                              run_flat, GenericExecutable) else None,
+                              run_flat, (GenericExecutable, ScalarArguments)) else None,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
         # f(array, scalar, ...): every argument a top-level positional leaf, nothing written back

@@ -27,8 +27,10 @@ from stax.ir.shape_env import ShapeEnv
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
 from .signature import ARRAY, array_signature, diff_signature
 
-#: (flat argument, dimension) pairs that are dynamic
+#: (argument, dimension) pairs that are dynamic; ``(argument, SCALAR_VALUE)``: a Python
+#: ``int``/``float`` argument whose value is a run-time input (``scalar_arguments.py``)
 Pattern = frozenset[tuple[int, int]]
+SCALAR_VALUE = -1
 
 
 @dataclass(frozen=True)
@@ -86,14 +88,28 @@ def _layout(leaf: Any, dims: Sequence[int] = ()) -> tuple[Any, ...] | None:
     return (dtype, len(shape), stride_expressions(shape, elements, ones))
 
 
+def scalar_kind(leaf: Any) -> str | None:
+    """``"int"`` or ``"float"`` for the signature leaf of a Python int or float (not a bool)."""
+    if isinstance(leaf, tuple) and len(leaf) == 2 and leaf[0] in ("int", "float"):
+        return leaf[0]
+    return None
+
+
 def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
-    """Sigma with the sizes of ``pattern``'s dimensions left out (None when this call cannot
-    use a generic version of that pattern: keywords, a dynamic dimension of size 0 or 1)."""
+    """Sigma with the sizes of ``pattern``'s dimensions and the values of its scalars left out
+    (None when this call cannot use a generic version of that pattern: keywords, a dynamic
+    dimension of size 0 or 1, another type where a scalar was)."""
     positional, keywords = sigma
     if keywords:
         return None
     leaves = []
     for i, leaf in enumerate(positional):
+        if (i, SCALAR_VALUE) in pattern:
+            kind = scalar_kind(leaf)
+            if kind is None:
+                return None
+            leaves.append((kind, "*"))
+            continue
         dims = [d for (k, d) in pattern if k == i]
         if not dims:
             leaves.append(leaf)
@@ -118,6 +134,9 @@ def changed_dimensions(old: Any, new: Any) -> Pattern | None:
     for i, (a, b) in enumerate(zip(old_args, new_args)):
         if a == b:
             continue
+        if scalar_kind(a) is not None and scalar_kind(a) == scalar_kind(b):
+            changed.add((i, SCALAR_VALUE))  # a scalar's value changed: a run-time input
+            continue
         if not (_array_leaf(a) and _array_leaf(b)) or len(a[2]) != len(b[2]) or a[3] != b[3]:
             return None
         dims = sorted(d for d, (m, n) in enumerate(zip(a[2], b[2])) if m != n)
@@ -136,6 +155,7 @@ def every_dimension(sigma: Any) -> Pattern | None:
         return None
     dims = {(i, d) for i, leaf in enumerate(positional) if _array_leaf(leaf)
             for d, n in enumerate(leaf[2]) if n not in SPECIALIZED_SIZES}
+    dims |= {(i, SCALAR_VALUE) for i, leaf in enumerate(positional) if scalar_kind(leaf)}
     return frozenset(dims) or None
 
 
@@ -181,7 +201,8 @@ class GenericVersions:
             if pattern is not None:  # dimensions dynamic before stay dynamic
                 pattern = pattern | frozenset().union(*[
                     p for p in self.patterns if generic_key(sigma, pattern | p) is not None])
-        if pattern is None or any(sigma[0][i][2][d] < 2 for i, d in pattern):
+        if pattern is None or any(d != SCALAR_VALUE and sigma[0][i][2][d] < 2
+                                  for i, d in pattern):
             return None  # traced at 2 or more: a size 1 is compiled exact, generic at the next
         key = generic_key(sigma, pattern)
         return None if key is None or key in self.refused else pattern
@@ -199,7 +220,8 @@ class GenericVersions:
                 run_backend: Callable[[Any], Any], log: Callable[[str, str], None]) -> Any:
         """The generic executable of this call's capture, or None (the exact version is
         compiled instead, and this generic key never tried again), logged either way."""
-        dims = ", ".join(f"inputs[{i}].shape[{d}]" for i, d in sorted(pattern))
+        dims = ", ".join(f"inputs[{i}]" if d == SCALAR_VALUE else f"inputs[{i}].shape[{d}]"
+                         for i, d in sorted(pattern))
         try:
             executable, env = compile_generic(capture, pattern, args, run_backend)
         except NotGeneric as exc:
@@ -217,6 +239,8 @@ def describe(env: ShapeEnv) -> str:
                         f"{'inf' if info.high >= 2 ** 62 else info.high}] (traced at {info.hint})"
                         for name, info in env.symbols.items())
     guards = "; ".join(f"{g} ({g.site})" for g in env.guards) or "none"
+    if not symbols:
+        return "scalar arguments as run-time inputs; sizes fixed"
     return f"sizes {symbols}; shape guards: {guards}"
 
 
@@ -237,19 +261,28 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     environment of its sizes and guards; ``NotGeneric`` says why it cannot be."""
     from stax.codegen.instantiate import GenericExecutable
     from stax.ir import CAPTURE_SCHEMA, GraphProgram
+    from stax.ir.scalar_inputs import scalar_inputs
     from stax.ir.sizes import shape_env
     from stax.ir.symbolic_shapes import symbolize
 
+    from .scalar_arguments import ScalarArguments
+
     positions = leaf_positions(args)
     dynamic: dict[int, list[int]] = {}
+    scalars: dict[int, str] = {}  # flat argument -> "int"/"float"
     for i, d in sorted(pattern):
-        dynamic.setdefault(positions[i], []).append(d)
+        if d == SCALAR_VALUE:
+            scalars[positions[i]] = type(args[i]).__name__
+        else:
+            dynamic.setdefault(positions[i], []).append(d)
     program = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)
     env = ShapeEnv()
     with shape_env(env):
         try:  # whatever stops it, the exact version is compiled instead
             why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())),
                             capture.info.get("size_symbols"))
+            if why is None and scalars:
+                why = scalar_inputs(program, scalars, capture.info.get("scalar_read", ()))
             executable = None if why is not None else run_backend(program)
         except Exception as exc:
             raise NotGeneric(f"{type(exc).__name__}: {exc}") from None
@@ -262,6 +295,8 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     if pinned:  # a decision equated a size with a number: exact in it
         raise NotGeneric("sizes made exact by the guards " + "; ".join(
             f"{g} ({g.site})" for g in env.guards if g.expression.symbols & pinned))
+    if not dynamic:  # scalars only: an executable of fixed sizes with them as inputs
+        return ScalarArguments.around(executable, program, scalars), env
     if not isinstance(executable, GenericExecutable):
         raise NotGeneric("the backend made no size-generic executable")
     for name, (low, high) in executable.symbols.items():  # a plan from the disk cache: its
@@ -276,4 +311,4 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
         said = next((line.strip() for line in lines if "error:" in line), lines[-1].strip())
         raise NotGeneric(f"the kernels need a size the code generator takes only as a "
                          f"constant ({type(exc).__name__}: {said})") from None
-    return executable, env
+    return ScalarArguments.around(executable, program, scalars), env

@@ -17,6 +17,7 @@ them (``range``, slicing), so every such use goes through ``__index__`` here and
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -180,10 +181,11 @@ def _traced(value: Any) -> bool:
 def plain(value: Any) -> Any:
     """``value`` with every ``TracedSize`` in it (through tuples, lists, dicts and slices) its
     int, reading nothing: the arguments NumPy's own call is given during capture."""
-    if isinstance(value, TracedSize):
+    if isinstance(value, (TracedSize, TracedScalar)):
         return value.value
     if isinstance(value, slice):
-        if any(isinstance(b, TracedSize) for b in (value.start, value.stop, value.step)):
+        if any(isinstance(b, (TracedSize, TracedScalar)) for b in (value.start, value.stop,
+                                                                   value.step)):
             return slice(plain(value.start), plain(value.stop), plain(value.step))
         return value
     if isinstance(value, (tuple, list)) and any(_holds(v) for v in value):
@@ -194,12 +196,98 @@ def plain(value: Any) -> Any:
 
 
 def _holds(value: Any) -> bool:
-    if isinstance(value, TracedSize):
+    if isinstance(value, (TracedSize, TracedScalar)):
         return True
     if isinstance(value, slice):
-        return any(isinstance(b, TracedSize) for b in (value.start, value.stop, value.step))
+        return any(isinstance(b, (TracedSize, TracedScalar))
+                   for b in (value.start, value.stop, value.step))
     if isinstance(value, (tuple, list)):
         return any(_holds(v) for v in value)
     if isinstance(value, dict):
         return any(_holds(v) for v in value.values())
     return False
+
+
+class TracedScalar:
+    """A Python ``int`` or ``float`` argument during capture (issue 15: a scalar that changes
+    between calls can be a run-time input of a generic version, as torch.compile does for
+    ints). Where it is an operand of a traced call (``x * k``), the node records the value and,
+    in ``meta["scalar_args"]``, the argument it came from; any other use — arithmetic in Python,
+    a comparison, ``range(k)``, a conversion — decides something from its value, which marks
+    the argument read (``info["scalar_read"]``: its value stays part of the key)."""
+
+    __slots__ = ("leaf", "tracer", "value")
+
+    def __init__(self, value: int | float, leaf: int, tracer: Tracer) -> None:
+        self.value = value
+        self.leaf = leaf
+        self.tracer = tracer
+
+    def read(self) -> int | float:
+        self.tracer.scalar_read.add(self.leaf)
+        return self.value
+
+    def __index__(self) -> int:
+        return operator.index(self.read())  # a float's own TypeError
+
+    def __int__(self) -> int:
+        return int(self.read())
+
+    def __float__(self) -> float:
+        return float(self.read())
+
+    def __complex__(self) -> complex:
+        return complex(self.read())
+
+    def __bool__(self) -> bool:
+        return bool(self.read())
+
+    def __hash__(self) -> int:
+        return hash(self.read())
+
+    def __str__(self) -> str:
+        return str(self.read())
+
+    def __repr__(self) -> str:
+        return repr(self.read())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.read(), spec)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.read(), dtype=dtype)
+
+    def __getattr__(self, name: str) -> Any:  # k.is_integer(), k.real: the value's own
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.read(), name)
+
+
+def _scalar_binary(fn: Callable[[Any, Any], Any], swap: bool = False) -> Callable[..., Any]:
+    def method(self: TracedScalar, other: Any) -> Any:
+        if _traced(other):
+            return NotImplemented  # the traced array's operator records the call
+        other = other.read() if isinstance(other, (TracedScalar, TracedSize)) else other
+        return fn(other, self.read()) if swap else fn(self.read(), other)
+    return method
+
+
+def _scalar_unary(fn: Callable[[Any], Any]) -> Callable[..., Any]:
+    return lambda self, *rest: fn(self.read(), *rest)
+
+
+for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("truediv", operator.truediv), ("floordiv", operator.floordiv),
+                   ("mod", operator.mod), ("pow", operator.pow), ("divmod", divmod),
+                   ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
+                   ("lshift", operator.lshift), ("rshift", operator.rshift),
+                   ("matmul", operator.matmul)):
+    setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn))
+    setattr(TracedScalar, f"__r{_name}__", _scalar_binary(_fn, swap=True))
+for _name, _fn in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt),
+                   ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge)):
+    setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn))
+for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs),
+                   ("invert", operator.invert), ("round", round), ("trunc", math.trunc),
+                   ("floor", math.floor), ("ceil", math.ceil)):
+    setattr(TracedScalar, f"__{_name}__", _scalar_unary(_fn))

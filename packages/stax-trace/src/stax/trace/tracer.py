@@ -40,7 +40,7 @@ from .raised import caught_error, decided_by_key
 from .reach import escaped_proxy, scan
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
-from .traced_sizes import TracedSize, plain
+from .traced_sizes import TracedScalar, TracedSize, plain
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
@@ -75,6 +75,7 @@ class Tracer:
         self.shape_read: set[Any] = set()
         # the dimensions the user's code read as sizes (``x.shape[0]``), each a size symbol
         self.size_symbols: dict[tuple[Any, int], str] = {}
+        self.scalar_read: set[int] = set()  # flat indices of scalar arguments Python read
         self.superseded: list[Any] = []
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
         #: calls on traced values that raised (``caught``): (what, exception type, source)
@@ -202,7 +203,10 @@ class Tracer:
                 self.arrays.append(weakref.ref(value))
             return Proxy(node, value, self)
         for _, expression in sizes:  # not one array: the sizes' uses are not followed
-            self.read_sizes(expression)
+            if isinstance(expression, TracedScalar):
+                expression.read()
+            else:
+                self.read_sizes(expression)
         if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
             # operator.getitem node per result, as torch.fx does
@@ -297,7 +301,12 @@ class Tracer:
             if isinstance(value.expression, Size):
                 sizes.append((path, value.expression))
             return value.value
-        if isinstance(value, slice) and any(isinstance(b, TracedSize)
+        if isinstance(value, TracedScalar):  # a scalar argument as an operand
+            if sizes is None:
+                return value.read()
+            sizes.append((path, value))
+            return value.value
+        if isinstance(value, slice) and any(isinstance(b, (TracedSize, TracedScalar))
                                             for b in (value.start, value.stop, value.step)):
             return slice(*(self._symbolic(b, source, sizes, (*path, part)) for part, b in
                            zip(("start", "stop", "step"), (value.start, value.stop, value.step))))
@@ -386,13 +395,18 @@ def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
     """The node metadata of the shape-read sizes among a call's arguments: each one's place
     (``["args", 1, "stop"]``) and expression over the capture's size symbols
     (``info["size_symbols"]``), for ``stax.ir.symbolic_shapes`` to put back."""
-    if not sizes:
-        return {}
-    return {"size_args": [[list(path), str(expression)] for path, expression in sizes]}
+    meta: dict[str, Any] = {}
+    computed = [[list(path), str(e)] for path, e in sizes if not isinstance(e, TracedScalar)]
+    if computed:
+        meta["size_args"] = computed
+    scalars = [[list(path), e.leaf] for path, e in sizes if isinstance(e, TracedScalar)]
+    if scalars:  # scalar arguments as operands: their flat argument index
+        meta["scalar_args"] = scalars
+    return meta
 
 
 def _concrete(value: Any) -> Any:
-    if isinstance(value, TracedSize):
+    if isinstance(value, (TracedSize, TracedScalar)):
         return value.value
     if isinstance(value, slice):
         return plain(value)
@@ -473,6 +487,9 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
             traced_leaves.append(GeneratorProxy(node, private, tracer))
             outcome.generators.append((leaf, private))
             inputs.append(node.target)
+        elif type(leaf) in (int, float):  # its uses are followed (traced_sizes.py)
+            traced_leaves.append(TracedScalar(leaf, len(inputs), tracer))
+            inputs.append(None)
         else:
             traced_leaves.append(leaf)
             inputs.append(None)
@@ -516,7 +533,7 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     out_leaves, output_tree = tree_flatten(result)
     outputs = []
     for i, leaf in enumerate(out_leaves):
-        if isinstance(leaf, TracedSize):  # a size returned: a constant of the version
+        if isinstance(leaf, (TracedSize, TracedScalar)):  # returned: a constant of the version
             leaf = out_leaves[i] = leaf.read()
         if isinstance(leaf, np.ndarray) and not isinstance(leaf, Proxy):
             leaf = out_leaves[i] = constant_result(tracer, leaf)
@@ -552,6 +569,8 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     read = sorted(n.name for n in tracer.shape_read if n.graph is tracer.graph)
     if read:  # values whose shape Python read: a size-generic version keeps them exact
         info["shape_read"] = read
+    if tracer.scalar_read:  # scalar arguments Python decided something from
+        info["scalar_read"] = sorted(tracer.scalar_read)
     symbols = {name: [node.name, dim] for (node, dim), name in tracer.size_symbols.items()
                if node.graph is tracer.graph}
     if symbols:

@@ -1,0 +1,82 @@
+"""Python scalar arguments passed to a compiled version as run-time inputs (issue 15).
+
+A generic version whose capture had scalar arguments made inputs (``stax.ir.scalar_inputs``)
+takes them as 0-d ``float64``/``int64`` arrays; ``ScalarArguments`` wraps its executable so the
+runtime's runners pass the Python values unchanged: each is converted on the way in, and a value
+the conversion would not keep exactly (an ``int`` past 2**53, which NumPy converts to a float
+array's dtype through a double) is a guard failure, so the call takes another version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+#: an int argument converted to a float array's dtype exactly (as NumPy does, via a double)
+EXACT_INT = 2 ** 53
+_DTYPES = {"int": np.dtype(np.int64), "float": np.dtype(np.float64)}
+
+
+class ScalarArguments:
+    """An executable whose flat inputs include Python scalars, by position."""
+
+    def __init__(self, inner: Any, slots: list[int], scalars: Mapping[int, str]) -> None:
+        self.inner = inner
+        self.slots = slots  # the flat arguments the inputs are, scalars among them
+        self.scalars = {slots.index(leaf): kind for leaf, kind in scalars.items()
+                        if leaf in slots}
+        self.artifact = getattr(inner, "artifact", None)
+        #: the size-generic executable inside (its shape guards), if any
+        self.sized = inner if hasattr(inner, "failed_guards") else None
+
+    @classmethod
+    def around(cls, executable: Any, program: Any, scalars: Mapping[int, str]) -> Any:
+        """``executable`` itself when no scalar is an input, else wrapped."""
+        slots = [i for i, s in enumerate(program.inputs) if s is not None]
+        if not any(leaf in slots for leaf in scalars):
+            return executable
+        return cls(executable, slots, scalars)
+
+    def _inputs(self, inputs: Sequence[Any]) -> list[Any]:
+        arrays = list(inputs)
+        for position, kind in self.scalars.items():
+            arrays[position] = np.array(arrays[position], _DTYPES[kind])
+        return arrays
+
+    def __call__(self, *inputs: Any) -> list[Any]:
+        return self.inner(*self._inputs(inputs))
+
+    def failed_guards(self, inputs: Sequence[Any]) -> list[tuple[str, Any, Any]]:
+        """``(condition, expected, actual)`` of each guard these inputs fail: a scalar of
+        another type or out of the exact range, then the sizes' guards."""
+        failed = []
+        for position, kind in self.scalars.items():
+            value = inputs[position]
+            if type(value).__name__ != kind:
+                failed.append((f"type(inputs[{self.slots[position]}]) is {kind}", kind,
+                               type(value).__name__))
+            elif kind == "int" and not -EXACT_INT < value < EXACT_INT:
+                failed.append((f"abs(inputs[{self.slots[position]}]) < 2**53", True, value))
+        if failed or self.sized is None:
+            return failed
+        return self.sized.failed_guards(self._inputs(inputs))
+
+    def failures(self, inputs: Sequence[Any]) -> list[str]:
+        return [f"{condition} (got {actual})"
+                for condition, _, actual in self.failed_guards(inputs)]
+
+    def entry_for(self, inputs: Sequence[Any], slow: Any) -> None:
+        return None  # machine-code entries take arrays only
+
+    def entry_hits(self) -> int:
+        return self.sized.entry_hits() if self.sized is not None else 0
+
+
+def example_inputs(program: Any, leaves: Sequence[Any]) -> list[Any]:
+    """The example inputs of ``program`` (a backend's second argument) from a call's flat
+    arguments: a scalar made an input as the 0-d array it is passed as."""
+    return [np.array(leaves[i], _DTYPES[type(leaves[i]).__name__])
+            if type(leaves[i]) in (int, float) else leaves[i]
+            for i, s in enumerate(program.inputs) if s is not None]

@@ -1,0 +1,138 @@
+"""Python scalar arguments as run-time inputs (issue 15, item 3; spec example 2.1): a scalar
+argument whose value changes between calls becomes an input of one generic version, taken as
+NumPy takes a weak scalar (NEP 50: ``x_f32 * k`` computes in float32); a scalar Python decides
+something from (a branch, ``range``, a power's exponent) keeps its value in the key."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import stax.runtime as st
+
+RNG = np.random.default_rng(2101)
+
+
+def _x(dtype=np.float32, shape=(5, 7)):
+    x = RNG.standard_normal(shape).astype(dtype)
+    x.flat[:3] = [np.nan, np.inf, -0.0]
+    return x
+
+
+def _same(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_example_2_1_one_version_for_every_k(caplog, monkeypatch):
+    """g(x, k) = x * k with k = 3, 4, 5...: the first call exact, the second the generic
+    version, every later k a hit of it."""
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
+
+    def g(x, k):
+        return x * k
+
+    f = st.compile(g)
+    x = _x(np.float64)
+    for k in (3, 4, 5, 6, 7, -2, 0, 3):
+        with np.errstate(all="ignore"):
+            want = g(x, k)
+        _same(f(x, k), want)
+    assert f.cache_info().compiles == 2
+    assert f.versions()[1].generic is not None
+    assert "size-generic version for dynamic inputs[1]: scalar arguments as run-time inputs" \
+        in caplog.text
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_weak_float_scalars_round_to_the_array_dtype_as_numpy_does(dtype):
+    def affine(x, a, b):
+        return np.maximum(x * a + b, 0.0) / a
+
+    def clipped(x, t):
+        return np.where(x > t, x, t) - np.minimum(x, t)
+
+    values = [(0.1, 1 / 3), (1e-8, -2.5), (3.0000001, 1e30), (-0.0, 0.0), (np.inf, 1.0),
+              (float("nan"), 2.0), (7.0, -0.0)]
+    for fn, arity in ((affine, 2), (clipped, 1)):
+        f = st.compile(fn)
+        x = _x(dtype)
+        for extra in values:
+            extra = extra[:arity]
+            with np.errstate(all="ignore"):
+                want = fn(x, *extra)
+                got = f(x, *extra)
+            _same(got, want)
+        assert f.cache_info().compiles == 2, fn.__name__
+
+
+def test_integer_scalars_into_float32_arrays_and_their_exact_range():
+    def scale(x, k):
+        return x * k + k
+
+    f = st.compile(scale)
+    x = _x(np.float32)
+    for k in (3, 16777217, -5, 2 ** 40 + 1, 9):  # 2**24 + 1 rounds to float32 as NumPy rounds it
+        with np.errstate(all="ignore"):
+            _same(f(x, k), scale(x, k))
+    assert f.cache_info().compiles == 2
+    with np.errstate(all="ignore"):
+        _same(f(x, 2 ** 60 + 1), scale(x, 2 ** 60 + 1))  # past 2**53: not the generic version
+    assert f.cache_info().compiles == 3
+
+
+def test_sizes_and_scalars_dynamic_together():
+    def softmax_t(x, temperature):
+        z = x / temperature
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    f = st.compile(softmax_t)
+    for rows, t in ((4, 1.0), (9, 0.5), (17, 2.0), (3, 0.7), (64, 1.3)):
+        x = RNG.standard_normal((rows, 16)).astype(np.float32)
+        np.testing.assert_allclose(f(x, t), softmax_t(x, t), rtol=2e-6, atol=1e-7)
+    assert f.cache_info().compiles == 2
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, k: x ** k,
+    lambda x, k: x * 2 if k > 1 else x,
+    lambda x, k: sum(x * i for i in range(k)),
+    lambda x, k: x * (k / 2),
+    lambda x, k: x.astype(np.int32) * k,
+], ids=["power", "branch", "range", "python_arithmetic", "integer_array"])
+def test_a_scalar_used_otherwise_keeps_its_value_in_the_key(fn, caplog, monkeypatch):
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
+    f = st.compile(fn)
+    x = np.abs(RNG.standard_normal((4, 6))) + 0.5
+    for k in (2, 3, 4):  # (a float power: within an ulp of NumPy's libm pow, as documented)
+        np.testing.assert_allclose(f(x, k), fn(x, k), rtol=1e-15, atol=0)
+    assert f.cache_info().compiles == 3
+    assert "no size-generic version for dynamic inputs[1]" in caplog.text
+
+
+def test_booleans_and_numpy_scalars_stay_in_the_key():
+    def g(x, k):
+        return x * k
+
+    f = st.compile(g)
+    x = _x(np.float64)
+    for k in (True, False, np.float64(2.0), np.float64(3.0)):
+        _same(f(x, k), g(x, k))
+    assert all(v.generic is None for v in f.versions())
+
+
+def test_a_scalar_returned_or_unused_is_handled():
+    def passthrough(x, k, unused):
+        return x + k, k
+
+    f = st.compile(passthrough)
+    x = _x(np.float64)
+    for k, u in ((1.5, 2.0), (2.5, 3.0), (3.5, 4.0)):
+        got, back = f(x, k, u)
+        _same(got, x + k)
+        assert back == k and type(back) is float
