@@ -160,3 +160,31 @@ def test_a_size_python_decides_from_keeps_exact_versions(fn, caplog, monkeypatch
         np.testing.assert_allclose(f(x), fn(x), rtol=1e-12, atol=1e-12)
     assert f.cache_info().compiles == 3
     assert "reads its shape in Python" in caplog.text
+
+
+@pytest.mark.parametrize("fn", [lambda x: x - x[0], lambda x: x * x[-1],
+                                lambda x: x[x.shape[0] - 1] + x, lambda x: x[-2] - x[1]],
+                         ids=["first", "last", "read_size", "two"])
+def test_an_element_of_a_dynamic_vector_is_generic(fn):
+    """``x[0]`` of a 1-D array is a NumPy scalar, no view: an element read whose position is
+    in bounds at every size the version serves (a probe found it exact at every size)."""
+    f = st.compile(fn, strict_native=True)
+    for n in (5, 7, 9, 12, 400):
+        x = RNG.standard_normal(n)
+        np.testing.assert_array_equal(f(x), fn(x))
+    assert f.cache_info().compiles == 2
+
+
+def test_a_generic_compile_refused_at_a_small_size_is_tried_again_larger():
+    """``x[1:-1]`` of two rows is empty (no view to write in sizes): the generic version is
+    tried again at a larger size instead of the key being refused for good (a probe's stream
+    1, 2, 3, ... compiled a version per size up to the limit)."""
+    def inner(x):
+        return x[1:-1] * 2
+
+    f = st.compile(inner)
+    for n in (1, 2, 3, 4, 5, 7, 13, 64, 1000, 2, 3):
+        x = np.arange(n, dtype=float)
+        np.testing.assert_array_equal(f(x), inner(x))
+    assert f.cache_info().compiles == 3
+    assert [v.generic is not None for v in f.versions()] == [False, False, True]

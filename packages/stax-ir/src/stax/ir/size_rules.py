@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .graph import Node
 from .meta import TensorMeta
 from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
@@ -208,6 +210,22 @@ def _copied(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return operands[0].shape
 
 
+def _element(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``x[i, j]`` with one integer (or size) per dimension: one element, NumPy's scalar; each
+    position in bounds at every size it serves (guards)."""
+    if len(node.args) != 2 or not isinstance(node.args[0], Node) or not operands:
+        return None
+    key = node.args[1] if isinstance(node.args[1], tuple) else (node.args[1],)
+    shape = operands[0].shape
+    if len(key) != len(shape) or not all(
+            isinstance(k, (int, np.integer, Size)) and not isinstance(k, (bool, np.bool_))
+            for k in key):
+        return None
+    if not all(-n <= k and k < n for k, n in zip(key, shape)):
+        return None
+    return ()
+
+
 def shape_rules() -> dict[str, Rule]:
     """Each call target (``method:sum`` for methods) and its rule."""
     rules: dict[str, Rule] = {}
@@ -229,5 +247,6 @@ def shape_rules() -> dict[str, Rule]:
     rules.update(dict.fromkeys(("numpy.zeros", "numpy.ones", "numpy.full"), _created))
     rules["numpy.arange"] = _arange
     rules["stax.functional.setitem"] = _updated
+    rules["operator.getitem"] = _element  # views of it are ``view_sizes.indexed``'s
     rules.update(dict.fromkeys(("method:copy", "numpy.copy"), _copied))
     return rules

@@ -159,6 +159,22 @@ def every_dimension(sigma: Any) -> Pattern | None:
     return frozenset(dims) or None
 
 
+#: a generic compile refused at a dynamic size below this is tried again at a larger size: a
+#: small size can make a capture degenerate (``x[1:-1]`` of 2 rows is empty, no view)
+SMALL_TRACE = 8
+
+
+def _smallest(sigma: Any, pattern: Pattern) -> int:
+    sizes = [sigma[0][i][2][d] for i, d in pattern if d != SCALAR_VALUE]
+    return min(sizes, default=SMALL_TRACE)
+
+
+def _retried(refusal: tuple[str, int], sigma: Any, pattern: Pattern) -> bool:
+    """Whether a refused generic key is tried again at this call's sizes."""
+    _, smallest = refusal
+    return smallest < SMALL_TRACE and _smallest(sigma, pattern) > smallest
+
+
 @dataclass
 class GenericVersions:
     """A function's generic versions by generic key, and the patterns tried so far."""
@@ -166,8 +182,9 @@ class GenericVersions:
     mode: bool | None
     patterns: list[Pattern] = field(default_factory=list)
     by_key: dict[Any, list[Any]] = field(default_factory=dict)
-    #: generic keys that could not be compiled generic, with why (never tried again)
-    refused: dict[Any, str] = field(default_factory=dict)
+    #: generic keys that could not be compiled generic: why, and the smallest dynamic size of
+    #: that attempt (tried again only from a small one, at larger sizes: ``_retried``)
+    refused: dict[Any, tuple[str, int]] = field(default_factory=dict)
 
     def find(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
              applies: Callable[[Any], bool], by_sigma: dict[Any, list[Any]],
@@ -205,7 +222,10 @@ class GenericVersions:
                                   for i, d in pattern):
             return None  # traced at 2 or more: a size 1 is compiled exact, generic at the next
         key = generic_key(sigma, pattern)
-        return None if key is None or key in self.refused else pattern
+        if key is None or (key in self.refused and not _retried(self.refused[key], sigma,
+                                                                  pattern)):
+            return None
+        return pattern
 
     def add(self, sigma: Any, pattern: Pattern, version: Any) -> None:
         version.pattern = pattern
@@ -214,7 +234,7 @@ class GenericVersions:
         self.by_key.setdefault(generic_key(sigma, pattern), []).append(version)
 
     def refuse(self, sigma: Any, pattern: Pattern, why: str) -> None:
-        self.refused[generic_key(sigma, pattern)] = why
+        self.refused[generic_key(sigma, pattern)] = (why, _smallest(sigma, pattern))
 
     def compile(self, name: str, sigma: Any, pattern: Pattern, capture: Any, args: Sequence[Any],
                 run_backend: Callable[[Any], Any], log: Callable[[str, str], None]) -> Any:

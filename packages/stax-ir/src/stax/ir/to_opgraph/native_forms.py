@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node, Opcode
+from ..sizes import Size, is_symbolic
 from ..views import rebase_view
 from .context import LoweringContext, dense_meta
 from .registry import RULES
@@ -40,8 +41,8 @@ def lower_native_form(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     form = native_form(node, args, kwargs)
     if form == "element":  # x[i, j]: a NumPy scalar read at a fixed place of x's memory
         meta = args[0].tensor
-        offset = sum((int(k) % n) * stride for k, n, stride in
-                     zip(_element_key(args[1]), meta.shape, meta.strides))
+        offset = sum(_position(k, n) * stride
+                     for k, n, stride in zip(_element_key(args[1]), meta.shape, meta.strides))
         return ctx.emit("view", (args[0],), {"offset": offset, "strides": (), "shape": ()},
                         name=node.target)
     if form == "take":
@@ -89,6 +90,14 @@ def read_natively(node: Node) -> bool:
     return True
 
 
+def _position(k: Any, n: Any) -> Any:
+    """Index ``k`` of a dimension of ``n`` (in bounds), negative ones counted from the end; in
+    sizes where either is one (whether ``k`` is negative: a guard)."""
+    if isinstance(k, Size) or is_symbolic(n):
+        return k + n if k < 0 else k
+    return int(k) % n
+
+
 def _element_key(key: Any) -> tuple[Any, ...]:
     return key if isinstance(key, tuple) else (key,)
 
@@ -101,8 +110,8 @@ def element_read(args: tuple[Any, ...]) -> bool:
         return False
     key = _element_key(key)
     return len(key) == x.tensor.ndim and all(
-        isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and
-        -n <= k < n for k, n in zip(key, x.tensor.shape))
+        isinstance(k, (int, np.integer, Size)) and not isinstance(k, (bool, np.bool_)) and
+        -n <= k and k < n for k, n in zip(key, x.tensor.shape))
 
 
 def gatherable(x: Any, indices: Any) -> bool:
