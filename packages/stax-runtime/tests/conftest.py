@@ -1,4 +1,5 @@
 import os
+import shutil
 from pathlib import Path
 
 # Triton reads this when it is first imported: the CUDA path of these tests (test_cuda_dispatch.py,
@@ -20,8 +21,12 @@ def example_1_1(x, w):
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch):
-    """Every test compiles into a cache directory of this test session, not the user's."""
-    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "stax-cache"))
+    """Every test compiles into a cache directory of this test session, not the user's. The
+    automatic-dynamic decisions stored there (``dynamic_memory.py``) are each test's own: a
+    function another test made dynamic would otherwise start generic."""
+    cache = tmp_path_factory.getbasetemp() / "stax-cache"
+    shutil.rmtree(cache / "dynamic", ignore_errors=True)
+    monkeypatch.setenv("STAX_CACHE_DIR", str(cache))
 
 
 @pytest.fixture

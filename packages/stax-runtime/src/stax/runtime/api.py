@@ -48,6 +48,7 @@ from .capture_cache import captures_for
 from .code_reads import callable_names, sets_error_state
 from .direct_calls import DirectCalls
 from .dumps import dump_stem, dumper
+from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
@@ -385,8 +386,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             self._warn_limit(sigma, args, kwargs)
             return Version(-1, sigma, self._eager, native=False,
                            reason="version or compile limit reached")
-        pattern = self._generic.pattern_for(sigma, [v.sigma for v in self._versions
-                                                    if v.native]) if placement is None else None
+        pattern = self._generic.pattern_for(sigma, [v.sigma for v in self._versions if v.native],
+                                            DecisionStore.of(self.fn, settings.cache_dir)) \
+            if placement is None else None
         version = self._compile(sigma, args, kwargs, settings, outcome, placement, pattern)
         if version.generic is not None and pattern is not None:
             self._generic.add(sigma, pattern, version)
@@ -503,7 +505,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
                 else capture
             run_flat = self._generic.compile(self._name, sigma, pattern, capture, args, lambda c: (
                 self.backend(c, example_inputs(c, leaves), **accepted, **self.options)),
-                services["log"]) if pattern is not None and numpy_calls is None else None
+                services["log"], DecisionStore.of(self.fn, settings.cache_dir)) \
+                if pattern is not None and numpy_calls is None else None
             slots = getattr(run_flat, "slots", slots)  # scalar arguments made inputs
             run_flat = run_flat or self.backend(compiled, [leaves[i] for i in slots], **accepted,
                                                 **self.options)

@@ -202,9 +202,10 @@ class GenericVersions:
                     return version
         return None
 
-    def pattern_for(self, sigma: Any, exact: Sequence[Any]) -> Pattern | None:
+    def pattern_for(self, sigma: Any, exact: Sequence[Any], store: Any = None) -> Pattern | None:
         """The dimensions to make dynamic for a miss on ``sigma``, given the exact versions'
-        signatures; None: compile an exact version."""
+        signatures and the decisions an earlier process stored (``store``:
+        ``dynamic_memory.DecisionStore``); None: compile an exact version."""
         if self.mode is False:
             return None
         if self.mode is True:
@@ -215,6 +216,9 @@ class GenericVersions:
                 pattern = changed_dimensions(old, sigma)
                 if pattern is not None:
                     break
+            if pattern is None and store is not None:  # what an earlier process learned
+                pattern = next((p for p in store.patterns(sigma)
+                                if generic_key(sigma, p) is not None), None)
             if pattern is not None:  # dimensions dynamic before stay dynamic
                 pattern = pattern | frozenset().union(*[
                     p for p in self.patterns if generic_key(sigma, pattern | p) is not None])
@@ -237,7 +241,8 @@ class GenericVersions:
         self.refused[generic_key(sigma, pattern)] = (why, _smallest(sigma, pattern))
 
     def compile(self, name: str, sigma: Any, pattern: Pattern, capture: Any, args: Sequence[Any],
-                run_backend: Callable[[Any], Any], log: Callable[[str, str], None]) -> Any:
+                run_backend: Callable[[Any], Any], log: Callable[[str, str], None],
+                store: Any = None) -> Any:
         """The generic executable of this call's capture, or None (the exact version is
         compiled instead, and this generic key never tried again), logged either way."""
         dims = ", ".join(f"inputs[{i}]" if d == SCALAR_VALUE else f"inputs[{i}].shape[{d}]"
@@ -250,6 +255,8 @@ class GenericVersions:
                               "compiling for these exact sizes")
             return None
         log("recompiles", f"{name}: size-generic version for dynamic {dims}: {describe(env)}")
+        if store is not None:  # a later process compiles it at its first such call
+            store.remember(sigma, pattern)
         return executable
 
 
