@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.sizes import same_size
+from stax.ir.sizes import hint, same_size
 from stax.loop import ComputedBuffer, ExternCall, IndirectLoad, Pointwise, loads
 
 from .scheduler import Group
@@ -40,7 +40,8 @@ class StoragePlan:
     storage: dict[str, int] = field(default_factory=dict)
     sizes: list[int] = field(default_factory=list)
     in_place: dict[str, str] = field(default_factory=dict)
-    peak_bytes: int = 0          # the most bytes of planned buffers alive at once
+    peak_bytes: int = 0          # the most bytes of planned buffers alive at once (at the
+    #                              traced sizes, for a size-generic plan)
     unshared_bytes: int = 0      # what every buffer in its own block would take
 
     def shared(self, name: str) -> bool:
@@ -202,7 +203,7 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                 block = plan.storage[over.name]
                 plan.in_place[node.name] = over.name
             else:
-                fits = [b for b in free if plan.sizes[b] == sizes[node.name]]
+                fits = [b for b in free if same_size(plan.sizes[b], sizes[node.name])]
                 if fits:
                     block = fits[0]
                     free.remove(block)
@@ -213,7 +214,8 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
             plan.storage[node.name] = block
             holder[block] = node.name
             plan.unshared_bytes += sizes[node.name]
-        plan.peak_bytes = max(plan.peak_bytes, live_bytes)
+        if hint(live_bytes) > hint(plan.peak_bytes):  # a report: at the traced sizes
+            plan.peak_bytes = live_bytes
         for name, block in plan.storage.items():
             if last_use.get(name) == step and holder.get(block) == name:
                 del holder[block]
