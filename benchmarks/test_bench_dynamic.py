@@ -126,3 +126,62 @@ def test_a_stream_of_batch_sizes(benchmark, note):
         note(f"generic / exact kernel time, {name}: 4096 rows {big:.2f}x (bar 1.15x), 37 rows "
              f"{small:.2f}x (bar 1.3x)")
     benchmark.pedantic(lambda: None, rounds=1)
+
+
+SCALARS = [float(k) for k in np.random.default_rng(21).uniform(0.1, 4.0, 50)]
+X_SCALED = RNG.standard_normal((1024, WIDTH)).astype(np.float32)
+
+
+def _scaled(x, k):  # spec example 2.1's g(x, k), with a shift
+    return x * k + 1.0
+
+
+def _scalar_stream(call) -> tuple[float, float]:
+    start = time.perf_counter()
+    for k in SCALARS:
+        call(k)
+    total = time.perf_counter() - start
+    per_call = []
+    for k in SCALARS:
+        t = time.perf_counter()
+        call(k)
+        per_call.append(time.perf_counter() - t)
+    return total, statistics.mean(per_call)
+
+
+def test_a_stream_of_scalar_values(benchmark, note):
+    """Example 2.1: 50 values of a Python float argument. Stax makes it a run-time input after
+    the first change; jax.jit traces Python scalars as values; torch.compile specializes floats
+    (its default) and recompiles per value up to its limit."""
+    cells = []
+    compiled = stax.compile(_scaled)
+    np.testing.assert_array_equal(compiled(X_SCALED, 0.5), _scaled(X_SCALED, 0.5))
+    compiled = stax.compile(_scaled)
+    total, steady = _scalar_stream(lambda k: compiled(X_SCALED, k))
+    cells.append(f"stax {compiled.cache_info().compiles} compiles, total {total * 1e3:.0f} ms, "
+                 f"steady {steady * 1e6:.0f} us/call")
+    if peers.jax is not None:
+        jitted = peers.jax.jit(lambda x, k: x * k + 1.0)
+        x = peers.jax.device_put(X_SCALED)
+        total, steady = _scalar_stream(lambda k: jitted(x, k).block_until_ready())
+        cells.append(f"jax.jit {jitted._cache_size()} compiles, total {total * 1e3:.0f} ms, "
+                     f"steady {steady * 1e6:.0f} us/call")
+    torch = peers.torch
+    if torch is not None:
+        import torch._inductor.config as inductor
+        from torch._dynamo.utils import counters
+
+        inductor.force_disable_caches = True
+        torch._dynamo.reset()
+        before = counters["stats"]["unique_graphs"]
+        fn = torch.compile(lambda x, k: x * k + 1.0)
+        x = torch.from_numpy(X_SCALED)
+        with torch.no_grad():
+            total, steady = _scalar_stream(lambda k: fn(x, k))
+        cells.append(f"torch.compile {counters['stats']['unique_graphs'] - before} compiles, "
+                     f"total {total * 1e3:.0f} ms, steady {steady * 1e6:.0f} us/call")
+    _, eager_steady = _scalar_stream(lambda k: _scaled(X_SCALED, k))
+    cells.append(f"numpy steady {eager_steady * 1e6:.0f} us/call")
+    note(f"stream of {len(SCALARS)} float values of k, x * k + 1 on (1024, {WIDTH}) float32: "
+         + "; ".join(cells))
+    benchmark.pedantic(lambda: None, rounds=1)

@@ -39,6 +39,22 @@ PROGRAMS = {
     "outer": lambda x: np.outer(x[:, 0], x[0]),
     "matrix_vector": lambda x: x.dot(np.arange(8.0)),
     "vector_matrix": lambda x: x[:, 0] @ x,
+    "transposed_product": lambda x: x.T @ x[:, ::-1],
+    "expand_dims": lambda x: np.expand_dims(x, 1) * x[:, None],
+    "squeeze": lambda x: np.squeeze(x[:, :1], 1) + 1,
+    "swapaxes": lambda x: x.swapaxes(0, 1) + 1,
+    "flip": lambda x: np.flip(x, 0) - x,
+    "broadcast_to": lambda x: np.broadcast_to(x[:, :1], x.shape) + x,
+    "norm": lambda x: np.linalg.norm(x, axis=1),
+    "gather": lambda x: x[np.arange(x.shape[0])[::-1]] * 2,
+    "take_columns": lambda x: np.take(x, [0, 2], axis=1).sum(1),
+    "sort": lambda x: np.sort(x, axis=1),
+    "tile": lambda x: np.tile(x, (1, 2)),
+    "pad": lambda x: np.pad(x, ((1, 1), (0, 0))),
+    "vstack": lambda x: np.vstack([x, x[:1]]),
+    "hstack": lambda x: np.hstack([x, x]),
+    "covariance": lambda x: (x - x.mean(0)).T @ (x - x.mean(0)) / (x.shape[0] - 1),
+    "clip": lambda x: np.clip(x, -0.5, 0.5),
 }
 
 

@@ -212,9 +212,13 @@ def _copied(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
 
 def _element(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     """``x[i, j]`` with one integer (or size) per dimension: one element, NumPy's scalar; each
-    position in bounds at every size it serves (guards)."""
+    position in bounds at every size it serves (guards). ``x[idx]`` with an integer array:
+    a gather, ``idx.shape + x.shape[1:]``."""
     if len(node.args) != 2 or not isinstance(node.args[0], Node) or not operands:
         return None
+    if isinstance(node.args[1], Node) and len(operands) == 2 and operands[0].ndim and \
+            np.dtype(operands[1].dtype).kind in "iu":
+        return (*operands[1].shape, *operands[0].shape[1:])
     key = node.args[1] if isinstance(node.args[1], tuple) else (node.args[1],)
     shape = operands[0].shape
     if len(key) != len(shape) or not all(
@@ -224,6 +228,95 @@ def _element(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     if not all(-n <= k and k < n for k, n in zip(key, shape)):
         return None
     return ()
+
+
+def _stacked_along(axis: int) -> Rule:
+    """``np.vstack`` (axis 0) and ``np.hstack`` (axis 1; 0 for 1-D operands): a concatenation
+    of operands of rank 2 or more (lower ranks are reshaped first: no rule)."""
+    def rule(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+        if node.kwargs or len(node.args) != 1 or not operands or \
+                any(m.ndim < 2 for m in operands):
+            return None
+        shapes = [m.shape for m in operands]
+        rank = len(shapes[0])
+        if any(len(s) != rank or not all(d == axis or s[d] == shapes[0][d] for d in range(rank))
+               for s in shapes[1:]):
+            return None
+        return (*shapes[0][:axis], sum((s[axis] for s in shapes), 0), *shapes[0][axis + 1:])
+    return rule
+
+
+def _taken(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.take(x, indices, axis)`` along an axis: that axis replaced by the indices' shape."""
+    axis = node.kwargs.get("axis", node.args[2] if len(node.args) > 2 else None)
+    if not operands or not isinstance(node.args[0], Node) or not isinstance(axis, int) or \
+            set(node.kwargs) - {"axis"}:
+        return None
+    indices = node.args[1] if len(node.args) > 1 else None
+    if isinstance(indices, Node) and len(operands) == 2:
+        taken = tuple(operands[1].shape)
+    elif isinstance(indices, (list, tuple)) and all(isinstance(i, int) for i in indices):
+        taken = (len(indices),)
+    else:
+        return None
+    shape = operands[0].shape
+    axis %= max(len(shape), 1)
+    return (*shape[:axis], *taken, *shape[axis + 1:])
+
+
+def _rolled(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.roll(x, shift, axis)``: x's shape, whatever the axis."""
+    if len(operands) != 1 or not isinstance(node.args[0], Node):
+        return None
+    return operands[0].shape
+
+
+def _sorted(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.sort(x, axis=-1)``: x's shape; flattened with ``axis=None``."""
+    if len(operands) != 1 or not isinstance(node.args[0], Node):
+        return None
+    axis = node.kwargs.get("axis", node.args[1] if len(node.args) > 1 else -1)
+    return (product(operands[0].shape),) if axis is None else operands[0].shape
+
+
+def _tiled(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.tile(x, reps)`` with integer repetitions."""
+    reps = node.args[1] if len(node.args) > 1 else node.kwargs.get("reps")
+    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+    if len(operands) != 1 or not all(isinstance(r, int) and r >= 0 for r in reps):
+        return None
+    shape = operands[0].shape
+    rank = max(len(shape), len(reps))
+    shape = (1,) * (rank - len(shape)) + tuple(shape)
+    reps = (1,) * (rank - len(reps)) + reps
+    return tuple(n * r for n, r in zip(shape, reps))
+
+
+def _padded(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.pad(x, widths)`` with constant integer widths: each dimension grown by them."""
+    widths = node.args[1] if len(node.args) > 1 else node.kwargs.get("pad_width")
+    shape = operands[0].shape if len(operands) == 1 else None
+    if shape is None or isinstance(widths, Node):
+        return None
+    if isinstance(widths, int):
+        widths = ((widths, widths),) * len(shape)
+    widths = tuple(tuple(w) if isinstance(w, (tuple, list)) else (w, w) for w in widths)
+    if len(widths) == 1:
+        widths = widths * len(shape)
+    if len(widths) != len(shape) or not all(isinstance(v, int) and v >= 0
+                                            for w in widths for v in w):
+        return None
+    return tuple(n + before + after for n, (before, after) in zip(shape, widths))
+
+
+def _norm(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.linalg.norm(x, axis=k)``: the vector norm along one axis."""
+    if len(operands) != 1 or set(node.kwargs) - {"axis", "keepdims"} or len(node.args) > 1:
+        return None
+    axis = node.kwargs.get("axis")
+    if not isinstance(axis, int):
+        return None
+    return _reduced(node, operands)
 
 
 def shape_rules() -> dict[str, Rule]:
@@ -248,5 +341,13 @@ def shape_rules() -> dict[str, Rule]:
     rules["numpy.arange"] = _arange
     rules["stax.functional.setitem"] = _updated
     rules["operator.getitem"] = _element  # views of it are ``view_sizes.indexed``'s
+    rules["numpy.vstack"] = _stacked_along(0)
+    rules["numpy.hstack"] = _stacked_along(1)
+    rules["numpy.roll"] = _rolled
+    rules["numpy.take"] = _taken
+    rules["numpy.sort"] = _sorted
+    rules["numpy.tile"] = _tiled
+    rules["numpy.pad"] = _padded
+    rules["numpy.linalg.norm"] = _norm
     rules.update(dict.fromkeys(("method:copy", "numpy.copy"), _copied))
     return rules

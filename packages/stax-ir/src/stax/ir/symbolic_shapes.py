@@ -27,7 +27,18 @@ from .program import GraphProgram
 from .shape_env import ShapeEnv
 from .size_rules import broadcast_shapes, shape_rules
 from .sizes import Size, concrete, parse_size
-from .view_sizes import View, indexed, reshape_target, reshaped, transposed
+from .view_sizes import (
+    View,
+    broadcast,
+    expanded,
+    flipped,
+    indexed,
+    reshape_target,
+    reshaped,
+    squeezed,
+    swapped,
+    transposed,
+)
 
 __all__ = ["broadcast_shapes", "symbolic_strides", "symbolize"]
 
@@ -37,6 +48,9 @@ _VIEW_RULES = {
     "operator.getitem": indexed,
     "method:reshape": reshaped, "numpy.reshape": reshaped, "method:ravel": reshaped,
     "numpy.ravel": reshaped,
+    "method:swapaxes": swapped, "numpy.swapaxes": swapped, "numpy.flip": flipped,
+    "numpy.expand_dims": expanded, "numpy.squeeze": squeezed, "method:squeeze": squeezed,
+    "numpy.broadcast_to": broadcast,
 }
 _RESHAPES = frozenset({"method:reshape", "numpy.reshape", "method:ravel", "numpy.ravel",
                        "method:flatten"})

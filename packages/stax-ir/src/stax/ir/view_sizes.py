@@ -85,6 +85,93 @@ def indexed(node: Node, base: TensorMeta) -> View | None:
     return _checked(node, base, offset, tuple(shape), tuple(strides))
 
 
+def swapped(node: Node, base: TensorMeta) -> View | None:
+    """``x.swapaxes(a, b)``, ``np.swapaxes(x, a, b)``: two dimensions exchanged."""
+    axes = node.args[1:3] if len(node.args) >= 3 else None
+    if axes is None or node.kwargs or not all(_integer(a) for a in axes) or not base.ndim:
+        return None
+    order = list(range(base.ndim))
+    a, b = (int(axis) % base.ndim for axis in axes)
+    order[a], order[b] = order[b], order[a]
+    return _checked(node, base, 0, tuple(base.shape[d] for d in order),
+                    tuple(base.strides[d] for d in order))
+
+
+def flipped(node: Node, base: TensorMeta) -> View | None:
+    """``np.flip(x, axis)``: each flipped dimension read from its end, with its stride negated."""
+    axis = node.kwargs.get("axis", node.args[1] if len(node.args) > 1 else None)
+    if axis is None:
+        axes = set(range(base.ndim))
+    elif _integer(axis):
+        axes = {int(axis) % max(base.ndim, 1)}
+    elif isinstance(axis, tuple) and all(_integer(a) for a in axis):
+        axes = {int(a) % max(base.ndim, 1) for a in axis}
+    else:
+        return None
+    offset: Any = 0
+    strides = list(base.strides)
+    for d in axes:
+        offset = offset + (base.shape[d] - 1) * base.strides[d]
+        strides[d] = -base.strides[d]
+    return _checked(node, base, offset, tuple(base.shape), tuple(strides))
+
+
+def expanded(node: Node, base: TensorMeta) -> View | None:
+    """``np.expand_dims(x, axis)``: length-1 dimensions inserted (their strides NumPy's)."""
+    axis = node.kwargs.get("axis", node.args[1] if len(node.args) > 1 else None)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if not axes or not all(_integer(a) for a in axes):
+        return None
+    rank = base.ndim + len(axes)
+    at = sorted(int(a) % rank for a in axes)
+    if len(set(at)) != len(at):
+        return None
+    sizes, strides = iter(base.shape), iter(base.strides)
+    shape = tuple(1 if d in at else next(sizes) for d in range(rank))
+    steps = tuple(0 if d in at else next(strides) for d in range(rank))
+    return _checked(node, base, 0, shape, steps)
+
+
+def squeezed(node: Node, base: TensorMeta) -> View | None:
+    """``np.squeeze(x, axis)``, ``x.squeeze(axis)``: length-1 dimensions removed; without an
+    axis, those of length 1 as numbers (a size is never squeezed: whether it is 1 would be
+    a decision, so such a graph keeps exact)."""
+    axis = node.kwargs.get("axis", node.args[1] if len(node.args) > 1 else None)
+    if axis is None:
+        if any(isinstance(n, Size) for n in base.shape):
+            return None
+        axes = {d for d, n in enumerate(base.shape) if n == 1}
+    else:
+        chosen = axis if isinstance(axis, tuple) else (axis,)
+        if not all(_integer(a) for a in chosen):
+            return None
+        axes = {int(a) % max(base.ndim, 1) for a in chosen}
+        if any(not (isinstance(base.shape[d], int) and base.shape[d] == 1) for d in axes):
+            return None
+    keep = [d for d in range(base.ndim) if d not in axes]
+    return _checked(node, base, 0, tuple(base.shape[d] for d in keep),
+                    tuple(base.strides[d] for d in keep))
+
+
+def broadcast(node: Node, base: TensorMeta) -> View | None:
+    """``np.broadcast_to(x, shape)``: x's dimensions aligned to the end of ``shape``, a new or
+    length-1 dimension read with stride 0 (the sizes of ``shape`` may be read from shapes)."""
+    shape = node.kwargs.get("shape", node.args[1] if len(node.args) > 1 else None)
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if not all(_integer(n) or isinstance(n, Size) for n in shape) or len(shape) < base.ndim:
+        return None
+    lead = len(shape) - base.ndim
+    strides: list[Any] = [0] * lead
+    for n, m, stride in zip(shape[lead:], base.shape, base.strides):
+        if isinstance(m, int) and m == 1:
+            strides.append(0)
+        elif same_size(n, m):
+            strides.append(stride)
+        else:
+            return None
+    return _checked(node, base, 0, shape, tuple(strides))
+
+
 def slice_bounds(key: slice, n: Any) -> tuple[Any, Any, int] | None:
     """``key.indices(n)``'s start, the slice's length and its step, for a size ``n`` (each
     comparison of a bound with ``n`` a guard); None for a step that is not a nonzero int."""

@@ -16,6 +16,8 @@ import numpy as np
 from ..graph import Graph, Node, Opcode
 from ..meta import TensorMeta, contiguous_strides
 from ..ops import OPS, capture_targets_of, commutative_ops
+from ..size_rules import broadcast_shapes
+from ..sizes import is_symbolic
 
 MAX_ROUNDS = 16
 
@@ -89,7 +91,12 @@ def infer_meta(fn: Callable[..., Any], args: Sequence[Any]) -> TensorMeta | None
             dummies.append(a)
     with np.errstate(all="ignore"):
         result = np.asarray(fn(*dummies))
-    shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    if any(is_symbolic(n) for s in shapes for n in s):
+        shape = broadcast_shapes(shapes)  # in sizes (a size-generic graph), guards kept
+        if shape is None:
+            return None
+    else:
+        shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
     return TensorMeta(shape, result.dtype.name, contiguous_strides(shape))
 
 
