@@ -136,3 +136,44 @@ def test_a_scalar_returned_or_unused_is_handled():
         got, back = f(x, k, u)
         _same(got, x + k)
         assert back == k and type(back) is float
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_type_checks_of_a_scalar_argument_answer_as_for_its_value(dynamic):
+    """A probe's wrong results: during capture a scalar argument is a stand-in, and
+    ``isinstance(k, float)`` answered False, compiling the other branch."""
+    import numbers
+
+    def branchy(x, k):
+        if isinstance(k, float) and isinstance(k, numbers.Number) and np.isscalar(k):
+            return x * k
+        return x + 1
+
+    def sized(x):
+        return x * 2 if isinstance(x.shape[0], int) else x
+
+    f, g = st.compile(branchy, dynamic=dynamic), st.compile(sized, dynamic=dynamic)
+    x = np.array([1.0, 2.0], np.float32)
+    for k in (0.5, 0.25, 3.0):
+        _same(f(x, k), branchy(x, k))
+    for n in (3, 4, 9):
+        _same(g(np.ones((n, 2))), sized(np.ones((n, 2))))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, k: x * (np.float32(2.0) * k),
+    lambda x, k: x / (np.finfo(np.float32).eps + k),
+    lambda x, k: x - x.dtype.type(1) * k,
+    lambda x, k: x * (np.array(1.0, np.float32) + k),
+    lambda x, k: x * np.add(np.float32(1), k),
+    lambda x, k: x * (np.float16(1.0) * k),
+], ids=["float32_scalar", "finfo", "dtype_type", "zero_d", "ufunc", "float16"])
+def test_numpy_scalars_times_a_scalar_argument_keep_it_weak(fn):
+    """A probe's wrong dtypes: NumPy converted the stand-in through ``__array__`` to a strong
+    float64, where eagerly the Python float is weak (NEP 50) and the result float32."""
+    f = st.compile(fn)
+    for dtype in (np.float32, np.float64):
+        x = _x(dtype)
+        for k in (0.5, 0.1, 3.0):
+            with np.errstate(all="ignore"):
+                _same(f(x, k), fn(x, k))

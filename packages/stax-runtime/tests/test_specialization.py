@@ -153,8 +153,8 @@ def test_gated_versions_replay_at_every_level():
 
 
 def test_limit_warns_once_naming_the_changing_component(caplog):
-    cf = stax.CompiledFunction(lambda x, k: x * k, strict_native=True,
-                               limits=stax.Limits(max_versions=3))
+    cf = stax.CompiledFunction(lambda x, k: x * k, strict_native=True, dynamic=False,
+                               limits=stax.Limits(max_versions=3))  # k in the key
     x = np.ones(2)
     with caplog.at_level(logging.WARNING, logger="stax"):
         for k in range(6):

@@ -77,16 +77,16 @@ def test_what_keeps_a_graph_exact():
 
     assert "reads its shape in Python" in _symbolized(floats, (np.ones((4, 2)),), {0: [0]})[2]
 
-    def sorts(x):
-        return np.sort(x, axis=0)
+    def sums(x):
+        return np.einsum("ij->j", x)
 
-    assert "no size rule for numpy.sort()" in _symbolized(sorts, (np.ones((4, 2)),), {0: [0]})[2]
+    assert "no size rule for numpy.einsum()" in _symbolized(sums, (np.ones((4, 2)),), {0: [0]})[2]
 
-    def flips(x):
-        return np.flip(x, 0) + 1
+    def strided(x):
+        return np.lib.stride_tricks.sliding_window_view(x, 2, axis=0) + 1
 
     assert "returns a view without a size rule" in \
-        _symbolized(flips, (np.ones((4, 2)),), {0: [0]})[2]
+        _symbolized(strided, (np.ones((4, 2)),), {0: [0]})[2]
 
 
 def _view_of(fn, x, target="operator.getitem"):

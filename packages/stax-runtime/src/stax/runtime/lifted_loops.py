@@ -53,6 +53,7 @@ from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
 from stax.trace.source import drop_held, held_mark, traced_value
+from stax.trace.traced_sizes import read_number
 
 from . import config, logs
 from .api import CompiledFunction
@@ -175,7 +176,8 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
         elif isinstance(value, _CONSTANTS):
             # bound by the body too (an inner loop's target): it must come out of each
             # iteration as it went in (``_Runner`` checks), a constant of the compiled body
-            constants[name] = value
+            # (a size or scalar argument: its value, which the version is then exact in)
+            constants[name] = read_number(value)
         elif value is UNBOUND:
             return f"the local {name!r} has no value after the first iteration"
         else:

@@ -180,7 +180,7 @@ class Proxy:
         if name in STATIC_ATTRIBUTES:
             if name in ("shape", "size") and not library_frame(sys._getframe(1)):
                 # the user's code: sizes that follow the shape (traced_sizes.py)
-                shape = self.tracer.shape_of(self)
+                shape = self.tracer.sizes.shape_of(self)
                 return shape if name == "shape" else functools.reduce(operator.mul, shape, 1)
             if name in ("shape", "size", "nbytes"):
                 self.tracer.shape_read.add(self.node)

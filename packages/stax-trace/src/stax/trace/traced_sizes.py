@@ -17,7 +17,6 @@ them (``range``, slicing), so every such use goes through ``__index__`` here and
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -43,7 +42,7 @@ class TracedSize:
     # -- uses that decide something: the sizes are read -----------------------------------
     def read(self) -> int:
         """The int, the dimensions it came from marked as read (their sizes stay exact)."""
-        self.tracer.read_sizes(self.expression)
+        self.tracer.sizes.read(self.expression)
         return self.value
 
     def __index__(self) -> int:
@@ -77,6 +76,17 @@ class TracedSize:
 
     def __round__(self, ndigits: int | None = None) -> Any:
         return round(self.read(), ndigits)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        """``isinstance(n, int)`` answers as for the int (a size is an int of the key's type)."""
+        return int
+
+    #: NumPy's binary operators defer to these methods (a NumPy scalar times ``n``)
+    __array_priority__ = 1000
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return ufunc_on_values(ufunc, method, inputs, kwargs)
 
     # -- integer arithmetic that stays a size ---------------------------------------------
     def _combine(self, other: Any, fn: Callable[[Any, Any], Any], swap: bool = False) -> Any:
@@ -128,14 +138,14 @@ class TracedSize:
 
     def _arith(self, other: Any, fn: Callable[[Any, Any], Any], swap: bool = False) -> Any:
         result = self._combine(other, fn, swap)
-        if result is NotImplemented and not _traced(other):
+        if result is NotImplemented and not traced_array(other):
             return self._decided(other, fn, swap)
         return result
 
     def _decided(self, other: Any, fn: Callable[[Any, Any], Any], swap: bool = False) -> Any:
         """An operation whose result is not a size (a float, a NumPy scalar): computed on the
         int, the sizes read."""
-        if _traced(other):
+        if traced_array(other):
             return NotImplemented
         other = other.read() if isinstance(other, TracedSize) else other
         return fn(other, self.read()) if swap else fn(self.read(), other)
@@ -149,7 +159,7 @@ def _binary_decided(fn: Callable[[Any, Any], Any], swap: bool = False) -> Callab
 
 def _compared(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def method(self: TracedSize, other: Any) -> Any:
-        if _traced(other):
+        if traced_array(other):
             return NotImplemented
         other = other.read() if isinstance(other, TracedSize) else other
         return fn(self.read(), other)
@@ -171,20 +181,23 @@ TracedSize.__abs__ = lambda self: abs(self.read())  # type: ignore[method-assign
 TracedSize.__invert__ = lambda self: ~self.read()  # type: ignore[method-assign]
 
 
-def _traced(value: Any) -> bool:
+def traced_array(value: Any) -> bool:
     """A traced array (its operator records the call, with this size as an argument)."""
     from .proxy import Proxy
 
     return isinstance(value, Proxy)
 
 
+_TRACED_NUMBERS: tuple[type, ...] = ()  # TracedSize and TracedScalar, set below
+
+
 def plain(value: Any) -> Any:
     """``value`` with every ``TracedSize`` in it (through tuples, lists, dicts and slices) its
     int, reading nothing: the arguments NumPy's own call is given during capture."""
-    if isinstance(value, (TracedSize, TracedScalar)):
+    if isinstance(value, _TRACED_NUMBERS):
         return value.value
     if isinstance(value, slice):
-        if any(isinstance(b, (TracedSize, TracedScalar)) for b in (value.start, value.stop,
+        if any(isinstance(b, _TRACED_NUMBERS) for b in (value.start, value.stop,
                                                                    value.step)):
             return slice(plain(value.start), plain(value.stop), plain(value.step))
         return value
@@ -196,10 +209,10 @@ def plain(value: Any) -> Any:
 
 
 def _holds(value: Any) -> bool:
-    if isinstance(value, (TracedSize, TracedScalar)):
+    if isinstance(value, _TRACED_NUMBERS):
         return True
     if isinstance(value, slice):
-        return any(isinstance(b, (TracedSize, TracedScalar))
+        return any(isinstance(b, _TRACED_NUMBERS)
                    for b in (value.start, value.stop, value.step))
     if isinstance(value, (tuple, list)):
         return any(_holds(v) for v in value)
@@ -208,86 +221,74 @@ def _holds(value: Any) -> bool:
     return False
 
 
-class TracedScalar:
-    """A Python ``int`` or ``float`` argument during capture (issue 15: a scalar that changes
-    between calls can be a run-time input of a generic version, as torch.compile does for
-    ints). Where it is an operand of a traced call (``x * k``), the node records the value and,
-    in ``meta["scalar_args"]``, the argument it came from; any other use — arithmetic in Python,
-    a comparison, ``range(k)``, a conversion — decides something from its value, which marks
-    the argument read (``info["scalar_read"]``: its value stays part of the key)."""
+def ufunc_on_values(ufunc: Any, method: str, inputs: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
+    """A NumPy ufunc some of whose operands are traced sizes or scalars: a traced array's own
+    ``__array_ufunc__`` records it (NotImplemented here); else the ufunc runs on the Python
+    values, which NumPy takes as weak scalars (NEP 50, as eagerly), the values read."""
+    if any(traced_array(v) for v in (*inputs, *(kwargs.get("out") or ()))):
+        return NotImplemented
+    values = [v.read() if isinstance(v, _TRACED_NUMBERS) else v for v in inputs]
+    return getattr(ufunc, method)(*values, **kwargs)
 
-    __slots__ = ("leaf", "tracer", "value")
 
-    def __init__(self, value: int | float, leaf: int, tracer: Tracer) -> None:
-        self.value = value
-        self.leaf = leaf
+class SizeReads:
+    """The dimensions a capture's user code read as sizes, each a size symbol."""
+
+    def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
+        self.symbols: dict[tuple[Any, int], str] = {}
 
-    def read(self) -> int | float:
-        self.tracer.scalar_read.add(self.leaf)
-        return self.value
+    def shape_of(self, proxy: Any) -> tuple[TracedSize, ...]:
+        """``x.shape`` read by the user's code: each dimension a size that follows it."""
+        node, shape = proxy.node, proxy.value.shape
+        return tuple(TracedSize(n, self._symbol(node, d), self.tracer)
+                     for d, n in enumerate(shape))
 
-    def __index__(self) -> int:
-        return operator.index(self.read())  # a float's own TypeError
+    def _symbol(self, node: Any, dim: int) -> Size:
+        name = self.symbols.get((node, dim))
+        if name is None:
+            name = self.symbols[(node, dim)] = f"s{len(self.symbols)}"
+        return Size.symbol(name)
 
-    def __int__(self) -> int:
-        return int(self.read())
+    def read(self, expression: Any) -> None:
+        """Python decided something from a size: its dimensions stay exact."""
+        if isinstance(expression, Size):
+            names = expression.symbols
+            self.tracer.shape_read.update(node for (node, _), name in self.symbols.items()
+                                          if name in names)
 
-    def __float__(self) -> float:
-        return float(self.read())
-
-    def __complex__(self) -> complex:
-        return complex(self.read())
-
-    def __bool__(self) -> bool:
-        return bool(self.read())
-
-    def __hash__(self) -> int:
-        return hash(self.read())
-
-    def __str__(self) -> str:
-        return str(self.read())
-
-    def __repr__(self) -> str:
-        return repr(self.read())
-
-    def __format__(self, spec: str) -> str:
-        return format(self.read(), spec)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self.read(), dtype=dtype)
-
-    def __getattr__(self, name: str) -> Any:  # k.is_integer(), k.real: the value's own
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.read(), name)
+    def table(self, graph: Any) -> dict[str, list[Any]]:
+        """``info["size_symbols"]``: each symbol's node name and dimension."""
+        return {name: [node.name, dim] for (node, dim), name in self.symbols.items()
+                if node.graph is graph}
 
 
-def _scalar_binary(fn: Callable[[Any, Any], Any], swap: bool = False) -> Callable[..., Any]:
-    def method(self: TracedScalar, other: Any) -> Any:
-        if _traced(other):
-            return NotImplemented  # the traced array's operator records the call
-        other = other.read() if isinstance(other, (TracedScalar, TracedSize)) else other
-        return fn(other, self.read()) if swap else fn(self.read(), other)
-    return method
+def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
+    """The node metadata of the sizes and scalar arguments among a call's arguments: each
+    one's place (``["args", 1, "stop"]``) and a size's expression over the capture's size
+    symbols (``size_args``) or a scalar's flat argument index (``scalar_args``), for
+    ``stax.ir.symbolic_shapes`` and ``stax.ir.scalar_inputs`` to put back."""
+    meta: dict[str, Any] = {}
+    computed = [[list(path), str(e)] for path, e in sizes if isinstance(e, Size)]
+    if computed:
+        meta["size_args"] = computed
+    scalars = [[list(path), e.leaf] for path, e in sizes if not isinstance(e, Size)]
+    if scalars:
+        meta["scalar_args"] = scalars
+    return meta
 
 
-def _scalar_unary(fn: Callable[[Any], Any]) -> Callable[..., Any]:
-    return lambda self, *rest: fn(self.read(), *rest)
+def _traced_numbers() -> tuple[type, ...]:
+    from .traced_scalars import TracedScalar
+
+    return (TracedSize, TracedScalar)
 
 
-for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("truediv", operator.truediv), ("floordiv", operator.floordiv),
-                   ("mod", operator.mod), ("pow", operator.pow), ("divmod", divmod),
-                   ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
-                   ("lshift", operator.lshift), ("rshift", operator.rshift),
-                   ("matmul", operator.matmul)):
-    setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn))
-    setattr(TracedScalar, f"__r{_name}__", _scalar_binary(_fn, swap=True))
-for _name, _fn in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt),
-                   ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge)):
-    setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn))
-for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs),
-                   ("invert", operator.invert), ("round", round), ("trunc", math.trunc),
-                   ("floor", math.floor), ("ceil", math.ceil)):
-    setattr(TracedScalar, f"__{_name}__", _scalar_unary(_fn))
+_TRACED_NUMBERS = _traced_numbers()
+
+
+def read_number(value: Any) -> Any:
+    """A traced size's or scalar's Python value, read (its dimensions or argument then stay
+    exact); any other value as it is."""
+    return value.read() if type(value) in _TRACED_NUMBERS else value

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
-import operator
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,16 +29,19 @@ from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
 from . import loops, masked, masked_reductions, minmax
+from .call_values import concrete_arguments, gate_slice_bounds
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
 from .isolation import private_copy, refused, refusing_draws
+from .leaves import leaf_names
 from .outcome import Argument, Outcome
 from .proxy import GeneratorProxy, Proxy, escaped
 from .raised import caught_error, decided_by_key
 from .reach import escaped_proxy, scan
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
-from .traced_sizes import TracedScalar, TracedSize, plain
+from .traced_scalars import TracedScalar
+from .traced_sizes import SizeReads, TracedSize, size_arguments
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
                    type(Ellipsis))
@@ -74,7 +75,7 @@ class Tracer:
         self.scalar_values: dict[Any, Any] = {}
         self.shape_read: set[Any] = set()
         # the dimensions the user's code read as sizes (``x.shape[0]``), each a size symbol
-        self.size_symbols: dict[tuple[Any, int], str] = {}
+        self.sizes = SizeReads(self)
         self.scalar_read: set[int] = set()  # flat indices of scalar arguments Python read
         self.superseded: list[Any] = []
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
@@ -116,7 +117,7 @@ class Tracer:
     def _reaches_argument(self, args: Any, kwargs: dict[str, Any]) -> bool:
         """Whether an operand shares memory with an array argument (capture computes on
         read-only views of the caller's arrays)."""
-        operands = [v for v in tree_leaves((_concrete(args), _concrete(kwargs)))
+        operands = [v for v in tree_leaves((concrete_arguments(args), concrete_arguments(kwargs)))
                     if isinstance(v, np.ndarray)]
         return any(np.may_share_memory(a.example, v) or
                    (0 in (a.example.size, v.size) and root_array(a.example) is root_array(v))
@@ -164,14 +165,15 @@ class Tracer:
                 f"capture recorded {MAX_NODES} operations (a Python loop unrolls at capture: "
                 "each iteration's operations are recorded again)", source=source,
                 hint="the function runs eagerly; write the loop with whole-array operations"))
-        args = _gate_slice_bounds(args)
+        args = gate_slice_bounds(args)
         sizes: list[tuple[tuple[Any, ...], Any]] = []  # shape-read sizes among the arguments
         node_args = self._symbolic(args, source, sizes, ("args",))
         node_kwargs = self._symbolic(kwargs, source, sizes, ("kwargs",))
         with not_recording(), traced_value(), \
                 self.raising(f"{target}()", source, lambda exc: decided_by_key(target, exc, args)):
             try:
-                value = fn(*_concrete(args), **_concrete(kwargs))  # user errors surface unchanged
+                # user errors surface unchanged
+                value = fn(*concrete_arguments(args), **concrete_arguments(kwargs))
             except ValueError as exc:
                 if "read-only" not in str(exc) or not self._reaches_argument(args, kwargs):
                     raise
@@ -206,7 +208,7 @@ class Tracer:
             if isinstance(expression, TracedScalar):
                 expression.read()
             else:
-                self.read_sizes(expression)
+                self.sizes.read(expression)
         if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
             # operator.getitem node per result, as torch.fx does
@@ -271,24 +273,6 @@ class Tracer:
             if node in self.constants:
                 return  # the shape follows from the key
             self.gates.append(Gate(node.name, kind, GATE_CONVERSIONS[kind](value), source))
-
-    def shape_of(self, proxy: Proxy) -> tuple[TracedSize, ...]:
-        """``x.shape`` read by the user's code: each dimension a size that follows it."""
-        node, shape = proxy.node, proxy.value.shape
-        return tuple(TracedSize(n, self._size_symbol(node, d), self) for d, n in enumerate(shape))
-
-    def _size_symbol(self, node: Any, dim: int) -> Size:
-        name = self.size_symbols.get((node, dim))
-        if name is None:
-            name = self.size_symbols[(node, dim)] = f"s{len(self.size_symbols)}"
-        return Size.symbol(name)
-
-    def read_sizes(self, expression: Any) -> None:
-        """Python decided something from a size: its dimensions stay exact."""
-        if isinstance(expression, Size):
-            names = expression.symbols
-            self.shape_read.update(node for (node, _), name in self.size_symbols.items()
-                                   if name in names)
 
     def _symbolic(self, value: Any, source: str | None,
                   sizes: list[tuple[tuple[Any, ...], Any]] | None = None,
@@ -379,64 +363,6 @@ class Tracer:
 
 def _is_array(value: Any) -> bool:
     return isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.void)
-
-
-def _gate_slice_bounds(value: Any) -> Any:
-    """A traced slice bound (``x[:n]``) is an index gate: Python needs its integer value."""
-    if isinstance(value, slice):
-        return slice(*(operator.index(v) if isinstance(v, Proxy) else v
-                       for v in (value.start, value.stop, value.step)))
-    if isinstance(value, (tuple, list)):
-        return type(value)(_gate_slice_bounds(v) for v in value)
-    return value
-
-
-def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
-    """The node metadata of the shape-read sizes among a call's arguments: each one's place
-    (``["args", 1, "stop"]``) and expression over the capture's size symbols
-    (``info["size_symbols"]``), for ``stax.ir.symbolic_shapes`` to put back."""
-    meta: dict[str, Any] = {}
-    computed = [[list(path), str(e)] for path, e in sizes if not isinstance(e, TracedScalar)]
-    if computed:
-        meta["size_args"] = computed
-    scalars = [[list(path), e.leaf] for path, e in sizes if isinstance(e, TracedScalar)]
-    if scalars:  # scalar arguments as operands: their flat argument index
-        meta["scalar_args"] = scalars
-    return meta
-
-
-def _concrete(value: Any) -> Any:
-    if isinstance(value, (TracedSize, TracedScalar)):
-        return value.value
-    if isinstance(value, slice):
-        return plain(value)
-    if isinstance(value, Proxy):
-        return value.value
-    if isinstance(value, GeneratorProxy):
-        return value.generator
-    if isinstance(value, (tuple, list)):
-        return type(value)(_concrete(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _concrete(v) for k, v in value.items()}
-    return value
-
-
-def leaf_names(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
-    """A readable placeholder name for every leaf of ``(args, kwargs)``, in flatten order."""
-    try:
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    names: list[str] = []
-    for i, arg in enumerate(args):
-        base = params[i] if i < len(params) else f"arg{i}"
-        count = len(tree_flatten(arg)[0])
-        names += [base] if count == 1 else [f"{base}_{j}" for j in range(count)]
-    for key, arg in kwargs.items():
-        count = len(tree_flatten(arg)[0])
-        names += [key] if count == 1 else [f"{key}_{j}" for j in range(count)]
-    return names
 
 
 def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None,
@@ -571,8 +497,7 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
         info["shape_read"] = read
     if tracer.scalar_read:  # scalar arguments Python decided something from
         info["scalar_read"] = sorted(tracer.scalar_read)
-    symbols = {name: [node.name, dim] for (node, dim), name in tracer.size_symbols.items()
-               if node.graph is tracer.graph}
+    symbols = tracer.sizes.table(tracer.graph)
     if symbols:
         info["size_symbols"] = symbols
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
