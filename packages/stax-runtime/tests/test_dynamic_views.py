@@ -55,6 +55,8 @@ PROGRAMS = {
     "hstack": lambda x: np.hstack([x, x]),
     "covariance": lambda x: (x - x.mean(0)).T @ (x - x.mean(0)) / (x.shape[0] - 1),
     "clip": lambda x: np.clip(x, -0.5, 0.5),
+    "einsum_rows": lambda x: np.einsum("ij,ij->i", x, x[::-1]),
+    "einsum_product": lambda x: np.einsum("ij,jk->ik", x, x[:8].T),
 }
 
 

@@ -264,6 +264,34 @@ def _taken(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return (*shape[:axis], *taken, *shape[axis + 1:])
 
 
+def _einsum(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.einsum("ij,jk->ik", a, b)`` with explicit output subscripts (letters only): each
+    output letter's size from the operands, a letter's sizes equal across them (guards)."""
+    spec = node.args[0] if node.args else None
+    if not isinstance(spec, str) or "->" not in spec or "." in spec or node.kwargs or \
+            len(operands) != len(node.args) - 1:
+        return None
+    inputs, output = spec.replace(" ", "").split("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        return None
+    sizes: dict[str, Any] = {}
+    for letters, meta in zip(terms, operands):
+        if len(letters) != meta.ndim or not letters.isalpha():
+            return None
+        for letter, n in zip(letters, meta.shape):
+            if isinstance(n, int) and n == 1 and letter in sizes:
+                continue  # broadcast
+            if letter in sizes and not (isinstance(sizes[letter], int) and sizes[letter] == 1):
+                if not sizes[letter] == n:  # a guard: the same letter, the same size
+                    return None
+            else:
+                sizes[letter] = n
+    if not all(letter in sizes for letter in output):
+        return None
+    return tuple(sizes[letter] for letter in output)
+
+
 def _rolled(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     """``np.roll(x, shift, axis)``: x's shape, whatever the axis."""
     if len(operands) != 1 or not isinstance(node.args[0], Node):
@@ -345,6 +373,7 @@ def shape_rules() -> dict[str, Rule]:
     rules["numpy.hstack"] = _stacked_along(1)
     rules["numpy.roll"] = _rolled
     rules["numpy.take"] = _taken
+    rules["numpy.einsum"] = _einsum
     rules["numpy.sort"] = _sorted
     rules["numpy.tile"] = _tiled
     rules["numpy.pad"] = _padded
