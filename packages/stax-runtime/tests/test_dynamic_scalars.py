@@ -177,3 +177,23 @@ def test_numpy_scalars_times_a_scalar_argument_keep_it_weak(fn):
         for k in (0.5, 0.1, 3.0):
             with np.errstate(all="ignore"):
                 _same(f(x, k), fn(x, k))
+
+
+def test_new_values_take_the_key_entry_and_grow_no_table():
+    """A stream of values is checked by the key entry (the scalar's type only) and runs the
+    generic version without the dispatcher; nothing is kept per value."""
+    def g(x, k):
+        return x * k
+
+    f = st.compile(g)
+    x = _x(np.float64, (3,))
+    f(x, 1.0)
+    f(x, 2.0)
+    for k in np.linspace(0.1, 9.0, 50).tolist():
+        _same(f(x, k), g(x, k))
+    info = f.cache_info()
+    assert info.compiles == 2 and info.hits[1] >= 49
+    assert len(f._by_sigma) == 2
+    with np.errstate(all="ignore"):
+        _same(f(x, 3), g(x, 3))  # an int: another key
+    assert f.cache_info().compiles == 3

@@ -52,7 +52,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions
+from .generic import GenericVersions, entry_key
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import compiled_entry, eager_entry, version_entry
 from .object_arrays import (
@@ -554,9 +554,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
         version.plain_entries = version.generic is not None and plain_call and \
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
+        key = entry_key(sigma, pattern, version.generic)  # (a size-generic one: none)
         if version.entry is None and version.gates is None and not self._free and \
-                placement is None and version.generic is None:  # (its sigma: one size of many)
-            version.entry = version_entry(sigma, lambda *a: self._run(version, a, {}), self._dispatch)
+                placement is None and key is not None:
+            version.entry = version_entry(key, lambda *a: self._run(version, a, {}), self._dispatch)
         return version
 
 

@@ -124,6 +124,19 @@ def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
     return tuple(leaves)
 
 
+def entry_key(sigma: Any, pattern: Pattern | None, generic: Any) -> Any | None:
+    """The key a version's key entry compares calls with (``key_entry.py``): its sigma; for a
+    version generic in scalar values only, sigma with those values ``*`` (the entry checks
+    their types); None for a size-generic version (its shape guards need the dispatcher)."""
+    if generic is None:
+        return sigma
+    if pattern is None or any(d != SCALAR_VALUE for _, d in pattern) or \
+            getattr(generic, "sized", None) is not None:
+        return None
+    key = generic_key(sigma, pattern)
+    return None if key is None else (key, ())
+
+
 def changed_dimensions(old: Any, new: Any) -> Pattern | None:
     """The dimensions in which two signatures differ, when they differ only in array sizes (of
     2 or more, at the same layout expressions); None otherwise."""
@@ -190,11 +203,14 @@ class GenericVersions:
              applies: Callable[[Any], bool], by_sigma: dict[Any, list[Any]],
              by_layout: dict[Any, list[Any]]) -> Any | None:
         """The generic version for a call whose exact key has none; registered under that
-        key (and its layouts) so that the next call at these sizes finds it as an exact one."""
+        key (and its layouts) so that the next call at these sizes finds it as an exact one —
+        not for a scalar's value: a stream of values would grow the table without end."""
         for pattern in self.patterns:
             key = generic_key(sigma, pattern)
             for version in self.by_key.get(key, ()) if key is not None else ():
                 if applies(version):
+                    if any(d == SCALAR_VALUE for _, d in pattern):
+                        return version
                     by_sigma[sigma] = [version]
                     layout = array_signature(args) if not kwargs else None
                     if layout is not None:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .scalar_arguments import EXACT_INT
 from .signature import ARRAY, float_key
 
 
@@ -139,6 +140,10 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
                           f"{name}_dtype": dtype})
         return (f"type({name}) is ndarray and {name}.shape == {name}_shape and "
                 f"{name}.strides == {name}_strides and {name}.dtype == {name}_dtype")
+    if kind in ("float", "int") and leaf[1] == "*":  # a run-time input (generic.SCALAR_VALUE)
+        if kind == "float":
+            return f"type({name}) is float"
+        return f"type({name}) is int and -{EXACT_INT} < {name} < {EXACT_INT}"
     if kind == "float":
         key = constants[f"{name}_key"] = leaf[1]
         value = float.fromhex(key) if not key.startswith("nan:") else math.nan
