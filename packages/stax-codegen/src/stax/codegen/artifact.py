@@ -101,6 +101,8 @@ class KernelPlan:
     #: is split over the pool is decided for each call's sizes (``instantiate.py``), and
     #: ``parallel`` says only that it may be. None for a kernel of constant sizes
     cost: Any = None
+    #: a size-generic Triton kernel's size symbols, passed after its pointers (issue 15)
+    size_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,7 @@ class KernelArtifact:
                          "bytes_written": size_to_json(k.bytes_written),
                          "index_bits": k.index_bits,
                          **({"cost": size_to_json(k.cost)} if k.cost is not None else {}),
+                         **({"size_args": list(k.size_args)} if k.size_args else {}),
                          **({"nest": k.nest.to_json()} if k.nest is not None else {}),
                          **({"launch": k.launch.to_json()} if k.launch is not None else {}),
                          **({"copies": k.copies} if k.copies is not None else {})}
@@ -256,7 +259,8 @@ class KernelArtifact:
                         NestPlan.from_json(k["nest"], k["computes"]) if "nest" in k else None,
                         Launch.from_json(k["launch"]) if "launch" in k else None,
                         k.get("copies"),
-                        size_from_json(k["cost"]) if "cost" in k else None)
+                        size_from_json(k["cost"]) if "cost" in k else None,
+                        tuple(k.get("size_args", ())))
              for k in doc["kernels"]],
             list(doc["input_slots"]), TreeDef.from_json(doc["input_tree"]),
             [{**o, "const": decode_value(o.get("const"))} for o in doc["outputs"]],

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stax.ir.sizes import is_symbolic
 from stax.loop import Affine, ComputedBuffer, Expr, Reduction, Scan, loads, rvar, xvar
 
 from ..nesting import Nest
@@ -313,7 +314,8 @@ class KernelWriter:
         self.line(f"xnumel = {numel}")
         self.line(f"xoffset = {program or pid} * XBLOCK")
         self.line(f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if column else ''}")
-        if numel and numel % self.spec.blocks.xblock == 0:  # every block whole: no mask to compute
+        if not is_symbolic(numel) and numel and numel % self.spec.blocks.xblock == 0:
+            # every block whole: no mask to compute (a size's extent: masked)
             self.line(f"xmask = tl.full({'[XBLOCK, 1]' if column else '[XBLOCK]'}, True, tl.int1)")
         else:
             self.line("xmask = xindex < xnumel")
@@ -336,7 +338,7 @@ class KernelWriter:
             stride = math.prod(ranges[i + 1:])
             self.region.canon[var] = canon[i]
             self.region.axes[var] = axes
-            if extent == 1:
+            if isinstance(extent, int) and extent == 1:  # (a size may be 1: indexed as any)
                 self.region.names[var] = "0"
                 continue
             text = flat if stride == 1 else f"{flat} // {stride}"
@@ -508,7 +510,7 @@ class KernelWriter:
                     start: str) -> None:
         numel = math.prod(inner)
         self.line(f"r0_index = {start}")
-        if numel and numel % self.spec.blocks.r0_block == 0:  # (an empty row masks all)
+        if not is_symbolic(numel) and numel and numel % self.spec.blocks.r0_block == 0:
             self.line("r0_mask = tl.full([1, R0_BLOCK], True, tl.int1)")
         else:
             self.line(f"r0_mask = r0_index < {numel}")

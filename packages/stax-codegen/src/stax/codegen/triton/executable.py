@@ -105,8 +105,10 @@ def check_plan(artifact: KernelArtifact) -> None:
                              "records each kernel's grid, block sizes and warps)")
         params = signatures.get(k.name)
         blocks = {name for name, _ in k.launch.blocks}
-        if params is None or len(params) != len(k.args) + len(blocks) or \
-                set(params[len(k.args):]) != blocks:
+        pointers = len(k.args) + len(k.size_args)  # (a size-generic kernel's sizes after them)
+        if params is None or len(params) != pointers + len(blocks) or \
+                tuple(params[len(k.args):pointers]) != tuple(k.size_args) or \
+                set(params[pointers:]) != blocks:
             found = "no such function" if params is None else f"def {k.name}({', '.join(params)})"
             raise ValueError(f"{artifact.name}: kernel {k.name} of the plan (buffers "
                              f"{', '.join(k.args)}; blocks {', '.join(sorted(blocks))}) does not "
@@ -118,18 +120,34 @@ class _Kernel:
     path (the interpreter, or where the compiled launcher cannot be used)."""
 
     def __init__(self, plan: KernelPlan, fn: Any, slot: dict[str, int], dtypes: dict[str, str],
-                 source: str, cache: BinaryCache | None) -> None:
+                 source: str, cache: BinaryCache | None,
+                 sizes: dict[str, int] | None = None) -> None:
         launch = plan.launch
         self.name = plan.name
         self.args = [slot[a] for a in plan.args]
         options = {"num_warps": launch.num_warps, **LAUNCH_OPTIONS}
         if getattr(launch, "num_stages", None):
             options["num_stages"] = launch.num_stages
-        self.python = python_launch(fn, tuple(launch.grid), {**launch.constants, **options})
+        # a size-generic kernel's sizes, after its pointers (issue 15): this instance's values
+        self.sizes = tuple((sizes or {})[name] for name in plan.size_args)
+        launched = _with_sizes(fn, self.sizes) if self.sizes else fn
+        self.python = python_launch(launched, tuple(launch.grid), {**launch.constants, **options})
         self.compiled = KernelLauncher(source, fn, [dtypes[a] for a in plan.args],
-                                       dict(launch.constants), options, tuple(launch.grid), cache)
+                                       dict(launch.constants), options, tuple(launch.grid),
+                                       cache) if not self.sizes else None
         self.verified = False  # the compiled launcher ran once (else a failure falls back)
-        self.fallback: str | None = None  # why this kernel goes through Triton's Python path
+        #: why this kernel goes through Triton's Python path (a size-generic kernel always does:
+        #: the compiled launcher binds pointers only)
+        self.fallback: str | None = "size arguments" if self.sizes else None
+
+
+class _with_sizes:
+    def __init__(self, fn: Any, sizes: tuple[int, ...]) -> None:
+        self.fn, self.sizes = fn, sizes
+
+    def __getitem__(self, grid: Any) -> Any:
+        launch = self.fn[grid]
+        return lambda *arrays, **options: launch(*arrays, *self.sizes, **options)
 
 
 class TritonExecutable:
@@ -140,7 +158,8 @@ class TritonExecutable:
     this process)."""
 
     def __init__(self, artifact: KernelArtifact, source_dir: str | Path | None = None,
-                 cache_dir: str | Path | None = None) -> None:
+                 cache_dir: str | Path | None = None, sizes: dict[str, int] | None = None
+                 ) -> None:
         if artifact.triton_source is None:
             raise ValueError(f"{artifact.name}: the artifact holds no Triton source (its target "
                              f"is {artifact.target.get('device')!r})")
@@ -192,7 +211,7 @@ class TritonExecutable:
             else:
                 plan = kernels[name]
                 self.kernels.append(_Kernel(plan, getattr(self.module, plan.name), slot, dtypes,
-                                            artifact.triton_source, self.cache))
+                                            artifact.triton_source, self.cache, sizes))
                 self.steps.append(self.kernels[-1])
         self.checks = [(slot[name], why) for name, why in artifact.checks.items()]
         self.outputs = [(slot[o["buffer"]], o["scalar"]) if "buffer" in o else (None, o["const"])

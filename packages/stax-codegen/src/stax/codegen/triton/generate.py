@@ -5,11 +5,14 @@ launch (``launch.py``), all of them one source module (``KernelArtifact.triton_s
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, replace
+from typing import Any
 
 import numpy as np
 
+from stax.ir.sizes import hint, is_symbolic
 from stax.loop import LoopProgram, Reduction, Scan, index_width
 
 from ..artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan, Launch
@@ -27,7 +30,15 @@ from ..scheduler import Group
 from ..target import Target
 from ..version import CODEGEN_VERSION
 from .emit import TritonKernelSpec, emit_kernel
-from .launch import Blocks, LaunchPolicy, choose_blocks, lookback_blocks, spread_rows, tile_blocks
+from .launch import (
+    Blocks,
+    LaunchPolicy,
+    cdiv,
+    choose_blocks,
+    lookback_blocks,
+    spread_rows,
+    tile_blocks,
+)
 from .reductions import HELPERS as REDUCTION_HELPERS
 from .rows import kept_loops, row_axes
 from .scans import HELPERS as SCAN_HELPERS
@@ -78,12 +89,15 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         name = f"kernel_{len(steps) - len(externs) - len(scratch)}"  # clearing kernels aside
         args = kernel_args(group, plan.discard)
         xnumel, inner = extents(nest)
-        lookback = lookback_of(nest, xnumel, inner, policy)
+        if is_symbolic(inner):
+            raise NotImplementedError(f"{name}: a size-generic inner extent ({inner})")
+        planned = planning_extent(xnumel)  # the blocks of a size-generic kernel: for many rows
+        lookback = None if is_symbolic(xnumel) else lookback_of(nest, xnumel, inner, policy)
         blocks = (configs or {}).get(name) or lookback or \
-            (tile_blocks(xnumel, inner, policy) if nest.kind == "tiled" and inner is not None else
-             choose_blocks(xnumel, inner, nest.kind == "columns", policy, widest(args, plan.dtypes)))
+            (tile_blocks(planned, inner, policy) if nest.kind == "tiled" and inner is not None else
+             choose_blocks(planned, inner, nest.kind == "columns", policy, widest(args, plan.dtypes)))
         if name not in (configs or {}) and nest.kind == "rows" and kept_loops(nest):
-            blocks = spread_rows(blocks, xnumel, policy)
+            blocks = spread_rows(blocks, planned, policy)
         bits = max(index_width(n) for n in group.nodes)
         if xnumel + blocks.xblock > INT32_MAX or (inner or 0) + blocks.r0_block > INT32_MAX:
             bits = 64  # a masked lane's index past the end must not wrap either
@@ -106,6 +120,8 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
                                 frozenset(a for a in args if plan.nbytes[a] == 0), flags,
                                 policy.eviction_hints, unread(plan, group))
         text, used, unstored = emit_kernel(spec)
+        symbols = size_parameters(text, program.sizes)
+        text = with_size_parameters(text, name, symbols)
         sources.append(text)
         helpers |= used
         read, written = traffic(group, args, plan.nbytes, plan.discard | unstored)
@@ -113,14 +129,15 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
         launch = blocks.launch(xnumel)
         if nest.kind == "tiled" and inner is not None:  # a program per tile
-            launch = Launch((math.ceil(xnumel / blocks.xblock) * math.ceil(inner / blocks.r0_block),),
+            launch = Launch((cdiv(xnumel, blocks.xblock) * cdiv(inner, blocks.r0_block),),
                             launch.blocks, launch.num_warps)
         if flags is not None:  # a program per block of each row
             assert inner is not None
             launch = Launch((xnumel * math.ceil(inner / blocks.r0_block),), launch.blocks, launch.num_warps)
             args = (*args, flags)
         kernels.append(KernelPlan(name, args, tuple(n.name for n in group.nodes), xnumel, work,
-                                  launch.grid[0] > 1, read, written, bits, nest.plan, launch))
+                                  hint(launch.grid[0]) > 1, read, written, bits, nest.plan, launch,
+                                  size_args=symbols))
         steps.append(name)
     source = "\n\n".join([f"# {program.name}: Triton kernels made by stax-codegen "
                           f"{CODEGEN_VERSION}\n{HEADER}", *[HELPERS[h] for h in sorted(helpers)],
@@ -130,6 +147,33 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, plan.storage,
                           dict(program.checks), None, False, source)
+
+
+#: the outer extent a size-generic kernel's blocks are chosen for (many rows: a small size
+#: only masks more lanes)
+PLANNING_EXTENT = 1 << 20
+
+
+def planning_extent(xnumel: Any) -> int:
+    return max(hint(xnumel), PLANNING_EXTENT) if is_symbolic(xnumel) else xnumel
+
+
+def size_parameters(text: str, sizes: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The size symbols a kernel's source names (its run-time arguments)."""
+    if not sizes:
+        return ()
+    words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text))
+    return tuple(sorted((name for name in sizes if name in words), key=lambda n: int(n[1:])))
+
+
+def with_size_parameters(text: str, name: str, symbols: tuple[str, ...]) -> str:
+    """The kernel's ``def`` line with its size symbols as arguments before the block sizes."""
+    if not symbols:
+        return text
+    head = f"def {name}("
+    at = text.index(head)
+    end = text.index("XBLOCK: tl.constexpr", at)
+    return text[:end] + "".join(f"{s}, " for s in symbols) + text[end:]
 
 
 def unread(plan: ProgramPlan, group: Group) -> frozenset[str]:

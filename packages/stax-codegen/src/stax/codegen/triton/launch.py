@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from ..artifact import Launch
 
@@ -82,7 +83,12 @@ class Blocks:
 
     def launch(self, xnumel: int) -> Launch:
         blocks = (("XBLOCK", self.xblock),) + ((("R0_BLOCK", self.r0_block),) if self.r0_block else ())
-        return Launch((math.ceil(xnumel / self.xblock),), blocks, self.num_warps)
+        return Launch((cdiv(xnumel, self.xblock),), blocks, self.num_warps)
+
+
+def cdiv(n: Any, block: int) -> Any:
+    """``ceil(n / block)``, for a size expression too (a size-generic kernel's grid)."""
+    return (n + block - 1) // block
 
 
 def _warps(elements: int, policy: LaunchPolicy, per_thread: int | None = None) -> int:
