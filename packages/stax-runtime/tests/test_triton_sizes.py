@@ -2,8 +2,8 @@
 made generic in its rows is lowered for CUDA and generated once; its kernels take the size
 symbols as arguments after their pointers (``KernelPlan.size_args``) and their grids are size
 expressions, so one Triton source runs at every size through ``instantiate`` (the grid and
-buffers at that size) and ``TritonExecutable(..., sizes=...)``. The runtime does not dispatch
-device calls to generic versions yet."""
+buffers at that size) and ``TritonExecutable(..., sizes=...)``; device calls take the generic
+version through automatic dynamic as CPU calls do."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
+import stax.runtime as stax  # noqa: E402
 from stax.codegen.instantiate import instantiate  # noqa: E402
 from stax.codegen.triton.executable import TritonExecutable  # noqa: E402
 from stax.codegen.triton.generate import generate_triton  # noqa: E402
@@ -89,3 +90,18 @@ def test_one_triton_source_runs_at_every_batch_size(name):
 def test_a_dynamic_inner_extent_is_not_generated_yet():
     with pytest.raises(NotImplementedError, match="size-generic inner extent"):
         _generic_artifact(softmax, (), {0: [0, 1]})
+
+
+@pytest.mark.parametrize("name", ["softmax", "layer_norm", "example_1_1"])
+def test_device_calls_take_the_generic_version_too(name):
+    """Automatic dynamic for ``device="cuda"``: torch tensors of a stream of batch sizes compile
+    twice, the second a size-generic Triton version (its instances share one source)."""
+    fn, extra = PROGRAMS[name]
+    f = stax.compile(fn, device="cuda")
+    for rows in (5, 9, 33, 1, 130, 9):
+        x = np.random.default_rng(rows).standard_normal((rows, WIDTH)).astype(np.float32)
+        got = f(torch.from_numpy(x), *[torch.from_numpy(e) for e in extra])
+        assert isinstance(got, torch.Tensor)
+        np.testing.assert_allclose(got.numpy(), fn(x, *extra), rtol=2e-6, atol=2e-6)
+    assert f.cache_info().compiles == 2
+    assert [v.generic is not None for v in f.versions()] == [False, True]

@@ -66,11 +66,13 @@ class Launch:
         return dict(self.blocks)
 
     def to_json(self) -> dict[str, Any]:
-        return {"grid": list(self.grid), "blocks": dict(self.blocks), "num_warps": self.num_warps}
+        return {"grid": [size_to_json(n) for n in self.grid], "blocks": dict(self.blocks),
+                "num_warps": self.num_warps}  # a size-generic kernel's grid: expressions
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Launch:
-        return cls(tuple(doc["grid"]), tuple((k, int(v)) for k, v in doc["blocks"].items()),
+        return cls(tuple(size_from_json(n) for n in doc["grid"]),
+                   tuple((k, int(v)) for k, v in doc["blocks"].items()),
                    int(doc["num_warps"]))
 
 

@@ -172,12 +172,20 @@ class GenericExecutable:
         with self._lock:
             found = self._instances.get(key)
             if found is None:
-                found = Executable(instantiate(self.artifact, values), self._cache_dir,
-                                   modules=self._modules)
+                found = self._made(instantiate(self.artifact, values), values)
                 self._instances[key] = found
                 while len(self._instances) > MAX_INSTANCES:
                     self._instances.popitem(last=False)
         return found
+
+    def _made(self, instance: KernelArtifact, values: Mapping[str, int]) -> Any:
+        """The executable of one instance: machine code over the shared modules, or for CUDA the
+        Triton kernels, which take the sizes as arguments (one source for every instance)."""
+        if instance.target.get("device") == "cuda":
+            from .triton.executable import TritonExecutable
+
+            return TritonExecutable(instance, cache_dir=self._cache_dir, sizes=dict(values))
+        return Executable(instance, self._cache_dir, modules=self._modules)
 
     def entry_for(self, arrays: Sequence[Any], slow: Any) -> Any:
         """A machine-code entry for calls with exactly these arrays' layouts (``entry``), made

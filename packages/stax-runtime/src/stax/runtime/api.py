@@ -387,8 +387,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             return Version(-1, sigma, self._eager, native=False,
                            reason="version or compile limit reached")
         pattern = self._generic.pattern_for(sigma, [v.sigma for v in self._versions if v.native],
-                                            DecisionStore.of(self.fn, settings.cache_dir)) \
-            if placement is None else None
+                                            DecisionStore.of(self.fn, settings.cache_dir))
         version = self._compile(sigma, args, kwargs, settings, outcome, placement, pattern)
         if version.generic is not None and pattern is not None:
             self._generic.add(sigma, pattern, version)

@@ -157,10 +157,10 @@ def make_executable(artifact: KernelArtifact, cache_dir: Any) -> Executable | Tr
     """What runs an artifact: its target's executable (LLVM machine code for the CPU, Triton
     kernels on the inputs' GPU for CUDA, their binaries kept under ``cache_dir``; Triton is
     imported only then)."""
-    if artifact.target.get("device") == "cuda":
-        return TritonExecutable(artifact, cache_dir=cache_dir)
     if artifact.sizes:
         return GenericExecutable(artifact, cache_dir)  # sizes given per call
+    if artifact.target.get("device") == "cuda":
+        return TritonExecutable(artifact, cache_dir=cache_dir)
     return Executable(artifact, cache_dir)
 
 

@@ -68,7 +68,8 @@ class NotGeneric(Exception):
 
 
 def _array_leaf(leaf: Any) -> bool:
-    return isinstance(leaf, tuple) and len(leaf) == 5 and leaf[0] == ARRAY and leaf[1] == "cpu"
+    """An array's signature leaf, on the CPU or a device (its device key kept in the key)."""
+    return isinstance(leaf, tuple) and len(leaf) == 5 and leaf[0] == ARRAY
 
 
 def _layout(leaf: Any, dims: Sequence[int] = ()) -> tuple[Any, ...] | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.sizes import hint, is_symbolic
+from stax.ir.sizes import active_env, hint, is_symbolic
 from stax.loop import LoopProgram, Reduction, Scan, index_width
 
 from ..artifact import BufferPlan, ExternPlan, KernelArtifact, KernelPlan, Launch
@@ -146,7 +146,16 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
                           buffer_plans(plan) + scratch, kernels, list(program.input_slots),
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, plan.storage,
-                          dict(program.checks), None, False, source)
+                          dict(program.checks), None, False, source, sizes=_sizes(program))
+
+
+def _sizes(program: LoopProgram) -> dict[str, Any]:
+    """A size-generic plan's symbols and every guard of its compile (``KernelArtifact.sizes``)."""
+    env = active_env()
+    if not program.sizes or env is None:
+        return {}
+    return {"symbols": {name: [i.low, i.high, i.hint] for name, i in env.symbols.items()},
+            "guards": [g.to_json() for g in env.guards]}
 
 
 #: the outer extent a size-generic kernel's blocks are chosen for (many rows: a small size
