@@ -54,14 +54,18 @@ class KernelSpec:
 
     @staticmethod
     def of(source: str, fn: Any, dtypes: list[str], constants: dict[str, Any],
-           aligned: tuple[int, ...], options: dict[str, Any]) -> KernelSpec:
+           aligned: tuple[int, ...], options: dict[str, Any], sizes: int = 0,
+           size_type: str = "i64") -> KernelSpec:
         """The spec of ``fn`` (a ``triton.jit`` function of ``source``) whose first parameters
-        are buffers of ``dtypes`` and the others ``constants``."""
+        are buffers of ``dtypes``, then ``sizes`` integers of ``size_type`` (a size-generic
+        kernel's sizes, issue 15), and the others ``constants``."""
         names = list(fn.arg_names)
         signature = [(n, POINTERS[d]) for n, d in zip(names, dtypes)]
-        signature += [(n, "constexpr") for n in names[len(dtypes):]]
-        missing = [n for n in names[len(dtypes):] if n not in constants]
-        if missing or len(dtypes) > len(names):
+        given = len(dtypes) + sizes
+        signature += [(n, size_type) for n in names[len(dtypes):given]]
+        signature += [(n, "constexpr") for n in names[given:]]
+        missing = [n for n in names[given:] if n not in constants]
+        if missing or given > len(names):
             raise ValueError(f"{fn.__name__}: parameters {names} do not match {len(dtypes)} "
                              f"buffers and constants {sorted(constants)}")
         return KernelSpec(source, fn.__name__, tuple(signature), tuple(sorted(constants.items())),
@@ -202,9 +206,24 @@ class BinaryCache:
         self.disk.store(key, payload)
 
 
+#: size-generic kernels compiled in this process, by spec and target: a generic version's
+#: instances (one per size) launch the same binaries, with or without a disk cache
+_COMPILED: dict[tuple[KernelSpec, str], Any] = {}
+
+
 def compiled_kernel(spec: KernelSpec, fn: Any, target: Any, cache: BinaryCache | None) -> Any:
-    """The ``CompiledKernel`` of ``spec`` for ``target``: from ``cache`` when it holds it, else
-    compiled (and stored)."""
+    """The ``CompiledKernel`` of ``spec`` for ``target``: compiled in this process before, from
+    ``cache`` when it holds it, else compiled (and stored)."""
+    if not any(kind in ("i32", "i64") for _, kind in spec.signature):
+        return _compiled_kernel(spec, fn, target, cache)  # (its launcher keeps it)
+    key = (spec, f"{target.backend} {target.arch} {target.warp_size}")
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = _compiled_kernel(spec, fn, target, cache)
+    return found
+
+
+def _compiled_kernel(spec: KernelSpec, fn: Any, target: Any, cache: BinaryCache | None) -> Any:
     if cache is not None:
         found = cache.load(spec, fn, target)
         if found is not None:

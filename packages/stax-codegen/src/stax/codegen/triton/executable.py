@@ -134,11 +134,10 @@ class _Kernel:
         self.python = python_launch(launched, tuple(launch.grid), {**launch.constants, **options})
         self.compiled = KernelLauncher(source, fn, [dtypes[a] for a in plan.args],
                                        dict(launch.constants), options, tuple(launch.grid),
-                                       cache) if not self.sizes else None
+                                       cache, self.sizes,
+                                       "i32" if plan.index_bits == 32 else "i64")
         self.verified = False  # the compiled launcher ran once (else a failure falls back)
-        #: why this kernel goes through Triton's Python path (a size-generic kernel always does:
-        #: the compiled launcher binds pointers only)
-        self.fallback: str | None = "size arguments" if self.sizes else None
+        self.fallback: str | None = None  # why this kernel goes through Triton's Python path
 
 
 class _with_sizes:

@@ -54,19 +54,23 @@ class KernelLauncher:
     and ``options`` on ``grid``: ``launch(pointers, stream, device_index)``."""
 
     def __init__(self, source: str, fn: Any, dtypes: list[str], constants: dict[str, Any],
-                 options: dict[str, Any], grid: tuple[int, ...], cache: BinaryCache | None) -> None:
+                 options: dict[str, Any], grid: tuple[int, ...], cache: BinaryCache | None,
+                 sizes: tuple[int, ...] = (), size_type: str = "i64") -> None:
         self.source, self.fn, self.dtypes = source, fn, dtypes
         self.constants, self.options, self.cache = constants, options, cache
+        self.sizes, self.size_type = tuple(sizes), size_type  # a size-generic kernel's sizes
         self.grid = (tuple(grid) + (1, 1, 1))[:3]
         self.empty = self.grid[0] * self.grid[1] * self.grid[2] == 0
         names = list(fn.arg_names)
-        self.tail = tuple(constants[n] for n in names[len(dtypes):])
+        self.tail = (*self.sizes,
+                     *(constants[n] for n in names[len(dtypes) + len(self.sizes):]))
         self._aligned: dict[int, Bound] = {}  # device index -> every pointer aligned
         self._bound: dict[tuple[int, tuple[int, ...]], Bound] = {}
         self.compiles = 0
 
     def spec(self, aligned: tuple[int, ...]) -> KernelSpec:
-        return KernelSpec.of(self.source, self.fn, self.dtypes, self.constants, aligned, self.options)
+        return KernelSpec.of(self.source, self.fn, self.dtypes, self.constants, aligned,
+                             self.options, len(self.sizes), self.size_type)
 
     def bind(self, index: int, aligned: tuple[int, ...]) -> Bound:
         """The kernel for device ``index`` (the current device) with parameters ``aligned``
