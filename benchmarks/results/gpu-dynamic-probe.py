@@ -94,7 +94,7 @@ def speed() -> None:
     for name, (fn, extra) in PROGRAMS.items():
         generic, exact = stax.compile(fn, device="cuda"), stax.compile(fn, device="cuda",
                                                                        dynamic=False)
-        for rows in (4096, 37):
+        for rows in (65536, 4096, 37):
             for n in (rows + 1, rows + 2):  # an exact version, then the generic one
                 generic(device(RNG.standard_normal((n, WIDTH)).astype(np.float32)),
                         *map(device, extra))
