@@ -159,7 +159,8 @@ def _innermost(index: Any, node: ComputedBuffer) -> str | None:
     loops = [xvar(d) for d in range(len(node.ranges))] + \
         [f"r{j}" for j in range(len(node.reduction_ranges))]
     for var in reversed(loops):
-        if abs(index.coefficient(var)) == 1:
+        coefficient = index.coefficient(var)
+        if not isinstance(coefficient, Size) and abs(coefficient) == 1:  # (a size's: not 1)
             return var
     return None
 

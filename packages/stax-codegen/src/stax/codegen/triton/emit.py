@@ -195,9 +195,15 @@ class KernelWriter:
             if name == "0":
                 continue
             axes |= self.region.axes[var]
-            term = name if coeff == 1 else f"{coeff} * {name}" if coeff > 0 else f"-{-coeff} * {name}"
+            if is_symbolic(coeff):  # a size-generic stride: its expression
+                term = f"({coeff}) * {name}"
+            else:
+                term = name if coeff == 1 else f"{coeff} * {name}" if coeff > 0 \
+                    else f"-{-coeff} * {name}"
             parts.append(term)
-        if expr.const or not parts:
+        if is_symbolic(expr.const):
+            parts.append(f"({expr.const})")
+        elif expr.const or not parts:
             parts.append(str(expr.const))
         text = " + ".join(parts).replace("+ -", "- ")
         return text, frozenset(axes)
@@ -341,9 +347,10 @@ class KernelWriter:
             if isinstance(extent, int) and extent == 1:  # (a size may be 1: indexed as any)
                 self.region.names[var] = "0"
                 continue
-            text = flat if stride == 1 else f"{flat} // {stride}"
+            unit = isinstance(stride, int) and stride == 1  # (a size's stride: divided)
+            text = flat if unit else f"{flat} // {stride}"
             if i > 0:  # the outermost needs no remainder: past its extent the lane is masked
-                text = f"{flat} % {extent}" if stride == 1 else f"({text}) % {extent}"
+                text = f"{flat} % {extent}" if unit else f"({text}) % {extent}"
             self.line(f"{var}{suffix} = {text}")
             self.axes[var + suffix] = axes
             self.region.names[var] = var + suffix
@@ -369,7 +376,7 @@ class KernelWriter:
         (nodes,) = self.spec.nest.phases
         ranges = nodes[0].ranges
         cols = ranges[-1]
-        tiles = math.ceil(cols / self.spec.blocks.r0_block)
+        tiles = (cols + self.spec.blocks.r0_block - 1) // self.spec.blocks.r0_block
         pid = "tl.program_id(0)" if self.spec.index_bits == 32 else "tl.program_id(0).to(tl.int64)"
         self.line(f"r0_tile = {pid} % {tiles}")
         self.outer(ranges[:-1], column=True, program=f"({pid} // {tiles})")
@@ -422,7 +429,8 @@ class KernelWriter:
         itself."""
         nest = self.spec.nest
         where = {n.name: i for i, phase in enumerate(nest.phases) for n in phase}
-        persistent = [math.prod(s.inner) <= self.spec.blocks.r0_block and not s.kept for s in shapes]
+        persistent = [fits(math.prod(s.inner), self.spec.blocks.r0_block) and not s.kept
+                      for s in shapes]
         kept = set()
         for spill in nest.shares:
             at = where[spill.reduction]
@@ -458,7 +466,7 @@ class KernelWriter:
         fits one block, else looped; inside a loop over the axes it keeps beyond the row, if
         any (``shape.kept``)."""
         numel = math.prod(inner)
-        persistent = numel <= self.spec.blocks.r0_block
+        persistent = fits(numel, self.spec.blocks.r0_block)
         reducing = isinstance(nodes[0].data, Reduction)
         names = ", ".join(n.name for n in nodes if n.name not in self.spec.discard)
         how = "persistent" if persistent else "looped"
@@ -557,6 +565,12 @@ class KernelWriter:
         name = self.assign(f"({total}).to({tl_dtype(node.dtype)})", "red", frozenset({"x"}))
         self.store(node.name, node.store_index, name, frozenset({"x"}))
         self.held[node.name] = Held(self.key(node.store_index), name, self.open[-1])
+
+
+def fits(numel: Any, block: int) -> bool:
+    """Whether an inner extent fits one block (a persistent phase); a size's never does, so the
+    phase loops over it, which is right at every size (issue 15)."""
+    return not is_symbolic(numel) and numel <= block
 
 
 def _names(text: str) -> list[str]:

@@ -89,9 +89,11 @@ def generate_triton(program: LoopProgram, target: Target | None = None,
         name = f"kernel_{len(steps) - len(externs) - len(scratch)}"  # clearing kernels aside
         args = kernel_args(group, plan.discard)
         xnumel, inner = extents(nest)
-        if is_symbolic(inner):
-            raise NotImplementedError(f"{name}: a size-generic inner extent ({inner})")
+        if is_symbolic(inner) and nest.kind not in ("rows", "plain", "columns"):
+            raise NotImplementedError(f"{name}: a size-generic inner extent ({inner}) of a "
+                                      f"{nest.kind} nest")
         planned = planning_extent(xnumel)  # the blocks of a size-generic kernel: for many rows
+        inner = None if inner is None else planning_extent(inner) if is_symbolic(inner) else inner
         lookback = None if is_symbolic(xnumel) else lookback_of(nest, xnumel, inner, policy)
         blocks = (configs or {}).get(name) or lookback or \
             (tile_blocks(planned, inner, policy) if nest.kind == "tiled" and inner is not None else

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.sizes import Size
+
 #: each loop dtype's Triton type (``bool`` is ``int1``, stored as a byte)
 TL_DTYPES = {"bool": "tl.int1", "int8": "tl.int8", "int16": "tl.int16", "int32": "tl.int32",
              "int64": "tl.int64", "uint8": "tl.uint8", "uint16": "tl.uint16",
@@ -57,7 +59,11 @@ def number(value: Any, dtype: str) -> str:
 
 
 def constant(value: Any, dtype: str) -> str:
-    """A scalar constant of ``dtype`` (a 0-d value: it broadcasts against any block)."""
+    """A scalar constant of ``dtype`` (a 0-d value: it broadcasts against any block); a size
+    (a size-generic kernel's count or extent) is its expression over the kernel's size
+    arguments, converted."""
+    if isinstance(value, Size):
+        return f"tl.cast({value}, {tl_dtype(dtype)})"
     if dtype == "uint64" and int(np.asarray(value).astype(np.uint64)) >= 1 << 63:
         # beyond int64: Triton takes the bits of the int64 of the same bits
         bits = int(np.asarray(value).astype(np.uint64).view(np.int64))
