@@ -197,3 +197,21 @@ def test_new_values_take_the_key_entry_and_grow_no_table():
     with np.errstate(all="ignore"):
         _same(f(x, 3), g(x, 3))  # an int: another key
     assert f.cache_info().compiles == 3
+
+
+def test_a_scalar_input_before_a_generator_argument_keeps_the_inputs_in_order():
+    """A stress program's finding: the scalar's input was placed after the generator's, so
+    the generator was passed where the scalar was expected."""
+    def prog(x, y1, s2, rng):
+        return np.abs(y1) * s2 + rng.random(y1.shape)
+
+    def unused(x, y1, s2, rng):
+        return np.abs(y1)
+
+    for fn in (prog, unused):
+        f = st.compile(fn)
+        for k in (1.5, 2.5, 3.5):
+            x = np.ones((4, 3))
+            got = f(x, x, k, np.random.default_rng(0))
+            np.testing.assert_array_equal(got, fn(x, x, k, np.random.default_rng(0)))
+        assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None

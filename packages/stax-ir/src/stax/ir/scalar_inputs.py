@@ -52,7 +52,13 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
             return f"the function decides something in Python from argument {leaf}'s value"
         name = next(f"scalar{leaf}" + "_" * k for k in range(len(taken) + 1)
                     if f"scalar{leaf}" + "_" * k not in taken)
-        with graph.inserting_before(first):  # placeholders first, as a graph has them
+        # among the placeholders in argument order (an executable's inputs are in graph
+        # order): before the next argument's, else after the last
+        later = [program.inputs[i] for i in range(leaf + 1, len(program.inputs))
+                 if program.inputs[i] is not None]
+        by_target = {str(n.target): n for n in graph.nodes if n.op is Opcode.PLACEHOLDER}
+        at = by_target.get(str(later[0])) if later else None
+        with graph.inserting_before(at if at is not None else first):
             placeholders[leaf] = graph.placeholder(
                 name, {"tensor": TensorMeta((), INPUT_DTYPES[kind], ())})
         program.inputs[leaf] = placeholders[leaf].target

@@ -105,11 +105,12 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
         target = target_name(node)
         if any(key in node.meta for key in _CONCRETE_META):
             return f"{node.name}: {target}() has a result whose shape was read as numbers"
-        sized = bool(node.meta.get("size_args"))
-        if sized:  # arguments computed from shapes the function read: in sizes again
+        sized = False
+        if node.meta.get("size_args"):  # arguments computed from shapes the function read
             why = _put_sizes(node, size_symbols or {}, shapes)
             if why is not None:
                 return f"{node.name}: {why}"
+            sized = _holds_size((node.args, node.kwargs))  # (of dynamic dimensions)
         operands = [shapes[a] for a in _array_operands(node)]
         if node.meta.get("view") is not None:  # where the view lies, in sizes
             rule = _VIEW_RULES.get(target)
@@ -185,6 +186,18 @@ def replaced_argument(container: Any, path: Sequence[Any], value: Any) -> Any:
     items = list(container)
     items[head] = replaced_argument(items[head], rest, value)
     return type(container)(items)
+
+
+def _holds_size(value: Any) -> bool:
+    if isinstance(value, Size):
+        return True
+    if isinstance(value, slice):
+        return any(isinstance(b, Size) for b in (value.start, value.stop, value.step))
+    if isinstance(value, (tuple, list)):
+        return any(_holds_size(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_size(v) for v in value.values())
+    return False
 
 
 def _symbolic(shape: tuple[Any, ...]) -> bool:
