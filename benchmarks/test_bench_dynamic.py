@@ -31,14 +31,14 @@ PROGRAMS = {
 INPUTS = {n: RNG.standard_normal((n, WIDTH)).astype(np.float32) for n in SIZES}
 
 
-def _stream(call) -> tuple[float, float]:
+def _stream(call, items=SIZES) -> tuple[float, float]:
     """(the stream's total seconds, the steady-state seconds per call on a second pass)."""
     start = time.perf_counter()
-    for n in SIZES:
+    for n in items:
         call(n)
     total = time.perf_counter() - start
     per_call = []
-    for n in SIZES:
+    for n in items:
         t = time.perf_counter()
         call(n)
         per_call.append(time.perf_counter() - t)
@@ -136,19 +136,6 @@ def _scaled(x, k):  # spec example 2.1's g(x, k), with a shift
     return x * k + 1.0
 
 
-def _scalar_stream(call) -> tuple[float, float]:
-    start = time.perf_counter()
-    for k in SCALARS:
-        call(k)
-    total = time.perf_counter() - start
-    per_call = []
-    for k in SCALARS:
-        t = time.perf_counter()
-        call(k)
-        per_call.append(time.perf_counter() - t)
-    return total, statistics.mean(per_call)
-
-
 def test_a_stream_of_scalar_values(benchmark, note):
     """Example 2.1: 50 values of a Python float argument. Stax makes it a run-time input after
     the first change; jax.jit traces Python scalars as values; torch.compile specializes floats
@@ -157,13 +144,13 @@ def test_a_stream_of_scalar_values(benchmark, note):
     compiled = stax.compile(_scaled)
     np.testing.assert_array_equal(compiled(X_SCALED, 0.5), _scaled(X_SCALED, 0.5))
     compiled = stax.compile(_scaled)
-    total, steady = _scalar_stream(lambda k: compiled(X_SCALED, k))
+    total, steady = _stream(lambda k: compiled(X_SCALED, k), SCALARS)
     cells.append(f"stax {compiled.cache_info().compiles} compiles, total {total * 1e3:.0f} ms, "
                  f"steady {steady * 1e6:.0f} us/call")
     if peers.jax is not None:
         jitted = peers.jax.jit(lambda x, k: x * k + 1.0)
         x = peers.jax.device_put(X_SCALED)
-        total, steady = _scalar_stream(lambda k: jitted(x, k).block_until_ready())
+        total, steady = _stream(lambda k: jitted(x, k).block_until_ready(), SCALARS)
         cells.append(f"jax.jit {jitted._cache_size()} compiles, total {total * 1e3:.0f} ms, "
                      f"steady {steady * 1e6:.0f} us/call")
     torch = peers.torch
@@ -177,10 +164,10 @@ def test_a_stream_of_scalar_values(benchmark, note):
         fn = torch.compile(lambda x, k: x * k + 1.0)
         x = torch.from_numpy(X_SCALED)
         with torch.no_grad():
-            total, steady = _scalar_stream(lambda k: fn(x, k))
+            total, steady = _stream(lambda k: fn(x, k), SCALARS)
         cells.append(f"torch.compile {counters['stats']['unique_graphs'] - before} compiles, "
                      f"total {total * 1e3:.0f} ms, steady {steady * 1e6:.0f} us/call")
-    _, eager_steady = _scalar_stream(lambda k: _scaled(X_SCALED, k))
+    _, eager_steady = _stream(lambda k: _scaled(X_SCALED, k), SCALARS)
     cells.append(f"numpy steady {eager_steady * 1e6:.0f} us/call")
     note(f"stream of {len(SCALARS)} float values of k, x * k + 1 on (1024, {WIDTH}) float32: "
          + "; ".join(cells))

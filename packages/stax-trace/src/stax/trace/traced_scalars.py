@@ -18,15 +18,13 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from .traced_sizes import TracedSize, traced_array, ufunc_on_values
+from .traced_sizes import TracedNumber, TracedSize, traced_array
 
 if TYPE_CHECKING:
     from .tracer import Tracer
 
 
-class TracedScalar:
+class TracedScalar(TracedNumber):
     """A Python ``int`` or ``float`` argument during capture (issue 15: a scalar that changes
     between calls can be a run-time input of a generic version, as torch.compile does for
     ints). Where it is an operand of a traced call (``x * k``), the node records the value and,
@@ -42,50 +40,10 @@ class TracedScalar:
         self.tracer = tracer
 
     def read(self) -> int | float:
+        """The value, the argument marked read (its value stays part of the key)."""
         self.tracer.scalar_read.add(self.leaf)
         return self.value
 
-    def __index__(self) -> int:
-        return operator.index(self.read())  # a float's own TypeError
-
-    def __int__(self) -> int:
-        return int(self.read())
-
-    def __float__(self) -> float:
-        return float(self.read())
-
-    def __complex__(self) -> complex:
-        return complex(self.read())
-
-    def __bool__(self) -> bool:
-        return bool(self.read())
-
-    def __hash__(self) -> int:
-        return hash(self.read())
-
-    def __str__(self) -> str:
-        return str(self.read())
-
-    def __repr__(self) -> str:
-        return repr(self.read())
-
-    def __format__(self, spec: str) -> str:
-        return format(self.read(), spec)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.asarray(self.read(), dtype=dtype)
-
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:
-        """``isinstance(k, float)``, ``numbers.Number``, ``np.isscalar(k)``: as for the value
-        (``type(k)`` cannot be made to, and capture refuses code calling it: ``reach.py``)."""
-        return type(self.value)
-
-    #: NumPy's binary operators defer to these methods (a NumPy scalar times ``k``)
-    __array_priority__ = 1000
-
-    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        return ufunc_on_values(ufunc, method, inputs, kwargs)
 
     def __getattr__(self, name: str) -> Any:  # k.is_integer(), k.real: the value's own
         if name.startswith("__"):

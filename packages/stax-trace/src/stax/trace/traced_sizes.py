@@ -29,26 +29,22 @@ if TYPE_CHECKING:
     from .tracer import Tracer
 
 
-class TracedSize:
-    """An int read from traced shapes, with the expression it was computed by."""
+class TracedNumber:
+    """A number the traced function holds that Stax follows (a size read from a shape, a
+    scalar argument): every use that decides something in Python reads it (``read``: what it
+    came from then stays exact); NumPy ufuncs and scalar operators get the Python value."""
 
-    __slots__ = ("expression", "tracer", "value")
+    __slots__ = ()
+    value: Any
 
-    def __init__(self, value: int, expression: int | Size, tracer: Tracer) -> None:
-        self.value = int(value)
-        self.expression = expression
-        self.tracer = tracer
-
-    # -- uses that decide something: the sizes are read -----------------------------------
-    def read(self) -> int:
-        """The int, the dimensions it came from marked as read (their sizes stay exact)."""
-        self.tracer.sizes.read(self.expression)
-        return self.value
+    def read(self) -> Any:
+        raise NotImplementedError
 
     def __index__(self) -> int:
-        return self.read()
+        return operator.index(self.read())  # a float's own TypeError
 
-    __int__ = __index__
+    def __int__(self) -> int:
+        return int(self.read())
 
     def __float__(self) -> float:
         return float(self.read())
@@ -79,14 +75,32 @@ class TracedSize:
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:
-        """``isinstance(n, int)`` answers as for the int (a size is an int of the key's type)."""
-        return int
+        """``isinstance(n, int)``, ``isinstance(k, float)``, ``numbers.Number``: as for the
+        value, whose type is part of the key, so reading it decides nothing (``type(n)``
+        cannot be made to answer so, and capture refuses code calling it: ``reach.py``)."""
+        return type(self.value)
 
     #: NumPy's binary operators defer to these methods (a NumPy scalar times ``n``)
     __array_priority__ = 1000
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return ufunc_on_values(ufunc, method, inputs, kwargs)
+
+
+class TracedSize(TracedNumber):
+    """An int read from traced shapes, with the expression it was computed by."""
+
+    __slots__ = ("expression", "tracer", "value")
+
+    def __init__(self, value: int, expression: int | Size, tracer: Tracer) -> None:
+        self.value = int(value)
+        self.expression = expression
+        self.tracer = tracer
+
+    def read(self) -> int:
+        """The int, the dimensions it came from marked as read (their sizes stay exact)."""
+        self.tracer.sizes.read(self.expression)
+        return self.value
 
     # -- integer arithmetic that stays a size ---------------------------------------------
     def _combine(self, other: Any, fn: Callable[[Any, Any], Any], swap: bool = False) -> Any:
@@ -188,16 +202,13 @@ def traced_array(value: Any) -> bool:
     return isinstance(value, Proxy)
 
 
-_TRACED_NUMBERS: tuple[type, ...] = ()  # TracedSize and TracedScalar, set below
-
-
 def plain(value: Any) -> Any:
     """``value`` with every ``TracedSize`` in it (through tuples, lists, dicts and slices) its
     int, reading nothing: the arguments NumPy's own call is given during capture."""
-    if isinstance(value, _TRACED_NUMBERS):
+    if isinstance(value, TracedNumber):
         return value.value
     if isinstance(value, slice):
-        if any(isinstance(b, _TRACED_NUMBERS) for b in (value.start, value.stop,
+        if any(isinstance(b, TracedNumber) for b in (value.start, value.stop,
                                                                    value.step)):
             return slice(plain(value.start), plain(value.stop), plain(value.step))
         return value
@@ -209,10 +220,10 @@ def plain(value: Any) -> Any:
 
 
 def _holds(value: Any) -> bool:
-    if isinstance(value, _TRACED_NUMBERS):
+    if isinstance(value, TracedNumber):
         return True
     if isinstance(value, slice):
-        return any(isinstance(b, _TRACED_NUMBERS)
+        return any(isinstance(b, TracedNumber)
                    for b in (value.start, value.stop, value.step))
     if isinstance(value, (tuple, list)):
         return any(_holds(v) for v in value)
@@ -228,7 +239,7 @@ def ufunc_on_values(ufunc: Any, method: str, inputs: tuple[Any, ...],
     values, which NumPy takes as weak scalars (NEP 50, as eagerly), the values read."""
     if any(traced_array(v) for v in (*inputs, *(kwargs.get("out") or ()))):
         return NotImplemented
-    values = [v.read() if isinstance(v, _TRACED_NUMBERS) else v for v in inputs]
+    values = [v.read() if isinstance(v, TracedNumber) else v for v in inputs]
     return getattr(ufunc, method)(*values, **kwargs)
 
 
@@ -279,16 +290,8 @@ def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
     return meta
 
 
-def _traced_numbers() -> tuple[type, ...]:
-    from .traced_scalars import TracedScalar
-
-    return (TracedSize, TracedScalar)
-
-
-_TRACED_NUMBERS = _traced_numbers()
-
 
 def read_number(value: Any) -> Any:
     """A traced size's or scalar's Python value, read (its dimensions or argument then stay
     exact); any other value as it is."""
-    return value.read() if type(value) in _TRACED_NUMBERS else value
+    return value.read() if isinstance(value, TracedNumber) else value
