@@ -67,8 +67,16 @@ def _split(kernel: KernelPlan, values: Mapping[str, int], threshold: Any) -> Ker
 
 def _layouts(arrays: Sequence[Any]) -> tuple[Any, ...]:
     """The inputs' shapes and strides (an object input, a ``Generator`` NumPy steps draw
-    from, has none)."""
-    return tuple((getattr(a, "shape", None), getattr(a, "strides", None)) for a in arrays)
+    from, has none; a torch tensor's are ``stride()``)."""
+    return tuple((getattr(a, "shape", None), _strides(a), getattr(a, "dtype", None))
+                 for a in arrays)
+
+
+def _strides(a: Any) -> Any:
+    strides = getattr(a, "strides", None)
+    if strides is None and callable(getattr(a, "stride", None)):
+        return tuple(a.stride())
+    return strides
 
 
 def bindings(artifact: KernelArtifact) -> list[tuple[str, int, int]]:
@@ -215,17 +223,19 @@ class GenericExecutable:
         return self._retired_hits + sum(e.hits for e in tuple(self._entries.values()) if e)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
-        try:  # the input layouts checked before: their instance
+        try:  # the input layouts checked before: their instance, run unchecked
             found = self._by_shapes.get(_layouts(arrays))
         except AttributeError:
             found = None
-        if found is None:
-            failed = self.failures(arrays)
-            if failed:
-                raise InputMismatch(f"{self.artifact.name}: outside the generic version: "
-                                    f"{'; '.join(failed)}")
-            found = self.instance(self.sizes_of(arrays))
-            if len(self._by_shapes) >= MAX_INSTANCES:
-                self._by_shapes.clear()
-            self._by_shapes[_layouts(arrays)] = found
-        return found(*arrays)
+        if found is not None:
+            return found.run(*arrays)
+        failed = self.failures(arrays)
+        if failed:
+            raise InputMismatch(f"{self.artifact.name}: outside the generic version: "
+                                f"{'; '.join(failed)}")
+        found = self.instance(self.sizes_of(arrays))
+        result = found(*arrays)  # checked the first time
+        if len(self._by_shapes) >= MAX_INSTANCES:
+            self._by_shapes.clear()
+        self._by_shapes[_layouts(arrays)] = found
+        return result
