@@ -206,3 +206,30 @@ def test_a_generic_compile_refused_at_a_small_size_is_tried_again_larger():
         np.testing.assert_array_equal(f(x), inner(x))
     assert f.cache_info().compiles == 3
     assert [v.generic is not None for v in f.versions()] == [False, False, True]
+
+
+def _attention(q, k, v):
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])  # a fixed dimension read: no bar
+    s = s - s.max(-1, keepdims=True)
+    p = np.exp(s)
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def _cross_entropy(logits, labels):
+    m = logits.max(1, keepdims=True)
+    lse = np.log(np.exp(logits - m).sum(1)) + m[:, 0]
+    return (lse - logits[np.arange(logits.shape[0]), labels]).mean()
+
+
+def test_model_programs_are_generic_in_their_batch():
+    """Attention reading its head width (a fixed dimension) in Python, and a cross-entropy
+    picking each row's label with two index arrays: one generic version each."""
+    for fn, make in ((_attention, lambda n: tuple(RNG.standard_normal((2, n, 8))
+                                                  for _ in range(3))),
+                     (_cross_entropy, lambda n: (RNG.standard_normal((n, 10)),
+                                                 RNG.integers(0, 10, n)))):
+        f = st.compile(fn, strict_native=True)
+        for n in (7, 13, 29, 50, 13):
+            args = make(n)
+            np.testing.assert_allclose(f(*args), fn(*args), rtol=1e-12, atol=1e-12)
+        assert f.cache_info().compiles == 2, fn.__name__

@@ -220,6 +220,12 @@ def _element(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
             np.dtype(operands[1].dtype).kind in "iu":
         return (*operands[1].shape, *operands[0].shape[1:])
     key = node.args[1] if isinstance(node.args[1], tuple) else (node.args[1],)
+    if key and all(isinstance(k, Node) for k in key) and len(operands) == len(key) + 1 and \
+            len(key) <= operands[0].ndim and \
+            all(np.dtype(m.dtype).kind in "iu" for m in operands[1:]):
+        # ``x[rows, cols]``: integer arrays for the leading axes, their shapes broadcast
+        indexed = broadcast_shapes([m.shape for m in operands[1:]])
+        return None if indexed is None else (*indexed, *operands[0].shape[len(key):])
     shape = operands[0].shape
     if len(key) != len(shape) or not all(
             isinstance(k, (int, np.integer, Size)) and not isinstance(k, (bool, np.bool_))

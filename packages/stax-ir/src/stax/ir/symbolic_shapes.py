@@ -65,13 +65,15 @@ def target_name(node: Node) -> str:
 
 def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: ShapeEnv,
               shape_read: frozenset[str] = frozenset(),
-              size_symbols: Mapping[str, Sequence[Any]] | None = None) -> str | None:
+              size_symbols: Mapping[str, Sequence[Any]] | None = None,
+              dims_read: Mapping[str, Sequence[int]] | None = None) -> str | None:
     """Give ``program``'s metadata symbolic sizes, in place: for flat input ``i``, its dimensions
     ``dynamic[i]`` become new symbols of ``env``. None when done, else why the graph stays
     exact (the program may then be left half rewritten: symbolize a copy). ``shape_read``:
     names of nodes whose shape the function read in Python and decided something from;
     ``size_symbols``: the capture's symbols of the sizes it read and followed (``{"s0": [node,
-    dim]}``), which the nodes' ``size_args`` are written in."""
+    dim]}``), which the nodes' ``size_args`` are written in; ``dims_read``: of the nodes of
+    ``shape_read``, those read only in some dimensions, and which (the others: all)."""
     if program.gates or program.replay is not None:
         return "the function has data gates"
     if program.writeback:
@@ -138,7 +140,11 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
                    f"{meta.shape}"
         shapes[node] = _with_shape(meta, shape)
     for node, meta in shapes.items():
-        if node.name in shape_read and _symbolic(meta.shape):
+        if node.name not in shape_read:
+            continue
+        read = (dims_read or {}).get(node.name)
+        dims = meta.shape if read is None else [meta.shape[d] for d in read if d < meta.ndim]
+        if _symbolic(tuple(dims)):
             return f"{node.name}: the function reads its shape in Python, which depends on " \
                    "the dynamic sizes"
     for node, meta in shapes.items():

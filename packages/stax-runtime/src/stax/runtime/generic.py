@@ -324,7 +324,7 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     with shape_env(env):
         try:  # whatever stops it, the exact version is compiled instead
             why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())),
-                            capture.info.get("size_symbols"))
+                            capture.info.get("size_symbols"), capture.info.get("dims_read"))
             if why is None and scalars:
                 why = scalar_inputs(program, scalars, capture.info.get("scalar_read", ()))
             executable = None if why is not None else run_backend(program)

@@ -183,7 +183,7 @@ class Proxy:
                 shape = self.tracer.sizes.shape_of(self)
                 return shape if name == "shape" else functools.reduce(operator.mul, shape, 1)
             if name in ("shape", "size", "nbytes"):
-                self.tracer.shape_read.add(self.node)
+                self.tracer.sizes.read_dims(self.node, None)
             return getattr(self.value, name)
         if name == "T":
             return self.tracer.record(Opcode.CALL_FUNCTION, "numpy.transpose", (self,), {},
@@ -223,7 +223,7 @@ class Proxy:
 
     def __len__(self) -> int:
         _live(self)
-        self.tracer.shape_read.add(self.node)
+        self.tracer.sizes.read_dims(self.node, (0,))
         return len(self.value)
 
     # -- values Python reads from data: data gates (spec §3.4, table 3.2) -----------------------
@@ -248,7 +248,7 @@ class Proxy:
         _live(self)
         if not self.value.ndim:
             raise TypeError("iteration over a 0-d array")
-        self.tracer.shape_read.add(self.node)
+        self.tracer.sizes.read_dims(self.node, (0,))
         return (self[i] for i in range(len(self.value)))
 
     def __getitem__(self, key: Any) -> Any:

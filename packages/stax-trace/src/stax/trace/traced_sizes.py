@@ -249,6 +249,7 @@ class SizeReads:
     def __init__(self, tracer: Tracer) -> None:
         self.tracer = tracer
         self.symbols: dict[tuple[Any, int], str] = {}
+        self.dims: dict[Any, set[int] | None] = {}  # node -> dimensions read (None: all)
 
     def shape_of(self, proxy: Any) -> tuple[TracedSize, ...]:
         """``x.shape`` read by the user's code: each dimension a size that follows it."""
@@ -266,8 +267,21 @@ class SizeReads:
         """Python decided something from a size: its dimensions stay exact."""
         if isinstance(expression, Size):
             names = expression.symbols
-            self.tracer.shape_read.update(node for (node, _), name in self.symbols.items()
-                                          if name in names)
+            for (node, dim), name in self.symbols.items():
+                if name in names:
+                    self.read_dims(node, (dim,))
+
+    def read_dims(self, node: Any, dims: tuple[int, ...] | None) -> None:
+        """Python read these dimensions of ``node``'s shape (None: all of it, ``x.nbytes`` or
+        NumPy's own code): a generic version keeps them exact (``info["dims_read"]``)."""
+        self.tracer.shape_read.add(node)
+        known = self.dims.get(node, set())
+        self.dims[node] = None if dims is None or known is None else known | set(dims)
+
+    def dims_table(self, graph: Any) -> dict[str, list[int]]:
+        """``info["dims_read"]``: the dimensions read of each node read only through them."""
+        return {node.name: sorted(dims) for node, dims in self.dims.items()
+                if dims is not None and node.graph is graph}
 
     def table(self, graph: Any) -> dict[str, list[Any]]:
         """``info["size_symbols"]``: each symbol's node name and dimension."""

@@ -495,6 +495,9 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     read = sorted(n.name for n in tracer.shape_read if n.graph is tracer.graph)
     if read:  # values whose shape Python read: a size-generic version keeps them exact
         info["shape_read"] = read
+        dims = tracer.sizes.dims_table(tracer.graph)
+        if dims:  # of those read only in some dimensions, which
+            info["dims_read"] = dims
     if tracer.scalar_read:  # scalar arguments Python decided something from
         info["scalar_read"] = sorted(tracer.scalar_read)
     symbols = tracer.sizes.table(tracer.graph)
