@@ -42,6 +42,9 @@ def compile_ahead(artifact: KernelArtifact, arch: int = 90, warp_size: int = 32,
         fn = getattr(module, kernel.name)
         constants = kernel.launch.constants
         signature = {fn.arg_names[i]: POINTERS[dtypes[a]] for i, a in enumerate(kernel.args)}
+        # a size-generic kernel's sizes (issue 15), as the launcher passes them
+        signature.update({name: "i32" if kernel.index_bits == 32 else "i64"
+                          for name in kernel.size_args})
         signature.update({name: "constexpr" for name in constants})
         chosen = {**LAUNCH_OPTIONS, "num_warps": kernel.launch.num_warps, **(options or {})}
         attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(kernel.args))} if aligned else None
