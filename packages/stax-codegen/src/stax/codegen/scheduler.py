@@ -121,8 +121,8 @@ def _pair_reason(a: Group, b: Group, memo: dict[str, Any] | None = None) -> str 
         updates = next((n for n in group.nodes if n.updates is not None), None)
         if updates is not None:
             return f"{updates.name} updates {updates.updates} in place (a region update runs alone)"
-    same_nest = _same(a.domain, b.domain) and all(  # as expressions: a speed choice
-        _same(_nest(n), _nest(a.nodes[0])) for n in (*a.nodes, *b.nodes))
+    same_nest = same_size(a.domain, b.domain) and all(  # as expressions: a speed choice
+        same_size(_nest(n), _nest(a.nodes[0])) for n in (*a.nodes, *b.nodes))
     rows = {n.ranges[0] if n.ranges else None for n in (*a.nodes, *b.nodes)}
     if not same_nest and (len(rows) != 1 or None in rows):
         return f"different iteration spaces {a.domain[1:]} and {b.domain[1:]}"
@@ -191,15 +191,6 @@ def _walks_of(node: ComputedBuffer, memo: dict[str, Any]) -> list[tuple[str, str
         found = memo[key] = [(ld.buffer, None if isinstance(ld, IndirectLoad)
                               else _innermost(ld.index, node)) for ld in _loads_of(node, memo)]
     return found
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as expressions (tuples of sizes and constants), deciding nothing of a size."""
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(map(_same, a, b))
-    if isinstance(a, Size) or isinstance(b, Size):
-        return same_size(a, b)
-    return a == b
 
 
 def _nest(node: ComputedBuffer | ExternCall) -> Any:

@@ -121,17 +121,13 @@ def _elementwise_over(out: ComputedBuffer, dead: ComputedBuffer, readers: dict[s
     ``dead`` read only by ``out`` and only at the element ``out`` writes."""
     if not isinstance(out.data, Pointwise):
         return False
-    if out.dtype != dead.dtype or not _same_sizes(out.shape, dead.shape) or \
-            not _same_sizes(out.strides, dead.strides):
+    if out.dtype != dead.dtype or not same_size(tuple(out.shape), tuple(dead.shape)) or \
+            not same_size(tuple(out.strides), tuple(dead.strides)):
         return False  # compared as expressions: a speed choice decides no size (issue 15)
     if any(node is not out for node in readers.get(dead.name, ())):
         return False
     return not any(isinstance(ld, IndirectLoad) or ld.index != out.store_index
                    for ld in loads_of(out).get(dead.name, ()))
-
-
-def _same_sizes(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(map(same_size, a, b))
 
 
 def _one_nest(group: Group) -> bool:

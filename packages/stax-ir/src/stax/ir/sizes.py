@@ -488,7 +488,10 @@ def product(values: Any) -> Any:
 
 
 def same_size(a: Any, b: Any) -> bool:
-    """Whether two sizes are the same expression (ints: equal), deciding nothing."""
+    """Whether two sizes are the same expression (ints: equal), deciding nothing; tuples of
+    sizes and constants (shapes, strides, loop domains) element by element."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(map(same_size, a, b))
     if isinstance(a, Size) or isinstance(b, Size):
         return isinstance(a, Size) and a.same(b)
     return a == b
