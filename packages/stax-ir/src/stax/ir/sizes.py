@@ -506,6 +506,20 @@ def is_symbolic(value: Any) -> bool:
     return isinstance(value, Size)
 
 
+def holds_size(value: Any) -> bool:
+    """Whether a size lies in ``value``, through tuples, lists, dicts and slices (a call's
+    arguments, an index key)."""
+    if isinstance(value, Size):
+        return True
+    if isinstance(value, slice):
+        return any(isinstance(b, Size) for b in (value.start, value.stop, value.step))
+    if isinstance(value, (tuple, list)):
+        return any(holds_size(v) for v in value)
+    if isinstance(value, dict):
+        return any(holds_size(v) for v in value.values())
+    return False
+
+
 def concrete(value: Any, values: Mapping[str, int] | None = None) -> Any:
     """``value`` with every size replaced by its value (at ``values``, or the active hints),
     through tuples, lists, dicts and dataclasses (a size-generic artifact at a call's sizes);

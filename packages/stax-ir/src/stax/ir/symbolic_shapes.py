@@ -26,7 +26,7 @@ from .meta import TensorMeta
 from .program import GraphProgram
 from .shape_env import ShapeEnv
 from .size_rules import broadcast_shapes, shape_rules
-from .sizes import Size, concrete, parse_size
+from .sizes import Size, concrete, holds_size, parse_size
 from .view_sizes import (
     View,
     broadcast,
@@ -112,7 +112,7 @@ def symbolize(program: GraphProgram, dynamic: Mapping[int, Sequence[int]], env: 
             why = _put_sizes(node, size_symbols or {}, shapes)
             if why is not None:
                 return f"{node.name}: {why}"
-            sized = _holds_size((node.args, node.kwargs))  # (of dynamic dimensions)
+            sized = holds_size((node.args, node.kwargs))  # (of dynamic dimensions)
         operands = [shapes[a] for a in _array_operands(node)]
         if node.meta.get("view") is not None:  # where the view lies, in sizes
             rule = _VIEW_RULES.get(target)
@@ -192,18 +192,6 @@ def replaced_argument(container: Any, path: Sequence[Any], value: Any) -> Any:
     items = list(container)
     items[head] = replaced_argument(items[head], rest, value)
     return type(container)(items)
-
-
-def _holds_size(value: Any) -> bool:
-    if isinstance(value, Size):
-        return True
-    if isinstance(value, slice):
-        return any(isinstance(b, Size) for b in (value.start, value.stop, value.step))
-    if isinstance(value, (tuple, list)):
-        return any(_holds_size(v) for v in value)
-    if isinstance(value, dict):
-        return any(_holds_size(v) for v in value.values())
-    return False
 
 
 def _symbolic(shape: tuple[Any, ...]) -> bool:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..graph import Graph, Node, Opcode
 from ..meta import TensorMeta, dense_strides
-from ..sizes import concrete, is_symbolic, specialize
+from ..sizes import concrete, holds_size, specialize
 from .dce import may_raise_events, may_raise_on_data
 
 SETITEM = "stax.functional.setitem"
@@ -45,10 +45,7 @@ def empty_region_value(node: Node) -> Node | None:
             any(isinstance(leaf, Node) for leaf in _leaves(key)):
         return None
     shape = target.tensor.shape
-    symbolic = any(is_symbolic(leaf) for leaf in (*shape, *_leaves(key)) if
-                   not isinstance(leaf, slice)) or any(
-        is_symbolic(b) for k in _leaves(key) if isinstance(k, slice)
-        for b in (k.start, k.stop, k.step))
+    symbolic = holds_size((shape, key))
     if symbolic:  # measured at the traced sizes; empty there, it is made exact in them (int)
         shape, key = concrete(shape), concrete(key)
     try:
