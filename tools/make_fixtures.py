@@ -12,6 +12,8 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py --phased-columns  # stax.kernels/1.7: column statistics
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
     python tools/make_fixtures.py --cuda         # a CUDA document: Triton kernels (kernels 1.5)
+    python tools/make_fixtures.py --sizes        # size-generic documents (capture 1.2, op graph
+                                                 # 1.1, loop IR 1.7, kernels 1.9 and 1.10)
 
 ``--nests`` names its kernels document by the schema the installed stax-codegen writes, so run
 with an older release's sources first on the path, it writes that release's document beside.
@@ -254,14 +256,35 @@ def row_softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def scaled_rows(x: np.ndarray, k: float) -> np.ndarray:
+    """What capture 1.2 and op graph 1.1 added: a Python scalar operand (``scalar_args``) and
+    sizes read in Python as arguments (``size_args``, ``info["size_symbols"]``)."""
+    return x * k / x.shape[0] + x.shape[1]
+
+
 def sizes_documents() -> None:
+    """The size-generic documents of issue 15: capture 1.2, op graph 1.1, loop IR 1.7, kernels
+    1.9 (CPU) and 1.10 (a CUDA plan, Triton kernels taking sizes), each made as the runtime
+    makes a generic version (``stax.runtime.generic.compile_generic``)."""
+    from stax.codegen import target_for
     from stax.ir import CAPTURE_SCHEMA, GraphProgram
-    from stax.ir.passes import DEFAULT_PIPELINE, run_pipeline
+    from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
+    from stax.ir.scalar_inputs import scalar_inputs
     from stax.ir.shape_env import ShapeEnv
     from stax.ir.sizes import shape_env
     from stax.ir.symbolic_shapes import symbolize
 
     x = np.linspace(-3, 3, 6 * 40, dtype=np.float32).reshape(6, 40)
+    scaled = traced(scaled_rows, (x, 2.5), "scaled_rows", "scaled.py")
+    write_package_fixture("stax-ir", "scaled_rows.capture.schema-1.2.json", scaled)
+    with shape_env(ShapeEnv()) as env:
+        assert symbolize(scaled, {0: [0, 1]}, env, frozenset(scaled.info.get("shape_read", ())),
+                         scaled.info.get("size_symbols"), scaled.info.get("dims_read")) is None
+        assert scalar_inputs(scaled, {1: "float"}) is None
+        run_pipeline(scaled.graph, DEFAULT_PIPELINE)
+        write_package_fixture("stax-loop", "scaled_rows.opgraph.schema-1.1.json",
+                              lower_capture(scaled))
+
     capture = GraphProgram.from_json(traced(row_softmax, (x,), "row_softmax",
                                             "softmax.py").to_json(), CAPTURE_SCHEMA)
     with shape_env(ShapeEnv()) as env:
@@ -271,6 +294,24 @@ def sizes_documents() -> None:
         artifact = generate(loop)
     write_codegen_fixture("row_softmax.loopir.schema-1.7.json", loop)
     write_codegen_fixture("row_softmax.kernels.schema-1.9.json", artifact)
+
+    target = target_for("cuda")
+    capture = traced(row_softmax, (x,), "row_softmax", "softmax.py")
+    with shape_env(ShapeEnv()) as env:
+        assert symbolize(capture, {0: [0]}, env) is None
+        run_pipeline(capture.graph, DEFAULT_PIPELINE)
+        opgraph = lower_capture(capture)
+        decompose_to_basis(opgraph.graph, basis=target.basis)
+        loop = lower_opgraph(opgraph, materialize=target.materialize, options=target.loop_options)
+        artifact = generate(loop, target=target)
+    for package in ("stax-codegen", "stax-runtime"):
+        write_package_fixture(package, "row_softmax.cuda.kernels.schema-1.10.json", artifact)
+
+
+def write_package_fixture(package: str, name: str, document) -> None:
+    path = ROOT / "packages" / package / "tests" / "fixtures" / name
+    write_json(path, document.to_json())
+    print("wrote", path)
 
 
 if __name__ == "__main__":

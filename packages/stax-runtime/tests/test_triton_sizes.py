@@ -124,3 +124,21 @@ def test_dynamic_true_on_the_device_makes_rows_and_columns_generic(name):
         x = x.astype(np.float32)
         np.testing.assert_allclose(f(torch.from_numpy(x)).numpy(), fn(x), rtol=2e-6, atol=2e-6)
     assert f.cache_info().compiles == 1 and f.versions()[0].generic is not None
+
+
+def test_the_golden_1_10_document_runs_at_every_row_count():
+    """The size-generic CUDA kernels document (``make_fixtures.py --sizes``): read back, one
+    instance per call's sizes, each NumPy's softmax on Triton's interpreter."""
+    from pathlib import Path
+
+    from stax.codegen import load_artifact
+    from stax.codegen.instantiate import GenericExecutable
+
+    fixture = Path(__file__).parent / "fixtures" / "row_softmax.cuda.kernels.schema-1.10.json"
+    generic = GenericExecutable(load_artifact(fixture))
+    for rows in (1, 6, 65, 200):
+        x = np.random.default_rng(rows).standard_normal((rows, WIDTH)).astype(np.float32)
+        x[0, :2] = [np.inf, -0.0]
+        got, = generic(torch.from_numpy(x))
+        with np.errstate(all="ignore"):
+            np.testing.assert_allclose(got.numpy(), softmax(x), rtol=2e-6, atol=2e-7)

@@ -33,6 +33,10 @@ OVERWRITES_KERNELS_SCHEMA = "stax.kernels/1.8"
 #: 1.9: a size-generic plan (issue 15): shapes, strides, launch ranges, work, costs and storage
 #: may be size expressions (text, ``stax.ir.sizes``); kernels read the sizes from their arrays
 SIZES_KERNELS_SCHEMA = "stax.kernels/1.9"
+#: 1.10: a size-generic CUDA plan: each Triton kernel's size arguments after its pointers
+#: (``KernelPlan.size_args``) and launch grids as size expressions (``Launch``), besides 1.9's
+#: sizes and 1.5's Triton source
+SIZED_TRITON_KERNELS_SCHEMA = "stax.kernels/1.10"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -186,9 +190,11 @@ class KernelArtifact:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
+        sized = any(isinstance(n, Size) for b in self.buffers for n in b.shape)
         if self.triton_source is not None:
-            return TRITON_KERNELS_SCHEMA
-        if any(isinstance(n, Size) for b in self.buffers for n in b.shape):
+            sized = sized or any(k.size_args for k in self.kernels)
+            return SIZED_TRITON_KERNELS_SCHEMA if sized else TRITON_KERNELS_SCHEMA
+        if sized:
             return SIZES_KERNELS_SCHEMA
         if self.overwrites:
             return OVERWRITES_KERNELS_SCHEMA

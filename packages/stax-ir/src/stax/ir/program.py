@@ -24,9 +24,21 @@ from .serialize import (
     read_json,
     write_json,
 )
+from .sizes import holds_size
 
-CAPTURE_SCHEMA = "stax.capture/1.1"  # 1.1: data gates and their replay graph
-OPGRAPH_SCHEMA = "stax.opgraph/1.0"
+#: 1.1: data gates and their replay graph; 1.2: what a size-generic compile reads and writes
+#: (issue 15): size arguments ``{"size": "<expression>"}``, node meta ``size_args`` and
+#: ``scalar_args``, ``info`` keys ``SIZED_INFO``. A document declares the oldest minor version
+#: that has its fields (one without sizes or scalars declares 1.1, read by any 1.x reader)
+CAPTURE_SCHEMA = "stax.capture/1.2"
+CAPTURE_1_1_SCHEMA = "stax.capture/1.1"
+#: 1.1: size expressions in tensor shapes and strides and as arguments (a symbolized capture
+#: lowered); a document without them declares 1.0
+OPGRAPH_SCHEMA = "stax.opgraph/1.1"
+OPGRAPH_1_0_SCHEMA = "stax.opgraph/1.0"
+#: the capture ``info`` keys of 1.2: values whose shape Python read (and in which dimensions),
+#: scalar arguments it decided from, the symbols of the sizes it computed with
+SIZED_INFO = ("shape_read", "dims_read", "scalar_read", "size_symbols")
 
 
 #: How each kind of data gate turns a traced value into the Python value the program read.
@@ -169,8 +181,19 @@ class GraphProgram:
         raise KeyError(name)
 
     # -- serialization -------------------------------------------------------------------------
+    @property
+    def declared_schema(self) -> str:
+        """The schema the document declares: the oldest minor version that has its fields."""
+        family = self.schema.split("/")[0]
+        sized = any(key in self.info for key in SIZED_INFO) or _graph_holds_sizes(self.graph)
+        if family == "stax.capture":
+            return CAPTURE_SCHEMA if sized else CAPTURE_1_1_SCHEMA
+        if family == "stax.opgraph":
+            return OPGRAPH_SCHEMA if sized else OPGRAPH_1_0_SCHEMA
+        return self.schema
+
     def to_json(self) -> dict[str, Any]:
-        return make_document(self.schema, {
+        return make_document(self.declared_schema, {
             "name": self.name,
             "graph": graph_to_json(self.graph),
             "inputs": self.inputs,
@@ -202,12 +225,26 @@ class GraphProgram:
         return cls.from_json(read_json(path), schema)
 
     def __str__(self) -> str:
-        text = f"# {self.schema} {self.name}\n{self.graph}"
+        text = f"# {self.declared_schema} {self.name}\n{self.graph}"
         if self.writeback:
             finals = self.outputs[self.output_tree.num_leaves:]
             text += "".join(f"\ncopy_({name}, {_ref(v)})  # written back to the caller"
                             for name, v in zip(self.writeback, finals))
         return text
+
+
+def _graph_holds_sizes(graph: Graph) -> bool:
+    """Whether a node of ``graph`` has a size among its arguments or in its shape and strides,
+    or records sizes or scalars computed in Python (what 1.2 captures and 1.1 op graphs add)."""
+    for node in graph.nodes:
+        if "size_args" in node.meta or "scalar_args" in node.meta:
+            return True
+        tensor = node.tensor
+        if tensor is not None and holds_size((tensor.shape, tensor.strides)):
+            return True
+        if holds_size(node.args) or holds_size(node.kwargs):
+            return True
+    return False
 
 
 def _ref(value: Any) -> str:
