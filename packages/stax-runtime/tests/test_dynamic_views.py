@@ -145,6 +145,9 @@ SHAPE_READS = {
     "arange": lambda x: x * np.arange(x.shape[1]) + np.arange(x.shape[0])[:, None],
     "last_row": lambda x: x[x.shape[0] - 1] * 2,
     "flattened": lambda x: (x - x.mean(0)).reshape(x.shape[0] * x.shape[1]),
+    # ``len`` called by the user's code is ``x.shape[0]`` (stax.trace.traced_len)
+    "len": lambda x: x / len(x),
+    "len_of_a_row": lambda x: x[: len(x) // 2] * len(x[0]),
 }
 
 
@@ -165,10 +168,11 @@ def test_sizes_the_function_reads_from_shapes_are_generic(name):
 @pytest.mark.parametrize("fn", [
     lambda x: x * 2 if x.shape[0] > 8 else x - 1,
     lambda x: sum(x[i] for i in range(x.shape[0])),
-    lambda x: x / len(x),
+    lambda x: sum(x[i] for i in range(len(x))),
+    lambda x: x * sum(map(len, [x, x])),
     lambda x: x * (1.0 / x.shape[0]),
     lambda x: x[: max(2, x.shape[0] - 8)],
-], ids=["compared", "range", "len", "float", "builtin_max"])
+], ids=["compared", "range", "range_len", "len_mapped", "float", "builtin_max"])
 def test_a_size_python_decides_from_keeps_exact_versions(fn, caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
     caplog.set_level(logging.INFO, logger="stax")

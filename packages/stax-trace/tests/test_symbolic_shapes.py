@@ -67,8 +67,8 @@ def test_what_keeps_a_graph_exact():
 
     assert "reads its shape in Python" in _symbolized(loops, (np.ones((4, 2)),), {0: [0]})[2]
 
-    def measures(x):  # len() must give Python an int
-        return x / len(x)
+    def measures(x):  # len() read through map(): the builtin's int
+        return x / sum(map(len, [x]))
 
     assert "reads its shape in Python" in _symbolized(measures, (np.ones((4, 2)),), {0: [0]})[2]
 
@@ -173,3 +173,46 @@ def test_sizes_read_from_shapes_follow_them_into_calls():
     assert tuple(map(str, nodes["getitem"].tensor.shape)) == ("(s0//2)", "4")
     assert tuple(map(str, nodes["zeros"].tensor.shape)) == ("s0 - 1", "4")
     assert str(nodes["add_1"].args[1]) == "4*s0"  # x.size
+
+
+def test_len_in_the_users_code_is_the_first_size():
+    """``len(x)`` of a traced array, called by the function (or a helper it calls), is
+    ``x.shape[0]`` (``traced_len.py``); every other ``len`` is the builtin's, and the builtin is
+    back once capture ends."""
+    import builtins
+
+    original = builtins.len
+
+    def helper(v):
+        return v * len(v[0])
+
+    seen = []
+
+    def f(x, items):  # (no assert here: pytest's rewritten assert calls type())
+        seen.extend([len(items), *map(len, [x])])
+        return x / len(x), helper(x)
+
+    program = trace(f, (np.ones((6, 4)), [1, 2]))
+    assert seen == [2, 6] and all(type(n) is int for n in seen)
+    assert builtins.len is original
+    recorded = {n.name: n.meta["size_args"] for n in program.graph.nodes if "size_args" in n.meta}
+    assert recorded == {"truediv": [[["args", 1], "s0"]], "mul": [[["args", 1], "s2"]]}
+    assert program.info["size_symbols"]["s2"] == ["getitem", 0]  # len(v[0]): the row's size
+    # the dimension map(len, ...) read is exact: the builtin's int
+    assert program.info["dims_read"] == {"x": [0]}
+
+
+def test_len_of_a_traced_scalar_raises_as_numpy_does():
+    def f(x):
+        return x.sum() * len(x.sum())
+
+    try:
+        f(np.ones(3))
+    except TypeError as error:
+        eager = str(error)
+    try:
+        trace(f, (np.ones(3),))
+    except TypeError as error:
+        assert str(error) == eager == "object of type 'numpy.float64' has no len()"
+    else:
+        raise AssertionError("len of a 0-d value must raise")

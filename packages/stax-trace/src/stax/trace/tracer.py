@@ -28,7 +28,7 @@ from stax.ir import (
 from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
-from . import loops, masked, masked_reductions, minmax
+from . import loops, masked, masked_reductions, minmax, traced_len  # noqa: F401 (intercepts len)
 from .call_values import concrete_arguments, gate_slice_bounds
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
