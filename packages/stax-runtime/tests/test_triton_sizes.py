@@ -142,3 +142,28 @@ def test_the_golden_1_10_document_runs_at_every_row_count():
         got, = generic(torch.from_numpy(x))
         with np.errstate(all="ignore"):
             np.testing.assert_allclose(got.numpy(), softmax(x), rtol=2e-6, atol=2e-7)
+
+
+def test_scalar_arguments_are_device_inputs_of_a_generic_version():
+    """Spec example 2.1 on the device: a changing Python scalar is a run-time input of one
+    version, a 0-d tensor filled on the inputs' device each call (``ArrayLibrary.scalar``),
+    weak as NumPy takes it (float32 arithmetic); with the rows dynamic too, still one version."""
+    def g(x, k):
+        return np.maximum(x * k, 0.5) + k
+
+    f = stax.compile(g, device="cuda", strict_native=True)
+    x = np.random.default_rng(0).standard_normal((37, WIDTH)).astype(np.float32)
+    x[0, :3] = [np.nan, np.inf, -0.0]
+    for k in (3.0, 4.0, 5.5, -2.25, 0.1, 1e39):
+        got = f(torch.from_numpy(x), k)
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(got.numpy(), g(x, k))
+    assert f.cache_info().compiles == 2
+    assert [v.generic is not None for v in f.versions()] == [False, True]
+
+    h = stax.compile(g, device="cuda", strict_native=True)
+    for rows, k in ((5, 2.0), (9, 3.5), (33, -1.0), (130, 0.25), (9, 8.0)):
+        x = np.random.default_rng(rows).standard_normal((rows, WIDTH)).astype(np.float32)
+        np.testing.assert_array_equal(h(torch.from_numpy(x), k).numpy(), g(x, k))
+    assert h.cache_info().compiles == 2

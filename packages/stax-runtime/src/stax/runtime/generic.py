@@ -339,9 +339,6 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     if pinned:  # a decision equated a size with a number: exact in it
         raise NotGeneric("sizes made exact by the guards " + "; ".join(
             f"{g} ({g.site})" for g in env.guards if g.expression.symbols & pinned))
-    artifact = getattr(executable, "artifact", None)
-    if scalars and artifact is not None and artifact.target.get("device") == "cuda":
-        raise NotGeneric("scalar arguments as inputs of a GPU version are not made yet")
     if not dynamic:  # scalars only: an executable of fixed sizes with them as inputs
         return ScalarArguments.around(executable, program, scalars), env
     if not isinstance(executable, GenericExecutable):

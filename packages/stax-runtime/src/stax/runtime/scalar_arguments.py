@@ -5,6 +5,9 @@ takes them as 0-d ``float64``/``int64`` arrays; ``ScalarArguments`` wraps its ex
 runtime's runners pass the Python values unchanged: each is converted on the way in, and a value
 the conversion would not keep exactly (an ``int`` past 2**53, which NumPy converts to a float
 array's dtype through a double) is a guard failure, so the call takes another version.
+
+A CUDA version takes the 0-d array on the device of its array inputs, made by their library
+(``ArrayLibrary.scalar``: a fill on the device, no host copy to wait for).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class ScalarArguments:
         self.artifact = getattr(inner, "artifact", None)
         #: the size-generic executable inside (its shape guards), if any
         self.sized = inner if hasattr(inner, "failed_guards") else None
+        self.on_device = self.artifact is not None and \
+            self.artifact.target.get("device") == "cuda"
 
     @classmethod
     def around(cls, executable: Any, program: Any, scalars: Mapping[int, str]) -> Any:
@@ -41,8 +46,22 @@ class ScalarArguments:
 
     def _inputs(self, inputs: Sequence[Any]) -> list[Any]:
         arrays = list(inputs)
+        if self.on_device:
+            return self._device_inputs(arrays)
         for position, kind in self.scalars.items():
             arrays[position] = np.array(arrays[position], _DTYPES[kind])
+        return arrays
+
+    def _device_inputs(self, arrays: list[Any]) -> list[Any]:
+        from stax.codegen.triton.arrays import library_of
+
+        like = next((a for i, a in enumerate(arrays)
+                     if i not in self.scalars and library_of(a) is not None), None)
+        if like is None:  # no device array among the inputs: the executable raises its error
+            return arrays
+        library = library_of(like)
+        for position, kind in self.scalars.items():
+            arrays[position] = library.scalar(arrays[position], _DTYPES[kind].name, like)
         return arrays
 
     def __call__(self, *inputs: Any) -> list[Any]:

@@ -64,6 +64,12 @@ class ArrayLibrary:
         """``array`` on ``like``'s device (a contiguous copy)."""
         raise NotImplementedError
 
+    def scalar(self, value: Any, dtype: str, like: Any) -> Any:
+        """A 0-d array of ``dtype`` holding ``value`` on ``like``'s device: filled there (the
+        value a kernel argument, no copy from host memory, nothing waited for), a Python
+        scalar argument made a run-time input (issue 15)."""
+        return self.from_numpy(np.array(value, dtype), like)
+
     def empty_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str,
                       like: Any) -> Any:
         """An uninitialised array of ``dtype`` with these strides (elements, none negative) on
@@ -190,6 +196,9 @@ class TorchArrays(ArrayLibrary):
         host = self.torch.from_numpy(np.asarray(array, order="C"))  # ascontiguousarray: 0-d -> (1,)
         return host.to(self._device(like))
 
+    def scalar(self, value: Any, dtype: str, like: Any) -> Any:
+        return self.torch.full((), value, dtype=self.dtypes[dtype], device=self._device(like))
+
     def empty_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str,
                       like: Any) -> Any:
         return self.torch.empty_strided(shape, strides, dtype=self.dtypes[dtype],
@@ -292,6 +301,10 @@ class CupyArrays(ArrayLibrary):
     def from_numpy(self, array: np.ndarray, like: Any) -> Any:
         with self.cupy.cuda.Device(self._index(like)):
             return self.cupy.asarray(np.asarray(array, order="C"))
+
+    def scalar(self, value: Any, dtype: str, like: Any) -> Any:
+        with self.cupy.cuda.Device(self._index(like)):
+            return self.cupy.full((), value, np.dtype(dtype))
 
     def empty_strided(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: str,
                       like: Any) -> Any:
