@@ -155,6 +155,10 @@ QUIET_CASES = {  # each reports an event on the unselected elements if computed 
 }
 
 
+#: cases IEEE arithmetic decides to the bit (square roots, quotients)
+IEEE_EXACT = ("sqrt_of_negatives", "reciprocal_of_nonzeros")
+
+
 def _set(x, m, f):
     y = x.copy()
     y[m] = f(y[m])
@@ -162,11 +166,18 @@ def _set(x, m, f):
 
 
 def _same(got, want):
+    """float32 exp, log: within NumPy's float32 ulp promise, not its bits. float64 log,
+    arccosh, arctanh: Stax's and NumPy's are each within 1 ulp of the correctly rounded value
+    (NumPy's own differs by host: SIMD loops on AVX-512, the C library's elsewhere), so within
+    2 of each other; NaN where NumPy has NaN, and the same zeros and infinities."""
     assert got.dtype == want.dtype
-    if want.dtype == np.float32:  # exp, log: within NumPy's float32 ulp promise, not its bits
+    if want.dtype == np.float32:
         np.testing.assert_allclose(got, want, rtol=3e-7, atol=0)
     else:
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        finite = ~np.isnan(want)
+        np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=2)
+        np.testing.assert_array_equal(np.signbit(got[finite]), np.signbit(want[finite]))
 
 
 @pytest.mark.parametrize("name", list(QUIET_CASES))
@@ -177,20 +188,21 @@ def test_unselected_elements_report_no_event(name):
     non-finite value the fast kernels cannot judge, and does run again, with NumPy's result)."""
     from stax.codegen import Executable
     fn = QUIET_CASES[name]
+    same = np.testing.assert_array_equal if name in IEEE_EXACT else _same
     x = np.concatenate([RNG.uniform(-3, 3, 61), RNG.uniform(-300, 300, 61),
                         [0.0, -0.0, 1.0, -1.0, 0.5, np.nan]])
     compiled = stax.compile(fn, strict_native=True)
     with np.errstate(all="raise", under="ignore"):
         want = fn(x)
-        _same(compiled(x), want)
+        same(compiled(x), want)
     executable = Executable(compiled.versions()[0].artifact)
     with np.errstate(all="raise", under="ignore"):
         (again,) = executable(x)
-    _same(again, want)
+    same(again, want)
     assert executable.reruns == 0
     x = np.concatenate([x, [np.inf, -np.inf]])
     with np.errstate(all="ignore"):
-        _same(compiled(x), fn(x))
+        same(compiled(x), fn(x))
 
 
 def test_an_event_on_a_selected_element_is_still_numpys():
