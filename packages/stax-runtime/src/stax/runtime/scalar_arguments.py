@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.codegen import Executable, TritonExecutable
+
 #: an int argument converted to a float array's dtype exactly (as NumPy does, via a double)
 EXACT_INT = 2 ** 53
 _DTYPES = {"int": np.dtype(np.int64), "float": np.dtype(np.float64)}
@@ -35,6 +37,9 @@ class ScalarArguments:
         self.sized = inner if hasattr(inner, "failed_guards") else None
         self.on_device = self.artifact is not None and \
             self.artifact.target.get("device") == "cuda"
+        # the arrays' layouts are the key's, the scalars' made here: an exact executable's
+        # unchecked run (a generic one checks each new layout once itself)
+        self._run = inner.run if isinstance(inner, (Executable, TritonExecutable)) else inner
 
     @classmethod
     def around(cls, executable: Any, program: Any, scalars: Mapping[int, str]) -> Any:
@@ -65,7 +70,7 @@ class ScalarArguments:
         return arrays
 
     def __call__(self, *inputs: Any) -> list[Any]:
-        return self.inner(*self._inputs(inputs))
+        return self._run(*self._inputs(inputs))
 
     def failed_guards(self, inputs: Sequence[Any]) -> list[tuple[str, Any, Any]]:
         """``(condition, expected, actual)`` of each guard these inputs fail: a scalar of
