@@ -157,6 +157,16 @@ def column_split(kept: int, reduced: int, policy: LaunchPolicy) -> int:
     return min(found, key=lambda s: abs(math.log(s / want))) if found else 1
 
 
+def ragged_slice_rows(kept: int, policy: LaunchPolicy) -> int | None:
+    """The rows of each slice of a ``columns`` reduction whose reduced extent is a size (a
+    size-generic plan): ``split_rows``, so the slice count grows with the size as
+    ``column_split``'s choice does for an exact one (the last slice masked); None where the
+    kept elements' blocks fill the GPU already (``kept`` at its hint: a speed choice)."""
+    if math.ceil(kept / policy.columns_xblock) >= policy.split_programs // 2:
+        return None
+    return policy.split_rows
+
+
 def lookback_blocks(rows: int, extent: int, policy: LaunchPolicy) -> Blocks | None:
     """A scan's blocks across programs (one program per ``lookback_block`` elements of a row),
     or None where it scans per row: a row that fits one block (``lookback_block`` or a

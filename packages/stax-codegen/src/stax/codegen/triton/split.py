@@ -12,6 +12,11 @@ Sum, product, max and min (and bool any/all) combine partial results with themse
 min keep NumPy's NaN rule (a NaN in any slice is a NaN in its partial result), integers are
 exact, and a float sum or product is a tree of partial sums, within the rounding bound of spec
 §13. ``S`` divides the reduced axis (no ragged slice); argmax/argmin are not split.
+
+A size-generic plan (issue 15) whose reduced extent is a size ``n`` cannot take a divisor of
+it: its slices are ``launch.ragged_slice_rows`` rows long, ``ceil(n / rows)`` of them (a size
+expression: the slice count grows with ``n`` as an exact plan's does), and the last slice's
+rows past ``n`` are masked (their loads guarded, their value the reduction's identity).
 """
 
 from __future__ import annotations
@@ -19,23 +24,32 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from typing import Any
 
+from stax.ir.sizes import Size, hint
 from stax.loop import (
     Affine,
+    Binary,
     ComputedBuffer,
+    Const,
     Expr,
     Index,
+    IndirectLoad,
     Load,
     LoopProgram,
     Reduction,
+    Select,
     rewrite,
     rvar,
     xvar,
 )
+from stax.loop.context import INDEX, guarded
 
 from ..nesting import NestPlan
 from ..program_plan import plan_program
-from .launch import LaunchPolicy, column_split
+from .launch import LaunchPolicy, column_split, ragged_slice_rows
+from .reductions import extreme
+from .source import is_float
 
 #: reductions whose partial results combine by the same reduction
 SPLITS = frozenset({"sum", "prod", "max", "min"})
@@ -48,37 +62,51 @@ def split_columns(program: LoopProgram, policy: LaunchPolicy,
     if nests:
         return program
     plan = plan_program(program)
-    chosen: dict[str, int] = {}
+    chosen: dict[str, tuple[Any, int]] = {}  # buffer -> (slices, rows of each slice)
     for group in plan.groups:
         if group.nest is None or group.nest.kind != "columns":
             continue
         for node in group.nodes:
             if isinstance(node, ComputedBuffer) and isinstance(node.data, Reduction) \
                     and node.data.reduction_type in SPLITS:
-                slices = column_split(math.prod(node.ranges), node.reduction_ranges[0], policy)
+                kept, reduced = hint(math.prod(node.ranges)), node.data.reduction_ranges[0]
+                if isinstance(reduced, Size):  # slices of a fixed length, as many as needed
+                    rows = ragged_slice_rows(kept, policy)
+                    if rows is not None and _plain_loads(node.data.body):
+                        chosen[node.name] = ((reduced + rows - 1) // rows, rows)
+                    continue
+                slices = column_split(kept, reduced, policy)
                 if slices > 1:
-                    chosen[node.name] = slices
+                    chosen[node.name] = (slices, reduced // slices)
     if not chosen:
         return program
     taken = {b.name for b in (*program.inputs, *program.buffers)}
     buffers: list = []
     for b in program.buffers:
         if b.name in chosen:
-            buffers.extend(_split(b, chosen[b.name], taken))  # type: ignore[arg-type]
+            buffers.extend(_split(b, *chosen[b.name], taken))  # type: ignore[arg-type]
         else:
             buffers.append(b)
     return dataclasses.replace(program, buffers=buffers)
 
 
-def _split(node: ComputedBuffer, slices: int, taken: set[str]) -> tuple[ComputedBuffer, ComputedBuffer]:
+def _split(node: ComputedBuffer, slices: Any, length: int, taken: set[str]
+           ) -> tuple[ComputedBuffer, ComputedBuffer]:
+    """``node`` reduced in ``slices`` slices of ``length`` rows: exactly the reduced extent, or,
+    where that is a size, past it in the last slice (those rows masked)."""
     data = node.data
     assert isinstance(data, Reduction)
     kept = tuple(node.ranges)
-    length = data.reduction_ranges[0] // slices
+    reduced = data.reduction_ranges[0]
     # the partial reduction: x0 the slice, x1... the kept axes, r0 within the slice
     mapping: dict[str, int | Affine] = {xvar(i): Affine.var(xvar(i + 1)) for i in range(len(kept))}
-    mapping[rvar(0)] = Affine.var(xvar(0)) * length + Affine.var(rvar(0))
+    row = Affine.var(xvar(0)) * length + Affine.var(rvar(0))
+    mapping[rvar(0)] = row
     body = _substitute(data.body, mapping)
+    if isinstance(reduced, Size):  # rows past the end: not read, the reduction's identity
+        inside = Binary("lt", Index(row + Affine.of(reduced * -1), INDEX), Const(0, INDEX), "bool")
+        body = Select(inside, guarded(body, inside),
+                      Const(_identity(data.reduction_type, body.dtype), body.dtype), body.dtype)
     name = f"{node.name}_part"
     while name in taken:
         name += "_"
@@ -96,6 +124,22 @@ def _split(node: ComputedBuffer, slices: int, taken: set[str]) -> tuple[Computed
     read = Load(name, Affine.var(rvar(0)) * inner + kept_flat, dtype)
     final = dataclasses.replace(node, data=Reduction(kept, (slices,), data.reduction_type, read))
     return part, final
+
+
+def _plain_loads(body: Expr) -> bool:
+    """Whether every read of ``body`` is a plain affine load (one a guard can mask)."""
+    found = []
+    rewrite(body, lambda e: found.append(e) if isinstance(e, Load | IndirectLoad) and
+            type(e) is not Load else None)
+    return not found
+
+
+def _identity(kind: str, dtype: str) -> Any:
+    """What a ``kind`` reduction of ``dtype`` is over no element (a masked row)."""
+    if kind in ("sum", "prod"):
+        value = int(kind == "prod")
+        return bool(value) if dtype == "bool" else float(value) if is_float(dtype) else value
+    return bool(extreme(dtype, kind == "max")) if dtype == "bool" else extreme(dtype, kind == "max")
 
 
 def _substitute(expr: Expr, mapping: Mapping[str, int | Affine]) -> Expr:
