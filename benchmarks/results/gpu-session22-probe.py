@@ -3,7 +3,9 @@
 1. Correctness on the device: spec example 2.1's ``g(x, k)`` with a stream of Python scalars
    (float32 tensors, results bit-equal to NumPy's), sizes and scalars changing together, and
    ``x / len(x)`` over a stream of batch sizes; compiles and which versions are generic.
-2. Host path: per-call wall time at 37 rows (host-bound: the kernels take microseconds) of the
+2. Column reductions over a dynamic row count (ragged slices): kernel time of the generic
+   version against the exact one and torch at 65536, 4096 and 37 rows.
+3. Host path: per-call wall time at 37 rows (host-bound: the kernels take microseconds) of the
    generic version, the exact one (``dynamic=False``), torch eager and torch.compile, as the mean
    of 2000 calls between two synchronizations; a profile of the generic call (cProfile, top
    functions by own time) to say where its host time goes.
@@ -149,8 +151,37 @@ def host_path() -> None:
                                                        for k, v in times.items()))
 
 
+def columns() -> None:
+    """Column reductions over a dynamic row count: the generic version splits in ragged
+    slices of 128 rows, the exact one in a divisor of its rows; kernel time (do_bench)."""
+    from triton.testing import do_bench
+
+    fns = {"column_sum": (lambda x: x.sum(0), lambda x: x.sum(0)),
+           "column_max": (lambda x: x.max(0), lambda x: x.amax(0))}
+    for name, (fn, eager) in fns.items():
+        generic = stax.compile(fn, device="cuda", strict_native=True)
+        exact = stax.compile(fn, device="cuda", dynamic=False, strict_native=True)
+        for n in (40, 41):
+            generic(device(RNG.standard_normal((n, WIDTH)).astype(np.float32)))
+        for rows in (65536, 4096, 37):
+            host = RNG.standard_normal((rows, WIDTH)).astype(np.float32)
+            x = device(host)
+            got = generic(x).cpu().numpy()
+            assert np.allclose(got, fn(host.astype(np.float64)), rtol=1e-5, atol=1e-5 * rows ** .5)
+            assert generic.versions()[-1].generic is not None
+            exact(x)
+            times = {label: do_bench(lambda f=f: f(x), warmup=25, rep=200, return_mode="median")
+                     for label, f in (("generic", generic), ("exact", exact), ("torch", eager))}
+            RESULTS.setdefault("columns", {})[f"{name}@{rows}"] = times
+            say(f"speed {name} ({rows}, {WIDTH}): " + ", ".join(
+                f"{k} {v * 1e3:.1f} us" for k, v in times.items()) +
+                f"; generic/exact {times['generic'] / times['exact']:.2f}x")
+    say(f"column compiles: {generic.cache_info().compiles} generic, "
+        f"{exact.cache_info().compiles} exact")
+
+
 OUT.mkdir(parents=True, exist_ok=True)
-for part in (correctness, host_path):
+for part in (correctness, columns, host_path):
     try:
         part()
     except Exception:
