@@ -17,6 +17,7 @@ import numpy as np
 from .graph import Node
 from .meta import TensorMeta
 from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
+from .size_rules_library import concatenated_shape, library_rules
 from .sizes import Size, product
 
 Rule = Callable[[Node, list[TensorMeta]], "tuple[Any, ...] | None"]
@@ -113,6 +114,84 @@ def _outer(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return (product(operands[0].shape), product(operands[1].shape))
 
 
+def _ufunc_outer(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.subtract.outer(a, b)`` and every binary ufunc's: ``a.shape + b.shape``."""
+    if len(operands) != 2 or len(node.args) != 2 or \
+            not all(isinstance(a, Node) for a in node.args) or {"out", "where"} & set(node.kwargs):
+        return None
+    return (*operands[0].shape, *operands[1].shape)
+
+
+def _inner(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.inner(a, b)``: the last axes contracted (their sizes equal: a guard), the others
+    kept, a's then b's; a 0-d operand multiplies."""
+    if len(operands) != 2 or len(node.args) != 2 or node.kwargs:
+        return None
+    a, b = operands[0].shape, operands[1].shape
+    if not a or not b:
+        return broadcast_shapes([a, b])
+    if not a[-1] == b[-1]:
+        return None
+    return (*a[:-1], *b[:-1])
+
+
+def _tensordot(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.tensordot(a, b, axes)``: ``axes=N`` pairs a's last N axes with b's first N; a pair
+    of sequences (or ints) names them. Paired sizes equal (guards); a's free axes then b's."""
+    if len(operands) != 2 or not all(isinstance(a, Node) for a in node.args[:2]) or \
+            len(node.args) > 3 or set(node.kwargs) - {"axes"}:
+        return None
+    axes = node.kwargs.get("axes", node.args[2] if len(node.args) > 2 else 2)
+    a, b = operands[0].shape, operands[1].shape
+    if _integer(axes):
+        if not 0 <= axes <= min(len(a), len(b)):
+            return None
+        pairs_a, pairs_b = list(range(len(a) - axes, len(a))), list(range(axes))
+    elif isinstance(axes, (list, tuple)) and len(axes) == 2:
+        pairs_a, pairs_b = (list(p) if isinstance(p, (list, tuple)) else [p] for p in axes)
+    else:
+        return None
+    if len(pairs_a) != len(pairs_b) or not all(_integer(d) for d in (*pairs_a, *pairs_b)):
+        return None
+    pairs_a = [int(d) + len(a) if d < 0 else int(d) for d in pairs_a]
+    pairs_b = [int(d) + len(b) if d < 0 else int(d) for d in pairs_b]
+    if not all(0 <= d < len(a) for d in pairs_a) or not all(0 <= d < len(b) for d in pairs_b) \
+            or len(set(pairs_a)) != len(pairs_a) or len(set(pairs_b)) != len(pairs_b):
+        return None
+    if not all(a[i] == b[j] for i, j in zip(pairs_a, pairs_b)):  # guards
+        return None
+    return (*(n for d, n in enumerate(a) if d not in pairs_a),
+            *(n for d, n in enumerate(b) if d not in pairs_b))
+
+
+def _crossed(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.cross(a, b, axisa, axisb, axisc, axis)``: vectors of 2 or 3 components (numbers,
+    not sizes) along ``axisa``/``axisb``, the other axes broadcast; with a 3-vector among them
+    the result holds 3-vectors along ``axisc``, else scalars."""
+    names = ("axisa", "axisb", "axisc", "axis")
+    if len(operands) != 2 or len(node.args) != 2 or \
+            not all(isinstance(a, Node) for a in node.args) or set(node.kwargs) - set(names):
+        return None
+    axis = node.kwargs.get("axis")
+    axisa, axisb, axisc = (node.kwargs.get(k, -1) if axis is None else axis for k in names[:3])
+    a, b = operands[0].shape, operands[1].shape
+    if not a or not b or not all(_integer(k) for k in (axisa, axisb, axisc)) or \
+            not -len(a) <= axisa < len(a) or not -len(b) <= axisb < len(b):
+        return None
+    axisa, axisb = axisa % len(a), axisb % len(b)
+    vectors = (a[axisa], b[axisb])
+    if not all(_integer(n) and n in (2, 3) for n in vectors):
+        return None
+    shape = broadcast_shapes([a[:axisa] + a[axisa + 1:], b[:axisb] + b[axisb + 1:]])
+    if shape is None or 3 not in vectors:
+        return shape
+    rank = len(shape) + 1
+    if not -rank <= axisc < rank:
+        return None
+    axisc %= rank
+    return (*shape[:axisc], 3, *shape[axisc:])
+
+
 def _joined(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     """``np.concatenate(seq, axis)``: the joined sizes summed, the others equal (guards)."""
     if set(node.kwargs) - {"axis"} or len(node.args) > 2 or not operands:
@@ -121,14 +200,7 @@ def _joined(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     shapes = [m.shape for m in operands]
     if axis is None:
         return (sum((product(s) for s in shapes), 0),)
-    rank = len(shapes[0])
-    if not isinstance(axis, int) or not rank or any(len(s) != rank for s in shapes):
-        return None
-    axis %= rank
-    for s in shapes[1:]:
-        if not all(d == axis or s[d] == shapes[0][d] for d in range(rank)):
-            return None
-    return (*shapes[0][:axis], sum((s[axis] for s in shapes), 0), *shapes[0][axis + 1:])
+    return concatenated_shape(shapes, axis) if isinstance(axis, int) else None
 
 
 def _stacked(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
@@ -243,12 +315,7 @@ def _stacked_along(axis: int) -> Rule:
         if node.kwargs or len(node.args) != 1 or not operands or \
                 any(m.ndim < 2 for m in operands):
             return None
-        shapes = [m.shape for m in operands]
-        rank = len(shapes[0])
-        if any(len(s) != rank or not all(d == axis or s[d] == shapes[0][d] for d in range(rank))
-               for s in shapes[1:]):
-            return None
-        return (*shapes[0][:axis], sum((s[axis] for s in shapes), 0), *shapes[0][axis + 1:])
+        return concatenated_shape([m.shape for m in operands], axis)
     return rule
 
 
@@ -326,6 +393,10 @@ def _tiled(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return tuple(n * r for n, r in zip(shape, reps))
 
 
+def _integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _padded(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     """``np.pad(x, widths)`` with constant integer widths: each dimension grown by them."""
     widths = node.args[1] if len(node.args) > 1 else node.kwargs.get("pad_width")
@@ -364,6 +435,10 @@ def shape_rules() -> dict[str, Rule]:
     rules.update(dict.fromkeys(("operator.matmul", "numpy.matmul"), _matmul))
     rules.update(dict.fromkeys(("numpy.dot", "method:dot"), _dot))
     rules["numpy.outer"] = _outer
+    rules.update(dict.fromkeys(_ufunc_outer_targets(), _ufunc_outer))
+    rules["numpy.inner"] = _inner
+    rules["numpy.tensordot"] = _tensordot
+    rules["numpy.cross"] = _crossed
     rules["numpy.concatenate"] = _joined
     rules["numpy.stack"] = _stacked
     rules.update(dict.fromkeys(("numpy.cumsum", "numpy.cumprod", "method:cumsum",
@@ -380,9 +455,16 @@ def shape_rules() -> dict[str, Rule]:
     rules["numpy.roll"] = _rolled
     rules["numpy.take"] = _taken
     rules["numpy.einsum"] = _einsum
-    rules["numpy.sort"] = _sorted
+    rules.update(dict.fromkeys(("numpy.sort", "numpy.argsort", "method:argsort"), _sorted))
     rules["numpy.tile"] = _tiled
     rules["numpy.pad"] = _padded
     rules["numpy.linalg.norm"] = _norm
     rules.update(dict.fromkeys(("method:copy", "numpy.copy"), _copied))
+    rules.update(library_rules())
     return rules
+
+
+def _ufunc_outer_targets() -> list[str]:
+    """``numpy.add.outer`` and the ``outer`` of every other binary ufunc NumPy names."""
+    return [f"numpy.{name}.outer" for name, f in vars(np).items()
+            if isinstance(f, np.ufunc) and f.nin == 2 and f.nout == 1]
