@@ -27,31 +27,12 @@ from .program import GraphProgram
 from .shape_env import ShapeEnv
 from .size_rules import broadcast_shapes, shape_rules
 from .sizes import Size, concrete, holds_size, parse_size
-from .view_sizes import (
-    View,
-    broadcast,
-    expanded,
-    flipped,
-    indexed,
-    reshape_target,
-    reshaped,
-    squeezed,
-    swapped,
-    transposed,
-)
+from .view_sizes import View, reshape_target, view_rules
 
 __all__ = ["broadcast_shapes", "symbolic_strides", "symbolize"]
 
 #: calls whose result may be a view of their first operand, and the rule that writes it in sizes
-_VIEW_RULES = {
-    "numpy.transpose": transposed, "method:transpose": transposed,
-    "operator.getitem": indexed,
-    "method:reshape": reshaped, "numpy.reshape": reshaped, "method:ravel": reshaped,
-    "numpy.ravel": reshaped,
-    "method:swapaxes": swapped, "numpy.swapaxes": swapped, "numpy.flip": flipped,
-    "numpy.expand_dims": expanded, "numpy.squeeze": squeezed, "method:squeeze": squeezed,
-    "numpy.broadcast_to": broadcast,
-}
+_VIEW_RULES = view_rules()
 _RESHAPES = frozenset({"method:reshape", "numpy.reshape", "method:ravel", "numpy.ravel",
                        "method:flatten"})
 #: node metadata that records numbers derived from the traced sizes (a shape a gate read, a

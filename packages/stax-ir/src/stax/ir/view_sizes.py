@@ -12,6 +12,7 @@ from a size (a slice's bound past the end, a ``-1`` that must divide) is a guard
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from .sizes import Size, concrete, exact_quotient, product, same_size
 
 #: a view's map: (result meta, the view metadata written in sizes)
 View = tuple[TensorMeta, dict[str, Any]]
+ViewRule = Callable[[Node, TensorMeta], "View | None"]
 
 
 def transposed(node: Node, base: TensorMeta) -> View | None:
@@ -172,6 +174,131 @@ def broadcast(node: Node, base: TensorMeta) -> View | None:
     return _checked(node, base, 0, shape, tuple(strides))
 
 
+def moved(node: Node, base: TensorMeta) -> View | None:
+    """``np.moveaxis(x, source, destination)``: a transpose, its order NumPy's (the axes not
+    moved keep their order, each moved one inserted at its destination)."""
+    source = node.kwargs.get("source", node.args[1] if len(node.args) > 1 else None)
+    destination = node.kwargs.get("destination", node.args[2] if len(node.args) > 2 else None)
+    source, destination = (tuple(a) if isinstance(a, (tuple, list)) else (a,)
+                           for a in (source, destination))
+    rank = base.ndim
+    if len(source) != len(destination) or not all(
+            _integer(a) and -rank <= a < rank for a in (*source, *destination)):
+        return None
+    source, destination = (tuple(int(a) % rank for a in axes) for axes in (source, destination))
+    if len(set(source)) != len(source) or len(set(destination)) != len(destination):
+        return None
+    order = [d for d in range(rank) if d not in source]
+    for to, d in sorted(zip(destination, source)):
+        order.insert(to, d)
+    return _checked(node, base, 0, tuple(base.shape[d] for d in order),
+                    tuple(base.strides[d] for d in order))
+
+
+def rotated(node: Node, base: TensorMeta) -> View | None:
+    """``np.rot90(m, k, axes)``: NumPy's composition of flips and a swap of the two axes."""
+    k = node.kwargs.get("k", node.args[1] if len(node.args) > 1 else 1)
+    axes = node.kwargs.get("axes", node.args[2] if len(node.args) > 2 else (0, 1))
+    rank = base.ndim
+    if not _integer(k) or not isinstance(axes, (tuple, list)) or len(axes) != 2 or \
+            not all(_integer(a) and -rank <= a < rank for a in axes):
+        return None
+    first, second = (int(a) % rank for a in axes)
+    if first == second:
+        return None
+    layout = (0, list(base.shape), list(base.strides))
+    turns = int(k) % 4
+    if turns == 2:
+        layout = _flip(_flip(layout, first), second)
+    elif turns:
+        order = list(range(rank))
+        order[first], order[second] = order[second], order[first]
+        if turns == 1:
+            layout = _permute(_flip(layout, second), order)
+        else:
+            layout = _flip(_permute(layout, order), second)
+    offset, shape, strides = layout
+    return _checked(node, base, offset, tuple(shape), tuple(strides))
+
+
+def flipped_along(axis: int, least_rank: int) -> ViewRule:
+    """``np.flipud`` (axis 0, rank 1 or more) and ``np.fliplr`` (axis 1, rank 2 or more)."""
+    def rule(node: Node, base: TensorMeta) -> View | None:
+        if len(node.args) != 1 or node.kwargs or base.ndim < least_rank:
+            return None
+        offset, shape, strides = _flip((0, list(base.shape), list(base.strides)), axis)
+        return _checked(node, base, offset, tuple(shape), tuple(strides))
+    return rule
+
+
+def at_least(rank: int) -> ViewRule:
+    """``np.atleast_1d``/``2d``/``3d`` of one array: length-1 dimensions added as NumPy adds
+    them (``(n,)`` is ``(1, n)`` in 2-D and ``(1, n, 1)`` in 3-D)."""
+    def rule(node: Node, base: TensorMeta) -> View | None:
+        if len(node.args) != 1 or node.kwargs:
+            return None
+        shape, strides = list(base.shape), list(base.strides)
+        if base.ndim < rank:
+            ones = {0: (0,) * rank, 1: (0, 2)[: rank - 1], 2: (2,)}[base.ndim]
+            for d in ones:
+                shape.insert(d, 1)
+                strides.insert(d, 0)
+        return _checked(node, base, 0, tuple(shape), tuple(strides))
+    return rule
+
+
+def diagonal(node: Node, base: TensorMeta) -> View | None:
+    """``np.diagonal(x, offset, axis1, axis2)``, ``x.diagonal()``, ``np.diag`` of a 2-D x: the
+    other axes, then the diagonal, its length the smaller of the two sizes the offset leaves
+    (which one is a guard), read with the sum of their strides."""
+    if str(node.target) == "numpy.diag":
+        offset = node.kwargs.get("k", node.args[1] if len(node.args) > 1 else 0)
+        axes: tuple[Any, ...] = (0, 1)
+        if base.ndim != 2 or len(node.args) > 2 or set(node.kwargs) - {"k"}:
+            return None
+    else:
+        names = ("offset", "axis1", "axis2")
+        given = dict(zip(names, node.args[1:]), **node.kwargs)
+        if len(node.args) > 4 or set(node.kwargs) - set(names):
+            return None
+        offset, axes = given.get("offset", 0), (given.get("axis1", 0), given.get("axis2", 1))
+    rank = base.ndim
+    if not _integer(offset) or rank < 2 or not all(_integer(a) and -rank <= a < rank
+                                                   for a in axes):
+        return None
+    first, second = (int(a) % rank for a in axes)
+    if first == second:
+        return None
+    offset = int(offset)
+    length = diagonal_length(base.shape[first], base.shape[second], offset)
+    start = offset * base.strides[second] if offset >= 0 else -offset * base.strides[first]
+    others = [d for d in range(rank) if d not in (first, second)]
+    return _checked(node, base, start, (*(base.shape[d] for d in others), length),
+                    (*(base.strides[d] for d in others),
+                     base.strides[first] + base.strides[second]))
+
+
+def diagonal_length(rows: Any, columns: Any, offset: int) -> Any:
+    """The length of the diagonal ``offset`` of a ``rows`` by ``columns`` matrix: the smaller
+    of what the offset leaves of each, at least 0 (each comparison of sizes a guard)."""
+    down, across = (rows, columns - offset) if offset >= 0 else (rows + offset, columns)
+    length = down if down <= across else across
+    return length if length > 0 else 0
+
+
+def _flip(layout: tuple[Any, list[Any], list[Any]], axis: int) -> tuple[Any, list[Any], list[Any]]:
+    offset, shape, strides = layout
+    offset = offset + (shape[axis] - 1) * strides[axis]
+    strides = [-s if d == axis else s for d, s in enumerate(strides)]
+    return offset, shape, strides
+
+
+def _permute(layout: tuple[Any, list[Any], list[Any]],
+             order: list[int]) -> tuple[Any, list[Any], list[Any]]:
+    offset, shape, strides = layout
+    return offset, [shape[d] for d in order], [strides[d] for d in order]
+
+
 def slice_bounds(key: slice, n: Any) -> tuple[Any, Any, int] | None:
     """``key.indices(n)``'s start, the slice's length and its step, for a size ``n`` (each
     comparison of a bound with ``n`` a guard); None for a step that is not a nonzero int."""
@@ -285,6 +412,25 @@ def _checked(node: Node, base: TensorMeta, offset: Any, shape: tuple[Any, ...],
     return (TensorMeta(shape, meta.dtype, strides, meta.device, meta.scalar),
             {**view, "offset": offset, "strides": list(strides),
              "base_strides": list(base.strides)})
+
+
+def view_rules() -> dict[str, ViewRule]:
+    """Each call whose result may be a view of its first operand, and its rule."""
+    rules: dict[str, ViewRule] = {
+        "numpy.transpose": transposed, "method:transpose": transposed,
+        "operator.getitem": indexed,
+        "method:reshape": reshaped, "numpy.reshape": reshaped, "method:ravel": reshaped,
+        "numpy.ravel": reshaped,
+        "method:swapaxes": swapped, "numpy.swapaxes": swapped, "numpy.flip": flipped,
+        "numpy.expand_dims": expanded, "numpy.squeeze": squeezed, "method:squeeze": squeezed,
+        "numpy.broadcast_to": broadcast,
+        "numpy.moveaxis": moved, "numpy.rot90": rotated,
+        "numpy.flipud": flipped_along(0, 1), "numpy.fliplr": flipped_along(1, 2),
+        "numpy.atleast_1d": at_least(1), "numpy.atleast_2d": at_least(2),
+        "numpy.atleast_3d": at_least(3),
+        "numpy.diagonal": diagonal, "method:diagonal": diagonal, "numpy.diag": diagonal,
+    }
+    return rules
 
 
 def _integer(value: Any) -> bool:
