@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from stax.ir import Node
+from stax.ir.sizes import Size, product
 
 from .context import (
     INDEX,
@@ -135,19 +134,35 @@ def lower_roll(ctx: LoopLowering, node: Node) -> Lazy:
         return _flat_roll(ctx, node)
     axis, dtype = node.kwargs["axis"], meta.dtype
     n = meta.shape[axis]
-    shift = node.kwargs["shift"] % n if n else 0
+    shift = _start_over(node.kwargs["shift"], n)
     x = ctx.operand(node.args[0], meta.shape, dtype)
 
     def load(i: tuple[Affine, ...]) -> Expr:
-        if shift == 0:
+        if isinstance(shift, int) and shift == 0:
             return x(i)
-        later = index_compare("ge", i[axis], shift)
-        early = index_compare("lt", i[axis], shift)
+        if isinstance(shift, Size):  # compared as an index expression: constants are ints
+            later = index_compare("ge", i[axis] + (-shift), 0)
+            early = index_compare("lt", i[axis] + (-shift), 0)
+        else:
+            later = index_compare("ge", i[axis], shift)
+            early = index_compare("lt", i[axis], shift)
         tail = guarded(x(tuple(ix + (-shift) if d == axis else ix for d, ix in enumerate(i))), later)
         head = guarded(x(tuple(ix + (n - shift) if d == axis else ix for d, ix in enumerate(i))),
                         early)
         return Select(later, tail, head, dtype)
     return Lazy(meta.shape, dtype, load)
+
+
+def _start_over(shift: int, n: int | Size) -> int | Size:
+    """``shift % n``: where along the axis the rolled result starts over from x's first
+    element. For a size ``n``, a shift smaller than it in magnitude (a guard) is ``shift`` or
+    ``n + shift``, an expression; a larger one specializes ``n`` (a remainder by a size)."""
+    if isinstance(n, Size):
+        if shift == 0:
+            return 0
+        if abs(shift) < n:
+            return shift if shift > 0 else n + shift
+    return shift % n if n else 0
 
 
 @lowers("tril", "triu")
@@ -216,18 +231,24 @@ def _c_strides(shape: tuple[int, ...]) -> list[int]:
     return strides
 
 
+def _index_value(value: int | Size) -> Expr:
+    """An index quantity: a constant, or a size read at run time (an index expression)."""
+    return Index(Affine.of(value), INDEX) if isinstance(value, Size) else Const(value, INDEX)
+
+
 def _flat_read(lazy: Lazy, flat: Expr, dtype: str) -> Expr:
     """Element ``flat`` (C order) of a value in memory: its coordinates are the flat index's
     floor quotients and remainders by the extents, read at the offset they give."""
     buffer, origin, strides = lazy.memory
-    offset: Expr = Const(origin, INDEX)
-    step = 1
+    offset: Expr = _index_value(origin)
+    step: int | Size = 1
     for d in range(len(lazy.shape) - 1, -1, -1):
         extent = lazy.shape[d]
-        coordinate = Binary("floordiv", flat, Const(step, INDEX), INDEX) if step > 1 else flat
+        coordinate = flat if isinstance(step, int) and step <= 1 else \
+            Binary("floordiv", flat, _index_value(step), INDEX)
         if d > 0:
-            coordinate = Binary("mod", coordinate, Const(extent, INDEX), INDEX)
-        offset = Binary("add", offset, Binary("mul", coordinate, Const(strides[d], INDEX), INDEX),
+            coordinate = Binary("mod", coordinate, _index_value(extent), INDEX)
+        offset = Binary("add", offset, Binary("mul", coordinate, _index_value(strides[d]), INDEX),
                         INDEX)
         step *= extent
     value: Expr = IndirectLoad(buffer, lazy.dtype, offset)
@@ -250,14 +271,19 @@ def _flat_roll(ctx: LoopLowering, node: Node) -> Lazy:
     out.flat[f] = x.flat[f - s], or x.flat[f - s + n] for f < s."""
     meta = node.tensor
     lazy = _in_memory(ctx, node.args[0], node)
-    n = int(np.prod(meta.shape))
-    shift = node.kwargs["shift"] % n if n else 0
+    n = product(meta.shape)
+    shift = _start_over(node.kwargs["shift"], n)
     out_strides = _c_strides(meta.shape)
 
     def load(i: tuple[Affine, ...]) -> Expr:
-        flat = Index(linear_index(i, out_strides), INDEX)
-        back = Binary("sub", flat, Const(shift, INDEX), INDEX)
-        wrapped = Select(Binary("lt", flat, Const(shift, INDEX), "bool"),
+        flat = linear_index(i, out_strides)
+        if isinstance(shift, Size) or isinstance(n, Size):  # index expressions, in sizes
+            wrapped: Expr = Select(index_compare("lt", flat + (-shift), 0),
+                                   Index(flat + (n - shift), INDEX),
+                                   Index(flat + (-shift), INDEX), INDEX)
+            return _flat_read(lazy, wrapped, meta.dtype)
+        back = Binary("sub", Index(flat, INDEX), Const(shift, INDEX), INDEX)
+        wrapped = Select(Binary("lt", Index(flat, INDEX), Const(shift, INDEX), "bool"),
                          Binary("add", back, Const(n, INDEX), INDEX), back, INDEX)
         return _flat_read(lazy, wrapped, meta.dtype)
     return Lazy(meta.shape, meta.dtype, load)
