@@ -4,7 +4,9 @@ Each rule takes a captured call node and its array operands' symbolic metadata (
 order, arrays inside a list argument included: ``np.concatenate([a, b])``) and returns the
 result's shape in sizes, or None where it has no rule for this form of the call. A relation the
 rule needs (two broadcast sizes equal, the non-joined sizes of a concatenation equal) is a
-comparison of sizes, so a guard of the active ``ShapeEnv``; a rule never assumes one.
+comparison of sizes, so a guard of the active ``ShapeEnv``; a rule never assumes one. The rules
+of NumPy's library functions (statistics, selection, joins written over ``concatenate``) are in
+``size_rules_library.py``; ``shape_rules()`` holds both.
 """
 
 from __future__ import annotations

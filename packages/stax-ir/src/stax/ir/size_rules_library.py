@@ -2,7 +2,7 @@
 (``median``, ``percentile``, the ``nan*`` reductions, ``average``, ``ptp``), selection
 (``partition``, ``lexsort``), ``trace``, triangles, repetition, the joins written over
 ``concatenate`` (``column_stack``, ``dstack``, ``append``) and creation from sizes (``eye``,
-``linspace``).
+``linspace``, ``diag`` of a vector).
 
 The rules follow ``size_rules.py``'s contract: each takes the call node and its array operands'
 symbolic metadata and returns the result's shape in sizes, or None for a form of the call it
@@ -213,6 +213,18 @@ def _triangle(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return operands[0].shape
 
 
+def _diag(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.diag(v, k)`` of a 1-D v: a square of side ``len(v) + |k|`` (of a 2-D v NumPy
+    returns a view: ``view_sizes.diagonal``)."""
+    params = bound(node, np.diag)
+    k = params.get("k", 0) if params is not None else None
+    if params is None or not isinstance(params.get("v"), Node) or len(operands) != 1 or \
+            operands[0].ndim != 1 or not _integer(k):
+        return None
+    side = operands[0].shape[0] + abs(int(k))
+    return (side, side)
+
+
 def _eye(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     """``np.eye(n, m)``: ``(n, m)``, ``m`` n without one; the sizes may be read from shapes."""
     params = bound(node, np.eye)
@@ -301,6 +313,7 @@ def library_rules() -> dict[str, Rule]:
     rules.update(dict.fromkeys(("numpy.repeat", "method:repeat"), _repeated))
     rules.update(dict.fromkeys(("numpy.tril", "numpy.triu"), _triangle))
     rules["numpy.eye"] = _eye
+    rules["numpy.diag"] = _diag
     rules["numpy.linspace"] = _linspace
     rules.update(dict.fromkeys(("numpy.round", "numpy.around", "method:round"), _rounded))
     rules["numpy.column_stack"] = _joined_as(_as_column, 1, np.column_stack)
