@@ -191,3 +191,28 @@ def test_column_reductions_over_dynamic_rows_split_in_ragged_slices(name):
     if name not in ("mean", "any"):  # (those two take another nest: rows, plain)
         buffers = [b.name for b in f.versions()[1].artifact.buffers]
         assert any(b.endswith("_part") for b in buffers), buffers
+
+
+DEVICE_RULES = {
+    "roll_rows": lambda x: np.roll(x, 2, axis=0) - x,
+    "roll_back": lambda x: np.roll(x, -3, axis=0) * 2,
+    "roll_flat": lambda x: np.roll(x, 3) + 1,
+    "trace": lambda x: np.trace(x[:, :6]) + x,
+    "diagonal": lambda x: np.diagonal(x[:, :6]) + 1,
+    "repeat": lambda x: np.repeat(x, 2, axis=0) * 2,
+    "linspace": lambda x: x * np.linspace(0, 1, x.shape[0])[:, None],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEVICE_RULES))
+def test_library_calls_with_size_rules_are_generic_on_the_device(name):
+    """Size rules of library calls (``size_rules_library.py``) and a roll along a dynamic
+    axis (its start a guard, a flattened one read at size expressions) on Triton kernels."""
+    fn = DEVICE_RULES[name]
+    f = stax.compile(fn, device="cuda", strict_native=True)
+    for rows in (9, 13, 22, 10, 30):
+        x = np.random.default_rng(rows).standard_normal((rows, 8))
+        got = f(torch.from_numpy(x))
+        assert tuple(got.shape) == fn(x).shape
+        np.testing.assert_allclose(got.numpy(), fn(x), rtol=1e-12, atol=1e-12)
+    assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None
