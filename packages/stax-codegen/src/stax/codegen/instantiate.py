@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -195,9 +195,12 @@ class GenericExecutable:
             return TritonExecutable(instance, cache_dir=self._cache_dir, sizes=dict(values))
         return Executable(instance, self._cache_dir, modules=self._modules)
 
-    def entry_for(self, arrays: Sequence[Any], slow: Any) -> Any:
+    def entry_for(self, arrays: Sequence[Any], slow: Any,
+                  otherwise: Callable[[Sequence[Any]], Any] | None = None) -> Any:
         """A machine-code entry for calls with exactly these arrays' layouts (``entry``), made
-        the second time they are seen (a size that comes back), else None."""
+        the second time they are seen (a size that comes back), else None. Where the instance
+        has none (its kernels run on the thread pool), ``otherwise(arrays)``'s entry (the
+        runtime's key entry for these exact layouts), if given."""
         shapes = _layouts(arrays)
         instance = self._by_shapes.get(shapes)
         if instance is None or [(a.shape, a.strides, a.dtype) if type(a) is np.ndarray else None
@@ -210,7 +213,8 @@ class GenericExecutable:
             return None
         if made is False:
             made = instance.entry(list(arrays), slow)
-            made = None if isinstance(made, str) else made
+            if isinstance(made, str):
+                made = otherwise(arrays) if otherwise is not None else None
             with self._lock:  # ``entry_hits`` reads the table from other threads
                 if len(self._entries) >= MAX_INSTANCES:
                     self._retired_hits += sum(e.hits for e in tuple(self._entries.values()) if e)

@@ -52,7 +52,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions, entry_key
+from .generic import GenericVersions, entry_key, sizes_entry
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import compiled_entry, eager_entry, version_entry
 from .object_arrays import (
@@ -333,7 +333,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             self._call = version.entry.function if version.free is None else \
                 guarded_entry(version.entry.function, version.free, self._dispatch)
         elif version.generic is not None and version.plain_entries and not kwargs:
-            entry = version.generic.entry_for(args, self._dispatch)  # these sizes' own
+            entry = version.generic.entry_for(args, self._dispatch, lambda a: sizes_entry(  # these
+                a, self._names, lambda *b: self._run(version, b, {}), self._dispatch))  # sizes' own
             if entry is not None:
                 self._call = entry.function
         if not version.native:

@@ -91,7 +91,7 @@ class ScalarArguments:
         return [f"{condition} (got {actual})"
                 for condition, _, actual in self.failed_guards(inputs)]
 
-    def entry_for(self, inputs: Sequence[Any], slow: Any) -> None:
+    def entry_for(self, inputs: Sequence[Any], slow: Any, otherwise: Any = None) -> None:
         return None  # machine-code entries take arrays only
 
     def entry_hits(self) -> int:
