@@ -54,6 +54,8 @@ PROGRAMS = {
     "ptp": lambda x: np.ptp(x, axis=1),
     "average": lambda x: np.average(x, axis=0),
     "nanmean": lambda x: np.nanmean(x, axis=0),
+    "nanstd": lambda x: np.nanstd(x, axis=0),
+    "nanvar_ddof": lambda x: np.nanvar(x, axis=1, ddof=1),
     "nansum_kept": lambda x: np.nansum(x, axis=1, keepdims=True) - x,
     "nanmax": lambda x: np.nanmax(x, axis=0),
     "nanargmin": lambda x: np.nanargmin(x, axis=1),
@@ -86,7 +88,7 @@ PROGRAMS = {
     "diag_of_a_vector": lambda x: np.diag(x[:, 0], -1),
 }
 #: programs whose data holds NaNs (those of the ``nan*`` family, and sorting)
-WITH_NANS = frozenset({"nanmean", "nansum_kept", "nanmax", "nanargmin", "nancumsum",
+WITH_NANS = frozenset({"nanmean", "nanstd", "nanvar_ddof", "nansum_kept", "nanmax", "nanargmin", "nancumsum",
                        "nanmedian", "argsort", "argsort_flat"})
 
 

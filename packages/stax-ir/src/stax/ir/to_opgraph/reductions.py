@@ -13,6 +13,7 @@ import numpy as np
 from ..graph import Node
 from ..meta import TensorMeta, fresh_strides
 from ..ops import NN_FUNCTIONS
+from ..sizes import product
 from .arguments import axis_arg, bind, cast_to, int_arg
 from .context import LoweringContext, dense_meta
 from .registry import NotNative, RuleFunction, register, rule
@@ -146,7 +147,7 @@ def _nan_variance(kind: str) -> RuleFunction:
         axis = params.get("axis")
         axes = tuple(range(ndim)) if axis is None else tuple(
             sorted(axis_arg(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))))
-        n = int(np.prod([x.tensor.shape[a] for a in axes], dtype=np.int64))
+        n = product(x.tensor.shape[a] for a in axes)  # sizes of a generic graph stay sizes
         if n == 0 or n - ddof <= 0:
             raise NotNative  # every slice has too few numbers: NumPy warns on each call
         keepdims = params.get("keepdims", NO_VALUE)
