@@ -1,10 +1,12 @@
 """Dynamic shapes through NumPy's library calls (issue 15): trace, cross, sorting and selection,
 roll along a dynamic axis, repetition, triangles, creation from a size, joins, statistics along
-axes, tensor products, ``ufunc.outer`` and the views of ``moveaxis``, ``rot90``, the flips,
+axes, tensor products, ``ufunc.outer``, searchsorted, interp, convolve, kron, cov/corrcoef,
+insert/delete of one element and the views of ``moveaxis``, ``rot90``, the flips,
 ``atleast_*d`` and ``diagonal`` have size rules, so a stream of sizes compiles one generic
 version; where NumPy's result depends on how sizes compare (a diagonal's length, a roll's
 shift against the axis, ``kth`` within it) the comparison is a guard, and a size on its other
-side takes another version — never a wrong result."""
+side takes another version — never a wrong result (so does which operand of a ``same``
+convolution is longer, an insert or delete index against the axis, cov's one variable)."""
 
 from __future__ import annotations
 
@@ -86,6 +88,31 @@ PROGRAMS = {
     "diagonal_method": lambda x: x.diagonal(1) * 2,
     "diag_of_a_square": lambda x: np.diag(x[:, :1] @ x[:, :1].T) + 1,
     "diag_of_a_vector": lambda x: np.diag(x[:, 0], -1),
+    "searchsorted_method": lambda x: np.sort(x[:, 0]).searchsorted(x[:, 1:3], side="right"),
+    "searchsorted_a_number": lambda x: np.searchsorted(np.sort(x[:, 0]), 0.25) + x,
+    "searchsorted_rows_in_a_row": lambda x: np.searchsorted(np.sort(x[0]), x),
+    "interp": lambda x: np.interp(x[:, 0], np.arange(8.0), x[0]),
+    "interp_rows": lambda x: np.interp(x.T, np.arange(8.0), x[1], right=0) + 1,
+    "convolve": lambda x: np.convolve(x[:, 0], np.ones(3)),
+    "convolve_same": lambda x: np.convolve(x[:, 0], np.ones(3), mode="same"),
+    "convolve_valid": lambda x: np.convolve(x[:, 0], x[0, :3], mode="valid"),
+    "convolve_same_short_first": lambda x: np.convolve(x[0, :3], x[:, 1], mode="same"),
+    "kron": lambda x: np.kron(x[:2, :2], x),
+    "kron_vectors": lambda x: np.kron(x[:, 0], x[0, :3]),
+    "kron_ranks": lambda x: np.kron(x[:, 0], x),
+    "cov": lambda x: np.cov(x.T),
+    "cov_rows": lambda x: np.cov(x),
+    "cov_columns": lambda x: np.cov(x, rowvar=False, bias=True),
+    "cov_vector": lambda x: np.cov(x[:, 0], ddof=0) + x,
+    "corrcoef": lambda x: np.corrcoef(x.T),
+    "corrcoef_columns": lambda x: np.corrcoef(x, rowvar=False),
+    "insert_row": lambda x: np.insert(x, 1, 0.0, axis=0),
+    "insert_from_the_end": lambda x: np.insert(x, -2, 5.0, axis=0),
+    "insert_column": lambda x: np.insert(x, 3, 1.0, axis=1),
+    "insert_flat": lambda x: np.insert(x, 5, 0.0),
+    "delete_row": lambda x: np.delete(x, 0, axis=0),
+    "delete_last_row": lambda x: np.delete(x, -1, axis=0),
+    "delete_flat": lambda x: np.delete(x, 7),
 }
 #: programs whose data holds NaNs (those of the ``nan*`` family, and sorting)
 WITH_NANS = frozenset({"nanmean", "nanstd", "nanvar_ddof", "nansum_kept", "nanmax", "nanargmin", "nancumsum",
@@ -174,3 +201,58 @@ def test_partition_past_the_axis_raises_numpy_s_error():
     assert f.cache_info().compiles == 2
     with pytest.raises(ValueError, match="out of bounds"):
         f(RNG.standard_normal((3, 3)))
+
+
+def test_convolve_same_takes_the_longer_operand_s_length_by_a_guard():
+    """``mode="same"`` has as many elements as the longer operand: traced with more rows than
+    ``x[0]``'s 8 the generic version holds for more; fewer take another version, of length 8."""
+    def convolved(x):
+        return np.convolve(x[:, 0], x[0], mode="same")
+
+    f = st.compile(convolved, strict_native=True)
+    for rows in (10, 14, 22, 12):
+        x = RNG.standard_normal((rows, 8))
+        np.testing.assert_allclose(f(x), convolved(x), rtol=1e-12, atol=1e-12)
+    assert f.cache_info().compiles == 2
+    for rows in (5, 3, 7):
+        x = RNG.standard_normal((rows, 8))
+        got = f(x)
+        assert got.shape == (8,)
+        np.testing.assert_allclose(got, convolved(x), rtol=1e-12, atol=1e-12)
+    compiles = f.cache_info().compiles
+    assert compiles > 2
+    x = RNG.standard_normal((30, 8))  # the first generic version still serves the long ones
+    np.testing.assert_allclose(f(x), convolved(x), rtol=1e-12, atol=1e-12)
+    assert f.cache_info().compiles == compiles
+
+
+def test_cov_of_one_row_is_numpy_s_scalar():
+    """``np.cov`` squeezes its result: one variable gives a number, not a 1x1 matrix, so the
+    generic version holds where the rows are not 1 (a guard; one row is compiled exact)."""
+    f = st.compile(np.cov)
+    for rows in (4, 6, 9, 1):
+        x = RNG.standard_normal((rows, 5))
+        got, want = f(x), np.cov(x)
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert f.cache_info().compiles == 3
+    assert [[str(g) for g in v.generic.guards] for v in f.versions()
+            if v.generic is not None] == [["s0 - 1 != 0"]]
+
+
+@pytest.mark.parametrize("fn, rows", [
+    (lambda x: np.insert(x, 4, 0.0, axis=0), 3),
+    (lambda x: np.insert(x, -5, 0.0, axis=0), 4),
+    (lambda x: np.delete(x, 4, axis=0), 4),
+    (lambda x: np.delete(x, -6, axis=0), 5),
+])
+def test_insert_and_delete_past_the_axis_raise_numpy_s_error(fn, rows):
+    """The index within the axis (``-n <= k <= n`` to insert, ``-n <= k < n`` to delete) is a
+    guard: a shorter axis is captured again, where NumPy raises."""
+    f = st.compile(fn)
+    for n in (8, 12, 20):
+        x = RNG.standard_normal((n, 3))
+        np.testing.assert_array_equal(f(x), fn(x))
+    assert f.cache_info().compiles == 2
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(RNG.standard_normal((rows, 3)))

@@ -1,8 +1,9 @@
 """NumPy's shape rules, on sizes, of its library functions (issue 15): statistics along axes
 (``median``, ``percentile``, the ``nan*`` reductions, ``average``, ``ptp``), selection
 (``partition``, ``lexsort``), ``trace``, triangles, repetition, the joins written over
-``concatenate`` (``column_stack``, ``dstack``, ``append``) and creation from sizes (``eye``,
-``linspace``, ``diag`` of a vector).
+``concatenate`` (``column_stack``, ``dstack``, ``append``), creation from sizes (``eye``,
+``linspace``, ``diag`` of a vector), searching and interpolation (``searchsorted``, ``interp``),
+``convolve``, ``kron``, ``cov`` and ``corrcoef``, and ``insert``/``delete`` of one element.
 
 The rules follow ``size_rules.py``'s contract: each takes the call node and its array operands'
 symbolic metadata and returns the result's shape in sizes, or None for a form of the call it
@@ -295,6 +296,150 @@ def _appended(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return concatenated_shape(shapes, int(axis)) if _integer(axis) else None
 
 
+def _operand_metas(node: Node, operands: list[TensorMeta]) -> dict[Node, TensorMeta]:
+    """Each array argument's metadata by node: ``operands`` come in the order of the call's
+    arguments, keywords in the order given, which need not be the signature's."""
+    nodes = [item for a in (*node.args, *node.kwargs.values())
+             for item in (a if isinstance(a, (list, tuple)) else (a,))
+             if isinstance(item, Node) and item.tensor is not None]
+    return dict(zip(nodes, operands)) if len(nodes) == len(operands) else {}
+
+
+def _shape_of(value: Any, metas: dict[Node, TensorMeta]) -> tuple[Any, ...] | None:
+    """An array argument's shape in sizes, a number's ``()``; None for anything else."""
+    if isinstance(value, Node):
+        meta = metas.get(value)
+        return None if meta is None else tuple(meta.shape)
+    return () if _number(value) else None
+
+
+def _vector_size(value: Any, metas: dict[Node, TensorMeta]) -> Any:
+    """The length of a 1-D array argument that is not empty (NumPy raises on an empty one)."""
+    shape = _shape_of(value, metas)
+    if shape is None or len(shape) != 1 or (_integer(shape[0]) and shape[0] == 0):
+        return None
+    return shape[0]
+
+
+def _searched(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.searchsorted(a, v, side, sorter)``, ``a.searchsorted(v)`` of a 1-D ``a``: v's shape,
+    ``()`` for a number; a sorter as long as ``a`` (a guard: NumPy raises otherwise)."""
+    params = bound(node, np.searchsorted)
+    metas = _operand_metas(node, operands)
+    if params is None or not isinstance(params.get("side", "left"), str):
+        return None
+    a = _shape_of(params.get("a"), metas) if isinstance(params.get("a"), Node) else None
+    sorter = params.get("sorter")
+    if a is None or len(a) != 1:
+        return None
+    if sorter is not None:
+        order = _shape_of(sorter, metas) if isinstance(sorter, Node) else None
+        if order is None or len(order) != 1 or \
+                np.dtype(metas[sorter].dtype).kind not in "iu" or not order[0] == a[0]:
+            return None
+    return _shape_of(params["v"], metas)
+
+
+def _interpolated(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.interp(x, xp, fp, left, right, period)``: x's shape, ``()`` for a number; ``xp`` and
+    ``fp`` 1-D, not empty and of one length (a guard), the fills and period numbers."""
+    params = bound(node, np.interp)
+    metas = _operand_metas(node, operands)
+    if params is None or not all(params.get(k) is None or _number(params[k])
+                                 for k in ("left", "right", "period")) or \
+            params.get("period") == 0:
+        return None
+    points, values = (_vector_size(params[k], metas) for k in ("xp", "fp"))
+    if points is None or values is None or not points == values:
+        return None
+    return _shape_of(params["x"], metas)
+
+
+def _convolved(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.convolve(a, v, mode)`` of 1-D arrays, neither empty: ``full`` has ``n + m - 1``
+    elements, ``same`` the longer's, ``valid`` ``longer - shorter + 1`` (which is longer: a
+    guard)."""
+    params = bound(node, np.convolve)
+    metas = _operand_metas(node, operands)
+    if params is None:
+        return None
+    n, m = (_vector_size(params[k], metas) for k in ("a", "v"))
+    mode = params.get("mode", "full")
+    if n is None or m is None or mode not in ("full", "same", "valid"):
+        return None
+    if mode == "full":
+        return (n + m - 1,)
+    longer, shorter = (n, m) if n >= m else (m, n)  # a guard
+    return (longer,) if mode == "same" else (longer - shorter + 1,)
+
+
+def _kronecker(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.kron(a, b)``: both shapes padded in front with 1s to one rank, sizes multiplied
+    (a number, or a 0-d array, multiplies: the same rule)."""
+    params = bound(node, np.kron)
+    metas = _operand_metas(node, operands)
+    if params is None:
+        return None
+    a, b = (_shape_of(params[k], metas) for k in ("a", "b"))
+    if a is None or b is None:
+        return None
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
+    return tuple(p * q for p, q in zip(a, b))
+
+
+def _covariance(reference: Callable[..., Any], array: str, extra: frozenset[str]) -> Rule:
+    """``np.cov(m, rowvar, bias, ddof)``, ``np.corrcoef(x, rowvar)`` of one 1-D or 2-D array:
+    one variable per row (per column with ``rowvar=False``, unless there is one row), the
+    result squeezed as NumPy's: ``()`` for one variable or a 1-D array, else a square of the
+    variables (whether there is one: a guard)."""
+    def rule(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+        params = bound(node, reference)
+        if params is None or not isinstance(params.get(array), Node) or len(operands) != 1 or \
+                set(params) - {array, "rowvar", *extra} or \
+                not all(_integer(params.get(k, 0)) or isinstance(params.get(k), (bool, np.bool_))
+                        for k in ("rowvar", "bias")) or \
+                not (params.get("ddof") is None or _integer(params["ddof"])):
+            return None
+        shape = operands[0].shape
+        if len(shape) == 1:
+            return ()
+        if len(shape) != 2:
+            return None
+        variables = shape[0]
+        if not params.get("rowvar", True):
+            if shape[0] == 1:  # a guard: NumPy transposes only more than one row
+                return ()
+            variables = shape[1]
+        return () if variables == 1 else (variables, variables)  # a guard: the squeeze
+    return rule
+
+
+def _resized_at(reference: Callable[..., Any], grown: int) -> Rule:
+    """``np.insert(arr, k, value, axis)`` (``grown=1``) and ``np.delete(arr, k, axis)``
+    (``grown=-1``) with one integer index: the axis (the flattened array without one) one
+    longer or shorter; ``k`` within it (guards: ``-n <= k <= n`` to insert, ``-n <= k < n`` to
+    delete; past it NumPy raises IndexError)."""
+    def rule(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+        params = bound(node, reference)
+        if params is None or not isinstance(params.get("arr"), Node) or \
+                not _integer(params.get("obj")):
+            return None
+        if grown > 0 and _shape_of(params["values"], _operand_metas(node, operands)) != ():
+            return None  # values of more elements: NumPy's broadcast, no rule
+        k, axis, shape = int(params["obj"]), params.get("axis"), operands[0].shape
+        if axis is None:
+            shape, axis = (product(shape),), 0
+        if not _integer(axis) or not -len(shape) <= axis < len(shape):
+            return None
+        axis = int(axis) % len(shape)
+        n = shape[axis]
+        if not (-n <= k and (k <= n if grown > 0 else k < n)):
+            return None
+        return (*shape[:axis], n + grown, *shape[axis + 1:])
+    return rule
+
+
 def library_rules() -> dict[str, Rule]:
     """Each call target of this module and its rule."""
     rules: dict[str, Rule] = {}
@@ -319,8 +464,22 @@ def library_rules() -> dict[str, Rule]:
     rules["numpy.column_stack"] = _joined_as(_as_column, 1, np.column_stack)
     rules["numpy.dstack"] = _joined_as(_at_least_3d, 2, np.dstack)
     rules["numpy.append"] = _appended
+    rules.update(dict.fromkeys(("numpy.searchsorted", "method:searchsorted"), _searched))
+    rules["numpy.interp"] = _interpolated
+    rules["numpy.convolve"] = _convolved
+    rules["numpy.kron"] = _kronecker
+    rules["numpy.cov"] = _covariance(np.cov, "m", frozenset({"bias", "ddof"}))
+    rules["numpy.corrcoef"] = _covariance(np.corrcoef, "x", frozenset())
+    rules["numpy.insert"] = _resized_at(np.insert, 1)
+    rules["numpy.delete"] = _resized_at(np.delete, -1)
     return rules
 
 
 def _integer(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _number(value: Any) -> bool:
+    """A plain number (a size is not one: it is a decision to read it)."""
+    return isinstance(value, (int, float, complex, np.number, np.bool_)) and \
+        not isinstance(value, Size)
