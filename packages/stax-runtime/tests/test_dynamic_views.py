@@ -148,6 +148,7 @@ SHAPE_READS = {
     # ``len`` called by the user's code is ``x.shape[0]`` (stax.trace.traced_len)
     "len": lambda x: x / len(x),
     "len_of_a_row": lambda x: x[: len(x) // 2] * len(x[0]),
+    "compared_with_a_size": lambda x: (x * 4 < x.shape[0]) * x,
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from stax.ir import Node, TensorMeta, elementwise_ops
+from stax.ir.sizes import Size
 
 from .context import Lazy, Loader, LoopLowering, checked_float_to_int, trig_range_check
 from .expr import Binary, Const, Expr, Select, Ternary, Unary
@@ -51,11 +52,15 @@ def _comparison_dtype(ctx: LoopLowering, node: Node) -> str:
     """Comparisons compute in the operands' common dtype (NEP 50: a Python scalar takes the
     array's dtype)."""
     operands = node.args
-    common = np.result_type(*(v.tensor.np_dtype if isinstance(v, Node) else v
-                              for v in operands)).name
+    # a size (a generic version's ``x < n``) takes part as the Python int it stands for
+    common = np.result_type(*(v.tensor.np_dtype if isinstance(v, Node) else
+                              0 if isinstance(v, Size) else v for v in operands)).name
     if not ctx.native(common):
         raise ctx.unsupported(f"comparison in dtype {common}")
     for value in operands:
+        if isinstance(value, Size) and np.dtype(common).kind in "iub" and \
+                np.dtype(common).itemsize < 8:
+            raise ctx.unsupported(f"comparison of a size with {common} values")
         if isinstance(value, int) and not isinstance(value, bool) and not _fits(value, common):
             raise ctx.unsupported(f"comparison with the Python int {value}, which {common} "
                                   "cannot hold")
