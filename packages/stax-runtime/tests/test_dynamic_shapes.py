@@ -474,3 +474,15 @@ def test_a_generator_argument_beside_a_dynamic_array():
         np.testing.assert_array_equal(f(x, np.random.default_rng(0)), np.abs(x))
         np.testing.assert_array_equal(g(x, np.random.default_rng(1)),
                                       draws(x, np.random.default_rng(1)))
+
+
+def test_the_order_of_steps_is_chosen_at_the_hints_without_a_guard():
+    """The storage plan orders independent steps by the memory they add, a choice of memory,
+    not of results: compared at the traced sizes, it guarded ``8*s0 != 64`` and sent 8 rows
+    (and 7) to versions of their own."""
+    fn = lambda x: np.subtract.outer(x[:, 0], x[:, 1])  # noqa: E731
+    f = st.compile(fn, strict_native=True)
+    for rows in (9, 13, 7, 8, 22, 30, 3):
+        x = RNG.standard_normal((rows, 8))
+        np.testing.assert_allclose(f(x), fn(x), rtol=1e-12, atol=1e-12)
+    assert f.cache_info().compiles == 2

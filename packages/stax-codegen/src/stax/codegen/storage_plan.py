@@ -74,7 +74,8 @@ def order_steps(groups: Sequence[Group], sizes: dict[str, int], outputs: set[str
             freed = sum(sizes.get(r, 0) for r in g.reads - set(_writes(g))
                         if r in produced_by and r not in outputs and users.get(r) == 1)
             return allocated - freed
-        best = min(ready, key=lambda g: (growth(g), position[id(g)]))
+        # (a memory choice, not a result's: sizes compared at their hints, no guard)
+        best = min(ready, key=lambda g: (hint(growth(g)), position[id(g)]))
         pending.remove(best)
         ordered.append(best)
         done.add(id(best))
