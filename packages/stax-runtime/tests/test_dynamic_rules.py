@@ -93,6 +93,8 @@ PROGRAMS = {
     "searchsorted_rows_in_a_row": lambda x: np.searchsorted(np.sort(x[0]), x),
     "interp": lambda x: np.interp(x[:, 0], np.arange(8.0), x[0]),
     "interp_rows": lambda x: np.interp(x.T, np.arange(8.0), x[1], right=0) + 1,
+    # sample points along the changing axis (their count a size in the search's loop IR)
+    "interp_samples": lambda x: np.interp(x[:, 1], np.sort(x[:, 0]), x[:, 2]),
     "convolve": lambda x: np.convolve(x[:, 0], np.ones(3)),
     "convolve_same": lambda x: np.convolve(x[:, 0], np.ones(3), mode="same"),
     "convolve_valid": lambda x: np.convolve(x[:, 0], x[0, :3], mode="valid"),

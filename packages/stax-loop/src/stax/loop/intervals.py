@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from stax.ir.sizes import Size
+
 from .expr import Binary, Cast, Const, Expr, Index, Load, Select
 from .ir import ComputedBuffer, Pointwise, xvar
 
@@ -75,8 +77,8 @@ def _interval(e: Expr, visit, extents: Mapping[str, int], stored: Stored | None
     if isinstance(e, Load) and stored is not None:
         held = stored(e.buffer)
         return anything if held is None else held
-    if isinstance(e, Const):
-        return int(e.value), int(e.value)
+    if isinstance(e, Const):  # a size (a generic version's ``n``): any value of its dtype
+        return anything if isinstance(e.value, Size) else (int(e.value), int(e.value))
     if isinstance(e, Index):
         if any(extents.get(v, 0) <= 0 for v, _ in e.index.terms):
             return anything
