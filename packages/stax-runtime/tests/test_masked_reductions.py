@@ -279,6 +279,25 @@ def test_selections_used_otherwise_keep_their_count_gate():
         same(got, want)
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: x[x > 0].sum() / x[x > 0].shape[0],
+    lambda x: x[x > 0].sum() / len(x[x > 0]),
+    lambda x: (x[x > 0] * 2).sum() / (x[x > 0] * 2).size,
+    lambda x: np.unique(np.round(x)).sum() / len(np.unique(np.round(x))),
+    lambda x: x[x > 0].sum() / np.nonzero(x > 0)[0].shape[0],
+], ids=["shape", "len", "derived_size", "unique", "nonzero"])
+@pytest.mark.parametrize("dynamic", [None, False, True])
+def test_a_count_read_as_a_size_keeps_its_gate(fn, dynamic):
+    """A probe's wrong results (session 22): the size of a value whose shape comes from the
+    data (``x[m]``, ``np.unique``, ``np.nonzero``, what is computed from them), read by
+    ``.shape``, ``.size`` or ``len()``, was a size following the shape: the traced count in
+    every later call. It is Python's number, read: the count gate stays."""
+    f = stax.compile(fn, dynamic=dynamic)
+    x = floats(100)
+    for y in (x, np.abs(x), -x, x + 0.5, x[:60] * 3, x - 0.25):
+        same(f(y), fn(y))
+
+
 def test_whole_array_work_raises_no_events_on_unselected_elements():
     def logs(x):
         m = x > 0

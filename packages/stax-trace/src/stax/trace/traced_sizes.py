@@ -250,12 +250,40 @@ class SizeReads:
         self.tracer = tracer
         self.symbols: dict[tuple[Any, int], str] = {}
         self.dims: dict[Any, set[int] | None] = {}  # node -> dimensions read (None: all)
+        self._data_shaped: dict[Any, bool] = {}
 
-    def shape_of(self, proxy: Any) -> tuple[TracedSize, ...]:
-        """``x.shape`` read by the user's code: each dimension a size that follows it."""
+    def shape_of(self, proxy: Any) -> tuple[Any, ...]:
+        """``x.shape`` read by the user's code: each dimension a size that follows it. A value
+        whose shape comes from the data (``x[x > 0]``, ``np.unique``, what is computed from
+        them) gives Python its numbers, read: its shape gate stays, so another count takes
+        another version (a size that followed it was the traced count in every call)."""
         node, shape = proxy.node, proxy.value.shape
+        if self.data_shaped(node):
+            self.read_dims(node, None)
+            return tuple(shape)
         return tuple(TracedSize(n, self._symbol(node, d), self.tracer)
                      for d, n in enumerate(shape))
+
+    def data_shaped(self, node: Any) -> bool:
+        """Whether ``node`` or a node it is computed from has a data-dependent shape (a shape
+        gate): conservatively, any input's."""
+        stack = [node]
+        while stack:
+            top = stack[-1]
+            if top in self._data_shaped:
+                stack.pop()
+                continue
+            if top.meta.get("shape_gated"):
+                self._data_shaped[top] = True
+                stack.pop()
+                continue
+            pending = [n for n in top.inputs if n not in self._data_shaped]
+            if pending:
+                stack.extend(pending)
+                continue
+            self._data_shaped[top] = any(self._data_shaped[n] for n in top.inputs)
+            stack.pop()
+        return self._data_shaped[node]
 
     def _symbol(self, node: Any, dim: int) -> Size:
         name = self.symbols.get((node, dim))
