@@ -520,6 +520,23 @@ SCALAR_OPERATORS: dict[str, Callable[..., Any]] = {
 }
 
 
+def reduction_identity(kind: str, dtype: Any) -> Any:
+    """What ``kind`` reduces no element to in ``dtype``, as a Python scalar (which keeps an
+    array's dtype in ``np.where``): the value an unselected or masked element becomes (a
+    masked selection's reduction in capture, a ragged slice's rows past the end in Triton)."""
+    dtype = np.dtype(dtype)
+    if kind in ("sum", "mean", "any", "count_nonzero"):
+        return False if dtype.kind == "b" else 0
+    if kind in ("prod", "all"):
+        return True if dtype.kind == "b" else 1
+    high = kind == "min"
+    if dtype.kind == "b":
+        return high
+    if dtype.kind == "f":
+        return float("inf") if high else float("-inf")
+    info = np.iinfo(dtype)
+    return int(info.max if high else info.min)
+
 def _scalar_operator(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` on NumPy scalars: a NumPy step receives a 0-d buffer where capture saw a scalar
     (``x[()]`` is that scalar), and gives NumPy's result, events and exceptions."""

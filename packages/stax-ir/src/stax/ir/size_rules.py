@@ -19,7 +19,7 @@ import numpy as np
 from .graph import Node
 from .meta import TensorMeta
 from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
-from .size_rules_library import concatenated_shape, library_rules
+from .size_rules_library import concatenated_shape, library_rules, reduced_shape
 from .sizes import Size, product
 
 Rule = Callable[[Node, list[TensorMeta]], "tuple[Any, ...] | None"]
@@ -67,21 +67,11 @@ def _axis_argument(node: Node) -> Any:
 def _reduced(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     if len(operands) != 1 or {"out", "where", "initial"} & set(node.kwargs):
         return None
-    shape = operands[0].shape
     axis = _axis_argument(node)
-    keep = bool(node.kwargs.get("keepdims", False))
-    if axis is None:
-        axes = set(range(len(shape)))
-    elif isinstance(axis, int):
-        axes = {axis % len(shape)} if shape else set()
-    elif isinstance(axis, tuple) and all(isinstance(a, int) for a in axis):
-        axes = {a % len(shape) for a in axis}
-    else:
-        return None
     if node.target in ("argmax", "argmin", "numpy.argmax", "numpy.argmin") and \
             not isinstance(axis, int) and axis is not None:
         return None
-    return tuple(1 if d in axes else n for d, n in enumerate(shape) if keep or d not in axes)
+    return reduced_shape(operands[0].shape, axis, bool(node.kwargs.get("keepdims", False)))
 
 
 def _matmul(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:

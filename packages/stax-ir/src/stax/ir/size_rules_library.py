@@ -40,10 +40,13 @@ def bound(node: Node, reference: Callable[..., Any]) -> dict[str, Any] | None:
 
 
 def reduced_shape(shape: tuple[Any, ...], axis: Any, keepdims: bool) -> tuple[Any, ...] | None:
-    """A reduction's result shape over ``axis`` (None: all, an int, a tuple of ints)."""
+    """A reduction's result shape over ``axis`` (None: all, an int, a tuple of ints; a 0-d
+    operand's axis 0, which NumPy's reductions take, reduces nothing)."""
     rank = len(shape)
     if axis is None:
         axes = set(range(rank))
+    elif _integer(axis) and not rank:
+        axes = set()
     elif _integer(axis) and -rank <= axis < rank:
         axes = {int(axis) % rank}
     elif isinstance(axis, tuple) and all(_integer(a) and -rank <= a < rank for a in axis):

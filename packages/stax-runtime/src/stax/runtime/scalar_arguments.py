@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from stax.codegen import Executable, TritonExecutable
+from stax.codegen.triton.arrays import library_of
 
 #: an int argument converted to a float array's dtype exactly (as NumPy does, via a double)
 EXACT_INT = 2 ** 53
@@ -58,13 +59,11 @@ class ScalarArguments:
         return arrays
 
     def _device_inputs(self, arrays: list[Any]) -> list[Any]:
-        from stax.codegen.triton.arrays import library_of
-
-        like = next((a for i, a in enumerate(arrays)
-                     if i not in self.scalars and library_of(a) is not None), None)
-        if like is None:  # no device array among the inputs: the executable raises its error
+        found = next(((a, library) for i, a in enumerate(arrays) if i not in self.scalars
+                      and (library := library_of(a)) is not None), None)
+        if found is None:  # no device array among the inputs: the executable raises its error
             return arrays
-        library = library_of(like)
+        like, library = found
         for position, kind in self.scalars.items():
             arrays[position] = library.scalar(arrays[position], _DTYPES[kind].name, like)
         return arrays

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import Node, Opcode, TensorMeta, contiguous_strides
+from stax.ir.ops import reduction_identity
 
 from .declines import decline_if
 from .masked import elementwise_function, same_value
@@ -304,7 +305,7 @@ class _Builder:
         kind = _REDUCTIONS[_key(node)]
         value = self.of(node.args[0])
         dtype = np.dtype(value.tensor.dtype)
-        identity = _identity(kind, dtype)
+        identity = reduction_identity(kind, dtype)
         selected = self.call("numpy.where", (self.mask, value, identity),
                              _meta(self.shape, dtype.name, node.source))
         meta = dict(node.meta)
@@ -326,22 +327,6 @@ class _Builder:
     def _checked(self, value: Node) -> Node:
         empty = self.call("operator.eq", (self.counted(), 0), _meta((), "bool", None, True))
         return decline_if(self.graph, value, empty, _EMPTY)
-
-
-def _identity(kind: str, dtype: np.dtype) -> Any:
-    """What an unselected element becomes: the reduction's identity (a Python scalar, which
-    keeps the selection's dtype in ``np.where``)."""
-    if kind in ("sum", "mean", "any", "count_nonzero"):
-        return False if dtype.kind == "b" else 0
-    if kind in ("prod", "all"):
-        return True if dtype.kind == "b" else 1
-    high = kind == "min"
-    if dtype.kind == "b":
-        return high
-    if dtype.kind == "f":
-        return float("inf") if high else float("-inf")
-    info = np.iinfo(dtype)
-    return int(info.max if high else info.min)
 
 
 def _lift(graph: Any, group: _Group, lifted: dict[Node, Node]) -> list[Node]:

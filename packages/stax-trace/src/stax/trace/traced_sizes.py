@@ -277,11 +277,12 @@ class SizeReads:
                 self._data_shaped[top] = True
                 stack.pop()
                 continue
-            pending = [n for n in top.inputs if n not in self._data_shaped]
+            inputs = top.inputs
+            pending = [n for n in inputs if n not in self._data_shaped]
             if pending:
                 stack.extend(pending)
                 continue
-            self._data_shaped[top] = any(self._data_shaped[n] for n in top.inputs)
+            self._data_shaped[top] = any(self._data_shaped[n] for n in inputs)
             stack.pop()
         return self._data_shaped[node]
 

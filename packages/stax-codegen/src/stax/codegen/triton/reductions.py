@@ -52,7 +52,7 @@ def _dtype(node: ComputedBuffer) -> str:
     return node.data.body.dtype
 
 
-def extreme(dtype: str, largest: bool) -> Any:
+def _extreme(dtype: str, largest: bool) -> Any:
     """The value every element beats (or ties): -inf / the smallest integer for a maximum."""
     if is_float(dtype):
         return float("-inf") if largest else float("inf")
@@ -122,9 +122,9 @@ def _best(w: W, v: str, mask: str | None, dtype: str, largest: bool) -> tuple[st
     """The row's extreme value (``XBLOCK`` x 1) among the lanes under ``mask``; with floats also
     the name of "the row has a NaN", the NaN lanes being left out of the extreme."""
     _, fn = _compare(largest)
-    edge = w.const(extreme(dtype, largest), dtype)
+    edge = w.const(_extreme(dtype, largest), dtype)
     if not is_float(dtype):
-        return w.assign(f"tl.{fn}({_where(w, mask, v, extreme(dtype, largest), dtype)}, 1)[:, None]"), None
+        return w.assign(f"tl.{fn}({_where(w, mask, v, _extreme(dtype, largest), dtype)}, 1)[:, None]"), None
     nan = f"{mask} & ({v} != {v})" if mask else f"{v} != {v}"
     number = f"{mask} & ({v} == {v})" if mask else f"{v} == {v}"
     has_nan = w.assign(f"tl.max(({nan}).to(tl.int8), 1)[:, None] != 0")
@@ -135,14 +135,14 @@ def _extremum(largest: bool) -> ReductionKind:
     symbol, _ = _compare(largest)
 
     def start(w: W, node: ComputedBuffer) -> list[str]:
-        return [w.assign(w.full(extreme(_dtype(node), largest), _dtype(node)), "acc")]
+        return [w.assign(w.full(_extreme(_dtype(node), largest), _dtype(node)), "acc")]
 
     def update(w: W, node: ComputedBuffer, accs: list[str], v: str, mask: str, index: str
                ) -> list[str]:
         acc, dtype = accs[0], _dtype(node)
         if not is_float(dtype):
             return [f"tl.{'maximum' if largest else 'minimum'}({acc}, "
-                    f"{_where(w, mask, v, extreme(dtype, largest), dtype)})"]
+                    f"{_where(w, mask, v, _extreme(dtype, largest), dtype)})"]
         return [f"tl.where({mask} & (({v} {symbol} {acc}) | ({v} != {v})), {v}, {acc})"]  # NaN sticks
 
     def final(w: W, node: ComputedBuffer, values: list[str], mask: str | None,
@@ -172,7 +172,7 @@ def _arg(largest: bool) -> ReductionKind:
     def start(w: W, node: ComputedBuffer) -> list[str]:
         dtype = value_dtype(node)
         index = "tl.int32" if w.spec.index_bits == 32 else "tl.int64"
-        return [w.assign(w.full(extreme(dtype, largest), dtype), "acc"),
+        return [w.assign(w.full(_extreme(dtype, largest), dtype), "acc"),
                 w.assign(f"tl.full([XBLOCK, R0_BLOCK], {past(node)}, {index})", "pos")]
 
     def update(w: W, node: ComputedBuffer, accs: list[str], v: str, mask: str, index: str

@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from stax.ir.ops import reduction_identity
 from stax.ir.sizes import Size, hint
 from stax.loop import (
     Affine,
@@ -34,11 +35,11 @@ from stax.loop import (
     Const,
     Expr,
     Index,
-    IndirectLoad,
     Load,
     LoopProgram,
     Reduction,
     Select,
+    loads,
     rewrite,
     rvar,
     xvar,
@@ -48,8 +49,6 @@ from stax.loop.context import INDEX, guarded
 from ..nesting import NestPlan
 from ..program_plan import plan_program
 from .launch import LaunchPolicy, column_split, ragged_slice_rows
-from .reductions import extreme
-from .source import is_float
 
 #: reductions whose partial results combine by the same reduction
 SPLITS = frozenset({"sum", "prod", "max", "min"})
@@ -106,7 +105,7 @@ def _split(node: ComputedBuffer, slices: Any, length: int, taken: set[str]
     if isinstance(reduced, Size):  # rows past the end: not read, the reduction's identity
         inside = Binary("lt", Index(row + Affine.of(reduced * -1), INDEX), Const(0, INDEX), "bool")
         body = Select(inside, guarded(body, inside),
-                      Const(_identity(data.reduction_type, body.dtype), body.dtype), body.dtype)
+                      Const(reduction_identity(data.reduction_type, body.dtype), body.dtype), body.dtype)
     name = f"{node.name}_part"
     while name in taken:
         name += "_"
@@ -128,18 +127,7 @@ def _split(node: ComputedBuffer, slices: Any, length: int, taken: set[str]
 
 def _plain_loads(body: Expr) -> bool:
     """Whether every read of ``body`` is a plain affine load (one a guard can mask)."""
-    found = []
-    rewrite(body, lambda e: found.append(e) if isinstance(e, Load | IndirectLoad) and
-            type(e) is not Load else None)
-    return not found
-
-
-def _identity(kind: str, dtype: str) -> Any:
-    """What a ``kind`` reduction of ``dtype`` is over no element (a masked row)."""
-    if kind in ("sum", "prod"):
-        value = int(kind == "prod")
-        return bool(value) if dtype == "bool" else float(value) if is_float(dtype) else value
-    return bool(extreme(dtype, kind == "max")) if dtype == "bool" else extreme(dtype, kind == "max")
+    return all(type(e) is Load for e in loads(body))
 
 
 def _substitute(expr: Expr, mapping: Mapping[str, int | Affine]) -> Expr:
