@@ -2,6 +2,7 @@
 ``KernelArtifact.overwrites``): the argument's final value goes straight into its memory once the
 call stands, never through a buffer copied back, and a call that declines leaves it untouched."""
 
+import re
 import warnings
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import stax.runtime as stax
 from stax.codegen import Executable, KernelArtifact, generate, load_artifact
+from stax.codegen.cpu.jit import CompiledModule
 from stax.ir import load_opgraph
 from stax.loop import LoopOptions, load_loopir, lower_opgraph
 
@@ -98,6 +100,29 @@ def test_an_element_wise_update_is_recomputed_over_the_argument():
     assert artifact.steps[-1] == late.name and late.computes == tuple(artifact.overwrites)
     assert "$events" not in late.args  # its events are the program's, decided before it runs
     assert "written into argument x's memory once the call stands" in str(artifact)
+
+
+def masked_fixes(x, y):
+    x[x < 0] = 0
+    np.copyto(y, 1.5, where=y > 2)
+    return x, y
+
+
+#: a vector store under a mask: AVX2's vmaskmov, or an AVX-512 store with a mask register
+_MASKED_STORE = re.compile(r"vp?maskmov|vmov\w+\s+%[xyz]mm\d+, [^\n]*\)\s*\{%k")
+
+
+def test_an_update_under_a_mask_is_a_plain_vector_store():
+    """``store(select(m, v, load p), p)`` — an update under a mask written over its own memory —
+    must not become a masked store: LLVM's x86 back end makes it ``vmaskmovps``, which an AMD
+    EPYC (znver3) runs 3-8x slower than a blend and a plain store at every size (200K float32
+    in place: 146 us against 18). The late kernel's loads of the updated memory are frozen."""
+    make = lambda: np.linspace(-4, 4, 100_000, dtype=np.float32)  # noqa: E731
+    compiled = _check(masked_fixes, make, make, n_args=2)
+    artifact = compiled.versions()[0].artifact
+    assembly = CompiledModule(artifact.llvm_ir).assembly()
+    assert "vmovups" in assembly or "vmovaps" in assembly  # vectorized
+    assert not _MASKED_STORE.search(assembly), _MASKED_STORE.search(assembly)
 
 
 @pytest.mark.parametrize("fn, make", [

@@ -127,6 +127,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
             # that does not read the buffer it updates has only its own, the same memory)
             if over in self.pointers:
                 self.pointers[out] = self.pointers[over]
+        # buffers this kernel loads from and stores over: their loads are frozen (``load``)
+        self.rewritten = {name for pair in spec.in_place.items() for name in pair}
         self.vars: dict[str, ir.Value] = {}
         # element indices in i32 when every one provably fits (spec §6.8), else i64
         self.index_bits = max(index_width(n) for n in spec.nodes)

@@ -33,6 +33,7 @@ class Emitter(Protocol):
     local: dict[str, tuple[Affine, ir.Value]]
     vars: dict[str, ir.Value]
     spec: Any  # emit.KernelSpec
+    rewritten: set[str]  # buffers the kernel stores over (``KernelSpec.in_place``, both sides)
     in_order: bool  # reductions step in order (no ``reassoc``): a columns nest's
 
     def value(self, expr: Expr) -> ir.Value: ...
