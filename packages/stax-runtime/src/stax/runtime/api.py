@@ -532,10 +532,12 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
                               run_flat, (GenericExecutable, ScalarArguments)) else None,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
-        # f(array, scalar, ...): every argument a top-level positional leaf, nothing written back
-        flat_call = not kwargs and not capture.writeback and len(args) == len(leaves) and \
+        # f(array, scalar, ...): every argument a top-level positional leaf (nothing written back)
+        flat_args = not kwargs and len(args) == len(leaves) and \
             all(a is leaf for a, leaf in zip(args, leaves))
-        plain_call = flat_call and slots == list(range(len(leaves)))  # every one an input
+        flat_call = flat_args and not capture.writeback
+        plain_args = flat_args and slots == list(range(len(leaves)))  # every one an input
+        plain_call = plain_args and not capture.writeback
         if plain_call and output_tree.kind == "leaf":
             run_one = None if in_program else getattr(run_flat, "run_one", None)  # one kernel
             version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
@@ -543,10 +545,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             version.fast = flat_runner(call_flat, slots, output_tree)
         make_entry = getattr(run_flat, "entry", None)
         if make_entry is not None and version.gates is None and not self._free and \
-                placement is None and not kwargs and not capture.writeback and \
-                not self._sets_errstate:
+                placement is None and not kwargs and not self._sets_errstate and \
+                not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
-            entry = compiled_entry(make_entry, sigma, leaves, slots, plain_call, self._dispatch)
+            entry = compiled_entry(make_entry, sigma, leaves, slots, plain_args, self._dispatch)
             timings["entry"] = time.perf_counter() - clock
             version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):

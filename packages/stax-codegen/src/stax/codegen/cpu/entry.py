@@ -24,7 +24,15 @@ at the start of every call (such a call goes slow while underflow is heeded).
 
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
 extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
-array results (one, or a flat tuple). Buffers the storage plan puts in one block share one
+array results (one, or a flat tuple) or None.
+
+Arguments updated in place (``x[x < 0] = 0``, ``y += dt * f(y)``): the late kernels that write
+over them (``KernelArtifact.overwrites``) run once the call stands, after its events and checks,
+so a call handed to ``slow`` finds its arguments untouched. The guard adds what the dispatcher's
+write-back checks (``runners.writeback_runner``): each updated argument writable and apart from
+every other argument in memory (the bounds ``np.may_share_memory`` compares); a layout whose
+elements share memory gets no entry. A function that returns an updated argument gets the
+caller's own array. Buffers the storage plan puts in one block share one
 allocation (the result's own array when a result lives there, else bytes: kernels read only
 data pointers). The IR holds no addresses — they live in a context table
 filled at load time — so it is cached on disk with the kernels' object code.
@@ -41,6 +49,8 @@ from typing import Any
 import numpy as np
 from llvmlite import ir
 
+from stax.ir.meta import elements_overlap
+
 from .. import errstate
 from ..artifact import KernelArtifact
 from ..block_pool import MIN_BYTES
@@ -56,9 +66,13 @@ METH_FASTCALL_KEYWORDS = 0x80 | 0x02
 API_ARRAY_TYPE, API_RETURN, API_NEW_FROM_DESCR = 2, 76, 94
 # context table slots
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
-    CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_FIXED = range(13)
+    CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
+    CTX_FIXED = range(14)
 CAPSULE_POINTER = 16  # offsetof(PyCapsule, pointer): checked in _api()
 UNDER_MASK = 7 << 6   # NumPy's errmask: three bits per category, underflow's at 6
+NPY_ARRAY_WRITEABLE = 0x0400
+#: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
+NONE_RESULT = -2
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,7 @@ class Layout:
     dimensions: int
     strides: int
     descr: int
+    flags: int
 
 
 @functools.cache
@@ -81,15 +96,17 @@ def array_layout() -> Layout | None:
         return ctypes.c_ssize_t.from_address(base + offset).value
 
     data = array_data_offset()
-    layout = Layout(data, data + 8, data + 16, data + 24, data + 40)
+    layout = Layout(data, data + 8, data + 16, data + 24, data + 40, data + 48)
     try:
         nd_ok = ctypes.c_int.from_address(base + layout.nd).value == probe.ndim
         dims = [ctypes.c_ssize_t.from_address(word(layout.dimensions) + 8 * i).value for i in range(3)]
         steps = [ctypes.c_ssize_t.from_address(word(layout.strides) + 8 * i).value for i in range(3)]
         descr_ok = word(layout.descr) == id(probe.dtype)
+        flags_ok = ctypes.c_int.from_address(base + layout.flags).value == probe.flags.num
     except (ValueError, OSError):
         return None
-    ok = nd_ok and tuple(dims) == probe.shape and tuple(steps) == probe.strides and descr_ok
+    ok = nd_ok and tuple(dims) == probe.shape and tuple(steps) == probe.strides and descr_ok \
+        and flags_ok
     return layout if ok else None
 
 
@@ -162,6 +179,13 @@ class EntryPlan:
     #: a kernel may underflow without reporting it: a state that does not ignore underflow
     #: goes slow (else a kernel's UNDERFLOW alone goes slow only if the state heeds it)
     unseen: bool = False
+    #: the last ``late`` kernels write over arguments (``KernelArtifact.overwrites``): they run
+    #: once the call stands, after the checks and events
+    late: int = 0
+    #: the input slots they write over: each must be writable and overlap no other input
+    #: (``np.may_share_memory``'s bounds), else the dispatcher takes the call (and runs it
+    #: eagerly, as ``runners.writeback_runner`` decides)
+    updated: tuple[int, ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -173,11 +197,18 @@ class EntryPlan:
             return "it has NumPy steps"
         if any(k.parallel for k in artifact.kernels) and not loop:
             return "a kernel runs on the thread pool"
+        if artifact.overwrites and loop:
+            return "it writes over an argument"
         tree = artifact.output_tree
-        if not (tree.kind == "leaf" and len(artifact.outputs) == 1) and not (
-                tree.kind == "tuple" and all(c.kind == "leaf" for c in tree.children)):
+        if tree.kind not in ("leaf", "tuple") or any(c.kind != "leaf" for c in tree.children):
             return "its results are not one array or a flat tuple of arrays"
-        if any("buffer" not in o for o in artifact.outputs) and not loop:
+        # the user's results; after them, an updated argument's final value (``overwrites``)
+        n_user = 1 if tree.kind == "leaf" else len(tree.children)
+        user, finals = artifact.outputs[:n_user], artifact.outputs[n_user:]
+        if finals and not artifact.overwrites:
+            return "its results are not one array or a flat tuple of arrays"
+        if any("buffer" not in o and ("const" not in o or o["const"] is not None)
+               for o in user) and not loop:
             return "a result is a constant"
         slots: dict[str, int] = {}
         inputs, allocs = [], []
@@ -187,6 +218,9 @@ class EntryPlan:
             inputs.append((tuple(shape), tuple(strides), b.dtype))
         by_block: dict[int, int] = {}  # a storage block the plan shares: its one allocation
         for b in artifact.buffers:
+            if b.role == "overwrite":  # the argument's own memory
+                slots[b.name] = slots[artifact.overwrites[b.name]]
+                continue
             if b.role in ("input", "extern", "events"):
                 continue
             itemsize = np.dtype(b.dtype).itemsize
@@ -209,11 +243,18 @@ class EntryPlan:
             events = slots[artifact.events] = len(inputs) + len(allocs)
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
-        outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) if "buffer" in o else (-1, False)
-                        for o in artifact.outputs)
+        outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) if "buffer" in o else
+                        (-1 if loop else NONE_RESULT, False) for o in user)
+        if any(slots.get(o.get("buffer"), len(inputs)) >= len(inputs) for o in finals):
+            return "an updated argument's final value is copied back"
+        updated = tuple(sorted({slots[over] for over in artifact.overwrites.values()}))
+        for u in updated:
+            shape, strides, dtype = inputs[u]
+            if elements_overlap(shape, strides, np.dtype(dtype).itemsize):
+                return "elements of an updated argument share memory"
         checks = tuple(slots[name] for name in artifact.checks)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
-                         checks, events, artifact.underflow_unseen)
+                         checks, events, artifact.underflow_unseen, artifact.late_steps, updated)
 
 
 def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
@@ -301,6 +342,19 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
                 got_stride = b.load(b.gep(steps, [ir.Constant(I64, d)]))
                 same = b.and_(same, b.icmp_signed("==", got_stride, ir.Constant(I64, stride)))
         require(same)
+    for u in plan.updated:  # writable, and overlapping no other input
+        flags = field(objs[u], layout.flags, I32)
+        require(b.icmp_unsigned("!=", b.and_(flags, ir.Constant(I32, NPY_ARRAY_WRITEABLE)),
+                                ir.Constant(I32, 0)))
+        for o in range(len(plan.inputs)):
+            mine, theirs = _extent(plan.inputs[u]), _extent(plan.inputs[o])
+            if o == u or mine is None or theirs is None:
+                continue
+            at_u, at_o = (b.ptrtoint(field(objs[i], layout.data, I8P), I64) for i in (u, o))
+            low_u, high_u, low_o, high_o = (b.add(at, ir.Constant(I64, offset)) for at, offset in (
+                (at_u, mine[0]), (at_u, mine[1]), (at_o, theirs[0]), (at_o, theirs[1])))
+            apart = b.or_(b.icmp_unsigned(">=", low_u, high_o), b.icmp_unsigned(">=", low_o, high_u))
+            require(apart)
     new = ctx_fn(CTX_NEW, I8P, [I64, I64, I32, I64.as_pointer(), I64.as_pointer(), I8P, I32, I8P])
     incref = ctx_fn(CTX_INCREF, ir.VoidType(), [I64])
     decref = ctx_fn(CTX_DECREF, ir.VoidType(), [I8P])
@@ -338,10 +392,16 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         objs.append(obj)
     if status is not None:
         objs.append(events_obj)  # slot plan.events
-    for k, (_, slots, outer) in enumerate(plan.kernels):
+
+    def launch(k: int) -> None:
+        _, slots, outer = plan.kernels[k]
         kernel = ctx_fn(CTX_FIXED + len(plan.inputs) + len(plan.allocs) + k, ir.VoidType(),
                         [I8P] * len(slots) + [I64, I64])
         b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
+
+    early = len(plan.kernels) - plan.late
+    for k in range(early):
+        launch(k)
     recheck = fn.append_basic_block("recheck")
     if status is not None:  # any event: the dispatcher runs the call again and settles it
         ok, some, tiny = (fn.append_basic_block(n) for n in ("no_events", "events", "underflow"))
@@ -357,18 +417,24 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         ok = fn.append_basic_block(f"checked{c}")
         b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(ir.IntType(8), 0)), recheck, ok)
         b.position_at_end(ok)
+    for k in range(early, len(plan.kernels)):  # the call stands: write over the arguments
+        launch(k)
     hits = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, CTX_HITS)])
     b.store(b.add(b.load(hits), ir.Constant(I64, 1)), hits)
     # references: each result holds one. A buffer made here has one to hand over; an argument
     # returned, or a buffer returned twice, gets the others — all taken before any conversion, as
     # a 0-d array's conversion to a scalar consumes a reference and may free the array
-    uses = Counter(slot for slot, _ in plan.outputs)
+    uses = Counter(slot for slot, _ in plan.outputs if slot != NONE_RESULT)
     for slot, count in uses.items():
         for _ in range(count - 1 + (slot < len(plan.inputs))):
             b.call(incref, [b.ptrtoint(objs[slot], I64)])
     returned = set(uses)
     results: list[ir.Value] = []
     for slot, scalar in plan.outputs:
+        if slot == NONE_RESULT:  # Py_None, a reference of its own
+            b.call(incref, [ctx_word(CTX_NONE)])
+            results.append(b.inttoptr(ctx_word(CTX_NONE), I8P))
+            continue
         obj = objs[slot]
         if scalar:  # 0-d array -> NumPy scalar (steals the array's reference)
             obj = b.call(ctx_fn(CTX_RETURN, I8P, [I8P]), [obj])
@@ -396,6 +462,17 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     b.ret(b.call(vectorcall, [b.inttoptr(ctx_word(CTX_SLOW), I8P), args, nargsf, kwnames]))
     del this
     return str(module)
+
+
+def _extent(layout: tuple[tuple[int, ...], tuple[int, ...], str]) -> tuple[int, int] | None:
+    """The bytes an input's elements span, as offsets from its data pointer ``[low, high)``
+    (None: it has none)."""
+    shape, strides, dtype = layout
+    if 0 in shape:
+        return None
+    low = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
+    high = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0)
+    return low, high + np.dtype(dtype).itemsize
 
 
 def _underflow_ignored(fn: ir.Function, b: ir.IRBuilder, ctx_word: Any, ctx_fn: Any,
@@ -443,7 +520,7 @@ class Entry:
         self._keep = (slow, descrs, kernels)  # the context holds borrowed pointers to these
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
-                   api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"]]
+                   api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None)]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         self._ctx = (ctypes.c_int64 * len(context)).from_address(
@@ -476,8 +553,6 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
         return "an argument is not a plain array"
-    if artifact.overwrites:
-        return "it writes over an argument once the call stands"
     if (artifact.events is not None or artifact.underflow_unseen) and not _api()["errstate"]:
         return "its kernels report floating-point events and this NumPy's error state is not " \
             "the one the entry reads"
