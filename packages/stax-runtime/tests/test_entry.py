@@ -356,3 +356,66 @@ def test_plans_whose_buffers_share_storage_keep_the_entry():
     del got, want  # both tuples hold v
     gc.collect()
     assert sys.getrefcount(v) == before[1]
+
+
+def _normalize(x):
+    x /= np.linalg.norm(x)
+    return x
+
+
+def test_kernels_on_the_native_pool_keep_the_entry():
+    """A kernel split over the native pool is launched from the machine-code entry too
+    (``native_pool.launch``); a launch that finds another in flight (another thread's call
+    through the dispatcher, which releases the GIL) runs its kernel on its own thread."""
+    from stax.codegen.cpu.entry import Entry
+    from stax.codegen.cpu.native_pool import native_pool
+
+    if native_pool(2) is None:
+        pytest.skip("no native pool on this platform")
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal(1 << 21).astype(np.float32)
+    cf = stax.compile(_normalize)
+    cf(y.copy())
+    version = cf.versions()[0]
+    assert any(k.parallel for k in version.artifact.kernels)  # 2M divisions: split
+    assert isinstance(version.entry, Entry)
+    hits, errors = version.entry.hits, []
+    # another function of the same code on reversed views: its launches (through the
+    # dispatcher, the GIL released) meet the entry's on the one pool
+    reversed_ = stax.compile(_normalize)
+    reversed_(y.copy()[::-1])
+
+    def work(k):
+        mine, run = (y.copy(), cf) if k % 2 else (y.copy()[::-1], reversed_)
+        for _ in range(8):
+            want = mine.copy()
+            _normalize(want)
+            if run(mine) is not mine or not np.allclose(mine, want, rtol=1e-5):  # sum orders
+                errors.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert version.entry.hits == hits + 16
+    # a forked child has no workers (``native_pool.launch`` runs the kernel on its own thread
+    # until a dispatched launch starts them)
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    child = context.Process(target=_normalized_in_child, args=(cf, y, answers))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0 and answers.get(timeout=5) == (True, 3)
+
+
+def _normalized_in_child(cf, y, answers):  # forked: ``cf`` is the parent's, inherited
+    mine, want = y.copy(), y.copy()
+    hits = cf.versions()[0].entry.hits
+    ok = True
+    for _ in range(3):
+        _normalize(want)
+        ok = ok and cf(mine) is mine and np.allclose(mine, want, rtol=1e-5)
+    answers.put((bool(ok), cf.versions()[0].entry.hits - hits))

@@ -403,7 +403,8 @@ class Executable:
     def entry(self, inputs: list[np.ndarray], slow: Callable[..., Any]) -> Entry | str:
         """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``
         that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none."""
-        return make_entry(self.artifact, self.module, inputs, slow, self._cache)
+        return make_entry(self.artifact, self.module, inputs, slow, self._cache,
+                          self._hooks["native"])
 
     def item_loop(self, inputs: list[np.ndarray], item: int, carried: dict[int, int]
                   ) -> ItemLoop | str:

@@ -23,8 +23,10 @@ code (its context variable's capsule) only for that, and, for plans that may und
 at the start of every call (such a call goes slow while underflow is heeded).
 
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
-extern NumPy steps, no thread-pool launches, no large buffers (those come from the block pool),
-array results (one, or a flat tuple) or None.
+extern NumPy steps, no large buffers (those come from the block pool), array results (one, or a
+flat tuple) or None. A kernel split over threads is launched on the native pool
+(``native_pool.launch``: where another launch is in flight, or a forked child has no workers
+yet, it runs on the calling thread); without a native pool such plans get no entry.
 
 Arguments updated in place (``x[x < 0] = 0``, ``y += dt * f(y)``): the late kernels that write
 over them (``KernelArtifact.overwrites``) run once the call stands, after its events and checks,
@@ -56,6 +58,7 @@ from ..artifact import KernelArtifact
 from ..block_pool import MIN_BYTES
 from .fpevents import UNDERFLOW
 from .jit import CompiledModule, array_data_offset
+from .native_pool import MAX_ARITY, NativePool
 from .types import I8P, I64
 
 I32 = ir.IntType(32)
@@ -67,7 +70,7 @@ API_ARRAY_TYPE, API_RETURN, API_NEW_FROM_DESCR = 2, 76, 94
 # context table slots
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
-    CTX_FIXED = range(14)
+    CTX_LAUNCH, CTX_FIXED = range(15)
 CAPSULE_POINTER = 16  # offsetof(PyCapsule, pointer): checked in _api()
 UNDER_MASK = 7 << 6   # NumPy's errmask: three bits per category, underflow's at 6
 NPY_ARRAY_WRITEABLE = 0x0400
@@ -186,16 +189,21 @@ class EntryPlan:
     #: (``np.may_share_memory``'s bounds), else the dispatcher takes the call (and runs it
     #: eagerly, as ``runners.writeback_runner`` decides)
     updated: tuple[int, ...] = ()
+    #: (kernel, chunks) of each kernel launched on the native pool (``native_pool.launch``)
+    pooled: tuple[tuple[int, int], ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
-           loop: bool = False) -> EntryPlan | str:
+           loop: bool = False, pool: NativePool | None = None) -> EntryPlan | str:
         """The plan, or why this artifact gets no entry. ``loop``: the slots of a lifted loop's
         body (``item_loop.py``), which allocates its buffers itself, calls parallel kernels over
-        their whole range and takes a constant result as slot -1."""
+        their whole range and takes a constant result as slot -1. ``pool``: the native pool
+        that runs parallel kernels (None: they have no entry)."""
         if artifact.externs:
             return "it has NumPy steps"
-        if any(k.parallel for k in artifact.kernels) and not loop:
+        parallel = [k.parallel for k in artifact.kernels]
+        if any(parallel) and not loop and (pool is None or any(
+                len(k.args) > MAX_ARITY for k in artifact.kernels if k.parallel)):
             return "a kernel runs on the thread pool"
         if artifact.overwrites and loop:
             return "it writes over an argument"
@@ -253,8 +261,12 @@ class EntryPlan:
             if elements_overlap(shape, strides, np.dtype(dtype).itemsize):
                 return "elements of an updated argument share memory"
         checks = tuple(slots[name] for name in artifact.checks)
+        pooled = () if loop or pool is None else tuple(
+            (k, pool.chunks(kernel.outer_range)) for k, kernel in enumerate(artifact.kernels)
+            if kernel.parallel)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
-                         checks, events, artifact.underflow_unseen, artifact.late_steps, updated)
+                         checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
+                         pooled)
 
 
 def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
@@ -295,7 +307,7 @@ def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     module = ir.Module("stax_entry")
-    n_ctx = CTX_FIXED + len(plan.inputs) + len(plan.allocs) + len(plan.kernels)
+    n_ctx = CTX_FIXED + len(plan.inputs) + len(plan.allocs) + len(plan.kernels) + len(plan.pooled)
     ctx = ir.GlobalVariable(module, ir.ArrayType(I64, n_ctx), "stax_ctx")
     ctx.initializer = ir.Constant(ir.ArrayType(I64, n_ctx), [0] * n_ctx)
     fnty = ir.FunctionType(I8P, [I8P, I8PP, I64, I8P])
@@ -393,11 +405,28 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     if status is not None:
         objs.append(events_obj)  # slot plan.events
 
+    first_kernel = CTX_FIXED + len(plan.inputs) + len(plan.allocs)
+    pooled = {k: (j, chunks) for j, (k, chunks) in enumerate(plan.pooled)}
+
     def launch(k: int) -> None:
         _, slots, outer = plan.kernels[k]
-        kernel = ctx_fn(CTX_FIXED + len(plan.inputs) + len(plan.allocs) + k, ir.VoidType(),
-                        [I8P] * len(slots) + [I64, I64])
-        b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
+        if k not in pooled:
+            kernel = ctx_fn(first_kernel + k, ir.VoidType(), [I8P] * len(slots) + [I64, I64])
+            b.call(kernel, [objs[s] for s in slots] + [ir.Constant(I64, 0),
+                                                      ir.Constant(I64, outer)])
+            return
+        # on the native pool: argv = (kernel, arrays...), run by the trampoline of its arity
+        j, chunks = pooled[k]
+        with b.goto_entry_block():
+            b.position_at_start(fn.entry_basic_block)
+            argv = b.alloca(ir.ArrayType(I8P, len(slots) + 1), name=f"argv{k}")
+        words = [b.inttoptr(ctx_word(first_kernel + k), I8P)] + [objs[s] for s in slots]
+        for i, word in enumerate(words):
+            b.store(word, b.gep(argv, [ir.Constant(I32, 0), ir.Constant(I32, i)]))
+        run = ctx_fn(CTX_LAUNCH, ir.VoidType(), [I8P, I8PP, I64, I64])
+        b.call(run, [b.inttoptr(ctx_word(first_kernel + len(plan.kernels) + j), I8P),
+                     b.gep(argv, [ir.Constant(I32, 0), ir.Constant(I32, 0)]),
+                     ir.Constant(I64, outer), ir.Constant(I64, chunks)])
 
     early = len(plan.kernels) - plan.late
     for k in range(early):
@@ -512,17 +541,22 @@ class Entry:
     ``hits`` counts the calls the entry ran itself."""
 
     def __init__(self, plan: EntryPlan, kernels: CompiledModule, slow: Any, descrs: list[np.dtype],
-                 cache: Any = None) -> None:
+                 cache: Any = None, pool: NativePool | None = None) -> None:
         api, layout = _api(), array_layout()
         assert api is not None and layout is not None
         # straight-line guard code: a light optimization level compiles it in a few milliseconds
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
-        self._keep = (slow, descrs, kernels)  # the context holds borrowed pointers to these
+        # the context holds borrowed pointers to these (the pool lives as long as the process)
+        self._keep = (slow, descrs, kernels, pool)
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
-                   api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None)]
+                   api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None),
+                   pool.launch_address if pool is not None else 0]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
+        if plan.pooled:
+            assert pool is not None
+            context += [pool.tramp(len(plan.kernels[k][1])) for k, _ in plan.pooled]
         self._ctx = (ctypes.c_int64 * len(context)).from_address(
             self.module.global_address("stax_ctx"))
         for i, value in enumerate(context):
@@ -547,7 +581,7 @@ def entry_available() -> bool:
 
 
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
-               slow: Any, cache: Any = None) -> Entry | str:
+               slow: Any, cache: Any = None, pool: NativePool | None = None) -> Entry | str:
     """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none."""
     if not entry_available():
         return "this NumPy's array layout or C API is not the one the entry was written for"
@@ -556,9 +590,9 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
     if (artifact.events is not None or artifact.underflow_unseen) and not _api()["errstate"]:
         return "its kernels report floating-point events and this NumPy's error state is not " \
             "the one the entry reads"
-    plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs])
+    plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs], pool=pool)
     if isinstance(plan, str):
         return plan
     descrs = [a.dtype for a in inputs]
     descrs += [np.dtype(dtype) for _, _, dtype in plan.allocs]  # a shared block's: one
-    return Entry(plan, kernels, slow, descrs, cache)
+    return Entry(plan, kernels, slow, descrs, cache, pool)

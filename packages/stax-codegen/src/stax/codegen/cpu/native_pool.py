@@ -77,6 +77,10 @@ def _pool_ir() -> str:
     # once instead of spinning, which on a machine of few cores stalled the library's threads
     # (a matmul after a pooled kernel took 2-3 ms more); the next launch clears it
     resting = global_("resting", I32)
+    # ``launch``'s: a launch holds ``busy`` (a machine-code entry launches holding the GIL, a
+    # dispatched call without it: they may meet); ``started`` once this process has workers
+    busy = global_("busy", I32)
+    started = global_("started", I32)
     syscall = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
     pthread_create = ir.Function(module, ir.FunctionType(
         I32, [I8P, I8P, ir.FunctionType(I8P, [I8P]).as_pointer(), I8P]), "pthread_create")
@@ -227,7 +231,27 @@ def _pool_ir() -> str:
     b.store(b.add(i, ir.Constant(I32, 1)), index)
     b.branch(head)
     b.position_at_end(out)
+    b.store_atomic(ir.Constant(I32, 1), started, "seq_cst", 4)
     b.ret(ir.Constant(I32, 0))
+
+    # launch(fn, argv, total, chunks): parallel_for when this process has workers and no other
+    # launch is in flight, else fn over the whole range on the calling thread (never a wait)
+    launch = ir.Function(module, pfor.function_type, "launch")
+    fn, argv, total_arg, chunks_arg = launch.args
+    b = ir.IRBuilder(launch.append_basic_block("entry"))
+    alone, pooled, inline = (launch.append_basic_block(n) for n in ("alone", "pooled", "inline"))
+    ready = b.icmp_unsigned("!=", load(b, started, I32), ir.Constant(I32, 0))
+    b.cbranch(ready, alone, inline)
+    b.position_at_end(alone)
+    taken = b.cmpxchg(busy, ir.Constant(I32, 0), ir.Constant(I32, 1), "seq_cst", "seq_cst")
+    b.cbranch(b.extract_value(taken, 1), pooled, inline)
+    b.position_at_end(pooled)
+    b.call(pfor, [fn, argv, total_arg, chunks_arg])
+    b.store_atomic(ir.Constant(I32, 0), busy, "seq_cst", 4)
+    b.ret_void()
+    b.position_at_end(inline)
+    b.call(fn, [argv, ir.Constant(I64, 0), total_arg])
+    b.ret_void()
 
     # tramp_n(argv, start, stop) = argv[0](argv[1], ..., argv[n], start, stop)
     for n in range(1, MAX_ARITY + 1):
@@ -258,7 +282,9 @@ class NativePool:
         self._module = CompiledModule(_pool_ir, cache, speed_level=1, key=_source_key())
         task = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                 ctypes.c_int64)
-        self._run = task(self._module.address("parallel_for"))
+        #: ``launch(tramp, argv, total, chunks)``, also called by machine-code entries
+        self.launch_address = self._module.address("launch")
+        self._run = task(self.launch_address)
         self._tramps = [0] + [self._module.address(f"tramp_{n}") for n in range(1, MAX_ARITY + 1)]
         self._start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
             self._module.address("start_workers"))
@@ -289,7 +315,7 @@ class NativePool:
         this launch is done rather than spin for the next one."""
         n = len(arrays)
         argv = (ctypes.c_void_p * (n + 1))(kernel_address, *[id(a) for a in arrays])
-        chunks = min(total, self.size * CHUNKS_PER_THREAD, CHUNK_MASK)
+        chunks = self.chunks(total)
         with self._lock:  # one launch at a time: the task lives in the module's globals
             self._ensure_workers()
             self._run(self._tramps[n], ctypes.addressof(argv), total, chunks)
@@ -297,9 +323,18 @@ class NativePool:
                 self._rest()
 
 
+    def chunks(self, total: int) -> int:
+        """How many chunks a launch over ``[0, total)`` is cut into."""
+        return min(total, self.size * CHUNKS_PER_THREAD, CHUNK_MASK)
+
+    def tramp(self, arity: int) -> int:
+        """The address of ``tramp_<arity>``."""
+        return self._tramps[arity]
+
+
 # the module's globals, (name, bytes), zeroed in a forked child
 _STATE = (("task_fn", 8), ("task_argv", 8), ("task_total", 8), ("claim", 8), ("done", 8),
-          ("generation", 4), ("finished", 4), ("resting", 4))
+          ("generation", 4), ("finished", 4), ("resting", 4), ("busy", 4), ("started", 4))
 _POOLS: weakref.WeakSet[NativePool] = weakref.WeakSet()
 
 
