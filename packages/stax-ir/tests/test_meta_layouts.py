@@ -36,3 +36,11 @@ def test_dense_strides_keep_a_dense_layout_and_its_length_one_strides():
     assert dense_strides((4, 1, 6), (1, 24, 4)) == (1, 24, 4)  # F-ordered, keepdims
     assert dense_strides((3, 4), (1, 3)) == (1, 3)
     assert dense_strides((3, 4), (8, 2)) == (4, 1)  # not dense: row-major
+
+
+def test_an_empty_layout_has_no_elements_to_share():
+    from stax.ir.meta import elements_overlap
+
+    assert elements_overlap((3, 7), (0, 4), 4)  # a broadcast row
+    assert not elements_overlap((0, 7), (0, 0), 4)  # np.ones((0, 7)): NumPy's zero strides
+    assert not elements_overlap((7, 0), (0, 0), 4)

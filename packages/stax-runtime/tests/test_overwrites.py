@@ -349,3 +349,13 @@ def test_a_twin_whose_factor_is_known_at_run_time_skips_only_when_nothing_can_re
         _updates_alike(fn, compiled, data)
     if fn is _normalize:
         assert "twin_skipped" in compiled.versions()[0].artifact.llvm_ir
+
+
+def test_an_empty_argument_updated_in_place_is_compiled():
+    """``np.ones((0, 7))`` has strides (0, 0): no two elements share memory (it has none), so
+    the update compiles instead of running eagerly as a self-overlapping argument."""
+    cf = stax.compile(scale_then_sum)
+    for _ in range(3):
+        x = np.ones((0, 7), np.float32)
+        assert cf(x) == 0.0
+    assert cf.versions()[0].native and cf.cache_info().fallbacks == 0

@@ -54,7 +54,10 @@ def dense_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int
 def elements_overlap(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int = 1) -> bool:
     """Whether two elements of a layout share memory: a zero stride on an axis longer than 1,
     or axes whose strides interleave (as ``as_strided`` makes). Strides and ``itemsize`` in one
-    unit (bytes, or elements with ``itemsize`` 1); a negative stride counts by its size."""
+    unit (bytes, or elements with ``itemsize`` 1); a negative stride counts by its size. An
+    empty layout has no elements to share (NumPy gives ``np.ones((0, 7))`` strides (0, 0))."""
+    if 0 in shape:
+        return False
     extent = itemsize  # memory spanned by the axes of smaller strides
     for stride, n in sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1):
         if stride < extent:
