@@ -359,3 +359,32 @@ def test_an_empty_argument_updated_in_place_is_compiled():
         x = np.ones((0, 7), np.float32)
         assert cf(x) == 0.0
     assert cf.versions()[0].native and cf.cache_info().fallbacks == 0
+
+
+def _scale_by_1e30(x):
+    x *= np.float32(1e30)
+
+
+def _int_mod(x, y):
+    x %= y
+    return x
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_scale_by_1e30, lambda: (np.array([1e10, 1.0], np.float32),)),
+    (_int_mod, lambda: (np.array([7, 8, 9]), np.array([2, 0, 4]))),
+], ids=["overflow", "integer modulo by zero"])
+def test_a_first_call_raising_inside_an_update_leaves_the_arguments_as_numpy(fn, make):
+    """Under ``np.errstate(...="raise")`` NumPy writes an in-place result, then raises: the
+    first call (the capture, which computes the update as a new array) leaves the caller's
+    arguments as NumPy does, on every call while no version exists (found by a probe)."""
+    cf = stax.compile(fn)
+    for _ in range(2):
+        got, want = make(), make()
+        with np.errstate(all="raise"):
+            with pytest.raises(FloatingPointError):
+                fn(*want)
+            with pytest.raises(FloatingPointError):
+                cf(*got)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)

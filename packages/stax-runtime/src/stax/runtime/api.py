@@ -470,8 +470,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
                                 arg_names=names, outcome=outcome)
             except StaxError:
                 raise
-            except Exception:  # the function's own error ends the call, its updates made
-                keep_updates_of_a_failed_call(outcome, placement)
+            except Exception as exc:  # the function's own error ends the call, its updates made
+                keep_updates_of_a_failed_call(outcome, placement, exc, lambda: self._eager(args, kwargs))
                 raise
             timings["capture"] = time.perf_counter() - clock
             check_no_side_effects(free, sigma, device_args, device_kwargs, self._names)

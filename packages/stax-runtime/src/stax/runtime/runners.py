@@ -97,11 +97,23 @@ def updated_copies(outcome: Any) -> list[np.ndarray]:
             if argument.proxy.node is not argument.node]
 
 
-def keep_updates_of_a_failed_call(outcome: Any, placement: Any) -> None:
+def keep_updates_of_a_failed_call(outcome: Any, placement: Any, error: Exception,
+                                  eager: Callable[[], Any]) -> None:
     """The function raised its own error during capture, which ran it as eager NumPy would:
     arguments it updated in place before the error keep those updates, as NumPy leaves them
     (written into the caller's arrays; for a device call, the host copies' values are then copied
-    into the caller's device arrays)."""
+    into the caller's device arrays).
+
+    A ``FloatingPointError`` (NumPy's error state set to raise) may come from an in-place
+    operation itself, which NumPy raises after writing its result into the operand (``x *= 1e30``
+    leaves ``inf`` in ``x``), where capture computed the update as a new array and never bound it:
+    ``eager()`` runs the function again on the caller's arrays, which then hold what NumPy
+    leaves, and raises NumPy's error (Python side effects before the error happen twice, as in
+    any capture refused midway)."""
+    if isinstance(error, FloatingPointError) and placement is None:
+        outcome.undo_untraced_updates()
+        eager()
+        return
     for argument, caller in outcome.arguments:
         if argument.proxy.node is not argument.node and caller.flags.writeable:
             np.copyto(caller, argument.proxy.value)
