@@ -119,3 +119,32 @@ def test_float_bits_nextafter_spacing_frexp_exactly_numpys(dtype):
         if w.dtype.kind == "f":
             numbers = ~np.isnan(w)
             np.testing.assert_array_equal(np.signbit(g)[numbers], np.signbit(w)[numbers])
+
+
+def _neg_of_product(x):
+    return -(x * 3)
+
+
+def _plus_negated(x, y):
+    return x + -y
+
+
+def _negate_in_place(x):
+    np.multiply(x, 3, out=x)
+    np.negative(x, out=x)
+
+
+@pytest.mark.parametrize("dtype, uint", [(np.float32, np.uint32), (np.float64, np.uint64)])
+def test_negation_flips_the_sign_bit_of_a_nan(dtype, uint):
+    """NumPy's negative flips a NaN's sign bit; LLVM folded ``fneg(x * 3)`` into ``x * -3``
+    (and ``x + -y`` into ``x - y``), which keeps it: 0x7fc00000 where NumPy gives 0xffc00000
+    (found by a probe). Bit patterns compared, NaN payloads and signs included."""
+    nans = np.array([np.nan, -np.nan, 1.5, -0.0, np.inf], dtype)
+    for fn, args in ((_neg_of_product, (nans,)), (_plus_negated, (np.ones(5, dtype), nans))):
+        want, got = fn(*args), stax.compile(fn)(*args)
+        np.testing.assert_array_equal(got.view(uint), want.view(uint))
+    want, got = nans.copy(), nans.copy()
+    _negate_in_place(want)
+    cf = stax.compile(_negate_in_place)
+    cf(got)
+    np.testing.assert_array_equal(got.view(uint), want.view(uint))

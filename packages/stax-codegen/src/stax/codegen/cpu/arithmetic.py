@@ -64,8 +64,18 @@ def fma(em: Emitter, e: Ternary, a: ir.Value, c: ir.Value, d: ir.Value) -> ir.Va
 
 @unary("neg")
 def neg(em: Emitter, e: Unary, x: ir.Value) -> ir.Value:
+    """``-x``; a float's sign bit flipped by an xor with a mask LLVM cannot see: it folds
+    ``fneg(x * 3)`` into ``x * -3`` (and ``a + -b`` into ``a - b``), exact for numbers but not for
+    a NaN, whose sign NumPy's negative flips (``-(nan * 3)`` is 0xffc00000 in float32)."""
     b = em.builder
-    return b.fneg(x) if is_float(e.dtype) else b.sub(ir.Constant(x.type, 0), x)
+    if not is_float(e.dtype):
+        return b.sub(ir.Constant(x.type, 0), x)
+    bits = ir.IntType(_FLOAT_BITS[type(x.type)])
+    mask = em.hide(ir.Constant(bits, 1 << (bits.width - 1)))
+    return b.bitcast(b.xor(b.bitcast(x, bits), mask), x.type)
+
+
+_FLOAT_BITS = {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}
 
 
 @unary("abs")
