@@ -148,3 +148,18 @@ def test_negation_flips_the_sign_bit_of_a_nan(dtype, uint):
     cf = stax.compile(_negate_in_place)
     cf(got)
     np.testing.assert_array_equal(got.view(uint), want.view(uint))
+
+
+@pytest.mark.parametrize("dtype, uint", [(np.float32, np.uint32), (np.float64, np.uint64)])
+@pytest.mark.parametrize("op", ["mod", "floordiv", "divmod"])
+def test_remainders_make_numpys_nans(op, dtype, uint):
+    """C's fmod (under NumPy's % and //) returns the first NaN operand, else the CPU's own NaN
+    (x86's has its sign bit set): ``inf % 2`` is 0xfff8... in float64, where Stax gave +NaN."""
+    fn = {"mod": lambda a, c: a % c, "floordiv": lambda a, c: a // c,
+          "divmod": lambda a, c: np.divmod(a, c)}[op]
+    a = np.array([np.inf, -np.inf, 5.0, np.nan, -np.nan, 1.0, np.nan, 3.0, -7.5], dtype)
+    c = np.array([2.0, 3.0, 0.0, 2.0, 2.0, -np.nan, -np.nan, np.inf, 2.0], dtype)
+    with np.errstate(all="ignore"):
+        want, got = fn(a, c), stax.compile(fn)(a, c)
+    for w, g in zip(want if op == "divmod" else [want], got if op == "divmod" else [got]):
+        np.testing.assert_array_equal(g.view(uint), w.view(uint))

@@ -5,6 +5,7 @@ and least common multiple of integers (``gcd``, ``lcm``)."""
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from stax.loop import Binary
@@ -27,7 +28,7 @@ def float_divmod(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
         fn("llvm.fabs", 1)
     copysign = fn("llvm.copysign", 2)
     zero, one = ir.Constant(typ, 0.0), ir.Constant(typ, 1.0)
-    inf, nan = ir.Constant(typ, float("inf")), ir.Constant(typ, float("nan"))
+    inf = ir.Constant(typ, float("inf"))
     n = b.call(trunc, [b.fdiv(a, c)])
     r = b.call(fma, [b.fneg(n), c, a])
     wrong_sign = b.and_(b.fcmp_ordered("!=", r, zero),
@@ -40,6 +41,9 @@ def float_divmod(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
     r = b.select(b.and_(finite_a, b.fcmp_ordered("==", b.call(fabs, [c]), inf)), a, r)
     invalid = b.or_(b.xor(finite_a, ir.Constant(ir.IntType(1), 1)),
                     b.fcmp_unordered("==", c, zero))  # c == 0 or either is NaN
+    # fmod's NaN: the first NaN operand, else the CPU's own (x86's has its sign bit set)
+    nan = b.select(b.fcmp_unordered("uno", a, a), a,
+                   b.select(b.fcmp_unordered("uno", c, c), c, ir.Constant(typ, _hardware_nan())))
     mod = b.select(invalid, nan, r)
     # npy_divmod
     div = b.fdiv(b.fsub(a, mod), c)
@@ -58,6 +62,13 @@ def float_divmod(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
     if e.op == "py_mod":
         return b.select(by_zero, mod, mod2)  # fmod's NaN
     return b.select(by_zero, b.fdiv(a, c), floordiv)
+
+def _hardware_nan() -> float:
+    """The NaN this CPU makes of an invalid operation (0/0): what C's fmod, hence NumPy's
+    remainder and floor division, return for ``inf % 2`` or ``5 % 0.0``."""
+    with np.errstate(invalid="ignore"):
+        return float(np.divide(np.zeros(1), np.zeros(1))[0])
+
 
 @binary("floordiv", "mod")
 def integer_divmod(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
