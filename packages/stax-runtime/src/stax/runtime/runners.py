@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import sys
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -108,11 +109,15 @@ def keep_updates_of_a_failed_call(outcome: Any, placement: Any, error: Exception
     operation itself, which NumPy raises after writing its result into the operand (``x *= 1e30``
     leaves ``inf`` in ``x``), where capture computed the update as a new array and never bound it:
     ``eager()`` runs the function again on the caller's arrays, which then hold what NumPy
-    leaves, and raises NumPy's error (Python side effects before the error happen twice, as in
-    any capture refused midway)."""
+    leaves, and raises NumPy's error. The capture gave NumPy's warnings and error calls before
+    the error already: the run again ignores every category but those that raise (Python side
+    effects before the error still happen twice, as in any capture refused midway)."""
     if isinstance(error, FloatingPointError) and placement is None:
         outcome.undo_untraced_updates()
-        eager()
+        state = {k: "raise" if v == "raise" else "ignore" for k, v in np.geterr().items()}
+        with warnings.catch_warnings(), np.errstate(**state):
+            warnings.simplefilter("ignore")
+            eager()
         return
     for argument, caller in outcome.arguments:
         if argument.proxy.node is not argument.node and caller.flags.writeable:
