@@ -353,3 +353,47 @@ def test_the_shapes_of_positions_are_the_masks_count_in_the_program(monkeypatch)
     for g, w in zip(f(y), positions_doubled(y)):
         np.testing.assert_array_equal(g, w)
     assert f.cache_info().versions == 2
+
+
+def impute_column_means(X):
+    X = X.copy()
+    means = np.nanmean(X, axis=0)
+    where = np.where(np.isnan(X))
+    X[where] = np.take(means, where[1])
+    return X
+
+
+def test_one_gate_outcome_rules_out_every_version_that_replays_the_same_gates():
+    """A NaN count as a gate (a StackOverflow idiom): each call on new data has its own count
+    and compiles a version, up to the limit; then a call that no version takes ran every one of
+    them to find that out (8 programs and replays: 75-125 ms against NumPy's 8). The first
+    version's outcome (its program's, or its replay's) rules out all the versions that replay
+    the same gates, so such a call runs one version before it runs eagerly."""
+    import logging
+
+    rng = np.random.default_rng(11)
+
+    def data(k):
+        X = rng.standard_normal((300, 6))
+        X[rng.random(X.shape) < 0.05 + 0.01 * k] = np.nan
+        return X
+
+    f = stax.compile(impute_column_means)
+    logging.disable(logging.WARNING)
+    try:
+        for k in range(10):
+            X = data(k)
+            np.testing.assert_array_equal(f(X), impute_column_means(X))
+        versions = f.versions()
+        assert len(versions) >= 2 and len({v.gates.fingerprint for v in versions}) == 1
+        runs = []
+        for v in versions:
+            def counted(*a, _run=v.run, _v=v, **k):
+                runs.append(_v.index)
+                return _run(*a, **k)
+            v.run, v.fast = counted, None
+        X = data(20)
+        np.testing.assert_array_equal(f(X), impute_column_means(X))
+        assert len(runs) == 1, runs
+    finally:
+        logging.disable(logging.NOTSET)

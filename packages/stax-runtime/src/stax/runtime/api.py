@@ -301,8 +301,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
 
     def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 skipped: Any = ()) -> Version | None:
+        memo: dict[str, Any] = {}  # gate outcomes this call replayed (GateReplay.fingerprint)
         def applies(version: Version) -> bool:
-            return id(version) not in skipped and version.applies(args, kwargs)
+            return id(version) not in skipped and version.applies(args, kwargs, memo)
 
         found = next(filter(applies, self._by_sigma.get(sigma, ())), None) or \
             self._generic.find(sigma, args, kwargs, applies, self._by_sigma, self._by_layout)
@@ -357,9 +358,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             if states:
                 for generator, state in states:
                     generator.bit_generator.state = state
-            if isinstance(exc, GateMismatch) or (version.gates_in_program and \
-                    not version.gates.matches(tree_leaves((args, kwargs)))):  # declined: whose?
-                return self._gates_failed(version, args, kwargs, other_branches)
+            mismatch = self._gate_mismatch(version, exc, args, kwargs)  # declined: whose?
+            if mismatch is not None:
+                return self._gates_failed(version, args, kwargs, other_branches, mismatch)
             if self.declines_to_caller:
                 raise
             self._fallbacks += 1

@@ -11,6 +11,7 @@ from stax.trace import Outcome
 
 from . import config, logs
 from .gate_checks import GateMismatch
+from .gates import same_outcome
 from .signature import signature
 from .versions import Version, first_for_its_key
 
@@ -27,9 +28,10 @@ class OtherBranches:
     _last: tuple[Any, list[Version]]
     _compile_lock: Any
     _name: str
+    _versions: list[Version]
 
     def _gates_failed(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
-                      other_branches: bool) -> Any:
+                      other_branches: bool, error: Exception | None = None) -> Any:
         """``version`` ran, and its gates say another branch: try the others. A version whose
         program disagreed on the very first call it served (the inputs it was traced on) has
         gate values that are not NumPy's, a compiler defect: its gates are replayed from then
@@ -43,14 +45,15 @@ class OtherBranches:
             if version.gates is not None and version.gates.matches(tree_leaves((args, kwargs))):
                 return self._run(version, args, kwargs, other_branches)
         if not other_branches:
-            raise GateMismatch("a data gate took another branch")
-        return self._other_branch(version, args, kwargs)
+            raise GateMismatch("a data gate took another branch", getattr(error, "outcomes", None))
+        return self._other_branch(version, args, kwargs, error)
 
-    def _other_branch(self, tried: Version, args: tuple[Any, ...], kwargs: dict[str, Any]
-                      ) -> Any:
+    def _other_branch(self, tried: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      error: Exception | None = None) -> Any:
         """The version whose gates hold (then tried first for its key), or a new one traced on
         this call (looked for again under the compile lock: another thread may have made it)."""
         sigma, skipped = signature(args, kwargs, self._names), {id(tried)}
+        self._skip_by_outcomes(tried, error, skipped)
         self._hits[self._hit_level] -= 1  # counted for ``tried``, which did not apply
         while True:
             found = self._lookup(sigma, args, kwargs, skipped)
@@ -63,11 +66,41 @@ class OtherBranches:
                             return self._captured_result(found, args, kwargs, outcome, None)
             try:
                 result = self._run(found, args, kwargs, other_branches=False)
-            except GateMismatch:
+            except GateMismatch as mismatch:
                 self._hits[3] -= 1
                 skipped.add(id(found))
+                self._skip_by_outcomes(found, mismatch, skipped)
                 continue
             with self._compile_lock:  # ``_miss`` appends to these lists under it
                 first_for_its_key(self._by_sigma, self._by_layout, sigma, found)
             self._last = (None, [])
             return result
+
+    def _skip_by_outcomes(self, tried: Version, error: Exception | None, skipped: set[int]
+                          ) -> None:
+        """The program of ``tried`` computed this call's gate outcomes (``GateMismatch.outcomes``):
+        every version whose gates replay the same graph (``GateReplay.fingerprint``) and expect
+        other outcomes does not apply either, and is not run to find that out (a NaN count as
+        a gate: each of eight versions ran the whole program before the call went eager)."""
+        got = getattr(error, "outcomes", None)
+        if got is None or tried.gates is None or not tried.gates.fingerprint:
+            return
+        for version in list(self._versions):
+            gates = version.gates
+            if gates is not None and gates.fingerprint == tried.gates.fingerprint and not all(
+                    same_outcome(a, b) for a, b in zip(got, gates.expected)):
+                skipped.add(id(version))
+
+    def _gate_mismatch(self, version: Version, error: Exception, args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> GateMismatch | None:
+        """Whether ``version`` declined this call because its gates took another branch: its
+        program said so, or a NumPy step's result differed from capture's and the gates,
+        replayed, disagree (the mismatch then carries the replayed outcomes)."""
+        if isinstance(error, GateMismatch):
+            return error
+        if not version.gates_in_program or version.gates is None:
+            return None
+        got = version.gates.outcomes(tree_leaves((args, kwargs)))
+        if got is not None and all(same_outcome(a, b) for a, b in zip(got, version.gates.expected)):
+            return None
+        return GateMismatch("a data gate took another branch", got)

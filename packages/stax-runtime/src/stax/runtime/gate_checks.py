@@ -76,7 +76,12 @@ _NUMPY_ORDER_TARGETS = capture_targets_of({"sum", "prod", "mean", "var", "std"})
 
 class GateMismatch(StaxError):
     """A compiled version's gates took another branch on this call's inputs: it does not apply
-    (nothing was returned or written back); the dispatcher looks for the version that does."""
+    (nothing was returned or written back); the dispatcher looks for the version that does.
+    ``outcomes``: the call's gate outcomes, where the program computed them (``GateCheck``)."""
+
+    def __init__(self, message: str, outcomes: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.outcomes = outcomes
 
 
 def inexact_node(capture: GraphProgram) -> Node | None:
@@ -255,9 +260,9 @@ class GateCheck:
     def __call__(self, *values: Any) -> None:
         if not self.active:
             return
-        for (convert, expected), value in zip(self.checks, values):
-            if not same_outcome(convert(value), expected):
-                raise GateMismatch("a data gate took another branch")
+        got = [convert(value) for (convert, _), value in zip(self.checks, values)]
+        if not all(same_outcome(a, expected) for a, (_, expected) in zip(got, self.checks)):
+            raise GateMismatch("a data gate took another branch", got)
         self.passed += 1
 
 

@@ -97,9 +97,11 @@ class Version:
         """Whether guards beyond sigma apply (free values, data gates)."""
         return self.free is not None or self.gates is not None
 
-    def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any],
+                memo: dict[str, Any] | None = None) -> bool:
         """The guards beyond sigma (sigma already matched): the free values the trace read still
-        describe the same, and the data gates replay to the traced outcomes (gamma_g)."""
+        describe the same, and the data gates replay to the traced outcomes (gamma_g; ``memo``:
+        the outcomes of replays this call made already, ``GateReplay.outcomes``)."""
         if self.free is not None and not self.free.matches():
             return False
         if self.generic is not None and self.flat is not None:  # its sizes' relations
@@ -107,7 +109,7 @@ class Version:
             if self.generic.failures([leaves[i] for i in self.flat[1]]):
                 return False
         return self.gates is None or self.gates_in_program or \
-            self.gates.matches(tree_leaves((args, kwargs)))
+            self.gates.matches(tree_leaves((args, kwargs)), memo)
 
     def failures(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> list[GuardFailure | GateFailure]:
