@@ -76,3 +76,18 @@ def test_the_interchange_is_chosen_by_layout(build, layout, expected):
     program = lower_opgraph(b.program(out))
     (node,) = [n for n in program.buffers if n.name == program.outputs[0].buffer]
     assert columnwise([node]) is expected
+
+
+@pytest.mark.parametrize("columns, expected", [(1, False), (2, True), (3, True)])
+def test_two_columns_are_interchanged_already(build, run, columns, expected):
+    """``A.T @ y`` with A (n, 3), or ``x.sum(0)`` of (n, 2): a plain nest reduced each column
+    on its own thread, reading every row again at stride 3 (304 us against 99 interchanged for
+    100000 rows); a single column has no row to read along."""
+    x = data((5000, columns), np.float64)
+    b = build(x=x)
+    out = b("sum", b.inputs["x"], axis=(0,), keepdims=False, dtype=None)
+    program = lower_opgraph(b.program(out))
+    (node,) = [n for n in program.buffers if n.name == program.outputs[0].buffer]
+    assert columnwise([node]) is expected
+    (got,), _ = run(b, out)
+    np.testing.assert_allclose(got, b.expected(out)[0], rtol=1e-12)
