@@ -260,10 +260,20 @@ class GateCheck:
     def __call__(self, *values: Any) -> None:
         if not self.active:
             return
-        got = [convert(value) for (convert, _), value in zip(self.checks, values)]
-        if not all(same_outcome(a, expected) for a, (_, expected) in zip(got, self.checks)):
-            raise GateMismatch("a data gate took another branch", got)
+        for (convert, expected), value in zip(self.checks, values):
+            if not same_outcome(convert(value), expected):
+                raise GateMismatch("a data gate took another branch", _outcomes(self.checks, values))
         self.passed += 1
+
+
+def _outcomes(checks: list[tuple[Callable[[Any], Any], Any]], values: tuple[Any, ...]
+              ) -> list[Any] | None:
+    """Every gate's outcome (``GateMismatch.outcomes``), or None where one has none (a NaN read
+    as an int)."""
+    try:
+        return [convert(value) for (convert, _), value in zip(checks, values)]
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _conversion(kind: str, node: Node | None) -> Callable[[Any], Any]:
