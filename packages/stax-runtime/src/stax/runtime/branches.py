@@ -11,7 +11,6 @@ from stax.trace import Outcome
 
 from . import config, logs
 from .gate_checks import GateMismatch
-from .gates import same_outcome
 from .signature import signature
 from .versions import Version, first_for_its_key
 
@@ -87,8 +86,8 @@ class OtherBranches:
             return
         for version in list(self._versions):
             gates = version.gates
-            if gates is not None and gates.fingerprint == tried.gates.fingerprint and not all(
-                    same_outcome(a, b) for a, b in zip(got, gates.expected)):
+            if gates is not None and gates.fingerprint == tried.gates.fingerprint and \
+                    not gates.expects(got):
                 skipped.add(id(version))
 
     def _gate_mismatch(self, version: Version, error: Exception, args: tuple[Any, ...],
@@ -101,6 +100,6 @@ class OtherBranches:
         if not version.gates_in_program or version.gates is None:
             return None
         got = version.gates.outcomes(tree_leaves((args, kwargs)))
-        if got is not None and all(same_outcome(a, b) for a, b in zip(got, version.gates.expected)):
+        if version.gates.expects(got):
             return None
         return GateMismatch("a data gate took another branch", got)

@@ -82,7 +82,10 @@ class GateReplay:
                 return list(run_graph(self.graph, host))
 
     def matches(self, leaves: list[Any], memo: dict[str, Any] | None = None) -> bool:
-        got = self.outcomes(leaves, memo)
+        return self.expects(self.outcomes(leaves, memo))
+
+    def expects(self, got: list[Any] | None) -> bool:
+        """Whether outcomes ``got`` (None: none) are the traced ones."""
         return got is not None and all(same_outcome(a, b) for a, b in zip(got, self.expected))
 
 
