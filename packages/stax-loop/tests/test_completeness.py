@@ -256,6 +256,11 @@ EXAMPLES: dict[str, Example] = {
     "reshape": lambda b, x: [b("reshape", _columns(b, x), shape=(x.size,))],
     "take": lambda b, x: [b("take", b.inputs["x"], b.inputs["i"], axis=0)],
     "take_const": lambda b, x: [b("take_const", _table(b, x), axis=0, indices=(1, 0, 1))],
+    # starts i[0] = 1, i[1] = -2 (clamped to 0) and i[3] = 3 (clamped to the last start)
+    "dynamic_slice": lambda b, x: [
+        b("dynamic_slice", _table(b, x), _position(b, 0), axis=1, length=2),
+        b("dynamic_slice", b.inputs["x"], _position(b, 1), axis=0, length=3),
+        b("dynamic_slice", _table(b, x), _position(b, 3), axis=1, length=x.size // 2 - 1)],
     "roll": lambda b, x: [b("roll", _table(b, x), shift=1, axis=1),
                           b("roll", _table(b, x), shift=-3, axis=None)],
     "setitem": lambda b, x: [b("setitem", _table(b, x), _row(b, x), key=(("int", 1), ("slice", 0, x.size // 2, 1)), scalar=None),
@@ -279,6 +284,10 @@ EXAMPLES: dict[str, Example] = {
     "extern": lambda b, x: [b("extern", b.inputs["x"], fn="numpy.flip", method=False,
                               call_kwargs={})],
 }
+
+
+def _position(b: Any, k: int) -> Node:
+    return b("view", b.inputs["i"], offset=k, strides=(), shape=())
 
 
 def _table(b: Any, x: np.ndarray) -> Node:

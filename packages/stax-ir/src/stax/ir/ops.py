@@ -342,6 +342,12 @@ _declare("reshape", P, 1, lambda x, shape: np.reshape(x, shape), attrs=("shape",
 _declare("take", P, 2, lambda x, indices, axis: np.take(x, indices, axis=axis), attrs=("axis",),
          doc="np.take / x[indices]: gathers along ``axis``; an index out of bounds is NumPy's "
          "IndexError")
+_declare("dynamic_slice", P, 2,
+         lambda x, start, axis, length: _dynamic_slice_reference(x, start, axis, length),
+         attrs=("axis", "length"),
+         doc="x[..., s:s + length, ...] along ``axis`` from the traced 0-d integer ``start``, "
+             "clamped to [0, extent - length] (XLA's rule: nothing outside x is read); a "
+             "lifted loop's ``x[i * bs:(i + 1) * bs]``, whose bounds capture checks first")
 _declare("take_const", P, 1, lambda x, axis, indices: np.take(x, list(indices), axis=axis),
          attrs=("axis", "indices"), doc="x[[i, j, ...]] with a constant list of positions")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
@@ -373,6 +379,12 @@ _declare("decline_if", P, 2, lambda x, bad, why: _decline_if_reference(x, bad, w
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
              "NumPy; its operands may nest nodes inside tuples and lists", numpy_step_only=True)
+
+
+def _dynamic_slice_reference(x: Any, start: Any, axis: int, length: int) -> Any:
+    x = np.asarray(x)
+    s = min(max(int(start), 0), x.shape[axis] - length)
+    return x[(slice(None),) * axis + (slice(s, s + length),)].copy()  # a new array, as a step gives
 
 
 def _decline_if_reference(x: Any, bad: Any, why: str) -> Any:
@@ -554,6 +566,7 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.ops.mse_loss": _mse_loss_reference,
     "stax.ops.view": _view_reference,
     "stax.ops.decline_if": _decline_if_reference,
+    "stax.ops.dynamic_slice": _dynamic_slice_reference,
     # a precondition a rewrite made at capture relies on (``stax.trace.masked_reductions``)
     "stax.functional.decline_if": _decline_if_reference,
     "stax.nn.relu": _relu,

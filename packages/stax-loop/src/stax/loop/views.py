@@ -1,12 +1,14 @@
 """Loop lowering of the ``view`` op: transposes, slices, reshapes and broadcasts of a value read
-its memory through an affine map."""
+its memory through an affine map; and of ``dynamic_slice``, a slice whose start is a traced
+integer (a lifted loop's block ``x[i * bs:(i + 1) * bs]``): the same map from a start read at
+run time, so the reads stay consecutive."""
 
 from __future__ import annotations
 
 from stax.ir import Node, rebase_view
 
-from .context import Lazy, LoopLowering, output_strides
-from .expr import Expr, Load
+from .context import INDEX, Lazy, LoopLowering, output_strides
+from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Load, Select
 from .externs import extern_call
 from .index import Affine, linear_index
 from .registry import lowers
@@ -51,3 +53,30 @@ def lower_view(ctx: LoopLowering, node: Node) -> Lazy:
     def load(index: tuple[Affine, ...]) -> Expr:
         return Load(buffer, linear_index(index, view_strides) + offset, meta.dtype)
     return Lazy(meta.shape, meta.dtype, load, None, (buffer, offset, view_strides))
+
+
+@lowers("dynamic_slice")
+def lower_dynamic_slice(ctx: LoopLowering, node: Node) -> Lazy:
+    """``x`` along ``axis`` from ``start`` (clamped into ``[0, extent - length]``, as the op
+    defines: nothing outside x is read) for ``length`` elements: x's own memory at offset
+    ``start * stride`` plus the affine map of the other positions."""
+    meta = node.tensor
+    source, start_node = node.args
+    axis, length = node.kwargs["axis"], node.kwargs["length"]
+    lazy = ctx.values[source]
+    if lazy.memory is None:  # an element-wise value: give it memory in NumPy's layout first
+        lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor), source)
+    buffer, base, strides = lazy.memory
+    top = lazy.shape[axis] - length
+    if not isinstance(top, int):
+        raise ctx.unsupported("a slice at a traced start of an array of symbolic size")
+    start = ctx.operand(start_node, (), INDEX)(())
+    low = Select(Binary("lt", start, Const(0, INDEX), "bool"), Const(0, INDEX), start, INDEX)
+    clamped = Select(Binary("gt", low, Const(top, INDEX), "bool"), Const(top, INDEX), low, INDEX)
+    shift = Binary("mul", clamped, Const(strides[axis], INDEX), INDEX)
+
+    def load(index: tuple[Affine, ...]) -> Expr:
+        offset = Binary("add", shift, Index(linear_index(index, strides) + base, INDEX), INDEX)
+        value: Expr = IndirectLoad(buffer, lazy.dtype, offset)
+        return value if lazy.dtype == meta.dtype else Cast(value, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, load)

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import errstate
+from stax.codegen import ExternResultMismatch, errstate
 from stax.codegen.cpu.fpevents import UNDERFLOW
 from stax.ir import (
     LIFTED_LOOP,
@@ -71,8 +71,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         return _unrolls(site, plan)
     inputs, constants, outputs, views = plan
     compiled = CompiledFunction(
-        _taking_bases(body, site.params, site.returned, views) if views else body,
-        strict_native=True)
+        _taking_bases(body, site.params, site.returned, views, site.scratch)
+        if views or site.scratch else body, strict_native=True)
     compiled.capture_check = functools.partial(check_item_uses, items=items)
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
     compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy instead
@@ -96,6 +96,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     for name in site.assigned:
         if name in constants and name not in (site.target, site.row):
             after[name] = constants[name]  # the same after every iteration (_Runner checks)
+    for name in site.scratch:  # nothing after the loop reads it: left as it was
+        after[name] = UNBOUND
     # the results that stand for themselves first, then the names of the same objects
     for name, value, same in sorted(zip(outputs, recorded, runner.identities),
                                     key=lambda r: isinstance(r[2], int)):
@@ -171,6 +173,8 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
         value = state.get(name, UNBOUND)
         if name in (site.target, site.row):
             constants[name] = 0  # bound to the item (its row) before the body reads it
+        elif name in site.scratch:
+            continue  # bound before read, read nowhere else: neither taken nor returned
         elif isinstance(value, Proxy) and value.tracer is tracer:
             inputs.append(name)
         elif isinstance(value, _CONSTANTS):
@@ -248,7 +252,7 @@ class _Runner:
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
         # the compiled body's parameters after the item: a view is made inside it from its
         # base, which it returns after the body's own results (``_taking_bases``)
-        self.call_params = [p for p in site.params if p not in views]
+        self.call_params = [p for p in site.params if p not in views and p not in site.scratch]
         self.bases = list(dict.fromkeys(base for base, _ in views.values()))
         self.eager = False
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
@@ -260,6 +264,7 @@ class _Runner:
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
+        values.update(dict.fromkeys(self.site.scratch, UNBOUND))  # the body binds them first
         for name, array in zip(self.inputs, arrays):
             if name in self.copied:  # the body's eager runs update it
                 values[name] = np.array(array, copy=True, order="K")
@@ -300,7 +305,7 @@ class _Runner:
             walked = ((i, rows[i]) for i in items) if site.target else (rows[i] for i in items)
         out = self.whole(walked, *[values[p] for p in site.params])
         for name, value in zip(site.returned, out):
-            if name in (site.target, site.row):
+            if name in (site.target, site.row) or name in site.scratch:
                 continue
             if name in constants:
                 _check_stable(name, value, constants[name])
@@ -327,7 +332,7 @@ class _Runner:
         site, compiled, items = self.site, self.compiled, self.items
         # (position in the body's results, name, the constant it must stay) of what it keeps
         kept = [(k, name, self.constants.get(name, _NONE)) for k, name in enumerate(site.returned)
-                if name not in (site.target, site.row)]
+                if name not in (site.target, site.row) and name not in site.scratch]
         kept += [(len(site.returned) + j, base, _NONE) for j, base in enumerate(self.bases)]
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
@@ -375,11 +380,16 @@ class _Runner:
                     layout = tuple((a.dtype, a.shape, a.strides) for a in args
                                    if type(a) is np.ndarray)
                     run = direct.get(layout)
-                if run is not None:  # a call it declines raises: the loop then runs in NumPy
-                    out = run(*args)
-                if out is None:
-                    out = compiled(*args)
-                    if entry is None and layout not in direct:
+                try:
+                    if run is not None:
+                        out = run(*args)
+                    if out is None:
+                        out = compiled(*args)
+                except ExternResultMismatch:  # a check failed, an event: nothing written yet
+                    self._item_eagerly(values, items[t])  # NumPy's slice, error or warning
+                    t += 1
+                    continue
+                if entry is None and layout not in direct:
                         run, checks, version = compiled.direct(*args)
                         if checks:
                             entry = run
@@ -405,6 +415,18 @@ class _Runner:
             errstate.report(UNDERFLOW)
         if len(items) > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (len(items) - 1)
+
+    def _item_eagerly(self, values: dict[str, Any], item: int) -> None:
+        """One item the compiled body declined (a slice at the item that NumPy clips, an index
+        out of bounds, a floating-point event) run by the loop's own code, as eagerly; carried
+        NumPy scalars go in as scalars and come back as the body's 0-d buffers."""
+        for name in self.scalars:
+            if isinstance(values.get(name), np.ndarray):
+                values[name] = values[name][()]
+        self._run_eagerly(values, range(item, item + 1))
+        for name in self.scalars:
+            if isinstance(values.get(name), np.generic):
+                values[name] = np.asarray(values[name])
 
     def _args(self, values: dict[str, Any], item: int) -> tuple[Any, ...]:
         """The compiled body's arguments for ``item``: the item as a 0-d int64, then the
@@ -455,7 +477,8 @@ class _ItemLoop:
             return None
         leaf = {name: 1 + n for n, name in enumerate(runner.call_params)}  # the item: leaf 0
         outputs = [None if name in (site.target, site.row) or name in runner.constants or
-                   name in runner.views else name for name in site.returned] + runner.bases
+                   name in runner.views or name in site.scratch else name
+                   for name in site.returned] + runner.bases
         carried = {slots.index(leaf[name]): k for k, name in enumerate(outputs)
                    if name is not None and name in leaf and leaf[name] in slots}
         loop = executable.item_loop([args[s] for s in slots], slots.index(0), carried)
@@ -498,19 +521,23 @@ _NONE = object()  # no constant
 
 
 def _taking_bases(body: Any, params: list[str], returned: tuple[str, ...],
-                  views: dict[str, Any]) -> Any:
-    """``body`` as a function of the item and the parameters that are not views of another
-    input: it makes each such view from its base (so an update through it is an update of the
-    base, as in the loop) and returns the bases after the body's results."""
-    call_params = [p for p in params if p not in views]
+                  views: dict[str, Any], scratch: frozenset[str]) -> Any:
+    """``body`` as a function of the item and the parameters that are neither views of another
+    input nor scratch: it makes each such view from its base (so an update through it is an
+    update of the base, as in the loop) and returns the bases after the body's results; a
+    scratch local (bound before read, read nowhere after the loop) goes in unbound and does
+    not come out (so a block the body slices out is never copied into a result)."""
+    call_params = [p for p in params if p not in views and p not in scratch]
     bases = list(dict.fromkeys(base for base, _ in views.values()))
 
     def taking_bases(item: Any, *args: Any) -> tuple[Any, ...]:
         values = dict(zip(call_params, args))
+        values.update(dict.fromkeys(scratch, UNBOUND))
         values.update({name: values[base][key] for name, (base, key) in views.items()})
         out = body(item, *[values[p] for p in params])
         # returned, such a view would be a NumPy step: the runner makes it from its base
-        out = [None if name in views else v for name, v in zip(returned, out)]
+        out = [None if name in views or name in scratch else v
+               for name, v in zip(returned, out)]
         return (*out, *[values[b] for b in bases])
 
     taking_bases.__name__ = taking_bases.__qualname__ = getattr(body, "__name__", "body")

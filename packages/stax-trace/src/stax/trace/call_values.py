@@ -5,21 +5,43 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from .proxy import GeneratorProxy, Proxy
 from .traced_sizes import plain
 
+#: calls whose key may keep a lifted loop's traced integers as slice bounds (``item_slices``)
+ITEM_SLICED = frozenset({"operator.getitem", "stax.functional.setitem"})
 
-def gate_slice_bounds(value: Any) -> Any:
-    """A traced slice bound (``x[:n]``) is an index gate: Python needs its integer value."""
+
+def gate_slice_bounds(value: Any, keep: bool = False) -> Any:
+    """A traced slice bound (``x[:n]``) is an index gate: Python needs its integer value. With
+    ``keep`` (a lifted loop's body indexing: ``x[i * bs:(i + 1) * bs]``), a traced integer stays
+    a bound of the recorded key; ``stax.runtime.item_uses`` proves such a slice the same length
+    and inside the array for every item, else the body is not compiled."""
     if isinstance(value, slice):
-        return slice(*(operator.index(v) if isinstance(v, Proxy) else v
+        return slice(*(v if keep and traced_integer(v) else
+                       operator.index(v) if isinstance(v, Proxy) else v
                        for v in (value.start, value.stop, value.step)))
     if isinstance(value, (tuple, list)):
-        return type(value)(gate_slice_bounds(v) for v in value)
+        return type(value)(gate_slice_bounds(v, keep) for v in value)
     return value
 
 
+def traced_integer(value: Any) -> bool:
+    return isinstance(value, Proxy) and isinstance(value.value, np.integer)
+
+
+def traced_bounds(value: Any) -> bool:
+    """Whether ``value`` is a slice with a traced bound (``gate_slice_bounds`` kept it)."""
+    return isinstance(value, slice) and any(
+        isinstance(b, Proxy) for b in (value.start, value.stop, value.step))
+
+
 def concrete_arguments(value: Any) -> Any:
+    if traced_bounds(value):  # a lifted loop's traced bound: its value now
+        return slice(*(b.value if isinstance(b, Proxy) else plain(b)
+                       for b in (value.start, value.stop, value.step)))
     if isinstance(value, slice) or not isinstance(value, (Proxy, GeneratorProxy, tuple, list,
                                                          dict)):
         return plain(value)  # a traced size or scalar: its int or float

@@ -3,7 +3,9 @@ them, and whether it has Python effects a lifted step would repeat or drop.
 
 A lifted loop runs every item from the locals before the loop (``loop_state``); a local the
 body binds but that is unbound before the loop is then given a placeholder, which is right only
-when no item reads it before binding it (``bound_before_read``). A body that prints, appends to
+when no item reads it before binding it (``bound_before_read``). Such a local that nothing
+after the loop reads either (``used_outside``: ``blk = x[i * bs:(i + 1) * bs]``) is the body's
+scratch: a lifted step neither takes nor returns it. A body that prints, appends to
 a list or writes a file has effects on every item that a compiled body would not have, and that
 the capture's trial runs would repeat (``effects``): such a loop unrolls, each iteration run once
 by the capture.
@@ -15,6 +17,8 @@ import ast
 
 #: calls with a Python effect: the builtins, and methods that update their object in place
 _EFFECT_FUNCTIONS = frozenset({"print", "input", "open", "setattr", "delattr", "exec", "next"})
+#: calls that read a function's locals without naming them
+_INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "dir"})
 _EFFECT_METHODS = frozenset({
     "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "add",
     "discard", "setdefault", "write", "writelines", "flush", "put", "put_nowait", "send",
@@ -38,6 +42,22 @@ def bound_before_read(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
         else:
             found.add(name)
     return frozenset(found)
+
+
+def used_outside(function: ast.FunctionDef, loop: ast.For) -> frozenset[str] | None:
+    """The names ``function`` reads or deletes outside ``loop`` (anywhere else: before it too,
+    which an enclosing loop runs after it); None when the function reads its locals by other
+    means (``locals()``, ``vars()``, ``eval``, ``exec``), so that any local may be read."""
+    inside = {id(node) for node in ast.walk(loop)}
+    names = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in _INTROSPECTION:
+            return None
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store) and \
+                id(node) not in inside:
+            names.add(node.id)
+    return frozenset(names)
 
 
 def _mentions(statement: ast.stmt, name: str) -> tuple[bool, bool]:

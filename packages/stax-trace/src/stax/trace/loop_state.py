@@ -119,6 +119,9 @@ def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],
     acc + prev``): the lift then starts after the first iteration."""
     start: dict[str, Any] = {}
     for name in site.params:
+        if name in site.scratch:  # bound before read, read nowhere else: the step skips it
+            start[name] = unbound
+            continue
         old, new = before.get(name, unbound), after.get(name, unbound)
         if old is unbound:
             if name not in site.bound_first and name not in (site.target, site.row):

@@ -81,6 +81,9 @@ class LoopSite:
     row: str | None = None
     bound_first: frozenset[str] = frozenset()  # params bound before read (``loop_body``)
     effect: str | None = None  # a call with a Python effect in the body (``loop_body``)
+    #: locals the body binds before reading them that the function reads nowhere else (a
+    #: lifted step neither takes nor returns them: ``loop_body``)
+    scratch: frozenset[str] = frozenset()
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -150,7 +153,7 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     unchanged = _compiled_function(copy.deepcopy(function), code, ())
     if unchanged is None or not _same_code(unchanged, code):
         return None
-    lifter = _Rewriter(code)
+    lifter = _Rewriter(code, function)
     function.body = lifter.block(function.body)
     if not lifter.sites:
         return None
@@ -253,8 +256,8 @@ def _mangled(tree: ast.AST) -> bool:
 class _Rewriter:
     """Rewrites the ``for`` statements of one function body, innermost first."""
 
-    def __init__(self, code: types.CodeType) -> None:
-        self.code = code
+    def __init__(self, code: types.CodeType, function: ast.FunctionDef) -> None:
+        self.code, self.function = code, function
         self.local_names = set(code.co_varnames)
         self.cell_names = set(code.co_cellvars)
         self.sites: list[LoopSite] = []
@@ -270,7 +273,9 @@ class _Rewriter:
             return [node]
         names = _loop_names(node, self.local_names, self.cell_names) \
             if isinstance(node, ast.For) else None
-        binds_target = names is not None and _binds_target(node)  # before inner loops' rewrite
+        # before inner loops' rewrite: the user's own statements
+        binds_target = names is not None and _binds_target(node)
+        outside = loop_body.used_outside(self.function, node) if names is not None else None
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
@@ -280,21 +285,26 @@ class _Rewriter:
                 handler.body = self.block(handler.body)
         if names is None:
             return [node]
-        return self.lift(node, *names, binds_target)
+        return self.lift(node, *names, binds_target, outside)
 
     def lift(self, node: ast.For, params: list[str], assigned: list[str], mutated: list[str],
-             rebound: list[str], binds_target: bool) -> list[ast.stmt]:
+             rebound: list[str], binds_target: bool,
+             outside: frozenset[str] | None) -> list[ast.stmt]:
         number = len(self.sites)
         rows = _rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
             params = sorted([*params, rows[0]])
         target = node.target.id if isinstance(node.target, ast.Name) and rows is None else \
             rows[1] if rows is not None else None
+        bound_first = loop_body.bound_before_read(node.body, params)
+        scratch = frozenset() if outside is None else frozenset(
+            n for n in bound_first & set(assigned)
+            if n not in outside and n not in mutated and n != target and
+            (rows is None or n not in rows))
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
-                                   loop_body.bound_before_read(node.body, params),
-                                   loop_body.effects(node.body)))
+                                   bound_first, loop_body.effects(node.body), scratch))
         body_name, item = f"__stax_body_{number}", "__stax_item"
         unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
@@ -527,7 +537,8 @@ def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
         first = loop_state.FirstIteration(tracer, state)
         _step(site, body, items[0], state)
         rest = items[1:]
-        views = loop_state.bound_views(site.assigned, first.state, state, items[0])
+        views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
+                                       first.state, state, items[0])
         if first.recorded(tracer) * len(rest) > UNROLL_LIMIT and views is not None:
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first

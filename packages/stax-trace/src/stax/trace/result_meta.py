@@ -9,6 +9,7 @@ import numpy as np
 
 from stax.ir import TensorMeta, UnsupportedError, tree_leaves
 
+from .call_values import traced_bounds
 from .isolation import refused
 from .proxy import Proxy
 
@@ -25,7 +26,8 @@ def view_relation(value: np.ndarray, args: Any) -> dict[str, Any] | None:
     first = args[0] if isinstance(args, (tuple, list)) and args else None
     if not isinstance(first, Proxy) or not isinstance(first.value, np.ndarray):
         return None
-    if any(isinstance(leaf, Proxy) for leaf in tree_leaves(tuple(args[1:]))):
+    if any(isinstance(leaf, Proxy) or traced_bounds(leaf)
+           for leaf in tree_leaves(tuple(args[1:]))):
         return None  # a traced index (a lifted loop's item): where the view lies is data
     source = first.value
     if value.dtype != source.dtype or value.base is None or not np.shares_memory(value, source):

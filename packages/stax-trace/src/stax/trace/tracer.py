@@ -29,7 +29,7 @@ from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
 from . import loops, masked, masked_reductions, minmax, traced_len  # noqa: F401 (intercepts len)
-from .call_values import concrete_arguments, gate_slice_bounds
+from .call_values import ITEM_SLICED, concrete_arguments, gate_slice_bounds
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
 from .isolation import private_copy, refused, refusing_draws
@@ -81,6 +81,7 @@ class Tracer:
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
         #: calls on traced values that raised (``caught``): (what, exception type, source)
         self.raised: list[tuple[str, str, str | None]] = []
+        self.item_slices = False  # a lifted loop's body: its item may bound a slice (loops.py)
 
     def shared(self, proxy: Proxy, ignore: tuple[Any, ...] = ()) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -165,7 +166,7 @@ class Tracer:
                 f"capture recorded {MAX_NODES} operations (a Python loop unrolls at capture: "
                 "each iteration's operations are recorded again)", source=source,
                 hint="the function runs eagerly; write the loop with whole-array operations"))
-        args = gate_slice_bounds(args)
+        args = gate_slice_bounds(args, self.item_slices and target in ITEM_SLICED)
         sizes: list[tuple[tuple[Any, ...], Any]] = []  # shape-read sizes among the arguments
         node_args = self._symbolic(args, source, sizes, ("args",))
         node_kwargs = self._symbolic(kwargs, source, sizes, ("kwargs",))
@@ -290,7 +291,7 @@ class Tracer:
                 return value.read()
             sizes.append((path, value))
             return value.value
-        if isinstance(value, slice) and any(isinstance(b, (TracedSize, TracedScalar))
+        if isinstance(value, slice) and any(isinstance(b, (TracedSize, TracedScalar, Proxy))
                                             for b in (value.start, value.stop, value.step)):
             return slice(*(self._symbolic(b, source, sizes, (*path, part)) for part, b in
                            zip(("start", "stop", "step"), (value.start, value.stop, value.step))))
@@ -386,6 +387,7 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
            loop_index: frozenset[str] | None) -> GraphProgram:
     kwargs = dict(kwargs or {})
     tracer = Tracer()
+    tracer.item_slices = bool(loop_index)
     outcome = outcome if outcome is not None else Outcome()
     leaves, input_tree = tree_flatten((tuple(args), kwargs))
     traced_leaves: list[Any] = []

@@ -107,9 +107,20 @@ def may_raise_events(node: Node) -> bool:
 def may_raise_on_data(node: Node) -> bool:
     """Whether NumPy may raise an exception computing ``node``, depending on the data: an item
     assignment with an array key (a boolean mask whose count of True differs from the values',
-    an index out of bounds). Kept unused, like steps with events, so the call raises as NumPy's."""
-    if node.op is not Opcode.CALL_FUNCTION or node.target not in (
-            "stax.functional.setitem", "stax.functional.add_at"):
+    an index out of bounds). Kept unused, like steps with events, so the call raises as NumPy's.
+    So is a precondition of the compiled program (``decline_if``: the call declines where it
+    fails), and a read at a slice whose bounds are a lifted loop's traced integers: its length
+    is what capture saw only where its precondition holds, which the program checks even when
+    only the length is used (``len(x[i:j])``)."""
+    if node.op is not Opcode.CALL_FUNCTION:
+        return False
+    name = _call_name(node)
+    if name in ("stax.functional.decline_if", "op:decline_if"):
+        return True
+    if name == "operator.getitem" and len(node.args) > 1:
+        return any(isinstance(k, slice) and any(isinstance(b, Node) for b in (k.start, k.stop))
+                   for k in _leaves(node.args[1]))
+    if name not in ("stax.functional.setitem", "stax.functional.add_at"):
         return False
     return len(node.args) > 1 and any(isinstance(a, Node) for a in _leaves(node.args[1]))
 

@@ -14,11 +14,13 @@ from ..sizes import Size
 from ..view_sizes import slice_bounds
 from .arguments import SCALAR_TYPES, axis_arg, bind, scalar
 from .context import LoweringContext, dense_meta
-from .native_forms import gatherable
+from .native_forms import checked_start, gatherable, traced_slice
 from .registry import NotNative, rule
 
 
-@rule("stax.functional.setitem", emits=("where", "setitem", "scatter", "full", "cast"))
+@rule("stax.functional.setitem", emits=("where", "setitem", "scatter", "full", "cast", "arange",
+                                       "add", "sub", "lt", "gt", "ne", "logical_or",
+                                       "decline_if"))
 def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Node:
     """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
@@ -39,6 +41,8 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     indices, axes = _index_arrays(key, meta), None
     if indices is None:
         indices, axes = _traced_positions(ctx, key, meta) or (None, None)
+    if indices is None:
+        indices = _traced_slice_positions(ctx, key, meta, value)
     if indices is not None:  # x[i, j] = value: a scatter
         return ctx.emit("scatter", (x, *indices) if is_scalar else (x, *indices, value),
                         {"count": len(indices), "accumulate": False,
@@ -100,6 +104,40 @@ def _traced_positions(ctx: LoweringContext, key: Any, meta: Any
         "full", (), {"shape": (), "value": int(items[a]) % meta.shape[a], "dtype": "int64"},
         meta=dense_meta((), "int64")) for a in axes)
     return indices, (None if axes == list(range(len(axes))) else tuple(axes))
+
+
+def _traced_slice_positions(ctx: LoweringContext, key: Any, meta: Any,
+                            value: Any) -> tuple[Node, ...] | None:
+    """``x[i * bs:(i + 1) * bs] = v``, ``x[i, s:s + k] = v`` (a lifted loop's item in a slice's
+    bounds, step one): the scatter's index arrays for the leading axes, the slice's positions
+    from its checked start (``native_forms.checked_start``), the integers 0-d. One traced slice
+    among integers, every later axis whole; its length is the value's along that axis (a value
+    broadcast along it, of length 1 there or a scalar, is not taken: its length is unknown)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    while items and isinstance(items[-1], slice) and items[-1] == slice(None):
+        items.pop()
+    sliced = [k for k in items if isinstance(k, slice)]
+    if len(sliced) != 1 or not traced_slice(sliced[0]) or sliced[0].step not in (None, 1) or \
+            len(items) > len(meta.shape) or not isinstance(value, Node) or value.tensor is None:
+        return None
+    at = items.index(sliced[0])
+    if not all((isinstance(k, Node) and k.tensor is not None and k.tensor.shape == () and
+                np.dtype(k.tensor.dtype).kind in "iu") or
+               (isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) and
+                -n <= k < n) for k, n in zip(items, meta.shape) if k is not sliced[0]):
+        return None
+    region = 1 + len(meta.shape) - len(items)  # the slice's axis, then the whole ones
+    if value.tensor.ndim != region or value.tensor.shape[0] == 1:
+        return None
+    length = value.tensor.shape[0]
+    scalar = dense_meta((), "int64")
+    start = checked_start(ctx, sliced[0], meta.shape[at], length)
+    ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": length, "dtype": "int64"},
+                    meta=dense_meta((length,), "int64"))
+    positions = ctx.emit("add", (start, ramp), {}, meta=dense_meta((length,), "int64"))
+    return tuple(positions if k is sliced[0] else k if isinstance(k, Node) else ctx.emit(
+        "full", (), {"shape": (), "value": int(k) % n, "dtype": "int64"}, meta=scalar)
+        for k, n in zip(items, meta.shape))
 
 
 @rule("stax.functional.add_at", emits=("scatter",))

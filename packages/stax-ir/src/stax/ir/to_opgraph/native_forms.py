@@ -19,7 +19,8 @@ from .context import LoweringContext, dense_meta
 from .registry import RULES
 
 #: the ops a native form emits
-NATIVE_FORM_OPS = frozenset({"view", "take", "take_const", "reshape"})
+NATIVE_FORM_OPS = frozenset({"view", "take", "take_const", "reshape", "dynamic_slice", "full",
+                             "cast", "sub", "lt", "gt", "ne", "logical_or", "decline_if"})
 RESHAPES = frozenset({("method", "reshape"), ("method", "ravel"), ("method", "flatten"),
                       ("function", "numpy.reshape"), ("function", "numpy.ravel")})
 
@@ -155,14 +156,21 @@ def copying_reshape(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -
 
 def traced_basic_key(x: Any, key: Any) -> tuple[Any, ...] | None:
     """``key`` as a tuple when it is basic indexing (integers, slices, ``None``, one ``...``)
-    with at least one traced 0-d integer among the integers (a lifted loop's item: NumPy sees
-    a Python int there), else None."""
-    if not isinstance(x, Node) or x.tensor is None or not isinstance(key, tuple):
+    with at least one traced 0-d integer among the integers or the bounds of a slice of step
+    one (a lifted loop's item: NumPy sees a Python int there; such a slice has the same length
+    inside the array for every item: ``stax.runtime.item_uses``), else None."""
+    if not isinstance(x, Node) or x.tensor is None:
         return None
+    key = key if isinstance(key, tuple) else (key,)
     traced = False
     for k in key:
         if isinstance(k, Node):
-            if k.tensor is None or k.tensor.shape != () or np.dtype(k.tensor.dtype).kind not in "iu":
+            if not _traced_integer(k):
+                return None
+            traced = True
+        elif isinstance(k, slice) and traced_slice(k):
+            if not all(b is None or isinstance(b, (int, np.integer)) or _traced_integer(b)
+                       for b in (k.start, k.stop)) or k.step not in (None, 1):
                 return None
             traced = True
         elif not ((isinstance(k, (int, np.integer, slice)) and not isinstance(k, (bool, np.bool_)))
@@ -174,10 +182,56 @@ def traced_basic_key(x: Any, key: Any) -> tuple[Any, ...] | None:
     return key
 
 
+def traced_slice(k: slice) -> bool:
+    """Whether a slice has a traced bound (a lifted loop's ``x[i * bs:(i + 1) * bs]``)."""
+    return any(isinstance(b, Node) for b in (k.start, k.stop, k.step))
+
+
+def _traced_integer(k: Node) -> bool:
+    return k.tensor is not None and k.tensor.shape == () and \
+        np.dtype(k.tensor.dtype).kind in "iu"
+
+
+_WHY_SLICE = "a slice at the loop's item leaves the array or changes length"
+
+
+def checked_start(ctx: LoweringContext, k: slice, extent: int, length: int) -> Node:
+    """The traced start of ``k`` (step one) as an int64 node, the call declined where NumPy's
+    slice would not be ``length`` elements from it: the start below 0 or past ``extent -
+    length`` (NumPy counts a negative bound from the end and clips one past the end), or
+    ``stop - start`` not ``length``."""
+    start = k.start if k.start is not None else 0
+    stop = k.stop if k.stop is not None else extent
+    scalar, flag = dense_meta((), "int64"), dense_meta((), "bool")
+    bounds = [b if isinstance(b, Node) else ctx.emit(
+        "full", (), {"shape": (), "value": int(b), "dtype": "int64"}, meta=scalar)
+        for b in (start, stop)]
+    bounds = [b if b.tensor.dtype == "int64" else
+              ctx.emit("cast", (b,), {"dtype": "int64"}, meta=scalar) for b in bounds]
+    span = ctx.emit("sub", (bounds[1], bounds[0]), {}, meta=scalar)
+    bad = ctx.emit("logical_or", (
+        ctx.emit("logical_or", (ctx.emit("lt", (bounds[0], 0), {}, meta=flag),
+                                ctx.emit("gt", (bounds[0], extent - length), {}, meta=flag)),
+                 {}, meta=flag),
+        ctx.emit("ne", (span, length), {}, meta=flag)), {}, meta=flag)
+    return ctx.emit("decline_if", (bounds[0], bad), {"why": _WHY_SLICE}, meta=scalar)
+
+
+def _slice_at(ctx: LoweringContext, value: Node, k: slice, axis: int, length: int) -> Node:
+    """``value[..., start:stop, ...]`` (step one) along ``axis`` with a traced bound: a
+    ``dynamic_slice`` of the ``length`` capture saw, from its checked start."""
+    start = checked_start(ctx, k, value.tensor.shape[axis], length)
+    shape = tuple(length if d == axis else e for d, e in enumerate(value.tensor.shape))
+    return ctx.emit("dynamic_slice", (value, start), {"axis": axis, "length": length},
+                    meta=dense_meta(shape, value.tensor.dtype))
+
+
 def _traced_basic(ctx: LoweringContext, node: Node, x: Node, key: tuple[Any, ...]) -> Node:
     """``x[key]``: the view of ``x`` that the key's constant part selects (each traced index
-    kept as a whole axis), then one ``take`` per traced index, last axis first, each dropping
-    its axis (``np.take`` with a 0-d index: NumPy's bounds and negative positions)."""
+    and traced slice kept as a whole axis), then one ``take`` per traced index, last axis
+    first, each dropping its axis (``np.take`` with a 0-d index: NumPy's bounds and negative
+    positions), or keeping it (a traced slice: the positions it selects, ``_positions``)."""
+    key = key if isinstance(key, tuple) else (key,)
     ndim = x.tensor.ndim
     fill = ndim - sum(k is not None and k is not Ellipsis for k in key)
     expanded = []
@@ -186,7 +240,7 @@ def _traced_basic(ctx: LoweringContext, node: Node, x: Node, key: tuple[Any, ...
     expanded.extend([slice(None)] * (ndim - sum(k is not None for k in expanded)))
     static, traced, position = [], [], 0
     for k in expanded:
-        if isinstance(k, Node):
+        if isinstance(k, Node) or (isinstance(k, slice) and traced_slice(k)):
             static.append(slice(None))
             traced.append((position, k))
             position += 1
@@ -200,8 +254,14 @@ def _traced_basic(ctx: LoweringContext, node: Node, x: Node, key: tuple[Any, ...
     part = stand_in[tuple(static)]
     offset = part.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
     value = ctx.view(x, offset, tuple(part.strides), tuple(part.shape))
-    shape = list(part.shape)
+    shape, lengths = list(part.shape), list(node.tensor.shape)
     for k, (axis, index) in enumerate(reversed(traced)):
+        if isinstance(index, slice):  # the axis stays, of the length the node has there
+            dropped = sum(a < axis and not isinstance(i, slice) for a, i in traced)
+            length = lengths[axis - dropped]
+            shape[axis] = length
+            value = _slice_at(ctx, value, index, axis, length)
+            continue
         del shape[axis]
         meta = dense_meta(tuple(shape), x.tensor.dtype)
         if k == len(traced) - 1 and node.tensor.scalar:  # NumPy's scalar, as eager gives it

@@ -1,0 +1,142 @@
+"""Lifted loops whose body slices at its item (issue 13 item 2): ``blk = x[i * bs:(i + 1) *
+bs]``, ``x[i:i + w]``, ``out[i * bs:(i + 1) * bs] = ...``. The body is compiled once with the
+slice's start read at run time (``dynamic_slice``); an item where NumPy's slice would differ
+from the length capture saw (clipped at the end, a negative start) runs that item in NumPy, and
+a block the body binds and nothing after the loop reads is neither taken nor returned by the
+lifted step."""
+
+import contextlib
+import logging
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.ir import LIFTED_LOOP
+from stax.trace import loops
+
+
+@pytest.fixture(autouse=True)
+def small_limit(monkeypatch):
+    monkeypatch.setattr(loops, "UNROLL_LIMIT", 30)  # lift loops of tests' sizes
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+
+def block_stats(x, nblocks):
+    bs = x.shape[0] // nblocks
+    out = np.zeros((nblocks, 2))
+    for i in range(nblocks):
+        blk = x[i * bs:(i + 1) * bs]
+        out[i, 0] = blk.mean()
+        out[i, 1] = blk.std()
+    return out
+
+
+def block_scale(x, bs):
+    out = np.empty_like(x)
+    for i in range(x.shape[0] // bs):
+        blk = x[i * bs:(i + 1) * bs]
+        out[i * bs:(i + 1) * bs] = (blk - blk.min()) / (blk.max() - blk.min() + 1e-12)
+    return out
+
+
+def column_blocks(A, bs):
+    out = np.zeros((A.shape[0], A.shape[1] // bs))
+    for j in range(A.shape[1] // bs):
+        out[:, j] = A[:, j * bs:(j + 1) * bs].sum(axis=1)
+    return out
+
+
+def ragged_sums(x, bs):  # the last block is shorter: NumPy clips the slice
+    out = np.zeros((x.shape[0] + bs - 1) // bs)
+    for i in range(out.shape[0]):
+        out[i] = x[i * bs:(i + 1) * bs].sum()
+    return out
+
+
+def window_lengths(x, w):  # only the length of a clipped window is used
+    y = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        y[i] = len(x[i:i + w]) + x[i]
+    return y
+
+
+def last_block(x, bs):  # the block is read after the loop: the last one, as Python has it
+    out = np.zeros(x.shape[0] // bs)
+    for i in range(x.shape[0] // bs):
+        blk = x[i * bs:(i + 1) * bs]
+        out[i] = blk.sum()
+    return out, blk
+
+
+@contextlib.contextmanager
+def _logs(monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.setenv("STAX_LOGS", "loops")
+        yield
+
+
+def _lifted(compiled):
+    version = compiled._versions[-1]
+    assert version.native, version.reason
+    return LIFTED_LOOP in str(version.artifact)
+
+
+def _data(n, seed=0):
+    x = np.random.default_rng(seed).standard_normal(n)
+    x[[3, 50, 77]] = np.nan, -0.0, np.inf
+    return x
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_blocks_of_an_array_run_in_one_compiled_body(layout, caplog, monkeypatch):
+    x = _data(2400)
+    x = x if layout == "contiguous" else _data(4800)[::2]
+    compiled = stax.compile(block_stats)
+    with caplog.at_level(logging.INFO, logger="stax"), _logs(monkeypatch):
+        got = compiled(x, 60)
+    assert _lifted(compiled)
+    assert "body compiled once" in caplog.text and "machine-code loop" in caplog.text
+    np.testing.assert_allclose(got, block_stats(x, 60), rtol=1e-13, equal_nan=True)
+    y = _data(2400, seed=1)  # the same version, other data
+    np.testing.assert_allclose(compiled(y, 60), block_stats(y, 60), rtol=1e-13, equal_nan=True)
+
+
+def test_writes_into_blocks_and_column_blocks():
+    x = np.random.default_rng(2).standard_normal(1200)
+    compiled = stax.compile(block_scale)
+    np.testing.assert_allclose(compiled(x, 40), block_scale(x, 40), rtol=1e-14)
+    assert _lifted(compiled)
+    A = np.random.default_rng(3).standard_normal((7, 400))
+    compiled = stax.compile(column_blocks)
+    np.testing.assert_allclose(compiled(A, 8), column_blocks(A, 8), rtol=1e-13, atol=1e-15)
+    assert _lifted(compiled)
+
+
+def test_an_item_whose_slice_numpy_clips_runs_in_numpy(caplog, monkeypatch):
+    x = np.random.default_rng(4).standard_normal(1003)
+    compiled = stax.compile(ragged_sums)
+    with caplog.at_level(logging.INFO, logger="stax"), _logs(monkeypatch):
+        np.testing.assert_allclose(compiled(x, 17), ragged_sums(x, 17), rtol=1e-13, atol=1e-15)
+    assert "body compiled once" in caplog.text  # the other items stay compiled
+    compiled = stax.compile(window_lengths)
+    np.testing.assert_array_equal(compiled(x[:300], 5), window_lengths(x[:300], 5))
+
+
+def test_a_block_read_after_the_loop_is_the_last_one():
+    x = np.arange(600.0)
+    got_sums, got_block = stax.compile(last_block)(x, 50)
+    want_sums, want_block = last_block(x, 50)
+    np.testing.assert_array_equal(got_sums, want_sums)
+    np.testing.assert_array_equal(got_block, want_block)
+
+
+def _site(fn):
+    assert loops.rewritten(fn) is not None
+    (site,) = loops._cache[fn][1]
+    return site
+
+
+def test_a_block_nothing_reads_after_the_loop_is_scratch():
+    assert _site(block_stats).scratch == frozenset({"blk"})
+    assert _site(last_block).scratch == frozenset()  # returned after the loop
