@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.loop import ComputedBuffer, LoopProgram, Reduction
+from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Reduction
 
 
 def distances(a, b):
@@ -221,3 +221,58 @@ def test_rerolled_column_assignments_run_along_memory(caplog, monkeypatch):
         y = x[:n].astype(np.float64)
         np.testing.assert_array_equal(stax.compile(lagged)(y, lags),
                                       lagged(y, lags))
+
+
+def block_stats(x, nblocks):
+    """Two regions of one array per iteration (``out[i, 0]``, then ``out[i, 1]``): a chain."""
+    bs = x.shape[0] // nblocks
+    out = np.zeros((nblocks, 2))
+    for i in range(nblocks):
+        blk = x[i * bs:(i + 1) * bs]
+        out[i, 0] = blk.mean()
+        out[i, 1] = blk.std()
+    return out
+
+
+def overlapping_regions(x):
+    """The second region of iteration i is the first of iteration i + 1: run one update at a
+    time over every iteration, the first updates would land last, so it does not reroll."""
+    out = np.zeros(x.shape[0] + 1)
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 2.0
+        out[i + 1] = x[i] + 1.0
+    return out
+
+
+def reading_its_array(x):
+    """The second update reads the array the first one wrote: in order only."""
+    out = np.zeros((x.shape[0], 2))
+    for i in range(x.shape[0]):
+        out[i, 0] = x[i].sum()
+        out[i, 1] = out[i, 0] * 3.0 + out[i - 1, 1]
+    return out
+
+
+def test_regions_of_one_array_per_iteration_reroll(dump):
+    artifact, program = _run(block_stats, np.zeros(600), 40, rtol=1e-12, dump=dump)
+    assert len(artifact.kernels) <= 8, len(artifact.kernels)
+    assert max(np.prod(b.ranges) for b in _reductions(program)) >= 40
+    for fn in (overlapping_regions, reading_its_array):  # right, and one update per iteration
+        artifact, program = _run(fn, np.zeros((30, 3)) if fn is reading_its_array
+                                 else np.zeros(30), rtol=1e-13, dump=dump)
+        assert sum(1 for b in program.buffers if getattr(b, "updates", None)) >= 30
+
+
+def block_pairs(x, nblocks):
+    """A row assigned from a list of two scalars: one array, stacked natively."""
+    bs = x.shape[0] // nblocks
+    out = np.zeros((nblocks, 2))
+    for i in range(nblocks):
+        out[i] = [x[i * bs:(i + 1) * bs].mean(), x[i * bs:(i + 1) * bs].max()]
+    return out
+
+
+def test_a_row_assigned_from_a_list_of_scalars_rerolls(dump):
+    artifact, program = _run(block_pairs, np.zeros(600), 40, rtol=1e-12, dump=dump)
+    assert len(artifact.kernels) <= 8, len(artifact.kernels)
+    assert not any(isinstance(b, ExternCall) for b in program.buffers)

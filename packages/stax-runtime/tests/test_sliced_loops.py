@@ -140,3 +140,25 @@ def _site(fn):
 def test_a_block_nothing_reads_after_the_loop_is_scratch():
     assert _site(block_stats).scratch == frozenset({"blk"})
     assert _site(last_block).scratch == frozenset()  # returned after the loop
+
+
+def after_another_loop(x, bs):
+    head = np.zeros(3)
+    for k in range(3):
+        head[k] = x[k] * 2.0
+    out = np.zeros(x.shape[0] // bs)
+    for i in range(x.shape[0] // bs):
+        blk = x[i * bs:(i + 1) * bs]
+        out[i] = blk.max() - blk.min()
+    return head, out
+
+
+def test_scratch_is_found_after_another_rewritten_loop():
+    """The rewrite of the first loop reads ``locals()``: scratch is decided on the user's own
+    source, before any loop is rewritten."""
+    assert loops.rewritten(after_another_loop) is not None
+    first, second = loops._cache[after_another_loop][1]
+    assert second.scratch == frozenset({"blk"})
+    x = np.random.default_rng(5).standard_normal(900)
+    for got, want in zip(stax.compile(after_another_loop)(x, 30), after_another_loop(x, 30)):
+        np.testing.assert_array_equal(got, want)

@@ -256,6 +256,23 @@ class Reach:
                 mask |= (1 << p) | self.ancestors[p]
             self.ancestors.append(mask)
 
+    def through(self, a: Group, b: Group, groups: list[Group]) -> Group | None:
+        """A group other than ``a`` and ``b`` on a path from ``a`` to ``b`` (``groups`` in the
+        order this was built on): the first, by position, that ``b`` reads from, else the
+        first; None where there is none."""
+        i, j = self.position[id(a)], self.position[id(b)]
+        between = self.ancestors[j] & ~(1 << i) & ~(1 << j)
+        first = None
+        while between:
+            low = between & -between
+            k = low.bit_length() - 1
+            if self.ancestors[k] >> i & 1:
+                if b.needs & groups[k].writes:
+                    return groups[k]
+                first = groups[k] if first is None else first
+            between ^= low
+        return first
+
     def path_through_others(self, a: Group, b: Group) -> bool:
         """Whether some group other than ``a`` and ``b`` depends on ``a`` and ``b`` on it."""
         i, j = self.position[id(a)], self.position[id(b)]
@@ -415,6 +432,12 @@ def _fuse_by_heap(groups: list[Group], sizes: dict[str, int]
     memo: dict[str, Any] = {}
     heap: list[tuple[int, int, PairKey, Group, Group]] = []
     order = itertools.count()
+    # who touches each buffer: a pair saves bytes only through a buffer both touch (one of
+    # them reading it), so a grown group's new pairs are found without trying every group
+    touching: dict[str, dict[int, Group]] = {}
+    for g in groups:
+        for name in g.reads | g.writes:
+            touching.setdefault(name, {})[id(g)] = g
 
     def push(a: Group, b: Group) -> None:
         saved = bytes_saved(a, b, sizes) or bytes_saved(b, a, sizes)
@@ -432,16 +455,24 @@ def _fuse_by_heap(groups: list[Group], sizes: dict[str, int]
         if reach.position[id(a)] > reach.position[id(b)]:
             a, b = b, a  # the later group joins the earlier one's loop nest
         saved = bytes_saved(a, b, sizes)
-        reason = why_not_fusable(a, b, groups, reach, _pair_reason(a, b, memo)) if saved else \
-            "nothing to save"
+        reason = _pair_reason(a, b, memo) if saved else "nothing to save"
+        if reason is None:
+            through = reach.through(a, b, groups)
+            reason = None if through is None else \
+                f"fusing would create a cycle through {through.label}"
         if reason is not None:
             if saved:
                 decisions.append(FusionDecision(a.label, b.label, False, reason, saved))
             continue
         merged.append(b)
+        for name in b.reads | b.writes:
+            users = touching[name]
+            users.pop(id(b), None)
+            users[id(a)] = a
         groups = _merge(groups, a, b, saved, decisions)
         reach = Reach(groups)
-        for g in groups:
+        near = {id(g): g for name in a.reads | a.writes for g in touching[name].values()}
+        for g in near.values():
             if g is not a:
                 push(g, a)
     return groups, decisions

@@ -25,6 +25,7 @@ a plain update, split across threads like any kernel (blocks on a diagonal, lagg
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -146,20 +147,23 @@ def _updates(b: Any) -> bool:
 
 
 def _satellite(b: Any) -> bool:
-    """Whether ``b`` may be an iteration's own value: a plain kernel stored contiguously."""
+    """Whether ``b`` may be an iteration's own value: a plain kernel stored contiguously (its
+    shape its loops', or those with length-1 axes added: a reduction kept with ``keepdims``)."""
     if not isinstance(b, ComputedBuffer) or b.updates is not None or b.store_offset is not None \
-            or b.ordered or not isinstance(b.data, Pointwise | Reduction) or b.ranges != b.shape:
+            or b.ordered or not isinstance(b.data, Pointwise | Reduction) or \
+            [n for n in b.ranges if n != 1] != [n for n in b.shape if n != 1]:
         return False
-    dense = contiguous_strides(b.shape)
-    index = linear_index([Affine.var(xvar(d)) for d in range(len(b.shape))], dense)
-    return b.strides == dense and b.store_index == index
+    index = linear_index([Affine.var(xvar(d)) for d in range(len(b.ranges))],
+                         contiguous_strides(b.ranges))
+    return b.strides == contiguous_strides(b.shape) and b.store_index == index
 
 
 def _iteration_at(buffers: Sequence[Buffer], start: int, count: int, first: bool = False
                   ) -> _Iteration | None:
-    """The iteration whose first buffer is ``buffers[start]`` making ``count`` updates, each of
-    another array (none updating another's result), with satellites among them; the ``first``
-    of a run may also hold the arrays' first values (heads)."""
+    """The iteration whose first buffer is ``buffers[start]`` making ``count`` updates, with
+    satellites among them: several arrays, and several regions of one array (``out[i, 0] = m;
+    out[i, 1] = s``: the second update updates the first, a chain); the ``first`` of a run may
+    also hold the arrays' first values (heads)."""
     members: list[ComputedBuffer] = []
     for b in buffers[start:]:
         if not (_updates(b) or _satellite(b)):
@@ -167,20 +171,47 @@ def _iteration_at(buffers: Sequence[Buffer], start: int, count: int, first: bool
         members.append(b)
         it = _Iteration(tuple(members))
         if len(it.updates) == count:
-            bases = {u.updates for u in it.updates}
-            heads = tuple(m for m in members if m.name in bases)
+            inside = {u.name for u in it.updates}
+            entries = [u.updates for u in it.updates if u.updates not in inside]
+            heads = tuple(m for m in members if m.name in entries)
             names = {m.name for m in members}
-            if len(bases) != count or (heads and not first) or any(
+            if len(set(entries)) != len(entries) or (heads and not first) or any(
                     h.updates is not None or any(r.buffer in names for r in node_loads(h))
-                    for h in heads):
+                    for h in heads) or any(
+                    sum(u.updates == v.name for u in it.updates) > 1 for v in it.updates):
                 return None  # a head goes first when rerolled: it may read none of these
             return _Iteration(tuple(m for m in members if m not in heads), heads)
     return None
 
 
+def _parents(it: _Iteration) -> list[int | None]:
+    """For each update, the position of the update of the same iteration it updates (a chain
+    of regions of one array), else None (it updates the array as the iteration found it)."""
+    position = {u.name: j for j, u in enumerate(it.updates)}
+    return [position.get(u.updates) for u in it.updates]
+
+
+def _chain_ends(parents: list[int | None]) -> list[int]:
+    """For each update, the last update of its chain (what the array is after the iteration)."""
+    child = {p: j for j, p in enumerate(parents) if p is not None}
+    ends = []
+    for j in range(len(parents)):
+        end = j
+        while end in child:
+            end = child[end]
+        ends.append(end)
+    return ends
+
+
 def _follows(it: _Iteration, previous: _Iteration) -> bool:
-    """Whether each update of ``it`` updates the same array's update of ``previous``."""
-    return [u.updates for u in it.updates] == [u.name for u in previous.updates]
+    """Whether ``it`` makes the updates of ``previous`` again: the same chains, each starting
+    from what the same array's chain left in ``previous``."""
+    parents = _parents(it)
+    if parents != _parents(previous):
+        return False
+    ends = _chain_ends(parents)
+    return all(p is not None or u.updates == previous.updates[ends[j]].name
+               for j, (u, p) in enumerate(zip(it.updates, parents)))
 
 
 def _run_from(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]]
@@ -220,6 +251,10 @@ def _run_of(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]],
         length += it.span
     if any(ld.buffer in written for it in run for s in it.satellites for ld in node_loads(s)):
         return [], 0  # a satellite reads what the run writes: the order of iterations matters
+    if len(run) >= MIN_RUN and _chained(first):  # each region of one array, over the run
+        steps = {h.member: d for h, d in zip(signature[2], step or ()) if isinstance(h, _Store)}
+        if not _apart(first, steps, len(run)):
+            return [], 0
     return run, length
 
 
@@ -234,8 +269,50 @@ def _own(it: _Iteration, readers: dict[str, set[str]]) -> bool:
     updated = {u.name for u in it.updates}
     if any(r.buffer in updated - {u.name} for u in it.updates for r in node_loads(u)):
         return False
+    if _chained(it) and not _chains_apart(it):
+        return False
     return not any(isinstance(r, IndirectLoad) and r.buffer in names
                    for m in it.members for r in loads(m.data.body))
+
+
+def _chained(it: _Iteration) -> bool:
+    return any(p is not None for p in _parents(it))
+
+
+def _chains_apart(it: _Iteration) -> bool:
+    """Whether an iteration's chains may run one update at a time over every iteration (all
+    the first updates, then all the second ones), as rerolling them does: no update reads the
+    array it updates, and the regions of one chain's updates are the same affine map but for
+    their constant, none reaching an element another reaches in any iteration (checked below,
+    on the run's steps: ``_apart``)."""
+    bases = {u.name for u in it.updates} | {u.updates for u in it.updates}
+    return not any(r.buffer in bases for u in it.updates for r in node_loads(u)) and \
+        not any(u.store_offset is not None for u in it.updates)
+
+
+def _apart(first: _Iteration, steps: dict[int, int], count: int) -> bool:
+    """Whether the chained updates of a run of ``count`` iterations (``steps``: each update's
+    store step from one iteration to the next, by its position among the members) never store
+    to one element twice across the run: the same store terms, ranges and step, and each
+    pair's constants apart (``_one_to_one`` of the store with one more variable, of extent 2,
+    for the pair's gap)."""
+    updates = [(j, u) for j, u in enumerate(first.members) if u.updates is not None]
+    chains: dict[int, list[tuple[int, ComputedBuffer]]] = {}
+    for (j, u), end in zip(updates, _chain_ends(_parents(first))):
+        chains.setdefault(end, []).append((j, u))
+    for chain in chains.values():
+        for (ja, a), (jb, b) in itertools.combinations(chain, 2):
+            if a.store_index.terms != b.store_index.terms or a.ranges != b.ranges or \
+                    steps.get(ja) != steps.get(jb):
+                return False
+            ranks = len(a.ranges)
+            index = a.store_index.substitute(
+                {xvar(d): Affine.var(xvar(d + 1)) for d in range(ranks)})
+            index = index + Affine.var(xvar(0)) * steps.get(ja, 0) + \
+                Affine.var(xvar(ranks + 1)) * (b.store_index.const - a.store_index.const)
+            if not _one_to_one(index, (count, *a.ranges, 2)):
+                return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -347,12 +424,15 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names,
         return rewrite(m.data.body if expr is None else expr, replace_node)
 
     out: list[ComputedBuffer] = list(first.heads)
+    # a chain's later update updates the one before it: after rerolling, that one's whole run
+    last_name = {u.name: v.name for u, v in zip(first.members, last.members)
+                 if u.updates is not None}
     for j, s in enumerate(first.satellites):
         n = len(run)
         ranges = (n, *s.ranges)
         data = replace(s.data, ranges=ranges, body=body_of(s))
         store = moved(s.store_index, size[s.name], len(s.ranges))
-        out.append(replace(s, shape=ranges, strides=(size[s.name], *s.strides),
+        out.append(replace(s, shape=ranges, strides=(size[s.name], *contiguous_strides(s.ranges)),
                            store_index=store, data=data))
         if s.name in checks:  # every iteration's check: one, true where any iteration's is
             why = checks[s.name]
@@ -382,7 +462,8 @@ def _rerolled(run: list[_Iteration], checks: dict[str, str], names: _Names,
             out.append(replace(last.members[j], store_index=store, updates=None,
                                data=Pointwise(ranges, body)))
             continue
-        out.append(replace(last.members[j], store_index=store, updates=u.updates,
+        out.append(replace(last.members[j], store_index=store,
+                           updates=last_name.get(u.updates, u.updates),
                            ordered=ordered, data=Pointwise(ranges, body), store_offset=offset))
     return out
 

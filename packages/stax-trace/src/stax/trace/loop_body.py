@@ -44,20 +44,28 @@ def bound_before_read(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
     return frozenset(found)
 
 
-def used_outside(function: ast.FunctionDef, loop: ast.For) -> frozenset[str] | None:
-    """The names ``function`` reads or deletes outside ``loop`` (anywhere else: before it too,
-    which an enclosing loop runs after it); None when the function reads its locals by other
-    means (``locals()``, ``vars()``, ``eval``, ``exec``), so that any local may be read."""
-    inside = {id(node) for node in ast.walk(loop)}
-    names = set()
+def name_uses(function: ast.FunctionDef) -> list[tuple[int, str]] | None:
+    """Every read or deletion of a name in ``function`` (the node's id, the name), taken before
+    any loop of it is rewritten; None when the function reads its locals by other means
+    (``locals()``, ``vars()``, ``eval``, ``exec``), so that any local may be read."""
+    uses = []
     for node in ast.walk(function):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id in _INTROSPECTION:
             return None
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store) and \
-                id(node) not in inside:
-            names.add(node.id)
-    return frozenset(names)
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            uses.append((id(node), node.id))
+    return uses
+
+
+def unread_after(uses: list[tuple[int, str]] | None, loop: ast.For, names: set[str]
+                 ) -> frozenset[str]:
+    """Those of ``names`` that nothing outside ``loop`` reads (``uses``, ``name_uses``:
+    anywhere else, before the loop too, which an enclosing loop runs after it)."""
+    if uses is None:
+        return frozenset()
+    inside = {id(node) for node in ast.walk(loop)}
+    return frozenset(names - {name for at, name in uses if at not in inside})
 
 
 def _mentions(statement: ast.stmt, name: str) -> tuple[bool, bool]:

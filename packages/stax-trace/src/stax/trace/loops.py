@@ -81,9 +81,7 @@ class LoopSite:
     row: str | None = None
     bound_first: frozenset[str] = frozenset()  # params bound before read (``loop_body``)
     effect: str | None = None  # a call with a Python effect in the body (``loop_body``)
-    #: locals the body binds before reading them that the function reads nowhere else (a
-    #: lifted step neither takes nor returns them: ``loop_body``)
-    scratch: frozenset[str] = frozenset()
+    scratch: frozenset[str] = frozenset()  # bound first, read nowhere else (``loop_body``)
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -257,7 +255,8 @@ class _Rewriter:
     """Rewrites the ``for`` statements of one function body, innermost first."""
 
     def __init__(self, code: types.CodeType, function: ast.FunctionDef) -> None:
-        self.code, self.function = code, function
+        self.code = code
+        self.uses = loop_body.name_uses(function)  # before any loop of it is rewritten
         self.local_names = set(code.co_varnames)
         self.cell_names = set(code.co_cellvars)
         self.sites: list[LoopSite] = []
@@ -273,9 +272,9 @@ class _Rewriter:
             return [node]
         names = _loop_names(node, self.local_names, self.cell_names) \
             if isinstance(node, ast.For) else None
-        # before inner loops' rewrite: the user's own statements
-        binds_target = names is not None and _binds_target(node)
-        outside = loop_body.used_outside(self.function, node) if names is not None else None
+        if names is not None:  # before inner loops' rewrite: the user's own statements
+            binds_target, unread = _binds_target(node), loop_body.unread_after(
+                self.uses, node, set(names[1]) - set(names[2]))
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
@@ -285,11 +284,11 @@ class _Rewriter:
                 handler.body = self.block(handler.body)
         if names is None:
             return [node]
-        return self.lift(node, *names, binds_target, outside)
+        return self.lift(node, *names, binds_target, unread)
 
     def lift(self, node: ast.For, params: list[str], assigned: list[str], mutated: list[str],
-             rebound: list[str], binds_target: bool,
-             outside: frozenset[str] | None) -> list[ast.stmt]:
+             rebound: list[str], binds_target: bool, unread: frozenset[str]
+             ) -> list[ast.stmt]:
         number = len(self.sites)
         rows = _rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
@@ -297,10 +296,7 @@ class _Rewriter:
         target = node.target.id if isinstance(node.target, ast.Name) and rows is None else \
             rows[1] if rows is not None else None
         bound_first = loop_body.bound_before_read(node.body, params)
-        scratch = frozenset() if outside is None else frozenset(
-            n for n in bound_first & set(assigned)
-            if n not in outside and n not in mutated and n != target and
-            (rows is None or n not in rows))
+        scratch = (unread & bound_first) - {target, *(rows or ())}
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),

@@ -20,7 +20,7 @@ from .registry import NotNative, rule
 
 @rule("stax.functional.setitem", emits=("where", "setitem", "scatter", "full", "cast", "arange",
                                        "add", "sub", "lt", "gt", "ne", "logical_or",
-                                       "decline_if"))
+                                       "decline_if", "stack"))
 def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Node:
     """``x[key] = value`` (functionalized at capture): a mask of x's shape with a scalar is a
@@ -30,6 +30,8 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
         raise NotNative
     x, key, value = args
     meta = x.tensor
+    if isinstance(value, (list, tuple)):  # ``out[i] = [s.mean(), s.std()]``: one array
+        value = _stacked(ctx, value)
     is_scalar = isinstance(value, SCALAR_TYPES)
     if not is_scalar and not (isinstance(value, Node) and value.tensor is not None):
         raise NotNative
@@ -60,6 +62,24 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     operands = (x,) if is_scalar else (x, value)
     return ctx.emit("setitem", operands, {"key": entries,
                                           "scalar": scalar(value) if is_scalar else None})
+
+
+def _stacked(ctx: LoweringContext, values: list[Any] | tuple[Any, ...]) -> Node:
+    """A flat list of traced 0-d values of one dtype (and, with float64 ones, Python numbers):
+    the array NumPy makes of it (its dtype theirs: a float64 for a Python number), stacked."""
+    nodes = [v for v in values if isinstance(v, Node)]
+    if not nodes or any(v.tensor is None or v.tensor.shape != () for v in nodes):
+        raise NotNative
+    dtype = nodes[0].tensor.dtype
+    numbers = [v for v in values if not isinstance(v, Node)]
+    if any(v.tensor.dtype != dtype for v in nodes) or (numbers and (dtype != "float64" or any(
+            type(v) not in (int, float) for v in numbers))):
+        raise NotNative
+    scalar = dense_meta((), dtype)
+    parts = tuple(v if isinstance(v, Node) else ctx.emit(
+        "full", (), {"shape": (), "value": float(v), "dtype": dtype}, meta=scalar)
+        for v in values)
+    return ctx.emit("stack", parts, {"axis": 0}, meta=dense_meta((len(parts),), dtype))
 
 
 def _index_arrays(key: Any, meta: Any) -> tuple[Node, ...] | None:
