@@ -105,6 +105,35 @@ def running_mean_jax(x):
     return out
 
 
+def block_stats(x, nblocks):
+    """Mean and standard deviation of each block of a signal, block by block."""
+    bs = x.shape[0] // nblocks
+    out = np.zeros((nblocks, 2))
+    for i in range(nblocks):
+        blk = x[i * bs:(i + 1) * bs]
+        out[i, 0] = blk.mean()
+        out[i, 1] = blk.std()
+    return out
+
+
+def moving_window_mean(x, w):
+    """A moving average written as one window slice per output element."""
+    n = x.shape[0] - w + 1
+    y = np.empty(n)
+    for i in range(n):
+        y[i] = x[i:i + w].mean()
+    return y
+
+
+def block_minmax_scale(x, bs):
+    """Each block rescaled to [0, 1] and written into the result's same block."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0] // bs):
+        blk = x[i * bs:(i + 1) * bs]
+        out[i * bs:(i + 1) * bs] = (blk - blk.min()) / (blk.max() - blk.min() + 1e-12)
+    return out
+
+
 def horner_jax(coeffs, x):
     jnp = _jnp()
     y = jnp.zeros_like(x)
@@ -153,4 +182,13 @@ PROGRAMS = [
             lambda r: (r.standard_normal((8, 70)), r.standard_normal((8, 70)),
                        r.uniform(0.5, 2.0, (8, 70)))),
     Program("running_mean_long", "loops", running_mean, lambda r: (r.standard_normal(3000),)),
+    # loops slicing at their index: unrolled and rerolled when short, lifted when long
+    Program("block_stats", "loops", block_stats, lambda r: (r.standard_normal(20000), 40),
+            rtol=1e-11, atol=1e-13),
+    Program("block_stats_long", "loops", block_stats, lambda r: (r.standard_normal(200000), 400),
+            rtol=1e-11, atol=1e-13),
+    Program("moving_window_mean", "loops", moving_window_mean,
+            lambda r: (r.standard_normal(5000), 16), rtol=1e-12, atol=1e-14),
+    Program("block_minmax_scale", "loops", block_minmax_scale,
+            lambda r: (r.standard_normal(100000), 250), rtol=1e-12, atol=1e-14),
 ]
