@@ -14,6 +14,10 @@ from .gate_checks import GateMismatch
 from .signature import signature
 from .versions import Version, first_for_its_key
 
+#: versions of one key replaying the same gates, differing in a number read from the data, past
+#: which the key runs eagerly (``OtherBranches._gates_keep_changing``)
+CHANGING_GATES = 3
+
 
 class OtherBranches:
     """``_gates_failed`` for ``CompiledFunction._run``: the attributes named here are its, and
@@ -28,6 +32,7 @@ class OtherBranches:
     _compile_lock: Any
     _name: str
     _versions: list[Version]
+    _eager: Any
 
     def _gates_failed(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
                       other_branches: bool, error: Exception | None = None) -> Any:
@@ -59,6 +64,8 @@ class OtherBranches:
             if found is None:
                 with self._compile_lock:
                     found = self._lookup(sigma, args, kwargs, skipped)
+                    if found is None and self._gates_keep_changing(tried, sigma):
+                        found = self._eager_from_now_on(tried, sigma)
                     if found is None:
                         found = self._miss(sigma, args, kwargs, outcome := Outcome())
                         if not found.native:
@@ -74,6 +81,33 @@ class OtherBranches:
                 first_for_its_key(self._by_sigma, self._by_layout, sigma, found)
             self._last = (None, [])
             return result
+
+    def _gates_keep_changing(self, tried: Version, sigma: Any) -> bool:
+        """Whether this key's versions replaying the gates of ``tried`` are already
+        ``CHANGING_GATES`` and differ in a gate that is a number read from the data (a count of
+        NaNs, a size of a selection), not a branch: such a value is new at almost every call
+        on new data, and each version compiled for it would serve few calls."""
+        gates = tried.gates
+        if gates is None or not gates.fingerprint:
+            return False
+        alike = [v.gates.expected for v in self._by_sigma.get(sigma, ())
+                 if v.gates is not None and v.gates.fingerprint == gates.fingerprint]
+        if len(alike) < CHANGING_GATES:
+            return False
+        return any(kind != "bool" and len({repr(e[k]) for e in alike}) > 1
+                   for k, kind in enumerate(gates.kinds))
+
+    def _eager_from_now_on(self, tried: Version, sigma: Any) -> Version:
+        """An eager version put first for this key: its calls run as NumPy at the cost of the
+        key's lookup (not of a version's program that computes the gates to find they differ
+        again), said once."""
+        reason = (f"its data gates take a new value at each call (a number read from the data; "
+                  f"{CHANGING_GATES} versions compiled for it)")
+        eager = Version(-1, sigma, self._eager, native=False, reason=reason)
+        self._by_sigma[sigma].insert(0, eager)  # the layout's list too: the same list
+        logs.warn(f"stax: {self._name} runs eagerly for this signature from now on: {reason}; "
+                  "stax.runtime.gate(...) keeps such a value out of the key")
+        return eager
 
     def _skip_by_outcomes(self, tried: Version, error: Exception | None, skipped: set[int]
                           ) -> None:
