@@ -20,6 +20,15 @@ from typing import Any
 import numpy as np
 
 from .lifted_loops import LIFTED_LOOP, run_lifted_loop
+from .op_references import (
+    arg_reference,
+    decline_if_reference,
+    decompose_mse_loss,
+    dynamic_slice_reference,
+    layer_norm_reference,
+    mse_loss_reference,
+    view_reference,
+)
 
 
 class OpKind(str, Enum):
@@ -186,32 +195,7 @@ for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh), ("sin
                  "bit-exact: neither is libm)", **_APPROXIMATE)
 
 
-class _Memory:
-    """Memory of ``owner`` seen through another shape and strides (NumPy keeps this as the
-    view's base, and it keeps ``owner`` alive)."""
-
-    def __init__(self, owner: Any, address: int, shape: tuple[int, ...],
-                 strides: tuple[int, ...]) -> None:
-        self.owner = owner
-        self.__array_interface__ = {
-            "data": (address, not owner.flags.writeable), "shape": tuple(shape),
-            "strides": tuple(strides), "typestr": owner.dtype.str, "version": 3}
-
-
-def _view_reference(x: Any, offset: int, strides: tuple[int, ...], shape: tuple[int, ...]) -> Any:
-    x = np.asarray(x)
-    byte_strides = tuple(s * x.itemsize for s in strides)
-    if x.flags.c_contiguous and all(s >= 0 for s in strides):  # its buffer: 4x cheaper
-        try:
-            return np.ndarray(shape, x.dtype, buffer=x, offset=offset * x.itemsize,
-                              strides=byte_strides)
-        except (TypeError, ValueError):  # an extent past the buffer (never for capture's views)
-            pass
-    address = x.__array_interface__["data"][0] + offset * x.itemsize
-    return np.asarray(_Memory(x, address, shape, byte_strides))
-
-
-_declare("view", P, 1, _view_reference, attrs=("offset", "strides", "shape"),
+_declare("view", P, 1, view_reference, attrs=("offset", "strides", "shape"),
          doc="the elements of the operand's memory at element offset + sum(i * strides): how "
              "transposes, slices, reshapes and broadcasts of an operand read it")
 # np.where's own rule: its one-operand form is np.nonzero
@@ -251,7 +235,7 @@ _declare("prod", R, 1,
          captures=_reduction_captures("prod"))
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
     _declare(_name, R, 1,
-             lambda x, axis, keepdims, _fn=_fn: _arg_reference(_fn, x, axis, keepdims),
+             lambda x, axis, keepdims, _fn=_fn: arg_reference(_fn, x, axis, keepdims),
              attrs=("axis", "keepdims"),
              doc="index of the first extreme value (a NaN counts as the extreme), flattened "
                  "over ``axis`` when it names every axis", captures=_reduction_captures(_name))
@@ -272,43 +256,10 @@ _declare("mean", R, 1,
          captures=_reduction_captures("mean"))
 
 
-def _mse_loss_reference(x: Any, y: Any) -> Any:
-    d = np.subtract(x, y)
-    return np.mean(np.multiply(d, d))
-
-
-def _decompose_mse_loss(emit: Callable[..., Any], node: Any) -> Any:
-    """mse_loss(x, y) = mean((x - y) * (x - y)) — spec example 4.3."""
-    from .meta import TensorMeta, contiguous_strides
-
-    x, y = node.args
-    shape = tuple(np.broadcast_shapes(x.tensor.shape, y.tensor.shape))
-    dtype = np.result_type(x.tensor.np_dtype, y.tensor.np_dtype).name
-    elementwise = TensorMeta(shape, dtype, contiguous_strides(shape))
-    sub = emit("sub", (x, y), {}, elementwise)
-    mul = emit("mul", (sub, sub), {}, elementwise)
-    return emit("mean", (mul,), {"axis": tuple(range(len(shape))), "keepdims": False,
-                                 "dtype": node.tensor.dtype}, node.tensor)
-
-
-def _layer_norm_reference(x: Any, weight: Any, bias: Any, normalized_ndim: int,
-                          eps: float) -> Any:
-    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
-    mean = np.mean(x, axis=axes, keepdims=True)
-    centered = x - mean
-    var = np.mean(centered * centered, axis=axes, keepdims=True)
-    out = centered / np.sqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-_declare("mse_loss", OpKind.COMPOSITE, 2, _mse_loss_reference, doc="mean squared error",
-         decompose=_decompose_mse_loss)
+_declare("mse_loss", OpKind.COMPOSITE, 2, mse_loss_reference, doc="mean squared error",
+         decompose=decompose_mse_loss)
 _declare("layer_norm", OpKind.COMPOSITE, 3,
-         lambda x, w, b, normalized_ndim, eps: _layer_norm_reference(x, w, b, normalized_ndim,
+         lambda x, w, b, normalized_ndim, eps: layer_norm_reference(x, w, b, normalized_ndim,
                                                                      eps),
          attrs=("normalized_ndim", "eps"),
          doc="layer normalization over the last ``normalized_ndim`` axes (kept whole: a backend "
@@ -343,7 +294,7 @@ _declare("take", P, 2, lambda x, indices, axis: np.take(x, indices, axis=axis), 
          doc="np.take / x[indices]: gathers along ``axis``; an index out of bounds is NumPy's "
          "IndexError")
 _declare("dynamic_slice", P, 2,
-         lambda x, start, axis, length: _dynamic_slice_reference(x, start, axis, length),
+         lambda x, start, axis, length: dynamic_slice_reference(x, start, axis, length),
          attrs=("axis", "length"),
          doc="x[..., s:s + length, ...] along ``axis`` from the traced 0-d integer ``start``, "
              "clamped to [0, extent - length] (XLA's rule: nothing outside x is read); a "
@@ -372,33 +323,13 @@ _declare("arange", P, 0,
          attrs=("start", "step", "n", "dtype"), doc="integer np.arange: start + step * i")
 _declare("eye", P, 0, lambda n, m, k, dtype: np.eye(n, m, k, dtype=dtype),
          attrs=("n", "m", "k", "dtype"), doc="np.eye")
-_declare("decline_if", P, 2, lambda x, bad, why: _decline_if_reference(x, bad, why),
+_declare("decline_if", P, 2, lambda x, bad, why: decline_if_reference(x, bad, why),
          attrs=("why",),
          doc="x, where no element of ``bad`` is true; else the compiled call declines and NumPy "
              "runs it (a precondition only the data shows: ``np.searchsorted``'s sorted array)")
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
              "NumPy; its operands may nest nodes inside tuples and lists", numpy_step_only=True)
-
-
-def _dynamic_slice_reference(x: Any, start: Any, axis: int, length: int) -> Any:
-    x = np.asarray(x)
-    s = min(max(int(start), 0), x.shape[axis] - length)
-    return x[(slice(None),) * axis + (slice(s, s + length),)].copy()  # a new array, as a step gives
-
-
-def _decline_if_reference(x: Any, bad: Any, why: str) -> Any:
-    """Raising is how a NumPy step declines the call (``ExternRaised``): NumPy then runs it."""
-    if np.any(bad):
-        raise ValueError(f"the compiled call declines: {why}")
-    return x
-
-
-def _arg_reference(fn: Any, x: Any, axis: tuple[int, ...], keepdims: bool) -> Any:
-    x = np.asarray(x)
-    if len(axis) == x.ndim and x.ndim != 1:
-        return fn(x, axis=None, keepdims=keepdims)
-    return fn(x, axis=axis[0] if axis else None, keepdims=keepdims)
 
 
 def get_op(name: str) -> OpDef:
@@ -513,7 +444,7 @@ def _setitem_op(x: Any, key: Any, value: Any, scalar: Any) -> Any:
 def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
                 eps: float = 1e-5) -> Any:
     ndim = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
-    return _layer_norm_reference(x, weight, bias, ndim, eps)
+    return layer_norm_reference(x, weight, bias, ndim, eps)
 
 
 #: Python operators on NumPy integer scalars, which NumPy computes with its scalar math: unlike
@@ -562,16 +493,16 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     # Python operators on NumPy integer scalars (``SCALAR_OPERATORS``)
     **{name: _scalar_operator(fn) for name, fn in SCALAR_OPERATORS.items()},
     # whole operators a backend may call as library functions (``stax.ops.<op>``)
-    "stax.ops.layer_norm": _layer_norm_reference,
-    "stax.ops.mse_loss": _mse_loss_reference,
-    "stax.ops.view": _view_reference,
-    "stax.ops.decline_if": _decline_if_reference,
-    "stax.ops.dynamic_slice": _dynamic_slice_reference,
+    "stax.ops.layer_norm": layer_norm_reference,
+    "stax.ops.mse_loss": mse_loss_reference,
+    "stax.ops.view": view_reference,
+    "stax.ops.decline_if": decline_if_reference,
+    "stax.ops.dynamic_slice": dynamic_slice_reference,
     # a precondition a rewrite made at capture relies on (``stax.trace.masked_reductions``)
-    "stax.functional.decline_if": _decline_if_reference,
+    "stax.functional.decline_if": decline_if_reference,
     "stax.nn.relu": _relu,
     "stax.nn.selu": _selu,
-    "stax.nn.mse_loss": _mse_loss_reference,
+    "stax.nn.mse_loss": mse_loss_reference,
     "stax.nn.layer_norm": _layer_norm,
     "stax.functional.setitem": _setitem,
     "stax.functional.add_at": _add_at,
