@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import derivatives as d
 from .lifted_loops import LIFTED_LOOP, run_lifted_loop
 from .op_references import (
     arg_reference,
@@ -87,6 +88,9 @@ class OpDef:
     captures: tuple[str, ...] = ()
     #: no capture rule produces the op natively: it is a NumPy step run between kernels
     numpy_step_only: bool = False
+    #: reverse mode (issue 16): ``vjp(emit, node, g)`` -> one cotangent per operand, or None
+    #: (``derivatives.py``); an op without one cannot be differentiated through
+    vjp: Callable[..., Any] | None = None
 
 
 OPS: dict[str, OpDef] = {}
@@ -108,13 +112,13 @@ def _elementwise(name: str, arity: int, reference: Callable[..., Any], captures:
 P, R = OpKind.POINTWISE, OpKind.REDUCTION
 _IEEE_DOC = "exactly NumPy's ufunc (IEEE: correctly rounded)"
 _elementwise("add", 2, np.add, ("operator.add", "numpy.add"), "x + y (logical or on bool)",
-             commutative=True)
-_elementwise("sub", 2, np.subtract, ("operator.sub", "numpy.subtract"))
+             commutative=True, vjp=d.add)
+_elementwise("sub", 2, np.subtract, ("operator.sub", "numpy.subtract"), vjp=d.sub)
 _elementwise("mul", 2, np.multiply, ("operator.mul", "numpy.multiply"),
-             "x * y (logical and on bool)", commutative=True)
+             "x * y (logical and on bool)", commutative=True, vjp=d.mul)
 _elementwise("truediv", 2, np.true_divide,
              ("operator.truediv", "numpy.true_divide", "numpy.divide"),
-             cost_class=CostClass.DIVIDE)
+             cost_class=CostClass.DIVIDE, vjp=d.truediv)
 _elementwise("floordiv", 2, np.floor_divide, ("operator.floordiv", "numpy.floor_divide"),
              "x // y: floor of the quotient (integers: 0 when y == 0, wrapping at the minimum "
              "// -1)")
@@ -139,16 +143,17 @@ for _name, _ufunc, _captures, _props in (
     _elementwise(_name, 2, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly", **_props)
 for _name, _ufunc in (("gcd", np.gcd), ("lcm", np.lcm)):  # integers, of the magnitudes, wrapping
     _elementwise(_name, 2, _ufunc, (f"numpy.{_name}",), f"numpy.{_name}, exactly", commutative=True)
-for _name, _ufunc, _captures in (
+for _name, _ufunc, _captures, _vjp in (
         ("invert", np.invert, ("operator.invert", "numpy.invert", "numpy.bitwise_not",
-                               "numpy.bitwise_invert")),
-        ("logical_not", np.logical_not, ("numpy.logical_not",)),
-        ("isnan", np.isnan, ("numpy.isnan",)), ("isinf", np.isinf, ("numpy.isinf",)),
-        ("isfinite", np.isfinite, ("numpy.isfinite",)),
-        ("signbit", np.signbit, ("numpy.signbit",)), ("sign", np.sign, ("numpy.sign",)),
-        ("positive", np.positive, ("operator.pos", "numpy.positive")),
-        ("reciprocal", np.reciprocal, ("numpy.reciprocal",))):
-    _elementwise(_name, 1, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly")
+                               "numpy.bitwise_invert"), d.zero),
+        ("logical_not", np.logical_not, ("numpy.logical_not",), d.zero),
+        ("isnan", np.isnan, ("numpy.isnan",), d.zero), ("isinf", np.isinf, ("numpy.isinf",), d.zero),
+        ("isfinite", np.isfinite, ("numpy.isfinite",), d.zero),
+        ("signbit", np.signbit, ("numpy.signbit",), d.zero),
+        ("sign", np.sign, ("numpy.sign",), d.zero),
+        ("positive", np.positive, ("operator.pos", "numpy.positive"), d.positive),
+        ("reciprocal", np.reciprocal, ("numpy.reciprocal",), d.reciprocal)):
+    _elementwise(_name, 1, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly", vjp=_vjp)
 _APPROXIMATE = {"accuracy": Accuracy.ULP, "cost_class": CostClass.FUNCTION}
 _elementwise("hypot", 2, np.hypot, ("numpy.hypot",), "within NumPy's ulp threshold",
              **_APPROXIMATE)
@@ -168,48 +173,52 @@ _elementwise("logaddexp", 2, np.logaddexp, ("numpy.logaddexp",), "within NumPy's
 _elementwise("logaddexp2", 2, np.logaddexp2, ("numpy.logaddexp2",),
              "within NumPy's ulp threshold", **_APPROXIMATE)
 # x ** y: its capture rule computes constant exponents exactly (x * x, sqrt, 1 / x)
-_elementwise("pow", 2, np.power, (), "x ** y, within NumPy's ulp threshold", **_APPROXIMATE)
+_elementwise("pow", 2, np.power, (), "x ** y, within NumPy's ulp threshold", vjp=d.pow,
+             **_APPROXIMATE)
 _elementwise("maximum", 2, np.maximum, ("numpy.maximum",),
-             "NaN-propagating; returns y when x == y")
+             "NaN-propagating; returns y when x == y", vjp=d.maximum)
 _elementwise("minimum", 2, np.minimum, ("numpy.minimum",),
-             "NaN-propagating; returns y when x == y")
-_elementwise("neg", 1, np.negative, ("operator.neg", "numpy.negative"))
+             "NaN-propagating; returns y when x == y", vjp=d.minimum)
+_elementwise("neg", 1, np.negative, ("operator.neg", "numpy.negative"), vjp=d.neg)
 # complex numbers (``stax.loop.complex_values``): the parts and the conjugate; of a real value
 # the value itself, zeros and the value itself
 _elementwise("real", 1, np.real, ("numpy.real",), "the real part")
 _elementwise("imag", 1, np.imag, ("numpy.imag",), "the imaginary part")
 _elementwise("conjugate", 1, np.conjugate, (), "the complex conjugate")
-_elementwise("abs", 1, np.absolute, ("numpy.absolute", "operator.abs", "numpy.fabs"), _IEEE_DOC)
-_elementwise("sqrt", 1, np.sqrt, ("numpy.sqrt",), _IEEE_DOC, cost_class=CostClass.DIVIDE)
+_elementwise("abs", 1, np.absolute, ("numpy.absolute", "operator.abs", "numpy.fabs"), _IEEE_DOC,
+             vjp=d.abs)
+_elementwise("sqrt", 1, np.sqrt, ("numpy.sqrt",), _IEEE_DOC, cost_class=CostClass.DIVIDE,
+             vjp=d.sqrt)
 for _name, _ufunc in (("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc),
                       ("rint", np.rint)):
-    _elementwise(_name, 1, _ufunc, (f"numpy.{_name}",), _IEEE_DOC)
-for _name, _ufunc in (("exp", np.exp), ("log", np.log), ("tanh", np.tanh), ("sin", np.sin),
-                      ("cos", np.cos), ("log2", np.log2), ("log10", np.log10),
-                      ("log1p", np.log1p), ("expm1", np.expm1), ("exp2", np.exp2),
-                      ("sinh", np.sinh), ("cosh", np.cosh), ("cbrt", np.cbrt),
-                      ("arctan", np.arctan), ("arcsin", np.arcsin), ("arccos", np.arccos),
-                      ("arcsinh", np.arcsinh), ("arccosh", np.arccosh), ("arctanh", np.arctanh),
-                      ("tan", np.tan)):
+    _elementwise(_name, 1, _ufunc, (f"numpy.{_name}",), _IEEE_DOC, vjp=d.zero)
+for _name, _ufunc, _vjp in (
+        ("exp", np.exp, d.exp), ("log", np.log, d.log), ("tanh", np.tanh, d.tanh),
+        ("sin", np.sin, d.sin), ("cos", np.cos, d.cos), ("log2", np.log2, d.log2),
+        ("log10", np.log10, d.log10), ("log1p", np.log1p, d.log1p),
+        ("expm1", np.expm1, d.expm1), ("exp2", np.exp2, None), ("sinh", np.sinh, d.sinh),
+        ("cosh", np.cosh, d.cosh), ("cbrt", np.cbrt, None), ("arctan", np.arctan, d.arctan),
+        ("arcsin", np.arcsin, None), ("arccos", np.arccos, None), ("arcsinh", np.arcsinh, None),
+        ("arccosh", np.arccosh, None), ("arctanh", np.arctanh, None), ("tan", np.tan, None)):
     _elementwise(_name, 1, _ufunc, (f"numpy.{_name}",), "within NumPy's ulp threshold (not "
-                 "bit-exact: neither is libm)", **_APPROXIMATE)
+                 "bit-exact: neither is libm)", vjp=_vjp, **_APPROXIMATE)
 
 
-_declare("view", P, 1, view_reference, attrs=("offset", "strides", "shape"),
+_declare("view", P, 1, view_reference, attrs=("offset", "strides", "shape"), vjp=d.view,
          doc="the elements of the operand's memory at element offset + sum(i * strides): how "
              "transposes, slices, reshapes and broadcasts of an operand read it")
 # np.where's own rule: its one-operand form is np.nonzero
 _declare("where", P, 3, np.where, doc="cond ? a : b; cond is any value's truth (NaN is true)",
-         elementwise=True)
+         elementwise=True, vjp=d.where)
 _declare("cast", P, 1, lambda x, dtype: np.asarray(x).astype(dtype), attrs=("dtype",),
-         doc="x.astype(dtype)", elementwise=True)
+         doc="x.astype(dtype)", elementwise=True, vjp=d.cast)
 for _name, _ufunc, _props in (("lt", np.less, {}), ("le", np.less_equal, {}),
                               ("gt", np.greater, {}), ("ge", np.greater_equal, {}),
                               ("eq", np.equal, _SYMMETRIC),
                               ("ne", np.not_equal, _SYMMETRIC)):
     _elementwise(_name, 2, _ufunc, (f"operator.{_name}", f"numpy.{_ufunc.__name__}"),
                  "comparison in the operands' common dtype; NaN compares unequal to everything",
-                 comparison=True, **_props)
+                 comparison=True, vjp=d.zero, **_props)
 
 
 def _reduction_captures(name: str, *aliases: str) -> tuple[str, ...]:
@@ -220,15 +229,15 @@ _declare("sum", R, 1,
          lambda x, axis, keepdims, dtype: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"),
          doc="sum over the axes in ``axis`` (a tuple), accumulating in ``dtype``",
-         captures=_reduction_captures("sum"))
+         captures=_reduction_captures("sum"), vjp=d.sum)
 
 
 _declare("max", R, 1, lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
          attrs=("axis", "keepdims"), doc="NaN-propagating maximum over ``axis``",
-         captures=_reduction_captures("max", "amax"))
+         captures=_reduction_captures("max", "amax"), vjp=d.max)
 _declare("min", R, 1, lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
          attrs=("axis", "keepdims"), doc="NaN-propagating minimum over ``axis``",
-         captures=_reduction_captures("min", "amin"))
+         captures=_reduction_captures("min", "amin"), vjp=d.min)
 _declare("prod", R, 1,
          lambda x, axis, keepdims, dtype: np.prod(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"), doc="product over ``axis`` in ``dtype``",
@@ -243,17 +252,17 @@ _declare("any", R, 1, lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=ke
          attrs=("axis", "keepdims"), captures=_reduction_captures("any"))
 _declare("all", R, 1, lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims),
          attrs=("axis", "keepdims"), captures=_reduction_captures("all"))
-for _name, _fn in (("var", np.var), ("std", np.std)):
+for _name, _fn, _vjp in (("var", np.var, d.var), ("std", np.std, d.std)):
     _declare(_name, R, 1,
              lambda x, axis, keepdims, ddof, dtype, _fn=_fn: _fn(x, axis=axis, keepdims=keepdims,
                                                                   ddof=ddof, dtype=dtype),
              attrs=("axis", "keepdims", "ddof", "dtype"),
              doc="two-pass: the mean, then the mean squared deviation (as NumPy computes it)",
-             captures=_reduction_captures(_name))
+             captures=_reduction_captures(_name), vjp=_vjp)
 _declare("mean", R, 1,
          lambda x, axis, keepdims, dtype: np.mean(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"), doc="mean over ``axis``, accumulating in ``dtype``",
-         captures=_reduction_captures("mean"))
+         captures=_reduction_captures("mean"), vjp=d.mean)
 
 
 _declare("mse_loss", OpKind.COMPOSITE, 2, mse_loss_reference, doc="mean squared error",
@@ -288,7 +297,7 @@ _declare("stack", P, -1, lambda *xs, axis: np.stack(xs, axis=axis), attrs=("axis
 _declare("pad", P, 1, lambda x, pad_width, value: np.pad(x, pad_width, constant_values=value),
          attrs=("pad_width", "value"), doc="constant padding: ``pad_width`` a (before, after) "
          "pair per axis")
-_declare("reshape", P, 1, lambda x, shape: np.reshape(x, shape), attrs=("shape",),
+_declare("reshape", P, 1, lambda x, shape: np.reshape(x, shape), attrs=("shape",), vjp=d.reshape,
          doc="a C-order reshape that NumPy computes as a copy (a view becomes a ``view`` op)")
 _declare("take", P, 2, lambda x, indices, axis: np.take(x, indices, axis=axis), attrs=("axis",),
          doc="np.take / x[indices]: gathers along ``axis``; an index out of bounds is NumPy's "
@@ -329,7 +338,8 @@ _declare("decline_if", P, 2, lambda x, bad, why: decline_if_reference(x, bad, wh
              "runs it (a precondition only the data shows: ``np.searchsorted``'s sorted array)")
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
-             "NumPy; its operands may nest nodes inside tuples and lists", numpy_step_only=True)
+             "NumPy; its operands may nest nodes inside tuples and lists", numpy_step_only=True,
+         vjp=d.extern)
 
 
 def get_op(name: str) -> OpDef:

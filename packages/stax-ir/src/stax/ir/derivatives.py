@@ -1,0 +1,405 @@
+"""Reverse-mode rules of the ops (issue 16): each op's declaration in ``ops.py`` names its rule
+here (``OpDef.vjp``), written as a ``decompose`` rule is, with ``emit(op, operands, attrs,
+meta)``.
+
+A rule ``vjp(emit, node, g)`` takes an op-graph node and the cotangent ``g`` of its result (a
+node of the result's shape and dtype) and returns one cotangent per operand of ``node.args``,
+each of that operand's shape and dtype, or None where the operand is a constant, an integer or
+boolean value, or has a zero derivative (comparisons, ``floor``). Broadcasting is transposed by
+a sum over the broadcast axes (``unbroadcast``), a reduction by a broadcast back
+(``broadcast_back``), a view by a scatter of the cotangent into the operand's memory.
+
+Subgradients follow JAX: ``maximum``/``minimum`` give each operand half the cotangent where the
+two are equal; a ``max``/``min`` reduction splits it evenly among the elements equal to the
+result; ``abs`` has derivative ``sign(x)`` (0 at 0); ``sqrt`` at 0 is infinite, as ``1 / (2 *
+sqrt(0))`` computes.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .meta import TensorMeta, contiguous_strides
+
+Emit = Callable[..., Any]
+Rule = Callable[[Emit, Any, Any], tuple[Any, ...]]
+
+
+def meta(shape: tuple[int, ...], dtype: str) -> TensorMeta:
+    return TensorMeta(tuple(shape), dtype, contiguous_strides(tuple(shape)))
+
+
+def _is_node(value: Any) -> bool:
+    return hasattr(value, "tensor") and hasattr(value, "users")
+
+
+def differentiable(value: Any) -> bool:
+    """Whether a cotangent flows to ``value``: a node of a float dtype."""
+    return _is_node(value) and value.tensor is not None and \
+        np.dtype(value.tensor.dtype).kind == "f"
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    return tuple(value.tensor.shape) if _is_node(value) else ()
+
+
+def unbroadcast(emit: Emit, g: Any, like: Any) -> Any:
+    """``g`` (a broadcast result's cotangent) summed over the axes ``like`` was broadcast along,
+    in ``like``'s shape and dtype; None where ``like`` is not differentiable."""
+    if not differentiable(like):
+        return None
+    shape, dtype = _shape(like), like.tensor.dtype
+    gshape = tuple(g.tensor.shape)
+    lead = len(gshape) - len(shape)
+    axes = (*range(lead), *(lead + i for i, n in enumerate(shape) if n == 1 and
+                            gshape[lead + i] != 1))
+    if axes:
+        kept = tuple(1 if d in axes else n for d, n in enumerate(gshape))
+        g = emit("sum", (g,), {"axis": tuple(axes), "keepdims": True, "dtype": dtype},
+                 meta(kept, dtype))
+        g = emit("view", (g,), {"offset": 0, "strides": contiguous_strides(shape),
+                               "shape": shape}, meta(shape, dtype))
+    if g.tensor.dtype != dtype:
+        g = emit("cast", (g,), {"dtype": dtype}, meta(shape, dtype))
+    return g
+
+
+def broadcast_back(emit: Emit, g: Any, shape: tuple[int, ...], axes: tuple[int, ...],
+                   keepdims: bool) -> Any:
+    """A reduction's cotangent ``g`` read at every element of the operand's ``shape`` (a view
+    whose reduced axes have stride 0)."""
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    strides = contiguous_strides(kept)
+    return emit("view", (g,), {"offset": 0, "shape": tuple(shape),
+                               "strides": tuple(0 if d in axes else s
+                                                for d, s in enumerate(strides))},
+                meta(shape, g.tensor.dtype))
+
+
+def _e(emit: Emit, op: str, *operands: Any, like: Any) -> Any:
+    """An element-wise op of ``like``'s shape and dtype."""
+    return emit(op, operands, {}, meta(_shape(like), like.tensor.dtype))
+
+
+# -- element-wise ---------------------------------------------------------------------------------
+
+def add(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x, y = node.args
+    return unbroadcast(emit, g, x), unbroadcast(emit, g, y)
+
+
+def sub(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x, y = node.args
+    return unbroadcast(emit, g, x), \
+        unbroadcast(emit, _e(emit, "neg", g, like=g), y) if differentiable(y) else None
+
+
+def mul(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x, y = node.args
+    return (unbroadcast(emit, _e(emit, "mul", g, y, like=g), x) if differentiable(x) else None,
+            unbroadcast(emit, _e(emit, "mul", g, x, like=g), y) if differentiable(y) else None)
+
+
+def truediv(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x, y = node.args
+    gx = unbroadcast(emit, _e(emit, "truediv", g, y, like=g), x) if differentiable(x) else None
+    gy = None
+    if differentiable(y):  # d(x / y)/dy = -(x / y) / y
+        ratio = _e(emit, "truediv", node, y, like=g)
+        gy = unbroadcast(emit, _e(emit, "neg", _e(emit, "mul", g, ratio, like=g), like=g), y)
+    return gx, gy
+
+
+def neg(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    return (_e(emit, "neg", g, like=g),) if differentiable(node.args[0]) else (None,)
+
+
+def _unary(derivative: Callable[[Emit, Any, Any], Any]) -> Rule:
+    """The rule of ``y = f(x)``: ``g * f'(x)``, ``derivative(emit, node, like)`` building f'."""
+    def rule(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+        x = node.args[0]
+        if not differentiable(x):
+            return (None,)
+        return (_e(emit, "mul", g, derivative(emit, node, g), like=g),)
+    return rule
+
+
+def _const(value: float) -> float:
+    return float(value)
+
+
+exp = _unary(lambda emit, node, g: node)
+expm1 = _unary(lambda emit, node, g: _e(emit, "add", node, 1.0, like=g))
+log = _unary(lambda emit, node, g: _e(emit, "reciprocal", node.args[0], like=g))
+log1p = _unary(lambda emit, node, g: _e(emit, "reciprocal",
+                                        _e(emit, "add", node.args[0], 1.0, like=g), like=g))
+log2 = _unary(lambda emit, node, g: _e(emit, "reciprocal", _e(
+    emit, "mul", node.args[0], _const(math.log(2.0)), like=g), like=g))
+log10 = _unary(lambda emit, node, g: _e(emit, "reciprocal", _e(
+    emit, "mul", node.args[0], _const(math.log(10.0)), like=g), like=g))
+sqrt = _unary(lambda emit, node, g: _e(emit, "truediv", 0.5, node, like=g))
+tanh = _unary(lambda emit, node, g: _e(emit, "sub", 1.0, _e(emit, "mul", node, node, like=g),
+                                       like=g))
+sin = _unary(lambda emit, node, g: _e(emit, "cos", node.args[0], like=g))
+cos = _unary(lambda emit, node, g: _e(emit, "neg", _e(emit, "sin", node.args[0], like=g),
+                                      like=g))
+sinh = _unary(lambda emit, node, g: _e(emit, "cosh", node.args[0], like=g))
+cosh = _unary(lambda emit, node, g: _e(emit, "sinh", node.args[0], like=g))
+arctan = _unary(lambda emit, node, g: _e(emit, "reciprocal", _e(
+    emit, "add", 1.0, _e(emit, "mul", node.args[0], node.args[0], like=g), like=g), like=g))
+abs = _unary(lambda emit, node, g: _e(emit, "sign", node.args[0], like=g))
+reciprocal = _unary(lambda emit, node, g: _e(emit, "neg", _e(emit, "mul", node, node, like=g),
+                                             like=g))
+
+
+def positive(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    return (g,) if differentiable(node.args[0]) else (None,)
+
+
+def pow(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    """``x ** y``: ``y * x ** (y - 1)`` for x, ``x ** y * log(x)`` for y."""
+    x, y = node.args
+    gx = gy = None
+    if differentiable(x):
+        lower = emit("pow", (x, y - 1.0 if not _is_node(y) else _e(emit, "sub", y, 1.0,
+                                                                    like=y)),
+                     {}, meta(_shape(node), node.tensor.dtype))
+        gx = unbroadcast(emit, _e(emit, "mul", g, _e(emit, "mul", lower, y, like=g), like=g), x)
+    if differentiable(y):
+        gy = unbroadcast(emit, _e(emit, "mul", g, _e(emit, "mul", node, _e(
+            emit, "log", x, like=g) if _is_node(x) else math.log(x), like=g), like=g), y)
+    return gx, gy
+
+
+def _extreme(op: str) -> Rule:
+    """``maximum``/``minimum``: the cotangent to the operand chosen, half to each on a tie."""
+    def rule(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+        x, y = node.args
+        flags = meta(_shape(node), "bool")
+        wins = emit(op, (x, y), {}, flags)
+        tie = emit("eq", (x, y), {}, flags)
+        half = _e(emit, "mul", g, 0.5, like=g)
+        zero_or_half = emit("where", (tie, half, 0.0), {}, g.tensor)
+        to_x = emit("where", (wins, g, zero_or_half), {}, g.tensor)
+        loses = emit("gt" if op == "lt" else "lt", (x, y), {}, flags)
+        to_y = emit("where", (loses, g, zero_or_half), {}, g.tensor)
+        return unbroadcast(emit, to_x, x), unbroadcast(emit, to_y, y)
+    return rule
+
+
+maximum = _extreme("gt")
+minimum = _extreme("lt")
+
+
+def where(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    cond, a, b = node.args
+    return (None,
+            unbroadcast(emit, emit("where", (cond, g, 0.0), {}, g.tensor), a)
+            if differentiable(a) else None,
+            unbroadcast(emit, emit("where", (cond, 0.0, g), {}, g.tensor), b)
+            if differentiable(b) else None)
+
+
+def cast(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x = node.args[0]
+    if not differentiable(x):
+        return (None,)
+    return (emit("cast", (g,), {"dtype": x.tensor.dtype}, meta(_shape(x), x.tensor.dtype)),)
+
+
+def zero(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    """Comparisons, predicates, rounding, ``sign``: a zero derivative (as JAX has it)."""
+    return tuple(None for _ in node.args)
+
+
+# -- reductions -----------------------------------------------------------------------------------
+
+def sum(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x = node.args[0]
+    if not differentiable(x):
+        return (None,)
+    back = broadcast_back(emit, g, _shape(x), tuple(node.kwargs["axis"]),
+                          node.kwargs["keepdims"])
+    return (_cast_to(emit, back, x),)
+
+
+def mean(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x = node.args[0]
+    if not differentiable(x):
+        return (None,)
+    axes = tuple(node.kwargs["axis"])
+    count = math.prod(_shape(x)[a] for a in axes)
+    back = broadcast_back(emit, g, _shape(x), axes, node.kwargs["keepdims"])
+    return (_cast_to(emit, _e(emit, "truediv", back, float(count), like=back), x),)
+
+
+def _extreme_reduction(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    """``max``/``min`` over ``axis``: the cotangent split evenly among the elements equal to
+    the result (JAX's rule)."""
+    x = node.args[0]
+    if not differentiable(x):
+        return (None,)
+    axes, shape, dtype = tuple(node.kwargs["axis"]), _shape(x), x.tensor.dtype
+    result = broadcast_back(emit, node, shape, axes, node.kwargs["keepdims"])
+    chosen = emit("eq", (x, result), {}, meta(shape, "bool"))
+    ones = emit("cast", (chosen,), {"dtype": dtype}, meta(shape, dtype))
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    count = emit("sum", (ones,), {"axis": axes, "keepdims": True, "dtype": dtype},
+                 meta(kept, dtype))
+    share = broadcast_back(emit, count, shape, axes, True)
+    back = broadcast_back(emit, g, shape, axes, node.kwargs["keepdims"])
+    return (emit("where", (chosen, _e(emit, "truediv", back, share, like=ones), 0.0), {},
+                 meta(shape, dtype)),)
+
+
+max = _extreme_reduction
+min = _extreme_reduction
+
+
+def var(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    """``2 (x - mean) / (n - ddof)`` times the cotangent."""
+    x = node.args[0]
+    if not differentiable(x):
+        return (None,)
+    axes, shape, dtype = tuple(node.kwargs["axis"]), _shape(x), x.tensor.dtype
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    centre = emit("mean", (x,), {"axis": axes, "keepdims": True, "dtype": dtype},
+                  meta(kept, dtype))
+    deviation = emit("sub", (x, broadcast_back(emit, centre, shape, axes, True)), {},
+                     meta(shape, dtype))
+    n = math.prod(shape[a] for a in axes) - node.kwargs["ddof"]
+    back = broadcast_back(emit, g, shape, axes, node.kwargs["keepdims"])
+    return (emit("mul", (back, emit("mul", (deviation, 2.0 / n), {}, meta(shape, dtype))), {},
+                 meta(shape, dtype)),)
+
+
+def std(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    """The variance's rule with the cotangent ``g / (2 std)``."""
+    half = _e(emit, "truediv", _e(emit, "mul", g, 0.5, like=g), node, like=g)
+    return var(emit, node, half)
+
+
+def _cast_to(emit: Emit, g: Any, like: Any) -> Any:
+    if g.tensor.dtype == like.tensor.dtype:
+        return g
+    return emit("cast", (g,), {"dtype": like.tensor.dtype}, meta(_shape(like), like.tensor.dtype))
+
+
+# -- data movement ------------------------------------------------------------------------------
+
+def view(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    """A view reads the operand's memory at ``offset + sum(i * strides)``: its transpose adds
+    each element of the cotangent at that place (a scatter that sums, for broadcast views),
+    into zeros laid out as the operand's memory, then read as the operand (its strides)."""
+    x = node.args[0]
+    if not differentiable(x):
+        return (None,)
+    shape, dtype = _shape(x), x.tensor.dtype
+    strides = tuple(x.tensor.strides)
+    vshape, vstrides = tuple(node.kwargs["shape"]), tuple(node.kwargs["strides"])
+    offset = node.kwargs["offset"]
+    if not shape or math.prod(shape) == 0 or any(s < 0 for s in (*strides, *vstrides)):
+        raise NotImplementedError("the transpose of a view with negative strides")
+    extent = 1 + builtins.sum((n - 1) * s for n, s in zip(shape, strides))
+    positions = None
+    for d, (n, s) in enumerate(zip(vshape, vstrides)):
+        ramp_shape = tuple(n if k == d else 1 for k in range(len(vshape)))
+        ramp = emit("arange", (), {"start": 0, "step": s, "n": n, "dtype": "int64"},
+                    meta((n,), "int64"))
+        ramp = emit("view", (ramp,), {"offset": 0, "strides": contiguous_strides(ramp_shape),
+                                      "shape": ramp_shape}, meta(ramp_shape, "int64"))
+        positions = ramp if positions is None else emit(
+            "add", (positions, ramp), {},
+            meta(tuple(np.broadcast_shapes(_shape(positions), ramp_shape)), "int64"))
+    if positions is None:  # a 0-d view: one element
+        positions = emit("full", (), {"shape": (), "value": offset, "dtype": "int64"},
+                         meta((), "int64"))
+    elif offset:
+        positions = emit("add", (positions, offset), {}, meta(_shape(positions), "int64"))
+    if _shape(positions) != vshape:
+        positions = emit("view", (positions,), {
+            "offset": 0, "shape": vshape, "strides": tuple(
+                0 if m == 1 and n != 1 else st for m, n, st in zip(
+                    _shape(positions), vshape, contiguous_strides(_shape(positions))))},
+            meta(vshape, "int64"))
+    flat = emit("full", (), {"shape": (extent,), "value": 0.0, "dtype": dtype},
+                meta((extent,), dtype))
+    summed = emit("scatter", (flat, positions, _cast_to(emit, g, x)),
+                  {"count": 1, "accumulate": True, "scalar": None}, meta((extent,), dtype))
+    return (emit("view", (summed,), {"offset": 0, "strides": strides, "shape": shape},
+                 TensorMeta(shape, dtype, strides)),)
+
+
+def reshape(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    x = node.args[0]
+    if not differentiable(x):
+        return (None,)
+    return (emit("reshape", (g,), {"shape": _shape(x)}, meta(_shape(x), x.tensor.dtype)),)
+
+
+# -- products (NumPy steps: BLAS) -----------------------------------------------------------------
+
+MATMUL = frozenset({"operator.matmul", "numpy.matmul", "numpy.dot"})
+
+
+def _matmul(emit: Emit, a: Any, b: Any, shape: tuple[int, ...], dtype: str) -> Any:
+    return emit("extern", (a, b), {"fn": "numpy.matmul", "method": False, "call_kwargs": {}},
+                meta(shape, dtype))
+
+
+def _transposed(emit: Emit, m: Any) -> Any:
+    rows, cols = _shape(m)
+    s0, s1 = m.tensor.strides
+    return emit("view", (m,), {"offset": 0, "strides": (s1, s0), "shape": (cols, rows)},
+                TensorMeta((cols, rows), m.tensor.dtype, (s1, s0)))
+
+
+def _column(emit: Emit, v: Any) -> Any:
+    (n,) = _shape(v)
+    return emit("view", (v,), {"offset": 0, "strides": (v.tensor.strides[0], 0),
+                               "shape": (n, 1)}, meta((n, 1), v.tensor.dtype))
+
+
+def _row(emit: Emit, v: Any) -> Any:
+    (n,) = _shape(v)
+    return emit("view", (v,), {"offset": 0, "strides": (0, v.tensor.strides[0]),
+                               "shape": (1, n)}, meta((1, n), v.tensor.dtype))
+
+
+def extern(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    """The NumPy steps with a rule: matrix products of 1-D and 2-D operands (``a @ b``,
+    ``np.dot``), whose transposes are products again (``g @ b.T``, ``a.T @ g``)."""
+    if node.kwargs.get("fn") not in MATMUL or node.kwargs.get("method") or len(node.args) != 2 \
+            or node.kwargs.get("call_kwargs"):
+        raise NotImplementedError(f"the NumPy step {node.kwargs.get('fn')}")
+    a, b = node.args
+    ra, rb = len(_shape(a)), len(_shape(b))
+    if ra not in (1, 2) or rb not in (1, 2):
+        raise NotImplementedError("a product of more than two dimensions")
+    dtype = node.tensor.dtype
+    ga = gb = None
+    if ra == 2 and rb == 2:  # (n, k) @ (k, m)
+        if differentiable(a):
+            ga = _matmul(emit, g, _transposed(emit, b), _shape(a), dtype)
+        if differentiable(b):
+            gb = _matmul(emit, _transposed(emit, a), g, _shape(b), dtype)
+    elif ra == 2:  # (n, k) @ (k,) -> (n,)
+        if differentiable(a):
+            ga = _e(emit, "mul", _column(emit, g), _row(emit, b), like=a)
+        if differentiable(b):
+            gb = _matmul(emit, _transposed(emit, a), g, _shape(b), dtype)
+    elif rb == 2:  # (k,) @ (k, m) -> (m,)
+        if differentiable(a):
+            ga = _matmul(emit, b, g, _shape(a), dtype)
+        if differentiable(b):
+            gb = _e(emit, "mul", _column(emit, a), _row(emit, g), like=b)
+    else:  # (k,) @ (k,) -> ()
+        ga = _e(emit, "mul", b, g, like=a) if differentiable(a) else None
+        gb = _e(emit, "mul", a, g, like=b) if differentiable(b) else None
+    return (None if ga is None else _cast_to(emit, ga, a),
+            None if gb is None else _cast_to(emit, gb, b))
