@@ -4,11 +4,14 @@ from stax.ir import StaxError, UnsupportedError
 from stax.trace import gate
 
 from . import lifted_loops, nn  # noqa: F401 - lifted_loops installs the loop lifter
-from .api import CompiledFunction, compile
+from .api import CompiledFunction
+from .autodiff import grad, value_and_grad, vjp
 from .backends import BACKENDS, register_backend
+from .compiling import compile
 from .versions import CacheInfo, Limits, Version, VersionReport
 
 __version__ = "0.1.0"
 
 __all__ = ["BACKENDS", "CacheInfo", "CompiledFunction", "Limits", "StaxError", "UnsupportedError",
-           "Version", "VersionReport", "compile", "gate", "nn", "register_backend"]
+           "Version", "VersionReport", "compile", "gate", "grad", "nn", "register_backend",
+           "value_and_grad", "vjp"]

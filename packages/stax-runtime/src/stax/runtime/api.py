@@ -589,12 +589,3 @@ def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool | None,
     return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
                             backend=backend, options=options, limits=limits)
 
-
-def compile(fn: Callable[..., Any] | None = None, *, device: str | None = None,
-            dynamic: bool | None = None, strict_native: bool = False, backend: str = "stax",
-            options: dict[str, Any] | None = None) -> Any:
-    """Compile a NumPy function; usable as ``@compile`` or ``@compile(strict_native=True)``."""
-    def wrap(f: Callable[..., Any]) -> CompiledFunction:
-        return CompiledFunction(f, device=device, dynamic=dynamic, strict_native=strict_native,
-                                backend=backend, options=options)
-    return wrap if fn is None else wrap(fn)

@@ -30,6 +30,7 @@ from stax.trace import trace
 
 from . import config, logs
 from .backends import make_executable
+from .freevars import FreeVariables
 
 
 class Differentiated:
@@ -49,8 +50,13 @@ class Differentiated:
         for k in numbers:
             if not -len(args) <= k < len(args):
                 raise ValueError(f"argnums {k} is out of range for {len(args)} arguments")
-        numbers = tuple(k % len(args) for k in numbers)
-        program = self._program(args, numbers, None)
+        # arrays the function reads as globals or closure cells: leading arguments, as
+        # ``compile`` takes them (constants of the gradient: not differentiated)
+        free = FreeVariables(self.fn)
+        lifted = tuple(free.read()) if free else ()
+        numbers = tuple(len(lifted) + k % len(args) for k in numbers)
+        args = (*lifted, *args)
+        program = self._program(free.lifted() if free else self.fn, args, numbers, None)
         outputs, grads = program.run(args)
         result = tree_unflatten(program.output_tree, outputs)
         loss = result[0] if self.has_aux else result
@@ -60,12 +66,12 @@ class Differentiated:
             return ((loss, result[1]), gradient) if self.value else (gradient, result[1])
         return (loss, gradient) if self.value else gradient
 
-    def _program(self, args: tuple[Any, ...], numbers: tuple[int, ...], mode: Any) -> _Program:
+    def _program(self, fn: Callable[..., Any], args: tuple[Any, ...], numbers: tuple[int, ...],
+                 mode: Any) -> _Program:
         key = (_key(args), numbers, self.has_aux, mode)
         found = self._programs.get(key)
         if found is None:
-            found = self._programs[key] = _Program.build(self.fn, args, numbers, self.has_aux,
-                                                         mode)
+            found = self._programs[key] = _Program.build(fn, args, numbers, self.has_aux, mode)
         return found
 
 
@@ -87,8 +93,11 @@ def vjp(fn: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]
     """``(fn(*primals), pullback)``: ``pullback(cotangent)`` (a cotangent of ``fn``'s result's
     structure, each leaf of its leaf's shape and dtype) gives one cotangent per primal."""
     fn = getattr(fn, "fn", fn)
-    numbers = tuple(range(len(primals)))
-    program = _Program.build(fn, primals, numbers, False, "vjp")
+    free = FreeVariables(fn)
+    lifted = tuple(free.read()) if free else ()
+    numbers = tuple(range(len(lifted), len(lifted) + len(primals)))
+    primals = (*lifted, *primals)
+    program = _Program.build(free.lifted() if free else fn, primals, numbers, False, "vjp")
     forward = program.forward(primals)
     out = tree_unflatten(program.output_tree, forward)
 
