@@ -66,7 +66,9 @@ def differentiate(program: GraphProgram, wrt: Sequence[str], *, output: int | No
         g = cotangents.get(node)
         if g is None or node.op is Opcode.PLACEHOLDER:
             continue
-        for operand, cotangent in zip(node.args, _rule(node)(_anchored(emit, node), node, g)):
+        rule = _rule(node)
+        for operand, cotangent in zip(node.args, rule(_anchored(emit, node), node, g,
+                                                       active.__contains__)):
             if cotangent is not None and isinstance(operand, Node) and operand in active:
                 _accumulate(emit, cotangents, operand, cotangent)
     grads = [cotangents.get(p) or emit("full", (), {
@@ -139,9 +141,9 @@ def _rule(node: Node) -> Any:
         raise UnsupportedError(f"no derivative rule for {what}", node=node.name,
                                source=node.source)
 
-    def rule(emit: Any, node: Node, g: Node) -> tuple[Any, ...]:
+    def rule(emit: Any, node: Node, g: Node, need: Any) -> tuple[Any, ...]:
         try:
-            return op.vjp(emit, node, g)
+            return op.vjp(emit, node, g, need)
         except NotImplementedError as exc:
             raise UnsupportedError(f"no derivative rule for {exc}", node=node.name,
                                    source=node.source) from None

@@ -27,7 +27,10 @@ import numpy as np
 from .meta import TensorMeta, contiguous_strides
 
 Emit = Callable[..., Any]
-Rule = Callable[[Emit, Any, Any], tuple[Any, ...]]
+#: which operands want a cotangent (None: every differentiable one): the joint program computes
+#: none for an input it does not differentiate by (``x @ w`` by ``w`` alone: no ``g @ w.T``)
+Need = Callable[[Any], bool] | None
+Rule = Callable[..., tuple[Any, ...]]
 
 
 def meta(shape: tuple[int, ...], dtype: str) -> TensorMeta:
@@ -42,6 +45,11 @@ def differentiable(value: Any) -> bool:
     """Whether a cotangent flows to ``value``: a node of a float dtype."""
     return _is_node(value) and value.tensor is not None and \
         np.dtype(value.tensor.dtype).kind == "f"
+
+
+def _wants(need: Need, value: Any) -> bool:
+    """Whether the rule computes ``value``'s cotangent: differentiable, and wanted."""
+    return differentiable(value) and (need is None or need(value))
 
 
 def _shape(value: Any) -> tuple[int, ...]:
@@ -88,42 +96,43 @@ def _e(emit: Emit, op: str, *operands: Any, like: Any) -> Any:
 
 # -- element-wise ---------------------------------------------------------------------------------
 
-def add(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def add(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    return unbroadcast(emit, g, x), unbroadcast(emit, g, y)
+    return (unbroadcast(emit, g, x) if _wants(need, x) else None,
+            unbroadcast(emit, g, y) if _wants(need, y) else None)
 
 
-def sub(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def sub(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    return unbroadcast(emit, g, x), \
-        unbroadcast(emit, _e(emit, "neg", g, like=g), y) if differentiable(y) else None
+    return (unbroadcast(emit, g, x) if _wants(need, x) else None,
+            unbroadcast(emit, _e(emit, "neg", g, like=g), y) if _wants(need, y) else None)
 
 
-def mul(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def mul(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    return (unbroadcast(emit, _e(emit, "mul", g, y, like=g), x) if differentiable(x) else None,
-            unbroadcast(emit, _e(emit, "mul", g, x, like=g), y) if differentiable(y) else None)
+    return (unbroadcast(emit, _e(emit, "mul", g, y, like=g), x) if _wants(need, x) else None,
+            unbroadcast(emit, _e(emit, "mul", g, x, like=g), y) if _wants(need, y) else None)
 
 
-def truediv(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def truediv(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    gx = unbroadcast(emit, _e(emit, "truediv", g, y, like=g), x) if differentiable(x) else None
+    gx = unbroadcast(emit, _e(emit, "truediv", g, y, like=g), x) if _wants(need, x) else None
     gy = None
-    if differentiable(y):  # d(x / y)/dy = -(x / y) / y
+    if _wants(need, y):  # d(x / y)/dy = -(x / y) / y
         ratio = _e(emit, "truediv", node, y, like=g)
         gy = unbroadcast(emit, _e(emit, "neg", _e(emit, "mul", g, ratio, like=g), like=g), y)
     return gx, gy
 
 
-def neg(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
-    return (_e(emit, "neg", g, like=g),) if differentiable(node.args[0]) else (None,)
+def neg(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    return (_e(emit, "neg", g, like=g),) if _wants(need, node.args[0]) else (None,)
 
 
 def _unary(derivative: Callable[[Emit, Any, Any], Any]) -> Rule:
     """The rule of ``y = f(x)``: ``g * f'(x)``, ``derivative(emit, node, like)`` building f'."""
-    def rule(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    def rule(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         x = node.args[0]
-        if not differentiable(x):
+        if not _wants(need, x):
             return (None,)
         return (_e(emit, "mul", g, derivative(emit, node, g), like=g),)
     return rule
@@ -157,20 +166,20 @@ reciprocal = _unary(lambda emit, node, g: _e(emit, "neg", _e(emit, "mul", node, 
                                              like=g))
 
 
-def positive(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
-    return (g,) if differentiable(node.args[0]) else (None,)
+def positive(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    return (g,) if _wants(need, node.args[0]) else (None,)
 
 
-def pow(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def pow(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``x ** y``: ``y * x ** (y - 1)`` for x, ``x ** y * log(x)`` for y."""
     x, y = node.args
     gx = gy = None
-    if differentiable(x):
+    if _wants(need, x):
         lower = emit("pow", (x, y - 1.0 if not _is_node(y) else _e(emit, "sub", y, 1.0,
                                                                     like=y)),
                      {}, meta(_shape(node), node.tensor.dtype))
         gx = unbroadcast(emit, _e(emit, "mul", g, _e(emit, "mul", lower, y, like=g), like=g), x)
-    if differentiable(y):
+    if _wants(need, y):
         gy = unbroadcast(emit, _e(emit, "mul", g, _e(emit, "mul", node, _e(
             emit, "log", x, like=g) if _is_node(x) else math.log(x), like=g), like=g), y)
     return gx, gy
@@ -178,7 +187,7 @@ def pow(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
 
 def _extreme(op: str) -> Rule:
     """``maximum``/``minimum``: the cotangent to the operand chosen, half to each on a tie."""
-    def rule(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+    def rule(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         x, y = node.args
         flags = meta(_shape(node), "bool")
         wins = emit(op, (x, y), {}, flags)
@@ -188,7 +197,8 @@ def _extreme(op: str) -> Rule:
         to_x = emit("where", (wins, g, zero_or_half), {}, g.tensor)
         loses = emit("gt" if op == "lt" else "lt", (x, y), {}, flags)
         to_y = emit("where", (loses, g, zero_or_half), {}, g.tensor)
-        return unbroadcast(emit, to_x, x), unbroadcast(emit, to_y, y)
+        return (unbroadcast(emit, to_x, x) if _wants(need, x) else None,
+                unbroadcast(emit, to_y, y) if _wants(need, y) else None)
     return rule
 
 
@@ -196,41 +206,41 @@ maximum = _extreme("gt")
 minimum = _extreme("lt")
 
 
-def where(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def where(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     cond, a, b = node.args
     return (None,
             unbroadcast(emit, emit("where", (cond, g, 0.0), {}, g.tensor), a)
-            if differentiable(a) else None,
+            if _wants(need, a) else None,
             unbroadcast(emit, emit("where", (cond, 0.0, g), {}, g.tensor), b)
-            if differentiable(b) else None)
+            if _wants(need, b) else None)
 
 
-def cast(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def cast(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not differentiable(x):
+    if not _wants(need, x):
         return (None,)
     return (emit("cast", (g,), {"dtype": x.tensor.dtype}, meta(_shape(x), x.tensor.dtype)),)
 
 
-def zero(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def zero(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """Comparisons, predicates, rounding, ``sign``: a zero derivative (as JAX has it)."""
     return tuple(None for _ in node.args)
 
 
 # -- reductions -----------------------------------------------------------------------------------
 
-def sum(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def sum(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not differentiable(x):
+    if not _wants(need, x):
         return (None,)
     back = broadcast_back(emit, g, _shape(x), tuple(node.kwargs["axis"]),
                           node.kwargs["keepdims"])
     return (_cast_to(emit, back, x),)
 
 
-def mean(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def mean(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not differentiable(x):
+    if not _wants(need, x):
         return (None,)
     axes = tuple(node.kwargs["axis"])
     count = math.prod(_shape(x)[a] for a in axes)
@@ -238,11 +248,11 @@ def mean(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
     return (_cast_to(emit, _e(emit, "truediv", back, float(count), like=back), x),)
 
 
-def _extreme_reduction(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def _extreme_reduction(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``max``/``min`` over ``axis``: the cotangent split evenly among the elements equal to
     the result (JAX's rule)."""
     x = node.args[0]
-    if not differentiable(x):
+    if not _wants(need, x):
         return (None,)
     axes, shape, dtype = tuple(node.kwargs["axis"]), _shape(x), x.tensor.dtype
     result = broadcast_back(emit, node, shape, axes, node.kwargs["keepdims"])
@@ -261,10 +271,10 @@ max = _extreme_reduction
 min = _extreme_reduction
 
 
-def var(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def var(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``2 (x - mean) / (n - ddof)`` times the cotangent."""
     x = node.args[0]
-    if not differentiable(x):
+    if not _wants(need, x):
         return (None,)
     axes, shape, dtype = tuple(node.kwargs["axis"]), _shape(x), x.tensor.dtype
     kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
@@ -278,7 +288,7 @@ def var(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
                  meta(shape, dtype)),)
 
 
-def std(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def std(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """The variance's rule with the cotangent ``g / (2 std)``."""
     half = _e(emit, "truediv", _e(emit, "mul", g, 0.5, like=g), node, like=g)
     return var(emit, node, half)
@@ -292,12 +302,12 @@ def _cast_to(emit: Emit, g: Any, like: Any) -> Any:
 
 # -- data movement ------------------------------------------------------------------------------
 
-def view(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """A view reads the operand's memory at ``offset + sum(i * strides)``: its transpose adds
     each element of the cotangent at that place (a scatter that sums, for broadcast views),
     into zeros laid out as the operand's memory, then read as the operand (its strides)."""
     x = node.args[0]
-    if not differentiable(x):
+    if not _wants(need, x):
         return (None,)
     shape, dtype = _shape(x), x.tensor.dtype
     strides = tuple(x.tensor.strides)
@@ -335,9 +345,9 @@ def view(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
                  TensorMeta(shape, dtype, strides)),)
 
 
-def reshape(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def reshape(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not differentiable(x):
+    if not _wants(need, x):
         return (None,)
     return (emit("reshape", (g,), {"shape": _shape(x)}, meta(_shape(x), x.tensor.dtype)),)
 
@@ -371,7 +381,7 @@ def _row(emit: Emit, v: Any) -> Any:
                                "shape": (1, n)}, meta((1, n), v.tensor.dtype))
 
 
-def extern(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
+def extern(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """The NumPy steps with a rule: matrix products of 1-D and 2-D operands (``a @ b``,
     ``np.dot``), whose transposes are products again (``g @ b.T``, ``a.T @ g``)."""
     if node.kwargs.get("fn") not in MATMUL or node.kwargs.get("method") or len(node.args) != 2 \
@@ -384,22 +394,22 @@ def extern(emit: Emit, node: Any, g: Any) -> tuple[Any, ...]:
     dtype = node.tensor.dtype
     ga = gb = None
     if ra == 2 and rb == 2:  # (n, k) @ (k, m)
-        if differentiable(a):
+        if _wants(need, a):
             ga = _matmul(emit, g, _transposed(emit, b), _shape(a), dtype)
-        if differentiable(b):
+        if _wants(need, b):
             gb = _matmul(emit, _transposed(emit, a), g, _shape(b), dtype)
     elif ra == 2:  # (n, k) @ (k,) -> (n,)
-        if differentiable(a):
+        if _wants(need, a):
             ga = _e(emit, "mul", _column(emit, g), _row(emit, b), like=a)
-        if differentiable(b):
+        if _wants(need, b):
             gb = _matmul(emit, _transposed(emit, a), g, _shape(b), dtype)
     elif rb == 2:  # (k,) @ (k, m) -> (m,)
-        if differentiable(a):
+        if _wants(need, a):
             ga = _matmul(emit, b, g, _shape(a), dtype)
-        if differentiable(b):
+        if _wants(need, b):
             gb = _e(emit, "mul", _column(emit, a), _row(emit, g), like=b)
     else:  # (k,) @ (k,) -> ()
-        ga = _e(emit, "mul", b, g, like=a) if differentiable(a) else None
-        gb = _e(emit, "mul", a, g, like=b) if differentiable(b) else None
+        ga = _e(emit, "mul", b, g, like=a) if _wants(need, a) else None
+        gb = _e(emit, "mul", a, g, like=b) if _wants(need, b) else None
     return (None if ga is None else _cast_to(emit, ga, a),
             None if gb is None else _cast_to(emit, gb, b))
