@@ -8,7 +8,7 @@ cotangents of its operands, summed (``add``) where a value has several uses. The
 returns its own outputs followed by the inputs' cotangents, an ordinary op graph: every later
 layer (loop lowering, fusion, the CPU and GPU targets) compiles forward and backward together,
 as one program, and the forward values the backward reads are the forward's own buffers (every
-value saved; a min-cut choice of what to recompute is the next step, ``docs/autodiff.md``).
+value the backward reads kept, or recomputed by it where a minimum cut says so: ``remat.py``).
 
 The outputs' cotangents are the constant 1 for one 0-d output (``grad``), or inputs of the
 program appended after the others (``vjp``: one per output, of its shape and dtype).
@@ -24,19 +24,21 @@ from .graph import Node, Opcode
 from .ops import OPS
 from .program import GraphProgram, load_opgraph
 from .pytree import TreeDef
+from .remat import rematerialize
 
 #: the names of the placeholders that hold the outputs' cotangents (``seeds="inputs"``)
 COTANGENT = "__cotangent_{}"
 
 
 def differentiate(program: GraphProgram, wrt: Sequence[str], *, output: int | None = 0,
-                  ) -> GraphProgram:
+                  remat: bool = True) -> GraphProgram:
     """A copy of ``program`` that also returns the cotangents of the placeholders named ``wrt``
     (a zero array for one no output depends on): of output leaf ``output`` (a 0-d float: the
     gradient), or, with ``output=None``, of the sum of every float output times a cotangent the
     program takes as an input (``COTANGENT``, after its other inputs: a vector-Jacobian product).
     ``UnsupportedError`` names the op and the user's line where a rule is missing."""
     program = load_opgraph(program.to_json())  # the caller's program stays as it was
+    forward = set(program.graph.nodes)
     if program.writeback:
         raise UnsupportedError("differentiating a function that updates its arguments in place",
                                hint="return the new values instead")
@@ -77,6 +79,14 @@ def differentiate(program: GraphProgram, wrt: Sequence[str], *, output: int | No
     # a cotangent that is a view of another value: a value of its own (the program's result)
     grads = [emit("mul", (g, 1.0), {}, _dense(g)) if g.target == "view" else g for g in grads]
     end.set_args(((*outputs, *grads),))
+    if remat:  # what the forward keeps, what the backward recomputes (remat.py)
+        backward = {n for n in graph.nodes if n not in forward and
+                    n.op not in (Opcode.OUTPUT, Opcode.PLACEHOLDER)}
+        partition = rematerialize(graph, backward, {o for o in outputs if isinstance(o, Node)})
+        program.info["autodiff"] = partition.describe()
+        program.info["autodiff_bytes"] = {"kept": partition.kept_bytes,
+                                          "save_everything": partition.save_everything,
+                                          "recompute_everything": partition.recompute_everything}
     program.output_tree = TreeDef("tuple", tuple(TreeDef("leaf") for _ in
                                                  range(len(outputs) + len(grads))))
     return program

@@ -168,6 +168,7 @@ class _Program:
         verify_graph(joint.graph)
         loop = lower_opgraph(joint, materialize=target.materialize, options=target.loop_options)
         executable = make_executable(generate(loop, target=target), settings.cache_dir)
+        logs.emit("autodiff", settings.logs, f"{capture.name}: {joint.info.get('autodiff')}")
         logs.emit("perf", settings.logs, f"compiled {capture.name} with its reverse pass in "
                   f"{(time.perf_counter() - clock) * 1e3:.1f} ms")
         return _Program(executable, capture, joint, n_outputs, positions, trees)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from stax.codegen.diskcache import directory_from_environment
 
-LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "loops", "kernels", "perf")
+LOG_CATEGORIES = ("recompiles", "graph", "passes", "loop", "loops", "kernels", "perf", "autodiff")
 _reported: set[tuple[str, ...]] = set()  # unknown STAX_LOGS categories already warned about
 
 
