@@ -137,7 +137,7 @@ def test_an_edited_nest_is_obeyed_and_computes_the_same(build, program, nest, co
     assert code(again.llvm_ir) == after
     want, got = run_values(chosen, b)[0], run_values(again, b)[0]
     if program in ("column sum", "row sum", "softmax rows"):  # another order of the same sum
-        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=4e-6)  # float32 sums
     else:
         np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got, b.expected(out)[0], rtol=2e-5, atol=2e-5)

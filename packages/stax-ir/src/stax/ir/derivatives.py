@@ -313,6 +313,22 @@ def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     strides = tuple(x.tensor.strides)
     vshape, vstrides = tuple(node.kwargs["shape"]), tuple(node.kwargs["strides"])
     offset = node.kwargs["offset"]
+    orders = _memory_orders(shape, strides, vshape, vstrides, offset)
+    if orders is not None:  # a transpose, a reshape: g's axes in memory order, then x's
+        vorder, xorder = orders
+        gshape = tuple(vshape[d] for d in vorder)
+        gstrides = tuple(g.tensor.strides[d] for d in vorder)
+        permuted = emit("view", (g,), {"offset": 0, "shape": gshape, "strides": gstrides},
+                        TensorMeta(gshape, g.tensor.dtype, gstrides))
+        dense = tuple(shape[e] for e in xorder)
+        flat = emit("reshape", (permuted,), {"shape": dense}, meta(dense, g.tensor.dtype))
+        if xorder != list(range(len(shape))):
+            back = contiguous_strides(dense)
+            at = {e: k for k, e in enumerate(xorder)}
+            xstrides = tuple(back[at[e]] for e in range(len(shape)))
+            flat = emit("view", (flat,), {"offset": 0, "shape": shape, "strides": xstrides},
+                        TensorMeta(shape, g.tensor.dtype, xstrides))
+        return (_cast_to(emit, flat, x),)
     if not shape or math.prod(shape) == 0 or any(s < 0 for s in (*strides, *vstrides)):
         raise NotImplementedError("the transpose of a view with negative strides")
     extent = 1 + builtins.sum((n - 1) * s for n, s in zip(shape, strides))
@@ -345,6 +361,27 @@ def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
                  TensorMeta(shape, dtype, strides)),)
 
 
+def _memory_orders(shape: tuple[int, ...], strides: tuple[int, ...], vshape: tuple[int, ...],
+                   vstrides: tuple[int, ...], offset: int) -> tuple[list[int], list[int]] | None:
+    """The view's axes and x's axes, each in the order of memory, when both lay the same
+    memory out densely (the view a bijection onto x's elements: a transpose, a reshape, a split
+    or merge of axes, of any dense layout of x): read in those orders, both list the elements
+    in memory order. Else None."""
+    if offset or math.prod(vshape) != math.prod(shape) or \
+            any(s < 0 for s in (*vstrides, *strides)):
+        return None
+    orders = []
+    for extents, steps in ((vshape, vstrides), (shape, strides)):
+        order = sorted((d for d, n in enumerate(extents) if n != 1), key=lambda d: -steps[d])
+        expected = 1
+        for d in reversed(order):
+            if steps[d] != expected:
+                return None
+            expected *= extents[d]
+        orders.append(order + [d for d, n in enumerate(extents) if n == 1])
+    return orders[0], orders[1]
+
+
 def reshape(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
     if not _wants(need, x):
@@ -363,10 +400,11 @@ def _matmul(emit: Emit, a: Any, b: Any, shape: tuple[int, ...], dtype: str) -> A
 
 
 def _transposed(emit: Emit, m: Any) -> Any:
-    rows, cols = _shape(m)
-    s0, s1 = m.tensor.strides
-    return emit("view", (m,), {"offset": 0, "strides": (s1, s0), "shape": (cols, rows)},
-                TensorMeta((cols, rows), m.tensor.dtype, (s1, s0)))
+    """``m`` with its last two axes swapped: a view."""
+    shape, strides = list(_shape(m)), list(m.tensor.strides)
+    shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
+    return emit("view", (m,), {"offset": 0, "strides": tuple(strides), "shape": tuple(shape)},
+                TensorMeta(tuple(shape), m.tensor.dtype, tuple(strides)))
 
 
 def _column(emit: Emit, v: Any) -> Any:
@@ -382,22 +420,34 @@ def _row(emit: Emit, v: Any) -> Any:
 
 
 def extern(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
-    """The NumPy steps with a rule: matrix products of 1-D and 2-D operands (``a @ b``,
-    ``np.dot``), whose transposes are products again (``g @ b.T``, ``a.T @ g``)."""
+    """The NumPy steps with a rule: matrix products (``a @ b``, ``np.matmul``; ``np.dot`` of
+    1-D and 2-D operands), whose transposes are products again (``g @ b.T``, ``a.T @ g``,
+    summed over the axes a stack of matrices was broadcast along)."""
     if node.kwargs.get("fn") not in MATMUL or node.kwargs.get("method") or len(node.args) != 2 \
             or node.kwargs.get("call_kwargs"):
         raise NotImplementedError(f"the NumPy step {node.kwargs.get('fn')}")
     a, b = node.args
     ra, rb = len(_shape(a)), len(_shape(b))
-    if ra not in (1, 2) or rb not in (1, 2):
-        raise NotImplementedError("a product of more than two dimensions")
     dtype = node.tensor.dtype
     ga = gb = None
-    if ra == 2 and rb == 2:  # (n, k) @ (k, m)
+    if ra >= 2 and rb >= 2:  # (..., n, k) @ (..., k, m), the leading axes broadcast
+        if ra > 2 or rb > 2:
+            if node.kwargs["fn"] == "numpy.dot":
+                raise NotImplementedError("np.dot of more than two dimensions")
+            batch = tuple(np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-2]))
+            ga = unbroadcast(emit, _matmul(emit, g, _transposed(emit, b),
+                                           (*batch, *_shape(a)[-2:]), dtype), a) \
+                if _wants(need, a) else None
+            gb = unbroadcast(emit, _matmul(emit, _transposed(emit, a), g,
+                                           (*batch, *_shape(b)[-2:]), dtype), b) \
+                if _wants(need, b) else None
+            return ga, gb
         if _wants(need, a):
             ga = _matmul(emit, g, _transposed(emit, b), _shape(a), dtype)
         if _wants(need, b):
             gb = _matmul(emit, _transposed(emit, a), g, _shape(b), dtype)
+    elif ra > 2 or rb > 2:
+        raise NotImplementedError("a product of a vector and a stack of matrices")
     elif ra == 2:  # (n, k) @ (k,) -> (n,)
         if _wants(need, a):
             ga = _e(emit, "mul", _column(emit, g), _row(emit, b), like=a)

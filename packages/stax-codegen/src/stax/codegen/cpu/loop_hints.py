@@ -8,7 +8,13 @@ enough independent work across iterations to hide it. On an Intel Xeon (AVX-512,
 1.28 -> 0.95 ms; exp (LLVM interleaves it already), log and sin float64 and a polynomial stayed
 within noise. A hint is given to element-wise innermost loops at least ``HEAVY_WORK`` units
 (``costs.work``) an element and at least ``MIN_ITERATIONS`` long (a short row would run mostly
-in the vector epilogue)."""
+in the vector epilogue).
+
+A loop that holds another, and a loop of fewer than ``MIN_ITERATIONS`` iterations known at
+compile time, are not unrolled (``llvm.loop.unroll.disable``): LLVM fully unrolled the short
+loops of small shapes, vectorized and not, a layer norm of (2, 16, 32) float32 growing tenfold
+in IR and taking 1.2 s to optimize (0.02 s without), a transformer block 3.6 s; long innermost
+loops, where unrolling can pay, are left to LLVM."""
 
 from __future__ import annotations
 
@@ -33,6 +39,12 @@ def interleave_count(work: int | None, extent: int | None) -> int:
     return INTERLEAVE
 
 
+def short_loop(extent: int | None) -> bool:
+    """Whether a loop's iteration count is known at compile time and below
+    ``MIN_ITERATIONS`` (LLVM would unroll it fully)."""
+    return extent is not None and hint(extent) < MIN_ITERATIONS
+
+
 class _LoopID(ir.values.MDValue):
     """A loop's ID: ``distinct !{!self, hints...}``; LLVM takes a loop's hints only from a node
     whose first operand is itself, which ``Module.add_metadata`` cannot make."""
@@ -42,9 +54,13 @@ class _LoopID(ir.values.MDValue):
         buf += (f"distinct !{{ {self.get_reference()}, {hints} }}", "\n")
 
 
-def loop_id(module: ir.Module, interleave: int) -> ir.values.MDValue:
-    """A new loop ID asking for ``interleave`` vectors an iteration (one per loop: an ID is
-    distinct)."""
-    hint = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
-                                ir.Constant(ir.IntType(32), interleave)])
-    return _LoopID(module, [hint], name=str(len(module.metadata)))
+def loop_id(module: ir.Module, interleave: int = 1, unroll: bool = True) -> ir.values.MDValue:
+    """A new loop ID asking for ``interleave`` vectors an iteration, and no unrolling where
+    ``unroll`` is False (one per loop: an ID is distinct)."""
+    hints = []
+    if interleave > 1:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                          ir.Constant(ir.IntType(32), interleave)]))
+    if not unroll:
+        hints.append(module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
+    return _LoopID(module, hints, name=str(len(module.metadata)))
