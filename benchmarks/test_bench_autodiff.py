@@ -3,9 +3,11 @@ mean-squared loss, float32), forward, loss, the gradients of all four parameters
 update, per implementation: eager NumPy with a hand-written backward (the reference the others
 are checked against), ``jax.jit(jax.value_and_grad)`` with the update inside the jit,
 ``torch.compile`` of the step (optional) and ``stax.runtime.value_and_grad`` (its program
-computes loss and gradients; the update is four NumPy ``-=``). ``nox -s bench`` runs each in a
-process of its own; the summary prints the ratios. Not measured yet: the transformer block and
-peak memory (issue 16's other bars)."""
+computes loss and gradients; the update is four NumPy ``-=``). And one transformer block's loss
+and gradients (batch 8, sequence 512, width 512, 8 heads; layer norms, softmax attention, a
+tanh-GELU MLP; float32) from ``value_and_grad`` against ``jax.jit(jax.value_and_grad)``.
+``nox -s bench`` runs each in a process of its own; the summary prints the ratios. Not measured
+yet: peak memory (issue 16's last bar)."""
 
 from __future__ import annotations
 
@@ -132,3 +134,54 @@ def test_workload_training_step(benchmark, record, impl):
     benchmark.group = CASE
     benchmark.pedantic(step, args=(state, *data), rounds=5, warmup_rounds=1)
     record(CASE, impl, benchmark)
+
+
+TB, TS, TW, TH = 8, 512, 512, 8
+TRANSFORMER = f"grads_transformer_block({TB}x{TS}x{TW},{TH} heads)"
+
+
+def _block(xp):
+    def ln(z, g, b):
+        mu = z.mean(-1, keepdims=True)
+        var = ((z - mu) ** 2).mean(-1, keepdims=True)
+        return (z - mu) / xp.sqrt(var + 1e-5) * g + b
+
+    def block(wq, wk, wv, wo, w1, w2, g1, b1, g2, b2, x):
+        hd = TW // TH
+        h = ln(x, g1, b1)
+        q = (h @ wq).reshape(TB, TS, TH, hd).transpose(0, 2, 1, 3)
+        k = (h @ wk).reshape(TB, TS, TH, hd).transpose(0, 2, 1, 3)
+        v = (h @ wv).reshape(TB, TS, TH, hd).transpose(0, 2, 1, 3)
+        att = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(hd))
+        att = xp.exp(att - att.max(-1, keepdims=True))
+        att = att / att.sum(-1, keepdims=True)
+        x = x + (att @ v).transpose(0, 2, 1, 3).reshape(TB, TS, TW) @ wo
+        m = ln(x, g2, b2) @ w1
+        m = 0.5 * m * (1.0 + xp.tanh(C * (m + 0.044715 * m * m * m)))
+        return ((x + m @ w2) ** 2).mean()
+    return block
+
+
+@pytest.mark.parametrize("impl", ["jax", "stax"])
+def test_workload_transformer_block_gradients(benchmark, record, impl):
+    rng = np.random.default_rng(17)
+    f32 = lambda *s: (rng.standard_normal(s) * 0.05).astype(np.float32)  # noqa: E731
+    args = [f32(TW, TW), f32(TW, TW), f32(TW, TW), f32(TW, TW), f32(TW, 4 * TW),
+            f32(4 * TW, TW), 1 + f32(TW), f32(TW), 1 + f32(TW), f32(TW), f32(TB, TS, TW) * 20]
+    argnums = tuple(range(10))
+    if impl == "stax":
+        run = stax.value_and_grad(_block(np), argnums=argnums)
+        call = lambda: run(*args)  # noqa: E731
+    else:
+        if peers.jax is None:
+            pytest.skip("jax is not installed")
+        jax = peers.jax
+        jitted = jax.jit(jax.value_and_grad(_block(peers.jnp), argnums=argnums))
+        on_device = [peers.jnp.asarray(a) for a in args]
+        call = lambda: jax.block_until_ready(jitted(*on_device))  # noqa: E731
+    value, grads = call()
+    np.testing.assert_allclose(float(value), float(_block(np)(*args)), rtol=1e-4)
+    assert all(np.all(np.isfinite(np.asarray(g))) for g in grads)
+    benchmark.group = TRANSFORMER
+    benchmark.pedantic(call, rounds=3, warmup_rounds=1)
+    record(TRANSFORMER, impl, benchmark)

@@ -197,3 +197,32 @@ def test_the_cut_keeps_fewer_bytes_and_gives_the_same_gradients(caplog, monkeypa
     want = grad(loss, argnums=(0, 1))(w1, w2, x, y)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+
+
+def attention_block(wq, wk, wv, wo, g, b, x):
+    """A transformer's attention half: layer norm, heads by reshape and transpose, batched
+    products, softmax, heads merged back (a copying reshape)."""
+    B, S, W = x.shape
+    nh, hd = 2, W // 2
+    mu = x.mean(-1, keepdims=True)
+    h = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+    q = (h @ wq).reshape(B, S, nh, hd).transpose(0, 2, 1, 3)
+    k = (h @ wk).reshape(B, S, nh, hd).transpose(0, 2, 1, 3)
+    v = (h @ wv).reshape(B, S, nh, hd).transpose(0, 2, 1, 3)
+    att = q @ k.transpose(0, 1, 3, 2) / np.sqrt(hd)
+    att = np.exp(att - att.max(-1, keepdims=True))
+    att = att / att.sum(-1, keepdims=True)
+    o = (att @ v).transpose(0, 2, 1, 3).reshape(B, S, W) @ wo
+    return ((x + o) ** 2).mean()
+
+
+def test_attention_gradients_through_heads_and_batched_products():
+    rng = np.random.default_rng(6)
+    W = 6
+    params = [rng.standard_normal((W, W)) * 0.3 for _ in range(4)] + \
+        [1 + 0.1 * rng.standard_normal(W), 0.1 * rng.standard_normal(W)]
+    x = rng.standard_normal((2, 5, W))
+    grads = grad(attention_block, argnums=tuple(range(6)))(*params, x)
+    for k, got in enumerate(grads):
+        want = central_differences(attention_block, (*params, x), k)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
