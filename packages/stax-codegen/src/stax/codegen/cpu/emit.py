@@ -137,6 +137,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         # the element-wise work (``costs.work``) emitted inside the loop being built; -1 once
         # it holds another loop (then it is not the innermost); None outside every loop
         self.inner_work: int | None = None
+        self.enclosing_iterations = 1  # of the loops around the one being built (0: unknown)
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
         self.in_order = False  # reductions step without ``reassoc`` (``accumulators.py``)
@@ -202,6 +203,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         innermost loop may then be given LLVM's interleave hint, ``loop_hints.py``)."""
         b = self.builder
         enclosing, self.inner_work = self.inner_work, 0
+        around = self.enclosing_iterations
+        self.enclosing_iterations = around * hint(extent) if extent is not None and around else 0
         pre = b.block
         head = self.fn.append_basic_block(f"{var}_loop")
         done = self.fn.append_basic_block(f"{var}_done")
@@ -214,6 +217,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
             phi.add_incoming(init, pre)
         self.vars[var] = iv
         updated = list(body(phis))
+        self.enclosing_iterations = around
         inside, self.inner_work = self.inner_work, enclosing if enclosing is None else -1
         nxt = b.add(iv, ir.Constant(I64, step), name=f"{var}_next")
         latch = b.block
@@ -222,7 +226,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
             phi.add_incoming(new, latch)
         branch = b.cbranch(b.icmp_signed("<", nxt, high), head, done)
         count = interleave_count(inside, extent) if not carried and step == 1 else 1
-        unroll = inside != -1 and not short_loop(extent)  # (loop_hints.py)
+        unroll = inside != -1 and not short_loop(extent, around)  # (loop_hints.py)
         if count > 1 or not unroll:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
                                                      unroll=unroll))

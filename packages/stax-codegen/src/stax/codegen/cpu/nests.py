@@ -123,10 +123,11 @@ class LoopShapes:
                 self.nest(phase[0].ranges[1:], lambda d: xvar(d + 1), [], body,
                           unrolled=short_loop(phase))
             return []
-        self.loop(xvar(0), self.start, self.stop, [], row)
+        rows = nest.phases[0][0].ranges[0]  # all of them (a thread runs some)
+        self.loop(xvar(0), self.start, self.stop, [], row, extent=rows)
         if per_row:
             self.loop(xvar(0), self.start, self.stop, [],
-                      lambda _: ([self.phase(phase) for phase in per_row], [])[1])
+                      lambda _: ([self.phase(phase) for phase in per_row], [])[1], extent=rows)
 
     def phase(self, nodes: Sequence[ComputedBuffer]) -> None:
         """One phase's nodes at the current position of the enclosing loops."""
