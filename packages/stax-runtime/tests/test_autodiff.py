@@ -57,6 +57,11 @@ RULES = {
     "log-sum-exp": lambda x, y: np.log(np.exp(x).sum(axis=1)).sum() + (y * 0.5).sum(),
     "layer norm": lambda x, y: (((x - x.mean(1, keepdims=True)) /
                                  np.sqrt(x.var(1, keepdims=True) + 1e-5)) * y).sum(),
+    "concatenate, stack": lambda x, y: (np.concatenate([x, y * 2], axis=1) ** 2).sum() +
+    (np.stack([x, y], axis=0) * np.arange(2.0)[:, None, None]).sum(),
+    "pad": lambda x, y: (np.pad(x * y, ((1, 2), (0, 1))) ** 2 * np.arange(9.0)[:, None]).sum(),
+    "take": lambda x, y: (x[np.array([0, 2, 2, 5])] ** 2).sum() + (y[[1, 1, 3]] * y[[0]]).sum(),
+    "cumsum": lambda x, y: (np.cumsum(x, axis=0) ** 2).sum() + (np.cumsum(y, axis=1) * x).sum(),
 }
 
 

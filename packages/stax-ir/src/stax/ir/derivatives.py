@@ -463,3 +463,95 @@ def extern(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         gb = _e(emit, "mul", a, g, like=b) if _wants(need, b) else None
     return (None if ga is None else _cast_to(emit, ga, a),
             None if gb is None else _cast_to(emit, gb, b))
+
+
+# -- building arrays ----------------------------------------------------------------------------
+
+def _part(emit: Emit, g: Any, axis: int, start: int, length: int, drop: bool = False) -> Any:
+    """Elements ``start .. start + length`` of ``g`` along ``axis`` (a view; ``drop``: the one
+    element, without its axis)."""
+    shape, strides = list(_shape(g)), list(g.tensor.strides)
+    offset = start * strides[axis]
+    if drop:
+        del shape[axis], strides[axis]
+    else:
+        shape[axis] = length
+    return emit("view", (g,), {"offset": offset, "strides": tuple(strides), "shape": tuple(shape)},
+                TensorMeta(tuple(shape), g.tensor.dtype, tuple(strides)))
+
+
+def concatenate(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    """Each operand's slice of the cotangent along the axis."""
+    axis, out, at = node.kwargs["axis"], [], 0
+    for x in node.args:
+        length = _shape(x)[axis]
+        out.append(_cast_to(emit, _part(emit, g, axis, at, length), x) if _wants(need, x)
+                   else None)
+        at += length
+    return tuple(out)
+
+
+def stack(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    """Each operand's element of the cotangent along the new axis."""
+    axis = node.kwargs["axis"]
+    return tuple(_cast_to(emit, _part(emit, g, axis, k, 1, drop=True), x) if _wants(need, x)
+                 else None for k, x in enumerate(node.args))
+
+
+def pad(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    """The operand's region of the cotangent (the padding's constant has none)."""
+    x = node.args[0]
+    if not _wants(need, x):
+        return (None,)
+    for axis, (before, _) in enumerate(node.kwargs["pad_width"]):
+        g = _part(emit, g, axis, before, _shape(x)[axis])
+    return (_cast_to(emit, g, x),)
+
+
+def take(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    """``x[indices]`` along the first axis: the cotangent added at each index (``np.add.at``:
+    a repeated index sums), into zeros of x's shape."""
+    x, indices = node.args
+    if not _wants(need, x):
+        return (None, None)
+    if node.kwargs["axis"] != 0:
+        raise NotImplementedError("np.take along an axis other than the first")
+    zeros = emit("full", (), {"shape": _shape(x), "value": 0.0, "dtype": x.tensor.dtype},
+                 meta(_shape(x), x.tensor.dtype))
+    return (emit("scatter", (zeros, indices, _cast_to(emit, g, x)),
+                 {"count": 1, "accumulate": True, "scalar": None}, meta(_shape(x), x.tensor.dtype)),
+            None)
+
+
+def _flipped(emit: Emit, v: Any, axis: int) -> Any:
+    shape, strides = _shape(v), list(v.tensor.strides)
+    offset = (shape[axis] - 1) * strides[axis]
+    strides[axis] = -strides[axis]
+    return emit("view", (v,), {"offset": offset, "strides": tuple(strides), "shape": shape},
+                TensorMeta(shape, v.tensor.dtype, tuple(strides)))
+
+
+def cumsum(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    """The cotangent summed from the end: ``flip(cumsum(flip(g)))`` along the axis."""
+    x = node.args[0]
+    if not _wants(need, x):
+        return (None,)
+    axis = node.kwargs["axis"]
+    running = emit("cumsum", (_flipped(emit, g, axis),), {"axis": axis, "dtype": g.tensor.dtype},
+                   meta(_shape(g), g.tensor.dtype))
+    return (_cast_to(emit, _flipped(emit, running, axis), x),)
+
+
+def take_const(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    """``x[[i, j, ...]]`` along the first axis: ``take``'s rule with the positions as an array."""
+    x = node.args[0]
+    if not _wants(need, x):
+        return (None,)
+    parts = tuple(emit("full", (), {"shape": (), "value": int(i), "dtype": "int64"},
+                       meta((), "int64")) for i in node.kwargs["indices"])
+    positions = emit("stack", parts, {"axis": 0}, meta((len(parts),), "int64"))
+    zeros = emit("full", (), {"shape": _shape(x), "value": 0.0, "dtype": x.tensor.dtype},
+                 meta(_shape(x), x.tensor.dtype))
+    return (emit("scatter", (zeros, positions, _cast_to(emit, g, x)),
+                 {"count": 1, "accumulate": True, "scalar": None},
+                 meta(_shape(x), x.tensor.dtype)),)

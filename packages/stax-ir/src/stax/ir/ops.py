@@ -285,21 +285,25 @@ def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> A
 
 _declare("cumsum", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumsum(x, axis=axis, dtype=dtype),
          attrs=("axis", "dtype"), doc="running sum along ``axis``, accumulated in ``dtype`` in "
-         "order (bit-exact with NumPy's sequential loop)", captures=_reduction_captures("cumsum"))
+         "order (bit-exact with NumPy's sequential loop)", captures=_reduction_captures("cumsum"),
+         vjp=d.cumsum)
 _declare("cumprod", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumprod(x, axis=axis, dtype=dtype),
          attrs=("axis", "dtype"), doc="running product along ``axis``, in order",
          captures=_reduction_captures("cumprod"))
 # building arrays: concatenation, stacking, constant padding, triangles, and creation functions
 _declare("concatenate", P, -1, lambda *xs, axis: np.concatenate(xs, axis=axis), attrs=("axis",),
+         vjp=d.concatenate,
          doc="the operands joined along ``axis`` (each cast to the result dtype)")
-_declare("stack", P, -1, lambda *xs, axis: np.stack(xs, axis=axis), attrs=("axis",),
+_declare("stack", P, -1, lambda *xs, axis: np.stack(xs, axis=axis), attrs=("axis",), vjp=d.stack,
          doc="the operands stacked along a new ``axis``")
 _declare("pad", P, 1, lambda x, pad_width, value: np.pad(x, pad_width, constant_values=value),
+         vjp=d.pad,
          attrs=("pad_width", "value"), doc="constant padding: ``pad_width`` a (before, after) "
          "pair per axis")
 _declare("reshape", P, 1, lambda x, shape: np.reshape(x, shape), attrs=("shape",), vjp=d.reshape,
          doc="a C-order reshape that NumPy computes as a copy (a view becomes a ``view`` op)")
 _declare("take", P, 2, lambda x, indices, axis: np.take(x, indices, axis=axis), attrs=("axis",),
+         vjp=d.take,
          doc="np.take / x[indices]: gathers along ``axis``; an index out of bounds is NumPy's "
          "IndexError")
 _declare("dynamic_slice", P, 2,
@@ -309,6 +313,7 @@ _declare("dynamic_slice", P, 2,
              "clamped to [0, extent - length] (XLA's rule: nothing outside x is read); a "
              "lifted loop's ``x[i * bs:(i + 1) * bs]``, whose bounds capture checks first")
 _declare("take_const", P, 1, lambda x, axis, indices: np.take(x, list(indices), axis=axis),
+         vjp=d.take_const,
          attrs=("axis", "indices"), doc="x[[i, j, ...]] with a constant list of positions")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
          attrs=("shift", "axis"), doc="np.roll along one axis")
