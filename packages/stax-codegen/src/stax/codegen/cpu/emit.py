@@ -49,7 +49,7 @@ from .costs import work
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
 from .jit import array_dims_offset
-from .loop_hints import interleave_count, loop_id, short_loop
+from .loop_hints import SEQUENTIAL_SUM, interleave_count, loop_id, short_loop
 from .nests import UNROLLED, LoopShapes
 from .registry import TWO_PASSES, accumulator
 from .twin_skip import return_if_shrinking, scalar_factors
@@ -226,7 +226,10 @@ class KernelEmitter(LoopShapes, FloatEvents):
             phi.add_incoming(new, latch)
         branch = b.cbranch(b.icmp_signed("<", nxt, high), head, done)
         count = interleave_count(inside, extent) if not carried and step == 1 else 1
-        unroll = inside != -1 and not short_loop(extent, around)  # (loop_hints.py)
+        # (loop_hints.py) a reduction of a few elements stays unrolled: LLVM then keeps
+        # NumPy's sequential order, which a rolled loop it vectorizes does not
+        unroll = inside != -1 and (not short_loop(extent, around) or
+                                   bool(carried) and hint(extent) < SEQUENTIAL_SUM)
         if count > 1 or not unroll:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
                                                      unroll=unroll))

@@ -42,6 +42,9 @@ def interleave_count(work: int | None, extent: int | None) -> int:
 
 #: a nest of fewer iterations in all than this is small: its short loops are not unrolled
 SMALL_NEST = 4096
+#: a sum of fewer elements than this NumPy adds in order (its pairwise blocks are 8 long):
+#: such a reduction loop stays unrolled, which keeps LLVM's order NumPy's
+SEQUENTIAL_SUM = 8
 
 
 def short_loop(extent: int | None, around: int) -> bool:
