@@ -229,7 +229,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         # (loop_hints.py) a reduction of a few elements stays unrolled: LLVM then keeps
         # NumPy's sequential order, which a rolled loop it vectorizes does not
         unroll = inside != -1 and (not short_loop(extent, around) or
-                                   bool(carried) and hint(extent) < SEQUENTIAL_SUM)
+                                   (bool(carried) and hint(extent) < SEQUENTIAL_SUM))
         if count > 1 or not unroll:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
                                                      unroll=unroll))
