@@ -19,6 +19,7 @@ plan chose them) are ``nests.py``, floating-point event checks ``fpchecks.py``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from stax.loop import (
 
 from ..nesting import Nest
 from ..rowshare import Spill
-from . import rules
+from . import pairwise, rules
 from .alias_scopes import mark_alias_scopes
 from .costs import work
 from .expressions import EXPRESSIONS
@@ -53,7 +54,7 @@ from .loop_hints import SEQUENTIAL_SUM, interleave_count, loop_id, short_loop
 from .nests import UNROLLED, LoopShapes
 from .registry import TWO_PASSES, accumulator
 from .twin_skip import return_if_shrinking, scalar_factors
-from .types import I1, I8P, I64, memory_type
+from .types import I1, I8P, I64, is_float, memory_type
 
 #: the kinds whose values the floating-point checks look at (``fpevents``)
 CHECKED_KINDS = frozenset({Unary, Binary, Ternary, Cast, Select})
@@ -244,15 +245,21 @@ class KernelEmitter(LoopShapes, FloatEvents):
 
     def nest(self, ranges: Sequence[int], prefix: Callable[[int], str], carried: Sequence[ir.Value],
              body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], split: bool = False,
-             unrolled: int = UNROLLED) -> list[ir.Value]:
+             unrolled: int = UNROLLED, sums: Sequence[int] = ()) -> list[ir.Value]:
         """Nested loops over ``ranges``; with ``split`` the outermost runs over ``[start, stop)``;
-        an innermost loop of at most ``unrolled`` iterations as straight-line code."""
+        an innermost loop of at most ``unrolled`` iterations as straight-line code. ``sums``:
+        the positions of float sums among ``carried`` (their first values are the identity):
+        a long innermost loop then sums them in blocks, as a tree (``pairwise.py``)."""
         if not ranges:
             return list(body(carried))
 
         def level(d: int, values: Sequence[ir.Value]) -> Sequence[ir.Value]:
             if d == len(ranges):
                 return body(values)
+            if d == len(ranges) - 1 and sums and \
+                    (is_symbolic(ranges[d]) or ranges[d] > pairwise.BLOCK):
+                return pairwise.blocked(self, prefix(d), ranges[d], values, sums,
+                                        [carried[s] for s in sums], lambda v: level(d + 1, v))
             if d == len(ranges) - 1 and not values and not (split and d == 0) and \
                     not is_symbolic(ranges[d]) and ranges[d] <= unrolled:
                 # a complex value's two parts (``stax.loop.complex_values``): straight-line
@@ -279,6 +286,12 @@ class KernelEmitter(LoopShapes, FloatEvents):
             self.memo = outer_memo
             return []
         return run
+
+    def stack_array(self, typ: ir.Type, length: int) -> ir.Value:
+        """A ``[length x typ]`` array on the kernel's stack, allocated once at its entry."""
+        at = ir.IRBuilder(self._entry)
+        at.position_at_start(self._entry)
+        return at.alloca(ir.ArrayType(typ, length))
 
     def once(self, body: Callable[[], None]) -> None:
         """``body`` once, for a kernel without loops: only the thread given [0, 1) runs it."""
@@ -396,7 +409,11 @@ class KernelEmitter(LoopShapes, FloatEvents):
                 position += acc.carried
             return out
 
-        finals = self.nest(nodes[0].reduction_ranges, rvar, inits, inner)
+        # float sums in NumPy's accuracy class: blocks summed as a tree (``pairwise.py``)
+        sums = [] if self.in_order else \
+            [p for p, n in zip(itertools.accumulate([0] + [a.carried for a in accumulators]), nodes)
+             if n.data.reduction_type == "sum" and is_float(n.dtype)]
+        finals = self.nest(nodes[0].reduction_ranges, rvar, inits, inner, sums=sums)
         self.memo = outer_memo
         position = 0
         for node, acc in zip(nodes, accumulators):
