@@ -26,6 +26,10 @@ STATUS: dict[str, dict[str, str]] = defaultdict(dict)
 PEERS = ("numexpr", "numba", "jax")  # the issue's bar: faster than the fastest of these
 IMPL_ORDER = ("numpy", "numexpr", "numba", "jax", "torch", "stax")
 ROOFLINE_CASES = ("softmax(4096,4096)", "layer_norm(8192,1024)", "gelu(16M)")
+#: case -> impl -> peak memory of one call, bytes (``peak_memory``)
+MEMORY: dict[str, dict[str, int]] = defaultdict(dict)
+#: the peers of gradient cases (issue 16's bar: faster than both, memory not above either)
+GRADIENT_PEERS = ("jax", "torch")
 
 
 @pytest.fixture
@@ -33,6 +37,35 @@ def record():
     def save(case: str, impl: str, benchmark) -> None:
         MEDIANS[case][impl] = benchmark.stats.stats.median
     return save
+
+
+def _status_kib() -> dict[str, int]:
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(("VmRSS:", "VmHWM:")):
+            fields[line.split(":")[0]] = int(line.split()[1])
+    return fields
+
+
+@pytest.fixture
+def peak_memory():
+    """``peak_memory(case, impl, call)``: runs ``call`` once and records its peak memory: the
+    process's resident high-water mark (reset first through ``/proc/self/clear_refs``) above
+    its resident size before the call. Native allocations count (XLA's, torch's, LLVM's
+    kernels' NumPy arrays), which tracemalloc would miss. ``nox -s bench`` fixes glibc's mmap
+    threshold so that freed blocks leave the resident set; an allocator keeping a pool of its
+    own (XLA's) still counts only what its pool grew by in that step. Nothing recorded off
+    Linux."""
+    def measure(case: str, impl: str, call) -> None:
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+            before = _status_kib()["VmRSS"]
+        except (OSError, KeyError):
+            call()
+            return
+        call()
+        MEMORY[case][impl] = (_status_kib()["VmHWM"] - before) * 1024
+    return measure
 
 
 @pytest.fixture
@@ -112,14 +145,19 @@ def _time(seconds: float) -> str:
 def _workload_lines(peak: float | None) -> list[str]:
     lines = []
     for case, times in MEDIANS.items():
-        if case in ("dispatch", "capture") or case.startswith(CORPUS) or "numpy" not in times:
+        if case in ("dispatch", "capture") or case.startswith(CORPUS):
             continue
-        base = times["numpy"]
+        gradients = case in MEMORY
+        if "numpy" not in times and not gradients:
+            continue
+        base = times.get("numpy")
         order = sorted(times, key=lambda impl: IMPL_ORDER.index(impl) if impl in IMPL_ORDER
                        else len(IMPL_ORDER))
-        cells = [f"{impl} {_time(times[impl])} ({base / times[impl]:.2f}x)" for impl in order]
+        cells = [f"{impl} {_time(times[impl])}" + (f" ({base / times[impl]:.2f}x)" if base else "")
+                 for impl in order]
         lines.append(f"{case}: " + ", ".join(cells))
-        peer_times = {impl: times[impl] for impl in PEERS if impl in times}
+        peers = GRADIENT_PEERS if gradients else PEERS
+        peer_times = {impl: times[impl] for impl in peers if impl in times}
         stax = times.get("stax")
         if stax and peer_times:
             best = min(peer_times, key=peer_times.get)
@@ -131,10 +169,24 @@ def _workload_lines(peak: float | None) -> list[str]:
                          f"{TRAFFIC[case] / stax / 1e9:.1f} GB/s, {stax / floor:.2f}x the "
                          f"minimal-traffic time {_time(floor)}"
                          + (" (bar 1.5x)" if case in ROOFLINE_CASES else ""))
+        if gradients:
+            lines.append(_memory_line(MEMORY[case]))
     pow_, mul = MEDIANS.get("gelu_pow(16M)", {}).get("stax"), MEDIANS.get("gelu(16M)", {}).get("stax")
     if pow_ and mul:
         lines.append(f"gelu with x ** 3 / with x * x * x (stax): {pow_ / mul:.3f} (bar 1.05)")
     return lines
+
+
+def _memory_line(memory: dict[str, int]) -> str:
+    order = sorted(memory, key=lambda impl: IMPL_ORDER.index(impl) if impl in IMPL_ORDER
+                   else len(IMPL_ORDER))
+    cells = ", ".join(f"{impl} {memory[impl] / 2**20:.0f} MiB" for impl in order)
+    peers = [memory[impl] for impl in GRADIENT_PEERS if impl in memory]
+    verdict = ""
+    if "stax" in memory and peers:
+        verdict = "; stax " + ("at most" if memory["stax"] <= min(peers) else "ABOVE") + \
+            " every peer's"
+    return f"    peak memory of a call above the resident size before it: {cells}{verdict}"
 
 
 def _share_records() -> None:
@@ -156,11 +208,15 @@ def _share_records() -> None:
     for name, value in earlier.get("bandwidth", {}).items():
         BANDWIDTH[name] = max(value, BANDWIDTH.get(name, value))
     NOTES[:0] = [n for n in earlier.get("notes", []) if n not in NOTES]
+    for case, impls in earlier.get("memory", {}).items():
+        for impl, nbytes in impls.items():
+            MEMORY[case][impl] = min(nbytes, MEMORY[case].get(impl, nbytes))
     for case, impls in earlier.get("status", {}).items():
         for impl, text in impls.items():
             STATUS[case].setdefault(impl, text)
     Path(path).write_text(json.dumps({"medians": MEDIANS, "traffic": TRAFFIC,
-                                      "bandwidth": BANDWIDTH, "notes": NOTES, "status": STATUS}))
+                                      "bandwidth": BANDWIDTH, "notes": NOTES, "status": STATUS,
+                                      "memory": MEMORY}))
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -105,7 +105,7 @@ def _torch_step():
 
 
 @pytest.mark.parametrize("impl", ["numpy", "jax", "torch", "stax"])
-def test_workload_training_step(benchmark, record, impl):
+def test_workload_training_step(benchmark, record, peak_memory, impl):
     params, x, y = _params()
     want_params = [p.copy() for p in params]
     want = numpy_step(want_params, x, y)
@@ -134,13 +134,15 @@ def test_workload_training_step(benchmark, record, impl):
     benchmark.group = CASE
     benchmark.pedantic(step, args=(state, *data), rounds=5, warmup_rounds=1)
     record(CASE, impl, benchmark)
+    peak_memory(CASE, impl, lambda: step(state, *data))
 
 
 TB, TS, TW, TH = 8, 512, 512, 8
-TRANSFORMER = f"grads_transformer_block({TB}x{TS}x{TW},{TH} heads)"
+TRANSFORMER = f"train_step_transformer_block({TB}x{TS}x{TW},{TH} heads)"
 
 
 def _block(xp):
+    """The block's loss in NumPy's or JAX's words (``xp``); torch's is ``_torch_block``."""
     def ln(z, g, b):
         mu = z.mean(-1, keepdims=True)
         var = ((z - mu) ** 2).mean(-1, keepdims=True)
@@ -162,26 +164,97 @@ def _block(xp):
     return block
 
 
-@pytest.mark.parametrize("impl", ["jax", "stax"])
-def test_workload_transformer_block_gradients(benchmark, record, impl):
+def _torch_block(torch):
+    def ln(z, g, b):
+        mu = z.mean(-1, keepdim=True)
+        var = ((z - mu) ** 2).mean(-1, keepdim=True)
+        return (z - mu) / torch.sqrt(var + 1e-5) * g + b
+
+    def block(wq, wk, wv, wo, w1, w2, g1, b1, g2, b2, x):
+        hd = TW // TH
+        h = ln(x, g1, b1)
+        q = (h @ wq).reshape(TB, TS, TH, hd).permute(0, 2, 1, 3)
+        k = (h @ wk).reshape(TB, TS, TH, hd).permute(0, 2, 1, 3)
+        v = (h @ wv).reshape(TB, TS, TH, hd).permute(0, 2, 1, 3)
+        att = q @ k.transpose(-1, -2) / float(np.float32(np.sqrt(hd)))
+        att = torch.exp(att - att.amax(-1, keepdim=True))
+        att = att / att.sum(-1, keepdim=True)
+        x = x + (att @ v).permute(0, 2, 1, 3).reshape(TB, TS, TW) @ wo
+        m = ln(x, g2, b2) @ w1
+        m = 0.5 * m * (1.0 + torch.tanh(C * (m + 0.044715 * m * m * m)))
+        return ((x + m @ w2) ** 2).mean()
+    return block
+
+
+def _transformer_args():
     rng = np.random.default_rng(17)
     f32 = lambda *s: (rng.standard_normal(s) * 0.05).astype(np.float32)  # noqa: E731
-    args = [f32(TW, TW), f32(TW, TW), f32(TW, TW), f32(TW, TW), f32(TW, 4 * TW),
-            f32(4 * TW, TW), 1 + f32(TW), f32(TW), 1 + f32(TW), f32(TW), f32(TB, TS, TW) * 20]
-    argnums = tuple(range(10))
+    params = [f32(TW, TW), f32(TW, TW), f32(TW, TW), f32(TW, TW), f32(TW, 4 * TW),
+              f32(4 * TW, TW), 1 + f32(TW), f32(TW), 1 + f32(TW), f32(TW)]
+    return params, f32(TB, TS, TW) * 20
+
+
+def _transformer_step(impl):
+    """(step(state, x) -> loss, state from the NumPy parameters, x converted) per
+    implementation: forward, loss, gradients of the ten parameters, SGD update."""
+    params, x = _transformer_args()
+    argnums = tuple(range(len(params)))
     if impl == "stax":
-        run = stax.value_and_grad(_block(np), argnums=argnums)
-        call = lambda: run(*args)  # noqa: E731
-    else:
+        value_and_grad = stax.value_and_grad(_block(np), argnums=argnums)
+
+        def step(state, x):
+            value, grads = value_and_grad(*state, x)
+            for p, g in zip(state, grads):
+                p -= LR * g
+            return value
+        return step, [p.copy() for p in params], x
+    if impl == "jax":
         if peers.jax is None:
             pytest.skip("jax is not installed")
-        jax = peers.jax
-        jitted = jax.jit(jax.value_and_grad(_block(peers.jnp), argnums=argnums))
-        on_device = [peers.jnp.asarray(a) for a in args]
-        call = lambda: jax.block_until_ready(jitted(*on_device))  # noqa: E731
-    value, grads = call()
-    np.testing.assert_allclose(float(value), float(_block(np)(*args)), rtol=1e-4)
-    assert all(np.all(np.isfinite(np.asarray(g))) for g in grads)
+        jax, jnp = peers.jax, peers.jnp
+
+        @jax.jit
+        def jstep(state, x):
+            value, grads = jax.value_and_grad(_block(jnp), argnums=argnums)(*state, x)
+            return value, [p - LR * g for p, g in zip(state, grads)]
+
+        def step(state, x):
+            value, state[:] = jstep(state, x)
+            return jax.block_until_ready(value)
+        return step, [jnp.asarray(p) for p in params], jnp.asarray(x)
+    torch = peers.torch
+    if torch is None:
+        pytest.skip("torch is not installed (torch==2.13.0)")
+    torch.set_num_threads(2)
+    block = _torch_block(torch)
+
+    def step_fn(*args):
+        value = block(*args)
+        value.backward()
+        with torch.no_grad():
+            for p in args[:-1]:
+                p -= LR * p.grad
+                p.grad = None
+        return value
+
+    compiled = torch.compile(step_fn)
+    return (lambda state, x: compiled(*state, x).item(),
+            [torch.tensor(p, requires_grad=True) for p in params], torch.tensor(x))
+
+
+@pytest.mark.parametrize("impl", ["jax", "torch", "stax"])
+def test_workload_transformer_block_training_step(benchmark, record, peak_memory, impl):
+    step, state, x = _transformer_step(impl)
+    params, x_np = _transformer_args()
+    try:
+        value = float(step(state, x))
+    except Exception as exc:  # torch.compile needs a C++ compiler on the CPU
+        pytest.skip(f"{impl} does not run the step here: {type(exc).__name__}: {exc}"[:200])
+    np.testing.assert_allclose(value, float(_block(np)(*params, x_np)), rtol=1e-4)
+    moved = [np.asarray(p.detach() if hasattr(p, "detach") else p) for p in state]
+    assert all(np.all(np.isfinite(p)) for p in moved)
+    assert any(not np.array_equal(p, q) for p, q in zip(moved, params))  # the update ran
     benchmark.group = TRANSFORMER
-    benchmark.pedantic(call, rounds=3, warmup_rounds=1)
+    benchmark.pedantic(step, args=(state, x), rounds=3, warmup_rounds=1)
     record(TRANSFORMER, impl, benchmark)
+    peak_memory(TRANSFORMER, impl, lambda: step(state, x))
