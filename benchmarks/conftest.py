@@ -47,25 +47,36 @@ def _status_kib() -> dict[str, int]:
     return fields
 
 
+class PeakMemory:
+    """``start()`` once the case's data exist, before the implementation's first call (its
+    compile included); ``measure(case, impl, call)`` after the warm-up runs ``call`` once and
+    records the process's resident high-water mark during it (reset first through
+    ``/proc/self/clear_refs``) above the resident size at ``start``. So memory an
+    implementation keeps between calls counts (Stax's block pool for large intermediates,
+    XLA's allocator), and so do native allocations tracemalloc would miss (XLA's, torch's).
+    ``nox -s bench`` fixes glibc's mmap threshold so that freed blocks leave the resident set.
+    Nothing recorded off Linux."""
+
+    def __init__(self) -> None:
+        self.baseline: int | None = None
+
+    def start(self) -> None:
+        try:
+            self.baseline = _status_kib()["VmRSS"]
+        except (OSError, KeyError):
+            self.baseline = None
+
+    def measure(self, case: str, impl: str, call) -> None:
+        if self.baseline is None:
+            return
+        Path("/proc/self/clear_refs").write_text("5")
+        call()
+        MEMORY[case][impl] = (_status_kib()["VmHWM"] - self.baseline) * 1024
+
+
 @pytest.fixture
 def peak_memory():
-    """``peak_memory(case, impl, call)``: runs ``call`` once and records its peak memory: the
-    process's resident high-water mark (reset first through ``/proc/self/clear_refs``) above
-    its resident size before the call. Native allocations count (XLA's, torch's, LLVM's
-    kernels' NumPy arrays), which tracemalloc would miss. ``nox -s bench`` fixes glibc's mmap
-    threshold so that freed blocks leave the resident set; an allocator keeping a pool of its
-    own (XLA's) still counts only what its pool grew by in that step. Nothing recorded off
-    Linux."""
-    def measure(case: str, impl: str, call) -> None:
-        try:
-            Path("/proc/self/clear_refs").write_text("5")
-            before = _status_kib()["VmRSS"]
-        except (OSError, KeyError):
-            call()
-            return
-        call()
-        MEMORY[case][impl] = (_status_kib()["VmHWM"] - before) * 1024
-    return measure
+    return PeakMemory()
 
 
 @pytest.fixture
@@ -186,7 +197,7 @@ def _memory_line(memory: dict[str, int]) -> str:
     if "stax" in memory and peers:
         verdict = "; stax " + ("at most" if memory["stax"] <= min(peers) else "ABOVE") + \
             " every peer's"
-    return f"    peak memory of a call above the resident size before it: {cells}{verdict}"
+    return f"    peak memory of a step above the resident size before the first: {cells}{verdict}"
 
 
 def _share_records() -> None:

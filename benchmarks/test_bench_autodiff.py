@@ -3,11 +3,12 @@ mean-squared loss, float32), forward, loss, the gradients of all four parameters
 update, per implementation: eager NumPy with a hand-written backward (the reference the others
 are checked against), ``jax.jit(jax.value_and_grad)`` with the update inside the jit,
 ``torch.compile`` of the step (optional) and ``stax.runtime.value_and_grad`` (its program
-computes loss and gradients; the update is four NumPy ``-=``). And one transformer block's loss
-and gradients (batch 8, sequence 512, width 512, 8 heads; layer norms, softmax attention, a
-tanh-GELU MLP; float32) from ``value_and_grad`` against ``jax.jit(jax.value_and_grad)``.
-``nox -s bench`` runs each in a process of its own; the summary prints the ratios. Not measured
-yet: peak memory (issue 16's last bar)."""
+computes loss and gradients; the update is four NumPy ``-=``). And one transformer block's
+training step (batch 8, sequence 512, width 512, 8 heads; layer norms, softmax attention, a
+tanh-GELU MLP; float32; the same four parts) in Stax, JAX and torch.compile. ``nox -s bench``
+runs each implementation in a process of its own; the summary prints the ratios and each step's
+peak memory (the resident high-water mark of a warm step above the resident size before the
+first step, so compilers' leftovers and memory pools count: ``conftest.PeakMemory``)."""
 
 from __future__ import annotations
 
@@ -109,6 +110,7 @@ def test_workload_training_step(benchmark, record, peak_memory, impl):
     params, x, y = _params()
     want_params = [p.copy() for p in params]
     want = numpy_step(want_params, x, y)
+    peak_memory.start()
     if impl == "numpy":
         step, state, data = numpy_step, [p.copy() for p in params], (x, y)
     elif impl == "stax":
@@ -134,7 +136,7 @@ def test_workload_training_step(benchmark, record, peak_memory, impl):
     benchmark.group = CASE
     benchmark.pedantic(step, args=(state, *data), rounds=5, warmup_rounds=1)
     record(CASE, impl, benchmark)
-    peak_memory(CASE, impl, lambda: step(state, *data))
+    peak_memory.measure(CASE, impl, lambda: step(state, *data))
 
 
 TB, TS, TW, TH = 8, 512, 512, 8
@@ -244,8 +246,9 @@ def _transformer_step(impl):
 
 @pytest.mark.parametrize("impl", ["jax", "torch", "stax"])
 def test_workload_transformer_block_training_step(benchmark, record, peak_memory, impl):
-    step, state, x = _transformer_step(impl)
     params, x_np = _transformer_args()
+    peak_memory.start()
+    step, state, x = _transformer_step(impl)
     try:
         value = float(step(state, x))
     except Exception as exc:  # torch.compile needs a C++ compiler on the CPU
@@ -257,4 +260,4 @@ def test_workload_transformer_block_training_step(benchmark, record, peak_memory
     benchmark.group = TRANSFORMER
     benchmark.pedantic(step, args=(state, x), rounds=3, warmup_rounds=1)
     record(TRANSFORMER, impl, benchmark)
-    peak_memory(TRANSFORMER, impl, lambda: step(state, x))
+    peak_memory.measure(TRANSFORMER, impl, lambda: step(state, x))
