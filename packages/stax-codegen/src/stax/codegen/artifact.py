@@ -315,8 +315,9 @@ class KernelArtifact:
         lines += [f"overwrite {name}: written into argument {over}'s memory once the call stands"
                   for name, over in self.overwrites.items()]
         for k in self.kernels:
-            # a computed buffer that is no argument is computed for its events only, unstored
-            computes = [c if c in k.args else f"{c} (for its events, unstored)" for c in k.computes]
+            # a computed buffer that is no argument is never stored: computed for its events
+            # only, or read only in its kernel at the element computed (``transient.py``)
+            computes = [c if c in k.args else f"{c} (unstored)" for c in k.computes]
             lines.append(f"launch {k.name}({', '.join(k.args)}) outer loop over [0, {k.outer_range})"
                          f"{' in parallel' if k.parallel else ''}: computes {', '.join(computes)};"
                          f" moves {k.bytes_read} B in, {k.bytes_written} B out;"

@@ -51,7 +51,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     if target.device == "cuda":
         return generate_triton(program, target, nests)
     _check_emitter(target)
-    plan = plan_program(program, nests, target.phased_columns)
+    plan = plan_program(program, nests, target.phased_columns, transient=True)
     groups, storage, discard = plan.groups, plan.storage, plan.discard
     identity = target.identity
     module = ir.Module(name=program.name)

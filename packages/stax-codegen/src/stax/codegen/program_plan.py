@@ -22,6 +22,7 @@ from .artifact import BufferPlan, ExternPlan
 from .nesting import NestPlan, choose_nest, nest_as
 from .scheduler import FusionDecision, Group, schedule
 from .storage_plan import StoragePlan, order_steps, plan_storage
+from .transient import transient_buffers
 
 
 @dataclass
@@ -33,7 +34,8 @@ class ProgramPlan:
     groups: list[Group]
     decisions: list[FusionDecision]
     storage: StoragePlan
-    #: buffers computed only for their floating-point events, never stored (``discarded``)
+    #: buffers never stored: computed only for their floating-point events (``discarded``), or
+    #: read only by their own kernel at the element it computes (``transient.py``)
     discard: frozenset[str]
     output_names: set[str]
     dtypes: dict[str, str]     # every input's and buffer's dtype
@@ -56,11 +58,12 @@ def _too_many(program: LoopProgram, what: str) -> UnsupportedError:
 
 def plan_program(program: LoopProgram,
                  nests: Mapping[tuple[str, ...], NestPlan] | None = None,
-                 phased_columns: bool = False) -> ProgramPlan:
+                 phased_columns: bool = False, transient: bool = False) -> ProgramPlan:
     """Schedule ``program``; ``nests`` replaces the scheduler's loop nest of the kernels computing
     the given buffers (``ValueError`` when one is not legal for its kernel); ``phased_columns``
-    is the target's (``Target.phased_columns``). ``UnsupportedError`` for a program of more
-    than ``MAX_STEPS`` steps."""
+    is the target's (``Target.phased_columns``); ``transient``: buffers only their own kernel
+    reads, at the element it computes, are not stored (``transient.py``; the CPU's emitter
+    holds them). ``UnsupportedError`` for a program of more than ``MAX_STEPS`` steps."""
     if len(program.buffers) > 4 * MAX_STEPS:
         raise _too_many(program, f"{len(program.buffers)} buffers")
     # buffers written over updated arguments run last, each in a kernel of its own, after the
@@ -81,6 +84,8 @@ def plan_program(program: LoopProgram,
     output_names = {o.buffer for o in program.outputs if o.buffer is not None}
     kept = output_names | set(program.checks)  # read after the last step: never reused
     discard = discarded(program)
+    if transient:
+        discard |= transient_buffers(groups + last, kept | set(program.overwrites))
     sizes = {b.name: 0 if b.name in discard else math.prod(b.shape) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
     groups = order_steps(groups, sizes, kept) + last
@@ -102,11 +107,13 @@ def discarded(program: LoopProgram) -> frozenset[str]:
 
 
 def kernel_args(group: Group, discard: frozenset[str]) -> tuple[str, ...]:
-    """The buffers a group's kernel reads, then those it writes, each once, in first-use order."""
+    """The buffers a group's kernel reads, then those it writes, each once, in first-use order;
+    none in ``discard`` (never stored: a transient one's readers take its value as computed)."""
     names: dict[str, None] = {}
     for node in group.nodes:
         for ld in node_loads(node):
-            names.setdefault(ld.buffer, None)
+            if ld.buffer not in discard:
+                names.setdefault(ld.buffer, None)
     for node in group.nodes:
         if node.name not in discard:
             names.setdefault(node.name, None)

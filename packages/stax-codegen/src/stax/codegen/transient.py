@@ -1,0 +1,73 @@
+"""Buffers only their own kernel reads, at the element it computes: never stored.
+
+The loop program realizes a value several nodes read (a GELU's ``x @ w1 + b``, read four
+times), and fusion may put every reader in the kernel computing it; that kernel still stored
+the value, and the plan gave it a block of memory: the gradient program of a 2-layer MLP wrote
+two 8 MiB buffers nothing read again (peak 48 MiB where torch.compile's step took 40).
+
+A buffer is *transient* when it is element-wise (not a region update, not a scatter), no other
+step and no output or check reads it, no reduction spills into it, and each of its readers is
+an element-wise node of the same phase of its kernel, after it, loading it only at exactly its
+store index: the element the emitter has just computed and holds (``KernelEmitter.local``). The
+CPU then computes it as it computes a value kept only for its events (``KernelSpec.discard``):
+not stored, no kernel argument, no storage, its float events still tested
+(``fpchecks.keep_for_events``). Triton keeps its own rule (``triton/generate.unread``): its
+element-wise kernels skip a discarded node altogether."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+
+from stax.loop import ComputedBuffer, ExternCall, Pointwise, node_loads
+from stax.loop.expr import Load
+
+from .scheduler import Group
+
+
+def transient_buffers(groups: Sequence[Group], kept: Set[str]) -> frozenset[str]:
+    """The transient buffers of the scheduled ``groups`` (their nests chosen); ``kept``: the
+    buffers read after the last step (outputs, checks) or written over arguments."""
+    read_by: dict[str, int] = {}
+    for g in groups:
+        for name in g.reads | g.after:
+            read_by[name] = read_by.get(name, 0) + 1
+    found = set()
+    for g in groups:
+        if g.nest is None or any(isinstance(n, ExternCall) for n in g.nodes):
+            continue
+        spilled = {s.buffer for s in g.nest.shares}
+        for phase in g.nest.phases:
+            for at, node in enumerate(phase):
+                if node.name in kept or node.name in spilled or not _element_wise(node):
+                    continue
+                # the group's own reads count once (``Group.reads`` is the union of its nodes')
+                if read_by.get(node.name, 0) > (1 if node.name in g.reads | g.after else 0):
+                    continue
+                if _only_read_here(node, phase[at + 1:], g.nodes):
+                    found.add(node.name)
+    return frozenset(found)
+
+
+def _element_wise(node: ComputedBuffer) -> bool:
+    return isinstance(node.data, Pointwise) and node.updates is None and \
+        node.store_offset is None
+
+
+def _only_read_here(node: ComputedBuffer, later: Sequence[ComputedBuffer],
+                    group: Sequence[ComputedBuffer | ExternCall]) -> bool:
+    """Whether every read of ``node`` in its kernel is a plain load at its store index by an
+    element-wise node of ``later`` (the rest of its phase)."""
+    later_names = {n.name for n in later}
+    for other in group:
+        if other is node or isinstance(other, ExternCall):
+            continue
+        if other.updates == node.name:
+            return False
+        reads = [r for r in node_loads(other) if r.buffer == node.name]
+        if not reads:
+            continue
+        if other.name not in later_names or not _element_wise(other):
+            return False
+        if any(type(r) is not Load or r.index != node.store_index for r in reads):
+            return False
+    return True
