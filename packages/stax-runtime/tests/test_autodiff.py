@@ -62,7 +62,39 @@ RULES = {
     "pad": lambda x, y: (np.pad(x * y, ((1, 2), (0, 1))) ** 2 * np.arange(9.0)[:, None]).sum(),
     "take": lambda x, y: (x[np.array([0, 2, 2, 5])] ** 2).sum() + (y[[1, 1, 3]] * y[[0]]).sum(),
     "cumsum": lambda x, y: (np.cumsum(x, axis=0) ** 2).sum() + (np.cumsum(y, axis=1) * x).sum(),
+    "inverse trigonometric": lambda x, y: (np.arcsin(np.tanh(x) * 0.9) + np.arctan2(x, y) +
+                                           np.arccos(np.tanh(y) * 0.9) + np.arcsinh(x)).sum() +
+    (np.arccosh(y + 1.5) + np.arctanh(np.tanh(x) * 0.5)).sum(),
+    "tan, cbrt, exp2": lambda x, y: (np.tan(np.tanh(x)) + np.cbrt(y) * np.exp2(x)).sum(),
+    "hypot, logaddexp": lambda x, y: (np.hypot(x, y) + np.logaddexp(x, y) * x +
+                                      np.logaddexp2(y, x)).sum(),
+    "copysign, fmax, fmin, remainder": lambda x, y: (np.copysign(y, x) * x).sum() +
+    np.fmax(x, y).sum() + np.fmin(x, 0.3).sum() + (np.mod(x * 3, y) * y).sum(),
+    "prod, cumprod": lambda x, y: x.prod(axis=1).sum() + (np.cumprod(y, axis=0) * x).sum() +
+    np.prod(y[:3], axis=(0, 1)),
+    "roll, tril, triu": lambda x, y: (np.roll(x, 2, axis=0) * y).sum() + (np.tril(x) ** 2).sum() +
+    (np.triu(y, 1) * x).sum(),
+    "flip, reversed slices": lambda x, y: (np.flip(x, 0) * y).sum() + (x[::-1, ::2] ** 2).sum(),
+    "einsum": lambda x, y: np.einsum("ij,ij->i", x, y).sum() +
+    (np.einsum("ij,kj->ik", x, y) ** 2).sum() + np.einsum("ij,j->", x, y[0]),
+    "setitem of a local": lambda x, y: _assigned(x, y),
 }
+
+
+def _assigned(x, y):
+    z = x * 1.0
+    z[1:3] = y[1:3] * 2.0
+    z[4, ::2] = y[0, 0]
+    return (z ** 2).sum()
+
+
+def test_cumprod_and_prod_gradients_at_zeros():
+    """No division by the zeros: the product of the other factors, as the differences say."""
+    x = np.array([[0.5, 0.0, 2.0, 0.0, 3.0], [1.5, -2.0, 0.0, 0.5, 1.0]])
+    fn = lambda x: (np.cumprod(x, axis=1) * np.arange(1.0, 6.0)).sum() + x.prod(axis=1).sum()  # noqa: E731
+    got = grad(fn)(x)
+    np.testing.assert_allclose(got, central_differences(fn, (x,), 0), rtol=1e-6, atol=1e-7)
+    assert np.all(np.isfinite(got))
 
 
 def _inputs(layout, rng):

@@ -18,6 +18,9 @@ def test_every_case_agrees_with_numpy_and_the_table_is_current():
     rows = [coverage.measure(c, cuda) for c in coverage.cases()]
     wrong = [r for r in rows if not r.agrees or not r.cuda_agrees]
     assert not wrong, wrong
+    # every gradient Stax gives agrees with finite differences (coverage_gradients.py)
+    assert not [r for r in rows if r.gradient == "NO"]
+    assert {r.gradient for r in rows} <= set(coverage.GRADIENT_STATUSES)
     assert {r.status for r in rows} <= {"native", "extern", "fallback", "n/a"}
     assert {r.cuda for r in rows} <= (set(coverage.CUDA_STATUSES) if cuda else {""})
     text = coverage.table(rows)
@@ -36,8 +39,8 @@ def test_the_cuda_column_runs_the_cases_through_the_cuda_path():
     assert rows["np.matmul"].cuda == "NumPy step" and rows["np.matmul"].cuda_detail == "numpy.matmul"
     assert all(r.cuda_agrees for r in rows.values()), rows
     table = coverage.table(list(rows.values()))
-    assert "| group | case | runs as | agrees | CUDA | detail |" in table
-    assert "| linear algebra | `np.matmul` | extern | yes | NumPy step | numpy.matmul |" in table
+    assert "| group | case | runs as | agrees | CUDA | gradient | detail |" in table
+    assert "| linear algebra | `np.matmul` | extern | yes | NumPy step | yes | numpy.matmul |" in table
 
 
 def test_the_required_surface_is_captured():

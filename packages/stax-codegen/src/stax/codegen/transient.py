@@ -55,9 +55,11 @@ def _element_wise(node: ComputedBuffer) -> bool:
 
 def _only_read_here(node: ComputedBuffer, later: Sequence[ComputedBuffer],
                     group: Sequence[ComputedBuffer | ExternCall]) -> bool:
-    """Whether every read of ``node`` in its kernel is a plain load at its store index by an
-    element-wise node of ``later`` (the rest of its phase)."""
+    """Whether ``node`` is read in its kernel, and every read is a plain load at its store index
+    by an element-wise node of ``later`` (the rest of its phase). A buffer nothing reads is no
+    one's to hold (a kernel of only such buffers would have no argument at all)."""
     later_names = {n.name for n in later}
+    readers = 0
     for other in group:
         if other is node or isinstance(other, ExternCall):
             continue
@@ -70,4 +72,5 @@ def _only_read_here(node: ComputedBuffer, later: Sequence[ComputedBuffer],
             return False
         if any(type(r) is not Load or r.index != node.store_index for r in reads):
             return False
-    return True
+        readers += 1
+    return readers > 0

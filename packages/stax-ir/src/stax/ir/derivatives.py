@@ -47,12 +47,12 @@ def differentiable(value: Any) -> bool:
         np.dtype(value.tensor.dtype).kind == "f"
 
 
-def _wants(need: Need, value: Any) -> bool:
+def wants(need: Need, value: Any) -> bool:
     """Whether the rule computes ``value``'s cotangent: differentiable, and wanted."""
     return differentiable(value) and (need is None or need(value))
 
 
-def _shape(value: Any) -> tuple[int, ...]:
+def shape_of(value: Any) -> tuple[int, ...]:
     return tuple(value.tensor.shape) if _is_node(value) else ()
 
 
@@ -61,7 +61,7 @@ def unbroadcast(emit: Emit, g: Any, like: Any) -> Any:
     in ``like``'s shape and dtype; None where ``like`` is not differentiable."""
     if not differentiable(like):
         return None
-    shape, dtype = _shape(like), like.tensor.dtype
+    shape, dtype = shape_of(like), like.tensor.dtype
     gshape = tuple(g.tensor.shape)
     lead = len(gshape) - len(shape)
     axes = (*range(lead), *(lead + i for i, n in enumerate(shape) if n == 1 and
@@ -89,52 +89,52 @@ def broadcast_back(emit: Emit, g: Any, shape: tuple[int, ...], axes: tuple[int, 
                 meta(shape, g.tensor.dtype))
 
 
-def _e(emit: Emit, op: str, *operands: Any, like: Any) -> Any:
+def elem(emit: Emit, op: str, *operands: Any, like: Any) -> Any:
     """An element-wise op of ``like``'s shape and dtype."""
-    return emit(op, operands, {}, meta(_shape(like), like.tensor.dtype))
+    return emit(op, operands, {}, meta(shape_of(like), like.tensor.dtype))
 
 
 # -- element-wise ---------------------------------------------------------------------------------
 
 def add(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    return (unbroadcast(emit, g, x) if _wants(need, x) else None,
-            unbroadcast(emit, g, y) if _wants(need, y) else None)
+    return (unbroadcast(emit, g, x) if wants(need, x) else None,
+            unbroadcast(emit, g, y) if wants(need, y) else None)
 
 
 def sub(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    return (unbroadcast(emit, g, x) if _wants(need, x) else None,
-            unbroadcast(emit, _e(emit, "neg", g, like=g), y) if _wants(need, y) else None)
+    return (unbroadcast(emit, g, x) if wants(need, x) else None,
+            unbroadcast(emit, elem(emit, "neg", g, like=g), y) if wants(need, y) else None)
 
 
 def mul(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    return (unbroadcast(emit, _e(emit, "mul", g, y, like=g), x) if _wants(need, x) else None,
-            unbroadcast(emit, _e(emit, "mul", g, x, like=g), y) if _wants(need, y) else None)
+    return (unbroadcast(emit, elem(emit, "mul", g, y, like=g), x) if wants(need, x) else None,
+            unbroadcast(emit, elem(emit, "mul", g, x, like=g), y) if wants(need, y) else None)
 
 
 def truediv(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x, y = node.args
-    gx = unbroadcast(emit, _e(emit, "truediv", g, y, like=g), x) if _wants(need, x) else None
+    gx = unbroadcast(emit, elem(emit, "truediv", g, y, like=g), x) if wants(need, x) else None
     gy = None
-    if _wants(need, y):  # d(x / y)/dy = -(x / y) / y
-        ratio = _e(emit, "truediv", node, y, like=g)
-        gy = unbroadcast(emit, _e(emit, "neg", _e(emit, "mul", g, ratio, like=g), like=g), y)
+    if wants(need, y):  # d(x / y)/dy = -(x / y) / y
+        ratio = elem(emit, "truediv", node, y, like=g)
+        gy = unbroadcast(emit, elem(emit, "neg", elem(emit, "mul", g, ratio, like=g), like=g), y)
     return gx, gy
 
 
 def neg(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
-    return (_e(emit, "neg", g, like=g),) if _wants(need, node.args[0]) else (None,)
+    return (elem(emit, "neg", g, like=g),) if wants(need, node.args[0]) else (None,)
 
 
-def _unary(derivative: Callable[[Emit, Any, Any], Any]) -> Rule:
+def unary(derivative: Callable[[Emit, Any, Any], Any]) -> Rule:
     """The rule of ``y = f(x)``: ``g * f'(x)``, ``derivative(emit, node, like)`` building f'."""
     def rule(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         x = node.args[0]
-        if not _wants(need, x):
+        if not wants(need, x):
             return (None,)
-        return (_e(emit, "mul", g, derivative(emit, node, g), like=g),)
+        return (elem(emit, "mul", g, derivative(emit, node, g), like=g),)
     return rule
 
 
@@ -142,45 +142,45 @@ def _const(value: float) -> float:
     return float(value)
 
 
-exp = _unary(lambda emit, node, g: node)
-expm1 = _unary(lambda emit, node, g: _e(emit, "add", node, 1.0, like=g))
-log = _unary(lambda emit, node, g: _e(emit, "reciprocal", node.args[0], like=g))
-log1p = _unary(lambda emit, node, g: _e(emit, "reciprocal",
-                                        _e(emit, "add", node.args[0], 1.0, like=g), like=g))
-log2 = _unary(lambda emit, node, g: _e(emit, "reciprocal", _e(
+exp = unary(lambda emit, node, g: node)
+expm1 = unary(lambda emit, node, g: elem(emit, "add", node, 1.0, like=g))
+log = unary(lambda emit, node, g: elem(emit, "reciprocal", node.args[0], like=g))
+log1p = unary(lambda emit, node, g: elem(emit, "reciprocal",
+                                        elem(emit, "add", node.args[0], 1.0, like=g), like=g))
+log2 = unary(lambda emit, node, g: elem(emit, "reciprocal", elem(
     emit, "mul", node.args[0], _const(math.log(2.0)), like=g), like=g))
-log10 = _unary(lambda emit, node, g: _e(emit, "reciprocal", _e(
+log10 = unary(lambda emit, node, g: elem(emit, "reciprocal", elem(
     emit, "mul", node.args[0], _const(math.log(10.0)), like=g), like=g))
-sqrt = _unary(lambda emit, node, g: _e(emit, "truediv", 0.5, node, like=g))
-tanh = _unary(lambda emit, node, g: _e(emit, "sub", 1.0, _e(emit, "mul", node, node, like=g),
+sqrt = unary(lambda emit, node, g: elem(emit, "truediv", 0.5, node, like=g))
+tanh = unary(lambda emit, node, g: elem(emit, "sub", 1.0, elem(emit, "mul", node, node, like=g),
                                        like=g))
-sin = _unary(lambda emit, node, g: _e(emit, "cos", node.args[0], like=g))
-cos = _unary(lambda emit, node, g: _e(emit, "neg", _e(emit, "sin", node.args[0], like=g),
+sin = unary(lambda emit, node, g: elem(emit, "cos", node.args[0], like=g))
+cos = unary(lambda emit, node, g: elem(emit, "neg", elem(emit, "sin", node.args[0], like=g),
                                       like=g))
-sinh = _unary(lambda emit, node, g: _e(emit, "cosh", node.args[0], like=g))
-cosh = _unary(lambda emit, node, g: _e(emit, "sinh", node.args[0], like=g))
-arctan = _unary(lambda emit, node, g: _e(emit, "reciprocal", _e(
-    emit, "add", 1.0, _e(emit, "mul", node.args[0], node.args[0], like=g), like=g), like=g))
-abs = _unary(lambda emit, node, g: _e(emit, "sign", node.args[0], like=g))
-reciprocal = _unary(lambda emit, node, g: _e(emit, "neg", _e(emit, "mul", node, node, like=g),
+sinh = unary(lambda emit, node, g: elem(emit, "cosh", node.args[0], like=g))
+cosh = unary(lambda emit, node, g: elem(emit, "sinh", node.args[0], like=g))
+arctan = unary(lambda emit, node, g: elem(emit, "reciprocal", elem(
+    emit, "add", 1.0, elem(emit, "mul", node.args[0], node.args[0], like=g), like=g), like=g))
+abs = unary(lambda emit, node, g: elem(emit, "sign", node.args[0], like=g))
+reciprocal = unary(lambda emit, node, g: elem(emit, "neg", elem(emit, "mul", node, node, like=g),
                                              like=g))
 
 
 def positive(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
-    return (g,) if _wants(need, node.args[0]) else (None,)
+    return (g,) if wants(need, node.args[0]) else (None,)
 
 
 def pow(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``x ** y``: ``y * x ** (y - 1)`` for x, ``x ** y * log(x)`` for y."""
     x, y = node.args
     gx = gy = None
-    if _wants(need, x):
-        lower = emit("pow", (x, y - 1.0 if not _is_node(y) else _e(emit, "sub", y, 1.0,
+    if wants(need, x):
+        lower = emit("pow", (x, y - 1.0 if not _is_node(y) else elem(emit, "sub", y, 1.0,
                                                                     like=y)),
-                     {}, meta(_shape(node), node.tensor.dtype))
-        gx = unbroadcast(emit, _e(emit, "mul", g, _e(emit, "mul", lower, y, like=g), like=g), x)
-    if _wants(need, y):
-        gy = unbroadcast(emit, _e(emit, "mul", g, _e(emit, "mul", node, _e(
+                     {}, meta(shape_of(node), node.tensor.dtype))
+        gx = unbroadcast(emit, elem(emit, "mul", g, elem(emit, "mul", lower, y, like=g), like=g), x)
+    if wants(need, y):
+        gy = unbroadcast(emit, elem(emit, "mul", g, elem(emit, "mul", node, elem(
             emit, "log", x, like=g) if _is_node(x) else math.log(x), like=g), like=g), y)
     return gx, gy
 
@@ -189,16 +189,16 @@ def _extreme(op: str) -> Rule:
     """``maximum``/``minimum``: the cotangent to the operand chosen, half to each on a tie."""
     def rule(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         x, y = node.args
-        flags = meta(_shape(node), "bool")
+        flags = meta(shape_of(node), "bool")
         wins = emit(op, (x, y), {}, flags)
         tie = emit("eq", (x, y), {}, flags)
-        half = _e(emit, "mul", g, 0.5, like=g)
+        half = elem(emit, "mul", g, 0.5, like=g)
         zero_or_half = emit("where", (tie, half, 0.0), {}, g.tensor)
         to_x = emit("where", (wins, g, zero_or_half), {}, g.tensor)
         loses = emit("gt" if op == "lt" else "lt", (x, y), {}, flags)
         to_y = emit("where", (loses, g, zero_or_half), {}, g.tensor)
-        return (unbroadcast(emit, to_x, x) if _wants(need, x) else None,
-                unbroadcast(emit, to_y, y) if _wants(need, y) else None)
+        return (unbroadcast(emit, to_x, x) if wants(need, x) else None,
+                unbroadcast(emit, to_y, y) if wants(need, y) else None)
     return rule
 
 
@@ -210,16 +210,16 @@ def where(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     cond, a, b = node.args
     return (None,
             unbroadcast(emit, emit("where", (cond, g, 0.0), {}, g.tensor), a)
-            if _wants(need, a) else None,
+            if wants(need, a) else None,
             unbroadcast(emit, emit("where", (cond, 0.0, g), {}, g.tensor), b)
-            if _wants(need, b) else None)
+            if wants(need, b) else None)
 
 
 def cast(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
-    return (emit("cast", (g,), {"dtype": x.tensor.dtype}, meta(_shape(x), x.tensor.dtype)),)
+    return (emit("cast", (g,), {"dtype": x.tensor.dtype}, meta(shape_of(x), x.tensor.dtype)),)
 
 
 def zero(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
@@ -231,30 +231,30 @@ def zero(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
 
 def sum(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
-    back = broadcast_back(emit, g, _shape(x), tuple(node.kwargs["axis"]),
+    back = broadcast_back(emit, g, shape_of(x), tuple(node.kwargs["axis"]),
                           node.kwargs["keepdims"])
     return (_cast_to(emit, back, x),)
 
 
 def mean(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
     axes = tuple(node.kwargs["axis"])
-    count = math.prod(_shape(x)[a] for a in axes)
-    back = broadcast_back(emit, g, _shape(x), axes, node.kwargs["keepdims"])
-    return (_cast_to(emit, _e(emit, "truediv", back, float(count), like=back), x),)
+    count = math.prod(shape_of(x)[a] for a in axes)
+    back = broadcast_back(emit, g, shape_of(x), axes, node.kwargs["keepdims"])
+    return (_cast_to(emit, elem(emit, "truediv", back, float(count), like=back), x),)
 
 
 def _extreme_reduction(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``max``/``min`` over ``axis``: the cotangent split evenly among the elements equal to
     the result (JAX's rule)."""
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
-    axes, shape, dtype = tuple(node.kwargs["axis"]), _shape(x), x.tensor.dtype
+    axes, shape, dtype = tuple(node.kwargs["axis"]), shape_of(x), x.tensor.dtype
     result = broadcast_back(emit, node, shape, axes, node.kwargs["keepdims"])
     chosen = emit("eq", (x, result), {}, meta(shape, "bool"))
     ones = emit("cast", (chosen,), {"dtype": dtype}, meta(shape, dtype))
@@ -263,7 +263,7 @@ def _extreme_reduction(emit: Emit, node: Any, g: Any, need: Need = None) -> tupl
                  meta(kept, dtype))
     share = broadcast_back(emit, count, shape, axes, True)
     back = broadcast_back(emit, g, shape, axes, node.kwargs["keepdims"])
-    return (emit("where", (chosen, _e(emit, "truediv", back, share, like=ones), 0.0), {},
+    return (emit("where", (chosen, elem(emit, "truediv", back, share, like=ones), 0.0), {},
                  meta(shape, dtype)),)
 
 
@@ -274,9 +274,9 @@ min = _extreme_reduction
 def var(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``2 (x - mean) / (n - ddof)`` times the cotangent."""
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
-    axes, shape, dtype = tuple(node.kwargs["axis"]), _shape(x), x.tensor.dtype
+    axes, shape, dtype = tuple(node.kwargs["axis"]), shape_of(x), x.tensor.dtype
     kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
     centre = emit("mean", (x,), {"axis": axes, "keepdims": True, "dtype": dtype},
                   meta(kept, dtype))
@@ -290,14 +290,14 @@ def var(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
 
 def std(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """The variance's rule with the cotangent ``g / (2 std)``."""
-    half = _e(emit, "truediv", _e(emit, "mul", g, 0.5, like=g), node, like=g)
+    half = elem(emit, "truediv", elem(emit, "mul", g, 0.5, like=g), node, like=g)
     return var(emit, node, half)
 
 
 def _cast_to(emit: Emit, g: Any, like: Any) -> Any:
     if g.tensor.dtype == like.tensor.dtype:
         return g
-    return emit("cast", (g,), {"dtype": like.tensor.dtype}, meta(_shape(like), like.tensor.dtype))
+    return emit("cast", (g,), {"dtype": like.tensor.dtype}, meta(shape_of(like), like.tensor.dtype))
 
 
 # -- data movement ------------------------------------------------------------------------------
@@ -307,9 +307,9 @@ def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     each element of the cotangent at that place (a scatter that sums, for broadcast views),
     into zeros laid out as the operand's memory, then read as the operand (its strides)."""
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
-    shape, dtype = _shape(x), x.tensor.dtype
+    shape, dtype = shape_of(x), x.tensor.dtype
     strides = tuple(x.tensor.strides)
     vshape, vstrides = tuple(node.kwargs["shape"]), tuple(node.kwargs["strides"])
     offset = node.kwargs["offset"]
@@ -329,8 +329,11 @@ def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
             flat = emit("view", (flat,), {"offset": 0, "shape": shape, "strides": xstrides},
                         TensorMeta(shape, g.tensor.dtype, xstrides))
         return (_cast_to(emit, flat, x),)
-    if not shape or math.prod(shape) == 0 or any(s < 0 for s in (*strides, *vstrides)):
-        raise NotImplementedError("the transpose of a view with negative strides")
+    # a view may run backwards (``np.flip``, ``x[::-1]``): its positions, offset plus a
+    # negative ramp, still lie in the operand's memory; an operand laid out backwards is not
+    # taken (its memory would start before its first element)
+    if not shape or math.prod(shape) == 0 or any(s < 0 for s in strides):
+        raise NotImplementedError("the transpose of a view of an operand with negative strides")
     extent = 1 + builtins.sum((n - 1) * s for n, s in zip(shape, strides))
     positions = None
     for d, (n, s) in enumerate(zip(vshape, vstrides)):
@@ -341,17 +344,17 @@ def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
                                       "shape": ramp_shape}, meta(ramp_shape, "int64"))
         positions = ramp if positions is None else emit(
             "add", (positions, ramp), {},
-            meta(tuple(np.broadcast_shapes(_shape(positions), ramp_shape)), "int64"))
+            meta(tuple(np.broadcast_shapes(shape_of(positions), ramp_shape)), "int64"))
     if positions is None:  # a 0-d view: one element
         positions = emit("full", (), {"shape": (), "value": offset, "dtype": "int64"},
                          meta((), "int64"))
     elif offset:
-        positions = emit("add", (positions, offset), {}, meta(_shape(positions), "int64"))
-    if _shape(positions) != vshape:
+        positions = emit("add", (positions, offset), {}, meta(shape_of(positions), "int64"))
+    if shape_of(positions) != vshape:
         positions = emit("view", (positions,), {
             "offset": 0, "shape": vshape, "strides": tuple(
                 0 if m == 1 and n != 1 else st for m, n, st in zip(
-                    _shape(positions), vshape, contiguous_strides(_shape(positions))))},
+                    shape_of(positions), vshape, contiguous_strides(shape_of(positions))))},
             meta(vshape, "int64"))
     flat = emit("full", (), {"shape": (extent,), "value": 0.0, "dtype": dtype},
                 meta((extent,), dtype))
@@ -384,9 +387,9 @@ def _memory_orders(shape: tuple[int, ...], strides: tuple[int, ...], vshape: tup
 
 def reshape(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
-    return (emit("reshape", (g,), {"shape": _shape(x)}, meta(_shape(x), x.tensor.dtype)),)
+    return (emit("reshape", (g,), {"shape": shape_of(x)}, meta(shape_of(x), x.tensor.dtype)),)
 
 
 # -- products (NumPy steps: BLAS) -----------------------------------------------------------------
@@ -401,20 +404,20 @@ def _matmul(emit: Emit, a: Any, b: Any, shape: tuple[int, ...], dtype: str) -> A
 
 def _transposed(emit: Emit, m: Any) -> Any:
     """``m`` with its last two axes swapped: a view."""
-    shape, strides = list(_shape(m)), list(m.tensor.strides)
+    shape, strides = list(shape_of(m)), list(m.tensor.strides)
     shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
     return emit("view", (m,), {"offset": 0, "strides": tuple(strides), "shape": tuple(shape)},
                 TensorMeta(tuple(shape), m.tensor.dtype, tuple(strides)))
 
 
 def _column(emit: Emit, v: Any) -> Any:
-    (n,) = _shape(v)
+    (n,) = shape_of(v)
     return emit("view", (v,), {"offset": 0, "strides": (v.tensor.strides[0], 0),
                                "shape": (n, 1)}, meta((n, 1), v.tensor.dtype))
 
 
 def _row(emit: Emit, v: Any) -> Any:
-    (n,) = _shape(v)
+    (n,) = shape_of(v)
     return emit("view", (v,), {"offset": 0, "strides": (0, v.tensor.strides[0]),
                                "shape": (1, n)}, meta((1, n), v.tensor.dtype))
 
@@ -422,45 +425,52 @@ def _row(emit: Emit, v: Any) -> Any:
 def extern(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """The NumPy steps with a rule: matrix products (``a @ b``, ``np.matmul``; ``np.dot`` of
     1-D and 2-D operands), whose transposes are products again (``g @ b.T``, ``a.T @ g``,
-    summed over the axes a stack of matrices was broadcast along)."""
+    summed over the axes a stack of matrices was broadcast along); ``np.einsum``
+    (``derivatives_functions.einsum``); a basic index run as NumPy's (``.getitem``)."""
+    if node.kwargs.get("fn") == "numpy.einsum" and not node.kwargs.get("method"):
+        from .derivatives_functions import einsum
+        return einsum(emit, node, g, need)
+    if node.kwargs.get("fn") == "operator.getitem" and not node.kwargs.get("call_kwargs"):
+        from .derivatives_functions import getitem
+        return getitem(emit, node, g, need)
     if node.kwargs.get("fn") not in MATMUL or node.kwargs.get("method") or len(node.args) != 2 \
             or node.kwargs.get("call_kwargs"):
         raise NotImplementedError(f"the NumPy step {node.kwargs.get('fn')}")
     a, b = node.args
-    ra, rb = len(_shape(a)), len(_shape(b))
+    ra, rb = len(shape_of(a)), len(shape_of(b))
     dtype = node.tensor.dtype
     ga = gb = None
     if ra >= 2 and rb >= 2:  # (..., n, k) @ (..., k, m), the leading axes broadcast
         if ra > 2 or rb > 2:
             if node.kwargs["fn"] == "numpy.dot":
                 raise NotImplementedError("np.dot of more than two dimensions")
-            batch = tuple(np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-2]))
+            batch = tuple(np.broadcast_shapes(shape_of(a)[:-2], shape_of(b)[:-2]))
             ga = unbroadcast(emit, _matmul(emit, g, _transposed(emit, b),
-                                           (*batch, *_shape(a)[-2:]), dtype), a) \
-                if _wants(need, a) else None
+                                           (*batch, *shape_of(a)[-2:]), dtype), a) \
+                if wants(need, a) else None
             gb = unbroadcast(emit, _matmul(emit, _transposed(emit, a), g,
-                                           (*batch, *_shape(b)[-2:]), dtype), b) \
-                if _wants(need, b) else None
+                                           (*batch, *shape_of(b)[-2:]), dtype), b) \
+                if wants(need, b) else None
             return ga, gb
-        if _wants(need, a):
-            ga = _matmul(emit, g, _transposed(emit, b), _shape(a), dtype)
-        if _wants(need, b):
-            gb = _matmul(emit, _transposed(emit, a), g, _shape(b), dtype)
+        if wants(need, a):
+            ga = _matmul(emit, g, _transposed(emit, b), shape_of(a), dtype)
+        if wants(need, b):
+            gb = _matmul(emit, _transposed(emit, a), g, shape_of(b), dtype)
     elif ra > 2 or rb > 2:
         raise NotImplementedError("a product of a vector and a stack of matrices")
     elif ra == 2:  # (n, k) @ (k,) -> (n,)
-        if _wants(need, a):
-            ga = _e(emit, "mul", _column(emit, g), _row(emit, b), like=a)
-        if _wants(need, b):
-            gb = _matmul(emit, _transposed(emit, a), g, _shape(b), dtype)
+        if wants(need, a):
+            ga = elem(emit, "mul", _column(emit, g), _row(emit, b), like=a)
+        if wants(need, b):
+            gb = _matmul(emit, _transposed(emit, a), g, shape_of(b), dtype)
     elif rb == 2:  # (k,) @ (k, m) -> (m,)
-        if _wants(need, a):
-            ga = _matmul(emit, b, g, _shape(a), dtype)
-        if _wants(need, b):
-            gb = _e(emit, "mul", _column(emit, a), _row(emit, g), like=b)
+        if wants(need, a):
+            ga = _matmul(emit, b, g, shape_of(a), dtype)
+        if wants(need, b):
+            gb = elem(emit, "mul", _column(emit, a), _row(emit, g), like=b)
     else:  # (k,) @ (k,) -> ()
-        ga = _e(emit, "mul", b, g, like=a) if _wants(need, a) else None
-        gb = _e(emit, "mul", a, g, like=b) if _wants(need, b) else None
+        ga = elem(emit, "mul", b, g, like=a) if wants(need, a) else None
+        gb = elem(emit, "mul", a, g, like=b) if wants(need, b) else None
     return (None if ga is None else _cast_to(emit, ga, a),
             None if gb is None else _cast_to(emit, gb, b))
 
@@ -470,7 +480,7 @@ def extern(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
 def _part(emit: Emit, g: Any, axis: int, start: int, length: int, drop: bool = False) -> Any:
     """Elements ``start .. start + length`` of ``g`` along ``axis`` (a view; ``drop``: the one
     element, without its axis)."""
-    shape, strides = list(_shape(g)), list(g.tensor.strides)
+    shape, strides = list(shape_of(g)), list(g.tensor.strides)
     offset = start * strides[axis]
     if drop:
         del shape[axis], strides[axis]
@@ -484,8 +494,8 @@ def concatenate(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, 
     """Each operand's slice of the cotangent along the axis."""
     axis, out, at = node.kwargs["axis"], [], 0
     for x in node.args:
-        length = _shape(x)[axis]
-        out.append(_cast_to(emit, _part(emit, g, axis, at, length), x) if _wants(need, x)
+        length = shape_of(x)[axis]
+        out.append(_cast_to(emit, _part(emit, g, axis, at, length), x) if wants(need, x)
                    else None)
         at += length
     return tuple(out)
@@ -494,17 +504,17 @@ def concatenate(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, 
 def stack(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """Each operand's element of the cotangent along the new axis."""
     axis = node.kwargs["axis"]
-    return tuple(_cast_to(emit, _part(emit, g, axis, k, 1, drop=True), x) if _wants(need, x)
+    return tuple(_cast_to(emit, _part(emit, g, axis, k, 1, drop=True), x) if wants(need, x)
                  else None for k, x in enumerate(node.args))
 
 
 def pad(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """The operand's region of the cotangent (the padding's constant has none)."""
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
     for axis, (before, _) in enumerate(node.kwargs["pad_width"]):
-        g = _part(emit, g, axis, before, _shape(x)[axis])
+        g = _part(emit, g, axis, before, shape_of(x)[axis])
     return (_cast_to(emit, g, x),)
 
 
@@ -512,19 +522,19 @@ def take(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``x[indices]`` along the first axis: the cotangent added at each index (``np.add.at``:
     a repeated index sums), into zeros of x's shape."""
     x, indices = node.args
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None, None)
     if node.kwargs["axis"] != 0:
         raise NotImplementedError("np.take along an axis other than the first")
-    zeros = emit("full", (), {"shape": _shape(x), "value": 0.0, "dtype": x.tensor.dtype},
-                 meta(_shape(x), x.tensor.dtype))
+    zeros = emit("full", (), {"shape": shape_of(x), "value": 0.0, "dtype": x.tensor.dtype},
+                 meta(shape_of(x), x.tensor.dtype))
     return (emit("scatter", (zeros, indices, _cast_to(emit, g, x)),
-                 {"count": 1, "accumulate": True, "scalar": None}, meta(_shape(x), x.tensor.dtype)),
+                 {"count": 1, "accumulate": True, "scalar": None}, meta(shape_of(x), x.tensor.dtype)),
             None)
 
 
 def _flipped(emit: Emit, v: Any, axis: int) -> Any:
-    shape, strides = _shape(v), list(v.tensor.strides)
+    shape, strides = shape_of(v), list(v.tensor.strides)
     offset = (shape[axis] - 1) * strides[axis]
     strides[axis] = -strides[axis]
     return emit("view", (v,), {"offset": offset, "strides": tuple(strides), "shape": shape},
@@ -534,24 +544,24 @@ def _flipped(emit: Emit, v: Any, axis: int) -> Any:
 def cumsum(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """The cotangent summed from the end: ``flip(cumsum(flip(g)))`` along the axis."""
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
     axis = node.kwargs["axis"]
     running = emit("cumsum", (_flipped(emit, g, axis),), {"axis": axis, "dtype": g.tensor.dtype},
-                   meta(_shape(g), g.tensor.dtype))
+                   meta(shape_of(g), g.tensor.dtype))
     return (_cast_to(emit, _flipped(emit, running, axis), x),)
 
 
 def take_const(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``x[[i, j, ...]]`` along the first axis: ``take``'s rule with the positions as an array."""
     x = node.args[0]
-    if not _wants(need, x):
+    if not wants(need, x):
         return (None,)
     parts = tuple(emit("full", (), {"shape": (), "value": int(i), "dtype": "int64"},
                        meta((), "int64")) for i in node.kwargs["indices"])
     positions = emit("stack", parts, {"axis": 0}, meta((len(parts),), "int64"))
-    zeros = emit("full", (), {"shape": _shape(x), "value": 0.0, "dtype": x.tensor.dtype},
-                 meta(_shape(x), x.tensor.dtype))
+    zeros = emit("full", (), {"shape": shape_of(x), "value": 0.0, "dtype": x.tensor.dtype},
+                 meta(shape_of(x), x.tensor.dtype))
     return (emit("scatter", (zeros, positions, _cast_to(emit, g, x)),
                  {"count": 1, "accumulate": True, "scalar": None},
-                 meta(_shape(x), x.tensor.dtype)),)
+                 meta(shape_of(x), x.tensor.dtype)),)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import derivatives as d
+from . import derivatives_functions as df
 from .lifted_loops import LIFTED_LOOP, run_lifted_loop
 from .op_references import (
     arg_reference,
@@ -121,9 +122,9 @@ _elementwise("truediv", 2, np.true_divide,
              cost_class=CostClass.DIVIDE, vjp=d.truediv)
 _elementwise("floordiv", 2, np.floor_divide, ("operator.floordiv", "numpy.floor_divide"),
              "x // y: floor of the quotient (integers: 0 when y == 0, wrapping at the minimum "
-             "// -1)")
+             "// -1)", vjp=d.zero)
 _elementwise("mod", 2, np.remainder, ("operator.mod", "numpy.remainder", "numpy.mod"),
-             "x % y with the sign of y (integers: 0 when y == 0)")
+             "x % y with the sign of y (integers: 0 when y == 0)", vjp=df.mod)
 # bits, logic, predicates and signs: exact, as NumPy's ufuncs (stax.loop.bits lowers them)
 _SYMMETRIC = {"commutative": True}
 for _name, _ufunc, _captures, _props in (
@@ -137,9 +138,10 @@ for _name, _ufunc, _captures, _props in (
         ("logical_and", np.logical_and, ("numpy.logical_and",), _SYMMETRIC),
         ("logical_or", np.logical_or, ("numpy.logical_or",), _SYMMETRIC),
         ("logical_xor", np.logical_xor, ("numpy.logical_xor",), _SYMMETRIC),
-        ("copysign", np.copysign, ("numpy.copysign",), {}),
-        ("fmax", np.fmax, ("numpy.fmax",), {}), ("fmin", np.fmin, ("numpy.fmin",), {}),
-        ("heaviside", np.heaviside, ("numpy.heaviside",), {})):
+        ("copysign", np.copysign, ("numpy.copysign",), {"vjp": df.copysign}),
+        ("fmax", np.fmax, ("numpy.fmax",), {"vjp": df.fmax}),
+        ("fmin", np.fmin, ("numpy.fmin",), {"vjp": df.fmin}),
+        ("heaviside", np.heaviside, ("numpy.heaviside",), {"vjp": d.zero})):
     _elementwise(_name, 2, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly", **_props)
 for _name, _ufunc in (("gcd", np.gcd), ("lcm", np.lcm)):  # integers, of the magnitudes, wrapping
     _elementwise(_name, 2, _ufunc, (f"numpy.{_name}",), f"numpy.{_name}, exactly", commutative=True)
@@ -156,22 +158,23 @@ for _name, _ufunc, _captures, _vjp in (
     _elementwise(_name, 1, _ufunc, _captures, f"numpy.{_ufunc.__name__}, exactly", vjp=_vjp)
 _APPROXIMATE = {"accuracy": Accuracy.ULP, "cost_class": CostClass.FUNCTION}
 _elementwise("hypot", 2, np.hypot, ("numpy.hypot",), "within NumPy's ulp threshold",
-             **_APPROXIMATE)
+             vjp=df.hypot, **_APPROXIMATE)
 _elementwise("arctan2", 2, np.arctan2, ("numpy.arctan2",), "within NumPy's ulp threshold",
-             **_APPROXIMATE)
+             vjp=df.arctan2, **_APPROXIMATE)
 _elementwise("ldexp", 2, np.ldexp, ("numpy.ldexp",), "x * 2**n, exact then rounded once (float32)")
 _elementwise("bitwise_count", 1, np.bitwise_count, ("numpy.bitwise_count",),
              "set bits of |x| (uint8), as NumPy")
-_elementwise("nextafter", 2, np.nextafter, ("numpy.nextafter",), "numpy.nextafter, exactly")
-_elementwise("spacing", 1, np.spacing, ("numpy.spacing",), "numpy.spacing, exactly")
+_elementwise("nextafter", 2, np.nextafter, ("numpy.nextafter",), "numpy.nextafter, exactly",
+             vjp=df.nextafter)
+_elementwise("spacing", 1, np.spacing, ("numpy.spacing",), "numpy.spacing, exactly", vjp=d.zero)
 # numpy.frexp's two results: its own capture rule emits both ops
 _elementwise("frexp_mantissa", 1, lambda x: np.frexp(x)[0], (), "numpy.frexp's mantissa, exactly")
 _elementwise("frexp_exponent", 1, lambda x: np.frexp(x)[1], (),
              "numpy.frexp's exponent (int32)")
 _elementwise("logaddexp", 2, np.logaddexp, ("numpy.logaddexp",), "within NumPy's ulp threshold",
-             **_APPROXIMATE)
+             vjp=df.logaddexp, **_APPROXIMATE)
 _elementwise("logaddexp2", 2, np.logaddexp2, ("numpy.logaddexp2",),
-             "within NumPy's ulp threshold", **_APPROXIMATE)
+             "within NumPy's ulp threshold", vjp=df.logaddexp2, **_APPROXIMATE)
 # x ** y: its capture rule computes constant exponents exactly (x * x, sqrt, 1 / x)
 _elementwise("pow", 2, np.power, (), "x ** y, within NumPy's ulp threshold", vjp=d.pow,
              **_APPROXIMATE)
@@ -196,10 +199,11 @@ for _name, _ufunc, _vjp in (
         ("exp", np.exp, d.exp), ("log", np.log, d.log), ("tanh", np.tanh, d.tanh),
         ("sin", np.sin, d.sin), ("cos", np.cos, d.cos), ("log2", np.log2, d.log2),
         ("log10", np.log10, d.log10), ("log1p", np.log1p, d.log1p),
-        ("expm1", np.expm1, d.expm1), ("exp2", np.exp2, None), ("sinh", np.sinh, d.sinh),
-        ("cosh", np.cosh, d.cosh), ("cbrt", np.cbrt, None), ("arctan", np.arctan, d.arctan),
-        ("arcsin", np.arcsin, None), ("arccos", np.arccos, None), ("arcsinh", np.arcsinh, None),
-        ("arccosh", np.arccosh, None), ("arctanh", np.arctanh, None), ("tan", np.tan, None)):
+        ("expm1", np.expm1, d.expm1), ("exp2", np.exp2, df.exp2), ("sinh", np.sinh, d.sinh),
+        ("cosh", np.cosh, d.cosh), ("cbrt", np.cbrt, df.cbrt), ("arctan", np.arctan, d.arctan),
+        ("arcsin", np.arcsin, df.arcsin), ("arccos", np.arccos, df.arccos),
+        ("arcsinh", np.arcsinh, df.arcsinh), ("arccosh", np.arccosh, df.arccosh),
+        ("arctanh", np.arctanh, df.arctanh), ("tan", np.tan, df.tan)):
     _elementwise(_name, 1, _ufunc, (f"numpy.{_name}",), "within NumPy's ulp threshold (not "
                  "bit-exact: neither is libm)", vjp=_vjp, **_APPROXIMATE)
 
@@ -241,7 +245,7 @@ _declare("min", R, 1, lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=ke
 _declare("prod", R, 1,
          lambda x, axis, keepdims, dtype: np.prod(x, axis=axis, keepdims=keepdims, dtype=dtype),
          attrs=("axis", "keepdims", "dtype"), doc="product over ``axis`` in ``dtype``",
-         captures=_reduction_captures("prod"))
+         captures=_reduction_captures("prod"), vjp=df.prod)
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
     _declare(_name, R, 1,
              lambda x, axis, keepdims, _fn=_fn: arg_reference(_fn, x, axis, keepdims),
@@ -289,7 +293,7 @@ _declare("cumsum", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumsum(x, axis=axis
          vjp=d.cumsum)
 _declare("cumprod", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumprod(x, axis=axis, dtype=dtype),
          attrs=("axis", "dtype"), doc="running product along ``axis``, in order",
-         captures=_reduction_captures("cumprod"))
+         captures=_reduction_captures("cumprod"), vjp=df.cumprod)
 # building arrays: concatenation, stacking, constant padding, triangles, and creation functions
 _declare("concatenate", P, -1, lambda *xs, axis: np.concatenate(xs, axis=axis), attrs=("axis",),
          vjp=d.concatenate,
@@ -316,7 +320,7 @@ _declare("take_const", P, 1, lambda x, axis, indices: np.take(x, list(indices), 
          vjp=d.take_const,
          attrs=("axis", "indices"), doc="x[[i, j, ...]] with a constant list of positions")
 _declare("roll", P, 1, lambda x, shift, axis: np.roll(x, shift, axis=axis),
-         attrs=("shift", "axis"), doc="np.roll along one axis")
+         attrs=("shift", "axis"), doc="np.roll along one axis", vjp=df.roll)
 _declare("scatter", P, -1, lambda x, *rest, count, accumulate, scalar=None, axes=None:
          _scatter_op(x, *rest, count=count, accumulate=accumulate, scalar=scalar, axes=axes),
          attrs=("count", "accumulate", "scalar", "axes"),
@@ -327,9 +331,11 @@ _declare("scatter", P, -1, lambda x, *rest, count, accumulate, scalar=None, axes
 _declare("setitem", P, -1, lambda x, *value, key, scalar=None: _setitem_op(x, key, value, scalar),
          attrs=("key", "scalar"), doc="x with x[key] = value (a copy): ``key`` per axis "
          "('slice', start, stop, step) with step +-1, or ('int', k); the value an operand or "
-         "``scalar``")
-_declare("tril", P, 1, lambda x, k: np.tril(x, k), attrs=("k",), doc="np.tril of the last two axes")
-_declare("triu", P, 1, lambda x, k: np.triu(x, k), attrs=("k",), doc="np.triu of the last two axes")
+         "``scalar``", vjp=df.setitem)
+_declare("tril", P, 1, lambda x, k: np.tril(x, k), attrs=("k",), doc="np.tril of the last two axes",
+         vjp=df.tril)
+_declare("triu", P, 1, lambda x, k: np.triu(x, k), attrs=("k",), doc="np.triu of the last two axes",
+         vjp=df.triu)
 _declare("full", P, 0, lambda shape, value, dtype: np.full(shape, value, dtype),
          attrs=("shape", "value", "dtype"), doc="np.full (zeros, ones and the *_like forms too)")
 _declare("arange", P, 0,

@@ -159,12 +159,14 @@ class _Program:
         run_pipeline(copy.graph, DEFAULT_PIPELINE)
         opgraph = lower_capture(copy)
         decompose_to_basis(opgraph.graph, basis=target.basis)
+        # (differentiate first: a function updating an argument in place has it as a second
+        # result, and is refused for the update, not for the results)
+        joint = differentiate(opgraph, wrt, output=None if mode == "vjp" else 0)
         if has_aux or mode == "vjp" or len(opgraph.outputs) == 1:
             n_outputs = len(opgraph.outputs)
         else:
             raise UnsupportedError("a gradient is defined for a function with one result (a "
                                    "float scalar)", hint="with an auxiliary result: has_aux=True")
-        joint = differentiate(opgraph, wrt, output=None if mode == "vjp" else 0)
         verify_graph(joint.graph)
         loop = lower_opgraph(joint, materialize=target.materialize, options=target.loop_options)
         executable = make_executable(generate(loop, target=target), settings.cache_dir)

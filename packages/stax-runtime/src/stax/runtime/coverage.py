@@ -11,6 +11,9 @@ tensors under Triton's interpreter (``TRITON_INTERPRET=1``; no GPU needed), agai
 ``native`` (Triton kernels only), ``NumPy step`` (some calls run as NumPy's, CuPy's on a GPU,
 between the kernels), ``fallback`` (the function runs eagerly, through CuPy on a GPU). It needs
 torch and Triton; without them the table has no CUDA column.
+
+The gradient column differentiates each case with ``stax.runtime.grad`` and checks it against
+central finite differences (``coverage_gradients.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +32,8 @@ from stax.ir import approximate_ops
 from stax.ir.to_opgraph import targets_emitting
 
 from .api import CompiledFunction
+from .coverage_gradients import STATUSES as GRADIENT_STATUSES
+from .coverage_gradients import measure_gradient
 
 
 def _approximate_ufuncs() -> frozenset[str]:
@@ -62,6 +67,8 @@ class Row:
     cuda: str = ""      # native | NumPy step | fallback | n/a, on the CUDA path ("" not measured)
     cuda_agrees: bool = True
     cuda_detail: str = ""
+    gradient: str = ""  # yes | NO | no rule | refused | n/a (``coverage_gradients``)
+    gradient_detail: str = ""
 
 
 def _samples(seed: int = 0) -> dict[str, Any]:
@@ -273,19 +280,23 @@ def _agree(got: Any, want: Any, exact: bool) -> bool:
     return bool(np.allclose(got_a, want_a, rtol=8 * eps, atol=8 * eps * 1e-3, equal_nan=True))
 
 
-def measure(case: Case, cuda: bool = False) -> Row:
-    """The case's row; ``cuda`` measures its CUDA column too (torch and Triton's interpreter)."""
+def measure(case: Case, cuda: bool = False, gradient: bool = True) -> Row:
+    """The case's row; ``cuda`` measures its CUDA column too (torch and Triton's interpreter),
+    ``gradient`` its gradient column."""
     if case.fn is None:
         na = "n/a" if cuda else ""
-        return Row(case.group, case.name, "n/a", True, "no numeric (float/int/bool) loop", na)
+        return Row(case.group, case.name, "n/a", True, "no numeric (float/int/bool) loop", na,
+                   gradient="n/a" if gradient else "")
     quiet = logging.getLogger("stax")
     level, quiet.level = quiet.level, logging.ERROR
     try:
         row = _measure(case)
         if cuda:
             status, agrees, detail = _measure_cuda(case)
-            row = Row(row.group, row.name, row.status, row.agrees, row.detail, status, agrees,
-                      detail)
+            row = replace(row, cuda=status, cuda_agrees=agrees, cuda_detail=detail)
+        if gradient:
+            status, detail = measure_gradient(case.fn, _copy_args(case.args))
+            row = replace(row, gradient=status, gradient_detail=detail)
         return row
     finally:
         quiet.level = level
@@ -431,22 +442,40 @@ def table(rows: list[Row]) -> str:
             "eagerly, through CuPy on a GPU). A result that differs from NumPy's says **NO**.",
             "",
         ]
+    gradients = any(r.gradient for r in rows)
+    if gradients:
+        lines += [
+            "The **gradient** column differentiates the case with `stax.runtime.grad` (the loss",
+            "`sum(f(*args) * w)`, `w` a fixed random cotangent, with respect to every float64",
+            "array argument) and compares each gradient with central finite differences of the",
+            "eager function: **yes**, **NO** (a wrong rule), **no rule** (the op named under",
+            "*gradient:* has no derivative), **refused** (Stax cannot differentiate it, for the",
+            "reason given), **n/a** (no float64 array argument, or not one float result).",
+            "",
+        ]
     lines += [f"Measured with NumPy {np.__version__}.", "",
               "Totals: " + ", ".join(f"{n} {s}" for s, n in counts.items())]
     if cuda:
         cuda_counts = {s: sum(r.cuda == s for r in rows) for s in CUDA_STATUSES}
         lines.append("CUDA: " + ", ".join(f"{n} {s}" for s, n in cuda_counts.items()))
-    lines += ["", "| group | case | runs as | agrees | CUDA | detail |" if cuda else
-              "| group | case | runs as | agrees | detail |",
-              "|---|---|---|---|---|---|" if cuda else "|---|---|---|---|---|"]
+    if gradients:
+        grad_counts = {s: sum(r.gradient == s for r in rows) for s in GRADIENT_STATUSES}
+        lines.append("Gradients: " + ", ".join(f"{n} {s}" for s, n in grad_counts.items()))
+    columns = ["group", "case", "runs as", "agrees", *(["CUDA"] if cuda else []),
+               *(["gradient"] if gradients else []), "detail"]
+    lines += ["", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         detail = r.detail
         if cuda and r.cuda_detail and r.cuda_detail != r.detail:
             detail = f"{detail}; CUDA: {r.cuda_detail}" if detail else f"CUDA: {r.cuda_detail}"
+        if gradients and r.gradient_detail:
+            detail = f"{detail}; gradient: {r.gradient_detail}" if detail else \
+                f"gradient: {r.gradient_detail}"
         detail = detail.replace("|", "\\|")
         gpu = f" {r.cuda}{'' if r.cuda_agrees else ' (NO)'} |" if cuda else ""
+        slope = f" {r.gradient} |" if gradients else ""
         lines.append(f"| {r.group} | `{r.name}` | {r.status} | {'yes' if r.agrees else 'NO'} "
-                     f"|{gpu} {detail} |")
+                     f"|{gpu}{slope} {detail} |")
     return "\n".join(lines) + "\n"
 
 
