@@ -263,3 +263,11 @@ def test_attention_gradients_through_heads_and_batched_products():
     for k, got in enumerate(grads):
         want = central_differences(attention_block, (*params, x), k)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_a_gradient_that_is_zero_everywhere():
+    """floor's derivative is 0: the program's kernels are a zero fill and the loss (a kernel
+    whose only value nothing reads once held, ``transient.py``, had no argument and crashed)."""
+    x = np.random.default_rng(4).uniform(0.1, 0.9, (3, 4))
+    for fn in (lambda x: np.floor(x).sum(), lambda x: (np.rint(x * 2) * 3.0).mean()):
+        np.testing.assert_array_equal(grad(fn)(x), np.zeros_like(x))

@@ -85,7 +85,7 @@ def plan_program(program: LoopProgram,
     kept = output_names | set(program.checks)  # read after the last step: never reused
     discard = discarded(program)
     if transient:
-        discard |= transient_buffers(groups + last, kept | set(program.overwrites))
+        discard |= transient_buffers(groups + last, kept | set(program.overwrites), discard)
     sizes = {b.name: 0 if b.name in discard else math.prod(b.shape) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
     groups = order_steps(groups, sizes, kept) + last

@@ -24,18 +24,22 @@ from stax.loop.expr import Load
 from .scheduler import Group
 
 
-def transient_buffers(groups: Sequence[Group], kept: Set[str]) -> frozenset[str]:
+def transient_buffers(groups: Sequence[Group], kept: Set[str],
+                      unstored: Set[str] = frozenset()) -> frozenset[str]:
     """The transient buffers of the scheduled ``groups`` (their nests chosen); ``kept``: the
-    buffers read after the last step (outputs, checks) or written over arguments."""
+    buffers read after the last step (outputs, checks) or written over arguments;
+    ``unstored``: those computed for their events only. A kernel keeps at least one stored
+    buffer (one storing nothing would be a kernel without arguments)."""
     read_by: dict[str, int] = {}
     for g in groups:
         for name in g.reads | g.after:
             read_by[name] = read_by.get(name, 0) + 1
-    found = set()
+    found: set[str] = set()
     for g in groups:
         if g.nest is None or any(isinstance(n, ExternCall) for n in g.nodes):
             continue
         spilled = {s.buffer for s in g.nest.shares}
+        held = set()
         for phase in g.nest.phases:
             for at, node in enumerate(phase):
                 if node.name in kept or node.name in spilled or not _element_wise(node):
@@ -44,7 +48,9 @@ def transient_buffers(groups: Sequence[Group], kept: Set[str]) -> frozenset[str]
                 if read_by.get(node.name, 0) > (1 if node.name in g.reads | g.after else 0):
                     continue
                 if _only_read_here(node, phase[at + 1:], g.nodes):
-                    found.add(node.name)
+                    held.add(node.name)
+        if any(n.name not in held and n.name not in unstored for n in g.nodes):
+            found |= held
     return frozenset(found)
 
 
