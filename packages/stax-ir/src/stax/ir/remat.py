@@ -9,10 +9,16 @@ of a flow network over the forward values the backward needs, directly or to rec
   (cutting it keeps ``v``); an input or a result of the program costs nothing to keep (it is
   alive anyway), so its edge has capacity 0;
 - an edge ``u.out -> v.in`` of infinite capacity for each operand ``u`` of ``v``;
-- the source feeds every input, and every value that is not cheap to recompute (anything but
-  element-wise ops, views, casts and constants: a matrix product, a reduction, a NumPy step, a
-  transcendental function), or that a NumPy step of the backward reads (materialized there
+- the source feeds every input, and every value that cannot be recomputed in one element-wise
+  pass (anything but element-wise ops, views, casts and constants: a matrix product, a
+  reduction, a NumPy step), or that a NumPy step of the backward reads (materialized there
   anyway), with infinite capacity: such a value is kept, or the cut lies below it;
+- the source feeds a transcendental function's value (``exp``, ``tanh``: ``CostClass.FUNCTION``)
+  with ``RECOMPUTE_FUNCTION`` times its bytes: recomputing it is allowed at that price, paid
+  in time rather than memory. Softmax's ``exp`` (64 MiB in a transformer block's attention),
+  kept, cost as much memory as the scores it is computed from, which the backward keeps anyway
+  (``max``'s rule reads them); recomputed, the backward's kernel reads the scores instead of the
+  kept ``exp`` (the same traffic) and computes ``exp`` again;
 - every value the backward reads feeds the sink with infinite capacity.
 
 A minimum cut separates the source from the sink, so every value the backward reads is
@@ -33,6 +39,10 @@ from .graph import Graph, Node, Opcode
 from .ops import OPS, CostClass
 
 INFINITE = float("inf")
+#: the price of recomputing a transcendental value, per byte of it (keeping it costs 1): an
+#: element's exp or tanh costs about what moving a quarter of its bytes does, in a backward
+#: kernel that streams its operands anyway (the module's doc)
+RECOMPUTE_FUNCTION = 0.25
 #: ops a backward may compute again: one cheap pass over elements each
 RECOMPUTABLE = frozenset({"view", "cast", "full", "arange", "where"})
 
@@ -77,6 +87,8 @@ def rematerialize(graph: Graph, backward: set[Node], outputs: set[Node]) -> Part
         net.edge(("in", v), ("out", v), 0 if v in free else _bytes(v))
         if v.op is Opcode.PLACEHOLDER or v in fixed:
             net.edge("source", ("in", v), INFINITE)
+        elif _transcendental(v):
+            net.edge("source", ("in", v), RECOMPUTE_FUNCTION * _bytes(v))
         for u in v.inputs:
             if u in needed:
                 net.edge(("out", u), ("in", v), INFINITE)
@@ -96,8 +108,12 @@ def _recomputable(node: Node) -> bool:
     if node.op is not Opcode.CALL_FUNCTION or node.effectful:
         return False
     op = OPS.get(node.target)
-    return op is not None and (op.elementwise or node.target in RECOMPUTABLE) and \
-        op.cost_class is not CostClass.FUNCTION  # a transcendental chain: kept
+    return op is not None and (op.elementwise or node.target in RECOMPUTABLE)
+
+
+def _transcendental(node: Node) -> bool:
+    op = OPS.get(node.target) if node.op is Opcode.CALL_FUNCTION else None
+    return op is not None and op.cost_class is CostClass.FUNCTION
 
 
 def _through_views(step: Node, backward: set[Node]) -> list[Node]:
