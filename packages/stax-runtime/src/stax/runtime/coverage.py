@@ -33,7 +33,7 @@ from stax.ir.to_opgraph import targets_emitting
 
 from .api import CompiledFunction
 from .coverage_gradients import STATUSES as GRADIENT_STATUSES
-from .coverage_gradients import measure_gradient
+from .coverage_gradients import measure_gradient, reason_of
 
 
 def _approximate_ufuncs() -> frozenset[str]:
@@ -328,7 +328,7 @@ def _measure_cuda(case: Case) -> tuple[str, bool, str]:
         try:
             got = strict(*tensors())
         except Exception as exc:
-            reason = str(exc).split(" at ")[0].split(" (node")[0].split("\n")[0]
+            reason = reason_of(exc)
             got = CompiledFunction(case.fn, device="cuda")(*tensors())
             return "fallback", _agree(_from_tensors(got, want, torch), want, True), reason
     version = strict.versions()[0]
@@ -357,7 +357,7 @@ def _measure(case: Case) -> Row:
         try:
             got = strict(*_copy_args(case.args))
         except Exception as exc:  # refused: check the eager fallback gives the same answer
-            reason = str(exc).split(" at ")[0].split(" (node")[0]
+            reason = reason_of(exc)
             got = CompiledFunction(case.fn)(*_copy_args(case.args))
             return Row(case.group, case.name, "fallback", _agree(got, want, True), reason)
     version = strict.versions()[0]

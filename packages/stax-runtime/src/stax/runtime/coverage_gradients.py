@@ -33,6 +33,12 @@ NARROW_STEP, NARROW_RTOL, NARROW_ATOL = 1e-2, 2e-3, 2e-3
 STATUSES = ("yes", "NO", "no rule", "refused", "n/a")
 
 
+def reason_of(exc: BaseException) -> str:
+    """Why Stax refused, for the table: the message's first line without the node and the
+    source line (a path of the machine that measured)."""
+    return str(exc).split(" at ")[0].split(" (node")[0].split("\n")[0]
+
+
 def measure_gradient(fn: Any, args: tuple[Any, ...]) -> tuple[str, str]:
     """(status, detail) of the gradient of ``fn`` at ``args`` (see the module's doc)."""
     from .autodiff import grad
@@ -57,8 +63,7 @@ def measure_gradient(fn: Any, args: tuple[Any, ...]) -> tuple[str, str]:
         try:
             got = grad(loss, argnums=numbers)(*_copies(args))
         except UnsupportedError as exc:
-            # the reason, without the node and the source line (a path of this machine)
-            message = str(exc).split("\n")[0].split(" at ")[0].split(" (node")[0]
+            message = reason_of(exc)
             return ("no rule" if "no derivative" in message or "no rule" in message
                     else "refused"), message
         except Exception as exc:  # a capture that cannot run at all
