@@ -477,7 +477,7 @@ def extern(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
 
 # -- building arrays ----------------------------------------------------------------------------
 
-def _part(emit: Emit, g: Any, axis: int, start: int, length: int, drop: bool = False) -> Any:
+def part(emit: Emit, g: Any, axis: int, start: int, length: int, drop: bool = False) -> Any:
     """Elements ``start .. start + length`` of ``g`` along ``axis`` (a view; ``drop``: the one
     element, without its axis)."""
     shape, strides = list(shape_of(g)), list(g.tensor.strides)
@@ -495,7 +495,7 @@ def concatenate(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, 
     axis, out, at = node.kwargs["axis"], [], 0
     for x in node.args:
         length = shape_of(x)[axis]
-        out.append(_cast_to(emit, _part(emit, g, axis, at, length), x) if wants(need, x)
+        out.append(_cast_to(emit, part(emit, g, axis, at, length), x) if wants(need, x)
                    else None)
         at += length
     return tuple(out)
@@ -504,7 +504,7 @@ def concatenate(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, 
 def stack(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """Each operand's element of the cotangent along the new axis."""
     axis = node.kwargs["axis"]
-    return tuple(_cast_to(emit, _part(emit, g, axis, k, 1, drop=True), x) if wants(need, x)
+    return tuple(_cast_to(emit, part(emit, g, axis, k, 1, drop=True), x) if wants(need, x)
                  else None for k, x in enumerate(node.args))
 
 
@@ -514,7 +514,7 @@ def pad(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     if not wants(need, x):
         return (None,)
     for axis, (before, _) in enumerate(node.kwargs["pad_width"]):
-        g = _part(emit, g, axis, before, shape_of(x)[axis])
+        g = part(emit, g, axis, before, shape_of(x)[axis])
     return (_cast_to(emit, g, x),)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .derivatives import Emit, Need, broadcast_back, elem, meta, shape_of, unary, unbroadcast, wants
+from .derivatives import Emit, Need, broadcast_back, elem, meta, part, shape_of, unary, unbroadcast, wants
 from .meta import TensorMeta
 from .meta import contiguous_strides as contiguous
 
@@ -163,23 +163,15 @@ def _others(emit: Emit, x: Any, axis: int, g: Any) -> Any:
     after = emit("cumprod", (_flip(emit, x, axis),), {"axis": axis, "dtype": dtype},
                  meta(shape, dtype))
     if n > 1:
-        before = emit("concatenate", (ones, _take_first(emit, before, axis, n - 1)),
+        before = emit("concatenate", (ones, part(emit, before, axis, 0, n - 1)),
                       {"axis": axis}, meta(shape, dtype))
-        after = emit("concatenate", (ones, _take_first(emit, after, axis, n - 1)),
+        after = emit("concatenate", (ones, part(emit, after, axis, 0, n - 1)),
                      {"axis": axis}, meta(shape, dtype))
     else:
         before = after = emit("full", (), {"shape": shape, "value": 1.0, "dtype": dtype},
                               meta(shape, dtype))
     others = elem(emit, "mul", before, _flip(emit, after, axis), like=x)
     return elem(emit, "mul", g, others, like=x)
-
-
-def _take_first(emit: Emit, x: Any, axis: int, count: int) -> Any:
-    shape = shape_of(x)
-    part = tuple(count if d == axis else n for d, n in enumerate(shape))
-    strides = tuple(x.tensor.strides)
-    return emit("view", (x,), {"offset": 0, "strides": strides, "shape": part},
-                TensorMeta(part, x.tensor.dtype, strides))
 
 
 def _flip(emit: Emit, x: Any, axis: int) -> Any:
@@ -234,11 +226,11 @@ def _region(emit: Emit, g: Any, key: Any) -> Any:
     shape, strides = shape_of(g), tuple(g.tensor.strides)
     offset, out_shape, out_strides = 0, [], []
     for d, (n, s) in enumerate(zip(shape, strides)):
-        part = key[d] if d < len(key) else ("slice", 0, n, 1)
-        if part[0] == "int":
-            offset += (part[1] % n) * s
+        entry = key[d] if d < len(key) else ("slice", 0, n, 1)
+        if entry[0] == "int":
+            offset += (entry[1] % n) * s
             continue
-        _, start, stop, step = part
+        _, start, stop, step = entry
         offset += start * s
         out_shape.append(len(range(start, stop, step)))
         out_strides.append(s * step)
@@ -338,11 +330,11 @@ def getitem(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]
     shape, dtype = shape_of(x), x.tensor.dtype
     parts = key if isinstance(key, tuple) else (key,)
     region = []
-    for part, n in zip(parts, shape):
-        if isinstance(part, int) and not isinstance(part, bool):
-            region.append(("int", part % n))
-        elif isinstance(part, slice) and part.step in (None, 1, -1):
-            region.append(("slice", *part.indices(n)))
+    for entry, n in zip(parts, shape):
+        if isinstance(entry, int) and not isinstance(entry, bool):
+            region.append(("int", entry % n))
+        elif isinstance(entry, slice) and entry.step in (None, 1, -1):
+            region.append(("slice", *entry.indices(n)))
         else:
             raise NotImplementedError(f"the NumPy step operator.getitem with the key {key!r}")
     if len(parts) > len(shape):
