@@ -25,7 +25,9 @@ from .target import Identity
 # 1.6: the input a CPU kernel copies unchanged (a document with such a kernel declares 1.6);
 # 1.7: a columns nest of several phases (its ``phases``, as a row nest's; such a document
 # declares 1.7); 1.8: buffers written over an updated argument once the call stands
-# (``overwrites``, buffers of role "overwrite"; such a document declares 1.8)
+# (``overwrites``, buffers of role "overwrite"; such a document declares 1.8). Any version: the
+# storage's optional ``arena`` (blocks' byte offsets in one allocation, ``arena.py``); a reader
+# that ignores it allocates each block alone, which is correct and takes more memory
 KERNELS_SCHEMA = "stax.kernels/1.4"
 COPIES_KERNELS_SCHEMA = "stax.kernels/1.6"
 PHASED_COLUMNS_KERNELS_SCHEMA = "stax.kernels/1.7"
@@ -243,7 +245,10 @@ class KernelArtifact:
                 "blocks": _sizes(self.storage.sizes), "buffers": self.storage.storage,
                 "in_place": self.storage.in_place,
                 "peak_bytes": size_to_json(self.storage.peak_bytes),
-                "unshared_bytes": size_to_json(self.storage.unshared_bytes)},
+                "unshared_bytes": size_to_json(self.storage.unshared_bytes),
+                **({"arena": {"bytes": self.storage.arena_bytes,
+                              "offsets": {str(b): o for b, o in self.storage.offsets.items()}}}
+                   if self.storage.offsets else {})},
             **({"checks": self.checks} if self.checks else {}),
             "llvm_ir": self.llvm_ir,
             **({"precise_llvm_ir": self.precise_ir} if self.precise_ir is not None else {}),
@@ -332,6 +337,11 @@ class KernelArtifact:
                     lines.append(f"storage block {block} ({size} B): {', '.join(names)}")
             lines.append(f"planned buffers: peak {st.peak_bytes} B "
                          f"({st.unshared_bytes} B without reuse)")
+            if st.offsets:
+                placed = ", ".join(f"block {b} at {o}" for b, o in sorted(st.offsets.items(),
+                                                                         key=lambda i: i[1]))
+                lines.append(f"arena {st.arena_bytes} B (blocks alone: "
+                             f"{sum(st.sizes[b] for b in st.offsets)} B): {placed}")
         for f in self.fusion:
             verdict = "fused" if f["fused"] else "not fused"
             lines.append(f"fusion {f['producer']} -> {f['consumer']}: {verdict} ({f['reason']})")
@@ -372,8 +382,10 @@ def _parsed(values: Any) -> tuple[Any, ...]:
 def _storage_from_json(doc: dict[str, Any] | None) -> StoragePlan | None:
     if doc is None:
         return None
+    arena = doc.get("arena") or {"bytes": 0, "offsets": {}}
     return StoragePlan(dict(doc["buffers"]), list(_parsed(doc["blocks"])), dict(doc["in_place"]),
-                       size_from_json(doc["peak_bytes"]), size_from_json(doc["unshared_bytes"]))
+                       size_from_json(doc["peak_bytes"]), size_from_json(doc["unshared_bytes"]),
+                       {int(b): o for b, o in arena["offsets"].items()}, arena["bytes"])
 
 
 def load_artifact(path_or_doc: str | Path | dict[str, Any]) -> KernelArtifact:

@@ -16,6 +16,7 @@ from stax.ir.interpreter import call_method, resolve_function
 from stax.loop.ir import decode_operands, map_buffer_refs
 
 from . import errstate
+from .arena import ALIGN
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .block_pool import MIN_BYTES, default_block_pool
 from .cpu.entry import Entry, make_entry
@@ -24,6 +25,7 @@ from .cpu.item_loop import ItemLoop, make_item_loop
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.native_pool import MAX_ARITY, native_pool
 from .cpu.objcache import ObjectCache
+from .extern_results import OUT_FUNCTIONS
 from .python_pool import default_pool
 from .straight_line import CallPlan, KernelStep, NumPyStep, write_call
 
@@ -97,14 +99,17 @@ def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | N
     return None
 
 
-def _numpy_step(plan: ExternPlan, slot: dict[str, int]) -> NumPyStep:
+def _numpy_step(plan: ExternPlan, slot: dict[str, int], into: bool = False) -> NumPyStep:
     """An extern as a step of the written-out call (``straight_line.py``), its target checked
-    against the allow-list now, when the plan is loaded: a document names data, never code."""
+    against the allow-list now, when the plan is loaded: a document names data, never code.
+    ``into``: the call writes into its slot's planned view (``out=``, ``extern_results.py``)."""
     fn = None if plan.method else resolve_function(plan.target)
     if plan.method:
         call_method(None, plan.target, (), {}, check_only=True)
+    if into:
+        fn = OUT_FUNCTIONS[plan.target]
     return NumPyStep(plan, fn, decode_operands(plan.args), decode_operands(plan.kwargs),
-                     slot[plan.buffer])
+                     slot[plan.buffer], into)
 
 
 def _verified(plan: ExternPlan, result: Any) -> Any:
@@ -178,6 +183,17 @@ def _block_allocator(nbytes: int) -> Callable[[], np.ndarray]:
         pool = default_block_pool()
         return lambda: pool.empty((nbytes,), np.dtype(np.uint8))
     return lambda: np.empty(nbytes, np.uint8)
+
+
+def _arena_allocator(nbytes: int) -> Callable[[], np.ndarray]:
+    """The call's arena (``arena.py``): ``nbytes`` from an ``ALIGN``-byte boundary."""
+    allocate = _block_allocator(nbytes + ALIGN)
+
+    def arena() -> np.ndarray:
+        block = allocate()
+        start = -block.ctypes.data % ALIGN
+        return block[start:start + nbytes]
+    return arena
 
 
 class _Draws:
@@ -285,13 +301,18 @@ class Executable:
         artifact, storage = self.artifact, self.artifact.storage
         planned = [b for b in artifact.buffers
                    if b.role not in ("input", "extern", "events", "overwrite")]
-        shared = [b for b in planned if storage is not None and storage.shared(b.name)]
+        shared = [b for b in planned if storage is not None and (
+            storage.shared(b.name) or storage.storage.get(b.name) in storage.offsets)]
         allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
+        # NumPy steps writing into the plan's storage (``extern_results.py``): views of blocks
+        into = {e.buffer for e in artifact.externs if storage is not None and
+                e.buffer in storage.storage and e.target in OUT_FUNCTIONS and not e.method}
+        shared += [b for b in artifact.buffers if b.name in into]
         slot = {name: i for i, name in enumerate(self.input_names)}
         for name in [n for n, _ in allocs] + [b.name for b in shared]:
             slot[name] = len(slot)
         for e in artifact.externs:
-            slot[e.buffer] = len(slot)
+            slot.setdefault(e.buffer, len(slot))
         if artifact.events is not None:  # floating-point events (``errstate.py``)
             slot[artifact.events] = len(slot)
         for name, over in artifact.overwrites.items():  # the argument's own memory
@@ -301,7 +322,7 @@ class Executable:
         steps: list[KernelStep | NumPyStep] = []
         for step in artifact.steps:
             if step in externs:
-                steps.append(_numpy_step(externs[step], slot))
+                steps.append(_numpy_step(externs[step], slot, step in into))
                 continue
             k = kernels[step]
             args = tuple(slot[a] for a in k.args)
@@ -317,13 +338,17 @@ class Executable:
             outputs, [(slot[name], alloc) for name, alloc in allocs],
             # buffers sharing a block (spec §7.5): one block per call, a view of it per buffer
             {storage.storage[b.name]: _block_allocator(storage.sizes[storage.storage[b.name]])
-             for b in shared} if storage is not None else {},
+             for b in shared if storage.storage[b.name] not in storage.offsets}
+            if storage is not None else {},
             [(slot[b.name], storage.storage[b.name], tuple(b.shape), np.dtype(b.dtype),
               tuple(st * np.dtype(b.dtype).itemsize for st in b.strides)) for b in shared],
             {slot[name]: why for name, why in artifact.checks.items()},
             slot.get(artifact.events) if artifact.events is not None else None,
             artifact.underflow_unseen,  # a kernel may underflow without reporting it
-            any(layout is None for layout in self.input_layouts), late=artifact.late_steps)
+            any(layout is None for layout in self.input_layouts), late=artifact.late_steps,
+            arena=(_arena_allocator(storage.arena_bytes),
+                   {b: (o, storage.sizes[b]) for b, o in storage.offsets.items()})
+            if storage is not None and storage.offsets else None)
 
     def __call__(self, *arrays: np.ndarray) -> list[Any]:
         """Run on ``arrays``, each checked to be an ``np.ndarray`` with the shape, dtype and

@@ -51,8 +51,10 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     if target.device == "cuda":
         return generate_triton(program, target, nests)
     _check_emitter(target)
-    plan = plan_program(program, nests, target.phased_columns, transient=True)
+    plan = plan_program(program, nests, target.phased_columns, transient=True,
+                        extern_results=True)
     groups, storage, discard = plan.groups, plan.storage, plan.discard
+    unstored = discard | frozenset(plan.row_scratch)  # no argument, no traffic
     identity = target.identity
     module = ir.Module(name=program.name)
     module.triple = identity.triple
@@ -81,7 +83,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
             steps.append(call.name)
             continue
         name = f"kernel_{len(kernels)}"
-        args = kernel_args(group, discard)
+        args = kernel_args(group, unstored)
         if symbolic:  # an input giving each size its buffers do not have as a dimension
             args = _with_size_sources(args, shapes, program.inputs)
         # a kernel writing over an argument runs once the call stands: its events are the
@@ -93,6 +95,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         same.update(late)
         spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
                           same, events, discard=discard & {n.name for n in group.nodes},
+                          row_scratch={n.name: plan.row_scratch[n.name] for n in group.nodes
+                                       if n.name in plan.row_scratch},
                           trig_checked=trig_checked,
                           owned=frozenset(a for a in args if a in storage.storage),
                           callers=frozenset(a for a in args if a in inputs),
@@ -106,7 +110,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         floats = floats or (float_events(group.nodes) and not late)
         unseen = unseen or (underflows_late(group.nodes) if late else
                             underflow_unseen(group.nodes, identity.triple))
-        kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, discard),
+        kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, unstored),
                                copies=None if late else _copied_input(group, program)))
         steps.append(name)
     buffers = buffer_plans(plan)

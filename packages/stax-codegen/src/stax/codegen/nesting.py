@@ -31,7 +31,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from stax.ir.sizes import hint
-from stax.loop import ComputedBuffer, Pointwise, Reduction, Scan, affine_loads, loads, rvar, xvar
+from stax.loop import (
+    Affine,
+    ComputedBuffer,
+    Pointwise,
+    Reduction,
+    Scan,
+    affine_loads,
+    loads,
+    rvar,
+    xvar,
+)
 
 from .rowshare import Spill, share_row_values
 
@@ -275,3 +285,61 @@ def _build(nodes: Sequence[ComputedBuffer], kind: str, share: bool, tile: int = 
     if share:
         split, spills = share_row_values(split)
     return Nest(kind, tuple(tuple(p) for p in split), tuple(spills))
+
+
+def per_row_phases(nest: Nest, count: int) -> int:
+    """How many of the ``rows`` nest's last phases are element-wise over one value per row
+    (``count`` row axes): the CPU runs them after the rows, over the thread's rows at once."""
+    found = 0
+    while found < len(nest.phases) - 1:
+        phase = nest.phases[len(nest.phases) - 1 - found]
+        if len(phase[0].ranges) != count or not all(isinstance(n.data, Pointwise) for n in phase):
+            break
+        found += 1
+    return found
+
+
+def row_axes(nest: Nest) -> int:
+    """How many leading axes make a row of the ``rows`` nest ``nest`` (1: x0 alone)."""
+    ranges = [phase[0].ranges for phase in nest.phases]
+    common = 0
+    while common < min(len(r) for r in ranges) and len({r[common] for r in ranges}) == 1:
+        common += 1
+    for count in range(common, 1, -1):
+        if _reads_own_rows(nest, count):
+            return count
+    return 1
+
+
+def _reads_own_rows(nest: Nest, count: int) -> bool:
+    """Whether every read of a buffer an earlier phase of ``nest`` stores touches only what that
+    phase stores for the same index of the first ``count`` axes."""
+    stores: dict[str, tuple[int, Affine]] = {}
+    where = {}
+    for i, phase in enumerate(nest.phases):
+        for node in phase:
+            stores[node.name] = (i, node.store_index)
+            where[node.name] = i
+    for spill in nest.shares:
+        stores[spill.buffer] = (where[spill.reduction], spill.index)
+    row = {xvar(i) for i in range(count)}
+    for i, phase in enumerate(nest.phases):
+        for node in phase:
+            for ld in loads(node.data.body):
+                found = stores.get(ld.buffer)
+                if found is None or found[0] >= i:
+                    continue
+                index = getattr(ld, "index", None)
+                if not isinstance(index, Affine) or not same_row(index, found[1], row):
+                    return False
+    return True
+
+
+def same_row(index: Affine, store: Affine, row: set[str]) -> bool:
+    """Whether a read at ``index`` touches only what a store at ``store`` writes for the same
+    index of the ``row`` variables: the same dependence on them, the same offset, the rest of
+    the address the same map of (renamed) variables."""
+    if index.const != store.const or any(index.coefficient(v) != store.coefficient(v) for v in row):
+        return False
+    return sorted(c for v, c in index.terms if v not in row) == \
+        sorted(c for v, c in store.terms if v not in row)

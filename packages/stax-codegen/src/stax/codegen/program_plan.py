@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,9 @@ from stax.loop import ComputedBuffer, ExternCall, LoopProgram, Pointwise, node_l
 from stax.loop.ir import encode_operands
 
 from .artifact import BufferPlan, ExternPlan
+from .extern_results import writes_into_storage
 from .nesting import NestPlan, choose_nest, nest_as
+from .row_scratch import row_scratch_buffers
 from .scheduler import FusionDecision, Group, schedule
 from .storage_plan import StoragePlan, order_steps, plan_storage
 from .transient import transient_buffers
@@ -40,6 +42,9 @@ class ProgramPlan:
     output_names: set[str]
     dtypes: dict[str, str]     # every input's and buffer's dtype
     nbytes: dict[str, int]     # every input's and buffer's size in bytes
+    #: buffers a row kernel holds one row at a time, with a row's elements (``row_scratch.py``):
+    #: no storage, no argument, but stored and loaded (unlike ``discard``'s)
+    row_scratch: dict[str, int] = field(default_factory=dict)
 
 
 #: a plan of more steps is not compiled: each costs a launch per call and seconds to compile in
@@ -58,12 +63,15 @@ def _too_many(program: LoopProgram, what: str) -> UnsupportedError:
 
 def plan_program(program: LoopProgram,
                  nests: Mapping[tuple[str, ...], NestPlan] | None = None,
-                 phased_columns: bool = False, transient: bool = False) -> ProgramPlan:
+                 phased_columns: bool = False, transient: bool = False,
+                 extern_results: bool = False) -> ProgramPlan:
     """Schedule ``program``; ``nests`` replaces the scheduler's loop nest of the kernels computing
     the given buffers (``ValueError`` when one is not legal for its kernel); ``phased_columns``
     is the target's (``Target.phased_columns``); ``transient``: buffers only their own kernel
     reads, at the element it computes, are not stored (``transient.py``; the CPU's emitter
-    holds them). ``UnsupportedError`` for a program of more than ``MAX_STEPS`` steps."""
+    holds them); ``extern_results``: NumPy steps that take ``out=`` write into the plan's
+    storage (``extern_results.py``; the CPU's executable passes it). ``UnsupportedError`` for a
+    program of more than ``MAX_STEPS`` steps."""
     if len(program.buffers) > 4 * MAX_STEPS:
         raise _too_many(program, f"{len(program.buffers)} buffers")
     # buffers written over updated arguments run last, each in a kernel of its own, after the
@@ -84,17 +92,25 @@ def plan_program(program: LoopProgram,
     output_names = {o.buffer for o in program.outputs if o.buffer is not None}
     kept = output_names | set(program.checks)  # read after the last step: never reused
     discard = discarded(program)
+    scratch: dict[str, int] = {}
     if transient:
         discard |= transient_buffers(groups + last, kept | set(program.overwrites), discard)
-    sizes = {b.name: 0 if b.name in discard else math.prod(b.shape) * np.dtype(b.dtype).itemsize
+        scratch = row_scratch_buffers(groups + last, kept | set(program.overwrites), discard)
+    sizes = {b.name: 0 if b.name in discard or b.name in scratch else
+             math.prod(b.shape) * np.dtype(b.dtype).itemsize
              for b in (*program.inputs, *program.buffers)}
     groups = order_steps(groups, sizes, kept) + last
+    into = frozenset(b.name for b in program.buffers if isinstance(b, ExternCall) and
+                     b.name not in kept and writes_into_storage(b)) if extern_results \
+        else frozenset()
     storage = plan_storage(groups, {b.name: b for b in program.buffers}, sizes, kept,
-                           discard | frozenset(program.overwrites))
+                           discard | frozenset(program.overwrites) | frozenset(scratch), into,
+                           rows_in_place=transient)
     dtypes = {b.name: b.dtype for b in (*program.inputs, *program.buffers)}
     nbytes = {b.name: math.prod(b.shape) * np.dtype(b.dtype).itemsize
               for b in (*program.inputs, *program.buffers)}
-    return ProgramPlan(program, groups, decisions, storage, discard, output_names, dtypes, nbytes)
+    return ProgramPlan(program, groups, decisions, storage, discard, output_names, dtypes, nbytes,
+                       scratch)
 
 
 def discarded(program: LoopProgram) -> frozenset[str]:

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from stax.ir.sizes import hint, same_size
-from stax.loop import ComputedBuffer, ExternCall, IndirectLoad, Pointwise, loads
+from stax.loop import ComputedBuffer, ExternCall, IndirectLoad, Load, Pointwise, loads, xvar
 
+from .arena import place_blocks
+from .nesting import Nest, per_row_phases, row_axes, same_row
 from .scheduler import Group
 
 _END = 1 << 60
@@ -43,6 +45,10 @@ class StoragePlan:
     peak_bytes: int = 0          # the most bytes of planned buffers alive at once (at the
     #                              traced sizes, for a size-generic plan)
     unshared_bytes: int = 0      # what every buffer in its own block would take
+    #: block -> byte offset in the call's one arena (``arena.py``), for the blocks placed there
+    #: (none in a size-generic plan, none holding a result); the others are allocated alone
+    offsets: dict[int, int] = field(default_factory=dict)
+    arena_bytes: int = 0
 
     def shared(self, name: str) -> bool:
         index = self.storage.get(name)
@@ -131,16 +137,54 @@ def _elementwise_over(out: ComputedBuffer, dead: ComputedBuffer, readers: dict[s
                    for ld in loads_of(out).get(dead.name, ()))
 
 
+def _over_in_rows(out: ComputedBuffer, dead: ComputedBuffer | ExternCall, nest: Nest,
+                  loads_of: Callable[[ComputedBuffer], dict[str, list[Any]]]) -> bool:
+    """Whether the row kernel ``nest`` can write ``out`` over ``dead`` (an input that dies
+    there): ``out`` element-wise over ``dead``'s layout in a phase run inside the rows, and
+    ``dead`` read only before it in its row — by earlier phases within the row ``out`` writes
+    (``nesting.row_axes``), or in ``out``'s phase at the element it writes by ``out`` or a node
+    computed before it. A row is written only after every read of it; threads own whole rows."""
+    if not isinstance(out.data, Pointwise) or out.updates is not None or \
+            out.store_offset is not None or out.dtype != dead.dtype or \
+            not same_size(tuple(out.shape), tuple(dead.shape)) or \
+            not same_size(tuple(out.strides), tuple(dead.strides)):
+        return False
+    count = row_axes(nest)
+    inside = len(nest.phases) - per_row_phases(nest, count)
+    # (phase, position in it): a phase computes its nodes in order, each element in turn
+    order = {n.name: (i, k) for i, phase in enumerate(nest.phases) for k, n in enumerate(phase)}
+    mine, position = order[out.name]
+    if mine >= inside:
+        return False
+    row = {xvar(i) for i in range(count)}
+    for node in nest.nodes:
+        for ld in loads_of(node).get(dead.name, ()):
+            if type(ld) is not Load:  # not an indirect or guarded read
+                return False
+            at, k = order[node.name]
+            if at == mine and k <= position and ld.index == out.store_index:
+                continue
+            if at < mine and same_row(ld.index, out.store_index, row):
+                continue
+            return False
+    return True
+
+
 def _one_nest(group: Group) -> bool:
     return len({(type(n.data), n.ranges) for n in group.nodes}) == 1
 
 
 def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | ExternCall],
                  sizes: dict[str, int], outputs: set[str],
-                 unstored: frozenset[str] = frozenset()) -> StoragePlan:
+                 unstored: frozenset[str] = frozenset(),
+                 externs: frozenset[str] = frozenset(), rows_in_place: bool = False
+                 ) -> StoragePlan:
     """Blocks for the buffers the plan allocates, steps given in execution order; ``unstored``
     buffers are computed but never written (values kept only for their floating-point events,
-    ``KernelSpec.discard``): they get no block."""
+    ``KernelSpec.discard``): they get no block; the NumPy steps ``externs`` write their result
+    into a block (``extern_results.py``), never over an operand; ``rows_in_place``: a row
+    kernel may write an element-wise result over an input it reads only within the row
+    (``_over_in_rows``; the CPU's row nest)."""
     last_use: dict[str, int] = {name: _END for name in outputs}
     for step, g in enumerate(groups):
         for name in g.reads:
@@ -148,9 +192,13 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                 last_use[name] = max(last_use.get(name, -1), step)
     # NumPy may return a view of an operand (a reshape, a slice): the operand's block must then
     # live as long as the result does, transitively along chains of such calls
+    # (and a kernel reading such a view reads the operand's memory under another name: no
+    # result is written over a viewed buffer)
+    viewed: set[str] = set()
     for g in reversed(groups):
         if g.extern is not None and may_return_a_view(g.extern):
             result = last_use.get(g.extern.name, -1)
+            viewed |= g.reads
             for name in g.reads:
                 if name not in outputs:
                     last_use[name] = max(last_use.get(name, -1), result)
@@ -170,23 +218,30 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
         return found
 
     free: list[int] = []           # blocks no live buffer uses
+    write_step: dict[str, int] = {}  # buffer -> the step writing it
     holder: dict[int, str] = {}    # block -> the buffer living in it now
     live_bytes = 0
     for step, g in enumerate(groups):
-        written = [n for n in g.nodes if isinstance(n, ComputedBuffer) and n.name not in unstored]
-        one_nest = bool(written) and _one_nest(g)
+        written = [n for n in g.nodes if (isinstance(n, ComputedBuffer) and n.name not in unstored)
+                   or (isinstance(n, ExternCall) and n.name in externs)]
+        one_nest = bool(written) and g.extern is None and _one_nest(g)
         readers: dict[str, list[Any]] | None = None  # the group's nodes by what they read
         for node in written:
             if node.name not in last_use:
                 last_use[node.name] = step  # written, never read: dies where it is made
             # in place over an input of this kernel that dies here
             dying = [buffers[r] for r in g.reads if r in plan.storage and last_use.get(r) == step
-                     and holder.get(plan.storage[r]) == r and isinstance(buffers[r], ComputedBuffer)]
-            if node.updates is not None:  # a region update: the old value's block, always
+                     and holder.get(plan.storage[r]) == r and r not in viewed
+                     and (isinstance(buffers[r], ComputedBuffer) or r in externs)]
+            if isinstance(node, ExternCall):
+                over = None
+            elif node.updates is not None:  # a region update: the old value's block, always
                 over = buffers[node.updates]
                 assert over.name in [d.name for d in dying], \
                     f"{node.name} updates {over.name}, which is read later or not its own"
-            elif dying and one_nest:
+            elif not (dying := [d for d in dying if d.name not in viewed]):
+                over = None
+            elif one_nest:
                 if readers is None:
                     readers = {}
                     for reader in g.nodes:
@@ -194,6 +249,8 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                             readers.setdefault(name, []).append(reader)
                 over = next((d for d in dying if _elementwise_over(node, d, readers, loads_of)),
                             None)
+            elif rows_in_place and g.nest is not None and g.nest.kind == "rows":
+                over = next((d for d in dying if _over_in_rows(node, d, g.nest, loads_of)), None)
             else:
                 over = None
             if over is not None:
@@ -209,6 +266,7 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                     plan.sizes.append(sizes[node.name])
                 live_bytes += sizes[node.name]
             plan.storage[node.name] = block
+            write_step[node.name] = step
             holder[block] = node.name
             plan.unshared_bytes += sizes[node.name]
         if hint(live_bytes) > hint(plan.peak_bytes):  # a report: at the traced sizes
@@ -218,4 +276,23 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                 del holder[block]
                 free.append(block)
                 live_bytes -= sizes[name]
+    _place_in_arena(plan, write_step, last_use)
     return plan
+
+
+def _place_in_arena(plan: StoragePlan, written: dict[str, int], last_use: dict[str, int]) -> None:
+    """Offsets in one arena for the blocks of known size that hold no result, when that takes
+    fewer bytes than the blocks alone (``written``: the step writing each stored buffer)."""
+    lives: dict[int, list[tuple[int, int]]] = {}
+    ended: set[int] = set()  # blocks holding a buffer alive after the call (a result)
+    for name, block in plan.storage.items():
+        last = last_use.get(name, _END)
+        if last >= _END or type(plan.sizes[block]) is not int:
+            ended.add(block)
+        lives.setdefault(block, []).append((written[name], last))
+    lives = {b: v for b, v in lives.items() if b not in ended}
+    if len(lives) < 2:
+        return
+    offsets, nbytes = place_blocks(plan.sizes, lives)
+    if nbytes < sum(plan.sizes[b] for b in lives):
+        plan.offsets, plan.arena_bytes = offsets, nbytes

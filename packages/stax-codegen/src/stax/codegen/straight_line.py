@@ -54,6 +54,7 @@ class NumPyStep:
     args: Any
     kwargs: Any
     out: int
+    into: bool = False  # the result is written into slot ``out``'s planned view (``out=``)
 
 
 @dataclass
@@ -79,6 +80,8 @@ class CallPlan:
     #: the last ``late`` steps write over arguments (``KernelArtifact.overwrites``): they run
     #: once the call stands, after its gates, checks and events, just before it returns
     late: int = 0
+    #: (allocate, {block: (offset, bytes)}): blocks as byte ranges of one arena per call
+    arena: tuple[Callable[[], np.ndarray], dict[int, tuple[int, int]]] | None = None
 
 
 #: the functions a call needs from its executable: ``refuse_underflow()``; ``start_recording``,
@@ -145,6 +148,12 @@ class _Writer:
         for i, alloc in plan.allocs:
             scope[f"alloc{i}"] = alloc
             lines.append(f"{names[i]} = alloc{i}()")
+        if plan.arena is not None:
+            scope["arena_alloc"] = plan.arena[0]
+            lines.append("arena = arena_alloc()")
+            for block, (offset, nbytes) in plan.arena[1].items():
+                _integers(block, offset, nbytes)
+                lines.append(f"b{block} = arena[{offset}:{offset + nbytes}]")
         for block, alloc in plan.blocks.items():
             _integers(block)
             scope[f"block{block}"] = alloc
@@ -229,6 +238,8 @@ class _Writer:
         if site is not None:
             scope[f"site{k}"] = site
         keywords = [f"**{kwargs}"] if kwargs else []
+        if step.into:
+            keywords.append(f"out={out}")
         if step.function is None:  # a method: call_method checks its receiver's type
             scope[f"target{k}"] = plan.target
             if isinstance(step.args, tuple) and step.args and site is not None:

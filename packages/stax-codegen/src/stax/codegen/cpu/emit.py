@@ -40,6 +40,7 @@ from stax.loop import (
     Unary,
     index_width,
     rvar,
+    xvar,
 )
 
 from ..nesting import Nest
@@ -51,7 +52,7 @@ from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
 from .jit import array_dims_offset
 from .loop_hints import SEQUENTIAL_SUM, interleave_count, loop_id, short_loop
-from .nests import UNROLLED, LoopShapes
+from .nests import UNROLLED, VECTOR_BYTES, LoopShapes
 from .registry import TWO_PASSES, accumulator
 from .twin_skip import return_if_shrinking, scalar_factors
 from .types import I1, I8P, I64, is_float, memory_type
@@ -88,6 +89,9 @@ class KernelSpec:
     #: a size-generic kernel's buffer shapes (issue 15): each size symbol is read from the
     #: dimension of an argument that is exactly it (``KernelEmitter.size``); empty otherwise
     shapes: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: buffers held one row at a time in a scratch row on the stack (``row_scratch.py``): not
+    #: arguments; their elements per row
+    row_scratch: dict[str, int] = field(default_factory=dict)
 
 
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)
@@ -122,6 +126,11 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self._sizes: dict[Any, ir.Value] = {}
         self.pointers = {name: self._data_pointer(obj, spec.dtypes[name], data_offset)
                          for obj, name in zip(objs, spec.args)}
+        self._scratch = {name: self.builder.alloca(memory_type(spec.dtypes[name]),
+                                                   ir.Constant(I64, elements), name=f"{name}_row")
+                         for name, elements in spec.row_scratch.items()}
+        for scratch in self._scratch.values():
+            scratch.align = VECTOR_BYTES
         for out, over in spec.in_place.items():
             # one pointer for both: LLVM sees the load and the store of one element, not two
             # buffers it would have to check for overlap before vectorizing (a region update
@@ -143,6 +152,20 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
         self.in_order = False  # reductions step without ``reassoc`` (``accumulators.py``)
         self.events_start(spec.events, spec.precise, spec.nodes)
+
+    def row_scratch_at_row(self, count: int) -> None:
+        """Point each buffer held per row (``row_scratch.py``) at its scratch row for the row
+        the first ``count`` loop variables give: the scratch less the row's first element, so
+        the buffer's own store and load indices land in it."""
+        b = self.builder
+        for node in self.spec.nodes:
+            scratch = self._scratch.get(node.name)
+            if scratch is None:
+                continue
+            rows = {xvar(d) for d in range(count)}
+            first = Affine(tuple((v, c) for v, c in node.store_index.terms if v in rows),
+                           node.store_index.const)
+            self.pointers[node.name] = b.gep(scratch, [b.neg(self.index(first))])
 
     def size(self, n: Any, typ: ir.IntType = I64) -> ir.Value:
         """A size as a value: an int as a constant; a size expression (a size-generic kernel,

@@ -24,7 +24,7 @@ from stax.loop import (
     xvar,
 )
 
-from ..nesting import Nest, plain_order
+from ..nesting import Nest, per_row_phases, plain_order, row_axes
 from .registry import accumulator, scan_step
 from .types import I64, is_float, value_type
 
@@ -103,31 +103,41 @@ class LoopShapes:
             self.once(lambda: body([]))
 
     def row_nest(self, nest: Nest) -> None:
-        """One row at a time (x0), the phases in order inside it: a later phase reads what an
-        earlier one stored for this row, while the row is still in cache (row fusion, §7).
-        Element-wise phases at the end that compute one value per row (``sigmoid(X @ w) - y``
-        after the row's sum) run after the rows, over the thread's rows at once: inside the row
-        loop they were scalar code, one ``exp`` a row."""
-        phases = list(nest.phases)
-        per_row: list[Sequence[ComputedBuffer]] = []
-        while len(phases) > 1 and len(phases[-1][0].ranges) == 1 and \
-                all(isinstance(n.data, Pointwise) for n in phases[-1]):
-            per_row.insert(0, phases.pop())
+        """One row at a time, the phases in order inside it: a later phase reads what an
+        earlier one stored for this row, while the row is still in cache (row fusion, §7). A
+        row is one index of the leading axes every phase keeps alike and reads back only within
+        (``nesting.row_axes``: a softmax over the last axis of (8, 8, 512, 512) has rows of 512
+        elements, not of 8 x 512 x 512), x0 split across threads, the other row axes looped
+        inside it. Element-wise phases at the end that compute one value per row
+        (``sigmoid(X @ w) - y`` after the row's sum) run after the rows, over the thread's rows
+        at once: inside the row loop they were scalar code, one ``exp`` a row."""
+        count = row_axes(nest)
+        after = per_row_phases(nest, count)
+        phases = nest.phases[:len(nest.phases) - after]
+        per_row = nest.phases[len(nest.phases) - after:]
+        row_ranges = nest.phases[0][0].ranges[1:count]  # the row axes looped inside x0
 
         def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            self.row_scratch_at_row(count)
             for phase in phases:
                 def body(_: Sequence[ir.Value], phase: Sequence[ComputedBuffer] = phase
                          ) -> Sequence[ir.Value]:
                     self.phase(phase)
                     return []
-                self.nest(phase[0].ranges[1:], lambda d: xvar(d + 1), [], body,
+                self.nest(phase[0].ranges[count:], lambda d: xvar(d + count), [], body,
                           unrolled=short_loop(phase))
             return []
+
+        def rows_of(each: Callable[[Sequence[ir.Value]], Sequence[ir.Value]]
+                    ) -> Callable[[Sequence[ir.Value]], Sequence[ir.Value]]:
+            if not row_ranges:
+                return each
+            return lambda _: (self.nest(row_ranges, lambda d: xvar(d + 1), [], each), [])[1]
         rows = nest.phases[0][0].ranges[0]  # all of them (a thread runs some)
-        self.loop(xvar(0), self.start, self.stop, [], row, extent=rows)
+        self.loop(xvar(0), self.start, self.stop, [], rows_of(row), extent=rows)
         if per_row:
-            self.loop(xvar(0), self.start, self.stop, [],
-                      lambda _: ([self.phase(phase) for phase in per_row], [])[1], extent=rows)
+            self.loop(xvar(0), self.start, self.stop, [], rows_of(
+                lambda _: ([self.phase(phase) for phase in per_row], [])[1]), extent=rows)
 
     def phase(self, nodes: Sequence[ComputedBuffer]) -> None:
         """One phase's nodes at the current position of the enclosing loops."""
