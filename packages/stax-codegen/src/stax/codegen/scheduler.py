@@ -22,6 +22,7 @@ import numpy as np
 
 from stax.ir.sizes import Size, hint, product, same_size
 from stax.loop import (
+    Affine,
     ComputedBuffer,
     ExternCall,
     IndirectLoad,
@@ -135,7 +136,7 @@ def _pair_reason(a: Group, b: Group, memo: dict[str, Any] | None = None) -> str 
             if isinstance(ld, IndirectLoad):
                 return f"{node.name} reads {src.name} at computed positions"
             if _nest(src) != _nest(node):  # an earlier phase of the same row: done before
-                if not _reads_own_row(ld.index, src):
+                if not _reads_own_row(_without_unit_loops(ld.index, node), src):
                     return f"{node.name} reads {src.name} outside the row being computed"
                 continue
             if isinstance(src.data, Reduction):
@@ -201,12 +202,21 @@ def _nest(node: ComputedBuffer | ExternCall) -> Any:
     return isinstance(node.data, Reduction), node.ranges, node.reduction_ranges
 
 
+def _without_unit_loops(index: Any, node: ComputedBuffer) -> Any:
+    """``index`` without the terms of ``node``'s loops of extent 1 beyond the row (x0) (their
+    variable is always 0: a keepdims axis, ``(64, 1)``), which say nothing of where it reads."""
+    units = {xvar(d) for d, n in enumerate(node.ranges) if d and n == 1}
+    if not units or not any(v in units for v, _ in index.terms):
+        return index
+    return Affine(tuple((v, c) for v, c in index.terms if v not in units), index.const)
+
+
 def _reads_own_row(index: Any, src: ComputedBuffer) -> bool:
     """Whether a read at ``index`` only touches what ``src`` stores for the same x0 (row): the
     same dependence on x0, and the rest of the address the same affine map of loop variables of
     the same extents (renamed)."""
     x0 = xvar(0)
-    store = src.store_index
+    store = _without_unit_loops(src.store_index, src)
     if index.coefficient(x0) != store.coefficient(x0) or index.const != store.const:
         return False
     if (len(store.terms) == 1 and store.variables == (x0,)) or not store.terms:
