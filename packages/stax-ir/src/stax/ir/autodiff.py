@@ -3,9 +3,10 @@
 ``differentiate`` takes an op-graph program (``stax.opgraph/1``, after capture lowering and the
 target's decomposition) and appends, before its output, one cotangent per value that lies on a
 path from the differentiated inputs to the differentiated outputs, in reverse program order:
-each node's rule (``OpDef.vjp``, ``derivatives.py``) turns the cotangent of its result into
-cotangents of its operands, summed (``add``) where a value has several uses. The program then
-returns its own outputs followed by the inputs' cotangents, an ordinary op graph: every later
+each node's rule (``OpDef.vjp``, ``derivatives.py``; a softmax's as a whole,
+``derivatives_composite.py``) turns the cotangent of its result into cotangents of its
+operands, summed (``add``) where a value has several uses. The program then returns its own
+outputs followed by the inputs' cotangents, an ordinary op graph: every later
 layer (loop lowering, fusion, the CPU and GPU targets) compiles forward and backward together,
 as one program, and the forward values the backward reads are the forward's own buffers (every
 value the backward reads kept, or recomputed by it where a minimum cut says so: ``remat.py``).
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .derivatives_composite import softmaxes
 from .errors import UnsupportedError
 from .graph import Node, Opcode
 from .ops import OPS
@@ -64,9 +66,18 @@ def differentiate(program: GraphProgram, wrt: Sequence[str], *, output: int | No
     cotangents: dict[Node, Node] = {}
     for node, seed in seeds.items():
         _accumulate(emit, cotangents, node, seed(emit) if callable(seed) else seed)
+    # patterns differentiated as a whole (``derivatives_composite.py``): softmax
+    composites = softmaxes([n for n in graph.nodes if n in active])
     for node in reversed([n for n in graph.nodes if n in active]):
         g = cotangents.get(node)
         if g is None or node.op is Opcode.PLACEHOLDER:
+            continue
+        composite = composites.get(node)
+        if composite is not None:
+            for operand, cotangent in composite.rule(_anchored(emit, node), g,
+                                                     active.__contains__):
+                if cotangent is not None and operand in active:
+                    _accumulate(emit, cotangents, operand, cotangent)
             continue
         rule = _rule(node)
         for operand, cotangent in zip(node.args, rule(_anchored(emit, node), node, g,

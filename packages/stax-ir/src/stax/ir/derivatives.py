@@ -519,18 +519,36 @@ def pad(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
 
 
 def take(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
-    """``x[indices]`` along the first axis: the cotangent added at each index (``np.add.at``:
-    a repeated index sums), into zeros of x's shape."""
+    """``np.take(x, indices, axis)``: the cotangent added at each index (``np.add.at``: a
+    repeated index sums), into zeros of x's shape. Along another axis than the first, the
+    same scatter along the first axis of views with that axis moved first (x's and, for the
+    cotangent, the index's axes), its result viewed back."""
     x, indices = node.args
     if not wants(need, x):
         return (None, None)
-    if node.kwargs["axis"] != 0:
-        raise NotImplementedError("np.take along an axis other than the first")
-    zeros = emit("full", (), {"shape": shape_of(x), "value": 0.0, "dtype": x.tensor.dtype},
-                 meta(shape_of(x), x.tensor.dtype))
-    return (emit("scatter", (zeros, indices, _cast_to(emit, g, x)),
-                 {"count": 1, "accumulate": True, "scalar": None}, meta(shape_of(x), x.tensor.dtype)),
-            None)
+    axis, dtype = node.kwargs["axis"], x.tensor.dtype
+    shape = shape_of(x)
+    g = _cast_to(emit, g, x)
+    if axis:
+        order = (axis, *range(axis), *range(axis + 1, len(shape)))
+        taken = len(shape_of(indices))
+        g = _permuted(emit, g, (*range(axis, axis + taken), *range(axis),
+                                *range(axis + taken, len(shape_of(g)))))
+        shape = tuple(shape[d] for d in order)
+    zeros = emit("full", (), {"shape": shape, "value": 0.0, "dtype": dtype}, meta(shape, dtype))
+    summed = emit("scatter", (zeros, indices, g), {"count": 1, "accumulate": True,
+                                                    "scalar": None}, meta(shape, dtype))
+    if axis:  # back: the moved axis to its place
+        summed = _permuted(emit, summed, tuple(order.index(d) for d in range(len(shape))))
+    return (summed, None)
+
+
+def _permuted(emit: Emit, v: Any, order: tuple[int, ...]) -> Any:
+    """A view of ``v`` with its axes in ``order`` (``np.transpose(v, order)``)."""
+    shape = tuple(shape_of(v)[d] for d in order)
+    strides = tuple(v.tensor.strides[d] for d in order)
+    return emit("view", (v,), {"offset": 0, "strides": strides, "shape": shape},
+                TensorMeta(shape, v.tensor.dtype, strides))
 
 
 def _flipped(emit: Emit, v: Any, axis: int) -> Any:

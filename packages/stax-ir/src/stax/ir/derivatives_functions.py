@@ -345,3 +345,38 @@ def getitem(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]
                                                    meta(shape_of(g), dtype))
     return (emit("setitem", (zeros, value), {"key": tuple(region), "scalar": None},
                  meta(shape, dtype)), None)
+
+
+def layer_norm(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
+    """``nn.layer_norm(x, shape, w, b)`` over its last ``normalized_ndim`` axes, with ``xhat =
+    (x - mean) / sqrt(var + eps)``: ``b`` gets ``g`` summed over the other axes, ``w`` ``g *
+    xhat`` so summed, and ``x`` ``(gh - mean(gh) - xhat * mean(gh * xhat)) / sqrt(var + eps)``
+    with ``gh = g * w`` (means over the normalized axes); the statistics computed again."""
+    x, w, b = node.args
+    n, eps = node.kwargs["normalized_ndim"], node.kwargs["eps"]
+    shape, dtype = shape_of(x), x.tensor.dtype
+    axes = tuple(range(len(shape) - n, len(shape)))
+    kept = tuple(1 if d in axes else s for d, s in enumerate(shape))
+
+    def mean(v: Any) -> Any:
+        return emit("mean", (v,), {"axis": axes, "keepdims": True, "dtype": dtype},
+                    meta(kept, dtype))
+    like = emit("cast", (x,), {"dtype": dtype}, meta(shape, dtype)) if x.tensor.dtype != dtype \
+        else x
+    centered = elem(emit, "sub", like, mean(like), like=like)
+    spread = mean(elem(emit, "mul", centered, centered, like=like))
+    rstd = elem(emit, "truediv", 1.0, elem(emit, "sqrt", elem(emit, "add", spread, float(eps),
+                                                              like=spread), like=spread),
+                like=spread)
+    xhat = elem(emit, "mul", centered, rstd, like=like)
+    gw = unbroadcast(emit, elem(emit, "mul", g, xhat, like=g), w) if wants(need, w) else None
+    gb = unbroadcast(emit, g, b) if wants(need, b) else None
+    gx = None
+    if wants(need, x):
+        gh = elem(emit, "mul", g, w, like=g) if hasattr(w, "tensor") or \
+            isinstance(w, (int, float)) else g
+        inner = elem(emit, "sub", elem(emit, "sub", gh, mean(gh), like=gh),
+                     elem(emit, "mul", xhat, mean(elem(emit, "mul", gh, xhat, like=gh)),
+                          like=gh), like=gh)
+        gx = unbroadcast(emit, elem(emit, "mul", inner, rstd, like=gh), x)
+    return gx, gw, gb

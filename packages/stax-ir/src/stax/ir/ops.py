@@ -276,7 +276,7 @@ _declare("layer_norm", OpKind.COMPOSITE, 3,
                                                                      eps),
          attrs=("normalized_ndim", "eps"),
          doc="layer normalization over the last ``normalized_ndim`` axes (kept whole: a backend "
-             "computes mean and variance in one pass, Welford, spec §6.5)")
+             "computes mean and variance in one pass, Welford, spec §6.5)", vjp=df.layer_norm)
 
 
 def _extern(*args: Any, fn: str, method: bool, call_kwargs: dict[str, Any]) -> Any:

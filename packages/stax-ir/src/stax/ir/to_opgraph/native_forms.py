@@ -48,6 +48,9 @@ def lower_native_form(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                         name=node.target)
     if form == "take":
         return ctx.emit("take", (args[0], args[1]), {"axis": 0})
+    if form == "take_axis":  # x[:, idx]: one index array among full slices
+        axis = gather_axis(args[0], args[1])
+        return ctx.emit("take", (args[0], args[1][axis]), {"axis": axis})
     if form == "traced_basic":
         return _traced_basic(ctx, node, args[0], args[1])
     if form == "take_const":
@@ -66,6 +69,8 @@ def native_form(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> st
             return "element"
         if gatherable(args[0], args[1]):
             return "take"
+        if gather_axis(args[0], args[1]) is not None:
+            return "take_axis"
         if traced_basic_key(args[0], args[1]) is not None:
             return "traced_basic"
         if constant_indices(args) is not None:
@@ -120,6 +125,22 @@ def gatherable(x: Any, indices: Any) -> bool:
     return isinstance(x, Node) and x.tensor is not None and x.tensor.ndim >= 1 and \
         isinstance(indices, Node) and indices.tensor is not None and \
         np.dtype(indices.tensor.dtype).kind in "iu"
+
+
+def gather_axis(x: Any, key: Any) -> int | None:
+    """The axis of ``x[:, ..., idx]``: a tuple key of full slices (``:``) and one integer index
+    array, no more entries than ``x`` has axes — NumPy keeps the index's axes in its place, as
+    ``np.take(x, idx, axis)`` does. None for any other key."""
+    if not isinstance(key, tuple) or not isinstance(x, Node) or x.tensor is None or \
+            not 0 < len(key) <= x.tensor.ndim:
+        return None
+    arrays = [k for k, entry in enumerate(key) if isinstance(entry, Node)]
+    if len(arrays) != 1 or not gatherable(x, key[arrays[0]]):
+        return None
+    full = slice(None)
+    if not all(entry == full for k, entry in enumerate(key) if k != arrays[0]):
+        return None
+    return arrays[0]
 
 
 def constant_indices(args: tuple[Any, ...]) -> tuple[int, ...] | None:
