@@ -9,6 +9,7 @@ import pytest
 
 import stax.runtime as stax
 from stax.ir import UnsupportedError
+from stax.runtime import nn
 from stax.runtime.autodiff import grad, value_and_grad, vjp
 
 
@@ -78,6 +79,10 @@ RULES = {
     "einsum": lambda x, y: np.einsum("ij,ij->i", x, y).sum() +
     (np.einsum("ij,kj->ik", x, y) ** 2).sum() + np.einsum("ij,j->", x, y[0]),
     "setitem of a local": lambda x, y: _assigned(x, y),
+    "take along another axis": lambda x, y: (np.take(x, np.array([4, 0, 4]), axis=1) ** 2).sum()
+    + (y[:, np.array([1, 3, 3])] * x[:, :3]).sum() + (x[:, np.array([[0, 1], [2, 2]])] ** 2).sum(),
+    "nn.layer_norm": lambda x, y: (nn.layer_norm(x, (5,), y[0], y[1]) * y).sum() +
+    (nn.layer_norm(x * y, x.shape) ** 2 * y).sum(),
 }
 
 
@@ -173,9 +178,9 @@ def test_grad_composes_with_compile_and_caches_by_key():
     x = np.arange(6.0)
     np.testing.assert_array_equal(g(x), 2 * x)
     np.testing.assert_array_equal(g(x + 1), 2 * (x + 1))
-    assert len(g._programs) == 1  # one compiled program for the key
+    assert g.versions == 1  # one compiled program for the key
     g(np.arange(4.0))
-    assert len(g._programs) == 2
+    assert g.versions == 2
 
 
 def test_errors_name_the_problem():
@@ -273,3 +278,123 @@ def test_a_gradient_that_is_zero_everywhere():
     x = np.random.default_rng(4).uniform(0.1, 0.9, (3, 4))
     for fn in (lambda x: np.floor(x).sum(), lambda x: (np.rint(x * 2) * 3.0).mean()):
         np.testing.assert_array_equal(grad(fn)(x), np.zeros_like(x))
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+SOFTMAXES = {
+    "rows": lambda x, w: (_softmax(x, 1) * w).sum(),
+    "columns": lambda x, w: (_softmax(x, 0) * w).sum(),
+    "unshifted": lambda x, w: (np.exp(x) / np.exp(x).sum(1, keepdims=True) * w).sum(),
+    "shift by a column": lambda x, w: (_softmax(x - w[:, :1], 1) * w).sum(),
+    "exp used again": lambda x, w: (np.exp(x) / (e := np.exp(x)).sum(1, keepdims=True) * w).sum()
+    + (e * w).sum(),
+}
+
+
+@pytest.mark.parametrize("name", SOFTMAXES)
+def test_softmax_as_a_whole_matches_central_differences(name):
+    """Softmax differentiated as one pattern (``derivatives_composite.py``): ``y * (g -
+    sum(g * y))``, and no cotangent for a shift constant along its axis; where its values have
+    other uses, op by op."""
+    fn = SOFTMAXES[name]
+    rng = np.random.default_rng(11)
+    x, w = rng.standard_normal((4, 7)), rng.standard_normal((4, 7))
+    got = grad(fn, argnums=(0, 1))(x, w)
+    for k in range(2):
+        np.testing.assert_allclose(got[k], central_differences(fn, (x, w), k),
+                                   rtol=1e-6, atol=1e-8)
+
+
+def test_the_backward_of_softmax_reads_its_probabilities_alone():
+    """Attention's backward keeps the probabilities a product reads anyway, not the scores (or
+    the exp recomputed from them) nor the mask of each row's maxima."""
+    from stax.ir import lower_capture
+    from stax.ir.autodiff import differentiate
+    from stax.trace import trace
+
+    rng = np.random.default_rng(6)
+    W = 6
+    params = [rng.standard_normal((W, W)) * 0.3 for _ in range(4)] + \
+        [1 + 0.1 * rng.standard_normal(W), 0.1 * rng.standard_normal(W)]
+    x = rng.standard_normal((2, 5, W))
+    opgraph = lower_capture(trace(attention_block, (*params, x)))
+    joint = differentiate(opgraph, ["wq", "wk", "wv", "wo"])
+    kept = joint.info["autodiff"].split("recomputed")[0]
+    softmax = next(n for n in opgraph.graph.nodes if n.target == "truediv" and
+                   getattr(n.args[0], "target", None) == "exp")
+    scores = next(n.args[0] for n in opgraph.graph.nodes if n.target == "max")
+    assert f"%{softmax.name} " in kept  # the probabilities: the product's backward reads them
+    assert f"%{scores.name} " not in kept and "%exp" not in kept and "%max" not in kept
+    assert not any(n.target == "eq" for n in joint.graph.nodes)  # no mask of the maxima
+
+
+SCALE = 2.0
+SETTINGS = {"k": 1.0}
+
+
+def test_values_the_function_reads_besides_its_arguments_are_guarded():
+    """A global number, a dictionary entry: read at capture, guarded as ``compile`` guards them,
+    so rebinding one compiles a new gradient instead of returning the stale one."""
+    global SCALE
+    g = grad(lambda x: (x * SCALE).sum() + (x * SETTINGS["k"]).sum())
+    x = np.ones(3)
+    np.testing.assert_array_equal(g(x), np.full(3, 3.0))
+    SCALE, SETTINGS["k"] = 3.0, 5.0
+    try:
+        np.testing.assert_array_equal(g(x), np.full(3, 8.0))
+    finally:
+        SCALE, SETTINGS["k"] = 2.0, 1.0
+    assert g.versions == 2
+
+
+def test_floating_point_events_are_decided_as_numpy_errstate_says():
+    """``exp`` overflowing in the gradient's program: its values (inf), with NumPy's warning;
+    an error under ``np.errstate(over="raise")``; nothing under ``ignore``."""
+    g = grad(lambda x: np.exp(x).sum())
+    x = np.array([1.0, 1000.0])
+    with pytest.warns(RuntimeWarning, match="overflow encountered in the gradient"):
+        got = g(x)
+    np.testing.assert_array_equal(got, [np.e, np.inf])
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="overflow"):
+        g(x)
+    import warnings
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(g(x), [np.e, np.inf])
+
+
+def _layer_norm(z, g, b):
+    mu = z.mean(-1, keepdims=True)
+    var = ((z - mu) ** 2).mean(-1, keepdims=True)
+    return (z - mu) / np.sqrt(var + 1e-5) * g + b
+
+
+@pytest.mark.parametrize("which", ["layer norm", "softmax"])
+def test_a_backward_row_pass_is_one_kernel(which, caplog, monkeypatch):
+    """Fusion across the boundary: the row statistics, the per-row values computed from them
+    (``1 / sqrt(var + eps)``, a keepdims column) and the input's cotangent of a layer norm or a
+    softmax are one row kernel, which reads the rows once."""
+    import logging
+
+    rng = np.random.default_rng(8)
+    x, w = rng.standard_normal((64, 96)), rng.standard_normal((64, 96))
+    g, b = 1 + 0.1 * rng.standard_normal(96), 0.1 * rng.standard_normal(96)
+    if which == "layer norm":
+        def loss(x):
+            return (_layer_norm(x, g, b) * w).sum()
+    else:
+        def loss(x):
+            return (_softmax(x, 1) * w).sum()
+    monkeypatch.setenv("STAX_LOGS", "kernels")
+    with caplog.at_level(logging.INFO, logger="stax"):
+        got = grad(loss)(x)
+    np.testing.assert_allclose(got, central_differences(loss, (x,), 0), rtol=1e-5, atol=1e-7)
+    launches = [line for line in caplog.text.splitlines() if line.startswith("launch")]
+    rows = [line for line in launches if "rows nest" in line]
+    output = next(line.split()[1].rstrip(":") for line in caplog.text.splitlines()
+                  if line.startswith("buffer") and "float64[64, 96]" in line and "(output)" in line)
+    assert len(rows) == 1 and output in rows[0].split("computes")[1].split(";")[0]

@@ -1,6 +1,6 @@
-"""Gathers compiled natively: x[indices] and np.take(x, indices, axis) read x at computed offsets
-(negative indices count from the end); an index out of bounds is never read — it fails a check
-buffer and the call runs eagerly, so the caller gets NumPy's own IndexError."""
+"""Gathers compiled natively: x[indices], x[:, indices] and np.take(x, indices, axis) read x at
+computed offsets (negative indices count from the end); an index out of bounds is never read —
+it fails a check buffer and the call runs eagerly, so the caller gets NumPy's own IndexError."""
 
 import json
 
@@ -18,6 +18,8 @@ PROGRAMS = {
     "x.T[i]": lambda x, i: x.T[i % 8],
     "of a computed value": lambda x, i: np.exp(x)[i[0]],
     "of a column view": lambda x, i: x[:, 3][i],
+    "x[:, i]": lambda x, i: x[:, i % 8] - 1,
+    "x.T[:, i] of a slice": lambda x, i: x[::2].T[:, i % 25],
 }
 
 

@@ -523,8 +523,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             else (call_flat, None)
         if artifact is not None:
             logs.emit("kernels", settings.logs, str(artifact))
-        output_tree = capture.output_tree
-        runner = tree_runner(call_flat, slots, capture) if not capture.writeback else \
+        # a backend that arranges its results otherwise says how (a gradient's: the result,
+        # then the gradients)
+        output_tree = getattr(run_flat, "output_tree", None) or capture.output_tree
+        runner = tree_runner(call_flat, slots, output_tree) if not capture.writeback else \
             writeback_runner(call_flat, slots, capture,
                              placement.library if placement is not None else None)
         version = Version(number, sigma, runner, native=True, artifact=artifact, flat=(run_flat, slots),

@@ -157,9 +157,8 @@ def flat_runner(run_flat: Callable[..., list[Any]], slots: list[int], output_tre
     return run
 
 
-def tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], capture: Any
+def tree_runner(run_flat: Callable[..., list[Any]], slots: list[int], output_tree: TreeDef
                  ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
-    output_tree = capture.output_tree
     single = output_tree.kind == "leaf"
 
     def run(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
