@@ -175,3 +175,22 @@ def test_a_row_kernel_writes_over_an_input_it_reads_only_within_the_row(build):
     assert artifact.storage.storage[written] == artifact.storage.storage[over]
     got, = Executable(artifact)(x)
     np.testing.assert_allclose(got, b.expected(final)[0], rtol=1e-13)
+
+
+@pytest.mark.parametrize("last", ["float64", "float32"])
+def test_an_element_wise_kernel_writes_over_an_input_nodes_before_it_read(build, last):
+    """``a = tanh(v) * c`` and ``b = sin(v) * c`` in one kernel, ``v`` dying there: ``b`` is
+    computed after ``a``, which has read ``v`` at the element, so ``b`` takes ``v``'s memory;
+    ``a`` may not (``b`` reads ``v`` after it). With ``b`` in float32, nothing does."""
+    x = np.random.default_rng(9).standard_normal((40, 30))
+    b = build(x=x)
+    v = b("exp", b.inputs["x"])
+    c = b("extern", v, fn="numpy.cumsum", method=False, call_kwargs={"axis": 0})
+    first = b("mul", b("tanh", v), c)
+    second = b("cast", b("mul", b("sin", v), c), dtype=last)
+    program = lower_opgraph(b.program(first, second), materialize=keep_in_memory)
+    artifact = generate(program)
+    got = Executable(artifact)(x)
+    for value, want in zip(got, b.expected(first, second)):
+        np.testing.assert_allclose(value, want, rtol=1e-13 if last == "float64" else 1e-6)
+    assert len(artifact.storage.in_place) == (last == "float64")

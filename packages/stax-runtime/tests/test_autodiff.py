@@ -398,3 +398,31 @@ def test_a_backward_row_pass_is_one_kernel(which, caplog, monkeypatch):
     output = next(line.split()[1].rstrip(":") for line in caplog.text.splitlines()
                   if line.startswith("buffer") and "float64[64, 96]" in line and "(output)" in line)
     assert len(rows) == 1 and output in rows[0].split("computes")[1].split(";")[0]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed stack"])
+def test_a_matrix_applied_to_a_stack_gets_one_product_as_its_gradient(layout):
+    """``h @ w`` with ``h`` of shape (4, 6, 5): ``w``'s cotangent is one product over the 24
+    rows (``h`` viewed as (24, 5)), not four products then summed; a stack whose rows do not
+    lie at one stride (a transposed one) keeps the summed products. Both as the differences."""
+    from stax.ir import lower_capture
+    from stax.ir.autodiff import differentiate
+    from stax.trace import trace
+
+    rng = np.random.default_rng(10)
+    h = rng.standard_normal((4, 6, 5)) if layout == "contiguous" else \
+        rng.standard_normal((4, 5, 6)).transpose(0, 2, 1)
+    w, t = rng.standard_normal((5, 3)), rng.standard_normal((4, 6, 3))
+
+    def loss(h, w, t):
+        return (np.tanh(h @ w) * t).sum()
+
+    got = grad(loss, argnums=(0, 1))(h, w, t)
+    for k in range(2):
+        np.testing.assert_allclose(got[k], central_differences(loss, (h, w, t), k),
+                                   rtol=1e-6, atol=1e-8)
+    joint = differentiate(lower_capture(trace(loss, (h, w, t))), ["w"])
+    products = [tuple(n.tensor.shape) for n in joint.graph.nodes
+                if n.target == "extern" and "matmul" in n.kwargs.get("fn", "")]
+    assert ((5, 3) in products) == (layout == "contiguous")
+    assert ((4, 5, 3) in products) == (layout != "contiguous")

@@ -122,19 +122,24 @@ def may_return_a_view(call: ExternCall) -> bool:
 
 
 def _elementwise_over(out: ComputedBuffer, dead: ComputedBuffer, readers: dict[str, list[Any]],
-                      loads_of: Callable[[ComputedBuffer], dict[str, list[Any]]]) -> bool:
+                      loads_of: Callable[[ComputedBuffer], dict[str, list[Any]]],
+                      order: list[Any]) -> bool:
     """Whether ``out`` can be written over ``dead`` inside its group's kernel (of one loop
-    nest: ``_one_nest``; ``readers``: the group's nodes by the buffers they read): element-wise,
-    ``dead`` read only by ``out`` and only at the element ``out`` writes."""
+    nest: ``_one_nest``; ``readers``: the group's nodes by the buffers they read; ``order``: the
+    group's nodes, in the order the kernel computes them at each element): element-wise,
+    ``dead`` read only at the element ``out`` writes, by ``out`` or by nodes computed before it
+    there (a value held, not stored: the GELU derivative's terms read the incoming cotangent
+    it then overwrites)."""
     if not isinstance(out.data, Pointwise):
         return False
     if out.dtype != dead.dtype or not same_size(tuple(out.shape), tuple(dead.shape)) or \
             not same_size(tuple(out.strides), tuple(dead.strides)):
         return False  # compared as expressions: a speed choice decides no size (issue 15)
-    if any(node is not out for node in readers.get(dead.name, ())):
+    users = readers.get(dead.name, [])
+    if any(order.index(node) > order.index(out) for node in users):
         return False
     return not any(isinstance(ld, IndirectLoad) or ld.index != out.store_index
-                   for ld in loads_of(out).get(dead.name, ()))
+                   for node in users for ld in loads_of(node).get(dead.name, ()))
 
 
 def _over_in_rows(out: ComputedBuffer, dead: ComputedBuffer | ExternCall, nest: Nest,
@@ -247,8 +252,8 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                     for reader in g.nodes:
                         for name in loads_of(reader):
                             readers.setdefault(name, []).append(reader)
-                over = next((d for d in dying if _elementwise_over(node, d, readers, loads_of)),
-                            None)
+                over = next((d for d in dying
+                             if _elementwise_over(node, d, readers, loads_of, g.nodes)), None)
             elif rows_in_place and g.nest is not None and g.nest.kind == "rows":
                 over = next((d for d in dying if _over_in_rows(node, d, g.nest, loads_of)), None)
             else:

@@ -235,7 +235,7 @@ def sum(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         return (None,)
     back = broadcast_back(emit, g, shape_of(x), tuple(node.kwargs["axis"]),
                           node.kwargs["keepdims"])
-    return (_cast_to(emit, back, x),)
+    return (cast_to(emit, back, x),)
 
 
 def mean(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
@@ -245,7 +245,7 @@ def mean(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     axes = tuple(node.kwargs["axis"])
     count = math.prod(shape_of(x)[a] for a in axes)
     back = broadcast_back(emit, g, shape_of(x), axes, node.kwargs["keepdims"])
-    return (_cast_to(emit, elem(emit, "truediv", back, float(count), like=back), x),)
+    return (cast_to(emit, elem(emit, "truediv", back, float(count), like=back), x),)
 
 
 def _extreme_reduction(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
@@ -294,7 +294,8 @@ def std(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     return var(emit, node, half)
 
 
-def _cast_to(emit: Emit, g: Any, like: Any) -> Any:
+def cast_to(emit: Emit, g: Any, like: Any) -> Any:
+    """``g`` in ``like``'s dtype (a cast where it differs)."""
     if g.tensor.dtype == like.tensor.dtype:
         return g
     return emit("cast", (g,), {"dtype": like.tensor.dtype}, meta(shape_of(like), like.tensor.dtype))
@@ -328,7 +329,7 @@ def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
             xstrides = tuple(back[at[e]] for e in range(len(shape)))
             flat = emit("view", (flat,), {"offset": 0, "shape": shape, "strides": xstrides},
                         TensorMeta(shape, g.tensor.dtype, xstrides))
-        return (_cast_to(emit, flat, x),)
+        return (cast_to(emit, flat, x),)
     # a view may run backwards (``np.flip``, ``x[::-1]``): its positions, offset plus a
     # negative ramp, still lie in the operand's memory; an operand laid out backwards is not
     # taken (its memory would start before its first element)
@@ -358,7 +359,7 @@ def view(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
             meta(vshape, "int64"))
     flat = emit("full", (), {"shape": (extent,), "value": 0.0, "dtype": dtype},
                 meta((extent,), dtype))
-    summed = emit("scatter", (flat, positions, _cast_to(emit, g, x)),
+    summed = emit("scatter", (flat, positions, cast_to(emit, g, x)),
                   {"count": 1, "accumulate": True, "scalar": None}, meta((extent,), dtype))
     return (emit("view", (summed,), {"offset": 0, "strides": strides, "shape": shape},
                  TensorMeta(shape, dtype, strides)),)
@@ -392,89 +393,6 @@ def reshape(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]
     return (emit("reshape", (g,), {"shape": shape_of(x)}, meta(shape_of(x), x.tensor.dtype)),)
 
 
-# -- products (NumPy steps: BLAS) -----------------------------------------------------------------
-
-MATMUL = frozenset({"operator.matmul", "numpy.matmul", "numpy.dot"})
-
-
-def _matmul(emit: Emit, a: Any, b: Any, shape: tuple[int, ...], dtype: str) -> Any:
-    return emit("extern", (a, b), {"fn": "numpy.matmul", "method": False, "call_kwargs": {}},
-                meta(shape, dtype))
-
-
-def _transposed(emit: Emit, m: Any) -> Any:
-    """``m`` with its last two axes swapped: a view."""
-    shape, strides = list(shape_of(m)), list(m.tensor.strides)
-    shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
-    return emit("view", (m,), {"offset": 0, "strides": tuple(strides), "shape": tuple(shape)},
-                TensorMeta(tuple(shape), m.tensor.dtype, tuple(strides)))
-
-
-def _column(emit: Emit, v: Any) -> Any:
-    (n,) = shape_of(v)
-    return emit("view", (v,), {"offset": 0, "strides": (v.tensor.strides[0], 0),
-                               "shape": (n, 1)}, meta((n, 1), v.tensor.dtype))
-
-
-def _row(emit: Emit, v: Any) -> Any:
-    (n,) = shape_of(v)
-    return emit("view", (v,), {"offset": 0, "strides": (0, v.tensor.strides[0]),
-                               "shape": (1, n)}, meta((1, n), v.tensor.dtype))
-
-
-def extern(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
-    """The NumPy steps with a rule: matrix products (``a @ b``, ``np.matmul``; ``np.dot`` of
-    1-D and 2-D operands), whose transposes are products again (``g @ b.T``, ``a.T @ g``,
-    summed over the axes a stack of matrices was broadcast along); ``np.einsum``
-    (``derivatives_functions.einsum``); a basic index run as NumPy's (``.getitem``)."""
-    if node.kwargs.get("fn") == "numpy.einsum" and not node.kwargs.get("method"):
-        from .derivatives_functions import einsum
-        return einsum(emit, node, g, need)
-    if node.kwargs.get("fn") == "operator.getitem" and not node.kwargs.get("call_kwargs"):
-        from .derivatives_functions import getitem
-        return getitem(emit, node, g, need)
-    if node.kwargs.get("fn") not in MATMUL or node.kwargs.get("method") or len(node.args) != 2 \
-            or node.kwargs.get("call_kwargs"):
-        raise NotImplementedError(f"the NumPy step {node.kwargs.get('fn')}")
-    a, b = node.args
-    ra, rb = len(shape_of(a)), len(shape_of(b))
-    dtype = node.tensor.dtype
-    ga = gb = None
-    if ra >= 2 and rb >= 2:  # (..., n, k) @ (..., k, m), the leading axes broadcast
-        if ra > 2 or rb > 2:
-            if node.kwargs["fn"] == "numpy.dot":
-                raise NotImplementedError("np.dot of more than two dimensions")
-            batch = tuple(np.broadcast_shapes(shape_of(a)[:-2], shape_of(b)[:-2]))
-            ga = unbroadcast(emit, _matmul(emit, g, _transposed(emit, b),
-                                           (*batch, *shape_of(a)[-2:]), dtype), a) \
-                if wants(need, a) else None
-            gb = unbroadcast(emit, _matmul(emit, _transposed(emit, a), g,
-                                           (*batch, *shape_of(b)[-2:]), dtype), b) \
-                if wants(need, b) else None
-            return ga, gb
-        if wants(need, a):
-            ga = _matmul(emit, g, _transposed(emit, b), shape_of(a), dtype)
-        if wants(need, b):
-            gb = _matmul(emit, _transposed(emit, a), g, shape_of(b), dtype)
-    elif ra > 2 or rb > 2:
-        raise NotImplementedError("a product of a vector and a stack of matrices")
-    elif ra == 2:  # (n, k) @ (k,) -> (n,)
-        if wants(need, a):
-            ga = elem(emit, "mul", _column(emit, g), _row(emit, b), like=a)
-        if wants(need, b):
-            gb = _matmul(emit, _transposed(emit, a), g, shape_of(b), dtype)
-    elif rb == 2:  # (k,) @ (k, m) -> (m,)
-        if wants(need, a):
-            ga = _matmul(emit, b, g, shape_of(a), dtype)
-        if wants(need, b):
-            gb = elem(emit, "mul", _column(emit, a), _row(emit, g), like=b)
-    else:  # (k,) @ (k,) -> ()
-        ga = elem(emit, "mul", b, g, like=a) if wants(need, a) else None
-        gb = elem(emit, "mul", a, g, like=b) if wants(need, b) else None
-    return (None if ga is None else _cast_to(emit, ga, a),
-            None if gb is None else _cast_to(emit, gb, b))
-
-
 # -- building arrays ----------------------------------------------------------------------------
 
 def part(emit: Emit, g: Any, axis: int, start: int, length: int, drop: bool = False) -> Any:
@@ -495,7 +413,7 @@ def concatenate(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, 
     axis, out, at = node.kwargs["axis"], [], 0
     for x in node.args:
         length = shape_of(x)[axis]
-        out.append(_cast_to(emit, part(emit, g, axis, at, length), x) if wants(need, x)
+        out.append(cast_to(emit, part(emit, g, axis, at, length), x) if wants(need, x)
                    else None)
         at += length
     return tuple(out)
@@ -504,7 +422,7 @@ def concatenate(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, 
 def stack(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """Each operand's element of the cotangent along the new axis."""
     axis = node.kwargs["axis"]
-    return tuple(_cast_to(emit, part(emit, g, axis, k, 1, drop=True), x) if wants(need, x)
+    return tuple(cast_to(emit, part(emit, g, axis, k, 1, drop=True), x) if wants(need, x)
                  else None for k, x in enumerate(node.args))
 
 
@@ -515,7 +433,7 @@ def pad(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         return (None,)
     for axis, (before, _) in enumerate(node.kwargs["pad_width"]):
         g = part(emit, g, axis, before, shape_of(x)[axis])
-    return (_cast_to(emit, g, x),)
+    return (cast_to(emit, g, x),)
 
 
 def take(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
@@ -528,7 +446,7 @@ def take(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
         return (None, None)
     axis, dtype = node.kwargs["axis"], x.tensor.dtype
     shape = shape_of(x)
-    g = _cast_to(emit, g, x)
+    g = cast_to(emit, g, x)
     if axis:
         order = (axis, *range(axis), *range(axis + 1, len(shape)))
         taken = len(shape_of(indices))
@@ -567,7 +485,7 @@ def cumsum(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     axis = node.kwargs["axis"]
     running = emit("cumsum", (_flipped(emit, g, axis),), {"axis": axis, "dtype": g.tensor.dtype},
                    meta(shape_of(g), g.tensor.dtype))
-    return (_cast_to(emit, _flipped(emit, running, axis), x),)
+    return (cast_to(emit, _flipped(emit, running, axis), x),)
 
 
 def take_const(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
@@ -580,6 +498,6 @@ def take_const(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, .
     positions = emit("stack", parts, {"axis": 0}, meta((len(parts),), "int64"))
     zeros = emit("full", (), {"shape": shape_of(x), "value": 0.0, "dtype": x.tensor.dtype},
                  meta(shape_of(x), x.tensor.dtype))
-    return (emit("scatter", (zeros, positions, _cast_to(emit, g, x)),
+    return (emit("scatter", (zeros, positions, cast_to(emit, g, x)),
                  {"count": 1, "accumulate": True, "scalar": None},
                  meta(shape_of(x), x.tensor.dtype)),)

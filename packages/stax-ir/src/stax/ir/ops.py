@@ -21,6 +21,7 @@ import numpy as np
 
 from . import derivatives as d
 from . import derivatives_functions as df
+from . import derivatives_products as dp
 from .lifted_loops import LIFTED_LOOP, run_lifted_loop
 from .op_references import (
     arg_reference,
@@ -350,7 +351,7 @@ _declare("decline_if", P, 2, lambda x, bad, why: decline_if_reference(x, bad, wh
 _declare("extern", OpKind.EXTERN, -1, _extern, attrs=("fn", "method", "call_kwargs"),
          doc="calls capture target ``fn`` (a method of the first operand when ``method``) with "
              "NumPy; its operands may nest nodes inside tuples and lists", numpy_step_only=True,
-         vjp=d.extern)
+         vjp=dp.extern)
 
 
 def get_op(name: str) -> OpDef:
