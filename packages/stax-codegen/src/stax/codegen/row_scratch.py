@@ -25,10 +25,11 @@ from collections.abc import Sequence, Set
 
 import numpy as np
 
-from stax.loop import ComputedBuffer, ExternCall, Pointwise, node_loads, xvar
+from stax.loop import ComputedBuffer, ExternCall, Pointwise, xvar
 
 from .nesting import per_row_phases, row_axes
 from .scheduler import Group
+from .transient import kernel_readers
 
 #: the longest row held on a kernel's stack (a thread of the native pool has megabytes)
 MAX_ROW_BYTES = 64 << 10
@@ -94,19 +95,8 @@ def _read_in_later_phases(node: ComputedBuffer, group: Sequence[ComputedBuffer |
     """Whether ``node`` is read in its kernel, only by later phases that run inside the rows
     (or its own phase at the element it computes), never updated in place."""
     mine = phase_of[node.name]
-    readers = 0
-    for other in group:
-        if other is node or isinstance(other, ExternCall):
-            continue
-        if other.updates == node.name:
-            return False
-        reads = [r for r in node_loads(other) if r.buffer == node.name]
-        if not reads:
-            continue
-        at = phase_of[other.name]
-        if at >= inside or at < mine:
-            return False
-        if at == mine and any(getattr(r, "index", None) != node.store_index for r in reads):
-            return False
-        readers += 1
-    return readers > 0
+    readers = kernel_readers(node, group)
+    return bool(readers) and all(
+        mine <= phase_of[other.name] < inside and (phase_of[other.name] > mine or all(
+            getattr(r, "index", None) == node.store_index for r in reads))
+        for other, reads in readers)

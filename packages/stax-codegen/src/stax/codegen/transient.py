@@ -17,6 +17,7 @@ element-wise kernels skip a discarded node altogether."""
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
+from typing import Any
 
 from stax.loop import ComputedBuffer, ExternCall, Pointwise, node_loads
 from stax.loop.expr import Load
@@ -65,18 +66,24 @@ def _only_read_here(node: ComputedBuffer, later: Sequence[ComputedBuffer],
     by an element-wise node of ``later`` (the rest of its phase). A buffer nothing reads is no
     one's to hold (a kernel of only such buffers would have no argument at all)."""
     later_names = {n.name for n in later}
-    readers = 0
+    readers = kernel_readers(node, group)
+    return bool(readers) and all(
+        other.name in later_names and _element_wise(other) and
+        all(type(r) is Load and r.index == node.store_index for r in reads)
+        for other, reads in readers)
+
+
+def kernel_readers(node: ComputedBuffer, group: Sequence[ComputedBuffer | ExternCall]
+                   ) -> list[tuple[ComputedBuffer, list[Any]]] | None:
+    """The nodes of ``node``'s kernel that read it, each with its loads of it; None when one
+    of them updates it in place (a region update: never held)."""
+    found = []
     for other in group:
         if other is node or isinstance(other, ExternCall):
             continue
         if other.updates == node.name:
-            return False
+            return None
         reads = [r for r in node_loads(other) if r.buffer == node.name]
-        if not reads:
-            continue
-        if other.name not in later_names or not _element_wise(other):
-            return False
-        if any(type(r) is not Load or r.index != node.store_index for r in reads):
-            return False
-        readers += 1
-    return readers > 0
+        if reads:
+            found.append((other, reads))
+    return found
