@@ -426,3 +426,10 @@ def test_a_matrix_applied_to_a_stack_gets_one_product_as_its_gradient(layout):
                 if n.target == "extern" and "matmul" in n.kwargs.get("fn", "")]
     assert ((5, 3) in products) == (layout == "contiguous")
     assert ((4, 5, 3) in products) == (layout != "contiguous")
+
+
+def test_the_gradient_mode_is_the_keys_rho():
+    g = value_and_grad(lambda x, y: (x * y).sum(), argnums=(0, 1))
+    g(np.ones(3), np.ones(3))
+    (compiled,) = g._compiled.values()
+    assert compiled.versions()[0].rho == "value_and_grad(argnums=(0, 1))"

@@ -83,6 +83,7 @@ from .runners import (
 from .scalar_arguments import ScalarArguments, example_inputs
 from .signature import Unguardable, array_signature, signature
 from .versions import (
+    PLAIN,
     Limits,
     Version,
     check_no_side_effects,
@@ -119,6 +120,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
         # back; a declined call raised (ExternResultMismatch, RunEagerly), not run eagerly
         self.capture_check: Callable[[Any], None] | None = None
         self.donates_arguments = self.declines_to_caller = False
+        #: the key's rho (definition 2.2): the transform its versions apply (a gradient's mode)
+        self.rho = PLAIN
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._names = callable_names(fn)  # what the key describes of modules it meets
@@ -529,7 +532,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
         runner = tree_runner(call_flat, slots, output_tree) if not capture.writeback else \
             writeback_runner(call_flat, slots, capture,
                              placement.library if placement is not None else None)
-        version = Version(number, sigma, runner, native=True, artifact=artifact, flat=(run_flat, slots),
+        version = Version(number, sigma, runner, native=True, artifact=artifact, rho=self.rho,
+                          flat=(run_flat, slots),
                           gates=GateReplay(capture) if capture.gates else None, free=free,
                           gate_check=gate_check, generic=run_flat if isinstance(
                               run_flat, (GenericExecutable, ScalarArguments)) else None,

@@ -79,6 +79,8 @@ class Differentiated:
             compiled.backend = GradientBackend(self.fn, count, tuple(k % count for k in numbers),
                                                self.has_aux)
             compiled.backend_name = "gradient"
+            compiled.rho = f"{'value_and_grad' if self.value else 'grad'}(argnums={numbers}" \
+                f"{', has_aux=True' if self.has_aux else ''})"
             self._compiled[(count, numbers)] = compiled
         result, gradients = compiled(*args)
         loss = result[0] if self.has_aux else result

@@ -15,7 +15,7 @@ from .generic import generic_failures
 from .guards import Snapshot
 from .signature import GuardFailure, Unguardable, diff_signature, signature
 
-PLAIN = "plain"  # rho: the transform applied (value-and-grad and friends arrive with autodiff)
+PLAIN = "plain"  # rho: the transform applied (a gradient's: ``grad(argnums=(0,))``, autodiff.py)
 
 
 @dataclass(frozen=True)
