@@ -162,3 +162,34 @@ def test_scratch_is_found_after_another_rewritten_loop():
     x = np.random.default_rng(5).standard_normal(900)
     for got, want in zip(stax.compile(after_another_loop)(x, 30), after_another_loop(x, 30)):
         np.testing.assert_array_equal(got, want)
+
+
+def trailing_sums(x):  # x[i - 4:i + 1] is empty for i < 4 (a negative start)
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = x[i - 4:i + 1].sum()
+    return out
+
+
+def trailing_rows(x):  # rows of a matrix, the first two windows empty
+    out = np.zeros((x.shape[0] // 8, 8))
+    rows = x.reshape(-1, 8)
+    for i in range(rows.shape[0]):
+        out[i] = rows[i - 2:i + 1].sum(axis=0) * 0.5
+    return out
+
+
+@pytest.mark.parametrize("fn", [trailing_sums, trailing_rows])
+def test_a_loop_whose_first_items_are_degenerate_compiles_at_a_typical_one(fn, caplog,
+                                                                           monkeypatch):
+    """Traced at the first item, the body's slice had length 0 and every later item declined
+    it, so the loop ran in NumPy; it is traced at the middle item now (its results dropped,
+    nothing written), the first items run in NumPy and the others compiled."""
+    x = np.random.default_rng(6).standard_normal(8000)
+    compiled = stax.compile(fn)
+    with caplog.at_level(logging.INFO, logger="stax"), _logs(monkeypatch):
+        got = compiled(x)
+    np.testing.assert_allclose(got, fn(x), rtol=1e-13)
+    assert "body compiled once" in caplog.text and _lifted(compiled)
+    y = np.random.default_rng(7).standard_normal(8000)
+    np.testing.assert_allclose(compiled(y), fn(y), rtol=1e-13)

@@ -358,6 +358,8 @@ class _Runner:
                 return
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
+            if t == 0 and len(items) > 2 and not compiled.versions():
+                self._compile_at(values, items[len(items) // 2])
             while t < len(items):
                 args = self._args(values, items[t])
                 if looped is not None and t != stopped:
@@ -415,6 +417,18 @@ class _Runner:
             errstate.report(UNDERFLOW)
         if len(items) > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (len(items) - 1)
+
+    def _compile_at(self, values: dict[str, Any], item: int) -> None:
+        """Compile the body at a typical item (the middle one) before the first: a window that
+        starts before the array (``x[i - 4:i + 1]``, empty at ``i = 0``) traced at the first
+        item makes a version every later item declines (its slice another length), and the
+        loop then ran in NumPy. The run's results are dropped (the body returns what it
+        updates; nothing is written into its arguments); where it declines or raises, the
+        items in order decide as before."""
+        try:
+            self.compiled(*self._args(values, item))
+        except Exception:  # the first item's compile says it again
+            pass
 
     def _item_eagerly(self, values: dict[str, Any], item: int) -> None:
         """One item the compiled body declined (a slice at the item that NumPy clips, an index
