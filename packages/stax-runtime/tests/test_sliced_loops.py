@@ -193,3 +193,36 @@ def test_a_loop_whose_first_items_are_degenerate_compiles_at_a_typical_one(fn, c
     assert "body compiled once" in caplog.text and _lifted(compiled)
     y = np.random.default_rng(7).standard_normal(8000)
     np.testing.assert_allclose(compiled(y), fn(y), rtol=1e-13)
+
+
+def clamped_means(x, w):  # the window's start clamped with Python's builtin max
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        out[i] = x[max(0, i - w + 1):i + 1].mean()
+    return out
+
+
+def clamped_float32(x32):  # a float32 value times the clamped int: NEP 50 keeps float32
+    out = np.zeros(x32.shape[0], np.float32)
+    for i in range(x32.shape[0]):
+        out[i] = x32[i] * max(0, i - 3)
+    return out
+
+
+def test_a_window_start_clamped_by_max_compiles(caplog, monkeypatch):
+    """``max(0, i - w + 1)`` of the item and a Python int: a select of int64 values whose every
+    use is one where the int64 means the Python int (here a slice bound), so the body compiles;
+    multiplied into a float32 value (where an int64 would make float64), the loop runs as NumPy
+    does."""
+    x = np.random.default_rng(8).standard_normal(5000)
+    compiled = stax.compile(clamped_means)
+    with caplog.at_level(logging.INFO, logger="stax"), _logs(monkeypatch):
+        np.testing.assert_allclose(compiled(x, 7), clamped_means(x, 7), rtol=1e-13)
+    assert "body compiled once" in caplog.text and _lifted(compiled)
+    x32 = x.astype(np.float32)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="stax"), _logs(monkeypatch):
+        got, want = stax.compile(clamped_float32)(x32), clamped_float32(x32)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    assert "a Python int and an int64 differ: with a float32 operand" in caplog.text

@@ -29,10 +29,13 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from stax.ir import GraphProgram, Node, Opcode, UnsupportedError, map_nodes
+from stax.trace.loops import ITEM_ARGUMENT
 
 #: the body function's parameter for the item (``stax.trace.loops``)
-ITEM = "__stax_item"
+ITEM = ITEM_ARGUMENT
 EXACT = 2 ** 53  # every int below it is a float64 exactly
 STRONG = frozenset({"int64", "float64", "complex128"})  # a weak int promotes to these alone
 #: narrower array dtypes a stored value keeps in, below this bound
@@ -100,6 +103,9 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
         return None  # returned: the runner does not read the item back
     if user.op != Opcode.CALL_FUNCTION:
         return "a method call"
+    chosen = _chosen(user, node, derived)  # builtin max/min (``stax.trace.minmax``)
+    if chosen != "":
+        return chosen
     if user.target in _INDEXING:
         if _mentions(user.args[0], node):
             return "indexed"
@@ -123,6 +129,31 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
         return span
     derived[user] = span
     return None
+
+
+def _chosen(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | None:
+    """The uses builtin ``max``/``min`` make of item-derived ints (``stax.trace.minmax``:
+    ``max(0, i - w + 1)`` as ``where(greater(...), ...)[()]``): a comparison with another such
+    int or an int constant (the same answer for Python ints); a select between them (derived,
+    spanning both); the select's scalar, ``[()]``. None when allowed, a reason when refused,
+    "" for any other use."""
+    def integer(a: Any) -> bool:
+        return a in derived and derived[a] is not FLOAT if isinstance(a, Node) else \
+            isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+    if user.target in ("numpy.greater", "numpy.less") and not user.kwargs:
+        return None if all(integer(a) for a in user.args) else "compared"
+    if user.target == "numpy.where" and not user.kwargs and len(user.args) == 3:
+        cond, *values = user.args
+        if _mentions(cond, node) or not all(integer(a) for a in values):
+            return "an operand of numpy.where"
+        spans = [derived[a] if isinstance(a, Node) else (int(a), int(a)) for a in values]
+        derived[user] = (min(s[0] for s in spans), max(s[1] for s in spans))
+        return None
+    if user.target == "operator.getitem" and len(user.args) == 2 and user.args[0] is node \
+            and user.args[1] == () and derived[node] is not FLOAT:
+        derived[user] = derived[node]
+        return None
+    return ""
 
 
 def _stored(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | None:

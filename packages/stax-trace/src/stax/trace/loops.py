@@ -91,6 +91,8 @@ class LoopSite:
 
 
 #: names the rewritten code reads from its closure
+#: the body function's parameter for the loop's item (a lifted body's placeholder of that name)
+ITEM_ARGUMENT = "__stax_item"
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__")
 _REFUSED_CALLS = frozenset({"locals", "vars", "exec", "eval", "super", "globals", "dir"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -301,7 +303,7 @@ class _Rewriter:
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
                                    bound_first, loop_body.effects(node.body), scratch))
-        body_name, item = f"__stax_body_{number}", "__stax_item"
+        body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
                          [ast.Delete([ast.Name(p, ast.Del())])], []) for p in params]

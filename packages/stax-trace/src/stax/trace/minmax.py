@@ -77,8 +77,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stax.ir import Opcode
+
 from .calls import calls
 from .creation import active_tracer, intercept
+from .loops import ITEM_ARGUMENT
 from .proxy import GeneratorProxy, Proxy
 from .source import library_frame
 
@@ -169,6 +172,11 @@ def select(tracer: Tracer, name: str, items: list[Any]) -> Proxy | None:
     if not issubclass(scalar, np.generic) or np.dtype(scalar).kind not in "biuf":
         return None
     numbers = len(tracer.selections) * _NUMBERS  # distinct from every other choice's
+    # in a lifted loop's body, a Python int beside int64 values computed from the item (``max(0,
+    # i - w + 1)``) is taken as an int64: every use of the result is checked to mean what the
+    # Python int would (``stax.runtime.item_uses``), or the loop runs in NumPy
+    ints = getattr(tracer, "item_slices", False) and scalar is np.int64 and \
+        all(_from_item(v.node) for v in traced)
     codes: list[Any] = []
     for i, item in enumerate(items):
         if type(item) is _Weak:
@@ -177,6 +185,9 @@ def select(tracer: Tracer, name: str, items: list[Any]) -> Proxy | None:
             codes.append(-1)
         elif type(item) is float and scalar is np.float64:
             codes.append(numbers + i)
+        elif ints and type(item) is int and -2 ** 63 <= item < 2 ** 63:
+            items[i] = np.int64(item)
+            codes.append(-1)
         else:
             return None
     weak = [v for v in traced if type(v) is _Weak]
@@ -203,6 +214,26 @@ def select(tracer: Tracer, name: str, items: list[Any]) -> Proxy | None:
     _SET_CLASS(result, _Weak)
     tracer.selections[result.node] = choice
     return result
+
+
+def _from_item(node: Any, budget: int = 64) -> bool:
+    """Whether ``node`` is computed from a lifted loop's item alone (and constants): the
+    values whose every use ``stax.runtime.item_uses`` checks. A carried NumPy scalar is not."""
+    todo, seen, found = [node], set(), False
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        budget -= 1
+        if budget < 0:
+            return False
+        if current.op is Opcode.PLACEHOLDER:
+            if current.target != ITEM_ARGUMENT:
+                return False
+            found = True
+        todo.extend(current.inputs)
+    return found
 
 
 def _chain(compare: Any, items: list[Any]) -> tuple[Any, list[Any]]:
