@@ -125,6 +125,22 @@ def moving_window_mean(x, w):
     return y
 
 
+def trailing_mean(x, w):
+    """A trailing average, the window's start clamped at the array's: ``max(0, i - w + 1)``."""
+    y = np.empty_like(x)
+    for i in range(x.shape[0]):
+        y[i] = x[max(0, i - w + 1):i + 1].mean()
+    return y
+
+
+def trailing_sum_from_zero(x):
+    """Sums of the last five values, written without a clamp: empty windows at the start."""
+    y = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        y[i] = x[i - 4:i + 1].sum()
+    return y
+
+
 def block_minmax_scale(x, bs):
     """Each block rescaled to [0, 1] and written into the result's same block."""
     out = np.empty_like(x)
@@ -191,4 +207,8 @@ PROGRAMS = [
             lambda r: (r.standard_normal(5000), 16), rtol=1e-12, atol=1e-14),
     Program("block_minmax_scale", "loops", block_minmax_scale,
             lambda r: (r.standard_normal(100000), 250), rtol=1e-12, atol=1e-14),
+    Program("trailing_mean", "loops", trailing_mean, lambda r: (r.standard_normal(5000), 12),
+            rtol=1e-12, atol=1e-14),
+    Program("trailing_sum_from_zero", "loops", trailing_sum_from_zero,
+            lambda r: (r.standard_normal(5000),), rtol=1e-12, atol=1e-14),
 ]
