@@ -194,3 +194,24 @@ def test_an_element_wise_kernel_writes_over_an_input_nodes_before_it_read(build,
     for value, want in zip(got, b.expected(first, second)):
         np.testing.assert_allclose(value, want, rtol=1e-13 if last == "float64" else 1e-6)
     assert len(artifact.storage.in_place) == (last == "float64")
+
+
+def test_a_large_product_the_program_returns_comes_from_the_block_pool(build):
+    """A result of 8 MiB and more made by ``np.matmul``: written with ``out=`` into a block of
+    the pool (its pages mapped by an earlier call), NumPy's product bit for bit."""
+    from stax.codegen import default_block_pool
+
+    rng = np.random.default_rng(3)
+    a, w = rng.standard_normal((1024, 64)), rng.standard_normal((64, 1024))
+    b = build(a=a, w=w)
+    product = _matmul(b, b("mul", b.inputs["a"], 2.0), b.inputs["w"])
+    run = Executable(generate(lower_opgraph(b.program(product))))
+    pool = default_block_pool()
+    first, = run(a, w)
+    np.testing.assert_array_equal(first, (a * 2.0) @ w)
+    assert not first.flags.owndata  # a view of a pool block
+    del first
+    reused = pool.reused
+    second, = run(a, w)
+    np.testing.assert_array_equal(second, (a * 2.0) @ w)
+    assert pool.reused == reused + 1

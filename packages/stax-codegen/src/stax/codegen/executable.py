@@ -25,7 +25,7 @@ from .cpu.item_loop import ItemLoop, make_item_loop
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.native_pool import MAX_ARITY, native_pool
 from .cpu.objcache import ObjectCache
-from .extern_results import OUT_FUNCTIONS
+from .extern_results import OUT_FUNCTIONS, takes_out
 from .python_pool import default_pool
 from .straight_line import CallPlan, KernelStep, NumPyStep, write_call
 
@@ -99,17 +99,19 @@ def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | N
     return None
 
 
-def _numpy_step(plan: ExternPlan, slot: dict[str, int], into: bool = False) -> NumPyStep:
+def _numpy_step(plan: ExternPlan, slot: dict[str, int], into: bool = False,
+                allocate: Callable[[], np.ndarray] | None = None) -> NumPyStep:
     """An extern as a step of the written-out call (``straight_line.py``), its target checked
     against the allow-list now, when the plan is loaded: a document names data, never code.
-    ``into``: the call writes into its slot's planned view (``out=``, ``extern_results.py``)."""
+    ``into``: the call writes into its slot's planned view (``out=``, ``extern_results.py``),
+    or into what ``allocate`` gives just before it."""
     fn = None if plan.method else resolve_function(plan.target)
     if plan.method:
         call_method(None, plan.target, (), {}, check_only=True)
     if into:
         fn = OUT_FUNCTIONS[plan.target]
     return NumPyStep(plan, fn, decode_operands(plan.args), decode_operands(plan.kwargs),
-                     slot[plan.buffer], into)
+                     slot[plan.buffer], into, allocate)
 
 
 def _verified(plan: ExternPlan, result: Any) -> Any:
@@ -319,10 +321,16 @@ class Executable:
             slot[name] = slot[over]
         kernels = {k.name: k for k in artifact.kernels}
         externs = {e.buffer: e for e in artifact.externs}
+        # a large product the program returns: into a block of the pool (pages mapped)
+        results = {o["buffer"] for o in artifact.outputs if "buffer" in o}
+        pooled = {e.buffer: _allocator(e) for e in artifact.externs
+                  if e.buffer in results and e.buffer not in into and takes_out(e) and
+                  math.prod(e.shape) * np.dtype(e.dtype).itemsize >= MIN_BYTES}
         steps: list[KernelStep | NumPyStep] = []
         for step in artifact.steps:
             if step in externs:
-                steps.append(_numpy_step(externs[step], slot, step in into))
+                steps.append(_numpy_step(externs[step], slot, step in into or step in pooled,
+                                         pooled.get(step)))
                 continue
             k = kernels[step]
             args = tuple(slot[a] for a in k.args)

@@ -33,9 +33,17 @@ OUT_FUNCTIONS: dict[str, Callable[..., Any]] = {
 def writes_into_storage(call: ExternCall) -> bool:
     """Whether ``call`` can write its result into a block of the plan: a function taking
     ``out=``, not given one by the user, of an array result of concrete size in C order."""
+    return call.effect is None and takes_out(call)
+
+
+def takes_out(call: Any) -> bool:
+    """Whether the NumPy step ``call`` (an ``ExternCall``, or its document's ``ExternPlan``) can
+    be given its result's array as ``out=``: see ``writes_into_storage``. (A result of the
+    program itself is allocated from the block pool and given so, ``executable.py``: its pages
+    are already mapped, where NumPy's fresh 16 MiB cost a millisecond of page faults.)"""
     if call.method or call.target not in OUT_FUNCTIONS or "out" in call.kwargs:
         return False
-    if call.scalar or call.sequence is not None or call.effect is not None:
+    if call.scalar or call.sequence is not None:
         return False
     shape, strides = call.shape, call.strides
     if not shape or not all(type(n) is int for n in (*shape, *strides)) or not math.prod(shape):

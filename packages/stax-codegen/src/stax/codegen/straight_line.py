@@ -55,6 +55,7 @@ class NumPyStep:
     kwargs: Any
     out: int
     into: bool = False  # the result is written into slot ``out``'s planned view (``out=``)
+    allocate: Callable[[], np.ndarray] | None = None  # ... or into this array, made just before
 
 
 @dataclass
@@ -258,6 +259,9 @@ class _Writer:
                 f"site{k}({', '.join([f'call{k}', *args, *keywords])})"
         lines = ["try:", f"    {out} = {call}", "except Exception as exc:",
                  f"    raise raised({k}, exc) from exc"]
+        if step.allocate is not None:
+            scope[f"result{k}"] = step.allocate
+            lines.insert(0, f"{out} = result{k}()")
         if plan.sequence is not None:
             return lines + [f"{out} = verify({k}, {out})"]
         # the common result at the cost of one tuple compare; ``verify`` decides the rest (a
