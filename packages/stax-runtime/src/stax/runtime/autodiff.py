@@ -92,7 +92,7 @@ class Differentiated:
     @property
     def versions(self) -> int:
         """Programs compiled so far, over every mode (a key each)."""
-        return sum(len(c._versions) for c in self._compiled.values())
+        return sum(len(c.versions()) for c in self._compiled.values())
 
 
 class GradientBackend:
