@@ -91,8 +91,7 @@ class LoopSite:
 
 
 #: names the rewritten code reads from its closure
-#: the body function's parameter for the loop's item (a lifted body's placeholder of that name)
-ITEM_ARGUMENT = "__stax_item"
+ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__")
 _REFUSED_CALLS = frozenset({"locals", "vars", "exec", "eval", "super", "globals", "dir"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -430,8 +429,7 @@ def _loop_names(node: ast.For, local_names: set[str], cell_names: set[str]
     if assigned - local_names:  # a global or nonlocal name: the body function would shadow it
         return None
     params = sorted(used & local_names - cell_names)
-    return (params, sorted(assigned & set(params)), sorted(mutated & set(params)),
-            sorted(rebound & set(params)))
+    return params, *(sorted(names & set(params)) for names in (assigned, mutated, rebound))
 
 
 def _walk_body(node: ast.For) -> Iterator[ast.AST | None]:
