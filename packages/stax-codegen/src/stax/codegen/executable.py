@@ -308,7 +308,7 @@ class Executable:
         allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]
         # NumPy steps writing into the plan's storage (``extern_results.py``): views of blocks
         into = {e.buffer for e in artifact.externs if storage is not None and
-                e.buffer in storage.storage and e.target in OUT_FUNCTIONS and not e.method}
+                e.buffer in storage.storage and takes_out(e)}
         shared += [b for b in artifact.buffers if b.name in into]
         slot = {name: i for i, name in enumerate(self.input_names)}
         for name in [n for n, _ in allocs] + [b.name for b in shared]:

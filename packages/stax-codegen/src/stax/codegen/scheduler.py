@@ -34,7 +34,7 @@ from stax.loop import (
     xvar,
 )
 
-from .nesting import Nest, choose_nest
+from .nesting import Nest, choose_nest, same_row
 
 
 @dataclass
@@ -214,16 +214,8 @@ def _without_unit_loops(index: Any, node: ComputedBuffer) -> Any:
 def _reads_own_row(index: Any, src: ComputedBuffer) -> bool:
     """Whether a read at ``index`` only touches what ``src`` stores for the same x0 (row): the
     same dependence on x0, and the rest of the address the same affine map of loop variables of
-    the same extents (renamed)."""
-    x0 = xvar(0)
-    store = _without_unit_loops(src.store_index, src)
-    if index.coefficient(x0) != store.coefficient(x0) or index.const != store.const:
-        return False
-    if (len(store.terms) == 1 and store.variables == (x0,)) or not store.terms:
-        return index.variables in ((x0,), ())  # a per-row value: only x0 may appear
-    rest_store = sorted(c for v, c in store.terms if v != x0)
-    rest_read = sorted(c for v, c in index.terms if v != x0)
-    return rest_store == rest_read
+    the same extents (renamed; ``nesting.same_row`` with x0 the row)."""
+    return same_row(index, _without_unit_loops(src.store_index, src), {xvar(0)})
 
 
 def _path_through_others(a: Group, b: Group, groups: list[Group]) -> Group | None:

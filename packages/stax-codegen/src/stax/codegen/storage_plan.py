@@ -130,16 +130,20 @@ def _elementwise_over(out: ComputedBuffer, dead: ComputedBuffer, readers: dict[s
     ``dead`` read only at the element ``out`` writes, by ``out`` or by nodes computed before it
     there (a value held, not stored: the GELU derivative's terms read the incoming cotangent
     it then overwrites)."""
-    if not isinstance(out.data, Pointwise):
+    if not isinstance(out.data, Pointwise) or not _same_layout(out, dead):
         return False
-    if out.dtype != dead.dtype or not same_size(tuple(out.shape), tuple(dead.shape)) or \
-            not same_size(tuple(out.strides), tuple(dead.strides)):
-        return False  # compared as expressions: a speed choice decides no size (issue 15)
     users = readers.get(dead.name, [])
     if any(order.index(node) > order.index(out) for node in users):
         return False
     return not any(isinstance(ld, IndirectLoad) or ld.index != out.store_index
                    for node in users for ld in loads_of(node).get(dead.name, ()))
+
+
+def _same_layout(out: ComputedBuffer, dead: ComputedBuffer | ExternCall) -> bool:
+    """Whether ``out`` has ``dead``'s dtype, shape and strides (compared as expressions: a
+    speed choice decides no size, issue 15)."""
+    return out.dtype == dead.dtype and same_size(tuple(out.shape), tuple(dead.shape)) and \
+        same_size(tuple(out.strides), tuple(dead.strides))
 
 
 def _over_in_rows(out: ComputedBuffer, dead: ComputedBuffer | ExternCall, nest: Nest,
@@ -150,9 +154,7 @@ def _over_in_rows(out: ComputedBuffer, dead: ComputedBuffer | ExternCall, nest: 
     (``nesting.row_axes``), or in ``out``'s phase at the element it writes by ``out`` or a node
     computed before it. A row is written only after every read of it; threads own whole rows."""
     if not isinstance(out.data, Pointwise) or out.updates is not None or \
-            out.store_offset is not None or out.dtype != dead.dtype or \
-            not same_size(tuple(out.shape), tuple(dead.shape)) or \
-            not same_size(tuple(out.strides), tuple(dead.strides)):
+            out.store_offset is not None or not _same_layout(out, dead):
         return False
     count = row_axes(nest)
     inside = len(nest.phases) - per_row_phases(nest, count)
