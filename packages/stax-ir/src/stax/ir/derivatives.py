@@ -450,18 +450,18 @@ def take(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     if axis:
         order = (axis, *range(axis), *range(axis + 1, len(shape)))
         taken = len(shape_of(indices))
-        g = _permuted(emit, g, (*range(axis, axis + taken), *range(axis),
+        g = permuted(emit, g, (*range(axis, axis + taken), *range(axis),
                                 *range(axis + taken, len(shape_of(g)))))
         shape = tuple(shape[d] for d in order)
     zeros = emit("full", (), {"shape": shape, "value": 0.0, "dtype": dtype}, meta(shape, dtype))
     summed = emit("scatter", (zeros, indices, g), {"count": 1, "accumulate": True,
                                                     "scalar": None}, meta(shape, dtype))
     if axis:  # back: the moved axis to its place
-        summed = _permuted(emit, summed, tuple(order.index(d) for d in range(len(shape))))
+        summed = permuted(emit, summed, tuple(order.index(d) for d in range(len(shape))))
     return (summed, None)
 
 
-def _permuted(emit: Emit, v: Any, order: tuple[int, ...]) -> Any:
+def permuted(emit: Emit, v: Any, order: tuple[int, ...]) -> Any:
     """A view of ``v`` with its axes in ``order`` (``np.transpose(v, order)``)."""
     shape = tuple(shape_of(v)[d] for d in order)
     strides = tuple(v.tensor.strides[d] for d in order)
@@ -469,7 +469,8 @@ def _permuted(emit: Emit, v: Any, order: tuple[int, ...]) -> Any:
                 TensorMeta(shape, v.tensor.dtype, strides))
 
 
-def _flipped(emit: Emit, v: Any, axis: int) -> Any:
+def flipped(emit: Emit, v: Any, axis: int) -> Any:
+    """``v`` reversed along ``axis``: a view with that stride negated."""
     shape, strides = shape_of(v), list(v.tensor.strides)
     offset = (shape[axis] - 1) * strides[axis]
     strides[axis] = -strides[axis]
@@ -477,15 +478,19 @@ def _flipped(emit: Emit, v: Any, axis: int) -> Any:
                 TensorMeta(shape, v.tensor.dtype, tuple(strides)))
 
 
+def later_sums(emit: Emit, v: Any, axis: int) -> Any:
+    """``sum(v[k] for k >= i)`` along ``axis``: a running sum of ``v`` reversed, reversed."""
+    running = emit("cumsum", (flipped(emit, v, axis),), {"axis": axis, "dtype": v.tensor.dtype},
+                   meta(shape_of(v), v.tensor.dtype))
+    return flipped(emit, running, axis)
+
+
 def cumsum(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """The cotangent summed from the end: ``flip(cumsum(flip(g)))`` along the axis."""
     x = node.args[0]
     if not wants(need, x):
         return (None,)
-    axis = node.kwargs["axis"]
-    running = emit("cumsum", (_flipped(emit, g, axis),), {"axis": axis, "dtype": g.tensor.dtype},
-                   meta(shape_of(g), g.tensor.dtype))
-    return (cast_to(emit, _flipped(emit, running, axis), x),)
+    return (cast_to(emit, later_sums(emit, g, node.kwargs["axis"]), x),)
 
 
 def take_const(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:

@@ -14,7 +14,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .derivatives import Emit, Need, broadcast_back, elem, meta, part, shape_of, unary, unbroadcast, wants
+from .derivatives import (
+    Emit,
+    Need,
+    broadcast_back,
+    elem,
+    flipped,
+    later_sums,
+    meta,
+    part,
+    shape_of,
+    unary,
+    unbroadcast,
+    wants,
+)
 from .meta import TensorMeta
 from .meta import contiguous_strides as contiguous
 
@@ -160,7 +173,7 @@ def _others(emit: Emit, x: Any, axis: int, g: Any) -> Any:
     one = tuple(1 if d == axis else m for d, m in enumerate(shape))
     ones = emit("full", (), {"shape": one, "value": 1.0, "dtype": dtype}, meta(one, dtype))
     before = emit("cumprod", (x,), {"axis": axis, "dtype": dtype}, meta(shape, dtype))
-    after = emit("cumprod", (_flip(emit, x, axis),), {"axis": axis, "dtype": dtype},
+    after = emit("cumprod", (flipped(emit, x, axis),), {"axis": axis, "dtype": dtype},
                  meta(shape, dtype))
     if n > 1:
         before = emit("concatenate", (ones, part(emit, before, axis, 0, n - 1)),
@@ -170,20 +183,9 @@ def _others(emit: Emit, x: Any, axis: int, g: Any) -> Any:
     else:
         before = after = emit("full", (), {"shape": shape, "value": 1.0, "dtype": dtype},
                               meta(shape, dtype))
-    others = elem(emit, "mul", before, _flip(emit, after, axis), like=x)
+    others = elem(emit, "mul", before, flipped(emit, after, axis), like=x)
     return elem(emit, "mul", g, others, like=x)
 
-
-def _flip(emit: Emit, x: Any, axis: int) -> Any:
-    """``x`` reversed along ``axis``: a view with that stride negated."""
-    shape, strides = shape_of(x), tuple(x.tensor.strides)
-    offset = (shape[axis] - 1) * strides[axis]
-    flipped = tuple(-s if d == axis else s for d, s in enumerate(strides))
-    return emit("view", (x,), {"offset": offset, "strides": flipped, "shape": shape},
-                TensorMeta(shape, x.tensor.dtype, flipped))
-
-
-# -- data movement and einsum ---------------------------------------------------------------------
 
 def roll(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:
     """``np.roll`` by ``shift``: its transpose rolls back by ``-shift``."""
@@ -303,21 +305,14 @@ def cumprod(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]
     safe = emit("where", (zero, 1.0, value), {}, meta(shape, dtype))
     skipped = emit("cumprod", (emit("where", (first, 1.0, value), {}, meta(shape, dtype)),),
                    {"axis": axis, "dtype": dtype}, meta(shape, dtype))
-    before_zero = elem(emit, "truediv", _later_sums(emit, elem(emit, "mul", g, node, like=g), axis),
+    before_zero = elem(emit, "truediv", later_sums(emit, elem(emit, "mul", g, node, like=g), axis),
                      safe, like=g)
-    at_zero = _later_sums(emit, elem(emit, "mul", g, skipped, like=g), axis)
+    at_zero = later_sums(emit, elem(emit, "mul", g, skipped, like=g), axis)
     back = emit("where", (before, before_zero, emit("where", (first, at_zero, 0.0), {}, g.tensor)),
                 {}, g.tensor)
     if dtype != x.tensor.dtype:
         back = emit("cast", (back,), {"dtype": x.tensor.dtype}, meta(shape, x.tensor.dtype))
     return (back,)
-
-
-def _later_sums(emit: Emit, v: Any, axis: int) -> Any:
-    """``sum(v[k] for k >= i)`` along ``axis``: a running sum of ``v`` reversed, reversed."""
-    summed = emit("cumsum", (_flip(emit, v, axis),), {"axis": axis, "dtype": v.tensor.dtype},
-                  v.tensor)
-    return _flip(emit, summed, axis)
 
 
 def getitem(emit: Emit, node: Any, g: Any, need: Need = None) -> tuple[Any, ...]:

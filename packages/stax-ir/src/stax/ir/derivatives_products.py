@@ -8,7 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from .derivatives import Emit, Need, cast_to, elem, meta, shape_of, unbroadcast, wants
+from .derivatives import (
+    Emit,
+    Need,
+    cast_to,
+    elem,
+    meta,
+    permuted,
+    shape_of,
+    unbroadcast,
+    wants,
+)
 from .meta import TensorMeta
 
 MATMUL = frozenset({"operator.matmul", "numpy.matmul", "numpy.dot"})
@@ -21,10 +31,8 @@ def _matmul(emit: Emit, a: Any, b: Any, shape: tuple[int, ...], dtype: str) -> A
 
 def _transposed(emit: Emit, m: Any) -> Any:
     """``m`` with its last two axes swapped: a view."""
-    shape, strides = list(shape_of(m)), list(m.tensor.strides)
-    shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
-    return emit("view", (m,), {"offset": 0, "strides": tuple(strides), "shape": tuple(shape)},
-                TensorMeta(tuple(shape), m.tensor.dtype, tuple(strides)))
+    rank = len(shape_of(m))
+    return permuted(emit, m, (*range(rank - 2), rank - 1, rank - 2))
 
 
 def _as_rows(emit: Emit, m: Any) -> Any:
