@@ -26,7 +26,6 @@ the forward's).
 
 from __future__ import annotations
 
-import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -42,6 +41,7 @@ from stax.ir.passes import DEFAULT_PIPELINE, decompose_to_basis, run_pipeline
 from stax.ir.pytree import TreeDef, tree_flatten, tree_unflatten
 from stax.loop import lower_opgraph
 from stax.trace import trace
+from stax.trace.source import user_frame
 
 from . import config, logs
 from .api import CompiledFunction
@@ -164,15 +164,15 @@ def report_events(bits: int, where: str) -> None:
         message = f"{text} encountered in {where}"
         if modes[kind] == "raise":
             raise FloatingPointError(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=_outside_stax())
-
-
-def _outside_stax() -> int:
-    """The stack level of the first caller outside Stax's modules (the user's line)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("stax."):
-        frame, level = frame.f_back, level + 1
-    return level
+        frame = user_frame()  # the user's line, as NumPy's warning names it
+        if frame is None:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            continue
+        scope = frame.f_globals
+        warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename,
+                               frame.f_lineno, module=scope.get("__name__"),
+                               registry=scope.setdefault("__warningregistry__", {}),
+                               module_globals=scope)
 
 
 def _input_meta(capture: GraphProgram, name: str | None) -> Any:
