@@ -8,6 +8,7 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py --schema-1.2   # documents using every schema-1.2 form
     python tools/make_fixtures.py --schema-1.4   # region updates, a scatter, complex parts
     python tools/make_fixtures.py --schema-1.5   # trig argument limits (float32 sin, cos, tan)
+    python tools/make_fixtures.py --arena        # blocks sharing one arena (kernels 1.11)
     python tools/make_fixtures.py --copies       # stax.kernels/1.6: a kernel copying an input
     python tools/make_fixtures.py --phased-columns  # stax.kernels/1.7: column statistics
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
@@ -225,6 +226,23 @@ def phased_columns_documents() -> None:
                           generate(lower_opgraph(lower_capture(capture))))
 
 
+def arena_chain(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Matrix products and the kernels between them: the first, larger product's block dies
+    before the later, smaller ones are written, which take its bytes in the arena."""
+    h = np.tanh(a @ w)
+    g = np.tanh((h[:24] * 2.0 - 1.0) @ w)
+    return np.exp(np.tanh(g @ w) + g).sum(axis=1)
+
+
+def arena_documents() -> None:
+    """stax.kernels/1.11: the storage's ``arena`` (blocks' byte offsets in one allocation)."""
+    rng = np.random.default_rng(11)
+    a, w = rng.standard_normal((48, 32)), rng.standard_normal((32, 32)) / 8
+    capture = traced(arena_chain, (a, w), "arena_chain", "arena.py")
+    write_codegen_fixture("arena_chain.kernels.schema-1.11.json",
+                          generate(lower_opgraph(lower_capture(capture))))
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128), dtype=np.float32)
@@ -331,6 +349,8 @@ if __name__ == "__main__":
         nest_documents()
     elif sys.argv[1:] == ["--cuda"]:
         cuda_documents()
+    elif sys.argv[1:] == ["--arena"]:
+        arena_documents()
     elif sys.argv[1:] == ["--sizes"]:
         sizes_documents()
     else:

@@ -25,9 +25,7 @@ from .target import Identity
 # 1.6: the input a CPU kernel copies unchanged (a document with such a kernel declares 1.6);
 # 1.7: a columns nest of several phases (its ``phases``, as a row nest's; such a document
 # declares 1.7); 1.8: buffers written over an updated argument once the call stands
-# (``overwrites``, buffers of role "overwrite"; such a document declares 1.8). Any version: the
-# storage's optional ``arena`` (blocks' byte offsets in one allocation, ``arena.py``); a reader
-# that ignores it allocates each block alone, which is correct and takes more memory
+# (``overwrites``, buffers of role "overwrite"; such a document declares 1.8).
 KERNELS_SCHEMA = "stax.kernels/1.4"
 COPIES_KERNELS_SCHEMA = "stax.kernels/1.6"
 PHASED_COLUMNS_KERNELS_SCHEMA = "stax.kernels/1.7"
@@ -39,6 +37,10 @@ SIZES_KERNELS_SCHEMA = "stax.kernels/1.9"
 #: (``KernelPlan.size_args``) and launch grids as size expressions (``Launch``), besides 1.9's
 #: sizes and 1.5's Triton source
 SIZED_TRITON_KERNELS_SCHEMA = "stax.kernels/1.10"
+#: 1.11: the storage's ``arena``, the blocks' byte offsets in one allocation per call
+#: (``arena.py``; a CPU document whose blocks share bytes declares 1.11). A reader of an older
+#: minor version ignores it and allocates each block alone: correct, with more memory
+ARENA_KERNELS_SCHEMA = "stax.kernels/1.11"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -192,6 +194,8 @@ class KernelArtifact:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
+        if self.storage is not None and self.storage.offsets:
+            return ARENA_KERNELS_SCHEMA
         sized = any(isinstance(n, Size) for b in self.buffers for n in b.shape)
         if self.triton_source is not None:
             sized = sized or any(k.size_args for k in self.kernels)
