@@ -15,7 +15,7 @@ from ..graph import Node
 from ..interpreter import resolve_function
 from ..ops import OPS, OpDef, OpKind
 from ..sizes import product
-from .arguments import cast_to, operand
+from .arguments import SCALAR_TYPES, cast_to, operand, scalar
 from .context import LoweringContext
 from .registry import NotNative, RuleFunction, register
 
@@ -54,15 +54,19 @@ def reduction_rule(op: OpDef) -> RuleFunction:
 
 
 def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str, Any]) -> Node:
-    """The reduction ``op`` of ``params["a"]`` over ``params["axis"]``; ``out=``, ``initial=``,
-    ``where=`` and a ``dtype=`` the op has no attribute for run as NumPy."""
+    """The reduction ``op`` of ``params["a"]`` over ``params["axis"]``; ``initial=`` as the
+    reduction combined with it (``_with_initial``); ``out=``, ``where=`` and a ``dtype=`` the op
+    has no attribute for run as NumPy."""
     x = params.get("a")
     if not isinstance(x, Node) or x.tensor is None or \
             (op in ("var", "std") and np.dtype(x.tensor.dtype).kind == "c"):
         raise NotNative  # a complex variance is real: its dtype= would cast the data to it
+    initial = params.pop("initial", NO_VALUE)
+    if initial is not NO_VALUE:
+        return _with_initial(ctx, node, op, x, params, initial)
     attributes = OPS[op].attrs
     typed = "dtype" in attributes  # ops with a dtype= of their own
-    for name in ("out", "initial", "where", "mean", "correction", "dtype" if not typed else "out"):
+    for name in ("out", "where", "mean", "correction", "dtype" if not typed else "out"):
         if name in params and params[name] is not NO_VALUE and params[name] is not None and \
                 not (name == "where" and params[name] is True):
             raise NotNative
@@ -91,6 +95,41 @@ def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str,
     return ctx.emit(op, (x,), attrs)
 
 
+#: the element-wise op that folds ``initial=`` into each reduction that takes one
+_COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "mul"}
+
+
+def _with_initial(ctx: LoweringContext, node: Node, op: str, x: Node, params: dict[str, Any],
+                  initial: Any) -> Node:
+    """``np.max(x, initial=c)`` as ``maximum(max(x), c)``, and likewise for min, sum (``c +
+    sum(x)``, the order of NumPy's reduce: its accumulator starts at ``c``, the pairwise sum of
+    a run of elements is added to it) and integer prod (exact in any order); a float prod, whose
+    rounding depends on where ``c`` enters, runs as NumPy. ``c`` is cast to the result dtype as
+    NumPy casts it (``2.5`` is ``2`` for an int max); a cast that overflows runs as NumPy, which
+    warns. An empty reduction is ``c`` itself."""
+    dtype = node.tensor.dtype if node.tensor is not None else None
+    if op not in _COMBINE or dtype is None or isinstance(initial, (Node, np.ndarray)) or \
+            not isinstance(initial, SCALAR_TYPES) or \
+            (op == "prod" and np.dtype(dtype).kind not in "biu"):
+        raise NotNative
+    try:
+        with np.errstate(all="raise"):
+            value = scalar(np.asarray(initial).astype(dtype)[()])
+    except (FloatingPointError, TypeError, ValueError, OverflowError):
+        raise NotNative from None
+    axis = params.get("axis")
+    axes = range(x.tensor.ndim) if axis is None else \
+        (axis if isinstance(axis, (tuple, list)) else (axis,))
+    extents = [x.tensor.shape[int(a)] if isinstance(a, (int, np.integer)) else None for a in axes]
+    if any(type(n) is not int for n in extents):
+        raise NotNative  # a size that may be 0 in some call (a reduction of nothing)
+    if 0 in extents:
+        return ctx.emit("full", (), {"shape": tuple(node.tensor.shape), "value": value,
+                                      "dtype": dtype})
+    reduced = lower_reduction(ctx, node, op, params)
+    return ctx.emit(_COMBINE[op], (reduced, value))
+
+
 def scan_rule(op: OpDef) -> RuleFunction:
     """cumsum/cumprod along one axis (``axis=None`` only for 1-D input: flattening other shapes
     runs as NumPy), accumulating in the result dtype NumPy chose."""
@@ -115,7 +154,7 @@ def scan_rule(op: OpDef) -> RuleFunction:
 #: the standard rule of each op kind, and the ops it emits besides the op itself
 STANDARD_RULES: dict[OpKind, tuple[Callable[[OpDef], RuleFunction], tuple[str, ...]]] = {
     OpKind.POINTWISE: (elementwise_rule, ("cast",)),
-    OpKind.REDUCTION: (reduction_rule, ()),
+    OpKind.REDUCTION: (reduction_rule, tuple(_COMBINE.values()) + ("full",)),
     OpKind.SCAN: (scan_rule, ()),
 }
 
