@@ -100,7 +100,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           trig_checked=trig_checked,
                           owned=frozenset(a for a in args if a in storage.storage),
                           callers=frozenset(a for a in args if a in inputs),
-                          shapes={a: shapes[a] for a in args if a in shapes} if symbolic else {})
+                          shapes={a: shapes[a] for a in args if a in shapes} if symbolic else {},
+                          vector_bits=identity.tuned_bits)
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
             emit_kernel(module, spec, array_data_offset())

@@ -92,6 +92,9 @@ class KernelSpec:
     #: buffers held one row at a time in a scratch row on the stack (``row_scratch.py``): not
     #: arguments; their elements per row
     row_scratch: dict[str, int] = field(default_factory=dict)
+    #: the vector width the target tunes kernels for (``Identity.tuned_bits``): how long a run
+    #: a float sum adds before starting a new block (``pairwise.block_elements``)
+    vector_bits: int = 256
 
 
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)
@@ -268,11 +271,13 @@ class KernelEmitter(LoopShapes, FloatEvents):
 
     def nest(self, ranges: Sequence[int], prefix: Callable[[int], str], carried: Sequence[ir.Value],
              body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], split: bool = False,
-             unrolled: int = UNROLLED, sums: Sequence[int] = ()) -> list[ir.Value]:
+             unrolled: int = UNROLLED, sums: Sequence[int] = (), block: int = 0
+             ) -> list[ir.Value]:
         """Nested loops over ``ranges``; with ``split`` the outermost runs over ``[start, stop)``;
         an innermost loop of at most ``unrolled`` iterations as straight-line code. ``sums``:
         the positions of float sums among ``carried`` (their first values are the identity):
-        a long innermost loop then sums them in blocks, as a tree (``pairwise.py``)."""
+        an innermost loop longer than ``block`` then sums them in blocks of it, as a tree
+        (``pairwise.py``)."""
         if not ranges:
             return list(body(carried))
 
@@ -280,9 +285,10 @@ class KernelEmitter(LoopShapes, FloatEvents):
             if d == len(ranges):
                 return body(values)
             if d == len(ranges) - 1 and sums and \
-                    (is_symbolic(ranges[d]) or ranges[d] > pairwise.BLOCK):
+                    (is_symbolic(ranges[d]) or ranges[d] > block):
                 return pairwise.blocked(self, prefix(d), ranges[d], values, sums,
-                                        [carried[s] for s in sums], lambda v: level(d + 1, v))
+                                        [carried[s] for s in sums], block,
+                                        lambda v: level(d + 1, v))
             if d == len(ranges) - 1 and not values and not (split and d == 0) and \
                     not is_symbolic(ranges[d]) and ranges[d] <= unrolled:
                 # a complex value's two parts (``stax.loop.complex_values``): straight-line
@@ -433,10 +439,13 @@ class KernelEmitter(LoopShapes, FloatEvents):
             return out
 
         # float sums in NumPy's accuracy class: blocks summed as a tree (``pairwise.py``)
-        sums = [] if self.in_order else \
-            [p for p, n in zip(itertools.accumulate([0] + [a.carried for a in accumulators]), nodes)
-             if n.data.reduction_type == "sum" and is_float(n.dtype)]
-        finals = self.nest(nodes[0].reduction_ranges, rvar, inits, inner, sums=sums)
+        summed = [] if self.in_order else \
+            [(p, n) for p, n in zip(itertools.accumulate([0] + [a.carried for a in accumulators]),
+                                    nodes) if n.data.reduction_type == "sum" and is_float(n.dtype)]
+        block = min((pairwise.block_elements(n.dtype, self.spec.vector_bits) for _, n in summed),
+                    default=0)
+        finals = self.nest(nodes[0].reduction_ranges, rvar, inits, inner,
+                           sums=[p for p, _ in summed], block=block)
         self.memo = outer_memo
         position = 0
         for node, acc in zip(nodes, accumulators):

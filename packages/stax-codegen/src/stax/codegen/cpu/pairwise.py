@@ -5,10 +5,10 @@ accumulators, halves recursively above), so a float32 sum of n elements errs by 
 A reassociable loop LLVM vectorizes keeps VF x IC accumulators instead, each adding n / (VF x IC)
 elements in turn: 64M float32 0.1s summed 2.2e-4 off (NumPy 7.8e-8), 4M 2.4e-5, 200,000 ones
 8.8e-7 (a CI failure of a 1e-6 test). Here a float sum's innermost reduced loop runs in blocks
-of ``BLOCK`` elements, each vectorized by LLVM from fresh accumulators; each block's sum goes
+(``block_elements``), each vectorized by LLVM from fresh accumulators; each block's sum goes
 into a binary counter (a cascade: one partial a level, in a stack array, the ``k``-th block
 merging with the partials of the levels where ``k`` has a 1 bit), and the run's sum is the
-levels' partials added smallest first. Errors are O(BLOCK / lanes + log2(n / BLOCK)) ulps.
+levels' partials added smallest first. Errors are O(PER_ACCUMULATOR + log2(n / block)) ulps.
 
 What runs around the innermost loop is NumPy's rule too: each run's sum is added to the value
 carried from the loops around (NumPy's ``*out += pairwise_sum(run)``), and the partial sums of
@@ -20,29 +20,45 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from llvmlite import ir
 
 from .types import I64
 
-#: elements a block: 16 a lane of eight-float vectors interleaved four times (NumPy's
-#: accumulators add 16 each), while the cascade's step and the vector sum at the end of a
-#: block (about a dozen instructions) cost little against a block's 16 vector iterations
-BLOCK = 512
+#: elements an accumulator adds in a block: NumPy's eight accumulators add 16 each in its blocks
+#: of 128, and LLVM keeps INTERLEAVE vectors of accumulators in a vectorized sum
+PER_ACCUMULATOR = 16
+INTERLEAVE = 4
+
+
+def block_elements(dtype: str, vector_bits: int) -> int:
+    """Elements a block for a sum in ``dtype`` on vectors of ``vector_bits``: each of the loop's
+    lanes x INTERLEAVE accumulators adds PER_ACCUMULATOR of them, NumPy's accuracy class, while
+    the cascade's step and the vector sum ending a block (a dozen instructions) cost little
+    against the block's 16 vector iterations. float32 on 512-bit vectors: 1024 (blocks of 512
+    there were 8 vector iterations, and a layer norm's rows of 1024 ran 20-30% slower split in
+    two than summed at once, with the same accuracy); on 256-bit vectors and float64 on 512:
+    512; float64 on 256: 256."""
+    lanes = max(1, vector_bits // (8 * np.dtype(dtype).itemsize))
+    return PER_ACCUMULATOR * INTERLEAVE * lanes
+
+
 #: the cascade's levels: a run of 2^64 blocks fits
 LEVELS = 64
 
 
 def blocked(em: Any, var: str, extent: Any, carried: Sequence[ir.Value], sums: Sequence[int],
-            identities: Sequence[ir.Value],
+            identities: Sequence[ir.Value], block: int,
             body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]]) -> list[ir.Value]:
     """``for var in range(extent)`` carrying ``carried`` through ``body``, where the values at
-    positions ``sums`` are float sums (each restarted at its ``identities`` entry a block and
-    combined by the cascade; see the module's doc); returns the final values."""
+    positions ``sums`` are float sums (each restarted at its ``identities`` entry every
+    ``block`` elements and combined by the cascade; see the module's doc); returns the final
+    values."""
     b = em.builder
     stacks = [em.stack_array(carried[s].type, LEVELS) for s in sums]
     n = em.size(extent)
-    width = ir.Constant(I64, BLOCK)
-    blocks = b.udiv(b.add(n, ir.Constant(I64, BLOCK - 1)), width, name=f"{var}_blocks")
+    width = ir.Constant(I64, block)
+    blocks = b.udiv(b.add(n, ir.Constant(I64, block - 1)), width, name=f"{var}_blocks")
 
     def one_block(values: Sequence[ir.Value]) -> Sequence[ir.Value]:
         # one loop for the full blocks and the last (its bounds a select): a second copy of
