@@ -232,13 +232,33 @@ def test_a_view_updated_in_place_updates_its_base(caplog):
         return U
 
     U0 = np.random.default_rng(3).standard_normal((12, 10))
-    compiled = stax.compile(heat)
+    compiled = stax.compile(heat, strict_native=True)  # an internal error must not fall back
     with caplog.at_level(logging.INFO, logger="stax"), stax_logs("loops"):
         for _ in range(2):  # the capture's run, then the compiled version's
             np.testing.assert_array_equal(compiled(U0, 0.1, 40), heat(U0, 0.1, 40))
     assert "body compiled once" in caplog.text and "machine-code loop" in caplog.text
     V0 = np.random.default_rng(6).random((12, 9))
     np.testing.assert_array_equal(compiled(V0, 0.2, 40), heat(V0, 0.2, 40))
+
+
+def test_the_view_a_lifted_loop_updated_assigned_back_shifted():
+    """``U[2:, 1:-1] = u`` after the loop, ``u`` a view of U's interior that the loop updated:
+    the loop's write-back of ``u`` into U is a region update reading the view where it writes,
+    and the shifted assignment reads U one row up, staged before it writes. The write-back of a
+    view a NumPy step made was an internal compiler error (a fallback) in session 26."""
+    def shifted(U0, steps):
+        U = U0.copy()
+        u = U[1:-1, 1:-1]
+        for _ in range(steps):
+            u += 0.01 * (U[2:, 1:-1] + U[:-2, 1:-1] - 2 * u)
+        U[2:, 1:-1] = u
+        return U
+
+    U0 = np.random.default_rng(8).standard_normal((14, 11))
+    compiled = stax.compile(shifted, strict_native=True)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(U0, 40), shifted(U0, 40))
+    assert LIFTED_LOOP in str(compiled.versions()[-1].artifact)
 
 
 def _logs(x):

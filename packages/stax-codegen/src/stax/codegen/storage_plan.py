@@ -238,11 +238,15 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
                 last_use[node.name] = step  # written, never read: dies where it is made
             # in place over an input of this kernel that dies here
             dying = [buffers[r] for r in g.reads if r in plan.storage and last_use.get(r) == step
-                     and holder.get(plan.storage[r]) == r and r not in viewed
+                     and holder.get(plan.storage[r]) == r
                      and (isinstance(buffers[r], ComputedBuffer) or r in externs)]
             if isinstance(node, ExternCall):
                 over = None
             elif node.updates is not None:  # a region update: the old value's block, always
+                # even where a NumPy step may have made a view of it: capture refuses in-place
+                # updates of an array another value views, but for a lifted loop's write-back
+                # of the view it updated (``U[1:-1, 1:-1] = u``), which reads each element where
+                # it writes it; a read elsewhere in the buffer is staged (``updates.py``)
                 over = buffers[node.updates]
                 assert over.name in [d.name for d in dying], \
                     f"{node.name} updates {over.name}, which is read later or not its own"
