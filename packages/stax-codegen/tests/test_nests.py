@@ -114,7 +114,8 @@ COLUMNS = ["x0_loop", "r0_loop", "x0_loop.1", "x0_loop.2"]
 # program, the nest written into its document instead of the scheduler's, the code before and after
 EDITS = [
     ("transposed add", {"kind": "plain"}, loops, TILES, ["x0_loop", "x1_loop"]),
-    ("plain add", {"kind": "tiled", "tile": 5}, loops, ["x0_loop", "x1_loop"], TILES),
+    # a plain nest of contiguous operands is one loop over all of it (``nests._merged_extent``)
+    ("plain add", {"kind": "tiled", "tile": 5}, loops, ["x1_loop"], TILES),
     ("column sum", {"kind": "plain"}, loops, COLUMNS, ["x0_loop", "r0_loop"]),
     ("row sum", {"kind": "columns"}, loops, ["x0_loop", "r0_loop"], COLUMNS),
     ("cumsum along columns", {"kind": "scan"}, loops, ["r0_loop", "x0_loop"],

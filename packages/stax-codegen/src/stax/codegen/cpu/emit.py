@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from llvmlite import ir
 
 from stax.ir.sizes import Quotient, Size, hint, is_symbolic
@@ -51,7 +52,7 @@ from .costs import work
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
 from .jit import array_dims_offset
-from .loop_hints import SEQUENTIAL_SUM, interleave_count, loop_id, short_loop
+from .loop_hints import SEQUENTIAL_SUM, in_row_vectors, interleave_count, loop_id, short_loop
 from .nests import UNROLLED, VECTOR_BYTES, LoopShapes
 from .registry import TWO_PASSES, accumulator
 from .twin_skip import return_if_shrinking, scalar_factors
@@ -104,6 +105,9 @@ TINY = 16
 class KernelEmitter(LoopShapes, FloatEvents):
     def __init__(self, module: ir.Module, spec: KernelSpec, data_offset: int) -> None:
         self.spec = spec
+        #: elements of the widest dtype a vector holds (``loop_hints.in_row_vectors``)
+        self.lanes = max(1, spec.vector_bits // (8 * max(
+            (np.dtype(d).itemsize for d in spec.dtypes.values()), default=1)))
         fnty = ir.FunctionType(ir.VoidType(), [I8P] * len(spec.args) + [I64, I64])
         self.fn = ir.Function(module, fnty, spec.name)
         self.fn.attributes.add("nounwind")
@@ -256,7 +260,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         # (loop_hints.py) a reduction of a few elements stays unrolled: LLVM then keeps
         # NumPy's sequential order, which a rolled loop it vectorizes does not
         unroll = inside != -1 and (not short_loop(extent, around) or
-                                   (bool(carried) and hint(extent) < SEQUENTIAL_SUM))
+                                   (bool(carried) and hint(extent) < SEQUENTIAL_SUM)) and \
+            not (not carried and in_row_vectors(extent, around, self.lanes))
         if count > 1 or not unroll:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
                                                      unroll=unroll))

@@ -78,6 +78,37 @@ def short_loop(nodes: Sequence[ComputedBuffer], inner: str | None = None) -> int
                              VECTOR_BYTES // widest - 1))
 
 
+def _merged_extent(nodes: Sequence[ComputedBuffer]) -> int | None:
+    """The iterations of a plain nest of element-wise nodes whose loops can run as one, or None.
+    They can when every index the nodes store or load at moves along the nest in C order, each
+    loop's coefficient the last one's times the extents inside it (``c * (x0 * n1 + x1)``):
+    the nest is then one run of ``x_last``. Short rows otherwise cost a loop of a few vectors
+    per row, or LLVM unrolled the short row loop and vectorized across rows with run-time checks
+    (``X * 2.0`` on (2000, 32) float64: 63 us, 4x NumPy's 16). Not for indices the body reads as
+    numbers (``Index``), computed positions, ordered or scatter nodes, or sizes unknown at
+    compile time."""
+    ranges = nodes[0].ranges
+    if len(ranges) < 2 or any(type(n) is not int for n in ranges) or \
+            not all(isinstance(n.data, Pointwise) and n.ranges == ranges and not n.ordered and
+                    n.store_offset is None for n in nodes):
+        return None
+    inside = [int(np.prod(ranges[d + 1:], dtype=np.int64)) for d in range(len(ranges))]
+    names = [xvar(d) for d in range(len(ranges))]
+
+    def row_major(index: object) -> bool:
+        last = index.coefficient(names[-1])
+        return all(index.coefficient(v) == last * n for v, n in zip(names, inside))
+
+    for node in nodes:
+        if not row_major(node.store_index):
+            return None
+        for e in postorder(node.data.body):
+            if isinstance(e, (Index, IndirectLoad)) or (isinstance(e, Load) and
+                                                         not row_major(e.index)):
+                return None
+    return int(np.prod(ranges, dtype=np.int64))
+
+
 class LoopShapes:
     """The loop nests, as methods of the kernel emitter: ``NESTS`` maps each kind to its own."""
 
@@ -95,7 +126,17 @@ class LoopShapes:
         def body(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
             self.phase(nodes)
             return []
-        if nodes[0].ranges:
+        if (merged := _merged_extent(nodes)) is not None:
+            # one loop over the whole nest, bound to the last variable, the others 0: every
+            # index reads c * (x0 * n1 * ... + x_last) = c * x_last (``_merged_extent``)
+            ranges = nodes[0].ranges
+            for d in range(len(ranges) - 1):
+                self.vars[xvar(d)] = ir.Constant(I64, 0)
+            inner = ir.Constant(I64, int(np.prod(ranges[1:], dtype=np.int64)))
+            b = self.builder
+            self.loop(xvar(len(ranges) - 1), b.mul(self.start, inner), b.mul(self.stop, inner),
+                      [], body, extent=merged)
+        elif nodes[0].ranges:
             order = plain_order(nodes)  # the loops, outermost first (maybe interchanged)
             self.nest([nodes[0].ranges[d] for d in order], lambda d: xvar(order[d]), [], body,
                       split=True, unrolled=short_loop(nodes, xvar(order[-1])))
