@@ -386,3 +386,27 @@ def test_checks_of_an_old_value_run_before_its_update(dtype):
     for values in ([3, 1, 4], [7, -2, 5]):
         x = np.array(values, dtype=dtype)
         np.testing.assert_array_equal(compiled(x), cumulative(x))
+
+
+def _sliding_pairs(U):
+    return np.lib.stride_tricks.sliding_window_view(U, 2)
+
+
+@pytest.mark.parametrize("form", ["sum", "product"])
+def test_an_update_reading_a_numpy_steps_view_of_its_array_reads_it_first(form):
+    """``sliding_window_view(U, 2)`` is a NumPy step here (``np.median`` of it is one): its
+    result is U's memory, which the update reads one element behind where it writes. In place,
+    each element read its neighbour already overwritten (a wrong result, silently); the value
+    is now computed into a buffer of its own first (``updates._reads_a_step_of``)."""
+    def update(x):
+        U = x * 2.0
+        if form == "sum":
+            U[1:] = _sliding_pairs(U)[:, 0] + np.median(_sliding_pairs(U), axis=1)
+        else:
+            U[1:] = np.median(_sliding_pairs(U), axis=1) * _sliding_pairs(U)[:, 0]
+        return U
+
+    compiled = stax.compile(update, strict_native=True)
+    for x in (np.arange(10.0), np.random.default_rng(4).standard_normal(33)):
+        for _ in range(2):  # the capture's run, then the compiled version's
+            np.testing.assert_array_equal(compiled(x), update(x))

@@ -243,10 +243,9 @@ def plan_storage(groups: Sequence[Group], buffers: dict[str, ComputedBuffer | Ex
             if isinstance(node, ExternCall):
                 over = None
             elif node.updates is not None:  # a region update: the old value's block, always
-                # even where a NumPy step may have made a view of it: capture refuses in-place
-                # updates of an array another value views, but for a lifted loop's write-back
-                # of the view it updated (``U[1:-1, 1:-1] = u``), which reads each element where
-                # it writes it; a read elsewhere in the buffer is staged (``updates.py``)
+                # even where a NumPy step may have made a view of it: the update reads no such
+                # step's result, the loop layer computes what it would read into a buffer of
+                # its own first (``updates._reads_a_step_of``)
                 over = buffers[node.updates]
                 assert over.name in [d.name for d in dying], \
                     f"{node.name} updates {over.name}, which is read later or not its own"

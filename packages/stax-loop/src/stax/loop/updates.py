@@ -40,7 +40,7 @@ from .context import (
 from .expr import Binary, Const, Expr, Index, IndirectLoad, Load, Select, loads, postorder
 from .externs import op_as_extern
 from .index import Affine, linear_index
-from .ir import ComputedBuffer, Pointwise, xvar
+from .ir import ComputedBuffer, ExternCall, Pointwise, xvar
 from .registry import lowers
 
 
@@ -178,7 +178,8 @@ def _region_update(ctx: LoopLowering, node: Node, base: Lazy, value: Loader,
     body = value(tuple(inner))
     ranges = tuple(region[k] for k in order)
     extents = {xvar(i): n for i, n in enumerate(ranges)}
-    if _reads_elsewhere(body, buffer, store, meta.shape, strides, extents):
+    if _reads_elsewhere(body, buffer, store, meta.shape, strides, extents) or \
+            _reads_a_step_of(ctx, body, buffer):
         staged = ctx.realize(Lazy(region, meta.dtype, value), contiguous_strides(region))
         body = staged.loader(tuple(inner))
     name = f"buf{len(ctx.buffers)}"
@@ -230,6 +231,27 @@ def _reads_elsewhere(body: Expr, buffer: str, store: Affine, shape: tuple[int, .
                 not any(r[1] < w[0] or w[1] < r[0] for r, w in zip(read, written)):
             return True
     return False
+
+
+def _reads_a_step_of(ctx: LoopLowering, body: Expr, buffer: str) -> bool:
+    """Whether ``body`` reads the result of a NumPy step made from ``buffer`` (directly or
+    through other steps): NumPy may have returned a view of it, the memory the update writes
+    under another name at offsets the plan cannot see. ``U[1:] = swv(U, 2)[:, 0] +
+    np.median(swv(U, 2), axis=1)`` (``swv`` NumPy's ``sliding_window_view``, a step because
+    ``median`` is one) read ``U[i - 1]`` after writing it: a wrong result. The value is then
+    computed into a buffer of its own first (a lifted loop's write-back of the view it updated,
+    ``U[1:-1, 1:-1] = u``, too: one copy of the region a call)."""
+    externs = {b.name: b for b in ctx.buffers if isinstance(b, ExternCall)}
+    made_from: dict[str, bool] = {}
+
+    def derived(name: str) -> bool:
+        if name not in made_from:
+            call = externs.get(name)
+            made_from[name] = call is not None and any(r == buffer or derived(r)
+                                                       for r in call.reads)
+        return made_from[name]
+
+    return any(derived(ld.buffer) for ld in loads(body))
 
 
 def _box(index: Affine, shape: tuple[int, ...], strides: tuple[int, ...],

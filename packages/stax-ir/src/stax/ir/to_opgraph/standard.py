@@ -101,16 +101,22 @@ _COMBINE = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "mul"}
 
 def _with_initial(ctx: LoweringContext, node: Node, op: str, x: Node, params: dict[str, Any],
                   initial: Any) -> Node:
-    """``np.max(x, initial=c)`` as ``maximum(max(x), c)``, and likewise for min, sum (``c +
-    sum(x)``, the order of NumPy's reduce: its accumulator starts at ``c``, the pairwise sum of
-    a run of elements is added to it) and integer prod (exact in any order); a float prod, whose
-    rounding depends on where ``c`` enters, runs as NumPy. ``c`` is cast to the result dtype as
-    NumPy casts it (``2.5`` is ``2`` for an int max); a cast that overflows runs as NumPy, which
-    warns. An empty reduction is ``c`` itself."""
+    """``np.max(x, initial=c)`` as ``maximum(c, max(x))`` — NumPy's reduce starts from ``c``,
+    and ``maximum`` gives its second operand on a tie (``np.max([-0.0], initial=0.0)`` is -0.0)
+    — likewise min, and integer sum and prod (exact in any order). A float sum or prod, whose
+    rounding depends on where ``c`` enters (NumPy adds it first: ``np.sum([[1e16], [-1e16]],
+    axis=0, initial=1.0)`` is 0.0), runs as NumPy unless ``c`` is 0 (1 for prod), which changes
+    nothing but a zero's sign the same way in both orders. ``c`` is cast to the result dtype as
+    NumPy casts it (``2.5`` is ``2`` for an int max); a cast that overflows runs as NumPy,
+    which warns. An empty reduction is ``c`` itself. ``initial=None`` is no initial value."""
     dtype = node.tensor.dtype if node.tensor is not None else None
+    if initial is None:
+        return lower_reduction(ctx, node, op, params)
     if op not in _COMBINE or dtype is None or isinstance(initial, (Node, np.ndarray)) or \
-            not isinstance(initial, SCALAR_TYPES) or \
-            (op == "prod" and np.dtype(dtype).kind not in "biu"):
+            not isinstance(initial, SCALAR_TYPES):
+        raise NotNative
+    if op in ("sum", "prod") and np.dtype(dtype).kind not in "biu" and \
+            initial != (0 if op == "sum" else 1):
         raise NotNative
     try:
         with np.errstate(all="raise"):
@@ -127,7 +133,7 @@ def _with_initial(ctx: LoweringContext, node: Node, op: str, x: Node, params: di
         return ctx.emit("full", (), {"shape": tuple(node.tensor.shape), "value": value,
                                       "dtype": dtype})
     reduced = lower_reduction(ctx, node, op, params)
-    return ctx.emit(_COMBINE[op], (reduced, value))
+    return ctx.emit(_COMBINE[op], (value, reduced))
 
 
 def scan_rule(op: OpDef) -> RuleFunction:
