@@ -105,9 +105,10 @@ TINY = 16
 class KernelEmitter(LoopShapes, FloatEvents):
     def __init__(self, module: ir.Module, spec: KernelSpec, data_offset: int) -> None:
         self.spec = spec
-        #: elements of the widest dtype a vector holds (``loop_hints.in_row_vectors``)
+        #: elements of the kernel's widest dtype a vector holds (``loop_hints.in_row_vectors``)
         self.lanes = max(1, spec.vector_bits // (8 * max(
-            (np.dtype(d).itemsize for d in spec.dtypes.values()), default=1)))
+            (np.dtype(spec.dtypes[a]).itemsize for a in spec.args
+             if a in spec.dtypes and a != spec.events), default=1)))
         fnty = ir.FunctionType(ir.VoidType(), [I8P] * len(spec.args) + [I64, I64])
         self.fn = ir.Function(module, fnty, spec.name)
         self.fn.attributes.add("nounwind")
