@@ -115,6 +115,8 @@ def test_rows_of_at_least_a_vector_stay_rolled():
     from stax.codegen.cpu.loop_hints import MIN_ITERATIONS, in_row_vectors
 
     assert in_row_vectors(32, 2000, 8) and in_row_vectors(8, 2000, 8)
+    assert in_row_vectors(32, 2000, 8, reduction=True)
+    assert not in_row_vectors(8, 2000, 8, reduction=True)  # one vector: summed across rows
     assert not in_row_vectors(3, 2000, 8)  # shorter than a vector: LLVM's to unroll
-    assert not in_row_vectors(MIN_ITERATIONS, 2000, 8)  # long: LLVM's as ever
+    assert not in_row_vectors(MIN_ITERATIONS - 1, 2000, 8)  # long: LLVM's as ever
     assert not in_row_vectors(32, 0, 8)  # an outermost loop

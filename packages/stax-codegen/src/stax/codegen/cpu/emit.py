@@ -260,9 +260,15 @@ class KernelEmitter(LoopShapes, FloatEvents):
         count = interleave_count(inside, extent) if not carried and step == 1 else 1
         # (loop_hints.py) a reduction of a few elements stays unrolled: LLVM then keeps
         # NumPy's sequential order, which a rolled loop it vectorizes does not
-        unroll = inside != -1 and (not short_loop(extent, around) or
-                                   (bool(carried) and hint(extent) < SEQUENTIAL_SUM)) and \
-            not (not carried and in_row_vectors(extent, around, self.lanes))
+        # a short row of a vector or more stays rolled to vectorize along it, a reduction's
+        # too (``in_row_vectors``: unrolled, LLVM summed 16 rows at a time by gathers)
+        in_order = bool(carried) and extent is not None and hint(extent) < SEQUENTIAL_SUM
+        # (a row nest's element-wise phases count as its reductions: all of a row of one vector
+        # unrolled, LLVM vectorizes the row loop itself across rows)
+        reduction = bool(carried) or self.spec.nest.kind != "plain"
+        unroll = inside != -1 and (in_order or (not short_loop(extent, around) and not
+                                                in_row_vectors(extent, around, self.lanes,
+                                                               reduction=reduction)))
         if count > 1 or not unroll:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
                                                      unroll=unroll))

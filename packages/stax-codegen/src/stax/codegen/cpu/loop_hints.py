@@ -56,21 +56,27 @@ def short_loop(extent: int | None, around: int) -> bool:
         hint(extent) < MIN_ITERATIONS and around * hint(extent) < SMALL_NEST
 
 
-#: vectors of a short element-wise row from which it is vectorized along itself (with two,
-#: rows of one vector and a half stayed unrolled: float32 (2000, 24) minus a column 1.3x
-#: NumPy's time, 0.25x with one)
+#: the vectors a short row must hold to be vectorized along itself: one for element-wise work
+#: (with two, rows of one and a half vectors stayed unrolled: float32 (2000, 24) minus a column
+#: 1.3x NumPy's time, 0.25x with one); two for a reduction (a row of one vector summed along
+#: itself ends in a horizontal sum per row: float64 rows of 8 normalized 1.5x slower than
+#: LLVM's vectorizing across rows)
 ROW_VECTORS = 1
+REDUCTION_ROW_VECTORS = 2
+#: the longest row kept rolled so: LLVM does not fully unroll longer ones anyway
+IN_ROW_LIMIT = 64
 
 
-def in_row_vectors(extent: int | None, around: int, lanes: int) -> bool:
-    """Whether a short element-wise innermost loop (known extent below ``MIN_ITERATIONS``,
-    inside other loops) holds ``ROW_VECTORS`` vectors or more: it is then kept rolled, for LLVM
-    to vectorize along the row. Unrolled, LLVM vectorized across rows instead, each vector
-    gathering one element of 16 rows behind run-time checks: ``X * w`` on (2000, 32) float64
-    57 -> 13 us (NumPy 33), on (2000, 8) 17 -> 10 us (NumPy 16). Rows shorter than a vector
-    stay LLVM's to unroll (``short_loop``: twelve float32 columns of 8000 rows)."""
+def in_row_vectors(extent: int | None, around: int, lanes: int, reduction: bool = False) -> bool:
+    """Whether a short innermost loop (known extent, inside other loops) holds enough vectors
+    to be vectorized along itself (``ROW_VECTORS``, ``REDUCTION_ROW_VECTORS``): it is then kept
+    rolled. Unrolled, LLVM vectorized across rows instead, each vector gathering one element of
+    16 rows behind run-time checks: ``X * w`` on (2000, 32) float64 57 -> 13 us (NumPy 33),
+    a float32 row sum of (2000, 32) 28 -> 12 us (NumPy 45). Shorter rows stay LLVM's to unroll
+    (``short_loop``: twelve float32 columns of 8000 rows)."""
+    vectors = REDUCTION_ROW_VECTORS if reduction else ROW_VECTORS
     return extent is not None and 0 < around and not is_symbolic(extent) and \
-        ROW_VECTORS * lanes <= hint(extent) < MIN_ITERATIONS
+        vectors * lanes <= hint(extent) <= IN_ROW_LIMIT
 
 
 class _LoopID(ir.values.MDValue):
