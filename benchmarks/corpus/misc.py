@@ -52,6 +52,17 @@ def zscore_f32(x):
     return (x - x.mean()) / (x.std() + np.float32(1e-6))
 
 
+def center_points(P):
+    """A point cloud (N, 3) centred and scaled into the unit ball."""
+    Q = P - P.mean(axis=0)
+    return Q / np.sqrt((Q * Q).sum(axis=1)).max()
+
+
+def embedding_scores(E, q, bias):
+    """Scores of (N, 32) float32 embeddings against a query, with a per-feature bias."""
+    return ((E + bias) * q).sum(axis=1) / np.linalg.norm(E, axis=1)
+
+
 # -- JAX ports ------------------------------------------------------------------------------------
 
 def _jnp():
@@ -107,6 +118,17 @@ def _prices(r):
     return p, 0.0825
 
 
+def center_points_jax(P):
+    jnp = _jnp()
+    Q = P - P.mean(axis=0)
+    return Q / jnp.sqrt((Q * Q).sum(axis=1)).max()
+
+
+def embedding_scores_jax(E, q, bias):
+    jnp = _jnp()
+    return ((E + bias) * q).sum(axis=1) / jnp.linalg.norm(E, axis=1)
+
+
 def _with_nans(r):
     x = r.standard_normal((2000, 16)) * 3 + 1
     x[r.random(x.shape) < 0.05] = np.nan
@@ -131,6 +153,14 @@ PROGRAMS = [
             jax_port=nan_standardize_jax),
     Program("softmax_rows", "misc", softmax_rows, lambda r: (r.standard_normal((256, 100)) * 4,),
             rtol=1e-12, atol=1e-15, jax_port=softmax_rows_jax),
+    Program("center_points", "misc", center_points,
+            lambda r: (r.standard_normal((20000, 3)) * [1.0, 2.0, 0.5] + 3,), rtol=1e-12,
+            atol=1e-14, jax_port=center_points_jax),
+    Program("embedding_scores", "misc", embedding_scores,
+            lambda r: (r.standard_normal((4000, 32)).astype(np.float32),
+                       r.standard_normal(32).astype(np.float32),
+                       r.standard_normal(32).astype(np.float32) * 0.1), rtol=1e-4, atol=1e-5,
+            jax_port=embedding_scores_jax),
     Program("zscore_f32", "misc", zscore_f32,
             lambda r: (r.standard_normal(100000).astype(np.float32) * 5 + 2,), rtol=1e-4, atol=1e-4,
             jax_port=zscore_f32_jax),
