@@ -213,6 +213,20 @@ class KernelArtifact:
     def intermediates(self) -> list[BufferPlan]:
         return [b for b in self.buffers if b.role == "intermediate"]
 
+    @property
+    def unstored(self) -> frozenset[str]:
+        """Intermediates no step stores: no kernel takes them (held in registers or a stack
+        row, or computed only for their events), no block holds them, no result is one. A call
+        allocates nothing for them (it allocated each: a softmax's unstored exponentials of
+        1.5 MB pushed the heap past glibc's trim threshold, and every call faulted the result's
+        pages in again)."""
+        if self.storage is None:
+            return frozenset()
+        used = {a for k in self.kernels for a in k.args} | set(self.storage.storage) | \
+            {o["buffer"] for o in self.outputs if "buffer" in o}
+        return frozenset(b.name for b in self.buffers
+                         if b.role == "intermediate" and b.name not in used)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": self.schema,

@@ -301,8 +301,9 @@ class Executable:
         kernels go to the native pool (``native``), else to the Python pool (``parallel``: it
         has more than one thread), else run on the calling thread."""
         artifact, storage = self.artifact, self.artifact.storage
-        planned = [b for b in artifact.buffers
-                   if b.role not in ("input", "extern", "events", "overwrite")]
+        unstored = artifact.unstored
+        planned = [b for b in artifact.buffers if b.name not in unstored and
+                   b.role not in ("input", "extern", "events", "overwrite")]
         shared = [b for b in planned if storage is not None and (
             storage.shared(b.name) or storage.storage.get(b.name) in storage.offsets)]
         allocs = [(b.name, _allocator(b)) for b in planned if b not in shared]

@@ -225,11 +225,12 @@ class EntryPlan:
             slots[b.name] = len(inputs)
             inputs.append((tuple(shape), tuple(strides), b.dtype))
         by_block: dict[int, int] = {}  # a storage block the plan shares: its one allocation
+        unstored = artifact.unstored
         for b in artifact.buffers:
             if b.role == "overwrite":  # the argument's own memory
                 slots[b.name] = slots[artifact.overwrites[b.name]]
                 continue
-            if b.role in ("input", "extern", "events"):
+            if b.role in ("input", "extern", "events") or b.name in unstored:  # none stores it
                 continue
             itemsize = np.dtype(b.dtype).itemsize
             if int(np.prod(b.shape)) * itemsize >= MIN_BYTES and not loop:
