@@ -73,15 +73,7 @@ def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str,
     ddof = params.get("ddof", 0)
     if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool):
         raise NotNative
-    ndim = x.tensor.ndim
-    axis = params.get("axis")
-    if axis is None:
-        axes = tuple(range(ndim))
-    else:
-        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-        if not all(isinstance(a, (int, np.integer)) for a in axes):
-            raise NotNative
-        axes = tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
+    axes = _reduced_axes(x, params.get("axis"))
     count = product(x.tensor.shape[a] for a in axes)  # a size expression in dynamic mode
     if op in WARN_WHEN_EMPTY and count - int(ddof) <= 0:
         raise NotNative  # NumPy's call warns ("Mean of empty slice", "Degrees of freedom <= 0")
@@ -93,6 +85,17 @@ def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str,
     if typed:
         attrs["dtype"] = node.tensor.dtype
     return ctx.emit(op, (x,), attrs)
+
+
+def _reduced_axes(x: Node, axis: Any) -> tuple[int, ...]:
+    """``axis=`` of a reduction of ``x`` as sorted non-negative axes (None: all of them)."""
+    ndim = x.tensor.ndim
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not all(isinstance(a, (int, np.integer)) for a in axes):
+        raise NotNative
+    return tuple(sorted(int(a) % ndim for a in axes)) if ndim else ()
 
 
 #: the element-wise op that folds ``initial=`` into each reduction that takes one
@@ -123,10 +126,7 @@ def _with_initial(ctx: LoweringContext, node: Node, op: str, x: Node, params: di
             value = scalar(np.asarray(initial).astype(dtype)[()])
     except (FloatingPointError, TypeError, ValueError, OverflowError):
         raise NotNative from None
-    axis = params.get("axis")
-    axes = range(x.tensor.ndim) if axis is None else \
-        (axis if isinstance(axis, (tuple, list)) else (axis,))
-    extents = [x.tensor.shape[int(a)] if isinstance(a, (int, np.integer)) else None for a in axes]
+    extents = [x.tensor.shape[a] for a in _reduced_axes(x, params.get("axis"))]
     if any(type(n) is not int for n in extents):
         raise NotNative  # a size that may be 0 in some call (a reduction of nothing)
     if 0 in extents:
