@@ -41,6 +41,10 @@ SIZED_TRITON_KERNELS_SCHEMA = "stax.kernels/1.10"
 #: (``arena.py``; a CPU document whose blocks share bytes declares 1.11). A reader of an older
 #: minor version ignores it and allocates each block alone: correct, with more memory
 ARENA_KERNELS_SCHEMA = "stax.kernels/1.11"
+#: 1.12: late kernels that report their floating-point events after writing over an argument
+#: (``late_reports``: the ufunc NumPy applied in place there, and the user's line). A reader of
+#: an older minor version runs them without reporting: it must not run such a document
+LATE_REPORTS_KERNELS_SCHEMA = "stax.kernels/1.12"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -163,11 +167,17 @@ class KernelArtifact:
     #: buffer -> the input whose memory it is written into: an updated argument's final value
     #: (``LoopProgram.overwrites``). The kernels computing these are the last steps and run
     #: only once the call stands (after its gates, checks and events), without reporting events
+    #: unless ``late_reports`` names them
     overwrites: dict[str, str] = field(default_factory=dict)
     #: (1.9) a size-generic plan's symbols (name -> [smallest, largest, traced size]) and the
     #: shape guards its compile recorded (``stax.ir.shape_env.Guard`` documents): the sizes it
     #: runs at (``instantiate.GenericExecutable``)
     sizes: dict[str, Any] = field(default_factory=dict)
+    #: (1.12) late buffer -> [NumPy ufunc, ``file:line in function``] (``LoopProgram.late_reports``):
+    #: its kernel ORs its events into the events buffer after the call's own were settled; the
+    #: executable then reports the new ones NumPy's state heeds as that in-place ufunc would
+    #: from that line (``late_reports.py``)
+    late_reports: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def late_steps(self) -> int:
@@ -194,6 +204,8 @@ class KernelArtifact:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
+        if self.late_reports:
+            return LATE_REPORTS_KERNELS_SCHEMA
         if self.storage is not None and self.storage.offsets:
             return ARENA_KERNELS_SCHEMA
         sized = any(isinstance(n, Size) for b in self.buffers for n in b.shape)
@@ -274,6 +286,7 @@ class KernelArtifact:
             **({"triton_source": self.triton_source} if self.triton_source is not None else {}),
             **({"overwrites": self.overwrites} if self.overwrites else {}),
             **({"sizes": self.sizes} if self.sizes else {}),
+            **({"late_reports": self.late_reports} if self.late_reports else {}),
         }
 
     @classmethod
@@ -308,6 +321,7 @@ class KernelArtifact:
             doc.get("triton_source"),
             {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
             dict(doc.get("sizes", {})),
+            {str(k): [str(n) for n in v] for k, v in doc.get("late_reports", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:
@@ -335,7 +349,9 @@ class KernelArtifact:
         if self.checks:
             lines += [f"check {name}: the call runs eagerly when {why}"
                       for name, why in self.checks.items()]
-        lines += [f"overwrite {name}: written into argument {over}'s memory once the call stands"
+        lines += [f"overwrite {name}: written into argument {over}'s memory once the call stands" +
+                  (f", then its events reported as {self.late_reports[name][0]}'s in place "
+                   f"(NumPy's order)" if name in self.late_reports else "")
                   for name, over in self.overwrites.items()]
         for k in self.kernels:
             # a computed buffer that is no argument is never stored: computed for its events

@@ -26,6 +26,7 @@ from .cpu.jit import CompiledModule, kernel_function
 from .cpu.native_pool import MAX_ARITY, native_pool
 from .cpu.objcache import ObjectCache
 from .extern_results import OUT_FUNCTIONS, takes_out
+from .late_reports import reporter
 from .python_pool import default_pool
 from .straight_line import CallPlan, KernelStep, NumPyStep, write_call
 
@@ -276,7 +277,10 @@ class Executable:
                  "failed": failed, "settle": settle, "draws": lambda a: _Draws(a, generators),
                  "first": self._precise_first, "pool": pool, "native": native,
                  "declined": ExternResultMismatch,
-                 "left": self._precise_left if artifact.precise_ir is not None else None}
+                 "left": self._precise_left if artifact.precise_ir is not None else None,
+                 "report_late": reporter(artifact.late_reports,
+                                         {b.name: b.dtype for b in artifact.buffers})
+                 if artifact.late_reports else None}
         self._plan, self._hooks = plan, hooks
         #: ``run(*arrays) -> [results]``: the call written out (``straight_line.py``)
         self.run = write_call(plan, hooks, keep=self.module)
@@ -355,6 +359,7 @@ class Executable:
             slot.get(artifact.events) if artifact.events is not None else None,
             artifact.underflow_unseen,  # a kernel may underflow without reporting it
             any(layout is None for layout in self.input_layouts), late=artifact.late_steps,
+            late_reports=bool(artifact.late_reports),
             arena=(_arena_allocator(storage.arena_bytes),
                    {b: (o, storage.sizes[b]) for b, o in storage.offsets.items()})
             if storage is not None and storage.offsets else None)
@@ -438,7 +443,7 @@ class Executable:
         """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``
         that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none."""
         return make_entry(self.artifact, self.module, inputs, slow, self._cache,
-                          self._hooks["native"])
+                          self._hooks["native"], self._hooks["report_late"])
 
     def item_loop(self, inputs: list[np.ndarray], item: int, carried: dict[int, int]
                   ) -> ItemLoop | str:

@@ -87,10 +87,12 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         if symbolic:  # an input giving each size its buffers do not have as a dimension
             args = _with_size_sources(args, shapes, program.inputs)
         # a kernel writing over an argument runs once the call stands: its events are the
-        # program's own, already decided (``LoopProgram.overwrites``); one pointer for both
+        # program's own, already decided (``LoopProgram.overwrites``), or its own to report
+        # after it wrote, as NumPy's in-place ufunc (``late_reports``); one pointer for both
         late = {n.name: program.overwrites[n.name] for n in group.nodes
                 if n.name in program.overwrites}
-        events = EVENTS_BUFFER if has_events(group.nodes) and not late else None
+        reporting = bool(late) and all(n in program.late_reports for n in late)
+        events = EVENTS_BUFFER if has_events(group.nodes) and (not late or reporting) else None
         same = {n.name: storage.in_place[n.name] for n in group.nodes if n.name in storage.in_place}
         same.update(late)
         spec = KernelSpec(name, tuple(group.nodes), group.nest, args + ((events,) if events else ()), dtypes,
@@ -101,15 +103,15 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           owned=frozenset(a for a in args if a in storage.storage),
                           callers=frozenset(a for a in args if a in inputs),
                           shapes={a: shapes[a] for a in args if a in shapes} if symbolic else {},
-                          vector_bits=identity.tuned_bits)
+                          vector_bits=identity.tuned_bits, flag_categories=reporting)
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
             emit_kernel(module, spec, array_data_offset())
             emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias
             aliases.append((name, emitted, len(spec.args)))
-        floats = floats or (float_events(group.nodes) and not late)
-        unseen = unseen or (underflows_late(group.nodes) if late else
+        floats = floats or (float_events(group.nodes) and (not late or reporting))
+        unseen = unseen or (underflows_late(group.nodes) if late and not reporting else
                             underflow_unseen(group.nodes, identity.triple))
         kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, unstored),
                                copies=None if late else _copied_input(group, program)))
@@ -132,7 +134,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           program.input_tree, output_plans(program), program.output_tree,
                           [asdict(d) for d in plan.decisions], externs, steps, storage,
                           dict(program.checks), str(precise) + alias_text if floats else None, unseen,
-                          overwrites=dict(program.overwrites), sizes=sizes)
+                          overwrites=dict(program.overwrites), sizes=sizes,
+                          late_reports={k: list(v) for k, v in program.late_reports.items()})
 
 
 def _check_emitter(target: Target) -> None:

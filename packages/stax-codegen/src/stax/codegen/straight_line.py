@@ -83,6 +83,10 @@ class CallPlan:
     late: int = 0
     #: (allocate, {block: (offset, bytes)}): blocks as byte ranges of one arena per call
     arena: tuple[Callable[[], np.ndarray], dict[int, tuple[int, int]]] | None = None
+    #: a late step reports its own events (``KernelArtifact.late_reports``): after the late
+    #: steps, new bits in ``events`` go to ``report_late(bits)``, which warns or raises as
+    #: NumPy's in-place ufunc would
+    late_reports: bool = False
 
 
 #: the functions a call needs from its executable: ``refuse_underflow()``; ``start_recording``,
@@ -93,10 +97,11 @@ class CallPlan:
 #: ``settle(bits, arrays, drawn)`` (the call's results again, or None, or raise); ``draws(arrays)``
 #: (generator states, with ``undo()``); ``first(arrays)`` (a precise-first call, or None) and
 #: ``left`` (``[calls left]``: nonzero while calls start precise; None: never); ``pool`` and
-#: ``native``; ``declined`` (the exception class of a declined call); ``gates(*values)``
+#: ``native``; ``declined`` (the exception class of a declined call); ``gates(*values)``;
+#: ``report_late(bits)`` (``late_reports.py``)
 HOOKS = ("refuse_underflow", "start_recording", "stop_recording", "give_warnings", "verify",
          "raised", "failed", "settle", "draws", "first", "left", "pool", "native", "declined",
-         "gates")
+         "gates", "report_late")
 
 
 def write_call(plan: CallPlan, hooks: dict[str, Any], one: bool = False,
@@ -179,6 +184,8 @@ class _Writer:
             lines += ["if held:", "    give_warnings(held)"]  # the call stands: NumPy's warnings
         for k in range(len(plan.steps) - plan.late, len(plan.steps)):
             lines += self.kernel(k, plan.steps[k])  # type: ignore[arg-type]
+        if plan.late_reports and plan.events is not None:  # the arguments are written
+            lines += ["late = events.item()", "if late != bits:", "    report_late(late)"]
         lines.append(f"return {values[0]}" if self.one else f"return [{', '.join(values)}]")
         return lines
 

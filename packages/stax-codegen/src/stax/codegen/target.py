@@ -115,6 +115,10 @@ class Target:
     #: whether its kernels write an updated argument's final value over the argument once the
     #: call stands (``LoopOptions.overwrite_arguments``); otherwise the caller copies it back
     overwrite_arguments: bool = False
+    #: whether its kernels know one float operation's events exactly (the CPU's flags), so a
+    #: late kernel applying an in-place ufunc reports them after it wrote the argument
+    #: (``LoopOptions.late_reports``); otherwise a twin decides them first
+    late_reports: bool = False
 
     @property
     def device(self) -> str:
@@ -129,7 +133,8 @@ class Target:
                            fmod_exact_quotient=FloatLimits(**dict(self.limits.fmod_exact_quotient)),
                            update_in_place=self.update_in_place,
                            complex_parts=self.complex_parts,
-                           overwrite_arguments=self.overwrite_arguments)
+                           overwrite_arguments=self.overwrite_arguments,
+                           late_reports=self.late_reports)
 
     @property
     def cache_key(self) -> tuple[str, ...]:

@@ -24,8 +24,11 @@ from .index import Affine
 #: trigonometric argument limits the program's checks enforce (``LoopProgram.trig_limits``);
 #: 1.6: buffers written over an updated argument once the call stands (``LoopProgram.overwrites``);
 #: 1.7: size symbols (``LoopProgram.sizes``): shapes, strides, ranges and index coefficients may
-#: be size expressions, written as their text (``"16*s0"``, ``stax.ir.sizes``; issue 15)
-LOOPIR_SCHEMA = "stax.loopir/1.7"
+#: be size expressions, written as their text (``"16*s0"``, ``stax.ir.sizes``; issue 15);
+#: 1.8: late buffers that report their events after writing (``LoopProgram.late_reports``)
+LOOPIR_SCHEMA = "stax.loopir/1.8"
+#: what a document with sizes but no late reports declares
+LOOPIR_1_7_SCHEMA = "stax.loopir/1.7"
 #: what a document without sizes but with overwrites declares, and one with neither
 LOOPIR_1_6_SCHEMA = "stax.loopir/1.6"
 LOOPIR_1_5_SCHEMA = "stax.loopir/1.5"
@@ -291,6 +294,13 @@ class LoopProgram:
     overwrites: dict[str, str] = field(default_factory=dict)
     #: (1.7) a size-generic program's size symbols: name -> [smallest, largest, traced size]
     sizes: dict[str, list[int]] = field(default_factory=dict)
+    #: (1.8) late buffer -> [NumPy ufunc name, ``file:line in function``]: an argument's final
+    #: value that is one float operation NumPy applied in place (``x -= m``: its ``out`` is the
+    #: argument). No twin computes its events first: the code generator computes them while it
+    #: writes the argument and reports them afterwards, as that ufunc would from that line
+    #: (NumPy writes ``out`` before it warns or raises). Its other operands are buffers whose
+    #: events the program decided before.
+    late_reports: dict[str, list[str]] = field(default_factory=dict)
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -342,7 +352,9 @@ class LoopProgram:
         if self.trig_limits:
             lines += [f"trig arguments of {dtype} checked below {limit!r}"
                       for dtype, limit in sorted(self.trig_limits.items())]
-        lines += [f"{late} written over {name} once the call stands"
+        lines += [f"{late} written over {name} once the call stands" +
+                  (f", its events reported after as {self.late_reports[late][0]}'s"
+                   if late in self.late_reports else "")
                   for late, name in self.overwrites.items()]
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
@@ -351,8 +363,10 @@ class LoopProgram:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
-        if self.sizes:
+        if self.late_reports:
             return LOOPIR_SCHEMA
+        if self.sizes:
+            return LOOPIR_1_7_SCHEMA
         return LOOPIR_1_6_SCHEMA if self.overwrites else LOOPIR_1_5_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -372,6 +386,7 @@ class LoopProgram:
             **({"trig_limits": self.trig_limits} if self.trig_limits else {}),
             **({"overwrites": self.overwrites} if self.overwrites else {}),
             **({"sizes": self.sizes} if self.sizes else {}),
+            **({"late_reports": self.late_reports} if self.late_reports else {}),
         }
 
     @classmethod
@@ -391,6 +406,7 @@ class LoopProgram:
             {str(k): float(v) for k, v in doc.get("trig_limits", {}).items()},
             {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
             {str(k): [int(n) for n in v] for k, v in doc.get("sizes", {}).items()},
+            {str(k): [str(n) for n in v] for k, v in doc.get("late_reports", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:

@@ -80,7 +80,7 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
             _bound_depth(ctx, node, depth)
         elif node.op is not Opcode.OUTPUT:
             raise ctx.unsupported(f"opcode {node.op.value} in an op graph")
-    overwrites, twins = write_over(ctx, updated)
+    overwrites, twins, late_reports = write_over(ctx, updated)
     events_only += twins
     ctx.node = None
     outputs = [_output(ctx, v) for v in program.outputs]
@@ -95,7 +95,9 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
         if env is not None else {}
     return LoopProgram(program.name, ctx.inputs, list(program.inputs), program.input_tree,
                        buffers, outputs, program.output_tree, dict(ctx.checks), events_only,
-                       dict(ctx.trig_limits), overwrites, sizes)
+                       dict(ctx.trig_limits), overwrites, sizes,
+                       {late: report for late, report in late_reports.items()
+                        if any(b.name == late for b in buffers)})
 
 
 def _consider_materializing(ctx: LoopLowering, node: Node, materialize: MaterializePolicy,

@@ -62,7 +62,11 @@ class LoopOptions:
     with a complex value is refused (the function runs eagerly). ``overwrite_arguments``: the
     final value of an argument the function updates in place is computed by a buffer the backend
     writes over that argument once the call stands (``LoopProgram.overwrites``); otherwise it is
-    an output the caller copies into the argument.
+    an output the caller copies into the argument. ``late_reports``: such a value that is one
+    float ``+ - * /`` applied in place (``x -= m``) may report its floating-point events after
+    it wrote the argument, as NumPy's in-place ufunc does (``LoopProgram.late_reports``; the
+    backend's kernels must know a single operation's events exactly, from the CPU's flags);
+    otherwise a twin computes its events with the program, before anything is written.
     """
 
     dtypes: frozenset[str] = LOOP_DTYPES
@@ -80,6 +84,7 @@ class LoopOptions:
     select_chain: int = 8
     complex_parts: bool = True
     overwrite_arguments: bool = True
+    late_reports: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", frozenset(self.dtypes))

@@ -24,15 +24,26 @@ policy weighs the twin as one more reader: an expensive value (a transcendental 
 computed by the program as before and the late kernel copies it over the argument. A value read
 from a NumPy step's result (which may be a view of the argument itself) is left to the caller's
 copy, which handles overlap.
+
+A twin costs a pass over the argument that NumPy's in-place ufunc does not make (``x -= m`` on
+200,000 float64: 36 us, NumPy 18). Where the value is that ufunc itself — one float ``+ - * /``
+whose first operand is the argument and whose other reads buffers the program decided before, the
+op graph's value of ``x -= m`` or ``np.subtract(x, m, out=x)`` (``x[...] = x - m`` is a
+``setitem`` and keeps its twin: NumPy raises there before it writes) — and the backend's kernels
+know one operation's events exactly (``LoopOptions.late_reports``), the late kernel reports its
+own events after it wrote, as NumPy does (``LoopProgram.late_reports``). One such value a
+program: with several, which ufunc NumPy reported first would matter.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from stax.ir import Node
 from stax.ir.meta import elements_overlap
 
 from .context import Lazy, LoopLowering, output_strides, pointwise_buffer
-from .expr import GuardedLoad, Load, loads
+from .expr import Binary, Const, GuardedLoad, Load, loads
 from .ir import ComputedBuffer, ExternCall, InputBuffer
 from .unused import reports
 
@@ -87,13 +98,38 @@ def recomputed(ctx: LoopLowering, lazy: Lazy, name: str) -> ComputedBuffer | Non
     return None if _reads_a_numpy_result(ctx, late) else late
 
 
-def write_over(ctx: LoopLowering, values: dict[Node, str]) -> tuple[dict[str, str], list[str]]:
+#: the op graph's in-place arithmetic -> NumPy's ufunc (the name its warnings give)
+UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
+
+
+def _in_place_ufunc(ctx: LoopLowering, v: Node, name: str, late: ComputedBuffer) -> str | None:
+    """The NumPy ufunc whose in-place call computed ``v``, the final value of input ``name``
+    that ``late`` recomputes, when the late kernel may report its events itself (see the
+    module's text); else None."""
+    body = late.data.body
+    first = v.args[0] if v.args else None
+    if not ctx.options.late_reports or v.target not in UFUNCS or v.source is None or \
+            not isinstance(first, Node) or first.op != "placeholder" or first.target != name:
+        return None
+    if type(body) is not Binary or body.op != v.target or \
+            any(type(c) not in (Load, Const) for c in (body.a, body.b)) or \
+            np.dtype(body.dtype).kind != "f":
+        return None
+    lhs = body.a
+    if type(lhs) is not Load or lhs.buffer != name or lhs.index != late.store_index:
+        return None
+    return UFUNCS[v.target]
+
+
+def write_over(ctx: LoopLowering, values: dict[Node, str]
+               ) -> tuple[dict[str, str], list[str], dict[str, list[str]]]:
     """A late buffer for each final value in ``values`` whose argument kernels may write over,
     made the value the outputs return; the late buffers with their inputs
-    (``LoopProgram.overwrites``), and the twins computed for their events
-    (``LoopProgram.events_only``)."""
+    (``LoopProgram.overwrites``), the twins computed for their events
+    (``LoopProgram.events_only``), and the late buffers that report their own events
+    (``LoopProgram.late_reports``)."""
     overwrites: dict[str, str] = {}
-    twins: list[str] = []
+    reporting: list[tuple[Node, Lazy, InputBuffer, ComputedBuffer]] = []
     for v, name in values.items():
         x = _input(ctx, name)
         lazy = ctx.values.get(v)
@@ -111,14 +147,23 @@ def write_over(ctx: LoopLowering, values: dict[Node, str]) -> tuple[dict[str, st
                 continue  # the argument unchanged: nothing to write
             if _reads_a_numpy_result(ctx, late):
                 continue
-        elif reports(late):  # its events decided with the program's: a twin computes them
-            twin = pointwise_buffer(late.name, lazy, x.strides)
-            ctx.buffers.append(twin)
-            ctx.made_by[twin.name] = v
-            twins.append(twin.name)
-            late = pointwise_buffer(f"buf{len(ctx.buffers)}", lazy, x.strides)
+        elif reports(late):  # its events: reported by itself, or decided by a twin (below)
+            reporting.append((v, lazy, x, late))
         ctx.buffers.append(late)
         ctx.made_by[late.name] = v
         overwrites[late.name] = x.name
         ctx.values[v] = ctx.stored(late.name, x.shape, x.dtype, x.strides)
-    return overwrites, twins
+    late_reports: dict[str, list[str]] = {}
+    if len(reporting) == 1:
+        v, _, x, late = reporting[0]
+        ufunc = _in_place_ufunc(ctx, v, x.name, late)
+        if ufunc is not None:
+            late_reports[late.name] = [ufunc, v.source]
+            reporting = []
+    twins: list[str] = []
+    for v, lazy, x, _ in reporting:  # its events decided with the program's
+        twin = pointwise_buffer(f"buf{len(ctx.buffers)}", lazy, x.strides)
+        ctx.buffers.append(twin)
+        ctx.made_by[twin.name] = v
+        twins.append(twin.name)
+    return overwrites, twins, late_reports

@@ -96,6 +96,10 @@ class KernelSpec:
     #: the vector width the target tunes kernels for (``Identity.tuned_bits``): how long a run
     #: a float sum adds before starting a new block (``pairwise.block_elements``)
     vector_bits: int = 256
+    #: a late kernel that reports its own events (``KernelArtifact.late_reports``): a fast one
+    #: that reads the CPU's flags reports each flag as its category, not as ``MAYBE`` (the
+    #: kernel is one IEEE operation, whose flags are NumPy's events; no precise rerun can follow)
+    flag_categories: bool = False
 
 
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)
@@ -159,7 +163,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
         self.in_order = False  # reductions step without ``reassoc`` (``accumulators.py``)
-        self.events_start(spec.events, spec.precise, spec.nodes)
+        self.events_start(spec.events, spec.precise, spec.nodes, spec.flag_categories)
 
     def row_scratch_at_row(self, count: int) -> None:
         """Point each buffer held per row (``row_scratch.py``) at its scratch row for the row

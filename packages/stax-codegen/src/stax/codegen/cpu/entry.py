@@ -53,9 +53,9 @@ from llvmlite import ir
 
 from stax.ir.meta import elements_overlap
 
-from .. import errstate
 from ..artifact import KernelArtifact
 from ..block_pool import MIN_BYTES
+from .entry_events import errstate_layout, report_late, underflow_ignored
 from .fpevents import UNDERFLOW
 from .jit import CompiledModule, array_data_offset
 from .native_pool import MAX_ARITY, NativePool
@@ -70,9 +70,7 @@ API_ARRAY_TYPE, API_RETURN, API_NEW_FROM_DESCR = 2, 76, 94
 # context table slots
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
-    CTX_LAUNCH, CTX_FIXED = range(15)
-CAPSULE_POINTER = 16  # offsetof(PyCapsule, pointer): checked in _api()
-UNDER_MASK = 7 << 6   # NumPy's errmask: three bits per category, underflow's at 6
+    CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_FIXED = range(17)
 NPY_ARRAY_WRITEABLE = 0x0400
 #: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
 NONE_RESULT = -2
@@ -131,7 +129,8 @@ def _api() -> dict[str, int] | None:
     for name in ("PyObject_Vectorcall", "Py_DecRef", "Py_IncRef", "PyTuple_New",
                  "PyTuple_SetItem", "PyContextVar_Get"):
         api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
-    api["errstate"] = _errstate_layout()
+    api["PyLong_FromLong"] = ctypes.cast(ctypes.pythonapi.PyLong_FromLong, ctypes.c_void_p).value
+    api["errstate"] = errstate_layout()
     # check the NumPy slots do what their names say, once, through ctypes
     new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
                             ctypes.POINTER(ctypes.c_ssize_t), ctypes.c_void_p, ctypes.c_void_p,
@@ -142,27 +141,6 @@ def _api() -> dict[str, int] | None:
     if type(made) is not np.ndarray or made.shape != (2, 3) or made.dtype != descr:
         return None
     return api
-
-
-def _errstate_layout() -> int:
-    """The address of NumPy's error-state context variable, if the entry can read the errmask of
-    its capsule at ``CAPSULE_POINTER`` (an int whose underflow bits are ``UNDER_MASK``), else 0
-    (then plans whose kernels report events get no entry)."""
-    var = errstate.STATE
-    if var is None:
-        return 0
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    try:
-        with np.errstate(under="warn", divide="ignore"):
-            capsule = var.get()
-            pointer = get(capsule, b"numpy.ufunc.extobj")
-            mask = ctypes.c_int.from_address(pointer).value
-        ok = ctypes.c_void_p.from_address(id(capsule) + CAPSULE_POINTER).value == pointer and \
-            mask & UNDER_MASK == 1 << 6 and mask & 7 == 0
-    except (ValueError, OSError, TypeError):
-        return 0
-    return id(var) if ok else 0
 
 
 @dataclass(frozen=True)
@@ -191,6 +169,9 @@ class EntryPlan:
     updated: tuple[int, ...] = ()
     #: (kernel, chunks) of each kernel launched on the native pool (``native_pool.launch``)
     pooled: tuple[tuple[int, int], ...] = ()
+    #: a late kernel reports its own events (``KernelArtifact.late_reports``): new bits after
+    #: the late kernels go to the executable's ``report_late``, which may raise
+    late_reports: bool = False
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -267,7 +248,7 @@ class EntryPlan:
             if kernel.parallel)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
-                         pooled)
+                         pooled, bool(artifact.late_reports))
 
 
 def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
@@ -371,9 +352,10 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     new = ctx_fn(CTX_NEW, I8P, [I64, I64, I32, I64.as_pointer(), I64.as_pointer(), I8P, I32, I8P])
     incref = ctx_fn(CTX_INCREF, ir.VoidType(), [I64])
     decref = ctx_fn(CTX_DECREF, ir.VoidType(), [I8P])
-    status = None
+    status = settled = None
     if plan.unseen:
-        require(_underflow_ignored(fn, b, ctx_word, ctx_fn, decref))
+        require(underflow_ignored(fn, b, ctx_word(CTX_CONTEXTVAR_GET), ctx_word(CTX_ERRSTATE),
+                                  decref))
     if plan.events is not None:
         with b.goto_entry_block():
             b.position_at_start(fn.entry_basic_block)
@@ -435,12 +417,14 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     recheck = fn.append_basic_block("recheck")
     if status is not None:  # any event: the dispatcher runs the call again and settles it
         ok, some, tiny = (fn.append_basic_block(n) for n in ("no_events", "events", "underflow"))
-        reported = b.load(status)
+        reported = settled = b.load(status)
         b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, 0)), ok, some)
         b.position_at_end(some)  # underflow alone (the CPU's flag): slow only if it is heeded
         b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, UNDERFLOW)), tiny, recheck)
         b.position_at_end(tiny)
-        b.cbranch(_underflow_ignored(fn, b, ctx_word, ctx_fn, decref), ok, recheck)
+        ignored = underflow_ignored(fn, b, ctx_word(CTX_CONTEXTVAR_GET), ctx_word(CTX_ERRSTATE),
+                                    decref)
+        b.cbranch(ignored, ok, recheck)
         b.position_at_end(ok)
     for c, slot in enumerate(plan.checks):  # a set flag: release what was made, go the slow way
         flag = b.load(field(objs[slot], layout.data, I8P))
@@ -472,14 +456,16 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     for j, obj in enumerate(made):
         if len(plan.inputs) + j not in returned:
             b.call(decref, [obj])
-    if not plan.as_tuple:
-        b.ret(results[0])
-    else:
-        pack = b.call(ctx_fn(CTX_TUPLE_NEW, I8P, [I64]), [ir.Constant(I64, len(results))])
+    value = results[0]
+    if plan.as_tuple:
+        value = b.call(ctx_fn(CTX_TUPLE_NEW, I8P, [I64]), [ir.Constant(I64, len(results))])
         set_item = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])  # steals each item's reference
         for k, obj in enumerate(results):
-            b.call(set_item, [pack, ir.Constant(I64, k), obj])
-        b.ret(pack)
+            b.call(set_item, [value, ir.Constant(I64, k), obj])
+    if plan.late_reports and settled is not None:  # the arguments are written: NumPy reports
+        report_late(fn, b, status, settled, ctx_word(CTX_REPORT), ctx_word(CTX_LONG),
+                    ctx_word(CTX_VECTORCALL), decref, value)
+    b.ret(value)
     # a failed allocation: release what was made, return NULL with NumPy's MemoryError set
     b.position_at_end(failed)
     b.ret(ir.Constant(I8P, None))  # (a leak of earlier buffers only when memory ran out)
@@ -505,33 +491,6 @@ def _extent(layout: tuple[tuple[int, ...], tuple[int, ...], str]) -> tuple[int, 
     return low, high + np.dtype(dtype).itemsize
 
 
-def _underflow_ignored(fn: ir.Function, b: ir.IRBuilder, ctx_word: Any, ctx_fn: Any,
-                       decref: ir.Value) -> ir.Value:
-    """Whether NumPy's current error state ignores underflow: the errmask in its context
-    variable's capsule, read as ``_errstate_layout`` checked (a cached lookup and two loads)."""
-    get = ctx_fn(CTX_CONTEXTVAR_GET, I32, [I8P, I8P, I8PP])
-    with b.goto_entry_block():
-        b.position_at_start(fn.entry_basic_block)
-        out = b.alloca(I8P, name="errstate")
-    b.store(ir.Constant(I8P, None), out)
-    b.call(get, [b.inttoptr(ctx_word(CTX_ERRSTATE), I8P), ir.Constant(I8P, None), out])
-    capsule = b.load(out)
-    before = b.block
-    read = fn.append_basic_block("errstate_read")
-    done = fn.append_basic_block("errstate_done")
-    b.cbranch(b.icmp_unsigned("!=", capsule, ir.Constant(I8P, None)), read, done)
-    b.position_at_end(read)
-    slot = b.bitcast(b.gep(capsule, [ir.Constant(I64, CAPSULE_POINTER)]), I8PP)
-    mask = b.load(b.bitcast(b.load(slot), I32.as_pointer()))
-    b.call(decref, [capsule])
-    b.branch(done)
-    b.position_at_end(done)
-    got = b.phi(I32)
-    got.add_incoming(ir.Constant(I32, UNDER_MASK), before)  # no state: take the slow path
-    got.add_incoming(mask, read)
-    return b.icmp_unsigned("==", b.and_(got, ir.Constant(I32, UNDER_MASK)), ir.Constant(I32, 0))
-
-
 class _MethodDef(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
                 ("doc", ctypes.c_char_p)]
@@ -542,17 +501,19 @@ class Entry:
     ``hits`` counts the calls the entry ran itself."""
 
     def __init__(self, plan: EntryPlan, kernels: CompiledModule, slow: Any, descrs: list[np.dtype],
-                 cache: Any = None, pool: NativePool | None = None) -> None:
+                 cache: Any = None, pool: NativePool | None = None,
+                 report: Any = None) -> None:
         api, layout = _api(), array_layout()
         assert api is not None and layout is not None
         # straight-line guard code: a light optimization level compiles it in a few milliseconds
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
         # the context holds borrowed pointers to these (the pool lives as long as the process)
-        self._keep = (slow, descrs, kernels, pool)
+        self._keep = (slow, descrs, kernels, pool, report)
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
                    api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None),
-                   pool.launch_address if pool is not None else 0]
+                   pool.launch_address if pool is not None else 0,
+                   id(report) if report is not None else 0, api["PyLong_FromLong"]]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:
@@ -582,8 +543,10 @@ def entry_available() -> bool:
 
 
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
-               slow: Any, cache: Any = None, pool: NativePool | None = None) -> Entry | str:
-    """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none."""
+               slow: Any, cache: Any = None, pool: NativePool | None = None,
+               report: Any = None) -> Entry | str:
+    """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none.
+    ``report``: the executable's ``report_late`` (``late_reports.py``), for plans that have one."""
     if not entry_available():
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
@@ -596,4 +559,6 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return plan
     descrs = [a.dtype for a in inputs]
     descrs += [np.dtype(dtype) for _, _, dtype in plan.allocs]  # a shared block's: one
-    return Entry(plan, kernels, slow, descrs, cache, pool)
+    if plan.late_reports and report is None:
+        return "a late kernel reports its events and no reporter was given"
+    return Entry(plan, kernels, slow, descrs, cache, pool, report)

@@ -20,6 +20,7 @@ from .fpevents import (
     I32,
     INVALID,
     MAYBE,
+    MXCSR_CATEGORIES,
     MXCSR_EVENTS,
     MXCSR_FLAGS,
     MXCSR_UNDERFLOW,
@@ -56,9 +57,10 @@ class FloatEvents:
     memo: dict[object, ir.Value]
 
     def events_start(self, events: str | None, precise: bool,
-                      nodes: Sequence[ComputedBuffer]) -> None:
+                      nodes: Sequence[ComputedBuffer], categories: bool = False) -> None:
         """At the kernel's start (before it reads any data). A fast kernel on x86-64 with float
-        arithmetic reads the CPU's exception flags (``flags``): it clears them here if set."""
+        arithmetic reads the CPU's exception flags (``flags``): it clears them here if set.
+        ``categories``: the flags are reported as their categories (``KernelSpec.flag_categories``)."""
         self.events = events
         self.precise = precise
         self._tests: set[int] = set()
@@ -70,6 +72,7 @@ class FloatEvents:
         self._kept: dict[int, ir.Value] = {}        # alloca per float width: XOR of bits(v)
         self.flags = events is not None and not precise and \
             reads_flags(nodes, self.fn.module.triple)
+        self.categories = categories and self.flags
         # underflow from the flags: exactly NumPy's where the operations are single IEEE ones
         self.underflow = self.flags and not underflow_unseen(nodes, self.fn.module.triple)
         if events is None:
@@ -412,8 +415,14 @@ class FloatEvents:
             self._barrier()
             mxcsr = self._mxcsr()
             raised = b.and_(mxcsr, ir.Constant(I32, MXCSR_EVENTS))
-            bits = b.or_(bits, b.select(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)),
-                                        ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
+            if self.categories:
+                for flag, bit in MXCSR_CATEGORIES:
+                    got = b.icmp_unsigned("!=", b.and_(mxcsr, ir.Constant(I32, flag)),
+                                          ir.Constant(I32, 0))
+                    bits = b.or_(bits, b.select(got, ir.Constant(I32, bit), ir.Constant(I32, 0)))
+            else:
+                bits = b.or_(bits, b.select(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)),
+                                            ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
             if self.underflow:
                 tiny = b.and_(mxcsr, ir.Constant(I32, MXCSR_UNDERFLOW))
                 bits = b.or_(bits, b.select(b.icmp_unsigned("!=", tiny, ir.Constant(I32, 0)),

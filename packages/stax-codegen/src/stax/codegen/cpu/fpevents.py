@@ -109,6 +109,8 @@ EXACT = frozenset(name for name, op in OPERATORS.items() if op.exact)
 MXCSR_FLAGS = 0x3F
 MXCSR_EVENTS = 0x1 | 0x4 | 0x8  # invalid, divide by zero, overflow
 MXCSR_UNDERFLOW = 0x10
+#: each MXCSR flag and NumPy's status bit for it: what one IEEE operation's flags mean
+MXCSR_CATEGORIES = ((0x1, INVALID), (0x4, DIVIDE), (0x8, OVERFLOW))
 ACCUMULATION = Events(OVERFLOW, True)  # a step of a float sum or product
 
 #: operations whose result is infinite or NaN whenever the operand at these positions is

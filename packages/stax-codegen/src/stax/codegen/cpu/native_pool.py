@@ -49,6 +49,10 @@ SPINS = 100000  # ~50-100 us: a loop of launches finds the workers awake; idle o
 #: wake-up (a halted virtual CPU) took longer than the kernel: 200k float32 ``sqrt(abs(x)) * 2``
 #: 27 us back to back, 60-80 us after such a gap
 SPIN_TICKS = 1 << 21
+#: the launching thread, its own chunks done, spins this long for the others' (TSC ticks, about
+#: 50-100 us; iterations elsewhere) before it sleeps
+CALLER_SPIN_TICKS = 1 << 18
+CALLER_SPINS = 20000
 TIMED_SPIN = platform.machine() in ("x86_64", "AMD64")
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine())
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
@@ -77,6 +81,15 @@ def _pool_ir() -> str:
     # once instead of spinning, which on a machine of few cores stalled the library's threads
     # (a matmul after a pooled kernel took 2-3 ms more); the next launch clears it
     resting = global_("resting", I32)
+    # how many workers sleep (or are about to) on ``generation``, and whether the launching
+    # thread sleeps on ``finished``: a launch wakes only when someone sleeps. Each side stores
+    # its own word and then loads the other's (both sequentially consistent), so a sleeper
+    # either sees the new value or is seen and woken; the futex call itself returns at once if
+    # the word moved. A wake system call per launch (two with the caller's) cost 2-10 us on a
+    # VM, and a caller that slept as soon as its own chunks were done paid a context switch
+    # besides: (500, 400) float64 centred in place ran 65 us serial, 110 us split
+    sleepers = global_("sleepers", I32)
+    waiting = global_("waiting", I32)
     # ``launch``'s: a launch holds ``busy`` (a machine-code entry launches holding the GIL, a
     # dispatched call without it: they may meet); ``started`` once this process has workers
     busy = global_("busy", I32)
@@ -124,6 +137,10 @@ def _pool_ir() -> str:
     b.cbranch(last, wake, loop)
     b.position_at_end(wake)
     b.store_atomic(gen, finished, "seq_cst", 4)
+    wake_caller = run.append_basic_block("wake_caller")
+    b.cbranch(b.icmp_unsigned("!=", load(b, waiting, I32), ir.Constant(I32, 0)), wake_caller,
+              loop)
+    b.position_at_end(wake_caller)
     futex(b, finished, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 1))
     b.branch(loop)
     b.position_at_end(out)
@@ -162,7 +179,14 @@ def _pool_ir() -> str:
     awake = b.icmp_unsigned("==", load(b, resting, I32), ir.Constant(I32, 0))
     b.cbranch(b.and_(spinning, awake), spin, sleep)
     b.position_at_end(sleep)
+    b.atomic_rmw("add", sleepers, ir.Constant(I32, 1), "seq_cst")
+    asleep, awoken = worker.append_basic_block("asleep"), worker.append_basic_block("awoken")
+    b.cbranch(b.icmp_unsigned("==", load(b, generation, I32), b.load(seen)), asleep, awoken)
+    b.position_at_end(asleep)
     futex(b, generation, FUTEX_WAIT_PRIVATE, b.load(seen))  # returns at once if it moved on
+    b.branch(awoken)
+    b.position_at_end(awoken)
+    b.atomic_rmw("sub", sleepers, ir.Constant(I32, 1), "seq_cst")
     b.branch(wait)
     b.position_at_end(go)
     b.store(current, seen)
@@ -184,20 +208,47 @@ def _pool_ir() -> str:
     b.store_atomic(b.or_(b.shl(b.zext(new_gen, I64), ir.Constant(I64, 32)),
                          b.shl(chunks_arg, ir.Constant(I64, 16))), claim, "seq_cst", 8)
     b.store_atomic(new_gen, generation, "seq_cst", 4)
+    wake_workers, run_own = pfor.append_basic_block("wake"), pfor.append_basic_block("run")
+    b.cbranch(b.icmp_unsigned("!=", load(b, sleepers, I32), ir.Constant(I32, 0)), wake_workers,
+              run_own)
+    b.position_at_end(wake_workers)
     futex(b, generation, FUTEX_WAKE_PRIVATE, ir.Constant(I32, 2 ** 31 - 1))
+    b.branch(run_own)
+    b.position_at_end(run_own)
     b.call(run, [new_gen])
-    check, sleep_done, out = (pfor.append_basic_block(n) for n in ("check", "sleep", "out"))
+    # the last chunks are other threads': spin for them a while (they run as long as ours
+    # did), then sleep until the last one's ``finished``
+    waited = b.alloca(I64)
+    b.store(ir.Constant(I64, 0), waited)
+    if TIMED_SPIN:
+        b.store(b.call(clock, []), waited)
+    check, spin_done, sleep_done, out = (pfor.append_basic_block(n)
+                                         for n in ("check", "spin", "sleep", "out"))
     b.branch(check)
     b.position_at_end(check)
     all_done = b.icmp_signed("==", load(b, done, I64), chunks_arg)
-    b.cbranch(all_done, out, sleep_done)
+    b.cbranch(all_done, out, spin_done)
+    b.position_at_end(spin_done)
+    if TIMED_SPIN:
+        b.call(pause, [])
+        spinning = b.icmp_unsigned("<", b.sub(b.call(clock, []), b.load(waited)),
+                                   ir.Constant(I64, CALLER_SPIN_TICKS))
+    else:
+        count = b.add(b.load(waited), ir.Constant(I64, 1))
+        b.store(count, waited)
+        spinning = b.icmp_signed("<", count, ir.Constant(I64, CALLER_SPINS))
+    b.cbranch(spinning, check, sleep_done)
     b.position_at_end(sleep_done)
     # sleep unless ``finished`` moved since ``done`` was read (then look again)
+    b.store_atomic(ir.Constant(I32, 1), waiting, "seq_cst", 4)
     seen_finished = load(b, finished, I32)
-    recheck = pfor.append_basic_block("recheck")
-    b.cbranch(b.icmp_unsigned("==", seen_finished, new_gen), check, recheck)
+    recheck, woken = pfor.append_basic_block("recheck"), pfor.append_basic_block("woken")
+    b.cbranch(b.icmp_unsigned("==", seen_finished, new_gen), woken, recheck)
     b.position_at_end(recheck)
     futex(b, finished, FUTEX_WAIT_PRIVATE, seen_finished)  # at once if it moved meanwhile
+    b.branch(woken)
+    b.position_at_end(woken)
+    b.store_atomic(ir.Constant(I32, 0), waiting, "seq_cst", 4)
     b.branch(check)
     b.position_at_end(out)
     b.ret_void()
@@ -334,7 +385,8 @@ class NativePool:
 
 # the module's globals, (name, bytes), zeroed in a forked child
 _STATE = (("task_fn", 8), ("task_argv", 8), ("task_total", 8), ("claim", 8), ("done", 8),
-          ("generation", 4), ("finished", 4), ("resting", 4), ("busy", 4), ("started", 4))
+          ("generation", 4), ("finished", 4), ("resting", 4), ("busy", 4), ("started", 4),
+          ("sleepers", 4), ("waiting", 4))
 _POOLS: weakref.WeakSet[NativePool] = weakref.WeakSet()
 
 

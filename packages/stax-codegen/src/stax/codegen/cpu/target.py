@@ -42,7 +42,9 @@ def cpu_target() -> Target:
                   materialize=keep_in_memory, element_cost=work,
                   compiler_version=COMPILER_VERSION,
                   parallel_work=parallel_choice()[0],
-                  phased_columns=True, overwrite_arguments=True)
+                  phased_columns=True, overwrite_arguments=True,
+                  # the fast kernels read the CPU's exception flags there (``fpevents.py``)
+                  late_reports=host_identity().triple.startswith("x86_64"))
 
 
 @functools.cache

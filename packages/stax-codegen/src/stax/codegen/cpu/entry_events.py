@@ -1,0 +1,105 @@
+"""The machine-code entry's part in NumPy's error state (``entry.py``): reading the errmask, and
+handing a late kernel's events to the executable's reporter.
+
+NumPy keeps its error state in a context variable holding a capsule whose pointer is the
+errmask (three bits per category); the entry reads it where a call's underflow matters. A late
+kernel that applies an in-place ufunc (``KernelArtifact.late_reports``) ORs its events into the
+call's events word after writing over the argument; new bits are the executable's to report
+(``late_reports.py``: NumPy warns or raises as that ufunc), through a Python call that may raise.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+from llvmlite import ir
+
+from .. import errstate
+from .types import I8P, I64
+
+I32 = ir.IntType(32)
+I8PP = I8P.as_pointer()
+CAPSULE_POINTER = 16  # offsetof(PyCapsule, pointer): checked in errstate_layout()
+UNDER_MASK = 7 << 6   # NumPy's errmask: three bits per category, underflow's at 6
+
+
+def errstate_layout() -> int:
+    """The address of NumPy's error-state context variable, if the entry can read the errmask of
+    its capsule at ``CAPSULE_POINTER`` (an int whose underflow bits are ``UNDER_MASK``), else 0
+    (then plans whose kernels report events get no entry)."""
+    var = errstate.STATE
+    if var is None:
+        return 0
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    try:
+        with np.errstate(under="warn", divide="ignore"):
+            capsule = var.get()
+            pointer = get(capsule, b"numpy.ufunc.extobj")
+            mask = ctypes.c_int.from_address(pointer).value
+        ok = ctypes.c_void_p.from_address(id(capsule) + CAPSULE_POINTER).value == pointer and \
+            mask & UNDER_MASK == 1 << 6 and mask & 7 == 0
+    except (ValueError, OSError, TypeError):
+        return 0
+    return id(var) if ok else 0
+
+
+def underflow_ignored(fn: ir.Function, b: ir.IRBuilder, contextvar_get: ir.Value,
+                      state: ir.Value, decref: ir.Value) -> ir.Value:
+    """Whether NumPy's current error state ignores underflow: the errmask in its context
+    variable's capsule, read as ``errstate_layout`` checked (a cached lookup and two loads).
+    ``contextvar_get``: ``PyContextVar_Get``'s address; ``state``: the variable's."""
+    get = b.inttoptr(contextvar_get, ir.FunctionType(I32, [I8P, I8P, I8PP]).as_pointer())
+    with b.goto_entry_block():
+        b.position_at_start(fn.entry_basic_block)
+        out = b.alloca(I8P, name="errstate")
+    b.store(ir.Constant(I8P, None), out)
+    b.call(get, [b.inttoptr(state, I8P), ir.Constant(I8P, None), out])
+    capsule = b.load(out)
+    before = b.block
+    read = fn.append_basic_block("errstate_read")
+    done = fn.append_basic_block("errstate_done")
+    b.cbranch(b.icmp_unsigned("!=", capsule, ir.Constant(I8P, None)), read, done)
+    b.position_at_end(read)
+    slot = b.bitcast(b.gep(capsule, [ir.Constant(I64, CAPSULE_POINTER)]), I8PP)
+    mask = b.load(b.bitcast(b.load(slot), I32.as_pointer()))
+    b.call(decref, [capsule])
+    b.branch(done)
+    b.position_at_end(done)
+    got = b.phi(I32)
+    got.add_incoming(ir.Constant(I32, UNDER_MASK), before)  # no state: take the slow path
+    got.add_incoming(mask, read)
+    return b.icmp_unsigned("==", b.and_(got, ir.Constant(I32, UNDER_MASK)), ir.Constant(I32, 0))
+
+
+def report_late(fn: ir.Function, b: ir.IRBuilder, status: ir.Value, settled: ir.Value,
+                report: ir.Value, from_long: ir.Value, vectorcall: ir.Value, decref: ir.Value,
+                result: ir.Value) -> None:
+    """Before the entry returns ``result`` (a new reference): when the events word ``status``
+    holds other bits than ``settled`` (its value once the call stood), call the Python function
+    ``report`` with them; if it raises, drop ``result`` and return NULL with its exception."""
+    bits = b.load(status)
+    call, raised, done = (fn.append_basic_block(n) for n in ("late_events", "late_raised",
+                                                             "late_done"))
+    b.cbranch(b.icmp_unsigned("!=", bits, settled), call, done)
+    b.position_at_end(call)
+    make = b.inttoptr(from_long, ir.FunctionType(I8P, [I64]).as_pointer())
+    arg = b.call(make, [b.zext(bits, I64)])
+    with b.goto_entry_block():
+        b.position_at_start(fn.entry_basic_block)
+        argv = b.alloca(I8P, name="late_argv")
+    b.store(arg, argv)
+    call_fn = b.inttoptr(vectorcall, ir.FunctionType(I8P, [I8P, I8PP, I64, I8P]).as_pointer())
+    got = b.call(call_fn, [b.inttoptr(report, I8P), argv, ir.Constant(I64, 1),
+                           ir.Constant(I8P, None)])
+    b.call(decref, [arg])
+    ok = fn.append_basic_block("late_reported")
+    b.cbranch(b.icmp_unsigned("==", got, ir.Constant(I8P, None)), raised, ok)
+    b.position_at_end(ok)
+    b.call(decref, [got])
+    b.branch(done)
+    b.position_at_end(raised)
+    b.call(decref, [result])
+    b.ret(ir.Constant(I8P, None))
+    b.position_at_end(done)
