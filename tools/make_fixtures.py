@@ -9,6 +9,8 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py --schema-1.4   # region updates, a scatter, complex parts
     python tools/make_fixtures.py --schema-1.5   # trig argument limits (float32 sin, cos, tan)
     python tools/make_fixtures.py --arena        # blocks sharing one arena (kernels 1.11)
+    python tools/make_fixtures.py --late-reports # an in-place ufunc reporting after it wrote
+                                                 # (loop IR 1.8, kernels 1.12)
     python tools/make_fixtures.py --copies       # stax.kernels/1.6: a kernel copying an input
     python tools/make_fixtures.py --phased-columns  # stax.kernels/1.7: column statistics
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
@@ -243,6 +245,23 @@ def arena_documents() -> None:
                           generate(lower_opgraph(lower_capture(capture))))
 
 
+def scale_in_place(x: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """One in-place ufunc on an argument: its late kernel reports the multiply's events after
+    it wrote x, as NumPy does."""
+    x *= s
+    return x
+
+
+def late_report_documents() -> None:
+    """stax.loopir/1.8 and stax.kernels/1.12: ``late_reports``."""
+    from stax.loop import LoopOptions
+    x, s = np.linspace(-2, 2, 96, dtype=np.float32).reshape(8, 12), np.array(3.0, np.float32)
+    capture = traced(scale_in_place, (x, s), "scale_in_place", "late.py")
+    loop = lower_opgraph(lower_capture(capture), options=LoopOptions(late_reports=True))
+    write_codegen_fixture("scale_in_place.loopir.schema-1.8.json", loop)
+    write_codegen_fixture("scale_in_place.kernels.schema-1.12.json", generate(loop))
+
+
 def main() -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128), dtype=np.float32)
@@ -351,6 +370,8 @@ if __name__ == "__main__":
         cuda_documents()
     elif sys.argv[1:] == ["--arena"]:
         arena_documents()
+    elif sys.argv[1:] == ["--late-reports"]:
+        late_report_documents()
     elif sys.argv[1:] == ["--sizes"]:
         sizes_documents()
     else:

@@ -53,6 +53,10 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     _check_emitter(target)
     plan = plan_program(program, nests, target.phased_columns, transient=True,
                         extern_results=True)
+    if program.late_reports and not target.late_reports:
+        raise ValueError(f"{program.name}: late kernels that report their own events "
+                         f"(LoopProgram.late_reports) need a target whose kernels know one "
+                         f"operation's events exactly; lower with this target's loop_options")
     groups, storage, discard = plan.groups, plan.storage, plan.discard
     unstored = discard | frozenset(plan.row_scratch)  # no argument, no traffic
     identity = target.identity

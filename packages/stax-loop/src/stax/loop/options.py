@@ -5,6 +5,7 @@ until a ``Target`` of the code generator supplies them.
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,7 +85,9 @@ class LoopOptions:
     select_chain: int = 8
     complex_parts: bool = True
     overwrite_arguments: bool = True
-    late_reports: bool = False
+    #: the CPU target's on x86-64 (its kernels read the CPU's flags), so code that lowers with
+    #: the defaults and generates for this host's CPU gets what the runtime gets
+    late_reports: bool = platform.machine() in ("x86_64", "AMD64")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", frozenset(self.dtypes))
