@@ -100,8 +100,8 @@ def test_numpy_scalar_arguments_are_compared_by_type_and_bits(first, second):
 def matrix_step(A, k):
     result = np.eye(A.shape[0])
     for _ in range(k):
-        result = result @ A  # BLAS: a NumPy step, so the version has no machine-code entry
-    return np.sqrt(result)
+        result = result @ A
+    return np.sqrt(result) + np.median(A)  # a NumPy step: the version has no machine-code entry
 
 
 def test_a_compiled_version_without_machine_code_entry_gets_a_key_entry():

@@ -22,8 +22,9 @@ underflow alone while NumPy's error state ignores underflow. NumPy's state is re
 code (its context variable's capsule) only for that, and, for plans that may underflow unseen,
 at the start of every call (such a call goes slow while underflow is heeded).
 
-Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels only, no
-extern NumPy steps, no large buffers (those come from the block pool), array results (one, or a
+Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels, and
+no NumPy steps but matrix products NumPy makes with one ``gemm`` call (called here with NumPy's
+arguments, ``entry_blas.py``), no large buffers (those come from the block pool), array results (one, or a
 flat tuple) or None. A kernel split over threads is launched on the native pool
 (``native_pool.launch``: where another launch is in flight, or a forked child has no workers
 yet, it runs on the calling thread); without a native pool such plans get no entry.
@@ -43,7 +44,6 @@ filled at load time — so it is cached on disk with the kernels' object code.
 from __future__ import annotations
 
 import ctypes
-import functools
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -55,9 +55,12 @@ from stax.ir.meta import elements_overlap
 
 from ..artifact import KernelArtifact
 from ..block_pool import MIN_BYTES
-from .entry_events import errstate_layout, report_late, underflow_ignored
+from .blas import numpys_gemm
+from .entry_api import Layout, api_addresses, array_layout
+from .entry_blas import Product, emit_product, product
+from .entry_events import report_late, underflow_ignored
 from .fpevents import UNDERFLOW
-from .jit import CompiledModule, array_data_offset
+from .jit import CompiledModule
 from .native_pool import MAX_ARITY, NativePool
 from .types import I8P, I64
 
@@ -65,82 +68,14 @@ I32 = ir.IntType(32)
 I8PP = I8P.as_pointer()
 VECTORCALL_ARGUMENTS_OFFSET = 1 << 63
 METH_FASTCALL_KEYWORDS = 0x80 | 0x02
-# the NumPy C-API table (numpy/__multiarray_api.h): stable slots since NumPy 1.x
-API_ARRAY_TYPE, API_RETURN, API_NEW_FROM_DESCR = 2, 76, 94
 # context table slots
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
-    CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_FIXED = range(17)
+    CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_GEMM32, CTX_GEMM64, CTX_REST, CTX_SAVE, CTX_RESTORE, \
+    CTX_FIXED = range(22)
 NPY_ARRAY_WRITEABLE = 0x0400
 #: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
 NONE_RESULT = -2
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where the fields of ``PyArrayObject`` are, found by looking at a probe array."""
-
-    data: int
-    nd: int
-    dimensions: int
-    strides: int
-    descr: int
-    flags: int
-
-
-@functools.cache
-def array_layout() -> Layout | None:
-    probe = np.empty((3, 5, 7), np.float32)[:, ::2]
-    base = id(probe)
-
-    def word(offset: int) -> int:
-        return ctypes.c_ssize_t.from_address(base + offset).value
-
-    data = array_data_offset()
-    layout = Layout(data, data + 8, data + 16, data + 24, data + 40, data + 48)
-    try:
-        nd_ok = ctypes.c_int.from_address(base + layout.nd).value == probe.ndim
-        dims = [ctypes.c_ssize_t.from_address(word(layout.dimensions) + 8 * i).value for i in range(3)]
-        steps = [ctypes.c_ssize_t.from_address(word(layout.strides) + 8 * i).value for i in range(3)]
-        descr_ok = word(layout.descr) == id(probe.dtype)
-        flags_ok = ctypes.c_int.from_address(base + layout.flags).value == probe.flags.num
-    except (ValueError, OSError):
-        return None
-    ok = nd_ok and tuple(dims) == probe.shape and tuple(steps) == probe.strides and descr_ok \
-        and flags_ok
-    return layout if ok else None
-
-
-@functools.cache
-def _api() -> dict[str, int] | None:
-    """Addresses of the CPython and NumPy functions the entry calls; None if anything about the
-    running NumPy differs from what the entry assumes (then no version gets an entry)."""
-    try:
-        capsule = np._core._multiarray_umath._ARRAY_API
-    except AttributeError:  # NumPy 1.x
-        capsule = np.core._multiarray_umath._ARRAY_API
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    table = get(capsule, None)
-    slot = lambda i: ctypes.c_void_p.from_address(table + 8 * i).value  # noqa: E731
-    if slot(API_ARRAY_TYPE) != id(np.ndarray) or array_layout() is None:
-        return None
-    api = {"array_type": id(np.ndarray), "new": slot(API_NEW_FROM_DESCR), "return": slot(API_RETURN)}
-    for name in ("PyObject_Vectorcall", "Py_DecRef", "Py_IncRef", "PyTuple_New",
-                 "PyTuple_SetItem", "PyContextVar_Get"):
-        api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
-    api["PyLong_FromLong"] = ctypes.cast(ctypes.pythonapi.PyLong_FromLong, ctypes.c_void_p).value
-    api["errstate"] = errstate_layout()
-    # check the NumPy slots do what their names say, once, through ctypes
-    new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.c_int,
-                            ctypes.POINTER(ctypes.c_ssize_t), ctypes.c_void_p, ctypes.c_void_p,
-                            ctypes.c_int, ctypes.c_void_p)(api["new"])
-    descr = np.dtype(np.float64)
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(descr))  # the call steals a reference
-    made = new(id(np.ndarray), descr, 2, (ctypes.c_ssize_t * 2)(2, 3), None, None, 0, None)
-    if type(made) is not np.ndarray or made.shape != (2, 3) or made.dtype != descr:
-        return None
-    return api
 
 
 @dataclass(frozen=True)
@@ -172,6 +107,10 @@ class EntryPlan:
     #: a late kernel reports its own events (``KernelArtifact.late_reports``): new bits after
     #: the late kernels go to the executable's ``report_late``, which may raise
     late_reports: bool = False
+    #: matrix products between the kernels, NumPy's ``gemm`` calls (``entry_blas.py``)
+    products: tuple[Product, ...] = ()
+    #: pairs of input slots that must not be one array (operands of one product)
+    apart: tuple[tuple[int, int], ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -180,7 +119,8 @@ class EntryPlan:
         body (``item_loop.py``), which allocates its buffers itself, calls parallel kernels over
         their whole range and takes a constant result as slot -1. ``pool``: the native pool
         that runs parallel kernels (None: they have no entry)."""
-        if artifact.externs:
+        gemm = numpys_gemm() if artifact.externs and not loop else None
+        if artifact.externs and gemm is None:
             return "it has NumPy steps"
         parallel = [k.parallel for k in artifact.kernels]
         if any(parallel) and not loop and (pool is None or any(
@@ -211,7 +151,7 @@ class EntryPlan:
             if b.role == "overwrite":  # the argument's own memory
                 slots[b.name] = slots[artifact.overwrites[b.name]]
                 continue
-            if b.role in ("input", "extern", "events") or b.name in unstored:  # none stores it
+            if b.role in ("input", "events") or b.name in unstored:  # none stores it
                 continue
             itemsize = np.dtype(b.dtype).itemsize
             if int(np.prod(b.shape)) * itemsize >= MIN_BYTES and not loop:
@@ -242,13 +182,28 @@ class EntryPlan:
             shape, strides, dtype = inputs[u]
             if elements_overlap(shape, strides, np.dtype(dtype).itemsize):
                 return "elements of an updated argument share memory"
+        layouts = {b.name: (tuple(b.shape), tuple(s * np.dtype(b.dtype).itemsize
+                                                  for s in b.strides), b.dtype)
+                   for b in artifact.buffers}
+        layouts.update({b.name: inputs[slots[b.name]] for b in buffers})
+        products: list[Product] = []
+        kernel_steps = {k.name for k in artifact.kernels}
+        for e in artifact.externs:
+            before = sum(1 for s in artifact.steps[:artifact.steps.index(e.buffer)]
+                         if s in kernel_steps)
+            found = product(e, slots, layouts, before, gemm)
+            if isinstance(found, str):
+                return found
+            products.append(found)
+        apart = tuple(sorted({(p.a, p.b) for p in products
+                              if p.a < len(inputs) and p.b < len(inputs)}))
         checks = tuple(slots[name] for name in artifact.checks)
         pooled = () if loop or pool is None else tuple(
             (k, pool.chunks(kernel.outer_range)) for k, kernel in enumerate(artifact.kernels)
             if kernel.parallel)
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
-                         pooled, bool(artifact.late_reports))
+                         pooled, bool(artifact.late_reports), tuple(products), apart)
 
 
 def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
@@ -349,6 +304,9 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
                 (at_u, mine[0]), (at_u, mine[1]), (at_o, theirs[0]), (at_o, theirs[1])))
             apart = b.or_(b.icmp_unsigned(">=", low_u, high_o), b.icmp_unsigned(">=", low_o, high_u))
             require(apart)
+    for u, o in plan.apart:  # a product of an array with itself is NumPy's syrk: slow
+        require(b.icmp_unsigned("!=", field(objs[u], layout.data, I64), field(objs[o], layout.data,
+                                                                              I64)))
     new = ctx_fn(CTX_NEW, I8P, [I64, I64, I32, I64.as_pointer(), I64.as_pointer(), I8P, I32, I8P])
     incref = ctx_fn(CTX_INCREF, ir.VoidType(), [I64])
     decref = ctx_fn(CTX_DECREF, ir.VoidType(), [I8P])
@@ -412,8 +370,18 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
                      ir.Constant(I64, outer), ir.Constant(I64, chunks)])
 
     early = len(plan.kernels) - plan.late
+
+    def products_before(k: int) -> None:
+        for item in plan.products:
+            if item.before == k:
+                emit_product(b, fn, item, lambda s: field(objs[s], layout.data, I8P), ctx_word,
+                             CTX_GEMM64 if item.dtype == "float64" else CTX_GEMM32,
+                             (CTX_SAVE, CTX_RESTORE), CTX_REST if plan.pooled else None, status,
+                             numpys_gemm().ilp64)  # type: ignore[union-attr]
     for k in range(early):
+        products_before(k)
         launch(k)
+    products_before(early)
     recheck = fn.append_basic_block("recheck")
     if status is not None:  # any event: the dispatcher runs the call again and settles it
         ok, some, tiny = (fn.append_basic_block(n) for n in ("no_events", "events", "underflow"))
@@ -503,7 +471,7 @@ class Entry:
     def __init__(self, plan: EntryPlan, kernels: CompiledModule, slow: Any, descrs: list[np.dtype],
                  cache: Any = None, pool: NativePool | None = None,
                  report: Any = None) -> None:
-        api, layout = _api(), array_layout()
+        api, layout = api_addresses(), array_layout()
         assert api is not None and layout is not None
         # straight-line guard code: a light optimization level compiles it in a few milliseconds
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
@@ -514,6 +482,10 @@ class Entry:
                    api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None),
                    pool.launch_address if pool is not None else 0,
                    id(report) if report is not None else 0, api["PyLong_FromLong"]]
+        gemm = numpys_gemm() if plan.products else None
+        context += [gemm.address["float32"], gemm.address["float64"]] if gemm else [0, 0]
+        context += [pool.rest_address if pool is not None else 0, api["PyEval_SaveThread"],
+                    api["PyEval_RestoreThread"]]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:
@@ -539,7 +511,7 @@ class Entry:
 
 
 def entry_available() -> bool:
-    return _api() is not None
+    return api_addresses() is not None
 
 
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
@@ -551,7 +523,7 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
         return "an argument is not a plain array"
-    if (artifact.events is not None or artifact.underflow_unseen) and not _api()["errstate"]:
+    if (artifact.events is not None or artifact.underflow_unseen) and not api_addresses()["errstate"]:
         return "its kernels report floating-point events and this NumPy's error state is not " \
             "the one the entry reads"
     plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs], pool=pool)

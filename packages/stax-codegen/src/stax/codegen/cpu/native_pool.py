@@ -339,7 +339,9 @@ class NativePool:
         self._tramps = [0] + [self._module.address(f"tramp_{n}") for n in range(1, MAX_ARITY + 1)]
         self._start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
             self._module.address("start_workers"))
-        self._rest = ctypes.CFUNCTYPE(None)(self._module.address("rest"))
+        #: ``rest()``, also called by machine-code entries before a BLAS call
+        self.rest_address = self._module.address("rest")
+        self._rest = ctypes.CFUNCTYPE(None)(self.rest_address)
         self._state = [(self._module.global_address(name), width) for name, width in _STATE]
         self._lock = threading.Lock()
         self._pid = -1
