@@ -117,3 +117,39 @@ def test_the_threshold_decides_the_split_and_is_said():
     assert default.target["parallel_work"] == target.parallel_work == parallel_choice()[0]
     assert f"parallel {target.parallel_work}" in target.cache_key
     assert "split over the thread pool" in describe_host()
+
+
+def _stream(n, op="mul", dtype=np.float32):
+    """``x op x`` over ``n`` elements: one operation per element, a stream of memory."""
+    from stax.ir import OPGRAPH_SCHEMA, Graph, GraphProgram, TensorMeta, tree_flatten
+    from stax.loop import lower_opgraph
+
+    x = np.ones(n, dtype=dtype)
+    g = Graph("op")
+    node = g.placeholder("x", {"tensor": TensorMeta.of(x)})
+    out = g.call_function(op, (node, node), {}, meta={"tensor": TensorMeta.of(x)})
+    g.output((out,))
+    return lower_opgraph(GraphProgram(OPGRAPH_SCHEMA, "p", g, ["x"], tree_flatten(((x,), {}))[1],
+                                      tree_flatten((out,))[1]))
+
+
+def test_loads_are_not_work_and_a_long_stream_is_split_by_its_bytes():
+    """A kernel's loads along its loops are memory, not work (``costs.work``): a stream in the
+    caller's cache stays on it, however many elements it loads; from ``SPLIT_BYTES`` moved it
+    is split (two threads stream beyond a core's caches faster), and by work as before."""
+    from stax.codegen.generate import SPLIT_BYTES, worth_splitting
+    from stax.loop import Binary, Load
+    from stax.loop.index import Affine
+
+    x = Load("x", Affine((1,), 0), "float64")
+    assert cpu_target().element_cost(Binary("sub", x, x, "float64")) == 2  # the subtraction
+    threshold = 1 << 20
+    options = CodegenOptions(parallel_threshold=threshold)
+    small = SPLIT_BYTES // 8 - 1  # float32 in and out: just under SPLIT_BYTES, little work
+    assert [k.parallel for k in generate(_stream(small), options).kernels] == [False]
+    assert [k.parallel for k in generate(_stream(small + 1), options).kernels] == [True]
+    assert [k.parallel for k in generate(_program(small // 2), options).kernels] == [True]  # exp
+    assert not worth_splitting(threshold - 1, SPLIT_BYTES - 1, threshold)
+    assert worth_splitting(threshold, 0, threshold)
+    assert worth_splitting(0, SPLIT_BYTES, threshold)
+    assert not worth_splitting(0, SPLIT_BYTES, parallel_work.NEVER)  # "never": nothing split

@@ -26,6 +26,7 @@ from stax.ir.sizes import concrete as sizes_at
 
 from .artifact import KernelArtifact, KernelPlan
 from .executable import Executable, InputMismatch
+from .generate import worth_splitting
 
 #: instances kept per generic artifact (a stream of batch sizes: each size's call plan, not its
 #: machine code, which all share)
@@ -60,8 +61,8 @@ def _encoded_sizes(doc: Any, values: Mapping[str, int]) -> Any:
 def _split(kernel: KernelPlan, values: Mapping[str, int], threshold: Any) -> KernelPlan:
     if kernel.cost is None:
         return kernel
-    parallel = kernel.parallel and kernel.outer_range > 1 and isinstance(threshold, int) and \
-        kernel.cost >= threshold
+    parallel = kernel.parallel and kernel.outer_range > 1 and \
+        worth_splitting(kernel.cost, kernel.bytes_read + kernel.bytes_written, threshold)
     return dataclasses.replace(kernel, parallel=parallel, cost=None)
 
 

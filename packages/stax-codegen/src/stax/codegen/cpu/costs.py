@@ -56,7 +56,11 @@ def work(expr: object) -> int:
     of them, ``exp`` of a ``linspace``, is charged), and a
     select on such a condition computes one of its branches per element, charged as the dearer
     one. ``operations`` charged all of them: a 6-block diagonal matrix's zero fill looked 8x
-    dearer than measured and went to the thread pool."""
+    dearer than measured and went to the thread pool. Nor are a kernel's loads along its loops
+    (affine, guarded) work: what they cost is the memory they move, which the plan weighs apart
+    (``generate.SPLIT_BYTES``). Counted as work, a stream of a megabyte or two in the caller's
+    cache went to the pool and lost there (AMD EPYC, 2 vCPUs: ``X - m`` on (500, 400) float64
+    80 us on one thread, 97 split); a gather still counts."""
     memo: dict[int, tuple[int, bool]] = {}
 
     def cost(e: object) -> tuple[int, bool]:  # (units, reads data)
@@ -68,6 +72,8 @@ def work(expr: object) -> int:
         op = getattr(e, "op", "")
         # index arithmetic folds or hoists; a function of the index (exp of an arange) does not
         own = units(op, e.dtype) if reads or op in FUNCTION_NS else 0  # type: ignore[attr-defined]
+        if isinstance(e, (Load, GuardedLoad)):  # memory, weighed apart
+            own = 0
         if isinstance(e, Select) and not parts[0][1]:
             total = own + max(parts[1][0], parts[2][0])
         else:
