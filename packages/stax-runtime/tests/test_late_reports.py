@@ -230,3 +230,87 @@ def test_the_loop_program_records_and_reads_back_its_late_report(tmp_path, monke
     assert ufunc == "subtract" and source.startswith(f"{__file__}:")
     assert program.overwrites[late] == "x"
     assert "its events reported after as subtract's" in str(program)
+
+
+def own_errstate(x, m):
+    with np.errstate(over="ignore"):
+        x -= m
+    return x
+
+
+def update_two(x, y):
+    x -= 1e308
+    y[y < 0] = 0
+    return x
+
+
+def update_with_a_numpy_step(x, z):
+    x -= 1e308
+    return np.median(z)
+
+
+def divide_then_scale(a, b, x, s):
+    y = a / b
+    x *= s
+    return y
+
+
+def test_a_function_with_its_own_error_state_keeps_the_twin():
+    """Its ``np.errstate`` block decides its warnings: any event declines the call, the eager
+    run decides (a late report would warn under the caller's state)."""
+    compiled = _alike(own_errstate, lambda: (np.full(100, 1e308), -1e308))
+    _alike(own_errstate, lambda: (np.full(100, 1e308), -1e308), {"over": "raise"})
+    assert not compiled.versions()[-1].artifact.late_reports
+
+
+@pytest.mark.parametrize("fn, make", [
+    (update_two, lambda: (np.full(50, -1e308), np.array([-1.0, 2.0] * 25))),
+    (update_with_a_numpy_step, lambda: (np.full(50, -1e308), np.arange(5.0)))],
+    ids=["another_argument", "numpy_step"])
+def test_what_eager_does_after_the_ufunc_is_not_done_before_a_raise(fn, make):
+    """Eager NumPy raises at ``x -= 1e308`` before it writes ``y`` or runs a later step: with
+    another argument written or a NumPy step, the update keeps its twin, decided first."""
+    compiled = _alike(fn, make, {"over": "raise"})
+    _alike(fn, make)
+    assert not compiled.versions()[-1].artifact.late_reports
+
+
+def test_heeded_underflow_after_a_precise_rerun_is_numpys():
+    """An earlier division by zero (ignored) makes the fast kernels unsure; the late multiply's
+    underflow, heeded, is NumPy's either way (the call runs as NumPy while underflow is heeded)."""
+    def make():
+        b = np.ones(8)
+        b[3] = 0.0
+        return np.ones(8), b, np.full(8, 1e-300), np.array(1e-300)
+    _alike(divide_then_scale, make, {"divide": "ignore", "under": "warn"})
+    _alike(divide_then_scale, make, {"divide": "ignore"})
+
+
+def test_the_error_callback_gets_every_flag_the_ufunc_raised():
+    """NumPy hands ``np.seterrcall``'s callback all the flags its ufunc raised, ignored ones
+    too: ``('overflow', 6)`` for an overflow and an ignored underflow."""
+    make = lambda: (np.array([1e300, 1e-300, 1.0, 2.0]),  # noqa: E731
+                    np.array([1e10, 1e-10, 1.0, 1.0]))
+    _alike(multiply_in_place, make, {"all": "call", "under": "ignore"})
+
+
+def test_a_short_slice_of_a_long_array_is_not_split():
+    """The bytes a kernel moves are what it touches: ``x[:16] * 2`` of 500,000 elements."""
+    compiled = stax.compile(lambda x: x[:16] * 2.0)
+    compiled(np.ones(500_000))
+    assert not any(k.parallel for k in compiled.versions()[0].artifact.kernels)
+
+
+def test_a_generic_versions_split_is_decided_per_call_without_a_shape_guard(caplog,
+                                                                            monkeypatch):
+    """The bytes a size-generic kernel moves are an expression of its sizes: the split is
+    decided per call (``instantiate.py``), never a guard on the sizes."""
+    import logging
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    caplog.set_level(logging.INFO, logger="stax")
+    f = stax.compile(lambda x: x[:16] * 2.0)  # 16 elements of work, x's size in bytes
+    for n in (1000, 2000, 800_000, 3000):
+        x = np.arange(float(n))
+        np.testing.assert_array_equal(f(x), x[:16] * 2.0)
+    assert "size-generic version" in caplog.text
+    assert "generate.py" not in caplog.text and f.cache_info().compiles == 2

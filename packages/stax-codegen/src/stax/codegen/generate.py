@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+import numpy as np
 from llvmlite import ir
 
 from stax.ir.sizes import Size, active_env, is_symbolic
@@ -115,9 +116,11 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias
             aliases.append((name, emitted, len(spec.args)))
         floats = floats or (float_events(group.nodes) and (not late or reporting))
-        unseen = unseen or (underflows_late(group.nodes) if late and not reporting else
+        # a reporting late kernel's underflow too: a precise rerun's kernels do not see it
+        unseen = unseen or (underflows_late(group.nodes) if late else
                             underflow_unseen(group.nodes, identity.triple))
-        kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, unstored),
+        kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, unstored,
+                                     dtypes),
                                copies=None if late else _copied_input(group, program)))
         steps.append(name)
     buffers = buffer_plans(plan)
@@ -231,7 +234,7 @@ def _copied_input(group: Group, program: LoopProgram) -> str | None:
 
 def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int],
           options: CodegenOptions, events: str | None, target: Target,
-          discard: frozenset[str]) -> KernelPlan:
+          discard: frozenset[str], dtypes: dict[str, str]) -> KernelPlan:
     first = group.nodes[0]
     work = math.prod(first.ranges) * math.prod(first.reduction_ranges)
     outer = first.ranges[0] if first.ranges else 1
@@ -244,12 +247,25 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``)
     in_order = any(n.ordered or n.store_offset is not None for n in group.nodes)
     cost = _cost(group, target)
-    if is_symbolic(cost):  # decided per call, from its sizes (``instantiate.py``)
+    moved = _touched(group, args, read + written, dtypes)
+    per_call = is_symbolic(cost) or is_symbolic(moved)
+    if per_call:  # decided per call, from its sizes (``instantiate.py``)
         parallel = not in_order
     else:
         parallel = outer > 1 and not in_order and \
-            worth_splitting(cost, read + written, _threshold(options, target))
+            worth_splitting(cost, moved, _threshold(options, target))
     bits = max(index_width(n) for n in group.nodes)
     nest = group.nest.plan if group.nest is not None else None
     return KernelPlan(name, args + ((events,) if events else ()), computes, outer, work, parallel,
-                      read, written, bits, nest, cost=cost if is_symbolic(cost) else None)
+                      read, written, bits, nest, cost=cost if per_call else None)
+
+
+def _touched(group: Group, args: tuple[str, ...], moved: Any, dtypes: dict[str, str]) -> Any:
+    """The bytes the kernel reads and writes, at most an element of each of its arrays per
+    element it visits: ``traffic`` counts whole arguments, and ``x[:16] * 2`` of a large ``x``
+    touches 16 of them."""
+    visits = sum(math.prod(n.ranges) * math.prod(n.reduction_ranges) for n in group.nodes)
+    per_visit = sum(np.dtype(dtypes[a]).itemsize for a in args if a in dtypes)
+    if is_symbolic(visits) or is_symbolic(moved) or not per_visit:
+        return moved
+    return min(moved, visits * per_visit)

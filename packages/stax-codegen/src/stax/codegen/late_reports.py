@@ -53,16 +53,16 @@ def operands(ufunc: str, dtype: np.dtype, bits: int) -> tuple[np.ndarray, np.nda
 
 def reporter(reports: dict[str, list[str]], dtypes: dict[str, str]) -> Callable[[int], None]:
     """``report(bits)`` for a plan's late reports (one a plan, ``overwrites.py``): the events
-    among ``bits`` NumPy's state heeds and the ufunc can raise, reported by NumPy as that ufunc's
-    from the user's line. ``dtypes``: each late buffer's dtype."""
+    ``bits`` the late kernel raised, reported by NumPy as that ufunc's from the user's line
+    when its state heeds one of them. ``dtypes``: each late buffer's dtype."""
     (late, (name, source)), = reports.items()
     ufunc, dtype, possible = getattr(np, name), np.dtype(dtypes[late]), categories(name)
     site = call_site(source)
 
     def report(bits: int) -> None:
-        heeded = errstate.heeded() & bits & possible
-        if heeded:
-            a, b = operands(name, dtype, heeded)
+        raised = bits & possible
+        if errstate.heeded() & raised:  # every category raised, as NumPy's flags hold them
+            a, b = operands(name, dtype, raised)  # (``np.seterrcall``'s callback sees them all)
             if site is not None:
                 site(ufunc, a, b)
             else:

@@ -182,10 +182,13 @@ class _Writer:
         values = self.output_values()
         if plan.events is not None and any(isinstance(s, NumPyStep) for s in plan.steps):
             lines += ["if held:", "    give_warnings(held)"]  # the call stands: NumPy's warnings
+        reports = plan.late_reports and plan.events is not None
+        if reports:  # the late kernels' own events: NumPy's flags for the in-place ufunc alone
+            lines.append("events[0] = 0")
         for k in range(len(plan.steps) - plan.late, len(plan.steps)):
             lines += self.kernel(k, plan.steps[k])  # type: ignore[arg-type]
-        if plan.late_reports and plan.events is not None:  # the arguments are written
-            lines += ["late = events.item()", "if late != bits:", "    report_late(late)"]
+        if reports:  # the arguments are written
+            lines += ["late = events.item()", "if late:", "    report_late(late)"]
         lines.append(f"return {values[0]}" if self.one else f"return [{', '.join(values)}]")
         return lines
 

@@ -32,7 +32,10 @@ op graph's value of ``x -= m`` or ``np.subtract(x, m, out=x)`` (``x[...] = x - m
 ``setitem`` and keeps its twin: NumPy raises there before it writes) — and the backend's kernels
 know one operation's events exactly (``LoopOptions.late_reports``), the late kernel reports its
 own events after it wrote, as NumPy does (``LoopProgram.late_reports``). One such value a
-program: with several, which ufunc NumPy reported first would matter.
+program, and the program's only other effect: with another argument written, a NumPy step
+(a generator's draw, a Python warning) or an ``np.errstate`` block of the function's own (capture
+``info["sets_errstate"]``), what eager NumPy does after the ufunc raises would have happened
+before the report.
 """
 
 from __future__ import annotations
@@ -154,7 +157,12 @@ def write_over(ctx: LoopLowering, values: dict[Node, str]
         overwrites[late.name] = x.name
         ctx.values[v] = ctx.stored(late.name, x.shape, x.dtype, x.strides)
     late_reports: dict[str, list[str]] = {}
-    if len(reporting) == 1:
+    # the call's only side effect besides the write, so nothing eager does after the ufunc (a
+    # raise stops it there) happens before the report: no other argument written, no NumPy
+    # step (a draw, a Python warning), no np.errstate block of the function's own
+    alone = len(overwrites) == 1 and not ctx.program.info.get("sets_errstate") and \
+        not any(isinstance(b, ExternCall) for b in ctx.buffers)
+    if len(reporting) == 1 and alone:
         v, _, x, late = reporting[0]
         ufunc = _in_place_ufunc(ctx, v, x.name, late)
         if ufunc is not None:

@@ -505,6 +505,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
                     "device" not in named_parameters(self.backend):
                 raise UnsupportedError(f"backend {self.backend_name!r} compiles for the CPU only "
                                        "(its signature takes no device)")
+            if self._sets_errstate:  # its own np.errstate decides its warnings: never a late
+                capture.info["sets_errstate"] = True  # report (``stax.loop.overwrites``)
             compiled = with_gate_outputs(capture, numpy_calls) if numpy_calls is not None \
                 else capture
             run_flat = self._generic.compile(self._name, sigma, pattern, capture, args, lambda c: (

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -40,13 +41,17 @@ class Gemm:
 
 
 def _library() -> ctypes.CDLL | None:
-    """The OpenBLAS library this process mapped (NumPy's), opened again (no second copy)."""
+    """The OpenBLAS library this process mapped for NumPy, opened again (no second copy): the
+    one NumPy's wheel ships beside it (``numpy.libs``) first, then any other (SciPy's may be
+    mapped too: the probe in ``numpys_gemm`` must then tell NumPy's products from it)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
     except OSError:
         return None
-    for path in sorted(p for p in paths if p.startswith("/") and ".so" in p):
+    home = str(Path(np.__file__).resolve().parent.parent / "numpy.libs")
+    for path in sorted((p for p in paths if p.startswith("/") and ".so" in p),
+                       key=lambda p: (not p.startswith(home), p)):
         try:
             return ctypes.CDLL(path)
         except OSError:
@@ -105,7 +110,7 @@ def numpys_gemm() -> Gemm | None:
 def _agrees(gemm: Gemm) -> bool:
     rng = np.random.default_rng(0)
     for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
-        for m, n, p in ((5, 7, 3), (64, 64, 64), (33, 130, 17)):
+        for m, n, p in ((5, 7, 3), (64, 64, 64), (33, 130, 17), (260, 96, 300)):
             a = rng.standard_normal((m, n)).astype(dtype)
             b = rng.standard_normal((n, p)).astype(dtype)
             for x, y in ((a, b), (np.asfortranarray(a), b), (a, np.asfortranarray(b))):

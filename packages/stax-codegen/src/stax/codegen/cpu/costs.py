@@ -49,7 +49,7 @@ def operations(expr: object) -> int:
     return sum(units(getattr(e, "op", ""), e.dtype) for e in postorder(expr))
 
 
-def work(expr: object) -> int:
+def work(expr: object, loads: bool = False) -> int:
     """Cost units one element of ``expr`` takes in a kernel (the parallel decision's measure):
     arithmetic on the loop indices alone costs nothing (constants, ``arange``, a block's bounds
     test: folded or hoisted by LLVM, and the short loops it branches on are unrolled; a function
@@ -60,7 +60,8 @@ def work(expr: object) -> int:
     (affine, guarded) work: what they cost is the memory they move, which the plan weighs apart
     (``generate.SPLIT_BYTES``). Counted as work, a stream of a megabyte or two in the caller's
     cache went to the pool and lost there (AMD EPYC, 2 vCPUs: ``X - m`` on (500, 400) float64
-    80 us on one thread, 97 split); a gather still counts."""
+    80 us on one thread, 97 split); a gather still counts. ``loads``: count them (the emitter's
+    interleaving measure, ``emit.py``)."""
     memo: dict[int, tuple[int, bool]] = {}
 
     def cost(e: object) -> tuple[int, bool]:  # (units, reads data)
@@ -72,7 +73,7 @@ def work(expr: object) -> int:
         op = getattr(e, "op", "")
         # index arithmetic folds or hoists; a function of the index (exp of an arange) does not
         own = units(op, e.dtype) if reads or op in FUNCTION_NS else 0  # type: ignore[attr-defined]
-        if isinstance(e, (Load, GuardedLoad)):  # memory, weighed apart
+        if isinstance(e, (Load, GuardedLoad)) and not loads:  # memory, weighed apart
             own = 0
         if isinstance(e, Select) and not parts[0][1]:
             total = own + max(parts[1][0], parts[2][0])

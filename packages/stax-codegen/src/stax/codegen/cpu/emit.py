@@ -417,7 +417,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
 
     def pointwise(self, nodes: Sequence[ComputedBuffer]) -> None:
         if self.inner_work is not None and self.inner_work >= 0:
-            self.inner_work += sum(work(node.data.body) for node in nodes)
+            self.inner_work += sum(work(node.data.body, loads=True) for node in nodes)
         for node in nodes:
             v = self.value(node.data.body)
             if node.name in self.spec.discard:

@@ -310,7 +310,7 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     new = ctx_fn(CTX_NEW, I8P, [I64, I64, I32, I64.as_pointer(), I64.as_pointer(), I8P, I32, I8P])
     incref = ctx_fn(CTX_INCREF, ir.VoidType(), [I64])
     decref = ctx_fn(CTX_DECREF, ir.VoidType(), [I8P])
-    status = settled = None
+    status = None
     if plan.unseen:
         require(underflow_ignored(fn, b, ctx_word(CTX_CONTEXTVAR_GET), ctx_word(CTX_ERRSTATE),
                                   decref))
@@ -385,7 +385,7 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     recheck = fn.append_basic_block("recheck")
     if status is not None:  # any event: the dispatcher runs the call again and settles it
         ok, some, tiny = (fn.append_basic_block(n) for n in ("no_events", "events", "underflow"))
-        reported = settled = b.load(status)
+        reported = b.load(status)
         b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, 0)), ok, some)
         b.position_at_end(some)  # underflow alone (the CPU's flag): slow only if it is heeded
         b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, UNDERFLOW)), tiny, recheck)
@@ -399,6 +399,8 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         ok = fn.append_basic_block(f"checked{c}")
         b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(ir.IntType(8), 0)), recheck, ok)
         b.position_at_end(ok)
+    if plan.late_reports and status is not None:  # the late kernels' own events from here
+        b.store(ir.Constant(I32, 0), status)
     for k in range(early, len(plan.kernels)):  # the call stands: write over the arguments
         launch(k)
     hits = b.gep(ctx, [ir.Constant(I32, 0), ir.Constant(I32, CTX_HITS)])
@@ -430,8 +432,8 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         set_item = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])  # steals each item's reference
         for k, obj in enumerate(results):
             b.call(set_item, [value, ir.Constant(I64, k), obj])
-    if plan.late_reports and settled is not None:  # the arguments are written: NumPy reports
-        report_late(fn, b, status, settled, ctx_word(CTX_REPORT), ctx_word(CTX_LONG),
+    if plan.late_reports and status is not None:  # the arguments are written: NumPy reports
+        report_late(fn, b, status, ctx_word(CTX_REPORT), ctx_word(CTX_LONG),
                     ctx_word(CTX_VECTORCALL), decref, value)
     b.ret(value)
     # a failed allocation: release what was made, return NULL with NumPy's MemoryError set

@@ -73,16 +73,16 @@ def underflow_ignored(fn: ir.Function, b: ir.IRBuilder, contextvar_get: ir.Value
     return b.icmp_unsigned("==", b.and_(got, ir.Constant(I32, UNDER_MASK)), ir.Constant(I32, 0))
 
 
-def report_late(fn: ir.Function, b: ir.IRBuilder, status: ir.Value, settled: ir.Value,
-                report: ir.Value, from_long: ir.Value, vectorcall: ir.Value, decref: ir.Value,
+def report_late(fn: ir.Function, b: ir.IRBuilder, status: ir.Value, report: ir.Value,
+                from_long: ir.Value, vectorcall: ir.Value, decref: ir.Value,
                 result: ir.Value) -> None:
     """Before the entry returns ``result`` (a new reference): when the events word ``status``
-    holds other bits than ``settled`` (its value once the call stood), call the Python function
-    ``report`` with them; if it raises, drop ``result`` and return NULL with its exception."""
+    (zeroed before the late kernels) holds bits, call the Python function ``report`` with them;
+    if it raises, drop ``result`` and return NULL with its exception."""
     bits = b.load(status)
     call, raised, done = (fn.append_basic_block(n) for n in ("late_events", "late_raised",
                                                              "late_done"))
-    b.cbranch(b.icmp_unsigned("!=", bits, settled), call, done)
+    b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), call, done)
     b.position_at_end(call)
     make = b.inttoptr(from_long, ir.FunctionType(I8P, [I64]).as_pointer())
     arg = b.call(make, [b.zext(bits, I64)])

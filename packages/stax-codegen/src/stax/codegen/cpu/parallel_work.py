@@ -100,8 +100,9 @@ def _body() -> str:
 
 
 def probe_units() -> int:
-    """Cost units of one probe element, as ``costs.work`` counts the same expression: its load
-    and its float32 operations."""
+    """Cost units of one probe element, about as ``costs.work`` counts the same expression: its
+    float32 operations (``work`` no longer counts the load: one unit in 67, left in so that
+    recorded thresholds keep their meaning)."""
     return units("", "float32") * (1 + 1 + 2 * _DEGREE + 1)
 
 
