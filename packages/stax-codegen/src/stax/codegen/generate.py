@@ -20,6 +20,7 @@ from .cpu.fpevents import float_events, has_events, underflow_unseen, underflows
 from .cpu.host import host_identity
 from .cpu.jit import PRECISE_SUFFIX, array_data_offset
 from .cpu.nests import column_block
+from .cpu.parallel_work import NEVER
 from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
 from .cpu.vmath.trig32 import short_reductions
@@ -182,11 +183,7 @@ def worth_splitting(cost: int, moved: int, threshold: Any) -> bool:
     target's ``threshold`` of work (``never`` as a huge one: nothing split)."""
     if not isinstance(threshold, int):
         return False
-    return cost >= threshold or (moved >= SPLIT_BYTES and threshold < NEVER_SPLIT)
-
-
-#: a threshold this large (``STAX_PARALLEL_WORK=never``, one thread) splits nothing by bytes
-NEVER_SPLIT = 1 << 31
+    return cost >= threshold or (moved >= SPLIT_BYTES and threshold < NEVER)
 
 
 def _threshold(options: CodegenOptions, target: Target) -> int:

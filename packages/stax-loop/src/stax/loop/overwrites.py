@@ -44,6 +44,7 @@ import numpy as np
 
 from stax.ir import Node
 from stax.ir.meta import elements_overlap
+from stax.ir.ops import op_info
 
 from .context import Lazy, LoopLowering, output_strides, pointwise_buffer
 from .expr import Binary, Const, GuardedLoad, Load, loads
@@ -101,8 +102,8 @@ def recomputed(ctx: LoopLowering, lazy: Lazy, name: str) -> ComputedBuffer | Non
     return None if _reads_a_numpy_result(ctx, late) else late
 
 
-#: the op graph's in-place arithmetic -> NumPy's ufunc (the name its warnings give)
-UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
+#: the op graph's arithmetic whose in-place ufunc may report after it wrote (one IEEE operation)
+IN_PLACE_UFUNCS = frozenset({"add", "sub", "mul", "truediv"})
 
 
 def _in_place_ufunc(ctx: LoopLowering, v: Node, name: str, late: ComputedBuffer) -> str | None:
@@ -111,7 +112,7 @@ def _in_place_ufunc(ctx: LoopLowering, v: Node, name: str, late: ComputedBuffer)
     module's text); else None."""
     body = late.data.body
     first = v.args[0] if v.args else None
-    if not ctx.options.late_reports or v.target not in UFUNCS or v.source is None or \
+    if not ctx.options.late_reports or v.target not in IN_PLACE_UFUNCS or v.source is None or \
             not isinstance(first, Node) or first.op != "placeholder" or first.target != name:
         return None
     if type(body) is not Binary or body.op != v.target or \
@@ -121,7 +122,7 @@ def _in_place_ufunc(ctx: LoopLowering, v: Node, name: str, late: ComputedBuffer)
     lhs = body.a
     if type(lhs) is not Load or lhs.buffer != name or lhs.index != late.store_index:
         return None
-    return UFUNCS[v.target]
+    return op_info(v.target).reference.__name__  # NumPy's name, as its warnings give it
 
 
 def write_over(ctx: LoopLowering, values: dict[Node, str]

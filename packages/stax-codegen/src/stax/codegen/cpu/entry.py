@@ -145,6 +145,11 @@ class EntryPlan:
         for b, (shape, strides) in zip(buffers, input_layouts):
             slots[b.name] = len(inputs)
             inputs.append((tuple(shape), tuple(strides), b.dtype))
+        # each buffer's (shape, byte strides, dtype), as its kernels and NumPy see it
+        layouts = {b.name: (tuple(b.shape), tuple(s * np.dtype(b.dtype).itemsize
+                                                  for s in b.strides), b.dtype)
+                   for b in artifact.buffers}
+        layouts.update({b.name: inputs[slots[b.name]] for b in buffers})
         by_block: dict[int, int] = {}  # a storage block the plan shares: its one allocation
         unstored = artifact.unstored
         for b in artifact.buffers:
@@ -160,7 +165,7 @@ class EntryPlan:
             if block is not None and block in by_block:
                 slots[b.name] = by_block[block]
                 continue
-            layout = (tuple(b.shape), tuple(s * itemsize for s in b.strides), b.dtype)
+            layout = layouts[b.name]
             if block is not None:
                 layout = _block_layout(artifact, block)
                 if isinstance(layout, str):
@@ -182,10 +187,6 @@ class EntryPlan:
             shape, strides, dtype = inputs[u]
             if elements_overlap(shape, strides, np.dtype(dtype).itemsize):
                 return "elements of an updated argument share memory"
-        layouts = {b.name: (tuple(b.shape), tuple(s * np.dtype(b.dtype).itemsize
-                                                  for s in b.strides), b.dtype)
-                   for b in artifact.buffers}
-        layouts.update({b.name: inputs[slots[b.name]] for b in buffers})
         products: list[Product] = []
         kernel_steps = {k.name for k in artifact.kernels}
         for e in artifact.externs:

@@ -28,7 +28,7 @@ from stax.loop.ir import decode_operands
 
 from ..artifact import ExternPlan
 from .blas import NO_TRANS, ROW_MAJOR, Gemm, operand
-from .fpevents import DIVIDE, INVALID, OVERFLOW, UNDERFLOW
+from .fpevents import MXCSR_CATEGORIES, MXCSR_TINY, clear_mxcsr_flags, flag_bits, read_mxcsr
 from .types import I8P, I64
 
 I32 = ir.IntType(32)
@@ -36,8 +36,6 @@ I8PP = I8P.as_pointer()
 #: the products from which the GIL is released around ``gemm`` (multiply-adds): another
 #: Python thread runs meanwhile, as beside NumPy's ``matmul``
 RELEASE_GIL_WORK = 1 << 20
-#: MXCSR's exception flags and NumPy's status bit for each
-_FLAGS = ((0x1, INVALID), (0x4, DIVIDE), (0x8, OVERFLOW), (0x10, UNDERFLOW))
 MATMUL_TARGETS = ("operator.matmul", "numpy.matmul")
 
 
@@ -101,18 +99,11 @@ def emit_product(b: ir.IRBuilder, fn: ir.Function, item: Product, data: Callable
     real = ir.DoubleType() if item.dtype == "float64" else ir.FloatType()
     if rest_slot is not None:
         b.call(b.inttoptr(word(rest_slot), ir.FunctionType(ir.VoidType(), []).as_pointer()), [])
-    module = fn.module
-    stmxcsr = module.declare_intrinsic("llvm.x86.sse.stmxcsr", (),
-                                       ir.FunctionType(ir.VoidType(), [I8P]))
-    ldmxcsr = module.declare_intrinsic("llvm.x86.sse.ldmxcsr", (),
-                                       ir.FunctionType(ir.VoidType(), [I8P]))
     with b.goto_entry_block():
         b.position_at_start(fn.entry_basic_block)
         mxcsr = b.alloca(I32, name="blas_mxcsr")
-    slot = b.bitcast(mxcsr, I8P)
-    b.call(stmxcsr, [slot])
-    b.store(b.and_(b.load(mxcsr), ir.Constant(I32, ~0x3F)), mxcsr)
-    b.call(ldmxcsr, [slot])
+    read_mxcsr(b, mxcsr)
+    clear_mxcsr_flags(b, mxcsr)
     gemm_type = ir.FunctionType(ir.VoidType(), [I32, I32, I32, integer, integer, integer, real,
                                                 I8P, integer, I8P, integer, real, I8P, integer])
     call = b.inttoptr(word(gemm_slot), gemm_type.as_pointer())
@@ -129,12 +120,7 @@ def emit_product(b: ir.IRBuilder, fn: ir.Function, item: Product, data: Callable
         restore = b.inttoptr(word(thread_slots[1]),
                              ir.FunctionType(ir.VoidType(), [I8P]).as_pointer())
         b.call(restore, [thread])
-    b.call(stmxcsr, [slot])
-    if status is None:
-        return
-    flags = b.load(mxcsr)
-    bits = b.load(status)
-    for flag, bit in _FLAGS:
-        got = b.icmp_unsigned("!=", b.and_(flags, ir.Constant(I32, flag)), ir.Constant(I32, 0))
-        bits = b.or_(bits, b.select(got, ir.Constant(I32, bit), ir.Constant(I32, 0)))
-    b.store(bits, status)
+    flags = read_mxcsr(b, mxcsr)
+    if status is not None:
+        b.store(b.or_(b.load(status), flag_bits(b, flags, MXCSR_CATEGORIES + MXCSR_TINY)),
+                status)

@@ -20,22 +20,23 @@ from .fpevents import (
     I32,
     INVALID,
     MAYBE,
-    MXCSR_CATEGORIES,
     MXCSR_EVENTS,
-    MXCSR_FLAGS,
+    MXCSR_TINY,
     MXCSR_UNDERFLOW,
     OVERFLOW,
     TIE,
-    UNDERFLOW,
     Events,
     accumulates_floats,
+    clear_mxcsr_flags,
     events_of,
     fast_tests,
+    flag_bits,
     kept_operations,
+    read_mxcsr,
     reads_flags,
     underflow_unseen,
 )
-from .types import I8P, is_float, is_signed
+from .types import is_float, is_signed
 from .types import value_type as value_type_of
 
 
@@ -84,11 +85,7 @@ class FloatEvents:
             self._mxcsr_slot = b.alloca(I32, name="mxcsr")
             raised = b.and_(self._mxcsr(), ir.Constant(I32, MXCSR_EVENTS | MXCSR_UNDERFLOW))
             with b.if_then(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)), likely=False):
-                ldmxcsr = self.fn.module.declare_intrinsic(
-                    "llvm.x86.sse.ldmxcsr", (), ir.FunctionType(ir.VoidType(), [I8P]))
-                b.store(b.and_(b.load(self._mxcsr_slot), ir.Constant(I32, ~MXCSR_FLAGS)),
-                        self._mxcsr_slot)
-                b.call(ldmxcsr, [b.bitcast(self._mxcsr_slot, I8P)])
+                clear_mxcsr_flags(b, self._mxcsr_slot)
             self._barrier()
 
     def opaque(self, v: ir.Value) -> ir.Value:
@@ -131,11 +128,7 @@ class FloatEvents:
         self.builder.call(asm, [])
 
     def _mxcsr(self) -> ir.Value:
-        b = self.builder
-        stmxcsr = self.fn.module.declare_intrinsic("llvm.x86.sse.stmxcsr", (),
-                                                   ir.FunctionType(ir.VoidType(), [I8P]))
-        b.call(stmxcsr, [b.bitcast(self._mxcsr_slot, I8P)])
-        return b.load(self._mxcsr_slot)
+        return read_mxcsr(self.builder, self._mxcsr_slot)
 
     def events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
         if self.events is not None and not self.precise:
@@ -416,17 +409,12 @@ class FloatEvents:
             mxcsr = self._mxcsr()
             raised = b.and_(mxcsr, ir.Constant(I32, MXCSR_EVENTS))
             if self.categories:
-                for flag, bit in MXCSR_CATEGORIES:
-                    got = b.icmp_unsigned("!=", b.and_(mxcsr, ir.Constant(I32, flag)),
-                                          ir.Constant(I32, 0))
-                    bits = b.or_(bits, b.select(got, ir.Constant(I32, bit), ir.Constant(I32, 0)))
+                bits = b.or_(bits, flag_bits(b, mxcsr))
             else:
                 bits = b.or_(bits, b.select(b.icmp_unsigned("!=", raised, ir.Constant(I32, 0)),
                                             ir.Constant(I32, MAYBE), ir.Constant(I32, 0)))
             if self.underflow:
-                tiny = b.and_(mxcsr, ir.Constant(I32, MXCSR_UNDERFLOW))
-                bits = b.or_(bits, b.select(b.icmp_unsigned("!=", tiny, ir.Constant(I32, 0)),
-                                            ir.Constant(I32, UNDERFLOW), ir.Constant(I32, 0)))
+                bits = b.or_(bits, flag_bits(b, mxcsr, MXCSR_TINY))
         for slot in self._kept.values():  # consumed where LLVM cannot see what for
             sink = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [slot.type.pointee]), "", "r",
                                 side_effect=True)

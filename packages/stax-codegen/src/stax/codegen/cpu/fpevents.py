@@ -84,7 +84,7 @@ from stax.loop.operators import INVALID as INVALID
 from stax.loop.operators import OPERATORS, OVERFLOW, Events
 from stax.loop.operators import UNDERFLOW as UNDERFLOW
 
-from .types import is_float
+from .types import I8P, is_float
 
 # NumPy's status bits DIVIDE, OVERFLOW, UNDERFLOW, INVALID (the categories of np.errstate) and
 # each operator's events are declared with the loop operators: facts of NumPy's, not of this
@@ -111,6 +111,7 @@ MXCSR_EVENTS = 0x1 | 0x4 | 0x8  # invalid, divide by zero, overflow
 MXCSR_UNDERFLOW = 0x10
 #: each MXCSR flag and NumPy's status bit for it: what one IEEE operation's flags mean
 MXCSR_CATEGORIES = ((0x1, INVALID), (0x4, DIVIDE), (0x8, OVERFLOW))
+MXCSR_TINY = ((MXCSR_UNDERFLOW, UNDERFLOW),)
 ACCUMULATION = Events(OVERFLOW, True)  # a step of a float sum or product
 
 #: operations whose result is infinite or NaN whenever the operand at these positions is
@@ -285,3 +286,33 @@ def fast_tests(nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]],
         elif tainted[id(root)] and isinstance(node.data, Pointwise | Reduction):
             tests.add(id(root))
     return tests, totals
+
+
+# -- the CPU's exception flags in LLVM IR (fast kernels, ``fpchecks.py``; BLAS calls of the
+#    machine-code entry, ``entry_blas.py``) -----------------------------------------------------
+
+def read_mxcsr(b: ir.IRBuilder, slot: ir.Value) -> ir.Value:
+    """MXCSR, stored into the i32 ``slot`` and loaded."""
+    stmxcsr = b.module.declare_intrinsic("llvm.x86.sse.stmxcsr", (),
+                                         ir.FunctionType(ir.VoidType(), [I8P]))
+    b.call(stmxcsr, [b.bitcast(slot, I8P)])
+    return b.load(slot)
+
+
+def clear_mxcsr_flags(b: ir.IRBuilder, slot: ir.Value) -> None:
+    """MXCSR as ``slot`` holds it (``read_mxcsr``) with its exception flags cleared, loaded."""
+    ldmxcsr = b.module.declare_intrinsic("llvm.x86.sse.ldmxcsr", (),
+                                         ir.FunctionType(ir.VoidType(), [I8P]))
+    b.store(b.and_(b.load(slot), ir.Constant(I32, ~MXCSR_FLAGS)), slot)
+    b.call(ldmxcsr, [b.bitcast(slot, I8P)])
+
+
+def flag_bits(b: ir.IRBuilder, mxcsr: ir.Value,
+              table: tuple[tuple[int, int], ...] = MXCSR_CATEGORIES) -> ir.Value:
+    """NumPy's status bits for the flags of ``mxcsr`` that ``table`` maps (flag, bit)."""
+    bits: ir.Value | None = None
+    for flag, bit in table:
+        got = b.icmp_unsigned("!=", b.and_(mxcsr, ir.Constant(I32, flag)), ir.Constant(I32, 0))
+        one = b.select(got, ir.Constant(I32, bit), ir.Constant(I32, 0))
+        bits = one if bits is None else b.or_(bits, one)
+    return bits if bits is not None else ir.Constant(I32, 0)

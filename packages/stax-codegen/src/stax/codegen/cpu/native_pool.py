@@ -106,6 +106,25 @@ def _pool_ir() -> str:
     def load(b: ir.IRBuilder, ptr: ir.Value, typ: ir.Type) -> ir.Value:
         return b.load_atomic(ptr, "seq_cst", typ.width // 8 if isinstance(typ, ir.IntType) else 8)
 
+    if TIMED_SPIN:
+        clock = module.declare_intrinsic("llvm.readcyclecounter", (), ir.FunctionType(I64, []))
+        pause = module.declare_intrinsic("llvm.x86.sse2.pause", (), ir.FunctionType(VOID, []))
+
+    def spin_start(b: ir.IRBuilder, slot: ir.Value) -> None:
+        """Start a bounded spin: the time-stamp counter's ticks (x86-64), else a count."""
+        b.store(b.call(clock, []) if TIMED_SPIN else ir.Constant(I64, 0), slot)
+
+    def still_spinning(b: ir.IRBuilder, slot: ir.Value, ticks: int, spins: int) -> ir.Value:
+        """One more turn of the spin ``slot`` started (a ``pause``): whether it is within its
+        ``ticks`` (else ``spins`` turns)."""
+        if TIMED_SPIN:
+            b.call(pause, [])
+            return b.icmp_unsigned("<", b.sub(b.call(clock, []), b.load(slot)),
+                                   ir.Constant(I64, ticks))
+        count = b.add(b.load(slot), ir.Constant(I64, 1))
+        b.store(count, slot)
+        return b.icmp_signed("<", count, ir.Constant(I64, spins))
+
     mask = ir.Constant(I64, CHUNK_MASK)
     # run_chunks(gen): claim chunks of launch ``gen`` until none is left; the last one to
     # finish records the generation in ``finished`` and wakes the caller
@@ -155,12 +174,7 @@ def _pool_ir() -> str:
     wait, spin, sleep, go = (worker.append_basic_block(n) for n in ("wait", "spin", "sleep", "go"))
     b.branch(wait)
     b.position_at_end(wait)
-    if TIMED_SPIN:
-        clock = module.declare_intrinsic("llvm.readcyclecounter", (), ir.FunctionType(I64, []))
-        pause = module.declare_intrinsic("llvm.x86.sse2.pause", (), ir.FunctionType(VOID, []))
-        b.store(b.call(clock, []), spins)  # the spin's start
-    else:
-        b.store(ir.Constant(I64, 0), spins)
+    spin_start(b, spins)
     b.branch(spin)
     b.position_at_end(spin)
     current = load(b, generation, I32)
@@ -168,14 +182,7 @@ def _pool_ir() -> str:
     again = worker.append_basic_block("again")
     b.cbranch(changed, go, again)
     b.position_at_end(again)
-    if TIMED_SPIN:
-        b.call(pause, [])
-        spinning = b.icmp_unsigned("<", b.sub(b.call(clock, []), b.load(spins)),
-                                   ir.Constant(I64, SPIN_TICKS))
-    else:
-        count = b.add(b.load(spins), ir.Constant(I64, 1))
-        b.store(count, spins)
-        spinning = b.icmp_signed("<", count, ir.Constant(I64, SPINS))
+    spinning = still_spinning(b, spins, SPIN_TICKS, SPINS)
     awake = b.icmp_unsigned("==", load(b, resting, I32), ir.Constant(I32, 0))
     b.cbranch(b.and_(spinning, awake), spin, sleep)
     b.position_at_end(sleep)
@@ -219,9 +226,7 @@ def _pool_ir() -> str:
     # the last chunks are other threads': spin for them a while (they run as long as ours
     # did), then sleep until the last one's ``finished``
     waited = b.alloca(I64)
-    b.store(ir.Constant(I64, 0), waited)
-    if TIMED_SPIN:
-        b.store(b.call(clock, []), waited)
+    spin_start(b, waited)
     check, spin_done, sleep_done, out = (pfor.append_basic_block(n)
                                          for n in ("check", "spin", "sleep", "out"))
     b.branch(check)
@@ -229,15 +234,7 @@ def _pool_ir() -> str:
     all_done = b.icmp_signed("==", load(b, done, I64), chunks_arg)
     b.cbranch(all_done, out, spin_done)
     b.position_at_end(spin_done)
-    if TIMED_SPIN:
-        b.call(pause, [])
-        spinning = b.icmp_unsigned("<", b.sub(b.call(clock, []), b.load(waited)),
-                                   ir.Constant(I64, CALLER_SPIN_TICKS))
-    else:
-        count = b.add(b.load(waited), ir.Constant(I64, 1))
-        b.store(count, waited)
-        spinning = b.icmp_signed("<", count, ir.Constant(I64, CALLER_SPINS))
-    b.cbranch(spinning, check, sleep_done)
+    b.cbranch(still_spinning(b, waited, CALLER_SPIN_TICKS, CALLER_SPINS), check, sleep_done)
     b.position_at_end(sleep_done)
     # sleep unless ``finished`` moved since ``done`` was read (then look again)
     b.store_atomic(ir.Constant(I32, 1), waiting, "seq_cst", 4)
