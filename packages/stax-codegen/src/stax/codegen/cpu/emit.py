@@ -426,32 +426,48 @@ class KernelEmitter(LoopShapes, FloatEvents):
                 self.store(node, v)
             self.local[node.name] = (node.store_index, v)
 
-    def reductions(self, nodes: Sequence[ComputedBuffer]) -> None:
+    def reductions(self, nodes: Sequence[ComputedBuffer], rows: int = 1) -> None:
         """Reductions over one nest: the accumulators carried through the reduced loops (an
-        arg reduction carries its best value and index), stored after them."""
+        arg reduction carries its best value and index), stored after them. ``rows``: the
+        innermost kept loop's variable is the first of that many consecutive rows, each reduced
+        with its own accumulators in the one pass (``row_jam.py``)."""
         # an arg reduction carries its extreme here, its index is found after (``first_index``)
         accumulators = [TWO_PASSES[n.data.reduction_type][0] if n.data.reduction_type in
                         TWO_PASSES else accumulator(n.data.reduction_type) for n in nodes]
+        b = self.builder
+        row_var = xvar(len(nodes[0].ranges) - 1) if rows > 1 else None
+        first_row = self.vars.get(row_var) if row_var is not None else None
+        # each row's variable and what was computed for it outside the reduced loops
+        copies = [(first_row if r == 0 else b.add(first_row, ir.Constant(I64, r),
+                                                  name=f"{row_var}_{r}"),
+                   self.memo if r == 0 else {}) for r in range(rows)]
         inits: list[ir.Value] = []
         for n, acc in zip(nodes, accumulators):
             inits += acc.identity(self, n)
-        outer_memo = self.memo
         for n in nodes:
             self.track_start(n)
+        per_row = len(inits)
+
+        def at_row(r: int) -> None:
+            if row_var is not None:
+                self.vars[row_var] = copies[r][0]
 
         def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
-            self.memo = dict(outer_memo)  # loop-invariant values may be reused, nothing inner
             out: list[ir.Value] = []
-            position = 0
-            for n, acc in zip(nodes, accumulators):
-                x = self.value(n.data.body)
-                for spill in self.spills.get(n.name, ()):
-                    self.builder.store(x, self.builder.gep(self.pointers[spill.buffer],
-                                                           [self.index(spill.index)]))
-                # a float accumulator is a reduction LLVM vectorizes: checked apart (fpevents)
-                out += acc.step(self, n, accs[position:position + acc.carried], x, False)
-                self.track_step(n, x)
-                position += acc.carried
+            for r in range(rows):
+                at_row(r)
+                self.memo = dict(copies[r][1])  # loop-invariant values reused, nothing inner
+                position = r * per_row
+                for n, acc in zip(nodes, accumulators):
+                    x = self.value(n.data.body)
+                    for spill in self.spills.get(n.name, ()):
+                        self.builder.store(x, self.builder.gep(self.pointers[spill.buffer],
+                                                               [self.index(spill.index)]))
+                    # a float accumulator is a reduction LLVM vectorizes: checked apart
+                    # (fpevents)
+                    out += acc.step(self, n, accs[position:position + acc.carried], x, False)
+                    self.track_step(n, x)
+                    position += acc.carried
             return out
 
         # float sums in NumPy's accuracy class: blocks summed as a tree (``pairwise.py``)
@@ -460,18 +476,24 @@ class KernelEmitter(LoopShapes, FloatEvents):
                                     nodes) if n.data.reduction_type == "sum" and is_float(n.dtype)]
         block = min((pairwise.block_elements(n.dtype, self.spec.vector_bits) for _, n in summed),
                     default=0)
-        finals = self.nest(nodes[0].reduction_ranges, rvar, inits, inner,
-                           sums=[p for p, _ in summed], block=block)
-        self.memo = outer_memo
-        position = 0
-        for node, acc in zip(nodes, accumulators):
-            total = acc.result(self, finals[position:position + acc.carried])
-            if node.data.reduction_type in TWO_PASSES:
-                total = self.first_index(node, total)
-            self.track_finish(node, total)
-            self.after_total(node, total)
-            self.store(node, total)
-            position += acc.carried
+        finals = self.nest(nodes[0].reduction_ranges, rvar, inits * rows, inner,
+                           sums=[r * per_row + p for r in range(rows) for p, _ in summed],
+                           block=block)
+        for r in range(rows):
+            at_row(r)
+            self.memo = copies[r][1]
+            position = r * per_row
+            for node, acc in zip(nodes, accumulators):
+                total = acc.result(self, finals[position:position + acc.carried])
+                if node.data.reduction_type in TWO_PASSES:
+                    total = self.first_index(node, total)
+                self.track_finish(node, total)
+                self.after_total(node, total)
+                self.store(node, total)
+                position += acc.carried
+        self.memo = copies[0][1]
+        if row_var is not None:
+            self.vars[row_var] = first_row
 
     def first_index(self, node: ComputedBuffer, best: Sequence[ir.Value]) -> ir.Value:
         """Pass two of an arg reduction: the first flat index of the reduced loops holding its

@@ -26,6 +26,7 @@ from stax.loop import (
 
 from ..nesting import Nest, per_row_phases, plain_order, row_axes
 from .registry import accumulator, scan_step
+from .row_jam import jammed_rows
 from .types import I64, is_float, value_type
 
 #: an innermost loop of at most this many iterations is emitted unrolled
@@ -136,12 +137,50 @@ class LoopShapes:
             b = self.builder
             self.loop(xvar(len(ranges) - 1), b.mul(self.start, inner), b.mul(self.stop, inner),
                       [], body, extent=merged)
+        elif (rows := jammed_rows(nodes, self.lanes, self.precise,
+                                  any(n.name in self.spills for n in nodes))) > 1:
+            self.jammed_nest(nodes, rows)
         elif nodes[0].ranges:
             order = plain_order(nodes)  # the loops, outermost first (maybe interchanged)
             self.nest([nodes[0].ranges[d] for d in order], lambda d: xvar(order[d]), [], body,
                       split=True, unrolled=short_loop(nodes, xvar(order[-1])))
         else:
             self.once(lambda: body([]))
+
+    def jammed_nest(self, nodes: Sequence[ComputedBuffer], rows: int) -> None:
+        """Row reductions (a plain nest's, or a row nest's one phase before what reads its
+        rows), ``rows`` consecutive rows of the innermost kept loop reduced together
+        (``row_jam.py``), the rest of the range one by one; the outermost loop over the
+        thread's ``[start, stop)``."""
+        ranges = nodes[0].ranges
+        last = len(ranges) - 1
+        var = xvar(last)
+        # 64-bit indices: 32-bit ones are sign-extended at every load, and LLVM packed the
+        # rows' index arithmetic into vectors only to extract each index again
+        self.index_bits, self.index_type = 64, I64
+
+        def row_loops(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+            b = self.builder
+            low = self.start if last == 0 else ir.Constant(I64, 0)
+            high = self.stop if last == 0 else self.size(ranges[last])
+            step = ir.Constant(I64, rows)
+            whole = b.add(low, b.mul(b.sdiv(b.sub(high, low), step), step), name="jammed_end")
+
+            def together(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+                self.memo, self.local = {}, {}
+                self.reductions(nodes, rows=rows)
+                return []
+
+            def alone(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
+                self.phase(nodes)
+                return []
+            self.loop(var, low, whole, [], together, step=rows, extent=ranges[last])
+            self.loop(var, whole, high, [], alone, extent=ranges[last])
+            return []
+        if last == 0:
+            row_loops([])
+        else:
+            self.nest(ranges[:last], xvar, [], row_loops, split=True)
 
     def row_nest(self, nest: Nest) -> None:
         """One row at a time, the phases in order inside it: a later phase reads what an
@@ -175,7 +214,13 @@ class LoopShapes:
                 return each
             return lambda _: (self.nest(row_ranges, lambda d: xvar(d + 1), [], each), [])[1]
         rows = nest.phases[0][0].ranges[0]  # all of them (a thread runs some)
-        self.loop(xvar(0), self.start, self.stop, [], rows_of(row), extent=rows)
+        jam = jammed_rows(phases[0], self.lanes, self.precise,
+                          any(n.name in self.spills for n in phases[0])) \
+            if count == 1 and len(phases) == 1 and not self._scratch else 1
+        if jam > 1:  # one reduction phase (a product and what reads its rows after): jammed
+            self.jammed_nest(phases[0], jam)
+        else:
+            self.loop(xvar(0), self.start, self.stop, [], rows_of(row), extent=rows)
         if per_row:
             self.loop(xvar(0), self.start, self.stop, [], rows_of(
                 lambda _: ([self.phase(phase) for phase in per_row], [])[1]), extent=rows)
