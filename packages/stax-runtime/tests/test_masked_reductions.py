@@ -310,3 +310,31 @@ def test_whole_array_work_raises_no_events_on_unselected_elements():
         same(f(-x), logs(-x))
     assert f._fallbacks == 0
     kernels_only(f)
+
+
+def test_a_branch_on_a_float_sum_of_a_selection_takes_numpys_way():
+    """A data gate reading ``x[m].sum()`` keeps the selection (NumPy's own sum of it): the
+    whole-array ``where(m, x, 0).sum()`` adds other elements in another order, and a branch on
+    its equality with NumPy's sum, or on a threshold an ulp away, went the other way."""
+    def check_total(x, pos):
+        if x[x > 0].sum() == pos.sum():
+            return x * 2
+        return x * 3
+
+    def above(x, c):
+        return x * 2 if x[x > 0].sum() >= c else x * 3
+
+    def counted(x):  # an integer count is exact either way
+        return x * 2 if (x > 0).sum() > 10 else x * 3
+
+    x = np.random.default_rng(1).standard_normal(1000)
+    f = stax.compile(check_total)
+    for pos in (x[x > 0] + 1.0, x[x > 0] + 1.0, x[x > 0], x[x > 0]):
+        np.testing.assert_array_equal(f(x, pos), check_total(x, pos))
+    g = stax.compile(above)
+    total = x[x > 0].sum()
+    for c in (np.float64(0.0), np.float64(0.0), np.nextafter(total, np.inf), total):
+        np.testing.assert_array_equal(g(x, c), above(x, c))
+    h = stax.compile(counted)
+    h(x)
+    np.testing.assert_array_equal(h(x), counted(x))

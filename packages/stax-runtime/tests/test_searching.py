@@ -256,3 +256,17 @@ def test_bincount_within_minlength_has_no_gate(caplog):
     np.testing.assert_array_equal(g(x, edges), bin_counts(x, edges))
     np.testing.assert_array_equal(g(x * 10, edges), bin_counts(x * 10, edges))
     assert g.versions()[0].gates is None
+
+
+def test_a_scalar_value_searched_gives_numpys_scalar():
+    """``np.searchsorted(c, v)`` of a NumPy scalar ``v`` is NumPy's int64 scalar (hashable),
+    not a 0-d array: the rule's new 0-d value keeps capture's scalar result."""
+    def where_half(c):
+        return np.searchsorted(c, c[-1] / 2)
+
+    c = np.arange(1.0, 9.0)
+    f = stax.compile(where_half, strict_native=True)
+    f(c)
+    got, want = f(c), where_half(c)
+    assert type(got) is type(want) is np.int64 and got == want
+    assert {got: 1} == {want: 1}

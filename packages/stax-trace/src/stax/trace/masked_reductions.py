@@ -80,13 +80,40 @@ def rewrite(graph: Any, gates: list[Any], shape_read: set[Node]) -> list[Node]:
             member[reduced].reductions.append(node)
     gated = {g.node for g in gates if g.kind not in ("shape", "shapes")}
     index = {n: i for i, n in enumerate(graph.nodes)}
+    decided = _ancestors([n for n in graph.nodes if n.name in gated])
     replaced: list[Node] = []
     lifted: dict[Node, Node] = {}  # reductions rewritten: their replacements
     for group in sorted({id(g): g for g in member.values()}.values(),
                         key=lambda g: index[g.mask]):
-        if group.reductions and _only_reduced(group, member, gated, shape_read):
+        if group.reductions and _only_reduced(group, member, gated, shape_read) and \
+                not any(r in decided and not _exact(r) for r in group.reductions):
             replaced += _lift(graph, group, lifted)
     return replaced
+
+
+def _ancestors(nodes: list[Node]) -> set[Node]:
+    """``nodes`` and every node they are computed from."""
+    seen: set[Node] = set()
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(a for a in (*node.args, *node.kwargs.values()) if isinstance(a, Node))
+    return seen
+
+
+def _exact(reduction: Node) -> bool:
+    """Whether the whole-array form of ``reduction`` gives NumPy's value of the selection's to
+    the bit: counts and booleans, and integer sums, products and extremes. A float sum adds
+    other elements in another order (``x[x > 0].sum() == s`` as a branch took the other way
+    than NumPy's), a float extreme may differ in the sign of a zero, a mean is a float sum:
+    where a data gate reads one, the selection keeps its recording (NumPy's own sum of it)."""
+    kind = _REDUCTIONS[_key(reduction)]
+    if kind in ("any", "all", "count_nonzero"):
+        return True
+    return kind != "mean" and np.dtype(reduction.args[0].tensor.dtype).kind in "biu"
 
 
 def erase_unused(graph: Any, nodes: list[Node], gated: set[str]) -> None:

@@ -11,6 +11,7 @@ capture raises ``UnsupportedError`` naming the node and the user's source line.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..graph import Graph, Node, Opcode, map_nodes, mark_events_only
@@ -28,12 +29,14 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
     ctx = LoweringContext()
     env: dict[Node, Any] = {}
     live = live_nodes(capture.graph)
+    made: set[Node] = set()  # the values nodes lowered to so far
     for node in capture.graph.nodes:
         ctx.lowering(node, frozenset())
         if node not in live:
             continue  # computes only data gates: the replay subgraph (extracted at capture) has it
         if node.op is Opcode.PLACEHOLDER:
             env[node] = ctx.graph.placeholder(node.target, dict(node.meta))
+            made.add(env[node])
             continue
         if node.op is Opcode.OUTPUT:
             ctx.graph.output(map_nodes(node.args[0], env.__getitem__))
@@ -55,9 +58,25 @@ def lower_capture(capture: GraphProgram) -> GraphProgram:
             env[node] = lower_without_rule(ctx, node, args, kwargs)
         if node.events_only:  # unused, kept for its floating-point events (passes/dce.py)
             mark_events_only(env[node])
+        _keep_scalar(node, env[node], made)
+        if isinstance(env[node], Node):
+            made.add(env[node])
     return GraphProgram(OPGRAPH_SCHEMA, capture.name, ctx.graph, list(capture.inputs),
                         capture.input_tree, capture.output_tree, dict(capture.info),
                         writeback=list(capture.writeback))
+
+
+def _keep_scalar(node: Node, value: Any, made: set[Node]) -> None:
+    """A NumPy scalar at capture (``np.searchsorted(c, v)`` of a scalar ``v`` is an int64, not
+    a 0-d array) stays one where a rule made a new 0-d value for it: the result is returned
+    as NumPy's scalar (hashable, NumPy's scalar math), not as an array."""
+    meta = node.tensor
+    if meta is None or not meta.scalar or not isinstance(value, Node) or value in made:
+        return
+    lowered = value.tensor
+    if lowered is not None and not lowered.scalar and tuple(lowered.shape) == () and \
+            lowered.dtype == meta.dtype:
+        value.meta["tensor"] = replace(lowered, scalar=True)
 
 
 def lower_without_rule(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
