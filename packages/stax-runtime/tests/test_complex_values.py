@@ -167,6 +167,40 @@ def test_sum_of_parts():
     assert got.dtype == np.complex128
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_sums_along_memory_reduce_each_part_with_whole_vectors(dtype):
+    """A complex sum over the last axis (or everything) reduces each part on its own in one
+    kernel, the parts' loads a stride-2 group read as whole vectors (64-bit indices: with 32-bit
+    ones LLVM gathered each lane, 3x NumPy's time); down the columns of an array in memory, the
+    float array of its parts is summed; special values and layouts as NumPy's."""
+    from stax.codegen.cpu.jit import CompiledModule
+
+    rng = np.random.default_rng(7)
+    # within a reordered float sum's bound: n eps the sum of magnitudes (257 terms near 1)
+    atol = 257 * 257 * np.finfo(dtype).eps
+    z = _random((300, 257), dtype, rng)
+    z[3, 5], z[7, 0] = complex(np.inf, 1.0), complex(np.nan, -0.0)
+    for fn in (lambda z: z.sum(), lambda z: z.sum(axis=1), lambda z: z.sum(axis=-1,
+                                                                           keepdims=True),
+               lambda z: z[::2, 1:].sum(axis=1), lambda z: z.T.sum(axis=0),
+               lambda z: (z * z[0]).sum(axis=1), lambda z: z.mean(),
+               # down the columns: the float array of the parts, its rows twice as long
+               lambda z: z.sum(axis=0), lambda z: z.sum(axis=0, keepdims=True),
+               lambda z: z.reshape(30, 10, 257).sum(axis=(0, 1)), lambda z: z.T.sum(axis=1),
+               lambda z: z[:, 1:].sum(axis=0), lambda z: (z * 2).sum(axis=0)):
+        compiled = stax.compile(fn, strict_native=True)
+        compiled(z)
+        got, want = compiled(z), fn(z)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        for part in ("real", "imag"):
+            np.testing.assert_allclose(getattr(got, part), getattr(want, part), rtol=0,
+                                       atol=atol)
+    whole = stax.compile(lambda z: z.sum(), strict_native=True)
+    whole(z[7:])
+    (version,) = whole.versions()
+    assert "gather" not in CompiledModule(version.artifact.llvm_ir).assembly()
+
+
 def _within_ulps(got, want, ulps):
     """Each part within ``ulps`` of NumPy's where NumPy's is finite and non-zero; exactly
     NumPy's class elsewhere (NaN, infinity with its sign, zero with its sign)."""

@@ -36,8 +36,8 @@ from .context import (
     part_strides,
     trig_range_check,
 )
-from .expr import Binary, Cast, Const, Expr, Index, Select, Ternary, Unary
-from .index import Affine
+from .expr import Binary, Cast, Const, Expr, Index, Load, Select, Ternary, Unary
+from .index import Affine, linear_index
 from .registry import lowers
 
 Parts = tuple[Loader, Loader]  # (real, imaginary), each over the value's own index
@@ -528,9 +528,42 @@ def _sum(ctx: LoopLowering, node: Node) -> Lazy:
     shape = tuple(x.tensor.shape)
     axes, keepdims = tuple(node.kwargs["axis"]), node.kwargs["keepdims"]
     a, b = parts_of(ctx, x, shape, dtype)
-    whole = from_parts(shape, dtype, a, b)
-    result = ctx.reduce_values(whole.loader, (*shape, 2), axes, keepdims, "sum", dtype)
+    if not shape or len(shape) - 1 in axes:
+        # along the pairs in memory: each part a reduction of its own (one kernel reduces both,
+        # its loads a stride-2 group LLVM vectorizes); the part as a kept axis of two columns
+        # summed them in order, a scalar loop (100,000 complex128: 83 us, NumPy 27)
+        real = ctx.reduce_values(a, shape, axes, keepdims, "sum", dtype)
+        imag = ctx.reduce_values(b, shape, axes, keepdims, "sum", dtype)
+        return from_parts(real.shape, dtype, real.loader, imag.loader)
+    lazy = ctx.values[x]
+    floats = _as_floats(lazy, shape, dtype)
+    if floats is not None:
+        # pairs laid along the last axis in memory: the sum of the float array they are, its
+        # last axis twice as long (a columns nest runs across 2n columns, not 2: down (1000,
+        # 100) complex128 columns, 81 us, NumPy 50)
+        total = ctx.reduce_values(floats, (*shape[:-1], 2 * shape[-1]), axes, keepdims, "sum",
+                                  dtype)
+        return Lazy((*total.shape[:-1], shape[-1], 2), dtype,
+                    lambda i: total.loader((*i[:-2], i[-2] * 2 + i[-1])), parts=True)
+    result = ctx.reduce_values(from_parts(shape, dtype, a, b).loader, (*shape, 2), axes,
+                               keepdims, "sum", dtype)
     return Lazy(result.shape, dtype, result.loader, parts=True)
+
+
+def _as_floats(lazy: Lazy, shape: tuple[int, ...], dtype: str) -> Any:
+    """A loader of the complex value ``lazy`` of ``shape`` as the float array of its parts,
+    its last axis twice as long, where its parts lie in memory with the pairs consecutive along
+    that axis; else None."""
+    if not lazy.parts or lazy.memory is None or lazy.dtype != dtype or not shape:
+        return None
+    name, offset, strides = lazy.memory
+    if len(strides) != len(shape) + 1 or strides[-1] != 1 or strides[-2] != 2:
+        return None
+    flat = (*strides[:-2], 1)
+
+    def load(index: tuple[Affine, ...]) -> Expr:
+        return Load(name, linear_index(index, flat) + offset, dtype)
+    return load
 
 
 # -- the part ops of real values ----------------------------------------------------------------------

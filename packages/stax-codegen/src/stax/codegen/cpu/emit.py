@@ -35,11 +35,13 @@ from stax.loop import (
     Cast,
     ComputedBuffer,
     Expr,
+    Load,
     Pointwise,
     Select,
     Ternary,
     Unary,
     index_width,
+    postorder,
     rvar,
     xvar,
 )
@@ -106,6 +108,23 @@ class KernelSpec:
 TINY = 16
 
 
+#: a load whose index steps by this many elements or fewer (more than one) along some loop is
+#: one of a group LLVM loads as whole vectors and shuffles apart (a complex value's parts, the
+#: columns of an (n, 3) array)
+INTERLEAVED_STRIDE = 8
+
+
+def interleaved_loads(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Whether some load of ``nodes`` strides by 2 to ``INTERLEAVED_STRIDE`` elements along a
+    loop. Such kernels index in 64 bits: with 32-bit indices (sign-extended at each load)
+    LLVM's vectorizer did not see the loads as a group and gathered each lane (AMD EPYC, one
+    thread: 100,000 complex128 summed 76 -> 20 us, NumPy 27; ``np.abs(z).sum()`` of (1000, 100)
+    complex128 160 -> 96 us, NumPy 108)."""
+    return any(isinstance(e, Load) and any(1 < abs(c) <= INTERLEAVED_STRIDE
+                                           for _, c in e.index.terms if isinstance(c, int))
+               for n in nodes for e in postorder(n.data.body))
+
+
 class KernelEmitter(LoopShapes, FloatEvents):
     def __init__(self, module: ir.Module, spec: KernelSpec, data_offset: int) -> None:
         self.spec = spec
@@ -152,8 +171,10 @@ class KernelEmitter(LoopShapes, FloatEvents):
         # buffers this kernel loads from and stores over: their loads are frozen (``load``)
         self.rewritten = {name for pair in spec.in_place.items() for name in pair}
         self.vars: dict[str, ir.Value] = {}
-        # element indices in i32 when every one provably fits (spec §6.8), else i64
-        self.index_bits = max(index_width(n) for n in spec.nodes)
+        # element indices in i32 when every one provably fits (spec §6.8), else i64; i64 where
+        # a load strides by a few elements (``interleaved_loads``)
+        self.index_bits = 64 if interleaved_loads(spec.nodes) else \
+            max(index_width(n) for n in spec.nodes)
         self.index_type = ir.IntType(self.index_bits)
         self.memo: dict[object, ir.Value] = {}  # id(expr) or ("index", affine)
         # the element-wise work (``costs.work``) emitted inside the loop being built; -1 once
