@@ -95,3 +95,18 @@ def test_an_object_of_a_rich_class_still_compiles():
     x = np.arange(3.0)
     np.testing.assert_array_equal(compiled(x, big), call(x, big))
     assert compiled.versions()[0].native
+
+
+def test_ndarray_subclasses_are_keyed_by_class_and_layout(tmp_path):
+    """A np.memmap argument runs eagerly (capture refuses subclasses) under one key for its
+    class and layout: each memmap of a file opened anew was a key of its own (its ``_mmap``),
+    an eager version each, until the version limit stopped plain arrays compiling too."""
+    path = tmp_path / "m.dat"
+    np.memmap(path, dtype=np.float64, mode="w+", shape=(4,))[:] = 1.5
+    f = stax.compile(lambda x: x * 2)
+    for _ in range(10):
+        got = f(np.memmap(path, dtype=np.float64, mode="r", shape=(4,)))
+        np.testing.assert_array_equal(got, np.full(4, 3.0))
+    f(np.ones(4))
+    np.testing.assert_array_equal(f(np.ones(4)), np.full(4, 2.0))
+    assert [v.native for v in f.versions()] == [False, True]

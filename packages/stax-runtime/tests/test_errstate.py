@@ -508,3 +508,30 @@ def test_reductions_over_non_finite_data(kind, dtype):
         for state in ("warn", "raise", "ignore"):
             with np.errstate(**STATES[state]):
                 assert_like_eager(compiled, fn, (x,), exact=False)
+
+
+def quiet_root(x):
+    with np.errstate(invalid="ignore"):
+        return np.where(x > 0, np.sqrt(x), 0.0)
+
+
+def test_a_version_declining_every_call_runs_eagerly_at_once_until_it_stands_again():
+    """A function whose events NumPy reports at every call (its own ``np.errstate`` block: any
+    event declines) ran its program, then NumPy, every call. After ``DECLINE_STREAK`` declines
+    in a row the key runs eagerly at once, the program tried again after 32, 64, ... calls;
+    the first call it serves puts it back."""
+    from stax.runtime import api
+
+    f = stax.compile(quiet_root)
+    negative = np.linspace(-1.0, 1.0, 1001)
+    for _ in range(10):
+        np.testing.assert_array_equal(f(negative), quiet_root(negative))
+    (version,) = f.versions()
+    assert version.declines == api.DECLINE_STREAK and version.skipped == 10 - api.DECLINE_STREAK
+    positive = negative + 2.0
+    for _ in range(api.RETRY_EVERY):
+        np.testing.assert_array_equal(f(positive), quiet_root(positive))
+    assert version.declines == 0 and version.skipped == 0  # the retry at 32 stood
+    hits = sum(f.cache_info().hits.values())
+    np.testing.assert_array_equal(f(positive), quiet_root(positive))
+    assert sum(f.cache_info().hits.values()) == hits + 1 and version.skipped == 0

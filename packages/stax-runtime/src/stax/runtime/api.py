@@ -90,6 +90,15 @@ from .versions import (
     limit_warning,
 )
 
+#: calls a version declined in a row from which its key's calls run eagerly at once, its
+#: program tried again after ``RETRY_EVERY`` such calls, then after twice as many each time,
+#: at most ``MAX_RETRY_GAP`` apart (the first call it serves resets it): a function whose NumPy
+#: warns at every call (``np.sqrt`` of negatives inside its own ``np.errstate``, an integer
+#: recurrence that overflows) ran its program, then NumPy, every call (3.6x NumPy's time)
+DECLINE_STREAK = 3
+RETRY_EVERY = 32
+MAX_RETRY_GAP = 1024
+
 
 class CompiledFunction(OtherBranches, Reports, DirectCalls):
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None,
@@ -224,7 +233,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
                         sigma = signature(args, kwargs, self._names)
                     except Unguardable as exc:
                         return self._run_unkeyable(exc, placement, args, kwargs)
-                version = self._lookup(sigma, args, kwargs)
+                version = self._lookup(sigma, args, kwargs) or \
+                    self._eager_if_gates_keep_changing(sigma)
                 if version is None:
                     outcome = Outcome()
                     version = self._miss(sigma, args, kwargs, outcome, placement)
@@ -333,6 +343,15 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
 
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
              other_branches: bool = True) -> Any:
+        if version.declines >= DECLINE_STREAK and version.native:
+            # it declined its last calls (a warning NumPy gives at every call, an overflow a
+            # check finds): eager at once, the compiled program tried again now and then
+            version.skipped += 1
+            tried = version.skipped
+            if tried < RETRY_EVERY or (tried & (tried - 1) and tried % MAX_RETRY_GAP):
+                self._fallbacks += 1
+                self._call = self._dispatch  # not its entry, which would run it first
+                return self._eager(args, kwargs)
         if version.entry is not None:  # level 1 in machine code for the next call
             self._call = version.entry.function if version.free is None else \
                 guarded_entry(version.entry.function, version.free, self._dispatch)
@@ -354,8 +373,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
         states = generator_states(version.generators, args, kwargs) if version.generators else None
         try:
             with heeding_all(self._sets_errstate):
-                return version.fast(*args) if version.fast is not None else \
+                result = version.fast(*args) if version.fast is not None else \
                     version.run(args, kwargs)
+            version.declines = version.skipped = 0
+            return result
         except (ExternResultMismatch, RunEagerly, GateMismatch) as exc:  # nothing written yet
             forget_held()  # its held warnings are the eager run's to give
             if states:
@@ -367,6 +388,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             if self.declines_to_caller:
                 raise
             self._fallbacks += 1
+            version.declines += 1
             if isinstance(exc, FloatingPointEvents):  # NumPy's own warning or error follows
                 logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: {exc}; "
                           "the call runs eagerly so that NumPy reports it")

@@ -33,6 +33,7 @@ class OtherBranches:
     _name: str
     _versions: list[Version]
     _eager: Any
+    strict_native: bool
 
     def _gates_failed(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
                       other_branches: bool, error: Exception | None = None) -> Any:
@@ -90,12 +91,28 @@ class OtherBranches:
         gates = tried.gates
         if gates is None or not gates.fingerprint:
             return False
+        # the same gates: the same graph, or the same kinds of gates in the same order (a
+        # selection's size read by later gates is a constant of their graph, which then differs
+        # at every call: k-means' ``if m.any(): C[c] = X[m].mean(0)`` compiled eight versions,
+        # then tried all eight at every call, 70x NumPy's time)
         alike = [v.gates.expected for v in self._by_sigma.get(sigma, ())
-                 if v.gates is not None and v.gates.fingerprint == gates.fingerprint]
+                 if v.gates is not None and (v.gates.fingerprint == gates.fingerprint or
+                                             v.gates.kinds == gates.kinds)]
         if len(alike) < CHANGING_GATES:
             return False
         return any(kind != "bool" and len({repr(e[k]) for e in alike}) > 1
                    for k, kind in enumerate(gates.kinds))
+
+    def _eager_if_gates_keep_changing(self, sigma: Any) -> Version | None:
+        """For a call whose key has versions but none whose gates hold (their replays said so,
+        not a program): the eager version from now on where those gates keep changing
+        (``_gates_keep_changing`` of the latest), else None (a new version is compiled)."""
+        if self.strict_native:  # never eager: a version for each outcome, up to the limit
+            return None
+        gated = [v for v in self._by_sigma.get(sigma, ()) if v.gates is not None]
+        if gated and self._gates_keep_changing(gated[-1], sigma):
+            return self._eager_from_now_on(gated[-1], sigma)
+        return None
 
     def _eager_from_now_on(self, tried: Version, sigma: Any) -> Version:
         """An eager version put first for this key: its calls run as NumPy at the cost of the

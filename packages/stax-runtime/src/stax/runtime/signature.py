@@ -120,6 +120,11 @@ def leaf_signature(x: Any, names: frozenset[str] = frozenset(),
         return (ARRAY, *on_device)
     if t is LiftedAttributes:
         return ("lifted attributes", x.paths)
+    if isinstance(x, np.ndarray):
+        # a subclass (np.memmap, a masked array) runs eagerly (capture refuses it): keyed by
+        # its class and layout, not its attributes; keyed by those, every np.memmap of a
+        # file was a new key (its ``_mmap``), one eager version each until the limit
+        return ("ndarray subclass", Identity(t), x.shape, x.dtype, x.strides)
     return Describer(names, skip or {}).describe(x)
 
 

@@ -76,6 +76,10 @@ class Version:
     flat: tuple[Any, list[int]] | None = None
     stats: dict[str, float] = field(default_factory=dict)
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
+    #: calls it declined in a row (events NumPy reports, a failed check), and calls since run
+    #: eagerly without trying it (``CompiledFunction._run``: ``DECLINE_STREAK``)
+    declines: int = 0
+    skipped: int = 0
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
     generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
     #: the gates are checked by the compiled program as it runs (``gate_checks.GateCheck``),
