@@ -512,3 +512,121 @@ def test_rows_updated_in_place_while_iterating(fn):
                         got if isinstance(got, tuple) else (got,)):
             np.testing.assert_allclose(g, w, rtol=1e-12)
         np.testing.assert_array_equal(got_x, want_x)
+
+
+def test_a_loop_indexing_by_data_lifts_before_it_outgrows_the_kernel_limit(monkeypatch):
+    """``h[v] += 1`` for each item ``v`` of an array: no rerolling or fusion joins such items,
+    so unrolled, 150 of them were 451 kernels, refused after seconds of compiling. Past
+    ``DATA_INDEXED_LIMIT`` operations such a loop is lifted whatever ``UNROLL_LIMIT`` says."""
+    monkeypatch.setattr(loops, "UNROLL_LIMIT", 1_000)
+
+    def histogram(labels):
+        h = np.zeros(10, dtype=np.int64)
+        for v in labels:
+            h[v] += 1
+        return h
+
+    rng = np.random.default_rng(8)
+    for n in (20, 150):  # unrolled, then lifted: strict, a refused plan would raise
+        f = stax.compile(histogram, strict_native=True)
+        labels = rng.integers(0, 10, n)
+        f(labels)
+        for _ in range(2):
+            labels = rng.integers(0, 10, n)
+            np.testing.assert_array_equal(f(labels), histogram(labels))
+    (version,) = f.versions()
+    assert len(version.artifact.steps) < 10  # one step runs the items, not 451 kernels
+
+
+def diffuse(u0, steps):
+    u = u0.copy()
+    for _ in range(steps):
+        lap = np.zeros_like(u)
+        lap[1:-1] = u[2:] - 2 * u[1:-1] + u[:-2]
+        u = u + 0.1 * lap
+    return u
+
+
+def aliased(u0, steps):
+    u = u0.copy()
+    for _ in range(steps):
+        lap = u  # not a new array: updating it updates u
+        lap[1:-1] = lap[1:-1] * 0.5 + 1
+        u = u + 1
+    return u
+
+
+def row_views(u0, steps):
+    u = u0.copy()
+    for _ in range(steps):
+        lap = u[1:]
+        lap *= 0.5
+        u = u + 1
+    return u
+
+
+def test_a_scratch_array_made_and_updated_in_each_item_lifts(caplog):
+    """``lap = np.zeros_like(u); lap[1:-1] = ...`` in a time loop: a new array each item,
+    updated within it, neither taken nor returned by the step (it was refused, "updates 'lap'
+    in place and binds it anew", and 500 steps unrolled into 501 kernels, refused in turn).
+    Bound to an existing array or a view of one, the name stays what it was: unrolled, or the
+    body's own capture sees the update of its argument."""
+    u0 = np.random.default_rng(9).random(50)
+    f = stax.compile(diffuse, strict_native=True)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for steps in (40, 40, 70):
+            np.testing.assert_array_equal(f(u0, steps), diffuse(u0, steps))
+    (version, *_) = f.versions()
+    assert len(version.artifact.steps) < 10
+    for fn in (aliased, row_views):
+        g = stax.compile(fn)
+        for steps in (40, 40):
+            np.testing.assert_array_equal(g(u0, steps), fn(u0, steps))
+
+
+def outer_plus(x, y):
+    out = np.empty((x.size, y.size))
+    for i, j in np.ndindex(out.shape):
+        out[i, j] = x[i] * y[j] + 0.5 * j
+    return out
+
+
+def last_index(x):
+    out = np.empty(x.shape)
+    for i, j in np.ndindex(x.shape):
+        out[i, j] = x[i, j] * i
+    return out, i, j  # read after the loop: the names are the body's (unrolled)
+
+
+def scaled_by_position(x):
+    out = np.zeros_like(x)
+    for pos in np.ndindex(*x.shape):
+        out[pos] = x[pos] * (pos[0] - 2 * pos[-1])
+    return out, pos
+
+
+def test_a_loop_over_ndindex_lifts_over_the_flat_index(caplog):
+    """``for i, j in np.ndindex(shape)`` (and ``for pos in np.ndindex(...)``): a loop over the
+    flat position, each item's tuple unravelled from it, so the indices are numbers the body
+    may compute with (``0.5 * j`` made each unrolled item a constant of its own: 601 kernels,
+    refused). After the loop its variables hold the last item's Python ints, as in NumPy."""
+    rng = np.random.default_rng(10)
+    f = stax.compile(outer_plus, strict_native=True)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for _ in range(3):
+            x, y = rng.random(30), rng.random(20)
+            np.testing.assert_array_equal(f(x, y), outer_plus(x, y))
+    (version,) = f.versions()
+    assert len(version.artifact.steps) < 10
+    h = stax.compile(last_index, strict_native=True)
+    for _ in range(2):
+        x = rng.random((3, 4))
+        got, want = h(x), last_index(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:] == (2, 3)
+    g = stax.compile(scaled_by_position, strict_native=True)
+    for shape in ((30, 40), (30, 40), (2, 3, 40)):
+        x = rng.random(shape)
+        got, want = g(x), scaled_by_position(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] and type(got[1]) is tuple

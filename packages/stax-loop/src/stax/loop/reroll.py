@@ -35,7 +35,8 @@ from stax.ir import contiguous_strides
 
 from .expr import Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, loads, postorder, rewrite
 from .index import Affine, linear_index
-from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, node_loads, rvar, xvar
+from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, rvar, xvar
+from .ir import node_loads as _node_loads
 
 #: the fewest iterations worth one loop (two kernels cost about what one loop of two costs)
 MIN_RUN = 3
@@ -70,6 +71,18 @@ class _Iteration:
         return tuple(m for m in self.members if m.updates is not None)
 
 
+#: each buffer's loads while a reroll runs (by ``id``: buffers are immutable): every candidate
+#: run rescans its iterations' loads, and an unrolled loop of 150 items spent 3 s walking them
+_LOADS: dict[int, tuple[ComputedBuffer, list[Any]]] = {}
+
+
+def node_loads(node: ComputedBuffer) -> list[Any]:
+    found = _LOADS.get(id(node))
+    if found is None or found[0] is not node:
+        found = _LOADS[id(node)] = (node, _node_loads(node))
+    return found[1]
+
+
 def reroll_updates(buffers: Sequence[Buffer], kept: Iterable[str] = (),
                    checks: dict[str, str] | None = None) -> list[Buffer]:
     """``buffers`` with each run of similar iterations made one ordered update (and one buffer
@@ -79,11 +92,14 @@ def reroll_updates(buffers: Sequence[Buffer], kept: Iterable[str] = (),
     overflow) is a satellite too, whose rerolled buffer one more reduction turns into one check."""
     checks = {} if checks is None else checks
     out = list(buffers)
-    while True:  # a nested loop: its inner loops first, then runs of those
-        rolled = _reroll_once(out, _readers(out, kept, checks), checks)
-        if len(rolled) == len(out):
-            return rolled
-        out = rolled
+    try:
+        while True:  # a nested loop: its inner loops first, then runs of those
+            rolled = _reroll_once(out, _readers(out, kept, checks), checks)
+            if len(rolled) == len(out):
+                return rolled
+            out = rolled
+    finally:
+        _LOADS.clear()
 
 
 def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]],

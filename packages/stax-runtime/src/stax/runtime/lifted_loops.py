@@ -191,6 +191,12 @@ def _plan(tracer: Any, site: LoopSite, state: dict[str, Any]
         value = state[name]
         if isinstance(value, Proxy) and isinstance(value.value, np.generic):
             continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``
+        if name in site.scratch:  # ``lap = np.zeros_like(u); lap[1:-1] = ...``
+            if isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and \
+                    value.view_of is None and tracer.shared(value) is None and \
+                    not any(state.get(other) is value for other in site.params if other != name):
+                continue  # a new array each item, updated within it
+            return f"the body updates {name!r} in place, bound to an array it did not make"
         if name in site.rebound:
             return f"the body both updates {name!r} in place and binds it anew"
         if not isinstance(value, Proxy) or not isinstance(value.value, np.ndarray):

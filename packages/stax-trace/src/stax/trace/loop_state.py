@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir import Node
+
 from .proxy import Proxy
 from .source import drop_held, held_mark
 
@@ -42,6 +44,15 @@ def restore(saved: Saved) -> None:
         proxy.node, proxy.value = node, value
 
 
+_INDEXING = frozenset({"operator.getitem", "stax.functional.setitem"})
+
+
+def _holds_node(index: Any) -> bool:
+    if isinstance(index, tuple):
+        return any(_holds_node(i) for i in index)
+    return isinstance(index, Node)
+
+
 class FirstIteration:
     """What a loop's traced first iteration changed: made before it, it records where the
     graph, the gates and capture's held reports ended and what the locals held."""
@@ -55,6 +66,13 @@ class FirstIteration:
     def recorded(self, tracer: Any) -> int:
         """Operations the first iteration recorded (called right after it)."""
         return len(tracer.graph.nodes) - self.marks[0]
+
+    def indexes_by_data(self, tracer: Any) -> bool:
+        """Whether the first iteration read or wrote an array at a position computed from the
+        data (``h[v] += 1`` for an item ``v`` of an array): unrolled, such items are a gather
+        and a scatter each, which no rerolling or fusion joins (called right after it)."""
+        return any(n.target in _INDEXING and len(n.args) > 1 and _holds_node(n.args[1])
+                   for n in tracer.graph.nodes[self.marks[0]:])
 
     def lift_all(self, tracer: Any, site: Any, after: dict[str, Any], unbound: Any,
                  lift: Callable[[dict[str, Any]], dict[str, Any] | None]
