@@ -97,3 +97,26 @@ def test_a_literal_array_meets_a_traced_call():
         for a, b in zip(mine, eager):
             np.testing.assert_array_equal(a, b)
     assert f.versions()[0].native
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.array(2.0) * x,
+    lambda x: np.array(2.0, np.float32) + x,
+    lambda x: np.array(3) * x,
+    lambda x: np.array(True) & (x > 0),
+    lambda x: np.array(x.sum()),
+    lambda x: np.asarray(x.sum(), dtype=np.float32),
+    lambda x: np.array(x.sum(), dtype=np.int64),
+    lambda x: np.asarray(x[0]) + x,
+    lambda x: np.array(x.max()) * 2,
+])
+def test_zero_dimensional_arrays_of_numbers_and_of_traced_scalars_compile(fn):
+    """``np.array(2.0)`` (a literal of one number) is a constant of the program, and
+    ``np.asarray(x.sum())`` NumPy's 0-d array of a traced scalar: both were refused ("an array
+    that is not an argument", "conversion of a traced array")."""
+    x = np.array([0.5, 2.0, -3.25])
+    f = stax.compile(fn, strict_native=True)
+    f(x)
+    got, want = f(x), fn(x)
+    assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(got, want)

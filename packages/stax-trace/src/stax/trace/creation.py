@@ -222,6 +222,11 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             result = _from_sequence(*args, **kwargs)
             if result is not NotImplemented:
                 return result
+        if args and isinstance(args[0], Proxy) and isinstance(args[0].value, np.generic) and \
+                name in _FROM_SEQUENCES:
+            # a traced NumPy scalar (``np.asarray(x.sum())``): NumPy's 0-d array of it, a copy
+            args = (np.copy(args[0]), *args[1:])
+            kwargs = {**kwargs, "copy": None} if name == "array" else kwargs
         if args and isinstance(args[0], Proxy) and type(args[0].value) is np.ndarray:
             try:
                 result = convert(*args, **kwargs)
@@ -230,13 +235,16 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             if result is not NotImplemented:
                 return result
         made = original(*args, **kwargs)
-        if args and type(args[0]) in (list, tuple) and name in _FROM_SEQUENCES:
+        if args and (type(args[0]) in (list, tuple) or type(args[0]) in _LITERAL_SCALARS) and \
+                name in _FROM_SEQUENCES:
             _remember_literal(made, sys._getframe(1), conversion)
         return made
     conversion.__stax_original__ = original  # type: ignore[attr-defined]
     return conversion
 
 
+#: numbers a literal array may be made of alone (``np.array(2.0) * x``: a 0-d constant)
+_LITERAL_SCALARS = (bool, int, float)
 #: literal arrays (``np.array([-1, 1])``) up to this many elements are remade in the program
 MAX_LITERAL = 4096
 
