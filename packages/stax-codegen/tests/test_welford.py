@@ -46,3 +46,21 @@ def test_specials_propagate(build, run):
             want = np.var(x, keepdims=True)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         assert got.shape == want.shape
+
+
+@pytest.mark.parametrize("shape", [(1 << 17,), (512, 256)])
+@pytest.mark.parametrize("special", [[1e308, 1e308], [np.inf], [np.nan], [np.inf, -np.inf]])
+def test_an_overflowing_or_special_mean_gives_numpys_value(build, run, shape, special):
+    """A mean that overflows makes NumPy's deviations infinite (inf); an infinite element makes
+    them NaN: the merge's terms (an infinite spread times a zero deviation sum) made NaN where
+    NumPy gives inf."""
+    x = offset_data(shape, np.float64, 0.0, 1.0).ravel()
+    x[np.linspace(0, x.size - 1, len(special)).astype(int)] = special
+    x = x.reshape(shape)
+    b = build(x=x)
+    out = b("var", b.inputs["x"], axis=tuple(range(len(shape))), ddof=0, keepdims=False,
+            dtype=None)
+    with np.errstate(all="ignore"):
+        (got,), _ = run(b, out)
+        want = x.var()
+    np.testing.assert_array_equal(got, want)

@@ -520,7 +520,7 @@ def test_a_version_declining_every_call_runs_eagerly_at_once_until_it_stands_aga
     event declines) ran its program, then NumPy, every call. After ``DECLINE_STREAK`` declines
     in a row the key runs eagerly at once, the program tried again after 32, 64, ... calls;
     the first call it serves puts it back."""
-    from stax.runtime import api
+    from stax.runtime import versions as api
 
     f = stax.compile(quiet_root)
     negative = np.linspace(-1.0, 1.0, 1001)

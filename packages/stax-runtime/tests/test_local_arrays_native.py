@@ -120,3 +120,25 @@ def test_zero_dimensional_arrays_of_numbers_and_of_traced_scalars_compile(fn):
     got, want = f(x), fn(x)
     assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_literal_changed_after_a_traced_call_read_it_runs_eagerly():
+    """The program makes a literal again as it was made: one changed in place after a traced
+    call read it (``c += 1``, a counter) would be stale there, so the call runs eagerly."""
+    def counter(x):
+        c = np.array(2.0)
+        y = x * c
+        c += 1
+        return y, x * c
+
+    x = np.array([1.0, 2.0])
+    f = stax.compile(counter)
+    for _ in range(2):
+        got, want = f(x), counter(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert not f.versions()[0].native
+    with pytest.raises(ValueError):  # NumPy's own: a 0-d array of a scalar is a copy
+        f = stax.compile(lambda x: np.asarray(x.sum(), copy=False))
+        f(x)
+        f(x)

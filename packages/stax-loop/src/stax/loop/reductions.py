@@ -10,8 +10,8 @@ import numpy as np
 from stax.ir import Node
 from stax.ir.sizes import is_symbolic
 
-from .context import Lazy, Loader, LoopLowering, output_strides
-from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Unary
+from .context import Lazy, Loader, LoopLowering, float_predicate, output_strides
+from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Select, Unary
 from .externs import library_call, op_as_extern
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, Scan, rvar, xvar
@@ -153,7 +153,11 @@ def _welford_merge(ctx: LoopLowering, x: Loader, shape: tuple[int, ...], dtype: 
 
     def about_mean(i: tuple[Affine, ...]) -> Expr:  # M2_c + 2 e D_c + n_c e^2
         row, e = (i[0], *ones), spread(i)
-        cross = Binary("mul", Binary("add", e, e, dtype), deviations.loader(row), dtype)
+        # where the mean overflowed (e infinite) the cross term is left out: inf * 0 made the
+        # variance NaN where NumPy's two passes give inf
+        cross = Select(float_predicate("isfinite", e), Binary(
+            "mul", Binary("add", e, e, dtype), deviations.loader(row), dtype), Const(0.0, dtype),
+            dtype)
         return Binary("add", Binary("add", m2_rows.loader(row), cross, dtype),
                       Binary("mul", n_row, _square(e, dtype), dtype), dtype)
 
@@ -163,12 +167,20 @@ def _welford_merge(ctx: LoopLowering, x: Loader, shape: tuple[int, ...], dtype: 
                       dtype)
     squares = ctx.reduce_values(about_mean, (rows_shape[0],), (0,), False, "sum", dtype)  # ()
     offsets = ctx.reduce_values(offset, (rows_shape[0],), (0,), False, "sum", dtype)  # ()
+    rows_m2 = ctx.reduce_values(lambda i: m2_rows.loader((i[0], *ones)), (rows_shape[0],),
+                                (0,), False, "sum", dtype)  # ()
 
-    def merged(i: tuple[Affine, ...]) -> Expr:
-        c = offsets.loader(())
-        return Binary("sub", squares.loader(()), Binary("truediv", _square(c, dtype),
-                                                         Const(float(count), dtype), dtype),
-                      dtype)
+    def merged(i: tuple[Affine, ...]) -> Expr:  # T - C^2 / n; T where C overflowed
+        c, t = offsets.loader(()), squares.loader(())
+        moments = Select(float_predicate("isfinite", c), Binary(
+            "sub", t, Binary("truediv", _square(c, dtype), Const(float(count), dtype), dtype),
+            dtype), t, dtype)
+        # a mean that overflowed: NumPy's deviations from it are infinite (inf), or NaN where an
+        # element is infinite too (a row's own moments are NaN then); a NaN mean gives NaN
+        a = mean
+        infinite = Binary("add", rows_m2.loader(()), Const(float("inf"), dtype), dtype)
+        return Select(float_predicate("isfinite", a), moments,
+                      Select(float_predicate("isnan", a), a, infinite, dtype), dtype)
     return Lazy((1,) * len(shape), dtype, merged)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -71,15 +72,19 @@ class _Iteration:
         return tuple(m for m in self.members if m.updates is not None)
 
 
-#: each buffer's loads while a reroll runs (by ``id``: buffers are immutable): every candidate
-#: run rescans its iterations' loads, and an unrolled loop of 150 items spent 3 s walking them
-_LOADS: dict[int, tuple[ComputedBuffer, list[Any]]] = {}
+#: each buffer's loads while this thread's reroll runs (by ``id``, the buffer kept: buffers
+#: are immutable): every candidate run rescans its iterations' loads, and an unrolled loop of
+#: 150 items spent 3 s walking them
+_LOADS = threading.local()
 
 
 def node_loads(node: ComputedBuffer) -> list[Any]:
-    found = _LOADS.get(id(node))
+    cache = getattr(_LOADS, "found", None)
+    if cache is None:
+        cache = _LOADS.found = {}
+    found = cache.get(id(node))
     if found is None or found[0] is not node:
-        found = _LOADS[id(node)] = (node, _node_loads(node))
+        found = cache[id(node)] = (node, _node_loads(node))
     return found[1]
 
 
@@ -99,7 +104,7 @@ def reroll_updates(buffers: Sequence[Buffer], kept: Iterable[str] = (),
                 return rolled
             out = rolled
     finally:
-        _LOADS.clear()
+        _LOADS.found = None
 
 
 def _reroll_once(buffers: Sequence[Buffer], readers: dict[str, set[str]],

@@ -46,6 +46,7 @@ from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
 from .code_reads import callable_names, sets_error_state
+from .device_calls import DeviceCalls
 from .direct_calls import DirectCalls
 from .dumps import dump_stem, dumper
 from .dynamic_memory import DecisionStore
@@ -90,17 +91,8 @@ from .versions import (
     limit_warning,
 )
 
-#: calls a version declined in a row from which its key's calls run eagerly at once, its
-#: program tried again after ``RETRY_EVERY`` such calls, then after twice as many each time,
-#: at most ``MAX_RETRY_GAP`` apart (the first call it serves resets it): a function whose NumPy
-#: warns at every call (``np.sqrt`` of negatives inside its own ``np.errstate``, an integer
-#: recurrence that overflows) ran its program, then NumPy, every call (3.6x NumPy's time)
-DECLINE_STREAK = 3
-RETRY_EVERY = 32
-MAX_RETRY_GAP = 1024
 
-
-class CompiledFunction(OtherBranches, Reports, DirectCalls):
+class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None,
                  dynamic: bool | None = None,
                  strict_native: bool = False, backend: str = "stax",
@@ -257,40 +249,6 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
         outcome.undo_untraced_updates()
         return self._run(version, args, kwargs)
 
-    def _first_device_run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
-                          outcome: Outcome, placement: devices.Placement) -> Any:
-        """The first call of a CUDA version. Its capture ran this very call in NumPy without an
-        error, so an error from the kernels is a compiler defect, not the user's: the version
-        falls back with one log line (``strict_native`` raises it)."""
-        try:
-            return self._run(version, args, kwargs)
-        except StaxError:
-            raise
-        except Exception as exc:
-            if self.strict_native:
-                raise
-            version.native, version.run, version.fast = False, self._eager, None
-            version.reason = f"internal error running the CUDA kernels: {type(exc).__name__}: {exc}"
-            logs.warn(f"stax: {self._name} falls back to eager NumPy through CuPy on "
-                      f"{placement.key} for this signature: {version.reason}")
-            return self._captured_result(version, args, kwargs, outcome, placement)
-
-    def _place(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> devices.Placement | None:
-        """The device of this call (None: the CPU); ``StaxError`` for arguments no device takes.
-        A free NumPy array read by a function called on device arrays is named as such."""
-        leaves = tree_leaves((args, kwargs))
-        try:
-            return devices.place(leaves, self.requested_device, self._name)
-        except StaxError:
-            n_free = len(self._free.names)
-            host = [name for name, leaf in zip(self._free.names, leaves[:n_free])
-                    if type(leaf) is np.ndarray]
-            if host and devices.device_leaf(leaves[n_free:]) is not None:
-                raise StaxError(f"{self._name} reads the NumPy array {host[0]!r} (a global or "
-                                "closure variable) and is called with device arrays: pass it as "
-                                "an argument on the same device") from None
-            raise
-
     def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, host: bool = False) -> Any:
         """The function run eagerly: on device arrays through CuPy (``host``: on host copies,
         for NumPy's own errors), on NumPy arrays as it is."""
@@ -343,15 +301,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
 
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
              other_branches: bool = True) -> Any:
-        if version.declines >= DECLINE_STREAK and version.native:
-            # it declined its last calls (a warning NumPy gives at every call, an overflow a
-            # check finds): eager at once, the compiled program tried again now and then
-            version.skipped += 1
-            tried = version.skipped
-            if tried < RETRY_EVERY or (tried & (tried - 1) and tried % MAX_RETRY_GAP):
-                self._fallbacks += 1
-                self._call = self._dispatch  # not its entry, which would run it first
-                return self._eager(args, kwargs)
+        if version.eager_for_now():  # it declined its last calls (``Version.declines``)
+            self._fallbacks += 1
+            self._call = self._dispatch  # not its entry, which would run it first
+            return self._eager(args, kwargs)
         if version.entry is not None:  # level 1 in machine code for the next call
             self._call = version.entry.function if version.free is None else \
                 guarded_entry(version.entry.function, version.free, self._dispatch)
@@ -388,7 +341,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls):
             if self.declines_to_caller:
                 raise
             self._fallbacks += 1
-            version.declines += 1
+            if self._sets_errstate:  # its calls have no machine-code entry: all come here
+                version.declines += 1
             if isinstance(exc, FloatingPointEvents):  # NumPy's own warning or error follows
                 logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: {exc}; "
                           "the call runs eagerly so that NumPy reports it")

@@ -58,6 +58,18 @@ class VersionReport:
         return not self.failures
 
 
+#: calls a version of a function with its own ``np.errstate`` block (whose every event
+#: declines: ``heeding_all``) declined in a row from which its key's calls run eagerly at
+#: once, its program tried again after ``RETRY_EVERY`` such calls, then after twice as many
+#: each time, at most ``MAX_RETRY_GAP`` apart (the first call it serves resets it): ``np.sqrt``
+#: of negatives inside ``np.errstate(invalid="ignore")`` ran its program, then NumPy, every
+#: call (3.6x NumPy's time). Other functions' declines (an event, a failed check) depend on
+#: the data: a call without one runs compiled at once.
+DECLINE_STREAK = 3
+RETRY_EVERY = 32
+MAX_RETRY_GAP = 1024
+
+
 @dataclass
 class Version:
     """One specialization: its key, and the backend's callable or eager execution with a reason."""
@@ -76,8 +88,8 @@ class Version:
     flat: tuple[Any, list[int]] | None = None
     stats: dict[str, float] = field(default_factory=dict)
     declined_reported: bool = False  # a call it declined (and ran eagerly) was logged
-    #: calls it declined in a row (events NumPy reports, a failed check), and calls since run
-    #: eagerly without trying it (``CompiledFunction._run``: ``DECLINE_STREAK``)
+    #: calls of a function with its own ``np.errstate`` it declined in a row, and calls since
+    #: run eagerly without trying it (``eager_for_now``)
     declines: int = 0
     skipped: int = 0
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
@@ -100,6 +112,15 @@ class Version:
     def guarded(self) -> bool:
         """Whether guards beyond sigma apply (free values, data gates)."""
         return self.free is not None or self.gates is not None
+
+    def eager_for_now(self) -> bool:
+        """Whether this call runs eagerly without trying the version (``DECLINE_STREAK``; a
+        version with gates is tried: the call may be another branch's)."""
+        if self.declines < DECLINE_STREAK or not self.native or self.gates is not None:
+            return False
+        self.skipped += 1
+        tried = self.skipped
+        return tried < RETRY_EVERY or bool(tried & (tried - 1) and tried % MAX_RETRY_GAP)
 
     def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                 memo: dict[str, Any] | None = None) -> bool:

@@ -223,7 +223,7 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             if result is not NotImplemented:
                 return result
         if args and isinstance(args[0], Proxy) and isinstance(args[0].value, np.generic) and \
-                name in _FROM_SEQUENCES:
+                name in _FROM_SEQUENCES and kwargs.get("copy", True) is not False:
             # a traced NumPy scalar (``np.asarray(x.sum())``): NumPy's 0-d array of it, a copy
             args = (np.copy(args[0]), *args[1:])
             kwargs = {**kwargs, "copy": None} if name == "array" else kwargs

@@ -28,17 +28,12 @@ coroutines) whose source ``inspect`` finds. Everything else is captured as befor
 """
 
 from __future__ import annotations
-import __future__
 
 import ast
 import contextvars
 import copy
-import dis
 import functools
 import inspect
-import itertools
-import math
-import operator
 import textwrap
 import threading
 import types
@@ -52,8 +47,17 @@ import numpy as np
 
 from stax.ir.interpreter import ARRAY_METHODS
 
-from . import loop_body, loop_state
+from . import loop_body, loop_code, loop_state
 from .creation import active_tracer
+from .ndindex_loops import (
+    INDEX_TUPLE,
+    NdIndex,
+    ndindex_call,
+    over_flat,
+    plain_index_target,
+    shaped_iter,
+    unravel,
+)
 
 
 class _Unbound:
@@ -98,8 +102,6 @@ _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites_
 _REFUSED_CALLS = frozenset({"locals", "vars", "exec", "eval", "super", "globals", "dir"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, f).compiler_flag
-                                                for f in __future__.all_feature_names))
 
 #: function -> (rewritten code, sites) or None; weak: a dropped function's entry goes with it
 _cache: weakref.WeakKeyDictionary[types.FunctionType, Any] = weakref.WeakKeyDictionary()
@@ -144,114 +146,24 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
     if not tree.body or not isinstance(tree.body[0], ast.FunctionDef) or \
-            tree.body[0].name != code.co_name or _mangled(tree):
+            tree.body[0].name != code.co_name or loop_code.mangled(tree):
         return None
     function = tree.body[0]
     function.decorator_list = []
     ast.increment_lineno(tree, code.co_firstlineno - 1)
     # the source on disk must be what runs (a file edited since import is not): compiled as it
     # is, it gives the function's own bytecode
-    unchanged = _compiled_function(copy.deepcopy(function), code, ())
-    if unchanged is None or not _same_code(unchanged, code):
+    unchanged = loop_code.compiled_function(copy.deepcopy(function), code, ())
+    if unchanged is None or not loop_code.same_code(unchanged, code):
         return None
     lifter = _Rewriter(code, function)
     function.body = lifter.block(function.body)
     if not lifter.sites:
         return None
-    new_code = _compiled_function(function, code, _HELPERS)
+    new_code = loop_code.compiled_function(function, code, _HELPERS)
     if new_code is None or not set(new_code.co_freevars) <= {*_HELPERS, *code.co_freevars}:
         return None
-    return _named_bodies(new_code, code), tuple(lifter.sites)
-
-
-def _named_bodies(code: types.CodeType, user: types.CodeType) -> types.CodeType:
-    """``code`` with its body functions named after the user's function (``<f: loop at line
-    7>``, as a lambda is ``<lambda>``), as tracebacks, capture errors and logs show them, and its
-    own qualified name the user's."""
-    consts = tuple(_named_bodies(c, user) if isinstance(c, types.CodeType) else c
-                   for c in code.co_consts)
-    changes: dict[str, Any] = {"co_consts": consts}
-    if code.co_name.startswith(("__stax_body_", "__stax_whole_")):
-        changes["co_name"] = f"<{user.co_name}: loop at line {code.co_firstlineno}>"
-        if hasattr(code, "co_qualname"):
-            changes["co_qualname"] = changes["co_name"]
-    elif code.co_name == user.co_name and hasattr(code, "co_qualname"):
-        changes["co_qualname"] = user.co_qualname
-    return code.replace(**changes)
-
-
-def _compiled_function(function: ast.FunctionDef, code: types.CodeType,
-                       helpers: tuple[str, ...]) -> types.CodeType | None:
-    """The code object of ``function`` compiled inside a factory whose locals are ``helpers``
-    and the original's free variables, so that it reads them from closure cells (``rewritten``
-    fills them)."""
-    factory = ast.FunctionDef(
-        name="__stax_factory__", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
-                                                    kw_defaults=[], defaults=[]),
-        body=[*(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(None))
-                for n in (*helpers, *code.co_freevars)), function,
-              ast.Return(ast.Name(function.name, ast.Load()))], decorator_list=[])
-    module = ast.Module([factory], type_ignores=[])
-    ast.copy_location(factory, function)
-    ast.fix_missing_locations(module)
-    try:
-        compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS,
-                           dont_inherit=True)  # the user's __future__ imports, not this module's
-    except (SyntaxError, ValueError):
-        return None
-    inner = _function_code(compiled, "__stax_factory__")
-    return _function_code(inner, code.co_name) if inner is not None else None
-
-
-def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
-    """Same instructions on the same names and constants, nested code objects alike. Line
-    numbers and jump offsets aside, and a method load the same as an attribute load: CPython
-    picks between them from what the whole module imports, which a function compiled alone
-    does not know."""
-    if (a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars) != \
-            (b.co_names, b.co_varnames, b.co_freevars, b.co_cellvars) or \
-            _instructions(a) != _instructions(b) or len(a.co_consts) != len(b.co_consts):
-        return False
-    for x, y in zip(a.co_consts, b.co_consts):
-        if isinstance(x, types.CodeType) and isinstance(y, types.CodeType):
-            if not _same_code(x, y):
-                return False
-        elif type(x) is not type(y) or (x != y and not (x != x and y != y)):
-            return False
-    return True
-
-
-_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
-_NEUTRAL = frozenset({"CACHE", "EXTENDED_ARG", "NOP", "PRECALL"})
-
-
-def _instructions(code: types.CodeType) -> list[tuple[str, Any]]:
-    out = []
-    for ins in dis.get_instructions(code):
-        if ins.opname in _NEUTRAL:
-            continue
-        name = "LOAD_ATTR" if ins.opname == "LOAD_METHOD" else ins.opname
-        value = None if ins.opcode in _JUMPS or isinstance(ins.argval, types.CodeType) else \
-            ins.argval
-        out.append((name, value))
-    return out
-
-
-def _function_code(code: types.CodeType, name: str) -> types.CodeType | None:
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType) and const.co_name == name:
-            return const
-    return None
-
-
-def _mangled(tree: ast.AST) -> bool:
-    """Private names (``self.__x``) are mangled by the class they are compiled in: not here."""
-    for node in ast.walk(tree):
-        name = node.id if isinstance(node, ast.Name) else \
-            node.attr if isinstance(node, ast.Attribute) else None
-        if name and name.startswith("__") and not name.endswith("__"):
-            return True
-    return False
+    return loop_code.named_bodies(new_code, code), tuple(lifter.sites)
 
 
 class _Rewriter:
@@ -273,14 +185,7 @@ class _Rewriter:
     def statement(self, node: ast.stmt) -> list[ast.stmt]:
         if isinstance(node, _SCOPES):
             return [node]
-        if isinstance(node, ast.For) and isinstance(node.target, ast.Tuple) and \
-                _shaped_iter(node.iter) is not node.iter:
-            # ``for i, j in np.ndindex(s)`` as ``for __stax_index in ...: i, j = __stax_index``
-            # (Python's own order: the item is unpacked first): a plain target, which lifts
-            unpack = ast.Assign([node.target], ast.Name(INDEX_TUPLE, ast.Load()))
-            ast.copy_location(unpack, node)
-            node.target = ast.copy_location(ast.Name(INDEX_TUPLE, ast.Store()), node)
-            node.body = [unpack, *node.body]
+        if isinstance(node, ast.For) and plain_index_target(node):
             self.local_names.add(INDEX_TUPLE)
         names = _loop_names(node, self.local_names, self.cell_names) \
             if isinstance(node, ast.For) else None
@@ -350,7 +255,7 @@ class _Rewriter:
         site = ast.Subscript(ast.Name("__stax_sites__", ast.Load()), ast.Constant(number),
                              ast.Load())
         run = ast.Assign([ast.Name("__stax_out", ast.Store())],
-                         _call("__stax_loop__", site, _shaped_iter(node.iter),
+                         _call("__stax_loop__", site, shaped_iter(node.iter),
                                ast.Name(body_name, ast.Load()),
                                ast.Name(whole.name, ast.Load()),
                                ast.Name("__stax_state", ast.Load()),
@@ -367,19 +272,6 @@ class _Rewriter:
                 if not hasattr(child, "lineno") or child is statement:
                     ast.copy_location(child, node)
         return statements
-
-
-def _shaped_iter(iterable: ast.expr) -> ast.expr:
-    """``np.ndindex(...)`` as ``__stax_loop__.ndindex(np.ndindex, ...)``: the call as written,
-    whose result, where it is NumPy's ``ndindex`` of an int shape, iterates the same tuples
-    and knows its shape (``NdIndex``), so a long loop over it lifts as a loop over the flat
-    index. Any other iterable as it is."""
-    func = iterable.func if isinstance(iterable, ast.Call) else None
-    if not ((isinstance(func, ast.Attribute) and func.attr == "ndindex") or
-            (isinstance(func, ast.Name) and func.id == "ndindex")):
-        return iterable
-    return ast.Call(ast.Attribute(ast.Name("__stax_loop__", ast.Load()), "ndindex", ast.Load()),
-                    [func, *iterable.args], iterable.keywords)
 
 
 def _return_values(names: list[str]) -> ast.Try:
@@ -548,51 +440,6 @@ def install_lifter(lift: Callable[..., dict[str, Any] | None] | None) -> None:
     _lifter = lift
 
 
-#: the plain target a loop over ``np.ndindex`` unpacking its tuples is given
-INDEX_TUPLE = "__stax_index"
-
-
-class NdIndex:
-    """What ``np.ndindex(*shape)`` iterates (tuples of Python ints, in C order), with its
-    ``shape``: the iterable of a loop ``for i, j in np.ndindex(shape)`` (``_shaped_iter``)."""
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        self.shape = shape
-        self._it = iter(itertools.product(*(range(n) for n in shape)))
-
-    def __iter__(self) -> NdIndex:
-        return self
-
-    def __next__(self) -> tuple[int, ...]:
-        return next(self._it)
-
-
-
-def unravel(flat: Any, shape: tuple[int, ...]) -> tuple[Any, ...]:
-    """The index tuple of a flat position in C order (a Python int, or a lifted body's traced
-    item: its floor divisions and remainders are recorded)."""
-    if not shape:
-        return ()
-    out, inside = [], 1
-    for n in reversed(shape[1:]):
-        out.append(flat // inside % n)
-        inside *= n
-    out.append(flat // inside)
-    return tuple(reversed(out))
-
-
-def _ndindex(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` as a loop's iterable; NumPy's ``ndindex`` of Python ints as an
-    ``NdIndex`` of that shape."""
-    items = fn(*args, **kwargs)
-    shape = args[0] if len(args) == 1 and type(args[0]) is tuple else args
-    if fn is not np.ndindex or kwargs or not all(
-            isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in shape):
-        return items
-    # (a traced array's sizes are read here as the unrolled loop's ranges would read them)
-    return NdIndex(tuple(max(operator.index(n), 0) for n in shape))
-
-
 def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
              whole: Callable[..., tuple[Any, ...]], values: tuple[Any, ...],
              rows: Callable[..., tuple[Any, ...]] | None = None) -> tuple[Any, ...]:
@@ -609,7 +456,7 @@ def run_loop(site: LoopSite, items: Any, body: Callable[..., tuple[Any, ...]],
     # last item's tuple after the loop, as Python leaves it
     shape = items.shape
     target = site.returned.index(site.target) if site.target in site.returned else None
-    body, whole, items = _over_flat(shape, body, whole, target)
+    body, whole, items = over_flat(shape, body, whole, target)
     out = _run_loop(tracer, site, items, body, whole, values, rows)
     if target is None or not items or site.target not in site.assigned:
         return out
@@ -650,26 +497,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
 
 
-def _over_flat(shape: tuple[int, ...], body: Callable[..., tuple[Any, ...]],
-               whole: Callable[..., tuple[Any, ...]], target: int | None
-               ) -> tuple[Any, Any, range]:
-    """A loop over ``np.ndindex(shape)`` as one over ``range`` of its size: the body and the
-    whole loop take flat positions and unravel them (closing over the shape alone: a lifted
-    body's key reads what it closes over). ``target``: the loop variable's position among
-    the body's results, where the body returns the flat position."""
-
-    def flat_body(item: Any, *values: Any) -> tuple[Any, ...]:
-        out = body(unravel(item, shape), *values)
-        if target is None:
-            return out
-        return (*out[:target], item, *out[target + 1:])
-
-    def flat_whole(items: Any, *values: Any) -> tuple[Any, ...]:
-        return whole((unravel(k, shape) for k in items), *values)
-    return flat_body, flat_whole, range(math.prod(shape))
-
-
-run_loop.ndindex = _ndindex  # type: ignore[attr-defined]  # ``_shaped_iter``'s calls
+run_loop.ndindex = ndindex_call  # type: ignore[attr-defined]  # ``shaped_iter``'s calls
 
 
 def _traced_rows(value: Any) -> bool:

@@ -100,7 +100,7 @@ def _ancestors(nodes: list[Node]) -> set[Node]:
         if node in seen:
             continue
         seen.add(node)
-        stack.extend(a for a in (*node.args, *node.kwargs.values()) if isinstance(a, Node))
+        stack.extend(node.inputs)  # nested ones too: ``np.stack([x[m].sum(), c])``
     return seen
 
 

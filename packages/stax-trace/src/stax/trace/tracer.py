@@ -346,11 +346,11 @@ class Tracer:
         return Proxy(node, array, self)
 
     def _creation_node(self, created: Created, source: str | None) -> Any:
+        when = "before it meets" if created.node is None else "after it met"
+        if not created.unchanged():  # the program would make it as it was made
+            raise refused(UnsupportedError(f"an array made by {created.target}() is modified "
+                                           f"in place {when} a traced value", source=source))
         if created.node is None:
-            if not created.unchanged():
-                raise refused(UnsupportedError(
-                    f"an array made by {created.target}() is modified in place before it meets "
-                    "a traced value", source=source))
             sizes: list[tuple[tuple[Any, ...], Any]] = []
             args = self._symbolic(created.args, created.source, sizes, ("args",))
             kwargs = self._symbolic(created.kwargs, created.source, sizes, ("kwargs",))

@@ -1,0 +1,97 @@
+"""What a lifted loop's step takes and returns (``lifted_loops.lift``), or why the loop unrolls:
+from the locals after the loop's traced first item, its traced inputs, the Python values that
+are constants of the compiled body, the arrays it returns, and the locals that are views of
+another input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from stax.trace import Proxy
+from stax.trace.loops import UNBOUND, LoopSite
+from stax.trace.traced_sizes import read_number
+
+#: Python values a body may hold as constants of its compiled program
+_CONSTANTS = (bool, int, float, complex, str, type(None), np.generic)
+
+
+def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
+          ) -> tuple[list[str], dict[str, Any], list[str], dict[str, Any]] | str:
+    """(traced inputs, constants, results, views) of the lifted step, or why the loop unrolls.
+    ``views``: a local the body updates in place that is a view of another input (``u =
+    U[1:-1, 1:-1]; u += ...``), by name: (the other's name, the key); such a loop runs in NumPy,
+    on a copy of the other and the same view of it."""
+    if site.target is None and site.array is None:
+        return "its target is not a plain name"
+    if site.effect is not None:  # compiled, it would not happen; tried, it would happen twice
+        return f"its body calls {site.effect}, an effect each iteration has once"
+    if site.array is not None and (site.array in site.mutated or site.row in site.mutated):
+        return f"the body updates the rows of {site.array!r} it iterates over"
+    if site.target_rebound:
+        return f"the body binds the loop's variable {site.target or site.row!r} too"
+    inputs, constants = [], {}
+    for name in site.params:
+        value = state.get(name, UNBOUND)
+        if name in (site.target, site.row):
+            constants[name] = 0  # bound to the item (its row) before the body reads it
+        elif name in site.scratch:
+            continue  # bound before read, read nowhere else: neither taken nor returned
+        elif isinstance(value, Proxy) and value.tracer is tracer:
+            inputs.append(name)
+        elif isinstance(value, _CONSTANTS):
+            # bound by the body too (an inner loop's target): it must come out of each
+            # iteration as it went in (``_Runner`` checks), a constant of the compiled body
+            # (a size or scalar argument: its value, which the version is then exact in)
+            constants[name] = read_number(value)
+        elif value is UNBOUND:
+            return f"the local {name!r} has no value after the first iteration"
+        else:
+            return f"the local {name!r} holds a {type(value).__name__}, not a traced array"
+    views: dict[str, Any] = {}
+    for name in site.mutated:
+        value = state[name]
+        if isinstance(value, Proxy) and isinstance(value.value, np.generic):
+            continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``
+        if name in site.scratch:  # ``lap = np.zeros_like(u); lap[1:-1] = ...``
+            if isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and \
+                    value.view_of is None and tracer.shared(value) is None and \
+                    not any(state.get(other) is value for other in site.params if other != name):
+                continue  # a new array each item, updated within it
+            return f"the body updates {name!r} in place, bound to an array it did not make"
+        if name in site.rebound:
+            return f"the body both updates {name!r} in place and binds it anew"
+        if not isinstance(value, Proxy) or not isinstance(value.value, np.ndarray):
+            return f"the body updates {name!r} in place, which is not a traced array"
+        base = _viewed_input(tracer, site, state, inputs, value)
+        if base is not None:
+            views[name] = (base, value.view_of[1])
+        elif value.view_of is not None or tracer.shared(value) is not None:
+            return f"the body updates {name!r} in place, and another value sees that array"
+        for other in inputs:
+            if other != name and other != views.get(name, (None,))[0] and (
+                    state[other] is value or np.may_share_memory(
+                        np.asarray(state[other].value), value.value)):
+                return f"{name!r}, updated in place, shares memory with {other!r}"
+    outputs = [n for n in inputs if n in site.assigned or n in site.mutated]
+    if not outputs:
+        return "the body binds and updates no traced array"
+    return inputs, constants, outputs, views
+
+
+def _viewed_input(tracer: Any, site: LoopSite, state: dict[str, Any], inputs: list[str],
+                  value: Proxy) -> str | None:
+    """The input ``value`` is a view of (by a key of constants), when nothing else views that
+    input and the body neither binds nor updates it by its own name."""
+    if value.view_of is None:
+        return None
+    base, key = value.view_of
+    if base.view_of is not None or any(isinstance(k, Proxy) for k in
+                                       (key if isinstance(key, tuple) else (key,))):
+        return None
+    name = next((n for n in inputs if state[n] is base), None)
+    if name is None or name in site.mutated or name in site.assigned or \
+            tracer.shared(base, (value.value,)) is not None:
+        return None
+    return name
