@@ -76,6 +76,8 @@ CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_I
 NPY_ARRAY_WRITEABLE = 0x0400
 #: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
 NONE_RESULT = -2
+#: the slot of a constant result, less its position among ``EntryPlan.constants``
+CONST_RESULT = -3
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,13 @@ class EntryPlan:
     products: tuple[Product, ...] = ()
     #: pairs of input slots that must not be one array (operands of one product)
     apart: tuple[tuple[int, int], ...] = ()
+    #: results in nested tuples (``return a + 1, (a - 1, a * 2)``): the tree's shape, each
+    #: leaf its result's position (``_nesting``); () for one result or a flat tuple
+    nesting: Any = ()
+    #: the Python values returned as results (``return x + 1, 0.0``), each result of the
+    #: ``k``-th one at slot ``CONST_RESULT - k``: the same object every call, as the
+    #: executable's own call returns it
+    constants: tuple[Any, ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -129,15 +138,14 @@ class EntryPlan:
         if artifact.overwrites and loop:
             return "it writes over an argument"
         tree = artifact.output_tree
-        if tree.kind not in ("leaf", "tuple") or any(c.kind != "leaf" for c in tree.children):
-            return "its results are not one array or a flat tuple of arrays"
+        if not _tuples(tree) or (loop and any(c.kind != "leaf" for c in tree.children)):
+            return "its results are not one array or a tuple of arrays (or tuples of them)"
         # the user's results; after them, an updated argument's final value (``overwrites``)
-        n_user = 1 if tree.kind == "leaf" else len(tree.children)
+        n_user = tree.num_leaves
         user, finals = artifact.outputs[:n_user], artifact.outputs[n_user:]
         if finals and not artifact.overwrites:
             return "its results are not one array or a flat tuple of arrays"
-        if any("buffer" not in o and ("const" not in o or o["const"] is not None)
-               for o in user) and not loop:
+        if loop and any("buffer" not in o and o.get("const") is not None for o in user):
             return "a result is a constant"
         slots: dict[str, int] = {}
         inputs, allocs = [], []
@@ -178,8 +186,12 @@ class EntryPlan:
             events = slots[artifact.events] = len(inputs) + len(allocs)
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
+        constants = tuple(o["const"] for o in user if "buffer" not in o and
+                          o.get("const") is not None)
+        numbered = iter(range(len(constants)))
         outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) if "buffer" in o else
-                        (-1 if loop else NONE_RESULT, False) for o in user)
+                        (-1 if loop else NONE_RESULT, False) if o.get("const") is None else
+                        (CONST_RESULT - next(numbered), False) for o in user)
         if any(slots.get(o.get("buffer"), len(inputs)) >= len(inputs) for o in finals):
             return "an updated argument's final value is copied back"
         updated = tuple(sorted({slots[over] for over in artifact.overwrites.values()}))
@@ -202,9 +214,24 @@ class EntryPlan:
         pooled = () if loop or pool is None else tuple(
             (k, pool.chunks(kernel.outer_range)) for k, kernel in enumerate(artifact.kernels)
             if kernel.parallel)
+        nesting = _nesting(tree, iter(range(n_user))) \
+            if any(c.kind != "leaf" for c in tree.children) else ()
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
-                         pooled, bool(artifact.late_reports), tuple(products), apart)
+                         pooled, bool(artifact.late_reports), tuple(products), apart, nesting,
+                         constants)
+
+
+def _tuples(tree: Any) -> bool:
+    """One leaf, or a tuple of leaves and such tuples."""
+    return tree.kind == "leaf" or (tree.kind == "tuple" and all(_tuples(c) for c in tree.children))
+
+
+def _nesting(tree: Any, leaves: Any) -> Any:
+    """A tuple tree's shape: each leaf its result's position, each tuple a tuple."""
+    if tree.kind == "leaf":
+        return next(leaves)
+    return tuple(_nesting(c, leaves) for c in tree.children)
 
 
 def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
@@ -245,7 +272,8 @@ def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     module = ir.Module("stax_entry")
-    n_ctx = CTX_FIXED + len(plan.inputs) + len(plan.allocs) + len(plan.kernels) + len(plan.pooled)
+    n_ctx = CTX_FIXED + len(plan.inputs) + len(plan.allocs) + len(plan.kernels) + \
+        len(plan.pooled) + len(plan.constants)
     ctx = ir.GlobalVariable(module, ir.ArrayType(I64, n_ctx), "stax_ctx")
     ctx.initializer = ir.Constant(ir.ArrayType(I64, n_ctx), [0] * n_ctx)
     fnty = ir.FunctionType(I8P, [I8P, I8PP, I64, I8P])
@@ -409,16 +437,19 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     # references: each result holds one. A buffer made here has one to hand over; an argument
     # returned, or a buffer returned twice, gets the others — all taken before any conversion, as
     # a 0-d array's conversion to a scalar consumes a reference and may free the array
-    uses = Counter(slot for slot, _ in plan.outputs if slot != NONE_RESULT)
+    uses = Counter(slot for slot, _ in plan.outputs if slot >= 0)
+    first_constant = first_kernel + len(plan.kernels) + len(plan.pooled)
     for slot, count in uses.items():
         for _ in range(count - 1 + (slot < len(plan.inputs))):
             b.call(incref, [b.ptrtoint(objs[slot], I64)])
     returned = set(uses)
     results: list[ir.Value] = []
     for slot, scalar in plan.outputs:
-        if slot == NONE_RESULT:  # Py_None, a reference of its own
-            b.call(incref, [ctx_word(CTX_NONE)])
-            results.append(b.inttoptr(ctx_word(CTX_NONE), I8P))
+        if slot < 0:  # Py_None or a constant: a reference of its own
+            word = ctx_word(CTX_NONE if slot == NONE_RESULT else
+                            first_constant + CONST_RESULT - slot)
+            b.call(incref, [word])
+            results.append(b.inttoptr(word, I8P))
             continue
         obj = objs[slot]
         if scalar:  # 0-d array -> NumPy scalar (steals the array's reference)
@@ -427,12 +458,17 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     for j, obj in enumerate(made):
         if len(plan.inputs) + j not in returned:
             b.call(decref, [obj])
+    set_item = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])  # steals each item's reference
+
+    def tupled(items: Any) -> ir.Value:
+        made = b.call(ctx_fn(CTX_TUPLE_NEW, I8P, [I64]), [ir.Constant(I64, len(items))])
+        for k, item in enumerate(items):
+            b.call(set_item, [made, ir.Constant(I64, k),
+                              tupled(item) if isinstance(item, tuple) else results[item]])
+        return made
     value = results[0]
     if plan.as_tuple:
-        value = b.call(ctx_fn(CTX_TUPLE_NEW, I8P, [I64]), [ir.Constant(I64, len(results))])
-        set_item = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])  # steals each item's reference
-        for k, obj in enumerate(results):
-            b.call(set_item, [value, ir.Constant(I64, k), obj])
+        value = tupled(plan.nesting or tuple(range(len(results))))
     if plan.late_reports and status is not None:  # the arguments are written: NumPy reports
         report_late(fn, b, status, ctx_word(CTX_REPORT), ctx_word(CTX_LONG),
                     ctx_word(CTX_VECTORCALL), decref, value)
@@ -479,7 +515,7 @@ class Entry:
         # straight-line guard code: a light optimization level compiles it in a few milliseconds
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
         # the context holds borrowed pointers to these (the pool lives as long as the process)
-        self._keep = (slow, descrs, kernels, pool, report)
+        self._keep = (slow, descrs, kernels, pool, report, plan.constants)
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
                    api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None),
@@ -494,6 +530,7 @@ class Entry:
         if plan.pooled:
             assert pool is not None
             context += [pool.tramp(len(plan.kernels[k][1])) for k, _ in plan.pooled]
+        context += [id(c) for c in plan.constants]
         self._ctx = (ctypes.c_int64 * len(context)).from_address(
             self.module.global_address("stax_ctx"))
         for i, value in enumerate(context):
