@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import Node
+from stax.ir import Node, Opcode
 
 from .proxy import Proxy
 from .source import drop_held, held_mark
@@ -47,10 +47,24 @@ def restore(saved: Saved) -> None:
 _INDEXING = frozenset({"operator.getitem", "stax.functional.setitem"})
 
 
-def _holds_node(index: Any) -> bool:
+def _from_data(index: Any, item: str) -> bool:
+    """Whether an index (a number, a node, a tuple of them) is computed from an argument other
+    than the placeholder ``item``."""
     if isinstance(index, tuple):
-        return any(_holds_node(i) for i in index)
-    return isinstance(index, Node)
+        return any(_from_data(i, item) for i in index)
+    if not isinstance(index, Node):
+        return False
+    seen: set[Node] = set()
+    stack = [index]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.op is Opcode.PLACEHOLDER and node.target != item:
+            return True
+        stack.extend(node.inputs)
+    return False
 
 
 class FirstIteration:
@@ -67,11 +81,13 @@ class FirstIteration:
         """Operations the first iteration recorded (called right after it)."""
         return len(tracer.graph.nodes) - self.marks[0]
 
-    def indexes_by_data(self, tracer: Any) -> bool:
+    def indexes_by_data(self, tracer: Any, item: str) -> bool:
         """Whether the first iteration read or wrote an array at a position computed from the
         data (``h[v] += 1`` for an item ``v`` of an array): unrolled, such items are a gather
-        and a scatter each, which no rerolling or fusion joins (called right after it)."""
-        return any(n.target in _INDEXING and len(n.args) > 1 and _holds_node(n.args[1])
+        and a scatter each, which no rerolling or fusion joins (called right after it). The
+        item of an enclosing lifted loop (the placeholder ``item``) is an index, not data:
+        ``D[i, j] = ...`` in a loop over ``j`` inside one over ``i``."""
+        return any(n.target in _INDEXING and len(n.args) > 1 and _from_data(n.args[1], item)
                    for n in tracer.graph.nodes[self.marks[0]:])
 
     def lift_all(self, tracer: Any, site: Any, after: dict[str, Any], unbound: Any,

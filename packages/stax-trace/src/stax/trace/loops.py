@@ -480,7 +480,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
                                        first.state, state, items[0])
         unrolled = first.recorded(tracer) * len(rest)
         if views is not None and (unrolled > UNROLL_LIMIT or (
-                unrolled > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer))):
+                unrolled > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT))):
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first
             lifted = first.lift_all(tracer, site, state, UNBOUND,

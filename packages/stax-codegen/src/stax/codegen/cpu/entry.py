@@ -145,8 +145,6 @@ class EntryPlan:
         user, finals = artifact.outputs[:n_user], artifact.outputs[n_user:]
         if finals and not artifact.overwrites:
             return "its results are not one array or a flat tuple of arrays"
-        if loop and any("buffer" not in o and o.get("const") is not None for o in user):
-            return "a result is a constant"
         slots: dict[str, int] = {}
         inputs, allocs = [], []
         buffers = [b for b in artifact.buffers if b.role == "input"]
@@ -186,12 +184,14 @@ class EntryPlan:
             events = slots[artifact.events] = len(inputs) + len(allocs)
         kernels = tuple((k.name, tuple(slots[a] for a in k.args), k.outer_range)
                         for k in artifact.kernels)
-        constants = tuple(o["const"] for o in user if "buffer" not in o and
-                          o.get("const") is not None)
+        # a constant result: the item loop's slot -1 (it keeps the value itself), else the
+        # entry's None or one of its constants
+        constants = () if loop else tuple(o["const"] for o in user if "buffer" not in o and
+                                          o.get("const") is not None)
         numbered = iter(range(len(constants)))
         outputs = tuple((slots[o["buffer"]], bool(o["scalar"])) if "buffer" in o else
-                        (-1 if loop else NONE_RESULT, False) if o.get("const") is None else
-                        (CONST_RESULT - next(numbered), False) for o in user)
+                        (-1 if loop else NONE_RESULT, False) if loop or o.get("const") is None
+                        else (CONST_RESULT - next(numbered), False) for o in user)
         if any(slots.get(o.get("buffer"), len(inputs)) >= len(inputs) for o in finals):
             return "an updated argument's final value is copied back"
         updated = tuple(sorted({slots[over] for over in artifact.overwrites.values()}))
