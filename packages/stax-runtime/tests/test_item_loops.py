@@ -314,7 +314,7 @@ def test_an_outer_loop_whose_body_holds_an_inner_loop_runs_in_one_machine_code_l
     monkeypatch.setattr(loops, "UNROLL_LIMIT", 1_000)
     monkeypatch.setenv("STAX_LOGS", "loops")
     rng = np.random.default_rng(11)
-    A, B, W = rng.random((8, 40)), rng.random((8, 40)), rng.random((8, 40)) + 0.5
+    A, B, W = rng.random((8, 70)), rng.random((8, 70)), rng.random((8, 70)) + 0.5
     with caplog.at_level(logging.INFO, logger="stax"):
         _same_as_numpy(weighted_distances, A, B, W, rtol=1e-13)
     assert "items run in one machine-code loop" in caplog.text
