@@ -62,9 +62,11 @@ class OtherBranches:
         self._hits[self._hit_level] -= 1  # counted for ``tried``, which did not apply
         while True:
             found = self._lookup(sigma, args, kwargs, skipped)
+            counted = found is not None  # a level-3 hit, taken back if it does not apply
             if found is None:
                 with self._compile_lock:
                     found = self._lookup(sigma, args, kwargs, skipped)
+                    counted = found is not None
                     if found is None and self._gates_keep_changing(tried, sigma):
                         found = self._eager_from_now_on(tried, sigma)
                     if found is None:
@@ -74,7 +76,8 @@ class OtherBranches:
             try:
                 result = self._run(found, args, kwargs, other_branches=False)
             except GateMismatch as mismatch:
-                self._hits[3] -= 1
+                if counted:
+                    self._hits[3] -= 1
                 skipped.add(id(found))
                 self._skip_by_outcomes(found, mismatch, skipped)
                 continue
