@@ -537,6 +537,25 @@ def test_a_loop_indexing_by_data_lifts_before_it_outgrows_the_kernel_limit(monke
     (version,) = f.versions()
     assert len(version.artifact.steps) < 10  # one step runs the items, not 451 kernels
 
+    def gather(x, idx):  # no item reads what another wrote: rerolled into one kernel
+        out = np.empty(idx.size)
+        for i in range(idx.size):
+            out[i] = x[idx[i]] * 2.0
+        return out
+
+    def scatter(x, idx, v):
+        out = x.copy()
+        for i in range(idx.size):
+            out[idx[i]] = v[i]
+        return out
+    x, idx, v = rng.random(1000), rng.integers(0, 1000, 200), rng.random(200)
+    for fn, args in ((gather, (x, idx)), (scatter, (x, idx, v))):
+        g = stax.compile(fn, strict_native=True)
+        g(*args)
+        np.testing.assert_array_equal(g(*args), fn(*args))
+        (version,) = g.versions()
+        assert not version.artifact.externs  # no lifted step (a NumPy step of its own)
+
 
 def diffuse(u0, steps):
     u = u0.copy()
