@@ -187,3 +187,12 @@ def test_a_traced_value_stored_in_a_global_fails_the_capture_with_its_place():
     kept = []
     with pytest.raises(UnsupportedError, match="closure 'kept'"):
         trace(lambda x: (kept.append(x), x)[1], (X,))
+
+
+def test_byteswap_is_refused_as_what_it_is():
+    """``x.byteswap()`` makes a copy (refused as such, not as an in-place update);
+    ``inplace=True`` is an in-place update."""
+    with pytest.raises(UnsupportedError, match=r"byteswap\(\) \(a copy"):
+        trace(lambda x: x.byteswap(), (X,))
+    with pytest.raises(UnsupportedError, match=r"in-place update method \.byteswap\(inplace"):
+        trace(lambda x: x.byteswap(inplace=True), (X.copy(),))

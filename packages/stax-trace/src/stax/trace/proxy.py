@@ -198,6 +198,13 @@ class Proxy:
         if not callable(attr):
             raise refused(UnsupportedError(f"reading ndarray attribute .{name} of a traced "
                                            "array", source=user_source()))
+        if name == "byteswap":  # a copy unless inplace=True: its bytes reversed, not captured
+            def swapped(inplace: bool = False) -> Any:
+                if inplace:
+                    raise _mutation("method .byteswap(inplace=True)")
+                raise refused(UnsupportedError("x.byteswap() (a copy with each element's bytes "
+                                               "reversed) is not captured", source=user_source()))
+            return swapped
         if name in MUTATING_METHODS:
             raise _mutation(f"method .{name}()")
         if name in ("item", "tolist"):  # reads data into Python: a data gate (table 3.2)
