@@ -60,6 +60,8 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
                     not any(state.get(other) is value for other in site.params if other != name):
                 continue  # a new array each item, updated within it
             return f"the body updates {name!r} in place, bound to an array it did not make"
+        if name in site.fresh:
+            continue  # ``v = v * 0.95 + I[t]; v[s] = 0.0``: the item's own array is updated
         if name in site.rebound:
             return f"the body both updates {name!r} in place and binds it anew"
         if not isinstance(value, Proxy) or not isinstance(value.value, np.ndarray):

@@ -44,6 +44,44 @@ def bound_before_read(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
+    """Those of ``names`` the body binds anew, by a plain top-level assignment, before any
+    statement could update their object in place: the statements before it do not mention the
+    name, and the assignment reads it only as an operand of arithmetic, a comparison or a
+    subscript (``v = v * 0.95 + I[t]``; not ``v = f(v)``, which might update it). Its updates
+    after (``v[s] = 0.0``) are then of the array this item made."""
+    found = set()
+    for name in names:
+        for statement in body:
+            loads, stores = _mentions(statement, name)
+            if not (loads or stores):
+                continue
+            if isinstance(statement, ast.Assign) and \
+                    any(isinstance(t, ast.Name) and t.id == name for t in statement.targets) and \
+                    all(isinstance(t, ast.Name) for t in statement.targets) and \
+                    _operand_only(statement.value, name):
+                found.add(name)
+            break
+    return frozenset(found)
+
+
+def _operand_only(expr: ast.expr, name: str) -> bool:
+    """Whether ``expr`` reads ``name`` only as an operand of arithmetic, a comparison or the
+    value of a subscript (nothing it is passed to could update it)."""
+    allowed: set[int] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.BinOp):
+            allowed.update((id(node.left), id(node.right)))
+        elif isinstance(node, ast.UnaryOp):
+            allowed.add(id(node.operand))
+        elif isinstance(node, ast.Compare):
+            allowed.update(id(n) for n in (node.left, *node.comparators))
+        elif isinstance(node, ast.Subscript):
+            allowed.add(id(node.value))
+    return all(id(node) in allowed for node in ast.walk(expr)
+               if isinstance(node, ast.Name) and node.id == name)
+
+
 def name_uses(function: ast.FunctionDef) -> list[tuple[int, str]] | None:
     """Every read or deletion of a name in ``function`` (the node's id, the name), taken before
     any loop of it is rewritten; None when the function reads its locals by other means

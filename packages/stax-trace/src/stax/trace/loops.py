@@ -88,6 +88,8 @@ class LoopSite:
     bound_first: frozenset[str] = frozenset()  # params bound before read (``loop_body``)
     effect: str | None = None  # a call with a Python effect in the body (``loop_body``)
     scratch: frozenset[str] = frozenset()  # bound first, read nowhere else (``loop_body``)
+    #: updated in place only after the body bound them anew (``loop_body.rebound_before_update``)
+    fresh: frozenset[str] = frozenset()
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -220,7 +222,8 @@ class _Rewriter:
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
-                                   bound_first, loop_body.effects(node.body), scratch))
+                                   bound_first, loop_body.effects(node.body), scratch,
+                                   loop_body.rebound_before_update(node.body, mutated)))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
                                      [ast.Name("__stax_unbound__", ast.Load())]),
