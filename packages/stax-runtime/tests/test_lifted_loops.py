@@ -651,11 +651,11 @@ def test_a_loop_over_ndindex_lifts_over_the_flat_index(caplog):
         assert got[1] == want[1] and type(got[1]) is tuple
 
 
-def leaky_neurons(I):
-    v = np.zeros(I.shape[1], np.float32)
-    spikes = np.zeros(I.shape[1], np.int64)
-    for t in range(I.shape[0]):
-        v = v * np.float32(0.95) + I[t]
+def leaky_neurons(current):
+    v = np.zeros(current.shape[1], np.float32)
+    spikes = np.zeros(current.shape[1], np.int64)
+    for t in range(current.shape[0]):
+        v = v * np.float32(0.95) + current[t]
         s = v > 1.0
         spikes += s
         v[s] = 0.0
@@ -670,11 +670,12 @@ def updated_then_rebound(v0, steps):
     return v
 
 
-def test_a_carried_array_rebound_then_updated_in_place_lifts(caplog):
+def test_a_carried_array_rebound_then_updated_in_place_lifts(caplog, monkeypatch):
     """``v = v * 0.95 + I[t]; v[s] = 0.0``: the update is of the array the item made (the AST
     shows the rebinding first: ``loop_body.rebound_before_update``), so the loop lifts (it was
     refused as "updates 'v' in place and binds it anew" and unrolled: 300 steps, a first call of
     7.4 s). Updated before being rebound, a name stays what it was."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
     rng = np.random.default_rng(12)
     f = stax.compile(leaky_neurons, strict_native=True)
     with caplog.at_level(logging.INFO, logger="stax"):
@@ -684,8 +685,8 @@ def test_a_carried_array_rebound_then_updated_in_place_lifts(caplog):
             for g, w in zip(got, want):
                 assert g.dtype == w.dtype
                 np.testing.assert_array_equal(g, w)
-    (version,) = f.versions()
-    assert len(version.artifact.steps) < 10
+    assert "iterations lifted into one step (body compiled once" in caplog.text
+    assert "binds it anew" not in caplog.text
     g = stax.compile(updated_then_rebound)
     for _ in range(2):
         v0 = rng.random(20)
