@@ -34,7 +34,7 @@ from .program import (
 )
 from .pytree import TreeDef, tree_flatten, tree_leaves, tree_unflatten
 from .serialize import check_schema, read_json, write_json
-from .slicing import backward_slice
+from .slicing import ancestors, backward_slice
 from .to_opgraph import data_dependent_shape, lower_capture
 from .verify import verify_graph
 from .views import rebase_view
@@ -64,6 +64,7 @@ __all__ = [
     "TreeDef",
     "UnsupportedError",
     "VerificationError",
+    "ancestors",
     "approximate_ops",
     "backward_slice",
     "check_schema",

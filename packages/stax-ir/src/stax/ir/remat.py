@@ -37,6 +37,7 @@ import numpy as np
 
 from .graph import Graph, Node, Opcode
 from .ops import OPS, CostClass
+from .slicing import ancestors
 
 INFINITE = float("inf")
 #: the price of recomputing a transcendental value, per byte of it (keeping it costs 1): an
@@ -75,7 +76,7 @@ def rematerialize(graph: Graph, backward: set[Node], outputs: set[Node]) -> Part
     read = {u for b in backward for u in b.inputs if u not in backward}
     if not read:
         return Partition()
-    needed = _ancestors(read)
+    needed = ancestors(read)
     free = {n for n in needed if n.op is Opcode.PLACEHOLDER or n in outputs}
     # a value a NumPy step of the backward reads (``g @ h.T``) is materialized there anyway:
     # kept, it is not computed twice
@@ -126,17 +127,6 @@ def _through_views(step: Node, backward: set[Node]) -> list[Node]:
         else:
             found.append(node)
     return found
-
-
-def _ancestors(nodes: set[Node]) -> set[Node]:
-    seen: set[Node] = set()
-    todo = list(nodes)
-    while todo:
-        node = todo.pop()
-        if node not in seen:
-            seen.add(node)
-            todo.extend(node.inputs)
-    return seen
 
 
 def _recompute_everything(read: set[Node], free: set[Node]) -> int:

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .graph import Graph, Node, Opcode, map_nodes
+
+
+def ancestors(nodes: Iterable[Node]) -> set[Node]:
+    """``nodes`` and every node they are computed from (through nested arguments too), each
+    visited once."""
+    seen: set[Node] = set()
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        if node not in seen:
+            seen.add(node)
+            pending.extend(node.inputs)
+    return seen
 
 
 def backward_slice(graph: Graph, targets: Sequence[Node]) -> Graph:
@@ -14,14 +27,7 @@ def backward_slice(graph: Graph, targets: Sequence[Node]) -> Graph:
     so this is O(|V| + |E|). Placeholders the slice needs are kept (with their metadata), so the
     slice runs on the same inputs as ``graph``.
     """
-    needed: set[Node] = set()
-    pending = list(targets)
-    while pending:
-        node = pending.pop()
-        if node in needed:
-            continue
-        needed.add(node)
-        pending.extend(node.inputs)
+    needed = ancestors(targets)
     sliced = Graph(graph.dialect)
     copies: dict[Node, Node] = {}
     for node in graph.nodes:

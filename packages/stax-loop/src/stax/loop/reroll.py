@@ -36,8 +36,7 @@ from stax.ir import contiguous_strides
 
 from .expr import Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, loads, postorder, rewrite
 from .index import Affine, linear_index
-from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, rvar, xvar
-from .ir import node_loads as _node_loads
+from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, node_loads, rvar, xvar
 
 #: the fewest iterations worth one loop (two kernels cost about what one loop of two costs)
 MIN_RUN = 3
@@ -78,13 +77,13 @@ class _Iteration:
 _LOADS = threading.local()
 
 
-def node_loads(node: ComputedBuffer) -> list[Any]:
+def _loads(node: ComputedBuffer) -> list[Any]:
     cache = getattr(_LOADS, "found", None)
     if cache is None:
         cache = _LOADS.found = {}
     found = cache.get(id(node))
     if found is None or found[0] is not node:
-        found = cache[id(node)] = (node, _node_loads(node))
+        found = cache[id(node)] = (node, node_loads(node))
     return found[1]
 
 
@@ -141,7 +140,7 @@ def _readers(buffers: Sequence[Buffer], kept: Iterable[str], checks: dict[str, s
     for name in checks:
         readers.setdefault(name, set()).add(CHECK)
     for b in buffers:
-        names = b.reads if isinstance(b, ExternCall) else [r.buffer for r in node_loads(b)]
+        names = b.reads if isinstance(b, ExternCall) else [r.buffer for r in _loads(b)]
         for name in names:
             readers.setdefault(name, set()).add(b.name)
     return readers
@@ -197,7 +196,7 @@ def _iteration_at(buffers: Sequence[Buffer], start: int, count: int, first: bool
             heads = tuple(m for m in members if m.name in entries)
             names = {m.name for m in members}
             if len(set(entries)) != len(entries) or (heads and not first) or any(
-                    h.updates is not None or any(r.buffer in names for r in node_loads(h))
+                    h.updates is not None or any(r.buffer in names for r in _loads(h))
                     for h in heads) or any(
                     sum(u.updates == v.name for u in it.updates) > 1 for v in it.updates):
                 return None  # a head goes first when rerolled: it may read none of these
@@ -270,7 +269,7 @@ def _run_of(buffers: Sequence[Buffer], start: int, readers: dict[str, set[str]],
         step, signature = deltas, following
         run.append(it)
         length += it.span
-    if any(ld.buffer in written for it in run for s in it.satellites for ld in node_loads(s)):
+    if any(ld.buffer in written for it in run for s in it.satellites for ld in _loads(s)):
         return [], 0  # a satellite reads what the run writes: the order of iterations matters
     if len(run) >= MIN_RUN and _chained(first):  # each region of one array, over the run
         steps = {h.member: d for h, d in zip(signature[2], step or ()) if isinstance(h, _Store)}
@@ -288,7 +287,7 @@ def _own(it: _Iteration, readers: dict[str, set[str]]) -> bool:
         if not (found <= names or (found == {CHECK} and s.dtype == "bool" and not s.shape)):
             return False
     updated = {u.name for u in it.updates}
-    if any(r.buffer in updated - {u.name} for u in it.updates for r in node_loads(u)):
+    if any(r.buffer in updated - {u.name} for u in it.updates for r in _loads(u)):
         return False
     if _chained(it) and not _chains_apart(it):
         return False
@@ -307,7 +306,7 @@ def _chains_apart(it: _Iteration) -> bool:
     their constant, none reaching an element another reaches in any iteration (checked below,
     on the run's steps: ``_apart``)."""
     bases = {u.name for u in it.updates} | {u.updates for u in it.updates}
-    return not any(r.buffer in bases for u in it.updates for r in node_loads(u)) and \
+    return not any(r.buffer in bases for u in it.updates for r in _loads(u)) and \
         not any(u.store_offset is not None for u in it.updates)
 
 

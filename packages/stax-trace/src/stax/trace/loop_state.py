@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import Node, Opcode
+from stax.ir import Node, Opcode, ancestors
 
 from .proxy import Proxy
 from .source import drop_held, held_mark
@@ -52,19 +52,8 @@ def _from_data(index: Any, item: str) -> bool:
     than the placeholder ``item``."""
     if isinstance(index, tuple):
         return any(_from_data(i, item) for i in index)
-    if not isinstance(index, Node):
-        return False
-    seen: set[Node] = set()
-    stack = [index]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        if node.op is Opcode.PLACEHOLDER and node.target != item:
-            return True
-        stack.extend(node.inputs)
-    return False
+    return isinstance(index, Node) and any(
+        n.op is Opcode.PLACEHOLDER and n.target != item for n in ancestors([index]))
 
 
 class FirstIteration:

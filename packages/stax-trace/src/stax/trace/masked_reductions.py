@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import Node, Opcode, TensorMeta, contiguous_strides
+from stax.ir import Node, Opcode, TensorMeta, ancestors, contiguous_strides
 from stax.ir.ops import reduction_identity
 
 from .declines import decline_if
@@ -80,7 +80,8 @@ def rewrite(graph: Any, gates: list[Any], shape_read: set[Node]) -> list[Node]:
             member[reduced].reductions.append(node)
     gated = {g.node for g in gates if g.kind not in ("shape", "shapes")}
     index = {n: i for i, n in enumerate(graph.nodes)}
-    decided = _ancestors([n for n in graph.nodes if n.name in gated])
+    # nested operands too: ``np.stack([x[m].sum(), c])``
+    decided = ancestors([n for n in graph.nodes if n.name in gated])
     replaced: list[Node] = []
     lifted: dict[Node, Node] = {}  # reductions rewritten: their replacements
     for group in sorted({id(g): g for g in member.values()}.values(),
@@ -89,19 +90,6 @@ def rewrite(graph: Any, gates: list[Any], shape_read: set[Node]) -> list[Node]:
                 not any(r in decided and not _exact(r) for r in group.reductions):
             replaced += _lift(graph, group, lifted)
     return replaced
-
-
-def _ancestors(nodes: list[Node]) -> set[Node]:
-    """``nodes`` and every node they are computed from."""
-    seen: set[Node] = set()
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.extend(node.inputs)  # nested ones too: ``np.stack([x[m].sum(), c])``
-    return seen
 
 
 def _exact(reduction: Node) -> bool:
