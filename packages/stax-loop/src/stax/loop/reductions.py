@@ -177,10 +177,9 @@ def _welford_merge(ctx: LoopLowering, x: Loader, shape: tuple[int, ...], dtype: 
             dtype), t, dtype)
         # a mean that overflowed: NumPy's deviations from it are infinite (inf), or NaN where an
         # element is infinite too (a row's own moments are NaN then); a NaN mean gives NaN
-        a = mean
         infinite = Binary("add", rows_m2.loader(()), Const(float("inf"), dtype), dtype)
-        return Select(float_predicate("isfinite", a), moments,
-                      Select(float_predicate("isnan", a), a, infinite, dtype), dtype)
+        return Select(float_predicate("isfinite", mean), moments,
+                      Select(float_predicate("isnan", mean), mean, infinite, dtype), dtype)
     return Lazy((1,) * len(shape), dtype, merged)
 
 

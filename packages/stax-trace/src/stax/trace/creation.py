@@ -235,16 +235,16 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
             if result is not NotImplemented:
                 return result
         made = original(*args, **kwargs)
-        if args and (type(args[0]) in (list, tuple) or type(args[0]) in _LITERAL_SCALARS) and \
-                name in _FROM_SEQUENCES:
+        if args and type(args[0]) in _LITERALS and name in _FROM_SEQUENCES:
             _remember_literal(made, sys._getframe(1), conversion)
         return made
     conversion.__stax_original__ = original  # type: ignore[attr-defined]
     return conversion
 
 
-#: numbers a literal array may be made of alone (``np.array(2.0) * x``: a 0-d constant)
-_LITERAL_SCALARS = (bool, int, float)
+#: what a literal array is written from: a list or tuple, or one number alone (``np.array(2.0)
+#: * x``: a 0-d constant)
+_LITERALS = (list, tuple, bool, int, float)
 #: literal arrays (``np.array([-1, 1])``) up to this many elements are remade in the program
 MAX_LITERAL = 4096
 

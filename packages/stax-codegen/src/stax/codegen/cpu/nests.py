@@ -137,8 +137,7 @@ class LoopShapes:
             b = self.builder
             self.loop(xvar(len(ranges) - 1), b.mul(self.start, inner), b.mul(self.stop, inner),
                       [], body, extent=merged)
-        elif (rows := jammed_rows(nodes, self.lanes, self.precise,
-                                  any(n.name in self.spills for n in nodes))) > 1:
+        elif (rows := self.rows_to_jam(nodes)) > 1:
             self.jammed_nest(nodes, rows)
         elif nodes[0].ranges:
             order = plain_order(nodes)  # the loops, outermost first (maybe interchanged)
@@ -146,6 +145,11 @@ class LoopShapes:
                       split=True, unrolled=short_loop(nodes, xvar(order[-1])))
         else:
             self.once(lambda: body([]))
+
+    def rows_to_jam(self, nodes: Sequence[ComputedBuffer]) -> int:
+        """How many rows of the phase ``nodes`` to reduce together (``row_jam.py``)."""
+        return jammed_rows(nodes, self.lanes, self.precise,
+                           any(n.name in self.spills for n in nodes))
 
     def jammed_nest(self, nodes: Sequence[ComputedBuffer], rows: int) -> None:
         """Row reductions (a plain nest's, or a row nest's one phase before what reads its
@@ -214,8 +218,7 @@ class LoopShapes:
                 return each
             return lambda _: (self.nest(row_ranges, lambda d: xvar(d + 1), [], each), [])[1]
         rows = nest.phases[0][0].ranges[0]  # all of them (a thread runs some)
-        jam = jammed_rows(phases[0], self.lanes, self.precise,
-                          any(n.name in self.spills for n in phases[0])) \
+        jam = self.rows_to_jam(phases[0]) \
             if count == 1 and len(phases) == 1 and not self._scratch else 1
         if jam > 1:  # one reduction phase (a product and what reads its rows after): jammed
             self.jammed_nest(phases[0], jam)
