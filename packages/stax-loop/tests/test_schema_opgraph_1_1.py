@@ -6,7 +6,8 @@ lowers to loop IR 1.7 under its sizes; an op graph without sizes keeps declaring
 import json
 from pathlib import Path
 
-from stax.ir import OPGRAPH_SCHEMA, load_opgraph
+from stax.ir import load_opgraph
+from stax.ir.program import OPGRAPH_1_1_SCHEMA
 from stax.ir.shape_env import ShapeEnv
 from stax.ir.sizes import Size, shape_env
 from stax.loop import lower_opgraph
@@ -17,7 +18,7 @@ SIZED = FIXTURES / "scaled_rows.opgraph.schema-1.1.json"
 
 def test_the_1_1_op_graph_reads_back_with_sizes_as_arguments():
     doc = json.loads(SIZED.read_text())
-    assert doc["schema"] == OPGRAPH_SCHEMA == "stax.opgraph/1.1"
+    assert doc["schema"] == OPGRAPH_1_1_SCHEMA == "stax.opgraph/1.1"
     program = load_opgraph(doc)
     assert program.to_json() == doc
     divide = next(n for n in program.graph.nodes if n.name == "truediv")

@@ -45,6 +45,9 @@ ARENA_KERNELS_SCHEMA = "stax.kernels/1.11"
 #: (``late_reports``: the ufunc NumPy applied in place there, and the user's line). A reader of
 #: an older minor version runs them without reporting: it must not run such a document
 LATE_REPORTS_KERNELS_SCHEMA = "stax.kernels/1.12"
+#: 1.13: results converted to Python numbers ("python" nodes of ``output_tree``: ``return
+#: float(loss)``), which a reader of an older minor version would return as dictionaries
+CONVERTED_KERNELS_SCHEMA = "stax.kernels/1.13"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -204,6 +207,8 @@ class KernelArtifact:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
+        if self.output_tree.converts:
+            return CONVERTED_KERNELS_SCHEMA
         if self.late_reports:
             return LATE_REPORTS_KERNELS_SCHEMA
         if self.storage is not None and self.storage.offsets:

@@ -30,11 +30,15 @@ from .sizes import holds_size
 #: (issue 15): size arguments ``{"size": "<expression>"}``, node meta ``size_args`` and
 #: ``scalar_args``, ``info`` keys ``SIZED_INFO``. A document declares the oldest minor version
 #: that has its fields (one without sizes or scalars declares 1.1, read by any 1.x reader)
-CAPTURE_SCHEMA = "stax.capture/1.2"
+#: 1.3: results converted to Python numbers (an ``output_tree`` with "python" nodes,
+#: ``TreeDef``: ``return float(loss)``)
+CAPTURE_SCHEMA = "stax.capture/1.3"
+CAPTURE_1_2_SCHEMA = "stax.capture/1.2"
 CAPTURE_1_1_SCHEMA = "stax.capture/1.1"
 #: 1.1: size expressions in tensor shapes and strides and as arguments (a symbolized capture
-#: lowered); a document without them declares 1.0
-OPGRAPH_SCHEMA = "stax.opgraph/1.1"
+#: lowered); a document without them declares 1.0. 1.2: results converted to Python numbers
+OPGRAPH_SCHEMA = "stax.opgraph/1.2"
+OPGRAPH_1_1_SCHEMA = "stax.opgraph/1.1"
 OPGRAPH_1_0_SCHEMA = "stax.opgraph/1.0"
 #: the capture ``info`` keys of 1.2: values whose shape Python read (and in which dimensions),
 #: scalar arguments it decided from, the symbols of the sizes it computed with
@@ -186,10 +190,13 @@ class GraphProgram:
         """The schema the document declares: the oldest minor version that has its fields."""
         family = self.schema.split("/")[0]
         sized = any(key in self.info for key in SIZED_INFO) or _graph_holds_sizes(self.graph)
+        converts = self.output_tree.converts
         if family == "stax.capture":
-            return CAPTURE_SCHEMA if sized else CAPTURE_1_1_SCHEMA
+            return CAPTURE_SCHEMA if converts else CAPTURE_1_2_SCHEMA if sized else \
+                CAPTURE_1_1_SCHEMA
         if family == "stax.opgraph":
-            return OPGRAPH_SCHEMA if sized else OPGRAPH_1_0_SCHEMA
+            return OPGRAPH_SCHEMA if converts else OPGRAPH_1_1_SCHEMA if sized else \
+                OPGRAPH_1_0_SCHEMA
         return self.schema
 
     def to_json(self) -> dict[str, Any]:

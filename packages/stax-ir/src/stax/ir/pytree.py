@@ -17,8 +17,12 @@ from typing import Any
 
 @dataclass(frozen=True)
 class TreeDef:
-    """``kind`` is "leaf", "tuple", "list", "dict" or "namedtuple"; dict keys are kept in
-    insertion order; a named tuple's ``keys`` are its class's module and qualified name."""
+    """``kind`` is "leaf", "tuple", "list", "dict", "namedtuple" or "python"; dict keys are kept
+    in insertion order; a named tuple's ``keys`` are its class's module and qualified name.
+
+    "python" is a result Python converts (``return float(loss)``): one child, the value
+    computed, and ``keys`` the conversion's name in ``RESULT_CONVERSIONS``. Capture makes it
+    (``stax.trace.result_conversions``); ``tree_flatten`` never does."""
 
     kind: str
     children: tuple[TreeDef, ...] = ()
@@ -34,7 +38,7 @@ class TreeDef:
         if self.kind == "leaf":
             return "*"
         doc: dict[str, Any] = {"kind": self.kind, "children": [c.to_json() for c in self.children]}
-        if self.kind in ("dict", "namedtuple"):
+        if self.kind in ("dict", "namedtuple", "python"):
             doc["keys"] = list(self.keys)
         return doc
 
@@ -42,8 +46,23 @@ class TreeDef:
     def from_json(cls, doc: Any) -> TreeDef:
         if doc == "*":
             return LEAF
+        if doc["kind"] not in _KINDS or (doc["kind"] == "python" and (
+                len(doc["children"]) != 1 or tuple(doc.get("keys", ())) not in _CONVERSION_KEYS)):
+            raise ValueError(f"not a result tree this reader knows: {doc!r}")
         return cls(doc["kind"], tuple(cls.from_json(c) for c in doc["children"]),
                    tuple(doc.get("keys", ())))
+
+    @property
+    def converts(self) -> bool:
+        """Whether a result of this tree is converted to a Python number somewhere."""
+        return self.kind == "python" or any(c.converts for c in self.children)
+
+
+#: the Python conversions of a "python" tree node: ``float(x)``, ``x.item()``, ...
+RESULT_CONVERSIONS: dict[str, Any] = {"int": int, "float": float, "bool": bool,
+                                      "item": lambda v: v.item()}
+_CONVERSION_KEYS = {(name,) for name in RESULT_CONVERSIONS}
+_KINDS = ("leaf", "tuple", "list", "dict", "namedtuple", "python")
 
 
 LEAF = TreeDef("leaf")
@@ -116,6 +135,8 @@ def _build(td: TreeDef, it: Iterator[Any]) -> Any:
     if td.kind == "leaf":
         return next(it)
     children = [_build(c, it) for c in td.children]
+    if td.kind == "python":
+        return RESULT_CONVERSIONS[td.keys[0]](children[0])
     if td.kind == "tuple":
         return tuple(children)
     if td.kind == "list":

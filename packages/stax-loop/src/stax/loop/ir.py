@@ -25,8 +25,10 @@ from .index import Affine
 #: 1.6: buffers written over an updated argument once the call stands (``LoopProgram.overwrites``);
 #: 1.7: size symbols (``LoopProgram.sizes``): shapes, strides, ranges and index coefficients may
 #: be size expressions, written as their text (``"16*s0"``, ``stax.ir.sizes``; issue 15);
-#: 1.8: late buffers that report their events after writing (``LoopProgram.late_reports``)
-LOOPIR_SCHEMA = "stax.loopir/1.8"
+#: 1.8: late buffers that report their events after writing (``LoopProgram.late_reports``);
+#: 1.9: results converted to Python numbers ("python" nodes of ``output_tree``)
+LOOPIR_SCHEMA = "stax.loopir/1.9"
+LOOPIR_1_8_SCHEMA = "stax.loopir/1.8"
 #: what a document with sizes but no late reports declares
 LOOPIR_1_7_SCHEMA = "stax.loopir/1.7"
 #: what a document without sizes but with overwrites declares, and one with neither
@@ -363,8 +365,10 @@ class LoopProgram:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
-        if self.late_reports:
+        if self.output_tree.converts:
             return LOOPIR_SCHEMA
+        if self.late_reports:
+            return LOOPIR_1_8_SCHEMA
         if self.sizes:
             return LOOPIR_1_7_SCHEMA
         return LOOPIR_1_6_SCHEMA if self.overwrites else LOOPIR_1_5_SCHEMA

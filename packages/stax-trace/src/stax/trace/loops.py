@@ -47,7 +47,7 @@ import numpy as np
 
 from stax.ir.interpreter import ARRAY_METHODS
 
-from . import loop_body, loop_code, loop_state
+from . import loop_body, loop_code, loop_state, result_conversions
 from .creation import active_tracer
 from .ndindex_loops import (
     INDEX_TUPLE,
@@ -100,7 +100,8 @@ class LoopSite:
 
 #: names the rewritten code reads from its closure
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
-_HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__")
+_HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__",
+            result_conversions.HELPER)
 _REFUSED_CALLS = frozenset({"locals", "vars", "exec", "eval", "super", "globals", "dir"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -129,7 +130,7 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
         return None
     new_code, sites = entry
     helpers = {"__stax_loop__": run_loop, "__stax_pack__": _pack, "__stax_unbound__": UNBOUND,
-               "__stax_sites__": sites}
+               "__stax_sites__": sites, result_conversions.HELPER: result_conversions.converted}
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
                     for name in new_code.co_freevars)
@@ -160,7 +161,9 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
         return None
     lifter = _Rewriter(code, function)
     function.body = lifter.block(function.body)
-    if not lifter.sites:
+    # and the numbers it converts only to return them (``return float(loss)``)
+    conversions = result_conversions.rewrite_returns(function)
+    if not lifter.sites and not conversions:
         return None
     new_code = loop_code.compiled_function(function, code, _HELPERS)
     if new_code is None or not set(new_code.co_freevars) <= {*_HELPERS, *code.co_freevars}:

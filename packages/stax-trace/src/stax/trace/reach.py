@@ -32,6 +32,8 @@ import numpy as np
 
 from .creation import intercepted
 from .isolation import Unrepeatable, guarded, unrepeatable
+from .outcome import Outcome
+from .proxy import Proxy
 from .source import library_code
 
 BUDGET = 2000
@@ -346,3 +348,19 @@ def _held(value: Any) -> list[tuple[str, Any, tuple[Any, Any]]]:
         return []
     own = _instance_dict(value)
     return [(f".{k}", v, (value, k)) for k, v in list(own.items())[:MAX_ITEMS]] if own else []
+
+
+def settle_stored(tracer: Any, fn: Callable[..., Any], leaves: list[Any],
+                   outcome: Outcome) -> str | None:
+    """Where the function left a traced value of this capture (``escaped_proxy``), each
+    one replaced by the array eager NumPy has there: an argument's is the caller's own array
+    (capture computed on a read-only copy), any other its value. It looks in the function's
+    globals and cells, its argument objects and a method's ``self`` (through lifting wrappers)."""
+    owners = [(f"argument {i}", leaf) for i, leaf in enumerate(leaves)
+              if isinstance(getattr(leaf, "__dict__", None), dict) and not isinstance(leaf, type)]
+    owner = getattr(getattr(fn, "__wrapped__", fn), "__self__", None)
+    if isinstance(getattr(owner, "__dict__", None), dict) and not isinstance(owner, type):
+        owners.append(("self", owner))
+    callers = {id(argument.proxy): caller for argument, caller in outcome.arguments}
+    return escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer,
+                         owners, lambda proxy: callers.get(id(proxy), proxy.value))

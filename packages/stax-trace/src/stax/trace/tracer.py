@@ -28,7 +28,14 @@ from stax.ir import (
 from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
-from . import loops, masked, masked_reductions, minmax, traced_len  # noqa: F401 (intercepts len)
+from . import (
+    loops,
+    masked,
+    masked_reductions,
+    minmax,
+    result_conversions,
+    traced_len,  # noqa: F401 (intercepts len)
+)
 from .call_values import ITEM_SLICED, concrete_arguments, gate_slice_bounds
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
@@ -37,7 +44,7 @@ from .leaves import leaf_names
 from .outcome import Argument, Outcome
 from .proxy import GeneratorProxy, Proxy, escaped
 from .raised import caught_error, decided_by_key
-from .reach import escaped_proxy, scan
+from .reach import scan, settle_stored
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
 from .traced_scalars import TracedScalar
@@ -424,9 +431,11 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
     try:
-        result = _run_isolated(tracer, fn, traced_args, traced_kwargs,
-                               [leaf for leaf in leaves if type(leaf) is not np.random.Generator],
-                               outcome)
+        returned = _run_isolated(tracer, fn, traced_args, traced_kwargs,
+                                 [leaf for leaf in leaves if type(leaf) is not np.random.Generator],
+                                 outcome)
+        # numbers converted only to be returned: eager's numbers, the program's traced values
+        eager, result, conversions = result_conversions.settle(returned)
         if tracer.selections:  # max/min results returned: settled (minmax.py)
             out, out_tree = tree_flatten(result)
             result = tree_unflatten(out_tree, minmax.settled_result(tracer, out))
@@ -437,7 +446,7 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
             raise UnsupportedError("the function changes a tuple, list or dict it was passed "
                                    "(an append, an item assignment)", hint="return the new "
                                    "value instead; as it is, the function runs eagerly")
-        outcome.finished, outcome.result = True, result
+        outcome.finished, outcome.result = True, eager
         caught = tracer.caught()
         if caught is not None:
             raise caught
@@ -450,15 +459,17 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
                                    "value that does not depend on the traced arrays: a compiled "
                                    "version would return it without reporting it again",
                                    hint="as it is, the function runs eagerly")
-        return _program(tracer, fn, name, result, inputs, input_tree)
+        return _program(tracer, fn, name, result, inputs, input_tree, conversions)
     finally:
         tracer.finished = True  # a proxy kept past this point is an escaped traced value
 
 
 def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: Any,
-             inputs: list[str | None], input_tree: Any) -> GraphProgram:
+             inputs: list[str | None], input_tree: Any, conversions: dict[int, str]
+             ) -> GraphProgram:
     """The capture program of a finished run: outputs, write-backs and the gates' slice."""
     out_leaves, output_tree = tree_flatten(result)
+    output_tree = result_conversions.converting_tree(output_tree, conversions)
     outputs = []
     for i, leaf in enumerate(out_leaves):
         if isinstance(leaf, (TracedSize, TracedScalar)):  # returned: a constant of the version
@@ -510,6 +521,7 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
                         [a.node.target for a in updated])
 
 
+@result_conversions.returning_to
 def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                   kwargs: dict[str, Any], leaves: list[Any], outcome: Outcome) -> Any:
     """Run ``fn`` on proxies without touching what the caller owns (spec §3.7): no random draw
@@ -538,7 +550,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                 except Exception as exc:
                     if watch.refused is None and not isinstance(exc, UnsupportedError):
                         warned.emit()  # the user's own error ends the call; eager warned first
-                    _settle_stored(tracer, fn, leaves, outcome)  # as eager left them
+                    settle_stored(tracer, fn, leaves, outcome)  # as eager left them
                     raise
         except BaseException:
             if watch.refused is not None:  # the function turned a refusal into another error
@@ -546,29 +558,13 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             raise
         if watch.refused is not None:  # the function caught a refusal and went on
             raise watch.refused
-        kept = _settle_stored(tracer, fn, leaves, outcome)
+        kept = settle_stored(tracer, fn, leaves, outcome)
         if kept is not None:  # put back as eager left it: this run stands for the eager call
-            outcome.finished, outcome.result = True, result
+            outcome.finished, outcome.result = True, result_conversions.settle(result)[0]
             raise UnsupportedError(f"a traced value escaped the compiled function: {kept} holds "
                                    "it after capture", hint="return it instead (a compiled "
                                    "version would not store it on later calls)")
     return result
-
-
-def _settle_stored(tracer: Tracer, fn: Callable[..., Any], leaves: list[Any],
-                   outcome: Outcome) -> str | None:
-    """Where the function left a traced value of this capture (``reach.escaped_proxy``), each
-    one replaced by the array eager NumPy has there: an argument's is the caller's own array
-    (capture computed on a read-only copy), any other its value. It looks in the function's
-    globals and cells, its argument objects and a method's ``self`` (through lifting wrappers)."""
-    owners = [(f"argument {i}", leaf) for i, leaf in enumerate(leaves)
-              if isinstance(getattr(leaf, "__dict__", None), dict) and not isinstance(leaf, type)]
-    owner = getattr(getattr(fn, "__wrapped__", fn), "__self__", None)
-    if isinstance(getattr(owner, "__dict__", None), dict) and not isinstance(owner, type):
-        owners.append(("self", owner))
-    callers = {id(argument.proxy): caller for argument, caller in outcome.arguments}
-    return escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer,
-                         owners, lambda proxy: callers.get(id(proxy), proxy.value))
 
 
 def gate(value: Any) -> Any:

@@ -59,6 +59,7 @@ from .blas import numpys_gemm
 from .entry_api import Layout, api_addresses, array_layout
 from .entry_blas import Product, emit_product, product
 from .entry_events import report_late, underflow_ignored
+from .entry_results import convert, leaf_conversions, signatures
 from .fpevents import UNDERFLOW
 from .jit import CompiledModule
 from .native_pool import MAX_ARITY, NativePool
@@ -72,7 +73,10 @@ METH_FASTCALL_KEYWORDS = 0x80 | 0x02
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
     CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_GEMM32, CTX_GEMM64, CTX_REST, CTX_SAVE, CTX_RESTORE, \
-    CTX_FIXED = range(22)
+    CTX_TO_FLOAT, CTX_TO_INT, CTX_IS_TRUE, CTX_TO_BOOL, CTX_FIXED = range(26)
+#: the context slots of the conversions of results to Python numbers (``entry_results.py``)
+_CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
+               "PyObject_IsTrue": CTX_IS_TRUE, "PyBool_FromLong": CTX_TO_BOOL}
 NPY_ARRAY_WRITEABLE = 0x0400
 #: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
 NONE_RESULT = -2
@@ -120,6 +124,8 @@ class EntryPlan:
     #: ``k``-th one at slot ``CONST_RESULT - k``: the same object every call, as the
     #: executable's own call returns it
     constants: tuple[Any, ...] = ()
+    #: per result, the Python number it is converted to ("float", "int", "bool"; None: none)
+    conversions: tuple[str | None, ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -138,11 +144,16 @@ class EntryPlan:
         if artifact.overwrites and loop:
             return "it writes over an argument"
         tree = artifact.output_tree
-        if not _tuples(tree) or (loop and any(c.kind != "leaf" for c in tree.children)):
+        if not _tuples(tree) or (loop and any(c.kind != "leaf" for c in tree.children)) or \
+                (loop and tree.converts):
             return "its results are not one array or a tuple of arrays (or tuples of them)"
         # the user's results; after them, an updated argument's final value (``overwrites``)
         n_user = tree.num_leaves
         user, finals = artifact.outputs[:n_user], artifact.outputs[n_user:]
+        dtypes = {b.name: b.dtype for b in artifact.buffers}
+        conversions = leaf_conversions(tree, [dtypes.get(o.get("buffer")) for o in user])
+        if isinstance(conversions, str):
+            return conversions
         if finals and not artifact.overwrites:
             return "its results are not one array or a flat tuple of arrays"
         slots: dict[str, int] = {}
@@ -219,17 +230,18 @@ class EntryPlan:
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
                          pooled, bool(artifact.late_reports), tuple(products), apart, nesting,
-                         constants)
+                         constants, conversions if any(conversions) else ())
 
 
 def _tuples(tree: Any) -> bool:
-    """One leaf, or a tuple of leaves and such tuples."""
-    return tree.kind == "leaf" or (tree.kind == "tuple" and all(_tuples(c) for c in tree.children))
+    """One leaf (maybe converted to a Python number), or a tuple of such and such tuples."""
+    return tree.kind == "leaf" or (tree.kind == "python" and tree.children[0].kind == "leaf") or \
+        (tree.kind == "tuple" and all(_tuples(c) for c in tree.children))
 
 
 def _nesting(tree: Any, leaves: Any) -> Any:
     """A tuple tree's shape: each leaf its result's position, each tuple a tuple."""
-    if tree.kind == "leaf":
+    if tree.kind in ("leaf", "python"):
         return next(leaves)
     return tuple(_nesting(c, leaves) for c in tree.children)
 
@@ -458,6 +470,10 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     for j, obj in enumerate(made):
         if len(plan.inputs) + j not in returned:
             b.call(decref, [obj])
+    if plan.conversions:  # ``return float(loss)``: Python numbers
+        convert(b, fn, results, plan.conversions, {
+            name: ctx_fn(slot, signatures()[name].return_type, list(signatures()[name].args))
+            for name, slot in _CONVERTERS.items()}, decref)
     set_item = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])  # steals each item's reference
 
     def tupled(items: Any) -> ir.Value:
@@ -525,6 +541,7 @@ class Entry:
         context += [gemm.address["float32"], gemm.address["float64"]] if gemm else [0, 0]
         context += [pool.rest_address if pool is not None else 0, api["PyEval_SaveThread"],
                     api["PyEval_RestoreThread"]]
+        context += [api[name] for name in _CONVERTERS]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:

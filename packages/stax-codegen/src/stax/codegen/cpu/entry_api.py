@@ -69,7 +69,8 @@ def api_addresses() -> dict[str, int] | None:
     for name in ("PyObject_Vectorcall", "Py_DecRef", "Py_IncRef", "PyTuple_New",
                  "PyTuple_SetItem", "PyContextVar_Get"):
         api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
-    for name in ("PyLong_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread"):
+    for name in ("PyLong_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread",
+                 "PyNumber_Float", "PyNumber_Long", "PyObject_IsTrue", "PyBool_FromLong"):
         api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
     api["errstate"] = errstate_layout()
     # check the NumPy slots do what their names say, once, through ctypes

@@ -1,0 +1,157 @@
+"""Python numbers made from traced values only to be returned: ``return float(loss)``.
+
+``float(x)`` of a traced value is a data gate (spec table 3.2): Python holds a number, and any
+use of it may decide what the function does, so the version keeps the number and checks it on
+every call by replaying its slice. But a conversion written as an element of the ``return``
+statement itself (``return float(loss)``, ``return y, int(x.argmax())``, ``return
+{"loss": loss.item()}``) can be used by nothing else: its number is the result. The function's
+source is rewritten (with its loops, ``loops.py``) so that such a conversion calls
+``converted``, which during capture keeps the traced value and marks it (``Converted``); the
+program then returns the value and the result's tree converts it on every call (a "python"
+``stax.ir.TreeDef``): no gate, no replay, no version per outcome.
+
+Only conversions directly in the returned displays (tuples, lists, dict values, nested) are
+rewritten; ``return float(a) + 1`` is not (Python adds to the number). ``int``, ``float`` and
+``bool`` must be the builtins when the call runs (the name is passed, not assumed).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stax.ir import TreeDef, tree_flatten, tree_unflatten
+from stax.ir.pytree import RESULT_CONVERSIONS
+
+from .proxy import Proxy
+
+#: the name the rewritten code reads ``converted`` from (a closure cell, as loops.py's helpers)
+HELPER = "__stax_result__"
+_BUILTINS = {builtins.int: "int", builtins.float: "float", builtins.bool: "bool"}
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A result the function converts: the traced value, the conversion, and the number eager
+    Python returned (what the capture's own call gives back)."""
+
+    proxy: Proxy
+    kind: str
+    value: Any
+
+
+def converted(conversion: Any, value: Any) -> Any:
+    """``conversion(value)`` (``value.item()`` for None), kept traced when the caller is the
+    function capture runs and ``value`` a traced 0-d number."""
+    kind = "item" if conversion is None else _BUILTINS.get(conversion)
+    if kind is None or not isinstance(value, Proxy) or value.tracer.finished or \
+            np.ndim(value.value) or np.asarray(value.value).dtype.kind not in "biufc" or \
+            not _returns_to_capture(sys._getframe(2)):
+        # a recursive or nested call of the function, say: Python holds the number (a gate)
+        return value.item() if conversion is None else conversion(value)
+    # eager's number (and its errors: ``int(nan)``) from the example, without a gate
+    return Converted(value, kind, RESULT_CONVERSIONS[kind](value.value))
+
+
+def _returns_to_capture(frame: Any) -> bool:
+    """Whether the function returning (``frame`` is its caller's) returns the capture's result:
+    between it and the capture's call there are only Stax's own wrappers (lifted free values,
+    object attributes), no code of the user's (a function calling the one rewritten, itself
+    included)."""
+    while frame is not None and frame.f_code not in _CAPTURE_CALLERS:
+        if not frame.f_globals.get("__name__", "").startswith("stax."):
+            return False
+        frame = frame.f_back
+    return frame is not None
+
+
+#: the code that calls the function capture runs (``tracer._run_isolated``)
+_CAPTURE_CALLERS: set[Any] = set()
+
+
+def returning_to(caller: Any) -> Any:
+    """Declare ``caller`` the function that runs the captured function (a decorator)."""
+    _CAPTURE_CALLERS.add(caller.__code__)
+    return caller
+
+
+def rewrite_returns(function: ast.FunctionDef) -> int:
+    """Rewrite the conversions in ``function``'s own ``return`` statements (not those of nested
+    functions); the number rewritten."""
+    count = 0
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            node.value, found = _in_result(node.value)
+            count += found
+        stack.extend(ast.iter_child_nodes(node))
+    return count
+
+
+def _in_result(node: ast.expr) -> tuple[ast.expr, int]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        found = 0
+        for k, element in enumerate(node.elts):
+            node.elts[k], n = _in_result(element)
+            found += n
+        return node, found
+    if isinstance(node, ast.Dict):
+        found = 0
+        for k, element in enumerate(node.values):
+            node.values[k], n = _in_result(element)
+            found += n
+        return node, found
+    call = _conversion(node)
+    if call is None:
+        return node, 0
+    conversion, value = call
+    new = ast.Call(ast.Name(HELPER, ast.Load()), [conversion, value], [])
+    return ast.copy_location(new, node), 1
+
+
+def _conversion(node: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+    """(the conversion, its operand) of ``int(e)``, ``float(e)``, ``bool(e)`` or ``e.item()``."""
+    if not isinstance(node, ast.Call) or node.keywords:
+        return None
+    if isinstance(node.func, ast.Name) and node.func.id in ("int", "float", "bool") and \
+            len(node.args) == 1 and not isinstance(node.args[0], ast.Starred):
+        return node.func, node.args[0]
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "item" and not node.args:
+        return ast.copy_location(ast.Constant(None), node), node.func.value
+    return None
+
+
+def settle(result: Any) -> tuple[Any, Any, dict[int, str]]:
+    """The function's result split into what eager Python returned (numbers in place of the
+    marks) and what the program returns (the traced values), with the leaf positions converted
+    and how."""
+    leaves, tree = tree_flatten(result)
+    kinds = {k: leaf.kind for k, leaf in enumerate(leaves) if isinstance(leaf, Converted)}
+    if not kinds:
+        return result, result, {}
+    eager = tree_unflatten(tree, [leaf.value if k in kinds else leaf
+                                  for k, leaf in enumerate(leaves)])
+    traced = tree_unflatten(tree, [leaf.proxy if k in kinds else leaf
+                                   for k, leaf in enumerate(leaves)])
+    return eager, traced, kinds
+
+
+def converting_tree(tree: TreeDef, kinds: dict[int, str]) -> TreeDef:
+    """``tree`` with the leaves at the positions in ``kinds`` converted ("python" nodes)."""
+    position = iter(range(tree.num_leaves))
+
+    def walk(node: TreeDef) -> TreeDef:
+        if node.kind == "leaf":
+            k = next(position)
+            return TreeDef("python", (node,), (kinds[k],)) if k in kinds else node
+        return TreeDef(node.kind, tuple(walk(c) for c in node.children), node.keys)
+    return walk(tree) if kinds else tree
