@@ -270,3 +270,42 @@ def test_a_scalar_value_searched_gives_numpys_scalar():
     got, want = f(c), where_half(c)
     assert type(got) is type(want) is np.int64 and got == want
     assert {got: 1} == {want: 1}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "int8", "bool"])
+def test_bincount_is_a_native_scatter_bit_for_bit(dtype):
+    """``np.bincount`` within its minlength: zeros plus a summing scatter, the weights added in
+    the elements' order as NumPy's loop adds them (same bits), counts int64, weighted sums
+    float64 whatever the weights' dtype; no NumPy step."""
+    def group_mean(labels, vals, ints):
+        s = np.bincount(labels, weights=vals, minlength=9)
+        c = np.bincount(labels, minlength=9)
+        return s / np.maximum(c, 1), c, np.bincount(labels, ints, 9)
+
+    rng = np.random.default_rng(5)
+    f = stax.compile(group_mean)
+    for _ in range(3):
+        labels = rng.integers(0, 2 if dtype == "bool" else 9, 2000).astype(dtype)
+        vals = rng.standard_normal(2000) * 1e3
+        ints = rng.integers(-50, 50, 2000).astype(np.int16)
+        for got, want in zip(f(labels, vals, ints), group_mean(labels, vals, ints)):
+            same_bits(got, want)
+    kernels_only(f)
+
+
+def test_native_bincount_declines_values_outside_its_length():
+    """A value past minlength: NumPy's longer result; a negative one: NumPy's ValueError."""
+    def counts(x, w):
+        return np.bincount(x, weights=w, minlength=6) + 1
+
+    f = stax.compile(counts)
+    x, w = np.array([0, 5, 2, 2, 1]), np.arange(5.0)
+    f(x, w)
+    same_bits(f(x, w), counts(x, w))
+    kernels_only(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_bits(f(np.array([0, 5, 9, 2, 1]), w), counts(np.array([0, 5, 9, 2, 1]), w))
+    with pytest.raises(ValueError, match="negative"):
+        f(np.array([0, -1, 2, 2, 1]), w)
+    assert f.cache_info().versions == 1

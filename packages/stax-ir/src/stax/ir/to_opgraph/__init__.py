@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import (
     arithmetic,
     building,
+    counting,
     differences,
     indexing,
     products,
@@ -31,7 +32,7 @@ from .registry import RULES, CaptureRule, NotNative, capture_key, rule, rule_for
 
 #: the modules that register capture rules, each imported once here
 RULE_MODULES = (standard, arithmetic, reductions, indexing, building, differences, repetition,
-                products, searching, scalars)
+                products, searching, scalars, counting)
 
 __all__ = [
     "DATA_DEPENDENT_SHAPES",
