@@ -66,3 +66,21 @@ def test_flattening_scan_of_a_matrix_runs_as_numpy():
     x = data((4, 5), np.float64)
     compiled = check(lambda x: np.cumsum(x), x)          # axis=None of 2-D: NumPy's flattening
     assert compiled.versions()[0].artifact.externs
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_a_math_routine_is_computed_before_the_scan(axis):
+    """``np.log1p(r).cumsum()``: the routine vectorized in a pointwise kernel of its own, the
+    scan reading its result (inlined, the sequential loop ran it one element at a time); the
+    values are NumPy's scan of the routine's (its own 1-ulp bound), the sums in NumPy's order."""
+    def returns(r, axis):
+        return np.log1p(r).cumsum(axis=axis), np.cumprod(1 + r, axis=axis)
+
+    r = np.random.default_rng(4).standard_normal((40, 50)) * 0.01
+    compiled = stax.compile(returns, strict_native=True)
+    compiled(r, axis)
+    got, want = compiled(r, axis), returns(r, axis)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(got[1], want[1])
+    artifact = compiled.versions()[0].artifact
+    assert len(artifact.kernels) == 3  # log1p, then its scan; the product's scan

@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import Node
+from stax.ir import Node, contiguous_strides
+from stax.ir.ops import CostClass, ops_of_cost
 from stax.ir.sizes import is_symbolic
 
 from .context import Lazy, Loader, LoopLowering, float_predicate, output_strides
-from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Select, Unary
+from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Select, Unary, postorder
 from .externs import library_call, op_as_extern
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, Scan, rvar, xvar
@@ -249,6 +250,7 @@ def lower_scan(ctx: LoopLowering, node: Node) -> Lazy:
     axis, shape, dtype = node.kwargs["axis"], meta.shape, meta.dtype
     if dtype == "bool" or not ctx.native(dtype):
         return op_as_extern(ctx, node)
+    _functions_computed_first(ctx, node.args[0])
     x = ctx.operand(node.args[0], shape, dtype)
     kept = [d for d in range(len(shape)) if d != axis]
     index = [Affine()] * len(shape)
@@ -302,3 +304,22 @@ def lower_layer_norm(ctx: LoopLowering, node: Node) -> Lazy:
 
 def _square(e: Expr, dtype: str) -> Expr:
     return Binary("mul", e, e, dtype)
+
+
+#: ops of a math routine (``log1p``, ``exp``, ``pow``): vectorized in a pointwise loop, one
+#: element at a time in a scan's
+_FUNCTIONS = ops_of_cost(CostClass.FUNCTION)
+
+
+def _functions_computed_first(ctx: LoopLowering, operand: Any) -> None:
+    """A scan's operand that calls a math routine (``np.log1p(r).cumsum()``) computed into a
+    buffer of its own first: inlined into the scan's sequential loop the routine ran one element
+    at a time (5000 float64: 65 us, NumPy 23; vectorized first: 13 us)."""
+    if not isinstance(operand, Node):
+        return
+    lazy = ctx.values[operand]
+    if lazy.buffer is not None or not lazy.shape or not ctx.native(lazy.dtype):
+        return
+    probe = lazy.loader(tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape))))
+    if any(isinstance(e, (Unary, Binary)) and e.op in _FUNCTIONS for e in postorder(probe)):
+        ctx.values[operand] = ctx.realize(lazy, contiguous_strides(lazy.shape), owner=operand)
