@@ -89,7 +89,7 @@ def _outputs(b: Any, op: str, x: np.ndarray) -> list[Any]:
         return [b(op, b.inputs["x"], b.inputs["n"])]
     if op == "where":
         return [b(op, b.inputs["x"], b.inputs["x"], b.inputs["y"])]
-    if op in ("cumsum", "cumprod"):
+    if op in ("cumsum", "cumprod", "cummax", "cummin"):
         return [b(op, b.inputs["x"], axis=1, dtype=None)]
     definition = get_op(op)
     if definition.kind.value == "reduction":

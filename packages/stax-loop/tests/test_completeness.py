@@ -49,7 +49,7 @@ from stax.loop.interpreter import (
     UNARY_FUNCTIONS,
     evaluate,
 )
-from stax.loop.ir import REDUCTION_TYPES
+from stax.loop.ir import REDUCTION_TYPES, SCAN_TYPES
 
 
 def missing_lowerings() -> list[str]:
@@ -160,7 +160,7 @@ def test_every_loop_operator_has_an_interpreter_entry():
     assert set(UNARY_FUNCTIONS) == set(UNARY_OPS)
     assert set(TERNARY_FUNCTIONS) == set(TERNARY_OPS) == {"fma"}
     assert set(REDUCTIONS) == set(REDUCTION_TYPES)
-    assert set(SCANS) == {"sum", "prod"}
+    assert set(SCANS) == set(SCAN_TYPES)
 
 
 def test_every_visitor_table_covers_every_kind():
@@ -248,6 +248,8 @@ EXAMPLES: dict[str, Example] = {
     "view": lambda b, x: [b("view", b.inputs["x"], offset=1, strides=(2, 1), shape=(2, 3))],
     "cumsum": lambda b, x: [b("cumsum", b.inputs["x"], axis=0, dtype=None)],
     "cumprod": lambda b, x: [b("cumprod", b.inputs["x"], axis=0, dtype=None)],
+    "cummax": lambda b, x: [b("cummax", b.inputs["x"], axis=0, dtype=None)],
+    "cummin": lambda b, x: [b("cummin", b.inputs["x"], axis=0, dtype=None)],
     "layer_norm": lambda b, x: [
         b("layer_norm", _table(b, x), _row(b, x), None, normalized_ndim=1, eps=1e-5)],
     "concatenate": lambda b, x: [b("concatenate", b.inputs["x"], b.inputs["x"], axis=0)],

@@ -295,6 +295,13 @@ _declare("cumsum", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumsum(x, axis=axis
 _declare("cumprod", OpKind.SCAN, 1, lambda x, axis, dtype: np.cumprod(x, axis=axis, dtype=dtype),
          attrs=("axis", "dtype"), doc="running product along ``axis``, in order",
          captures=_reduction_captures("cumprod"), vjp=df.cumprod)
+_declare("cummax", OpKind.SCAN, 1,
+         lambda x, axis, dtype: np.maximum.accumulate(x, axis=axis, dtype=dtype),
+         attrs=("axis", "dtype"), doc="running maximum along ``axis`` (np.maximum.accumulate: a "
+         "NaN stays, a tie takes the later element)")
+_declare("cummin", OpKind.SCAN, 1,
+         lambda x, axis, dtype: np.minimum.accumulate(x, axis=axis, dtype=dtype),
+         attrs=("axis", "dtype"), doc="running minimum along ``axis`` (np.minimum.accumulate)")
 # building arrays: concatenation, stacking, constant padding, triangles, and creation functions
 _declare("concatenate", P, -1, lambda *xs, axis: np.concatenate(xs, axis=axis), attrs=("axis",),
          vjp=d.concatenate,

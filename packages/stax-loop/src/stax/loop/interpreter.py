@@ -83,7 +83,8 @@ REDUCTIONS = {"sum": _reduction(np.sum, True), "prod": _reduction(np.prod, True)
               "max": _reduction(np.max, False), "min": _reduction(np.min, False),
               "argmax": _arg_reduction(np.argmax), "argmin": _arg_reduction(np.argmin)}
 #: per ``Scan.scan_type``: the running reduction, in order along the scanned axis
-SCANS = {"sum": np.cumsum, "prod": np.cumprod}
+SCANS = {"sum": np.cumsum, "prod": np.cumprod, "max": np.maximum.accumulate,
+         "min": np.minimum.accumulate}
 
 
 

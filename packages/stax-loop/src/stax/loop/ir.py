@@ -35,6 +35,7 @@ LOOPIR_1_7_SCHEMA = "stax.loopir/1.7"
 LOOPIR_1_6_SCHEMA = "stax.loopir/1.6"
 LOOPIR_1_5_SCHEMA = "stax.loopir/1.5"
 REDUCTION_TYPES = ("sum", "prod", "max", "min", "argmax", "argmin")
+SCAN_TYPES = ("sum", "prod", "max", "min")
 
 
 def xvar(i: int) -> str:
@@ -67,7 +68,8 @@ class Scan:
 
     ranges: tuple[int, ...]         # the other axes (x variables)
     scan_range: int                 # the scanned axis (variable r0)
-    scan_type: str                  # "sum" | "prod"
+    scan_type: str                  # "sum" | "prod" | "max" | "min" (NumPy's maximum: a NaN
+    #                                 stays, a tie takes the later element)
     body: Expr                      # the value at (x, r0), already in the result dtype
 
     @property

@@ -241,11 +241,16 @@ def _split_arg(ctx: LoopLowering, loader: Loader, shape: tuple[int, ...], kind: 
     return Lazy((), "int64", flat)
 
 
-@lowers("cumsum", "cumprod")
+#: the scan kind of each scan op
+_SCAN_KINDS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min"}
+
+
+@lowers(*_SCAN_KINDS)
 def lower_scan(ctx: LoopLowering, node: Node) -> Lazy:
-    """cumsum/cumprod along ``axis``: the other axes are x variables, the scanned one r0; the
-    body (the operand, producers inlined) is cast to the result dtype first, as NumPy does."""
-    kind = "sum" if node.target == "cumsum" else "prod"
+    """cumsum/cumprod (and ``np.maximum.accumulate``, ``np.minimum.accumulate``) along
+    ``axis``: the other axes are x variables, the scanned one r0; the body (the operand,
+    producers inlined) is cast to the result dtype first, as NumPy does."""
+    kind = _SCAN_KINDS[node.target]
     meta = node.tensor
     axis, shape, dtype = node.kwargs["axis"], meta.shape, meta.dtype
     if dtype == "bool" or not ctx.native(dtype):

@@ -233,10 +233,24 @@ for _kind in ("argmax", "argmin"):  # pass one: (the extreme number, a NaN seen)
 
 
 @scan("sum")
-def running_sum(b: ir.IRBuilder, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+def running_sum(em: Emitter, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+    b = em.builder
     return (b.fadd if is_float(dtype) else b.add)(previous, value)
 
 
 @scan("prod")
-def running_product(b: ir.IRBuilder, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+def running_product(em: Emitter, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+    b = em.builder
     return (b.fmul if is_float(dtype) else b.mul)(previous, value)
+
+
+@scan("max")
+def running_maximum(em: Emitter, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+    """``np.maximum(previous, value)`` (``arithmetic.extreme``): a NaN so far stays, a NaN
+    value comes in, a tie takes the value (signed zeros as NumPy's)."""
+    return extreme(em, "maximum", previous, value, dtype)
+
+
+@scan("min")
+def running_minimum(em: Emitter, dtype: str, previous: ir.Value, value: ir.Value) -> ir.Value:
+    return extreme(em, "minimum", previous, value, dtype)

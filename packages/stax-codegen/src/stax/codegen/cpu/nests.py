@@ -25,9 +25,10 @@ from stax.loop import (
 )
 
 from ..nesting import Nest, per_row_phases, plain_order, row_axes
+from .fpevents import accumulates_floats
 from .registry import accumulator, scan_step
 from .row_jam import jammed_rows
-from .types import I64, is_float, value_type
+from .types import I64, value_type
 
 #: an innermost loop of at most this many iterations is emitted unrolled
 UNROLLED = 2
@@ -409,9 +410,9 @@ class LoopShapes:
 
         def step(previous: ir.Value, value: ir.Value) -> ir.Value:
             first = b.icmp_signed("==", self.vars[r0], ir.Constant(I64, 0))
-            total = combine(b, node.dtype, previous, value)
+            total = combine(self, node.dtype, previous, value)
             total = b.select(first, value, total)
-            if is_float(node.dtype) and self.events is not None:  # ``fpevents``; at r0 = 0 the
+            if accumulates_floats(node) and self.events is not None:  # ``fpevents``; at r0 = 0 the
                 # total is the value itself, and ``previous`` means nothing
                 if self.precise:
                     unused = b.select(first, ir.Constant(total.type, 0.0), previous)

@@ -56,7 +56,7 @@ UnaryEmitter = Callable[[Emitter, Unary, ir.Value], ir.Value]
 BinaryEmitter = Callable[[Emitter, Binary, ir.Value, ir.Value], ir.Value]
 TernaryEmitter = Callable[[Emitter, Ternary, ir.Value, ir.Value, ir.Value], ir.Value]
 #: (builder, dtype, running value, this element's value) -> the new running value
-ScanStep = Callable[[ir.IRBuilder, str, ir.Value, ir.Value], ir.Value]
+ScanStep = Callable[["Emitter", str, ir.Value, ir.Value], ir.Value]
 
 
 @dataclass(frozen=True)

@@ -40,14 +40,18 @@ def _ufunc_accumulate(op: str) -> RuleFunction:
         if not isinstance(x, Node) or x.tensor is None or params.get("out") is not None or \
                 x.tensor.ndim == 0:
             raise NotNative
-        axis = axis_arg(params.get("axis", 0), x.tensor.ndim)
-        return ctx.emit(op, (x,), {"axis": axis, "dtype": node.tensor.dtype})
+        axis = params.get("axis", 0)
+        if axis is None and x.tensor.ndim == 1:  # NumPy takes None for one axis
+            axis = 0
+        return ctx.emit(op, (x,), {"axis": axis_arg(axis, x.tensor.ndim),
+                                   "dtype": node.tensor.dtype})
     return lower
 
 
 for _ufunc, _op in (("add", "sum"), ("multiply", "prod"), ("maximum", "max"), ("minimum", "min")):
     register((f"numpy.{_ufunc}.reduce",), (_op,), _ufunc_reduce(_op))
-for _ufunc, _op in (("add", "cumsum"), ("multiply", "cumprod")):
+for _ufunc, _op in (("add", "cumsum"), ("multiply", "cumprod"), ("maximum", "cummax"),
+                    ("minimum", "cummin")):
     register((f"numpy.{_ufunc}.accumulate",), (_op,), _ufunc_accumulate(_op))
 
 
