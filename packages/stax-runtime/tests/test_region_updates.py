@@ -16,13 +16,21 @@ from stax.loop.interpreter import interpret
 
 
 def _compiled(fn, *args, dump=None):
+    """``fn`` compiled: NumPy's results on the compiling call (on ``args`` themselves, which
+    ``fn`` may update, as eager NumPy does) and on the cached version's (on copies of them)."""
+    originals = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+    def copies():
+        return [a.copy() if isinstance(a, np.ndarray) else a for a in originals]
     compiled = stax.compile(fn, strict_native=True)
-    got = compiled(*args)
-    want = fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
-    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(g, w)
-        assert np.asarray(g).dtype == np.asarray(w).dtype
+    want = fn(*copies())
+    want = want if isinstance(want, tuple) else (want,)
+    for call_args in (args, copies()):  # the compiling call, then the cached version's
+        got = compiled(*call_args)
+        got = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+            assert np.asarray(g).dtype == np.asarray(w).dtype
     return compiled
 
 
