@@ -405,9 +405,16 @@ class KernelEmitter(LoopShapes, FloatEvents):
     def value(self, expr: Expr) -> ir.Value:
         cached = self.memo.get(id(expr))
         if cached is None:
+            if self.events is None or type(expr) not in CHECKED_KINDS:
+                cached = self.memo[id(expr)] = EXPRESSIONS.handler(type(expr))(self, expr)
+                return cached
+            # its events (an integer division's in its emitter, the rest after) where it is
+            # real: each operand's emission sets its own lanes and puts these back
+            outer = self.real_lanes
+            self.real_lanes = self.lanes_of(expr)
             cached = self.memo[id(expr)] = EXPRESSIONS.handler(type(expr))(self, expr)
-            if self.events is not None and type(expr) in CHECKED_KINDS:
-                self.after_value(expr, cached, [self.memo[id(c)] for c in expr.children()])
+            self.after_value(expr, cached, [self.memo[id(c)] for c in expr.children()])
+            self.real_lanes = outer
         return cached
 
     def store(self, node: ComputedBuffer, value: ir.Value) -> None:

@@ -32,6 +32,7 @@ from .fpevents import (
     fast_tests,
     flag_bits,
     kept_operations,
+    lane_guards,
     read_mxcsr,
     reads_flags,
     underflow_unseen,
@@ -64,6 +65,8 @@ class FloatEvents:
         ``categories``: the flags are reported as their categories (``KernelSpec.flag_categories``)."""
         self.events = events
         self.precise = precise
+        self.real_lanes: ir.Value | None = None  # where the value emitted is real (``lanes_of``)
+        self._lane_guards: dict[int, tuple[Expr, ...]] = {}
         self._tests: set[int] = set()
         self._totals: set[str] = set()
         self._bits: ir.Value | None = None          # alloca i32: exact bits
@@ -135,9 +138,22 @@ class FloatEvents:
             self._tests, self._totals = fast_tests(nodes, spills, self.flags)
             self._compared = kept_operations(nodes) if self.flags else set()
 
+    def lanes_of(self, e: Expr) -> ir.Value | None:
+        """Where ``e`` is the value of something NumPy computes: the guards of the guarded
+        loads it reads (``fpevents.lane_guards``) all true; None: everywhere. Its events are
+        reported there alone (a column written into zeros: ``0 / 0`` beside it is no event)."""
+        guards = lane_guards(e, self._lane_guards)
+        mask = None
+        for guard in guards:
+            value = self.value(guard)
+            mask = value if mask is None else self.builder.and_(mask, value)
+        return mask
+
     def _report(self, cond: ir.Value, bits: int | ir.Value) -> None:
-        """OR ``bits`` into the chunk's events where ``cond`` holds."""
+        """OR ``bits`` into the chunk's events where ``cond`` holds (on the real lanes)."""
         b = self.builder
+        if self.real_lanes is not None:
+            cond = b.and_(cond, self.real_lanes)
         value = bits if isinstance(bits, ir.Value) else ir.Constant(I32, bits)
         add = b.select(cond, value, ir.Constant(I32, 0))
         b.store(b.or_(b.load(self._bits), add), self._bits)
@@ -169,6 +185,8 @@ class FloatEvents:
         maximum); ``acc += v * 0`` needs ``reassoc`` to vectorize, under which LLVM rewrote
         ``(x * c) * 0`` as ``x * (c * 0)`` and lost the overflow it was to see."""
         b = self.builder
+        if self.real_lanes is not None:  # a stand-in lane's value is not judged
+            v = b.select(self.real_lanes, v, ir.Constant(v.type, 0.0))
         slot, bits = self._accumulator(self._finite, v, "fp_nonfinite")
         b.store(b.or_(b.load(slot), b.bitcast(b.fsub(v, v), bits)), slot)
 

@@ -66,6 +66,7 @@ from stax.loop import (
     Cast,
     ComputedBuffer,
     Expr,
+    GuardedLoad,
     IndirectLoad,
     Load,
     Pointwise,
@@ -234,6 +235,24 @@ def _seen_through(e: Expr) -> list[Expr]:
     return found
 
 
+def lane_guards(e: Expr, memo: dict[int, tuple[Expr, ...]]) -> tuple[Expr, ...]:
+    """The guards of the guarded loads ``e`` reads, not through a select: where they are false
+    ``e`` is computed from a load's stand-in 0 (``x[:, 0] = a / b`` written into zeros is
+    ``select(inside, a' / b', 0)``, ``a'`` and ``b'`` loads guarded by ``inside``), a value NumPy
+    never computes, whose events are not the call's. A select ends them: its value is real on
+    every lane (a concatenation's pieces are selected by their guards)."""
+    found = memo.get(id(e))
+    if found is None:
+        if isinstance(e, GuardedLoad):
+            found = (e.guard,)
+        elif isinstance(e, Select):
+            found = ()
+        else:
+            found = tuple(dict.fromkeys(g for c in e.children() for g in lane_guards(c, memo)))
+        memo[id(e)] = found
+    return found
+
+
 def kept_operations(nodes: Sequence[ComputedBuffer]) -> set[int]:
     """The flagged operations (by ``id``) whose results reach a comparison or an arm of a select.
     LLVM answers some comparisons without computing the operation (``sqrt(x) != 0`` is ``x !=
@@ -243,12 +262,13 @@ def kept_operations(nodes: Sequence[ComputedBuffer]) -> set[int]:
     would have raised is never raised. A fast kernel that reads the flags keeps each such value
     alive, whole (``FloatEvents.keep``)."""
     found: set[int] = set()
+    memo: dict[int, tuple[Expr, ...]] = {}  # (an operation of guarded lanes stays maskable)
     for node in nodes:
         for e in postorder(node.data.body):
             kids = e.children()[1:] if isinstance(e, Select) else \
                 e.children() if _compares(e) else ()
             found.update(id(c) for kid in kids for c in _seen_through(kid)
-                         if flagged(c) and events_of(c) is not None)
+                         if flagged(c) and events_of(c) is not None and not lane_guards(c, memo))
     return found
 
 
