@@ -257,3 +257,31 @@ def _eye(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[s
     meta = node.tensor
     return ctx.emit("eye", (), {"n": meta.shape[0], "m": meta.shape[1],
                                 "k": int_arg(params.get("k", 0)), "dtype": meta.dtype})
+
+
+@rule("numpy.diag", emits=("view", "pad", "arange", "sub", "eq", "where"))
+def _diag(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
+    """``np.diag(v, k)`` of a 1-D ``v``: the square matrix of side ``n + |k|`` with v on its
+    k-th diagonal, zeros elsewhere (``where(j - i == k, v along the rows, 0)``; v padded with
+    |k| zeros so every row reads inside it). ``np.diag`` of a 2-D array is a view of it (the
+    native forms take it)."""
+    params = bind(lambda v, k=0: None, args, kwargs)
+    v, k = params["v"], int_arg(params.get("k", 0))
+    meta = node.tensor
+    if not isinstance(v, Node) or v.tensor is None or v.tensor.ndim != 1 or meta is None or \
+            meta.ndim != 2 or meta.dtype != v.tensor.dtype:
+        raise NotNative
+    n = meta.shape[0]
+    if k:
+        v = ctx.emit("pad", (v,), {"pad_width": ((0, abs(k)),), "value": 0},
+                     meta=TensorMeta((n,), v.tensor.dtype, (1,)))
+    # the value at (i, j): v[i] above the main diagonal (k >= 0), v[j] below it
+    along = (v.tensor.strides[0], 0) if k >= 0 else (0, v.tensor.strides[0])
+    values = ctx.view(v, 0, along, (n, n))
+    ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": n, "dtype": "int64"},
+                    meta=TensorMeta((n,), "int64", (1,)))
+    rows = ctx.view(ramp, 0, (1, 0), (n, n))
+    columns = ctx.view(ramp, 0, (0, 1), (n, n))
+    offsets = ctx.emit("sub", (columns, rows), meta=TensorMeta((n, n), "int64", (n, 1)))
+    on = ctx.emit("eq", (offsets, k), meta=TensorMeta((n, n), "bool", (n, 1)))
+    return ctx.emit("where", (on, values, 0), meta=meta)

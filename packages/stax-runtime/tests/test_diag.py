@@ -1,0 +1,52 @@
+"""``np.diag`` natively: of a 1-D array a select on the k-th diagonal (a kernel), of a 2-D array
+a view of it — no NumPy step, so such programs keep the machine-code entry (a Jacobi iteration
+with ``A - np.diag(np.diag(A))`` ran every kernel from Python: 0.7x NumPy, now 5x)."""
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+@pytest.fixture(autouse=True)
+def no_disk_cache(monkeypatch):
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int8", "uint8"])
+@pytest.mark.parametrize("k", [0, 1, 3, -1, -2])
+def test_diag_of_a_vector_is_numpys(dtype, k):
+    def fn(v):
+        return np.diag(v, k) * 2
+
+    rng = np.random.default_rng(k + 7)
+    for v in ((rng.standard_normal(7) * 5).astype(dtype),
+              (rng.standard_normal(14) * 5).astype(dtype)[::-2]):
+        compiled = stax.compile(fn, strict_native=True)
+        compiled(v)
+        got, want = compiled(v), fn(v)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        assert not compiled.versions()[0].artifact.externs
+
+
+def jacobi(A, b):
+    D = np.diag(A)
+    Rm = A - np.diag(D)
+    x = np.zeros_like(b)
+    for _ in range(20):
+        x = (b - Rm @ x) / D
+    return x
+
+
+def test_a_jacobi_iteration_has_no_numpy_step_and_an_entry():
+    rng = np.random.default_rng(3)
+    A = rng.random((30, 30))
+    A += np.diag(A.sum(1) + 1)
+    b = rng.random(30)
+    compiled = stax.compile(jacobi, strict_native=True)
+    compiled(A, b)
+    np.testing.assert_allclose(compiled(A, b), jacobi(A, b), rtol=1e-12)
+    version = compiled.versions()[0]
+    assert not version.artifact.externs
+    assert version.entry is not None and not isinstance(version.entry, str)
