@@ -176,3 +176,38 @@ def test_every_layers_document_declares_the_conversions(tmp_path, monkeypatch):
     for path in tmp_path.glob("loss.v0.*.json"):
         tree = json.loads(path.read_text())["output_tree"]
         assert tree == {"kind": "python", "children": ["*"], "keys": ["float"]}
+
+
+def test_a_name_bound_to_a_conversion_and_only_returned_stays_traced():
+    def metrics(y, p):
+        loss = float(np.mean((y - p) ** 2))
+        hits = int(np.count_nonzero((p > 0.5) == (y > 0.5)))
+        return {"loss": loss, "hits": hits}, loss
+
+    compiled = _agree(metrics, lambda s: (_random(200, s), _random(200, s + 3)))
+    assert len(compiled.versions()) == 1
+    assert not trace(metrics, (_random(20, 0), _random(20, 1))).gates
+
+
+def test_a_name_read_otherwise_keeps_its_gate():
+    def printed(x):
+        total = float(x.sum())
+        scaled = x / total  # read by the program: Python's number, a gate
+        return scaled, total
+
+    def rebound(x):
+        total = float(x.sum())
+        total = float(x.max())
+        return total
+
+    def branched(x):
+        total = float(x.sum())
+        if x[0] > 0:
+            return total
+        return -1.0
+
+    assert [g.kind for g in trace(printed, (_random(20, 0),)).gates] == ["float"]
+    assert [g.kind for g in trace(rebound, (_random(20, 0),)).gates] == ["float", "float"]
+    _agree(printed, lambda s: (_random(20, s),))
+    _agree(rebound, lambda s: (_random(20, s),))
+    _agree(branched, lambda s: (_random(20, s),), seeds=range(6))

@@ -11,8 +11,11 @@ program then returns the value and the result's tree converts it on every call (
 ``stax.ir.TreeDef``): no gate, no replay, no version per outcome.
 
 Only conversions directly in the returned displays (tuples, lists, dict values, nested) are
-rewritten; ``return float(a) + 1`` is not (Python adds to the number). ``int``, ``float`` and
-``bool`` must be the builtins when the call runs (the name is passed, not assumed).
+rewritten; ``return float(a) + 1`` is not (Python adds to the number). So is a name bound once,
+in the function's own top-level statements, to a conversion and read only there (``loss =
+float(...); ...; return {"loss": loss}``): nothing else can see its number either. ``int``,
+``float`` and ``bool`` must be the builtins when the call runs (the name is passed, not
+assumed).
 """
 
 from __future__ import annotations
@@ -85,31 +88,63 @@ def rewrite_returns(function: ast.FunctionDef) -> int:
     """Rewrite the conversions in ``function``'s own ``return`` statements (not those of nested
     functions); the number rewritten."""
     count = 0
+    returned: set[int] = set()  # the names read as results, by id of their Name node
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
         if isinstance(node, _SCOPES):
             continue
         if isinstance(node, ast.Return) and node.value is not None:
-            node.value, found = _in_result(node.value)
+            node.value, found = _in_result(node.value, returned)
             count += found
         stack.extend(ast.iter_child_nodes(node))
+    for statement in function.body:  # ``loss = float(...)`` read only as a result
+        call = _conversion(statement.value) if isinstance(statement, ast.Assign) else None
+        if call is not None and len(statement.targets) == 1 and \
+                isinstance(statement.targets[0], ast.Name) and \
+                _only_returned(function, statement.targets[0].id, returned):
+            statement.value = ast.copy_location(
+                ast.Call(ast.Name(HELPER, ast.Load()), list(call), []), statement.value)
+            count += 1
     return count
 
 
-def _in_result(node: ast.expr) -> tuple[ast.expr, int]:
+def _only_returned(function: ast.FunctionDef, name: str, returned: set[int]) -> bool:
+    """Whether ``name`` is bound once in ``function`` (an assignment, no other binding, no
+    global, nonlocal or nested scope naming it) and read only as an element of its results."""
+    bound = 0
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id == name:
+            if isinstance(node.ctx, ast.Store):
+                bound += 1
+            elif id(node) not in returned:
+                return False  # read elsewhere, deleted, or read by a nested function
+        elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+        elif isinstance(node, ast.arg) and node.arg == name:
+            return False
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and \
+                any((a.asname or a.name).split(".")[0] == name for a in node.names):
+            return False
+    return bound == 1
+
+
+def _in_result(node: ast.expr, returned: set[int]) -> tuple[ast.expr, int]:
     if isinstance(node, (ast.Tuple, ast.List)):
         found = 0
         for k, element in enumerate(node.elts):
-            node.elts[k], n = _in_result(element)
+            node.elts[k], n = _in_result(element, returned)
             found += n
         return node, found
     if isinstance(node, ast.Dict):
         found = 0
         for k, element in enumerate(node.values):
-            node.values[k], n = _in_result(element)
+            node.values[k], n = _in_result(element, returned)
             found += n
         return node, found
+    if isinstance(node, ast.Name):
+        returned.add(id(node))
+        return node, 0
     call = _conversion(node)
     if call is None:
         return node, 0
@@ -118,7 +153,7 @@ def _in_result(node: ast.expr) -> tuple[ast.expr, int]:
     return ast.copy_location(new, node), 1
 
 
-def _conversion(node: ast.expr) -> tuple[ast.expr, ast.expr] | None:
+def _conversion(node: ast.expr | None) -> tuple[ast.expr, ast.expr] | None:
     """(the conversion, its operand) of ``int(e)``, ``float(e)``, ``bool(e)`` or ``e.item()``."""
     if not isinstance(node, ast.Call) or node.keywords:
         return None
