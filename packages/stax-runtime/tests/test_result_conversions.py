@@ -211,3 +211,20 @@ def test_a_name_read_otherwise_keeps_its_gate():
     _agree(printed, lambda s: (_random(20, s),))
     _agree(rebound, lambda s: (_random(20, s),))
     _agree(branched, lambda s: (_random(20, s),), seeds=range(6))
+
+
+def test_lists_and_dicts_of_results_keep_the_machine_code_entry():
+    def parts(x):
+        return {"mean": float(x.mean()), "scaled": [x * 2, (x.max(), int(x.argmin()))],
+                7: x - 1}
+
+    compiled = _agree(parts, lambda s: (_random(64, s),))
+    entry = compiled.versions()[0].entry
+    assert entry is not None and not isinstance(entry, str)
+    x = _random(64, 9)
+    refs, hits = sys.getrefcount(x), entry.hits
+    for _ in range(50):
+        got = compiled(x)
+    assert entry.hits == hits + 50 and sys.getrefcount(x) == refs
+    assert list(got) == ["mean", "scaled", 7] and type(got["scaled"]) is list
+    np.testing.assert_array_equal(got[7], x - 1)

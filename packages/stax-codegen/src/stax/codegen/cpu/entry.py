@@ -24,8 +24,9 @@ at the start of every call (such a call goes slow while underflow is heeded).
 
 Only plans it can run whole get one (``EntryPlan.of`` says why not otherwise): kernels, and
 no NumPy steps but matrix products NumPy makes with one ``gemm`` call (called here with NumPy's
-arguments, ``entry_blas.py``), no large buffers (those come from the block pool), array results (one, or a
-flat tuple) or None. A kernel split over threads is launched on the native pool
+arguments, ``entry_blas.py``), no large buffers (those come from the block pool), array results
+(one, or tuples, lists and dicts of them, and Python numbers converted from them:
+``entry_results.py``) or None. A kernel split over threads is launched on the native pool
 (``native_pool.launch``: where another launch is in flight, or a forked child has no workers
 yet, it runs on the calling thread); without a native pool such plans get no entry.
 
@@ -59,7 +60,15 @@ from .blas import numpys_gemm
 from .entry_api import Layout, api_addresses, array_layout
 from .entry_blas import Product, emit_product, product
 from .entry_events import report_late, underflow_ignored
-from .entry_results import convert, leaf_conversions, signatures
+from .entry_results import (
+    build,
+    buildable,
+    builder_signatures,
+    convert,
+    leaf_conversions,
+    nesting_of,
+    signatures,
+)
 from .fpevents import UNDERFLOW
 from .jit import CompiledModule
 from .native_pool import MAX_ARITY, NativePool
@@ -73,10 +82,14 @@ METH_FASTCALL_KEYWORDS = 0x80 | 0x02
 CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_INCREF, \
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
     CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_GEMM32, CTX_GEMM64, CTX_REST, CTX_SAVE, CTX_RESTORE, \
-    CTX_TO_FLOAT, CTX_TO_INT, CTX_IS_TRUE, CTX_TO_BOOL, CTX_FIXED = range(26)
+    CTX_TO_FLOAT, CTX_TO_INT, CTX_IS_TRUE, CTX_TO_BOOL, CTX_LIST_NEW, CTX_LIST_SET, \
+    CTX_DICT_NEW, CTX_DICT_SET, CTX_FIXED = range(30)
 #: the context slots of the conversions of results to Python numbers (``entry_results.py``)
 _CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
                "PyObject_IsTrue": CTX_IS_TRUE, "PyBool_FromLong": CTX_TO_BOOL}
+#: ... and of the lists and dicts of results (``entry_results.build``)
+_BUILDERS = {"PyList_New": CTX_LIST_NEW, "PyList_SetItem": CTX_LIST_SET,
+             "PyDict_New": CTX_DICT_NEW, "PyDict_SetItem": CTX_DICT_SET}
 NPY_ARRAY_WRITEABLE = 0x0400
 #: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
 NONE_RESULT = -2
@@ -117,8 +130,9 @@ class EntryPlan:
     products: tuple[Product, ...] = ()
     #: pairs of input slots that must not be one array (operands of one product)
     apart: tuple[tuple[int, int], ...] = ()
-    #: results in nested tuples (``return a + 1, (a - 1, a * 2)``): the tree's shape, each
-    #: leaf its result's position (``_nesting``); () for one result or a flat tuple
+    #: results in nested tuples, lists and dicts (``return a + 1, (a - 1, a * 2)``, ``return
+    #: {"y": y}``): the tree's shape, each leaf its result's position, a list or dict an
+    #: ``entry_results.Built`` (``nesting_of``); () for one result or a flat tuple
     nesting: Any = ()
     #: the Python values returned as results (``return x + 1, 0.0``), each result of the
     #: ``k``-th one at slot ``CONST_RESULT - k``: the same object every call, as the
@@ -144,8 +158,8 @@ class EntryPlan:
         if artifact.overwrites and loop:
             return "it writes over an argument"
         tree = artifact.output_tree
-        if not _tuples(tree) or (loop and any(c.kind != "leaf" for c in tree.children)) or \
-                (loop and tree.converts):
+        if not buildable(tree) or (loop and (tree.kind not in ("leaf", "tuple") or any(
+                c.kind != "leaf" for c in tree.children))):
             return "its results are not one array or a tuple of arrays (or tuples of them)"
         # the user's results; after them, an updated argument's final value (``overwrites``)
         n_user = tree.num_leaves
@@ -225,25 +239,15 @@ class EntryPlan:
         pooled = () if loop or pool is None else tuple(
             (k, pool.chunks(kernel.outer_range)) for k, kernel in enumerate(artifact.kernels)
             if kernel.parallel)
-        nesting = _nesting(tree, iter(range(n_user))) \
-            if any(c.kind != "leaf" for c in tree.children) else ()
-        return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs, tree.kind == "tuple",
+        kept = list(constants)  # a dict's keys join the constants
+        nesting = nesting_of(tree, iter(range(n_user)), kept) if tree.kind in ("list", "dict") \
+            or any(c.kind != "leaf" for c in tree.children) else ()
+        constants = tuple(kept)
+        return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs,
+                         tree.kind in ("tuple", "list", "dict"),
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
                          pooled, bool(artifact.late_reports), tuple(products), apart, nesting,
                          constants, conversions if any(conversions) else ())
-
-
-def _tuples(tree: Any) -> bool:
-    """One leaf (maybe converted to a Python number), or a tuple of such and such tuples."""
-    return tree.kind == "leaf" or (tree.kind == "python" and tree.children[0].kind == "leaf") or \
-        (tree.kind == "tuple" and all(_tuples(c) for c in tree.children))
-
-
-def _nesting(tree: Any, leaves: Any) -> Any:
-    """A tuple tree's shape: each leaf its result's position, each tuple a tuple."""
-    if tree.kind in ("leaf", "python"):
-        return next(leaves)
-    return tuple(_nesting(c, leaves) for c in tree.children)
 
 
 def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
@@ -474,17 +478,14 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         convert(b, fn, results, plan.conversions, {
             name: ctx_fn(slot, signatures()[name].return_type, list(signatures()[name].args))
             for name, slot in _CONVERTERS.items()}, decref)
-    set_item = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])  # steals each item's reference
-
-    def tupled(items: Any) -> ir.Value:
-        made = b.call(ctx_fn(CTX_TUPLE_NEW, I8P, [I64]), [ir.Constant(I64, len(items))])
-        for k, item in enumerate(items):
-            b.call(set_item, [made, ir.Constant(I64, k),
-                              tupled(item) if isinstance(item, tuple) else results[item]])
-        return made
+    api = {name: ctx_fn(slot, sig.return_type, list(sig.args))
+           for name, sig in builder_signatures().items() for slot in (_BUILDERS[name],)}
+    api["PyTuple_New"] = ctx_fn(CTX_TUPLE_NEW, I8P, [I64])
+    api["PyTuple_SetItem"] = ctx_fn(CTX_TUPLE_SET, I32, [I8P, I64, I8P])
     value = results[0]
     if plan.as_tuple:
-        value = tupled(plan.nesting or tuple(range(len(results))))
+        value = build(b, plan.nesting or tuple(range(len(results))), results, api,
+                      lambda k: b.inttoptr(ctx_word(first_constant + k), I8P), decref)
     if plan.late_reports and status is not None:  # the arguments are written: NumPy reports
         report_late(fn, b, status, ctx_word(CTX_REPORT), ctx_word(CTX_LONG),
                     ctx_word(CTX_VECTORCALL), decref, value)
@@ -541,7 +542,7 @@ class Entry:
         context += [gemm.address["float32"], gemm.address["float64"]] if gemm else [0, 0]
         context += [pool.rest_address if pool is not None else 0, api["PyEval_SaveThread"],
                     api["PyEval_RestoreThread"]]
-        context += [api[name] for name in _CONVERTERS]
+        context += [api[name] for name in (*_CONVERTERS, *_BUILDERS)]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:
