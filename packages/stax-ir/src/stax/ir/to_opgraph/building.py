@@ -54,7 +54,7 @@ def _constant(ctx: LoweringContext, value: Any) -> Node:
         raise NotNative from None
     if array.dtype.kind not in "biuf" or array.size > MAX_CONSTANT_ELEMENTS or array.ndim > 2:
         raise NotNative
-    meta = TensorMeta.of(np.ascontiguousarray(array))
+    meta = TensorMeta.of(array.copy(order="C"))  # (``ascontiguousarray`` makes 0-d 1-d)
     if array.ndim == 0:
         return ctx.emit("full", (), {"shape": (), "value": array.item(), "dtype": array.dtype.name},
                         meta=meta)
