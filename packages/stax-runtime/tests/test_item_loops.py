@@ -73,6 +73,27 @@ def test_carried_arrays_move_between_items(caplog, monkeypatch):
     assert "buffers moved: a, b" in caplog.text
 
 
+def running_mean(x):
+    out = np.zeros(x.shape[0])
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i]
+        out[i] = total / (i + 1)
+    return out
+
+
+def test_a_running_total_beside_an_updated_array_runs_in_one_machine_code_loop(
+        caplog, monkeypatch):
+    """The running total's buffer moves between items; the freed buffer of each carried value
+    goes to its own next value's allocation (paired in sorted order, the 0-d total and the
+    vector swapped: every item ran as its own call, 10x slower than NumPy)."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same_as_numpy(running_mean, np.random.default_rng(2).standard_normal(300))
+    assert "items run in one machine-code loop" in caplog.text
+    assert "buffers moved: total" in caplog.text
+
+
 def test_a_carried_array_whose_first_layout_differs():
     """A transposed start: the first items run through the dispatcher, then the loop."""
     def decay(u, steps):

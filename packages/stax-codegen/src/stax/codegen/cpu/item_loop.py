@@ -65,9 +65,16 @@ class ItemLoopPlan:
         buffer no input holds any more (one of the inputs' before)."""
         nexts = dict(self.nexts)
         taken = set(nexts.values())
-        freed = sorted(i for i in nexts if i not in taken)
-        filled = sorted(o for o in nexts.values() if o not in nexts)
-        return tuple((o, i) for i, o in nexts.items()) + tuple(zip(freed, filled))
+        pairs = []
+        # a freed input buffer goes to the allocation at the end of its own chain (input ->
+        # next value -> ...), which has its layout: paired in sorted order, a 0-d running total
+        # and a vector swapped buffers (``total += x[i]; out[i] = total / (i + 1)``)
+        for freed in sorted(i for i in nexts if i not in taken):
+            end = nexts[freed]
+            while end in nexts:
+                end = nexts[end]
+            pairs.append((freed, end))
+        return tuple((o, i) for i, o in nexts.items()) + tuple(pairs)
 
     @staticmethod
     def of(artifact: KernelArtifact, inputs: list[np.ndarray], item: int,
