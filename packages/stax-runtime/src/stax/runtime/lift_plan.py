@@ -5,12 +5,14 @@ another input."""
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
 
 from stax.trace import Proxy
 from stax.trace.loops import UNBOUND, LoopSite
+from stax.trace.traced_scalars import TracedScalar
 from stax.trace.traced_sizes import read_number
 
 #: Python values a body may hold as constants of its compiled program
@@ -47,6 +49,11 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             constants[name] = read_number(value)
         elif value is UNBOUND:
             return f"the local {name!r} has no value after the first iteration"
+        elif isinstance(value, types.FunctionType):
+            plain = plain_function(value, tracer)
+            if isinstance(plain, str):
+                return f"the local {name!r} holds a function that {plain}"
+            constants[name] = plain  # ``def f(s): ...`` called by an RK4 step
         else:
             return f"the local {name!r} holds a {type(value).__name__}, not a traced array"
     views: dict[str, Any] = {}
@@ -97,3 +104,50 @@ def _viewed_input(tracer: Any, site: LoopSite, state: dict[str, Any], inputs: li
             tracer.shared(base, (value.value,)) is not None:
         return None
     return name
+
+
+#: what a local function's closure may hold besides numbers and such functions: nothing that
+#: could hold an array (a ``functools.partial``, a list) — it would be frozen into the body
+_PLAIN_CELLS = (*_CONSTANTS, types.ModuleType, type, types.BuiltinFunctionType, np.ufunc)
+
+
+def plain_function(fn: types.FunctionType, tracer: Any, depth: int = 0) -> Any:
+    """``fn`` (a local function the body calls: ``def f(s): return sigma * s``) as a constant of
+    the compiled body, or what keeps it from being one. Its closure may hold numbers (a scalar
+    argument's value, which the version is then exact in: the clone's cell holds the number, not
+    the outer capture's traced scalar) and such functions; no traced array, and no array or
+    other object among the globals its code names (those would be frozen into the body)."""
+    if depth > 8:
+        return "nests functions too deeply"
+    code = fn.__code__
+    for name in _global_names(code):
+        value = fn.__globals__.get(name, None)
+        if isinstance(value, (np.ndarray, Proxy)):
+            return f"reads the global array {name!r}"
+    cells = []
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            return f"reads {name!r}, which has no value yet"
+        if isinstance(value, TracedScalar):
+            value = read_number(value)
+        elif isinstance(value, types.FunctionType):
+            value = plain_function(value, tracer, depth + 1)
+            if isinstance(value, str):
+                return value
+        elif not isinstance(value, _PLAIN_CELLS) or isinstance(value, Proxy):
+            return f"reads {name!r}, a {type(value).__name__} from the function around it"
+        cells.append(types.CellType(value))
+    clone = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells))
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    return clone
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` and the code objects nested in it may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
