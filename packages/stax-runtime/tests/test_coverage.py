@@ -1,5 +1,6 @@
 """The coverage table: every case agrees with eager NumPy, and docs/coverage.md is current."""
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,45 @@ from stax.runtime import coverage
 TABLE = Path(__file__).resolve().parents[3] / "docs" / "coverage.md"
 
 
-def test_every_case_agrees_with_numpy_and_the_table_is_current():
+_COMPILED_FUNCTION = coverage.CompiledFunction
+
+
+class _CalledTwice:
+    """``CompiledFunction`` for the coverage module's measurements: each call is made twice, the
+    compiling call (on copies of the arguments) and then the cached version's, whose result is
+    the one measured; the two must agree bit for bit (or raise alike)."""
+
+    def __init__(self, fn, **options):
+        self.compiled = _COMPILED_FUNCTION(fn, **options)
+        self.once = options.get("device") == "cuda"  # tensors: _copy_args copies no tensor
+
+    def __call__(self, *args):
+        if self.once:
+            return self.compiled(*args)
+        try:
+            first = self.compiled(*(copy.deepcopy(a) if isinstance(a, (np.ndarray, np.random.Generator))
+                                    else a for a in args))  # a generator: its own state
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                self.compiled(*args)
+            raise
+        later = self.compiled(*args)
+        if not coverage._agree(later, first, True):
+            raise AssertionError(f"the cached version's call gave {later!r}, the compiling "
+                                 f"call's {first!r}")
+        return later
+
+    def __getattr__(self, name):
+        return getattr(self.compiled, name)
+
+
+@pytest.fixture
+def cached_calls(monkeypatch):
+    """The coverage cases measured on the cached version's call, not only the compiling one's."""
+    monkeypatch.setattr(coverage, "CompiledFunction", _CalledTwice)
+
+
+def test_every_case_agrees_with_numpy_and_the_table_is_current(cached_calls):
     """With torch and Triton installed (CI), the CUDA column too: each case on the CUDA path in
     Triton's interpreter (conftest.py sets TRITON_INTERPRET=1) against NumPy. The table is
     compared only where it can be made whole (the CUDA column needs both)."""
@@ -52,7 +91,7 @@ def test_the_required_surface_is_captured():
 
 
 @pytest.mark.parametrize("variant", sorted(coverage.VARIANTS))
-def test_every_case_agrees_on_other_layouts_dtypes_and_special_values(variant):
+def test_every_case_agrees_on_other_layouts_dtypes_and_special_values(variant, cached_calls):
     failures = []
     for case in coverage.cases(seed=3):
         agrees, what = coverage.run_variant(case, variant)
