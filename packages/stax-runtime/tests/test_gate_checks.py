@@ -456,3 +456,34 @@ def test_gates_of_one_kind_whose_graphs_differ_still_count_as_changing(caplog):
             C = want[0]
     assert f.cache_info().compiles == 3
     assert "runs eagerly for this signature from now on" in caplog.text
+
+
+def jacobi_until(A, b, tol):
+    D = np.diag(A)
+    R = A - np.diag(D)
+    x = np.zeros_like(b)
+    it = 0
+    while True:
+        xn = (b - R @ x) / D
+        it += 1
+        if np.max(np.abs(xn - x)) < tol or it >= 50:
+            return xn, it
+        x = xn
+
+
+def test_a_matrix_product_in_the_gates_slice_runs_as_numpys_call(monkeypatch):
+    """``R @ x`` before a ``while`` test: BLAS's rounding is not the kernels', so in the gate's
+    slice the product is NumPy's own call (as eager's operands are laid out): the branch is
+    eager's, checked in the program (it was replayed: 0.65x NumPy)."""
+    rng = np.random.default_rng(5)
+    A = rng.random((40, 40))
+    A += np.diag(A.sum(1) + 1)
+    b = rng.random(40)
+    f = stax.compile(jacobi_until, strict_native=True)
+    f(A, b, 1e-10)
+    assert f.versions()[0].gates_in_program
+    no_replay(monkeypatch)
+    for scale in (1.0, 1.0, 2.0):
+        got, want = f(A, b * scale, 1e-10), jacobi_until(A, b * scale, 1e-10)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]

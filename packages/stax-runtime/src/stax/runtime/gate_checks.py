@@ -54,7 +54,8 @@ _EXACT_TARGETS = capture_targets_of((elementwise_ops() - approximate_ops()) | {"
     "numpy.full_like", "numpy.eye", "numpy.identity", "numpy.array", "numpy.asarray",
     "numpy.stack", "numpy.concatenate", "numpy.hstack", "numpy.vstack", "numpy.copy",
     "numpy.ascontiguousarray", "numpy.flip", "numpy.roll", "numpy.tile", "numpy.repeat",
-    "numpy.diff", "numpy.maximum.accumulate", "numpy.minimum.accumulate",
+    "numpy.diff", "numpy.maximum.accumulate", "numpy.minimum.accumulate", "numpy.diag",
+    "numpy.diagonal", "method:diagonal",
     "stax.functional.setitem", "stax.functional.decline_if"}
 #: NumPy functions whose bits do not depend on the layout of what they read (sorting,
 #: selecting, interpolating between order statistics): run as NumPy's own calls, they are
@@ -72,6 +73,9 @@ _INTEGER_EXACT_TARGETS = capture_targets_of({"sum", "prod"})
 #: they run as NumPy's own call (meta ``numpy_call``, an extern step), exact where the array
 #: they read is laid out as eager's was (``_as_eager``)
 _NUMPY_ORDER_TARGETS = capture_targets_of({"sum", "prod", "mean", "var", "std"})
+#: matrix products: BLAS's order (blocked, FMA), exact as NumPy's own call on operands laid out
+#: as eager's were (a Jacobi iteration's ``R @ x`` before its ``while`` test)
+_PRODUCT_TARGETS = frozenset({"operator.matmul", "numpy.matmul", "numpy.dot", "method:dot"})
 
 
 class GateMismatch(StaxError):
@@ -180,7 +184,9 @@ def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
         if target in _INTEGER_EXACT_TARGETS and integer:
             continue
         as_numpy = target in _NUMPY_CALL_TARGETS or (
-            target in _NUMPY_ORDER_TARGETS and bool(node.args) and _as_eager(node.args[0]))
+            target in _NUMPY_ORDER_TARGETS and bool(node.args) and _as_eager(node.args[0])) or (
+            target in _PRODUCT_TARGETS and len(node.args) == 2 and not node.kwargs and
+            all(_as_eager(a) for a in node.args))
         if as_numpy and node.name in by_name:
             numpy_calls.append(node.name)
             continue
