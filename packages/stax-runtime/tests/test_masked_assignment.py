@@ -140,7 +140,8 @@ def test_fill_diagonal_of_a_computed_matrix_is_a_select(shape):
     f = stax.compile(zero_diagonal, strict_native=True)
     p = RNG.standard_normal(shape[0])
     p = np.concatenate([p, RNG.standard_normal(max(0, shape[1] - shape[0]))])
-    np.testing.assert_array_equal(f(p), zero_diagonal(p))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_array_equal(f(p), zero_diagonal(p))
     assert all(b.role != "extern" for b in f.versions()[0].artifact.buffers)
 
 
@@ -194,7 +195,8 @@ def test_unselected_elements_report_no_event(name):
     compiled = stax.compile(fn, strict_native=True)
     with np.errstate(all="raise", under="ignore"):
         want = fn(x)
-        same(compiled(x), want)
+        for _ in range(2):  # the compiling call, then the cached version's
+            same(compiled(x), want)
     executable = Executable(compiled.versions()[0].artifact)
     with np.errstate(all="raise", under="ignore"):
         (again,) = executable(x)
@@ -202,7 +204,8 @@ def test_unselected_elements_report_no_event(name):
     assert executable.reruns == 0
     x = np.concatenate([x, [np.inf, -np.inf]])
     with np.errstate(all="ignore"):
-        same(compiled(x), fn(x))
+        for _ in range(2):  # another shape: a compiling call, then the cached version's
+            same(compiled(x), fn(x))
 
 
 def test_an_event_on_a_selected_element_is_still_numpys():
@@ -210,15 +213,17 @@ def test_an_event_on_a_selected_element_is_still_numpys():
     x = np.array([2.0, -1.0, 0.0, 5.0])
     y = x.copy()
     y[1] = 1e-320  # log of a subnormal: finite, no event
-    np.testing.assert_array_equal(f(y), QUIET_CASES["log_of_positives"](y))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_array_equal(f(y), QUIET_CASES["log_of_positives"](y))
     def inverse_nonnegative(x):
         y = x.copy()
         y[x >= 0] = 1.0 / y[x >= 0]  # 1 / 0.0 on a selected element: NumPy's divide warning
         return y
     g = stax.compile(inverse_nonnegative)
-    with pytest.warns(RuntimeWarning, match="divide"):
-        got = g(x)
-    np.testing.assert_array_equal(got, np.array([0.5, -1.0, np.inf, 0.2]))
+    for _ in range(2):  # the compiling call, then the cached version's
+        with pytest.warns(RuntimeWarning, match="divide"):
+            got = g(x)
+        np.testing.assert_array_equal(got, np.array([0.5, -1.0, np.inf, 0.2]))
 
 
 @pytest.mark.parametrize("dtypes", [("float32", "float64"), ("float64", "float32"),
@@ -234,6 +239,7 @@ def test_a_traced_value_of_another_dtype_is_cast_into_the_mask(dtypes):
     x = (np.linspace(-3, 3, 11) * 7).astype(dtypes[0])
     y = (np.arange(5) * 1.5).astype(dtypes[1])
     compiled = stax.compile(f, strict_native=True)
-    got, want = compiled(x, y), f(x, y)
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got, want)
+    for _ in range(2):  # the compiling call, then the cached version's
+        got, want = compiled(x, y), f(x, y)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
