@@ -31,7 +31,8 @@ def test_a_long_float32_sum_errs_as_little_as_numpys(n, value):
     numpy_error = _error(x.sum(), want)
     # NumPy's error is about one rounding of the total here; a drift of n / lanes steps in
     # each accumulator was 300 times it at 4M
-    assert _error(f(x), want) <= max(4 * numpy_error, 2 * np.finfo(np.float32).eps)
+    for _ in range(2):  # the compiling call, then the cached version's
+        assert _error(f(x), want) <= max(4 * numpy_error, 2 * np.finfo(np.float32).eps)
 
 
 @pytest.mark.parametrize("fn", [lambda x: x.sum(axis=1), lambda x: x.mean(axis=1),
@@ -48,8 +49,10 @@ def test_sums_over_runs_longer_than_a_block(fn, dtype):
     f = stax.compile(fn, strict_native=True)
     want = _truth(fn, x)
     bound = max(4 * _error(fn(x), want), 8 * np.finfo(dtype).eps)
-    assert _error(f(x), want) <= bound
-    assert f(x).dtype == fn(x).dtype
+    for _ in range(2):  # the compiling call, then the cached version's
+        got = f(x)
+        assert _error(got, want) <= bound
+        assert got.dtype == fn(x).dtype
 
 
 def test_a_size_generic_sum_is_blocked_too():
@@ -57,7 +60,8 @@ def test_a_size_generic_sum_is_blocked_too():
     for n in (700, 4096, 100_003):
         x = np.full((2, n), 0.1, np.float32)
         want = _truth(lambda x: x.sum(axis=-1), x)
-        assert _error(f(x), want) <= max(4 * _error(x.sum(axis=-1), want), 1e-7)
+        for _ in range(2):  # a (possibly) compiling call, then the cached version's
+            assert _error(f(x), want) <= max(4 * _error(x.sum(axis=-1), want), 1e-7)
 
 
 def test_specials_keep_numpys_results():
