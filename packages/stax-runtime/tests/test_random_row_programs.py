@@ -46,4 +46,5 @@ def test_row_chains_agree_with_eager(ops, shape, layout, reduce_at_end):
             magnitude = max(magnitude, float(np.abs(y).sum(-1).max()))
             y = ROW_OPS[op](y)
         magnitude = max(magnitude, float(np.abs(y).sum(-1).max()))
-    np.testing.assert_allclose(cf(x), fn(x), rtol=2e-5, atol=2e-5 * max(magnitude, 1.0))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_allclose(cf(x), fn(x), rtol=2e-5, atol=2e-5 * max(magnitude, 1.0))
