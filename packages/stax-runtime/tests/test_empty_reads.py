@@ -79,6 +79,13 @@ def test_values_no_step_reads_raise_under_errstate(name):
     args = (X.copy(), np.zeros((1, 6))) if with_y else (X.copy(),)
     with np.errstate(all="raise"), pytest.raises(FloatingPointError):
         compiled(*args)
+    args = (X.copy(), np.zeros((1, 6))) if with_y else (X.copy(),)
+    with np.errstate(all="ignore"):
+        compiled(*args)  # compiled (or run) quietly: the next call is the cached version's
+    for _ in range(2):
+        args = (X.copy(), np.zeros((1, 6))) if with_y else (X.copy(),)
+        with np.errstate(all="raise"), pytest.raises(FloatingPointError):
+            compiled(*args)
 
 
 def test_an_assignment_returned_as_the_argument_is_the_argument():
@@ -86,13 +93,16 @@ def test_an_assignment_returned_as_the_argument_is_the_argument():
     y = np.zeros((1, 6))
     with np.errstate(all="ignore"):
         assert compiled(X.copy(), y) is y
+        y = np.zeros((1, 6))
+        assert compiled(X.copy(), y) is y  # the cached version's call
 
 
 def test_an_empty_constant_concatenated_compiles():
     """The materialization policy divided by the element count of an empty value (an internal
     error, the call ran eagerly)."""
     compiled = stax.compile(lambda x: np.concatenate([np.zeros((0,)), x]), strict_native=True)
-    np.testing.assert_array_equal(compiled(np.arange(3.0)), np.arange(3.0))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_array_equal(compiled(np.arange(3.0)), np.arange(3.0))
 
 
 def test_a_predicate_of_a_numpy_scalar_stays_a_numpy_scalar():
@@ -100,8 +110,10 @@ def test_a_predicate_of_a_numpy_scalar_stays_a_numpy_scalar():
     by the stress suite: ``np.isfinite(x.all(axis=None))`` came back as a 0-d array)."""
     x = X.copy()
     for fn in (lambda x: np.isfinite(x.all(axis=None)), lambda x: np.isnan((x > 0).sum())):
-        got, want = stax.compile(fn, strict_native=True)(x), fn(x)
-        assert type(got) is type(want) and got == want
+        compiled = stax.compile(fn, strict_native=True)
+        for _ in range(2):  # the compiling call, then the cached version's
+            got, want = compiled(x), fn(x)
+            assert type(got) is type(want) and got == want
 
 
 def test_a_numpy_call_writing_into_an_empty_argument_runs_as_numpy():
@@ -133,5 +145,6 @@ def test_an_array_of_no_elements_compiles():
 
     for fn in (nothing, kept):
         compiled = stax.compile(fn, strict_native=True)
-        got, want = compiled(np.zeros(3)), fn(np.zeros(3))
-        assert got.shape == want.shape and got.dtype == want.dtype
+        for _ in range(2):  # the compiling call, then the cached version's
+            got, want = compiled(np.zeros(3)), fn(np.zeros(3))
+            assert got.shape == want.shape and got.dtype == want.dtype
