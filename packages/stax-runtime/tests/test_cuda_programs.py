@@ -377,8 +377,8 @@ def test_empty_arrays_in_a_subprocess():
 
 # -- fallbacks: one log line with the reason; strict_native raises it ----------------------------
 
-def maximum_at(a, i, v):
-    np.maximum.at(a, i, v)
+def multiply_at(a, i, v):
+    np.multiply.at(a, i, v)
     return a
 
 
@@ -389,8 +389,9 @@ def running_columns_kept(x):
 
 
 FALLBACKS = [
-    ("maximum_at", maximum_at, (np.zeros(5), np.array([0, 1, 1, 4]), np.array([1.0, 2.0, 3.0, 4.0])),
-     "numpy.maximum.at is not captured yet"),
+    ("multiply_at", multiply_at, (np.ones(5), np.array([0, 1, 1, 4]),
+                                  np.array([1.0, 2.0, 3.0, 4.0])),
+     "numpy.multiply.at is not captured yet"),
     ("overlapping_update", running_columns_kept, (Y,), "of an argument another value views"),
     ("complex", lambda x: x * 2 + 1, (Y.astype(np.complex128),), "dtype complex128"),
 ]

@@ -336,6 +336,15 @@ _declare("scatter", P, -1, lambda x, *rest, count, accumulate, scalar=None, axes
              "arrays for x's leading axes (negative from the end; out of bounds: NumPy's error); "
              "with ``axes``, 0-d indices for those axes of x, every other axis whole "
              "(``x[:, i] = v``)")
+_declare("scatter_maximum", P, -1, lambda x, *rest, count, scalar=None: _scatter_extreme(
+    np.maximum, x, *rest, count=count, scalar=scalar), attrs=("count", "scalar"),
+         doc="x with np.maximum.at(x, (i0, ..., ik), value): each position the maximum of what "
+             "the positions before it left and its value, in order (NaN as np.maximum); the "
+             "index arrays for x's leading axes (negative from the end; out of bounds: NumPy's "
+             "error)")
+_declare("scatter_minimum", P, -1, lambda x, *rest, count, scalar=None: _scatter_extreme(
+    np.minimum, x, *rest, count=count, scalar=scalar), attrs=("count", "scalar"),
+         doc="x with np.minimum.at(x, (i0, ..., ik), value), as ``scatter_maximum``")
 _declare("setitem", P, -1, lambda x, *value, key, scalar=None: _setitem_op(x, key, value, scalar),
          attrs=("key", "scalar"), doc="x with x[key] = value (a copy): ``key`` per axis "
          "('slice', start, stop, step) with step +-1, or ('int', k); the value an operand or "
@@ -444,6 +453,28 @@ def _add_at(x: Any, indices: Any, values: Any = None) -> Any:
     return y
 
 
+def _maximum_at(x: Any, indices: Any, values: Any = None) -> Any:
+    """``np.maximum.at(x, indices, values)`` as a pure function (each index in order)."""
+    y = np.copy(x, order="K")
+    np.maximum.at(y, indices, values)
+    return y
+
+
+def _minimum_at(x: Any, indices: Any, values: Any = None) -> Any:
+    """``np.minimum.at(x, indices, values)`` as a pure function."""
+    y = np.copy(x, order="K")
+    np.minimum.at(y, indices, values)
+    return y
+
+
+def _scatter_extreme(ufunc: Any, x: Any, *rest: Any, count: int, scalar: Any = None) -> Any:
+    """``scatter_maximum``/``scatter_minimum`` as a pure function (``ufunc.at`` on a copy)."""
+    indices, value = tuple(rest[:count]), (rest[count] if len(rest) > count else scalar)
+    y = np.copy(x, order="K")
+    ufunc.at(y, indices, value)
+    return y
+
+
 def _scatter_op(x: Any, *rest: Any, count: int, accumulate: bool, scalar: Any = None,
                 axes: Any = None) -> Any:
     """``x[i0, ..., ik] = value`` (or ``np.add.at(x, (i0, ..., ik), value)``, ``accumulate``) with
@@ -535,6 +566,8 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.nn.layer_norm": _layer_norm,
     "stax.functional.setitem": _setitem,
     "stax.functional.add_at": _add_at,
+    "stax.functional.maximum_at": _maximum_at,
+    "stax.functional.minimum_at": _minimum_at,
     # a loop run by a compiled body per item (``lifted_loops.py``, ``stax.trace.loops``)
     LIFTED_LOOP: run_lifted_loop,
 }

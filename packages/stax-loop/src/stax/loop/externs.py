@@ -38,6 +38,13 @@ def _scatter_index(n: Node) -> tuple[Any, ...]:
     return indices if axes is None else scatter_key(len(n.args[0].tensor.shape), indices, axes)
 
 
+def _scattered(n: Node) -> tuple[Any, ...]:
+    """A scatter's (x, index, value) as ``ufunc.at`` takes them."""
+    count = n.kwargs["count"]
+    return (n.args[0], _scatter_index(n),
+            n.args[1 + count] if len(n.args) > 1 + count else n.kwargs["scalar"])
+
+
 #: the NumPy call computing an op whose reference is not the NumPy function of its name, from
 #: its node: (target, method, args, kwargs), as ``extern_call`` takes them
 NUMPY_CALLS: dict[str, Callable[[Node], tuple[str, bool, tuple[Any, ...], dict[str, Any]]]] = {
@@ -65,10 +72,9 @@ NUMPY_CALLS: dict[str, Callable[[Node], tuple[str, bool, tuple[Any, ...], dict[s
     "roll": lambda n: ("numpy.roll", False, (n.args[0], n.kwargs["shift"]),
                        {"axis": n.kwargs["axis"]}),
     "scatter": lambda n: ("stax.functional.add_at" if n.kwargs["accumulate"] else
-                          "stax.functional.setitem", False,
-                          (n.args[0], _scatter_index(n),
-                           n.args[1 + n.kwargs["count"]] if len(n.args) > 1 + n.kwargs["count"]
-                           else n.kwargs["scalar"]), {}),
+                          "stax.functional.setitem", False, _scattered(n), {}),
+    "scatter_maximum": lambda n: ("stax.functional.maximum_at", False, _scattered(n), {}),
+    "scatter_minimum": lambda n: ("stax.functional.minimum_at", False, _scattered(n), {}),
     "setitem": lambda n: ("stax.functional.setitem", False,
                           (n.args[0], _key(n.kwargs["key"]),
                            n.args[1] if len(n.args) > 1 else n.kwargs["scalar"]), {}),

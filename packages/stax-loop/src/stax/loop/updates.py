@@ -280,7 +280,12 @@ def _box(index: Affine, shape: tuple[int, ...], strides: tuple[int, ...],
     return list(zip(low, high))
 
 
-@lowers("scatter")
+#: how each scatter op combines a value with what the positions before it left (None: the
+#: value replaces it)
+_COMBINE = {"scatter_maximum": "maximum", "scatter_minimum": "minimum"}
+
+
+@lowers("scatter", "scatter_maximum", "scatter_minimum")
 def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
     """``x[i0, ..., ik] = value`` or ``np.add.at``: a kernel over the index arrays' broadcast
     shape (and x's other axes) storing into x's buffer at computed positions
@@ -337,9 +342,10 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
         value = ctx.realize(Lazy(ranges, dtype, value), contiguous_strides(ranges)).loader
     store = linear_index(at_rest, tuple(strides[a] for a in others))
     body = value(index)
-    if node.kwargs["accumulate"]:
+    combine = _COMBINE.get(node.target, "add" if node.kwargs.get("accumulate") else None)
+    if combine is not None:  # in order: a repeated position combines with the one before
         position = Binary("add", offset, Index(store, "int64"), "int64") if store.terms else offset
-        body = Binary("add", IndirectLoad(buffer, dtype, position), body, dtype)
+        body = Binary(combine, IndirectLoad(buffer, dtype, position), body, dtype)
     name = f"buf{len(ctx.buffers)}"
     ctx.buffers.append(ComputedBuffer(name, meta.shape, dtype, strides, store,
                                       Pointwise(ranges, body), updates=buffer,

@@ -112,12 +112,12 @@ class Proxy:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         target = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method == "at":
-            if ufunc is np.add and isinstance(inputs[0], Proxy) and not kwargs and \
-                    len(inputs) in (2, 3):
+            if ufunc in (np.add, np.maximum, np.minimum) and isinstance(inputs[0], Proxy) and \
+                    not kwargs and len(inputs) in (2, 3):
                 a = inputs[0]  # an unbuffered accumulation into a: recorded as a pure function
-                a._update_in_place("numpy.add.at", lambda: self.tracer.record(
-                    Opcode.CALL_FUNCTION, "stax.functional.add_at", inputs, {},
-                    NN_FUNCTIONS["stax.functional.add_at"]))
+                pure = f"stax.functional.{ufunc.__name__}_at"
+                a._update_in_place(target, lambda: self.tracer.record(
+                    Opcode.CALL_FUNCTION, pure, inputs, {}, NN_FUNCTIONS[pure]))
                 return None
             raise _mutation(target)
         if "out" in kwargs:

@@ -160,11 +160,17 @@ def _traced_slice_positions(ctx: LoweringContext, key: Any, meta: Any,
         for k, n in zip(items, meta.shape))
 
 
-@rule("stax.functional.add_at", emits=("scatter",))
+#: the scatter op of each ``ufunc.at`` capture records as a pure function
+_UFUNC_AT = {"stax.functional.add_at": "scatter", "stax.functional.maximum_at": "scatter_maximum",
+             "stax.functional.minimum_at": "scatter_minimum"}
+
+
+@rule(*_UFUNC_AT, emits=(*_UFUNC_AT.values(), "ne", "decline_if"))
 def _add_at(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             kwargs: dict[str, Any]) -> Node:
     """``np.add.at(x, indices, values)`` (captured as a pure function): a scatter that sums,
-    for integer index arrays of x's leading axes and integer or float x."""
+    for integer index arrays of x's leading axes and integer or float x; ``np.maximum.at`` and
+    ``np.minimum.at`` the same, keeping the extreme."""
     if len(args) != 3 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None:
         raise NotNative
     x, key, value = args
@@ -181,9 +187,23 @@ def _add_at(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     dtype = np.dtype(x.tensor.dtype)
     if np.result_type(dtype, value if is_scalar else value.tensor.np_dtype) != dtype:
         raise NotNative
-    return ctx.emit("scatter", (x, *indices) if is_scalar else (x, *indices, value),
-                    {"count": len(indices), "accumulate": True,
-                     "scalar": scalar(value) if is_scalar else None})
+    op = _UFUNC_AT[node.target]
+    if op != "scatter" and is_scalar and dtype.kind == "f" and np.isnan(value):
+        raise NotNative  # NumPy warns at every call: its own
+    attrs = {"count": len(indices), "scalar": scalar(value) if is_scalar else None}
+    if op == "scatter":
+        attrs["accumulate"] = True
+    result = ctx.emit(op, (x, *indices) if is_scalar else (x, *indices, value), attrs)
+    if op != "scatter" and dtype.kind == "f":
+        # NumPy's maximum.at reports invalid for every NaN it meets (np.maximum does not):
+        # NaN data runs eagerly, so NumPy warns as it does
+        for operand in (x, value):
+            if isinstance(operand, Node):
+                nan = ctx.emit("ne", (operand, operand),
+                               meta=dense_meta(tuple(operand.tensor.shape), "bool"))
+                result = ctx.emit("decline_if", (result, nan),
+                                  {"why": f"a NaN met by np.{op[8:]}.at"}, meta=result.tensor)
+    return result
 
 
 def _basic_key(key: Any, shape: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:

@@ -1,0 +1,63 @@
+"""``np.maximum.at`` and ``np.minimum.at`` into a traced array compile as scatters keeping the
+extreme, each index in order as NumPy's loop (``scatter_maximum``/``scatter_minimum``); NumPy's
+own quirk kept: its ``.at`` reports invalid for every NaN it meets, so NaN data runs eagerly."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+@pytest.fixture(autouse=True)
+def no_disk_cache(monkeypatch):
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+
+def segment_extremes(vals, seg):
+    top = np.full(7, -np.inf if vals.dtype.kind == "f" else np.iinfo(vals.dtype).min,
+                  dtype=vals.dtype)
+    low = np.zeros(7, dtype=vals.dtype) + 3
+    np.maximum.at(top, seg, vals)
+    np.minimum.at(low, seg, vals * 2)
+    return top, low
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "uint8"])
+def test_segment_extremes_are_numpys(dtype):
+    rng = np.random.default_rng(1)
+    compiled = stax.compile(segment_extremes, strict_native=True)
+    for n in (50, 50, 3000):
+        vals = (rng.standard_normal(n) * 40).astype(dtype)
+        seg = rng.integers(-7, 7, n)  # negative positions from the end, as NumPy
+        compiled(vals, seg)
+        for got, want in zip(compiled(vals, seg), segment_extremes(vals, seg)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    version = compiled.versions()[-1]
+    assert version.native and not version.artifact.externs
+
+
+def test_a_nan_warns_as_numpys_at_does():
+    vals, seg = np.array([1.0, np.nan, 3.0, -0.0]), np.array([0, 0, 1, 2])
+    compiled = stax.compile(segment_extremes)
+    compiled(vals[[0, 2, 2, 3]], seg)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = compiled(vals, seg)
+    with warnings.catch_warnings(record=True) as eager:
+        warnings.simplefilter("always")
+        want = segment_extremes(vals, seg)
+    assert [str(w.message) for w in seen] == [str(w.message) for w in eager]
+    assert eager and "invalid" in str(eager[0].message)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_an_index_out_of_bounds_raises_numpys_error():
+    compiled = stax.compile(segment_extremes)
+    vals = np.arange(4.0)
+    compiled(vals, np.array([0, 1, 2, 3]))
+    with pytest.raises(IndexError):
+        compiled(vals, np.array([0, 1, 9, 3]))
