@@ -19,7 +19,8 @@ def test_a_small_layer_norm_is_not_unrolled(monkeypatch):
     z = np.random.default_rng(0).standard_normal((2, 16, 32)).astype(np.float32)
     g, b = np.ones(32, np.float32), np.zeros(32, np.float32)
     f = stax.compile(layer_norm)
-    np.testing.assert_allclose(f(z, g, b), layer_norm(z, g, b), rtol=1e-5, atol=1e-5)
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_allclose(f(z, g, b), layer_norm(z, g, b), rtol=1e-5, atol=1e-5)
     ir = f.versions()[0].artifact.llvm_ir
     assert "llvm.loop.unroll.disable" in ir
     assert len(str(jit._optimized_module(ir))) < 4 * len(ir)  # it was 11x

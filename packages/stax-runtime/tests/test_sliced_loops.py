@@ -120,15 +120,18 @@ def test_an_item_whose_slice_numpy_clips_runs_in_numpy(caplog, monkeypatch):
         np.testing.assert_allclose(compiled(x, 17), ragged_sums(x, 17), rtol=1e-13, atol=1e-15)
     assert "body compiled once" in caplog.text  # the other items stay compiled
     compiled = stax.compile(window_lengths)
-    np.testing.assert_array_equal(compiled(x[:300], 5), window_lengths(x[:300], 5))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_array_equal(compiled(x[:300], 5), window_lengths(x[:300], 5))
 
 
 def test_a_block_read_after_the_loop_is_the_last_one():
     x = np.arange(600.0)
-    got_sums, got_block = stax.compile(last_block)(x, 50)
+    compiled = stax.compile(last_block)
     want_sums, want_block = last_block(x, 50)
-    np.testing.assert_array_equal(got_sums, want_sums)
-    np.testing.assert_array_equal(got_block, want_block)
+    for _ in range(2):  # the compiling call, then the cached version's
+        got_sums, got_block = compiled(x, 50)
+        np.testing.assert_array_equal(got_sums, want_sums)
+        np.testing.assert_array_equal(got_block, want_block)
 
 
 def _site(fn):
