@@ -262,6 +262,15 @@ def test_nan_and_inf_data_stay_native(fn, dtype):
         for _ in range(3):
             assert_like_eager(compiled, fn, (x, w), exact=False)
     assert compiled.cache_info().fallbacks == 0
+    # where NumPy raises (inf - inf), each call above was a capture that raised: compiled on the
+    # same data quietly first, the cached version's calls must raise as NumPy does too
+    warm = stax.compile(fn)
+    with np.errstate(all="ignore"):
+        warm(x, w)
+    with np.errstate(all="raise", under="ignore"):
+        for _ in range(2):
+            assert_like_eager(warm, fn, (x, w), exact=False)
+    assert warm.cache_info().compiles == 1
 
 
 def test_underflow_runs_eagerly_while_it_is_not_ignored():
