@@ -37,5 +37,6 @@ def test_moments_of_too_few_elements_warn_as_numpy(name):
 def test_moments_of_enough_elements_stay_native():
     compiled = stax.compile(lambda x: x.std(axis=1, ddof=1) + x.mean(), strict_native=True)
     x = np.arange(12.0).reshape(2, 6)
-    np.testing.assert_allclose(compiled(x), x.std(axis=1, ddof=1) + x.mean())
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_allclose(compiled(x), x.std(axis=1, ddof=1) + x.mean())
     assert not compiled.versions()[0].artifact.externs

@@ -133,7 +133,8 @@ def test_an_update_through_the_real_part_of_a_real_argument():
         r += 1
         return x
     compiled = stax.compile(bump)
-    want, got = np.arange(3.0), np.arange(3.0)
-    bump(want)
-    assert compiled(got) is got
-    np.testing.assert_array_equal(got, want)
+    for _ in range(2):  # the compiling call, then the cached version's
+        want, got = np.arange(3.0), np.arange(3.0)
+        bump(want)
+        assert compiled(got) is got
+        np.testing.assert_array_equal(got, want)

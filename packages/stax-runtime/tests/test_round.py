@@ -48,4 +48,5 @@ def test_round_is_native_and_numpys(dtype, decimals, form):
 ])
 def test_other_forms_run_as_numpy(fn, arg):
     compiled = stax.compile(fn)
-    np.testing.assert_array_equal(compiled(arg), fn(arg))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_array_equal(compiled(arg), fn(arg))
