@@ -214,7 +214,8 @@ def test_ragged_and_object_arrays_of_traced_values_are_numpys():
 def test_nan_reductions_along_axis_0_of_a_0d_array():
     for fn in (np.nanmin, np.nanmax, np.nansum, np.nanmean, np.nanprod, np.nanvar):
         compiled = stax.compile(lambda x, fn=fn: fn(x, axis=0), strict_native=True)
-        assert compiled(np.array(5.0)) == fn(np.array(5.0), axis=0)
+        for _ in range(2):  # the compiling call, then the cached version's
+            assert compiled(np.array(5.0)) == fn(np.array(5.0), axis=0)
 
 
 def test_a_stack_of_many_pieces_compiles():
@@ -225,7 +226,8 @@ def test_a_stack_of_many_pieces_compiles():
 
     x = np.random.default_rng(0).random((4, 600))
     compiled = stax.compile(columns_scaled, strict_native=True)
-    np.testing.assert_array_equal(compiled(x), columns_scaled(x))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_array_equal(compiled(x), columns_scaled(x))
 
 
 def test_explain_places_keywords_as_calls_do():

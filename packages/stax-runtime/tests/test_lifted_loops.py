@@ -176,7 +176,8 @@ def test_a_counter_in_the_body_unrolls_and_stays_right():
 
     x = np.arange(4.0)
     compiled = stax.compile(counted)
-    np.testing.assert_array_equal(compiled(x), counted(x))
+    for _ in range(2):  # the compiling call, then the cached version's
+        np.testing.assert_array_equal(compiled(x), counted(x))
 
 
 def test_capture_of_a_long_loop_does_not_grow_with_its_count():
