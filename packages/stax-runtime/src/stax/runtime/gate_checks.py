@@ -41,6 +41,17 @@ from .gates import same_outcome
 #: takes many values, each a version the call would try in turn, running each program: their
 #: replay costs less; ``tolist``, ``shape`` and ``shapes`` gates are replayed too
 COMPILED_KINDS = frozenset({"bool"})
+
+
+def compiled_kind(kind: str, node: Node | None) -> bool:
+    """Whether a gate of ``kind`` on ``node`` is checked in the program: a branch, or an int
+    read of a choice between two constants (``np.where(c, -1, 0)``: builtin ``min(1.0, t)``
+    recording which side it returned, ``minmax.py``), which has two values, as a branch."""
+    if kind in COMPILED_KINDS:
+        return True
+    return kind in ("int", "index") and node is not None and node.target == "numpy.where" and \
+        len(node.args) == 3 and not node.kwargs and \
+        all(type(a) in (int, bool) for a in node.args[1:])
 #: capture targets whose results are NumPy's bit for bit, whatever the dtype (not argmax and
 #: argmin: exact, but one serial kernel each, slower than NumPy's replay)
 _EXACT_TARGETS = capture_targets_of((elementwise_ops() - approximate_ops()) | {"any", "all"}) | {
@@ -140,7 +151,7 @@ def _gate_roots(capture: GraphProgram, by_name: dict[str, Node]) -> set[str] | N
     for gate in capture.gates:
         node = by_name.get(gate.node)
         counted = counted_shape(node, gate.kind) if node is not None else None
-        if node is None or (gate.kind not in COMPILED_KINDS and counted is None):
+        if node is None or (not compiled_kind(gate.kind, node) and counted is None):
             return None
         roots.add(counted[0].name if counted is not None else node.name)
     return roots
@@ -166,7 +177,7 @@ def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
     roots = _gate_roots(capture, by_name)
     if roots is None:
         first = next((by_name.get(g.node) for g in capture.gates
-                      if g.kind not in COMPILED_KINDS), None)
+                      if not compiled_kind(g.kind, by_name.get(g.node))), None)
         return first or capture.graph.output_node, []
     read = _ancestors(roots, by_name)  # a selection's gate reads its mask, not what it selects
     numpy_calls = []
@@ -174,7 +185,7 @@ def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
         if node.op in (Opcode.PLACEHOLDER, Opcode.OUTPUT) or node.name not in read:
             continue
         target = _target(node)
-        if target in _EXACT_TARGETS:
+        if target in _EXACT_TARGETS or _exact_power(node):
             continue
         meta = node.tensor
         integer = meta is not None and np.dtype(meta.dtype).kind in "biu"
@@ -192,6 +203,18 @@ def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
             continue
         return node, []
     return None, numpy_calls
+
+
+def _exact_power(node: Node) -> bool:
+    """``x ** 2``, ``x ** 0.5``, ``x ** -1`` of floats and ``x ** 3``, ``x ** 4`` of integers:
+    NumPy's square, sqrt and reciprocal, the capture rule's too (``to_opgraph._power``)."""
+    if node.target not in ("operator.pow", "numpy.power") or len(node.args) != 2 or \
+            node.kwargs or not isinstance(node.args[1], (int, float)) or \
+            isinstance(node.args[1], bool) or node.tensor is None:
+        return False
+    e, kind = float(node.args[1]), np.dtype(node.tensor.dtype).kind
+    return (e == 2.0 and kind in "iuf") or (e in (0.5, -1.0) and kind == "f") or \
+        (e in (3.0, 4.0) and kind in "iu")
 
 
 def _target(node: Node) -> str:
@@ -219,7 +242,8 @@ def program_gates(capture: GraphProgram, log: Callable[[str], None]) -> list[str
     where = f" ({node.source})" if node is not None and node.source else ""
     kinds = {g.node: g.kind for g in capture.gates}
     why = f"Python reads its {kinds[node.name]}" if node is not None and \
-        kinds.get(node.name, "bool") not in COMPILED_KINDS else "may round otherwise in the kernels"
+        not compiled_kind(kinds.get(node.name, "bool"), node) else \
+        "may round otherwise in the kernels"
     log(f"{capture.name}: {len(capture.gates)} data gate(s) checked in the compiled program"
         if node is None else
         f"{capture.name}: data gates replayed in NumPy before each call: %{node.name} "
