@@ -117,12 +117,14 @@ class OtherBranches:
             return self._eager_from_now_on(gated[-1], sigma)
         return None
 
-    def _eager_from_now_on(self, tried: Version, sigma: Any) -> Version:
+    def _eager_from_now_on(self, tried: Version, sigma: Any, slower: str | None = None
+                           ) -> Version:
         """An eager version put first for this key: its calls run as NumPy at the cost of the
         key's lookup (not of a version's program that computes the gates to find they differ
-        again), said once."""
-        reason = (f"its data gates take a new value at each call (a number read from the data; "
-                  f"{CHANGING_GATES} versions compiled for it)")
+        again), said once. ``slower``: the key's replayed gates made its calls slower than
+        eager ones (``replay_costs``), as measured."""
+        reason = slower or (f"its data gates take a new value at each call (a number read from "
+                            f"the data; {CHANGING_GATES} versions compiled for it)")
         eager = Version(-1, sigma, self._eager, native=False, reason=reason)
         self._by_sigma[sigma].insert(0, eager)  # the layout's list too: the same list
         logs.warn(f"stax: {self._name} runs eagerly for this signature from now on: {reason}; "

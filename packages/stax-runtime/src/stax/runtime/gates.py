@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ class GateReplay:
         self.expected = [g.value for g in capture.gates]
         self.slots = [(i, name) for i, name in enumerate(capture.inputs) if name is not None]
         self._fingerprint: str | None = None
+        self.seconds = 0.0  # the last replay's time
 
     @property
     def fingerprint(self) -> str:
@@ -54,11 +56,13 @@ class GateReplay:
         if key and key in memo:  # type: ignore[operator]
             return memo[key]  # type: ignore[index]
         env = {name: leaves[i] for i, name in self.slots}
+        start = time.perf_counter()
         try:
             values = self._replay(env)
             got = [GATE_CONVERSIONS[k](v) for k, v in zip(self.kinds, values)]
         except Exception:
             got = None
+        self.seconds = time.perf_counter() - start  # (``replay_costs``)
         if key:
             memo[key] = got  # type: ignore[index]
         return got

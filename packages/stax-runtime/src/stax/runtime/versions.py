@@ -13,6 +13,7 @@ from stax.ir import UnsupportedError, tree_leaves
 from .gates import GATE_CONDITION, GateReplay
 from .generic import generic_failures
 from .guards import Snapshot
+from .replay_costs import ReplayCosts
 from .signature import GuardFailure, Unguardable, diff_signature, signature
 
 PLAIN = "plain"  # rho: the transform applied (a gradient's: ``grad(argnums=(0,))``, autodiff.py)
@@ -103,6 +104,8 @@ class Version:
     plain_entries: bool = False
     #: a generic version's dynamic dimensions, as (argument, dimension) pairs
     pattern: Any = None
+    #: timings of its calls with replayed gates against eager ones (``replay_costs``)
+    replay_costs: ReplayCosts = field(default_factory=ReplayCosts)
 
     @property
     def gates_in_program(self) -> bool:

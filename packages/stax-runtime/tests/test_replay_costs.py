@@ -1,0 +1,61 @@
+"""A version whose gates are replayed in NumPy is timed against eager calls (``replay_costs``):
+two of its calls run eagerly, and where the compiled calls are slower the key runs eagerly
+from then on. The decision's threshold is set here, so the tests do not depend on the host's
+speed."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.runtime import replay_costs
+
+
+@pytest.fixture(autouse=True)
+def no_disk_cache(monkeypatch):
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+
+
+def greedy_picks(scores, thresh):
+    keep = []
+    s = scores.copy()
+    while True:
+        i = int(np.argmax(s))  # read into Python: a gate the program cannot check
+        if s[i] < thresh:
+            break
+        keep.append(i)
+        s[max(0, i - 3):i + 4] = -np.inf
+    return np.array(keep, dtype=np.int64)
+
+
+@pytest.mark.parametrize("slower, eager_from_now_on", [(0.0, True), (1e9, False)])
+def test_a_replayed_key_runs_eagerly_where_measured_slower(monkeypatch, caplog, slower,
+                                                          eager_from_now_on):
+    monkeypatch.setattr(replay_costs, "SLOWER", slower)
+    monkeypatch.setenv("STAX_LOGS", "perf")
+    x = np.random.default_rng(0).random(200)
+    f = stax.compile(greedy_picks)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for _ in range(10):
+            np.testing.assert_array_equal(f(x, 0.9), greedy_picks(x, 0.9))
+    version = f.versions()[0]
+    assert version.gates is not None and not version.gates_in_program
+    costs = version.replay_costs
+    assert costs.decided and len(costs.eager) == len(replay_costs.EAGER_CALLS)
+    assert len(costs.compiled) >= replay_costs.COMPILED_SAMPLES
+    assert ("its key runs eagerly" in caplog.text) is eager_from_now_on
+    assert (f.cache_info().fallbacks > 0) is eager_from_now_on
+    np.testing.assert_array_equal(f(x * 0.99, 0.9), greedy_picks(x * 0.99, 0.9))
+
+
+def test_gates_checked_in_the_program_are_not_timed():
+    def branch(x):
+        return x * 2 if x.max() > 0.5 else x - 1
+
+    f = stax.compile(branch)
+    x = np.random.default_rng(1).random(100)
+    for _ in range(8):
+        f(x)
+    version = f.versions()[0]
+    assert version.gates_in_program and version.replay_costs.calls == 0
