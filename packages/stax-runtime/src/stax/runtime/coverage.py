@@ -265,6 +265,29 @@ def _copy_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def layout_copy(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` with its strides (a slice's, a transpose's, a broadcast's zeros) and its
+    writeability: what a variant's layout is must reach the function, not a C copy of it."""
+    if a.flags.c_contiguous or any(s < 0 for s in a.strides) or not a.size:
+        out = a.copy()
+    elif a.flags.f_contiguous:
+        out = a.copy(order="F")
+    else:
+        span = sum((n - 1) * s for n, s in zip(a.shape, a.strides)) + a.itemsize
+        base = np.empty(span // a.itemsize + 1, a.dtype)
+        out = np.lib.stride_tricks.as_strided(base, a.shape, a.strides, writeable=True)
+        out[...] = a
+    if not a.flags.writeable:
+        out.setflags(write=False)
+    return out
+
+
+def _variant_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``_copy_args`` keeping each array's layout (``layout_copy``)."""
+    return tuple(layout_copy(a) if isinstance(a, np.ndarray) else _copy_args((a,))[0]
+                 for a in args)
+
+
 def _agree(got: Any, want: Any, exact: bool) -> bool:
     if isinstance(want, (tuple, list)):
         return type(got) is type(want) and len(got) == len(want) and all(
@@ -401,11 +424,11 @@ def run_variant(case: Case, variant: str) -> tuple[bool, str]:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             try:
-                want: Any = case.fn(*_copy_args(args))
+                want: Any = case.fn(*_variant_args(args))
             except Exception as exc:
                 want = exc
             try:
-                got: Any = CompiledFunction(case.fn)(*_copy_args(args))
+                got: Any = CompiledFunction(case.fn)(*_variant_args(args))
             except Exception as exc:
                 got = exc
     finally:
