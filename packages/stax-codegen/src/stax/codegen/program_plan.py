@@ -57,8 +57,9 @@ def _too_many(program: LoopProgram, what: str) -> UnsupportedError:
     return UnsupportedError(
         f"the program would compile to {what} (more than {MAX_STEPS}: a Python loop unrolled at "
         "capture, an iteration's work in kernels of its own)",
-        hint="it runs eagerly, faster than that many launches; write the loop with whole-array "
-        "operations to compile it")
+        hint="it runs eagerly, faster than that many launches; STAX_LOGS=loops says why a loop "
+        "was unrolled instead of lifted into one step (a loop over range(), np.ndindex or an "
+        "array's rows with a plain body lifts)")
 
 
 def plan_program(program: LoopProgram,
