@@ -119,7 +119,7 @@ class Proxy:
                 a._update_in_place(target, lambda: self.tracer.record(
                     Opcode.CALL_FUNCTION, pure, inputs, {}, NN_FUNCTIONS[pure]))
                 return None
-            raise _mutation(target)
+            raise _mutation(target, _IN_PLACE_FORMS)
         if "out" in kwargs:
             return _ufunc_into(self.tracer, ufunc, method, target, inputs, kwargs)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs,
@@ -158,7 +158,9 @@ class Proxy:
             return None
         if kwargs.get("out") is not None and module == "numpy" and func.__name__ in OUT_FUNCTIONS:
             return _into(self.tracer, Opcode.CALL_FUNCTION, target, func, args, kwargs)
-        if target in MUTATING_FUNCTIONS or kwargs.get("out") is not None:
+        if target in MUTATING_FUNCTIONS:
+            raise _mutation(target, _IN_PLACE_FORMS)
+        if kwargs.get("out") is not None:
             raise _mutation(target)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, args, kwargs, func)
 
@@ -484,10 +486,14 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Proxy) else value
 
 
-def _mutation(what: str) -> UnsupportedError:
+#: what the hint of a refused in-place function says compiles instead
+_IN_PLACE_FORMS = ("the function runs eagerly; assignments (x[idx] = v, x[m] = v), np.add.at, "
+                   "np.maximum.at, np.minimum.at, np.copyto and np.fill_diagonal compile")
+
+
+def _mutation(what: str, hint: str = "write it out of place (y = x + 1, not x += 1)") -> Any:
     return refused(UnsupportedError(f"in-place update {what} is not captured yet",
-                                    source=user_source(3),
-                                    hint="write it out of place (y = x + 1 instead of x += 1)"))
+                                    source=user_source(3), hint=hint))
 
 
 #: the capture target of a Python operator applied to NumPy integer scalars, by operator
