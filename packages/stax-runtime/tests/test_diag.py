@@ -50,3 +50,28 @@ def test_a_jacobi_iteration_has_no_numpy_step_and_an_entry():
     version = compiled.versions()[0]
     assert not version.artifact.externs
     assert version.entry is not None and not isinstance(version.entry, str)
+
+
+def test_a_returned_view_of_a_private_value_is_computed_natively():
+    """``np.bincount(...).reshape(n, n)`` returned: nothing else sees the counts, so the view
+    is computed (no NumPy step); a view of a value also returned stays NumPy's own view, whose
+    memory the other result shares, as eager's."""
+    def confusion(pred, target):
+        return np.bincount(target * 4 + pred, minlength=16).reshape(4, 4)
+
+    def both(x):
+        h = x * 2
+        return h, h.reshape(2, -1)
+
+    rng = np.random.default_rng(1)
+    p, t = rng.integers(0, 4, 500), rng.integers(0, 4, 500)
+    f = stax.compile(confusion, strict_native=True)
+    f(p, t)
+    np.testing.assert_array_equal(f(p, t), confusion(p, t))
+    assert not f.versions()[0].artifact.externs
+    g = stax.compile(both)
+    x = np.arange(6.0)
+    g(x)
+    a, b = g(x)
+    a[0] = 99.0
+    assert b[0, 0] == 99.0

@@ -32,7 +32,7 @@ def lower_native_form(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     view object (``read_natively``)."""
     view = node.meta.get("view")
     if view is not None and isinstance(args[0], Node) and args[0].tensor is not None and \
-            read_natively(node):
+            (read_natively(node) or _private_base(node)):
         base = args[0].tensor
         mapped = rebase_view(view["offset"], view["strides"], node.tensor.shape, base.shape,
                              view.get("base_strides", base.strides), base.strides)
@@ -78,6 +78,20 @@ def native_form(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> st
     if node.meta.get("view") is None and copying_reshape(node, args, kwargs):
         return "reshape"
     return None
+
+
+def _private_base(node: Node) -> bool:
+    """Whether ``node`` is the one use of a value the function made itself and sees only
+    through it (``np.bincount(...).reshape(n, n)`` returned): NumPy's view of it and a fresh
+    array of its elements differ only in ``.base``, as nothing else holds that memory."""
+    base = node.args[0]
+    return isinstance(base, Node) and base.op is Opcode.CALL_FUNCTION and \
+        list(base.users) == [node] and base.meta.get("view") is None and \
+        not base.meta.get("aliases") and base.target not in _ARGUMENT_VIEWS
+
+
+#: calls whose result may share an argument's memory without a recorded view relation
+_ARGUMENT_VIEWS = frozenset({"numpy.asarray", "numpy.asanyarray", "numpy.ascontiguousarray"})
 
 
 def read_natively(node: Node) -> bool:
