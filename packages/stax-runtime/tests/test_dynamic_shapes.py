@@ -486,3 +486,20 @@ def test_the_order_of_steps_is_chosen_at_the_hints_without_a_guard():
         x = RNG.standard_normal((rows, 8))
         np.testing.assert_allclose(f(x), fn(x), rtol=1e-12, atol=1e-12)
     assert f.cache_info().compiles == 2
+
+
+def test_an_arg_reduction_stays_size_generic():
+    """``e.argmax()`` of a dynamic length: the split of a long arg reduction is decided on the
+    traced size only in exact versions (its ``int()`` of the size made every length a new
+    version, then eager past the limit)."""
+    def scaled_and_argmax(e):
+        return e * 2, e.argmax(), e.argmin()
+
+    f = st.compile(scaled_and_argmax)
+    for n in (1000, 1001, 5, 77, 30000, 1002):
+        e = RNG.standard_normal(n)
+        e[n // 3] = 9.0
+        got, want = f(e), scaled_and_argmax(e)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] and got[2] == want[2]
+    assert f.cache_info().compiles == 2

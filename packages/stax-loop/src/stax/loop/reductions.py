@@ -213,6 +213,8 @@ def _split_arg(ctx: LoopLowering, loader: Loader, shape: tuple[int, ...], kind: 
     threads share, the rows read again from cache by the arg's second pass; then the row of the
     first extreme (a NaN's, where one is: a row's extreme is NaN then) and its arg, offset. The
     first of equal extremes is in the first row holding one, at that row's first: NumPy's."""
+    if any(is_symbolic(n) for n in shape):
+        return None  # a size-generic version: its size is not decided here (int() pins it)
     total = int(np.prod(shape))
     if total < ctx.options.split_min:
         return None
