@@ -59,3 +59,33 @@ def test_gates_checked_in_the_program_are_not_timed():
         f(x)
     version = f.versions()[0]
     assert version.gates_in_program and version.replay_costs.calls == 0
+
+
+def small_solve(a, b):
+    z = np.linalg.solve(a, b)  # a NumPy step: the call goes through the Python runner
+    return z * 2 + 1, (z ** 2).sum()
+
+
+@pytest.mark.parametrize("slower, eager_from_now_on", [(0.0, True), (1e9, False)])
+def test_a_version_with_numpy_steps_is_timed_too(monkeypatch, caplog, slower, eager_from_now_on):
+    monkeypatch.setattr(replay_costs, "SLOWER", slower)
+    monkeypatch.setenv("STAX_LOGS", "perf")
+    rng = np.random.default_rng(2)
+    a, b = rng.random((6, 6)) + np.eye(6) * 6, rng.random(6)
+    f = stax.compile(small_solve)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for _ in range(8):
+            got, want = f(a, b), small_solve(a, b)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-14)
+    costs = f.versions()[0].replay_costs
+    assert costs.decided and "NumPy steps and kernels" in caplog.text
+    assert ("its key runs eagerly" in caplog.text) is eager_from_now_on
+    assert "stax.runtime.gate" not in caplog.text
+
+
+def test_a_version_of_kernels_alone_is_not_timed():
+    f = stax.compile(lambda x: np.sqrt(x) * 2)
+    x = np.arange(50.0)
+    for _ in range(8):
+        f(x)
+    assert f.versions()[0].replay_costs.calls == 0

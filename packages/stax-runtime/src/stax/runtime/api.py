@@ -63,6 +63,7 @@ from .object_arrays import (
     with_lifted,
     with_object_arrays,
 )
+from .replay_costs import timed_against_eager
 from .reports import Reports
 from .runners import (
     RunEagerly,
@@ -324,8 +325,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         # a version that draws from generator arguments may decline after its draws: the eager
         # run must start from the states the caller passed, or the stream advances twice
         states = generator_states(version.generators, args, kwargs) if version.generators else None
-        timed = version.replay_costs.next_call() if version.gates is not None and \
-            not version.gates_in_program and not self.strict_native else None
+        timed = version.replay_costs.next_call() \
+            if timed_against_eager(version) and not self.strict_native else None
         if timed == "eager":  # eager's time, against the replay's (``replay_costs``)
             return self._timed_eager(version, args, kwargs)
         try:
@@ -334,8 +335,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 result = version.fast(*args) if version.fast is not None else \
                     version.run(args, kwargs)
             if timed is not None:
-                version.replay_costs.compiled.append(time.perf_counter() - start +
-                                                     version.gates.seconds)
+                version.replay_costs.compiled.append(time.perf_counter() - start + (
+                    version.gates.seconds if version.gates is not None else 0.0))
             version.declines = version.skipped = 0
             return result
         except (ExternResultMismatch, RunEagerly, GateMismatch) as exc:  # nothing written yet
@@ -360,23 +361,6 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                           "eagerly")
             # a failed check (an index out of bounds) is NumPy's error, which CuPy does not raise
             return self._eager(args, kwargs, host=isinstance(exc, ExternResultMismatch))
-
-    def _timed_eager(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]
-                     ) -> Any:
-        """This call run eagerly and timed; once timed enough, the key runs eagerly from now
-        on where replaying the version's gates made its calls slower (``replay_costs``)."""
-        costs = version.replay_costs
-        start = time.perf_counter()
-        result = self._eager(args, kwargs)
-        costs.eager.append(time.perf_counter() - start)
-        slower = costs.slower_than_eager()
-        if slower is not None:
-            logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: "
-                      f"{costs.summary()}" + ("; its key runs eagerly" if slower else ""))
-        if slower:
-            with self._compile_lock:
-                self._eager_from_now_on(version, version.sigma, f"{costs.summary()}")
-        return result
 
     # -- a miss ------------------------------------------------------------------------------------
     def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],

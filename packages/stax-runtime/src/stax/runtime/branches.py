@@ -1,9 +1,12 @@
 """How a call goes on when the version it ran found, in its own program, that the call's data
 gates took another branch (``gate_checks.py``): the version whose gates hold runs instead, or
-one is compiled for this branch. A mixin of ``CompiledFunction``, whose dispatch state it uses."""
+one is compiled for this branch; and when a key goes eager for good (its gates keep changing,
+or its calls measured slower than eager ones: ``replay_costs``). A mixin of
+``CompiledFunction``, whose dispatch state it uses."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from stax.ir import tree_leaves
@@ -86,6 +89,24 @@ class OtherBranches:
             self._last = (None, [])
             return result
 
+    def _timed_eager(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]
+                     ) -> Any:
+        """This call run eagerly and timed; once timed enough, the key runs eagerly from now
+        on where replaying the version's gates made its calls slower (``replay_costs``)."""
+        costs = version.replay_costs
+        start = time.perf_counter()
+        result = self._eager(args, kwargs)
+        costs.eager.append(time.perf_counter() - start)
+        slower = costs.slower_than_eager()
+        if slower is not None:
+            summary = costs.summary(version.gates is not None)
+            logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: "
+                      f"{summary}" + ("; its key runs eagerly" if slower else ""))
+            if slower:
+                with self._compile_lock:
+                    self._eager_from_now_on(version, version.sigma, summary)
+        return result
+
     def _gates_keep_changing(self, tried: Version, sigma: Any) -> bool:
         """Whether this key's versions replaying the gates of ``tried`` are already
         ``CHANGING_GATES`` and differ in a gate that is a number read from the data (a count of
@@ -127,8 +148,9 @@ class OtherBranches:
                             f"the data; {CHANGING_GATES} versions compiled for it)")
         eager = Version(-1, sigma, self._eager, native=False, reason=reason)
         self._by_sigma[sigma].insert(0, eager)  # the layout's list too: the same list
-        logs.warn(f"stax: {self._name} runs eagerly for this signature from now on: {reason}; "
-                  "stax.runtime.gate(...) keeps such a value out of the key")
+        hint = "" if slower else "; stax.runtime.gate(...) keeps such a value out of the key"
+        logs.warn(f"stax: {self._name} runs eagerly for this signature from now on: {reason}"
+                  f"{hint}")
         return eager
 
     def _skip_by_outcomes(self, tried: Version, error: Exception | None, skipped: set[int]

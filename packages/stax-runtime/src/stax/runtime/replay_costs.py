@@ -1,5 +1,5 @@
-"""When replaying a version's data gates costs more than the call's eager run: measured, per
-key, and the key then runs eagerly.
+"""When a version's call costs more than the function's eager run: measured, per key, and the
+key then runs eagerly.
 
 A version whose gates the program cannot check (a value read into Python, a slice whose bits the
 kernels may round otherwise) replays their slice in the NumPy reference interpreter before every
@@ -10,11 +10,19 @@ version's calls are timed (replay and program), two of them run eagerly instead 
 too (their results are eager's: any call may run so), and where the compiled calls took more
 than ``SLOWER`` times the eager ones, the key runs eagerly from then on, said once
 (``STAX_LOGS=perf`` prints the times). Versions whose gates the program checks are not timed.
+
+The same holds for a version without a machine-code entry whose program has NumPy steps: its
+call goes through the Python runner (a few microseconds of allocation, error-state recording
+and kernel launches around the steps), which decides it against NumPy where the steps are the
+work (``np.linalg.solve`` of an 8x8 system and three element-wise operations: 11 us, NumPy 7.5).
+A version whose calls its machine-code entry takes, on a device, or of only kernels is not
+timed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 #: the version's replayed calls (counted from 1) that run eagerly, timed
 EAGER_CALLS = (3, 6)
@@ -52,7 +60,19 @@ class ReplayCosts:
     def _compiled(self) -> float:
         return sorted(self.compiled)[len(self.compiled) // 2]
 
-    def summary(self) -> str:
-        return (f"replaying its data gates and running its program took "
-                f"{self._compiled() * 1e6:.0f} us a call, the function itself "
+    def summary(self, replayed: bool) -> str:
+        what = "replaying its data gates and running its program" if replayed else \
+            "its program (NumPy steps and kernels, launched from Python)"
+        return (f"{what} took {self._compiled() * 1e6:.0f} us a call, the function itself "
                 f"{min(self.eager) * 1e6:.0f} us")
+
+
+def timed_against_eager(version: Any) -> bool:
+    """Whether ``version``'s calls are timed against eager ones: its gates are replayed, or it
+    has NumPy steps (on the CPU; a version with a machine-code entry runs through the
+    dispatcher once, its later calls in the entry)."""
+    if version.gates is not None:
+        return not version.gates_in_program
+    artifact = version.artifact
+    return version.native and artifact is not None and bool(getattr(artifact, "externs", None)) \
+        and getattr(artifact, "target", {}).get("device", "cpu") == "cpu"
