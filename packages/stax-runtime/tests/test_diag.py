@@ -75,3 +75,21 @@ def test_a_returned_view_of_a_private_value_is_computed_natively():
     a, b = g(x)
     a[0] = 99.0
     assert b[0, 0] == 99.0
+
+
+def test_a_returned_view_in_numpys_own_layout_stays_numpys_view():
+    """A broadcast (read-only, zero strides), a reversal or a step of a private value: NumPy's
+    layout and flags, so NumPy's view object."""
+    def broadcast(x):
+        return np.broadcast_to(x * 2, (3, x.shape[0]))
+
+    def reversed_(x):
+        return (x + 1)[::-1]
+
+    x = np.arange(5.0)
+    for fn in (broadcast, reversed_):
+        f = stax.compile(fn)
+        f(x)
+        got, want = f(x), fn(x)
+        np.testing.assert_array_equal(got, want)
+        assert got.strides == want.strides and got.flags.writeable == want.flags.writeable

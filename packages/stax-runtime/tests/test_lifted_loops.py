@@ -735,3 +735,24 @@ def test_a_carried_array_rebound_then_updated_in_place_lifts(caplog, monkeypatch
     for _ in range(2):
         v0 = rng.random(20)
         np.testing.assert_array_equal(g(v0, 40), updated_then_rebound(v0, 40))
+
+
+def test_a_local_function_writing_a_nonlocal_keeps_the_loop_unrolled():
+    def counted(x, n):
+        count = 0
+
+        def g(v):
+            nonlocal count
+            count += 1
+            return v * 0.5
+        y = x.copy()
+        for _ in range(n):
+            y = g(y) + 1.0
+        return y, count
+
+    x = np.arange(4.0)
+    compiled = stax.compile(counted)
+    for _ in range(4):
+        got, want = compiled(x, 40), counted(x, 40)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] == 40

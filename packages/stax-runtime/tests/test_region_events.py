@@ -85,3 +85,20 @@ def test_integer_division_beside_the_region_is_no_event():
     d[3] = 0  # in the region: NumPy's divide by zero
     got, warned, _ = _calls(halves, a, d)
     assert warned == [RuntimeWarning]
+
+
+def test_a_stacked_values_events_are_numpys_where_a_comparison_reads_them():
+    """``np.stack([np.sqrt(a), b]) != 0``: the square root is computed whole in the fast kernel
+    (LLVM would answer ``sqrt(a) != 0`` as ``a != 0`` and lose its invalid flag)."""
+    def nonzero_roots(a, b):
+        return np.stack([np.sqrt(a), b]) != 0
+
+    a, b = np.array([4.0, 1.0, 9.0]), np.array([1.0, 0.0, 2.0])
+    compiled = stax.compile(nonzero_roots)
+    compiled(a, b)
+    got, warned, native = _calls(nonzero_roots, a, b)
+    assert warned == [] and native
+    a[1] = -1.0
+    got, warned, _ = _calls(nonzero_roots, a, b)
+    np.testing.assert_array_equal(got, nonzero_roots(a, b))
+    assert warned == [RuntimeWarning]

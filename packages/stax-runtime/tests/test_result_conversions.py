@@ -228,3 +228,29 @@ def test_lists_and_dicts_of_results_keep_the_machine_code_entry():
     assert entry.hits == hits + 50 and sys.getrefcount(x) == refs
     assert list(got) == ["mean", "scaled", 7] and type(got["scaled"]) is list
     np.testing.assert_array_equal(got[7], x - 1)
+
+
+def test_conversions_a_handler_or_the_frame_may_see_are_not_rewritten():
+    def caught(x):
+        try:
+            return int(x.sum())
+        except ValueError:  # int(nan): eager's -1
+            return -1
+
+    def updated(x):
+        acc = np.zeros(())
+        acc[...] = x.sum()
+        v = float(acc)
+        acc += 1  # after the conversion: v keeps the value it had
+        return v, acc
+
+    def frame(x):
+        v = float(x.sum())
+        return v, locals()["v"] * 2
+
+    clean, bad = np.arange(4.0), np.array([1.0, np.nan])
+    f = stax.compile(caught)
+    for x in (clean, clean, bad, bad, clean):
+        assert f(x) == caught(x)
+    for fn in (updated, frame):
+        _agree(fn, lambda s: (_random(8, s),))

@@ -5,6 +5,7 @@ another input."""
 
 from __future__ import annotations
 
+import dis
 import types
 from typing import Any
 
@@ -120,6 +121,11 @@ def plain_function(fn: types.FunctionType, tracer: Any, depth: int = 0) -> Any:
     if depth > 8:
         return "nests functions too deeply"
     code = fn.__code__
+    if _writes_cells(code):
+        return "assigns a variable of the function around it (nonlocal)"
+    if any(not isinstance(d, _PLAIN_CELLS) for d in (*(fn.__defaults__ or ()),
+                                                     *(fn.__kwdefaults__ or {}).values())):
+        return "has a default value that is not a number"
     for name in _global_names(code):
         value = fn.__globals__.get(name, None)
         if isinstance(value, (np.ndarray, Proxy)):
@@ -142,6 +148,16 @@ def plain_function(fn: types.FunctionType, tracer: Any, depth: int = 0) -> Any:
     clone = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells))
     clone.__kwdefaults__ = fn.__kwdefaults__
     return clone
+
+
+def _writes_cells(code: types.CodeType) -> bool:
+    """Whether ``code`` (or code nested in it) stores into a closure cell it reads from the
+    function around it (``nonlocal count; count += 1``): a clone's cells would keep those."""
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("STORE_DEREF", "DELETE_DEREF") and \
+                instruction.argval in code.co_freevars:
+            return True
+    return any(_writes_cells(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _global_names(code: types.CodeType) -> set[str]:

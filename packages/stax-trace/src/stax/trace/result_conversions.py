@@ -37,6 +37,11 @@ from .proxy import Proxy
 HELPER = "__stax_result__"
 _BUILTINS = {builtins.int: "int", builtins.float: "float", builtins.bool: "bool"}
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+#: statements whose body's errors code of the function may catch or see: a conversion there
+#: must raise where it is written (``int(nan)`` caught by ``except ValueError``)
+_HANDLED = (ast.Try, ast.With, ast.AsyncWith, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+#: calls that read the frame's locals (the rewrite's helper among them)
+_FRAME_READS = frozenset({"locals", "vars", "eval", "exec", "dir"})
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,10 @@ def converted(conversion: Any, value: Any) -> Any:
         # a recursive or nested call of the function, say: Python holds the number (a gate)
         return value.item() if conversion is None else conversion(value)
     # eager's number (and its errors: ``int(nan)``) from the example, without a gate
-    return Converted(value, kind, RESULT_CONVERSIONS[kind](value.value))
+    number = RESULT_CONVERSIONS[kind](value.value)
+    if isinstance(value.value, np.ndarray):  # a 0-d array: its value now, not after a later
+        value = np.copy(value)                # in-place update (``acc += 1`` after ``float(acc)``)
+    return Converted(value, kind, number)
 
 
 def _returns_to_capture(frame: Any) -> bool:
@@ -87,13 +95,16 @@ def returning_to(caller: Any) -> Any:
 def rewrite_returns(function: ast.FunctionDef) -> int:
     """Rewrite the conversions in ``function``'s own ``return`` statements (not those of nested
     functions); the number rewritten."""
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FRAME_READS
+           for n in ast.walk(function)):
+        return 0  # ``locals()`` would show the helper and the marks
     count = 0
     returned: set[int] = set()  # the names read as results, by id of their Name node
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, _SCOPES):
-            continue
+        if isinstance(node, _SCOPES) or isinstance(node, _HANDLED):
+            continue  # (a conversion inside ``try``/``with`` may raise into a handler there)
         if isinstance(node, ast.Return) and node.value is not None:
             node.value, found = _in_result(node.value, returned)
             count += found
@@ -114,6 +125,13 @@ def _only_returned(function: ast.FunctionDef, name: str, returned: set[int]) -> 
     global, nonlocal or nested scope naming it) and read only as an element of its results."""
     bound = 0
     for node in ast.walk(function):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                node.name == name and node is not function:
+            return False
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
+            return False
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == name:
+            return False
         if isinstance(node, ast.Name) and node.id == name:
             if isinstance(node.ctx, ast.Store):
                 bound += 1

@@ -58,9 +58,12 @@ def freeze(b: ir.IRBuilder, value: ir.Value) -> ir.Value:
 
 
 def guarded_load(em: Emitter, e: GuardedLoad) -> ir.Value:
-    """``guard ? buffer[index] : 0`` with the load on a branch of its own: the index may be
+    """``guard ? buffer[index] : 1`` with the load on a branch of its own: the index may be
     outside the buffer where the guard is false. LLVM if-converts this into a masked load
-    when it vectorizes the loop."""
+    when it vectorizes the loop. Where the guard is false a select discards whatever is
+    computed from the stand-in (``stax.loop.context.guarded``); 1 rather than 0 keeps the usual
+    work there (``v / norm``, ``sqrt``, ``log``) from raising the CPU flags a fast kernel reads
+    (``0 / 0`` beside ``Q[:, j] = v / norm(v)`` sent every call to the exact kernels)."""
     b = em.builder
     guard = em.value(e.guard)
     typ = memory_type(e.dtype)
@@ -76,7 +79,7 @@ def guarded_load(em: Emitter, e: GuardedLoad) -> ir.Value:
     b.branch(joined)
     b.position_at_end(joined)
     value = b.phi(typ)
-    value.add_incoming(em.opaque(ir.Constant(typ, 0)), before)
+    value.add_incoming(em.opaque(ir.Constant(typ, 0 if e.dtype == "bool" else 1)), before)
     value.add_incoming(raw, reading)
     return _as_value(b, value, e.dtype)
 

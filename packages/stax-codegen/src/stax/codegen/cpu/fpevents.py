@@ -262,13 +262,12 @@ def kept_operations(nodes: Sequence[ComputedBuffer]) -> set[int]:
     would have raised is never raised. A fast kernel that reads the flags keeps each such value
     alive, whole (``FloatEvents.keep``)."""
     found: set[int] = set()
-    memo: dict[int, tuple[Expr, ...]] = {}  # (an operation of guarded lanes stays maskable)
     for node in nodes:
         for e in postorder(node.data.body):
             kids = e.children()[1:] if isinstance(e, Select) else \
                 e.children() if _compares(e) else ()
             found.update(id(c) for kid in kids for c in _seen_through(kid)
-                         if flagged(c) and events_of(c) is not None and not lane_guards(c, memo))
+                         if flagged(c) and events_of(c) is not None)
     return found
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Node, Opcode
+from ..meta import contiguous_strides
 from ..sizes import Size, is_symbolic
 from ..views import rebase_view
 from .context import LoweringContext, dense_meta
@@ -84,8 +85,15 @@ def _private_base(node: Node) -> bool:
     """Whether ``node`` is the one use of a value the function made itself and sees only
     through it (``np.bincount(...).reshape(n, n)`` returned): NumPy's view of it and a fresh
     array of its elements differ only in ``.base``, as nothing else holds that memory."""
-    base = node.args[0]
-    return isinstance(base, Node) and base.op is Opcode.CALL_FUNCTION and \
+    base, view = node.args[0], node.meta.get("view") or {}
+    meta = node.tensor
+    # laid out as a fresh array (no broadcast, reversal or step: those are NumPy's own layout,
+    # and a broadcast is read-only)
+    fresh = meta is not None and not any(isinstance(n, Size) for n in meta.shape) and \
+        all(n <= 1 or s == c for n, s, c in zip(meta.shape, view.get("strides", ()),
+                                                contiguous_strides(tuple(meta.shape)))) and \
+        len(view.get("strides", ())) == len(meta.shape)
+    return fresh and isinstance(base, Node) and base.op is Opcode.CALL_FUNCTION and \
         list(base.users) == [node] and base.meta.get("view") is None and \
         not base.meta.get("aliases") and base.target not in _ARGUMENT_VIEWS
 
