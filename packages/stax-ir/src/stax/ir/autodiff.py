@@ -27,6 +27,7 @@ from .ops import OPS
 from .program import GraphProgram, load_opgraph
 from .pytree import TreeDef
 from .remat import rematerialize
+from .slicing import ancestors
 
 #: the names of the placeholders that hold the outputs' cotangents (``seeds="inputs"``)
 COTANGENT = "__cotangent_{}"
@@ -145,14 +146,7 @@ def _between(sources: list[Node], targets: list[Node]) -> set[Node]:
         if node not in after:
             after.add(node)
             todo.extend(node.users)
-    before: set[Node] = set()
-    todo = list(targets)
-    while todo:
-        node = todo.pop()
-        if node not in before:
-            before.add(node)
-            todo.extend(node.inputs)
-    return after & before
+    return after & ancestors(targets)
 
 
 def _rule(node: Node) -> Any:

@@ -31,7 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import GATE_CONVERSIONS, GraphProgram, StaxError, TensorMeta, contiguous_strides
+from stax.ir import (
+    GATE_CONVERSIONS,
+    GraphProgram,
+    StaxError,
+    TensorMeta,
+    ancestors,
+    contiguous_strides,
+)
 from stax.ir.graph import Node, Opcode
 from stax.ir.ops import approximate_ops, capture_targets_of, comparison_ops, elementwise_ops
 
@@ -157,17 +164,6 @@ def _gate_roots(capture: GraphProgram, by_name: dict[str, Node]) -> set[str] | N
     return roots
 
 
-def _ancestors(names: set[str], by_name: dict[str, Node]) -> set[str]:
-    found: set[str] = set()
-    stack = [by_name[n] for n in names]
-    while stack:
-        node = stack.pop()
-        if node.name not in found:
-            found.add(node.name)
-            stack.extend(node.inputs)
-    return found
-
-
 def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
     """``inexact_node``, and the float reductions of the slice that must run as NumPy's own
     calls for the gates to be exact (names of capture nodes)."""
@@ -179,7 +175,8 @@ def exactness(capture: GraphProgram) -> tuple[Node | None, list[str]]:
         first = next((by_name.get(g.node) for g in capture.gates
                       if not compiled_kind(g.kind, by_name.get(g.node))), None)
         return first or capture.graph.output_node, []
-    read = _ancestors(roots, by_name)  # a selection's gate reads its mask, not what it selects
+    # a selection's gate reads its mask, not what it selects
+    read = {n.name for n in ancestors(by_name[r] for r in roots)}
     numpy_calls = []
     for node in capture.replay.nodes:
         if node.op in (Opcode.PLACEHOLDER, Opcode.OUTPUT) or node.name not in read:

@@ -13,6 +13,7 @@ import numpy as np
 
 from stax.trace import Proxy
 from stax.trace.loops import UNBOUND, LoopSite
+from stax.trace.reach import code_names
 from stax.trace.traced_scalars import TracedScalar
 from stax.trace.traced_sizes import read_number
 
@@ -126,7 +127,7 @@ def plain_function(fn: types.FunctionType, tracer: Any, depth: int = 0) -> Any:
     if any(not isinstance(d, _PLAIN_CELLS) for d in (*(fn.__defaults__ or ()),
                                                      *(fn.__kwdefaults__ or {}).values())):
         return "has a default value that is not a number"
-    for name in _global_names(code):
+    for name in code_names(code):
         value = fn.__globals__.get(name, None)
         if isinstance(value, (np.ndarray, Proxy)):
             return f"reads the global array {name!r}"
@@ -158,12 +159,3 @@ def _writes_cells(code: types.CodeType) -> bool:
                 instruction.argval in code.co_freevars:
             return True
     return any(_writes_cells(c) for c in code.co_consts if isinstance(c, types.CodeType))
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    """The global names ``code`` and the code objects nested in it may read."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names

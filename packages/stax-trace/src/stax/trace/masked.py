@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir import Node, Opcode, TensorMeta
+from stax.ir import Node, Opcode, TensorMeta, ancestors
 
 if TYPE_CHECKING:
     from .proxy import Proxy
@@ -196,11 +196,5 @@ def live_shape_gates(graph: Any, gates: list[Any], shape_read: set[Node]) -> lis
     roots = [n for n in graph.nodes if n.op is Opcode.OUTPUT or n.meta.get("random")]
     roots += [by_name[g.node] for g in gates if g.kind not in ("shape", "shapes")]
     roots += list(shape_read)
-    live: set[Node] = set()
-    stack = list(roots)
-    while stack:
-        node = stack.pop()
-        if node not in live:
-            live.add(node)
-            stack.extend(node.inputs)
+    live = ancestors(roots)
     return [g for g in gates if g.kind not in ("shape", "shapes") or by_name[g.node] in live]

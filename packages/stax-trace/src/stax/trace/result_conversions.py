@@ -148,16 +148,12 @@ def _only_returned(function: ast.FunctionDef, name: str, returned: set[int]) -> 
 
 
 def _in_result(node: ast.expr, returned: set[int]) -> tuple[ast.expr, int]:
-    if isinstance(node, (ast.Tuple, ast.List)):
+    elements = node.elts if isinstance(node, (ast.Tuple, ast.List)) else \
+        node.values if isinstance(node, ast.Dict) else None
+    if elements is not None:  # a display: each element in a result position
         found = 0
-        for k, element in enumerate(node.elts):
-            node.elts[k], n = _in_result(element, returned)
-            found += n
-        return node, found
-    if isinstance(node, ast.Dict):
-        found = 0
-        for k, element in enumerate(node.values):
-            node.values[k], n = _in_result(element, returned)
+        for k, element in enumerate(elements):
+            elements[k], n = _in_result(element, returned)
             found += n
         return node, found
     if isinstance(node, ast.Name):
