@@ -445,34 +445,32 @@ def _setitem(x: Any, key: Any, value: Any, scalar: bool = False) -> Any:
     return y
 
 
-def _add_at(x: Any, indices: Any, values: Any = None) -> Any:
-    """``np.add.at(x, indices, values)`` as a pure function: a copy of ``x`` with the values
-    added unbuffered (a repeated index adds each time)."""
+def _at(ufunc: Any, x: Any, indices: Any, values: Any) -> Any:
+    """``ufunc.at(x, indices, values)`` as a pure function: a copy of ``x`` combined with the
+    values unbuffered (a repeated index combines each time, in order)."""
     y = np.copy(x, order="K")
-    np.add.at(y, indices, values)
+    ufunc.at(y, indices, values)
     return y
+
+
+def _add_at(x: Any, indices: Any, values: Any = None) -> Any:
+    """``np.add.at(x, indices, values)`` as a pure function."""
+    return _at(np.add, x, indices, values)
 
 
 def _maximum_at(x: Any, indices: Any, values: Any = None) -> Any:
-    """``np.maximum.at(x, indices, values)`` as a pure function (each index in order)."""
-    y = np.copy(x, order="K")
-    np.maximum.at(y, indices, values)
-    return y
+    """``np.maximum.at(x, indices, values)`` as a pure function."""
+    return _at(np.maximum, x, indices, values)
 
 
 def _minimum_at(x: Any, indices: Any, values: Any = None) -> Any:
     """``np.minimum.at(x, indices, values)`` as a pure function."""
-    y = np.copy(x, order="K")
-    np.minimum.at(y, indices, values)
-    return y
+    return _at(np.minimum, x, indices, values)
 
 
 def _scatter_extreme(ufunc: Any, x: Any, *rest: Any, count: int, scalar: Any = None) -> Any:
-    """``scatter_maximum``/``scatter_minimum`` as a pure function (``ufunc.at`` on a copy)."""
-    indices, value = tuple(rest[:count]), (rest[count] if len(rest) > count else scalar)
-    y = np.copy(x, order="K")
-    ufunc.at(y, indices, value)
-    return y
+    """``scatter_maximum``/``scatter_minimum`` as a pure function."""
+    return _at(ufunc, x, tuple(rest[:count]), rest[count] if len(rest) > count else scalar)
 
 
 def _scatter_op(x: Any, *rest: Any, count: int, accumulate: bool, scalar: Any = None,
