@@ -330,7 +330,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         if timed == "eager":  # eager's time, against the replay's (``replay_costs``)
             return self._timed_eager(version, args, kwargs)
         try:
-            start = time.perf_counter()
+            start = time.perf_counter() if timed is not None else 0.0
             with heeding_all(self._sets_errstate):
                 result = version.fast(*args) if version.fast is not None else \
                     version.run(args, kwargs)
