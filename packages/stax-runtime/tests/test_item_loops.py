@@ -157,13 +157,13 @@ def test_dtypes_and_new_data_reuse_the_loop(dtype):
 
 def test_the_copy_an_in_place_update_skips_is_in_the_kernels_document(monkeypatch):
     bodies = []
-    made = lifted_loops._ItemLoop.of
+    made = lifted_loops.ItemLoopRun.of
 
     def spy(runner, args):
         bodies.append(runner.compiled._versions[-1].artifact)
         return made(runner, args)
 
-    monkeypatch.setattr(lifted_loops._ItemLoop, "of", staticmethod(spy))
+    monkeypatch.setattr(lifted_loops.ItemLoopRun, "of", staticmethod(spy))
     stax.compile(trajectory)(np.array([0.1, 0.2]), 0.5, 40)
     body = bodies[0]
     assert [k.copies for k in body.kernels if k.copies] == ["traj"]
@@ -187,7 +187,7 @@ def test_the_item_as_a_number_compiles_where_int64_means_the_same(caplog, monkey
     monkeypatch.setenv("STAX_LOGS", "loops")
     with caplog.at_level(logging.INFO, logger="stax"):
         _same_as_numpy(mean_of_first, np.random.default_rng(2).random(200))
-    # it compiles; which way then runs the items is timed (``lifted_loops._first_run``): on a
+    # it compiles; which way then runs the items is timed (``lifted_loops.first_run``): on a
     # busy host NumPy's 0.7 us an item once beat the compiled 0.9 us
     assert "body compiled once" in caplog.text or re.search(
         r"body run by NumPy: [0-9.]+ us an item, compiled", caplog.text), caplog.text

@@ -316,7 +316,7 @@ def _logs(x):
 def test_a_lifted_loop_warns_and_raises_as_numpy(mode, monkeypatch):
     from stax.runtime import lifted_loops
     timing = (lambda self, arrays: None) if mode == "compiled" else (lambda self, arrays: 0.0)
-    monkeypatch.setattr(lifted_loops._Runner, "eager_seconds_per_item", timing)
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", timing)
     x = np.random.default_rng(0).random((50, 8)) + 0.1
     y = x.copy()
     y[30, 3] = -1.0
@@ -435,7 +435,7 @@ def test_what_python_sees_after_a_lifted_loop_is_eager_numpys(mode, monkeypatch)
     reports, and index arithmetic past int64 (a Python int there) are eager NumPy's."""
     from stax.runtime import lifted_loops
     timing = (lambda self, arrays: None) if mode == "compiled" else (lambda self, arrays: 0.0)
-    monkeypatch.setattr(lifted_loops._Runner, "eager_seconds_per_item", timing)
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", timing)
     rng = np.random.default_rng(5)
     floats = [rng.uniform(-1, 1, 60), rng.uniform(-2, 2, 60)]
     small = [rng.integers(-3, 3, 60).astype(np.int8), rng.integers(10, 100, 60).astype(np.int8)]

@@ -445,8 +445,10 @@ class Executable:
         return make_entry(self.artifact, self.module, inputs, slow, self._cache,
                           self._hooks["native"], self._hooks["report_late"])
 
-    def item_loop(self, inputs: list[np.ndarray], item: int, carried: dict[int, int]
-                  ) -> ItemLoop | str:
+    def item_loop(self, inputs: list[np.ndarray], item: int | None, carried: dict[int, int],
+                  exit: int | None = None) -> ItemLoop | str:
         """A machine-code loop over a lifted loop's items (``cpu/item_loop.py``) for this
-        artifact as a loop's body, at the layouts of ``inputs``, or why there is none."""
-        return make_item_loop(self.artifact, self.module, inputs, item, carried, self._cache)
+        artifact as a loop's body, at the layouts of ``inputs``, or why there is none; with
+        ``exit``, the result that says whether another item runs (a ``while`` loop's test)."""
+        return make_item_loop(self.artifact, self.module, inputs, item, carried, self._cache,
+                              exit)

@@ -3,7 +3,7 @@
 from stax.ir import StaxError, UnsupportedError
 from stax.trace import gate
 
-from . import lifted_loops, nn  # noqa: F401 - lifted_loops installs the loop lifter
+from . import lifted_loops, lifted_while, nn  # noqa: F401 - they install the loop lifters
 from .api import CompiledFunction
 from .autodiff import grad, value_and_grad, vjp
 from .backends import BACKENDS, register_backend

@@ -27,7 +27,7 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
     ``views``: a local the body updates in place that is a view of another input (``u =
     U[1:-1, 1:-1]; u += ...``), by name: (the other's name, the key); such a loop runs in NumPy,
     on a copy of the other and the same view of it."""
-    if site.target is None and site.array is None:
+    if site.target is None and site.array is None and site.kind == "for":
         return "its target is not a plain name"
     if site.effect is not None:  # compiled, it would not happen; tried, it would happen twice
         return f"its body calls {site.effect}, an effect each iteration has once"

@@ -8,13 +8,13 @@ operations: a ``range`` loop, or a loop over a traced array's rows. Every item, 
 as they were before the loop (``stax.trace.loop_state``; else the items after the traced first
 one), becomes one capture node, ``stax.functional.lifted_loop(*traced locals, loop=key)``, a
 NumPy step whose results are the final values of the locals the body binds or updates. The
-step's runner (``_Runner``) either
+step's runner (``Runner``) either
 
 - runs the body compiled once (``strict_native``; the item a 0-d int64 traced as the Python int
   it stands for where an int64 means the same, ``item_uses.py``; carried NumPy scalars traced as
   scalars; a view of another local made inside from its base, ``_taking_bases``): through the
   dispatcher for the first items, then, once the layouts are steady, in one machine-code loop
-  over the remaining items (``stax.codegen.cpu.item_loop``, ``_ItemLoop``), made once per
+  over the remaining items (``stax.codegen.cpu.item_loop``, ``ItemLoopRun``), made once per
   layout and reused by later calls; or
 - runs the loop as written, in NumPy: where the body does not compile so (``x32 * i``: NEP 50
   keeps float32 for a Python int; ``if x[i] > 0``), where a call the compiled body declines
@@ -65,7 +65,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     reason logged under ``STAX_LOGS=loops``) when the loop must unroll."""
     plan = plan_step(tracer, site, state)
     if isinstance(plan, str):
-        return _unrolls(site, plan)
+        return unrolls(site, plan)
     inputs, constants, outputs, views = plan
     compiled = CompiledFunction(
         _taking_bases(body, site.params, site.returned, views, site.scratch)
@@ -74,25 +74,37 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
     compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy instead
     start = [state[n].value for n in inputs]
-    runner = _Runner(compiled, whole, site, items, inputs, constants, outputs,
+    runner = Runner(compiled, whole, site, items, inputs, constants, outputs,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
                      views=views)
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
-        first = _first_run(runner, start)
+        first = first_run(runner, start)
     if isinstance(first, str):
-        return _unrolls(site, first)
+        return unrolls(site, first)
     results, how = first
-    key = register_lifted_loop(runner)
-    recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
-                             {"loop": key}, lambda *arrays, loop: results)
-    after = dict(state)
+    after = record_step(tracer, runner, state, results)
     if site.target is not None:
         after[site.target] = items[-1]  # a range of two items at least (run_loop)
     if site.row is not None:  # the last row: a view of the array, as iterating it gives
         after[site.row] = state[site.array][items[-1]]
+    logs.emit("loops", config.current().logs,
+              f"loop at {site.source}: {len(items)} iterations lifted into one step "
+              f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
+    return after
+
+
+def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tuple[Any, ...]
+                ) -> dict[str, Any]:
+    """The step recorded as one capture node, and the locals after it (the loop's target and
+    row aside: the caller binds them)."""
+    site, inputs, constants, outputs = runner.site, runner.inputs, runner.constants, runner.outputs
+    key = register_lifted_loop(runner)
+    recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
+                             {"loop": key}, lambda *arrays, loop: results)
+    after = dict(state)
     for name in site.assigned:
         if name in constants and name not in (site.target, site.row):
-            after[name] = constants[name]  # the same after every iteration (_Runner checks)
+            after[name] = constants[name]  # the same after every iteration (Runner checks)
     for name in site.scratch:  # nothing after the loop reads it: left as it was
         after[name] = UNBOUND
     # the results that stand for themselves first, then the names of the same objects
@@ -107,13 +119,10 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
             after[name] = after[outputs[same]] if isinstance(same, int) else state[same]
         else:
             after[name] = value
-    logs.emit("loops", config.current().logs,
-              f"loop at {site.source}: {len(items)} iterations lifted into one step "
-              f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
     return after
 
 
-def _first_run(runner: _Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] | str:
+def first_run(runner: Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] | str:
     """The capture's run of the remaining items (its results, and how the runner runs them),
     or why the loop unrolls; the runner is set to the faster way that keeps eager semantics.
     NumPy's reports (held by capture) are kept from the one run whose results count."""
@@ -151,12 +160,12 @@ def _first_run(runner: _Runner, start: list[Any]) -> tuple[tuple[Any, ...], str]
     return results, how
 
 
-def _unrolls(site: LoopSite, why: str) -> None:
+def unrolls(site: LoopSite, why: str) -> None:
     logs.emit("loops", config.current().logs, f"loop at {site.source} unrolls: {why}")
     return None
 
 
-class _Runner:
+class Runner:
     """The lifted step: the remaining items through the compiled body, on private copies of the
     arrays it updates in place (its other inputs read-only: an update the analysis missed fails
     and the call runs eagerly). NumPy scalars go in as 0-d arrays (a scalar argument is keyed by
@@ -179,7 +188,7 @@ class _Runner:
         self.bases = list(dict.fromkeys(base for base, _ in views.values()))
         self.eager = False
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
-        self.loops: dict[Any, _ItemLoop | None] = {}  # machine-code loops, by argument layouts
+        self.loops: dict[Any, ItemLoopRun | None] = {}  # machine-code loops, by argument layouts
         self.may_underflow = False  # the body's kernels, called per item, may underflow
         #: per result, the earlier result or the input it is the very object of (``a = b =
         #: c``, ``v = u``), as capture found (Python then sees one object by two names)
@@ -210,6 +219,7 @@ class _Runner:
             self._run_eagerly(values, self.items)
         else:
             self._run_compiled(values)
+        self._settle(values, given)
         same = _identities([None if name in self.scalars else values[name]
                             for name in self.outputs], given, self.site.mutated, self.outputs)
         if self.identities is None:
@@ -219,6 +229,9 @@ class _Runner:
         return tuple(values[name][()] if name in self.scalars and
                      isinstance(values[name], np.ndarray) and not values[name].ndim
                      else values[name] for name in self.outputs)
+
+    def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
+        """After a run, before its results' identities are checked (``WhileRunner``)."""
 
     def _run_eagerly(self, values: dict[str, Any], items: range) -> None:
         site, constants = self.site, self.constants
@@ -231,7 +244,7 @@ class _Runner:
             if name in (site.target, site.row) or name in site.scratch:
                 continue
             if name in constants:
-                _check_stable(name, value, constants[name])
+                check_stable(name, value, constants[name])
             values[name] = value
 
     def eager_seconds_per_item(self, arrays: Any) -> float | None:
@@ -254,15 +267,15 @@ class _Runner:
     def _run_compiled(self, values: dict[str, Any]) -> None:
         site, compiled, items = self.site, self.compiled, self.items
         # (position in the body's results, name, the constant it must stay) of what it keeps
-        kept = [(k, name, self.constants.get(name, _NONE)) for k, name in enumerate(site.returned)
+        kept = [(k, name, self.constants.get(name, NO_CONSTANT)) for k, name in enumerate(site.returned)
                 if name not in (site.target, site.row) and name not in site.scratch]
-        kept += [(len(site.returned) + j, base, _NONE) for j, base in enumerate(self.bases)]
+        kept += [(len(site.returned) + j, base, NO_CONSTANT) for j, base in enumerate(self.bases)]
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
-        # the remaining items in machine code (``_ItemLoop``) once steady: from the first, when
+        # the remaining items in machine code (``ItemLoopRun``) once steady: from the first, when
         # an earlier call made one for these layouts
-        looped = self.loops.get(_layouts(values, self.call_params)) if items else None
-        tries = _LOOP_TRIES
+        looped = self.loops.get(layouts_of(values, self.call_params)) if items else None
+        tries = LOOP_TRIES
         clock, t, stopped = None, 0, -1
         # underflow is ignored inside (a body's kernels may underflow unseen: heeding it would
         # send every item to NumPy); whether an item may have underflowed is reported after
@@ -319,12 +332,12 @@ class _Runner:
                         if checks:
                             entry = run
                         direct[layout] = run
-                        self.may_underflow |= version is None or _may_underflow(version)
+                        self.may_underflow |= version is None or may_underflow(version)
                 underflowed = underflowed or self.may_underflow
                 for k, name, constant in kept:
                     value = out[k]
-                    if constant is not _NONE:
-                        _check_stable(name, value, constant)
+                    if constant is not NO_CONSTANT:
+                        check_stable(name, value, constant)
                         continue
                     values[name] = np.asarray(value) if isinstance(value, np.generic) else value
                 self._views_again(values)
@@ -375,11 +388,11 @@ class _Runner:
         for name, (base, key) in self.views.items():
             values[name] = values[base][key]
 
-    def _item_loop(self, values: dict[str, Any], item: int) -> _ItemLoop | None:
+    def _item_loop(self, values: dict[str, Any], item: int) -> ItemLoopRun | None:
         """The machine-code loop for the arguments of ``item``, made once per layout of them."""
-        layout = _layouts(values, self.call_params)
+        layout = layouts_of(values, self.call_params)
         if layout not in self.loops:
-            self.loops[layout] = _ItemLoop.of(self, self._args(values, item))
+            self.loops[layout] = ItemLoopRun.of(self, self._args(values, item))
         return self.loops[layout]
 
 
@@ -387,14 +400,14 @@ def _names(names: dict[int, str | None], pairs: Any) -> str:
     return ", ".join(str(names[i]) for i, _ in pairs) or "none"
 
 
-def _layouts(values: dict[str, Any], params: list[str]) -> tuple[Any, ...]:
+def layouts_of(values: dict[str, Any], params: list[str]) -> tuple[Any, ...]:
     """What a machine-code loop is made for: the layouts of the body's arguments (the rest, a
-    constant of the body, is the same from item to item: ``_check_stable``)."""
+    constant of the body, is the same from item to item: ``check_stable``)."""
     return tuple((a.dtype, a.shape, a.strides) if type(a) is np.ndarray else type(a)
                  for a in (values[p] for p in params))
 
 
-class _ItemLoop:
+class ItemLoopRun:
     """The body's items in machine code (``stax.codegen.cpu.item_loop``), for arguments of the
     layouts it was made for: each array the body rebinds or updates comes back with the layout
     it went in with."""
@@ -402,15 +415,18 @@ class _ItemLoop:
     def __init__(self, loop: Any, slots: list[int], carried: dict[int, str],
                  outputs: list[str | None]) -> None:
         self.loop, self.slots, self.carried, self.outputs = loop, slots, carried, outputs
+        self.exited = False
 
     @staticmethod
-    def of(runner: _Runner, args: tuple[Any, ...]) -> _ItemLoop | None:
+    def of(runner: Runner, args: tuple[Any, ...], exit: int | None = None) -> ItemLoopRun | None:
+        """With ``exit``, the body's result that says whether another item runs (a ``while``
+        loop's step, whose body need not read its item)."""
         site = runner.site
         _, _, version = runner.compiled.direct(*args)
         if version is None or version.flat is None or not hasattr(version.flat[0], "item_loop"):
             return None
         executable, slots = version.flat
-        if 0 not in slots:
+        if 0 not in slots and exit is None:
             return None
         leaf = {name: 1 + n for n, name in enumerate(runner.call_params)}  # the item: leaf 0
         outputs = [None if name in (site.target, site.row) or name in runner.constants or
@@ -418,7 +434,8 @@ class _ItemLoop:
                    for name in site.returned] + runner.bases
         carried = {slots.index(leaf[name]): k for k, name in enumerate(outputs)
                    if name is not None and name in leaf and leaf[name] in slots}
-        loop = executable.item_loop([args[s] for s in slots], slots.index(0), carried)
+        loop = executable.item_loop([args[s] for s in slots],
+                                    slots.index(0) if 0 in slots else None, carried, exit)
         if isinstance(loop, str):
             logs.emit("loops", config.current().logs, f"loop at {site.source}: items run one "
                       f"call each: {loop}")
@@ -429,7 +446,7 @@ class _ItemLoop:
                   f"machine-code loop ({len(plan.slots.kernels) - len(plan.skipped)} kernels an "
                   f"item; updated in place: {_names(names, plan.aliases)}; buffers moved: "
                   f"{_names(names, plan.nexts)})")
-        return _ItemLoop(loop, slots, names, outputs)
+        return ItemLoopRun(loop, slots, names, outputs)
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
             ) -> tuple[int, bool] | None:
@@ -439,22 +456,23 @@ class _ItemLoop:
         inputs = [args[s] for s in self.slots]
         if not self.loop.fits(inputs):
             return None
-        ran, results, inputs, underflowed = self.loop.run(inputs, items[t], items.step,
-                                                          len(items) - t)
-        if ran == len(items) - t:
+        ran, results, inputs, underflowed, exited = self.loop.run(inputs, items[t], items.step,
+                                                                  len(items) - t)
+        if ran == len(items) - t or exited:
             for name, value in zip(self.outputs, results):
                 if name is not None:
                     values[name] = value
         else:
             for i, name in self.carried.items():
                 values[name] = inputs[i]
+        self.exited = exited  # a false test ended the loop (a ``while`` loop's step)
         return ran, underflowed
 
 
-_LOOP_TRIES = 3  # items after which the layouts are expected steady
+LOOP_TRIES = 3  # items after which the layouts are expected steady
 
 
-_NONE = object()  # no constant
+NO_CONSTANT = object()  # no constant
 
 
 def _taking_bases(body: Any, params: list[str], returned: tuple[str, ...],
@@ -501,12 +519,12 @@ def _identities(results: list[Any], given: dict[str, Any], mutated: tuple[str, .
     return tuple(out)
 
 
-def _may_underflow(version: Any) -> bool:
+def may_underflow(version: Any) -> bool:
     artifact = version.artifact
     return artifact is None or artifact.events is not None or artifact.underflow_unseen
 
 
-def _check_stable(name: str, value: Any, constant: Any) -> None:
+def check_stable(name: str, value: Any, constant: Any) -> None:
     """A Python value the body binds must come out as it went in: it is a constant of the
     compiled program (a counter, a flag set on the data: the loop unrolls, or the call runs
     eagerly)."""

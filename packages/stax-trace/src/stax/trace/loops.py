@@ -45,10 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.interpreter import ARRAY_METHODS
-
-from . import loop_body, loop_code, loop_state, result_conversions
+from . import loop_body, loop_code, loop_state, result_conversions, while_loops
 from .creation import active_tracer
+from .loop_names import SCOPES, binds_target, loop_names, row_item, rows_of
 from .ndindex_loops import (
     INDEX_TUPLE,
     NdIndex,
@@ -90,6 +89,7 @@ class LoopSite:
     scratch: frozenset[str] = frozenset()  # bound first, read nowhere else (``loop_body``)
     #: updated in place only after the body bound them anew (``loop_body.rebound_before_update``)
     fresh: frozenset[str] = frozenset()
+    kind: str = "for"  # or "while": no item, a test before each iteration (``while_loops``)
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -101,9 +101,7 @@ class LoopSite:
 #: names the rewritten code reads from its closure
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__",
-            result_conversions.HELPER)
-_REFUSED_CALLS = frozenset({"locals", "vars", "exec", "eval", "super", "globals", "dir"})
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+            while_loops.HELPER, result_conversions.HELPER)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 #: function -> (rewritten code, sites) or None; weak: a dropped function's entry goes with it
@@ -130,7 +128,8 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
         return None
     new_code, sites = entry
     helpers = {"__stax_loop__": run_loop, "__stax_pack__": _pack, "__stax_unbound__": UNBOUND,
-               "__stax_sites__": sites, result_conversions.HELPER: result_conversions.converted}
+               "__stax_sites__": sites, while_loops.HELPER: while_loops.run_while,
+               result_conversions.HELPER: result_conversions.converted}
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
                     for name in new_code.co_freevars)
@@ -188,18 +187,18 @@ class _Rewriter:
         return out
 
     def statement(self, node: ast.stmt) -> list[ast.stmt]:
-        if isinstance(node, _SCOPES):
+        if isinstance(node, SCOPES):
             return [node]
         if isinstance(node, ast.For) and plain_index_target(node):
             self.local_names.add(INDEX_TUPLE)
-        names = _loop_names(node, self.local_names, self.cell_names) \
-            if isinstance(node, ast.For) else None
+        names = loop_names(node, self.local_names, self.cell_names) \
+            if isinstance(node, (ast.For, ast.While)) else None
         if names is not None:  # before inner loops' rewrite: the user's own statements
             # a name the body updates in place may be scratch too (``lap = np.zeros_like(u);
             # lap[1:-1] = ...``): the lifter takes it only where the first item bound a new
             # array to it (``stax.runtime.lifted_loops``), not a view of another value
-            binds_target, unread = _binds_target(node), loop_body.unread_after(
-                self.uses, node, set(names[1]))
+            rebinds = isinstance(node, ast.For) and binds_target(node)
+            unread = loop_body.unread_after(self.uses, node, set(names[1]))
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
@@ -209,13 +208,15 @@ class _Rewriter:
                 handler.body = self.block(handler.body)
         if names is None:
             return [node]
-        return self.lift(node, *names, binds_target, unread)
+        if isinstance(node, ast.While):
+            return self.lift_while(node, *names, unread)
+        return self.lift(node, *names, rebinds, unread)
 
     def lift(self, node: ast.For, params: list[str], assigned: list[str], mutated: list[str],
              rebound: list[str], binds_target: bool, unread: frozenset[str]
              ) -> list[ast.stmt]:
         number = len(self.sites)
-        rows = _rows_of(node, self.local_names, assigned)
+        rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
             params = sorted([*params, rows[0]])
         target = node.target.id if isinstance(node.target, ast.Name) and rows is None else \
@@ -228,56 +229,93 @@ class _Rewriter:
                                    bound_first, loop_body.effects(node.body), scratch,
                                    loop_body.rebound_before_update(node.body, mutated)))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
-        unbind = [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
-                                     [ast.Name("__stax_unbound__", ast.Load())]),
-                         [ast.Delete([ast.Name(p, ast.Del())])], []) for p in params]
-        body = ast.FunctionDef(
-            name=body_name,
-            args=ast.arguments(posonlyargs=[], args=[ast.arg(item), *map(ast.arg, params)],
-                               kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=[*unbind, ast.Assign([node.target], ast.Name(item, ast.Load())), *node.body,
-                  _return_values([*assigned, *(m for m in mutated if m not in assigned)])],
-            decorator_list=[])
+        returned = [*assigned, *(m for m in mutated if m not in assigned)]
+        body = _function(body_name, [item, *params], [
+            *_unbind(params), ast.Assign([node.target], ast.Name(item, ast.Load())), *node.body,
+            _return_values(returned)])
         # the whole loop as one function too: what runs outside capture, and a lifted loop's
         # step when NumPy runs its body faster than a compiled call per item would
-        whole = ast.FunctionDef(
-            name=f"__stax_whole_{number}",
-            args=ast.arguments(posonlyargs=[], args=[ast.arg("__stax_items"), *map(ast.arg, params)],
-                               kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=[*copy.deepcopy(unbind),
-                  ast.For(copy.deepcopy(node.target), ast.Name("__stax_items", ast.Load()),
-                          copy.deepcopy(node.body), [], None),
-                  _return_values([*assigned, *(m for m in mutated if m not in assigned)])],
-            decorator_list=[])
+        whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [
+            *_unbind(params), ast.For(copy.deepcopy(node.target), ast.Name("__stax_items", ast.Load()),
+                                      copy.deepcopy(node.body), [], None),
+            _return_values(returned)])
         # over an array's rows: the same body taking the row's index as its item (lifted)
-        indexed = None if rows is None else ast.FunctionDef(
-            name=f"__stax_rows_{number}", args=copy.deepcopy(body.args),
-            body=[*copy.deepcopy(unbind), ast.Assign([copy.deepcopy(node.target)], _row_item(
-                rows, item)), *copy.deepcopy(node.body), _return_values(
-                    [*assigned, *(m for m in mutated if m not in assigned)])],
-            decorator_list=[])
-        state = ast.Assign([ast.Name("__stax_state", ast.Store())],
-                           _call("__stax_pack__", _locals(), _names(params)))
-        site = ast.Subscript(ast.Name("__stax_sites__", ast.Load()), ast.Constant(number),
-                             ast.Load())
-        run = ast.Assign([ast.Name("__stax_out", ast.Store())],
-                         _call("__stax_loop__", site, shaped_iter(node.iter),
-                               ast.Name(body_name, ast.Load()),
-                               ast.Name(whole.name, ast.Load()),
-                               ast.Name("__stax_state", ast.Load()),
-                               ast.Name(indexed.name, ast.Load()) if indexed else
-                               ast.Constant(None)))
-        rebind = [ast.If(ast.Compare(_out(k), [ast.IsNot()],
-                                     [ast.Name("__stax_unbound__", ast.Load())]),
-                         [ast.Assign([ast.Name(name, ast.Store())], _out(k))], [])
-                  for k, name in enumerate(assigned)]
-        statements = [body, whole, *([indexed] if indexed else []), state, run, *rebind]
-        for statement in statements:
-            ast.copy_location(statement, node)
-            for child in ast.walk(statement):
-                if not hasattr(child, "lineno") or child is statement:
-                    ast.copy_location(child, node)
-        return statements
+        indexed = None if rows is None else _function(f"__stax_rows_{number}", [item, *params], [
+            *_unbind(params), ast.Assign([copy.deepcopy(node.target)], row_item(rows, item)),
+            *copy.deepcopy(node.body), _return_values(returned)])
+        run = _call("__stax_loop__", _site(number), shaped_iter(node.iter),
+                    ast.Name(body_name, ast.Load()), ast.Name(whole.name, ast.Load()),
+                    ast.Name("__stax_state", ast.Load()),
+                    ast.Name(indexed.name, ast.Load()) if indexed else ast.Constant(None))
+        return _placed([body, whole, *([indexed] if indexed else []),
+                        *_run_and_rebind(params, run, assigned)], node)
+
+    def lift_while(self, node: ast.While, params: list[str], assigned: list[str],
+                   mutated: list[str], rebound: list[str], unread: frozenset[str]
+                   ) -> list[ast.stmt]:
+        """``while test: body`` as three functions of the locals they touch, run by
+        ``while_loops.run_while``: the body (taking an unused item, as a ``for`` body does),
+        the test, and the whole loop as written."""
+        number = len(self.sites)
+        tested = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        # the test reads its names before each iteration: none is bound before it is read
+        bound_first = loop_body.bound_before_read(node.body, params) - tested
+        self.sites.append(LoopSite(
+            f"{self.code.co_filename}:{node.lineno}", tuple(params), tuple(assigned),
+            tuple(mutated), tuple(rebound), None, bound_first=bound_first,
+            effect=loop_body.effects([ast.Expr(node.test), *node.body]),
+            scratch=unread & bound_first,
+            fresh=loop_body.rebound_before_update(node.body, mutated), kind="while"))
+        returned = [*assigned, *(m for m in mutated if m not in assigned)]
+        body = _function(f"__stax_body_{number}", [ITEM_ARGUMENT, *params], [
+            *_unbind(params), *node.body, _return_values(returned)])
+        test = _function(f"__stax_test_{number}", params, [
+            *_unbind(params), ast.Return(copy.deepcopy(node.test))])
+        whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [
+            *_unbind(params), ast.While(copy.deepcopy(node.test), copy.deepcopy(node.body), []),
+            _return_values(returned)])
+        run = _call(while_loops.HELPER, _site(number), ast.Name(test.name, ast.Load()),
+                    ast.Name(body.name, ast.Load()), ast.Name(whole.name, ast.Load()),
+                    ast.Name("__stax_state", ast.Load()))
+        return _placed([body, test, whole, *_run_and_rebind(params, run, assigned)], node)
+
+
+def _function(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+    return ast.FunctionDef(name=name, args=ast.arguments(
+        posonlyargs=[], args=list(map(ast.arg, params)), kwonlyargs=[], kw_defaults=[],
+        defaults=[]), body=body, decorator_list=[])
+
+
+def _unbind(params: list[str]) -> list[ast.stmt]:
+    """``if p is __stax_unbound__: del p`` for each parameter: unbound in the body as before."""
+    return [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
+                               [ast.Name("__stax_unbound__", ast.Load())]),
+                   [ast.Delete([ast.Name(p, ast.Del())])], []) for p in params]
+
+
+def _site(number: int) -> ast.Subscript:
+    return ast.Subscript(ast.Name("__stax_sites__", ast.Load()), ast.Constant(number), ast.Load())
+
+
+def _run_and_rebind(params: list[str], run: ast.Call, assigned: list[str]) -> list[ast.stmt]:
+    """The locals packed, the loop run, and each local it binds bound to its final value."""
+    state = ast.Assign([ast.Name("__stax_state", ast.Store())],
+                       _call("__stax_pack__", _locals(), _names(params)))
+    out = ast.Assign([ast.Name("__stax_out", ast.Store())], run)
+    rebind = [ast.If(ast.Compare(_out(k), [ast.IsNot()], [ast.Name("__stax_unbound__", ast.Load())]),
+                     [ast.Assign([ast.Name(name, ast.Store())], _out(k))], [])
+              for k, name in enumerate(assigned)]
+    return [state, out, *rebind]
+
+
+def _placed(statements: list[ast.stmt], node: ast.stmt) -> list[ast.stmt]:
+    """``statements`` at the loop's line; the user's own statements in them keep theirs."""
+    for statement in statements:
+        ast.copy_location(statement, node)
+        for child in ast.walk(statement):
+            if not hasattr(child, "lineno") or child is statement:
+                ast.copy_location(child, node)
+    return statements
 
 
 def _return_values(names: list[str]) -> ast.Try:
@@ -305,122 +343,6 @@ def _names(names: list[str]) -> ast.Tuple:
 
 def _out(k: int) -> ast.Subscript:
     return ast.Subscript(ast.Name("__stax_out", ast.Load()), ast.Constant(k), ast.Load())
-
-
-def _loop_names(node: ast.For, local_names: set[str], cell_names: set[str]
-                ) -> tuple[list[str], list[str], list[str], list[str]] | None:
-    """(parameters, assigned, mutated, rebound) of a loop that can be rewritten, or None."""
-    if node.orelse or node.type_comment:
-        return None
-    used: set[str] = set()
-    assigned: set[str] = set()
-    mutated: set[str] = set()
-    rebound: set[str] = set()
-    augmented_targets: set[int] = set()  # ids of the Name nodes that ``x op= v`` binds
-    scoped: set[int] = set()  # ids of the Name nodes a comprehension binds in its own scope
-    for child in _walk_body(node):
-        if child is None:
-            return None
-        if isinstance(child, ast.comprehension):
-            scoped.update(id(n) for n in ast.walk(child.target) if isinstance(n, ast.Name))
-        if isinstance(child, ast.Name) and id(child) in scoped:
-            used.add(child.id)
-        elif isinstance(child, ast.Name):
-            used.add(child.id)
-            if isinstance(child.ctx, (ast.Store, ast.Del)):
-                assigned.add(child.id)
-                if id(child) not in augmented_targets:
-                    rebound.add(child.id)
-        elif isinstance(child, (ast.Subscript, ast.Attribute)) and \
-                isinstance(child.ctx, (ast.Store, ast.Del)):
-            base = _base_name(child)
-            if base is not None:
-                mutated.add(base)
-        elif isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Name):
-            mutated.add(child.target.id)  # an array's += updates the object
-            augmented_targets.add(id(child.target))
-        elif isinstance(child, ast.Call):
-            if isinstance(child.func, ast.Name) and child.func.id in _REFUSED_CALLS:
-                return None
-            if isinstance(child.func, ast.Attribute) and isinstance(child.func.value, ast.Name) \
-                    and child.func.attr not in ARRAY_METHODS:
-                mutated.add(child.func.value.id)  # x.fill(0), x.sort(): may update x
-            for keyword in child.keywords:
-                if keyword.arg == "out":  # out=y or out=(y,): y; out=y[i]: y, not i
-                    outs = keyword.value.elts if isinstance(keyword.value, ast.Tuple) else \
-                        [keyword.value]
-                    mutated.update(b for b in map(_base_name, outs) if b is not None)
-    if assigned & cell_names:  # an inner function reads it through its cell
-        return None
-    if assigned - local_names:  # a global or nonlocal name: the body function would shadow it
-        return None
-    params = sorted(used & local_names - cell_names)
-    return params, *(sorted(names & set(params)) for names in (assigned, mutated, rebound))
-
-
-def _walk_body(node: ast.For) -> Iterator[ast.AST | None]:
-    """The loop's target and body, depth first; None where the loop cannot be rewritten."""
-    stack: list[tuple[ast.AST, int]] = [(node.target, 0), *((s, 0) for s in node.body)]
-    while stack:
-        child, depth = stack.pop()  # depth: loops nested inside this one (break belongs there)
-        if isinstance(child, (*_SCOPES, ast.Return, ast.Yield, ast.YieldFrom, ast.Await,
-                              ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom,
-                              ast.Match)):
-            yield None
-            return
-        if isinstance(child, (ast.Break, ast.Continue)) and depth == 0:
-            yield None
-            return
-        if isinstance(child, ast.Delete) and any(isinstance(t, ast.Name) for t in child.targets):
-            yield None
-            return
-        if isinstance(child, (ast.For, ast.While, ast.AsyncFor)) and child.orelse:
-            yield None
-            return
-        yield child
-        inner = depth + isinstance(child, (ast.For, ast.While, ast.AsyncFor))
-        stack.extend((c, inner) for c in ast.iter_child_nodes(child))
-
-
-def _rows_of(node: ast.For, local_names: set[str], assigned: list[str]
-             ) -> tuple[str, str | None, str] | None:
-    """``for row in x`` or ``for i, row in enumerate(x)`` with ``x`` a local the body does not
-    bind: (x, the index's name or None, the row's name)."""
-    it, target = node.iter, node.target
-    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" \
-            and len(it.args) == 1 and not it.keywords and isinstance(target, ast.Tuple) and \
-            len(target.elts) == 2 and all(isinstance(e, ast.Name) for e in target.elts):
-        source, index, row = it.args[0], target.elts[0].id, target.elts[1].id
-        if index == row:
-            return None
-    elif isinstance(target, ast.Name):
-        source, index, row = it, None, target.id
-    else:
-        return None
-    if not isinstance(source, ast.Name) or source.id not in local_names or \
-            source.id in assigned or source.id in (index, row):
-        return None
-    return source.id, index, row
-
-
-def _row_item(rows: tuple[str, str | None, str], item: str) -> ast.expr:
-    """``(item, x[item])`` or ``x[item]``: what iterating the rows binds at index ``item``."""
-    row = ast.Subscript(ast.Name(rows[0], ast.Load()), ast.Name(item, ast.Load()), ast.Load())
-    return ast.Tuple([ast.Name(item, ast.Load()), row], ast.Load()) if rows[1] else row
-
-
-def _binds_target(node: ast.For) -> bool:
-    """Whether the body binds a name of the loop's target (its value after the loop is then the
-    body's, not the last item)."""
-    targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-    return any(isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and
-               n.id in targets for statement in node.body for n in ast.walk(statement))
-
-
-def _base_name(node: ast.AST) -> str | None:
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _pack(scope: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:

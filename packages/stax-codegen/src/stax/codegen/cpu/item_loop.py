@@ -6,7 +6,7 @@ kernels that often take less than a microsecond. Once the body's arguments have 
 (each array the body rebinds or updates comes back with the layout it went in with), the items
 that remain run here instead: one LLVM function (``stax_item_loop``) that, for each item,
 
-1. writes the item into the body's 0-d index buffer;
+1. writes the item into the body's 0-d index buffer (a ``while`` loop's body has none);
 2. calls the body's kernels in plan order over their whole outer range, on the calling thread;
 3. stops at that item, reporting it, when a kernel reports a floating-point event other than
    underflow alone (the runner ignores underflow in a lifted body) or sets a check flag (an
@@ -15,7 +15,9 @@ that remain run here instead: one LLVM function (``stax_item_loop``) that, for e
 4. before the next item, hands each carried input the buffer its new value was written to,
    and that buffer's slot one no input holds any more (data pointers moved: no copy, nothing
    allocated), or — where the body copies an argument and then updates a region of the copy
-   (``x[i] = v``) — skips the copy and updates the argument's own buffer in place.
+   (``x[i] = v``) — skips the copy and updates the argument's own buffer in place;
+5. for a ``while`` loop's body, which also computes the loop's next test (a 0-d bool result),
+   returns after the item whose test is false (``EXITED`` in the events word it reports).
 
 Buffers are allocated once per run, by NumPy. The kernels read only the data pointer of their
 array arguments, so each plan slot is a stand-in: a few bytes with that pointer at the offset
@@ -38,6 +40,9 @@ from .jit import CompiledModule, array_data_offset
 from .types import I8P, I64
 
 I32 = ir.IntType(32)
+I8 = ir.IntType(8)
+#: in the events word ``run`` reports: the loop ended at a false test (a ``while`` loop's body)
+EXITED = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class ItemLoopPlan:
     adds: the item's slot and the buffers exchanged between items."""
 
     slots: EntryPlan
-    item: int
+    item: int | None  # None: the body reads no item (a ``while`` loop's)
     #: (carried input slot, the slot its next value is written to: an allocation or another
     #: carried input, ``a, b = b, a + b``); a carried input returned as it came is not here
     nexts: tuple[tuple[int, int], ...]
@@ -57,6 +62,9 @@ class ItemLoopPlan:
     #: the kernel before which the item's events and checks are all known: the loop tests them
     #: there, before anything is written in place
     settled: int = 0
+    #: the slot of the body's 0-d bool result that says whether another item runs (a
+    #: ``while`` loop's next test), or None: every item of the count runs
+    exit: int | None = None
 
     @property
     def moves(self) -> tuple[tuple[int, int], ...]:
@@ -77,19 +85,26 @@ class ItemLoopPlan:
         return tuple((o, i) for i, o in nexts.items()) + tuple(pairs)
 
     @staticmethod
-    def of(artifact: KernelArtifact, inputs: list[np.ndarray], item: int,
-           carried: dict[int, int]) -> ItemLoopPlan | str:
-        """The plan for a body whose input ``item`` is the item (a 0-d int64 array) and whose
-        input ``i`` takes result ``carried[i]`` of the item before, or why there is none."""
+    def of(artifact: KernelArtifact, inputs: list[np.ndarray], item: int | None,
+           carried: dict[int, int], exit: int | None = None) -> ItemLoopPlan | str:
+        """The plan for a body whose input ``item`` is the item (a 0-d int64 array; None: it
+        reads none) and whose input ``i`` takes result ``carried[i]`` of the item before, or
+        why there is none; with ``exit``, the result that says whether another item runs."""
         if any(type(a) is not np.ndarray for a in inputs):
             return "an argument is not a plain array"
         plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs], loop=True)
         if isinstance(plan, str):
             return plan
-        if inputs[item].shape != () or inputs[item].dtype != np.int64:
+        if item is not None and (inputs[item].shape != () or inputs[item].dtype != np.int64):
             return "the item is not a 0-d int64 array"
-        if item in carried:
+        if item is not None and item in carried:
             return "the item is a result"
+        exit_slot = None
+        if exit is not None:
+            exit_slot, _ = plan.outputs[exit]
+            layout = [*plan.inputs, *plan.allocs][exit_slot] if exit_slot >= 0 else None
+            if layout is None or layout[0] != () or np.dtype(layout[2]) != np.bool_:
+                return "the loop's test is not a 0-d bool the body computes"
         nexts: dict[int, int] = {}
         for i, k in sorted(carried.items()):
             slot, _ = plan.outputs[k]
@@ -104,7 +119,7 @@ class ItemLoopPlan:
             if slot < len(plan.inputs) and slot not in nexts:
                 return f"the next value of argument {i} is an argument the loop does not carry"
         candidate = ItemLoopPlan(plan, item, tuple(sorted(nexts.items())),
-                                 settled=len(plan.kernels))
+                                 settled=len(plan.kernels), exit=exit_slot)
         for a, b in candidate.moves:
             if layouts[a] != layouts[b] or any(st < 0 for st in layouts[a][1]):
                 return "a carried value does not keep its layout from one item to the next"
@@ -138,7 +153,7 @@ def _in_place(artifact: KernelArtifact, plan: ItemLoopPlan) -> ItemLoopPlan:
         skipped.add(first)
         settled = min(settled, first)
     return ItemLoopPlan(entry, plan.item, tuple(nexts), tuple(aliases), frozenset(skipped),
-                        settled)
+                        settled, plan.exit)
 
 
 def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
@@ -181,7 +196,8 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
         b.store(pointer, data_word(target))
     b.branch(run)
     b.position_at_end(run)
-    b.store(b.add(first, b.mul(t, step)), slot_data(plan.item, I64))
+    if plan.item is not None:
+        b.store(b.add(first, b.mul(t, step)), slot_data(plan.item, I64))
     if entry.events is not None:
         b.store(ir.Constant(I32, 0), slot_data(entry.events, I32))
     for k, (_, slots, outer) in enumerate(entry.kernels):
@@ -196,7 +212,17 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
         b.call(kernel, args + [ir.Constant(I64, 0), ir.Constant(I64, outer)])
     if plan.settled == len(entry.kernels):
         _stop_unless_settled(b, fn, plan, slot_data, stop, seen)
-    t.add_incoming(b.add(t, ir.Constant(I64, 1)), b.block)
+    following = b.add(t, ir.Constant(I64, 1))
+    if plan.exit is not None:  # the item ran whole; a false test ends the loop after it
+        exited = fn.append_basic_block("exited")
+        onward = fn.append_basic_block("onward")
+        test = b.load(slot_data(plan.exit, I8))
+        b.cbranch(b.icmp_unsigned("==", test, ir.Constant(I8, 0)), exited, onward)
+        b.position_at_end(exited)
+        b.store(b.or_(b.load(seen), ir.Constant(I32, EXITED)), seen)
+        b.ret(following)
+        b.position_at_end(onward)
+    t.add_incoming(following, b.block)
     b.branch(head)
     b.position_at_end(stop)
     b.ret(t)
@@ -301,11 +327,12 @@ class ItemLoop:
         return ctypes.c_void_p.from_address(id(array) + self._data).value or 0
 
     def run(self, inputs: list[np.ndarray], first: int, step: int, count: int
-            ) -> tuple[int, list[np.ndarray | None], list[np.ndarray], bool]:
-        """``(items run, results, inputs, underflowed)``: the body's results after the last item
-        when all ran (None for a constant result), the inputs the item that stopped would have
-        read (the values after the items that ran), and whether an item may have underflowed.
-        Arguments are never written: carried ones are copied first."""
+            ) -> tuple[int, list[np.ndarray | None], list[np.ndarray], bool, bool]:
+        """``(items run, results, inputs, underflowed, exited)``: the body's results after the
+        last item when all ran or a false test ended the loop (``exited``; None for a constant
+        result), the inputs the item that stopped would have read (the values after the items
+        that ran), and whether an item may have underflowed. Arguments are never written:
+        carried ones are copied first."""
         layouts, n = self._layouts, len(self._layouts)
         block = np.ndarray(self._scratch_bytes, np.uint8)
         start = self._pointer(block)
@@ -332,6 +359,7 @@ class ItemLoop:
                          ctypes.addressof(seen))
         # the items that ran may have underflowed: the kernels said so, or cannot tell
         underflowed = bool(seen.value & UNDERFLOW) or self.plan.slots.unseen
+        exited = bool(seen.value & EXITED)
         now = stand_ins[self._data // 8::self._stride].tolist()
 
         copies: dict[int, np.ndarray] = {}
@@ -348,19 +376,20 @@ class ItemLoop:
                 else inputs[slot]
 
         now_inputs = [value(i) if i in self._carried else a for i, a in enumerate(inputs)]
-        if ran < count:
-            return ran, [], now_inputs, underflowed
+        if ran < count and not exited:
+            return ran, [], now_inputs, underflowed, False
         results = [None if slot < 0 else value(slot) for slot, _ in self.plan.slots.outputs]
-        return ran, results, now_inputs, underflowed
+        return ran, results, now_inputs, underflowed, exited
 
 
 def make_item_loop(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
-                   item: int, carried: dict[int, int], cache: Any = None) -> ItemLoop | str:
+                   item: int | None, carried: dict[int, int], cache: Any = None,
+                   exit: int | None = None) -> ItemLoop | str:
     """A machine-code loop over a lifted loop's items for ``artifact`` (the body) at the layouts
-    of ``inputs``, or why there is none."""
+    of ``inputs``, or why there is none (``ItemLoopPlan.of``)."""
     if artifact.overwrites:  # a body's arguments are donated: it writes over none of them
         return "the body writes over an argument once its call stands"
-    plan = ItemLoopPlan.of(artifact, inputs, item, carried)
+    plan = ItemLoopPlan.of(artifact, inputs, item, carried, exit)
     if isinstance(plan, str):
         return plan
     return ItemLoop(plan, kernels, cache)

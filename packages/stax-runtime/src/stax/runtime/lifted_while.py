@@ -1,0 +1,247 @@
+"""Lifted ``while`` loops: a loop whose test reads the data runs as one step of the compiled
+program, however many iterations a call takes (``stax.trace.while_loops``).
+
+The body and the loop's next test are compiled together, once (``_body_then_test``: the body's
+results and then the test on the locals as the body left them, a 0-d bool); the step
+(``WhileRunner``) tests the locals before the loop in NumPy, then runs iterations until the
+test is false: through the dispatcher for the first ones, then in one machine-code loop
+(``stax.codegen.cpu.item_loop`` with an ``exit`` result: the loop returns after the iteration
+whose test is false), in chunks, so that a loop that never ends can still be interrupted
+(Ctrl-C) between them. An iteration the compiled body declines (a floating-point event NumPy
+reports, an index out of bounds) runs in NumPy by the body's own code, and the loop goes on.
+Where NumPy runs the whole loop faster than the compiled body (measured at capture), the step
+runs the loop as written. Everything else is as for a lifted ``for`` loop
+(``lifted_loops``): the same plan of inputs and results, the same checks at run time.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import numpy as np
+
+from stax.codegen import ExternResultMismatch, errstate
+from stax.codegen.cpu.fpevents import UNDERFLOW
+from stax.trace import Proxy
+from stax.trace.isolation import not_watching
+from stax.trace.loops import UNBOUND, LoopSite, loop_index_argument
+from stax.trace.source import traced_value
+from stax.trace.while_loops import install_while_lifter
+
+from . import config, logs
+from .api import CompiledFunction
+from .item_uses import ITEM, check_item_uses
+from .lift_plan import plan_step
+from .lifted_loops import (
+    LOOP_TRIES,
+    NO_CONSTANT,
+    ItemLoopRun,
+    Runner,
+    check_stable,
+    first_run,
+    layouts_of,
+    may_underflow,
+    record_step,
+    unrolls,
+)
+
+#: iterations of the first machine-code run; each next run takes four times more, up to
+#: ``_LAST_CHUNK``: Python regains control between runs (Ctrl-C ends a loop that never ends)
+_FIRST_CHUNK = 64
+_LAST_CHUNK = 1 << 16
+
+
+def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
+               state: dict[str, Any]) -> dict[str, Any] | None:
+    """The locals after running the loop from ``state`` as one recorded step, or None (the
+    reason logged under ``STAX_LOGS=loops``) when the loop is captured as written."""
+    plan = plan_step(tracer, site, state)
+    if isinstance(plan, str):
+        return unrolls(site, plan)
+    inputs, constants, outputs, views = plan
+    if views:
+        return unrolls(site, f"the body updates {', '.join(views)}, a view of another local, "
+                              "in place")
+    compiled = CompiledFunction(_body_then_test(body, test, site), strict_native=True)
+    compiled.capture_check = functools.partial(check_item_uses, items=range(1))
+    compiled.donates_arguments = True  # it returns what it updates: no copy back per iteration
+    compiled.declines_to_caller = True  # a call it declines: that iteration runs in NumPy
+    start = [state[n].value for n in inputs]
+    runner = WhileRunner(compiled, whole, site, range(1), inputs, constants, outputs,
+                          scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
+                          views={})
+    runner.body, runner.test = body, test
+    runner.private = {n for n in outputs if _private(tracer, state, n)}
+    with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
+        first = first_run(runner, start)
+    if isinstance(first, str):
+        return unrolls(site, first)
+    results, how = first
+    after = record_step(tracer, runner, state, results)
+    logs.emit("loops", config.current().logs,
+              f"while loop at {site.source}: lifted into one step ({how}; {len(runner.items)} "
+              f"iterations at capture; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
+    return after
+
+
+def _private(tracer: Any, state: dict[str, Any], name: str) -> bool:
+    """Whether the value of ``name`` before the loop is seen by nothing but that local: no
+    argument, no view of another array or viewed by one, bound to no other local."""
+    value = state[name]
+    return isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and \
+        id(value) not in tracer.arguments and value.view_of is None and \
+        tracer.shared(value) is None and \
+        not any(other is value for key, other in state.items() if key != name)
+
+
+def _body_then_test(body: Any, test: Any, site: LoopSite) -> Any:
+    """One iteration as one compiled function: of an item (unused) and the locals the body
+    takes, the body's results (None for scratch) and then the loop's test on the locals after
+    it."""
+    params, returned, scratch = site.params, site.returned, site.scratch
+    call_params = [p for p in params if p not in scratch]
+
+    def body_then_test(item: Any, *args: Any) -> tuple[Any, ...]:
+        values = dict(zip(call_params, args))
+        values.update(dict.fromkeys(scratch, UNBOUND))
+        out = body(item, *[values[p] for p in params])
+        values.update(zip(returned, out))
+        going = test(*[values[p] for p in params])
+        return (*[None if name in scratch else v for name, v in zip(returned, out)], going)
+
+    body_then_test.__name__ = body_then_test.__qualname__ = getattr(body, "__name__", "body")
+    return body_then_test
+
+
+class WhileRunner(Runner):
+    """The lifted ``while`` step: ``Runner``'s copies, checks and results, with iterations that
+    run while the test holds. ``items`` is the count of iterations the last run took (the
+    capture's timing divides by it)."""
+
+    body: Any = None  # one iteration as written (``__stax_body_N``)
+    test: Any = None  # the loop's test as written (``__stax_test_N``)
+    #: results whose value before the loop nothing but its own local sees (``lift_while``)
+    private: frozenset[str] | set[str] = frozenset()
+
+    def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
+        """A call that ran no iteration leaves each local the object it was before the loop,
+        where capture (which ran some) had new ones: a local that nothing else sees gets a
+        copy, which no one can tell from it; another stays that object, and the call runs
+        eagerly (the identity check that follows)."""
+        if len(self.items):
+            return
+        for name in self.private:
+            if any(values.get(name) is v for v in given.values()):
+                values[name] = np.array(values[name], copy=True, order="K")
+
+    def _tested(self, values: dict[str, Any]) -> bool:
+        return bool(self.test(*[values.get(p, UNBOUND) for p in self.site.params]))
+
+    def eager_seconds_per_item(self, arrays: Any) -> float | None:
+        """NumPy's time per iteration, the whole loop run as written on copies of ``arrays``."""
+        self.eager = True
+        try:
+            values = self._values(arrays)
+            clock = time.perf_counter()
+            self._run_eagerly(values, self.items)
+            return (time.perf_counter() - clock) / max(len(self.items), 1)
+        except Exception:
+            return None
+        finally:
+            self.eager = False
+
+    def _iteration_eagerly(self, values: dict[str, Any]) -> bool:
+        """One iteration the compiled body declined, run by the body's own code (NumPy's
+        warnings and errors as eagerly), then the test: whether the loop goes on."""
+        site = self.site
+        for name in self.scalars:
+            if isinstance(values.get(name), np.ndarray):
+                values[name] = values[name][()]
+        out = self.body(None, *[values.get(p, UNBOUND) for p in site.params])
+        for name, value in zip(site.returned, out):
+            if name in site.scratch:
+                continue
+            if name in self.constants:
+                check_stable(name, value, self.constants[name])
+            values[name] = value
+        going = self._tested(values)
+        for name in self.scalars:
+            if isinstance(values.get(name), np.generic):
+                values[name] = np.asarray(values[name])
+        return going
+
+    def _run_compiled(self, values: dict[str, Any]) -> None:
+        site, compiled = self.site, self.compiled
+        kept = [(k, name, self.constants.get(name, NO_CONSTANT)) for k, name in enumerate(site.returned)
+                if name not in site.scratch]
+        flag = len(site.returned)  # the test's place among the compiled step's results
+        going = self._tested(values)
+        count, chunk, tries = 0, _FIRST_CHUNK, LOOP_TRIES
+        looped = self.loops.get(layouts_of(values, self.call_params))
+        direct: dict[Any, Any] = {}
+        clock, underflowed = None, False
+        with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
+                not_watching():
+            while going:
+                if looped is not None:
+                    ran = looped.run(values, self._args(values, 0), range(chunk), 0)
+                    if ran is None:  # the arguments changed layout
+                        looped = None
+                    else:
+                        count += ran[0]
+                        underflowed = underflowed or ran[1]
+                        if looped.exited:
+                            break
+                        if ran[0] == chunk:
+                            chunk = min(chunk * 4, _LAST_CHUNK)
+                            continue
+                        # an iteration stopped it (an event, a check): the dispatcher's
+                args = self._args(values, 0)
+                layout = tuple((a.dtype, a.shape, a.strides) for a in args if type(a) is np.ndarray)
+                run = direct.get(layout)
+                try:
+                    out = run(*args) if run is not None else None
+                    if out is None:
+                        out = compiled(*args)
+                except ExternResultMismatch:  # a check failed, an event: nothing written yet
+                    going = self._iteration_eagerly(values)
+                    count += 1
+                    continue
+                if layout not in direct:
+                    run, _, version = compiled.direct(*args)
+                    direct[layout] = run
+                    self.may_underflow |= version is None or may_underflow(version)
+                underflowed = underflowed or self.may_underflow
+                for k, name, constant in kept:
+                    value = out[k]
+                    if constant is not NO_CONSTANT:
+                        check_stable(name, value, constant)
+                        continue
+                    values[name] = np.asarray(value) if isinstance(value, np.generic) else value
+                going = bool(out[flag])
+                count += 1
+                if clock is None:  # the first iteration compiles: timed from the second
+                    clock = time.perf_counter()
+                if looped is None and tries and going:
+                    tries -= 1
+                    building = time.perf_counter()
+                    looped = self._while_loop(values)
+                    clock += time.perf_counter() - building  # not the iterations' time
+        if underflowed:  # the call declines where NumPy's error state heeds underflow
+            errstate.report(UNDERFLOW)
+        if count > 1 and clock is not None and self.seconds_per_item == float("inf"):
+            self.seconds_per_item = (time.perf_counter() - clock) / (count - 1)
+        self.items = range(count)
+
+    def _while_loop(self, values: dict[str, Any]) -> ItemLoopRun | None:
+        """The machine-code loop for the current layouts, made once per layout."""
+        layout = layouts_of(values, self.call_params)
+        if layout not in self.loops:
+            self.loops[layout] = ItemLoopRun.of(self, self._args(values, 0),
+                                              exit=len(self.site.returned))
+        return self.loops[layout]
+
+
+install_while_lifter(lift_while)

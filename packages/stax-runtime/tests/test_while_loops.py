@@ -1,0 +1,271 @@
+"""Lifted ``while`` loops (issue 13 item 2): a loop whose test reads the data is one step of the
+compiled program, its body and next test compiled once, whatever the trip count of a call;
+what it computes is eager NumPy's, and a loop the lifter declines is captured as written."""
+
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.ir import LIFTED_LOOP
+from stax.runtime import lifted_while, replay_costs
+
+
+@pytest.fixture(autouse=True)
+def no_disk_cache(monkeypatch):
+    monkeypatch.setenv("STAX_CACHE_DIR", "off")
+    # calls of other trip counts are timed against eager ones of others: not a test's business
+    monkeypatch.setattr(replay_costs, "SLOWER", 1e9)
+
+
+def collatz_steps(n):
+    n = n.copy()
+    steps = np.zeros_like(n)
+    active = n > 1
+    while active.any():
+        even = (n % 2) == 0
+        n = np.where(active, np.where(even, n // 2, 3 * n + 1), n)
+        steps += active
+        active = n > 1
+    return steps
+
+
+def newton_sqrt(a, tol):
+    x = np.maximum(a, 1.0)
+    err = np.inf  # a Python number: the first test is Python's, the next ones the data's
+    while err > tol:
+        xn = 0.5 * (x + a / x)
+        err = np.max(np.abs(xn - x) / xn)
+        x = xn
+    return x, err
+
+
+def bisect_sqrt(a, tol):
+    lo = np.zeros_like(a)
+    hi = np.maximum(a, 1.0)
+    while (hi - lo).max() > tol:
+        mid = 0.5 * (lo + hi)
+        f = mid * mid - a
+        lo = np.where(f < 0, mid, lo)
+        hi = np.where(f >= 0, mid, hi)
+    return 0.5 * (lo + hi)
+
+
+def _lifted(compiled):
+    version = compiled._versions[-1]
+    return version.native and LIFTED_LOOP in str(version.artifact)
+
+
+def _same(got, want, rtol=0.0):
+    """Equal in type, dtype and value; float sums within ``rtol`` (Stax sums with NumPy's
+    accuracy, not in its order: ``stax.codegen.cpu.pairwise``)."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w, rtol)
+        return
+    assert type(got) is type(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    if rtol:
+        np.testing.assert_allclose(got, want, rtol=rtol)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_while_loop_lifts_once_for_every_trip_count(caplog, monkeypatch):
+    """Unrolled, each test was a data gate: a call with another trip count compiled again
+    (4-6 s a call for 2,000 integers); lifted, one version runs them all, the iterations in
+    one machine-code loop, and a call that runs none (``high`` 2) gives copies of the
+    locals, which nothing else sees."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    rng = np.random.default_rng(0)
+    compiled = stax.compile(collatz_steps)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for high in (50, 1000, 3, 5000, 2):
+            n = rng.integers(1, high, 300)
+            _same(compiled(n), collatz_steps(n))
+            _same(compiled(n), collatz_steps(n))  # the cached version's call too
+    assert _lifted(compiled)
+    assert len(compiled.versions()) == 1
+    text = caplog.text
+    assert "while loop at" in text and "lifted into one step" in text
+    assert "items run in one machine-code loop" in text
+    assert "run eagerly" not in text
+
+
+@pytest.mark.parametrize("fn,make", [
+    (newton_sqrt, lambda rng: (rng.random(500) * 100, 1e-12)),
+    (bisect_sqrt, lambda rng: (rng.random(300) * 100, 1e-9)),
+])
+def test_tolerance_loops_match_numpy(fn, make):
+    rng = np.random.default_rng(1)
+    compiled = stax.compile(fn)
+    for _ in range(4):
+        args = make(rng)
+        _same(compiled(*args), fn(*args))
+    assert _lifted(compiled)
+    assert len(compiled.versions()) == 1
+
+
+def power_iteration(A, tol):
+    v = np.ones(A.shape[0]) / np.sqrt(A.shape[0])
+    lam, lam_old = 1.0, 0.0
+    while abs(lam - lam_old) > tol:
+        w = np.abs(A).sum(axis=1) * v  # no matrix product: exact against NumPy
+        lam_old = lam
+        lam = np.sqrt((w * w).sum())
+        v = w / lam
+    return lam, lam_old, v
+
+
+def test_python_numbers_the_first_iterations_change_settle_before_the_lift():
+    """``lam_old = lam`` holds a Python number after the first iteration and a traced one
+    after the second: the lift waits for it (a Python value changing from one iteration to
+    the next would be a constant of the body)."""
+    rng = np.random.default_rng(2)
+    compiled = stax.compile(power_iteration)
+    for _ in range(3):
+        A = rng.random((20, 20))
+        _same(compiled(A, 1e-12), power_iteration(A, 1e-12), rtol=1e-11)
+    assert _lifted(compiled)
+
+
+def halve_in_place(x):
+    while (x > 1).any():
+        x[x > 1] /= 2
+    return x.sum()
+
+
+def test_an_argument_updated_in_place_in_the_loop_is_written_back():
+    rng = np.random.default_rng(3)
+    compiled = stax.compile(halve_in_place)
+    for _ in range(3):
+        x = rng.random(200) * 1000
+        y = x.copy()
+        _same(compiled(x), halve_in_place(y), rtol=1e-15)
+        np.testing.assert_array_equal(x, y)
+
+
+def count_up(x, limit):
+    s = x.sum() * 0.0
+    while s < limit:
+        s = s + 1.0
+    return s
+
+
+def test_long_loops_run_in_chunks_and_stop_where_numpy_does():
+    """Thousands of iterations: the machine-code loop runs them in chunks (Python regains
+    control between them), and stops at the first false test."""
+    compiled = stax.compile(count_up)
+    x = np.ones(4)
+    for limit in (5.0, 5000.5, 70_000.0, 3.0):
+        _same(compiled(x, limit), count_up(x, limit))
+
+
+def never_runs(x):
+    y = x * 2
+    while y.sum() < 0:
+        y = y + 1
+    return y
+
+
+def test_a_loop_that_runs_no_iteration_at_capture_and_some_later():
+    compiled = stax.compile(never_runs)
+    for x in (np.ones(5), -np.ones(5), np.ones(5), -np.arange(5.0)):
+        _same(compiled(x), never_runs(x))
+
+
+def blow_up(x):
+    while np.isfinite(x).all():
+        x = x * 1e50
+    return x
+
+
+def test_an_iteration_with_a_floating_point_event_warns_as_numpy():
+    compiled = stax.compile(blow_up)
+    for x in (np.array([1.0, 2.0]), np.array([3.0, 1e-300])):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = compiled(x)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = blow_up(x)
+        _same(result, expected)
+        assert [str(w.message) for w in got] == [str(w.message) for w in want]
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        compiled(np.array([1.0, 2.0]))
+
+
+def nan_test(x):
+    s = x.sum()
+    while s > 1.0:
+        x = x / 2
+        x[0] = np.nan if s < 4.0 else x[0]
+        s = x.sum()
+    return x, s
+
+
+def test_a_test_that_turns_nan_ends_the_loop():
+    compiled = stax.compile(nan_test)
+    for scale in (10.0, 100.0, 0.1):
+        x = np.full(4, scale)
+        _same(compiled(x), nan_test(x.copy()))
+
+
+def counted(x, tol):
+    it = 0
+    err = 1.0
+    while err > tol and it < 200:
+        x = 0.5 * (x + 2.0 / x)
+        err = np.abs(x * x - 2.0).max()
+        it += 1
+    return x, it
+
+
+def printing(x, seen):
+    while x.max() > 1:
+        x = x / 2
+        seen.append(1)
+    return x
+
+
+def test_loops_the_lifter_declines_are_captured_as_written():
+    """A Python counter the body changes, a body with a Python effect: as before."""
+    rng = np.random.default_rng(4)
+    compiled = stax.compile(counted)
+    for _ in range(3):
+        x = rng.random(50) + 1
+        _same(compiled(x, 1e-12), counted(x, 1e-12))
+    compiled = stax.compile(printing)
+    x = np.array([10.0, 3.0])
+    got, want = [], []
+    _same(compiled(x, got), printing(x, want))
+    assert got == want
+
+
+def test_numpy_runs_a_loop_it_runs_faster(monkeypatch):
+    """Where NumPy ran the whole loop faster per iteration than the compiled body (measured
+    at capture), the step runs the loop as written."""
+    made = []
+
+    class Timed(lifted_while.WhileRunner):
+        def eager_seconds_per_item(self, arrays):
+            made.append(self)
+            return 0.0
+
+    monkeypatch.setattr(lifted_while, "WhileRunner", Timed)
+    compiled = stax.compile(collatz_steps)
+    n = np.arange(1, 40)
+    _same(compiled(n), collatz_steps(n))
+    assert made and made[-1].eager
+    _same(compiled(n + 7), collatz_steps(n + 7))
+
+
+def test_the_rewritten_function_runs_as_written_outside_capture():
+    from stax.trace import loops
+    clone = loops.rewritten(collatz_steps)
+    assert clone is not None
+    n = np.arange(1, 30)
+    _same(clone(n), collatz_steps(n))

@@ -1,0 +1,130 @@
+"""Python ``while`` loops whose test reads the data, taken by capture as one lifted step.
+
+A ``while`` loop's trip count is the data's (``while err > tol``, ``while active.any()``):
+unrolled, each iteration's test is a data gate, so capture records as many iterations as this
+call ran, and a later call that runs another number of them misses every gate and compiles
+again (a Collatz iteration over 2,000 integers: 4-6 s on each call with new data). ``loops``
+rewrites the loop (``_Rewriter.lift_while``) into its body and its test, each a function of the
+locals they touch, and the whole loop as written; ``run_while`` runs them. Under capture, when
+the test is a traced value and true, the first iteration is traced (to learn what an iteration
+binds) and the loop is offered to the *lifter* (installed by ``stax.runtime``:
+``install_while_lifter``), which compiles the body together with the next test once and runs the
+iterations until the test is false, from the locals before the loop. A first test in Python
+values that holds (``err = np.inf`` before the loop) runs its iteration as written, and the
+loop from there is offered the same way. Where the lifter declines (a Python number the body
+changes, a body that does not compile on its own...), the loop is captured as written,
+unrolled: each test a gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import loop_state
+from .creation import active_tracer
+from .proxy import Proxy
+
+#: the name the rewritten code reads ``run_while`` from (a closure cell, as ``loops``' helpers)
+HELPER = "__stax_while__"
+
+#: installed by ``stax.runtime``: ``lift(tracer, site, test, body, whole, state) -> state | None``
+_lifter: Callable[..., dict[str, Any] | None] | None = None
+
+
+def install_while_lifter(lift: Callable[..., dict[str, Any] | None] | None) -> None:
+    global _lifter
+    _lifter = lift
+
+
+def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any, ...]],
+              whole: Callable[..., tuple[Any, ...]], values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The rewritten ``while`` loop: the final values of ``site.assigned``. ``test`` evaluates
+    the loop's test on the locals, ``body`` runs one iteration (its first argument, the item
+    of a ``for`` body, unused), ``whole`` runs the loop as written (its first argument unused)."""
+    from .loops import UNBOUND  # loops imports this module for its rewrite
+
+    count = len(site.assigned)
+    tracer = active_tracer()
+    if tracer is None or _lifter is None or site.effect is not None:
+        return whole(None, *values)[:count]
+    state = dict(zip(site.params, values))
+    initial = dict(state)
+    first = loop_state.FirstIteration(tracer, state)
+    outcome = test(*values)
+    if _traced_and_true(outcome):
+        _iteration(site, body, state, UNBOUND)
+        lifted = first.lift_all(tracer, site, state, UNBOUND,
+                                lambda start: _lifter(tracer, site, test, body, whole, start))
+        if lifted is not None:
+            return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
+        bool(outcome)  # unrolled: the gate that let the first iteration run
+    elif not isinstance(outcome, Proxy) and outcome:
+        # a first test in Python values (``err = np.inf`` before the loop): that iteration as
+        # written, then the loop from there, offered where its test reads the data
+        _iteration(site, body, state, UNBOUND)
+    elif loop_state.forgettable(tracer, first.marks):
+        # no iteration here, or a test in Python values: what the test recorded feeds nothing
+        loop_state.forget(tracer, first.marks[0], len(tracer.graph.nodes))
+        return whole(None, *values)[:count]
+    else:
+        return whole(None, *values)[:count]
+    # after an iteration as written: offered once the Python values the body binds stay what
+    # they are (``lam_old = lam``, a Python number in the first iteration only), each
+    # iteration before that as written, its test a gate
+    before = initial
+    for _ in range(_SETTLING):
+        following = test(*[state.get(name, UNBOUND) for name in site.params])
+        if not _traced_and_true(following):
+            break
+        if _settled(site, before, state):
+            lifted = _lifter(tracer, site, test, body, whole, state)
+            if lifted is not None:
+                return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
+            break
+        bool(following)
+        before = dict(state)
+        _iteration(site, body, state, UNBOUND)
+    rest = whole(None, *[state.get(name, UNBOUND) for name in site.params])
+    state.update(zip(site.returned, rest))
+    return tuple(state.get(name, UNBOUND) for name in site.assigned)
+
+
+#: iterations traced as written, at most, before the Python values the body binds settle
+_SETTLING = 3
+
+
+def _settled(site: Any, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether an iteration left each Python value the body binds as it was, or made it a
+    traced value (``err = np.inf`` before the loop, the data's error after an iteration: an
+    input of the step from there on); a Python value it changed (``lam_old = lam``, the
+    Python number ``lam`` was) would change again."""
+    for name in site.assigned:
+        old, new = before.get(name), after.get(name)
+        if not isinstance(new, Proxy) and old is not new and (
+                type(old) is not type(new) or not _equal(old, new)):
+            return False
+    return True
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _iteration(site: Any, body: Callable[..., tuple[Any, ...]], state: dict[str, Any],
+               unbound: Any) -> None:
+    """One iteration traced as written: the locals it binds or updates, in ``state``."""
+    out = body(None, *[state.get(name, unbound) for name in site.params])
+    state.update(zip(site.returned, out))
+
+
+def _traced_and_true(outcome: Any) -> bool:
+    """Whether the test is one traced value that is true on the capture's example."""
+    if not isinstance(outcome, Proxy) or np.size(outcome.value) != 1:
+        return False
+    return bool(np.asarray(outcome.value))
