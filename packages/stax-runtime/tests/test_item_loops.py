@@ -159,9 +159,9 @@ def test_the_copy_an_in_place_update_skips_is_in_the_kernels_document(monkeypatc
     bodies = []
     made = lifted_loops.ItemLoopRun.of
 
-    def spy(runner, args):
+    def spy(runner, args, exit=None):
         bodies.append(runner.compiled._versions[-1].artifact)
-        return made(runner, args)
+        return made(runner, args, exit)
 
     monkeypatch.setattr(lifted_loops.ItemLoopRun, "of", staticmethod(spy))
     stax.compile(trajectory)(np.array([0.1, 0.2]), 0.5, 40)

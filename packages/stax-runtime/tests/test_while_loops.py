@@ -269,3 +269,104 @@ def test_the_rewritten_function_runs_as_written_outside_capture():
     assert clone is not None
     n = np.arange(1, 30)
     _same(clone(n), collatz_steps(n))
+
+
+# -- loops that end at a test: ``S1; if C: [S3;] break; S3`` -------------------------------------
+
+def fixed_point(x, tol):
+    for _ in range(500):
+        x = np.cos(x)
+        if np.abs(x - np.cos(x)).max() < tol:
+            break
+    return x
+
+
+def newton_for(a, tol):
+    x = np.maximum(a, 1.0)
+    for _ in range(100):
+        xn = 0.5 * (x + a / x)
+        if np.max(np.abs(xn - x) / xn) < tol:
+            x = xn  # the same statement as after the test: each iteration runs it
+            break
+        x = xn
+    return x
+
+
+def bisect_until(a, tol):
+    lo = np.zeros_like(a)
+    hi = np.maximum(a, 1.0)
+    while True:
+        mid = 0.5 * (lo + hi)
+        f = mid * mid - a
+        lo = np.where(f < 0, mid, lo)
+        hi = np.where(f >= 0, mid, hi)
+        if (hi - lo).max() <= tol:
+            break
+    return 0.5 * (lo + hi)
+
+
+def capped(x, limit):
+    while x.sum() < limit:
+        x = x * 2
+        if x.max() > 100:
+            break
+    return x
+
+
+@pytest.mark.parametrize("fn,make,rtol", [
+    (fixed_point, lambda rng: (rng.random(200), 1e-10), 1e-15),  # cos within 1 ulp
+    (newton_for, lambda rng: (rng.random(300) * 100, 1e-12), 0.0),
+    (bisect_until, lambda rng: (rng.random(300) * 100, 1e-9), 0.0),
+    (capped, lambda rng: ((rng.random(20) + 0.5) * rng.random() * 10, 600.0), 0.0),
+])
+def test_loops_ending_at_a_test_lift_and_stop_where_numpy_does(fn, make, rtol, monkeypatch):
+    """Unrolled, each iteration's ``break`` test was a data gate (another count, another
+    compile); lifted, the body says whether the loop goes on and the step stops there."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    rng = np.random.default_rng(5)
+    compiled = stax.compile(fn)
+    for _ in range(5):
+        args = make(rng)
+        _same(compiled(*args), fn(*args), rtol)
+    assert _lifted(compiled)
+    assert len(compiled.versions()) == 1
+
+
+def counted_for(x, tol):
+    for k in range(500):
+        x = np.cos(x)
+        if np.abs(x - np.cos(x)).max() < tol:
+            break
+    return x, k
+
+
+def test_a_loop_whose_target_is_read_after_a_break_is_captured_as_written():
+    """After a ``break`` the target is the data's: such a loop is not rewritten."""
+    from stax.trace import loops
+    assert loops.rewritten(counted_for) is None
+    compiled = stax.compile(counted_for)
+    x = np.random.default_rng(6).random(50)
+    _same(compiled(x, 1e-6), counted_for(x, 1e-6), 1e-15)
+
+
+def stop_on_bad(x):
+    for i in range(200):
+        x = np.log(x) + 2.0
+        if np.isnan(x).any():
+            break
+    return x
+
+
+def test_an_iteration_with_an_event_runs_in_numpy_and_the_loop_still_stops():
+    """An iteration whose kernels report an event runs by the body function in NumPy (its
+    warning as eagerly), and its test still ends the loop."""
+    compiled = stax.compile(stop_on_bad)
+    for x in (np.array([3.0, 5.0]), np.array([0.2, 3.0]), np.array([0.01, 0.5])):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = compiled(x)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = stop_on_bad(x)
+        np.testing.assert_allclose(result, expected, rtol=1e-14)  # log within 1 ulp
+        assert [str(w.message) for w in got] == [str(w.message) for w in want]

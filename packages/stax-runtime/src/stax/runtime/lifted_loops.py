@@ -77,6 +77,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     runner = Runner(compiled, whole, site, items, inputs, constants, outputs,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
                      views=views)
+    runner.body = body
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
     if isinstance(first, str):
@@ -149,7 +150,7 @@ def first_run(runner: Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] |
         with not_watching():
             clock = time.perf_counter()
             runner(*start)
-            again = (time.perf_counter() - clock) / len(runner.items)
+            again = (time.perf_counter() - clock) / max(runner.count, 1)
         runner.seconds_per_item = min(runner.seconds_per_item, again)
     drop_held(kept)  # the timing runs' reports repeat the first run's
     if eager is not None and eager < runner.seconds_per_item:
@@ -193,6 +194,8 @@ class Runner:
         #: per result, the earlier result or the input it is the very object of (``a = b =
         #: c``, ``v = u``), as capture found (Python then sees one object by two names)
         self.identities: tuple[Any, ...] | None = None
+        self.count = len(items)  # items the last compiled run ran (fewer: the body ended it)
+        self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -248,7 +251,20 @@ class Runner:
             values[name] = value
 
     def eager_seconds_per_item(self, arrays: Any) -> float | None:
-        """The body's time per item in NumPy, over a few items from ``arrays`` (copies)."""
+        """The body's time per item in NumPy, over a few items from ``arrays`` (copies); for a
+        loop a test may end (``break``, a ``while`` loop's), the whole loop's, per item it ran
+        compiled."""
+        if self.site.stops or self.site.kind == "while":
+            self.eager = True
+            try:
+                values = self._values(arrays)
+                clock = time.perf_counter()
+                self._run_eagerly(values, self.items)
+                return (time.perf_counter() - clock) / max(self.count, 1)
+            except Exception:
+                return None
+            finally:
+                self.eager = False
         items = self.items[:9]  # one to warm NumPy's first calls, then up to eight timed
         if len(items) < 2:
             return None
@@ -267,9 +283,11 @@ class Runner:
     def _run_compiled(self, values: dict[str, Any]) -> None:
         site, compiled, items = self.site, self.compiled, self.items
         # (position in the body's results, name, the constant it must stay) of what it keeps
-        kept = [(k, name, self.constants.get(name, NO_CONSTANT)) for k, name in enumerate(site.returned)
+        kept = [(k, name, self.constants.get(name, NO_CONSTANT))
+                for k, name in enumerate(site.returned)
                 if name not in (site.target, site.row) and name not in site.scratch]
         kept += [(len(site.returned) + j, base, NO_CONSTANT) for j, base in enumerate(self.bases)]
+        flag = len(site.returned) + len(self.bases)  # a body that ends the loop: goes on?
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run
         # the remaining items in machine code (``ItemLoopRun``) once steady: from the first, when
@@ -288,9 +306,10 @@ class Runner:
                 self._views_again(values)
             else:
                 looped = None
-            if t == len(items):
+            if t == len(items) or (looped is not None and looped.exited):
                 if underflowed:
                     errstate.report(UNDERFLOW)
+                self.count = t
                 return
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
@@ -307,7 +326,7 @@ class Runner:
                         underflowed = underflowed or under
                         t += ran
                         self._views_again(values)
-                        if t == len(items):
+                        if t == len(items) or looped.exited:
                             break
                         # item t stopped it (an event, a check): it goes through the dispatcher
                         args = self._args(values, items[t])
@@ -324,8 +343,10 @@ class Runner:
                     if out is None:
                         out = compiled(*args)
                 except ExternResultMismatch:  # a check failed, an event: nothing written yet
-                    self._item_eagerly(values, items[t])  # NumPy's slice, error or warning
+                    goes = self._item_eagerly(values, items[t])  # NumPy's slice, error, warning
                     t += 1
+                    if not goes:
+                        break
                     continue
                 if entry is None and layout not in direct:
                         run, checks, version = compiled.direct(*args)
@@ -342,6 +363,8 @@ class Runner:
                     values[name] = np.asarray(value) if isinstance(value, np.generic) else value
                 self._views_again(values)
                 t += 1
+                if site.stops and not out[flag]:  # the body ended the loop (``break``)
+                    break
                 if clock is None:  # the first item compiles: timed from the second
                     clock = time.perf_counter()
                 if looped is None and tries and t < len(items):
@@ -351,8 +374,9 @@ class Runner:
                     clock += time.perf_counter() - building  # not the items' time
         if underflowed:  # the call declines where NumPy's error state heeds underflow
             errstate.report(UNDERFLOW)
-        if len(items) > 1 and clock is not None and self.seconds_per_item == float("inf"):
-            self.seconds_per_item = (time.perf_counter() - clock) / (len(items) - 1)
+        if t > 1 and clock is not None and self.seconds_per_item == float("inf"):
+            self.seconds_per_item = (time.perf_counter() - clock) / (t - 1)
+        self.count = t
 
     def _compile_at(self, values: dict[str, Any], item: int) -> None:
         """Compile the body at a typical item (the middle one) before the first: a window that
@@ -366,17 +390,37 @@ class Runner:
         except Exception:  # the first item's compile says it again
             pass
 
-    def _item_eagerly(self, values: dict[str, Any], item: int) -> None:
+    def _item_eagerly(self, values: dict[str, Any], item: int) -> bool:
         """One item the compiled body declined (a slice at the item that NumPy clips, an index
         out of bounds, a floating-point event) run by the loop's own code, as eagerly; carried
-        NumPy scalars go in as scalars and come back as the body's 0-d buffers."""
+        NumPy scalars go in as scalars and come back as the body's 0-d buffers. Whether the
+        loop goes on after it (a body that ends the loop at a test runs as its body function,
+        which says)."""
         for name in self.scalars:
             if isinstance(values.get(name), np.ndarray):
                 values[name] = values[name][()]
-        self._run_eagerly(values, range(item, item + 1))
+        goes = True
+        if self.site.stops:
+            goes = bool(self._body_eagerly(values, item))
+        else:
+            self._run_eagerly(values, range(item, item + 1))
         for name in self.scalars:
             if isinstance(values.get(name), np.generic):
                 values[name] = np.asarray(values[name])
+        return goes
+
+    def _body_eagerly(self, values: dict[str, Any], item: int) -> Any:
+        """The body function (of the item's index, for a loop over rows) on ``item`` as
+        eagerly, its results bound; what it returns after them (whether the loop goes on)."""
+        site = self.site
+        out = self.body(item, *[values[p] for p in site.params])
+        for name, value in zip(site.returned, out):
+            if name in (site.target, site.row) or name in site.scratch:
+                continue
+            if name in self.constants:
+                check_stable(name, value, self.constants[name])
+            values[name] = value
+        return out[len(site.returned)]
 
     def _args(self, values: dict[str, Any], item: int) -> tuple[Any, ...]:
         """The compiled body's arguments for ``item``: the item as a 0-d int64, then the
@@ -392,7 +436,8 @@ class Runner:
         """The machine-code loop for the arguments of ``item``, made once per layout of them."""
         layout = layouts_of(values, self.call_params)
         if layout not in self.loops:
-            self.loops[layout] = ItemLoopRun.of(self, self._args(values, item))
+            exit = len(self.site.returned) + len(self.bases) if self.site.stops else None
+            self.loops[layout] = ItemLoopRun.of(self, self._args(values, item), exit)
         return self.loops[layout]
 
 
@@ -491,9 +536,9 @@ def _taking_bases(body: Any, params: list[str], returned: tuple[str, ...],
         values.update({name: values[base][key] for name, (base, key) in views.items()})
         out = body(item, *[values[p] for p in params])
         # returned, such a view would be a NumPy step: the runner makes it from its base
-        out = [None if name in views or name in scratch else v
-               for name, v in zip(returned, out)]
-        return (*out, *[values[b] for b in bases])
+        mapped = [None if name in views or name in scratch else v
+                  for name, v in zip(returned, out)]
+        return (*mapped, *[values[b] for b in bases], *out[len(returned):])  # then goes on?
 
     taking_bases.__name__ = taking_bases.__qualname__ = getattr(body, "__name__", "body")
     return taking_bases

@@ -28,7 +28,7 @@ from stax.trace import Proxy
 from stax.trace.isolation import not_watching
 from stax.trace.loops import UNBOUND, LoopSite, loop_index_argument
 from stax.trace.source import traced_value
-from stax.trace.while_loops import install_while_lifter
+from stax.trace.while_loops import goes_on_after, install_while_lifter
 
 from . import config, logs
 from .api import CompiledFunction
@@ -108,7 +108,8 @@ def _body_then_test(body: Any, test: Any, site: LoopSite) -> Any:
         values.update(dict.fromkeys(scratch, UNBOUND))
         out = body(item, *[values[p] for p in params])
         values.update(zip(returned, out))
-        going = test(*[values[p] for p in params])
+        goes = out[len(returned)] if site.stops else True  # ``break`` at a test
+        going = goes_on_after(goes, test, [values[p] for p in params])
         return (*[None if name in scratch else v for name, v in zip(returned, out)], going)
 
     body_then_test.__name__ = body_then_test.__qualname__ = getattr(body, "__name__", "body")
@@ -120,7 +121,6 @@ class WhileRunner(Runner):
     run while the test holds. ``items`` is the count of iterations the last run took (the
     capture's timing divides by it)."""
 
-    body: Any = None  # one iteration as written (``__stax_body_N``)
     test: Any = None  # the loop's test as written (``__stax_test_N``)
     #: results whose value before the loop nothing but its own local sees (``lift_while``)
     private: frozenset[str] | set[str] = frozenset()
@@ -139,19 +139,6 @@ class WhileRunner(Runner):
     def _tested(self, values: dict[str, Any]) -> bool:
         return bool(self.test(*[values.get(p, UNBOUND) for p in self.site.params]))
 
-    def eager_seconds_per_item(self, arrays: Any) -> float | None:
-        """NumPy's time per iteration, the whole loop run as written on copies of ``arrays``."""
-        self.eager = True
-        try:
-            values = self._values(arrays)
-            clock = time.perf_counter()
-            self._run_eagerly(values, self.items)
-            return (time.perf_counter() - clock) / max(len(self.items), 1)
-        except Exception:
-            return None
-        finally:
-            self.eager = False
-
     def _iteration_eagerly(self, values: dict[str, Any]) -> bool:
         """One iteration the compiled body declined, run by the body's own code (NumPy's
         warnings and errors as eagerly), then the test: whether the loop goes on."""
@@ -166,7 +153,9 @@ class WhileRunner(Runner):
             if name in self.constants:
                 check_stable(name, value, self.constants[name])
             values[name] = value
-        going = self._tested(values)
+        goes = out[len(site.returned)] if site.stops else True
+        going = bool(goes_on_after(goes, self.test, [values.get(p, UNBOUND)
+                                                     for p in site.params]))
         for name in self.scalars:
             if isinstance(values.get(name), np.generic):
                 values[name] = np.asarray(values[name])
@@ -234,6 +223,7 @@ class WhileRunner(Runner):
         if count > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (count - 1)
         self.items = range(count)
+        self.count = count
 
     def _while_loop(self, values: dict[str, Any]) -> ItemLoopRun | None:
         """The machine-code loop for the current layouts, made once per layout."""

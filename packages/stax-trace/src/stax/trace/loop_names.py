@@ -1,11 +1,14 @@
 """Which locals a loop touches, read from its AST (``loops``): the names its body (and a
 ``while`` loop's test) reads, binds, updates in place and binds anew, and whether it can be
-rewritten at all; a loop over an array's rows; what its target binds."""
+rewritten at all; a loop over an array's rows; what its target binds; a body that ends the
+loop at a test (``break_form``)."""
 
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from stax.ir.interpreter import ARRAY_METHODS
 
@@ -131,3 +134,49 @@ def base_name(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Subscript, ast.Attribute)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+@dataclass(frozen=True)
+class BreakForm:
+    """A loop body ``S1; if C: S2; break; S3`` whose ``S2`` and ``S3`` are the same statements
+    (or both none): each iteration runs ``S1``, tests ``C`` and runs ``S3``, and the loop ends
+    after an iteration where ``C`` held."""
+
+    before: list[ast.stmt]  # S1
+    stop: ast.expr  # C
+    after: list[ast.stmt]  # S3
+
+    def analysed(self, node: ast.For | ast.While) -> ast.For | ast.While:
+        """``node`` with the body the names are read from: ``S1; C; S3``, no ``break``."""
+        clone = copy.copy(node)
+        clone.body = [*self.before, ast.Expr(self.stop), *self.after]
+        return clone
+
+
+def break_form(node: ast.For | ast.While) -> BreakForm | None:
+    """The loop's body as a ``BreakForm``, or None (no ``break`` of its own, or another
+    form: a ``continue``, two breaks, statements that run only on one side of the test)."""
+    body = node.body
+    found = [k for k, s in enumerate(body) if isinstance(s, ast.If) and s.body and
+             isinstance(s.body[-1], ast.Break) and not s.orelse]
+    if len(found) != 1:
+        return None
+    k = found[0]
+    both, after = body[k].body[:-1], body[k + 1:]
+    if [ast.dump(s) for s in both] != [ast.dump(s) for s in after]:
+        return None
+    if any(_jumps(s) for s in (*body[:k], *after)) or _jumps(ast.Expr(body[k].test)):
+        return None
+    return BreakForm(body[:k], body[k].test, after)
+
+
+def _jumps(statement: ast.AST) -> bool:
+    """Whether ``statement`` breaks or continues the loop it is in (not a loop inside it)."""
+    stack = [statement]
+    while stack:
+        child = stack.pop()
+        if isinstance(child, (ast.Break, ast.Continue)):
+            return True
+        if not isinstance(child, (*SCOPES, ast.For, ast.While, ast.AsyncFor)):
+            stack.extend(ast.iter_child_nodes(child))
+    return False

@@ -47,7 +47,7 @@ import numpy as np
 
 from . import loop_body, loop_code, loop_state, result_conversions, while_loops
 from .creation import active_tracer
-from .loop_names import SCOPES, binds_target, loop_names, row_item, rows_of
+from .loop_names import SCOPES, BreakForm, binds_target, break_form, loop_names, row_item, rows_of
 from .ndindex_loops import (
     INDEX_TUPLE,
     NdIndex,
@@ -90,6 +90,9 @@ class LoopSite:
     #: updated in place only after the body bound them anew (``loop_body.rebound_before_update``)
     fresh: frozenset[str] = frozenset()
     kind: str = "for"  # or "while": no item, a test before each iteration (``while_loops``)
+    #: the body ends the loop at a test (``loop_names.BreakForm``): it returns whether the
+    #: loop goes on after its results
+    stops: bool = False
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -101,7 +104,7 @@ class LoopSite:
 #: names the rewritten code reads from its closure
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__",
-            while_loops.HELPER, result_conversions.HELPER)
+            while_loops.HELPER, while_loops.GOES_ON_HELPER, result_conversions.HELPER)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 #: function -> (rewritten code, sites) or None; weak: a dropped function's entry goes with it
@@ -129,6 +132,7 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     new_code, sites = entry
     helpers = {"__stax_loop__": run_loop, "__stax_pack__": _pack, "__stax_unbound__": UNBOUND,
                "__stax_sites__": sites, while_loops.HELPER: while_loops.run_while,
+               while_loops.GOES_ON_HELPER: while_loops.goes_on,
                result_conversions.HELPER: result_conversions.converted}
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
@@ -191,8 +195,13 @@ class _Rewriter:
             return [node]
         if isinstance(node, ast.For) and plain_index_target(node):
             self.local_names.add(INDEX_TUPLE)
-        names = loop_names(node, self.local_names, self.cell_names) \
-            if isinstance(node, (ast.For, ast.While)) else None
+        names = None
+        if isinstance(node, (ast.For, ast.While)):
+            form = break_form(node)
+            if form is not None and isinstance(node, ast.For) and self._target_read_after(node):
+                form = None  # its value after a break would be the data's
+            names = loop_names(form.analysed(node) if form else node, self.local_names,
+                               self.cell_names)
         if names is not None:  # before inner loops' rewrite: the user's own statements
             # a name the body updates in place may be scratch too (``lap = np.zeros_like(u);
             # lap[1:-1] = ...``): the lifter takes it only where the first item bound a new
@@ -208,31 +217,39 @@ class _Rewriter:
                 handler.body = self.block(handler.body)
         if names is None:
             return [node]
+        form = break_form(node)  # again: the statements of inner loops are rewritten now
         if isinstance(node, ast.While):
-            return self.lift_while(node, *names, unread)
-        return self.lift(node, *names, rebinds, unread)
+            return self.lift_while(node, form, *names, unread)
+        return self.lift(node, form, *names, rebinds, unread)
 
-    def lift(self, node: ast.For, params: list[str], assigned: list[str], mutated: list[str],
-             rebound: list[str], binds_target: bool, unread: frozenset[str]
-             ) -> list[ast.stmt]:
+    def _target_read_after(self, node: ast.For) -> bool:
+        """Whether anything outside the loop reads a name its target binds."""
+        targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        return loop_body.unread_after(self.uses, node, targets) != targets
+
+    def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
+             assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,
+             unread: frozenset[str]) -> list[ast.stmt]:
         number = len(self.sites)
         rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
             params = sorted([*params, rows[0]])
         target = node.target.id if isinstance(node.target, ast.Name) and rows is None else \
             rows[1] if rows is not None else None
-        bound_first = loop_body.bound_before_read(node.body, params)
+        statements = form.analysed(node).body if form else node.body
+        bound_first = loop_body.bound_before_read(statements, params)
         scratch = (unread & bound_first) - {target, *(rows or ())}
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
-                                   bound_first, loop_body.effects(node.body), scratch,
-                                   loop_body.rebound_before_update(node.body, mutated)))
+                                   bound_first, loop_body.effects(statements), scratch,
+                                   loop_body.rebound_before_update(statements, mutated),
+                                   stops=form is not None))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(body_name, [item, *params], [
-            *_unbind(params), ast.Assign([node.target], ast.Name(item, ast.Load())), *node.body,
-            _return_values(returned)])
+            *_unbind(params), ast.Assign([node.target], ast.Name(item, ast.Load())),
+            *_iteration(node, form), _return_values(returned, form)])
         # the whole loop as one function too: what runs outside capture, and a lifted loop's
         # step when NumPy runs its body faster than a compiled call per item would
         whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [
@@ -242,7 +259,7 @@ class _Rewriter:
         # over an array's rows: the same body taking the row's index as its item (lifted)
         indexed = None if rows is None else _function(f"__stax_rows_{number}", [item, *params], [
             *_unbind(params), ast.Assign([copy.deepcopy(node.target)], row_item(rows, item)),
-            *copy.deepcopy(node.body), _return_values(returned)])
+            *copy.deepcopy(_iteration(node, form)), _return_values(returned, form)])
         run = _call("__stax_loop__", _site(number), shaped_iter(node.iter),
                     ast.Name(body_name, ast.Load()), ast.Name(whole.name, ast.Load()),
                     ast.Name("__stax_state", ast.Load()),
@@ -250,25 +267,27 @@ class _Rewriter:
         return _placed([body, whole, *([indexed] if indexed else []),
                         *_run_and_rebind(params, run, assigned)], node)
 
-    def lift_while(self, node: ast.While, params: list[str], assigned: list[str],
-                   mutated: list[str], rebound: list[str], unread: frozenset[str]
-                   ) -> list[ast.stmt]:
+    def lift_while(self, node: ast.While, form: BreakForm | None, params: list[str],
+                   assigned: list[str], mutated: list[str], rebound: list[str],
+                   unread: frozenset[str]) -> list[ast.stmt]:
         """``while test: body`` as three functions of the locals they touch, run by
         ``while_loops.run_while``: the body (taking an unused item, as a ``for`` body does),
         the test, and the whole loop as written."""
         number = len(self.sites)
         tested = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
         # the test reads its names before each iteration: none is bound before it is read
-        bound_first = loop_body.bound_before_read(node.body, params) - tested
+        statements = form.analysed(node).body if form else node.body
+        bound_first = loop_body.bound_before_read(statements, params) - tested
         self.sites.append(LoopSite(
             f"{self.code.co_filename}:{node.lineno}", tuple(params), tuple(assigned),
             tuple(mutated), tuple(rebound), None, bound_first=bound_first,
-            effect=loop_body.effects([ast.Expr(node.test), *node.body]),
+            effect=loop_body.effects([ast.Expr(node.test), *statements]),
             scratch=unread & bound_first,
-            fresh=loop_body.rebound_before_update(node.body, mutated), kind="while"))
+            fresh=loop_body.rebound_before_update(statements, mutated), kind="while",
+            stops=form is not None))
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(f"__stax_body_{number}", [ITEM_ARGUMENT, *params], [
-            *_unbind(params), *node.body, _return_values(returned)])
+            *_unbind(params), *_iteration(node, form), _return_values(returned, form)])
         test = _function(f"__stax_test_{number}", params, [
             *_unbind(params), ast.Return(copy.deepcopy(node.test))])
         whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [
@@ -278,6 +297,21 @@ class _Rewriter:
                     ast.Name(body.name, ast.Load()), ast.Name(whole.name, ast.Load()),
                     ast.Name("__stax_state", ast.Load()))
         return _placed([body, test, whole, *_run_and_rebind(params, run, assigned)], node)
+
+
+#: the local a body ending the loop at a test (``BreakForm``) binds to whether the loop goes on
+GOES_ON = "__stax_goes_on"
+
+
+def _iteration(node: ast.For | ast.While, form: BreakForm | None) -> list[ast.stmt]:
+    """The statements of one iteration: the body, or for a ``BreakForm`` ``S1; goes_on = not
+    C; S3`` (``while_loops.goes_on``: a traced ``C`` stays traced)."""
+    if form is None:
+        return node.body
+    test = ast.Assign([ast.Name(GOES_ON, ast.Store())],
+                      _call(while_loops.GOES_ON_HELPER, copy.deepcopy(form.stop)))
+    ast.copy_location(test, form.stop)
+    return [*form.before, test, *form.after]
 
 
 def _function(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
@@ -318,9 +352,11 @@ def _placed(statements: list[ast.stmt], node: ast.stmt) -> list[ast.stmt]:
     return statements
 
 
-def _return_values(names: list[str]) -> ast.Try:
+def _return_values(names: list[str], form: BreakForm | None = None) -> ast.Try:
     """``return (a, b)``; where one has no value (``UnboundLocalError``), ``__stax_unbound__``
-    in its place (``_pack`` of ``locals()``)."""
+    in its place (``_pack`` of ``locals()``); a ``BreakForm``'s body returns whether the loop
+    goes on last."""
+    names = [*names, GOES_ON] if form is not None else names
     fallback = ast.Return(_call("__stax_pack__", _locals(), _names(names)))
     return ast.Try(body=[ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in names],
                                               ast.Load()))],
@@ -402,26 +438,31 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
     if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
         first = loop_state.FirstIteration(tracer, state)
-        _step(site, body, items[0], state)
+        goes_on = _step(site, body, items[0], state)
         rest = items[1:]
         views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
                                        first.state, state, items[0])
         unrolled = first.recorded(tracer) * len(rest)
         if views is not None and (unrolled > UNROLL_LIMIT or (
-                unrolled > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT))):
+                unrolled > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT))
+                or while_loops.traced(goes_on)):
             # every item from the locals before the loop (the traced first iteration then
-            # dropped), else the rest from after the first
+            # dropped), else the rest from after the first (where it went on: a gate);
+            # unrolled, a test that ends the loop would be a gate at every item
             lifted = first.lift_all(tracer, site, state, UNBOUND,
                                     lambda start: _lifter(tracer, site, body, whole, items, start))
             if lifted is None:
-                lifted = _lifter(tracer, site, body, whole, rest, state)
+                goes_on = bool(goes_on)  # a gate where traced
+                if goes_on:
+                    lifted = _lifter(tracer, site, body, whole, rest, state)
             if lifted is not None:
                 for name, base in views.items():  # the row of the last item, a view again
                     lifted[name] = base[items[-1]]
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
-        items = rest
+        items = rest if goes_on else ()
     for item in items:
-        _step(site, body, item, state)
+        if not _step(site, body, item, state):
+            break
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
 
 
@@ -434,7 +475,9 @@ def _traced_rows(value: Any) -> bool:
 
 
 def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
-          state: dict[str, Any]) -> None:
+          state: dict[str, Any]) -> Any:
+    """Run one item, binding its results in ``state``; whether the loop goes on after it
+    (a body ending the loop at a test returns it, maybe traced: its truth is a gate)."""
     if site.row is not None:
         # the body binds the row first: the previous item's row, a view of the array, is not
         # kept alive while this item's row updates the array in place (``for r in x: r *= 2``
@@ -443,6 +486,7 @@ def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
     out = body(item, *[state.get(name, UNBOUND) for name in site.params])
     for name, value in zip(site.returned, out):
         state[name] = value
+    return out[len(site.returned)] if site.stops else True
 
 
 # -- the loop index of a lifted body -------------------------------------------------------------

@@ -27,8 +27,24 @@ from . import loop_state
 from .creation import active_tracer
 from .proxy import Proxy
 
-#: the name the rewritten code reads ``run_while`` from (a closure cell, as ``loops``' helpers)
+#: the names the rewritten code reads ``run_while`` and ``goes_on`` from (closure cells, as
+#: ``loops``' helpers)
 HELPER = "__stax_while__"
+GOES_ON_HELPER = "__stax_goes_on__"
+
+
+def goes_on(stop: Any) -> Any:
+    """``not stop`` for a loop body that ends the loop at ``stop`` (``loop_names.BreakForm``):
+    a traced ``stop`` gives its traced negation (no gate: the lifted step tests it), anything
+    else Python's ``not``."""
+    if isinstance(stop, Proxy):
+        return np.logical_not(stop)
+    return not stop
+
+
+def traced(value: Any) -> bool:
+    """Whether ``value`` is one traced value (a test the data decides)."""
+    return isinstance(value, Proxy) and np.size(value.value) == 1
 
 #: installed by ``stax.runtime``: ``lift(tracer, site, test, body, whole, state) -> state | None``
 _lifter: Callable[..., dict[str, Any] | None] | None = None
@@ -55,16 +71,16 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
     first = loop_state.FirstIteration(tracer, state)
     outcome = test(*values)
     if _traced_and_true(outcome):
-        _iteration(site, body, state, UNBOUND)
+        goes = _iteration(site, body, state, UNBOUND)
         lifted = first.lift_all(tracer, site, state, UNBOUND,
                                 lambda start: _lifter(tracer, site, test, body, whole, start))
         if lifted is not None:
             return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
         bool(outcome)  # unrolled: the gate that let the first iteration run
     elif not isinstance(outcome, Proxy) and outcome:
-        # a first test in Python values (``err = np.inf`` before the loop): that iteration as
-        # written, then the loop from there, offered where its test reads the data
-        _iteration(site, body, state, UNBOUND)
+        # a first test in Python values (``err = np.inf`` before the loop, ``while True``):
+        # that iteration as written, then the loop from there, offered where it reads the data
+        goes = _iteration(site, body, state, UNBOUND)
     elif loop_state.forgettable(tracer, first.marks):
         # no iteration here, or a test in Python values: what the test recorded feeds nothing
         loop_state.forget(tracer, first.marks[0], len(tracer.graph.nodes))
@@ -76,7 +92,7 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
     # iteration before that as written, its test a gate
     before = initial
     for _ in range(_SETTLING):
-        following = test(*[state.get(name, UNBOUND) for name in site.params])
+        following = goes_on_after(goes, test, [state.get(n, UNBOUND) for n in site.params])
         if not _traced_and_true(following):
             break
         if _settled(site, before, state):
@@ -86,10 +102,25 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
             break
         bool(following)
         before = dict(state)
-        _iteration(site, body, state, UNBOUND)
-    rest = whole(None, *[state.get(name, UNBOUND) for name in site.params])
-    state.update(zip(site.returned, rest))
+        goes = _iteration(site, body, state, UNBOUND)
+    if goes:  # a gate where traced: the iteration did not end the loop (``break``)
+        rest = whole(None, *[state.get(name, UNBOUND) for name in site.params])
+        state.update(zip(site.returned, rest))
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
+
+
+def goes_on_after(goes: Any, test: Callable[..., Any], args: list[Any]) -> Any:
+    """Whether another iteration runs after one that said ``goes`` (True, or for a body
+    ending the loop at a test, ``not`` that test): ``goes and test(*args)``, traced where
+    either is, without a gate."""
+    if not traced(goes) and not goes:
+        return False
+    outcome = test(*args)
+    if not traced(goes):
+        return outcome
+    if traced(outcome):
+        return np.logical_and(goes, outcome)
+    return goes if outcome else False
 
 
 #: iterations traced as written, at most, before the Python values the body binds settle
@@ -117,10 +148,12 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def _iteration(site: Any, body: Callable[..., tuple[Any, ...]], state: dict[str, Any],
-               unbound: Any) -> None:
-    """One iteration traced as written: the locals it binds or updates, in ``state``."""
+               unbound: Any) -> Any:
+    """One iteration traced as written: the locals it binds or updates, in ``state``; whether
+    the loop goes on after it (a body ending the loop at a test says, maybe traced)."""
     out = body(None, *[state.get(name, unbound) for name in site.params])
     state.update(zip(site.returned, out))
+    return out[len(site.returned)] if site.stops else True
 
 
 def _traced_and_true(outcome: Any) -> bool:
