@@ -3,9 +3,9 @@ measures how much of everyday NumPy code Stax compiles natively, correctly and f
 
 Each program is a plain NumPy function written the way users write them (result buffers filled in
 Python loops, masked corrections, stencils stepped in time, scalar-only generators, complex signal
-code, distance matrices, tiny ODE right-hand sides, and programs built around reductions: branches
+code, distance matrices, tiny ODE right-hand sides, programs built around reductions: branches
 on them, arguments updated in place then reduced, masks, column statistics, matrix-vector
-steps), registered with its kind, a seeded input
+steps, and iterations until a tolerance or a mask says stop), registered with its kind, a seeded input
 maker, the tolerance its result is checked with against eager NumPy, and optionally a faithful
 jax.numpy port. Numba is tried as ``numba.njit`` on the unmodified function.
 
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 KINDS = ("buffers", "loops", "stencils", "masks", "scalars", "complex", "distances", "odes", "misc",
-         "reductions")
+         "reductions", "iterations")
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ def _load() -> dict[str, Program]:
         buffers,
         complex,
         distances,
+        iterations,
         loops,
         masks,
         misc,
@@ -68,7 +69,7 @@ def _load() -> dict[str, Program]:
 
     programs: dict[str, Program] = {}
     for module in (buffers, loops, stencils, masks, scalars, complex, distances, odes, misc,
-                   reductions):
+                   reductions, iterations):
         for program in module.PROGRAMS:
             if program.name in programs:
                 raise ValueError(f"corpus program {program.name!r} is registered twice")

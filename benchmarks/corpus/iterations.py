@@ -1,0 +1,122 @@
+"""Iterations until the data says stop: ``while`` loops on a tolerance or a mask, and loops
+that ``break`` at a test. Their trip count is the data's, so each call may run another number
+of iterations (``stax.trace.while_loops``, ``stax.runtime.lifted_while``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import Program
+
+
+def collatz_steps(n):
+    n = n.copy()
+    steps = np.zeros_like(n)
+    active = n > 1
+    while active.any():
+        even = (n % 2) == 0
+        n = np.where(active, np.where(even, n // 2, 3 * n + 1), n)
+        steps += active
+        active = n > 1
+    return steps
+
+
+def newton_sqrt_tol(a, tol):
+    x = np.maximum(a, 1.0)
+    err = np.inf
+    while err > tol:
+        xn = 0.5 * (x + a / x)
+        err = np.max(np.abs(xn - x) / xn)
+        x = xn
+    return x
+
+
+def bisection_roots(a, tol):
+    """Cube roots by bisection, every element at once."""
+    lo = np.minimum(a, 0.0) - 1.0
+    hi = np.maximum(a, 0.0) + 1.0
+    while (hi - lo).max() > tol:
+        mid = 0.5 * (lo + hi)
+        below = mid * mid * mid < a
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def bisection_break(a, tol):
+    lo = np.zeros_like(a)
+    hi = np.maximum(a, 1.0)
+    while True:
+        mid = 0.5 * (lo + hi)
+        f = mid * mid - a
+        lo = np.where(f < 0, mid, lo)
+        hi = np.where(f >= 0, mid, hi)
+        if (hi - lo).max() <= tol:
+            break
+    return 0.5 * (lo + hi)
+
+
+def fixed_point_cos(x, tol):
+    for _ in range(1000):
+        x = np.cos(x)
+        if np.abs(x - np.cos(x)).max() < tol:
+            break
+    return x
+
+
+def jacobi_tolerance(A, b, tol):
+    D = np.diag(A)
+    R = A - np.diagflat(D)
+    x = np.zeros_like(b)
+    err = np.inf
+    while err > tol:
+        x_new = (b - R @ x) / D
+        err = np.max(np.abs(x_new - x))
+        x = x_new
+    return x
+
+
+def halve_until_small(x):
+    y = x.copy()
+    while (y > 1).any():
+        y[y > 1] /= 2
+    return y
+
+
+def kmeans_1d(x, centers, tol):
+    """Lloyd's iterations on a line until the centers stop moving."""
+    shift = np.inf
+    while shift > tol:
+        labels = np.abs(x[:, None] - centers[None, :]).argmin(axis=1)
+        sums = np.bincount(labels, weights=x, minlength=centers.shape[0])
+        counts = np.bincount(labels, minlength=centers.shape[0])
+        new = np.where(counts > 0, sums / np.maximum(counts, 1), centers)
+        shift = np.abs(new - centers).max()
+        centers = new
+    return centers
+
+
+def _dominant(r):
+    n = 60
+    A = r.standard_normal((n, n)) / n
+    return A + np.diag(r.uniform(2.0, 3.0, n)), r.standard_normal(n)
+
+
+PROGRAMS = [
+    Program("collatz_steps", "iterations", collatz_steps, lambda r: (r.integers(1, 1000, 2000),)),
+    Program("newton_sqrt_tol", "iterations", newton_sqrt_tol,
+            lambda r: (r.uniform(0.0, 100.0, 5000), 1e-12)),
+    Program("bisection_roots", "iterations", bisection_roots,
+            lambda r: (r.uniform(-50.0, 50.0, 4000), 1e-10)),
+    Program("bisection_break", "iterations", bisection_break,
+            lambda r: (r.uniform(0.0, 100.0, 4000), 1e-9)),
+    Program("fixed_point_cos", "iterations", fixed_point_cos,
+            lambda r: (r.uniform(-1.0, 1.0, 2000), 1e-12), rtol=1e-14, atol=1e-15),
+    Program("jacobi_tolerance", "iterations", jacobi_tolerance,
+            lambda r: (*_dominant(r), 1e-10), rtol=1e-9, atol=1e-12),
+    Program("halve_until_small", "iterations", halve_until_small,
+            lambda r: (r.uniform(0.0, 1000.0, 3000),)),
+    Program("kmeans_1d", "iterations", kmeans_1d,
+            lambda r: (np.concatenate([r.normal(m, 0.5, 400) for m in (-4.0, 0.0, 5.0)]),
+                       np.array([-1.0, 0.5, 1.0]), 1e-9), rtol=1e-12, atol=1e-12),
+]
