@@ -15,9 +15,12 @@ def no_disk_cache(monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int8", "uint8"])
 @pytest.mark.parametrize("k", [0, 1, 3, -1, -2])
-def test_diag_of_a_vector_is_numpys(dtype, k):
+@pytest.mark.parametrize("name", ["diag", "diagflat"])
+def test_diag_of_a_vector_is_numpys(dtype, k, name):
+    matrix = getattr(np, name)
+
     def fn(v):
-        return np.diag(v, k) * 2
+        return matrix(v, k) * 2
 
     rng = np.random.default_rng(k + 7)
     for v in ((rng.standard_normal(7) * 5).astype(dtype),

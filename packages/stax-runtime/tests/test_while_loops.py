@@ -333,7 +333,7 @@ def test_loops_ending_at_a_test_lift_and_stop_where_numpy_does(fn, make, rtol, m
 
 
 def counted_for(x, tol):
-    for k in range(500):
+    for k in range(500):  # noqa: B007 - read after the loop
         x = np.cos(x)
         if np.abs(x - np.cos(x)).max() < tol:
             break
@@ -350,7 +350,7 @@ def test_a_loop_whose_target_is_read_after_a_break_is_captured_as_written():
 
 
 def stop_on_bad(x):
-    for i in range(200):
+    for _ in range(200):
         x = np.log(x) + 2.0
         if np.isnan(x).any():
             break

@@ -462,6 +462,7 @@ def library_rules() -> dict[str, Rule]:
     rules.update(dict.fromkeys(("numpy.tril", "numpy.triu"), _triangle))
     rules["numpy.eye"] = _eye
     rules["numpy.diag"] = _diag
+    rules["numpy.diagflat"] = _diag  # the same parameters; of a 1-D v the same matrix
     rules["numpy.linspace"] = _linspace
     rules.update(dict.fromkeys(("numpy.round", "numpy.around", "method:round"), _rounded))
     rules["numpy.column_stack"] = _joined_as(_as_column, 1, np.column_stack)

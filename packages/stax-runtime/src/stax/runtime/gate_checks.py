@@ -73,6 +73,7 @@ _EXACT_TARGETS = capture_targets_of((elementwise_ops() - approximate_ops()) | {"
     "numpy.stack", "numpy.concatenate", "numpy.hstack", "numpy.vstack", "numpy.copy",
     "numpy.ascontiguousarray", "numpy.flip", "numpy.roll", "numpy.tile", "numpy.repeat",
     "numpy.diff", "numpy.maximum.accumulate", "numpy.minimum.accumulate", "numpy.diag",
+    "numpy.diagflat",
     "numpy.diagonal", "method:diagonal",
     "stax.functional.setitem", "stax.functional.decline_if"}
 #: NumPy functions whose bits do not depend on the layout of what they read (sorting,

@@ -259,12 +259,12 @@ def _eye(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[s
                                 "k": int_arg(params.get("k", 0)), "dtype": meta.dtype})
 
 
-@rule("numpy.diag", emits=("view", "pad", "arange", "sub", "eq", "where"))
+@rule("numpy.diag", "numpy.diagflat", emits=("view", "pad", "arange", "sub", "eq", "where"))
 def _diag(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """``np.diag(v, k)`` of a 1-D ``v``: the square matrix of side ``n + |k|`` with v on its
-    k-th diagonal, zeros elsewhere (``where(j - i == k, v along the rows, 0)``; v padded with
-    |k| zeros so every row reads inside it). ``np.diag`` of a 2-D array is a view of it (the
-    native forms take it)."""
+    """``np.diag(v, k)`` (and ``np.diagflat(v, k)``) of a 1-D ``v``: the square matrix of side
+    ``n + |k|`` with v on its k-th diagonal, zeros elsewhere (``where(j - i == k, v along the
+    rows, 0)``; v padded with |k| zeros so every row reads inside it). ``np.diag`` of a 2-D
+    array is a view of it (the native forms take it)."""
     params = bind(lambda v, k=0: None, args, kwargs)
     v, k = params["v"], int_arg(params.get("k", 0))
     meta = node.tensor
