@@ -337,16 +337,40 @@ def counted_for(x, tol):
         x = np.cos(x)
         if np.abs(x - np.cos(x)).max() < tol:
             break
-    return x, k
+    return x, {"iterations": k}
 
 
-def test_a_loop_whose_target_is_read_after_a_break_is_captured_as_written():
-    """After a ``break`` the target is the data's: such a loop is not rewritten."""
-    from stax.trace import loops
-    assert loops.rewritten(counted_for) is None
+def test_the_target_returned_after_a_break_is_the_last_item_as_a_python_int():
+    """``return x, k`` after a ``break``: the step gives the last item it ran, which the result
+    converts to a Python int (no gate: one version for every trip count)."""
     compiled = stax.compile(counted_for)
+    rng = np.random.default_rng(6)
+    seen = set()
+    for scale in (1.0, 30.0, 0.01, 1000.0):
+        x = rng.random(50) * scale
+        got, want = compiled(x, 1e-9), counted_for(x, 1e-9)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-15)
+        assert type(got[1]["iterations"]) is int and got[1] == want[1]
+        seen.add(want[1]["iterations"])
+    assert len(seen) > 1 and _lifted(compiled) and len(compiled.versions()) == 1
+
+
+def counted_then_used(x, tol):
+    for k in range(500):  # noqa: B007 - read after the loop
+        x = np.cos(x)
+        if np.abs(x - np.cos(x)).max() < tol:
+            break
+    return x * k
+
+
+def test_a_target_read_otherwise_after_a_break_keeps_the_loop_as_written():
+    """After a ``break`` the target is the data's: read by Python code (not only returned),
+    the loop is not rewritten."""
+    from stax.trace import loops
+    assert loops.rewritten(counted_then_used) is None
+    compiled = stax.compile(counted_then_used)
     x = np.random.default_rng(6).random(50)
-    _same(compiled(x, 1e-6), counted_for(x, 1e-6), 1e-15)
+    _same(compiled(x, 1e-6), counted_then_used(x, 1e-6), 1e-14)
 
 
 def stop_on_bad(x):

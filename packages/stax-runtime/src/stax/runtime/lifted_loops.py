@@ -84,8 +84,9 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         return unrolls(site, first)
     results, how = first
     after = record_step(tracer, runner, state, results)
-    if site.target is not None:
-        after[site.target] = items[-1]  # a range of two items at least (run_loop)
+    if site.target is not None:  # a range of two items at least (run_loop); after a break,
+        # the last item run: the step's last result, a traced int64 returned as a Python int
+        after[site.target] = runner.recorded_item if site.item_returned else items[-1]
     if site.row is not None:  # the last row: a view of the array, as iterating it gives
         after[site.row] = state[site.array][items[-1]]
     logs.emit("loops", config.current().logs,
@@ -102,6 +103,8 @@ def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tup
     key = register_lifted_loop(runner)
     recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
                              {"loop": key}, lambda *arrays, loop: results)
+    if site.item_returned:
+        runner.recorded_item = recorded[-1]
     after = dict(state)
     for name in site.assigned:
         if name in constants and name not in (site.target, site.row):
@@ -196,6 +199,7 @@ class Runner:
         self.identities: tuple[Any, ...] | None = None
         self.count = len(items)  # items the last compiled run ran (fewer: the body ended it)
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
+        self.last_item = items[-1] if len(items) else 0  # the last item the last run ran
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -229,9 +233,12 @@ class Runner:
             self.identities = same
         elif same != self.identities:  # the step's results would not be what capture made
             raise _Unstable("the loop's results are other objects than at capture")
-        return tuple(values[name][()] if name in self.scalars and
-                     isinstance(values[name], np.ndarray) and not values[name].ndim
-                     else values[name] for name in self.outputs)
+        results = tuple(values[name][()] if name in self.scalars and
+                        isinstance(values[name], np.ndarray) and not values[name].ndim
+                        else values[name] for name in self.outputs)
+        if self.site.item_returned:  # the target after a ``break``: the last item run
+            results += (np.int64(self.last_item),)
+        return results
 
     def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
         """After a run, before its results' identities are checked (``WhileRunner``)."""
@@ -244,6 +251,8 @@ class Runner:
             walked = ((i, rows[i]) for i in items) if site.target else (rows[i] for i in items)
         out = self.whole(walked, *[values[p] for p in site.params])
         for name, value in zip(site.returned, out):
+            if name == site.target:
+                self.last_item = value
             if name in (site.target, site.row) or name in site.scratch:
                 continue
             if name in constants:
@@ -309,7 +318,7 @@ class Runner:
             if t == len(items) or (looped is not None and looped.exited):
                 if underflowed:
                     errstate.report(UNDERFLOW)
-                self.count = t
+                self.count, self.last_item = t, items[t - 1]
                 return
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
@@ -377,6 +386,7 @@ class Runner:
         if t > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (t - 1)
         self.count = t
+        self.last_item = items[t - 1] if t else self.last_item
 
     def _compile_at(self, values: dict[str, Any], item: int) -> None:
         """Compile the body at a typical item (the middle one) before the first: a window that

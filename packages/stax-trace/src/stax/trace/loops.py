@@ -93,6 +93,9 @@ class LoopSite:
     #: the body ends the loop at a test (``loop_names.BreakForm``): it returns whether the
     #: loop goes on after its results
     stops: bool = False
+    #: such a loop's target is read after it, as a returned result: a lifted step gives the
+    #: last item it ran (``result_conversions.convert_to_int``)
+    item_returned: bool = False
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:
@@ -164,6 +167,8 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
         return None
     lifter = _Rewriter(code, function)
     function.body = lifter.block(function.body)
+    if lifter.converted:  # a loop's last item, returned (``_target_returned``)
+        result_conversions.convert_to_int(function, lifter.converted)
     # and the numbers it converts only to return them (``return float(loss)``)
     conversions = result_conversions.rewrite_returns(function)
     if not lifter.sites and not conversions:
@@ -180,6 +185,8 @@ class _Rewriter:
     def __init__(self, code: types.CodeType, function: ast.FunctionDef) -> None:
         self.code = code
         self.uses = loop_body.name_uses(function)  # before any loop of it is rewritten
+        self.results = result_conversions.result_names(function)
+        self.converted: set[int] = set()  # result names to convert (``convert_to_int``)
         self.local_names = set(code.co_varnames)
         self.cell_names = set(code.co_cellvars)
         self.sites: list[LoopSite] = []
@@ -198,8 +205,9 @@ class _Rewriter:
         names = None
         if isinstance(node, (ast.For, ast.While)):
             form = break_form(node)
-            if form is not None and isinstance(node, ast.For) and self._target_read_after(node):
-                form = None  # its value after a break would be the data's
+            returned = self._target_returned(node) if isinstance(node, ast.For) else set()
+            if form is not None and returned is None:
+                form = None  # its value after a break is the data's, which Python would read
             names = loop_names(form.analysed(node) if form else node, self.local_names,
                                self.cell_names)
         if names is not None:  # before inner loops' rewrite: the user's own statements
@@ -220,16 +228,29 @@ class _Rewriter:
         form = break_form(node)  # again: the statements of inner loops are rewritten now
         if isinstance(node, ast.While):
             return self.lift_while(node, form, *names, unread)
-        return self.lift(node, form, *names, rebinds, unread)
+        if form is not None and returned:
+            self.converted |= returned
+        return self.lift(node, form, *names, rebinds, unread, bool(form and returned))
 
-    def _target_read_after(self, node: ast.For) -> bool:
-        """Whether anything outside the loop reads a name its target binds."""
+    def _target_returned(self, node: ast.For) -> set[int] | None:
+        """Where code outside the loop reads the names its target binds: nowhere (empty), only
+        as elements of returned results, for a plain name over ``range(...)`` (the result
+        names' ids: a lifted step gives the last item it ran, converted to a Python int), or
+        elsewhere (None)."""
         targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-        return loop_body.unread_after(self.uses, node, targets) != targets
+        if self.uses is None:
+            return None
+        inside = {id(n) for n in ast.walk(node)}
+        reads = {at for at, name in self.uses if name in targets and at not in inside}
+        if not reads:
+            return set()
+        ranged = isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call) and \
+            isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
+        return reads if ranged and reads <= self.results.keys() else None
 
     def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
              assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,
-             unread: frozenset[str]) -> list[ast.stmt]:
+             unread: frozenset[str], item_returned: bool = False) -> list[ast.stmt]:
         number = len(self.sites)
         rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
@@ -244,7 +265,7 @@ class _Rewriter:
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
                                    bound_first, loop_body.effects(statements), scratch,
                                    loop_body.rebound_before_update(statements, mutated),
-                                   stops=form is not None))
+                                   stops=form is not None, item_returned=item_returned))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(body_name, [item, *params], [

@@ -55,8 +55,13 @@ class Converted:
 
 
 def converted(conversion: Any, value: Any) -> Any:
-    """``conversion(value)`` (``value.item()`` for None), kept traced when the caller is the
-    function capture runs and ``value`` a traced 0-d number."""
+    """``conversion(value)`` (``value.item()`` for None; a builtin's name, ``"int"``, names
+    the builtin itself), kept traced when the caller is the function capture runs and
+    ``value`` a traced 0-d number."""
+    if isinstance(conversion, str):  # a name the rewrite wrapped (``convert_to_int``)
+        if not isinstance(value, Proxy):
+            return value  # the name's value as written
+        conversion = getattr(builtins, conversion)
     kind = "item" if conversion is None else _BUILTINS.get(conversion)
     if kind is None or not isinstance(value, Proxy) or value.tracer.finished or \
             np.ndim(value.value) or np.asarray(value.value).dtype.kind not in "biufc" or \
@@ -118,6 +123,58 @@ def rewrite_returns(function: ast.FunctionDef) -> int:
                 ast.Call(ast.Name(HELPER, ast.Load()), list(call), []), statement.value)
             count += 1
     return count
+
+
+def result_names(function: ast.FunctionDef) -> dict[int, ast.Name]:
+    """The names ``function``'s own ``return`` statements read as elements of their results
+    (``return x, k``), by id of their Name node: what ``converted`` may keep traced (a loop's
+    target after a ``break``, ``loops``); none where the function reads its frame."""
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FRAME_READS
+           for n in ast.walk(function)):
+        return {}
+    found: dict[int, ast.Name] = {}
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES) or isinstance(node, _HANDLED):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            _result_elements(node.value, found)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _result_elements(node: ast.expr, found: dict[int, ast.Name]) -> None:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):
+        for element in node.elts if not isinstance(node, ast.Dict) else node.values:
+            _result_elements(element, found)
+    elif isinstance(node, ast.Name):
+        found[id(node)] = node
+
+
+def convert_to_int(function: ast.FunctionDef, names: set[int]) -> None:
+    """Each Name node of ``names`` (result elements, ``result_names``) wrapped in ``converted``
+    with ``"int"``: any Python value as it was, a traced 0-d integer (a lifted loop's last
+    item) a result converted to a Python int each call."""
+    def visit(node: ast.AST) -> None:
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for k, v in enumerate(value):
+                    if id(v) in names:
+                        value[k] = _converted_name(v)
+                    elif isinstance(v, ast.AST):
+                        visit(v)
+            elif isinstance(value, ast.AST):
+                if id(value) in names:
+                    setattr(node, field, _converted_name(value))
+                else:
+                    visit(value)
+    visit(function)
+
+
+def _converted_name(name: ast.Name) -> ast.expr:
+    call = ast.Call(ast.Name(HELPER, ast.Load()), [ast.Constant("int"), name], [])
+    return ast.copy_location(call, name)
 
 
 def _only_returned(function: ast.FunctionDef, name: str, returned: set[int]) -> bool:
