@@ -89,3 +89,36 @@ def test_a_version_of_kernels_alone_is_not_timed():
     for _ in range(8):
         f(x)
     assert f.versions()[0].replay_costs.calls == 0
+
+
+def solve_then_scale(a, b):
+    z = np.linalg.solve(a, b)
+    return z * 2 + 1
+
+
+def test_a_key_gone_eager_runs_the_function_itself_from_the_next_call_on(monkeypatch):
+    """The version's entry stayed installed after the decision, so later calls still ran the
+    compiled program (its bits, not NumPy's), and an eager call went through the whole
+    dispatch (6.5 us a call over NumPy's): the eager version answers with its own entry."""
+    monkeypatch.setattr(replay_costs, "SLOWER", 0.0)
+    rng = np.random.default_rng(4)
+    a, b = rng.random((6, 6)) + np.eye(6) * 6, rng.random(6)
+    f = stax.compile(solve_then_scale)
+    for _ in range(replay_costs.EAGER_CALLS[-1]):  # the last timed eager call decides
+        f(a, b)
+    assert f.versions()[0].replay_costs.decided
+    runs = []
+    function = f._traced_function()
+
+    def counted(*args):
+        runs.append(1)
+        return function(*args)
+
+    monkeypatch.setattr(f, "_traced_function", lambda: counted)
+    for _ in range(5):
+        np.testing.assert_array_equal(f(a, b), solve_then_scale(a, b))
+    assert len(runs) == 5  # the function itself ran each call
+    dispatched = sum(f.cache_info().hits.values())
+    for _ in range(5):
+        f(a, b)
+    assert sum(f.cache_info().hits.values()) == dispatched  # the key entry answered

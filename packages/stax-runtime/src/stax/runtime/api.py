@@ -317,7 +317,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         if not version.native:
             self._fallbacks += 1
             if version.entry is None and version.free is None and not self._free and \
-                    all(v is version for v in self._by_sigma.get(version.sigma, ())):  # no branch
+                    _answers_its_key(version, self._by_sigma.get(version.sigma, ())):
                 version.entry = eager_entry(self._traced_function(), version.sigma, self._dispatch)
             if version.entry is not None:  # the next call: one comparison per argument
                 self._call = version.entry.function
@@ -582,3 +582,11 @@ def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool | None,
     return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
                             backend=backend, options=options, limits=limits)
 
+
+def _answers_its_key(version: Version, versions: Any) -> bool:
+    """Whether every call of ``version``'s key runs it: the key's only version (no branch), or
+    an eager one put first with no gates (``branches._eager_from_now_on``: a key measured
+    slower than NumPy, or whose gates keep changing), which the dispatch always picks."""
+    versions = list(versions)
+    return bool(versions) and versions[0] is version and (
+        len(versions) == 1 or (version.gates is None and not version.native))
