@@ -142,3 +142,20 @@ def test_a_literal_changed_after_a_traced_call_read_it_runs_eagerly():
         f = stax.compile(lambda x: np.asarray(x.sum(), copy=False))
         f(x)
         f(x)
+
+
+def windowed(x, beta):
+    return x * np.hanning(len(x)) + np.hamming(x.shape[0]) * np.blackman(len(x)) - \
+        np.bartlett(len(x)) * np.kaiser(len(x), beta)
+
+
+def test_window_functions_of_a_length_are_arrays_the_function_makes():
+    """``np.hanning(len(x))``: NumPy's window functions make their array in NumPy's own Python
+    code; capture refused it as an array from outside the function ("pass it as an argument"),
+    so every windowed FFT ran eagerly. They are creation functions now."""
+    f = stax.compile(windowed, strict_native=True)
+    rng = np.random.default_rng(8)
+    for n in (64, 64, 33):
+        x = rng.standard_normal(n)
+        np.testing.assert_array_equal(f(x, 8.6), windowed(x, 8.6))
+    assert f.versions()[-1].native

@@ -40,7 +40,9 @@ if TYPE_CHECKING:
     from .tracer import Tracer
 
 CREATION_FUNCTIONS = ("zeros", "ones", "full", "empty", "arange", "linspace", "logspace",
-                      "geomspace", "eye", "identity", "tri")
+                      "geomspace", "eye", "identity", "tri",
+                      # window functions of a length: ``x * np.hanning(len(x))``
+                      "hanning", "hamming", "blackman", "bartlett", "kaiser")
 
 @dataclass
 class Created:
