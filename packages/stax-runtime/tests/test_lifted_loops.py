@@ -756,3 +756,33 @@ def test_a_local_function_writing_a_nonlocal_keeps_the_loop_unrolled():
         got, want = compiled(x, 40), counted(x, 40)
         np.testing.assert_array_equal(got[0], want[0])
         assert got[1] == want[1] == 40
+
+
+def row_stats(data):
+    out = np.empty((data.shape[0], 3))
+    for i, row in enumerate(data):
+        out[i, 0] = row.mean()
+        out[i, 1] = np.median(row)  # a NumPy step per row: no rerolling joins them
+        out[i, 2] = row.max() - row.min()
+    return out
+
+
+def row_stats_printing(data):
+    print("computing")
+    return row_stats(data)
+
+
+def test_unrolled_loops_with_too_many_steps_are_captured_again_lifted(monkeypatch, capsys):
+    """A loop under the unroll limit whose iterations do not reroll (a NumPy step each) made a
+    plan of more than 256 steps, and the function ran eagerly: it is captured again with its
+    loops lifted. A function with a Python effect is not captured twice."""
+    monkeypatch.setattr(loops, "UNROLL_LIMIT", 1000)  # the real limit: these loops unroll
+    data = np.random.default_rng(9).standard_normal((120, 5))
+    f = stax.compile(row_stats, strict_native=True)
+    for _ in range(2):
+        np.testing.assert_allclose(f(data), row_stats(data), rtol=1e-14)
+    assert LIFTED_LOOP in str(f.versions()[-1].artifact)
+    g = stax.compile(row_stats_printing)
+    np.testing.assert_allclose(g(data), row_stats(data), rtol=1e-14)
+    assert capsys.readouterr().out.count("computing") == 1
+    assert not g.versions()[-1].native

@@ -53,8 +53,13 @@ class ProgramPlan:
 MAX_STEPS = 256
 
 
+class TooManySteps(UnsupportedError):
+    """A program of more than ``MAX_STEPS`` steps (a caller may capture again with the
+    function's loops lifted: ``stax.runtime.api``)."""
+
+
 def _too_many(program: LoopProgram, what: str) -> UnsupportedError:
-    return UnsupportedError(
+    return TooManySteps(
         f"the program would compile to {what} (more than {MAX_STEPS}: a Python loop unrolled at "
         "capture, an iteration's work in kernels of its own)",
         hint="it runs eagerly, faster than that many launches; STAX_LOGS=loops says why a loop "

@@ -32,6 +32,7 @@ from stax.codegen import (
 )
 from stax.codegen.errstate import forget_held, heeding_all
 from stax.codegen.instantiate import GenericExecutable
+from stax.codegen.program_plan import TooManySteps
 from stax.ir import (
     StaxError,
     UnsupportedError,
@@ -39,7 +40,7 @@ from stax.ir import (
     tree_flatten,
     tree_leaves,
 )
-from stax.trace import Outcome, leaf_names, trace
+from stax.trace import Outcome, leaf_names, loops, trace
 
 from . import config, devices, logs
 from .backends import get_backend, stax_backend
@@ -55,7 +56,7 @@ from .gate_checks import GateMismatch, check_in_program, program_gates, with_gat
 from .gates import GateReplay
 from .generic import GenericVersions, entry_key, sizes_entry
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
-from .key_entry import compiled_entry, eager_entry, version_entry
+from .key_entry import answers_its_key, compiled_entry, eager_entry, version_entry
 from .object_arrays import (
     LiftedAttributes,
     ObjectArrays,
@@ -317,7 +318,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         if not version.native:
             self._fallbacks += 1
             if version.entry is None and version.free is None and not self._free and \
-                    _answers_its_key(version, self._by_sigma.get(version.sigma, ())):
+                    answers_its_key(version, self._by_sigma.get(version.sigma, ())):
                 version.entry = eager_entry(self._traced_function(), version.sigma, self._dispatch)
             if version.entry is not None:  # the next call: one comparison per argument
                 self._call = version.entry.function
@@ -407,8 +408,19 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         start = time.perf_counter()
         timings: dict[str, float] = {}
         try:
-            version = self._build(sigma, args, kwargs, settings, number, timings, outcome,
-                                  placement, pattern)
+            try:
+                version = self._build(sigma, args, kwargs, settings, number, timings, outcome,
+                                      placement, pattern)
+            except TooManySteps:
+                if not self._recapturable(outcome):
+                    raise
+                # unrolled loops made too many steps: once more with every loop lifted
+                logs.emit("loops", settings.logs, f"{self._name}: its program has too many "
+                          "steps with its loops unrolled: captured again with them lifted")
+                outcome.undo_untraced_updates()
+                with loops.lifting_every_loop():
+                    version = self._build(sigma, args, kwargs, settings, number, timings,
+                                          outcome, placement, pattern)
         except (UnsupportedError, _InternalError) as exc:
             if self.strict_native:
                 raise (exc.__cause__ if isinstance(exc, _InternalError) else exc) from None
@@ -424,6 +436,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                   f"{version.stats['compile_s'] * 1e3:.1f} ms: " + ", ".join(
                       f"{k} {v * 1e3:.1f} ms" for k, v in timings.items()))
         return version
+
+    def _recapturable(self, outcome: Outcome) -> bool:
+        """Whether a second capture of this call repeats nothing the caller could see: the
+        function has loops, no Python effect anywhere, drew from no generator."""
+        return not outcome.generators and loops.recapturable(self.fn)
 
     def _build(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                settings: config.Settings, number: int, timings: dict[str, float],
@@ -581,12 +598,3 @@ def _recompile(fn: Callable[..., Any], device: str | None, dynamic: bool | None,
                backend: str, options: dict[str, Any], limits: Limits) -> CompiledFunction:
     return CompiledFunction(fn, device=device, dynamic=dynamic, strict_native=strict_native,
                             backend=backend, options=options, limits=limits)
-
-
-def _answers_its_key(version: Version, versions: Any) -> bool:
-    """Whether every call of ``version``'s key runs it: the key's only version (no branch), or
-    an eager one put first with no gates (``branches._eager_from_now_on``: a key measured
-    slower than NumPy, or whose gates keep changing), which the dispatch always picks."""
-    versions = list(versions)
-    return bool(versions) and versions[0] is version and (
-        len(versions) == 1 or (version.gates is None and not version.native))

@@ -149,7 +149,7 @@ class OtherBranches:
         eager = Version(-1, sigma, self._eager, native=False, reason=reason)
         self._by_sigma[sigma].insert(0, eager)  # the layout's list too: the same list
         self._call = self._dispatch  # not the entry of a version of this key: the next call
-        # finds the eager version first (and installs its own entry, ``api._answers_its_key``)
+        # finds the eager version first (and installs its own entry, ``key_entry.answers_its_key``)
         hint = "" if slower else "; stax.runtime.gate(...) keeps such a value out of the key"
         logs.warn(f"stax: {self._name} runs eagerly for this signature from now on: {reason}"
                   f"{hint}")

@@ -210,3 +210,12 @@ def _numpy_scalar_test(name: str, leaf: Any, constants: dict[str, Any]) -> str |
     if dtype.kind == "f" and (value != value or value == 0):
         return f"type({name}) is {name}_type and {name}.tobytes() == {name}_bytes"
     return f"type({name}) is {name}_type and {name} == {name}_value"
+
+
+def answers_its_key(version: Any, versions: Any) -> bool:
+    """Whether every call of ``version``'s key runs it: the key's only version (no branch), or
+    an eager one put first with no gates (``branches._eager_from_now_on``: a key measured
+    slower than NumPy, or whose gates keep changing), which the dispatch always picks."""
+    versions = list(versions)
+    return bool(versions) and versions[0] is version and (
+        len(versions) == 1 or (version.gates is None and not version.native))

@@ -132,7 +132,7 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
             _cache[fn] = entry
     if entry is None:
         return None
-    new_code, sites = entry
+    new_code, sites, _ = entry
     helpers = {"__stax_loop__": run_loop, "__stax_pack__": _pack, "__stax_unbound__": UNBOUND,
                "__stax_sites__": sites, while_loops.HELPER: while_loops.run_while,
                while_loops.GOES_ON_HELPER: while_loops.goes_on,
@@ -144,6 +144,33 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     clone.__kwdefaults__ = fn.__kwdefaults__
     clone.__qualname__ = fn.__qualname__
     return clone if method_self is None else types.MethodType(clone, method_self)
+
+
+def recapturable(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has loops ``lifting_every_loop`` would take otherwise and no call with a
+    Python effect anywhere (``print``, ``list.append``...): a second capture of it, with its
+    loops lifted, repeats nothing the caller could see."""
+    fn = getattr(fn, "__func__", fn)
+    with _cache_lock:
+        entry = _cache.get(fn) if isinstance(fn, types.FunctionType) else None
+    return bool(entry) and bool(entry[1]) and entry[2] is None
+
+
+#: set while a capture runs with every loop offered for lifting (``lifting_every_loop``)
+_lift_every_loop: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "stax_lift_every_loop", default=False)
+
+
+@contextmanager
+def lifting_every_loop() -> Iterator[None]:
+    """Captures in this block offer every loop the lifter may take, whatever its size: for a
+    function whose unrolled loops made a program of too many steps (a loop of a few hundred
+    operations whose iterations do not reroll: a NumPy step, a recurrence of reductions)."""
+    token = _lift_every_loop.set(True)
+    try:
+        yield
+    finally:
+        _lift_every_loop.reset(token)
 
 
 def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
@@ -165,6 +192,7 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     unchanged = loop_code.compiled_function(copy.deepcopy(function), code, ())
     if unchanged is None or not loop_code.same_code(unchanged, code):
         return None
+    effect = loop_body.effects(function.body)  # anywhere in the function (``recapturable``)
     lifter = _Rewriter(code, function)
     function.body = lifter.block(function.body)
     if lifter.converted:  # a loop's last item, returned (``_target_returned``)
@@ -176,7 +204,7 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     new_code = loop_code.compiled_function(function, code, _HELPERS)
     if new_code is None or not set(new_code.co_freevars) <= {*_HELPERS, *code.co_freevars}:
         return None
-    return loop_code.named_bodies(new_code, code), tuple(lifter.sites)
+    return loop_code.named_bodies(new_code, code), tuple(lifter.sites), effect
 
 
 class _Rewriter:
@@ -466,7 +494,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
         unrolled = first.recorded(tracer) * len(rest)
         if views is not None and (unrolled > UNROLL_LIMIT or (
                 unrolled > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT))
-                or while_loops.traced(goes_on)):
+                or while_loops.traced(goes_on) or _lift_every_loop.get()):
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first (where it went on: a gate);
             # unrolled, a test that ends the loop would be a gate at every item
