@@ -786,3 +786,42 @@ def test_unrolled_loops_with_too_many_steps_are_captured_again_lifted(monkeypatc
     np.testing.assert_allclose(g(data), row_stats(data), rtol=1e-14)
     assert capsys.readouterr().out.count("computing") == 1
     assert not g.versions()[-1].native
+
+
+def leapfrog(u0, c2, steps):
+    u_prev = u0.copy()
+    u = u0.copy()
+    for _ in range(steps):
+        u_next = np.empty_like(u)  # the item's own array, updated in place, then rotated
+        u_next[1:-1] = 2 * u[1:-1] - u_prev[1:-1] + c2 * (u[2:] - 2 * u[1:-1] + u[:-2])
+        u_next[0] = 0.0
+        u_next[-1] = 0.0
+        u_prev, u = u, u_next
+    return u
+
+
+def scratch_bound_to_an_input(u, n):
+    for i in range(n):
+        lap = u  # a scratch name bound to the carried array itself: updates u
+        lap[i] = lap[i] * 2 + 1
+    return u
+
+
+def test_a_scratch_array_rotated_into_the_carried_state_lifts(caplog, monkeypatch):
+    """The leapfrog scheme's ``u_next = np.empty_like(u)``, updated, then rotated into ``u``: it
+    was refused as "bound to an array it did not make" (after the first item ``u_next`` is
+    ``u``'s object), unrolled into 301 kernels and run eagerly. A scratch name bound to the
+    carried array itself still updates it as eagerly (the body's inputs are read-only)."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    u0 = np.exp(-((np.linspace(0, 1, 60) - 0.5) ** 2) / 0.005)
+    f = stax.compile(leapfrog)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for _ in range(2):
+            np.testing.assert_array_equal(f(u0, 0.16, 80), leapfrog(u0, 0.16, 80))
+    assert LIFTED_LOOP in str(f.versions()[-1].artifact)
+    assert "body compiled once" in caplog.text
+    g = stax.compile(scratch_bound_to_an_input)
+    for _ in range(2):
+        a, b = np.arange(60.0), np.arange(60.0)
+        np.testing.assert_array_equal(g(a, 50), scratch_bound_to_an_input(b, 50))
+        np.testing.assert_array_equal(a, b)

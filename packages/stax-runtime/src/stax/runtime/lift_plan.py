@@ -64,6 +64,9 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
         if isinstance(value, Proxy) and isinstance(value.value, np.generic):
             continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``
         if name in site.scratch:  # ``lap = np.zeros_like(u); lap[1:-1] = ...``
+            if name in site.fresh:  # bound anew before each update (``u_next =
+                continue  # np.empty_like(u)``), whatever it is after (``u = u_next``): a bare
+                # name bound there (``lap = u``) is an input, read-only in the body: refused
             if isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and \
                     value.view_of is None and tracer.shared(value) is None and \
                     not any(state.get(other) is value for other in site.params if other != name):
