@@ -56,7 +56,7 @@ from .gate_checks import GateMismatch, check_in_program, program_gates, with_gat
 from .gates import GateReplay
 from .generic import GenericVersions, entry_key, sizes_entry
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
-from .key_entry import answers_its_key, compiled_entry, eager_entry, version_entry
+from .key_entry import answers_its_key, compiled_entry, eager_entry, paused_entry, version_entry
 from .object_arrays import (
     LiftedAttributes,
     ObjectArrays,
@@ -305,7 +305,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
              other_branches: bool = True) -> Any:
         if version.eager_for_now():  # it declined its last calls (``Version.declines``)
             self._fallbacks += 1
-            self._call = self._dispatch  # not its entry, which would run it first
+            # the key's eager entry for the calls it skips, then the dispatch (which tries it)
+            self._call = self._dispatch if version.free is not None or self._free else \
+                paused_entry(version, self._traced_function(), self._dispatch,
+                             lambda: setattr(self, "_call", self._dispatch))
             return self._eager(args, kwargs)
         if version.entry is not None:  # level 1 in machine code for the next call
             self._call = version.entry.function if version.free is None else \
@@ -412,8 +415,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 version = self._build(sigma, args, kwargs, settings, number, timings, outcome,
                                       placement, pattern)
             except TooManySteps:
-                if not self._recapturable(outcome):
-                    raise
+                if outcome.generators or not loops.recapturable(self.fn):
+                    raise  # a second capture would repeat what the caller sees
                 # unrolled loops made too many steps: once more with every loop lifted
                 logs.emit("loops", settings.logs, f"{self._name}: its program has too many "
                           "steps with its loops unrolled: captured again with them lifted")
@@ -436,11 +439,6 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                   f"{version.stats['compile_s'] * 1e3:.1f} ms: " + ", ".join(
                       f"{k} {v * 1e3:.1f} ms" for k, v in timings.items()))
         return version
-
-    def _recapturable(self, outcome: Outcome) -> bool:
-        """Whether a second capture of this call repeats nothing the caller could see: the
-        function has loops, no Python effect anywhere, drew from no generator."""
-        return not outcome.generators and loops.recapturable(self.fn)
 
     def _build(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                settings: config.Settings, number: int, timings: dict[str, float],

@@ -219,3 +219,24 @@ def answers_its_key(version: Any, versions: Any) -> bool:
     versions = list(versions)
     return bool(versions) and versions[0] is version and (
         len(versions) == 1 or (version.gates is None and not version.native))
+
+
+def paused_entry(version: Any, fn: Callable[..., Any], dispatch: Callable[..., Any],
+                 resume: Callable[[], None]) -> Callable[..., Any]:
+    """The entry of the calls after one that ``version`` skips (``Version.eager_for_now``): its
+    key's eager entry (about a lookup a call, not a dispatch) for as many calls as it would
+    skip, counted on the version, then ``resume()`` hands the next call to the dispatch, which
+    tries the version again."""
+    ahead = version.skips_ahead()
+    if not ahead:
+        return dispatch
+    eager = eager_entry(fn, version.sigma, dispatch).function
+    left = [ahead]
+
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        left[0] -= 1
+        version.skipped += 1
+        if not left[0]:
+            resume()
+        return eager(*args, **kwargs)
+    return paused

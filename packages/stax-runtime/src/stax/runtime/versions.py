@@ -122,8 +122,15 @@ class Version:
         if self.declines < DECLINE_STREAK or not self.native or self.gates is not None:
             return False
         self.skipped += 1
-        tried = self.skipped
-        return tried < RETRY_EVERY or bool(tried & (tried - 1) and tried % MAX_RETRY_GAP)
+        return _skips(self.skipped)
+
+    def skips_ahead(self) -> int:
+        """How many of the calls after this one ``eager_for_now`` would run eagerly before the
+        version is tried again (a key entry answers them: ``api._paused``)."""
+        ahead = 0
+        while _skips(self.skipped + ahead + 1) and ahead < MAX_RETRY_GAP:
+            ahead += 1
+        return ahead
 
     def applies(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                 memo: dict[str, Any] | None = None) -> bool:
@@ -209,3 +216,9 @@ def check_no_side_effects(free: Snapshot | None, sigma: Any, args: tuple[Any, ..
         raise UnsupportedError(f"the function changes {', '.join(changed)} when it runs: a "
                                "side effect a compiled version would not repeat",
                                hint="return the new value instead")
+
+
+def _skips(tried: int) -> bool:
+    """Whether the ``tried``-th call since a streak of declines skips the version: all before
+    ``RETRY_EVERY``, then all but the powers of two and multiples of ``MAX_RETRY_GAP``."""
+    return tried < RETRY_EVERY or bool(tried & (tried - 1) and tried % MAX_RETRY_GAP)
