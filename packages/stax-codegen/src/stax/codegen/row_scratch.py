@@ -29,7 +29,7 @@ from stax.loop import ComputedBuffer, ExternCall, Pointwise, xvar
 
 from .nesting import per_row_phases, row_axes
 from .scheduler import Group
-from .transient import kernel_readers
+from .transient import KernelReads
 
 #: the longest row held on a kernel's stack (a thread of the native pool has megabytes)
 MAX_ROW_BYTES = 64 << 10
@@ -54,6 +54,7 @@ def row_scratch_buffers(groups: Sequence[Group], kept: Set[str],
         phase_of = {n.name: i for i, phase in enumerate(nest.phases) for n in phase}
         spilled = {s.buffer for s in nest.shares}
         held: dict[str, int] = {}
+        index = KernelReads(g.nodes)
         for phase in inside:
             for node in phase:
                 if node.name in kept or node.name in unstored or node.name in spilled:
@@ -61,7 +62,7 @@ def row_scratch_buffers(groups: Sequence[Group], kept: Set[str],
                 if read_by.get(node.name, 0) > (1 if node.name in g.reads | g.after else 0):
                     continue  # another step reads it
                 elements = _row_elements(node, count)
-                if elements is None or not _read_in_later_phases(node, g.nodes, phase_of,
+                if elements is None or not _read_in_later_phases(node, index, phase_of,
                                                                  len(inside)):
                     continue
                 held[node.name] = elements
@@ -90,12 +91,12 @@ def _row_elements(node: ComputedBuffer, count: int) -> int | None:
     return elements if elements * np.dtype(node.dtype).itemsize <= MAX_ROW_BYTES else None
 
 
-def _read_in_later_phases(node: ComputedBuffer, group: Sequence[ComputedBuffer | ExternCall],
+def _read_in_later_phases(node: ComputedBuffer, index: KernelReads,
                           phase_of: dict[str, int], inside: int) -> bool:
     """Whether ``node`` is read in its kernel, only by later phases that run inside the rows
     (or its own phase at the element it computes), never updated in place."""
     mine = phase_of[node.name]
-    readers = kernel_readers(node, group)
+    readers = index.of(node)
     return bool(readers) and all(
         mine <= phase_of[other.name] < inside and (phase_of[other.name] > mine or all(
             getattr(r, "index", None) == node.store_index for r in reads))

@@ -135,7 +135,7 @@ def first_run(runner: Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] |
         results = runner(*start)
         how = "body compiled once"
     except Exception as exc:
-        why = f"{type(exc).__name__}: {exc}"
+        why = str(exc) if isinstance(exc, _Unstable) else f"{type(exc).__name__}: {exc}"
         runner.eager = True
         drop_held(mark)
         try:
