@@ -15,6 +15,7 @@ from __future__ import annotations
 from . import (
     arithmetic,
     building,
+    calculus,
     counting,
     differences,
     indexing,
@@ -32,7 +33,7 @@ from .registry import RULES, CaptureRule, NotNative, capture_key, rule, rule_for
 
 #: the modules that register capture rules, each imported once here
 RULE_MODULES = (standard, arithmetic, reductions, indexing, building, differences, repetition,
-                products, searching, scalars, counting)
+                products, searching, scalars, counting, calculus)
 
 __all__ = [
     "DATA_DEPENDENT_SHAPES",
