@@ -63,3 +63,22 @@ def test_weights_summing_to_zero_raise_numpys_error():
     f(x, np.ones(40))
     with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
         f(x, np.zeros(40))
+
+
+def padded_differences(y, m):
+    return (np.diff(y, prepend=y[0], append=y[-1]), np.diff(y, prepend=0),
+            np.diff(y.astype(np.int32), prepend=0), np.diff(y, n=2, prepend=y[:1]),
+            np.diff(m, axis=0, prepend=m[:1]), np.diff(m, axis=1, append=0.0))
+
+
+def test_diff_with_prepend_and_append_is_numpys():
+    """``np.diff(y, prepend=..., append=...)`` joins the ends first, in NumPy's concatenation
+    dtype (a Python int prepended to an int32 vector makes int64 differences)."""
+    f = stax.compile(padded_differences, strict_native=True)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        y, m = rng.standard_normal(40) * 10, rng.standard_normal((6, 7))
+        for got, want in zip(f(y, m), padded_differences(y, m)):
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    _no_steps(f)

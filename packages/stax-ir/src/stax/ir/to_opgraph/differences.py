@@ -17,17 +17,21 @@ from .context import LoweringContext
 from .registry import NotNative, rule
 
 
-@rule("numpy.diff", emits=("view", "sub"))
+@rule("numpy.diff", emits=("view", "sub", "full", "concatenate"))
 def _diff(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """``np.diff(x, n, axis)`` of a numeric array without prepend/append: n differences of
-    neighbours, each in NumPy's dtype (bool's is ``!=``: it runs as NumPy)."""
-    params = bind(lambda a, n=1, axis=-1: None, args, kwargs)
+    """``np.diff(x, n, axis, prepend, append)`` of a numeric array: n differences of
+    neighbours, each in NumPy's dtype (bool's is ``!=``: it runs as NumPy). ``prepend`` and
+    ``append`` (a number, a traced scalar broadcast along the axis, or an array of the other
+    axes' sizes) are joined first, as NumPy's ``np.concatenate``: in their common dtype."""
+    params = bind(lambda a, n=1, axis=-1, prepend=None, append=None: None, args, kwargs)
     x = params["a"]
     if not isinstance(x, Node) or x.tensor is None or not x.tensor.ndim or \
             np.dtype(x.tensor.dtype).kind not in "iuf":
         raise NotNative
     n, ndim = int_arg(params.get("n", 1)), x.tensor.ndim
     axis = axis_arg(params.get("axis", -1), ndim)
+    if "prepend" in params or "append" in params:
+        x = _joined(ctx, x, axis, params)
     if n < 1 or n >= x.tensor.shape[axis]:
         raise NotNative  # n == 0 is x itself; an empty result is NumPy's to make
     value = x
@@ -38,8 +42,43 @@ def _diff(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
         low = ctx.view(value, 0, meta.strides, shape)
         last = step == n - 1
         out = TensorMeta(shape, meta.dtype, contiguous_strides(shape))
+        if last and node.tensor.dtype != meta.dtype:
+            raise NotNative
         value = ctx.emit("sub", (high, low), {}, meta=node.tensor if last else out)
     return value
+
+
+def _joined(ctx: LoweringContext, x: Node, axis: int, params: dict[str, Any]) -> Node:
+    """``np.concatenate([prepend, x, append], axis)`` as ``np.diff`` makes it."""
+    parts = []
+    for name in ("prepend", "append"):
+        if name not in params:
+            continue
+        value = params[name]
+        edge = tuple(1 if d == axis else e for d, e in enumerate(x.tensor.shape))
+        if isinstance(value, Node) and value.tensor is not None and value.tensor.ndim == 0:
+            part = ctx.view(value, 0, (0,) * len(edge), edge)  # NumPy's broadcast_to
+        elif isinstance(value, Node) and value.tensor is not None and \
+                value.tensor.ndim == x.tensor.ndim and all(
+                    e == v for d, (e, v) in enumerate(zip(x.tensor.shape, value.tensor.shape))
+                    if d != axis):
+            part = value
+        elif type(value) in (bool, int, float):
+            dtype = np.asarray(value).dtype.name  # np.asanyarray's: not a weak scalar here
+            part = ctx.emit("full", (), {"shape": edge, "value": value, "dtype": dtype},
+                            meta=TensorMeta(edge, dtype, contiguous_strides(edge)))
+        else:
+            raise NotNative
+        parts.append((name, part))
+    operands = [p for name, p in parts if name == "prepend"] + [x] + \
+        [p for name, p in parts if name == "append"]
+    dtype = np.result_type(*(np.dtype(p.tensor.dtype) for p in operands))
+    if dtype.kind not in "iuf":
+        raise NotNative
+    shape = tuple(sum(p.tensor.shape[axis] for p in operands) if d == axis else e
+                  for d, e in enumerate(x.tensor.shape))
+    return ctx.emit("concatenate", tuple(operands), {"axis": axis},
+                    meta=TensorMeta(shape, dtype.name, contiguous_strides(shape)))
 
 
 @rule("numpy.outer", emits=("view", "mul"))
