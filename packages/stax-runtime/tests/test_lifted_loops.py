@@ -825,3 +825,38 @@ def test_a_scratch_array_rotated_into_the_carried_state_lifts(caplog, monkeypatc
         a, b = np.arange(60.0), np.arange(60.0)
         np.testing.assert_array_equal(g(a, 50), scratch_bound_to_an_input(b, 50))
         np.testing.assert_array_equal(a, b)
+
+
+def _normalize_rows(P):
+    for row in P:
+        row /= row.sum()
+    return P
+
+
+def _shift_by_previous_row(P):
+    for i, row in enumerate(P):
+        row -= P[i - 1].mean()  # the row before, as the item before updated it (the last at 0)
+    return P, row
+
+
+@pytest.mark.parametrize("fn", [_double_rows, _clear_small, _normalize_rows,
+                                _shift_by_previous_row])
+def test_a_loop_updating_the_rows_it_iterates_lifts(fn, caplog, monkeypatch):
+    """``for row in P: row /= row.sum()`` updates ``P`` through each row: it lifts with ``P``
+    carried (each item's row read from ``P`` as the items before left it, as Python's iterator
+    reads it), and ``P`` is written back; it unrolled into 601 kernels and ran eagerly."""
+    from stax.runtime import lifted_loops
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", lambda self, arrays: None)
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    compiled = stax.compile(fn, strict_native=True)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for seed in range(3):
+            want_x = np.random.default_rng(seed).random((60, 4)) + 0.1
+            got_x = want_x.copy()
+            want, got = fn(want_x), compiled(got_x)
+            for w, g in zip(want if isinstance(want, tuple) else (want,),
+                            got if isinstance(got, tuple) else (got,)):
+                np.testing.assert_allclose(g, w, rtol=1e-14)
+            np.testing.assert_allclose(got_x, want_x, rtol=1e-14)
+    assert LIFTED_LOOP in str(compiled.versions()[-1].artifact)
+    assert "body compiled once" in caplog.text

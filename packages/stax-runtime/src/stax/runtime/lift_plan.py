@@ -31,8 +31,8 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
         return "its target is not a plain name"
     if site.effect is not None:  # compiled, it would not happen; tried, it would happen twice
         return f"its body calls {site.effect}, an effect each iteration has once"
-    if site.array is not None and (site.array in site.mutated or site.row in site.mutated):
-        return f"the body updates the rows of {site.array!r} it iterates over"
+    if site.array is not None and site.array in site.rebound:
+        return f"the body binds {site.array!r}, whose rows it iterates over, anew"
     if site.target_rebound:
         return f"the body binds the loop's variable {site.target or site.row!r} too"
     inputs, constants = [], {}
@@ -60,6 +60,8 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             return f"the local {name!r} holds a {type(value).__name__}, not a traced array"
     views: dict[str, Any] = {}
     for name in site.mutated:
+        if name == site.row:  # the item's row, a view of the array, made at each item
+            continue
         value = state[name]
         if isinstance(value, Proxy) and isinstance(value.value, np.generic):
             continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``

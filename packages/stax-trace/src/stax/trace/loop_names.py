@@ -122,12 +122,16 @@ def row_item(rows: tuple[str, str | None, str], item: str) -> ast.expr:
     return ast.Tuple([ast.Name(item, ast.Load()), row], ast.Load()) if rows[1] else row
 
 
-def binds_target(node: ast.For) -> bool:
+def binds_target(node: ast.For, augmented: bool = True) -> bool:
     """Whether the body binds a name of the loop's target (its value after the loop is then the
-    body's, not the last item)."""
+    body's, not the last item); without ``augmented``, an augmented assignment (``row /= s``,
+    which keeps an array row the same object) does not count."""
     targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    skipped = set() if augmented else {id(n.target) for statement in node.body
+                                       for n in ast.walk(statement) if isinstance(n, ast.AugAssign)}
     return any(isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)) and
-               n.id in targets for statement in node.body for n in ast.walk(statement))
+               n.id in targets and id(n) not in skipped
+               for statement in node.body for n in ast.walk(statement))
 
 
 def base_name(node: ast.AST) -> str | None:

@@ -47,7 +47,8 @@ import numpy as np
 
 from . import loop_body, loop_code, loop_state, result_conversions, while_loops
 from .creation import active_tracer
-from .loop_names import SCOPES, BreakForm, binds_target, break_form, loop_names, row_item, rows_of
+from .loop_names import SCOPES, BreakForm, break_form, loop_names, row_item, rows_of
+from .loop_names import binds_target as target_bound
 from .ndindex_loops import (
     INDEX_TUPLE,
     NdIndex,
@@ -242,7 +243,7 @@ class _Rewriter:
             # a name the body updates in place may be scratch too (``lap = np.zeros_like(u);
             # lap[1:-1] = ...``): the lifter takes it only where the first item bound a new
             # array to it (``stax.runtime.lifted_loops``), not a view of another value
-            rebinds = isinstance(node, ast.For) and binds_target(node)
+            rebinds = isinstance(node, ast.For) and target_bound(node)
             unread = loop_body.unread_after(self.uses, node, set(names[1]))
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
@@ -283,6 +284,11 @@ class _Rewriter:
         rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
             params = sorted([*params, rows[0]])
+        if rows is not None and rows[2] in mutated and rows[0] not in mutated:
+            # ``for row in P: row /= row.sum()`` updates P through each row: P is carried, and
+            # the row, an array, stays the object the augmented assignment binds again
+            mutated = sorted([*mutated, rows[0]])
+            binds_target = binds_target and target_bound(node, augmented=False)
         target = node.target.id if isinstance(node.target, ast.Name) and rows is None else \
             rows[1] if rows is not None else None
         statements = form.analysed(node).body if form else node.body
