@@ -860,3 +860,24 @@ def test_a_loop_updating_the_rows_it_iterates_lifts(fn, caplog, monkeypatch):
             np.testing.assert_allclose(got_x, want_x, rtol=1e-14)
     assert LIFTED_LOOP in str(compiled.versions()[-1].artifact)
     assert "body compiled once" in caplog.text
+
+
+def test_unrolled_loops_past_the_kernel_budget_are_captured_again_lifted(monkeypatch, capsys):
+    """100 rows normalized in place: under the unroll limit, 402 distinct kernels (each row's
+    offsets its own) compiled in 2.7 s; past ``KERNEL_BUDGET`` distinct kernels the function is
+    captured again with its loop lifted. With a Python effect it compiles unrolled, as before."""
+    monkeypatch.setattr(loops, "UNROLL_LIMIT", 1000)
+
+    def normalize_printing(P):
+        print("normalizing")
+        return _normalize_rows(P)
+
+    P = np.random.default_rng(12).random((100, 5)) + 0.1
+    f = stax.compile(_normalize_rows, strict_native=True)
+    got, want = P.copy(), P.copy()
+    np.testing.assert_allclose(f(got), _normalize_rows(want), rtol=1e-15)
+    assert LIFTED_LOOP in str(f.versions()[-1].artifact)
+    g = stax.compile(normalize_printing, strict_native=True)
+    np.testing.assert_allclose(g(P.copy()), _normalize_rows(P.copy()), rtol=1e-15)
+    assert LIFTED_LOOP not in str(g.versions()[-1].artifact)
+    assert capsys.readouterr().out.count("normalizing") == 1

@@ -25,7 +25,15 @@ from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
 from .cpu.vmath.trig32 import short_reductions
 from .nesting import NestPlan, plain_order
-from .program_plan import buffer_plans, extern_plan, kernel_args, output_plans, plan_program, traffic
+from .program_plan import (
+    buffer_plans,
+    check_kernel_budget,
+    extern_plan,
+    kernel_args,
+    output_plans,
+    plan_program,
+    traffic,
+)
 from .scheduler import Group
 from .target import Target
 from .triton.generate import generate_triton
@@ -112,6 +120,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           vector_bits=identity.tuned_bits, flag_categories=reporting)
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
+            check_kernel_budget(len(emitted_as))
             emit_kernel(module, spec, array_data_offset())
             emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias

@@ -7,8 +7,10 @@ and the plans of buffers, NumPy steps and outputs the artifact records. A target
 
 from __future__ import annotations
 
+import contextvars
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -54,8 +56,35 @@ MAX_STEPS = 256
 
 
 class TooManySteps(UnsupportedError):
-    """A program of more than ``MAX_STEPS`` steps (a caller may capture again with the
-    function's loops lifted: ``stax.runtime.api``)."""
+    """A program of more than ``MAX_STEPS`` steps, or of more distinct kernels than a
+    ``kernel_budget`` allows (a caller may capture again with the function's loops lifted:
+    ``stax.runtime.api``)."""
+
+
+#: distinct kernels a CPU program may compile within ``kernel_budget`` (LLVM takes 6-14 ms
+#: each: an unrolled loop whose steps differ in their offsets compiled 402 in 2.7 s)
+KERNEL_BUDGET = 64
+_budget: contextvars.ContextVar[int | None] = contextvars.ContextVar("stax_kernel_budget",
+                                                                    default=None)
+
+
+@contextmanager
+def kernel_budget(limit: int = KERNEL_BUDGET) -> Iterator[None]:
+    """Programs generated in this block raise ``TooManySteps`` past ``limit`` distinct
+    kernels, before compiling the rest (the caller has a cheaper program to try)."""
+    token = _budget.set(limit)
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def check_kernel_budget(distinct: int) -> None:
+    """``TooManySteps`` when ``distinct`` kernels pass the active ``kernel_budget``."""
+    limit = _budget.get()
+    if limit is not None and distinct > limit:
+        raise TooManySteps(f"the program would compile more than {limit} distinct kernels (a "
+                           "Python loop unrolled at capture, its steps differing in offsets)")
 
 
 def _too_many(program: LoopProgram, what: str) -> UnsupportedError:

@@ -12,6 +12,7 @@ the device is part of sigma (``devices.py`` says how a miss on device arrays is 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -32,7 +33,7 @@ from stax.codegen import (
 )
 from stax.codegen.errstate import forget_held, heeding_all
 from stax.codegen.instantiate import GenericExecutable
-from stax.codegen.program_plan import TooManySteps
+from stax.codegen.program_plan import TooManySteps, kernel_budget
 from stax.ir import (
     StaxError,
     UnsupportedError,
@@ -405,21 +406,22 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                  settings: config.Settings, outcome: Outcome,
                  placement: devices.Placement | None = None, pattern: Any = None) -> Version:
         """A new version for this key. When it falls back after the capture ran to its end,
-        ``outcome`` holds that run's result: the caller returns it for this call instead of
-        running the function (and its side effects) a second time."""
+        ``outcome`` holds that run's result: the caller returns it, not running it again."""
         number = len(self._versions)
         start = time.perf_counter()
         timings: dict[str, float] = {}
+        # unrolled loops' kernels limited (LLVM's time); past that, captured again lifted
+        again = loops.recapturable(self.fn, tree_leaves((args, kwargs)))
         try:
             try:
-                version = self._build(sigma, args, kwargs, settings, number, timings, outcome,
-                                      placement, pattern)
+                with kernel_budget() if again else contextlib.nullcontext():
+                    version = self._build(sigma, args, kwargs, settings, number, timings,
+                                          outcome, placement, pattern)
             except TooManySteps:
-                if outcome.generators or not loops.recapturable(self.fn):
-                    raise  # a second capture would repeat what the caller sees
-                # unrolled loops made too many steps: once more with every loop lifted
-                logs.emit("loops", settings.logs, f"{self._name}: its program has too many "
-                          "steps with its loops unrolled: captured again with them lifted")
+                if not again or outcome.generators:
+                    raise
+                logs.emit("loops", settings.logs, f"{self._name}: too many steps or kernels "
+                          "with its loops unrolled: captured again with them lifted")
                 outcome.undo_untraced_updates()
                 with loops.lifting_every_loop():
                     version = self._build(sigma, args, kwargs, settings, number, timings,

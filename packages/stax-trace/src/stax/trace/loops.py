@@ -147,13 +147,19 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     return clone if method_self is None else types.MethodType(clone, method_self)
 
 
-def recapturable(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` has loops ``lifting_every_loop`` would take otherwise and no call with a
-    Python effect anywhere (``print``, ``list.append``...): a second capture of it, with its
-    loops lifted, repeats nothing the caller could see."""
+def recapturable(fn: Callable[..., Any], arguments: Any = ()) -> bool:
+    """Whether ``fn`` has loops ``lifting_every_loop`` would take otherwise, no call with a
+    Python effect anywhere (``print``, ``list.append``...) and no random generator among its
+    ``arguments``: a second capture of it, with its loops lifted, repeats nothing the caller
+    could see."""
+    if any(isinstance(a, np.random.Generator) for a in arguments):
+        return False
     fn = getattr(fn, "__func__", fn)
+    if not isinstance(fn, types.FunctionType):
+        return False
+    rewritten(fn)  # the rewrite's analysis, once per function
     with _cache_lock:
-        entry = _cache.get(fn) if isinstance(fn, types.FunctionType) else None
+        entry = _cache.get(fn)
     return bool(entry) and bool(entry[1]) and entry[2] is None
 
 
