@@ -61,3 +61,34 @@ def test_an_index_out_of_bounds_raises_numpys_error():
     compiled(vals, np.array([0, 1, 2, 3]))
     with pytest.raises(IndexError):
         compiled(vals, np.array([0, 1, 9, 3]))
+
+
+def subtract_at(x, idx, v):
+    y = x.copy()
+    np.subtract.at(y, idx, v)
+    np.subtract.at(y, idx[:3], 3)
+    return y
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int8"])
+def test_subtract_at_is_a_scatter_of_negated_values(dtype):
+    """``np.subtract.at`` ran eagerly ("not captured yet"): x - v is x + (-v) bit for bit (IEEE's
+    subtraction, signed zeros included; two's-complement wrapping), so it is ``np.add.at``'s
+    scatter of the negated values; unsigned arrays stay NumPy's."""
+    rng = np.random.default_rng(14)
+    f = stax.compile(subtract_at, strict_native=True)
+    for _ in range(3):
+        x = (rng.standard_normal(12) * 50).astype(dtype)
+        idx = rng.integers(0, 12, 40)
+        v = (rng.standard_normal(40) * 50).astype(dtype)
+        if dtype.startswith("float"):
+            x[:3], v[:3] = [0.0, -0.0, 1.0], [0.0, -0.0, 0.0]
+        got, want = f(x, idx, v), subtract_at(x, idx, v)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    assert not f.versions()[-1].artifact.externs
+    g = stax.compile(subtract_at)  # unsigned: NumPy's call
+    x = np.arange(12, dtype=np.uint8)
+    np.testing.assert_array_equal(g(x, np.arange(12) % 5, np.ones(12, np.uint8)),
+                                  subtract_at(x, np.arange(12) % 5, np.ones(12, np.uint8)))

@@ -458,6 +458,11 @@ def _add_at(x: Any, indices: Any, values: Any = None) -> Any:
     return _at(np.add, x, indices, values)
 
 
+def _subtract_at(x: Any, indices: Any, values: Any = None) -> Any:
+    """``np.subtract.at(x, indices, values)`` as a pure function."""
+    return _at(np.subtract, x, indices, values)
+
+
 def _maximum_at(x: Any, indices: Any, values: Any = None) -> Any:
     """``np.maximum.at(x, indices, values)`` as a pure function."""
     return _at(np.maximum, x, indices, values)
@@ -564,6 +569,7 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.nn.layer_norm": _layer_norm,
     "stax.functional.setitem": _setitem,
     "stax.functional.add_at": _add_at,
+    "stax.functional.subtract_at": _subtract_at,
     "stax.functional.maximum_at": _maximum_at,
     "stax.functional.minimum_at": _minimum_at,
     # a loop run by a compiled body per item (``lifted_loops.py``, ``stax.trace.loops``)

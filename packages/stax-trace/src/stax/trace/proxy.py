@@ -112,7 +112,8 @@ class Proxy:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         target = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method == "at":
-            if ufunc in (np.add, np.maximum, np.minimum) and isinstance(inputs[0], Proxy) and \
+            if ufunc in (np.add, np.subtract, np.maximum, np.minimum) and \
+                    isinstance(inputs[0], Proxy) and \
                     not kwargs and len(inputs) in (2, 3):
                 a = inputs[0]  # an unbuffered accumulation into a: recorded as a pure function
                 pure = f"stax.functional.{ufunc.__name__}_at"
@@ -488,6 +489,7 @@ def _plain(value: Any) -> Any:
 
 #: what the hint of a refused in-place function says compiles instead
 _IN_PLACE_FORMS = ("the function runs eagerly; assignments (x[idx] = v, x[m] = v), np.add.at, "
+                   "np.subtract.at, "
                    "np.maximum.at, np.minimum.at, np.copyto and np.fill_diagonal compile")
 
 

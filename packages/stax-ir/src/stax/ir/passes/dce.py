@@ -120,7 +120,8 @@ def may_raise_on_data(node: Node) -> bool:
     if name == "operator.getitem" and len(node.args) > 1:
         return any(isinstance(k, slice) and any(isinstance(b, Node) for b in (k.start, k.stop))
                    for k in _leaves(node.args[1]))
-    if name not in ("stax.functional.setitem", "stax.functional.add_at"):
+    if name not in ("stax.functional.setitem", "stax.functional.add_at",
+                    "stax.functional.subtract_at"):
         return False
     return len(node.args) > 1 and any(isinstance(a, Node) for a in _leaves(node.args[1]))
 

@@ -161,16 +161,19 @@ def _traced_slice_positions(ctx: LoweringContext, key: Any, meta: Any,
 
 
 #: the scatter op of each ``ufunc.at`` capture records as a pure function
-_UFUNC_AT = {"stax.functional.add_at": "scatter", "stax.functional.maximum_at": "scatter_maximum",
+_UFUNC_AT = {"stax.functional.add_at": "scatter", "stax.functional.subtract_at": "scatter",
+             "stax.functional.maximum_at": "scatter_maximum",
              "stax.functional.minimum_at": "scatter_minimum"}
 
 
-@rule(*_UFUNC_AT, emits=(*_UFUNC_AT.values(), "ne", "decline_if"))
+@rule(*_UFUNC_AT, emits=("scatter", "scatter_maximum", "scatter_minimum", "ne", "decline_if",
+                         "neg"))
 def _add_at(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             kwargs: dict[str, Any]) -> Node:
     """``np.add.at(x, indices, values)`` (captured as a pure function): a scatter that sums,
-    for integer index arrays of x's leading axes and integer or float x; ``np.maximum.at`` and
-    ``np.minimum.at`` the same, keeping the extreme."""
+    for integer index arrays of x's leading axes and integer or float x; ``np.subtract.at`` the
+    sum of the negated values; ``np.maximum.at`` and ``np.minimum.at`` the same, keeping the
+    extreme."""
     if len(args) != 3 or kwargs or not isinstance(args[0], Node) or args[0].tensor is None:
         raise NotNative
     x, key, value = args
@@ -188,6 +191,14 @@ def _add_at(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     if np.result_type(dtype, value if is_scalar else value.tensor.np_dtype) != dtype:
         raise NotNative
     op = _UFUNC_AT[node.target]
+    if node.target == "stax.functional.subtract_at":  # x - v is x + (-v) bit for bit (IEEE's
+        # subtraction; two's-complement wrapping), unsigned aside (its negation wraps too, but
+        # a Python scalar's would not fit)
+        if dtype.kind == "u" or (is_scalar and dtype.kind == "i" and
+                                 not np.iinfo(dtype).min <= -int(value) <= np.iinfo(dtype).max):
+            raise NotNative
+        value = -value if is_scalar else ctx.emit("neg", (value,), {}, meta=dense_meta(
+            tuple(value.tensor.shape), value.tensor.dtype))
     if op != "scatter" and is_scalar and dtype.kind == "f" and np.isnan(value):
         raise NotNative  # NumPy warns at every call: its own
     attrs = {"count": len(indices), "scalar": scalar(value) if is_scalar else None}
