@@ -439,11 +439,13 @@ class Executable:
         self.precise_first_runs += 1
         return precise.run(*arrays)
 
-    def entry(self, inputs: list[np.ndarray], slow: Callable[..., Any]) -> Entry | str:
+    def entry(self, inputs: list[np.ndarray], slow: Callable[..., Any],
+              scalars: tuple[int, ...] = ()) -> Entry | str:
         """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``
-        that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none."""
+        that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none;
+        ``scalars``: inputs the call passes as Python floats (``inputs`` has their 0-d arrays)."""
         return make_entry(self.artifact, self.module, inputs, slow, self._cache,
-                          self._hooks["native"], self._hooks["report_late"])
+                          self._hooks["native"], self._hooks["report_late"], scalars)
 
     def item_loop(self, inputs: list[np.ndarray], item: int | None, carried: dict[int, int],
                   exit: int | None = None) -> ItemLoop | str:

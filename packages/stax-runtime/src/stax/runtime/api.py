@@ -554,7 +554,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
         elif flat_call:  # the others (scalars) constants of the code: no tree to walk
             version.fast = flat_runner(call_flat, slots, output_tree)
-        make_entry = getattr(run_flat, "entry", None)
+        make_entry = getattr(run_flat, "entry", None) if plain_args or not version.generic else None
         if make_entry is not None and version.gates is None and not self._free and \
                 placement is None and not kwargs and not self._sets_errstate and \
                 not (capture.writeback and capture.writeback_plan().views):

@@ -90,8 +90,18 @@ class ScalarArguments:
         return [f"{condition} (got {actual})"
                 for condition, _, actual in self.failed_guards(inputs)]
 
+    def entry(self, inputs: Sequence[Any], slow: Any) -> Any:
+        """The machine-code entry for calls like ``inputs`` (every flat argument an input):
+        the exact executable's, its Python ``float`` inputs checked by type and read by value
+        (``cpu/entry.py``'s ``EntryPlan.scalars``), or why there is none."""
+        if self.on_device or self.sized is not None or not isinstance(self.inner, Executable):
+            return "its sizes are generic or it runs on a device"
+        if any(kind != "float" for kind in self.scalars.values()):
+            return "an int argument is a run-time input"
+        return self.inner.entry(self._inputs(inputs), slow, tuple(sorted(self.scalars)))
+
     def entry_for(self, inputs: Sequence[Any], slow: Any, otherwise: Any = None) -> None:
-        return None  # machine-code entries take arrays only
+        return None  # per size: the machine-code entries of the exact sizes take arrays only
 
     def entry_hits(self) -> int:
         return self.sized.entry_hits() if self.sized is not None else 0

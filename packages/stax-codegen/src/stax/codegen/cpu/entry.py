@@ -60,6 +60,7 @@ from .blas import numpys_gemm
 from .entry_api import Layout, api_addresses, array_layout
 from .entry_blas import Product, emit_product, product
 from .entry_events import report_late, underflow_ignored
+from .entry_layouts import block_layout, byte_span, shared_block
 from .entry_results import (
     build,
     buildable,
@@ -91,6 +92,8 @@ _CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
 _BUILDERS = {"PyList_New": CTX_LIST_NEW, "PyList_SetItem": CTX_LIST_SET,
              "PyDict_New": CTX_DICT_NEW, "PyDict_SetItem": CTX_DICT_SET}
 NPY_ARRAY_WRITEABLE = 0x0400
+#: where a ``float`` object holds its value (``PyFloatObject.ob_fval``: its last field)
+FLOAT_VALUE = float.__basicsize__ - 8
 #: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
 NONE_RESULT = -2
 #: the slot of a constant result, less its position among ``EntryPlan.constants``
@@ -140,10 +143,15 @@ class EntryPlan:
     constants: tuple[Any, ...] = ()
     #: per result, the Python number it is converted to ("float", "int", "bool"; None: none)
     conversions: tuple[str | None, ...] = ()
+    #: the input slots that are Python floats (a 0-d float64 input the call passes as a
+    #: ``float``: a scalar-generic version's run-time input, ``ScalarArguments``): the guard
+    #: checks the type alone, the kernels read the value through a stand-in on the stack
+    scalars: tuple[int, ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
-           loop: bool = False, pool: NativePool | None = None) -> EntryPlan | str:
+           loop: bool = False, pool: NativePool | None = None,
+           scalars: tuple[int, ...] = ()) -> EntryPlan | str:
         """The plan, or why this artifact gets no entry. ``loop``: the slots of a lifted loop's
         body (``item_loop.py``), which allocates its buffers itself, calls parallel kernels over
         their whole range and takes a constant result as slot -1. ``pool``: the native pool
@@ -192,13 +200,13 @@ class EntryPlan:
             itemsize = np.dtype(b.dtype).itemsize
             if int(np.prod(b.shape)) * itemsize >= MIN_BYTES and not loop:
                 return "a buffer is large (it comes from the block pool)"
-            block = _shared_block(artifact, b.name)
+            block = shared_block(artifact, b.name)
             if block is not None and block in by_block:
                 slots[b.name] = by_block[block]
                 continue
             layout = layouts[b.name]
             if block is not None:
-                layout = _block_layout(artifact, block)
+                layout = block_layout(artifact, block)
                 if isinstance(layout, str):
                     return layout
                 by_block[block] = len(inputs) + len(allocs)
@@ -236,6 +244,12 @@ class EntryPlan:
         apart = tuple(sorted({(p.a, p.b) for p in products
                               if p.a < len(inputs) and p.b < len(inputs)}))
         checks = tuple(slots[name] for name in artifact.checks)
+        if scalars and (any(inputs[i][:2] != ((), ()) or inputs[i][2] != "float64"
+                            for i in scalars) or
+                        any(slot in scalars for slot, _ in outputs) or
+                        set(scalars) & ({*updated} | {p.a for p in products} |
+                                        {p.b for p in products})):
+            return "a Python float argument is returned, updated or a product's operand"
         pooled = () if loop or pool is None else tuple(
             (k, pool.chunks(kernel.outer_range)) for k, kernel in enumerate(artifact.kernels)
             if kernel.parallel)
@@ -247,43 +261,7 @@ class EntryPlan:
                          tree.kind in ("tuple", "list", "dict"),
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
                          pooled, bool(artifact.late_reports), tuple(products), apart, nesting,
-                         constants, conversions if any(conversions) else ())
-
-
-def _shared_block(artifact: KernelArtifact, name: str) -> int | None:
-    storage = artifact.storage
-    if storage is None or not storage.shared(name):
-        return None
-    return storage.storage[name]
-
-
-def _block_layout(artifact: KernelArtifact, block: int
-                  ) -> tuple[tuple[int, ...], tuple[int, ...], str] | str:
-    """One allocation for the buffers that share a storage block (kernels read only its data
-    pointer): the result's own array when a result lives there, else bytes."""
-    storage = artifact.storage
-    assert storage is not None
-    results = {o.get("buffer") for o in artifact.outputs}
-    members = [b for b in artifact.buffers if storage.storage.get(b.name) == block]
-    owners = [b for b in members if b.name in results]
-    if len(owners) > 1:
-        return "two results share storage"
-    if not owners:
-        return (storage.sizes[block],), (1,), "uint8"
-    owner = owners[0]
-    itemsize = np.dtype(owner.dtype).itemsize
-    if int(np.prod(owner.shape)) * itemsize < storage.sizes[block] or \
-            tuple(owner.strides) != _contiguous(tuple(owner.shape)):
-        return "a result shares storage with a larger buffer"
-    return tuple(owner.shape), tuple(s * itemsize for s in owner.strides), owner.dtype
-
-
-def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
+                         constants, conversions if any(conversions) else (), tuple(scalars))
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -320,6 +298,18 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     array_type = ctx_word(CTX_ARRAY_TYPE)
     for i, (shape, strides, _) in enumerate(plan.inputs):
         a = b.load(b.gep(args, [ir.Constant(I64, i)]))
+        if i in plan.scalars:  # exactly a ``float`` (its type object in the descr's slot)
+            require(b.icmp_unsigned("==", field(a, 8, I64), ctx_word(CTX_FIXED + i)))
+            with b.goto_entry_block():
+                b.position_at_start(fn.entry_basic_block)
+                number = b.alloca(ir.DoubleType(), name=f"float{i}")
+                holder = b.alloca(ir.ArrayType(ir.IntType(8), layout.data + 8), name=f"obj{i}")
+            b.store(field(a, FLOAT_VALUE, ir.DoubleType()), number)  # PyFloatObject.ob_fval
+            held = b.bitcast(holder, I8P)  # kernels read only an array's data pointer
+            b.store(b.bitcast(number, I8P), b.bitcast(b.gep(held, [ir.Constant(I64, layout.data)]),
+                                                      I8PP))
+            objs.append(held)
+            continue
         objs.append(a)
         require(b.icmp_unsigned("==", field(a, 8, I64), array_type))  # Py_TYPE(a) exactly
         same = b.icmp_unsigned("==", field(a, layout.descr, I64), ctx_word(CTX_FIXED + i))
@@ -341,7 +331,7 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         require(b.icmp_unsigned("!=", b.and_(flags, ir.Constant(I32, NPY_ARRAY_WRITEABLE)),
                                 ir.Constant(I32, 0)))
         for o in range(len(plan.inputs)):
-            mine, theirs = _extent(plan.inputs[u]), _extent(plan.inputs[o])
+            mine, theirs = byte_span(plan.inputs[u]), byte_span(plan.inputs[o])
             if o == u or mine is None or theirs is None:
                 continue
             at_u, at_o = (b.ptrtoint(field(objs[i], layout.data, I8P), I64) for i in (u, o))
@@ -504,17 +494,6 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     return str(module)
 
 
-def _extent(layout: tuple[tuple[int, ...], tuple[int, ...], str]) -> tuple[int, int] | None:
-    """The bytes an input's elements span, as offsets from its data pointer ``[low, high)``
-    (None: it has none)."""
-    shape, strides, dtype = layout
-    if 0 in shape:
-        return None
-    low = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
-    high = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0)
-    return low, high + np.dtype(dtype).itemsize
-
-
 class _MethodDef(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
                 ("doc", ctypes.c_char_p)]
@@ -574,9 +553,11 @@ def entry_available() -> bool:
 
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
                slow: Any, cache: Any = None, pool: NativePool | None = None,
-               report: Any = None) -> Entry | str:
+               report: Any = None, scalars: tuple[int, ...] = ()) -> Entry | str:
     """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none.
-    ``report``: the executable's ``report_late`` (``late_reports.py``), for plans that have one."""
+    ``report``: the executable's ``report_late`` (``late_reports.py``), for plans that have one.
+    ``scalars``: the inputs the call passes as Python floats (``EntryPlan.scalars``), here their
+    0-d float64 arrays."""
     if not entry_available():
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
@@ -584,10 +565,12 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
     if (artifact.events is not None or artifact.underflow_unseen) and not api_addresses()["errstate"]:
         return "its kernels report floating-point events and this NumPy's error state is not " \
             "the one the entry reads"
-    plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs], pool=pool)
+    plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs], pool=pool,
+                        scalars=scalars)
     if isinstance(plan, str):
         return plan
-    descrs = [a.dtype for a in inputs]
+    # a Python float's slot holds its type instead (the guard compares the object's type)
+    descrs: list[Any] = [float if i in scalars else a.dtype for i, a in enumerate(inputs)]
     descrs += [np.dtype(dtype) for _, _, dtype in plan.allocs]  # a shared block's: one
     if plan.late_reports and report is None:
         return "a late kernel reports its events and no reporter was given"
