@@ -291,3 +291,13 @@ def test_calls_from_several_threads_get_their_own_layouts_right():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_a_python_function_in_a_traced_call_names_what_to_write_instead():
+    """``np.piecewise`` with lambdas passes functions to a traced call: the message says that
+    NumPy calls them per piece and points to ``np.where``/``np.select``."""
+    def piecewise(x):
+        return np.piecewise(x, [x < 0, x >= 0], [lambda v: -v, lambda v: v ** 2])
+
+    with pytest.raises(stax.UnsupportedError, match="np.where or np.select"):
+        stax.compile(piecewise, strict_native=True)(np.linspace(-1.0, 1.0, 5))

@@ -331,8 +331,12 @@ class Tracer:
         if isinstance(value, _CONSTANT_TYPES) or value in (bool, int, float, complex) or (
                 isinstance(value, type) and issubclass(value, np.generic)):
             return value
+        hint = "NumPy calls a Python function per piece or element there (np.piecewise, " \
+            "np.vectorize, np.apply_along_axis, np.frompyfunc): write it with np.where or " \
+            "np.select over whole arrays" if callable(value) else None
         raise refused(UnsupportedError(
-            f"a constant of type {type(value).__name__} in a traced call", source=source))
+            f"a constant of type {type(value).__name__} in a traced call", source=source,
+            hint=hint))
 
 
     def created_array(self, target: str, args: tuple[Any, ...], kwargs: dict[str, Any],
