@@ -299,5 +299,5 @@ def test_a_python_function_in_a_traced_call_names_what_to_write_instead():
     def piecewise(x):
         return np.piecewise(x, [x < 0, x >= 0], [lambda v: -v, lambda v: v ** 2])
 
-    with pytest.raises(stax.UnsupportedError, match="np.where or np.select"):
+    with pytest.raises(stax.UnsupportedError, match=r"np\.where or np\.select"):
         stax.compile(piecewise, strict_native=True)(np.linspace(-1.0, 1.0, 5))
