@@ -113,8 +113,7 @@ class Proxy:
         target = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method == "at":
             if ufunc in (np.add, np.subtract, np.maximum, np.minimum) and \
-                    isinstance(inputs[0], Proxy) and \
-                    not kwargs and len(inputs) in (2, 3):
+                    isinstance(inputs[0], Proxy) and not kwargs and len(inputs) in (2, 3):
                 a = inputs[0]  # an unbuffered accumulation into a: recorded as a pure function
                 pure = f"stax.functional.{ufunc.__name__}_at"
                 a._update_in_place(target, lambda: self.tracer.record(
@@ -489,8 +488,8 @@ def _plain(value: Any) -> Any:
 
 #: what the hint of a refused in-place function says compiles instead
 _IN_PLACE_FORMS = ("the function runs eagerly; assignments (x[idx] = v, x[m] = v), np.add.at, "
-                   "np.subtract.at, "
-                   "np.maximum.at, np.minimum.at, np.copyto and np.fill_diagonal compile")
+                   "np.subtract.at, np.maximum.at, np.minimum.at, np.copyto and "
+                   "np.fill_diagonal compile")
 
 
 def _mutation(what: str, hint: str = "write it out of place (y = x + 1, not x += 1)") -> Any:
