@@ -488,8 +488,7 @@ def _plain(value: Any) -> Any:
 
 #: what the hint of a refused in-place function says compiles instead
 _IN_PLACE_FORMS = ("the function runs eagerly; assignments (x[idx] = v, x[m] = v), np.add.at, "
-                   "np.subtract.at, np.maximum.at, np.minimum.at, np.copyto and "
-                   "np.fill_diagonal compile")
+                   "np.subtract.at, np.maximum.at, np.minimum.at, np.copyto, np.fill_diagonal")
 
 
 def _mutation(what: str, hint: str = "write it out of place (y = x + 1, not x += 1)") -> Any:
