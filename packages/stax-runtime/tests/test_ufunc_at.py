@@ -70,25 +70,43 @@ def subtract_at(x, idx, v):
     return y
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int8"])
-def test_subtract_at_is_a_scatter_of_negated_values(dtype):
-    """``np.subtract.at`` ran eagerly ("not captured yet"): x - v is x + (-v) bit for bit (IEEE's
-    subtraction, signed zeros included; two's-complement wrapping), so it is ``np.add.at``'s
-    scatter of the negated values; unsigned arrays stay NumPy's."""
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8"])
+def test_subtract_at_of_signed_integers_is_a_scatter_of_negated_values(dtype):
+    """``np.subtract.at`` ran eagerly ("not captured yet"): x - v is x + (-v) modulo 2^n for
+    signed integers of x's dtype (two's complement, the smallest value included), so it is
+    ``np.add.at``'s scatter of the negated values."""
     rng = np.random.default_rng(14)
     f = stax.compile(subtract_at, strict_native=True)
+    info = np.iinfo(dtype)
     for _ in range(3):
-        x = (rng.standard_normal(12) * 50).astype(dtype)
+        x = rng.integers(info.min, info.max, 12, endpoint=True).astype(dtype)
         idx = rng.integers(0, 12, 40)
-        v = (rng.standard_normal(40) * 50).astype(dtype)
-        if dtype.startswith("float"):
-            x[:3], v[:3] = [0.0, -0.0, 1.0], [0.0, -0.0, 0.0]
+        v = rng.integers(info.min, info.max, 40, endpoint=True).astype(dtype)
+        v[0] = info.min
         got, want = f(x, idx, v), subtract_at(x, idx, v)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
-        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     assert not f.versions()[-1].artifact.externs
-    g = stax.compile(subtract_at)  # unsigned: NumPy's call
-    x = np.arange(12, dtype=np.uint8)
-    np.testing.assert_array_equal(g(x, np.arange(12) % 5, np.ones(12, np.uint8)),
-                                  subtract_at(x, np.arange(12) % 5, np.ones(12, np.uint8)))
+
+
+@pytest.mark.parametrize("x_dtype,v_dtype", [("float64", "float64"), ("float64", "uint8"),
+                                             ("float64", "int64"), ("uint8", "uint8"),
+                                             ("int64", "int8")])
+def test_other_subtract_at_runs_as_numpys_call(x_dtype, v_dtype):
+    """A float's NaN would change sign negated (the subtraction returns the value's NaN as it
+    is), an unsigned or narrower value's negation wraps before the cast (-1 as uint8 is 255),
+    int64's smallest value negated in int64 stays negative: NumPy's call, bit for bit."""
+    f = stax.compile(subtract_at)
+    idx = np.array([0, 1, 1, 4])
+    x = np.arange(5).astype(x_dtype)
+    v = np.array([1, 2, 3, 4]).astype(v_dtype)
+    if v_dtype == "int64":
+        v[0] = np.iinfo(np.int64).min
+    if v_dtype == "float64":
+        v[:2] = [np.nan, -np.nan]
+    for _ in range(2):
+        with np.errstate(all="ignore"):
+            got, want = f(x, idx, v), subtract_at(x, idx, v)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -394,3 +394,76 @@ def test_an_iteration_with_an_event_runs_in_numpy_and_the_loop_still_stops():
             expected = stop_on_bad(x)
         np.testing.assert_allclose(result, expected, rtol=1e-14)  # log within 1 ulp
         assert [str(w.message) for w in got] == [str(w.message) for w in want]
+
+
+# -- what a review found (each a wrong result before its fix) -------------------------------------
+
+def target_bound_again(x):
+    for k in range(30):  # noqa: B007 - bound again below
+        x = x * 0.5
+        if x.max() < 1:
+            break
+    k = x.sum()  # the returned k is this one, not the loop's
+    return x, k
+
+
+def target_bound_before(x, n):
+    k = np.argmax(x)  # a loop of no item leaves this one
+    for k in range(n):  # noqa: B007
+        x = x * 0.5
+        if x.max() < 1:
+            break
+    return x, k
+
+
+def test_a_returned_name_the_loop_does_not_alone_bind_is_not_converted():
+    compiled = stax.compile(target_bound_again)
+    for x in (np.ones(3) * 8, np.ones(3) * 1000):
+        _same(compiled(x), target_bound_again(x))
+    compiled = stax.compile(target_bound_before)
+    for n in (0, 3, 40):
+        _same(compiled(np.ones(3), n), target_bound_before(np.ones(3), n))
+
+
+def sqrt_until_one(x):
+    n = np.zeros((), np.int64)
+    while True:
+        x = np.sqrt(x)
+        n = n + 1
+        if np.abs(x - 1).max() < 1e-3:
+            break
+    return n
+
+
+def test_a_break_in_the_iteration_before_the_step_ends_the_loop():
+    """The first iteration runs as written (``while True``) and the step runs from there: a
+    call whose first iteration breaks ran one more (the step tested ``True`` alone)."""
+    compiled = stax.compile(sqrt_until_one)
+    for x in (np.array([4.0, 9.0, 16.0]), np.ones(3), np.array([1.0005, 1.0]), np.full(3, 1e6)):
+        _same(compiled(x), sqrt_until_one(x))
+
+
+def test_threads_get_their_own_last_item(monkeypatch):
+    """The last item a lifted loop ran was the runner's: a thread returned another's."""
+    import threading
+
+    from stax.runtime import lifted_loops
+
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", lambda self, arrays: None)
+    compiled = stax.compile(counted_for)
+    compiled(np.ones(20) * 3.0, 1e-9)
+    errors = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(200):
+            x = np.ones(20) * float(rng.choice([0.5, 3.0, 1e3]))
+            if compiled(x, 1e-9)[1] != counted_for(x, 1e-9)[1]:
+                errors.append(seed)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

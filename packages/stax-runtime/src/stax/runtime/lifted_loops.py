@@ -199,7 +199,6 @@ class Runner:
         self.identities: tuple[Any, ...] | None = None
         self.count = len(items)  # items the last compiled run ran (fewer: the body ended it)
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
-        self.last_item = items[-1] if len(items) else 0  # the last item the last run ran
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -236,8 +235,8 @@ class Runner:
         results = tuple(values[name][()] if name in self.scalars and
                         isinstance(values[name], np.ndarray) and not values[name].ndim
                         else values[name] for name in self.outputs)
-        if self.site.item_returned:  # the target after a ``break``: the last item run
-            results += (np.int64(self.last_item),)
+        if self.site.item_returned:  # the target after a ``break``: the last item this run ran
+            results += (np.int64(values.get(LAST_ITEM, self.items[-1])),)
         return results
 
     def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
@@ -252,7 +251,7 @@ class Runner:
         out = self.whole(walked, *[values[p] for p in site.params])
         for name, value in zip(site.returned, out):
             if name == site.target:
-                self.last_item = value
+                values[LAST_ITEM] = value  # the call's own (not the runner's: threads)
             if name in (site.target, site.row) or name in site.scratch:
                 continue
             if name in constants:
@@ -318,7 +317,7 @@ class Runner:
             if t == len(items) or (looped is not None and looped.exited):
                 if underflowed:
                     errstate.report(UNDERFLOW)
-                self.count, self.last_item = t, items[t - 1]
+                self.count, values[LAST_ITEM] = t, items[t - 1]
                 return
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
@@ -386,7 +385,8 @@ class Runner:
         if t > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (t - 1)
         self.count = t
-        self.last_item = items[t - 1] if t else self.last_item
+        if t:
+            values[LAST_ITEM] = items[t - 1]
 
     def _compile_at(self, values: dict[str, Any], item: int) -> None:
         """Compile the body at a typical item (the middle one) before the first: a window that
@@ -528,6 +528,9 @@ LOOP_TRIES = 3  # items after which the layouts are expected steady
 
 
 NO_CONSTANT = object()  # no constant
+#: a call's ``values`` entry for the last item its run ran (a loop ending at a test: the
+#: target the function returns); per call, as several threads may run one step at once
+LAST_ITEM = "__stax_last_item"
 
 
 def _taking_bases(body: Any, params: list[str], returned: tuple[str, ...],

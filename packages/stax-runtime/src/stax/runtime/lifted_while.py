@@ -47,6 +47,9 @@ from .lifted_loops import (
     unrolls,
 )
 
+#: the step's input saying whether the loop goes on after an iteration traced as written, and
+#: the call's count of iterations (its ``values``)
+GOING, ITERATIONS = "__stax_going", "__stax_iterations"
 #: iterations of the first machine-code run; each next run takes four times more, up to
 #: ``_LAST_CHUNK``: Python regains control between runs (Ctrl-C ends a loop that never ends)
 _FIRST_CHUNK = 64
@@ -54,13 +57,17 @@ _LAST_CHUNK = 1 << 16
 
 
 def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
-               state: dict[str, Any]) -> dict[str, Any] | None:
+               state: dict[str, Any], going: Any = None) -> dict[str, Any] | None:
     """The locals after running the loop from ``state`` as one recorded step, or None (the
-    reason logged under ``STAX_LOGS=loops``) when the loop is captured as written."""
+    reason logged under ``STAX_LOGS=loops``) when the loop is captured as written. ``going``:
+    after an iteration traced as written, whether the loop goes on (its ``break`` test and
+    its test, traced): an input of the step, which runs no iteration where it is false."""
     plan = plan_step(tracer, site, state)
     if isinstance(plan, str):
         return unrolls(site, plan)
     inputs, constants, outputs, views = plan
+    if going is not None:
+        inputs, state = [*inputs, GOING], {**state, GOING: going}
     if views:
         return unrolls(site, f"the body updates {', '.join(views)}, a view of another local, "
                               "in place")
@@ -130,7 +137,7 @@ class WhileRunner(Runner):
         where capture (which ran some) had new ones: a local that nothing else sees gets a
         copy, which no one can tell from it; another stays that object, and the call runs
         eagerly (the identity check that follows)."""
-        if len(self.items):
+        if values.get(ITERATIONS, 1):
             return
         for name in self.private:
             if any(values.get(name) is v for v in given.values()):
@@ -166,7 +173,7 @@ class WhileRunner(Runner):
         kept = [(k, name, self.constants.get(name, NO_CONSTANT)) for k, name in enumerate(site.returned)
                 if name not in site.scratch]
         flag = len(site.returned)  # the test's place among the compiled step's results
-        going = self._tested(values)
+        going = bool(values.pop(GOING)) if GOING in values else self._tested(values)
         count, chunk, tries = 0, _FIRST_CHUNK, LOOP_TRIES
         looped = self.loops.get(layouts_of(values, self.call_params))
         direct: dict[Any, Any] = {}
@@ -223,7 +230,14 @@ class WhileRunner(Runner):
         if count > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (count - 1)
         self.items = range(count)
-        self.count = count
+        self.count = values[ITERATIONS] = count  # the call's own (``_settle``; threads)
+
+    def _run_eagerly(self, values: dict[str, Any], items: range) -> None:
+        if GOING in values and not bool(values.pop(GOING)):
+            values[ITERATIONS] = 0  # the iteration before the step ended the loop
+            return
+        values.pop(GOING, None)
+        super()._run_eagerly(values, items)
 
     def _while_loop(self, values: dict[str, Any]) -> ItemLoopRun | None:
         """The machine-code loop for the current layouts, made once per layout."""

@@ -184,3 +184,22 @@ def _jumps(statement: ast.AST) -> bool:
         if not isinstance(child, (*SCOPES, ast.For, ast.While, ast.AsyncFor)):
             stack.extend(ast.iter_child_nodes(child))
     return False
+
+
+def name_bindings(function: ast.FunctionDef) -> list[tuple[int | None, str]]:
+    """Every binding of a name in ``function`` (nested scopes' too: a conservative list): the
+    Name node's id for an assignment, deletion or loop target, None for a parameter, an
+    import, an ``except ... as``, a ``match`` capture or a ``global``/``nonlocal``."""
+    found: list[tuple[int | None, str]] = []
+    for n in ast.walk(function):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            found.append((id(n), n.id))
+        elif isinstance(n, ast.arg):
+            found.append((None, n.arg))
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            found.extend((None, (a.asname or a.name).split(".")[0]) for a in n.names)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            found.extend((None, name) for name in n.names)
+        elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
+            found.append((None, n.name))
+    return found

@@ -47,7 +47,15 @@ import numpy as np
 
 from . import loop_body, loop_code, loop_state, result_conversions, while_loops
 from .creation import active_tracer
-from .loop_names import SCOPES, BreakForm, break_form, loop_names, row_item, rows_of
+from .loop_names import (
+    SCOPES,
+    BreakForm,
+    break_form,
+    loop_names,
+    name_bindings,
+    row_item,
+    rows_of,
+)
 from .loop_names import binds_target as target_bound
 from .ndindex_loops import (
     INDEX_TUPLE,
@@ -222,6 +230,7 @@ class _Rewriter:
         self.uses = loop_body.name_uses(function)  # before any loop of it is rewritten
         self.results = result_conversions.result_names(function)
         self.converted: set[int] = set()  # result names to convert (``convert_to_int``)
+        self.bindings = name_bindings(function)  # (node id or None, name)
         self.local_names = set(code.co_varnames)
         self.cell_names = set(code.co_cellvars)
         self.sites: list[LoopSite] = []
@@ -281,7 +290,11 @@ class _Rewriter:
             return set()
         ranged = isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call) and \
             isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
-        return reads if ranged and reads <= self.results.keys() else None
+        # read where only this loop binds it (no binding before it or after: the value read
+        # is the last item, or none when the loop ran no item)
+        own = {id(n) for n in ast.walk(node.target)}
+        alone = not any(name in targets and at not in own for at, name in self.bindings)
+        return reads if ranged and alone and reads <= self.results.keys() else None
 
     def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
              assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,

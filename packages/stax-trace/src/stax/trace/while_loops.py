@@ -46,7 +46,8 @@ def traced(value: Any) -> bool:
     """Whether ``value`` is one traced value (a test the data decides)."""
     return isinstance(value, Proxy) and np.size(value.value) == 1
 
-#: installed by ``stax.runtime``: ``lift(tracer, site, test, body, whole, state) -> state | None``
+#: installed by ``stax.runtime``: ``lift(tracer, site, test, body, whole, state[, going])``,
+#: the state after the loop or None
 _lifter: Callable[..., dict[str, Any] | None] | None = None
 
 
@@ -95,8 +96,8 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
         following = goes_on_after(goes, test, [state.get(n, UNBOUND) for n in site.params])
         if not _traced_and_true(following):
             break
-        if _settled(site, before, state):
-            lifted = _lifter(tracer, site, test, body, whole, state)
+        if _settled(site, before, state):  # the step goes on only where ``following`` holds
+            lifted = _lifter(tracer, site, test, body, whole, state, following)
             if lifted is not None:
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
             break

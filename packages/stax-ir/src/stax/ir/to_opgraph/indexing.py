@@ -191,11 +191,12 @@ def _add_at(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
     if np.result_type(dtype, value if is_scalar else value.tensor.np_dtype) != dtype:
         raise NotNative
     op = _UFUNC_AT[node.target]
-    if node.target == "stax.functional.subtract_at":  # x - v is x + (-v) bit for bit (IEEE's
-        # subtraction; two's-complement wrapping), unsigned aside (its negation wraps too, but
-        # a Python scalar's would not fit)
-        if dtype.kind == "u" or (is_scalar and dtype.kind == "i" and
-                                 not np.iinfo(dtype).min <= -int(value) <= np.iinfo(dtype).max):
+    if node.target == "stax.functional.subtract_at":  # x - v is x + (-v) mod 2^n for signed
+        # integers of x's own dtype (two's complement); a float's NaN would change sign (the
+        # subtraction returns v's NaN as it is), an unsigned negation or a narrower value's
+        # cast would differ: those run as NumPy's call
+        if dtype.kind != "i" or (not is_scalar and value.tensor.dtype != dtype.name) or (
+                is_scalar and not np.iinfo(dtype).min <= -int(value) <= np.iinfo(dtype).max):
             raise NotNative
         value = -value if is_scalar else ctx.emit("neg", (value,), {}, meta=dense_meta(
             tuple(value.tensor.shape), value.tensor.dtype))
