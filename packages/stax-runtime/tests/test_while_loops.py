@@ -467,3 +467,18 @@ def test_threads_get_their_own_last_item(monkeypatch):
     for t in threads:
         t.join()
     assert not errors
+
+
+def walrus_test(x):
+    d = np.zeros(())
+    while (d := x.max()) > 1.0:  # the test binds d: the last value it tested
+        x = x / 2
+    return x, d
+
+
+def test_a_test_binding_a_name_keeps_the_loop_as_written(monkeypatch):
+    from stax.runtime import lifted_loops
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", lambda self, arrays: None)
+    compiled = stax.compile(walrus_test)
+    for scale in (8.0, 1000.0, 0.5):
+        _same(compiled(np.ones(3) * scale), walrus_test(np.ones(3) * scale))

@@ -247,8 +247,9 @@ class _Rewriter:
         if isinstance(node, ast.For) and plain_index_target(node):
             self.local_names.add(INDEX_TUPLE)
         names = None
-        if isinstance(node, (ast.For, ast.While)):
-            form = break_form(node)
+        if isinstance(node, ast.For) or (isinstance(node, ast.While) and not any(
+                isinstance(n, ast.NamedExpr) for n in ast.walk(node.test))):  # (the test is a
+            form = break_form(node)  # function of its own: a name it binds would stay in it)
             returned = self._target_returned(node) if isinstance(node, ast.For) else set()
             if form is not None and returned is None:
                 form = None  # its value after a break is the data's, which Python would read
