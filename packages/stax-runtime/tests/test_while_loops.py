@@ -482,3 +482,33 @@ def test_a_test_binding_a_name_keeps_the_loop_as_written(monkeypatch):
     compiled = stax.compile(walrus_test)
     for scale in (8.0, 1000.0, 0.5):
         _same(compiled(np.ones(3) * scale), walrus_test(np.ones(3) * scale))
+
+
+def recomputed_each_item(x, n):
+    err = np.abs(x).max()  # carried, read by no kernel of the body: it computes it anew
+    for _ in range(n):
+        x = x * 0.5
+        err = np.abs(x).max()
+    return x, err
+
+
+def recomputed_each_iteration(x, tol):
+    err = np.abs(x).max()
+    while err > tol:
+        x = x * 0.5
+        err = np.abs(x).max()
+    return x, err
+
+
+def test_a_carried_value_no_kernel_reads_is_not_updated_in_place(monkeypatch):
+    """The machine-code loop took the kernel computing ``err`` for the copy an in-place update
+    skips (neither copies a named input: None == None), so ``err`` kept its first value: a
+    stale result after a ``for`` loop, a ``while`` loop that never ended."""
+    from stax.runtime import lifted_loops
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", lambda self, arrays: None)
+    f = stax.compile(recomputed_each_item)
+    for n in (40, 40, 7):
+        _same(f(np.ones(100) * 8.0, n), recomputed_each_item(np.ones(100) * 8.0, n))
+    g = stax.compile(recomputed_each_iteration)
+    for scale in (8.0, 1000.0):
+        _same(g(np.ones(1000) * scale, 1.0), recomputed_each_iteration(np.ones(1000) * scale, 1.0))

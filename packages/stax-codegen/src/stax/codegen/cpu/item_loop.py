@@ -143,8 +143,8 @@ def _in_place(artifact: KernelArtifact, plan: ItemLoopPlan) -> ItemLoopPlan:
     targets = {o for _, o in plan.nexts}
     for i, o in plan.nexts:
         first = next((n for n, w in enumerate(writes) if o in w), None)
-        if o < len(entry.inputs) or i in targets or first is None or \
-                artifact.kernels[first].copies != names.get(i) or \
+        if o < len(entry.inputs) or i in targets or first is None or names.get(i) is None or \
+                artifact.kernels[first].copies != names[i] or \
                 any(i in slots for _, slots, _ in entry.kernels[first + 1:]) or \
                 any(reports[first:]):
             nexts.append((i, o))
