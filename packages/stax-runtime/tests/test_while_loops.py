@@ -512,3 +512,59 @@ def test_a_carried_value_no_kernel_reads_is_not_updated_in_place(monkeypatch):
     g = stax.compile(recomputed_each_iteration)
     for scale in (8.0, 1000.0):
         _same(g(np.ones(1000) * scale, 1.0), recomputed_each_iteration(np.ones(1000) * scale, 1.0))
+
+
+def scratch_times_item(x):
+    for i in range(600):
+        t = x * i  # a scratch local: the body is wrapped; its item must stay a Python int
+        x = t * 1e-3 + x
+    return x
+
+
+def carried_int8(x):
+    k = x.sum(dtype=np.int8)  # a NumPy int8 scalar the loop carries
+    while x.max() < 100:
+        x = x + k
+        k = k + np.int8(100)  # overflows: NumPy warns for the scalar
+    return x, k
+
+
+def test_wrapped_bodies_take_their_item_and_scalars_as_scalars(monkeypatch):
+    """A wrapped body (scratch locals, a while loop's test) had ``*args``: capture could not
+    name its item and carried NumPy scalars, so they were 0-d arrays (``x_f32 * i`` promoted
+    to float64; an int8 scalar's overflow went unreported)."""
+    import warnings
+
+    from stax.runtime import lifted_loops
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", lambda self, arrays: None)
+    f = stax.compile(scratch_times_item)
+    x = np.ones(8, np.float32)
+    _same(f(x), scratch_times_item(x))
+    g = stax.compile(carried_int8)
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = g(np.zeros(3, np.float32))
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            expected = carried_int8(np.zeros(3, np.float32))
+        _same(result, expected)
+        assert [str(w.message) for w in got if "stax" not in str(w.message)] == \
+            [str(w.message) for w in want]
+
+
+def aliased_before(x):
+    y = x * 1.0
+    z = y  # a second name for the array the loop rebinds
+    while y.max() > 1:
+        y = y / 2
+    return y, z
+
+
+def test_a_call_running_no_iteration_keeps_an_aliased_local_the_same_object(monkeypatch):
+    from stax.runtime import lifted_loops
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", lambda self, arrays: None)
+    f = stax.compile(aliased_before)
+    f(np.ones(3) * 8.0)
+    got = f(np.ones(3) * 0.5)
+    assert got[0] is got[1]

@@ -6,13 +6,14 @@ another input."""
 from __future__ import annotations
 
 import dis
+import inspect
 import types
 from typing import Any
 
 import numpy as np
 
 from stax.trace import Proxy
-from stax.trace.loops import UNBOUND, LoopSite
+from stax.trace.loops import ITEM_ARGUMENT, UNBOUND, LoopSite
 from stax.trace.reach import code_names
 from stax.trace.traced_scalars import TracedScalar
 from stax.trace.traced_sizes import read_number
@@ -164,3 +165,36 @@ def _writes_cells(code: types.CodeType) -> bool:
                 instruction.argval in code.co_freevars:
             return True
     return any(_writes_cells(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def taking_bases(body: Any, params: list[str], returned: tuple[str, ...],
+                  views: dict[str, Any], scratch: frozenset[str]) -> Any:
+    """``body`` as a function of the item and the parameters that are neither views of another
+    input nor scratch: it makes each such view from its base (so an update through it is an
+    update of the base, as in the loop) and returns the bases after the body's results; a
+    scratch local (bound before read, read nowhere after the loop) goes in unbound and does
+    not come out (so a block the body slices out is never copied into a result)."""
+    call_params = [p for p in params if p not in views and p not in scratch]
+    bases = list(dict.fromkeys(base for base, _ in views.values()))
+
+    def taking_bases(item: Any, *args: Any) -> tuple[Any, ...]:
+        values = dict(zip(call_params, args))
+        values.update(dict.fromkeys(scratch, UNBOUND))
+        values.update({name: values[base][key] for name, (base, key) in views.items()})
+        out = body(item, *[values[p] for p in params])
+        # returned, such a view would be a NumPy step: the runner makes it from its base
+        mapped = [None if name in views or name in scratch else v
+                  for name, v in zip(returned, out)]
+        return (*mapped, *[values[b] for b in bases], *out[len(returned):])  # then goes on?
+
+    taking_bases.__name__ = taking_bases.__qualname__ = getattr(body, "__name__", "body")
+    taking_bases.__signature__ = named_parameters(call_params)  # type: ignore[attr-defined]
+    return taking_bases
+
+
+def named_parameters(params: list[str]) -> inspect.Signature:
+    """The signature ``(item, *params)`` of a wrapped body: capture names its placeholders from
+    it, and takes the item and carried NumPy scalars by name as the scalars they stand for
+    (``loop_index_argument``; as ``*args`` they were 0-d arrays: ``x_f32 * i`` promoted)."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Signature([inspect.Parameter(n, kind) for n in (ITEM_ARGUMENT, *params)])

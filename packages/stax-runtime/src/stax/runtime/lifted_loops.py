@@ -12,7 +12,7 @@ step's runner (``Runner``) either
 
 - runs the body compiled once (``strict_native``; the item a 0-d int64 traced as the Python int
   it stands for where an int64 means the same, ``item_uses.py``; carried NumPy scalars traced as
-  scalars; a view of another local made inside from its base, ``_taking_bases``): through the
+  scalars; a view of another local made inside from its base, ``taking_bases``): through the
   dispatcher for the first items, then, once the layouts are steady, in one machine-code loop
   over the remaining items (``stax.codegen.cpu.item_loop``, ``ItemLoopRun``), made once per
   layout and reused by later calls; or
@@ -56,7 +56,7 @@ from stax.trace.source import drop_held, held_mark, traced_value
 from . import config, logs
 from .api import CompiledFunction
 from .item_uses import ITEM, check_item_uses
-from .lift_plan import plan_step
+from .lift_plan import plan_step, taking_bases
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
@@ -68,7 +68,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         return unrolls(site, plan)
     inputs, constants, outputs, views = plan
     compiled = CompiledFunction(
-        _taking_bases(body, site.params, site.returned, views, site.scratch)
+        taking_bases(body, site.params, site.returned, views, site.scratch)
         if views or site.scratch else body, strict_native=True)
     compiled.capture_check = functools.partial(check_item_uses, items=items)
     compiled.donates_arguments = True  # it returns what it updates: no copy back per item
@@ -187,7 +187,7 @@ class Runner:
         self.views = views  # name -> (the input it views, the key), made again on a copy
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
         # the compiled body's parameters after the item: a view is made inside it from its
-        # base, which it returns after the body's own results (``_taking_bases``)
+        # base, which it returns after the body's own results (``lift_plan.taking_bases``)
         self.call_params = [p for p in site.params if p not in views and p not in site.scratch]
         self.bases = list(dict.fromkeys(base for base, _ in views.values()))
         self.eager = False
@@ -531,30 +531,6 @@ NO_CONSTANT = object()  # no constant
 #: a call's ``values`` entry for the last item its run ran (a loop ending at a test: the
 #: target the function returns); per call, as several threads may run one step at once
 LAST_ITEM = "__stax_last_item"
-
-
-def _taking_bases(body: Any, params: list[str], returned: tuple[str, ...],
-                  views: dict[str, Any], scratch: frozenset[str]) -> Any:
-    """``body`` as a function of the item and the parameters that are neither views of another
-    input nor scratch: it makes each such view from its base (so an update through it is an
-    update of the base, as in the loop) and returns the bases after the body's results; a
-    scratch local (bound before read, read nowhere after the loop) goes in unbound and does
-    not come out (so a block the body slices out is never copied into a result)."""
-    call_params = [p for p in params if p not in views and p not in scratch]
-    bases = list(dict.fromkeys(base for base, _ in views.values()))
-
-    def taking_bases(item: Any, *args: Any) -> tuple[Any, ...]:
-        values = dict(zip(call_params, args))
-        values.update(dict.fromkeys(scratch, UNBOUND))
-        values.update({name: values[base][key] for name, (base, key) in views.items()})
-        out = body(item, *[values[p] for p in params])
-        # returned, such a view would be a NumPy step: the runner makes it from its base
-        mapped = [None if name in views or name in scratch else v
-                  for name, v in zip(returned, out)]
-        return (*mapped, *[values[b] for b in bases], *out[len(returned):])  # then goes on?
-
-    taking_bases.__name__ = taking_bases.__qualname__ = getattr(body, "__name__", "body")
-    return taking_bases
 
 
 def _identities(results: list[Any], given: dict[str, Any], mutated: tuple[str, ...],

@@ -33,7 +33,7 @@ from stax.trace.while_loops import goes_on_after, install_while_lifter
 from . import config, logs
 from .api import CompiledFunction
 from .item_uses import ITEM, check_item_uses
-from .lift_plan import plan_step
+from .lift_plan import named_parameters, plan_step
 from .lifted_loops import (
     LOOP_TRIES,
     NO_CONSTANT,
@@ -57,11 +57,13 @@ _LAST_CHUNK = 1 << 16
 
 
 def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
-               state: dict[str, Any], going: Any = None) -> dict[str, Any] | None:
+               state: dict[str, Any], going: Any = None, elsewhere: Any = ()
+               ) -> dict[str, Any] | None:
     """The locals after running the loop from ``state`` as one recorded step, or None (the
     reason logged under ``STAX_LOGS=loops``) when the loop is captured as written. ``going``:
     after an iteration traced as written, whether the loop goes on (its ``break`` test and
-    its test, traced): an input of the step, which runs no iteration where it is false."""
+    its test, traced): an input of the step, which runs no iteration where it is false.
+    ``elsewhere``: the traced values the function's other locals hold (``_private``)."""
     plan = plan_step(tracer, site, state)
     if isinstance(plan, str):
         return unrolls(site, plan)
@@ -80,7 +82,7 @@ def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
                           scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
                           views={})
     runner.body, runner.test = body, test
-    runner.private = {n for n in outputs if _private(tracer, state, n)}
+    runner.private = {n for n in outputs if _private(tracer, state, n, elsewhere)}
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
     if isinstance(first, str):
@@ -93,14 +95,16 @@ def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
     return after
 
 
-def _private(tracer: Any, state: dict[str, Any], name: str) -> bool:
+def _private(tracer: Any, state: dict[str, Any], name: str, elsewhere: Any = ()) -> bool:
     """Whether the value of ``name`` before the loop is seen by nothing but that local: no
-    argument, no view of another array or viewed by one, bound to no other local."""
+    argument, no view of another array or viewed by one, bound to no other local of the loop
+    or of the function (``elsewhere``)."""
     value = state[name]
     return isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and \
         id(value) not in tracer.arguments and value.view_of is None and \
         tracer.shared(value) is None and \
-        not any(other is value for key, other in state.items() if key != name)
+        not any(other is value for key, other in state.items() if key != name) and \
+        not any(other is value for other in elsewhere)
 
 
 def _body_then_test(body: Any, test: Any, site: LoopSite) -> Any:
@@ -120,6 +124,7 @@ def _body_then_test(body: Any, test: Any, site: LoopSite) -> Any:
         return (*[None if name in scratch else v for name, v in zip(returned, out)], going)
 
     body_then_test.__name__ = body_then_test.__qualname__ = getattr(body, "__name__", "body")
+    body_then_test.__signature__ = named_parameters(call_params)  # type: ignore[attr-defined]
     return body_then_test
 
 

@@ -18,6 +18,7 @@ unrolled: each test a gate.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -46,8 +47,8 @@ def traced(value: Any) -> bool:
     """Whether ``value`` is one traced value (a test the data decides)."""
     return isinstance(value, Proxy) and np.size(value.value) == 1
 
-#: installed by ``stax.runtime``: ``lift(tracer, site, test, body, whole, state[, going])``,
-#: the state after the loop or None
+#: installed by ``stax.runtime``: ``lift(tracer, site, test, body, whole, state, going,
+#: elsewhere)``, the state after the loop or None
 _lifter: Callable[..., dict[str, Any] | None] | None = None
 
 
@@ -69,12 +70,14 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
         return whole(None, *values)[:count]
     state = dict(zip(site.params, values))
     initial = dict(state)
+    elsewhere = _held_elsewhere(sys._getframe(1), site)
     first = loop_state.FirstIteration(tracer, state)
     outcome = test(*values)
     if _traced_and_true(outcome):
         goes = _iteration(site, body, state, UNBOUND)
         lifted = first.lift_all(tracer, site, state, UNBOUND,
-                                lambda start: _lifter(tracer, site, test, body, whole, start))
+                                lambda start: _lifter(tracer, site, test, body, whole, start,
+                                                      None, elsewhere))
         if lifted is not None:
             return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
         bool(outcome)  # unrolled: the gate that let the first iteration run
@@ -97,7 +100,7 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
         if not _traced_and_true(following):
             break
         if _settled(site, before, state):  # the step goes on only where ``following`` holds
-            lifted = _lifter(tracer, site, test, body, whole, state, following)
+            lifted = _lifter(tracer, site, test, body, whole, state, following, elsewhere)
             if lifted is not None:
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
             break
@@ -146,6 +149,20 @@ def _equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:
         return False
+
+
+def _held_elsewhere(frame: Any, site: Any) -> list[Proxy]:
+    """The traced values the function's other locals hold (themselves, or in a list, tuple or
+    dict): a loop's local bound to one of them is no private object (``z = y`` before the
+    loop: a call running no iteration must give ``y`` as that same object)."""
+    found: list[Proxy] = []
+    for name, value in frame.f_locals.items():
+        if name in site.params or name.startswith("__stax"):
+            continue
+        items = value.values() if isinstance(value, dict) else \
+            value if isinstance(value, (list, tuple)) else (value,)
+        found.extend(v for v in items if isinstance(v, Proxy))
+    return found
 
 
 def _iteration(site: Any, body: Callable[..., tuple[Any, ...]], state: dict[str, Any],
