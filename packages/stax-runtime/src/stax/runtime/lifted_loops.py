@@ -308,13 +308,14 @@ class Runner:
         underflowed = False
         if looped is not None:  # the common call: every item in machine code, nothing else
             ran = looped.run(values, self._args(values, items[0]), items, 0)
+            exited = False
             if ran is not None:
-                t, underflowed = ran
+                t, underflowed, exited = ran
                 stopped = t
                 self._views_again(values)
             else:
                 looped = None
-            if t == len(items) or (looped is not None and looped.exited):
+            if t == len(items) or exited:
                 if underflowed:
                     errstate.report(UNDERFLOW)
                 self.count, values[LAST_ITEM] = t, items[t - 1]
@@ -330,11 +331,11 @@ class Runner:
                     if ran is None:  # the arguments changed layout
                         looped = None
                     else:
-                        ran, under = ran
+                        ran, under, exited = ran
                         underflowed = underflowed or under
                         t += ran
                         self._views_again(values)
-                        if t == len(items) or looped.exited:
+                        if t == len(items) or exited:
                             break
                         # item t stopped it (an event, a check): it goes through the dispatcher
                         args = self._args(values, items[t])
@@ -470,7 +471,6 @@ class ItemLoopRun:
     def __init__(self, loop: Any, slots: list[int], carried: dict[int, str],
                  outputs: list[str | None]) -> None:
         self.loop, self.slots, self.carried, self.outputs = loop, slots, carried, outputs
-        self.exited = False
 
     @staticmethod
     def of(runner: Runner, args: tuple[Any, ...], exit: int | None = None) -> ItemLoopRun | None:
@@ -504,10 +504,11 @@ class ItemLoopRun:
         return ItemLoopRun(loop, slots, names, outputs)
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
-            ) -> tuple[int, bool] | None:
+            ) -> tuple[int, bool, bool] | None:
         """Run items ``t...`` until the end or an item that stops it (its inputs then bound in
-        ``values``): the number run and whether one may have underflowed, or None for
-        arguments of other layouts."""
+        ``values``): the number run, whether one may have underflowed and whether a false test
+        ended the loop (a ``while`` step's; returned, not kept: threads share this loop), or
+        None for arguments of other layouts."""
         inputs = [args[s] for s in self.slots]
         if not self.loop.fits(inputs):
             return None
@@ -520,8 +521,7 @@ class ItemLoopRun:
         else:
             for i, name in self.carried.items():
                 values[name] = inputs[i]
-        self.exited = exited  # a false test ended the loop (a ``while`` loop's step)
-        return ran, underflowed
+        return ran, underflowed, exited
 
 
 LOOP_TRIES = 3  # items after which the layouts are expected steady

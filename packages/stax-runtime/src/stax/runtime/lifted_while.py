@@ -193,7 +193,7 @@ class WhileRunner(Runner):
                     else:
                         count += ran[0]
                         underflowed = underflowed or ran[1]
-                        if looped.exited:
+                        if ran[2]:  # a false test ended the loop
                             break
                         if ran[0] == chunk:
                             chunk = min(chunk * 4, _LAST_CHUNK)
