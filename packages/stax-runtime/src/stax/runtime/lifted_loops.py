@@ -364,12 +364,7 @@ class Runner:
                         direct[layout] = run
                         self.may_underflow |= version is None or may_underflow(version)
                 underflowed = underflowed or self.may_underflow
-                for k, name, constant in kept:
-                    value = out[k]
-                    if constant is not NO_CONSTANT:
-                        check_stable(name, value, constant)
-                        continue
-                    values[name] = np.asarray(value) if isinstance(value, np.generic) else value
+                self._keep(out, kept, values)
                 self._views_again(values)
                 t += 1
                 if site.stops and not out[flag]:  # the body ended the loop (``break``)
@@ -422,16 +417,28 @@ class Runner:
 
     def _body_eagerly(self, values: dict[str, Any], item: int) -> Any:
         """The body function (of the item's index, for a loop over rows) on ``item`` as
-        eagerly, its results bound; what it returns after them (whether the loop goes on)."""
+        eagerly, its results bound; whether the loop goes on (what a body ending the loop at a
+        test returns after them; True for another)."""
         site = self.site
-        out = self.body(item, *[values[p] for p in site.params])
+        out = self.body(item, *[values.get(p, UNBOUND) for p in site.params])
         for name, value in zip(site.returned, out):
             if name in (site.target, site.row) or name in site.scratch:
                 continue
             if name in self.constants:
                 check_stable(name, value, self.constants[name])
             values[name] = value
-        return out[len(site.returned)]
+        return out[len(site.returned)] if site.stops else True
+
+    def _keep(self, out: tuple[Any, ...], kept: list[tuple[int, str, Any]],
+              values: dict[str, Any]) -> None:
+        """Bind the compiled body's results ``kept`` (position, name, the constant it must
+        stay) in ``values``; a NumPy scalar as the 0-d array the body takes."""
+        for k, name, constant in kept:
+            value = out[k]
+            if constant is not NO_CONSTANT:
+                check_stable(name, value, constant)
+                continue
+            values[name] = np.asarray(value) if isinstance(value, np.generic) else value
 
     def _args(self, values: dict[str, Any], item: int) -> tuple[Any, ...]:
         """The compiled body's arguments for ``item``: the item as a 0-d int64, then the

@@ -39,7 +39,6 @@ from .lifted_loops import (
     NO_CONSTANT,
     ItemLoopRun,
     Runner,
-    check_stable,
     first_run,
     layouts_of,
     may_underflow,
@@ -158,14 +157,7 @@ class WhileRunner(Runner):
         for name in self.scalars:
             if isinstance(values.get(name), np.ndarray):
                 values[name] = values[name][()]
-        out = self.body(None, *[values.get(p, UNBOUND) for p in site.params])
-        for name, value in zip(site.returned, out):
-            if name in site.scratch:
-                continue
-            if name in self.constants:
-                check_stable(name, value, self.constants[name])
-            values[name] = value
-        goes = out[len(site.returned)] if site.stops else True
+        goes = self._body_eagerly(values, None)
         going = bool(goes_on_after(goes, self.test, [values.get(p, UNBOUND)
                                                      for p in site.params]))
         for name in self.scalars:
@@ -215,12 +207,7 @@ class WhileRunner(Runner):
                     direct[layout] = run
                     self.may_underflow |= version is None or may_underflow(version)
                 underflowed = underflowed or self.may_underflow
-                for k, name, constant in kept:
-                    value = out[k]
-                    if constant is not NO_CONSTANT:
-                        check_stable(name, value, constant)
-                        continue
-                    values[name] = np.asarray(value) if isinstance(value, np.generic) else value
+                self._keep(out, kept, values)
                 going = bool(out[flag])
                 count += 1
                 if clock is None:  # the first iteration compiles: timed from the second
