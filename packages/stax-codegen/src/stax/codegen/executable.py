@@ -440,10 +440,11 @@ class Executable:
         return precise.run(*arrays)
 
     def entry(self, inputs: list[np.ndarray], slow: Callable[..., Any],
-              scalars: tuple[int, ...] = ()) -> Entry | str:
+              scalars: tuple[tuple[int, str], ...] = ()) -> Entry | str:
         """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``
         that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none;
-        ``scalars``: inputs the call passes as Python floats (``inputs`` has their 0-d arrays)."""
+        ``scalars``: inputs the call passes as Python or NumPy scalars, with their kinds
+        (``inputs`` has their 0-d arrays)."""
         return make_entry(self.artifact, self.module, inputs, slow, self._cache,
                           self._hooks["native"], self._hooks["report_late"], scalars)
 

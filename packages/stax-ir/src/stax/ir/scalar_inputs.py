@@ -1,19 +1,25 @@
-"""Python scalar arguments as run-time inputs of a generic version (issue 15, item 3).
+"""Scalar arguments as run-time inputs of a generic version (issue 15, item 3; issue 14, item 3).
 
-Capture records where a Python ``int`` or ``float`` argument was an operand of a traced call
-(``meta["scalar_args"]``, ``stax.trace.traced_sizes.TracedScalar``) and whether Python decided
-anything from its value (``info["scalar_read"]``). ``scalar_inputs`` rewrites such a capture so
-the argument is an input: a 0-d ``float64``/``int64`` placeholder, converted where it is used to
-the dtype NumPy converts a *weak* Python scalar to (NEP 50: ``x_f32 * k`` computes in float32,
-``k`` rounded to it once) — the ``astype`` NumPy's own conversion does. Only uses whose NumPy
-loop takes the scalar that way are rewritten: element-wise arithmetic, comparisons, maxima and
-``where`` with floating-point arrays. ``x ** k`` (NumPy's fast paths for some exponents), integer
-arrays (an ``int`` past the array's range raises) and any other use keep the value in the key.
+Capture records where a scalar argument was an operand of a traced call (``meta["scalar_args"]``,
+``stax.trace.traced_scalars.TracedScalar``) and whether Python decided anything from its value
+(``info["scalar_read"]``). ``scalar_inputs`` rewrites such a capture so the argument is an input:
+
+- a Python ``float``/``int``: a 0-d ``float64``/``int64`` placeholder, converted where it is
+  used to the dtype NumPy converts a *weak* Python scalar to (NEP 50: ``x_f32 * k`` computes in
+  float32, ``k`` rounded to it once) — the ``astype`` NumPy's own conversion does. Only uses
+  whose NumPy loop takes the scalar that way are rewritten: element-wise arithmetic,
+  comparisons, maxima and ``where`` with floating-point arrays. ``x ** k`` (NumPy's fast paths
+  for some exponents), integer arrays (an ``int`` past the array's range raises) and any other
+  use keep the value in the key;
+- a NumPy scalar (kind ``"numpy.float32"``...): *strong* (NEP 50), so NumPy computes with it as
+  with a 0-d array of its dtype: the placeholder is that array, used as it is, by the same
+  element-wise calls (with arrays of any dtype).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,21 +41,52 @@ WEAK_OPERAND_TARGETS = frozenset({
 INPUT_DTYPES = {"float": "float64", "int": "int64"}
 
 
+def value_kind(value: Any) -> str | None:
+    """The kind of a scalar argument a generic version can take as a run-time input:
+    ``"float"`` or ``"int"`` (Python's; not a bool), ``"numpy.<dtype>"`` for a NumPy integer or
+    float32/float64 scalar of exactly its dtype's type; None for anything else."""
+    t = type(value)
+    if t is float or t is int:
+        return t.__name__
+    if isinstance(value, np.generic) and numpy_kind(value.dtype) is not None and \
+            np.dtype(value.dtype.name).type is t:  # not np.longlong, say (another int64 type)
+        return f"numpy.{value.dtype.name}"
+    return None
+
+
+def numpy_kind(dtype: np.dtype) -> str | None:
+    """``"numpy.<dtype>"`` for the NumPy scalars taken as run-time inputs, else None."""
+    if dtype.kind in "iu" or (dtype.kind == "f" and dtype.itemsize in (4, 8)):
+        return f"numpy.{dtype.name}"
+    return None
+
+
+def input_dtype(kind: str) -> str:
+    """The dtype of the 0-d input of a scalar of ``kind`` (``"float"``, ``"numpy.int32"``)."""
+    return INPUT_DTYPES[kind] if kind in INPUT_DTYPES else kind.split(".", 1)[1]
+
+
+def _strong(kind: str) -> bool:
+    return kind not in INPUT_DTYPES  # a NumPy scalar: its own dtype, no weak conversion
+
+
 def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                   read: Sequence[int] = ()) -> str | None:
-    """Make each flat argument ``leaf`` (of Python type ``leaves[leaf]``: ``"float"``/``"int"``)
-    an input of ``program``, in place; None when done, else why not (the program may then be
-    half rewritten: rewrite a copy). ``read``: the arguments Python decided something from
-    (capture's ``info["scalar_read"]``)."""
+    """Make each flat argument ``leaf`` (of kind ``leaves[leaf]``: ``"float"``, ``"int"``,
+    ``"numpy.float32"``...) an input of ``program``, in place; None when done, else why not
+    (the program may then be half rewritten: rewrite a copy). ``read``: the arguments Python
+    decided something from (capture's ``info["scalar_read"]``)."""
     graph = program.graph
     taken = {str(n.target) for n in graph.nodes if n.op is Opcode.PLACEHOLDER}
     first = next((n for n in graph.nodes if n.op is not Opcode.PLACEHOLDER), None)
     if first is None:
         return "the graph has no operation"
+    for leaf, kind in sorted(leaves.items()):
+        why = input_refusal(program, leaf, read, kind)
+        if why is not None:
+            return why
     placeholders: dict[int, Node] = {}
     for leaf, kind in sorted(leaves.items()):
-        if leaf in set(read):
-            return f"the function decides something in Python from argument {leaf}'s value"
         name = next(f"scalar{leaf}" + "_" * k for k in range(len(taken) + 1)
                     if f"scalar{leaf}" + "_" * k not in taken)
         # among the placeholders in argument order (an executable's inputs are in graph
@@ -60,25 +97,47 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
         at = by_target.get(str(later[0])) if later else None
         with graph.inserting_before(at if at is not None else first):
             placeholders[leaf] = graph.placeholder(
-                name, {"tensor": TensorMeta((), INPUT_DTYPES[kind], ())})
+                name, {"tensor": TensorMeta((), input_dtype(kind), ())})
         program.inputs[leaf] = placeholders[leaf].target
     for node in list(graph.nodes):
-        for path, leaf in node.meta.get("scalar_args", ()):
-            if leaf not in placeholders:
-                continue
-            target = _weak_dtype(node)
-            if target is None:
-                return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
-                       "which takes it other than as a weak scalar of a float array"
-            with graph.inserting_before(node):
-                cast = graph.call_method("astype", (placeholders[leaf], target),
-                                         name=f"{placeholders[leaf].name}_as",
-                                         meta={"tensor": TensorMeta((), target, ())})
+        uses = [(path, leaf) for path, leaf in node.meta.get("scalar_args", ())
+                if leaf in placeholders]
+        target = _weak_dtype(node) if uses else None  # before any operand is rewritten
+        for path, leaf in uses:
+            cast = placeholders[leaf]  # a NumPy scalar: the 0-d array of its own dtype
+            if not _strong(leaves[leaf]):
+                assert target is not None  # input_refusal said so
+                with graph.inserting_before(node):
+                    cast = graph.call_method("astype", (placeholders[leaf], target),
+                                             name=f"{placeholders[leaf].name}_as",
+                                             meta={"tensor": TensorMeta((), target, ())})
             where, *rest = path
             if where == "args":
                 node.set_args(replaced_argument(node.args, rest, cast), node.kwargs)
             else:
                 node.set_args(node.args, replaced_argument(node.kwargs, rest, cast))
+    return None
+
+
+def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
+                  kind: str = "float") -> str | None:
+    """Why flat argument ``leaf`` (a scalar of ``kind``) cannot be an input of ``program``, or
+    None: the function decided something from its value, or a traced call takes it other than
+    as a weak scalar of float arrays (a NumPy scalar: other than as an element-wise operand).
+    Nothing is rewritten."""
+    if leaf in set(read):
+        return f"the function decides something in Python from argument {leaf}'s value"
+    for node in program.graph.nodes:
+        if not any(used == leaf for _, used in node.meta.get("scalar_args", ())):
+            continue
+        if _strong(kind):
+            if node.op is not Opcode.CALL_FUNCTION or node.target not in \
+                    WEAK_OPERAND_TARGETS or node.kwargs:
+                return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
+                       "which is not an element-wise operation"
+        elif _weak_dtype(node) is None:
+            return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
+                   "which takes it other than as a weak scalar of a float array"
     return None
 
 

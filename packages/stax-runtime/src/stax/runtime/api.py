@@ -220,6 +220,12 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         except Unguardable as exc:
             return self._run_unkeyable(exc, placement, args, kwargs)
         version = self._lookup(sigma, args, kwargs)
+        if version is None and self._at_limit():  # new keys run eagerly: no rescan, no capture
+            self._misses += 1
+            self._fallbacks += 1
+            self._warn_limit(sigma, args, kwargs)
+            return self._eager(args, kwargs) if placement is not None else \
+                self._traced_function()(*args, **kwargs)  # no device array among them
         if version is None:
             with self._compile_lock:  # another thread may have compiled it meanwhile
                 if self._rescan_free_variables():  # bound after compile(): lifted from now on
@@ -376,8 +382,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             reasons = [str(f) for v in self._versions for f in v.failures(sigma, args, kwargs)]
             logs.emit("recompiles", settings.logs,
                       f"recompiling {self._name!r}: " + "; ".join(reasons))
-        if len(self._versions) >= self.limits.max_versions or \
-                self._compiles >= self.limits.max_compiles:
+        if self._at_limit():
             self._warn_limit(sigma, args, kwargs)
             return Version(-1, sigma, self._eager, native=False,
                            reason="version or compile limit reached")
@@ -385,13 +390,18 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                                             DecisionStore.of(self.fn, settings.cache_dir))
         version = self._compile(sigma, args, kwargs, settings, outcome, placement, pattern)
         if version.generic is not None and pattern is not None:
-            self._generic.add(sigma, pattern, version)
+            self._generic.add(sigma, getattr(version.generic, "pattern", None) or pattern,
+                              version)
         self._versions.append(version)
         self._by_sigma.setdefault(sigma, []).append(version)
         layout = array_signature(args) if not kwargs else None
         if layout is not None:
             self._by_layout[layout] = self._by_sigma[sigma]
         return version
+
+    def _at_limit(self) -> bool:
+        return len(self._versions) >= self.limits.max_versions or \
+            self._compiles >= self.limits.max_compiles
 
     def _warn_limit(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not self._limit_warned:
@@ -567,6 +577,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         version.plain_entries = version.generic is not None and plain_call and \
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
+        # the pattern with the other scalars the generic version took as inputs
+        pattern = getattr(version.generic, "pattern", None) or pattern
         key = entry_key(sigma, pattern, version.generic)  # (a size-generic one: none)
         if version.entry is None and version.gates is None and not self._free and \
                 placement is None and key is not None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir.scalar_inputs import numpy_kind, value_kind
 from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
@@ -91,9 +92,16 @@ def _layout(leaf: Any, dims: Sequence[int] = ()) -> tuple[Any, ...] | None:
 
 
 def scalar_kind(leaf: Any) -> str | None:
-    """``"int"`` or ``"float"`` for the signature leaf of a Python int or float (not a bool)."""
+    """``"int"`` or ``"float"`` for the signature leaf of a Python int or float (not a bool),
+    ``"numpy.<dtype>"`` for a NumPy scalar a generic version can take as an input
+    (``scalar_arguments.value_kind``)."""
     if isinstance(leaf, tuple) and len(leaf) == 2 and leaf[0] in ("int", "float"):
         return leaf[0]
+    if isinstance(leaf, tuple) and len(leaf) == 3 and isinstance(leaf[1], str) and \
+            isinstance(leaf[2], bytes):  # (type name, dtype, bytes)
+        dtype = np.dtype(leaf[1])
+        if dtype.type.__name__ == leaf[0] and dtype.isnative:
+            return numpy_kind(dtype)
     return None
 
 
@@ -286,6 +294,7 @@ class GenericVersions:
             log("recompiles", f"{name}: no size-generic version for dynamic {dims}: {exc}; "
                               "compiling for these exact sizes")
             return None
+        pattern = getattr(executable, "pattern", None) or pattern  # with the scalars it took
         log("recompiles", f"{name}: size-generic version for dynamic {dims}: {describe(env)}")
         if store is not None:  # a later process compiles it at its first such call
             store.remember(sigma, pattern)
@@ -320,7 +329,7 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     environment of its sizes and guards; ``NotGeneric`` says why it cannot be."""
     from stax.codegen.instantiate import GenericExecutable
     from stax.ir import CAPTURE_SCHEMA, GraphProgram
-    from stax.ir.scalar_inputs import scalar_inputs
+    from stax.ir.scalar_inputs import input_refusal, scalar_inputs
     from stax.ir.sizes import shape_env
     from stax.ir.symbolic_shapes import symbolize
 
@@ -331,17 +340,24 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     scalars: dict[int, str] = {}  # flat argument -> "int"/"float"
     for i, d in sorted(pattern):
         if d == SCALAR_VALUE:
-            scalars[positions[i]] = type(args[i]).__name__
+            scalars[positions[i]] = value_kind(args[i])
         else:
             dynamic.setdefault(positions[i], []).append(d)
     program = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)
+    read = capture.info.get("scalar_read", ())
+    if scalars:  # the other Python scalars it can take join them: no version per their values,
+        for i, a in enumerate(args):  # and every argument an input (the machine-code entry)
+            if value_kind(a) is not None and positions[i] not in scalars and \
+                    input_refusal(program, positions[i], read, value_kind(a)) is None:
+                scalars[positions[i]] = value_kind(a)
+                pattern = pattern | {(i, SCALAR_VALUE)}
     env = ShapeEnv()
     with shape_env(env):
         try:  # whatever stops it, the exact version is compiled instead
             why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())),
                             capture.info.get("size_symbols"), capture.info.get("dims_read"))
             if why is None and scalars:
-                why = scalar_inputs(program, scalars, capture.info.get("scalar_read", ()))
+                why = scalar_inputs(program, scalars, read)
             executable = None if why is not None else run_backend(program)
         except Exception as exc:
             raise NotGeneric(f"{type(exc).__name__}: {exc}") from None
@@ -355,7 +371,7 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
         raise NotGeneric("sizes made exact by the guards " + "; ".join(
             f"{g} ({g.site})" for g in env.guards if g.expression.symbols & pinned))
     if not dynamic:  # scalars only: an executable of fixed sizes with them as inputs
-        return ScalarArguments.around(executable, program, scalars), env
+        return ScalarArguments.around(executable, program, scalars, pattern), env
     if not isinstance(executable, GenericExecutable):
         raise NotGeneric("the backend made no size-generic executable")
     for name, (low, high) in executable.symbols.items():  # a plan from the disk cache: its
@@ -370,4 +386,4 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
         said = next((line.strip() for line in lines if "error:" in line), lines[-1].strip())
         raise NotGeneric(f"the kernels need a size the code generator takes only as a "
                          f"constant ({type(exc).__name__}: {said})") from None
-    return ScalarArguments.around(executable, program, scalars), env
+    return ScalarArguments.around(executable, program, scalars, pattern), env

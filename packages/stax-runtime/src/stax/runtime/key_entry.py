@@ -142,10 +142,15 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
                           f"{name}_dtype": dtype})
         return (f"type({name}) is ndarray and {name}.shape == {name}_shape and "
                 f"{name}.strides == {name}_strides and {name}.dtype == {name}_dtype")
-    if kind in ("float", "int") and leaf[1] == "*":  # a run-time input (generic.SCALAR_VALUE)
+    if len(leaf) == 2 and leaf[1] == "*":  # a run-time input (generic.SCALAR_VALUE)
         if kind == "float":
             return f"type({name}) is float"
-        return f"type({name}) is int and -{EXACT_INT} < {name} < {EXACT_INT}"
+        if kind == "int":
+            return f"type({name}) is int and -{EXACT_INT} < {name} < {EXACT_INT}"
+        if kind.startswith("numpy."):  # a NumPy scalar of exactly this type
+            constants[f"{name}_type"] = np.dtype(kind.split(".", 1)[1]).type
+            return f"type({name}) is {name}_type"
+        return None
     if kind == "float":
         key = constants[f"{name}_key"] = leaf[1]
         value = float.fromhex(key) if not key.startswith("nan:") else math.nan

@@ -1,10 +1,13 @@
-"""Python scalar arguments passed to a compiled version as run-time inputs (issue 15).
+"""Scalar arguments passed to a compiled version as run-time inputs (issue 15; issue 14 item 3).
 
 A generic version whose capture had scalar arguments made inputs (``stax.ir.scalar_inputs``)
-takes them as 0-d ``float64``/``int64`` arrays; ``ScalarArguments`` wraps its executable so the
-runtime's runners pass the Python values unchanged: each is converted on the way in, and a value
-the conversion would not keep exactly (an ``int`` past 2**53, which NumPy converts to a float
-array's dtype through a double) is a guard failure, so the call takes another version.
+takes a Python ``float``/``int`` as a 0-d ``float64``/``int64`` array and a NumPy scalar
+(``np.float64(t)``, ``np.float32``, NumPy's integers) as a 0-d array of its own dtype;
+``ScalarArguments`` wraps its executable so the runtime's runners pass the values unchanged:
+each is converted on the way in, and a value the conversion would not keep exactly (an ``int``
+past 2**53, which NumPy converts to a float array's dtype through a double) is a guard failure,
+so the call takes another version. The machine-code entry reads them itself
+(``stax.codegen.cpu.entry_scalars``).
 
 A CUDA version takes the 0-d array on the device of its array inputs, made by their library
 (``ArrayLibrary.scalar``: a fill on the device, no host copy to wait for).
@@ -19,17 +22,27 @@ import numpy as np
 
 from stax.codegen import Executable, TritonExecutable
 from stax.codegen.triton.arrays import library_of
+from stax.ir.scalar_inputs import value_kind
 
 #: an int argument converted to a float array's dtype exactly (as NumPy does, via a double)
 EXACT_INT = 2 ** 53
 _DTYPES = {"int": np.dtype(np.int64), "float": np.dtype(np.float64)}
 
 
-class ScalarArguments:
-    """An executable whose flat inputs include Python scalars, by position."""
+def input_dtype(kind: str) -> np.dtype:
+    """The dtype of the 0-d input a scalar of ``kind`` is passed as."""
+    return _DTYPES[kind] if kind in _DTYPES else np.dtype(kind.split(".", 1)[1])
 
-    def __init__(self, inner: Any, slots: list[int], scalars: Mapping[int, str]) -> None:
+
+class ScalarArguments:
+    """An executable whose flat inputs include scalar arguments, by position."""
+
+    def __init__(self, inner: Any, slots: list[int], scalars: Mapping[int, str],
+                 pattern: Any = None) -> None:
         self.inner = inner
+        #: the generic pattern it was compiled for: the call's, with the other Python scalars
+        #: it takes as inputs (``generic.compile_generic``)
+        self.pattern = pattern
         self.slots = slots  # the flat arguments the inputs are, scalars among them
         self.scalars = {slots.index(leaf): kind for leaf, kind in scalars.items()
                         if leaf in slots}
@@ -43,19 +56,20 @@ class ScalarArguments:
         self._run = inner.run if isinstance(inner, (Executable, TritonExecutable)) else inner
 
     @classmethod
-    def around(cls, executable: Any, program: Any, scalars: Mapping[int, str]) -> Any:
+    def around(cls, executable: Any, program: Any, scalars: Mapping[int, str],
+               pattern: Any = None) -> Any:
         """``executable`` itself when no scalar is an input, else wrapped."""
         slots = [i for i, s in enumerate(program.inputs) if s is not None]
         if not any(leaf in slots for leaf in scalars):
             return executable
-        return cls(executable, slots, scalars)
+        return cls(executable, slots, scalars, pattern)
 
     def _inputs(self, inputs: Sequence[Any]) -> list[Any]:
         arrays = list(inputs)
         if self.on_device:
             return self._device_inputs(arrays)
         for position, kind in self.scalars.items():
-            arrays[position] = np.array(arrays[position], _DTYPES[kind])
+            arrays[position] = np.array(arrays[position], input_dtype(kind))
         return arrays
 
     def _device_inputs(self, arrays: list[Any]) -> list[Any]:
@@ -65,7 +79,7 @@ class ScalarArguments:
             return arrays
         like, library = found
         for position, kind in self.scalars.items():
-            arrays[position] = library.scalar(arrays[position], _DTYPES[kind].name, like)
+            arrays[position] = library.scalar(arrays[position], input_dtype(kind).name, like)
         return arrays
 
     def __call__(self, *inputs: Any) -> list[Any]:
@@ -77,7 +91,7 @@ class ScalarArguments:
         failed = []
         for position, kind in self.scalars.items():
             value = inputs[position]
-            if type(value).__name__ != kind:
+            if value_kind(value) != kind:
                 failed.append((f"type(inputs[{self.slots[position]}]) is {kind}", kind,
                                type(value).__name__))
             elif kind == "int" and not -EXACT_INT < value < EXACT_INT:
@@ -92,13 +106,11 @@ class ScalarArguments:
 
     def entry(self, inputs: Sequence[Any], slow: Any) -> Any:
         """The machine-code entry for calls like ``inputs`` (every flat argument an input):
-        the exact executable's, its Python ``float`` inputs checked by type and read by value
-        (``cpu/entry.py``'s ``EntryPlan.scalars``), or why there is none."""
+        the exact executable's, its scalar inputs checked by type and read by value
+        (``cpu/entry_scalars.py``), or why there is none."""
         if self.on_device or self.sized is not None or not isinstance(self.inner, Executable):
             return "its sizes are generic or it runs on a device"
-        if any(kind != "float" for kind in self.scalars.values()):
-            return "an int argument is a run-time input"
-        return self.inner.entry(self._inputs(inputs), slow, tuple(sorted(self.scalars)))
+        return self.inner.entry(self._inputs(inputs), slow, tuple(sorted(self.scalars.items())))
 
     def entry_for(self, inputs: Sequence[Any], slow: Any, otherwise: Any = None) -> None:
         return None  # per size: the machine-code entries of the exact sizes take arrays only
@@ -110,6 +122,6 @@ class ScalarArguments:
 def example_inputs(program: Any, leaves: Sequence[Any]) -> list[Any]:
     """The example inputs of ``program`` (a backend's second argument) from a call's flat
     arguments: a scalar made an input as the 0-d array it is passed as."""
-    return [np.array(leaves[i], _DTYPES[type(leaves[i]).__name__])
-            if type(leaves[i]) in (int, float) else leaves[i]
+    return [np.array(leaves[i], input_dtype(kind))
+            if (kind := value_kind(leaves[i])) is not None else leaves[i]
             for i, s in enumerate(program.inputs) if s is not None]

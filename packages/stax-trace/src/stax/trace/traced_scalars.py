@@ -1,14 +1,16 @@
-"""Python scalar arguments during capture (issue 15, item 3): ``TracedScalar``.
+"""Scalar arguments during capture (issue 15, item 3; issue 14, item 3): ``TracedScalar``.
 
-A Python ``int`` or ``float`` argument whose value changes between calls can be a run-time input
-of a generic version, as torch.compile does for ints (``stax.ir.scalar_inputs``). Capture must
-then know where the value went: where it is an operand of a traced call (``x * k``) the node
-records the value and, in ``meta["scalar_args"]``, the argument it came from; any other use —
-arithmetic in Python, a comparison, ``range(k)``, a conversion, a NumPy computation on no traced
-array — decides something from the value, which marks the argument read (``info["scalar_read"]``:
-its value stays part of the key). ``isinstance(k, float)`` answers as for the value
-(``__class__``; the type is part of the key, so it reads nothing), and a NumPy ufunc of no traced
-operand gets the Python value itself, which NumPy takes as a weak scalar (NEP 50).
+A Python ``int`` or ``float`` argument, or a NumPy scalar (``stax.ir.scalar_inputs.value_kind``:
+``np.float64(t)`` from ``for t in np.linspace(...)``), whose value changes between calls can be a
+run-time input of a generic version, as torch.compile does for ints (``stax.ir.scalar_inputs``).
+Capture must then know where the value went: where it is an operand of a traced call (``x * k``)
+the node records the value and, in ``meta["scalar_args"]``, the argument it came from; any other
+use — arithmetic in Python, a comparison, ``range(k)``, a conversion, a NumPy computation on no
+traced array — decides something from the value, which marks the argument read
+(``info["scalar_read"]``: its value stays part of the key). ``isinstance(k, float)`` answers as
+for the value (``__class__``; the type is part of the key, so it reads nothing), and a NumPy
+ufunc of no traced operand gets the value itself, which NumPy takes as a weak scalar (NEP 50)
+if it is a Python number.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import math
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from stax.ir.scalar_inputs import value_kind  # noqa: F401 (which arguments are traced so)
 
 from .traced_sizes import TracedNumber, TracedSize, traced_array
 

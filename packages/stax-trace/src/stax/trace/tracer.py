@@ -47,7 +47,7 @@ from .raised import caught_error, decided_by_key
 from .reach import scan, settle_stored
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
-from .traced_scalars import TracedScalar
+from .traced_scalars import TracedScalar, value_kind
 from .traced_sizes import SizeReads, TracedSize, size_arguments
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
@@ -426,7 +426,7 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
             traced_leaves.append(GeneratorProxy(node, private, tracer))
             outcome.generators.append((leaf, private))
             inputs.append(node.target)
-        elif type(leaf) in (int, float):  # its uses are followed (traced_sizes.py)
+        elif value_kind(leaf) is not None:  # its uses are followed (traced_scalars.py)
             traced_leaves.append(TracedScalar(leaf, len(inputs), tracer))
             inputs.append(None)
         else:

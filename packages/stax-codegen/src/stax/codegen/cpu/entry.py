@@ -70,6 +70,7 @@ from .entry_results import (
     nesting_of,
     signatures,
 )
+from .entry_scalars import readable, scalar_stand_in, scalar_type
 from .fpevents import UNDERFLOW
 from .jit import CompiledModule
 from .native_pool import MAX_ARITY, NativePool
@@ -84,7 +85,7 @@ CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_I
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
     CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_GEMM32, CTX_GEMM64, CTX_REST, CTX_SAVE, CTX_RESTORE, \
     CTX_TO_FLOAT, CTX_TO_INT, CTX_IS_TRUE, CTX_TO_BOOL, CTX_LIST_NEW, CTX_LIST_SET, \
-    CTX_DICT_NEW, CTX_DICT_SET, CTX_FIXED = range(30)
+    CTX_DICT_NEW, CTX_DICT_SET, CTX_AS_LONG, CTX_FIXED = range(31)
 #: the context slots of the conversions of results to Python numbers (``entry_results.py``)
 _CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
                "PyObject_IsTrue": CTX_IS_TRUE, "PyBool_FromLong": CTX_TO_BOOL}
@@ -92,8 +93,6 @@ _CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
 _BUILDERS = {"PyList_New": CTX_LIST_NEW, "PyList_SetItem": CTX_LIST_SET,
              "PyDict_New": CTX_DICT_NEW, "PyDict_SetItem": CTX_DICT_SET}
 NPY_ARRAY_WRITEABLE = 0x0400
-#: where a ``float`` object holds its value (``PyFloatObject.ob_fval``: its last field)
-FLOAT_VALUE = float.__basicsize__ - 8
 #: ``EntryPlan.outputs``' slot of a ``None`` result (a function that only updates its arguments)
 NONE_RESULT = -2
 #: the slot of a constant result, less its position among ``EntryPlan.constants``
@@ -143,15 +142,15 @@ class EntryPlan:
     constants: tuple[Any, ...] = ()
     #: per result, the Python number it is converted to ("float", "int", "bool"; None: none)
     conversions: tuple[str | None, ...] = ()
-    #: the input slots that are Python floats (a 0-d float64 input the call passes as a
-    #: ``float``: a scalar-generic version's run-time input, ``ScalarArguments``): the guard
-    #: checks the type alone, the kernels read the value through a stand-in on the stack
-    scalars: tuple[int, ...] = ()
+    #: the input slots the call passes as Python or NumPy scalars, with their kinds (a
+    #: scalar-generic version's 0-d run-time inputs, ``ScalarArguments``): the guard checks the
+    #: type, the kernels read the value through a stand-in on the stack (``entry_scalars.py``)
+    scalars: tuple[tuple[int, str], ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
            loop: bool = False, pool: NativePool | None = None,
-           scalars: tuple[int, ...] = ()) -> EntryPlan | str:
+           scalars: tuple[tuple[int, str], ...] = ()) -> EntryPlan | str:
         """The plan, or why this artifact gets no entry. ``loop``: the slots of a lifted loop's
         body (``item_loop.py``), which allocates its buffers itself, calls parallel kernels over
         their whole range and takes a constant result as slot -1. ``pool``: the native pool
@@ -244,12 +243,13 @@ class EntryPlan:
         apart = tuple(sorted({(p.a, p.b) for p in products
                               if p.a < len(inputs) and p.b < len(inputs)}))
         checks = tuple(slots[name] for name in artifact.checks)
-        if scalars and (any(inputs[i][:2] != ((), ()) or inputs[i][2] != "float64"
-                            for i in scalars) or
-                        any(slot in scalars for slot, _ in outputs) or
-                        set(scalars) & ({*updated} | {p.a for p in products} |
-                                        {p.b for p in products})):
-            return "a Python float argument is returned, updated or a product's operand"
+        scalar_slots = {i for i, _ in scalars}
+        if any(inputs[i][:2] != ((), ()) or not readable(kind, inputs[i][2])
+               for i, kind in scalars):
+            return "a scalar argument is of a type the entry does not read"
+        if scalar_slots & ({slot for slot, _ in outputs} | {*updated} |
+                           {p.a for p in products} | {p.b for p in products}):
+            return "a scalar argument is returned, updated or a product's operand"
         pooled = () if loop or pool is None else tuple(
             (k, pool.chunks(kernel.outer_range)) for k, kernel in enumerate(artifact.kernels)
             if kernel.parallel)
@@ -296,19 +296,13 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
                    b.icmp_unsigned("==", nargs, ir.Constant(I64, len(plan.inputs)))))
     objs: list[ir.Value] = []
     array_type = ctx_word(CTX_ARRAY_TYPE)
-    for i, (shape, strides, _) in enumerate(plan.inputs):
+    scalars = dict(plan.scalars)
+    for i, (shape, strides, dtype) in enumerate(plan.inputs):
         a = b.load(b.gep(args, [ir.Constant(I64, i)]))
-        if i in plan.scalars:  # exactly a ``float`` (its type object in the descr's slot)
+        if i in scalars:  # exactly its type (the type object in the descr's slot)
             require(b.icmp_unsigned("==", field(a, 8, I64), ctx_word(CTX_FIXED + i)))
-            with b.goto_entry_block():
-                b.position_at_start(fn.entry_basic_block)
-                number = b.alloca(ir.DoubleType(), name=f"float{i}")
-                holder = b.alloca(ir.ArrayType(ir.IntType(8), layout.data + 8), name=f"obj{i}")
-            b.store(field(a, FLOAT_VALUE, ir.DoubleType()), number)  # PyFloatObject.ob_fval
-            held = b.bitcast(holder, I8P)  # kernels read only an array's data pointer
-            b.store(b.bitcast(number, I8P), b.bitcast(b.gep(held, [ir.Constant(I64, layout.data)]),
-                                                      I8PP))
-            objs.append(held)
+            objs.append(scalar_stand_in(b, fn, a, scalars[i], dtype, layout.data, require,
+                                        lambda: ctx_word(CTX_AS_LONG)))
             continue
         objs.append(a)
         require(b.icmp_unsigned("==", field(a, 8, I64), array_type))  # Py_TYPE(a) exactly
@@ -522,6 +516,7 @@ class Entry:
         context += [pool.rest_address if pool is not None else 0, api["PyEval_SaveThread"],
                     api["PyEval_RestoreThread"]]
         context += [api[name] for name in (*_CONVERTERS, *_BUILDERS)]
+        context += [api["PyLong_AsLongLongAndOverflow"]]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:
@@ -553,11 +548,11 @@ def entry_available() -> bool:
 
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
                slow: Any, cache: Any = None, pool: NativePool | None = None,
-               report: Any = None, scalars: tuple[int, ...] = ()) -> Entry | str:
+               report: Any = None, scalars: tuple[tuple[int, str], ...] = ()) -> Entry | str:
     """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none.
     ``report``: the executable's ``report_late`` (``late_reports.py``), for plans that have one.
-    ``scalars``: the inputs the call passes as Python floats (``EntryPlan.scalars``), here their
-    0-d float64 arrays."""
+    ``scalars``: the inputs the call passes as Python or NumPy scalars, with their kinds
+    (``EntryPlan.scalars``), here their 0-d arrays."""
     if not entry_available():
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
@@ -569,8 +564,10 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
                         scalars=scalars)
     if isinstance(plan, str):
         return plan
-    # a Python float's slot holds its type instead (the guard compares the object's type)
-    descrs: list[Any] = [float if i in scalars else a.dtype for i, a in enumerate(inputs)]
+    # a scalar's slot holds its type instead (the guard compares the object's type)
+    kinds = dict(scalars)
+    descrs: list[Any] = [scalar_type(kinds[i]) if i in kinds else a.dtype
+                         for i, a in enumerate(inputs)]
     descrs += [np.dtype(dtype) for _, _, dtype in plan.allocs]  # a shared block's: one
     if plan.late_reports and report is None:
         return "a late kernel reports its events and no reporter was given"

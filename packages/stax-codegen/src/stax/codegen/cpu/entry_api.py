@@ -71,7 +71,8 @@ def api_addresses() -> dict[str, int] | None:
         api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
     for name in ("PyLong_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread",
                  "PyNumber_Float", "PyNumber_Long", "PyObject_IsTrue", "PyBool_FromLong",
-                 "PyList_New", "PyList_SetItem", "PyDict_New", "PyDict_SetItem"):
+                 "PyList_New", "PyList_SetItem", "PyDict_New", "PyDict_SetItem",
+                 "PyLong_AsLongLongAndOverflow"):
         api[name] = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
     api["errstate"] = errstate_layout()
     # check the NumPy slots do what their names say, once, through ctypes
