@@ -101,9 +101,9 @@ def test_sizes_and_scalars_dynamic_together():
     lambda x, k: x ** k,
     lambda x, k: x * 2 if k > 1 else x,
     lambda x, k: sum(x * i for i in range(k)),
-    lambda x, k: x * (k / 2),
+    lambda x, k: x * (k // 2),
     lambda x, k: x.astype(np.int32) * k,
-], ids=["power", "branch", "range", "python_arithmetic", "integer_array"])
+], ids=["power", "branch", "range", "python_floordiv", "integer_array"])
 def test_a_scalar_used_otherwise_keeps_its_value_in_the_key(fn, caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
     caplog.set_level(logging.INFO, logger="stax")
@@ -376,3 +376,63 @@ def test_float_inputs_are_read_by_the_machine_code_entry():
     for t in (np.float64(0.3), 3, np.float32(0.5)):  # another type: the dispatcher decides
         for g, w in zip(f(t, y), rhs(t, y)):
             _same(g, w)
+
+
+COMPUTED = [
+    lambda x, t, w: x * (w * t),
+    lambda x, t, w: x + np.sin(w * t) * 0.5,
+    lambda x, t, w: x * (t + w / 2) - (-t),
+    lambda x, t, w: np.where(x > abs(t - w), x / (t * t + 1.0), np.exp(-t / w)),
+    lambda x, t, w: x * np.sqrt(np.float64(2.5) * t * t) + 2 * t,
+    lambda x, t, w: np.maximum(x, np.log1p(t * t)) * np.float64(w),
+]
+
+
+@pytest.mark.parametrize("fn", COMPUTED, ids=["product", "sin", "mixed", "where", "strong",
+                                               "log1p"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numbers_computed_in_python_from_scalars_follow_them(fn, dtype):
+    """``np.cos(w * t)`` in an ODE right-hand side: Python arithmetic on a scalar argument
+    read its value, so every ``t`` was a version (and past the limit each call ran eagerly
+    after a miss). Arithmetic (``+ - * /``, unary ``-``, ``abs``) on floats and ints within
+    2**53, and NumPy's one-operand float ufuncs, are computed numbers: the generic version
+    computes them from its scalar inputs in float64, weak where Python's float was (``x_f32 *
+    (w * t)`` rounds the product to float32 once, as NumPy does) and strong where a NumPy
+    float64 took part. Arithmetic is bit for bit; a ufunc within an ulp (as for arrays)."""
+    f = st.compile(fn)
+    x = _x(dtype)
+    for t in [0.5, 0.25, 3.0, -1.5, 1e-300, 7.0, 2.0 ** 0.5]:
+        for w in (2.0, 3):
+            with np.errstate(all="ignore"):
+                got, want = f(x, t, w), fn(x, t, w)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            eps = np.finfo(dtype).eps  # (a ufunc's ulp, carried to a small result)
+            np.testing.assert_allclose(got, want, rtol=4 * eps, atol=4 * eps)
+            if fn is COMPUTED[0] or fn is COMPUTED[2]:
+                _same(got, want)
+    assert f.cache_info().compiles <= 4  # (float w, int w) x (exact, generic)
+
+
+def test_a_python_float_divided_by_zero_raises_as_eagerly():
+    def g(x, a, b):
+        return x * (a / b)
+
+    f = st.compile(g)
+    x = _x(np.float64)
+    for a, b in ((1.0, 2.0), (3.0, 4.0), (-0.0, 5.0)):
+        _same(f(x, a, b), g(x, a, b))
+    with np.errstate(all="ignore"), pytest.raises(ZeroDivisionError):
+        f(x, 1.0, 0.0)
+    assert f.cache_info().compiles == 2
+
+
+def test_computed_numbers_decided_from_keep_their_values_in_the_key():
+    def g(x, t):
+        c = t * 2.0
+        return x * c if c > 1 else x - c
+
+    f = st.compile(g)
+    x = _x(np.float64)
+    for t in (0.25, 0.75, 1.5):
+        _same(f(x, t), g(x, t))
+    assert f.cache_info().compiles == 3 and all(v.generic is None for v in f.versions())

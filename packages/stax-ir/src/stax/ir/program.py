@@ -31,8 +31,10 @@ from .sizes import holds_size
 #: ``scalar_args``, ``info`` keys ``SIZED_INFO``. A document declares the oldest minor version
 #: that has its fields (one without sizes or scalars declares 1.1, read by any 1.x reader)
 #: 1.3: results converted to Python numbers (an ``output_tree`` with "python" nodes,
-#: ``TreeDef``: ``return float(loss)``)
-CAPTURE_SCHEMA = "stax.capture/1.3"
+#: ``TreeDef``: ``return float(loss)``). 1.4: numbers computed in Python from scalar arguments
+#: (``scalar_args`` entries holding an expression, ``stax.ir.scalar_inputs``)
+CAPTURE_SCHEMA = "stax.capture/1.4"
+CAPTURE_1_3_SCHEMA = "stax.capture/1.3"
 CAPTURE_1_2_SCHEMA = "stax.capture/1.2"
 CAPTURE_1_1_SCHEMA = "stax.capture/1.1"
 #: 1.1: size expressions in tensor shapes and strides and as arguments (a symbolized capture
@@ -192,7 +194,10 @@ class GraphProgram:
         sized = any(key in self.info for key in SIZED_INFO) or _graph_holds_sizes(self.graph)
         converts = self.output_tree.converts
         if family == "stax.capture":
-            return CAPTURE_SCHEMA if converts else CAPTURE_1_2_SCHEMA if sized else \
+            if any(isinstance(used, list) for node in self.graph.nodes
+                   for _, used in node.meta.get("scalar_args", ())):
+                return CAPTURE_SCHEMA
+            return CAPTURE_1_3_SCHEMA if converts else CAPTURE_1_2_SCHEMA if sized else \
                 CAPTURE_1_1_SCHEMA
         if family == "stax.opgraph":
             return OPGRAPH_SCHEMA if converts else OPGRAPH_1_1_SCHEMA if sized else \

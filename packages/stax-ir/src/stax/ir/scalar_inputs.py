@@ -18,6 +18,7 @@ Capture records where a scalar argument was an operand of a traced call (``meta[
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -100,16 +101,20 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                 name, {"tensor": TensorMeta((), input_dtype(kind), ())})
         program.inputs[leaf] = placeholders[leaf].target
     for node in list(graph.nodes):
-        uses = [(path, leaf) for path, leaf in node.meta.get("scalar_args", ())
-                if leaf in placeholders]
+        uses = [(path, used) for path, used in node.meta.get("scalar_args", ())
+                if _leaves_of(used) & placeholders.keys()]
         target = _weak_dtype(node) if uses else None  # before any operand is rewritten
-        for path, leaf in uses:
-            cast = placeholders[leaf]  # a NumPy scalar: the 0-d array of its own dtype
-            if not _strong(leaves[leaf]):
-                assert target is not None  # input_refusal said so
-                with graph.inserting_before(node):
-                    cast = graph.call_method("astype", (placeholders[leaf], target),
-                                             name=f"{placeholders[leaf].name}_as",
+        for path, used in uses:
+            with graph.inserting_before(node):
+                if isinstance(used, list):  # a number computed in Python from arguments
+                    value = _computed(graph, used, placeholders)
+                    kind = expression_kind(used)
+                else:  # a NumPy scalar: the 0-d array of its own dtype
+                    value, kind = placeholders[used], leaves[used]
+                cast = value
+                if not _strong(kind):
+                    assert target is not None  # input_refusal said so
+                    cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
                                              meta={"tensor": TensorMeta((), target, ())})
             where, *rest = path
             if where == "args":
@@ -128,9 +133,11 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
     if leaf in set(read):
         return f"the function decides something in Python from argument {leaf}'s value"
     for node in program.graph.nodes:
-        if not any(used == leaf for _, used in node.meta.get("scalar_args", ())):
+        kinds = [kind if used == leaf else expression_kind(used)
+                 for _, used in node.meta.get("scalar_args", ()) if leaf in _leaves_of(used)]
+        if not kinds:
             continue
-        if _strong(kind):
+        if any(_strong(k) for k in kinds):
             if node.op is not Opcode.CALL_FUNCTION or node.target not in \
                     WEAK_OPERAND_TARGETS or node.kwargs:
                 return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
@@ -139,6 +146,67 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
             return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
                    "which takes it other than as a weak scalar of a float array"
     return None
+
+
+#: a computed number's operators (``stax.trace.traced_scalars.FOLLOWED_OPERATORS``)
+_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+              "truediv": operator.truediv, "neg": operator.neg, "pos": operator.pos,
+              "abs": operator.abs}
+_F64 = {"tensor": TensorMeta((), "float64", ())}
+
+
+def _leaves_of(used: Any) -> set[int]:
+    """The flat arguments a recorded use reads: one argument's index, or an expression's."""
+    if not isinstance(used, list):
+        return {used}
+    if used[0] == "arg":
+        return {used[1]}
+    return set().union(*(_leaves_of(e) for e in used[1:] if isinstance(e, list)))
+
+
+def expression_kind(expr: list[Any]) -> str:
+    """A computed number's kind: a Python ``float`` (weak) unless a NumPy float64 or ufunc
+    took part (``"numpy.float64"``, strong)."""
+    if expr[0] in ("arg", "const"):
+        return "numpy.float64" if expr[2] == "numpy.float64" else "float"
+    if expr[0].startswith("numpy."):
+        return "numpy.float64"
+    kinds = {expression_kind(e) for e in expr[1:]}
+    return "numpy.float64" if "numpy.float64" in kinds else "float"
+
+
+def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> Any:
+    """The node computing ``expr`` in float64 from the scalar inputs (an argument that is no
+    input is its recorded value), or its Python value where it reads none."""
+    head = expr[0]
+    if head in ("arg", "const"):
+        *_, kind, code = expr
+        leaf = expr[1] if head == "arg" else None
+        if leaf in placeholders:
+            node = placeholders[leaf]
+            if kind != "int":
+                return node
+            return graph.call_method("astype", (node, "float64"), name=f"{node.name}_f64",
+                                     meta=dict(_F64))  # exact: within +-2**53 (a guard)
+        value = code if kind == "int" else float.fromhex(code)
+        return np.float64(value) if kind == "numpy.float64" else value
+    operands = [_computed(graph, e, placeholders) for e in expr[1:]]
+    if not any(isinstance(o, Node) for o in operands):  # as Python computed it at capture
+        if head.startswith("numpy."):
+            return getattr(np, head.split(".", 1)[1])(*operands)
+        return _OPERATORS[head](*operands)
+    if head == "truediv" and expression_kind(expr[2]) == "float":  # Python raises on zero
+        divisor = operands[1]
+        if isinstance(divisor, Node):
+            zero = graph.call_function("operator.eq", (divisor, 0.0), name="divisor_zero",
+                                       meta={"tensor": TensorMeta((), "bool", ())})
+            operands[1] = graph.create_node(
+                Opcode.CALL_FUNCTION, "stax.functional.decline_if", (divisor, zero),
+                {"why": "a Python float divided by zero (ZeroDivisionError)"},
+                name="decline_if", meta=dict(_F64))
+    target = head if head.startswith("numpy.") else f"operator.{head}"
+    return graph.call_function(target, tuple(operands), name=f"scalar_{head.split('.')[-1]}",
+                               meta=dict(_F64))
 
 
 def _weak_dtype(node: Node) -> str | None:

@@ -20,52 +20,147 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from stax.ir.scalar_inputs import value_kind  # noqa: F401 (which arguments are traced so)
 
-from .traced_sizes import TracedNumber, TracedSize, traced_array
+from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
 
 if TYPE_CHECKING:
     from .tracer import Tracer
 
 
 class TracedScalar(TracedNumber):
-    """A Python ``int`` or ``float`` argument during capture (issue 15: a scalar that changes
-    between calls can be a run-time input of a generic version, as torch.compile does for
-    ints). Where it is an operand of a traced call (``x * k``), the node records the value and,
-    in ``meta["scalar_args"]``, the argument it came from; any other use — arithmetic in Python,
-    a comparison, ``range(k)``, a conversion — decides something from its value, which marks
-    the argument read (``info["scalar_read"]``: its value stays part of the key)."""
+    """A scalar argument during capture (issue 15: a scalar that changes between calls can be
+    a run-time input of a generic version, as torch.compile does for ints), or a number
+    computed from such arguments in Python (``w * t``, ``t + dt / 2``, ``np.sin(w * t)``:
+    ``expression``). Where it is an operand of a traced call (``x * k``), the node records the
+    value and, in ``meta["scalar_args"]``, the argument it came from or the expression that
+    computes it; any other use — a comparison, ``range(k)``, a conversion — decides something
+    from its value, which marks the arguments read (``info["scalar_read"]``: their values stay
+    part of the key)."""
 
-    __slots__ = ("leaf", "tracer", "value")
+    __slots__ = ("expr", "leaf", "tracer", "value")
 
-    def __init__(self, value: int | float, leaf: int, tracer: Tracer) -> None:
+    def __init__(self, value: Any, leaf: int | None, tracer: Tracer,
+                 expr: list[Any] | None = None) -> None:
         self.value = value
-        self.leaf = leaf
+        self.leaf = leaf  # the flat argument it is, or None for a computed one
         self.tracer = tracer
+        self.expr = expr  # how a computed one is computed (``stax.ir.scalar_inputs``)
 
-    def read(self) -> int | float:
-        """The value, the argument marked read (its value stays part of the key)."""
-        self.tracer.scalar_read.add(self.leaf)
+    def read(self) -> Any:
+        """The value, the arguments marked read (their values stay part of the key)."""
+        if self.expr is None:
+            self.tracer.scalar_read.add(self.leaf)
+        else:
+            self.tracer.scalar_read.update(expression_leaves(self.expr))
         return self.value
 
+    @property
+    def recorded(self) -> Any:
+        """What ``meta["scalar_args"]`` records of a use: the argument, or the expression."""
+        return self.leaf if self.expr is None else self.expr
+
+    @property
+    def expression(self) -> list[Any] | None:
+        """Its expression, an argument's included; None for a value arithmetic does not follow."""
+        if self.expr is not None:
+            return self.expr
+        return _operand(self.value, self.leaf)
 
     def __getattr__(self, name: str) -> Any:  # k.is_integer(), k.real: the value's own
         if name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.read(), name)
 
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """``np.sin(w * t)``: a followed ufunc of one float scalar is a computed scalar (NumPy's
+        float64, strong); anything else runs on the values, read."""
+        if method == "__call__" and not kwargs and ufunc.__name__ in FOLLOWED_UFUNCS and \
+                len(inputs) == ufunc.nin:
+            exprs = [o.expression if isinstance(o, TracedScalar) else _operand(o) for o in inputs]
+            if all(e is not None for e in exprs):
+                value = ufunc(*(o.value if isinstance(o, TracedScalar) else o for o in inputs))
+                if type(value) is np.float64:  # (NumPy's own reports given, as eagerly)
+                    return TracedScalar(value, None, self.tracer,
+                                        [f"numpy.{ufunc.__name__}", *exprs])
+        return ufunc_on_values(ufunc, method, inputs, kwargs)
 
-def _scalar_binary(fn: Callable[[Any, Any], Any], swap: bool = False) -> Callable[..., Any]:
+
+#: operators whose float result a 0-d float64 computation gives bit for bit (a Python float's
+#: arithmetic is IEEE double's; a division by zero, which raises in Python, is a decline)
+FOLLOWED_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+                      "truediv": operator.truediv, "neg": operator.neg, "pos": operator.pos,
+                      "abs": abs}
+#: NumPy ufuncs a computed scalar follows (compiled: within NumPy's own accuracy, as for
+#: arrays; arithmetic bit for bit), their result NumPy's float64; ``np.float64(2) * t`` is one
+FOLLOWED_UFUNCS = frozenset({
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "hypot", "arctan2",
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+    "arccosh", "arctanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+    "cbrt", "square", "absolute", "negative", "reciprocal", "deg2rad", "rad2deg"})
+#: an int an expression takes: converted to a double exactly
+_EXACT_INT = 2 ** 53
+
+
+def _operand(value: Any, leaf: int | None = None) -> list[Any] | None:
+    """The expression of a value in computed-scalar arithmetic: a float, an int within 2**53
+    or a NumPy float64, as an argument (``leaf``) or a constant; None for anything else."""
+    t = type(value)
+    if t is float or t is np.float64:
+        kind, code = ("float" if t is float else "numpy.float64"), float(value).hex()
+    elif t is int and -_EXACT_INT < value < _EXACT_INT:
+        kind, code = "int", value
+    else:
+        return None
+    return ["arg", leaf, kind, code] if leaf is not None else ["const", kind, code]
+
+
+def expression_leaves(expr: list[Any]) -> set[int]:
+    """The flat arguments an expression reads."""
+    if expr[0] == "arg":
+        return {expr[1]}
+    if expr[0] == "const":
+        return set()
+    return set().union(*(expression_leaves(e) for e in expr[1:]))
+
+
+def _computed(name: str, operands: tuple[Any, ...]) -> TracedScalar | None:
+    """``operands`` combined by operator ``name`` as a computed scalar, or None where it is not
+    followed (another operator or operand, a result other than a float)."""
+    fn = FOLLOWED_OPERATORS.get(name)
+    exprs = [o.expression if isinstance(o, TracedScalar) else _operand(o) for o in operands]
+    if fn is None or any(e is None for e in exprs):
+        return None
+    try:
+        value = fn(*(o.value if isinstance(o, TracedScalar) else o for o in operands))
+    except ArithmeticError:
+        return None  # raised again as eagerly, by the values read
+    if type(value) not in (float, np.float64):
+        return None  # an int result (``n + 1``): Python's unbounded ints are not followed
+    tracer = next(o.tracer for o in operands if isinstance(o, TracedScalar))
+    return TracedScalar(value, None, tracer, [name, *exprs])
+
+
+def _scalar_binary(fn: Callable[[Any, Any], Any], name: str = "",
+                   swap: bool = False) -> Callable[..., Any]:
     def method(self: TracedScalar, other: Any) -> Any:
         if traced_array(other):
             return NotImplemented  # the traced array's operator records the call
+        computed = _computed(name, (other, self) if swap else (self, other))
+        if computed is not None:
+            return computed
         other = other.read() if isinstance(other, (TracedScalar, TracedSize)) else other
         return fn(other, self.read()) if swap else fn(self.read(), other)
     return method
 
 
-def _scalar_unary(fn: Callable[[Any], Any]) -> Callable[..., Any]:
-    return lambda self, *rest: fn(self.read(), *rest)
+def _scalar_unary(fn: Callable[[Any], Any], name: str = "") -> Callable[..., Any]:
+    def method(self: TracedScalar, *rest: Any) -> Any:
+        computed = None if rest else _computed(name, (self,))
+        return computed if computed is not None else fn(self.read(), *rest)
+    return method
 
 
 for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
@@ -74,12 +169,12 @@ for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operato
                    ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor),
                    ("lshift", operator.lshift), ("rshift", operator.rshift),
                    ("matmul", operator.matmul)):
-    setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn))
-    setattr(TracedScalar, f"__r{_name}__", _scalar_binary(_fn, swap=True))
+    setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn, _name))
+    setattr(TracedScalar, f"__r{_name}__", _scalar_binary(_fn, _name, swap=True))
 for _name, _fn in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt),
                    ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge)):
     setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn))
 for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs),
                    ("invert", operator.invert), ("round", round), ("trunc", math.trunc),
                    ("floor", math.floor), ("ceil", math.ceil)):
-    setattr(TracedScalar, f"__{_name}__", _scalar_unary(_fn))
+    setattr(TracedScalar, f"__{_name}__", _scalar_unary(_fn, _name))

@@ -327,7 +327,7 @@ def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
     computed = [[list(path), str(e)] for path, e in sizes if isinstance(e, Size)]
     if computed:
         meta["size_args"] = computed
-    scalars = [[list(path), e.leaf] for path, e in sizes if not isinstance(e, Size)]
+    scalars = [[list(path), e.recorded] for path, e in sizes if not isinstance(e, Size)]
     if scalars:
         meta["scalar_args"] = scalars
     return meta
