@@ -427,6 +427,50 @@ def test_a_key_whose_gate_counts_keep_changing_runs_eagerly(caplog):
     assert g.cache_info().compiles == 4 and g.cache_info().fallbacks == 0
 
 
+def first_at_least(x):
+    i = 0
+    while i < len(x) and x[i] < 2.0:
+        i += 1
+    return i
+
+
+def four_branches(x):
+    y = x * 2 if x[0] > 0 else x - 1
+    y = y + 1 if x[1] > 0 else y
+    y = y * y if x[2] > 0 else -y
+    return y / 2 if x[3] > 0 else y
+
+
+def test_keys_whose_gates_keep_changing_in_number_or_outcomes_run_eagerly(caplog):
+    """A probe's scan ``while i < len(x) and x[i] < 2.0`` has a gate per item it tests: each
+    call on new data had gates of another number, so the key compiled eight versions, then
+    replayed all eight's gates at every call (380 us a call for NumPy's 17). Gates of three
+    different numbers, or six versions of branch outcomes, make the key eager; and past the
+    version limit a key whose gates held for no version runs eagerly from then on."""
+    import logging
+
+    rng = np.random.default_rng(14)
+    f = stax.compile(first_at_least)
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        for _ in range(12):
+            x = rng.standard_normal(300)
+            assert f(x) == first_at_least(x)
+    assert f.cache_info().compiles == 3
+    assert "its data decide how many gates it has" in caplog.text
+    g = stax.compile(four_branches)
+    for _ in range(30):
+        x = rng.standard_normal(6)
+        np.testing.assert_array_equal(g(x), four_branches(x))
+    assert g.cache_info().compiles == 6
+    assert "its branches take new outcomes" in caplog.text
+    h = stax.CompiledFunction(four_branches, limits=stax.Limits(max_versions=2))
+    for _ in range(10):
+        x = rng.standard_normal(6)
+        np.testing.assert_array_equal(h(x), four_branches(x))
+    assert h.cache_info().compiles == 2
+    assert any(not v.native for v in h._by_sigma[next(iter(h._by_sigma))])
+
+
 def kmeans_step(X, C):
     d = ((X[:, None, :] - C[None]) ** 2).sum(-1)
     labels = d.argmin(1)

@@ -224,6 +224,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             self._misses += 1
             self._fallbacks += 1
             self._warn_limit(sigma, args, kwargs)
+            if any(v.gates is not None for v in self._by_sigma.get(sigma, ())):
+                with self._compile_lock:  # its gates failed every version: eager from now on,
+                    self._eager_at_limit(sigma)  # not every version's replay at every call
             return self._eager(args, kwargs) if placement is not None else \
                 self._traced_function()(*args, **kwargs)  # no device array among them
         if version is None:

@@ -20,6 +20,8 @@ from .versions import Version, first_for_its_key
 #: versions of one key replaying the same gates, differing in a number read from the data, past
 #: which the key runs eagerly (``OtherBranches._gates_keep_changing``)
 CHANGING_GATES = 3
+#: ... and versions of one key for outcomes of branches alone: past them, eager from now on
+CHANGING_BRANCHES = 6
 
 
 class OtherBranches:
@@ -36,6 +38,7 @@ class OtherBranches:
     _name: str
     _versions: list[Version]
     _eager: Any
+    _at_limit: Any
     strict_native: bool
 
     def _gates_failed(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -70,8 +73,14 @@ class OtherBranches:
                 with self._compile_lock:
                     found = self._lookup(sigma, args, kwargs, skipped)
                     counted = found is not None
-                    if found is None and self._gates_keep_changing(tried, sigma):
-                        found = self._eager_from_now_on(tried, sigma)
+                    changing = None if found is not None else \
+                        self._gates_keep_changing(tried, sigma)
+                    if changing is not None:
+                        found = self._eager_from_now_on(tried, sigma, changing)
+                    if found is None and self._at_limit():  # no version is compiled for it
+                        self._eager_at_limit(sigma)
+                        first = self._by_sigma.get(sigma, [None])[0]
+                        found = first if first is not None and not first.native else None
                     if found is None:
                         found = self._miss(sigma, args, kwargs, outcome := Outcome())
                         if not found.native:
@@ -104,28 +113,47 @@ class OtherBranches:
                       f"{summary}" + ("; its key runs eagerly" if slower else ""))
             if slower:
                 with self._compile_lock:
-                    self._eager_from_now_on(version, version.sigma, summary)
+                    self._eager_from_now_on(version, version.sigma, summary, slower=True)
         return result
 
-    def _gates_keep_changing(self, tried: Version, sigma: Any) -> bool:
-        """Whether this key's versions replaying the gates of ``tried`` are already
-        ``CHANGING_GATES`` and differ in a gate that is a number read from the data (a count of
-        NaNs, a size of a selection), not a branch: such a value is new at almost every call
-        on new data, and each version compiled for it would serve few calls."""
+    def _gates_keep_changing(self, tried: Version, sigma: Any) -> str | None:
+        """Why this key's gates are new at almost every call on new data, so that each version
+        compiled for them would serve few calls, or None: its versions replaying the gates of
+        ``tried`` are already ``CHANGING_GATES`` and differ in a gate that is a number read
+        from the data (a count of NaNs, a size of a selection); or its versions have gates of
+        ``CHANGING_GATES`` different numbers (a loop's exit tested per item), or are
+        ``CHANGING_BRANCHES`` for branch outcomes alone."""
         gates = tried.gates
         if gates is None or not gates.fingerprint:
-            return False
+            return None
         # the same gates: the same graph, or the same kinds of gates in the same order (a
         # selection's size read by later gates is a constant of their graph, which then differs
         # at every call: k-means' ``if m.any(): C[c] = X[m].mean(0)`` compiled eight versions,
         # then tried all eight at every call, 70x NumPy's time)
-        alike = [v.gates.expected for v in self._by_sigma.get(sigma, ())
-                 if v.gates is not None and (v.gates.fingerprint == gates.fingerprint or
-                                             v.gates.kinds == gates.kinds)]
-        if len(alike) < CHANGING_GATES:
-            return False
-        return any(kind != "bool" and len({repr(e[k]) for e in alike}) > 1
-                   for k, kind in enumerate(gates.kinds))
+        gated = [v.gates for v in self._by_sigma.get(sigma, ()) if v.gates is not None]
+        if len({repr(g.kinds) for g in gated}) >= CHANGING_GATES:
+            return f"its data decide how many gates it has (a loop's exit tested per item: " \
+                   f"{len(gated)} versions compiled for it)"
+        if len(gated) >= CHANGING_BRANCHES:
+            return f"its branches take new outcomes ({len(gated)} versions compiled for them)"
+        alike = [g.expected for g in gated
+                 if g.fingerprint == gates.fingerprint or g.kinds == gates.kinds]
+        if len(alike) >= CHANGING_GATES and any(
+                kind != "bool" and len({repr(e[k]) for e in alike}) > 1
+                for k, kind in enumerate(gates.kinds)):
+            return f"its data gates take a new value at each call (a number read from the " \
+                   f"data; {CHANGING_GATES} versions compiled for it)"
+        return None
+
+    def _eager_at_limit(self, sigma: Any) -> None:
+        """Past the version limit, a key none of whose versions' gates held this call: its
+        calls run eagerly from now on (each would otherwise replay every version's gates, 8
+        replays of a loop's per-iteration gates: 380 us a call for NumPy's 17)."""
+        versions = self._by_sigma.get(sigma, ())
+        gated = [v for v in versions if v.gates is not None]
+        if gated and versions[0].native:  # (an eager version put first already answers)
+            self._eager_from_now_on(gated[-1], sigma, "the version limit is reached and its "
+                                    "data gates took outcomes no version was compiled for")
 
     def _eager_if_gates_keep_changing(self, sigma: Any) -> Version | None:
         """For a call whose key has versions but none whose gates hold (their replays said so,
@@ -134,23 +162,23 @@ class OtherBranches:
         if self.strict_native:  # never eager: a version for each outcome, up to the limit
             return None
         gated = [v for v in self._by_sigma.get(sigma, ()) if v.gates is not None]
-        if gated and self._gates_keep_changing(gated[-1], sigma):
-            return self._eager_from_now_on(gated[-1], sigma)
+        changing = self._gates_keep_changing(gated[-1], sigma) if gated else None
+        if changing is not None:
+            return self._eager_from_now_on(gated[-1], sigma, changing)
         return None
 
-    def _eager_from_now_on(self, tried: Version, sigma: Any, slower: str | None = None
-                           ) -> Version:
+    def _eager_from_now_on(self, tried: Version, sigma: Any, reason: str,
+                           slower: bool = False) -> Version:
         """An eager version put first for this key: its calls run as NumPy at the cost of the
         key's lookup (not of a version's program that computes the gates to find they differ
-        again), said once. ``slower``: the key's replayed gates made its calls slower than
-        eager ones (``replay_costs``), as measured."""
-        reason = slower or (f"its data gates take a new value at each call (a number read from "
-                            f"the data; {CHANGING_GATES} versions compiled for it)")
+        again), said once, with ``reason``. ``slower``: the key's replayed gates made its calls
+        slower than eager ones (``replay_costs``), as measured."""
         eager = Version(-1, sigma, self._eager, native=False, reason=reason)
         self._by_sigma[sigma].insert(0, eager)  # the layout's list too: the same list
         self._call = self._dispatch  # not the entry of a version of this key: the next call
         # finds the eager version first (and installs its own entry, ``key_entry.answers_its_key``)
-        hint = "" if slower else "; stax.runtime.gate(...) keeps such a value out of the key"
+        hint = "" if slower or "number" not in reason else \
+            "; stax.runtime.gate(...) keeps such a value out of the key"
         logs.warn(f"stax: {self._name} runs eagerly for this signature from now on: {reason}"
                   f"{hint}")
         return eager
