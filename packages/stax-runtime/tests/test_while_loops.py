@@ -263,6 +263,34 @@ def test_numpy_runs_a_loop_it_runs_faster(monkeypatch):
     _same(compiled(n + 7), collatz_steps(n + 7))
 
 
+def halve_until_small(x):
+    y = x.copy()
+    while np.abs(y).max() > 1:
+        y = y / 2
+    return y
+
+
+def test_a_call_running_no_iteration_in_numpy_copies_private_locals(monkeypatch):
+    """A probe's finding: where NumPy runs the loop (faster, measured at capture), a call
+    running no iteration left ``y`` the object it was before the loop; capture had a new one,
+    so every such call ran eagerly ("the loop's results are other objects than at capture")
+    at 12x the eager time. The whole loop now says how many iterations it ran."""
+    class Timed(lifted_while.WhileRunner):
+        def eager_seconds_per_item(self, arrays):
+            return 0.0
+
+    monkeypatch.setattr(lifted_while, "WhileRunner", Timed)
+    compiled = stax.compile(halve_until_small)
+    rng = np.random.default_rng(5)
+    for scale in (5.0, 0.5, 0.25, 3.0, 0.1):
+        x = rng.standard_normal(50) * scale
+        got = compiled(x)
+        _same(got, halve_until_small(x))
+        assert got is not x
+    info = compiled.cache_info()
+    assert info.compiles == 1 and info.fallbacks == 0
+
+
 def test_the_rewritten_function_runs_as_written_outside_capture():
     from stax.trace import loops
     clone = loops.rewritten(collatz_steps)

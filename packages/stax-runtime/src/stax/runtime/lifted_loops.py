@@ -242,7 +242,8 @@ class Runner:
     def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
         """After a run, before its results' identities are checked (``WhileRunner``)."""
 
-    def _run_eagerly(self, values: dict[str, Any], items: range) -> None:
+    def _run_eagerly(self, values: dict[str, Any], items: range) -> tuple[Any, ...]:
+        """The loop as written, in NumPy: its locals bound in ``values``; its results."""
         site, constants = self.site, self.constants
         walked: Any = items
         if site.array is not None:  # the rows, as iterating the array gives them
@@ -257,6 +258,7 @@ class Runner:
             if name in constants:
                 check_stable(name, value, constants[name])
             values[name] = value
+        return out
 
     def eager_seconds_per_item(self, arrays: Any) -> float | None:
         """The body's time per item in NumPy, over a few items from ``arrays`` (copies); for a

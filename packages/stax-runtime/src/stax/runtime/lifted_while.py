@@ -224,12 +224,14 @@ class WhileRunner(Runner):
         self.items = range(count)
         self.count = values[ITERATIONS] = count  # the call's own (``_settle``; threads)
 
-    def _run_eagerly(self, values: dict[str, Any], items: range) -> None:
+    def _run_eagerly(self, values: dict[str, Any], items: range) -> tuple[Any, ...]:
         if GOING in values and not bool(values.pop(GOING)):
             values[ITERATIONS] = 0  # the iteration before the step ended the loop
-            return
+            return ()
         values.pop(GOING, None)
-        super()._run_eagerly(values, items)
+        out = super()._run_eagerly(values, items)
+        values[ITERATIONS] = out[-1]  # the whole loop's count (``_settle``: none ran)
+        return out
 
     def _while_loop(self, values: dict[str, Any]) -> ItemLoopRun | None:
         """The machine-code loop for the current layouts, made once per layout."""

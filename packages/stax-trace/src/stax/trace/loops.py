@@ -365,9 +365,11 @@ class _Rewriter:
             *_unbind(params), *_iteration(node, form), _return_values(returned, form)])
         test = _function(f"__stax_test_{number}", params, [
             *_unbind(params), ast.Return(copy.deepcopy(node.test))])
-        whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [
-            *_unbind(params), ast.While(copy.deepcopy(node.test), copy.deepcopy(node.body), []),
-            _return_values(returned)])
+        whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [  # (and the
+            *_unbind(params), ast.parse(f"{RAN} = 0").body[0],  # iterations it ran, last)
+            ast.While(copy.deepcopy(node.test), [ast.parse(f"{RAN} += 1").body[0],
+                                                 *copy.deepcopy(node.body)], []),
+            _return_values([*returned, RAN])])
         run = _call(while_loops.HELPER, _site(number), ast.Name(test.name, ast.Load()),
                     ast.Name(body.name, ast.Load()), ast.Name(whole.name, ast.Load()),
                     ast.Name("__stax_state", ast.Load()))
@@ -376,6 +378,7 @@ class _Rewriter:
 
 #: the local a body ending the loop at a test (``BreakForm``) binds to whether the loop goes on
 GOES_ON = "__stax_goes_on"
+RAN = "__stax_ran"  # the iterations a while loop's whole function ran, its last result
 
 
 def _iteration(node: ast.For | ast.While, form: BreakForm | None) -> list[ast.stmt]:
