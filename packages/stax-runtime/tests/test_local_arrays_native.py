@@ -144,6 +144,44 @@ def test_a_literal_changed_after_a_traced_call_read_it_runs_eagerly():
         f(x)
 
 
+LITERAL_VIEWS = [
+    lambda x: x[:, None] - np.array([-1.0, 0.0, 1.0])[None, :],
+    lambda x: x * np.array([1.0, 2.0, 4.0, 8.0])[::-1],
+    lambda x: x @ np.array([[1.0, 2.0, 3.0, 4.0]]).reshape(4, 1),
+    lambda x: x.reshape(2, 2) + np.array([[1, 2], [3, 4]]).T,
+]
+
+
+@pytest.mark.parametrize("fn", LITERAL_VIEWS, ids=["newaxis", "reversed", "reshape", "T"])
+def test_views_of_a_literal_array_are_constants_too(fn):
+    """A probe's finding: ``pts = np.array([...]); x[:, None] - pts[None, :]`` ran eagerly at
+    every call ("an array that is not an argument ... pass it as an argument"): the view is
+    an array NumPy made, not the literal capture remembers. A view of an unchanged literal is
+    made again from its values."""
+    f = stax.compile(fn, strict_native=True)
+    x = np.array([0.5, -1.0, 2.0, 3.0])
+    for _ in range(2):
+        got, want = f(x), fn(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_literal_changed_after_its_view_was_read_runs_eagerly():
+    def changed(x):
+        c = np.array([1.0, 2.0])
+        y = x * c[::-1]
+        c[0] = 5.0
+        return y, x * c[::-1]
+
+    x = np.array([1.0, 2.0])
+    f = stax.compile(changed)
+    for _ in range(2):
+        got, want = f(x), changed(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert not f.versions()[0].native
+
+
 def windowed(x, beta):
     return x * np.hanning(len(x)) + np.hamming(x.shape[0]) * np.blackman(len(x)) - \
         np.bartlett(len(x)) * np.kaiser(len(x), beta)

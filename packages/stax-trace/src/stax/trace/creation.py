@@ -56,6 +56,11 @@ class Created:
     source: str | None
     node: Any = None
 
+    @property
+    def made(self) -> np.ndarray:
+        """The array its node makes (``np.array`` of a view's values: a contiguous one)."""
+        return self.snapshot if self.target == "numpy.array" else self.array
+
     def unchanged(self) -> bool:
         return bool(np.array_equal(self.array, self.snapshot, equal_nan=self.array.dtype.kind == "f"))
 
@@ -261,6 +266,21 @@ def _remember_literal(array: Any, caller: Any, conversion: Any) -> None:
         return
     tracer.created[id(array)] = Created(array, "numpy.array", (array.tolist(),),
                                         {"dtype": array.dtype.name}, array.copy(), user_source())
+
+
+def literal_view(created: dict[int, Created], value: np.ndarray, source: str | None
+                 ) -> Created | None:
+    """A view of an unchanged array the user's code wrote as a literal (``pts[None, :]``,
+    ``pts[::-1]``, ``pts.reshape(1, 3)``: refused as an array from outside the function): a
+    constant too, made again from its values, and remembered in ``created``."""
+    base = value.base
+    made = created.get(id(base)) if isinstance(base, np.ndarray) else None
+    if made is None or made.array is not base or made.target != "numpy.array" or \
+            not made.unchanged() or value.size > MAX_LITERAL:
+        return None
+    view = created[id(value)] = Created(value, "numpy.array", (value.tolist(),),
+                                        {"dtype": value.dtype.name}, value.copy(), source)
+    return view
 
 
 #: other attributes replaced while captures run: (owner, name, wrap), added by ``intercept``

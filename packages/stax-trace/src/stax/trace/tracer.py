@@ -29,6 +29,7 @@ from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
 from . import (
+    creation,
     loops,
     masked,
     masked_reductions,
@@ -321,7 +322,8 @@ class Tracer:
         if isinstance(value, dict):
             return {k: self._symbolic(v, source, sizes, (*path, k)) for k, v in value.items()}
         if isinstance(value, np.ndarray):
-            created = self.created.get(id(value))
+            created = self.created.get(id(value)) or \
+                creation.literal_view(self.created, value, source)
             if created is not None and created.array is value:
                 return self._creation_node(created, source)
             raise refused(UnsupportedError(
@@ -367,7 +369,7 @@ class Tracer:
             kwargs = self._symbolic(created.kwargs, created.source, sizes, ("kwargs",))
             created.node = self.graph.create_node(
                 Opcode.CALL_FUNCTION, created.target, args, kwargs,
-                meta={"tensor": TensorMeta.of(created.array), "source": created.source,
+                meta={"tensor": TensorMeta.of(created.made), "source": created.source,
                       **size_arguments(sizes)})
             self._note_constant(created.node)
         return created.node
@@ -435,9 +437,8 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
     try:
-        returned = _run_isolated(tracer, fn, traced_args, traced_kwargs,
-                                 [leaf for leaf in leaves if type(leaf) is not np.random.Generator],
-                                 outcome)
+        plain = [leaf for leaf in leaves if type(leaf) is not np.random.Generator]
+        returned = _run_isolated(tracer, fn, traced_args, traced_kwargs, plain, outcome)
         # numbers converted only to be returned: eager's numbers, the program's traced values
         eager, result, conversions = result_conversions.settle(returned)
         if tracer.selections:  # max/min results returned: settled (minmax.py)
@@ -447,12 +448,11 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
         if after_tree != input_tree or any(a is not b for a, b in zip(after, traced_leaves)):
             # capture ran on copies of the argument containers: the caller's did not change,
             # and a compiled version would not change them either
-            raise UnsupportedError("the function changes a tuple, list or dict it was passed "
-                                   "(an append, an item assignment)", hint="return the new "
-                                   "value instead; as it is, the function runs eagerly")
+            raise UnsupportedError("the function changes a tuple, list or dict it was passed (an "
+                                   "append, an item assignment)", hint="return the new value "
+                                   "instead; as it is, the function runs eagerly")
         outcome.finished, outcome.result = True, eager
-        caught = tracer.caught()
-        if caught is not None:
+        if (caught := tracer.caught()) is not None:
             raise caught
         if outcome.warnings is not None and outcome.warnings.issued:
             raise UnsupportedError(f"the function warns ({outcome.warnings.issued[0]}): a "
