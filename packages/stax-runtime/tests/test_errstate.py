@@ -546,6 +546,35 @@ def test_a_version_declining_every_call_runs_eagerly_at_once_until_it_stands_aga
     assert sum(f.cache_info().hits.values()) == hits + 1 and version.skipped == 0
 
 
+def overflowing(x):
+    return x * x * 3.0
+
+
+def test_a_version_whose_data_make_every_call_decline_is_paused_too():
+    """A probe's finding: data that make every call decline (an overflow NumPy warns about at
+    each call, a diverging iteration) ran the program, then NumPy, at every call: 24 us for
+    NumPy's 5. ``DATA_DECLINE_STREAK`` declines in a row pause the version as an errstate
+    block's do (retried after 32, 64, ... calls); a call it serves puts it back."""
+    from stax.runtime import versions as api
+
+    f = stax.compile(overflowing)
+    huge, fine = np.full(100, 1e200), np.linspace(-1.0, 1.0, 100)
+    np.testing.assert_array_equal(f(fine), overflowing(fine))
+    with np.errstate(over="ignore"):
+        want = overflowing(huge)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(20):
+            np.testing.assert_array_equal(f(huge), want)
+    assert len(caught) == 20  # NumPy's own warning, once a call
+    (version,) = f.versions()
+    assert version.declines == api.DATA_DECLINE_STREAK
+    assert version.skipped == 20 - api.DATA_DECLINE_STREAK
+    for _ in range(api.RETRY_EVERY):
+        np.testing.assert_array_equal(f(fine), overflowing(fine))
+    assert version.declines == 0 and version.skipped == 0
+
+
 def test_the_calls_a_declining_version_skips_cost_a_lookup_not_a_dispatch():
     """While the version skips calls (``eager_for_now``), each went through the whole dispatch
     (a ``np.errstate`` safe division: 19.8 us a call, NumPy 8.5): the key's eager entry answers

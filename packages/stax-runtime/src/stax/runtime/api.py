@@ -91,7 +91,6 @@ from .versions import (
     Limits,
     Version,
     check_no_side_effects,
-    limit_warning,
 )
 
 
@@ -221,14 +220,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             return self._run_unkeyable(exc, placement, args, kwargs)
         version = self._lookup(sigma, args, kwargs)
         if version is None and self._at_limit():  # new keys run eagerly: no rescan, no capture
-            self._misses += 1
-            self._fallbacks += 1
-            self._warn_limit(sigma, args, kwargs)
-            if any(v.gates is not None for v in self._by_sigma.get(sigma, ())):
-                with self._compile_lock:  # its gates failed every version: eager from now on,
-                    self._eager_at_limit(sigma)  # not every version's replay at every call
-            return self._eager(args, kwargs) if placement is not None else \
-                self._traced_function()(*args, **kwargs)  # no device array among them
+            return self._past_limit(sigma, args, kwargs, placement)
         if version is None:
             with self._compile_lock:  # another thread may have compiled it meanwhile
                 if self._rescan_free_variables():  # bound after compile(): lifted from now on
@@ -364,8 +356,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             if self.declines_to_caller:
                 raise
             self._fallbacks += 1
-            if self._sets_errstate:  # its calls have no machine-code entry: all come here
-                version.declines += 1
+            version.declined(own_errstate=self._sets_errstate)  # (its entries' come here too)
             if isinstance(exc, FloatingPointEvents):  # NumPy's own warning or error follows
                 logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: {exc}; "
                           "the call runs eagerly so that NumPy reports it")
@@ -401,15 +392,6 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         if layout is not None:
             self._by_layout[layout] = self._by_sigma[sigma]
         return version
-
-    def _at_limit(self) -> bool:
-        return len(self._versions) >= self.limits.max_versions or \
-            self._compiles >= self.limits.max_compiles
-
-    def _warn_limit(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if not self._limit_warned:
-            self._limit_warned = True
-            logs.warn(limit_warning(self._name, self.limits, self._versions, sigma, args, kwargs))
 
     def _traced_function(self) -> Callable[..., Any]:
         inner = self._free.lifted() if self._free else self.fn

@@ -15,7 +15,7 @@ from stax.trace import Outcome
 from . import config, logs
 from .gate_checks import GateMismatch
 from .signature import signature
-from .versions import Version, first_for_its_key
+from .versions import Version, first_for_its_key, limit_warning
 
 #: versions of one key replaying the same gates, differing in a number read from the data, past
 #: which the key runs eagerly (``OtherBranches._gates_keep_changing``)
@@ -38,7 +38,12 @@ class OtherBranches:
     _name: str
     _versions: list[Version]
     _eager: Any
-    _at_limit: Any
+    _traced_function: Any
+    _misses: int
+    _fallbacks: int
+    _compiles: int
+    _limit_warned: bool
+    limits: Any
     strict_native: bool
 
     def _gates_failed(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -144,6 +149,28 @@ class OtherBranches:
             return f"its data gates take a new value at each call (a number read from the " \
                    f"data; {CHANGING_GATES} versions compiled for it)"
         return None
+
+    def _at_limit(self) -> bool:
+        return len(self._versions) >= self.limits.max_versions or \
+            self._compiles >= self.limits.max_compiles
+
+    def _warn_limit(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if not self._limit_warned:
+            self._limit_warned = True
+            logs.warn(limit_warning(self._name, self.limits, self._versions, sigma, args, kwargs))
+
+    def _past_limit(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                    placement: Any) -> Any:
+        """A call no version of a function past its version limit serves: eager, without the
+        miss's rescan of free variables (125 us a call) or a capture."""
+        self._misses += 1
+        self._fallbacks += 1
+        self._warn_limit(sigma, args, kwargs)
+        if any(v.gates is not None for v in self._by_sigma.get(sigma, ())):
+            with self._compile_lock:  # its gates failed every version: eager from now on,
+                self._eager_at_limit(sigma)  # not every version's replay at every call
+        return self._eager(args, kwargs) if placement is not None else \
+            self._traced_function()(*args, **kwargs)  # no device array among them
 
     def _eager_at_limit(self, sigma: Any) -> None:
         """Past the version limit, a key none of whose versions' gates held this call: its

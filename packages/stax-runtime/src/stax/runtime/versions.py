@@ -65,8 +65,11 @@ class VersionReport:
 #: each time, at most ``MAX_RETRY_GAP`` apart (the first call it serves resets it): ``np.sqrt``
 #: of negatives inside ``np.errstate(invalid="ignore")`` ran its program, then NumPy, every
 #: call (3.6x NumPy's time). Other functions' declines (an event, a failed check) depend on
-#: the data: a call without one runs compiled at once.
+#: the data: ``DATA_DECLINE_STREAK`` of them in a row (an int32 sum that overflows at every
+#: call, a diverging iteration: each ran its program, then NumPy) pause the version the same
+#: way, and a call it serves resets it.
 DECLINE_STREAK = 3
+DATA_DECLINE_STREAK = 8
 RETRY_EVERY = 32
 MAX_RETRY_GAP = 1024
 
@@ -93,6 +96,7 @@ class Version:
     #: run eagerly without trying it (``eager_for_now``)
     declines: int = 0
     skipped: int = 0
+    streak: int = DATA_DECLINE_STREAK  # declines in a row that pause it (``DECLINE_STREAK``)
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
     generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
     #: the gates are checked by the compiled program as it runs (``gate_checks.GateCheck``),
@@ -119,10 +123,17 @@ class Version:
     def eager_for_now(self) -> bool:
         """Whether this call runs eagerly without trying the version (``DECLINE_STREAK``; a
         version with gates is tried: the call may be another branch's)."""
-        if self.declines < DECLINE_STREAK or not self.native or self.gates is not None:
+        if self.declines < self.streak or not self.native or self.gates is not None:
             return False
         self.skipped += 1
         return _skips(self.skipped)
+
+    def declined(self, own_errstate: bool) -> None:
+        """A call it declined (an event, a failed check); a function with its own
+        ``np.errstate`` (every event declines) is paused after fewer."""
+        self.declines += 1
+        if own_errstate:
+            self.streak = DECLINE_STREAK
 
     def skips_ahead(self) -> int:
         """How many of the calls after this one ``eager_for_now`` would run eagerly before the
