@@ -471,6 +471,40 @@ def test_keys_whose_gates_keep_changing_in_number_or_outcomes_run_eagerly(caplog
     assert any(not v.native for v in h._by_sigma[next(iter(h._by_sigma))])
 
 
+def doubled_large(x):
+    out = []
+    for i in range(len(x)):
+        if x[i] > 1:
+            out.append(x[i] * 2)
+    return np.array(out)
+
+
+def test_a_capture_stops_at_its_data_gate_budget(caplog):
+    """A probe's list-building loop over 500 elements with a branch per element captured a
+    gate per element (4.2 s) for a version new data never matched, then ran eagerly. Past
+    ``MAX_GATES`` data gates the capture stops (after one more try with its loops lifted) and
+    the key runs eagerly, naming the line that decided."""
+    import logging
+    import time
+
+    from stax.trace.gate_budget import MAX_GATES
+
+    rng = np.random.default_rng(15)
+    f = stax.compile(doubled_large)
+    start = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        for _ in range(4):
+            x = rng.standard_normal(500)
+            np.testing.assert_array_equal(f(x), doubled_large(x))
+    assert time.perf_counter() - start < 30  # (seconds before; a bound, not a benchmark)
+    assert f.cache_info().compiles == 1 and not f.versions()[0].native
+    assert f"Python decided something from the data {MAX_GATES} times" in caplog.text
+    assert "test_gate_checks.py" in caplog.text  # the user's line
+    short = rng.standard_normal(20)  # a few gates: a version as before
+    np.testing.assert_array_equal(f(short), doubled_large(short))
+    assert f.versions()[-1].native
+
+
 def kmeans_step(X, C):
     d = ((X[:, None, :] - C[None]) ** 2).sum(-1)
     labels = d.argmin(1)

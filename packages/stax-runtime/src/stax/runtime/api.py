@@ -42,6 +42,7 @@ from stax.ir import (
     tree_leaves,
 )
 from stax.trace import Outcome, leaf_names, loops, trace
+from stax.trace.gate_budget import TooManyGates
 
 from . import config, devices, logs
 from .backends import get_backend, stax_backend
@@ -412,11 +413,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 with kernel_budget() if again else contextlib.nullcontext():
                     version = self._build(sigma, args, kwargs, settings, number, timings,
                                           outcome, placement, pattern)
-            except TooManySteps:
+            except (TooManySteps, TooManyGates):
                 if not again or outcome.generators:
                     raise
-                logs.emit("loops", settings.logs, f"{self._name}: too many steps or kernels "
-                          "with its loops unrolled: captured again with them lifted")
+                logs.emit("loops", settings.logs, f"{self._name}: too many steps, kernels or "
+                          "data gates with its loops unrolled: captured again with them lifted")
                 outcome.undo_untraced_updates()
                 with loops.lifting_every_loop():
                     version = self._build(sigma, args, kwargs, settings, number, timings,

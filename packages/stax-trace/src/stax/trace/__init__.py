@@ -1,5 +1,6 @@
 """stax.trace — capture of NumPy programs by proxy tracing in mixed mode (spec §3)."""
 
+from . import traced_len  # noqa: F401 (intercepts len while captures run)
 from .examples import example_copy
 from .outcome import Outcome
 from .proxy import Proxy

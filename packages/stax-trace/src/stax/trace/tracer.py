@@ -35,11 +35,11 @@ from . import (
     masked_reductions,
     minmax,
     result_conversions,
-    traced_len,  # noqa: F401 (intercepts len)
 )
 from .call_values import ITEM_SLICED, concrete_arguments, gate_slice_bounds
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
+from .gate_budget import add_gate
 from .isolation import private_copy, refused, refusing_draws
 from .leaves import leaf_names
 from .outcome import Argument, Outcome
@@ -157,7 +157,7 @@ class Tracer:
                           lambda exc: np.size(proxy.value) != 1):
             value = GATE_CONVERSIONS[kind](proxy.value)  # NumPy's own errors surface unchanged
         if proxy.node not in self.constants:
-            self.gates.append(Gate(proxy.node.name, kind, value, user_source()))
+            add_gate(self.gates, Gate(proxy.node.name, kind, value, user_source()))
         return value
 
     def record(self, op: Opcode, target: str, args: Any, kwargs: dict[str, Any],
@@ -281,7 +281,7 @@ class Tracer:
             node.meta["shape_gated"] = True
             if node in self.constants:
                 return  # the shape follows from the key
-            self.gates.append(Gate(node.name, kind, GATE_CONVERSIONS[kind](value), source))
+            add_gate(self.gates, Gate(node.name, kind, GATE_CONVERSIONS[kind](value), source))
 
     def _symbolic(self, value: Any, source: str | None,
                   sizes: list[tuple[tuple[Any, ...], Any]] | None = None,
@@ -437,8 +437,8 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 
     traced_args, traced_kwargs = tree_unflatten(input_tree, traced_leaves)
     try:
-        plain = [leaf for leaf in leaves if type(leaf) is not np.random.Generator]
-        returned = _run_isolated(tracer, fn, traced_args, traced_kwargs, plain, outcome)
+        returned = _run_isolated(tracer, fn, traced_args, traced_kwargs, [
+            leaf for leaf in leaves if type(leaf) is not np.random.Generator], outcome)
         # numbers converted only to be returned: eager's numbers, the program's traced values
         eager, result, conversions = result_conversions.settle(returned)
         if tracer.selections:  # max/min results returned: settled (minmax.py)
