@@ -436,3 +436,29 @@ def test_computed_numbers_decided_from_keep_their_values_in_the_key():
     for t in (0.25, 0.75, 1.5):
         _same(f(x, t), g(x, t))
     assert f.cache_info().compiles == 3 and all(v.generic is None for v in f.versions())
+
+
+def damped(y, v, c, use_damping, mode):
+    a = -y
+    if use_damping:
+        a = a - c * v
+    return a * 2 if mode == "double" else a
+
+
+def test_a_scalar_input_beside_flags_takes_the_machine_code_entry():
+    """A probe's ``damped(y, v, c, use_damping)`` with ``c`` changing: the flag kept the
+    scalar-generic version from the machine-code entry (4.2 us a call, NumPy 1.2). A key entry
+    compares the flag and the string and checks the scalar's type, then hands the arrays and
+    the scalar to the machine-code entry (0.7 us)."""
+    f = st.compile(damped)
+    y, v = np.array([1.0, 2.0, 3.0]), np.array([0.5, -0.0, np.nan])
+    for c in (0.1, 0.2, 0.3):
+        _same(f(y, v, c, True, "double"), damped(y, v, c, True, "double"))
+    entry = f.versions()[-1].entry
+    assert entry is not None and not entry.dispatches  # the machine code behind the key entry
+    before = entry.hits
+    for c in (0.5, -1.5, 1e300):
+        _same(f(y, v, c, True, "double"), damped(y, v, c, True, "double"))
+    assert entry.hits == before + 3
+    for args in ((y, v, 0.5, False, "double"), (y, v, 0.5, True, "other"), (y, v, 2, True, "double")):
+        _same(f(*args), damped(*args))

@@ -550,12 +550,17 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             version.fast = run_one or (lambda *arrays: call_flat(*arrays)[0])
         elif flat_call:  # the others (scalars) constants of the code: no tree to walk
             version.fast = flat_runner(call_flat, slots, output_tree)
-        make_entry = getattr(run_flat, "entry", None) if plain_args or not version.generic else None
+        # the pattern with the other scalars the generic version took as inputs; its key (none
+        # for a size-generic one) compares the scalars' types, and other arguments by value
+        pattern = getattr(version.generic, "pattern", None) or pattern
+        key = entry_key(sigma, pattern, version.generic)
+        make_entry = getattr(run_flat, "entry", None) if plain_args or not version.generic or \
+            key is not None else None
         if make_entry is not None and version.gates is None and not self._free and \
                 placement is None and not kwargs and not self._sets_errstate and \
                 not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
-            entry = compiled_entry(make_entry, sigma, leaves, slots, plain_args, self._dispatch)
+            entry = compiled_entry(make_entry, key, leaves, slots, plain_args, self._dispatch)
             timings["entry"] = time.perf_counter() - clock
             version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):
@@ -563,9 +568,6 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         version.plain_entries = version.generic is not None and plain_call and \
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
-        # the pattern with the other scalars the generic version took as inputs
-        pattern = getattr(version.generic, "pattern", None) or pattern
-        key = entry_key(sigma, pattern, version.generic)  # (a size-generic one: none)
         if version.entry is None and version.gates is None and not self._free and \
                 placement is None and key is not None:
             version.entry = version_entry(key, lambda *a: self._run(version, a, {}), self._dispatch)
