@@ -596,3 +596,63 @@ def test_a_call_running_no_iteration_keeps_an_aliased_local_the_same_object(monk
     f(np.ones(3) * 8.0)
     got = f(np.ones(3) * 0.5)
     assert got[0] is got[1]
+
+
+def jacobi_counted(A, b, tol, maxit):
+    x = np.zeros_like(b)
+    D = np.diag(A)
+    R = A - np.diag(D)
+    err = np.inf
+    it = 0
+    while err > tol and it < maxit:
+        xn = (b - R @ x) / D
+        err = np.linalg.norm(xn - x)
+        x = xn
+        it += 1
+    return x, it
+
+
+def halve_counted(y):
+    k = 0
+    while k < 40 and np.abs(y).max() > 1:
+        y = y / 2
+        k += 1
+    return y, k
+
+
+def counter_used_otherwise(y):
+    k = 0
+    while np.abs(y).max() > 1:
+        y = y / (k + 2)
+        k += 1
+    return y, k
+
+
+@pytest.mark.parametrize("fn", [jacobi_counted, halve_counted, counter_used_otherwise])
+def test_loops_counting_their_iterations_lift_and_return_python_ints(fn, caplog, monkeypatch):
+    """``while err > tol and it < maxit: ...; it += 1``: the Python int counter changed at
+    every iteration, so the loop never settled and unrolled with a gate per iteration (a new
+    version for every iteration count). A counter (bound to int literals, stepped by ``+=``,
+    read in comparisons and returned) is carried as a traced int64 and returned as a Python
+    int; the ``and`` of the test is the traced conjunction. A counter read otherwise (``y /
+    (k + 2)``: a NumPy integer would change the division's types) keeps the loop as before."""
+    import logging
+
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    rng = np.random.default_rng(21)
+    f = stax.compile(fn)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for scale in (40.0, 3.0, 300.0, 0.5):
+            if fn is jacobi_counted:
+                n = 12
+                args = (rng.standard_normal((n, n)) + np.eye(n) * scale, rng.standard_normal(n),
+                        1e-9, 60)
+            else:
+                args = (rng.standard_normal(30) * scale,)
+            got, want = f(*args), fn(*args)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+            assert got[1] == want[1] and type(got[1]) is int
+    lifted = "lifted into one step" in caplog.text
+    assert lifted == (fn is not counter_used_otherwise)
+    if lifted:
+        assert f.cache_info().compiles == 1

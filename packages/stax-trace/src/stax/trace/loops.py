@@ -32,7 +32,6 @@ from __future__ import annotations
 import ast
 import contextvars
 import copy
-import functools
 import inspect
 import textwrap
 import threading
@@ -40,12 +39,11 @@ import types
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import loop_body, loop_code, loop_state, result_conversions, while_loops
+from . import loop_body, loop_code, loop_counters, loop_state, result_conversions, while_loops
 from .creation import active_tracer
 from .loop_names import (
     SCOPES,
@@ -57,6 +55,7 @@ from .loop_names import (
     rows_of,
 )
 from .loop_names import binds_target as target_bound
+from .loop_site import LoopSite
 from .ndindex_loops import (
     INDEX_TUPLE,
     NdIndex,
@@ -78,45 +77,11 @@ class _Unbound:
 UNBOUND = _Unbound()
 
 
-@dataclass(frozen=True)
-class LoopSite:
-    """One rewritten loop: where it is and which of the function's locals its body touches."""
-
-    source: str  # file:line of the ``for``
-    params: tuple[str, ...]  # locals the body reads or binds: the body function's parameters
-    assigned: tuple[str, ...]  # those it binds (the body returns their values)
-    mutated: tuple[str, ...]  # those whose object it may update in place (x[k] = v, x += v)
-    rebound: tuple[str, ...]  # those it binds other than by an augmented assignment (x = ...)
-    target: str | None  # the loop's target, when it is one name (``for i in ...``)
-    target_rebound: bool = False  # the body binds the target too (``i = i + 1``)
-    #: rows of an array local: ``for row in x`` / ``for i, row in enumerate(x)``: x's name, and
-    #: the name bound to the row (``target`` is then the index's name, or None)
-    array: str | None = None
-    row: str | None = None
-    bound_first: frozenset[str] = frozenset()  # params bound before read (``loop_body``)
-    effect: str | None = None  # a call with a Python effect in the body (``loop_body``)
-    scratch: frozenset[str] = frozenset()  # bound first, read nowhere else (``loop_body``)
-    #: updated in place only after the body bound them anew (``loop_body.rebound_before_update``)
-    fresh: frozenset[str] = frozenset()
-    kind: str = "for"  # or "while": no item, a test before each iteration (``while_loops``)
-    #: the body ends the loop at a test (``loop_names.BreakForm``): it returns whether the
-    #: loop goes on after its results
-    stops: bool = False
-    #: such a loop's target is read after it, as a returned result: a lifted step gives the
-    #: last item it ran (``result_conversions.convert_to_int``)
-    item_returned: bool = False
-
-    @functools.cached_property
-    def returned(self) -> tuple[str, ...]:
-        """What the body function returns the final values of: the locals it binds, then those
-        it only updates in place (a compiled body returns them instead of writing them back)."""
-        return self.assigned + tuple(n for n in self.mutated if n not in self.assigned)
-
-
 #: names the rewritten code reads from its closure
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__",
-            while_loops.HELPER, while_loops.GOES_ON_HELPER, result_conversions.HELPER)
+            while_loops.HELPER, while_loops.GOES_ON_HELPER, result_conversions.HELPER,
+            loop_counters.HELPER)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 #: function -> (rewritten code, sites) or None; weak: a dropped function's entry goes with it
@@ -145,7 +110,8 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     helpers = {"__stax_loop__": run_loop, "__stax_pack__": _pack, "__stax_unbound__": UNBOUND,
                "__stax_sites__": sites, while_loops.HELPER: while_loops.run_while,
                while_loops.GOES_ON_HELPER: while_loops.goes_on,
-               result_conversions.HELPER: result_conversions.converted}
+               result_conversions.HELPER: result_conversions.converted,
+               loop_counters.HELPER: loop_counters.all_of}
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
                     for name in new_code.co_freevars)
@@ -226,7 +192,7 @@ class _Rewriter:
     """Rewrites the ``for`` statements of one function body, innermost first."""
 
     def __init__(self, code: types.CodeType, function: ast.FunctionDef) -> None:
-        self.code = code
+        self.code, self.function = code, function
         self.uses = loop_body.name_uses(function)  # before any loop of it is rewritten
         self.results = result_conversions.result_names(function)
         self.converted: set[int] = set()  # result names to convert (``convert_to_int``)
@@ -261,6 +227,9 @@ class _Rewriter:
             # array to it (``stax.runtime.lifted_loops``), not a view of another value
             rebinds = isinstance(node, ast.For) and target_bound(node)
             unread = loop_body.unread_after(self.uses, node, set(names[1]))
+            counted = loop_counters.counters(self.function, node, self.results) \
+                if isinstance(node, ast.While) else frozenset()
+            test = loop_counters.counted_test(node.test, counted) if counted else None
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
@@ -272,7 +241,10 @@ class _Rewriter:
             return [node]
         form = break_form(node)  # again: the statements of inner loops are rewritten now
         if isinstance(node, ast.While):
-            return self.lift_while(node, form, *names, unread)
+            if test is None and isinstance(node.test, ast.BoolOp):
+                counted = frozenset()  # (an ``and`` it cannot rewrite would gate on them)
+            self.converted |= {at for at, n in self.results.items() if n.id in counted}
+            return self.lift_while(node, form, *names, unread, counted, test)
         if form is not None and returned:
             self.converted |= returned
         return self.lift(node, form, *names, rebinds, unread, bool(form and returned))
@@ -344,7 +316,8 @@ class _Rewriter:
 
     def lift_while(self, node: ast.While, form: BreakForm | None, params: list[str],
                    assigned: list[str], mutated: list[str], rebound: list[str],
-                   unread: frozenset[str]) -> list[ast.stmt]:
+                   unread: frozenset[str], counters: frozenset[str] = frozenset(),
+                   counted_test: ast.expr | None = None) -> list[ast.stmt]:
         """``while test: body`` as three functions of the locals they touch, run by
         ``while_loops.run_while``: the body (taking an unused item, as a ``for`` body does),
         the test, and the whole loop as written."""
@@ -359,12 +332,12 @@ class _Rewriter:
             effect=loop_body.effects([ast.Expr(node.test), *statements]),
             scratch=unread & bound_first,
             fresh=loop_body.rebound_before_update(statements, mutated), kind="while",
-            stops=form is not None))
+            stops=form is not None, counters=counters))
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(f"__stax_body_{number}", [ITEM_ARGUMENT, *params], [
             *_unbind(params), *_iteration(node, form), _return_values(returned, form)])
         test = _function(f"__stax_test_{number}", params, [
-            *_unbind(params), ast.Return(copy.deepcopy(node.test))])
+            *_unbind(params), ast.Return(counted_test or copy.deepcopy(node.test))])
         whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [  # (and the
             *_unbind(params), ast.parse(f"{RAN} = 0").body[0],  # iterations it ran, last)
             ast.While(copy.deepcopy(node.test), [ast.parse(f"{RAN} += 1").body[0],

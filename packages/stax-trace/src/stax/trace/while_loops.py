@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import loop_state
+from . import loop_counters, loop_state
 from .creation import active_tracer
 from .proxy import Proxy
 
@@ -76,8 +76,8 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
     if _traced_and_true(outcome):
         goes = _iteration(site, body, state, UNBOUND)
         lifted = first.lift_all(tracer, site, state, UNBOUND,
-                                lambda start: _lifter(tracer, site, test, body, whole, start,
-                                                      None, elsewhere))
+                                lambda start: _lift(tracer, site, test, body, whole, start,
+                                                    None, elsewhere))
         if lifted is not None:
             return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
         bool(outcome)  # unrolled: the gate that let the first iteration run
@@ -100,7 +100,7 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
         if not _traced_and_true(following):
             break
         if _settled(site, before, state):  # the step goes on only where ``following`` holds
-            lifted = _lifter(tracer, site, test, body, whole, state, following, elsewhere)
+            lifted = _lift(tracer, site, test, body, whole, state, following, elsewhere)
             if lifted is not None:
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
             break
@@ -111,6 +111,18 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
         rest = whole(None, *[state.get(name, UNBOUND) for name in site.params])
         state.update(zip(site.returned, rest))
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
+
+
+def _lift(tracer: Any, site: Any, test: Any, body: Any, whole: Any, state: dict[str, Any],
+          following: Any, elsewhere: Any) -> dict[str, Any] | None:
+    """The lifter's state after the loop, its counters (``loop_counters``) carried as traced
+    int64 scalars; None (their Python values put back) where it unrolls."""
+    assert _lifter is not None
+    replaced = loop_counters.traced_counters(tracer, state, site.counters)
+    lifted = _lifter(tracer, site, test, body, whole, state, following, elsewhere)
+    if lifted is None:
+        state.update(replaced)
+    return lifted
 
 
 def goes_on_after(goes: Any, test: Callable[..., Any], args: list[Any]) -> Any:
@@ -137,6 +149,8 @@ def _settled(site: Any, before: dict[str, Any], after: dict[str, Any]) -> bool:
     input of the step from there on); a Python value it changed (``lam_old = lam``, the
     Python number ``lam`` was) would change again."""
     for name in site.assigned:
+        if name in site.counters:  # carried traced once lifted (``loop_counters``)
+            continue
         old, new = before.get(name), after.get(name)
         if not isinstance(new, Proxy) and old is not new and (
                 type(old) is not type(new) or not _equal(old, new)):

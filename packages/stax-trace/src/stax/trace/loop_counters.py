@@ -1,0 +1,125 @@
+"""Counters of ``while`` loops: ``it = 0; while err > tol and it < maxit: ...; it += 1``.
+
+A Python int the loop counts with changes at every iteration, so the lifted step could not
+hold it as a constant, and the loop unrolled with a gate per iteration. Where a local is
+provably such a counter (``counters``, from the function's source), the lifted step carries it
+as a traced int64 scalar (``traced_counters``), and the function returns it converted to a
+Python int (``result_conversions.convert_to_int``). A counter, by the source:
+
+- is bound outside the loop only by ``c = <int literal>``, and inside the loop only by ``c +=
+  <int literal>`` or ``c -= <int literal>`` (its value is always a Python int, eagerly);
+- is read inside the loop (test and body) only as an operand of a comparison (``c < maxit``),
+  where an int64 means what the Python int means (no arithmetic with arrays, whose dtype a
+  NumPy integer would change), and after the loop only as an element of the returned results
+  (or not at all); no nested function names it.
+
+A test ``A and c < maxit`` (or ``c < maxit and A``) would read ``A`` as a gate in Python; it is
+rewritten to ``all_of(lambda: A, lambda: c < maxit)``: Python's ``and`` for Python values
+(short-circuit included), the traced conjunction where an operand is traced (every operand but
+one is then a comparison of counters and loop-invariant names, safe to evaluate).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .proxy import Proxy
+
+HELPER = "__stax_all_of__"
+#: what a counter comparison may hold besides names (no call, no subscript: nothing that raises)
+_PURE = (ast.Compare, ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator,
+         ast.unaryop, ast.cmpop, ast.Attribute)
+
+
+def counters(function: ast.FunctionDef, loop: ast.While, results: Mapping[int, Any]
+             ) -> frozenset[str]:
+    """The counters of ``loop`` (the module docstring's rules); ``results``: the ids of the
+    Name nodes that are elements of the function's returned results."""
+    parents = {id(child): node for node in ast.walk(function)
+               for child in ast.iter_child_nodes(node)}
+    inside = {id(n) for n in ast.walk(loop)}
+    candidates = {n.target.id for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and
+                  isinstance(n.target, ast.Name) and _int_step(n)}
+    arguments = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    nested = {n.id for scope in ast.walk(function) if scope is not function and
+              isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef))
+              for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    declared = {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal))
+                for name in n.names}
+    found = set()
+    for name in candidates - arguments - nested - declared:
+        uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
+        if all(_counter_use(n, parents[id(n)], id(n) in inside, results) for n in uses):
+            found.add(name)
+    return frozenset(found)
+
+
+def _int_step(node: ast.AugAssign) -> bool:
+    return isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.value, ast.Constant) \
+        and type(node.value.value) is int
+
+
+def _counter_use(name: ast.Name, parent: ast.AST, in_loop: bool, results: Mapping[int, Any]
+                 ) -> bool:
+    if isinstance(name.ctx, ast.Store):
+        if in_loop:
+            return isinstance(parent, ast.AugAssign) and _int_step(parent)
+        return isinstance(parent, ast.Assign) and len(parent.targets) == 1 and \
+            isinstance(parent.value, ast.Constant) and type(parent.value.value) is int
+    if isinstance(name.ctx, ast.Load):
+        return isinstance(parent, ast.Compare) if in_loop else id(name) in results
+    return False
+
+
+def counted_test(test: ast.expr, names: frozenset[str]) -> ast.expr | None:
+    """``test`` as ``all_of(lambda: ..., ...)`` where it is an ``and`` of counter comparisons
+    and at most one other operand that reads no counter; None where it needs no rewrite or
+    cannot have one."""
+    if not names or not isinstance(test, ast.BoolOp) or not isinstance(test.op, ast.And):
+        return None
+    others = [v for v in test.values if not _counter_comparison(v, names)]
+    if len(others) > 1 or any(n.id in names for v in others for n in ast.walk(v)
+                              if isinstance(n, ast.Name)):
+        return None
+    lambdas = [ast.Lambda(ast.arguments([], [], None, [], [], None, []), v) for v in test.values]
+    return ast.copy_location(ast.Call(ast.Name(HELPER, ast.Load()), lambdas, []), test)
+
+
+def _counter_comparison(node: ast.expr, names: frozenset[str]) -> bool:
+    return isinstance(node, ast.Compare) and all(isinstance(n, _PURE) for n in ast.walk(node)) \
+        and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def all_of(*parts: Any) -> Any:
+    """``p1() and p2() and ...`` as Python evaluates it, but where a value is one traced
+    scalar the rest are evaluated too and the traced ones combined (``np.logical_and``)."""
+    held: list[Any] = []
+    value: Any = True
+    for part in parts:
+        value = part()
+        if isinstance(value, Proxy) and np.size(value.value) == 1:
+            held.append(value)
+        elif not value:
+            return value
+    return functools.reduce(np.logical_and, held) if held else value
+
+
+def traced_counters(tracer: Any, state: dict[str, Any], names: frozenset[str]
+                    ) -> dict[str, Any]:
+    """Each counter in ``state`` that holds a Python int made a traced int64 scalar (a
+    constant of the capture), in place; the Python values it replaced, to put back."""
+    replaced = {}
+    for name in names:
+        value = state.get(name)
+        if type(value) is int and -2 ** 62 < value < 2 ** 62:
+            made = np.full((), value, np.int64)
+            array = tracer.created_array("numpy.full", ((), value), {"dtype": "int64"}, made,
+                                         None)
+            replaced[name], state[name] = value, array[()]
+    return replaced

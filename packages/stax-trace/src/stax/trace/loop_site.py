@@ -1,0 +1,45 @@
+"""``LoopSite``: one loop the rewrite of a function's source made into body functions
+(``loops.py``), and which of the function's locals its body touches."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LoopSite:
+    """One rewritten loop: where it is and which of the function's locals its body touches."""
+
+    source: str  # file:line of the ``for``
+    params: tuple[str, ...]  # locals the body reads or binds: the body function's parameters
+    assigned: tuple[str, ...]  # those it binds (the body returns their values)
+    mutated: tuple[str, ...]  # those whose object it may update in place (x[k] = v, x += v)
+    rebound: tuple[str, ...]  # those it binds other than by an augmented assignment (x = ...)
+    target: str | None  # the loop's target, when it is one name (``for i in ...``)
+    target_rebound: bool = False  # the body binds the target too (``i = i + 1``)
+    #: rows of an array local: ``for row in x`` / ``for i, row in enumerate(x)``: x's name, and
+    #: the name bound to the row (``target`` is then the index's name, or None)
+    array: str | None = None
+    row: str | None = None
+    bound_first: frozenset[str] = frozenset()  # params bound before read (``loop_body``)
+    effect: str | None = None  # a call with a Python effect in the body (``loop_body``)
+    scratch: frozenset[str] = frozenset()  # bound first, read nowhere else (``loop_body``)
+    #: updated in place only after the body bound them anew (``loop_body.rebound_before_update``)
+    fresh: frozenset[str] = frozenset()
+    kind: str = "for"  # or "while": no item, a test before each iteration (``while_loops``)
+    #: the body ends the loop at a test (``loop_names.BreakForm``): it returns whether the
+    #: loop goes on after its results
+    stops: bool = False
+    #: such a loop's target is read after it, as a returned result: a lifted step gives the
+    #: last item it ran (``result_conversions.convert_to_int``)
+    item_returned: bool = False
+    #: a ``while`` loop's counters (``it += 1``; ``loop_counters``): traced int64 scalars once
+    #: the loop is lifted, returned as Python ints
+    counters: frozenset[str] = frozenset()
+
+    @functools.cached_property
+    def returned(self) -> tuple[str, ...]:
+        """What the body function returns the final values of: the locals it binds, then those
+        it only updates in place (a compiled body returns them instead of writing them back)."""
+        return self.assigned + tuple(n for n in self.mutated if n not in self.assigned)
