@@ -174,11 +174,24 @@ class WhileRunner(Runner):
         count, chunk, tries = 0, _FIRST_CHUNK, LOOP_TRIES
         looped = self.loops.get(layouts_of(values, self.call_params))
         direct: dict[Any, Any] = {}
-        clock, underflowed = None, False
+        clock, underflowed, stopped = None, False, False
+        while going and looped is not None:  # the common call: machine code, nothing else
+            ran = looped.run(values, self._args(values, 0), range(chunk), 0)
+            if ran is None:  # the arguments changed layout
+                looped = None
+                break
+            count, underflowed = count + ran[0], underflowed or ran[1]
+            going = not ran[2]  # (a false test ended the loop)
+            if going and ran[0] < chunk:
+                stopped = True  # an iteration stopped it (an event, a check): the
+                break  # dispatcher's, below
+            chunk = min(chunk * 4, _LAST_CHUNK)
+        if not going:  # (no context to enter for iterations through the dispatcher)
+            return self._ran(values, count, underflowed)
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
             while going:
-                if looped is not None:
+                if looped is not None and not stopped:
                     ran = looped.run(values, self._args(values, 0), range(chunk), 0)
                     if ran is None:  # the arguments changed layout
                         looped = None
@@ -199,7 +212,7 @@ class WhileRunner(Runner):
                     if out is None:
                         out = compiled(*args)
                 except ExternResultMismatch:  # a check failed, an event: nothing written yet
-                    going = self._iteration_eagerly(values)
+                    going, stopped = self._iteration_eagerly(values), False
                     count += 1
                     continue
                 if layout not in direct:
@@ -208,7 +221,7 @@ class WhileRunner(Runner):
                     self.may_underflow |= version is None or may_underflow(version)
                 underflowed = underflowed or self.may_underflow
                 self._keep(out, kept, values)
-                going = bool(out[flag])
+                going, stopped = bool(out[flag]), False
                 count += 1
                 if clock is None:  # the first iteration compiles: timed from the second
                     clock = time.perf_counter()
@@ -217,10 +230,13 @@ class WhileRunner(Runner):
                     building = time.perf_counter()
                     looped = self._while_loop(values)
                     clock += time.perf_counter() - building  # not the iterations' time
-        if underflowed:  # the call declines where NumPy's error state heeds underflow
-            errstate.report(UNDERFLOW)
         if count > 1 and clock is not None and self.seconds_per_item == float("inf"):
             self.seconds_per_item = (time.perf_counter() - clock) / (count - 1)
+        self._ran(values, count, underflowed)
+
+    def _ran(self, values: dict[str, Any], count: int, underflowed: bool) -> None:
+        if underflowed:  # the call declines where NumPy's error state heeds underflow
+            errstate.report(UNDERFLOW)
         self.items = range(count)
         self.count = values[ITERATIONS] = count  # the call's own (``_settle``; threads)
 
