@@ -118,6 +118,10 @@ def test_which_slices_are_exact():
         return u
 
     assert gate_checks.inexact_node(capture(relax, x[0])) is None
+    # an integer count (a probe's branch on ``np.count_nonzero(x > 1.5)`` was replayed, its
+    # log saying the count "may round otherwise")
+    counted = capture(lambda a: a * 2 if np.count_nonzero(a > 1.5) > 3 else a, x)
+    assert gate_checks.inexact_node(counted) is None
     built = capture(lambda a: a if np.array([a[0, 0] * 2, a[1, 1]]).min() < 1 else -a, x)
     assert gate_checks.inexact_node(built) is None
     running = capture(lambda a: a if np.maximum.accumulate(a[0])[-1] < 1 else -a, x)

@@ -87,7 +87,7 @@ _NUMPY_CALL_TARGETS = frozenset({
 _EXTREME_TARGETS = capture_targets_of({"max", "min"})
 _COMPARISONS = capture_targets_of(comparison_ops())
 #: sums and products: exact in integers (wrapping as NumPy's), not in floats (rounding order)
-_INTEGER_EXACT_TARGETS = capture_targets_of({"sum", "prod"})
+_INTEGER_EXACT_TARGETS = capture_targets_of({"sum", "prod"}) | {"numpy.count_nonzero"}
 #: float reductions rounded in an order of NumPy's choosing (pairwise sums): in a gate's slice
 #: they run as NumPy's own call (meta ``numpy_call``, an extern step), exact where the array
 #: they read is laid out as eager's was (``_as_eager``)
