@@ -509,6 +509,27 @@ def test_a_capture_stops_at_its_data_gate_budget(caplog):
     assert f.versions()[-1].native
 
 
+def mean_branch(x):
+    if x.mean() > 0:
+        return x * 2.0 + 1.0
+    return x * x - 1.0
+
+
+def test_versions_whose_gates_the_program_checks_take_a_key_entry():
+    """A branch on a reduction checked in the program went through the whole dispatch at every
+    call (its gates kept it from a key entry): the key entry runs it now, and a call of the
+    other branch goes on to that branch's version, whose entry takes the calls after it."""
+    rng = np.random.default_rng(16)
+    f = stax.compile(mean_branch)
+    x = rng.standard_normal(500).astype(np.float32)
+    for sign in (1, -1, 1, 1, -1, -1, 1):
+        np.testing.assert_array_equal(f(sign * x), mean_branch(sign * x))
+    assert all(v.gates_in_program and v.entry is not None for v in f.versions())
+    info = f.cache_info()
+    assert info.compiles == 2 and min(info.hits.values()) >= 0
+    assert sum(info.hits.values()) == 7 - info.misses
+
+
 def kmeans_step(X, C):
     d = ((X[:, None, :] - C[None]) ** 2).sum(-1)
     labels = d.argmin(1)

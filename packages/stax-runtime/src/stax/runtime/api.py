@@ -568,9 +568,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         version.plain_entries = version.generic is not None and plain_call and \
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
-        if version.entry is None and version.gates is None and not self._free and \
-                placement is None and key is not None:
-            version.entry = version_entry(key, lambda *a: self._run(version, a, {}), self._dispatch)
+        if version.entry is None and (version.gates is None or gate_check is not None) and \
+                not self._free and placement is None and key is not None:
+            version.entry = version_entry(key, self._entry_run(version), self._dispatch)
         return version
 
 

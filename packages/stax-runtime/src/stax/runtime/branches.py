@@ -39,6 +39,8 @@ class OtherBranches:
     _versions: list[Version]
     _eager: Any
     _traced_function: Any
+    _run: Any
+    _dispatch: Any
     _misses: int
     _fallbacks: int
     _compiles: int
@@ -149,6 +151,17 @@ class OtherBranches:
             return f"its data gates take a new value at each call (a number read from the " \
                    f"data; {CHANGING_GATES} versions compiled for it)"
         return None
+
+    def _entry_run(self, version: Version) -> Any:
+        """What a version's key entry runs: the version, whose run takes another branch where
+        its gates, checked in its program, say so; the dispatcher where they are replayed
+        (``Version.gates_in_program`` can turn off: their values were not NumPy's)."""
+        def run(*args: Any) -> Any:
+            if version.gates is None or version.gates_in_program:
+                self._hit_level = 1  # (the entry's hit: taken back where another branch runs)
+                return self._run(version, args, {})
+            return self._dispatch(*args)
+        return run
 
     def _at_limit(self) -> bool:
         return len(self._versions) >= self.limits.max_versions or \
