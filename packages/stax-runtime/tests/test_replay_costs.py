@@ -122,3 +122,31 @@ def test_a_key_gone_eager_runs_the_function_itself_from_the_next_call_on(monkeyp
     for _ in range(5):
         f(a, b)
     assert sum(f.cache_info().hits.values()) == dispatched  # the key entry answered
+
+
+def noisy(x, sigma, rng):
+    return np.sort(x) + sigma * rng.standard_normal(x.shape)
+
+
+def test_a_generic_version_measured_slower_runs_its_other_keys_eagerly(monkeypatch):
+    """A probe's ``noisy(x, sigma, rng)`` with ``sigma`` changing: the scalar-generic version
+    measured slower made only the first ``sigma``'s key eager; every other value ran the
+    version (26 us a call, NumPy 2.7), and the generator argument kept every call from a key
+    entry. The version itself runs eagerly now, its calls through a key entry that compares
+    the generator's kind."""
+    monkeypatch.setattr(replay_costs, "SLOWER", 0.0)
+    x = np.random.default_rng(3).random(50)
+    f = stax.compile(noisy)
+    for k in range(12):
+        sigma = 0.1 * (k + 1)
+        np.testing.assert_array_equal(f(x, sigma, np.random.default_rng(k)),
+                                      noisy(x, sigma, np.random.default_rng(k)))
+    version = f.versions()[-1]
+    assert version.generic is not None and version.slower
+    hits = sum(f.cache_info().hits.values())
+    for k in range(5):  # new values: eager, through the key entry
+        sigma = 3.0 + k
+        np.testing.assert_array_equal(f(x, sigma, np.random.default_rng(k)),
+                                      noisy(x, sigma, np.random.default_rng(k)))
+    assert version.replay_costs.compiled and f.cache_info().compiles == 2
+    assert sum(f.cache_info().hits.values()) == hits  # no dispatch: the key entry answered

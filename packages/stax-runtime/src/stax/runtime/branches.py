@@ -14,6 +14,7 @@ from stax.trace import Outcome
 
 from . import config, logs
 from .gate_checks import GateMismatch
+from .generic import entry_key
 from .signature import signature
 from .versions import Version, first_for_its_key, limit_warning
 
@@ -121,6 +122,9 @@ class OtherBranches:
             if slower:
                 with self._compile_lock:
                     self._eager_from_now_on(version, version.sigma, summary, slower=True)
+                    version.slower = True  # (a generic version's other keys too: their
+                    version.eager_key = entry_key(  # types compared, not a scalar's value)
+                        version.sigma, version.pattern, version.generic)
         return result
 
     def _gates_keep_changing(self, tried: Version, sigma: Any) -> str | None:

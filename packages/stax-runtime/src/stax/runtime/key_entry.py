@@ -162,6 +162,10 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
         return _numpy_scalar_test(name, leaf, constants)  # (type name, dtype, its bytes)
     if kind == "NoneType":
         return f"{name} is None"
+    if kind == "numpy.random.Generator" and len(leaf) == 2:  # keyed by its bit generator's kind
+        constants.update({f"{name}_bits": leaf[1], "Generator": np.random.Generator})
+        return f"type({name}) is Generator and type({name}.bit_generator).__qualname__ == " \
+            f"{name}_bits"
     if kind in ("int", "bool", "str"):
         constants[f"{name}_value"] = leaf[1]
         return f"type({name}) is {kind} and {name} == {name}_value"
@@ -226,16 +230,23 @@ def answers_its_key(version: Any, versions: Any) -> bool:
         len(versions) == 1 or (version.gates is None and not version.native))
 
 
+#: a version's ``eager_key`` where no eager entry can compare its key
+UNCOMPARED = object()
+
+
 def paused_entry(version: Any, fn: Callable[..., Any], dispatch: Callable[..., Any],
                  resume: Callable[[], None]) -> Callable[..., Any]:
     """The entry of the calls after one that ``version`` skips (``Version.eager_for_now``): its
     key's eager entry (about a lookup a call, not a dispatch) for as many calls as it would
     skip, counted on the version, then ``resume()`` hands the next call to the dispatch, which
     tries the version again."""
-    ahead = version.skips_ahead()
-    if not ahead:
+    ahead = version.skips_ahead() if version.eager_key is not UNCOMPARED else 0
+    entry = eager_entry(fn, version.eager_key or version.sigma, dispatch) if ahead else None
+    if entry is None:
+        if ahead:  # a key the entry cannot compare (a generator's): not tried again
+            version.eager_key = UNCOMPARED
         return dispatch
-    eager = eager_entry(fn, version.sigma, dispatch).function
+    eager = entry.function
     left = [ahead]
 
     def paused(*args: Any, **kwargs: Any) -> Any:

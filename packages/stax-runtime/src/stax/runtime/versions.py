@@ -97,6 +97,10 @@ class Version:
     declines: int = 0
     skipped: int = 0
     streak: int = DATA_DECLINE_STREAK  # declines in a row that pause it (``DECLINE_STREAK``)
+    #: measured slower than eager calls (``replay_costs``): its key runs eagerly, and so do a
+    #: generic version's calls of other keys (a scalar's other values)
+    slower: bool = False
+    eager_key: Any = None  # the key its paused calls' eager entry compares (else ``sigma``)
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
     generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
     #: the gates are checked by the compiled program as it runs (``gate_checks.GateCheck``),
@@ -123,6 +127,8 @@ class Version:
     def eager_for_now(self) -> bool:
         """Whether this call runs eagerly without trying the version (``DECLINE_STREAK``; a
         version with gates is tried: the call may be another branch's)."""
+        if self.slower:
+            return True
         if self.declines < self.streak or not self.native or self.gates is not None:
             return False
         self.skipped += 1
@@ -138,6 +144,8 @@ class Version:
     def skips_ahead(self) -> int:
         """How many of the calls after this one ``eager_for_now`` would run eagerly before the
         version is tried again (a key entry answers them: ``api._paused``)."""
+        if self.slower:
+            return MAX_RETRY_GAP
         ahead = 0
         while _skips(self.skipped + ahead + 1) and ahead < MAX_RETRY_GAP:
             ahead += 1
