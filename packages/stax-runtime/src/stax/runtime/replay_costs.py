@@ -47,6 +47,8 @@ class ReplayCosts:
         if self.decided:
             return None
         self.calls += 1
+        if self.calls == 1:  # the first after the compile runs cold (its code, its memory)
+            return None
         return "eager" if self.calls in EAGER_CALLS else "compiled"
 
     def slower_than_eager(self) -> bool | None:
