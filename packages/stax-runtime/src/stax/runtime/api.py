@@ -146,8 +146,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         self._compiles = 0
         self._hits = {1: 0, 2: 0, 3: 0}
         self._hit_level = 3  # of the last hit counted: a version whose gates then fail was none
-        self._misses = 0
-        self._fallbacks = 0
+        self._misses = self._fallbacks = 0
         self._limit_warned = False
         # what a call runs: the dispatcher below, or the (machine-code) entry of the version the
         # previous call used (which hands every other call back to the dispatcher)
@@ -310,7 +309,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             self._fallbacks += 1
             # the key's eager entry for the calls it skips, then the dispatch (which tries it)
             self._call = self._dispatch if version.free is not None or self._free else \
-                paused_entry(version, self._traced_function(), self._dispatch,
+                paused_entry(version, self._eager_function(version.sigma), self._dispatch,
                              lambda: setattr(self, "_call", self._dispatch))
             return self._eager(args, kwargs)
         if version.entry is not None:  # level 1 in machine code for the next call
@@ -325,7 +324,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             self._fallbacks += 1
             if version.entry is None and version.free is None and not self._free and \
                     answers_its_key(version, self._by_sigma.get(version.sigma, ())):
-                version.entry = eager_entry(self._traced_function(), version.sigma, self._dispatch)
+                version.entry = eager_entry(self._eager_function(version.sigma), version.sigma,
+                                            self._dispatch)
             if version.entry is not None:  # the next call: one comparison per argument
                 self._call = version.entry.function
             return version.run(args, kwargs)
