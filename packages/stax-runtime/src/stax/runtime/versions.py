@@ -101,6 +101,7 @@ class Version:
     #: generic version's calls of other keys (a scalar's other values)
     slower: bool = False
     eager_key: Any = None  # the key its paused calls' eager entry compares (else ``sigma``)
+    served: int = 0  # its machine-code entry's hits at its last decline
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
     generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator
     #: the gates are checked by the compiled program as it runs (``gate_checks.GateCheck``),
@@ -136,7 +137,16 @@ class Version:
 
     def declined(self, own_errstate: bool) -> None:
         """A call it declined (an event, a failed check); a function with its own
-        ``np.errstate`` (every event declines) is paused after fewer."""
+        ``np.errstate`` (every event declines) is paused after fewer. Calls its machine-code
+        entry served in between (its hits count only calls that stood) break the streak; a
+        key entry over machine code counts the calls it hands on too: no streak is told."""
+        entry = self.entry
+        if entry is not None and not getattr(entry, "dispatches", True):
+            return
+        served = getattr(entry, "hits", 0) if entry is not None and \
+            not getattr(entry, "dispatches", False) else 0
+        if served != self.served:
+            self.served, self.declines = served, 0
         self.declines += 1
         if own_errstate:
             self.streak = DECLINE_STREAK
