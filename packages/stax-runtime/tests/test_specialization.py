@@ -161,8 +161,26 @@ def test_limit_warns_once_naming_the_changing_component(caplog):
             np.testing.assert_array_equal(cf(x, k), x * k)
     warnings = [r.getMessage() for r in caplog.records if "limit" in r.getMessage()]
     assert len(warnings) == 1 and "inputs[0][1]" in warnings[0]
+    assert "a 0-d array argument" in warnings[0]
     info = cf.cache_info()
     assert info.versions == 3 and info.compiles == 3 and info.fallbacks == 3
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda k: np.ones(k + 2), "An array's sizes change"),
+    (lambda k: [lambda a: a, np.transpose, np.flipud, np.fliplr][k](np.arange(16.0).reshape(4, 4)),
+     "An array's layout changes"),
+])
+def test_the_limit_says_what_to_do_about_what_changes(caplog, make, said):
+    """A probe's finding: varying sizes were blamed with advice about Python scalars."""
+    cf = stax.CompiledFunction(lambda x: x.sum() + x.shape[0], dynamic=False,
+                               limits=stax.Limits(max_versions=2))
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        for k in range(4):
+            x = make(k)
+            assert cf(x) == x.sum() + x.shape[0]
+    warnings = [r.getMessage() for r in caplog.records if "limit" in r.getMessage()]
+    assert len(warnings) == 1 and said in warnings[0], warnings
 
 
 def test_gate_on_a_value_that_differs_only_by_nan_matches_itself():

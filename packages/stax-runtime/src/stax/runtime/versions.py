@@ -4,6 +4,7 @@ on versions and compiles."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -226,9 +227,29 @@ def limit_warning(name: str, limits: Limits, versions: list[Version], sigma: Any
     changing = max(counts, key=counts.__getitem__) if counts else "nothing"
     return (f"stax: {name} reached its limit ({limits.max_versions} versions, "
             f"{limits.max_compiles} compiles); the key component that keeps changing "
-            f"is {changing}: new keys now run eagerly. A Python scalar that changes from call "
-            "to call can be passed as a 0-d array; int()/float() of an array can be avoided "
-            "with stax.runtime.gate.")
+            f"is {changing}: new keys now run eagerly. {_limit_hint(changing, sigma)}")
+
+
+def _limit_hint(changing: str, sigma: Any) -> str:
+    """What to do about the component that keeps changing, by what it is."""
+    if changing.startswith("gamma_g"):
+        return "A number read from the data into Python (int(), float(), .item(), a branch) " \
+            "is a data gate: stax.runtime.gate(...) keeps such a value out of the key."
+    found = re.match(r"inputs\[0\]\[(\d+)\](?:\[(\d+)\])?", changing)
+    leaf = sigma[0][int(found[1])] if found and int(found[1]) < len(sigma[0]) else None
+    part = int(found[2]) if found and found[2] is not None else None
+    if isinstance(leaf, tuple) and leaf and leaf[0] == "ndarray":
+        if part == 2:
+            return "An array's sizes change: they stay generic after two sizes unless the " \
+                "function reads them in Python (STAX_LOGS=recompiles says why); " \
+                "compile(..., dynamic=True) starts generic."
+        if part == 4:
+            return "An array's layout changes (its strides: views, transposes): pass " \
+                "np.ascontiguousarray(x) for one layout."
+        return "An array's dtype changes: each dtype is a version."
+    return "A scalar whose value changes is a run-time input unless the function decides " \
+        "something from it in Python (STAX_LOGS=recompiles says where); a 0-d array argument " \
+        "is never keyed by its value."
 
 
 def check_no_side_effects(free: Snapshot | None, sigma: Any, args: tuple[Any, ...],
