@@ -203,6 +203,47 @@ def test_the_item_as_a_number_compiles_where_int64_means_the_same(caplog, monkey
     assert compiled(x).dtype == np.float32
 
 
+def forced_decay(y):
+    dt = 0.01
+    for i in range(y.shape[0] * 40):
+        t = i * dt
+        y = y + dt * (np.cos(1.3 * t) - 0.1 * y) + (t + 1.0) / 2.0 * 1e-3
+    return y
+
+
+def test_a_time_from_the_item_compiles(caplog, monkeypatch):
+    """A probe's ``t = i * dt`` in a time-stepping loop: refused ("with a non-int constant"),
+    so the loop ran in NumPy (1.4 ms, NumPy 1.3). ``i * dt``, ``(t + 1) / 2`` and ``np.cos(1.3
+    * t)`` are Python floats eagerly and the same doubles as int64 and float64 NumPy scalars
+    (every item below 2**53): the body compiles. Into float32 arrays it would differ (NEP 50)
+    and runs in NumPy; a division by a float that may be zero too (Python raises)."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    y = np.linspace(-1.0, 1.0, 25)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same_as_numpy(forced_decay, y, rtol=1e-13)  # (cos: within an ulp of NumPy's)
+    assert "does not compile on its own" not in caplog.text
+
+    def over_time(y):
+        for i in range(1, 200):
+            t = i * 0.5
+            y = y + 1.0 / t
+        return y
+
+    def from_zero(y):
+        for i in range(200):
+            t = i * 0.5
+            y = y + 1.0 / t  # i = 0: Python's ZeroDivisionError
+        return y
+
+    _same_as_numpy(over_time, y)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="stax"):
+        with pytest.raises(ZeroDivisionError):
+            stax.compile(from_zero)(y)
+    with pytest.raises(ZeroDivisionError):
+        from_zero(y)
+
+
 def test_one_object_by_two_names_stays_one():
     def aliases(a, x):
         for i in range(x.shape[0]):

@@ -113,6 +113,9 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
             return _stored(user, node, derived)
         return None if derived[node] is not FLOAT else "a float as an index"
     operands = list(user.args)
+    if user.target in FLOAT_UFUNCS and len(operands) == 1 and not user.kwargs and \
+            derived[node] is FLOAT:
+        return None  # ``np.sin(i * dt)``: NumPy's float64 of the same double, strong either way
     if user.kwargs or user.target not in _PINNABLE:
         return f"an operand of {user.target}"
     traced = [a for a in operands if isinstance(a, Node) and a not in derived]
@@ -121,6 +124,9 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
         if not all(d in STRONG for d in dtypes):
             return f"with a {'/'.join(sorted(set(dtypes) - STRONG))} operand (NEP 50 keeps it)"
         return None if _exact(node, derived) else "past 2**53"
+    floats = _float_arithmetic(user, operands, derived)
+    if floats is not None:
+        return floats or None
     if any(type(a) not in (int, bool) for a in operands if not isinstance(a, Node)):
         return "with a non-int constant"
     spans = [derived[a] if isinstance(a, Node) else (int(a), int(a)) for a in operands]
@@ -129,6 +135,38 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
         return span
     derived[user] = span
     return None
+
+
+def _float_arithmetic(user: Node, operands: list[Any], derived: dict[Any, Interval | None]
+                      ) -> str | None:
+    """``i * dt``, ``t0 + i * dt``, ``-t``: arithmetic giving a Python float eagerly (a float
+    constant or a float computed from the item takes part), which int64 and float64 NumPy
+    scalars compute as the same doubles (every int below 2**53). The result is ``FLOAT``
+    (derived) and "" is returned; a reason where refused (a division by what may be zero:
+    Python raises); None where no float takes part."""
+    constants = [a for a in operands if not isinstance(a, Node)]
+    nodes = [a for a in operands if isinstance(a, Node)]
+    if not any(type(a) is float for a in constants) and \
+            not any(derived[a] is FLOAT for a in nodes):
+        return None
+    if any(type(a) not in (int, bool, float) for a in constants):
+        return "with a constant of another type"
+    if not all(_exact(a, derived) for a in nodes):
+        return "past 2**53"
+    if user.target == "operator.truediv":
+        divisor = operands[1]
+        if isinstance(divisor, Node) or divisor == 0:
+            return "a division by a value that may be zero"
+    elif user.target not in _SUM | _DIFFERENCE | _PRODUCT | _NEGATION | {"operator.pos"}:
+        return f"{user.target} of a float"
+    derived[user] = FLOAT
+    return ""
+
+
+#: NumPy ufuncs of a float computed from the item: float64 either way (``np.sin(i * dt)``)
+FLOAT_UFUNCS = frozenset(f"numpy.{name}" for name in (
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "exp", "exp2",
+    "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "square", "absolute", "negative"))
 
 
 def _chosen(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | None:
