@@ -38,6 +38,9 @@ WEAK_OPERAND_TARGETS = frozenset({
     "numpy.not_equal", "numpy.maximum", "numpy.minimum", "numpy.fmax", "numpy.fmin",
     "numpy.where",
 })
+#: a lifted loop's step takes a scalar input as the 0-d array itself: its runner hands the body
+#: the Python (or NumPy) number again (``stax.runtime.lifted_loops``), which nothing rounds
+TAKEN_WHOLE = frozenset({"stax.functional.lifted_loop"})
 #: the dtype of the input a scalar argument of each Python type is passed in
 INPUT_DTYPES = {"float": "float64", "int": "int64"}
 
@@ -112,7 +115,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                 else:  # a NumPy scalar: the 0-d array of its own dtype
                     value, kind = placeholders[used], leaves[used]
                 cast = value
-                if not _strong(kind):
+                if not _strong(kind) and node.target not in TAKEN_WHOLE:
                     assert target is not None  # input_refusal said so
                     cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
                                              meta={"tensor": TensorMeta((), target, ())})
@@ -135,7 +138,7 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
     for node in program.graph.nodes:
         kinds = [kind if used == leaf else expression_kind(used)
                  for _, used in node.meta.get("scalar_args", ()) if leaf in _leaves_of(used)]
-        if not kinds:
+        if not kinds or (node.target in TAKEN_WHOLE and not node.kwargs.keys() - {"loop"}):
             continue
         if any(_strong(k) for k in kinds):
             if node.op is not Opcode.CALL_FUNCTION or node.target not in \

@@ -354,8 +354,9 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     env = ShapeEnv()
     with shape_env(env):
         try:  # whatever stops it, the exact version is compiled instead
-            why = symbolize(program, dynamic, env, frozenset(capture.info.get("shape_read", ())),
-                            capture.info.get("size_symbols"), capture.info.get("dims_read"))
+            why = None if not dynamic else symbolize(  # (scalars alone: no sizes to follow)
+                program, dynamic, env, frozenset(capture.info.get("shape_read", ())),
+                capture.info.get("size_symbols"), capture.info.get("dims_read"))
             if why is None and scalars:
                 why = scalar_inputs(program, scalars, read)
             executable = None if why is not None else run_backend(program)

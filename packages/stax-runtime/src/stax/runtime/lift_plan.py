@@ -45,6 +45,10 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             continue  # bound before read, read nowhere else: neither taken nor returned
         elif isinstance(value, Proxy) and value.tracer is tracer:
             inputs.append(name)
+        elif isinstance(value, TracedScalar) and value.expression is not None and \
+                name not in site.assigned and name not in site.mutated:
+            inputs.append(name)  # a scalar argument the body reads (or a number computed from
+            # them): an input, so that a generic version takes its value at run time
         elif isinstance(value, _CONSTANTS):
             # bound by the body too (an inner loop's target): it must come out of each
             # iteration as it went in (``_Runner`` checks), a constant of the compiled body
@@ -95,6 +99,13 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
     if not outputs:
         return "the body binds and updates no traced array"
     return inputs, constants, outputs, views
+
+
+def scalar_inputs(state: dict[str, Any], inputs: list[str]) -> dict[str, type]:
+    """The step's inputs that are scalar arguments (or numbers computed from them), with the
+    Python or NumPy type the body takes each as: a generic version passes a 0-d array, which the
+    runner converts back (``Runner._values``)."""
+    return {n: type(state[n].value) for n in inputs if isinstance(state[n], TracedScalar)}
 
 
 def _viewed_input(tracer: Any, site: LoopSite, state: dict[str, Any], inputs: list[str],

@@ -52,11 +52,13 @@ from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
 from stax.trace.source import drop_held, held_mark, traced_value
+from stax.trace.traced_scalars import TracedScalar
 
 from . import config, logs
 from .api import CompiledFunction
+from .item_loop_runs import ItemLoopRun
 from .item_uses import ITEM, check_item_uses
-from .lift_plan import plan_step, taking_bases
+from .lift_plan import plan_step, scalar_inputs, taking_bases
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
@@ -75,9 +77,10 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy instead
     start = [state[n].value for n in inputs]
     runner = Runner(compiled, whole, site, items, inputs, constants, outputs,
-                     scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
+                     scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
+                              not isinstance(state[n], TracedScalar)},
                      views=views)
-    runner.body = body
+    runner.body, runner.numbers = body, scalar_inputs(state, inputs)
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
     if isinstance(first, str):
@@ -199,6 +202,7 @@ class Runner:
         self.identities: tuple[Any, ...] | None = None
         self.count = len(items)  # items the last compiled run ran (fewer: the body ended it)
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
+        self.numbers: dict[str, type] = {}  # scalar inputs, and their types (``scalar_inputs``)
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -210,6 +214,8 @@ class Runner:
                 view = array.view()
                 view.flags.writeable = False
                 values[name] = view
+            elif name in self.numbers:  # a Python float or int, as the body takes it
+                values[name] = self.numbers[name](array)
             elif self.eager and name in self.scalars:
                 values[name] = array[()] if isinstance(array, np.ndarray) else array
             else:
@@ -455,14 +461,10 @@ class Runner:
     def _item_loop(self, values: dict[str, Any], item: int) -> ItemLoopRun | None:
         """The machine-code loop for the arguments of ``item``, made once per layout of them."""
         layout = layouts_of(values, self.call_params)
-        if layout not in self.loops:
+        if layout not in self.loops or getattr(self.loops[layout], "stale", False):
             exit = len(self.site.returned) + len(self.bases) if self.site.stops else None
             self.loops[layout] = ItemLoopRun.of(self, self._args(values, item), exit)
         return self.loops[layout]
-
-
-def _names(names: dict[int, str | None], pairs: Any) -> str:
-    return ", ".join(str(names[i]) for i, _ in pairs) or "none"
 
 
 def layouts_of(values: dict[str, Any], params: list[str]) -> tuple[Any, ...]:
@@ -470,67 +472,6 @@ def layouts_of(values: dict[str, Any], params: list[str]) -> tuple[Any, ...]:
     constant of the body, is the same from item to item: ``check_stable``)."""
     return tuple((a.dtype, a.shape, a.strides) if type(a) is np.ndarray else type(a)
                  for a in (values[p] for p in params))
-
-
-class ItemLoopRun:
-    """The body's items in machine code (``stax.codegen.cpu.item_loop``), for arguments of the
-    layouts it was made for: each array the body rebinds or updates comes back with the layout
-    it went in with."""
-
-    def __init__(self, loop: Any, slots: list[int], carried: dict[int, str],
-                 outputs: list[str | None]) -> None:
-        self.loop, self.slots, self.carried, self.outputs = loop, slots, carried, outputs
-
-    @staticmethod
-    def of(runner: Runner, args: tuple[Any, ...], exit: int | None = None) -> ItemLoopRun | None:
-        """With ``exit``, the body's result that says whether another item runs (a ``while``
-        loop's step, whose body need not read its item)."""
-        site = runner.site
-        _, _, version = runner.compiled.direct(*args)
-        if version is None or version.flat is None or not hasattr(version.flat[0], "item_loop"):
-            return None
-        executable, slots = version.flat
-        if 0 not in slots and exit is None:
-            return None
-        leaf = {name: 1 + n for n, name in enumerate(runner.call_params)}  # the item: leaf 0
-        outputs = [None if name in (site.target, site.row) or name in runner.constants or
-                   name in runner.views or name in site.scratch else name
-                   for name in site.returned] + runner.bases
-        carried = {slots.index(leaf[name]): k for k, name in enumerate(outputs)
-                   if name is not None and name in leaf and leaf[name] in slots}
-        loop = executable.item_loop([args[s] for s in slots],
-                                    slots.index(0) if 0 in slots else None, carried, exit)
-        if isinstance(loop, str):
-            logs.emit("loops", config.current().logs, f"loop at {site.source}: items run one "
-                      f"call each: {loop}")
-            return None
-        names = {i: outputs[k] for i, k in carried.items()}
-        plan = loop.plan
-        logs.emit("loops", config.current().logs, f"loop at {site.source}: items run in one "
-                  f"machine-code loop ({len(plan.slots.kernels) - len(plan.skipped)} kernels an "
-                  f"item; updated in place: {_names(names, plan.aliases)}; buffers moved: "
-                  f"{_names(names, plan.nexts)})")
-        return ItemLoopRun(loop, slots, names, outputs)
-
-    def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
-            ) -> tuple[int, bool, bool] | None:
-        """Run items ``t...`` until the end or an item that stops it (its inputs then bound in
-        ``values``): the number run, whether one may have underflowed and whether a false test
-        ended the loop (a ``while`` step's; returned, not kept: threads share this loop), or
-        None for arguments of other layouts."""
-        inputs = [args[s] for s in self.slots]
-        if not self.loop.fits(inputs):
-            return None
-        ran, results, inputs, underflowed, exited = self.loop.run(inputs, items[t], items.step,
-                                                                  len(items) - t)
-        if ran == len(items) - t or exited:
-            for name, value in zip(self.outputs, results):
-                if name is not None:
-                    values[name] = value
-        else:
-            for i, name in self.carried.items():
-                values[name] = inputs[i]
-        return ran, underflowed, exited
 
 
 LOOP_TRIES = 3  # items after which the layouts are expected steady

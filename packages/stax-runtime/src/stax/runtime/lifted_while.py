@@ -28,16 +28,17 @@ from stax.trace import Proxy
 from stax.trace.isolation import not_watching
 from stax.trace.loops import UNBOUND, LoopSite, loop_index_argument
 from stax.trace.source import traced_value
+from stax.trace.traced_scalars import TracedScalar
 from stax.trace.while_loops import goes_on_after, install_while_lifter
 
 from . import config, logs
 from .api import CompiledFunction
+from .item_loop_runs import ItemLoopRun
 from .item_uses import ITEM, check_item_uses
-from .lift_plan import named_parameters, plan_step
+from .lift_plan import named_parameters, plan_step, scalar_inputs
 from .lifted_loops import (
     LOOP_TRIES,
     NO_CONSTANT,
-    ItemLoopRun,
     Runner,
     first_run,
     layouts_of,
@@ -78,9 +79,11 @@ def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
     compiled.declines_to_caller = True  # a call it declines: that iteration runs in NumPy
     start = [state[n].value for n in inputs]
     runner = WhileRunner(compiled, whole, site, range(1), inputs, constants, outputs,
-                          scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic)},
+                          scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
+                              not isinstance(state[n], TracedScalar)},
                           views={})
     runner.body, runner.test = body, test
+    runner.numbers = scalar_inputs(state, inputs)
     runner.private = {n for n in outputs if _private(tracer, state, n, elsewhere)}
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
@@ -252,7 +255,7 @@ class WhileRunner(Runner):
     def _while_loop(self, values: dict[str, Any]) -> ItemLoopRun | None:
         """The machine-code loop for the current layouts, made once per layout."""
         layout = layouts_of(values, self.call_params)
-        if layout not in self.loops:
+        if layout not in self.loops or getattr(self.loops[layout], "stale", False):
             self.loops[layout] = ItemLoopRun.of(self, self._args(values, 0),
                                               exit=len(self.site.returned))
         return self.loops[layout]

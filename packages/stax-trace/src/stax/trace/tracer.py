@@ -206,23 +206,23 @@ class Tracer:
             elif self._aliases_an_argument(value):
                 meta["aliases"] = True
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
-            self._note_constant(node)
+            self.adopt(node, value)
             if not np.ndim(value):
                 self.scalar_values[node] = value
             self._gate_shape(node, "shape", value, source)
-            if isinstance(value, np.ndarray):
-                self.arrays.append(weakref.ref(value))
             return Proxy(node, value, self)
-        for _, expression in sizes:  # not one array: the sizes' uses are not followed
-            if isinstance(expression, TracedScalar):
+        several = isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value)
+        scalars = [(path, e) for path, e in sizes if isinstance(e, TracedScalar) and several]
+        for _, expression in sizes:  # not one array: the sizes' uses are not followed (nor a
+            if not isinstance(expression, TracedScalar):  # scalar's, but into several results:
+                self.sizes.read(expression)  # a lifted loop's step: its node says where)
+            elif not several:
                 expression.read()
-            else:
-                self.sizes.read(expression)
-        if isinstance(value, (tuple, list)) and value and all(_is_array(v) for v in value):
+        if several:
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
             # operator.getitem node per result, as torch.fx does
             metas = [meta_of(v, target, source) for v in value]  # unsupported dtypes first
-            meta = {"sequence": len(value), "source": source}
+            meta = {"sequence": len(value), "source": source, **size_arguments(scalars)}
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             self._gate_shape(node, "shapes", value, source)
             items = [Proxy(self.graph.create_node(
