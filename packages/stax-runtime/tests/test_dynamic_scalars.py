@@ -462,3 +462,23 @@ def test_a_scalar_input_beside_flags_takes_the_machine_code_entry():
     assert entry.hits == before + 3
     for args in ((y, v, 0.5, False, "double"), (y, v, 0.5, True, "other"), (y, v, 2, True, "double")):
         _same(f(*args), damped(*args))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, a, b: np.clip(x, a, b),
+    lambda x, a, b: x * a + b,
+    lambda x, a, b: (x < a) | (x > b),
+    lambda x, a, b: np.where(x > a, x, b),
+], ids=["clip", "affine", "compare", "where"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
+def test_float_scalars_with_integer_arrays_and_clip_bounds_are_inputs(fn, dtype):
+    """A probe's ``np.arange(n) * dx`` and ``np.clip(x, lo, hi)`` kept the scalar's value in the
+    key (a version per value). A Python float with integer arrays converts to float64 as NumPy
+    does (NEP 50), and ``np.clip``'s bounds are weak operands like ``np.maximum``'s."""
+    f = st.compile(fn)
+    x = np.arange(20).astype(dtype) if np.dtype(dtype).kind == "u" else \
+        (np.arange(20) - 5).astype(dtype)
+    for a, b in ((0.5, 3.5), (1.25, 7.5), (-2.5, 2.0), (0.1, 0.2)):
+        with np.errstate(all="ignore"):
+            _same(np.asarray(f(x, a, b)), np.asarray(fn(x, a, b)))
+    assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None

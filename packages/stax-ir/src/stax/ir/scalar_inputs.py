@@ -36,7 +36,7 @@ WEAK_OPERAND_TARGETS = frozenset({
     "numpy.add", "numpy.subtract", "numpy.multiply", "numpy.divide", "numpy.true_divide",
     "numpy.less", "numpy.less_equal", "numpy.greater", "numpy.greater_equal", "numpy.equal",
     "numpy.not_equal", "numpy.maximum", "numpy.minimum", "numpy.fmax", "numpy.fmin",
-    "numpy.where",
+    "numpy.where", "numpy.clip",
 })
 #: a lifted loop's step takes a scalar input as the 0-d array itself: its runner hands the body
 #: the Python (or NumPy) number again (``stax.runtime.lifted_loops``), which nothing rounds
@@ -106,7 +106,8 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
     for node in list(graph.nodes):
         uses = [(path, used) for path, used in node.meta.get("scalar_args", ())
                 if _leaves_of(used) & placeholders.keys()]
-        target = _weak_dtype(node) if uses else None  # before any operand is rewritten
+        # the dtypes weak scalars convert to, before any operand is rewritten
+        targets = {k: _weak_dtype(node, k) for k in ("int", "float")} if uses else {}
         for path, used in uses:
             with graph.inserting_before(node):
                 if isinstance(used, list):  # a number computed in Python from arguments
@@ -116,6 +117,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                     value, kind = placeholders[used], leaves[used]
                 cast = value
                 if not _strong(kind) and node.target not in TAKEN_WHOLE:
+                    target = targets[kind]
                     assert target is not None  # input_refusal said so
                     cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
                                              meta={"tensor": TensorMeta((), target, ())})
@@ -145,7 +147,7 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
                     WEAK_OPERAND_TARGETS or node.kwargs:
                 return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
                        "which is not an element-wise operation"
-        elif _weak_dtype(node) is None:
+        elif any(_weak_dtype(node, k) is None for k in kinds):
             return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
                    "which takes it other than as a weak scalar of a float array"
     return None
@@ -212,9 +214,11 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
                                meta=dict(_F64))
 
 
-def _weak_dtype(node: Node) -> str | None:
-    """The dtype NumPy converts a weak scalar operand of ``node`` to: its floating-point array
-    operands' common dtype (None where the call takes a scalar otherwise)."""
+def _weak_dtype(node: Node, kind: str = "int") -> str | None:
+    """The dtype NumPy converts a weak scalar operand (a Python ``kind``) of ``node`` to: its
+    floating-point array operands' common dtype, or float64 for a float with integer arrays
+    (``np.arange(n) * dx``); None where the call takes a scalar otherwise (an int with integer
+    arrays: NumPy raises where it does not fit)."""
     if node.op is not Opcode.CALL_FUNCTION or node.target not in WEAK_OPERAND_TARGETS or \
             node.kwargs or node.tensor is None:
         return None
@@ -222,6 +226,8 @@ def _weak_dtype(node: Node) -> str | None:
     if node.target == "numpy.where":
         arrays = arrays[1:] if node.args and isinstance(node.args[0], Node) else []
     floats = [d for d in arrays if np.dtype(d).kind == "f" and np.dtype(d).itemsize >= 4]
+    if kind == "float" and arrays and all(np.dtype(d).kind in "biu" for d in arrays):
+        return "float64" if node.tensor.dtype in ("float64", "bool") else None
     if not floats or len(floats) != len(arrays):
         return None
     dtype = np.result_type(*floats).name
