@@ -122,6 +122,17 @@ def test_zero_dimensional_arrays_of_numbers_and_of_traced_scalars_compile(fn):
     np.testing.assert_array_equal(got, want)
 
 
+def test_an_array_built_in_python_from_the_data_is_named_so():
+    """A probe's peak list (``idx.append(i)`` under a test of the data, then ``np.array(idx)``)
+    was refused as "an array that does not depend on its array arguments"."""
+    def repeated(x):
+        n = int(x.sum() > 0)
+        return np.array([n] * 100)
+
+    with pytest.raises(stax.UnsupportedError, match="built in Python from numbers it read"):
+        stax.compile(repeated, strict_native=True)(np.ones(3))
+
+
 def test_a_literal_changed_after_a_traced_call_read_it_runs_eagerly():
     """The program makes a literal again as it was made: one changed in place after a traced
     call read it (``c += 1``, a counter) would be stale there, so the call runs eagerly."""

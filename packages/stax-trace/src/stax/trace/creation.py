@@ -382,6 +382,12 @@ def constant_result(tracer: Tracer, value: np.ndarray) -> Proxy:
     """A fresh copy on every call (eager returns a new array each time, which the caller may
     change), recorded as ``np.array(<its elements>, dtype)``."""
     if value.size > MAX_CONSTANT_RESULT or value.dtype.kind not in "biuf" or value.ndim > 2:
+        if tracer.gates:  # built in Python from numbers read from the data (``out.append(i)``)
+            raise UnsupportedError(
+                f"the function returns an array it built in Python from numbers it read from "
+                f"the data ({len(tracer.gates)} data gates, the first at "
+                f"{tracer.gates[0].source or 'an unknown line'})",
+                hint="build it from whole arrays (np.nonzero(mask)[0], x[mask], np.where)")
         raise UnsupportedError("the function returns an array that does not depend on its "
                                "array arguments", hint="compute it outside the function")
     return tracer.created_array("numpy.array", (value.tolist(),), {"dtype": value.dtype.name},
