@@ -69,18 +69,30 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     if isinstance(plan, str):
         return unrolls(site, plan)
     inputs, constants, outputs, views = plan
-    compiled = CompiledFunction(
-        taking_bases(body, site.params, site.returned, views, site.scratch)
-        if views or site.scratch else body, strict_native=True)
-    compiled.capture_check = functools.partial(check_item_uses, items=items)
-    compiled.donates_arguments = True  # it returns what it updates: no copy back per item
-    compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy instead
+    compiled, key = None, _body_key(site, body, items, views)
+    bodies = tracer.__dict__.setdefault("lifted_bodies", {})  # this capture's, by loop
+    cells = [c.cell_contents for c in body.__closure__ or ()]
+    if key is not None:  # the same closure: the very objects
+        compiled = next((c for held, c in bodies.get(key, ())
+                         if len(held) == len(cells) and all(a is b for a, b in zip(held, cells))),
+                        None)
+    if compiled is None:
+        compiled = CompiledFunction(
+            taking_bases(body, site.params, site.returned, views, site.scratch)
+            if views or site.scratch else body, strict_native=True)
+        compiled.capture_check = functools.partial(check_item_uses, items=items)
+        compiled.donates_arguments = True  # it returns what it updates: no copy back per item
+        compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy
+        compiled.item_loops = {}  # machine-code loops, by argument layouts (its runners')
+        if key is not None:
+            bodies.setdefault(key, []).append((cells, compiled))
     start = [state[n].value for n in inputs]
     runner = Runner(compiled, whole, site, items, inputs, constants, outputs,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
                               not isinstance(state[n], TracedScalar)},
                      views=views)
     runner.body, runner.numbers = body, scalar_inputs(state, inputs)
+    runner.loops = compiled.item_loops
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
     if isinstance(first, str):
@@ -96,6 +108,19 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
               f"loop at {site.source}: {len(items)} iterations lifted into one step "
               f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
     return after
+
+
+def _body_key(site: LoopSite, body: Any, items: range, views: dict[str, Any]) -> Any:
+    """What a loop's compiled body is shared by within one capture (an inner loop lifted at each
+    item of an outer loop that unrolls: Gauss-Seidel's row loop per sweep compiled its body
+    again each time, 5.8 s for a first call): the loop, its body's code, its items and views
+    (its closure is compared by identity); None where these cannot be compared."""
+    try:
+        key = (site, body.__code__, items, tuple(sorted(views.items())))
+        hash(key)
+    except (TypeError, ValueError):
+        return None
+    return key
 
 
 def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tuple[Any, ...]
