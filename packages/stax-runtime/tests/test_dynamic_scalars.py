@@ -482,3 +482,55 @@ def test_float_scalars_with_integer_arrays_and_clip_bounds_are_inputs(fn, dtype)
         with np.errstate(all="ignore"):
             _same(np.asarray(f(x, a, b)), np.asarray(fn(x, a, b)))
     assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None
+
+
+def test_a_number_read_from_the_data_keeps_its_scalars_in_the_key():
+    """A review's finding: ``float((x * t).sum())`` is a data gate whose value depends on the
+    scalar ``t``; a scalar-generic version replayed it with the capture's ``t`` baked in and
+    returned the old number for a new ``t``."""
+    def shifted(x, t):
+        return x + float((x * t).sum())
+
+    def prefix(x, t):
+        return x[:int((x > t).sum())]
+
+    x = np.linspace(0, 1, 5)
+    for fn in (shifted, prefix):
+        f = st.compile(fn)
+        for t in (0.25, 0.5, 0.3, 0.7, 0.3):
+            _same(f(x, t), fn(x, t))
+
+
+def test_a_number_a_loop_grows_is_read_not_followed():
+    """A review's finding: ``t += dt`` in a Python loop grew one expression per iteration, and
+    reading it recursed through all of them (``RecursionError`` past about 500 steps)."""
+    def euler(y, dt, T):
+        t = 0.0
+        while t < T:
+            y = y - dt * y
+            t += dt
+        return y, t
+
+    f = st.compile(euler)
+    got, want = f(np.ones(3), 0.001, 0.6), euler(np.ones(3), 0.001, 0.6)
+    _same(got[0], want[0])
+    assert got[1] == want[1] and type(got[1]) is float
+
+
+def test_code_wanting_the_number_itself_gets_it():
+    """A review's finding: a NumPy scalar argument's stand-in was refused by code that wants the
+    number (``SeedSequence``, ``json.dumps``): a ``TypeError`` eagerly absent. The capture runs
+    again with the scalars as their values."""
+    import json
+
+    def seeded(x, seed):
+        return x + np.random.default_rng(seed).random(x.shape)
+
+    def dumped(x, t):
+        return x * len(json.dumps(t))
+
+    x = np.zeros(3)
+    for seed in (np.int64(1), 2, np.int64(3)):
+        _same(st.compile(seeded)(x, seed), seeded(x, seed))
+    _same(st.compile(dumped)(x + 1, 1.5), dumped(x + 1, 1.5))
+    _same(st.compile(dumped)(x + 1, np.float64(1.5)), dumped(x + 1, np.float64(1.5)))

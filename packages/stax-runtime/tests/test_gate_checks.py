@@ -530,6 +530,31 @@ def test_versions_whose_gates_the_program_checks_take_a_key_entry():
     assert sum(info.hits.values()) == 7 - info.misses
 
 
+LOG = []
+
+
+def logged_doubles(x):
+    LOG.append(1)  # an effect its caller sees: the capture may not stop midway
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v * 2)
+    return np.array(out)
+
+
+def test_a_function_with_an_outside_effect_is_not_stopped_at_the_gate_budget():
+    """A review's finding: a capture stopped at the budget had run ``LOG.append(1)``, and the
+    eager run after it ran it again (twice on the first call). The budget applies to functions
+    whose source shows no effect a caller could see (appending to a list they made is none)."""
+    from stax.trace.gate_budget import budgeted
+
+    assert budgeted(doubled_large) and not budgeted(logged_doubles)
+    x = np.random.default_rng(17).standard_normal(100)
+    LOG.clear()
+    np.testing.assert_array_equal(stax.compile(logged_doubles)(x), logged_doubles(x))
+    assert len(LOG) == 2  # once compiled (its capture), once eagerly here
+
+
 def kmeans_step(X, C):
     d = ((X[:, None, :] - C[None]) ** 2).sum(-1)
     labels = d.argmin(1)

@@ -940,3 +940,20 @@ def test_an_inner_loop_lifted_at_each_outer_item_compiles_its_body_once(monkeypa
     f = stax.compile(sweeps)
     np.testing.assert_allclose(f(A, b), sweeps(A, b), rtol=1e-12)
     assert len(made) <= 2  # (a capture again with every loop lifted makes its own)
+
+
+def powered(y, k):
+    for _ in range(1201):
+        y = y * k
+    return y
+
+
+def test_a_loop_made_for_one_zero_is_not_run_for_the_other():
+    """A review's finding: a machine-code loop holding ``k = -0.0`` ran for ``k = 0.0`` (``-0.0
+    != 0.0`` is False): the sign of every result flipped."""
+    f = stax.compile(powered)
+    y = np.ones(2)
+    for k in (1.0, -0.0, 0.0, -0.0, float("nan"), 0.0):
+        got, want = f(y, k), powered(y, k)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -656,3 +656,24 @@ def test_loops_counting_their_iterations_lift_and_return_python_ints(fn, caplog,
     assert lifted == (fn is not counter_used_otherwise)
     if lifted:
         assert f.cache_info().compiles == 1
+
+
+def counted_to_a_limit(x, lim):
+    it = 0
+    while x.max() > -1.0 and it <= lim:
+        x = x + 1.0
+        it += 1
+    return x, it
+
+
+@pytest.mark.parametrize("lim", [np.float16(2048), 2048, 20.5])
+def test_a_counter_compared_with_a_float_is_a_python_int(lim):
+    """A review's finding: the lifted counter (int64, strong) compared with a float16 limit in
+    float64, where eagerly the Python int rounds to float16 (2049 <= float16(2048)): one
+    iteration fewer. A counter compared with anything but an integer keeps its loop in NumPy,
+    where it is a Python int again."""
+    f = stax.compile(counted_to_a_limit)
+    for _ in range(2):
+        got, want = f(np.zeros(4), lim), counted_to_a_limit(np.zeros(4), lim)
+        _same(got[0], want[0])
+        assert got[1] == want[1] and type(got[1]) is int

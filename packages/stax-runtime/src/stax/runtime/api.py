@@ -42,7 +42,7 @@ from stax.ir import (
     tree_leaves,
 )
 from stax.trace import Outcome, leaf_names, loops, trace
-from stax.trace.gate_budget import TooManyGates
+from stax.trace.gate_budget import TooManyGates, budgeted, gate_budget
 
 from . import config, devices, logs
 from .backends import get_backend, stax_backend
@@ -407,10 +407,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         start = time.perf_counter()
         timings: dict[str, float] = {}
         # unrolled loops' kernels limited (LLVM's time); past that, captured again lifted
-        again = loops.recapturable(self.fn, tree_leaves((args, kwargs)))
+        again, budget = loops.recapturable(self.fn, tree_leaves((args, kwargs))), budgeted(self.fn)
         try:
             try:
-                with kernel_budget() if again else contextlib.nullcontext():
+                with kernel_budget() if again else contextlib.nullcontext(), gate_budget(budget):
                     version = self._build(sigma, args, kwargs, settings, number, timings,
                                           outcome, placement, pattern)
             except (TooManySteps, TooManyGates):
@@ -419,7 +419,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 logs.emit("loops", settings.logs, f"{self._name}: too many steps, kernels or "
                           "data gates with its loops unrolled: captured again with them lifted")
                 outcome.undo_untraced_updates()
-                with loops.lifting_every_loop():
+                with loops.lifting_every_loop(), gate_budget(budget):
                     version = self._build(sigma, args, kwargs, settings, number, timings,
                                           outcome, placement, pattern)
         except (UnsupportedError, _InternalError) as exc:

@@ -323,6 +323,17 @@ def leaf_positions(args: Sequence[Any]) -> list[int]:
     return positions
 
 
+def _scalars_refusal(program: Any) -> str | None:
+    """Why a capture cannot take its scalars as inputs, what ``symbolize`` says first: a data
+    gate (a number read from the data, which the scalar may decide: its replay would hold the
+    capture's value), an argument updated in place."""
+    if program.gates or program.replay is not None:
+        return "the function has data gates"
+    if program.writeback:
+        return "the function updates arguments in place"
+    return None
+
+
 def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
                     run_backend: Callable[[Any], Any]) -> tuple[Any, ShapeEnv]:
     """The backend's executable for ``capture`` with ``pattern``'s dimensions symbolic, and the
@@ -354,9 +365,10 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     env = ShapeEnv()
     with shape_env(env):
         try:  # whatever stops it, the exact version is compiled instead
-            why = None if not dynamic else symbolize(  # (scalars alone: no sizes to follow)
+            why = symbolize(
                 program, dynamic, env, frozenset(capture.info.get("shape_read", ())),
-                capture.info.get("size_symbols"), capture.info.get("dims_read"))
+                capture.info.get("size_symbols"), capture.info.get("dims_read")) if dynamic \
+                else _scalars_refusal(program)  # (scalars alone: no sizes to follow)
             if why is None and scalars:
                 why = scalar_inputs(program, scalars, read)
             executable = None if why is not None else run_backend(program)

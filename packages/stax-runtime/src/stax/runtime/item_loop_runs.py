@@ -22,6 +22,18 @@ def _names(names: dict[int, str | None], pairs: Any) -> str:
     return ", ".join(str(names[i]) for i, _ in pairs) or "none"
 
 
+def _same_number(a: Any, b: Any) -> bool:
+    """Whether two numbers are one constant of machine code: their type and bits (-0.0 is not
+    0.0; a NaN is itself)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return a.hex() == b.hex()
+    if isinstance(a, np.generic):
+        return a.tobytes() == b.tobytes()
+    return bool(a == b)
+
+
 class ItemLoopRun:
     """The body's items in machine code (``stax.codegen.cpu.item_loop``), for arguments of the
     layouts it was made for: each array the body rebinds or updates comes back with the layout
@@ -84,8 +96,7 @@ class ItemLoopRun:
         ``values``): the number run, whether one may have underflowed and whether a false test
         ended the loop (a ``while`` step's; returned, not kept: threads share this loop), or
         None for arguments of other layouts."""
-        if self.baked and any(args[i] != v or type(args[i]) is not type(v)
-                              for i, v in self.baked.items()):
+        if self.baked and not all(_same_number(args[i], v) for i, v in self.baked.items()):
             self.stale = True
             return None
         inputs = [args[s] for s in self.slots]

@@ -169,6 +169,44 @@ FLOAT_UFUNCS = frozenset(f"numpy.{name}" for name in (
     "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "square", "absolute", "negative"))
 
 
+_COMPARISONS = {f"{m}.{op}" for m in ("operator", "numpy") for op in (
+    "lt", "le", "gt", "ge", "eq", "ne")} | {"numpy.less", "numpy.less_equal", "numpy.greater",
+                                           "numpy.greater_equal", "numpy.equal", "numpy.not_equal"}
+_STEPS = {"operator.add", "operator.sub", "stax.scalar.add", "stax.scalar.sub"}
+
+
+def check_counter_uses(capture: GraphProgram, names: frozenset[str]) -> None:
+    """A lifted ``while`` loop's counters (``stax.trace.loop_counters``) are int64 in the body,
+    Python ints eagerly: refuse a comparison with anything but an integer (a float limit: a
+    Python int compares exactly, NEP 50 rounds a weak int to a float16 limit's precision) and any
+    use but a step by an int and a comparison."""
+    if not names:
+        return
+    users: dict[Any, list[Any]] = defaultdict(list)
+    for node in capture.graph.nodes:
+        for used in node.inputs:
+            users[used].append(node)
+    todo = [n for n in capture.graph.nodes if n.op == Opcode.PLACEHOLDER and n.target in names]
+    seen: set[Any] = set()
+    while todo:
+        node = todo.pop()
+        for user in users[node]:
+            if user in seen or user.op == Opcode.OUTPUT:
+                continue
+            seen.add(user)
+            others = [a for a in (*user.args, *user.kwargs.values()) if a is not node]
+            integer = all(type(a) in (int, bool) or (isinstance(a, Node) and a.tensor is not None
+                                                     and np.dtype(a.tensor.dtype).kind in "biu")
+                          for a in others)
+            if user.target in _STEPS and integer and all(abs(a) < 2 ** 31 for a in others
+                                                         if type(a) is int):
+                todo.append(user)  # the counter again, a step on
+            elif user.target not in _COMPARISONS or not integer:
+                raise UnsupportedError(f"the loop's counter is used where an int64 and a Python "
+                                       f"int differ ({user.target} with {others!r})",
+                                       node=user.name, source=user.source)
+
+
 def _chosen(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | None:
     """The uses builtin ``max``/``min`` make of item-derived ints (``stax.trace.minmax``:
     ``max(0, i - w + 1)`` as ``where(greater(...), ...)[()]``): a comparison with another such

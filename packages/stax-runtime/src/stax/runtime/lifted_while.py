@@ -34,7 +34,7 @@ from stax.trace.while_loops import goes_on_after, install_while_lifter
 from . import config, logs
 from .api import CompiledFunction
 from .item_loop_runs import ItemLoopRun
-from .item_uses import ITEM, check_item_uses
+from .item_uses import ITEM, check_counter_uses, check_item_uses
 from .lift_plan import named_parameters, plan_step, scalar_inputs
 from .lifted_loops import (
     LOOP_TRIES,
@@ -74,7 +74,7 @@ def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
         return unrolls(site, f"the body updates {', '.join(views)}, a view of another local, "
                               "in place")
     compiled = CompiledFunction(_body_then_test(body, test, site), strict_native=True)
-    compiled.capture_check = functools.partial(check_item_uses, items=range(1))
+    compiled.capture_check = functools.partial(_checked, counters=site.counters)
     compiled.donates_arguments = True  # it returns what it updates: no copy back per iteration
     compiled.declines_to_caller = True  # a call it declines: that iteration runs in NumPy
     start = [state[n].value for n in inputs]
@@ -130,6 +130,11 @@ def _body_then_test(body: Any, test: Any, site: LoopSite) -> Any:
     return body_then_test
 
 
+def _checked(capture: Any, counters: frozenset[str]) -> None:
+    check_item_uses(capture, items=range(1))
+    check_counter_uses(capture, counters)
+
+
 class WhileRunner(Runner):
     """The lifted ``while`` step: ``Runner``'s copies, checks and results, with iterations that
     run while the test holds. ``items`` is the count of iterations the last run took (the
@@ -160,13 +165,23 @@ class WhileRunner(Runner):
         for name in self.scalars:
             if isinstance(values.get(name), np.ndarray):
                 values[name] = values[name][()]
+        self._counters_as(values, int)  # Python ints, as the code was written for
         goes = self._body_eagerly(values, None)
         going = bool(goes_on_after(goes, self.test, [values.get(p, UNBOUND)
                                                      for p in site.params]))
+        self._counters_as(values, np.int64)
         for name in self.scalars:
             if isinstance(values.get(name), np.generic):
                 values[name] = np.asarray(values[name])
         return going
+
+    def _counters_as(self, values: dict[str, Any], kind: type) -> None:
+        """The loop's counters (``stax.trace.loop_counters``: int64 in the compiled step) as
+        ``kind``: Python ints where NumPy runs the code as written (``it <= np.float16(lim)``
+        compares otherwise), int64 scalars again for the step."""
+        for name in self.site.counters:
+            if isinstance(values.get(name), (int, np.integer, np.ndarray)):
+                values[name] = kind(values[name])
 
     def _run_compiled(self, values: dict[str, Any]) -> None:
         site, compiled = self.site, self.compiled
@@ -248,7 +263,9 @@ class WhileRunner(Runner):
             values[ITERATIONS] = 0  # the iteration before the step ended the loop
             return ()
         values.pop(GOING, None)
+        self._counters_as(values, int)
         out = super()._run_eagerly(values, items)
+        self._counters_as(values, np.int64)
         values[ITERATIONS] = out[-1]  # the whole loop's count (``_settle``: none ran)
         return out
 

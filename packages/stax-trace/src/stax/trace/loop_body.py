@@ -117,6 +117,46 @@ def _mentions(statement: ast.stmt, name: str) -> tuple[bool, bool]:
     return loads, stores
 
 
+def outside_effects(function: ast.FunctionDef) -> str | None:
+    """The first call in ``function`` with an effect its caller could see, or None: a method
+    call on a container the function made itself (``out = []; out.append(v)``: bound to a
+    fresh ``[]``, ``{}``, ``set()``... and nothing else) is no such effect."""
+    bound: dict[str, list[ast.expr | None]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr,
+                               ast.Global, ast.Nonlocal)):
+            for name in ast.walk(node.target if hasattr(node, "target") else node):
+                if isinstance(name, ast.Name):
+                    bound.setdefault(name.id, []).append(None)
+            for name in getattr(node, "names", ()):
+                bound.setdefault(name, []).append(None)
+    arguments = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    fresh = {name for name, values in bound.items() if name not in arguments and
+             all(_fresh_container(v) for v in values)}
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _EFFECT_METHODS and \
+                isinstance(func.value, ast.Name) and func.value.id in fresh:
+            continue
+        if (isinstance(func, ast.Name) and func.id in _EFFECT_FUNCTIONS) or \
+                (isinstance(func, ast.Attribute) and func.attr in _EFFECT_METHODS):
+            return ast.unparse(func)
+    return None
+
+
+def _fresh_container(value: ast.expr | None) -> bool:
+    if isinstance(value, (ast.List, ast.Dict, ast.Set)):
+        return not any(isinstance(n, ast.Starred) for n in ast.walk(value))
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
+        value.func.id in ("list", "dict", "set") and not value.args and not value.keywords
+
+
 def effects(body: list[ast.stmt]) -> str | None:
     """The first call in the body with a Python effect (``print(...)``, ``log.append(...)``),
     as source text, or None."""

@@ -15,6 +15,7 @@ if it is a Python number.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import operator
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir.scalar_inputs import value_kind  # noqa: F401 (which arguments are traced so)
+from stax.ir.scalar_inputs import value_kind
 
 from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
 
@@ -40,14 +41,15 @@ class TracedScalar(TracedNumber):
     from its value, which marks the arguments read (``info["scalar_read"]``: their values stay
     part of the key)."""
 
-    __slots__ = ("expr", "leaf", "tracer", "value")
+    __slots__ = ("expr", "leaf", "size", "tracer", "value")
 
     def __init__(self, value: Any, leaf: int | None, tracer: Tracer,
-                 expr: list[Any] | None = None) -> None:
+                 expr: list[Any] | None = None, size: int = 1) -> None:
         self.value = value
         self.leaf = leaf  # the flat argument it is, or None for a computed one
         self.tracer = tracer
         self.expr = expr  # how a computed one is computed (``stax.ir.scalar_inputs``)
+        self.size = size  # its expression's operations (``MAX_EXPRESSION``)
 
     def read(self) -> Any:
         """The value, the arguments marked read (their values stay part of the key)."""
@@ -80,11 +82,12 @@ class TracedScalar(TracedNumber):
         if method == "__call__" and not kwargs and ufunc.__name__ in FOLLOWED_UFUNCS and \
                 len(inputs) == ufunc.nin:
             exprs = [o.expression if isinstance(o, TracedScalar) else _operand(o) for o in inputs]
-            if all(e is not None for e in exprs):
+            size = 1 + sum(o.size for o in inputs if isinstance(o, TracedScalar))
+            if all(e is not None for e in exprs) and size <= MAX_EXPRESSION:
                 value = ufunc(*(o.value if isinstance(o, TracedScalar) else o for o in inputs))
                 if type(value) is np.float64:  # (NumPy's own reports given, as eagerly)
                     return TracedScalar(value, None, self.tracer,
-                                        [f"numpy.{ufunc.__name__}", *exprs])
+                                        [f"numpy.{ufunc.__name__}", *exprs], size)
         return ufunc_on_values(ufunc, method, inputs, kwargs)
 
 
@@ -100,6 +103,8 @@ FOLLOWED_UFUNCS = frozenset({
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
     "arccosh", "arctanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
     "cbrt", "square", "absolute", "negative", "reciprocal", "deg2rad", "rad2deg"})
+#: the operations one computed number may hold: past them (a loop's ``t += dt``) it is read
+MAX_EXPRESSION = 32
 #: an int an expression takes: converted to a double exactly
 _EXACT_INT = 2 ** 53
 
@@ -117,6 +122,30 @@ def _operand(value: Any, leaf: int | None = None) -> list[Any] | None:
     return ["arg", leaf, kind, code] if leaf is not None else ["const", kind, code]
 
 
+#: whether capture follows scalar arguments (off for a capture run again with their values)
+FOLLOWING: contextvars.ContextVar[bool] = contextvars.ContextVar("stax_following", default=True)
+
+
+def retried_with_values(run: Callable[[], Any], leaves: list[Any], outcome: Any) -> Any:
+    """``run()`` (a capture); where it raises ``TypeError`` and scalar arguments were followed,
+    ``run()`` again with the scalars as their values: code that wants the number itself (a
+    ``SeedSequence``, ``json.dumps``) refuses the stand-in, where eagerly it works."""
+    try:
+        return run()
+    except TypeError:
+        if not FOLLOWING.get() or all(value_kind(leaf) is None for leaf in leaves):
+            raise
+    if outcome is not None:  # what the first run recorded of the call
+        outcome.undo_untraced_updates()
+        outcome.arguments.clear()
+        outcome.generators.clear()
+    token = FOLLOWING.set(False)
+    try:
+        return run()
+    finally:
+        FOLLOWING.reset(token)
+
+
 def expression_leaves(expr: list[Any]) -> set[int]:
     """The flat arguments an expression reads."""
     if expr[0] == "arg":
@@ -131,8 +160,9 @@ def _computed(name: str, operands: tuple[Any, ...]) -> TracedScalar | None:
     followed (another operator or operand, a result other than a float)."""
     fn = FOLLOWED_OPERATORS.get(name)
     exprs = [o.expression if isinstance(o, TracedScalar) else _operand(o) for o in operands]
-    if fn is None or any(e is None for e in exprs):
-        return None
+    size = 1 + sum(o.size for o in operands if isinstance(o, TracedScalar))
+    if fn is None or any(e is None for e in exprs) or size > MAX_EXPRESSION:
+        return None  # (one grown by a loop, ``t += dt``: read, its value in the key)
     try:
         value = fn(*(o.value if isinstance(o, TracedScalar) else o for o in operands))
     except ArithmeticError:
@@ -140,7 +170,7 @@ def _computed(name: str, operands: tuple[Any, ...]) -> TracedScalar | None:
     if type(value) not in (float, np.float64):
         return None  # an int result (``n + 1``): Python's unbounded ints are not followed
     tracer = next(o.tracer for o in operands if isinstance(o, TracedScalar))
-    return TracedScalar(value, None, tracer, [name, *exprs])
+    return TracedScalar(value, None, tracer, [name, *exprs], size)
 
 
 def _scalar_binary(fn: Callable[[Any, Any], Any], name: str = "",

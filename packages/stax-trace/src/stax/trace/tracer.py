@@ -48,7 +48,7 @@ from .raised import caught_error, decided_by_key
 from .reach import scan, settle_stored
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
-from .traced_scalars import TracedScalar, value_kind
+from .traced_scalars import FOLLOWING, TracedScalar, retried_with_values, value_kind
 from .traced_sizes import SizeReads, TracedSize, size_arguments
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
@@ -389,10 +389,10 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     traced value (``if``, ``int()``, an index) the example's answer is used and recorded as a data
     gate; the gates' backward slice is extracted right after capture, before any pass could delete
     the nodes that compute them (corollary 3.1). ``outcome``, when given, receives what the run
-    computed (see :class:`Outcome`).
-    """
+    computed (see :class:`Outcome`)."""
     with loops.taking_loop_index_argument() as loop_index:
-        return _trace(fn, args, kwargs, name, arg_names, outcome, loop_index)
+        return retried_with_values(lambda: _trace(fn, args, kwargs, name, arg_names, outcome,
+                                                  loop_index), tree_leaves((args, kwargs)), outcome)
 
 
 def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None,
@@ -428,7 +428,7 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
             traced_leaves.append(GeneratorProxy(node, private, tracer))
             outcome.generators.append((leaf, private))
             inputs.append(node.target)
-        elif value_kind(leaf) is not None:  # its uses are followed (traced_scalars.py)
+        elif value_kind(leaf) is not None and FOLLOWING.get():  # its uses followed (traced_scalars)
             traced_leaves.append(TracedScalar(leaf, len(inputs), tracer))
             inputs.append(None)
         else:
