@@ -534,3 +534,46 @@ def test_code_wanting_the_number_itself_gets_it():
         _same(st.compile(seeded)(x, seed), seeded(x, seed))
     _same(st.compile(dumped)(x + 1, 1.5), dumped(x + 1, 1.5))
     _same(st.compile(dumped)(x + 1, np.float64(1.5)), dumped(x + 1, np.float64(1.5)))
+
+
+def test_a_refused_capture_returns_and_stores_eager_numbers(recwarn):
+    """A capture refused after the function finished (NumPy warned about a value of the
+    scalars alone; a global changed) returns eager's result: the numbers the function computed
+    from a followed scalar are NumPy's, not the capture's stand-ins, returned or stored."""
+    acos = st.compile(lambda t: np.arccos(t))
+    got = acos(np.float64(3.0))
+    assert type(got) is np.float64 and np.isnan(got)
+    assert any("invalid value" in str(w.message) for w in recwarn)
+
+    class Holder:
+        pass
+    holder, stored = Holder(), []
+
+    def keeps(x, t):
+        holder.last = t * 2
+        stored.append(np.cos(t))
+        return x * t
+    f = st.compile(keeps)
+    _same(f(np.ones(3), np.float64(0.5)), np.full(3, 0.5))
+    assert type(holder.last) is np.float64 and holder.last == 1.0
+    assert type(stored[-1]) is np.float64 and stored[-1] == np.cos(0.5)
+
+
+def test_a_function_refused_for_scalar_values_runs_every_value_at_a_lookup():
+    """Refused twice for two values of its scalars, a function runs eagerly for every value
+    of them through one key entry comparing their types (it captured again for each value,
+    2.5 ms a call, until the version limit)."""
+    holder = {}
+
+    def keeps(x, t):
+        holder["last"] = t
+        return x * t
+    f = st.compile(keeps)
+    x = np.ones(3)
+    for t in np.linspace(0.1, 0.9, 9):
+        _same(f(x, np.float64(t)), x * np.float64(t))
+        assert holder["last"] == t and type(holder["last"]) is np.float64
+    info = f.cache_info()
+    assert info.compiles == 2 and info.hits[1] >= 6, info
+    _same(f(x, 0.5), x * 0.5)  # another scalar type: its own key
+    assert f.cache_info().compiles == 3

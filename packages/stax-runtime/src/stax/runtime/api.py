@@ -56,7 +56,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions, entry_key, sizes_entry
+from .generic import GenericVersions, eager_entry_key, entry_key, sizes_entry
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import answers_its_key, compiled_entry, eager_entry, paused_entry, version_entry
 from .object_arrays import (
@@ -324,8 +324,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             self._fallbacks += 1
             if version.entry is None and version.free is None and not self._free and \
                     answers_its_key(version, self._by_sigma.get(version.sigma, ())):
-                version.entry = eager_entry(self._eager_function(version.sigma), version.sigma,
-                                            self._dispatch)
+                version.entry = eager_entry(self._eager_function(version.sigma), eager_entry_key(
+                    version, self._versions), self._dispatch)  # (a scalar's value or any)
             if version.entry is not None:  # the next call: one comparison per argument
                 self._call = version.entry.function
             return version.run(args, kwargs)
@@ -403,9 +403,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                  placement: devices.Placement | None = None, pattern: Any = None) -> Version:
         """A new version for this key. When it falls back after the capture ran to its end,
         ``outcome`` holds that run's result: the caller returns it, not running it again."""
-        number = len(self._versions)
-        start = time.perf_counter()
-        timings: dict[str, float] = {}
+        number, start, timings = len(self._versions), time.perf_counter(), {}
         # unrolled loops' kernels limited (LLVM's time); past that, captured again lifted
         again, budget = loops.recapturable(self.fn, tree_leaves((args, kwargs))), budgeted(self.fn)
         try:
@@ -429,7 +427,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             eager = "eager NumPy" if placement is None else \
                 f"eager NumPy through CuPy on {placement.key}"
             logs.warn(f"stax: {self._name} falls back to {eager} for this signature: {reason}")
-            version = Version(number, sigma, self._eager, native=False, reason=reason)
+            self._generic.fell_back(sigma, version := Version(number, sigma, self._eager,
+                                                              native=False, reason=reason))
         self._compiles += 1
         version.stats["compile_s"] = time.perf_counter() - start
         version.stats.update(timings)

@@ -147,6 +147,15 @@ def entry_key(sigma: Any, pattern: Pattern | None, generic: Any) -> Any | None:
     return None if key is None else (key, ())
 
 
+def eager_entry_key(version: Any, versions: Sequence[Any]) -> Any:
+    """The key a fallback version's key entry compares: its sigma; its scalars' types alone
+    where it runs for every value of them (``GenericVersions.fell_back``) and the function has
+    no native version that another value could have found."""
+    if version.pattern is None or any(v.native for v in versions):
+        return version.sigma
+    return generic_key(version.sigma, version.pattern), ()
+
+
 def sizes_entry(args: Sequence[Any], names: Any, run_version: Callable[..., Any],
                 dispatch: Callable[..., Any]) -> Any | None:
     """A key entry for a generic version at the exact layouts of ``args`` where its instance
@@ -222,6 +231,8 @@ class GenericVersions:
     #: generic keys that could not be compiled generic: why, and the smallest dynamic size of
     #: that attempt (tried again only from a small one, at larger sizes: ``_retried``)
     refused: dict[Any, tuple[str, int]] = field(default_factory=dict)
+    #: captures refused (eager versions) per key of every scalar's value (``fell_back``)
+    eager_values: dict[Any, int] = field(default_factory=dict)
 
     def find(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
              applies: Callable[[Any], bool], by_sigma: dict[Any, list[Any]],
@@ -276,6 +287,21 @@ class GenericVersions:
         if pattern not in self.patterns:
             self.patterns.append(pattern)
         self.by_key.setdefault(generic_key(sigma, pattern), []).append(version)
+
+    def fell_back(self, sigma: Any, version: Any) -> None:
+        """A capture refused (``version`` runs eagerly) at a key with scalar values: at the
+        second refusal for other values of the same scalars, every value of them finds this
+        eager version as a generic one (``find``) instead of a capture of its own each (a
+        function that stores a scalar on an object: 2.5 ms a call, to the version limit)."""
+        positional, keywords = sigma
+        pattern = frozenset((i, SCALAR_VALUE) for i, leaf in enumerate(positional)
+                            if scalar_kind(leaf))
+        key = generic_key(sigma, pattern) if pattern and not keywords else None
+        if key is None:
+            return
+        self.eager_values[key] = self.eager_values.get(key, 0) + 1
+        if self.eager_values[key] == 2:
+            self.add(sigma, pattern, version)
 
     def refuse(self, sigma: Any, pattern: Pattern, why: str) -> None:
         self.refused[generic_key(sigma, pattern)] = (why, _smallest(sigma, pattern))

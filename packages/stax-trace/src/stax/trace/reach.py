@@ -35,6 +35,7 @@ from .isolation import Unrepeatable, guarded, unrepeatable
 from .outcome import Outcome
 from .proxy import Proxy
 from .source import library_code
+from .traced_sizes import TracedNumber
 
 BUDGET = 2000
 MAX_DEPTH = 4  # attribute hops from a name (np.random.mtrand._rand)
@@ -362,5 +363,7 @@ def settle_stored(tracer: Any, fn: Callable[..., Any], leaves: list[Any],
     if isinstance(getattr(owner, "__dict__", None), dict) and not isinstance(owner, type):
         owners.append(("self", owner))
     callers = {id(argument.proxy): caller for argument, caller in outcome.arguments}
-    return escaped_proxy(fn, lambda value: isinstance(value, Proxy) and value.tracer is tracer,
+    # a followed number (a scalar argument's, a size) stored is eager's number again
+    return escaped_proxy(fn, lambda value: isinstance(value, (Proxy, TracedNumber))
+                         and value.tracer is tracer,
                          owners, lambda proxy: callers.get(id(proxy), proxy.value))

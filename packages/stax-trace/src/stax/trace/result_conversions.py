@@ -32,6 +32,7 @@ from stax.ir import TreeDef, tree_flatten, tree_unflatten
 from stax.ir.pytree import RESULT_CONVERSIONS
 
 from .proxy import Proxy
+from .traced_sizes import TracedNumber
 
 #: the name the rewritten code reads ``converted`` from (a closure cell, as loops.py's helpers)
 HELPER = "__stax_result__"
@@ -242,10 +243,15 @@ def settle(result: Any) -> tuple[Any, Any, dict[int, str]]:
     and how."""
     leaves, tree = tree_flatten(result)
     kinds = {k: leaf.kind for k, leaf in enumerate(leaves) if isinstance(leaf, Converted)}
-    if not kinds:
+    # eager Python's numbers where a returned one was followed (a scalar argument's, a size):
+    # what a capture refused after the function finished returns is eager's, not a stand-in
+    numbers = {k for k, leaf in enumerate(leaves) if isinstance(leaf, TracedNumber)}
+    if not kinds and not numbers:
         return result, result, {}
-    eager = tree_unflatten(tree, [leaf.value if k in kinds else leaf
+    eager = tree_unflatten(tree, [leaf.value if k in kinds or k in numbers else leaf
                                   for k, leaf in enumerate(leaves)])
+    if not kinds:
+        return eager, result, {}
     traced = tree_unflatten(tree, [leaf.proxy if k in kinds else leaf
                                    for k, leaf in enumerate(leaves)])
     return eager, traced, kinds
