@@ -577,3 +577,20 @@ def test_a_function_refused_for_scalar_values_runs_every_value_at_a_lookup():
     assert info.compiles == 2 and info.hits[1] >= 6, info
     _same(f(x, 0.5), x * 0.5)  # another scalar type: its own key
     assert f.cache_info().compiles == 3
+
+
+def test_a_float_computed_from_scalars_and_returned_is_an_output():
+    """``return x, t + dt``: the returned Python float is the program's output (converted),
+    not a constant read from the scalars: one generic version for every t (it was exact, a
+    version per value), the float bit for bit (-0.0, NaN, infinities)."""
+    def step(x, t, dt):
+        return x + dt * (np.cos(t) - x), t + dt, t
+    f = st.compile(step, strict_native=True)
+    x = _x(np.float64)
+    for t, dt in [(0.0, 0.01), (0.1, 0.01), (0.25, 0.5), (-0.0, -0.0), (np.nan, 1.0),
+                  (1e308, 1e308), (3.0, -np.inf)]:
+        got, want = f(x, t, dt), step(x, t, dt)
+        _same(got[0], want[0])
+        for a, b in zip(got[1:], want[1:]):
+            assert type(a) is float and np.float64(a).tobytes() == np.float64(b).tobytes()
+    assert f.cache_info().compiles == 2, f.cache_info()

@@ -32,6 +32,7 @@ from stax.ir import TreeDef, tree_flatten, tree_unflatten
 from stax.ir.pytree import RESULT_CONVERSIONS
 
 from .proxy import Proxy
+from .traced_scalars import TracedScalar
 from .traced_sizes import TracedNumber
 
 #: the name the rewritten code reads ``converted`` from (a closure cell, as loops.py's helpers)
@@ -255,6 +256,22 @@ def settle(result: Any) -> tuple[Any, Any, dict[int, str]]:
     traced = tree_unflatten(tree, [leaf.proxy if k in kinds else leaf
                                    for k, leaf in enumerate(leaves)])
     return eager, traced, kinds
+
+
+def numbers_returned(tracer: Any, leaves: list[Any], kinds: dict[int, str]) -> dict[int, str]:
+    """Python floats computed from the scalar arguments (or one of them), returned: each a
+    traced 0-d float64 the program outputs, ``1.0 * t`` (``t`` bit for bit: -0.0, a NaN),
+    converted to a Python float, added to ``kinds``. Read, its value was a constant of the
+    version and the scalars it came from part of the key: a version per value (a step
+    ``return x, t + dt``, a lifted loop's carried time)."""
+    kinds = dict(kinds)
+    for k, leaf in enumerate(leaves):
+        if isinstance(leaf, TracedScalar) and type(leaf.value) is float and \
+                leaf.tracer is tracer and leaf.expression is not None and not tracer.finished:
+            one = tracer.created_array("numpy.ones", ((),), {"dtype": "float64"},
+                                       np.ones(()), None)
+            leaves[k], kinds[k] = np.multiply(one, leaf), "float"
+    return kinds
 
 
 def converting_tree(tree: TreeDef, kinds: dict[int, str]) -> TreeDef:

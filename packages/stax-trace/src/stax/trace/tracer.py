@@ -28,14 +28,7 @@ from stax.ir import (
 from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
-from . import (
-    creation,
-    loops,
-    masked,
-    masked_reductions,
-    minmax,
-    result_conversions,
-)
+from . import creation, loops, masked, masked_reductions, minmax, result_conversions
 from .call_values import ITEM_SLICED, concrete_arguments, gate_slice_bounds
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
@@ -472,8 +465,9 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
              inputs: list[str | None], input_tree: Any, conversions: dict[int, str]
              ) -> GraphProgram:
     """The capture program of a finished run: outputs, write-backs and the gates' slice."""
-    out_leaves, output_tree = tree_flatten(result)
-    output_tree = result_conversions.converting_tree(output_tree, conversions)
+    out_leaves, output_tree = tree_flatten(result)  # (a returned float: a converted output)
+    kinds = result_conversions.numbers_returned(tracer, out_leaves, conversions)
+    output_tree = result_conversions.converting_tree(output_tree, kinds)
     outputs = []
     for i, leaf in enumerate(out_leaves):
         if isinstance(leaf, (TracedSize, TracedScalar)):  # returned: a constant of the version
