@@ -49,6 +49,7 @@ class ItemLoopRun:
         #: the slots that are numbers the executable takes as 0-d inputs (``ScalarArguments``)
         self.numbers = numbers or {}
         self.stale = False  # a call's numbers differed from the baked ones: made again
+        self.floats: frozenset[str] = frozenset()  # carried Python floats (``Runner.carried``)
 
     @staticmethod
     def of(runner: Any, args: tuple[Any, ...], exit: int | None = None) -> ItemLoopRun | None:
@@ -88,7 +89,9 @@ class ItemLoopRun:
                   f"{_names(names, plan.nexts)})")
         baked = {i: a for i, a in enumerate(args) if i not in slots and
                  (type(a) in (int, float) or isinstance(a, np.generic))}
-        return ItemLoopRun(loop, slots, names, outputs, baked, numbers)
+        run = ItemLoopRun(loop, slots, names, outputs, baked, numbers)
+        run.floats = runner.carried  # their 0-d buffers bound as the floats the body takes
+        return run
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
             ) -> tuple[int, bool, bool] | None:
@@ -109,8 +112,8 @@ class ItemLoopRun:
         if ran == len(items) - t or exited:
             for name, value in zip(self.outputs, results):
                 if name is not None:
-                    values[name] = value
+                    values[name] = float(value) if name in self.floats else value
         else:
             for i, name in self.carried.items():
-                values[name] = inputs[i]
+                values[name] = float(inputs[i]) if name in self.floats else inputs[i]
         return ran, underflowed, exited

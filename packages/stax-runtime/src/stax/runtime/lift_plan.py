@@ -45,6 +45,9 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             continue  # bound before read, read nowhere else: neither taken nor returned
         elif isinstance(value, Proxy) and value.tracer is tracer:
             inputs.append(name)
+        elif name in site.floats and type(read_value(value)) is float:
+            inputs.append(name)  # a Python float the loop carries (``t += dt``): an input and
+            # a result of the step, which a generic version of the body takes at run time
         elif isinstance(value, TracedScalar) and value.expression is not None and \
                 name not in site.assigned and name not in site.mutated:
             inputs.append(name)  # a scalar argument the body reads (or a number computed from
@@ -68,7 +71,8 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
         if name == site.row:  # the item's row, a view of the array, made at each item
             continue
         value = state[name]
-        if isinstance(value, Proxy) and isinstance(value.value, np.generic):
+        if (isinstance(value, Proxy) and isinstance(value.value, np.generic)) or \
+                (name in site.floats and type(read_value(value)) is float):
             continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``
         if name in site.scratch:  # ``lap = np.zeros_like(u); lap[1:-1] = ...``
             if name in site.fresh:  # bound anew before each update (``u_next =
@@ -105,7 +109,13 @@ def scalar_inputs(state: dict[str, Any], inputs: list[str]) -> dict[str, type]:
     """The step's inputs that are scalar arguments (or numbers computed from them), with the
     Python or NumPy type the body takes each as: a generic version passes a 0-d array, which the
     runner converts back (``Runner._values``)."""
-    return {n: type(state[n].value) for n in inputs if isinstance(state[n], TracedScalar)}
+    return {n: type(read_value(state[n])) for n in inputs
+            if isinstance(state[n], TracedScalar) or type(state[n]) is float}
+
+
+def read_value(value: Any) -> Any:
+    """A followed scalar's value (not read: no key entry), else ``value``."""
+    return value.value if isinstance(value, TracedScalar) else value
 
 
 def _viewed_input(tracer: Any, site: LoopSite, state: dict[str, Any], inputs: list[str],

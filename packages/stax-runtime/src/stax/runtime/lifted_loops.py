@@ -86,12 +86,13 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         compiled.item_loops = {}  # machine-code loops, by argument layouts (its runners')
         if key is not None:
             bodies.setdefault(key, []).append((cells, compiled))
-    start = [state[n].value for n in inputs]
+    start = [state[n] if type(state[n]) is float else state[n].value for n in inputs]
     runner = Runner(compiled, whole, site, items, inputs, constants, outputs,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
                               not isinstance(state[n], TracedScalar)},
                      views=views)
     runner.body, runner.numbers = body, scalar_inputs(state, inputs)
+    runner.carried = frozenset(n for n in runner.numbers if n in site.floats)
     runner.loops = compiled.item_loops
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
@@ -142,7 +143,8 @@ def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tup
     # the results that stand for themselves first, then the names of the same objects
     for name, value, same in sorted(zip(outputs, recorded, runner.identities),
                                     key=lambda r: isinstance(r[2], int)):
-        if name in site.mutated and not isinstance(same, int):  # updated in place (x[k] = v,
+        if name in site.mutated and not isinstance(same, int) and name not in runner.carried:
+            # updated in place (x[k] = v,
             # x += v): the same object, which every other name of it sees (an argument: written
             # back; a view: its base too)
             state[name]._update_in_place("a lifted loop", lambda value=value: value)
@@ -151,6 +153,8 @@ def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tup
             after[name] = after[outputs[same]] if isinstance(same, int) else state[same]
         else:
             after[name] = value
+        if name in runner.carried:  # a traced 0-d float64 that only a returned result reads
+            tracer.__dict__.setdefault("carried_floats", set()).add(id(after[name]))
     return after
 
 
@@ -228,19 +232,20 @@ class Runner:
         self.count = len(items)  # items the last compiled run ran (fewer: the body ended it)
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
         self.numbers: dict[str, type] = {}  # scalar inputs, and their types (``scalar_inputs``)
+        self.carried: frozenset[str] = frozenset()  # of them, Python floats the body rebinds
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
         values.update(dict.fromkeys(self.site.scratch, UNBOUND))  # the body binds them first
         for name, array in zip(self.inputs, arrays):
-            if name in self.copied:  # the body's eager runs update it
+            if name in self.numbers:  # a Python float or int, as the body takes it
+                values[name] = self.numbers[name](array)
+            elif name in self.copied:  # the body's eager runs update it
                 values[name] = np.array(array, copy=True, order="K")
             elif isinstance(array, np.ndarray) and array.ndim:
                 view = array.view()
                 view.flags.writeable = False
                 values[name] = view
-            elif name in self.numbers:  # a Python float or int, as the body takes it
-                values[name] = self.numbers[name](array)
             elif self.eager and name in self.scalars:
                 values[name] = array[()] if isinstance(array, np.ndarray) else array
             else:
@@ -265,6 +270,7 @@ class Runner:
             raise _Unstable("the loop's results are other objects than at capture")
         results = tuple(values[name][()] if name in self.scalars and
                         isinstance(values[name], np.ndarray) and not values[name].ndim
+                        else np.float64(values[name]) if name in self.carried
                         else values[name] for name in self.outputs)
         if self.site.item_returned:  # the target after a ``break``: the last item this run ran
             results += (np.int64(values.get(LAST_ITEM, self.items[-1])),)
@@ -471,6 +477,9 @@ class Runner:
             if constant is not NO_CONSTANT:
                 check_stable(name, value, constant)
                 continue
+            if name in self.carried and type(value) is not float:
+                raise _Unstable(f"the loop's local {name!r} is not a Python float after an "
+                                "iteration")
             values[name] = np.asarray(value) if isinstance(value, np.generic) else value
 
     def _args(self, values: dict[str, Any], item: int) -> tuple[Any, ...]:

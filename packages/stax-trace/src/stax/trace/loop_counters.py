@@ -123,3 +123,35 @@ def traced_counters(tracer: Any, state: dict[str, Any], names: frozenset[str]
                                          None)
             replaced[name], state[name] = value, array[()]
     return replaced
+
+
+def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[int, Any],
+                   nested: bool) -> frozenset[str]:
+    """Locals a ``for`` loop may carry as Python floats (``t += dt``, an SIR model's ``S, I, R
+    = ...``): bound in the loop by plain assignments, not arguments of the loop's target, no
+    global, nonlocal or nested scope naming them, and read outside the loop only before it (a
+    loop of the function's own body: ``nested`` false) or as an element of the returned results.
+    Whether each is a Python float is the lifter's to check (``lift_plan``); after the loop one
+    is a traced 0-d float64, which only a returned result may be (converted to a float: a
+    strong float64 would promote float32 arrays where the weak float does not)."""
+    inside = {id(n) for n in ast.walk(loop)}
+    target = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    stored = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and
+              isinstance(n.ctx, ast.Store) and not _in_target(n, loop)} - target
+    scoped = {n.id for scope in ast.walk(function) if scope is not function and
+              isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef))
+              for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    declared = {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal))
+                for name in n.names}
+    found = set()
+    for name in stored - scoped - declared:
+        outside = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name
+                   and id(n) not in inside and isinstance(n.ctx, ast.Load)]
+        if all(id(n) in results or (not nested and n.lineno < loop.lineno) for n in outside):
+            found.add(name)
+    return frozenset(found)
+
+
+def _in_target(name: ast.Name, loop: ast.For) -> bool:
+    return any(n is name for n in ast.walk(loop.target))

@@ -37,6 +37,9 @@ class LoopSite:
     #: a ``while`` loop's counters (``it += 1``; ``loop_counters``): traced int64 scalars once
     #: the loop is lifted, returned as Python ints
     counters: frozenset[str] = frozenset()
+    #: a ``for`` loop's locals it may carry as Python floats (``loop_counters.carried_floats``):
+    #: inputs and results of the lifted step where they hold floats, returned as floats
+    floats: frozenset[str] = frozenset()
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:

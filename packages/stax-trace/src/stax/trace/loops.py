@@ -195,7 +195,7 @@ class _Rewriter:
         self.code, self.function = code, function
         self.uses = loop_body.name_uses(function)  # before any loop of it is rewritten
         self.results = result_conversions.result_names(function)
-        self.converted: set[int] = set()  # result names to convert (``convert_to_int``)
+        self.converted: dict[int, str] = {}  # result names to convert, how (``convert_to_int``)
         self.bindings = name_bindings(function)  # (node id or None, name)
         self.local_names = set(code.co_varnames)
         self.cell_names = set(code.co_cellvars)
@@ -227,6 +227,10 @@ class _Rewriter:
             # array to it (``stax.runtime.lifted_loops``), not a view of another value
             rebinds = isinstance(node, ast.For) and target_bound(node)
             unread = loop_body.unread_after(self.uses, node, set(names[1]))
+            floats = loop_counters.carried_floats(self.function, node, self.results, any(
+                other is not node and any(c is node for c in ast.walk(other))
+                for other in ast.walk(self.function) if isinstance(other, (ast.For, ast.While)))
+            ) if isinstance(node, ast.For) else frozenset()
             counted = loop_counters.counters(self.function, node, self.results) \
                 if isinstance(node, ast.While) else frozenset()
             test = loop_counters.counted_test(node.test, counted) if counted else None
@@ -243,11 +247,12 @@ class _Rewriter:
         if isinstance(node, ast.While):
             if test is None and isinstance(node.test, ast.BoolOp):
                 counted = frozenset()  # (an ``and`` it cannot rewrite would gate on them)
-            self.converted |= {at for at, n in self.results.items() if n.id in counted}
+            self.converted.update((at, "int") for at, n in self.results.items() if n.id in counted)
             return self.lift_while(node, form, *names, unread, counted, test)
         if form is not None and returned:
-            self.converted |= returned
-        return self.lift(node, form, *names, rebinds, unread, bool(form and returned))
+            self.converted.update(dict.fromkeys(returned, "int"))
+        self.converted.update((at, "carried") for at, n in self.results.items() if n.id in floats)
+        return self.lift(node, form, *names, rebinds, unread, bool(form and returned), floats)
 
     def _target_returned(self, node: ast.For) -> set[int] | None:
         """Where code outside the loop reads the names its target binds: nowhere (empty), only
@@ -271,7 +276,8 @@ class _Rewriter:
 
     def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
              assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,
-             unread: frozenset[str], item_returned: bool = False) -> list[ast.stmt]:
+             unread: frozenset[str], item_returned: bool = False,
+             floats: frozenset[str] = frozenset()) -> list[ast.stmt]:
         number = len(self.sites)
         rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
@@ -291,7 +297,8 @@ class _Rewriter:
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
                                    bound_first, loop_body.effects(statements), scratch,
                                    loop_body.rebound_before_update(statements, mutated),
-                                   stops=form is not None, item_returned=item_returned))
+                                   stops=form is not None, item_returned=item_returned,
+                                   floats=floats))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(body_name, [item, *params], [

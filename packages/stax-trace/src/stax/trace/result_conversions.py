@@ -63,6 +63,10 @@ def converted(conversion: Any, value: Any) -> Any:
     if isinstance(conversion, str):  # a name the rewrite wrapped (``convert_to_int``)
         if not isinstance(value, Proxy):
             return value  # the name's value as written
+        if conversion == "carried":  # a float a lifted loop carried (``carried_floats``);
+            if id(value) not in getattr(value.tracer, "carried_floats", ()):  # else as it is
+                return value
+            conversion = "float"
         conversion = getattr(builtins, conversion)
     kind = "item" if conversion is None else _BUILTINS.get(conversion)
     if kind is None or not isinstance(value, Proxy) or value.tracer.finished or \
@@ -154,28 +158,31 @@ def _result_elements(node: ast.expr, found: dict[int, ast.Name]) -> None:
         found[id(node)] = node
 
 
-def convert_to_int(function: ast.FunctionDef, names: set[int]) -> None:
+def convert_to_int(function: ast.FunctionDef, names: set[int] | dict[int, str]) -> None:
     """Each Name node of ``names`` (result elements, ``result_names``) wrapped in ``converted``
-    with ``"int"``: any Python value as it was, a traced 0-d integer (a lifted loop's last
-    item) a result converted to a Python int each call."""
+    with ``"int"`` (or the kind ``names`` maps it to: ``"float"``, a carried float): any Python
+    value as it was, a traced 0-d number (a lifted loop's last item) a result converted to a
+    Python int (float) each call."""
+    kinds = names if isinstance(names, dict) else dict.fromkeys(names, "int")
+
     def visit(node: ast.AST) -> None:
         for field, value in ast.iter_fields(node):
             if isinstance(value, list):
                 for k, v in enumerate(value):
-                    if id(v) in names:
-                        value[k] = _converted_name(v)
+                    if id(v) in kinds:
+                        value[k] = _converted_name(v, kinds[id(v)])
                     elif isinstance(v, ast.AST):
                         visit(v)
             elif isinstance(value, ast.AST):
-                if id(value) in names:
-                    setattr(node, field, _converted_name(value))
+                if id(value) in kinds:
+                    setattr(node, field, _converted_name(value, kinds[id(value)]))
                 else:
                     visit(value)
     visit(function)
 
 
-def _converted_name(name: ast.Name) -> ast.expr:
-    call = ast.Call(ast.Name(HELPER, ast.Load()), [ast.Constant("int"), name], [])
+def _converted_name(name: ast.Name, kind: str) -> ast.expr:
+    call = ast.Call(ast.Name(HELPER, ast.Load()), [ast.Constant(kind), name], [])
     return ast.copy_location(call, name)
 
 
