@@ -594,3 +594,18 @@ def test_a_float_computed_from_scalars_and_returned_is_an_output():
         for a, b in zip(got[1:], want[1:]):
             assert type(a) is float and np.float64(a).tobytes() == np.float64(b).tobytes()
     assert f.cache_info().compiles == 2, f.cache_info()
+
+
+@pytest.mark.parametrize("use", [lambda a: np.result_type(a),
+                                 lambda a: np.result_type(a, np.float32)])
+def test_a_capture_run_again_with_values_keys_them(use):
+    """Code that refuses the stand-in (``np.result_type`` of a scalar argument raised
+    TypeError) is captured again with the values: they are constants of that capture, so no
+    version generic in them may be made from it (one was: 2.0 returned for every later value)."""
+    def f(x, a):
+        use(a)
+        return x * a
+    compiled = st.compile(f)
+    x = _x()
+    for a in (1.5, 2.0, 3.25, 7.0, -0.0):
+        _same(compiled(x, a), f(x, a))

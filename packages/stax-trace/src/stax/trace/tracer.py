@@ -424,7 +424,8 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
         elif value_kind(leaf) is not None and FOLLOWING.get():  # its uses followed (traced_scalars)
             traced_leaves.append(TracedScalar(leaf, len(inputs), tracer))
             inputs.append(None)
-        else:
+        else:  # (a scalar not followed, ``retried_with_values``: its value is read)
+            tracer.scalar_read.update([len(inputs)] if value_kind(leaf) is not None else [])
             traced_leaves.append(leaf)
             inputs.append(None)
 
