@@ -110,9 +110,9 @@ def test_an_escaped_proxy_says_so_when_used():
     scalar, array = kept  # ...and put back as the values eager NumPy stored there
     assert scalar == X.sum() and type(array) is np.ndarray
     np.testing.assert_array_equal(array, X * 2.0)
-    hidden = []  # three containers down: not seen, and it refuses to be used
-    trace(lambda x: (hidden.append([[(x.sum(), x * 2.0)]]), x + 1.0)[1], (X,))
-    scalar, array = hidden[0][0][0]
+    hidden = []  # five containers down: not seen, and it refuses to be used
+    trace(lambda x: (hidden.append([[[[(x.sum(), x * 2.0)]]]]), x + 1.0)[1], (X,))
+    scalar, array = hidden[0][0][0][0][0]
     uses = [lambda v: v + 1, float, bool, lambda v: v.shape, lambda v: v.sum(), len, str, repr,
             np.exp, lambda v: np.asarray(v), lambda v: v[0], lambda v: list(v)]
     for value in (scalar, array):
@@ -122,7 +122,7 @@ def test_an_escaped_proxy_says_so_when_used():
             with pytest.raises(UnsupportedError, match="escaped the compiled function"):
                 use(value)
     with pytest.raises(UnsupportedError, match="escaped the compiled function"):
-        trace(lambda x: x + hidden[0][0][0][1], (X,))  # met again by a later capture
+        trace(lambda x: x + hidden[0][0][0][0][0][1], (X,))  # met again by a later capture
 
 
 def test_conversions_of_an_argument_are_identity_cast_or_copy():

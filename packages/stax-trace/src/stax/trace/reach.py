@@ -255,15 +255,28 @@ def _places(fn: Callable[..., Any]) -> list[tuple[str, Any, tuple[Any, Any]]]:
     return places
 
 
+#: containers down that a stored traced value is looked for, and the items looked at at most
+LEVELS, MAX_LOOKED = 4, 4096
+
+
 def _two_levels(value: Any, home: tuple[Any, Any], stop: Callable[[Any], bool]
                 ) -> list[tuple[str, Any, tuple[Any, Any]]]:
-    """``value`` and what it holds, two levels down (``self.log.append(y)``, ``cache["k"] =
-    y``), as (path suffix, item, (container, key)); items ``stop`` accepts are not entered."""
+    """``value`` and what it holds, ``LEVELS`` down (``self.log.append(y)``, ``cache["k"] =
+    y``, ``self.hist.append({"lr": lr})``), as (path suffix, item, (container, key)); items
+    ``stop`` accepts are not entered; at most ``MAX_LOOKED`` items."""
     found = [("", value, home)]
-    for suffix, item, where in _held(value):
-        found.append((suffix, item, where))
-        if not stop(item) and type(item) is not np.ndarray:
-            found += [(suffix + inner, v, w) for inner, v, w in _held(item)]
+    frontier = [("", value)]
+    for level in range(LEVELS):
+        deeper = []
+        for suffix, item in frontier:
+            if level and (stop(item) or type(item) is np.ndarray):
+                continue
+            for inner, v, where in _held(item):
+                found.append((suffix + inner, v, where))
+                deeper.append((suffix + inner, v))
+                if len(found) > MAX_LOOKED:
+                    return found
+        frontier = deeper
     return found
 
 
@@ -293,7 +306,22 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
             elif type(item) is tuple and any(is_proxy(v) for v in item):  # rebuilt with values
                 first = first or f"{path}{suffix}"
                 _put_back(container, key, tuple(value_of(v) if is_proxy(v) else v for v in item))
+            elif type(item) in (dict, set, collections.defaultdict) and \
+                    any(is_proxy(k) for k in list(item)[:MAX_ITEMS]):  # a key (``MEMO[a] = 1``)
+                first = first or f"{path}{suffix}"
+                _rekeyed(item, is_proxy, value_of)
     return first
+
+
+def _rekeyed(held: Any, is_proxy: Callable[[Any], bool], value_of: Callable[[Any], Any]) -> None:
+    """The dict's keys or the set's elements that are traced values, replaced by their values,
+    in place (the dict's order aside: a replaced key goes last)."""
+    for key in [k for k in list(held)[:MAX_ITEMS] if is_proxy(k)]:
+        if isinstance(held, dict):
+            held[value_of(key)] = held.pop(key)
+        else:
+            held.discard(key)
+            held.add(value_of(key))
 
 
 def reached(fn: Callable[..., Any], target: Any) -> str | None:
@@ -367,3 +395,21 @@ def settle_stored(tracer: Any, fn: Callable[..., Any], leaves: list[Any],
     return escaped_proxy(fn, lambda value: isinstance(value, (Proxy, TracedNumber))
                          and value.tracer is tracer,
                          owners, lambda proxy: callers.get(id(proxy), proxy.value))
+
+
+def plain_exception(exc: BaseException, tracer: Any) -> None:
+    """The function's own error, raised to its caller: its arguments and attributes hold eager's
+    numbers, not capture's stand-ins of scalar arguments (``KeyError(a)``, ``ValueError("bad",
+    a)``, ``e.value = a``), in place."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, TracedNumber) and value.tracer is tracer:
+            return value.value
+        if type(value) in (tuple, list):
+            return type(value)(plain(v) for v in value)
+        return value
+    try:
+        exc.args = tuple(plain(a) for a in exc.args)
+        for key, value in list(vars(exc).items()):
+            setattr(exc, key, plain(value))
+    except Exception:  # an exception type that refuses: as it is
+        pass

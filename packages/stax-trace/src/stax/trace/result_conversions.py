@@ -249,6 +249,7 @@ def settle(result: Any) -> tuple[Any, Any, dict[int, str]]:
     """The function's result split into what eager Python returned (numbers in place of the
     marks) and what the program returns (the traced values), with the leaf positions converted
     and how."""
+    result = _read_keys(result)
     leaves, tree = tree_flatten(result)
     kinds = {k: leaf.kind for k, leaf in enumerate(leaves) if isinstance(leaf, Converted)}
     # eager Python's numbers where a returned one was followed (a scalar argument's, a size):
@@ -263,6 +264,24 @@ def settle(result: Any) -> tuple[Any, Any, dict[int, str]]:
     traced = tree_unflatten(tree, [leaf.proxy if k in kinds else leaf
                                    for k, leaf in enumerate(leaves)])
     return eager, traced, kinds
+
+
+def _read_keys(result: Any) -> Any:
+    """``result`` with the followed numbers it holds where no program output can be — dict keys
+    (``return {a: x * a}``), elements of an object array — read: their values, which the
+    version is then exact in (they were the capture's stand-ins, returned on every call)."""
+    if type(result) in (tuple, list):
+        return type(result)(_read_keys(v) for v in result)
+    if type(result) is dict:
+        return {(k.read() if isinstance(k, TracedNumber) else k): _read_keys(v)
+                for k, v in result.items()}
+    if type(result) is np.ndarray and result.dtype == object and \
+            any(isinstance(v, TracedNumber) for v in result.flat):
+        read = np.empty_like(result)
+        for i, v in np.ndenumerate(result):
+            read[i] = v.read() if isinstance(v, TracedNumber) else v
+        return read
+    return result
 
 
 def numbers_returned(tracer: Any, leaves: list[Any], kinds: dict[int, str]) -> dict[int, str]:

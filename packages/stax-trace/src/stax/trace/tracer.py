@@ -38,7 +38,7 @@ from .leaves import leaf_names
 from .outcome import Argument, Outcome
 from .proxy import GeneratorProxy, Proxy, escaped
 from .raised import caught_error, decided_by_key
-from .reach import scan, settle_stored
+from .reach import plain_exception, scan, settle_stored
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
 from .traced_scalars import FOLLOWING, TracedScalar, retried_with_values, value_kind
@@ -550,6 +550,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                     if watch.refused is None and not isinstance(exc, UnsupportedError):
                         warned.emit()  # the user's own error ends the call; eager warned first
                     settle_stored(tracer, fn, leaves, outcome)  # as eager left them
+                    plain_exception(exc, tracer)
                     raise
         except BaseException:
             if watch.refused is not None:  # the function turned a refusal into another error
