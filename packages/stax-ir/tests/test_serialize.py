@@ -74,3 +74,14 @@ def test_documents_of_schema_1_0_still_load(capture_doc_path):
     old = load_capture(capture_doc_path.with_name("example_1_1.capture.schema-1.0.json"))
     assert old.schema == "stax.capture/1.0" and old.gates == [] and old.replay is None
     assert str(old.graph) == str(load_capture(capture_doc_path).graph)
+
+
+def test_a_scalar_type_is_read_back_as_the_type_and_a_dtype_as_the_dtype():
+    """``x.dtype.type`` returned by a function is NumPy's type object (it was read back as the
+    dtype); a document without the mark reads as a dtype, as before."""
+    from stax.ir.serialize import decode_value, encode_value
+    for value in (np.float64, np.float32, np.int8, np.bool_, np.complex128):
+        assert decode_value(encode_value(value)) is value
+        assert decode_value(encode_value(np.dtype(value))) == np.dtype(value)
+        assert type(decode_value(encode_value(np.dtype(value)))) is type(np.dtype(value))
+    assert decode_value({"dtype": "float32"}) == np.dtype(np.float32)

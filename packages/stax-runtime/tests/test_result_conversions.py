@@ -254,3 +254,12 @@ def test_conversions_a_handler_or_the_frame_may_see_are_not_rewritten():
         assert f(x) == caught(x)
     for fn in (updated, frame):
         _agree(fn, lambda s: (_random(8, s),))
+
+
+def test_a_returned_scalar_type_is_the_type():
+    """``return x + 1, x.dtype.type``: NumPy's type object (it came back as the dtype)."""
+    f = stax.compile(lambda x: (x + 1, x.dtype.type, x.dtype))
+    for dtype in (np.float64, np.float32, np.int16):
+        x = np.ones(3, dtype)
+        got = f(x)
+        assert got[1] is dtype and got[2] == np.dtype(dtype) and isinstance(got[2], np.dtype)

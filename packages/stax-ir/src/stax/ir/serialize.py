@@ -82,8 +82,11 @@ def encode_value(value: Any, node_ref: Any = None) -> Any:
         if math.isnan(value):  # the sign and payload too: they reach results (copysign, fmax)
             return {"float": "nan", "bits": struct.pack(">d", value).hex()}
         return {"float": repr(value)}
-    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
-        return {"dtype": np.dtype(value).name}
+    if isinstance(value, np.dtype):
+        return {"dtype": value.name}
+    if isinstance(value, type) and issubclass(value, np.generic):  # the type (``x.dtype.type``
+        # returned); a reader that knows no "type" reads the dtype, which NumPy takes alike
+        return {"dtype": np.dtype(value).name, "type": True}
     if isinstance(value, tuple):
         return {"tuple": [encode_value(v) for v in value]}
     if isinstance(value, list):
@@ -133,7 +136,7 @@ def decode_value(doc: Any, nodes: dict[str, Node] | None = None) -> Any:
     if "scalar" in doc:
         return np.dtype(doc["dtype"]).type(decode_value(doc["scalar"]))
     if "dtype" in doc:
-        return np.dtype(doc["dtype"])
+        return np.dtype(doc["dtype"]).type if doc.get("type") else np.dtype(doc["dtype"])
     if "tuple" in doc:
         return tuple(decode_value(v, nodes) for v in doc["tuple"])
     if "dict" in doc:
