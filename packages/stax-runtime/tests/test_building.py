@@ -100,3 +100,19 @@ def test_linspace_edges():
     check(lambda x: (np.linspace(0, 1, 5) + x, np.linspace(2, 2, 1) + x[:1],
                      np.linspace(0, 1e-320, 7) + x[:1] * 0, np.linspace(1, 0, 0) + x[:1] * 0,
                      np.arange(3.0) + x[:1], np.arange(0.5, 3) + x[:1]), np.zeros(5))
+
+
+@pytest.mark.parametrize("ends", [(np.float32(0), np.float32(1)), (np.float32(0.3), np.float32(1.7)),
+                                  (np.float32(-2.5), 3.25), (2.0, np.float32(-1.1)),
+                                  (np.float32(1e-45), np.float32(3e-45)),
+                                  (np.float64(0.1), np.float32(0.9)), (1, 10)])
+def test_linspace_computes_in_the_ends_float_type(ends):
+    """NumPy's linspace computes in its ends' result type (NEP 50: float32 ends, or a float32
+    end and a Python number, in float32), then casts to ``dtype``: float32 ends were computed in
+    float64 (1 ulp off at some points)."""
+    for num in (2, 7, 50, 101):
+        for endpoint in (True, False):
+            for dtype in (None, np.float32, np.int32):
+                check(lambda x, num=num, endpoint=endpoint, dtype=dtype:
+                      np.linspace(*ends, num, endpoint=endpoint, dtype=dtype) + x[0],
+                      np.zeros(1, np.float32))

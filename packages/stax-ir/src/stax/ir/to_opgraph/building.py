@@ -214,25 +214,34 @@ def _arange(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dic
 @rule("numpy.linspace", emits=("full", "arange", "cast", "truediv", "mul", "add", "eq",
                                   "where", "floor"))
 def _linspace(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """NumPy's linspace for scalar ends: i * step + start in float64 (i / div * delta when the
-    step underflows to 0), the last value exactly ``stop`` with the endpoint, then the dtype
-    (floored for integer dtypes). Array ends, ``retstep`` and ``axis`` run as NumPy."""
+    """NumPy's linspace for scalar ends: i * step + start in the ends' float type (float64 for
+    Python numbers, float32 for float32 ends; i / div * delta when the step underflows to 0), the
+    last value exactly ``stop`` with the endpoint, then the dtype (floored for integer dtypes).
+    Array ends, ``retstep`` and ``axis`` run as NumPy."""
     params = bind(np.linspace, args, kwargs)
     meta = node.tensor
     if params.get("retstep") or params.get("axis", 0) != 0 or params.get("device") is not None \
             or meta.dtype not in CREATION_DTYPES or np.dtype(meta.dtype).kind not in "iuf":
         raise NotNative
-    start, stop = float(scalar(params["start"])), float(scalar(params["stop"]))
+    ends = [scalar(params["start"]), scalar(params["stop"])]
+    # NumPy computes in the ends' inexact result type (float32 ends: float32 arithmetic), then
+    # casts to ``dtype``
+    work = np.result_type(params["start"], params["stop"])  # (a Python number weak: NEP 50)
+    work = work if work.kind == "f" else np.dtype("float64")
+    if work.itemsize not in (4, 8):
+        raise NotNative
+    start, stop = (work.type(e) for e in ends)
     num, endpoint = int_arg(params.get("num", 50)), bool(params.get("endpoint", True))
     div = num - 1 if endpoint else num
-    wide = TensorMeta((num,), "float64", (1,))
+    wide = TensorMeta((num,), work.name, (1,))
     if num < 2 or div == 0:
-        values = ctx.emit("full", (), {"value": start, "shape": (num,), "dtype": "float64"},
+        values = ctx.emit("full", (), {"value": start, "shape": (num,), "dtype": work.name},
                           meta=wide)
     else:
-        positions, ramp = _positions(ctx, num, "float64")
-        delta = stop - start
-        step = delta / div
+        positions, ramp = _positions(ctx, num, work.name)
+        with np.errstate(all="ignore"):  # (NumPy's own: an infinite delta is NumPy's too)
+            delta = np.subtract(stop, start, dtype=work.type)
+            step = delta / div
         if step == 0:
             fraction = ctx.emit("truediv", (positions, float(div)), meta=wide)
             values = ctx.emit("mul", (fraction, delta), meta=wide)
@@ -244,7 +253,7 @@ def _linspace(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: d
             values = ctx.emit("where", (last, stop, values), meta=wide)
     if np.dtype(meta.dtype).kind in "iu":
         values = ctx.emit("floor", (values,), meta=wide)
-    if meta.dtype == "float64":
+    if meta.dtype == work.name:
         return values
     return ctx.emit("cast", (values,), {"dtype": meta.dtype})
 
