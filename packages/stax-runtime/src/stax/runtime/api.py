@@ -24,23 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from stax.codegen import (
-    DEVICES,
-    Executable,
-    ExternResultMismatch,
-    FloatingPointEvents,
-    TritonExecutable,
-)
+from stax.codegen import DEVICES, Executable, ExternResultMismatch, FloatingPointEvents, TritonExecutable
 from stax.codegen.errstate import forget_held, heeding_all
 from stax.codegen.instantiate import GenericExecutable
 from stax.codegen.program_plan import TooManySteps, kernel_budget
-from stax.ir import (
-    StaxError,
-    UnsupportedError,
-    holds_lifted_loop,
-    tree_flatten,
-    tree_leaves,
-)
+from stax.ir import StaxError, UnsupportedError, holds_lifted_loop, tree_flatten, tree_leaves
 from stax.trace import Outcome, leaf_names, loops, trace
 from stax.trace.gate_budget import TooManyGates, budgeted, gate_budget
 
@@ -58,14 +46,15 @@ from .gate_checks import GateMismatch, check_in_program, program_gates, with_gat
 from .gates import GateReplay
 from .generic import GenericVersions, eager_entry_key, entry_key, sizes_entry
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
-from .key_entry import answers_its_key, compiled_entry, eager_entry, paused_entry, version_entry
-from .object_arrays import (
-    LiftedAttributes,
-    ObjectArrays,
-    as_plain_callable,
-    with_lifted,
-    with_object_arrays,
+from .key_entry import (
+    answers_its_key,
+    compiled_entry,
+    eager_entry,
+    paused_entry,
+    version_entry,
+    with_free_values,
 )
+from .object_arrays import LiftedAttributes, ObjectArrays, as_plain_callable, with_lifted, with_object_arrays
 from .replay_costs import timed_against_eager
 from .reports import Reports
 from .runners import (
@@ -87,12 +76,7 @@ from .runners import (
 )
 from .scalar_arguments import ScalarArguments, example_inputs
 from .signature import Unguardable, array_signature, signature
-from .versions import (
-    PLAIN,
-    Limits,
-    Version,
-    check_no_side_effects,
-)
+from .versions import PLAIN, Limits, Version, check_no_side_effects
 
 
 class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
@@ -555,11 +539,14 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         key = entry_key(sigma, pattern, version.generic)
         make_entry = getattr(run_flat, "entry", None) if plain_args or not version.generic or \
             key is not None else None
-        if make_entry is not None and version.gates is None and not self._free and \
+        # (free arrays read first: an entry over them and the call's own arguments)
+        freed = len(self._free.names) if self._free and not self._objects else None
+        dispatch = self._dispatch if not freed else lambda *a, **k: self._dispatch(*a[freed:], **k)
+        if make_entry is not None and version.gates is None and (not self._free or freed) and \
                 placement is None and not kwargs and not self._sets_errstate and \
                 not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
-            entry = compiled_entry(make_entry, key, leaves, slots, plain_args, self._dispatch)
+            entry = compiled_entry(make_entry, key, leaves, slots, plain_args, dispatch)
             timings["entry"] = time.perf_counter() - clock
             version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):
@@ -568,8 +555,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
         if version.entry is None and (version.gates is None or gate_check is not None) and \
-                not self._free and placement is None and key is not None:
-            version.entry = version_entry(key, self._entry_run(version), self._dispatch)
+                (not self._free or freed) and placement is None and key is not None:
+            version.entry = version_entry(key, self._entry_run(version), dispatch)
+        if freed and version.entry is not None:
+            version.entry = with_free_values(version.entry, self._free.read)
         return version
 
 

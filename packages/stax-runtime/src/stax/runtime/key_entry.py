@@ -256,3 +256,16 @@ def paused_entry(version: Any, fn: Callable[..., Any], dispatch: Callable[..., A
             resume()
         return eager(*args, **kwargs)
     return paused
+
+
+def with_free_values(entry: Any, read: Callable[[], tuple[Any, ...]]) -> Any:
+    """``entry`` (made for the call's arguments after a function's free arrays, lifted:
+    ``freevars.FreeVariables``) taking the call's own arguments: the free arrays read, then
+    compared and run as the entry does (a function reading a module-level array went through
+    the dispatcher every call: 5 us, 25 us with a scalar argument, against 1 us eagerly)."""
+    inner = entry.function
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return inner(*read(), *args, **kwargs)
+    entry.function = call
+    return entry
