@@ -66,14 +66,14 @@ class ItemLoopRun:
             executable = executable.inner
         if not hasattr(executable, "item_loop"):
             return None
-        if 0 not in slots and exit is None:
-            return None
         leaf = {name: 1 + n for n, name in enumerate(runner.call_params)}  # the item: leaf 0
         outputs = [None if name in (site.target, site.row) or name in runner.constants or
                    name in runner.views or name in site.scratch else name
                    for name in site.returned] + runner.bases
         carried = {slots.index(leaf[name]): k for k, name in enumerate(outputs)
                    if name is not None and name in leaf and leaf[name] in slots}
+        if 0 not in slots and exit is None and not carried:
+            return None  # a body reading neither its item nor what an item leaves
         inputs = [np.array(args[s], numbers[p]) if p in numbers else args[s]
                   for p, s in enumerate(slots)]
         loop = executable.item_loop(inputs, slots.index(0) if 0 in slots else None, carried, exit)

@@ -496,8 +496,11 @@ class Runner:
         """The machine-code loop for the arguments of ``item``, made once per layout of them."""
         layout = layouts_of(values, self.call_params)
         if layout not in self.loops or getattr(self.loops[layout], "stale", False):
+            args = self._args(values, item)
+            if self.compiled.direct(*args)[2] is None:  # no version for these yet (a carried
+                return None  # float's generic one comes at the second item): tried again
             exit = len(self.site.returned) + len(self.bases) if self.site.stops else None
-            self.loops[layout] = ItemLoopRun.of(self, self._args(values, item), exit)
+            self.loops[layout] = ItemLoopRun.of(self, args, exit)
         return self.loops[layout]
 
 

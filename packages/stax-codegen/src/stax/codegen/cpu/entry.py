@@ -99,6 +99,12 @@ NONE_RESULT = -2
 CONST_RESULT = -3
 
 
+def _converted_leaf(tree: Any) -> bool:
+    """A result converted to a Python number (a lifted loop's carried float): to the item loop,
+    which carries its 0-d buffer, a result as any other."""
+    return tree.kind == "python" and len(tree.children) == 1 and tree.children[0].kind == "leaf"
+
+
 @dataclass(frozen=True)
 class EntryPlan:
     """What the entry does for one artifact, in slot order (inputs first, then allocations)."""
@@ -166,7 +172,7 @@ class EntryPlan:
             return "it writes over an argument"
         tree = artifact.output_tree
         if not buildable(tree) or (loop and (tree.kind not in ("leaf", "tuple") or any(
-                c.kind != "leaf" for c in tree.children))):
+                c.kind != "leaf" and not _converted_leaf(c) for c in tree.children))):
             return "its results are not one array or a tuple of arrays (or tuples of them)"
         # the user's results; after them, an updated argument's final value (``overwrites``)
         n_user = tree.num_leaves
