@@ -59,6 +59,26 @@ def euler_sir(y0, beta, gamma, dt, steps):
     return traj
 
 
+def forced_relaxation(x, dt, steps):
+    """Forward Euler of dx/dt = cos(t) - x with the time a Python float the loop advances."""
+    t = 0.0
+    for _ in range(steps):
+        x = x + dt * (np.cos(t) - x)
+        t += dt
+    return x, t
+
+
+def sir_scalars(s, i, r, beta, gamma, dt, steps):
+    """An SIR model whose state is three Python floats, the trajectory written row by row."""
+    out = np.zeros((steps, 3))
+    for k in range(steps):
+        infections = beta * s * i * dt
+        recoveries = gamma * i * dt
+        s, i, r = s - infections, i + infections - recoveries, r + recoveries
+        out[k] = s, i, r
+    return out
+
+
 def nbody_accelerations(pos, mass, eps):
     """Softened gravitational accelerations of a few bodies, pairwise by broadcasting."""
     d = pos[None, :, :] - pos[:, None, :]
@@ -177,4 +197,7 @@ PROGRAMS = [
             lambda r: (r.uniform(-1, 1, 2), 9.81, 0.01, 500), rtol=1e-10, atol=1e-12),
     Program("euler_sir_long", "odes", euler_sir,
             lambda r: (np.array([990.0, 10.0, 0.0]), 0.3, 0.1, 0.5, 400)),
+    Program("forced_relaxation", "odes", forced_relaxation,
+            lambda r: (r.standard_normal(1000), 0.01, 2000), rtol=1e-12, atol=1e-14),
+    Program("sir_scalars", "odes", sir_scalars, lambda r: (0.99, 0.01, 0.0, 0.3, 0.1, 0.1, 400)),
 ]
