@@ -83,3 +83,20 @@ def test_an_argument_object_keeps_eager_numbers(record):
         np.testing.assert_array_equal(compiled(holder, np.ones(3), lr), np.ones(3) * lr)
     values = [h["lr"] if isinstance(h, dict) else h[0] for h in holder.hist]
     assert values == [0.1, 0.2, 0.3] and all(type(v) is float for v in values)
+
+
+def test_a_ufunc_of_a_scalar_it_does_not_follow_warns_once():
+    """``np.reciprocal`` of an int argument (its result an int, not followed) ran twice during
+    capture: NumPy's two warnings came twice on the first call."""
+    import warnings
+
+    def f(x, a):
+        return np.reciprocal(a) * x
+    compiled = st.compile(f)
+    for fn in (f, compiled):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn(np.ones(3), 0)
+        messages = [str(w.message) for w in caught if not str(w.message).startswith("stax")]
+        assert messages == ["divide by zero encountered in reciprocal",
+                            "invalid value encountered in reciprocal"], messages

@@ -88,6 +88,10 @@ class TracedScalar(TracedNumber):
                 if type(value) is np.float64:  # (NumPy's own reports given, as eagerly)
                     return TracedScalar(value, None, self.tracer,
                                         [f"numpy.{ufunc.__name__}", *exprs], size)
+                for o in inputs:  # not followed (an int's reciprocal): read, not run again
+                    if isinstance(o, TracedNumber):  # (NumPy warned once, as eagerly)
+                        o.read()
+                return value
         return ufunc_on_values(ufunc, method, inputs, kwargs)
 
 
