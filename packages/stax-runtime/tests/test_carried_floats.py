@@ -93,7 +93,7 @@ def test_a_time_stepping_loop_lifts_with_its_float_time(caplog, monkeypatch):
     x = RNG.standard_normal(64)
     with caplog.at_level(logging.INFO, logger="stax"):
         got = compiled(x, 0.01, 400)
-    assert "lifted into one step" in caplog.text and "inputs dt, t, x" in caplog.text, \
+    assert "iterations lifted into one step" in caplog.text and "inputs dt, t, x" in caplog.text, \
         caplog.text
     assert "items run in one machine-code loop" in caplog.text, caplog.text
     _same(got, euler(x, 0.01, 400), ulps=4)
@@ -113,3 +113,32 @@ def test_a_carried_float_in_arithmetic_is_bit_for_bit():
     x = RNG.standard_normal(64)
     for dt in (0.01, 0.003, -0.0):
         _same(compiled(x, dt, 400), polynomial_forcing(x, dt, 400))
+
+
+@pytest.mark.parametrize("fn, args", [
+    (sir, (0.99, 0.01, 0.0, 0.3, 0.1, 0.1, 300)),
+    (polynomial_forcing, (RNG.standard_normal(64), 0.01, 400)),
+])
+def test_a_body_kept_compiled_never_runs_a_version_of_another_float(fn, args, monkeypatch):
+    """The runner's direct calls skip the key: a body version exact in the first item's float
+    ran every later item (an SIR model 0.87 off) where timing kept the compiled body (NumPy
+    was faster here, which hid it); the test keeps it compiled."""
+    from stax.runtime import lifted_loops
+    monkeypatch.setattr(lifted_loops.Runner, "eager_seconds_per_item", lambda self, arrays: None)
+    compiled = st.compile(fn)
+    for _ in range(2):
+        _same(compiled(*args), fn(*args))
+
+
+def test_a_plan_too_big_unrolled_lifts_with_a_capture_cache(caplog, monkeypatch, tmp_path):
+    """The capture of a plan too big when unrolled was stored on disk, and the capture again
+    with every loop lifted loaded it back: with a cache directory (the default) such a function
+    always ran eagerly."""
+    monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    compiled = st.compile(sir)
+    args = (0.99, 0.01, 0.0, 0.3, 0.1, 0.1, 300)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same(compiled(*args), sir(*args))
+    assert "captured again with them lifted" in caplog.text, caplog.text
+    assert "iterations lifted into one step" in caplog.text, caplog.text

@@ -73,14 +73,24 @@ def test_scheduling_time_grows_about_quadratically(monkeypatch):
     assert ratio < 40, ratio
 
 
+def triangle_drawing(a, rng):
+    """``triangle`` with a generator argument: captured twice, its draws would repeat, so its
+    loop is not captured again lifted (``loops.recapturable``)."""
+    return triangle(a) + 0.0 * rng.random(a.shape)
+
+
 def test_a_plan_of_too_many_steps_runs_eagerly_and_says_why(monkeypatch, caplog):
     monkeypatch.setattr(program_plan, "MAX_STEPS", 20)
     a = np.random.default_rng(1).random((16, 16))
     with pytest.raises(UnsupportedError, match="a Python loop unrolled at capture"):
-        stax.compile(triangle, strict_native=True)(a)
-    f = stax.compile(triangle)
-    np.testing.assert_array_equal(f(a), triangle(a))
+        stax.compile(triangle_drawing, strict_native=True)(a, np.random.default_rng(2))
+    f = stax.compile(triangle_drawing)
+    np.testing.assert_array_equal(f(a, np.random.default_rng(2)),
+                                  triangle_drawing(a, np.random.default_rng(2)))
     assert not f.versions()[0].native and "more than 20" in f.versions()[0].reason
+    lifted = stax.compile(triangle)  # captured again with its loop lifted (with a capture
+    np.testing.assert_allclose(lifted(a), triangle(a), rtol=1e-14)  # cache: it loaded the
+    assert lifted.versions()[0].native  # unrolled capture back and ran eagerly)
 
 
 def test_capture_stops_at_max_nodes(monkeypatch):

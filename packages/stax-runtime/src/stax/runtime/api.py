@@ -443,8 +443,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         except UnsupportedError as exc:
             devices.refuse_held_tensor(exc.__context__, placement, self._name, "a value it reads")
             raise
+        # (not the disk's capture where every loop is lifted: that one is the unrolled one)
         captures, key = captures_for(self.fn, sigma, names, settings.cache_dir, lambda text: logs.emit(
-            "perf", settings.logs, f"{self._name}: capture not cached on disk: {text}"))
+            "perf", settings.logs, f"{self._name}: capture not cached on disk: {text}")) \
+            if not loops.lifting() else (None, None)
         capture = captures.load(key) if captures is not None and key is not None else None
         if capture is not None:
             timings["capture (disk cache)"] = time.perf_counter() - clock

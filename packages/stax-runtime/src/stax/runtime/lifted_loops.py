@@ -400,7 +400,9 @@ class Runner:
                         run, checks, version = compiled.direct(*args)
                         if checks:
                             entry = run
-                        direct[layout] = run
+                        # a carried float changes at every item: a version exact in it (the
+                        # first item's) must not run the next, which the dispatcher keys
+                        direct[layout] = run if checks or not self.carried else None
                         self.may_underflow |= version is None or may_underflow(version)
                 underflowed = underflowed or self.may_underflow
                 self._keep(out, kept, values)

@@ -154,6 +154,11 @@ def lifting_every_loop() -> Iterator[None]:
         _lift_every_loop.reset(token)
 
 
+def lifting() -> bool:
+    """Whether captures now lift every loop (``lifting_every_loop``)."""
+    return _lift_every_loop.get()
+
+
 def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     if code.co_flags & _GENERATOR_FLAGS or fn.__name__ == "<lambda>":
         return None
