@@ -142,3 +142,41 @@ def test_a_plan_too_big_unrolled_lifts_with_a_capture_cache(caplog, monkeypatch,
         _same(compiled(*args), sir(*args))
     assert "captured again with them lifted" in caplog.text, caplog.text
     assert "iterations lifted into one step" in caplog.text, caplog.text
+
+
+def augmented_after(x, n):
+    t = 0.5
+    for _ in range(n):
+        x = x * 0.999
+        t = t * 1.0001
+    t += x  # read by the augmented assignment: a Python float with float32 x gives float32
+    return t
+
+
+def read_by_locals(x, n):
+    t = 0.5
+    for _ in range(n):
+        x = x * 0.999
+        t = t * 1.0001
+    return x, locals()["t"]
+
+
+def nested_carry(x, n):
+    t = 0.5
+    for _ in range(3):
+        for _ in range(n):  # unrolled inside the outer body: t a constant of its version
+            x = x + t
+            t = t * 1.0001
+        x = x * t
+    return x, t
+
+
+@pytest.mark.parametrize("fn", [augmented_after, read_by_locals, nested_carry])
+def test_a_float_read_after_its_loop_otherwise_is_not_carried(fn):
+    """A name the source reads after the loop by an augmented assignment or through
+    ``locals()`` stays a Python float there (it was a float64 traced value: float64 results and
+    ``np.float64`` types); an outer loop whose body holds the float as a constant (an inner
+    loop unrolled) does not run in the machine-code loop (it crashed: no buffer carried it)."""
+    x = np.linspace(0, 1, 16).astype(np.float32)
+    compiled = st.compile(fn)
+    _same(compiled(x, 2000), fn(x, 2000))

@@ -100,3 +100,40 @@ def test_a_ufunc_of_a_scalar_it_does_not_follow_warns_once():
         messages = [str(w.message) for w in caught if not str(w.message).startswith("stax")]
         assert messages == ["divide by zero encountered in reciprocal",
                             "invalid value encountered in reciprocal"], messages
+
+
+REGISTRY: dict = {}
+
+
+def registers(x, a):
+    REGISTRY[a] = 1
+    REGISTRY["later"] = 2
+    return x * a
+
+
+def test_a_rekeyed_global_dict_keeps_its_order():
+    st.compile(registers)(np.ones(3), 0.5)
+    assert list(REGISTRY) == [0.5, "later"] and type(next(iter(REGISTRY))) is float
+
+
+class Box:
+    pass
+
+
+BOX = Box()
+
+
+def stores_when_large(x, a):
+    if a > 10:
+        BOX.big = a  # refused for such values only: Python decided it from the value
+    return x * a + 1.0
+
+
+def test_refusals_that_read_the_value_leave_other_values_native():
+    """Refused at 11 and 12 (a store decided by the value), the function still compiles for
+    1, 2, 3: every value ran eagerly after two refusals, whatever had decided them."""
+    compiled = st.compile(stores_when_large)
+    x = np.ones(3)
+    for a in (11.0, 12.0, 1.0, 2.0, 3.0):
+        np.testing.assert_array_equal(compiled(x, a), stores_when_large(x, a))
+    assert sum(v.native for v in compiled.versions()) >= 1, compiled.versions()

@@ -411,8 +411,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             eager = "eager NumPy" if placement is None else \
                 f"eager NumPy through CuPy on {placement.key}"
             logs.warn(f"stax: {self._name} falls back to {eager} for this signature: {reason}")
-            self._generic.fell_back(sigma, version := Version(number, sigma, self._eager,
-                                                              native=False, reason=reason))
+            version = Version(number, sigma, self._eager, native=False, reason=reason)
+            if not getattr(exc, "values_read", True):  # a refusal no value decided
+                self._generic.fell_back(sigma, version)
         self._compiles += 1
         version.stats["compile_s"] = time.perf_counter() - start
         version.stats.update(timings)

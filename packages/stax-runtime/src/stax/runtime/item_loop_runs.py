@@ -41,7 +41,8 @@ class ItemLoopRun:
 
     def __init__(self, loop: Any, slots: list[int], carried: dict[int, str],
                  outputs: list[str | None], baked: dict[int, Any] | None = None,
-                 numbers: dict[int, Any] | None = None) -> None:
+                 numbers: dict[int, Any] | None = None, floats: frozenset[str] = frozenset()
+                 ) -> None:
         self.loop, self.slots, self.carried, self.outputs = loop, slots, carried, outputs
         #: the body's arguments that are numbers its machine code holds as constants (a
         #: version exact in a scalar input of the step): a call with others cannot run it
@@ -49,7 +50,7 @@ class ItemLoopRun:
         #: the slots that are numbers the executable takes as 0-d inputs (``ScalarArguments``)
         self.numbers = numbers or {}
         self.stale = False  # a call's numbers differed from the baked ones: made again
-        self.floats: frozenset[str] = frozenset()  # carried Python floats (``Runner.carried``)
+        self.floats = floats  # carried Python floats (``Runner.carried``), their 0-d buffers
 
     @staticmethod
     def of(runner: Any, args: tuple[Any, ...], exit: int | None = None) -> ItemLoopRun | None:
@@ -77,6 +78,10 @@ class ItemLoopRun:
         inputs = [np.array(args[s], numbers[p]) if p in numbers else args[s]
                   for p, s in enumerate(slots)]
         loop = executable.item_loop(inputs, slots.index(0) if 0 in slots else None, carried, exit)
+        if not isinstance(loop, str) and any(  # a carried float the version holds as a
+                name in runner.carried and loop.plan.slots.outputs[k][0] < 0  # constant (read:
+                for k, name in enumerate(outputs)):  # exact in it), which no buffer carries
+            loop = "a carried float is a constant of the body's version"
         if isinstance(loop, str):
             logs.emit("loops", config.current().logs, f"loop at {site.source}: items run one "
                       f"call each: {loop}")
@@ -89,9 +94,7 @@ class ItemLoopRun:
                   f"{_names(names, plan.nexts)})")
         baked = {i: a for i, a in enumerate(args) if i not in slots and
                  (type(a) in (int, float) or isinstance(a, np.generic))}
-        run = ItemLoopRun(loop, slots, names, outputs, baked, numbers)
-        run.floats = runner.carried  # their 0-d buffers bound as the floats the body takes
-        return run
+        return ItemLoopRun(loop, slots, names, outputs, baked, numbers, runner.carried)
 
     def run(self, values: dict[str, Any], args: tuple[Any, ...], items: range, t: int
             ) -> tuple[int, bool, bool] | None:

@@ -31,6 +31,8 @@ import numpy as np
 from .proxy import Proxy
 
 HELPER = "__stax_all_of__"
+#: calls that read a frame's locals (or code naming them): a carried float read so is unseen
+_FRAME_READS = frozenset({"locals", "vars", "eval", "exec", "dir", "_getframe", "currentframe"})
 #: what a counter comparison may hold besides names (no call, no subscript: nothing that raises)
 _PURE = (ast.Compare, ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator,
          ast.unaryop, ast.cmpop, ast.Attribute)
@@ -134,8 +136,13 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
     Whether each is a Python float is the lifter's to check (``lift_plan``); after the loop one
     is a traced 0-d float64, which only a returned result may be (converted to a float: a
     strong float64 would promote float32 arrays where the weak float does not)."""
+    if any(isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) and
+           getattr(n.func, "id", getattr(n.func, "attr", None)) in _FRAME_READS
+           for n in ast.walk(function)):
+        return frozenset()  # ``locals()["t"]``, ``eval("t")``: reads the source cannot see
     inside = {id(n) for n in ast.walk(loop)}
     target = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    augmented = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
     stored = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and
               isinstance(n.ctx, ast.Store) and not _in_target(n, loop)} - target
     scoped = {n.id for scope in ast.walk(function) if scope is not function and
@@ -147,7 +154,7 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
     found = set()
     for name in stored - scoped - declared:
         outside = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name
-                   and id(n) not in inside and isinstance(n.ctx, ast.Load)]
+                   and id(n) not in inside and (isinstance(n.ctx, ast.Load) or id(n) in augmented)]
         if all(id(n) in results or (not nested and n.lineno < loop.lineno) for n in outside):
             found.add(name)
     return frozenset(found)

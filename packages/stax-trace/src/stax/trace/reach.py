@@ -259,7 +259,7 @@ def _places(fn: Callable[..., Any]) -> list[tuple[str, Any, tuple[Any, Any]]]:
 LEVELS, MAX_LOOKED = 4, 4096
 
 
-def _two_levels(value: Any, home: tuple[Any, Any], stop: Callable[[Any], bool]
+def _held_levels(value: Any, home: tuple[Any, Any], stop: Callable[[Any], bool]
                 ) -> list[tuple[str, Any, tuple[Any, Any]]]:
     """``value`` and what it holds, ``LEVELS`` down (``self.log.append(y)``, ``cache["k"] =
     y``, ``self.hist.append({"lr": lr})``), as (path suffix, item, (container, key)); items
@@ -285,7 +285,7 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
                   value_of: Callable[[Any], Any] = lambda proxy: proxy.value) -> str | None:
     """Where a traced value the function stored survives its capture, among the globals,
     defaults and closure cells its code names and the named ``objects`` (argument objects, a
-    method's ``self``), two levels down (``_two_levels``; lists by their last items, where
+    method's ``self``), ``LEVELS`` down (``_held_levels``; lists by their last items, where
     appends go): a path such as ``global 'HISTORY'[-1]`` or ``argument 0.last``, or None.
 
     Each one found where it can be put back (a global, a cell, a list or dict item, an instance
@@ -296,7 +296,7 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
     places = [(path, value, (None, None)) for path, value in objects] + _places(fn)
     for path, value, home in places:
         try:
-            held = _two_levels(value, home, is_proxy)
+            held = _held_levels(value, home, is_proxy)
         except Exception:  # unreadable: a proxy there still refuses to be used later
             continue
         for suffix, item, (container, key) in held:
@@ -315,23 +315,25 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
 
 def _rekeyed(held: Any, is_proxy: Callable[[Any], bool], value_of: Callable[[Any], Any]) -> None:
     """The dict's keys or the set's elements that are traced values, replaced by their values,
-    in place (the dict's order aside: a replaced key goes last)."""
-    for key in [k for k in list(held)[:MAX_ITEMS] if is_proxy(k)]:
-        if isinstance(held, dict):
-            held[value_of(key)] = held.pop(key)
-        else:
-            held.discard(key)
-            held.add(value_of(key))
+    in place (a dict rebuilt in its order)."""
+    if isinstance(held, dict):
+        items = list(held.items())
+        held.clear()
+        held.update((value_of(k) if is_proxy(k) else k, v) for k, v in items)
+        return
+    for key in [k for k in held if is_proxy(k)]:
+        held.discard(key)
+        held.add(value_of(key))
 
 
 def reached(fn: Callable[..., Any], target: Any) -> str | None:
     """Where ``fn`` can reach the object ``target`` besides its arguments (a global its code
-    names, a closure cell, two levels down as ``escaped_proxy`` looks), or None."""
+    names, a closure cell, ``LEVELS`` down as ``escaped_proxy`` looks), or None."""
     for path, value, home in _places(fn):
         if path.startswith("default"):  # a default stands in only for an argument not given
             continue
         try:
-            found = _two_levels(value, home, lambda item: item is target)
+            found = _held_levels(value, home, lambda item: item is target)
         except Exception:
             continue
         for suffix, item, _ in found:

@@ -458,6 +458,9 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
                                    "version would return it without reporting it again",
                                    hint="as it is, the function runs eagerly")
         return _program(tracer, fn, name, result, inputs, input_tree, conversions)
+    except UnsupportedError as exc:  # whether Python decided anything from a scalar's value
+        exc.values_read = bool(tracer.scalar_read)  # (the refusal may be that value's)
+        raise
     finally:
         tracer.finished = True  # a proxy kept past this point is an escaped traced value
 
