@@ -269,7 +269,7 @@ def _held_levels(value: Any, home: tuple[Any, Any], stop: Callable[[Any], bool]
     for level in range(LEVELS):
         deeper = []
         for suffix, item in frontier:
-            if level and (stop(item) or type(item) is np.ndarray):
+            if level and (stop(item) or (type(item) is np.ndarray and item.dtype != object)):
                 continue
             for inner, v, where in _held(item):
                 found.append((suffix + inner, v, where))
@@ -306,24 +306,51 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
             elif type(item) is tuple and any(is_proxy(v) for v in item):  # rebuilt with values
                 first = first or f"{path}{suffix}"
                 _put_back(container, key, tuple(value_of(v) if is_proxy(v) else v for v in item))
-            elif type(item) in (dict, set, collections.defaultdict) and \
-                    any(is_proxy(k) for k in list(item)[:MAX_ITEMS]):  # a key (``MEMO[a] = 1``)
+            elif (type(item) in _MAPPINGS or type(item) is set) and any(
+                    _holds(k, is_proxy) for k in list(item)[:MAX_ITEMS]):  # ``MEMO[a] = 1``
                 first = first or f"{path}{suffix}"
                 _rekeyed(item, is_proxy, value_of)
     return first
 
 
+#: the mappings whose items a stored traced value is looked for in, and put back into
+_MAPPINGS = (dict, collections.OrderedDict, collections.Counter, collections.defaultdict)
+
+
+def _holds(value: Any, is_proxy: Callable[[Any], bool]) -> bool:
+    """Whether ``value`` is a traced value, or a tuple or frozenset holding one (a key)."""
+    return is_proxy(value) or (type(value) in (tuple, frozenset) and
+                               any(_holds(v, is_proxy) for v in value))
+
+
+def plain_copy(value: Any, is_proxy: Callable[[Any], bool], value_of: Callable[[Any], Any],
+               depth: int = LEVELS) -> Any:
+    """``value`` with the traced values it holds replaced by theirs: tuples, lists, dicts, sets
+    and frozensets rebuilt (``depth`` down), anything else as it is."""
+    if is_proxy(value):
+        return value_of(value)
+    if depth == 0:
+        return value
+    if type(value) in (tuple, list, set, frozenset):
+        return type(value)(plain_copy(v, is_proxy, value_of, depth - 1) for v in value)
+    if type(value) is dict:
+        return {plain_copy(k, is_proxy, value_of, depth - 1):
+                plain_copy(v, is_proxy, value_of, depth - 1) for k, v in value.items()}
+    return value
+
+
 def _rekeyed(held: Any, is_proxy: Callable[[Any], bool], value_of: Callable[[Any], Any]) -> None:
-    """The dict's keys or the set's elements that are traced values, replaced by their values,
-    in place (a dict rebuilt in its order)."""
+    """The dict's keys or the set's elements that hold traced values, replaced by theirs, in
+    place (a dict rebuilt in its order)."""
     if isinstance(held, dict):
         items = list(held.items())
         held.clear()
-        held.update((value_of(k) if is_proxy(k) else k, v) for k, v in items)
+        for k, v in items:
+            held[plain_copy(k, is_proxy, value_of) if _holds(k, is_proxy) else k] = v
         return
-    for key in [k for k in held if is_proxy(k)]:
+    for key in [k for k in held if _holds(k, is_proxy)]:
         held.discard(key)
-        held.add(value_of(key))
+        held.add(plain_copy(key, is_proxy, value_of))
 
 
 def reached(fn: Callable[..., Any], target: Any) -> str | None:
@@ -348,8 +375,10 @@ def _put_back(container: Any, key: Any, value: Any) -> None:
             return
         if isinstance(container, types.CellType):
             container.cell_contents = value
-        elif type(container) in (dict, list, collections.deque):
+        elif type(container) in (*_MAPPINGS, list, collections.deque):
             container[key] = value
+        elif type(container) is np.ndarray:  # an object array's element
+            container.flat[key] = value
         elif isinstance(container, (type, types.ModuleType, types.FunctionType)):
             setattr(container, key, value)
         elif type(container) not in (tuple, set):
@@ -372,9 +401,11 @@ def _held(value: Any) -> list[tuple[str, Any, tuple[Any, Any]]]:
         own = dict(vars(value))
         return [(f".{k}", v, (value, k)) for k, v in list(own.items())[:4 * MAX_ITEMS]
                 if not k.startswith("__")]
-    if type(value) in (dict, set, tuple):
-        items = value.items() if type(value) is dict else enumerate(value)
+    if type(value) in _MAPPINGS or type(value) in (set, tuple):
+        items = value.items() if type(value) in _MAPPINGS else enumerate(value)
         return [(f"[{k!r}]", v, (value, k)) for k, v in list(items)[:MAX_ITEMS]]
+    if type(value) is np.ndarray and value.dtype == object and value.size:  # its elements
+        return [(f".flat[{i}]", v, (value, i)) for i, v in enumerate(value.flat[:MAX_ITEMS])]
     if isinstance(value, (np.ndarray, np.generic)):
         return []
     own = _instance_dict(value)
@@ -404,11 +435,8 @@ def plain_exception(exc: BaseException, tracer: Any) -> None:
     numbers, not capture's stand-ins of scalar arguments (``KeyError(a)``, ``ValueError("bad",
     a)``, ``e.value = a``), in place."""
     def plain(value: Any) -> Any:
-        if isinstance(value, TracedNumber) and value.tracer is tracer:
-            return value.value
-        if type(value) in (tuple, list):
-            return type(value)(plain(v) for v in value)
-        return value
+        return plain_copy(value, lambda v: isinstance(v, TracedNumber) and v.tracer is tracer,
+                          lambda v: v.value)
     try:
         exc.args = tuple(plain(a) for a in exc.args)
         for key, value in list(vars(exc).items()):

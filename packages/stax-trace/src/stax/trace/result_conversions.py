@@ -273,8 +273,7 @@ def _read_keys(result: Any) -> Any:
     if type(result) in (tuple, list):
         return type(result)(_read_keys(v) for v in result)
     if type(result) is dict:
-        return {(k.read() if isinstance(k, TracedNumber) else k): _read_keys(v)
-                for k, v in result.items()}
+        return {_read_key(k): _read_keys(v) for k, v in result.items()}
     if type(result) is np.ndarray and result.dtype == object and \
             any(isinstance(v, TracedNumber) for v in result.flat):
         read = np.empty_like(result)
@@ -282,6 +281,15 @@ def _read_keys(result: Any) -> Any:
             read[i] = v.read() if isinstance(v, TracedNumber) else v
         return read
     return result
+
+
+def _read_key(key: Any) -> Any:
+    """A dict key with its followed numbers read (a tuple key ``(a, "lr")`` too)."""
+    if isinstance(key, TracedNumber):
+        return key.read()
+    if type(key) in (tuple, frozenset):
+        return type(key)(_read_key(k) for k in key)
+    return key
 
 
 def numbers_returned(tracer: Any, leaves: list[Any], kinds: dict[int, str]) -> dict[int, str]:
