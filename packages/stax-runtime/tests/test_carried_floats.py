@@ -180,3 +180,20 @@ def test_a_float_read_after_its_loop_otherwise_is_not_carried(fn):
     x = np.linspace(0, 1, 16).astype(np.float32)
     compiled = st.compile(fn)
     _same(compiled(x, 2000), fn(x, 2000))
+
+
+def grows(x, t, n):
+    for _ in range(n):
+        x = x * 0.999 + t
+        t = t * 1.0001
+    return x, t
+
+
+def test_a_carried_float_from_a_scalar_argument_is_one_version_for_every_value():
+    """The loop's start compared the float before and after the first iteration (a read: a
+    version per value of the argument, 90 ms each, eager past eight)."""
+    compiled = st.compile(grows)
+    x = RNG.standard_normal(64)
+    for t in (0.5, 1.5, -0.0, 2.5, 1e300, np.nan):
+        _same(compiled(x, t, 1500), grows(x, t, 1500))
+    assert compiled.cache_info().compiles == 2, compiled.cache_info()

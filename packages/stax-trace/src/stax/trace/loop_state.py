@@ -22,6 +22,7 @@ from stax.ir import Node, Opcode, ancestors
 
 from .proxy import Proxy
 from .source import drop_held, held_mark
+from .traced_sizes import TracedNumber
 
 #: a local's state: the proxies it reaches (itself, the bases it views), each with its value
 Saved = list[tuple[Proxy, Any, Any]]
@@ -159,12 +160,20 @@ def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],
         elif isinstance(old, Proxy) != isinstance(new, Proxy) or (
                 isinstance(old, Proxy) and not _same_kind(old.value, new.value)):
             return None
+        elif name in site.floats and type(_number(old)) is float and \
+                type(_number(new)) is float:  # a float the loop carries (``carried_floats``):
+            start[name] = old  # from its value before the loop, compared with nothing (a read)
         elif not isinstance(old, Proxy) and (type(old) is not type(new) or (old is not new and
                                               not _equal(old, new))):
             return None  # a Python value the body changes: the loop unrolls in any case
         else:
             start[name] = old
     return start
+
+
+def _number(value: Any) -> Any:
+    """A followed number's value, not read (``TracedNumber.read``); anything else as it is."""
+    return value.value if isinstance(value, TracedNumber) else value
 
 
 def _same_kind(a: Any, b: Any) -> bool:
