@@ -48,18 +48,23 @@ def counters(function: ast.FunctionDef, loop: ast.While, results: Mapping[int, A
     candidates = {n.target.id for n in ast.walk(loop) if isinstance(n, ast.AugAssign) and
                   isinstance(n.target, ast.Name) and _int_step(n)}
     arguments = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-    nested = {n.id for scope in ast.walk(function) if scope is not function and
-              isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                 ast.ClassDef))
-              for n in ast.walk(scope) if isinstance(n, ast.Name)}
-    declared = {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal))
-                for name in n.names}
     found = set()
-    for name in candidates - arguments - nested - declared:
+    for name in candidates - arguments - _shared_names(function):
         uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
         if all(_counter_use(n, parents[id(n)], id(n) in inside, results) for n in uses):
             found.add(name)
     return frozenset(found)
+
+
+def _shared_names(function: ast.FunctionDef) -> set[str]:
+    """Names a nested function, lambda or class names, or a ``global``/``nonlocal`` declares:
+    another scope may read or bind them."""
+    nested = {n.id for scope in ast.walk(function) if scope is not function and
+              isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                 ast.ClassDef))
+              for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    return nested | {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal))
+                     for name in n.names}
 
 
 def _int_step(node: ast.AugAssign) -> bool:
@@ -145,14 +150,8 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
     augmented = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
     stored = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and
               isinstance(n.ctx, ast.Store) and not _in_target(n, loop)} - target
-    scoped = {n.id for scope in ast.walk(function) if scope is not function and
-              isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                 ast.ClassDef))
-              for n in ast.walk(scope) if isinstance(n, ast.Name)}
-    declared = {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal))
-                for name in n.names}
     found = set()
-    for name in stored - scoped - declared:
+    for name in stored - _shared_names(function):
         outside = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name
                    and id(n) not in inside and (isinstance(n.ctx, ast.Load) or id(n) in augmented)]
         if all(id(n) in results or (not nested and n.lineno < loop.lineno) for n in outside):
