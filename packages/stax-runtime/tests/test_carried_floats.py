@@ -197,3 +197,46 @@ def test_a_carried_float_from_a_scalar_argument_is_one_version_for_every_value()
     for t in (0.5, 1.5, -0.0, 2.5, 1e300, np.nan):
         _same(compiled(x, t, 1500), grows(x, t, 1500))
     assert compiled.cache_info().compiles == 2, compiled.cache_info()
+
+
+def nested_time(x, n, m):
+    t = 0.0
+    for _ in range(m):
+        for _ in range(n):
+            x = x + 0.001 * (t - x)
+            t += 0.001
+    return x, t
+
+
+def fills(out, n):
+    t = 0.0
+    for i in range(n):
+        out[i] = t
+        t += 0.5
+    return out
+
+
+def raises_past_limit(x, n, lim):
+    t = 0.0
+    for _ in range(n):
+        x = x * 0.999 + 0.001
+        t += 0.01
+        if t > lim:
+            raise ValueError("too big")
+    return x, t
+
+
+@pytest.mark.parametrize("fn, args", [
+    (nested_time, (np.ones(8, np.float32), 600, 3)),  # the inner loop runs again: not carried
+    (nested_time, (np.ones(8), 600, 2)),
+    (fills, (np.zeros(1200), 1200)),  # an argument updated in place beside the float (crashed)
+    (raises_past_limit, (np.ones(8), 600, 100.0)),  # read by the body: run by NumPy, no warning
+])
+def test_probe_found_carried_float_programs(fn, args, caplog):
+    compiled = st.compile(fn)
+    with caplog.at_level(logging.WARNING, logger="stax"):
+        for _ in range(2):
+            call = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+            _same(compiled(*call), fn(*tuple(a.copy() if isinstance(a, np.ndarray) else a
+                                             for a in args)))
+    assert "reached its limit" not in caplog.text, caplog.text

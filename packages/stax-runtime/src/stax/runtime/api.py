@@ -543,7 +543,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         make_entry = getattr(run_flat, "entry", None) if plain_args or not version.generic or \
             key is not None else None
         # (free arrays read first: an entry over them and the call's own arguments)
-        freed = len(self._free.names) if self._free and not self._objects else None
+        freed = len(self._free.names) if self._free else None  # (objects: as without free)
         dispatch = self._dispatch if not freed else lambda *a, **k: self._dispatch(*a[freed:], **k)
         if make_entry is not None and version.gates is None and (not self._free or freed) and \
                 placement is None and not kwargs and not self._sets_errstate and \

@@ -94,9 +94,10 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             views[name] = (base, value.view_of[1])
         elif value.view_of is not None or tracer.shared(value) is not None:
             return f"the body updates {name!r} in place, and another value sees that array"
-        for other in inputs:
-            if other != name and other != views.get(name, (None,))[0] and (
-                    state[other] is value or np.may_share_memory(
+        for other in inputs:  # (an input that is a number, a carried float: no memory)
+            if other != name and other != views.get(name, (None,))[0] and \
+                    isinstance(state[other], Proxy) and (state[other] is value or
+                                                          np.may_share_memory(
                         np.asarray(state[other].value), value.value)):
                 return f"{name!r}, updated in place, shares memory with {other!r}"
     outputs = [n for n in inputs if n in site.assigned or n in site.mutated]

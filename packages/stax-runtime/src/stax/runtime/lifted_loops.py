@@ -96,6 +96,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     runner.loops = compiled.item_loops
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
+    runner.capturing = False
     if isinstance(first, str):
         return unrolls(site, first)
     results, how = first
@@ -184,7 +185,12 @@ def first_run(runner: Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] |
         # the first run compiled the body and its item loop, on cold caches: time another
         with not_watching():
             clock = time.perf_counter()
-            runner(*start)
+            try:
+                runner(*start)
+            except _Unstable as exc:  # (a body version per carried value past the first's)
+                drop_held(kept)
+                runner.eager = True
+                return results, f"body run by NumPy: it does not compile on its own ({exc})"
             again = (time.perf_counter() - clock) / max(runner.count, 1)
         runner.seconds_per_item = min(runner.seconds_per_item, again)
     drop_held(kept)  # the timing runs' reports repeat the first run's
@@ -233,6 +239,8 @@ class Runner:
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
         self.numbers: dict[str, type] = {}  # scalar inputs, and their types (``scalar_inputs``)
         self.carried: frozenset[str] = frozenset()  # of them, Python floats the body rebinds
+        self.capturing = True  # the capture's runs (``first_run``): a version per carried value
+        # then sends the loop to NumPy (later calls compile what they must, to the limit)
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -390,6 +398,8 @@ class Runner:
                         out = run(*args)
                     if out is None:
                         out = compiled(*args)
+                    if self.carried and self.capturing and len(compiled.versions()) > 2:
+                        raise _Unstable("the body decides something from a carried float")
                 except ExternResultMismatch:  # a check failed, an event: nothing written yet
                     goes = self._item_eagerly(values, items[t])  # NumPy's slice, error, warning
                     t += 1

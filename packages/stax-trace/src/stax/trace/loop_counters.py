@@ -136,15 +136,18 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
                    nested: bool) -> frozenset[str]:
     """Locals a ``for`` loop may carry as Python floats (``t += dt``, an SIR model's ``S, I, R
     = ...``): bound in the loop by plain assignments, not arguments of the loop's target, no
-    global, nonlocal or nested scope naming them, and read outside the loop only before it (a
-    loop of the function's own body: ``nested`` false) or as an element of the returned results.
+    global, nonlocal or nested scope naming them, and read outside the loop only before it or
+    as an element of the returned results; none for a loop inside another loop (``nested``: it
+    runs again, reading what it carried out) or a function reading its frame (``locals()``).
     Whether each is a Python float is the lifter's to check (``lift_plan``); after the loop one
     is a traced 0-d float64, which only a returned result may be (converted to a float: a
     strong float64 would promote float32 arrays where the weak float does not)."""
-    if any(isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) and
-           getattr(n.func, "id", getattr(n.func, "attr", None)) in _FRAME_READS
-           for n in ast.walk(function)):
-        return frozenset()  # ``locals()["t"]``, ``eval("t")``: reads the source cannot see
+    if nested or any(isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+                     and getattr(n.func, "id", getattr(n.func, "attr", None)) in _FRAME_READS
+                     for n in ast.walk(function)):
+        # ``locals()["t"]``, ``eval("t")``: reads the source cannot see; a loop in a loop runs
+        # again after itself, reading what it carried out as a traced (strong) float64
+        return frozenset()
     inside = {id(n) for n in ast.walk(loop)}
     target = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     augmented = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
@@ -154,7 +157,7 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
     for name in stored - _shared_names(function):
         outside = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name
                    and id(n) not in inside and (isinstance(n.ctx, ast.Load) or id(n) in augmented)]
-        if all(id(n) in results or (not nested and n.lineno < loop.lineno) for n in outside):
+        if all(id(n) in results or n.lineno < loop.lineno for n in outside):
             found.add(name)
     return frozenset(found)
 
