@@ -542,10 +542,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         key = entry_key(sigma, pattern, version.generic)
         make_entry = getattr(run_flat, "entry", None) if plain_args or not version.generic or \
             key is not None else None
-        # (free arrays read first: an entry over them and the call's own arguments)
-        freed = len(self._free.names) if self._free else None  # (objects: as without free)
+        # free arrays come first in the key: an entry reads them, then takes the call's own
+        freed = len(self._free.names)
         dispatch = self._dispatch if not freed else lambda *a, **k: self._dispatch(*a[freed:], **k)
-        if make_entry is not None and version.gates is None and (not self._free or freed) and \
+        if make_entry is not None and version.gates is None and \
                 placement is None and not kwargs and not self._sets_errstate and \
                 not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
@@ -558,7 +558,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
         if version.entry is None and (version.gates is None or gate_check is not None) and \
-                (not self._free or freed) and placement is None and key is not None:
+                placement is None and key is not None:
             version.entry = version_entry(key, self._entry_run(version), dispatch)
         if freed and version.entry is not None:
             version.entry = with_free_values(version.entry, self._free.read)

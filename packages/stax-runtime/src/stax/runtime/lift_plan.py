@@ -45,7 +45,7 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             continue  # bound before read, read nowhere else: neither taken nor returned
         elif isinstance(value, Proxy) and value.tracer is tracer:
             inputs.append(name)
-        elif name in site.floats and type(read_value(value)) is float:
+        elif carried_float(site, name, value):
             inputs.append(name)  # a Python float the loop carries (``t += dt``): an input and
             # a result of the step, which a generic version of the body takes at run time
         elif isinstance(value, TracedScalar) and value.expression is not None and \
@@ -72,7 +72,7 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             continue
         value = state[name]
         if (isinstance(value, Proxy) and isinstance(value.value, np.generic)) or \
-                (name in site.floats and type(read_value(value)) is float):
+                carried_float(site, name, value):
             continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``
         if name in site.scratch:  # ``lap = np.zeros_like(u); lap[1:-1] = ...``
             if name in site.fresh:  # bound anew before each update (``u_next =
@@ -112,6 +112,12 @@ def scalar_inputs(state: dict[str, Any], inputs: list[str]) -> dict[str, type]:
     runner converts back (``Runner._values``)."""
     return {n: type(read_value(state[n])) for n in inputs
             if isinstance(state[n], TracedScalar) or type(state[n]) is float}
+
+
+def carried_float(site: LoopSite, name: str, value: Any) -> bool:
+    """Whether ``name`` is a float the loop carries: one the source allows
+    (``loop_counters.carried_floats``) holding a Python float (or a scalar argument's)."""
+    return name in site.floats and type(read_value(value)) is float
 
 
 def read_value(value: Any) -> Any:

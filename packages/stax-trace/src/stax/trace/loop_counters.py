@@ -4,7 +4,7 @@ A Python int the loop counts with changes at every iteration, so the lifted step
 hold it as a constant, and the loop unrolled with a gate per iteration. Where a local is
 provably such a counter (``counters``, from the function's source), the lifted step carries it
 as a traced int64 scalar (``traced_counters``), and the function returns it converted to a
-Python int (``result_conversions.convert_to_int``). A counter, by the source:
+Python int (``result_conversions.convert_results``). A counter, by the source:
 
 - is bound outside the loop only by ``c = <int literal>``, and inside the loop only by ``c +=
   <int literal>`` or ``c -= <int literal>`` (its value is always a Python int, eagerly);

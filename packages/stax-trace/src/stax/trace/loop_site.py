@@ -32,7 +32,7 @@ class LoopSite:
     #: loop goes on after its results
     stops: bool = False
     #: such a loop's target is read after it, as a returned result: a lifted step gives the
-    #: last item it ran (``result_conversions.convert_to_int``)
+    #: last item it ran (``result_conversions.convert_results``)
     item_returned: bool = False
     #: a ``while`` loop's counters (``it += 1``; ``loop_counters``): traced int64 scalars once
     #: the loop is lifted, returned as Python ints

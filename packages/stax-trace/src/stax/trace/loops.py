@@ -182,7 +182,7 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     lifter = _Rewriter(code, function)
     function.body = lifter.block(function.body)
     if lifter.converted:  # a loop's last item, returned (``_target_returned``)
-        result_conversions.convert_to_int(function, lifter.converted)
+        result_conversions.convert_results(function, lifter.converted)
     # and the numbers it converts only to return them (``return float(loss)``)
     conversions = result_conversions.rewrite_returns(function)
     if not lifter.sites and not conversions:
@@ -200,11 +200,12 @@ class _Rewriter:
         self.code, self.function = code, function
         self.uses = loop_body.name_uses(function)  # before any loop of it is rewritten
         self.results = result_conversions.result_names(function)
-        self.converted: dict[int, str] = {}  # result names to convert, how (``convert_to_int``)
+        self.converted: dict[int, str] = {}  # result names to convert, how (``convert_results``)
         self.bindings = name_bindings(function)  # (node id or None, name)
         self.local_names = set(code.co_varnames)
         self.cell_names = set(code.co_cellvars)
         self.sites: list[LoopSite] = []
+        self.loops_around = 0  # the loops the statement being rewritten is inside
 
     def block(self, statements: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -232,17 +233,19 @@ class _Rewriter:
             # array to it (``stax.runtime.lifted_loops``), not a view of another value
             rebinds = isinstance(node, ast.For) and target_bound(node)
             unread = loop_body.unread_after(self.uses, node, set(names[1]))
-            floats = loop_counters.carried_floats(self.function, node, self.results, any(
-                other is not node and any(c is node for c in ast.walk(other))
-                for other in ast.walk(self.function) if isinstance(other, (ast.For, ast.While)))
-            ) if isinstance(node, ast.For) else frozenset()
+            floats = loop_counters.carried_floats(self.function, node, self.results,
+                                                  self.loops_around > 0) \
+                if isinstance(node, ast.For) else frozenset()
             counted = loop_counters.counters(self.function, node, self.results) \
                 if isinstance(node, ast.While) else frozenset()
             test = loop_counters.counted_test(node.test, counted) if counted else None
+        looping = isinstance(node, (ast.For, ast.While))
+        self.loops_around += looping
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                 setattr(node, field, self.block(block))
+        self.loops_around -= looping
         if isinstance(node, ast.Try):
             for handler in node.handlers:
                 handler.body = self.block(handler.body)

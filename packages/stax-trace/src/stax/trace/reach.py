@@ -305,7 +305,7 @@ def escaped_proxy(fn: Callable[..., Any], is_proxy: Callable[[Any], bool],
                 _put_back(container, key, value_of(item))
             elif type(item) is tuple and any(is_proxy(v) for v in item):  # rebuilt with values
                 first = first or f"{path}{suffix}"
-                _put_back(container, key, tuple(value_of(v) if is_proxy(v) else v for v in item))
+                _put_back(container, key, plain_copy(item, is_proxy, value_of, 1))
             elif (type(item) in _MAPPINGS or type(item) is set) and any(
                     _holds(k, is_proxy) for k in list(item)[:MAX_ITEMS]):  # ``MEMO[a] = 1``
                 first = first or f"{path}{suffix}"

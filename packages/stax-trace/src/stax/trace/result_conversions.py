@@ -32,6 +32,7 @@ from stax.ir import TreeDef, tree_flatten, tree_unflatten
 from stax.ir.pytree import RESULT_CONVERSIONS
 
 from .proxy import Proxy
+from .reach import plain_copy
 from .traced_scalars import TracedScalar
 from .traced_sizes import TracedNumber
 
@@ -60,7 +61,7 @@ def converted(conversion: Any, value: Any) -> Any:
     """``conversion(value)`` (``value.item()`` for None; a builtin's name, ``"int"``, names
     the builtin itself), kept traced when the caller is the function capture runs and
     ``value`` a traced 0-d number."""
-    if isinstance(conversion, str):  # a name the rewrite wrapped (``convert_to_int``)
+    if isinstance(conversion, str):  # a name the rewrite wrapped (``convert_results``)
         if not isinstance(value, Proxy):
             return value  # the name's value as written
         if conversion == "carried":  # a float a lifted loop carried (``carried_floats``);
@@ -158,13 +159,11 @@ def _result_elements(node: ast.expr, found: dict[int, ast.Name]) -> None:
         found[id(node)] = node
 
 
-def convert_to_int(function: ast.FunctionDef, names: set[int] | dict[int, str]) -> None:
-    """Each Name node of ``names`` (result elements, ``result_names``) wrapped in ``converted``
-    with ``"int"`` (or the kind ``names`` maps it to: ``"float"``, a carried float): any Python
-    value as it was, a traced 0-d number (a lifted loop's last item) a result converted to a
-    Python int (float) each call."""
-    kinds = names if isinstance(names, dict) else dict.fromkeys(names, "int")
-
+def convert_results(function: ast.FunctionDef, kinds: dict[int, str]) -> None:
+    """Each Name node of ``kinds`` (result elements, ``result_names``, by id) wrapped in
+    ``converted`` with its kind: ``"int"`` (a lifted loop's last item, a counter) or
+    ``"carried"`` (a float a lifted loop carried): any Python value as it was, a traced 0-d
+    number a result converted to a Python int (float) each call."""
     def visit(node: ast.AST) -> None:
         for field, value in ast.iter_fields(node):
             if isinstance(value, list):
@@ -272,24 +271,23 @@ def _read_keys(result: Any) -> Any:
     version is then exact in (they were the capture's stand-ins, returned on every call)."""
     if type(result) in (tuple, list):
         return type(result)(_read_keys(v) for v in result)
-    if type(result) is dict:
-        return {_read_key(k): _read_keys(v) for k, v in result.items()}
+    if type(result) is dict:  # a key's numbers read (a tuple key ``(a, "lr")`` too)
+        return {plain_copy(k, _followed, _read): _read_keys(v) for k, v in result.items()}
     if type(result) is np.ndarray and result.dtype == object and \
             any(isinstance(v, TracedNumber) for v in result.flat):
         read = np.empty_like(result)
         for i, v in np.ndenumerate(result):
-            read[i] = v.read() if isinstance(v, TracedNumber) else v
+            read[i] = plain_copy(v, _followed, _read, 0)
         return read
     return result
 
 
-def _read_key(key: Any) -> Any:
-    """A dict key with its followed numbers read (a tuple key ``(a, "lr")`` too)."""
-    if isinstance(key, TracedNumber):
-        return key.read()
-    if type(key) in (tuple, frozenset):
-        return type(key)(_read_key(k) for k in key)
-    return key
+def _followed(value: Any) -> bool:
+    return isinstance(value, TracedNumber)
+
+
+def _read(number: TracedNumber) -> Any:
+    return number.read()
 
 
 def numbers_returned(tracer: Any, leaves: list[Any], kinds: dict[int, str]) -> dict[int, str]:
