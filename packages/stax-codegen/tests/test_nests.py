@@ -212,3 +212,24 @@ def test_a_1_3_document_loads_without_nests_and_runs():
     check_nests_outputs(old)
     program = load_loopir(FIXTURES / "nests.loopir.schema-1.3.json")
     assert generate(program, nests=old.nests).llvm_ir == generate(program).llvm_ir
+
+
+@pytest.mark.parametrize("columns, prefetched", [(1024, True), (64, False)])
+def test_a_row_nest_asks_for_the_next_rows_input_after_its_first_phase(build, columns, prefetched):
+    """``row_prefetch``: one ``prefetcht2`` per cache line of the next row of what the first
+    phase streams, emitted after that phase's loop and before the next phase's (rows of 4 KiB);
+    rows under ``MIN_ROW_BYTES`` are left to the hardware. The values are the same either way,
+    the last row's prefetch (past the array) included."""
+    x = rng_array((6, columns))
+    b = build(x=x)
+    artifact = generate(lower_opgraph(b.program(softmax_rows(b))))
+    text = artifact.llvm_ir
+    calls = re.findall(r'call void @"?llvm\.prefetch\.p0i8"?\(i8\* [^,]+, i32 0, i32 (\d), i32 1\)',
+                       text)
+    assert calls == (["1"] if prefetched else [])
+    if prefetched:
+        loops = re.findall(r'^"?(\w+?)_loop"?:', text, re.M)
+        assert loops.index("prefetch_line") == loops.index("r0") + 1, loops
+    e = np.exp(x - x.max(1, keepdims=True))
+    (got,) = run_values(artifact, b)
+    np.testing.assert_allclose(got, e / e.sum(1, keepdims=True), rtol=2e-6)

@@ -28,6 +28,7 @@ from ..nesting import Nest, per_row_phases, plain_order, row_axes
 from .fpevents import accumulates_floats
 from .registry import accumulator, scan_step
 from .row_jam import jammed_rows
+from .row_prefetch import prefetch_next_row
 from .types import I64, value_type
 
 #: an innermost loop of at most this many iterations is emitted unrolled
@@ -204,7 +205,9 @@ class LoopShapes:
 
         def row(_: Sequence[ir.Value]) -> Sequence[ir.Value]:
             self.row_scratch_at_row(count)
-            for phase in phases:
+            for at, phase in enumerate(phases):
+                if at == 1:  # the first phase has read this row: ask for the next one
+                    prefetch_next_row(self, phases[0], count)
                 def body(_: Sequence[ir.Value], phase: Sequence[ComputedBuffer] = phase
                          ) -> Sequence[ir.Value]:
                     self.phase(phase)
