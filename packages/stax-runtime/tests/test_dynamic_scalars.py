@@ -609,3 +609,70 @@ def test_a_capture_run_again_with_values_keys_them(use):
     x = _x()
     for a in (1.5, 2.0, 3.25, 7.0, -0.0):
         _same(compiled(x, a), f(x, a))
+
+
+def _store_tuple(out, s, i, r):
+    out = out.copy()
+    out[1] = s, i, r
+    return out
+
+
+def _store_elements(out, s, i, r):
+    out = out.copy()
+    out[0, 0] = s
+    out[2, 1:] = r
+    out[-1] = s * 0.5 + i * 0.25
+    return out
+
+
+def _store_numpy_scalar(out, s, i, r):
+    out = out.copy()
+    out[0, 2] = np.hypot(s, 3.0) * i  # a computed NumPy float64 (strong)
+    return out
+
+
+def _store_into_ints(out, s, i, r):
+    out = out.astype(np.int64)
+    out[0, 0] = s
+    return out
+
+
+# (a float32 NumPy scalar's arithmetic in Python is not followed: read, another matter)
+@pytest.mark.parametrize("fn, kind", [(_store_tuple, k) for k in (float, int, np.float64, np.float32)]
+                         + [(fn, k) for fn in (_store_elements, _store_numpy_scalar)
+                            for k in (float, int, np.float64)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scalars_stored_into_a_float_array_are_inputs(fn, dtype, kind):
+    """``out[k] = s, i, r``, ``out[0, 0] = s``: NumPy's assignment casts the scalar to the
+    array's dtype, as ``astype`` does, so the scalars are run-time inputs (an SIR model's row
+    per step made a version per value); every value bit-equal to eager, specials included."""
+    f = st.compile(fn)
+    out = np.arange(12, dtype=dtype).reshape(4, 3)
+    values = [(1, 2, 3), (-5, 7, 2 ** 40), (0, -1, 2 ** 52 + 1), (3, 16777217, -9)] \
+        if kind is int else [(0.1, 1 / 3, 2.5), (1e-8, -2.5, 3.0000001), (1e30, -0.0, 0.0),
+                             (np.inf, 1.0, -1e300), (float("nan"), 2.0, 7.0)]
+    for s, i, r in values:
+        args = [kind(v) for v in (s, i, r)]
+        with np.errstate(all="ignore"):
+            want = fn(out, *args)
+            got = f(out, *args)
+        _same(got, want)
+    assert f.cache_info().compiles <= 3  # exact, generic (and another type of argument)
+
+
+def test_a_scalar_stored_into_an_integer_array_or_used_as_its_index_keeps_its_value():
+    """NumPy's conversion of a float stored into an integer array (NaN, out of range) and a
+    scalar in the key are not an element-wise cast: their values stay in the key."""
+    def at_index(out, k):
+        out = out.copy()
+        out[k] = 1.0
+        return out
+
+    out = np.zeros((4, 3))
+    f = st.compile(_store_into_ints)
+    for s in (1.5, 2.5, 3.5):
+        _same(f(out, s, 0.0, 0.0), _store_into_ints(out, s, 0.0, 0.0))
+    assert all(v.generic is None for v in f.versions())
+    g = st.compile(at_index)
+    for k in (0, 1, 2, -1):
+        _same(g(out, k), at_index(out, k))

@@ -41,6 +41,8 @@ WEAK_OPERAND_TARGETS = frozenset({
 #: a lifted loop's step takes a scalar input as the 0-d array itself: its runner hands the body
 #: the Python (or NumPy) number again (``stax.runtime.lifted_loops``), which nothing rounds
 TAKEN_WHOLE = frozenset({"stax.functional.lifted_loop"})
+#: ``x[key] = value``: a scalar stored into a float array converts to its dtype (``_stored_dtype``)
+STORE = "stax.functional.setitem"
 #: the dtype of the input a scalar argument of each Python type is passed in
 INPUT_DTYPES = {"float": "float64", "int": "int64"}
 
@@ -108,6 +110,8 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                 if _leaves_of(used) & placeholders.keys()]
         # the dtypes weak scalars convert to, before any operand is rewritten
         targets = {k: _weak_dtype(node, k) for k in ("int", "float")} if uses else {}
+        stored = {id(path): _stored_dtype(node, path) for path, _ in uses} \
+            if node.target == STORE else {}
         for path, used in uses:
             with graph.inserting_before(node):
                 if isinstance(used, list):  # a number computed in Python from arguments
@@ -117,7 +121,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                     value, kind = placeholders[used], leaves[used]
                 cast = value
                 if not _strong(kind) and node.target not in TAKEN_WHOLE:
-                    target = targets[kind]
+                    target = stored[id(path)] if node.target == STORE else targets[kind]
                     assert target is not None  # input_refusal said so
                     cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
                                              meta={"tensor": TensorMeta((), target, ())})
@@ -138,9 +142,15 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
     if leaf in set(read):
         return f"the function decides something in Python from argument {leaf}'s value"
     for node in program.graph.nodes:
-        kinds = [kind if used == leaf else expression_kind(used)
-                 for _, used in node.meta.get("scalar_args", ()) if leaf in _leaves_of(used)]
+        uses = [(path, kind if used == leaf else expression_kind(used))
+                for path, used in node.meta.get("scalar_args", ()) if leaf in _leaves_of(used)]
+        kinds = [k for _, k in uses]
         if not kinds or (node.target in TAKEN_WHOLE and not node.kwargs.keys() - {"loop"}):
+            continue
+        if node.target == STORE:
+            if any(_stored_dtype(node, path) is None for path, _ in uses):
+                return f"{node.name}: argument {leaf} is an operand of {node.target}() other " \
+                       "than the value stored into a float array"
             continue
         if any(_strong(k) for k in kinds):
             if node.op is not Opcode.CALL_FUNCTION or node.target not in \
@@ -212,6 +222,21 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
     target = head if head.startswith("numpy.") else f"operator.{head}"
     return graph.call_function(target, tuple(operands), name=f"scalar_{head.split('.')[-1]}",
                                meta=dict(_F64))
+
+
+def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
+    """The dtype a scalar (weak or strong) stored by ``x[key] = value`` converts to: ``x``'s,
+    where ``x`` is a float array and the scalar is the value or an element of a list or tuple
+    value (``out[k] = s, i, r``): NumPy's assignment casts it as ``astype`` does. None for a
+    scalar in the key, or stored into an integer or bool array (a float's cast of NaN or a
+    large value, an int past the range: NumPy's own errors)."""
+    if node.op is not Opcode.CALL_FUNCTION or node.target != STORE or node.kwargs or \
+            len(path) < 2 or tuple(path[:2]) != ("args", 2) or len(node.args) != 3:
+        return None
+    x = node.args[0]
+    if not isinstance(x, Node) or x.tensor is None or np.dtype(x.tensor.dtype).kind != "f":
+        return None
+    return x.tensor.dtype
 
 
 def _weak_dtype(node: Node, kind: str = "int") -> str | None:

@@ -99,6 +99,11 @@ def _ldexp32(b: ir.IRBuilder, module: ir.Module, p: ir.Value, n: ir.Value) -> ir
     return b.call(ldexp, [p, n])
 
 
+#: 1.5 2^23: added to a float of magnitude below 2^22, the sum's last bit has weight 1
+SHIFTER = 12582912.0
+SHIFTER_BITS = 0x4B400000
+
+
 def exp32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     """float32 exp in float32 (twice the vector width of the double path).
 
@@ -121,13 +126,22 @@ def exp32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     # through, the last select returns it); llvm.maxnum/minnum took three instructions each
     low = b.select(b.fcmp_ordered("<", x, c(-104.0)), c(-104.0), x)
     clamped = b.select(b.fcmp_ordered(">", low, c(89.0)), c(89.0), low)
+    if has_scalef():  # one ``vscalefps``, rounding once as the two steps below do
+        # n from a shifter: x log2 e + 1.5 2^23 rounds to an integer in the sum's last bits,
+        # which are n as an integer; nf = sum - 1.5 2^23 exactly. No fptosi, whose NaN is
+        # poison: a NaN goes through every step as x's own NaN (no select for it) and the
+        # loop is two instructions shorter (softmax's exponentials on an Intel host)
+        shifted = fma(clamped, c(LOG2E), c(SHIFTER))
+        nf = b.fsub(shifted, c(SHIFTER))
+        n = b.sub(b.bitcast(shifted, I32), i(SHIFTER_BITS))
+        r = fma(nf, c(-0.693359375), clamped)
+        r = fma(nf, c(2.12194440e-4), r)
+        return _ldexp32(b, module, _horner32(fma, r, _fit("exp", 6)), n)
     nf = b.call(module.declare_intrinsic("llvm.rint", [F32]), [b.fmul(clamped, c(LOG2E))])
     r = fma(nf, c(-0.693359375), clamped)
     r = fma(nf, c(2.12194440e-4), r)
     p = _horner32(fma, r, _fit("exp", 6))
     n = b.fptosi(nf, I32)
-    if has_scalef():  # one ``vscalefps``, rounding once as the two steps below do
-        return b.select(b.fcmp_unordered("uno", x, x), x, _ldexp32(b, module, p, n))
     half = b.ashr(n, i(1))
 
     def pow2(e: ir.Value) -> ir.Value:
