@@ -631,6 +631,13 @@ def _store_numpy_scalar(out, s, i, r):
     return out
 
 
+def _array_of_scalars(out, s, i, r):
+    out = out.copy()
+    out[1] = np.array([s, i, r])
+    out[2] = np.asarray((r, 1.5, s), dtype=out.dtype) * 2
+    return out
+
+
 def _store_into_ints(out, s, i, r):
     out = out.astype(np.int64)
     out[0, 0] = s
@@ -640,12 +647,14 @@ def _store_into_ints(out, s, i, r):
 # (a float32 NumPy scalar's arithmetic in Python is not followed: read, another matter)
 @pytest.mark.parametrize("fn, kind", [(_store_tuple, k) for k in (float, int, np.float64, np.float32)]
                          + [(fn, k) for fn in (_store_elements, _store_numpy_scalar)
-                            for k in (float, int, np.float64)])
+                            for k in (float, int, np.float64)]
+                         + [(_array_of_scalars, k) for k in (float, np.float64, np.float32)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_scalars_stored_into_a_float_array_are_inputs(fn, dtype, kind):
-    """``out[k] = s, i, r``, ``out[0, 0] = s``: NumPy's assignment casts the scalar to the
-    array's dtype, as ``astype`` does, so the scalars are run-time inputs (an SIR model's row
-    per step made a version per value); every value bit-equal to eager, specials included."""
+    """``out[k] = s, i, r``, ``out[0, 0] = s``, ``np.array([s, i, r])``: NumPy's assignment
+    (and a float array made of numbers) casts the scalar to the array's dtype, as ``astype``
+    does, so the scalars are run-time inputs (an SIR model's row per step made a version per
+    value); every value bit-equal to eager, specials included."""
     f = st.compile(fn)
     out = np.arange(12, dtype=dtype).reshape(4, 3)
     values = [(1, 2, 3), (-5, 7, 2 ** 40), (0, -1, 2 ** 52 + 1), (3, 16777217, -9)] \

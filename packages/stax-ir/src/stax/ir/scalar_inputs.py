@@ -43,6 +43,9 @@ WEAK_OPERAND_TARGETS = frozenset({
 TAKEN_WHOLE = frozenset({"stax.functional.lifted_loop"})
 #: ``x[key] = value``: a scalar stored into a float array converts to its dtype (``_stored_dtype``)
 STORE = "stax.functional.setitem"
+#: ``np.array([s, i, r])`` of scalars and numbers (``stax.trace.creation``): likewise
+FROM_NUMBERS = "numpy.array"
+ASSIGNING = frozenset({STORE, FROM_NUMBERS})
 #: the dtype of the input a scalar argument of each Python type is passed in
 INPUT_DTYPES = {"float": "float64", "int": "int64"}
 
@@ -111,7 +114,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
         # the dtypes weak scalars convert to, before any operand is rewritten
         targets = {k: _weak_dtype(node, k) for k in ("int", "float")} if uses else {}
         stored = {id(path): _stored_dtype(node, path) for path, _ in uses} \
-            if node.target == STORE else {}
+            if node.target in ASSIGNING else {}
         for path, used in uses:
             with graph.inserting_before(node):
                 if isinstance(used, list):  # a number computed in Python from arguments
@@ -121,7 +124,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                     value, kind = placeholders[used], leaves[used]
                 cast = value
                 if not _strong(kind) and node.target not in TAKEN_WHOLE:
-                    target = stored[id(path)] if node.target == STORE else targets[kind]
+                    target = stored[id(path)] if node.target in ASSIGNING else targets[kind]
                     assert target is not None  # input_refusal said so
                     cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
                                              meta={"tensor": TensorMeta((), target, ())})
@@ -147,10 +150,10 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
         kinds = [k for _, k in uses]
         if not kinds or (node.target in TAKEN_WHOLE and not node.kwargs.keys() - {"loop"}):
             continue
-        if node.target == STORE:
+        if node.target in ASSIGNING:
             if any(_stored_dtype(node, path) is None for path, _ in uses):
                 return f"{node.name}: argument {leaf} is an operand of {node.target}() other " \
-                       "than the value stored into a float array"
+                       "than a value converted to a float array's dtype"
             continue
         if any(_strong(k) for k in kinds):
             if node.op is not Opcode.CALL_FUNCTION or node.target not in \
@@ -227,10 +230,18 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
 def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
     """The dtype a scalar (weak or strong) stored by ``x[key] = value`` converts to: ``x``'s,
     where ``x`` is a float array and the scalar is the value or an element of a list or tuple
-    value (``out[k] = s, i, r``): NumPy's assignment casts it as ``astype`` does. None for a
-    scalar in the key, or stored into an integer or bool array (a float's cast of NaN or a
-    large value, an int past the range: NumPy's own errors)."""
-    if node.op is not Opcode.CALL_FUNCTION or node.target != STORE or node.kwargs or \
+    value (``out[k] = s, i, r``): NumPy's assignment casts it as ``astype`` does; in
+    ``np.array([s, i, r])`` of a float dtype, that dtype. None for a scalar in the key, or
+    stored into an integer or bool array (a float's cast of NaN or a large value, an int past
+    the range: NumPy's own errors)."""
+    if node.op is not Opcode.CALL_FUNCTION:
+        return None
+    if node.target == FROM_NUMBERS:  # np.array([s, i, r]): each converted to the array's dtype
+        flat = len(path) == 3 and tuple(path[:2]) == ("args", 0) and \
+            not set(node.kwargs) - {"dtype"}
+        return node.tensor.dtype if flat and node.tensor is not None and \
+            np.dtype(node.tensor.dtype).kind == "f" else None
+    if node.target != STORE or node.kwargs or \
             len(path) < 2 or tuple(path[:2]) != ("args", 2) or len(node.args) != 3:
         return None
     x = node.args[0]

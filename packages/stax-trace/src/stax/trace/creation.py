@@ -180,6 +180,28 @@ def _from_sequence(items: Any, dtype: Any = None, *, copy: Any = True, order: An
     return stacked.astype(target)
 
 
+def _from_scalar_arguments(original: Callable[..., Any], items: Any, dtype: Any = None,
+                           **rest: Any) -> Any:
+    """``np.array([s, i, r])`` of float scalar arguments (``traced_scalars.TracedScalar``) and
+    Python numbers, into a float array: one recorded ``numpy.array`` call, so the scalars stay
+    run-time inputs (``stax.ir.scalar_inputs``) instead of being read; NotImplemented for any
+    other list (nested, ints among the stand-ins, another dtype, more arguments)."""
+    from .traced_scalars import TracedScalar
+
+    stand_ins = [v for v in items if isinstance(v, TracedScalar)]
+    if rest or not stand_ins or not all(
+            (isinstance(v, TracedScalar) and isinstance(v.value, (float, np.floating))) or
+            type(v) in (int, float) for v in items):
+        return NotImplemented
+    made = np.result_type(*(v.value for v in stand_ins), *(
+        v for v in items if type(v) is float)) if dtype is None else np.dtype(dtype)
+    if made.kind != "f" or (dtype is None and made != np.float64 and len(stand_ins) < len(items)):
+        return NotImplemented
+    tracer = stand_ins[0].tracer
+    return tracer.record(Opcode.CALL_FUNCTION, "numpy.array", (list(items),),
+                         {"dtype": np.dtype(dtype).name} if dtype is not None else {}, original)
+
+
 def _ragged(rows: list[Any]) -> bool:
     try:
         shapes = {np.shape(r.value if isinstance(r, Proxy) else r) for r in rows}
@@ -227,6 +249,10 @@ def _converter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         if args and type(args[0]) in (list, tuple) and name in _FROM_SEQUENCES and \
                 _holds_proxy(args[0]):
             result = _from_sequence(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        if args and type(args[0]) in (list, tuple) and name in _FROM_SEQUENCES:
+            result = _from_scalar_arguments(original, *args, **kwargs)
             if result is not NotImplemented:
                 return result
         if args and isinstance(args[0], Proxy) and isinstance(args[0].value, np.generic) and \

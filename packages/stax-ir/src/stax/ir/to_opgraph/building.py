@@ -81,12 +81,32 @@ def _stack(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     return ctx.emit("stack", arrays, {"axis": int_arg(params.get("axis", 0)) % node.tensor.ndim})
 
 
-@rule("numpy.array", emits=("stack", "full"))
+@rule("numpy.array", emits=("stack", "full", "cast"))
 def _array(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
-    """A constant array capture recorded (a result computed from the key alone): rebuilt."""
+    """A constant array capture recorded (a result computed from the key alone): rebuilt; a
+    flat list of scalar inputs and numbers (``np.array([s, i, r])`` of scalar arguments, made
+    inputs by ``scalar_inputs``): each converted to the array's dtype, stacked."""
     if len(args) != 1 or set(kwargs) - {"dtype"} or not isinstance(args[0], (list, tuple)):
         raise NotNative
+    if any(isinstance(v, Node) for v in args[0]):
+        return _stacked_numbers(ctx, args[0], node.tensor.dtype)
     return _constant(ctx, np.asarray(args[0], dtype=kwargs.get("dtype")))
+
+
+def _stacked_numbers(ctx: LoweringContext, values: Any, dtype: str) -> Node:
+    """0-d nodes and Python numbers as the 1-d array of ``dtype`` NumPy makes of them, each
+    converted to it (a float array's conversion of each is a cast)."""
+    if np.dtype(dtype).kind != "f" or not all(
+            (isinstance(v, Node) and v.tensor is not None and v.tensor.ndim == 0) or
+            type(v) in (int, float) for v in values):
+        raise NotNative
+    zero_d = TensorMeta((), dtype, ())
+    parts = tuple((v if v.tensor.dtype == dtype else ctx.emit("cast", (v,), {"dtype": dtype},
+                                                                meta=zero_d))
+                  if isinstance(v, Node) else
+                  ctx.emit("full", (), {"shape": (), "value": float(v), "dtype": dtype},
+                           meta=zero_d) for v in values)
+    return ctx.emit("stack", parts, {"axis": 0}, meta=TensorMeta((len(parts),), dtype, (1,)))
 
 
 @rule("numpy.pad", emits=("pad",))
