@@ -99,11 +99,11 @@ def test_sizes_and_scalars_dynamic_together():
 
 @pytest.mark.parametrize("fn", [
     lambda x, k: x ** k,
-    lambda x, k: x * 2 if k > 1 else x,
+    lambda x, k: x * 2 if bool(k % 2) else x,
     lambda x, k: sum(x * i for i in range(k)),
     lambda x, k: x * (k // 2),
     lambda x, k: x.astype(np.int32) * k,
-], ids=["power", "branch", "range", "python_floordiv", "integer_array"])
+], ids=["power", "branch_on_remainder", "range", "python_floordiv", "integer_array"])
 def test_a_scalar_used_otherwise_keeps_its_value_in_the_key(fn, caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
     caplog.set_level(logging.INFO, logger="stax")
@@ -167,7 +167,7 @@ def test_numpy_scalars_used_otherwise_keep_their_value_in_the_key():
         return x ** k
 
     def branch(x, k):
-        return x * 2 if k > 1 else x
+        return x * 2 if int(k) > 1 else x  # int() reads it (a comparison alone is a guard)
 
     for fn in (power, branch):
         f = st.compile(fn)
@@ -236,11 +236,11 @@ def test_new_keys_past_the_version_limit_cost_a_lookup(monkeypatch):
     """Past the version limit a new key ran eagerly after a miss that analysed the function's
     free variables again (disassembling its code: 125 us a call for a 1 us function)."""
     def g(x, k):
-        return x * 2 if k > 1 else x - 1
+        return x * 2 if k % 3 else x - 1
 
     f = st.compile(g)
     x = np.ones(3)
-    for k in range(2, 40):  # the branch reads k: one version per value, then the limit
+    for k in range(2, 40):  # the remainder reads k: one version per value, then the limit
         _same(f(x, k), g(x, k))
     scans = []
     monkeypatch.setattr(type(f), "_rescan_free_variables",
@@ -429,7 +429,7 @@ def test_a_python_float_divided_by_zero_raises_as_eagerly():
 def test_computed_numbers_decided_from_keep_their_values_in_the_key():
     def g(x, t):
         c = t * 2.0
-        return x * c if c > 1 else x - c
+        return x * c if round(c) else x - c  # round() reads it (a comparison is a guard)
 
     f = st.compile(g)
     x = _x(np.float64)
@@ -685,3 +685,79 @@ def test_a_scalar_stored_into_an_integer_array_or_used_as_its_index_keeps_its_va
     g = st.compile(at_index)
     for k in (0, 1, 2, -1):
         _same(g(out, k), at_index(out, k))
+
+
+def _threshold(x, k):
+    if k > 100.0:
+        return x * 2.0
+    return x * k
+
+
+def _window(x, t, dt, t_end):
+    if t + dt > t_end:
+        return x - t
+    elif t == 0.0:
+        return x + 1.0
+    return x * -t
+
+
+def _sine_sign(x, a, b):
+    if np.sin(a) > 0:  # a NumPy function: tested by the dispatcher, not the key entry
+        return x + a
+    return x - b if a < b else x
+
+
+@pytest.mark.parametrize("fn, values", [
+    (_threshold, [1.0, 50.0, 150.0, np.nan, np.inf, -np.inf, -0.0, 100.0, 100.00000000000001]),
+    (_window, [0.0, -0.0, 0.5, 1.0, 2.0, np.nan]),
+    (_sine_sign, [0.5, -0.5, 3.0, 4.0, np.nan]),
+], ids=["threshold", "window", "sine_sign"])
+def test_comparisons_of_scalars_are_guards_not_values(fn, values):
+    """``if k > 100.0``: the comparison's outcome is recorded (``stax.ir.scalar_predicates``)
+    and the scalar stays a run-time input: one generic version per outcome, each applying
+    wherever the comparisons come out as they did (NaN, infinities, -0.0, the boundary), the
+    results bit-equal to eager at every call."""
+    f = st.compile(fn)
+    x = _x(np.float64)
+    rng = np.random.default_rng(5)
+    arity = fn.__code__.co_argcount - 1
+    for _ in range(80):
+        args = [float(rng.choice(values)) for _ in range(arity)]
+        with np.errstate(all="ignore"):
+            _same(f(x, *args), fn(x, *args))
+    outcomes = {"threshold": 2, "window": 3, "sine_sign": 3}[fn.__name__.strip("_")]
+    assert f.cache_info().compiles <= 1 + outcomes  # the first call's exact version
+    assert sum(v.generic is not None for v in f.versions()) <= outcomes
+
+
+def test_alternating_outcomes_take_the_key_entries():
+    """Calls alternating between the two sides of ``k > 100`` run each version's key entry
+    (the second's falls to the first's before the dispatcher): no signature per call."""
+    f = st.compile(_threshold)
+    x = _x(np.float64, (3,))
+    for k in (1.0, 2.0, 200.0, 300.0):
+        f(x, k)
+    before = f.cache_info().hits[3]
+    for i in range(200):
+        k = 50.0 + i if i % 2 else 150.0 + i
+        _same(f(x, k), _threshold(x, k))
+    assert f.cache_info().hits[3] == before and f.cache_info().compiles == 3
+
+
+def test_a_lifted_loop_branching_on_a_carried_float_is_exact_at_every_item():
+    """``if t > t_switch`` in a loop carrying ``t``: the body's versions per outcome; no item
+    runs a version whose comparison came out otherwise (no machine-code item loop)."""
+    def switch(x, t_switch, n):
+        t = 0.0
+        for _ in range(n):
+            if t > t_switch:
+                x = x * 0.5
+            else:
+                x = x + 1.0
+            t += 0.1
+        return x
+
+    f = st.compile(switch)
+    x = _x(np.float64, (4,))
+    for t_switch in (0.35, 1.0, 5.0, 100.0, 7.25):
+        _same(f(x, t_switch, 300), switch(x, t_switch, 300))

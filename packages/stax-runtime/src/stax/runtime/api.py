@@ -545,11 +545,17 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         # free arrays come first in the key: an entry reads them, then takes the call's own
         freed = len(self._free.names)
         dispatch = self._dispatch if not freed else lambda *a, **k: self._dispatch(*a[freed:], **k)
+        predicates = getattr(version.generic, "predicates", ())
+        if predicates:  # another outcome of the comparisons: its version's entry before dispatch
+            version.entry_key = key
+            dispatch = next((v.entry.function for v in reversed(self._versions) if v.entry_key ==
+                             key and v.entry is not None and v.free is None), dispatch)
         if make_entry is not None and version.gates is None and \
                 placement is None and not kwargs and not self._sets_errstate and \
                 not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
-            entry = compiled_entry(make_entry, key, leaves, slots, plain_args, dispatch)
+            entry = compiled_entry(make_entry, key, leaves, slots, plain_args, dispatch,
+                                   predicates)
             timings["entry"] = time.perf_counter() - clock
             version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):
@@ -559,7 +565,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
         if version.entry is None and (version.gates is None or gate_check is not None) and \
                 placement is None and key is not None:
-            version.entry = version_entry(key, self._entry_run(version), dispatch)
+            version.entry = version_entry(key, self._entry_run(version), dispatch, predicates)
         if freed and version.entry is not None:
             version.entry = with_free_values(version.entry, self._free.read)
         return version

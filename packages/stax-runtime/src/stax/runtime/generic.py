@@ -409,8 +409,11 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     if pinned:  # a decision equated a size with a number: exact in it
         raise NotGeneric("sizes made exact by the guards " + "; ".join(
             f"{g} ({g.site})" for g in env.guards if g.expression.symbols & pinned))
+    predicates = capture.info.get("scalar_predicates", ())
     if not dynamic:  # scalars only: an executable of fixed sizes with them as inputs
-        return ScalarArguments.around(executable, program, scalars, pattern), env
+        return ScalarArguments.around(executable, program, scalars, pattern, predicates), env
+    if predicates:
+        raise NotGeneric("the function branches on comparisons of its scalar arguments")
     if not isinstance(executable, GenericExecutable):
         raise NotGeneric("the backend made no size-generic executable")
     for name, (low, high) in executable.symbols.items():  # a plan from the disk cache: its

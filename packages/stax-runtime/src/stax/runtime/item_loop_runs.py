@@ -61,6 +61,10 @@ class ItemLoopRun:
         if version is None or version.flat is None:
             return None
         executable, slots = version.flat
+        if getattr(executable, "predicates", None):  # comparisons of its scalars: per item
+            logs.emit("loops", config.current().logs, f"loop at {site.source}: items run one "
+                      "call each: the body branches on comparisons of its scalars")
+            return None
         numbers = {}  # a version generic in scalar inputs: its exact executable, and those
         if getattr(executable, "sized", True) is None:  # inputs as 0-d arrays
             numbers = {p: input_dtype(kind) for p, kind in executable.scalars.items()}

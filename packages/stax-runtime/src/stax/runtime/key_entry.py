@@ -21,10 +21,12 @@ Versions with guards beyond the arguments (free values, data gates) get none.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from stax.ir.scalar_predicates import evaluate
 
 from .scalar_arguments import EXACT_INT
 from .signature import ARRAY, float_key
@@ -61,29 +63,33 @@ def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
                      "function({arrays})", [f"a{i}" for i in slots])
 
 
-def version_entry(sigma: Any, run_version: Callable[..., Any], dispatch: Callable[..., Any]
-                  ) -> KeyEntry | None:
+def version_entry(sigma: Any, run_version: Callable[..., Any], dispatch: Callable[..., Any],
+                  predicates: Sequence[Any] = ()) -> KeyEntry | None:
     """An entry for a compiled version without machine-code entry (NumPy steps, kernels on the
     thread pool): after the key's comparisons, ``run_version(*args)`` runs it as the dispatcher
     would, without the signature, placement and lookup (7-9 us of a call with a scalar)."""
     return _generate(sigma, dispatch, {"run_version": run_version}, "run_version({all})",
-                     dispatches=True)
+                     dispatches=True, predicates=predicates)
 
 
 def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any], slots: list[int],
-                   plain: bool, dispatch: Callable[..., Any]) -> Any:
+                   plain: bool, dispatch: Callable[..., Any], predicates: Sequence[Any] = ()
+                   ) -> Any:
     """The machine-code entry of a compiled version, or a string saying why it has none.
     ``plain``: every argument is an array input (the entry takes the call as it is); otherwise a
     key entry checks the other arguments (scalars, constants of the code) and passes the arrays
-    on, where every argument is a top-level positional leaf."""
-    if plain:
+    on, where every argument is a top-level positional leaf. A version with ``predicates``
+    (comparisons of its scalar inputs, ``stax.ir.scalar_predicates``) always has the key
+    entry, which tests them."""
+    if plain and not predicates:
         return make_entry(leaves, dispatch)
     if len(sigma[0]) != len(leaves) or sigma[1]:
         return "an argument is a container or a keyword"
     inner = make_entry([leaves[i] for i in slots], _redo)
     if isinstance(inner, str):
         return inner
-    entry = native_entry(sigma, slots, inner.function, dispatch)
+    entry = _generate(sigma, dispatch, {"function": inner.function, "Redo": Redo},
+                      "function({arrays})", [f"a{i}" for i in slots], predicates=predicates)
     return entry if entry is not None else "an argument's key is not compared by value"
 
 
@@ -92,10 +98,11 @@ def _redo(*args: Any, **kwargs: Any) -> Any:
 
 
 def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any],
-              call: str, arrays: list[str] | None = None, dispatches: bool = False
-              ) -> KeyEntry | None:
+              call: str, arrays: list[str] | None = None, dispatches: bool = False,
+              predicates: Sequence[Any] = ()) -> KeyEntry | None:
     """The comparisons written out as one Python function (as ``dataclasses`` writes
-    ``__init__``): a loop over per-argument checks would cost a call each."""
+    ``__init__``): a loop over per-argument checks would cost a call each. ``predicates``:
+    comparisons of the scalars with the outcomes the version holds, tested after them."""
     positional, keywords = sigma
     if keywords:
         return None
@@ -106,6 +113,11 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
         # containers only where the call passes the arguments on whole (not their arrays)
         test = _test(name, leaf, constants) if arrays is not None else \
             _container_test(name, name, leaf, constants)
+        if test is None:
+            return None
+        tests.append(test)
+    for predicate in predicates:
+        test = _predicate_test(predicate, len(names), constants)
         if test is None:
             return None
         tests.append(test)
@@ -170,6 +182,43 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
         constants[f"{name}_value"] = leaf[1]
         return f"type({name}) is {kind} and {name} == {name}_value"
     return None
+
+
+#: a predicate's operators as Python source
+_SYMBOLS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+            "add": "+", "sub": "-", "mul": "*"}
+
+
+def _predicate_test(predicate: Sequence[Any], count: int, constants: dict[str, Any]
+                    ) -> str | None:
+    """A recorded comparison of the arguments (``stax.ir.scalar_predicates``) and its outcome
+    as a Python condition on ``a0...``, its constants put in ``constants``; None where it
+    could raise or warn (a division, a NumPy function: the dispatcher tests those)."""
+    op, left, right, outcome = predicate
+
+    def source(expr: Sequence[Any]) -> str | None:
+        head = expr[0]
+        if head == "arg":
+            return f"a{expr[1]}" if isinstance(expr[1], int) and expr[1] < count else None
+        if head == "const":
+            name = f"p{len(constants)}"
+            constants[name] = evaluate(expr, {})
+            return name
+        parts = [source(e) for e in expr[1:]]
+        if any(p is None for p in parts):
+            return None
+        if head in ("neg", "pos") and len(parts) == 1:
+            return f"({'-' if head == 'neg' else '+'}{parts[0]})"
+        if head == "abs" and len(parts) == 1:
+            return f"abs({parts[0]})"
+        if head in _SYMBOLS and len(parts) == 2:
+            return f"({parts[0]} {_SYMBOLS[head]} {parts[1]})"
+        return None
+    a, b = source(left), source(right)
+    if a is None or b is None:
+        return None
+    test = f"{a} {_SYMBOLS[op]} {b}"
+    return f"({test})" if outcome else f"not ({test})"
 
 
 def _container_test(expr: str, name: str, leaf: Any, constants: dict[str, Any]) -> str | None:

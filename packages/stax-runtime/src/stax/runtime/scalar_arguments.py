@@ -23,6 +23,7 @@ import numpy as np
 from stax.codegen import Executable, TritonExecutable
 from stax.codegen.triton.arrays import library_of
 from stax.ir.scalar_inputs import value_kind
+from stax.ir.scalar_predicates import describe, holds
 
 #: an int argument converted to a float array's dtype exactly (as NumPy does, via a double)
 EXACT_INT = 2 ** 53
@@ -38,8 +39,11 @@ class ScalarArguments:
     """An executable whose flat inputs include scalar arguments, by position."""
 
     def __init__(self, inner: Any, slots: list[int], scalars: Mapping[int, str],
-                 pattern: Any = None) -> None:
+                 pattern: Any = None, predicates: Sequence[Any] = ()) -> None:
         self.inner = inner
+        #: comparisons of the scalars Python branched on, with their outcomes: a call where
+        #: one comes out otherwise fails a guard (``stax.ir.scalar_predicates``)
+        self.predicates = [list(p) for p in predicates]
         #: the generic pattern it was compiled for: the call's, with the other Python scalars
         #: it takes as inputs (``generic.compile_generic``)
         self.pattern = pattern
@@ -57,12 +61,12 @@ class ScalarArguments:
 
     @classmethod
     def around(cls, executable: Any, program: Any, scalars: Mapping[int, str],
-               pattern: Any = None) -> Any:
+               pattern: Any = None, predicates: Sequence[Any] = ()) -> Any:
         """``executable`` itself when no scalar is an input, else wrapped."""
         slots = [i for i, s in enumerate(program.inputs) if s is not None]
         if not any(leaf in slots for leaf in scalars):
             return executable
-        return cls(executable, slots, scalars, pattern)
+        return cls(executable, slots, scalars, pattern, predicates)
 
     def _inputs(self, inputs: Sequence[Any]) -> list[Any]:
         arrays = list(inputs)
@@ -96,6 +100,9 @@ class ScalarArguments:
                                type(value).__name__))
             elif kind == "int" and not -EXACT_INT < value < EXACT_INT:
                 failed.append((f"abs(inputs[{self.slots[position]}]) < 2**53", True, value))
+        if not failed and self.predicates and not holds(self.predicates, {
+                self.slots[p]: inputs[p] for p in self.scalars}):
+            failed.append(("; ".join(describe(p) for p in self.predicates), True, False))
         if failed or self.sized is None:
             return failed
         return self.sized.failed_guards(self._inputs(inputs))

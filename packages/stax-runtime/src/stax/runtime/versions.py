@@ -102,6 +102,7 @@ class Version:
     #: generic version's calls of other keys (a scalar's other values)
     slower: bool = False
     eager_key: Any = None  # the key its paused calls' eager entry compares (else ``sigma``)
+    entry_key: Any = None  # the key its key entry compares (``generic.entry_key``)
     served: int = 0  # its machine-code entry's hits at its last decline
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
     generators: list[int] = field(default_factory=list)  # leaves that are np.random.Generator

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stax.ir.scalar_inputs import value_kind
+from stax.ir.scalar_predicates import MAX_PREDICATES
 
 from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
 
@@ -205,9 +206,29 @@ for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operato
                    ("matmul", operator.matmul)):
     setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn, _name))
     setattr(TracedScalar, f"__r{_name}__", _scalar_binary(_fn, _name, swap=True))
+def _scalar_compare(fn: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
+    """``k > 100.0``, ``t + dt >= t_end``: a comparison of followed scalars (or of one and a
+    number) is recorded with its outcome (``stax.ir.scalar_predicates``) and read nothing;
+    the generic version then applies where it comes out the same. Anything else reads."""
+    def method(self: TracedScalar, other: Any) -> Any:
+        if traced_array(other):
+            return NotImplemented  # the traced array's operator records the call
+        left = self.expression
+        right = other.expression if isinstance(other, TracedScalar) else _operand(other)
+        recorded = self.tracer.scalar_predicates
+        if left is not None and right is not None and len(recorded) < MAX_PREDICATES:
+            value = fn(self.value, other.value if isinstance(other, TracedScalar) else other)
+            if type(value) in (bool, np.bool_):
+                recorded.append([name, left, right, bool(value)])
+                return value
+        other = other.read() if isinstance(other, (TracedScalar, TracedSize)) else other
+        return fn(self.read(), other)
+    return method
+
+
 for _name, _fn in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt),
                    ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge)):
-    setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn))
+    setattr(TracedScalar, f"__{_name}__", _scalar_compare(_fn, _name))
 for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs),
                    ("invert", operator.invert), ("round", round), ("trunc", math.trunc),
                    ("floor", math.floor), ("ceil", math.ceil)):

@@ -30,6 +30,7 @@ from stax.ir.sizes import Size
 
 from . import creation, loops, masked, masked_reductions, minmax, result_conversions
 from .call_values import ITEM_SLICED, concrete_arguments, gate_slice_bounds
+from .capture_info import capture_info
 from .creation import Created, constant_result, not_recording, recording_creation
 from .examples import example_view, root_array
 from .gate_budget import add_gate
@@ -78,6 +79,7 @@ class Tracer:
         # the dimensions the user's code read as sizes (``x.shape[0]``), each a size symbol
         self.sizes = SizeReads(self)
         self.scalar_read: set[int] = set()  # flat indices of scalar arguments Python read
+        self.scalar_predicates: list[list[Any]] = []  # comparisons of them Python branched on
         self.superseded: list[Any] = []
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
         #: calls on traced values that raised (``caught``): (what, exception type, source)
@@ -505,21 +507,9 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
         if drawn:  # replaying the gate would draw again and advance the caller's generator
             raise UnsupportedError("a data gate depends on a random draw", node=drawn[0].name,
                                    source=drawn[0].source)
-    info = {"function": getattr(fn, "__qualname__", repr(fn)),
-            "module": getattr(fn, "__module__", None)}
-    read = sorted(n.name for n in tracer.shape_read if n.graph is tracer.graph)
-    if read:  # values whose shape Python read: a size-generic version keeps them exact
-        info["shape_read"] = read
-        dims = tracer.sizes.dims_table(tracer.graph)
-        if dims:  # of those read only in some dimensions, which
-            info["dims_read"] = dims
-    if tracer.scalar_read:  # scalar arguments Python decided something from
-        info["scalar_read"] = sorted(tracer.scalar_read)
-    symbols = tracer.sizes.table(tracer.graph)
-    if symbols:
-        info["size_symbols"] = symbols
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
-                        inputs, input_tree, output_tree, info, tracer.gates, replay,
+                        inputs, input_tree, output_tree, capture_info(fn, tracer), tracer.gates,
+                        replay,
                         [a.node.target for a in updated])
 
 

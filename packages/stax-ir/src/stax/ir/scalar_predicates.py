@@ -1,0 +1,81 @@
+"""Comparisons of scalar arguments Python branched on, as guards of a generic version.
+
+``if k > 100.0: ...`` decides something from ``k``, which used to keep ``k``'s value in the key:
+a version per value, then eager calls past the version limit (7.5 us against 0.6 eagerly). What
+the trace depends on is only the comparison's outcome. Capture records it
+(``info["scalar_predicates"]``: ``[operator, left, right, outcome]``, the operands as the
+computed-scalar expressions of ``stax.trace.traced_scalars``: an argument, a constant, or
+arithmetic and NumPy float functions of them) and returns the outcome as Python did; the scalar
+stays a run-time input, and the generic version applies to a call only where every recorded
+comparison comes out the same (``holds``). A call where one does not is a miss: capture runs
+again, takes the other branch, and records its own outcomes (``if k > 100`` has two versions
+for every ``k``).
+
+The check computes each operand exactly as the user's Python did — the same operators on the
+same types (a Python float's arithmetic, NumPy's float64 functions) — so it decides what the
+user's code would decide.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+#: the comparisons recorded, by operator name
+COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+    "eq": operator.eq, "ne": operator.ne}
+#: a capture records at most this many (past them, a comparison reads its operands)
+MAX_PREDICATES = 16
+
+_ARITHMETIC: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "neg": operator.neg, "pos": operator.pos, "abs": operator.abs}
+
+
+def evaluate(expr: Sequence[Any], leaves: Mapping[int, Any]) -> Any:
+    """The value of a computed-scalar expression for the flat argument values ``leaves`` (an
+    argument missing from it: its value at capture, recorded in the expression)."""
+    head = expr[0]
+    if head in ("arg", "const"):
+        if head == "arg" and expr[1] in leaves:
+            return leaves[expr[1]]
+        *_, kind, code = expr
+        if kind == "int":
+            return code
+        return np.float64(float.fromhex(code)) if kind == "numpy.float64" else \
+            float.fromhex(code)
+    operands = [evaluate(e, leaves) for e in expr[1:]]
+    if head.startswith("numpy."):
+        with np.errstate(all="ignore"):  # the call itself reports what NumPy reports
+            return getattr(np, head.split(".", 1)[1])(*operands)
+    return _ARITHMETIC[head](*operands)
+
+
+def holds(predicates: Sequence[Sequence[Any]], leaves: Mapping[int, Any]) -> bool:
+    """Whether every recorded comparison has its recorded outcome for these argument values
+    (one that cannot be computed, a division by zero, does not)."""
+    try:
+        return all(bool(COMPARISONS[op](evaluate(a, leaves), evaluate(b, leaves))) is outcome
+                   for op, a, b, outcome in predicates)
+    except (ArithmeticError, TypeError, ValueError):
+        return False
+
+
+def describe(predicate: Sequence[Any]) -> str:
+    """``inputs[1] > 100.0 is False``: a predicate as the recompile log says it."""
+    op, a, b, outcome = predicate
+    symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[op]
+    return f"({_text(a)} {symbol} {_text(b)}) is {outcome}"
+
+
+def _text(expr: Sequence[Any]) -> str:
+    head = expr[0]
+    if head == "arg":
+        return f"inputs[{expr[1]}]"
+    if head == "const":
+        return str(expr[2]) if expr[1] == "int" else repr(float.fromhex(expr[2]))
+    return f"{head}({', '.join(_text(e) for e in expr[1:])})"

@@ -1,0 +1,29 @@
+"""What a capture records about the function's Python decisions (``GraphProgram.info``): which
+shapes, dimensions and scalar arguments Python read, and the comparisons of scalar arguments it
+branched on (``stax.ir.scalar_predicates``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+
+def capture_info(fn: Any, tracer: Tracer) -> dict[str, Any]:
+    info: dict[str, Any] = {"function": getattr(fn, "__qualname__", repr(fn)),
+                            "module": getattr(fn, "__module__", None)}
+    read = sorted(n.name for n in tracer.shape_read if n.graph is tracer.graph)
+    if read:  # values whose shape Python read: a size-generic version keeps them exact
+        info["shape_read"] = read
+        dims = tracer.sizes.dims_table(tracer.graph)
+        if dims:  # of those read only in some dimensions, which
+            info["dims_read"] = dims
+    if tracer.scalar_read:  # scalar arguments Python decided something from
+        info["scalar_read"] = sorted(tracer.scalar_read)
+    if tracer.scalar_predicates:  # comparisons of them Python branched on, with their outcomes
+        info["scalar_predicates"] = tracer.scalar_predicates
+    symbols = tracer.sizes.table(tracer.graph)
+    if symbols:
+        info["size_symbols"] = symbols
+    return info
