@@ -6,6 +6,7 @@ something from (a branch, ``range``, a power's exponent) keeps its value in the 
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -702,9 +703,9 @@ def _window(x, t, dt, t_end):
 
 
 def _sine_sign(x, a, b):
-    if np.sin(a) > 0:  # a NumPy function: tested by the dispatcher, not the key entry
+    if -a < b * 2.0:
         return x + a
-    return x - b if a < b else x
+    return x - b if abs(a) == b else x
 
 
 @pytest.mark.parametrize("fn, values", [
@@ -761,3 +762,56 @@ def test_a_lifted_loop_branching_on_a_carried_float_is_exact_at_every_item():
     x = _x(np.float64, (4,))
     for t_switch in (0.35, 1.0, 5.0, 100.0, 7.25):
         _same(f(x, t_switch, 300), switch(x, t_switch, 300))
+
+
+_G = np.linspace(0.0, 1.0, 8)
+
+
+def _with_pair(p, k, m):
+    a, b = p
+    if k > 0.0:
+        return a * m + b
+    return a - b * m
+
+
+def _with_global(k):
+    if k > 0.0:
+        return _G * k
+    return _G - k
+
+
+def test_predicates_after_a_container_argument_and_with_free_arrays():
+    """(probe) A predicate names a flat leaf: after a tuple argument the key entry tested
+    another argument (wrong results from the third call); with a module-level array, the
+    entry of the other outcome's version got the free arrays twice (TypeError)."""
+    a, b = np.arange(4.0), np.ones(4)
+    f, g = st.compile(_with_pair), st.compile(_with_global)
+    for k, m in [(1.0, 1.0), (2.0, 2.0), (-1.0, 1.0), (-2.0, 3.0), (1.5, -1.0), (-1.5, 2.0),
+                 (3.0, 0.5), (-3.0, 0.25)]:
+        _same(f((a, b), k, m), _with_pair((a, b), k, m))
+        _same(g(k), _with_global(k))
+
+
+@pytest.mark.parametrize("test", [lambda k: np.exp(k) > 1.0, lambda k: k * k > 1.0,
+                                  lambda k: 1.0 / k > 2.0],
+                         ids=["numpy_function", "float64_product", "division"])
+def test_comparisons_that_may_warn_read_their_scalars(test):
+    """(probe) A comparison of a NumPy function of a scalar, of NumPy float64 arithmetic or of
+    a division is not a predicate: checking it would warn (again) or raise where the call
+    does not; it reads the scalar, so each call warns exactly as eagerly."""
+    x = np.arange(8.0)
+
+    def fn(x, k):
+        return x * 2.0 if test(k) else x + 1.0
+
+    f = st.compile(fn)
+    for k in (0.5, 0.25, 2.0, 800.0, 1e200, 0.1, 1e200, 900.0, 0.0):
+        k = np.float64(k)
+        counts = []
+        for g in (fn, f):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                got = g(x, k)
+            counts.append(len(w))
+        _same(got, fn(x, k) if counts[0] == 0 else got)
+        assert counts[0] == counts[1], (k, counts)

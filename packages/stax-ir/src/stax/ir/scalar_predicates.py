@@ -12,8 +12,10 @@ again, takes the other branch, and records its own outcomes (``if k > 100`` has 
 for every ``k``).
 
 The check computes each operand exactly as the user's Python did — the same operators on the
-same types (a Python float's arithmetic, NumPy's float64 functions) — so it decides what the
-user's code would decide.
+same types — so it decides what the user's code would decide; only comparisons whose operands
+cost no error or warning to compute are recorded (``testable``: arguments, constants, and
+``+ - *``, negation and ``abs`` of Python numbers), so every version with predicates has a key
+entry testing them (``stax.runtime.key_entry``) and a check never raises or warns.
 """
 
 from __future__ import annotations
@@ -34,6 +36,24 @@ MAX_PREDICATES = 16
 _ARITHMETIC: dict[str, Callable[..., Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
     "neg": operator.neg, "pos": operator.pos, "abs": operator.abs}
+
+
+#: arithmetic a key entry computes as the user's Python did, raising and warning nothing
+#: where the operands are Python numbers (a NumPy float64's overflow warns; a division raises)
+TESTABLE = frozenset({"add", "sub", "mul", "neg", "pos", "abs"})
+
+
+def testable(expr: Sequence[Any]) -> bool:
+    """Whether a comparison's operand is recorded as a predicate: an argument, a constant, or
+    ``TESTABLE`` arithmetic of Python numbers (of arguments and constants of kind ``float`` or
+    ``int``). Others (a NumPy function, a division, arithmetic on NumPy float64s: their errors
+    and warnings would be the check's, not the call's) read their arguments instead."""
+    head = expr[0]
+    if head in ("arg", "const"):
+        return True
+    return head in TESTABLE and all(
+        testable(e) and (e[0] not in ("arg", "const") or e[-2] in ("float", "int"))
+        for e in expr[1:])
 
 
 def evaluate(expr: Sequence[Any], leaves: Mapping[int, Any]) -> Any:

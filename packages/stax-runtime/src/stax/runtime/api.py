@@ -546,7 +546,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         freed = len(self._free.names)
         dispatch = self._dispatch if not freed else lambda *a, **k: self._dispatch(*a[freed:], **k)
         predicates = getattr(version.generic, "predicates", ())
-        if predicates:  # another outcome of the comparisons: its version's entry before dispatch
+        if predicates and not freed:  # another outcome's version's entry before dispatch
             version.entry_key = key
             dispatch = next((v.entry.function for v in reversed(self._versions) if v.entry_key ==
                              key and v.entry is not None and v.free is None), dispatch)

@@ -48,7 +48,8 @@ class ShapeGuardFailure:
         return self.condition.split(" ", 1)[0]
 
     def __str__(self) -> str:
-        return f"shape guard {self.condition} (got {self.actual})"
+        what = "scalar comparisons" if self.actual == "another outcome" else "shape guard"
+        return f"{what} {self.condition} (got {self.actual})"
 
 
 def generic_failures(version: Any, sigma: Any, leaves: Sequence[Any]) -> list[Any]:

@@ -116,6 +116,8 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
         if test is None:
             return None
         tests.append(test)
+    if predicates and any(leaf[0] in ("tuple", "list", "dict") for leaf in positional):
+        return None  # a predicate names flat leaves: here the arguments themselves
     for predicate in predicates:
         test = _predicate_test(predicate, len(names), constants)
         if test is None:

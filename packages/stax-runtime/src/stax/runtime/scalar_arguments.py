@@ -102,7 +102,8 @@ class ScalarArguments:
                 failed.append((f"abs(inputs[{self.slots[position]}]) < 2**53", True, value))
         if not failed and self.predicates and not holds(self.predicates, {
                 self.slots[p]: inputs[p] for p in self.scalars}):
-            failed.append(("; ".join(describe(p) for p in self.predicates), True, False))
+            failed.append(("; ".join(describe(p) for p in self.predicates), True,
+                           "another outcome"))
         if failed or self.sized is None:
             return failed
         return self.sized.failed_guards(self._inputs(inputs))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stax.ir.scalar_inputs import value_kind
-from stax.ir.scalar_predicates import MAX_PREDICATES
+from stax.ir.scalar_predicates import MAX_PREDICATES, testable
 
 from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
 
@@ -208,15 +208,17 @@ for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operato
     setattr(TracedScalar, f"__r{_name}__", _scalar_binary(_fn, _name, swap=True))
 def _scalar_compare(fn: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
     """``k > 100.0``, ``t + dt >= t_end``: a comparison of followed scalars (or of one and a
-    number) is recorded with its outcome (``stax.ir.scalar_predicates``) and read nothing;
-    the generic version then applies where it comes out the same. Anything else reads."""
+    number) computed by what a key entry tests silently (``scalar_predicates.testable``) is
+    recorded with its outcome and reads nothing; the generic version then applies where it
+    comes out the same. Anything else reads (``np.exp(k) > 1``: its warnings are eager's)."""
     def method(self: TracedScalar, other: Any) -> Any:
         if traced_array(other):
             return NotImplemented  # the traced array's operator records the call
         left = self.expression
         right = other.expression if isinstance(other, TracedScalar) else _operand(other)
         recorded = self.tracer.scalar_predicates
-        if left is not None and right is not None and len(recorded) < MAX_PREDICATES:
+        if left is not None and right is not None and len(recorded) < MAX_PREDICATES and \
+                testable(left) and testable(right):
             value = fn(self.value, other.value if isinstance(other, TracedScalar) else other)
             if type(value) in (bool, np.bool_):
                 recorded.append([name, left, right, bool(value)])
