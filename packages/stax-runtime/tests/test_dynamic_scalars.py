@@ -815,3 +815,32 @@ def test_comparisons_that_may_warn_read_their_scalars(test):
             counts.append(len(w))
         _same(got, fn(x, k) if counts[0] == 0 else got)
         assert counts[0] == counts[1], (k, counts)
+
+
+def test_scalars_stored_into_an_argument_in_place_and_into_complex_arrays_are_inputs():
+    """(probe) ``out[1] = s, i, r`` and ``out *= s`` on an argument made a version per value
+    (the in-place probe of ``*=`` read the scalar; in-place programs were refused generic
+    scalars): 2 compiles, the caller's array updated as eagerly; a complex target likewise."""
+    def into_argument(out, s, i, r):
+        out *= s
+        out[1] = s, i, r
+
+    def into_complex(out, s, i):
+        out = out.copy()
+        out[0] = s
+        out[1, 1:] = i, s
+        return out
+
+    f, g = st.compile(into_argument), st.compile(into_complex)
+    mine, theirs = np.ones((4, 3)), np.ones((4, 3))
+    for j in range(12):
+        s, i, r = 0.5 + 0.1 * j, -0.2 * j, j / 3
+        assert f(mine, s, i, r) is None and into_argument(theirs, s, i, r) is None
+        _same(mine, theirs)
+    assert f.cache_info().compiles == 2
+    for dtype in (np.complex64, np.complex128):
+        out = np.zeros((3, 3), dtype)
+        for s, i in [(0.5, 1.5), (1e300, -0.0), (np.nan, np.inf), (0.1, 1 / 3), (2.5, -7.0)]:
+            with np.errstate(all="ignore"):
+                _same(g(out, s, i), into_complex(out, s, i))
+    assert g.cache_info().compiles <= 4  # exact and generic, per dtype

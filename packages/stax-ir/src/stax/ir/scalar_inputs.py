@@ -229,7 +229,7 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
 
 def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
     """The dtype a scalar (weak or strong) stored by ``x[key] = value`` converts to: ``x``'s,
-    where ``x`` is a float array and the scalar is the value or an element of a list or tuple
+    where ``x`` is a float or complex array and the scalar is the value or an element of a list or tuple
     value (``out[k] = s, i, r``): NumPy's assignment casts it as ``astype`` does; in
     ``np.array([s, i, r])`` of a float dtype, that dtype. None for a scalar in the key, or
     stored into an integer or bool array (a float's cast of NaN or a large value, an int past
@@ -245,7 +245,7 @@ def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
             len(path) < 2 or tuple(path[:2]) != ("args", 2) or len(node.args) != 3:
         return None
     x = node.args[0]
-    if not isinstance(x, Node) or x.tensor is None or np.dtype(x.tensor.dtype).kind != "f":
+    if not isinstance(x, Node) or x.tensor is None or np.dtype(x.tensor.dtype).kind not in "fc":
         return None
     return x.tensor.dtype
 

@@ -356,8 +356,6 @@ def _scalars_refusal(program: Any) -> str | None:
     capture's value), an argument updated in place."""
     if program.gates or program.replay is not None:
         return "the function has data gates"
-    if program.writeback:
-        return "the function updates arguments in place"
     return None
 
 

@@ -20,6 +20,7 @@ from stax.ir.ops import same_index_key
 
 from .isolation import refused
 from .source import library_frame, user_source
+from .traced_sizes import plain
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -564,7 +565,8 @@ def _inplace(name: str, fn: Any) -> Any:
             return _apply(self.tracer, fn, (self, other))
         probe = np.copy(self.value, order="K")
         with np.errstate(all="ignore"):  # eager's errors; its floating-point reports come once
-            inplace_fn(probe, other.value if isinstance(other, Proxy) else other)
+            # (a scalar argument's stand-in as its value: this probe decides nothing)
+            inplace_fn(probe, other.value if isinstance(other, Proxy) else plain(other))
         # ``b[1:] += b[:-1]``: the operand is an indexing view of the same array, read before
         # the write (NumPy copies an overlapping operand first); afterwards it is made the view
         # of the updated array again, so a name still holding it sees the update as in eager
