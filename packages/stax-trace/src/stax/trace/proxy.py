@@ -564,8 +564,7 @@ def _inplace(name: str, fn: Any) -> Any:
         if isinstance(self.value, np.generic):  # NumPy scalars rebind: x = x op y
             return _apply(self.tracer, fn, (self, other))
         probe = np.copy(self.value, order="K")
-        with np.errstate(all="ignore"):  # eager's errors; its floating-point reports come once
-            # (a scalar argument's stand-in as its value: this probe decides nothing)
+        with np.errstate(all="ignore"):  # eager's errors (a scalar stand-in's value, unread)
             inplace_fn(probe, other.value if isinstance(other, Proxy) else plain(other))
         # ``b[1:] += b[:-1]``: the operand is an indexing view of the same array, read before
         # the write (NumPy copies an overlapping operand first); afterwards it is made the view
@@ -587,9 +586,8 @@ _BINARY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
            "pow": operator.pow, "matmul": operator.matmul, "and": operator.and_,
            "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift,
            "rshift": operator.rshift}
-_INPLACE_SYMBOLS = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": "//=",
-                    "mod": "%=", "pow": "**=", "matmul": "@=", "and": "&=", "or": "|=",
-                    "xor": "^=", "lshift": "<<=", "rshift": ">>="}
+_INPLACE_SYMBOLS = dict(zip(_BINARY, ("+=", "-=", "*=", "/=", "//=", "%=", "**=", "@=", "&=", "|=",
+                                       "^=", "<<=", ">>=")))
 for _name, _fn in _BINARY.items():
     setattr(Proxy, f"__{_name}__", _binary(_fn, False))
     setattr(Proxy, f"__r{_name}__", _binary(_fn, True))

@@ -461,7 +461,8 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
                                    hint="as it is, the function runs eagerly")
         return _program(tracer, fn, name, result, inputs, input_tree, conversions)
     except UnsupportedError as exc:  # whether Python decided anything from a scalar's value
-        exc.values_read = bool(tracer.scalar_read)  # (the refusal may be that value's)
+        # (the refusal may be that value's, or that of a comparison's outcome)
+        exc.values_read = bool(tracer.scalar_read or tracer.scalar_predicates)
         raise
     finally:
         tracer.finished = True  # a proxy kept past this point is an escaped traced value
