@@ -398,7 +398,7 @@ class Runner:
                         out = run(*args)
                     if out is None:
                         out = compiled(*args)
-                    if self.carried and self.capturing and len(compiled.versions()) > 2:
+                    if self.carried and self.capturing and _per_value(compiled) > 2:
                         raise _Unstable("the body decides something from a carried float")
                 except ExternResultMismatch:  # a check failed, an event: nothing written yet
                     goes = self._item_eagerly(values, items[t])  # NumPy's slice, error, warning
@@ -563,6 +563,12 @@ def check_stable(name: str, value: Any, constant: Any) -> None:
     eagerly)."""
     if type(value) is not type(constant) or value != constant:
         raise _Unstable(f"the loop's local {name!r} changes from one iteration to the next")
+
+
+def _per_value(compiled: Any) -> int:
+    """The body's versions other than those per outcome of comparisons of its scalars
+    (``if t > t_switch``: two such, whatever the float carried)."""
+    return sum(not getattr(v.generic, "predicates", None) for v in compiled.versions())
 
 
 class _Unstable(Exception):
