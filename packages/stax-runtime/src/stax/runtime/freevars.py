@@ -59,14 +59,27 @@ class FreeVariables:
         return bool(self.names)
 
     def read(self) -> tuple[Any, ...]:
-        """The current values, in ``names`` order."""
-        scope = self.fn.__globals__
-        closure = self.fn.__closure__
-        own = vars(self.fn.__self__) if self.attributes else {}  # checked plain at __init__
-        return (*(scope.get(n) for n in self.globals),
-                *(getattr(scope[m], a, None) for m, a in self.module_attrs),
-                *(_cell_value(closure[i]) for _, i in self.cells),
-                *(own.get(a) for a in self.attributes))
+        """The current values, in ``names`` order: one generated function (``_reader``), run
+        before every call's key entry (four generators unpacked cost 1.1 us of a 1.7 us call
+        of a function reading one module-level array; written out, 0.1 us)."""
+        reader = self.__dict__.get("_read")
+        if reader is None:
+            reader = self._read = self._reader()
+        return reader()
+
+    def _reader(self) -> Callable[[], tuple[Any, ...]]:
+        constants: dict[str, Any] = {"scope": self.fn.__globals__, "cell_value": _cell_value,
+                                     "fn": self.fn}
+        parts = [f"scope.get({n!r})" for n in self.globals]
+        parts += [f"getattr(scope[{m!r}], {a!r}, None)" for m, a in self.module_attrs]
+        for _, i in self.cells:
+            constants[f"cell{i}"] = self.fn.__closure__[i]
+            parts.append(f"cell_value(cell{i})")
+        # (attributes checked plain at __init__: the object's own dictionary)
+        parts += [f"vars(fn.__self__).get({a!r})" for a in self.attributes]
+        source = f"def read():\n    return ({''.join(p + ', ' for p in parts)})\n"
+        exec(compile(source, "<stax free values>", "exec"), constants)
+        return constants["read"]
 
     def lifted(self) -> Callable[..., Any]:
         """``g(*free_values, *args, **kwargs)``: ``fn`` reading its free variables from arguments."""
