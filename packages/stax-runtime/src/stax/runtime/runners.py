@@ -247,6 +247,10 @@ def keywords_as_positions(fn: Callable[..., Any]
     position = {name: i for i, name in enumerate(names)}
 
     def place(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        if len(kwargs) == 1:  # the next parameter by name (``f(x, k=3.0)``): no loops
+            for name, value in kwargs.items():
+                if position.get(name) == len(args):
+                    return (*args, value), {}
         if any(position.get(k, -1) < len(args) for k in kwargs):
             return args, kwargs
         placed = list(args)
