@@ -844,3 +844,24 @@ def test_scalars_stored_into_an_argument_in_place_and_into_complex_arrays_are_in
             with np.errstate(all="ignore"):
                 _same(g(out, s, i), into_complex(out, s, i))
     assert g.cache_info().compiles <= 4  # exact and generic, per dtype
+
+
+def test_new_scalar_values_past_the_limit_get_an_eager_entry():
+    """A scalar Python reads (``k % 3``), a new value each call: past the version limit, after
+    ``generic.LIMIT_MISSES`` such calls an eager entry comparing the scalars' types answers
+    them (a dispatch each: 12.6 us a call of a 2 us function), and other types still miss."""
+    from stax.runtime.generic import LIMIT_MISSES
+
+    def g(x, k):
+        return x * 2 if k % 3 else x - 1
+
+    f = st.compile(g)
+    x = np.ones(3)
+    for k in range(2, 12 + LIMIT_MISSES):
+        _same(f(x, float(k)), g(x, float(k)))
+    misses = f.cache_info().misses
+    for k in range(100, 140):
+        _same(f(x, float(k)), g(x, float(k)))
+    assert f.cache_info().misses == misses
+    _same(f(x, 7), g(x, 7))  # an int: another key, a miss
+    assert f.cache_info().misses == misses + 1

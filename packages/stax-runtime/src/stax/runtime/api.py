@@ -291,8 +291,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
              other_branches: bool = True) -> Any:
         if version.eager_for_now():  # it declined its last calls (``Version.declines``)
             self._fallbacks += 1
-            # the key's eager entry for the calls it skips, then the dispatch (which tries it)
-            self._call = self._dispatch if version.free is not None or self._free else \
+            # the key's eager entry for the calls it skips, then the dispatch (which tries it);
+            # guarded free values need no check to run the function itself (its own globals)
+            self._call = self._dispatch if self._free else \
                 paused_entry(version, self._eager_function(version.sigma), self._dispatch,
                              lambda: setattr(self, "_call", self._dispatch))
             return self._eager(args, kwargs)

@@ -15,6 +15,7 @@ from stax.trace import Outcome
 from . import config, devices, logs
 from .gate_checks import GateMismatch
 from .generic import entry_key
+from .key_entry import eager_entry
 from .signature import signature
 from .versions import Version, first_for_its_key, limit_warning
 
@@ -198,6 +199,12 @@ class OtherBranches:
         if any(v.gates is not None for v in self._by_sigma.get(sigma, ())):
             with self._compile_lock:  # its gates failed every version: eager from now on,
                 self._eager_at_limit(sigma)  # not every version's replay at every call
+        elif placement is None and not self._free:  # new scalar values again and again:
+            key = self._generic.past_limit(sigma)  # an eager entry comparing their types
+            entry = eager_entry(self._eager_function(sigma), key, self._dispatch) \
+                if key is not None else None
+            if entry is not None:
+                self._call = entry.function
         return self._eager(args, kwargs) if placement is not None else \
             self._traced_function()(*args, **kwargs)  # no device array among them
 
