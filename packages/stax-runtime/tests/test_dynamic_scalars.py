@@ -865,3 +865,42 @@ def test_new_scalar_values_past_the_limit_get_an_eager_entry():
     assert f.cache_info().misses == misses
     _same(f(x, 7), g(x, 7))  # an int: another key, a miss
     assert f.cache_info().misses == misses + 1
+
+
+def _rms_norm(x, eps):
+    if eps <= 0.0:
+        raise ValueError("eps must be positive")
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+
+
+def test_a_comparison_of_a_keyed_scalar_leaves_sizes_generic():
+    """(review) ``if eps <= 0: raise`` with ``eps`` fixed: the comparison reads only a value in
+    the key, so the batch size still gets one size-generic version (it made a version per size
+    to the limit)."""
+    f = st.compile(_rms_norm)
+    for n in range(2, 14):  # (a mean: NumPy's sum within rounding)
+        x = RNG.standard_normal((n, 16))
+        np.testing.assert_allclose(f(x, 1e-5), _rms_norm(x, 1e-5), rtol=1e-14, atol=0)
+    assert f.cache_info().compiles == 2
+
+
+def test_the_past_limit_eager_entry_leaves_compiled_values_to_their_versions():
+    """(review) The eager entry installed past the limit hands values that compiled versions
+    serve to the dispatcher, which runs them: they stay compiled."""
+    from stax.runtime.generic import LIMIT_MISSES
+
+    def g(x, k):
+        return x * 2 if k % 3 else x - 1
+
+    f = st.compile(g)
+    x = np.ones(3)
+    for k in range(8):
+        _same(f(x, float(k)), g(x, float(k)))
+    for k in range(100, 101 + LIMIT_MISSES):
+        _same(f(x, float(k)), g(x, float(k)))
+    before = f.cache_info()
+    for _ in range(5):
+        _same(f(x, 1.0), g(x, 1.0))
+    after = f.cache_info()
+    assert sum(after.hits.values()) == sum(before.hits.values()) + 5
+    assert after.fallbacks == before.fallbacks

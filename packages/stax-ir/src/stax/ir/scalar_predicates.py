@@ -21,7 +21,7 @@ entry testing them (``stax.runtime.key_entry``) and a check never raises or warn
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,23 @@ def evaluate(expr: Sequence[Any], leaves: Mapping[int, Any]) -> Any:
         with np.errstate(all="ignore"):  # the call itself reports what NumPy reports
             return getattr(np, head.split(".", 1)[1])(*operands)
     return _ARITHMETIC[head](*operands)
+
+
+def leaves_of(expr: Sequence[Any]) -> set[int]:
+    """The flat arguments a predicate (or one of its operands) reads."""
+    head = expr[0]
+    if head == "arg":
+        return {expr[1]}
+    if head == "const":
+        return set()
+    return set().union(*(leaves_of(e) for e in expr[1:] if isinstance(e, list)))
+
+
+def on_inputs(predicates: Sequence[Sequence[Any]], inputs: Set[int]) -> list[Any]:
+    """The predicates that read one of the flat arguments ``inputs`` (the run-time inputs of a
+    generic version): the others read only arguments whose values are in the key, so they come
+    out as at capture at every call the key admits."""
+    return [p for p in predicates if (leaves_of(p[1]) | leaves_of(p[2])) & inputs]
 
 
 def holds(predicates: Sequence[Sequence[Any]], leaves: Mapping[int, Any]) -> bool:

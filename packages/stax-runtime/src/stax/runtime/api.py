@@ -292,10 +292,12 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         if version.eager_for_now():  # it declined its last calls (``Version.declines``)
             self._fallbacks += 1
             # the key's eager entry for the calls it skips, then the dispatch (which tries it);
-            # guarded free values need no check to run the function itself (its own globals)
-            self._call = self._dispatch if self._free else \
-                paused_entry(version, self._eager_function(version.sigma), self._dispatch,
-                             lambda: setattr(self, "_call", self._dispatch))
+            # while its free values hold (changed, another version may serve: the dispatch)
+            self._call = self._dispatch if self._free else paused_entry(
+                version, self._eager_function(version.sigma), self._dispatch,
+                lambda: setattr(self, "_call", self._dispatch))
+            if version.free is not None and self._call is not self._dispatch:
+                self._call = guarded_entry(self._call, version.free, self._dispatch)
             return self._eager(args, kwargs)
         if version.entry is not None:  # level 1 in machine code for the next call
             self._call = version.entry.function if version.free is None else \

@@ -200,9 +200,9 @@ class OtherBranches:
             with self._compile_lock:  # its gates failed every version: eager from now on,
                 self._eager_at_limit(sigma)  # not every version's replay at every call
         elif placement is None and not self._free:  # new scalar values again and again:
-            key = self._generic.past_limit(sigma)  # an eager entry comparing their types
-            entry = eager_entry(self._eager_function(sigma), key, self._dispatch) \
-                if key is not None else None
+            found = self._generic.past_limit(sigma, self._versions)  # an eager entry comparing
+            entry = eager_entry(self._eager_function(sigma), found[0], self._dispatch,  # their
+                                found[1:]) if found is not None else None  # types
             if entry is not None:
                 self._call = entry.function
         return self._eager(args, kwargs) if placement is not None else \

@@ -106,6 +106,26 @@ def scalar_kind(leaf: Any) -> str | None:
     return None
 
 
+def _scalar_values(sigma: Any, positions: Sequence[int]) -> tuple[Any, ...] | None:
+    """The values of the scalars at ``positions`` a key holds (a Python float from its hex, a
+    NumPy scalar from its bytes), or None where one is a NaN (no call compares equal to it)."""
+    values = []
+    for i in positions:
+        leaf = sigma[0][i]
+        if leaf[0] == "float" and isinstance(leaf[1], str) and not leaf[1].startswith("nan"):
+            values.append(float.fromhex(leaf[1]))
+        elif leaf[0] == "int" and isinstance(leaf[1], int):
+            values.append(leaf[1])
+        elif len(leaf) == 3 and isinstance(leaf[2], bytes):
+            value = np.frombuffer(leaf[2], dtype=leaf[1])[0]
+            if value != value:
+                return None
+            values.append(value)
+        else:
+            return None
+    return tuple(values)
+
+
 def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
     """Sigma with the sizes of ``pattern``'s dimensions and the values of its scalars left out
     (None when this call cannot use a generic version of that pattern: keywords, a dynamic
@@ -310,20 +330,27 @@ class GenericVersions:
         if self.eager_values[key] == 2:
             self.add(sigma, pattern, version)
 
-    def past_limit(self, sigma: Any) -> Any | None:
+    def past_limit(self, sigma: Any, versions: Sequence[Any]
+                   ) -> tuple[Any, list[int], set[tuple[Any, ...]]] | None:
         """A call past the version limit whose key differs from others only in scalar values
         (``f(x, k)`` reading ``int(k)``, a new ``k`` each call): counted per generic key of
-        those values; from the ``LIMIT_MISSES``-th on, that key (its scalars' types compared)
-        for an eager entry, so such calls cost a lookup, not a dispatch (12.6 us a call of a
-        2 us function). None otherwise."""
+        those values; from the ``LIMIT_MISSES``-th on, for an eager entry (a lookup a call,
+        not a dispatch: 12.6 us a call of a 2 us function): that key (its scalars' types
+        compared), the scalars' positions, and the values compiled ``versions`` of it serve
+        (those calls go to the dispatcher, which runs their version). None otherwise."""
         positional, keywords = sigma
-        pattern = frozenset((i, SCALAR_VALUE) for i, leaf in enumerate(positional)
-                            if scalar_kind(leaf))
+        positions = [i for i, leaf in enumerate(positional) if scalar_kind(leaf)]
+        pattern = frozenset((i, SCALAR_VALUE) for i in positions)
         key = generic_key(sigma, pattern) if pattern and not keywords else None
         if key is None:
             return None
         self.limit_misses[key] = self.limit_misses.get(key, 0) + 1
-        return (key, ()) if self.limit_misses[key] >= LIMIT_MISSES else None
+        if self.limit_misses[key] < LIMIT_MISSES:
+            return None
+        served = {values for v in versions if v.native and v.generic is None and
+                  generic_key(v.sigma, pattern) == key and
+                  (values := _scalar_values(v.sigma, positions)) is not None}
+        return (key, ()), positions, served
 
     def refuse(self, sigma: Any, pattern: Pattern, why: str) -> None:
         self.refused[generic_key(sigma, pattern)] = (why, _smallest(sigma, pattern))
@@ -387,6 +414,7 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     from stax.codegen.instantiate import GenericExecutable
     from stax.ir import CAPTURE_SCHEMA, GraphProgram
     from stax.ir.scalar_inputs import input_refusal, scalar_inputs
+    from stax.ir.scalar_predicates import on_inputs
     from stax.ir.sizes import shape_env
     from stax.ir.symbolic_shapes import symbolize
 
@@ -429,7 +457,9 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     if pinned:  # a decision equated a size with a number: exact in it
         raise NotGeneric("sizes made exact by the guards " + "; ".join(
             f"{g} ({g.site})" for g in env.guards if g.expression.symbols & pinned))
-    predicates = capture.info.get("scalar_predicates", ())
+    # the comparisons Python branched on that read a scalar input (the others are decided by
+    # the key: an ``eps <= 0`` check of a scalar whose value is in it)
+    predicates = on_inputs(capture.info.get("scalar_predicates", ()), set(scalars))
     if not dynamic:  # scalars only: an executable of fixed sizes with them as inputs
         return ScalarArguments.around(executable, program, scalars, pattern, predicates), env
     if predicates:

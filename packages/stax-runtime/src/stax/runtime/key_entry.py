@@ -48,11 +48,17 @@ class Redo(Exception):
     call, with all its arguments, to the dispatcher."""
 
 
-def eager_entry(fn: Callable[..., Any], sigma: Any, dispatch: Callable[..., Any]
-                ) -> KeyEntry | None:
+def eager_entry(fn: Callable[..., Any], sigma: Any, dispatch: Callable[..., Any],
+                served: tuple[list[int], set[tuple[Any, ...]]] | None = None) -> KeyEntry | None:
     """An entry calling ``fn`` for a fallback version keyed by ``sigma``, or None where its key
-    is not plain."""
-    return _generate(sigma, dispatch, {"fn": fn}, "fn({all})")
+    is not plain. ``served``: the positions of scalars and the values of them compiled versions
+    serve, which the entry hands to the dispatcher instead."""
+    constants: dict[str, Any] = {"fn": fn}
+    tests = []
+    if served is not None and served[1]:
+        positions, constants["served"] = served
+        tests.append(f"({''.join(f'a{i}, ' for i in positions)}) not in served")
+    return _generate(sigma, dispatch, constants, "fn({all})", extra=tests)
 
 
 def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
@@ -99,7 +105,7 @@ def _redo(*args: Any, **kwargs: Any) -> Any:
 
 def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any],
               call: str, arrays: list[str] | None = None, dispatches: bool = False,
-              predicates: Sequence[Any] = ()) -> KeyEntry | None:
+              predicates: Sequence[Any] = (), extra: Sequence[str] = ()) -> KeyEntry | None:
     """The comparisons written out as one Python function (as ``dataclasses`` writes
     ``__init__``): a loop over per-argument checks would cost a call each. ``predicates``:
     comparisons of the scalars with the outcomes the version holds, tested after them."""
@@ -123,6 +129,7 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
         if test is None:
             return None
         tests.append(test)
+    tests += extra  # (after the types: values of them)
     entry = constants["entry"] = KeyEntry(dispatches)
     unpack = f"        {', '.join(names)}, = args\n" if names else ""
     target = call.format(all=", ".join(names), arrays=", ".join(arrays or ()))
