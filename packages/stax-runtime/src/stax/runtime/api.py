@@ -36,7 +36,7 @@ from . import config, devices, logs
 from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
-from .code_reads import callable_names, sets_error_state
+from .code_reads import callable_names, compares_identity, sets_error_state
 from .device_calls import DeviceCalls
 from .direct_calls import DirectCalls
 from .dumps import dump_stem, dumper
@@ -75,7 +75,7 @@ from .runners import (
     writeback_runner,
 )
 from .scalar_arguments import ScalarArguments, example_inputs
-from .signature import Unguardable, array_signature, signature
+from .signature import ALIASED, Unguardable, aliased, array_signature, signature
 from .versions import PLAIN, Limits, Version, check_no_side_effects
 
 
@@ -116,7 +116,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         #: array attributes of its argument objects, lifted per call (None: it names none)
         self._objects = ObjectArrays(self._names) if self._names else None
         self._sets_errstate = sets_error_state(fn)  # np.errstate inside: events decline
-        self._positions = keywords_as_positions(fn)
+        self._positions, self._identity = keywords_as_positions(fn), compares_identity(fn)
         self._rebinds = rebinds_free_names(fn)
         # one compile at a time: threads making one first call wait for its version
         self._compile_lock = threading.RLock()
@@ -166,12 +166,12 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs and self._positions is not None:  # f(x, k=3.0) as f(x, 3.0)
             args, kwargs = self._positions(args, kwargs)
-        return self._call(*args, **kwargs)
+        return self._run_unguardable(ALIASED, args, kwargs) if self._identity and \
+            aliased(args, kwargs) else self._call(*args, **kwargs)  # ``a is b`` of f(x, x)
 
     def __stax_key__(self) -> Any:
-        """What a key describes for this object where another function reads it (calls it
-        inside its own capture, which inlines it): the function it compiles, not its caches,
-        which change with every call."""
+        """What a key describes of it where another function calls it (inlined in its capture):
+        the function it compiles, not its caches, which change with every call."""
         return self.fn
 
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:

@@ -283,3 +283,22 @@ def sets_error_state(fn: Any) -> bool:
     helpers = (scope.get(n) for n in global_names(code))
     return any(isinstance(h, types.FunctionType) and not own_module(h.__module__) and
                bool(attribute_names(h.__code__) & _ERROR_STATE) for h in helpers)
+
+
+def compares_identity(fn: Any) -> bool:
+    """Whether ``fn``'s code compares objects' identities: ``a is b`` other than against
+    ``None``, or ``id(...)``. Two arguments that are one object (``f(x, x)``) then decide
+    something no key describes: such calls run eagerly (``signature.aliased``)."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return False
+    for c in nested_codes(code):
+        instructions = list(dis.get_instructions(c))
+        for k, ins in enumerate(instructions):
+            if ins.opname == "IS_OP" and not any(
+                    o.opname == "LOAD_CONST" and o.argval is None
+                    for o in instructions[max(0, k - 2):k]):
+                return True
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "id":
+                return True
+    return False

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir import tree_leaves
 from stax.ir.pytree import is_namedtuple
 
 from . import devices
@@ -523,3 +524,19 @@ def check_arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         sig.bind(*args, **kwargs)
     except TypeError as exc:
         raise TypeError(f"{getattr(fn, '__qualname__', fn)}(): {exc}") from None
+
+
+#: why such a call runs eagerly
+ALIASED = "two of its arguments are one object, and the function compares identities (is)"
+
+
+def aliased(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether two of a call's leaves that are arrays or scalars are one object (``f(x, x)``):
+    a function comparing identities (``code_reads.compares_identity``) decides from it."""
+    seen: set[int] = set()
+    for leaf in tree_leaves((args, kwargs)):
+        if isinstance(leaf, np.ndarray) or isinstance(leaf, (int, float, complex, np.generic)):
+            if id(leaf) in seen:
+                return True
+            seen.add(id(leaf))
+    return False
