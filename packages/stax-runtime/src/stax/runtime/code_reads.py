@@ -295,8 +295,9 @@ def compares_identity(fn: Any) -> bool:
     for c in nested_codes(code):
         instructions = list(dis.get_instructions(c))
         for k, ins in enumerate(instructions):
-            if ins.opname == "IS_OP" and not any(
-                    o.opname == "LOAD_CONST" and o.argval is None
+            if ins.opname == "IS_OP" and not any(  # ``x is None``, a loop rewrite's
+                    (o.opname == "LOAD_CONST" and o.argval is None) or  # ``p is __stax_unbound__``
+                    (o.opname.startswith("LOAD_") and str(o.argval).startswith("__stax"))
                     for o in instructions[max(0, k - 2):k]):
                 return True
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval == "id":
