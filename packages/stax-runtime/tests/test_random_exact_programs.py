@@ -13,9 +13,16 @@ INT_OPS = {
     "or": np.bitwise_or, "xor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift,
     "add": np.add, "mul": np.multiply,
 }
+def _unsigned_nan(op):
+    """``op`` with a NaN result's sign cleared: the sign of a NaN that ``+`` or ``*`` of two NaNs
+    makes is IEEE's to leave unspecified (the user guide says so; an LLVM kernel may take the
+    other operand's NaN, which ``copysign`` then shows: ``(-x) + x`` of a NaN ``x``)."""
+    return lambda a, b: (lambda r: np.where(r != r, np.abs(r), r))(op(a, b))
+
+
 FLOAT_OPS = {
     "copysign": np.copysign, "fmax": np.fmax, "fmin": np.fmin, "heaviside": np.heaviside,
-    "add": np.add, "mul": np.multiply, "maximum": np.maximum,
+    "add": _unsigned_nan(np.add), "mul": _unsigned_nan(np.multiply), "maximum": np.maximum,
 }
 UNARY = {"sign": np.sign, "neg": np.negative, "abs": np.abs, "pos": np.positive}
 FINISH = {
