@@ -904,3 +904,28 @@ def test_the_past_limit_eager_entry_leaves_compiled_values_to_their_versions():
     after = f.cache_info()
     assert sum(after.hits.values()) == sum(before.hits.values()) + 5
     assert after.fallbacks == before.fallbacks
+
+
+def _row_of_numbers(out, s, i):
+    out = out.copy()
+    out[1] = s, i, 0.1
+    out[2] = [1.5, -0.0, 1e300]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.complex64])
+def test_rows_of_numbers_and_scalars_are_stored_natively(dtype, caplog, monkeypatch):
+    """(probe) ``out[1] = s, i, 0.1`` into float32 and a row of literal numbers: NumPy's float64
+    array of the tuple, cast by the assignment (a float32 value widens exactly); they ran as a
+    NumPy step. Bit-equal to eager, specials and overflowing constants included."""
+    monkeypatch.setenv("STAX_LOGS", "kernels")
+    caplog.set_level(logging.INFO, logger="stax")
+    f = st.compile(_row_of_numbers)
+    out = np.zeros((3, 3), dtype)
+    for s, i in [(0.5, 1.5), (1e300, -0.0), (np.nan, np.inf), (0.1, 1 / 3), (2.5, 1e-46),
+                 (16777217.0, 3.0000001)]:
+        with np.errstate(all="ignore"):
+            _same(f(out, s, i), _row_of_numbers(out, s, i))
+    if dtype in (np.float32, np.float64):  # (float16 and complex stores: NumPy steps still)
+        assert "stax.functional.setitem" not in caplog.text
+    assert f.cache_info().compiles == 2

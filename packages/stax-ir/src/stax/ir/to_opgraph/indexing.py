@@ -68,10 +68,22 @@ def _stacked(ctx: LoweringContext, values: list[Any] | tuple[Any, ...]) -> Node:
     """A flat list of traced 0-d values of one dtype (and, with float64 ones, Python numbers):
     the array NumPy makes of it (its dtype theirs: a float64 for a Python number), stacked."""
     nodes = [v for v in values if isinstance(v, Node)]
+    if not nodes and values and all(type(v) is float for v in values):  # constants: NumPy's
+        scalar = dense_meta((), "float64")  # float64 array of them
+        parts = tuple(ctx.emit("full", (), {"shape": (), "value": v, "dtype": "float64"},
+                               meta=scalar) for v in values)
+        return ctx.emit("stack", parts, {"axis": 0}, meta=dense_meta((len(parts),), "float64"))
     if not nodes or any(v.tensor is None or v.tensor.shape != () for v in nodes):
         raise NotNative
     dtype = nodes[0].tensor.dtype
     numbers = [v for v in values if not isinstance(v, Node)]
+    if numbers and dtype in ("float32", "float16") and all(v.tensor.dtype == dtype for v in nodes):
+        # ``out[1] = s, i, 0.0`` into float32: NumPy makes a float64 array of the tuple (a
+        # float32 value widens exactly), which the assignment then casts
+        dtype = "float64"
+        values = [ctx.emit("cast", (v,), {"dtype": dtype}, meta=dense_meta((), dtype))
+                  if isinstance(v, Node) else v for v in values]
+        nodes = [v for v in values if isinstance(v, Node)]
     if any(v.tensor.dtype != dtype for v in nodes) or (numbers and (dtype != "float64" or any(
             type(v) not in (int, float) for v in numbers))):
         raise NotNative
