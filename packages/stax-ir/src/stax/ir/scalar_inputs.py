@@ -110,7 +110,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
         program.inputs[leaf] = placeholders[leaf].target
     for node in list(graph.nodes):
         uses = [(path, used) for path, used in node.meta.get("scalar_args", ())
-                if _leaves_of(used) & placeholders.keys()]
+                if leaves_of(used) & placeholders.keys()]
         # the dtypes weak scalars convert to, before any operand is rewritten
         targets = {k: _weak_dtype(node, k) for k in ("int", "float")} if uses else {}
         stored = {id(path): _stored_dtype(node, path) for path, _ in uses} \
@@ -146,7 +146,7 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
         return f"the function decides something in Python from argument {leaf}'s value"
     for node in program.graph.nodes:
         uses = [(path, kind if used == leaf else expression_kind(used))
-                for path, used in node.meta.get("scalar_args", ()) if leaf in _leaves_of(used)]
+                for path, used in node.meta.get("scalar_args", ()) if leaf in leaves_of(used)]
         kinds = [k for _, k in uses]
         if not kinds or (node.target in TAKEN_WHOLE and not node.kwargs.keys() - {"loop"}):
             continue
@@ -167,19 +167,27 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
 
 
 #: a computed number's operators (``stax.trace.traced_scalars.FOLLOWED_OPERATORS``)
-_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
               "truediv": operator.truediv, "neg": operator.neg, "pos": operator.pos,
               "abs": operator.abs}
 _F64 = {"tensor": TensorMeta((), "float64", ())}
 
 
-def _leaves_of(used: Any) -> set[int]:
-    """The flat arguments a recorded use reads: one argument's index, or an expression's."""
+def leaves_of(used: Any) -> set[int]:
+    """The flat arguments a recorded use reads: one argument's index, or an expression's
+    (``scalar_predicates`` too)."""
     if not isinstance(used, list):
         return {used}
     if used[0] == "arg":
         return {used[1]}
-    return set().union(*(_leaves_of(e) for e in used[1:] if isinstance(e, list)))
+    return set().union(*(leaves_of(e) for e in used[1:] if isinstance(e, list)))
+
+
+def number(kind: str, code: Any) -> Any:
+    """A recorded number (``[..., kind, code]`` of an expression's argument or constant): an
+    int, a Python float from its hex, or a NumPy float64."""
+    value = code if kind == "int" else float.fromhex(code)
+    return np.float64(value) if kind == "numpy.float64" else value
 
 
 def expression_kind(expr: list[Any]) -> str:
@@ -206,13 +214,12 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
                 return node
             return graph.call_method("astype", (node, "float64"), name=f"{node.name}_f64",
                                      meta=dict(_F64))  # exact: within +-2**53 (a guard)
-        value = code if kind == "int" else float.fromhex(code)
-        return np.float64(value) if kind == "numpy.float64" else value
+        return number(kind, code)
     operands = [_computed(graph, e, placeholders) for e in expr[1:]]
     if not any(isinstance(o, Node) for o in operands):  # as Python computed it at capture
         if head.startswith("numpy."):
             return getattr(np, head.split(".", 1)[1])(*operands)
-        return _OPERATORS[head](*operands)
+        return OPERATORS[head](*operands)
     if head == "truediv" and expression_kind(expr[2]) == "float":  # Python raises on zero
         divisor = operands[1]
         if isinstance(divisor, Node):

@@ -26,18 +26,20 @@ from typing import Any
 
 import numpy as np
 
+from .scalar_inputs import OPERATORS, leaves_of, number
+
 #: the comparisons recorded, by operator name
 COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
     "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
     "eq": operator.eq, "ne": operator.ne}
+#: what a failed predicate guard says it got (``explain()``, the recompile log)
+OTHER_OUTCOME = "another outcome"
 #: a capture records at most this many (past them, a comparison reads its operands)
 MAX_PREDICATES = 16
 
-_ARITHMETIC: dict[str, Callable[..., Any]] = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-    "neg": operator.neg, "pos": operator.pos, "abs": operator.abs}
-
-
+#: the operators as Python source (the recompile log, ``stax.runtime.key_entry``)
+SYMBOLS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+           "add": "+", "sub": "-", "mul": "*"}
 #: arithmetic a key entry computes as the user's Python did, raising and warning nothing
 #: where the operands are Python numbers (a NumPy float64's overflow warns; a division raises)
 TESTABLE = frozenset({"add", "sub", "mul", "neg", "pos", "abs"})
@@ -63,26 +65,12 @@ def evaluate(expr: Sequence[Any], leaves: Mapping[int, Any]) -> Any:
     if head in ("arg", "const"):
         if head == "arg" and expr[1] in leaves:
             return leaves[expr[1]]
-        *_, kind, code = expr
-        if kind == "int":
-            return code
-        return np.float64(float.fromhex(code)) if kind == "numpy.float64" else \
-            float.fromhex(code)
+        return number(*expr[-2:])
     operands = [evaluate(e, leaves) for e in expr[1:]]
     if head.startswith("numpy."):
         with np.errstate(all="ignore"):  # the call itself reports what NumPy reports
             return getattr(np, head.split(".", 1)[1])(*operands)
-    return _ARITHMETIC[head](*operands)
-
-
-def leaves_of(expr: Sequence[Any]) -> set[int]:
-    """The flat arguments a predicate (or one of its operands) reads."""
-    head = expr[0]
-    if head == "arg":
-        return {expr[1]}
-    if head == "const":
-        return set()
-    return set().union(*(leaves_of(e) for e in expr[1:] if isinstance(e, list)))
+    return OPERATORS[head](*operands)
 
 
 def on_inputs(predicates: Sequence[Sequence[Any]], inputs: Set[int]) -> list[Any]:
@@ -105,8 +93,7 @@ def holds(predicates: Sequence[Sequence[Any]], leaves: Mapping[int, Any]) -> boo
 def describe(predicate: Sequence[Any]) -> str:
     """``inputs[1] > 100.0 is False``: a predicate as the recompile log says it."""
     op, a, b, outcome = predicate
-    symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[op]
-    return f"({_text(a)} {symbol} {_text(b)}) is {outcome}"
+    return f"({_text(a)} {SYMBOLS[op]} {_text(b)}) is {outcome}"
 
 
 def _text(expr: Sequence[Any]) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir.scalar_inputs import numpy_kind, value_kind
+from stax.ir.scalar_predicates import OTHER_OUTCOME
 from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
@@ -48,7 +49,7 @@ class ShapeGuardFailure:
         return self.condition.split(" ", 1)[0]
 
     def __str__(self) -> str:
-        what = "scalar comparisons" if self.actual == "another outcome" else "shape guard"
+        what = "scalar comparisons" if self.actual == OTHER_OUTCOME else "shape guard"
         return f"{what} {self.condition} (got {self.actual})"
 
 
@@ -104,6 +105,15 @@ def scalar_kind(leaf: Any) -> str | None:
         if dtype.type.__name__ == leaf[0] and dtype.isnative:
             return numpy_kind(dtype)
     return None
+
+
+def _every_scalar(sigma: Any) -> tuple[Pattern, Any | None]:
+    """The pattern of every scalar's value among a key's positional arguments, and the generic
+    key of it (None: no scalar, or keywords)."""
+    positional, keywords = sigma
+    pattern = frozenset((i, SCALAR_VALUE) for i, leaf in enumerate(positional)
+                        if scalar_kind(leaf))
+    return pattern, generic_key(sigma, pattern) if pattern and not keywords else None
 
 
 def _scalar_values(sigma: Any, positions: Sequence[int]) -> tuple[Any, ...] | None:
@@ -320,10 +330,7 @@ class GenericVersions:
         second refusal for other values of the same scalars, every value of them finds this
         eager version as a generic one (``find``) instead of a capture of its own each (a
         function that stores a scalar on an object: 2.5 ms a call, to the version limit)."""
-        positional, keywords = sigma
-        pattern = frozenset((i, SCALAR_VALUE) for i, leaf in enumerate(positional)
-                            if scalar_kind(leaf))
-        key = generic_key(sigma, pattern) if pattern and not keywords else None
+        pattern, key = _every_scalar(sigma)
         if key is None:
             return
         self.eager_values[key] = self.eager_values.get(key, 0) + 1
@@ -338,15 +345,13 @@ class GenericVersions:
         not a dispatch: 12.6 us a call of a 2 us function): that key (its scalars' types
         compared), the scalars' positions, and the values compiled ``versions`` of it serve
         (those calls go to the dispatcher, which runs their version). None otherwise."""
-        positional, keywords = sigma
-        positions = [i for i, leaf in enumerate(positional) if scalar_kind(leaf)]
-        pattern = frozenset((i, SCALAR_VALUE) for i in positions)
-        key = generic_key(sigma, pattern) if pattern and not keywords else None
+        pattern, key = _every_scalar(sigma)
         if key is None:
             return None
         self.limit_misses[key] = self.limit_misses.get(key, 0) + 1
         if self.limit_misses[key] < LIMIT_MISSES:
             return None
+        positions = sorted(i for i, _ in pattern)
         served = {values for v in versions if v.native and v.generic is None and
                   generic_key(v.sigma, pattern) == key and
                   (values := _scalar_values(v.sigma, positions)) is not None}

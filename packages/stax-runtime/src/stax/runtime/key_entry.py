@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.scalar_predicates import evaluate
+from stax.ir.scalar_predicates import SYMBOLS, evaluate
 
 from .scalar_arguments import EXACT_INT
 from .signature import ARRAY, float_key
@@ -62,11 +62,12 @@ def eager_entry(fn: Callable[..., Any], sigma: Any, dispatch: Callable[..., Any]
 
 
 def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
-                 dispatch: Callable[..., Any]) -> KeyEntry | None:
+                 dispatch: Callable[..., Any], predicates: Sequence[Any] = ()
+                 ) -> KeyEntry | None:
     """An entry calling ``function`` (a machine-code entry over the array inputs at ``slots``;
     its slow path raises ``Redo``) for a compiled version keyed by ``sigma``."""
     return _generate(sigma, dispatch, {"function": function, "Redo": Redo},
-                     "function({arrays})", [f"a{i}" for i in slots])
+                     "function({arrays})", [f"a{i}" for i in slots], predicates=predicates)
 
 
 def version_entry(sigma: Any, run_version: Callable[..., Any], dispatch: Callable[..., Any],
@@ -94,8 +95,7 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
     inner = make_entry([leaves[i] for i in slots], _redo)
     if isinstance(inner, str):
         return inner
-    entry = _generate(sigma, dispatch, {"function": inner.function, "Redo": Redo},
-                      "function({arrays})", [f"a{i}" for i in slots], predicates=predicates)
+    entry = native_entry(sigma, slots, inner.function, dispatch, predicates)
     return entry if entry is not None else "an argument's key is not compared by value"
 
 
@@ -193,11 +193,6 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
     return None
 
 
-#: a predicate's operators as Python source
-_SYMBOLS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
-            "add": "+", "sub": "-", "mul": "*"}
-
-
 def _predicate_test(predicate: Sequence[Any], count: int, constants: dict[str, Any]
                     ) -> str | None:
     """A recorded comparison of the arguments (``stax.ir.scalar_predicates``) and its outcome
@@ -220,13 +215,13 @@ def _predicate_test(predicate: Sequence[Any], count: int, constants: dict[str, A
             return f"({'-' if head == 'neg' else '+'}{parts[0]})"
         if head == "abs" and len(parts) == 1:
             return f"abs({parts[0]})"
-        if head in _SYMBOLS and len(parts) == 2:
-            return f"({parts[0]} {_SYMBOLS[head]} {parts[1]})"
+        if head in SYMBOLS and len(parts) == 2:
+            return f"({parts[0]} {SYMBOLS[head]} {parts[1]})"
         return None
     a, b = source(left), source(right)
     if a is None or b is None:
         return None
-    test = f"{a} {_SYMBOLS[op]} {b}"
+    test = f"{a} {SYMBOLS[op]} {b}"
     return f"({test})" if outcome else f"not ({test})"
 
 

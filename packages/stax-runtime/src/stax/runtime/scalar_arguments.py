@@ -23,7 +23,7 @@ import numpy as np
 from stax.codegen import Executable, TritonExecutable
 from stax.codegen.triton.arrays import library_of
 from stax.ir.scalar_inputs import value_kind
-from stax.ir.scalar_predicates import describe, holds
+from stax.ir.scalar_predicates import OTHER_OUTCOME, describe, holds
 
 #: an int argument converted to a float array's dtype exactly (as NumPy does, via a double)
 EXACT_INT = 2 ** 53
@@ -103,7 +103,7 @@ class ScalarArguments:
         if not failed and self.predicates and not holds(self.predicates, {
                 self.slots[p]: inputs[p] for p in self.scalars}):
             failed.append(("; ".join(describe(p) for p in self.predicates), True,
-                           "another outcome"))
+                           OTHER_OUTCOME))
         if failed or self.sized is None:
             return failed
         return self.sized.failed_guards(self._inputs(inputs))

@@ -535,7 +535,7 @@ def aliased(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     a function comparing identities (``code_reads.compares_identity``) decides from it."""
     seen: set[int] = set()
     for leaf in tree_leaves((args, kwargs)):
-        if isinstance(leaf, np.ndarray) or isinstance(leaf, (int, float, complex, np.generic)):
+        if isinstance(leaf, (np.ndarray, int, float, complex, np.generic)):
             if id(leaf) in seen:
                 return True
             seen.add(id(leaf))

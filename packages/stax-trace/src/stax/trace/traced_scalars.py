@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stax.ir.scalar_inputs import value_kind
-from stax.ir.scalar_predicates import MAX_PREDICATES, testable
+from stax.ir.scalar_predicates import COMPARISONS, MAX_PREDICATES, testable
 
 from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
 
@@ -206,6 +206,8 @@ for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operato
                    ("matmul", operator.matmul)):
     setattr(TracedScalar, f"__{_name}__", _scalar_binary(_fn, _name))
     setattr(TracedScalar, f"__r{_name}__", _scalar_binary(_fn, _name, swap=True))
+
+
 def _scalar_compare(fn: Callable[[Any, Any], Any], name: str) -> Callable[..., Any]:
     """``k > 100.0``, ``t + dt >= t_end``: a comparison of followed scalars (or of one and a
     number) computed by what a key entry tests silently (``scalar_predicates.testable``) is
@@ -228,8 +230,7 @@ def _scalar_compare(fn: Callable[[Any, Any], Any], name: str) -> Callable[..., A
     return method
 
 
-for _name, _fn in (("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt),
-                   ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge)):
+for _name, _fn in COMPARISONS.items():
     setattr(TracedScalar, f"__{_name}__", _scalar_compare(_fn, _name))
 for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs),
                    ("invert", operator.invert), ("round", round), ("trunc", math.trunc),

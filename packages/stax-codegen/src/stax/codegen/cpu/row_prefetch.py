@@ -24,6 +24,7 @@ stream prefetcher fetches anyway, and the loop would cost more than it hides.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -77,36 +78,36 @@ def streamed_rows(nodes: Sequence[ComputedBuffer], count: int, computed: set[str
     return list(found.values())
 
 
-def prefetch_next_row(em: object, nodes: Sequence[ComputedBuffer], count: int) -> None:
+def prefetch_next_row(em: Any, nodes: Sequence[ComputedBuffer], count: int) -> None:
     """Ask for row ``x0 + DISTANCE`` of what the first phase ``nodes`` streams (``streamed_rows``),
     one ``prefetcht2`` per cache line, at the builder's position (after that phase's loop).
     ``em`` is the kernel emitter (``emit.KernelEmitter``)."""
-    computed = {n.name for n in em.spec.nodes}  # type: ignore[attr-defined]
+    computed = {n.name for n in em.spec.nodes}
     reads = streamed_rows(nodes, count, computed)
     if not reads:
         return
-    b: ir.IRBuilder = em.builder  # type: ignore[attr-defined]
-    module = em.fn.module  # type: ignore[attr-defined]
+    b: ir.IRBuilder = em.builder
+    module = em.fn.module
     prefetch = module.declare_intrinsic("llvm.prefetch", [I8P],
                                         ir.FunctionType(ir.VoidType(), [I8P, I32, I32, I32]))
-    saved_vars = dict(em.vars)  # type: ignore[attr-defined]
-    saved_memo = em.memo  # type: ignore[attr-defined]
+    saved_vars = dict(em.vars)
+    saved_memo = em.memo
     next_row = b.add(saved_vars[xvar(0)], ir.Constant(I64, DISTANCE), name="next_row")
     for load, inner, extent in reads:
         per_line = max(1, LINE_BYTES // np.dtype(load.dtype).itemsize)
 
         def line(_: Sequence[ir.Value], load: Load = load, inner: str = inner,
                  per_line: int = per_line) -> Sequence[ir.Value]:
-            em.vars[xvar(0)] = next_row  # type: ignore[attr-defined]
-            em.vars[inner] = b.mul(em.vars["prefetch_line"],  # type: ignore[attr-defined]
+            em.vars[xvar(0)] = next_row
+            em.vars[inner] = b.mul(em.vars["prefetch_line"],
                                    ir.Constant(I64, per_line))
-            em.memo = {}  # type: ignore[attr-defined]
-            at = b.gep(em.pointers[load.buffer], [em.index(load.index)])  # type: ignore[attr-defined]
+            em.memo = {}
+            at = b.gep(em.pointers[load.buffer], [em.index(load.index)])
             b.call(prefetch, [b.bitcast(at, I8P), ir.Constant(I32, 0), ir.Constant(I32, LOCALITY),
                               ir.Constant(I32, 1)])
             return []
-        em.loop("prefetch_line", ir.Constant(I64, 0),  # type: ignore[attr-defined]
+        em.loop("prefetch_line", ir.Constant(I64, 0),
                 ir.Constant(I64, -(-extent // per_line)), [], line)
-        em.vars.clear()  # type: ignore[attr-defined]
-        em.vars.update(saved_vars)  # type: ignore[attr-defined]
-    em.memo = saved_memo  # type: ignore[attr-defined]
+        em.vars.clear()
+        em.vars.update(saved_vars)
+    em.memo = saved_memo

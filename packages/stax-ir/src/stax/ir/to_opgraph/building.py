@@ -12,7 +12,7 @@ import numpy as np
 from ..graph import Node
 from ..meta import TensorMeta
 from .arguments import bind, int_arg, scalar
-from .context import LoweringContext
+from .context import LoweringContext, dense_meta
 from .registry import NotNative, RuleFunction, register, rule
 
 #: a constant operand of a stack or concatenation is built from ``full`` nodes up to this size
@@ -89,24 +89,28 @@ def _array(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     if len(args) != 1 or set(kwargs) - {"dtype"} or not isinstance(args[0], (list, tuple)):
         raise NotNative
     if any(isinstance(v, Node) for v in args[0]):
-        return _stacked_numbers(ctx, args[0], node.tensor.dtype)
+        if np.dtype(node.tensor.dtype).kind != "f":
+            raise NotNative
+        return stacked_numbers(ctx, args[0], node.tensor.dtype)
     return _constant(ctx, np.asarray(args[0], dtype=kwargs.get("dtype")))
 
 
-def _stacked_numbers(ctx: LoweringContext, values: Any, dtype: str) -> Node:
-    """0-d nodes and Python numbers as the 1-d array of ``dtype`` NumPy makes of them, each
-    converted to it (a float array's conversion of each is a cast)."""
-    if np.dtype(dtype).kind != "f" or not all(
+def stacked_numbers(ctx: LoweringContext, values: Any, dtype: str) -> Node:
+    """0-d nodes and Python numbers (into a float ``dtype`` only) as the 1-d array of ``dtype``
+    NumPy makes of them, each converted to it (a float array's conversion of each is a cast):
+    ``np.array([s, i, r])`` of scalar inputs, ``out[k] = s, i, 0.1``."""
+    numbers = [v for v in values if not isinstance(v, Node)]
+    if (numbers and np.dtype(dtype).kind != "f") or not all(
             (isinstance(v, Node) and v.tensor is not None and v.tensor.ndim == 0) or
             type(v) in (int, float) for v in values):
         raise NotNative
-    zero_d = TensorMeta((), dtype, ())
+    zero_d = dense_meta((), dtype)
     parts = tuple((v if v.tensor.dtype == dtype else ctx.emit("cast", (v,), {"dtype": dtype},
                                                                 meta=zero_d))
                   if isinstance(v, Node) else
                   ctx.emit("full", (), {"shape": (), "value": float(v), "dtype": dtype},
                            meta=zero_d) for v in values)
-    return ctx.emit("stack", parts, {"axis": 0}, meta=TensorMeta((len(parts),), dtype, (1,)))
+    return ctx.emit("stack", parts, {"axis": 0}, meta=dense_meta((len(parts),), dtype))
 
 
 @rule("numpy.pad", emits=("pad",))

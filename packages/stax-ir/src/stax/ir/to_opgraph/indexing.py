@@ -13,6 +13,7 @@ from ..graph import Node
 from ..sizes import Size
 from ..view_sizes import slice_bounds
 from .arguments import SCALAR_TYPES, axis_arg, bind, scalar
+from .building import stacked_numbers
 from .context import LoweringContext, dense_meta
 from .native_forms import checked_start, gatherable, traced_slice
 from .registry import NotNative, rule
@@ -65,33 +66,25 @@ def _setitem(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
 
 
 def _stacked(ctx: LoweringContext, values: list[Any] | tuple[Any, ...]) -> Node:
-    """A flat list of traced 0-d values of one dtype (and, with float64 ones, Python numbers):
-    the array NumPy makes of it (its dtype theirs: a float64 for a Python number), stacked."""
+    """A flat list of traced 0-d values and Python numbers: the array NumPy makes of it,
+    stacked. Values of one dtype alone keep it; with numbers, float values of one dtype are
+    float64 (a float32 value widens exactly: ``out[1] = s, i, 0.0``, cast by the assignment),
+    and so are Python floats alone (``out[2] = [1.5, -0.0]``)."""
     nodes = [v for v in values if isinstance(v, Node)]
-    if not nodes and values and all(type(v) is float for v in values):  # constants: NumPy's
-        scalar = dense_meta((), "float64")  # float64 array of them
-        parts = tuple(ctx.emit("full", (), {"shape": (), "value": v, "dtype": "float64"},
-                               meta=scalar) for v in values)
-        return ctx.emit("stack", parts, {"axis": 0}, meta=dense_meta((len(parts),), "float64"))
-    if not nodes or any(v.tensor is None or v.tensor.shape != () for v in nodes):
-        raise NotNative
-    dtype = nodes[0].tensor.dtype
     numbers = [v for v in values if not isinstance(v, Node)]
-    if numbers and dtype in ("float32", "float16") and all(v.tensor.dtype == dtype for v in nodes):
-        # ``out[1] = s, i, 0.0`` into float32: NumPy makes a float64 array of the tuple (a
-        # float32 value widens exactly), which the assignment then casts
-        dtype = "float64"
-        values = [ctx.emit("cast", (v,), {"dtype": dtype}, meta=dense_meta((), dtype))
-                  if isinstance(v, Node) else v for v in values]
-        nodes = [v for v in values if isinstance(v, Node)]
-    if any(v.tensor.dtype != dtype for v in nodes) or (numbers and (dtype != "float64" or any(
-            type(v) not in (int, float) for v in numbers))):
+    if not values or any(v.tensor is None or v.tensor.shape != () for v in nodes):
         raise NotNative
-    scalar = dense_meta((), dtype)
-    parts = tuple(v if isinstance(v, Node) else ctx.emit(
-        "full", (), {"shape": (), "value": float(v), "dtype": dtype}, meta=scalar)
-        for v in values)
-    return ctx.emit("stack", parts, {"axis": 0}, meta=dense_meta((len(parts),), dtype))
+    dtypes = {v.tensor.dtype for v in nodes}
+    if not numbers:
+        dtype = dtypes.pop() if len(dtypes) == 1 else None
+    elif nodes:
+        dtype = "float64" if len(dtypes) == 1 and dtypes <= {"float64", "float32", "float16"} \
+            else None
+    else:
+        dtype = "float64" if all(type(v) is float for v in numbers) else None
+    if dtype is None:
+        raise NotNative
+    return stacked_numbers(ctx, values, dtype)
 
 
 def _index_arrays(key: Any, meta: Any) -> tuple[Node, ...] | None:
