@@ -62,6 +62,37 @@ def test_ulp_bound(op, dtype, build, run):
     assert ulps <= BOUNDS[(op, dtype)], ulps
 
 
+@pytest.mark.parametrize("low, high", [(0.5, 0.6), (8.9, 9.3), (1e-5, 2e-5)])
+def test_float32_tanh_every_float_at_its_seams(low, high, build, run):
+    """Every float32 where float32 tanh's forms meet: the switch from the series to
+    1 - 2 / (e^(2a) + 1) at 0.55 (its worst, 1.6 ulp, at 0.5511), the clamp at 9.1 past which
+    it rounds to 1 (exactly 1 there: saturation is exact), and a stretch of the series where
+    the result must round as x does. Over every float32: 1.6 ulp (``lanes32.tanh32``)."""
+    bits = np.arange(np.float32(low).view(np.uint32), np.float32(high).view(np.uint32),
+                     dtype=np.uint32)
+    x = np.concatenate([bits.view(np.float32), -bits.view(np.float32)])
+    b = build(x=x)
+    (got,), _ = run(b, b("tanh", b.inputs["x"]))
+    assert _worst_ulps("tanh", "float32", x, got) <= 1.65
+    assert np.array_equal(got[: len(bits)], -got[len(bits):])  # odd, to the bit
+    assert np.all(np.abs(got[x >= 9.0110]) == 1.0)
+
+
+def test_float32_tanh_of_an_element_does_not_depend_on_the_array(build, run):
+    """A loop's zmm body, its ymm epilogue (another reciprocal estimate: ``vrcpps``' 12 bits) and
+    its scalar remainder give one element the same result: tanh of the first n values, for
+    lengths that leave every kind of remainder, is the first n of tanh of them all."""
+    x = np.random.default_rng(3).uniform(0.5, 0.7, 4099).astype(np.float32)
+
+    def tanh(values):
+        b = build(x=values)
+        return run(b, b("tanh", b.inputs["x"]))[0][0]
+
+    whole = tanh(x)
+    for n in [*range(1, 20), 23, 31, 47, 63, 64, 65, 79, 100, 129]:
+        assert np.array_equal(tanh(x[:n].copy()), whole[:n]), n
+
+
 @pytest.mark.parametrize("op", ["sin", "cos", "tan"])
 @pytest.mark.parametrize("checked", [True, False])
 def test_float32_trig_reductions(op, checked, build):

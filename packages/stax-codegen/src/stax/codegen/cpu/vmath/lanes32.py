@@ -1,8 +1,8 @@
 """float32 exp, log, log2, log10, log1p and tanh in float32 lanes (twice the vector width of the
 double path): a fitted polynomial reaches the bound there. Measured against a higher-precision
 reference the tests check (ARCHITECTURE.md §4): ``exp32`` 1.04 ulp, ``log32`` 0.94 ulp,
-``tanh32`` 1.5 ulp (bounds 2), ``log2_32`` 0.92 ulp, ``log10_32`` 0.81 ulp, ``log1p32`` 0.85 ulp
-(bound 1). ``log32``, ``log1p32``, ``log2_32`` and ``log10_32`` were measured over every float32
+``tanh32`` 1.6 ulp (bounds 2), ``log2_32`` 0.92 ulp, ``log10_32`` 0.81 ulp, ``log1p32`` 0.85 ulp
+(bound 1); tanh's over every float32. ``log32``, ``log1p32``, ``log2_32`` and ``log10_32`` were measured over every float32
 (log2 and log10 against float64's, in float32 ulps of the rounded result; their worst, at
 1.412878 and 1.3215055, lie in [0.5, 2), which a test checks whole).
 
@@ -72,17 +72,24 @@ def _horner32(fma: Callable, x: ir.Value, coefficients: Sequence[float]) -> ir.V
     return acc
 
 
-#: LLVM makes ``fdiv fast 1.0, d`` AVX-512's ``vrcp14ps`` (a 2^-14 estimate, its bits given by
-#: Intel's reference code) in a function with this attribute, refining it zero times: the
-#: refinement is ours (``_reciprocal32``). No other division is emitted with fast-math flags.
-RECIPROCAL_ESTIMATES = '"reciprocal-estimates"="vec-divf:0,divf:0"'
+#: LLVM makes ``fdiv fast 1.0, d`` an estimate in a function with this attribute, refining it
+#: zero times: the refinement is ours (``_reciprocal32``). zmm loops get ``vrcp14ps`` (2^-14,
+#: its bits given by Intel's reference code), but a loop's ymm epilogue gets ``vrcpps`` (12
+#: bits, which differ between vendors), hence a refinement good for both. Scalar divisions
+#: (``!divf``) stay divisions: a scalar ``rcpss`` refined so would be another result again. No
+#: other division is emitted with fast-math flags.
+RECIPROCAL_ESTIMATES = '"reciprocal-estimates"="vec-divf:0,!divf"'
 
 
 def _reciprocal32(b: ir.IRBuilder, module: ir.Module, d: ir.Value) -> ir.Value:
-    """1/d for finite normal d within about 0.5 ulp + 2^-27 relative (a division's 0.5 ulp) on
-    AVX-512: the estimate r and one Newton step, r + r (1 - d r), the residual an FMA computes
-    exactly. A zmm ``vdivps`` occupies the divider ~10 cycles on Intel cores (three FMA-port
-    instructions here). Elsewhere (``vrcpps``' 12 bits differ between vendors) a division.
+    """1/d for finite normal d within 0.5 ulp + 2^-33 relative (a division's 0.5 ulp) on
+    AVX-512: from the estimate r, the residual e = 1 - d r (exact by an FMA) and r (1 + e + e^2),
+    whose error is e^3: below 2^-33 from a 12-bit estimate as from a 14-bit one, so the zmm body
+    of a loop and its ymm epilogue agree but where 1/d lies within 2^-33 of a rounding midpoint
+    (with one Newton step, r (1 + e), a 12-bit epilogue's results were an ulp off where the
+    body's were not: ``tanh`` of one element differed with the array's length). A zmm
+    ``vdivps`` occupies the divider ~10 cycles on Intel cores (four FMA-port instructions here).
+    Elsewhere (no AVX-512) a division.
     Callers keep d finite and normal: the estimate of an infinity is 0, and the step a NaN."""
     one = ir.Constant(F32, 1.0)
     if not has_scalef():  # AVX-512F
@@ -90,7 +97,8 @@ def _reciprocal32(b: ir.IRBuilder, module: ir.Module, d: ir.Value) -> ir.Value:
     set.add(b.function.attributes, RECIPROCAL_ESTIMATES)  # llvmlite knows no string attribute
     fma = _fmuladd32(b, module)
     r = b.fdiv(one, d, flags=("fast",))
-    return fma(r, fma(b.fneg(d), r, one), r)
+    e = fma(b.fneg(d), r, one)
+    return fma(r, fma(e, e, e), r)
 
 
 def _ldexp32(b: ir.IRBuilder, module: ir.Module, p: ir.Value, n: ir.Value) -> ir.Value:
@@ -298,53 +306,38 @@ def _min32(b: ir.IRBuilder, x: ir.Value, limit: ir.Constant) -> ir.Value:
     return b.select(b.fcmp_ordered(">", x, limit), limit, x)
 
 
-def _exp32_at_least_one(b: ir.IRBuilder, module: ir.Module, x: ir.Value,
-                        clamp: bool = True) -> ir.Value:
-    """exp32 for 0 <= x (tanh's e^(2|x|)): no subnormal results, so 2^n in one step; x above 89
-    is clamped there (unless the caller bounds x: ``clamp=False``), where n = 128 makes 2^n
-    (exponent field 255) infinite, as e^x is. A NaN
-    gives an undefined value (its integer exponent is poison in LLVM's terms): the caller
-    selects what a NaN gives."""
-    def c(v: float) -> ir.Constant:
-        return ir.Constant(F32, v)
-
-    fma = _fmuladd32(b, module)
-    clamped = _min32(b, x, c(89.0)) if clamp else x  # one vminps (``exp32``)
-    nf = b.call(module.declare_intrinsic("llvm.rint", [F32]), [b.fmul(clamped, c(LOG2E))])
-    r = fma(nf, c(-0.693359375), clamped)
-    r = fma(nf, c(2.12194440e-4), r)
-    p = _horner32(fma, r, _fit("exp", 6))
-    if has_scalef():
-        return _ldexp32(b, module, p, b.fptosi(nf, I32))
-    scale = b.bitcast(b.shl(b.add(b.fptosi(nf, I32), ir.Constant(I32, 127)), ir.Constant(I32, 23)),
-                      F32)
-    return b.fmul(p, scale)
-
-
 TANH_SERIES = tanh_series(11)
 
 
 def tanh32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
-    """float32 tanh in float32: 1 - 2 / (e^(2|x|) + 1) with the sign of x where that has no
-    cancellation (|x| >= 0.55), and below it x + x^3 P(x^2) with P a degree-5 fitted polynomial
-    (the correction is at most a tenth of x, so its rounding hardly shows). |x| is clamped to 10,
-    where tanh rounds to 1, so e^(2|x|) + 1 is finite and its reciprocal may be an estimate
-    refined once (``_reciprocal32``): the division was the most expensive instruction of a GELU
-    on Intel cores. Measured: 1.5 ulp (bound 2)."""
+    """float32 tanh in float32: 1 - 2 / (e^(2a) + 1) for a = |x| >= 0.55, where that has no
+    cancellation, below it x + x^3 P(x^2) with P a degree-5 fitted polynomial (the correction is
+    at most a tenth of x, so its rounding hardly shows); the sign of x. a is clamped to 9.1,
+    past which tanh rounds to 1, so e^(2a) + 1 stays below 2^27 and its reciprocal may be an
+    estimate, refined (``_reciprocal32``; a division was the most expensive instruction of a
+    GELU on Intel cores). e^(2a) as ``exp32``'s: n from a shifter (no ``fptosi``, whose NaN is
+    poison, so a NaN goes through the arithmetic and needs no select), a - n ln2/2 with exp's
+    polynomial in 2r (its coefficients times 2^k, exactly), 2^n from n's bits, and e^(2a) + 1 =
+    2^n p + 1 in one FMA: about 30 vector instructions where the rint, two conversions,
+    ``vscalefps`` and a NaN select took 35, the bulk of a GELU. Measured over every float32:
+    1.6 ulp (bound 2; NumPy's own 1.4)."""
     def c(v: float) -> ir.Constant:
         return ir.Constant(F32, v)
 
     fma = _fmuladd32(b, module)
     fabs = module.declare_intrinsic("llvm.fabs", [F32])
     copysign = module.declare_intrinsic("llvm.copysign", [F32], ir.FunctionType(F32, [F32, F32]))
-    ax = b.call(fabs, [x])
-    # above 10 tanh rounds to 1 (1 - tanh(x) < 2^-25 past 9.01): clamped there, e^(2|x|) + 1
-    # stays finite for the reciprocal's estimate (one vminps; a NaN is selected below)
-    big_e = _exp32_at_least_one(b, module, b.fmul(_min32(b, ax, c(10.0)), c(2.0)), clamp=False)
-    large = fma(c(-2.0), _reciprocal32(b, module, b.fadd(big_e, c(1.0))), c(1.0))
-    large = b.call(copysign, [large, x])
+    a = _min32(b, b.call(fabs, [x]), c(9.1))
+    shifted = fma(a, c(2.0 * LOG2E), c(SHIFTER))  # n = rint(2a log2 e) in its low bits
+    nf = b.fsub(shifted, c(SHIFTER))
+    r = fma(nf, c(-0.693359375 / 2), a)  # half of exp's r = 2a - n ln2, in two exact parts
+    r = fma(nf, c(2.12194440e-4 / 2), r)
+    p = _horner32(fma, r, [coefficient * 2.0 ** k for k, coefficient in enumerate(_fit("exp", 6))])
+    # n + SHIFTER_BITS in the low bits, whose own low 23 are 0: shifted up, n in the exponent
+    bits = b.shl(b.bitcast(shifted, I32), ir.Constant(I32, 23))
+    two_n = b.bitcast(b.add(bits, ir.Constant(I32, 127 << 23)), F32)
+    large = fma(c(-2.0), _reciprocal32(b, module, fma(two_n, p, c(1.0))), c(1.0))
     x2 = b.fmul(x, x)
-    series = _horner32(fma, x2, _fit("tanh_small", 5))
-    small = b.fmul(x, fma(x2, series, c(1.0)))  # x (1 + x^2 P(x^2)): a product keeps -0.0
-    t = b.select(b.fcmp_ordered("<", ax, c(0.55)), small, large)
-    return b.select(b.fcmp_unordered("uno", x, x), x, t)
+    small = b.fmul(x, fma(x2, _horner32(fma, x2, _fit("tanh_small", 5)), c(1.0)))
+    t = b.select(b.fcmp_ordered("<", a, c(0.55)), small, large)
+    return b.call(copysign, [t, x])  # small has x's sign already; large, a NaN's, gets it
