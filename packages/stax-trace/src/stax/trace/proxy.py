@@ -483,8 +483,8 @@ def _text(proxy: Proxy, what: str) -> UnsupportedError:
              "compiled function"))
 
 
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, Proxy) else value
+def _plain(value: Any) -> Any:  # NumPy's own call's argument at capture, reading no scalar
+    return value.value if isinstance(value, Proxy) else plain(value)
 
 
 #: what the hint of a refused in-place function says compiles instead
