@@ -50,6 +50,7 @@ from stax.ir import (
 )
 from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
+from stax.trace.loop_ranges import DYNAMIC_ITEMS
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
 from stax.trace.source import drop_held, held_mark, traced_value
 from stax.trace.traced_scalars import TracedScalar
@@ -62,9 +63,11 @@ from .lift_plan import plan_step, scalar_inputs, taking_bases
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
-         state: dict[str, Any]) -> dict[str, Any] | None:
+         state: dict[str, Any], stop: TracedScalar | None = None) -> dict[str, Any] | None:
     """The state after running ``body`` for ``items`` as one recorded step, or None (with the
-    reason logged under ``STAX_LOGS=loops``) when the loop must unroll."""
+    reason logged under ``STAX_LOGS=loops``) when the loop must unroll. ``stop``: the traced
+    end of ``items``, then an input of the step, whose items each call takes from it
+    (``stax.trace.loop_ranges``)."""
     plan = plan_step(tracer, site, state)
     if isinstance(plan, str):
         return unrolls(site, plan)
@@ -80,14 +83,15 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         compiled = CompiledFunction(
             taking_bases(body, site.params, site.returned, views, site.scratch)
             if views or site.scratch else body, strict_native=True)
-        compiled.capture_check = functools.partial(check_item_uses, items=items)
+        compiled.capture_check = functools.partial(check_item_uses, items=items if stop is None
+                                                   else range(items.start, DYNAMIC_ITEMS))
         compiled.donates_arguments = True  # it returns what it updates: no copy back per item
         compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy
         compiled.item_loops = {}  # machine-code loops, by argument layouts (its runners')
         if key is not None:
             bodies.setdefault(key, []).append((cells, compiled))
     start = [state[n] if type(state[n]) is float else state[n].value for n in inputs]
-    runner = Runner(compiled, whole, site, items, inputs, constants, outputs,
+    runner = Runner(compiled, whole, site, items, inputs, constants, outputs, stop is not None,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
                               not isinstance(state[n], TracedScalar)},
                      views=views)
@@ -95,19 +99,21 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     runner.carried = frozenset(n for n in runner.numbers if n in site.floats)
     runner.loops = compiled.item_loops
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
-        first = first_run(runner, start)
+        first = first_run(runner, start if stop is None else [*start, stop.value])
     runner.capturing = False
     if isinstance(first, str):
         return unrolls(site, first)
     results, how = first
-    after = record_step(tracer, runner, state, results)
+    after = record_step(tracer, runner, state, results, stop)
     if site.target is not None:  # a range of two items at least (run_loop); after a break,
         # the last item run: the step's last result, a traced int64 returned as a Python int
+        # (a run-time count's: no read after the loop sees it, ``LoopSite.target_unread``)
         after[site.target] = runner.recorded_item if site.item_returned else items[-1]
     if site.row is not None:  # the last row: a view of the array, as iterating it gives
         after[site.row] = state[site.array][items[-1]]
     logs.emit("loops", config.current().logs,
-              f"loop at {site.source}: {len(items)} iterations lifted into one step "
+              f"loop at {site.source}: {len(items)} iterations"
+              f"{'' if stop is None else ' (this call; the count a run-time input)'} lifted into one step "
               f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
     return after
 
@@ -125,13 +131,14 @@ def _body_key(site: LoopSite, body: Any, items: range, views: dict[str, Any]) ->
     return key
 
 
-def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tuple[Any, ...]
-                ) -> dict[str, Any]:
-    """The step recorded as one capture node, and the locals after it (the loop's target and
-    row aside: the caller binds them)."""
+def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tuple[Any, ...],
+                stop: TracedScalar | None = None) -> dict[str, Any]:
+    """The step recorded as one capture node (the loop's stop its last input, where it is
+    traced), and the locals after it (the loop's target and row aside: the caller binds them)."""
     site, inputs, constants, outputs = runner.site, runner.inputs, runner.constants, runner.outputs
     key = register_lifted_loop(runner)
-    recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP, tuple(state[n] for n in inputs),
+    recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP,
+                             (*(state[n] for n in inputs), *(() if stop is None else (stop,))),
                              {"loop": key}, lambda *arrays, loop: results)
     if site.item_returned:
         runner.recorded_item = recorded[-1]
@@ -218,8 +225,9 @@ class Runner:
 
     def __init__(self, compiled: Any, whole: Any, site: LoopSite, items: range,
                  inputs: list[str], constants: dict[str, Any], outputs: list[str],
-                 scalars: set[str], views: dict[str, Any]) -> None:
+                 stop_input: bool, scalars: set[str], views: dict[str, Any]) -> None:
         self.compiled, self.whole, self.site, self.items = compiled, whole, site, items
+        self.stop_input = stop_input  # the last input: the end of this call's items
         self.inputs, self.constants, self.outputs = inputs, constants, outputs
         self.scalars = scalars  # inputs that were NumPy scalars at capture (0-d buffers here)
         self.views = views  # name -> (the input it views, the key), made again on a copy
@@ -263,12 +271,16 @@ class Runner:
         return values
 
     def __call__(self, *arrays: Any) -> tuple[Any, ...]:
+        items = self.items
+        if self.stop_input:  # this call's count (at least the fewest its version lifts)
+            *arrays, stop = arrays
+            items = range(items.start, int(stop), items.step)
         values = self._values(arrays)
         given = {name: values[name] for name in self.inputs if name not in self.copied}
         if self.eager:
-            self._run_eagerly(values, self.items)
+            self._run_eagerly(values, items)
         else:
-            self._run_compiled(values)
+            self._run_compiled(values, items)
         self._settle(values, given)
         same = _identities([None if name in self.scalars else values[name]
                             for name in self.outputs], given, self.site.mutated, self.outputs)
@@ -281,7 +293,7 @@ class Runner:
                         else np.float64(values[name]) if name in self.carried
                         else values[name] for name in self.outputs)
         if self.site.item_returned:  # the target after a ``break``: the last item this run ran
-            results += (np.int64(values.get(LAST_ITEM, self.items[-1])),)
+            results += (np.int64(values.get(LAST_ITEM, items[-1])),)
         return results
 
     def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
@@ -309,6 +321,7 @@ class Runner:
         """The body's time per item in NumPy, over a few items from ``arrays`` (copies); for a
         loop a test may end (``break``, a ``while`` loop's), the whole loop's, per item it ran
         compiled."""
+        arrays = arrays[:len(self.inputs)]  # not the stop, where it is an input
         if self.site.stops or self.site.kind == "while":
             self.eager = True
             try:
@@ -335,8 +348,8 @@ class Runner:
         finally:
             self.eager = False
 
-    def _run_compiled(self, values: dict[str, Any]) -> None:
-        site, compiled, items = self.site, self.compiled, self.items
+    def _run_compiled(self, values: dict[str, Any], items: range) -> None:
+        site, compiled = self.site, self.compiled
         # (position in the body's results, name, the constant it must stay) of what it keeps
         kept = [(k, name, self.constants.get(name, NO_CONSTANT))
                 for k, name in enumerate(site.returned)

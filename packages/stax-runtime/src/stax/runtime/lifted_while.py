@@ -78,7 +78,7 @@ def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
     compiled.donates_arguments = True  # it returns what it updates: no copy back per iteration
     compiled.declines_to_caller = True  # a call it declines: that iteration runs in NumPy
     start = [state[n].value for n in inputs]
-    runner = WhileRunner(compiled, whole, site, range(1), inputs, constants, outputs,
+    runner = WhileRunner(compiled, whole, site, range(1), inputs, constants, outputs, False,
                           scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
                               not isinstance(state[n], TracedScalar)},
                           views={})
@@ -183,8 +183,8 @@ class WhileRunner(Runner):
             if isinstance(values.get(name), (int, np.integer, np.ndarray)):
                 values[name] = kind(values[name])
 
-    def _run_compiled(self, values: dict[str, Any]) -> None:
-        site, compiled = self.site, self.compiled
+    def _run_compiled(self, values: dict[str, Any], items: range = range(0)) -> None:
+        site, compiled = self.site, self.compiled  # its items: as many as the test lets run
         kept = [(k, name, self.constants.get(name, NO_CONSTANT)) for k, name in enumerate(site.returned)
                 if name not in site.scratch]
         flag = len(site.returned)  # the test's place among the compiled step's results

@@ -55,6 +55,7 @@ from .loop_names import (
     rows_of,
 )
 from .loop_names import binds_target as target_bound
+from .loop_ranges import TracedRange, range_call
 from .loop_site import LoopSite
 from .ndindex_loops import (
     INDEX_TUPLE,
@@ -306,7 +307,7 @@ class _Rewriter:
                                    bound_first, loop_body.effects(statements), scratch,
                                    loop_body.rebound_before_update(statements, mutated),
                                    stops=form is not None, item_returned=item_returned,
-                                   floats=floats))
+                                   floats=floats, target_unread=target in unread))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(body_name, [item, *params], [
@@ -498,6 +499,8 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
               whole: Callable[..., tuple[Any, ...]], values: tuple[Any, ...],
               rows: Callable[..., tuple[Any, ...]] | None) -> tuple[Any, ...]:
     state = dict(zip(site.params, values))
+    # a range of a traced count: not read yet
+    traced, items = (items, items.items) if isinstance(items, TracedRange) else (None, items)
     if rows is not None and _lifter is not None and _traced_rows(state.get(site.array)):
         # iterating a traced array walks its first axis: x[0], x[1], ... (Proxy.__iter__)
         body, items = rows, range(len(state[site.array].value))
@@ -508,24 +511,34 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
         rest = items[1:]
         views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
                                        first.state, state, items[0])
-        unrolled = first.recorded(tracer) * len(rest)
-        if views is not None and (unrolled > UNROLL_LIMIT or (
-                unrolled > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT))
-                or while_loops.traced(goes_on) or _lift_every_loop.get()):
+        per = first.recorded(tracer)
+        limit = UNROLL_LIMIT if per * len(rest) > UNROLL_LIMIT else DATA_INDEXED_LIMIT if \
+            per * len(rest) > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT) \
+            else None
+        forced = while_loops.traced(goes_on) or _lift_every_loop.get()
+        if views is not None and (limit is not None or forced):
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first (where it went on: a gate);
-            # unrolled, a test that ends the loop would be a gate at every item
-            lifted = first.lift_all(tracer, site, state, UNBOUND,
-                                    lambda start: _lifter(tracer, site, body, whole, items, start))
+            # unrolled, a test that ends the loop would be a gate at every item. A traced
+            # count stays a run-time input of the step (no last item to bind: no view, unread)
+            stop = traced.stop if traced is not None and not views and not site.stops and \
+                site.target_unread else None
+            lifted = first.lift_all(tracer, site, state, UNBOUND, lambda start: _lifter(
+                tracer, site, body, whole, items, start, stop=stop))
             if lifted is None:
                 goes_on = bool(goes_on)  # a gate where traced
                 if goes_on:
-                    lifted = _lifter(tracer, site, body, whole, rest, state)
+                    lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop)
             if lifted is not None:
+                if traced is not None:  # a run-time count: as many items as lift the loop so
+                    traced.settle(None if stop is None else 3 if forced else
+                                  max(3, limit // per + 2))
                 for name, base in views.items():  # the row of the last item, a view again
                     lifted[name] = base[items[-1]]
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
         items = rest if goes_on else ()
+    if traced is not None:
+        traced.read()  # the loop unrolls: its count is part of the key
     for item in items:
         if not _step(site, body, item, state):
             break
@@ -533,6 +546,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
 
 
 run_loop.ndindex = ndindex_call  # type: ignore[attr-defined]  # ``shaped_iter``'s calls
+run_loop.range = range_call  # type: ignore[attr-defined]
 
 
 def _traced_rows(value: Any) -> bool:

@@ -1,0 +1,78 @@
+"""A lifted loop's count from a scalar argument (``for k in range(nsteps)``) is a run-time input:
+one version serves every count that lifts the loop (``stax.trace.loop_ranges``), each call
+running its own number of items; counts too small to lift, loops whose target is read after
+them, other steps and traced starts key the count as before. Results against eager NumPy."""
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def euler(y, dt, nsteps):
+    for k in range(nsteps):
+        y = y + dt * (0.1 - 0.5 * y + 0.01 * y * y * y)  # exact arithmetic: NumPy's bits
+    return y
+
+
+def indexed(x, n):  # the item as an index: its arithmetic checked on every count allowed
+    out = np.zeros_like(x)
+    for i in range(1, n):
+        out[i % 7] += x[i % 5] * 0.5 + out[(i - 1) % 7]
+    return out
+
+
+def reads_target_after(y, n):
+    for i in range(n):
+        y = y * 0.999 + 0.001
+    return y + i  # the last item: the count is keyed
+
+
+def stepped(y, n):
+    for i in range(0, n, 2):
+        y = y * 0.999 + 0.001
+    return y
+
+
+CASES = [
+    (euler, lambda n: (np.random.default_rng(n).standard_normal(100), 0.01, n),
+     [2000, 2001, 3500, 2002]),
+    (indexed, lambda n: (np.random.default_rng(n).standard_normal(16), n), [900, 1000, 1400]),
+]
+
+
+@pytest.mark.parametrize("fn, make, counts", CASES, ids=[c[0].__name__ for c in CASES])
+def test_one_version_for_every_count(fn, make, counts):
+    compiled = stax.compile(fn)
+    for n in counts:
+        got, want = compiled(*make(n)), fn(*make(n))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    # the first count's own version, then one for every count
+    assert compiled.cache_info().versions == 2
+    assert compiled.cache_info().fallbacks == 0
+
+
+def test_counts_too_small_to_lift_are_keyed():
+    compiled = stax.compile(euler)
+    for n in (2000, 2001, 3, 0, 1, -5, 2002, 2):
+        args = (np.random.default_rng(abs(n)).standard_normal(100), 0.01, n)
+        np.testing.assert_array_equal(compiled(*args), euler(*args))
+    # 2000; the generic one; 3, 0, 1, -5, 2 unroll (their counts keyed); 2002 is the generic's
+    assert compiled.cache_info().versions == 7
+
+
+@pytest.mark.parametrize("fn", [reads_target_after, stepped])
+def test_a_count_the_function_reads_is_keyed(fn):
+    compiled = stax.compile(fn)
+    for n in (3000, 3001, 3002):
+        y = np.random.default_rng(n).standard_normal(10)
+        np.testing.assert_array_equal(compiled(y.copy(), n), fn(y.copy(), n))
+    assert compiled.cache_info().versions == 3
+
+
+def test_a_count_as_a_keyword_and_an_int_subclass():
+    compiled = stax.compile(euler)
+    y = np.random.default_rng(0).standard_normal(50)
+    for n in (1500, 1600, np.int64(1700), True):
+        np.testing.assert_array_equal(compiled(y, 0.02, nsteps=n), euler(y, 0.02, n))

@@ -1,0 +1,68 @@
+"""``range(n)`` of a scalar argument as a loop's items (issue 13: a time-stepping loop whose count
+of steps is an argument, ``for k in range(nsteps)``).
+
+``range(n)`` reads ``n``: its value becomes part of the key, and every new count compiled a new
+version until the function reached its limit and ran eagerly. The loop rewriter
+(``ndindex_loops.shaped_iter``) makes a loop header's ``range(...)`` a call of ``range_call``,
+which during capture, where the stop is a followed int argument (``TracedScalar``) and the start
+and step are plain ints, gives a ``TracedRange``: the items of this capture's count, read from
+nothing. ``loops._run_loop`` lifts such a loop with the stop as a run-time input of its step
+(``stop``), the count recorded as two scalar predicates instead (at least as many items as make
+the loop lift, at most ``DYNAMIC_ITEMS``: the interval ``item_uses`` checks the item's
+arithmetic on); wherever it does not lift it, the range is read (``read``) and keyed as before.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+from typing import Any
+
+from .creation import active_tracer
+from .traced_scalars import TracedScalar
+from .traced_sizes import TracedNumber
+
+#: the most items a run-time count may give (a count above it is another version, its count
+#: keyed): a lifted body's item arithmetic is checked on the items up to it (``item_uses``)
+DYNAMIC_ITEMS = 2 ** 24
+
+
+class TracedRange:
+    """A loop header's ``range(...)`` whose stop is a followed int argument: ``items`` the range
+    of this capture's values, read from nothing yet; ``stop`` the traced stop."""
+
+    __slots__ = ("args", "items", "stop")
+
+    def __init__(self, args: tuple[Any, ...], stop: TracedScalar) -> None:
+        self.args, self.stop = args, stop
+        self.items = range(*(a.value if isinstance(a, TracedNumber) else a for a in args))
+
+    def read(self) -> range:
+        """The items, the stop read: its value part of the key (the loop unrolls, or lifts with
+        its count fixed)."""
+        return range(*(operator.index(a) if isinstance(a, TracedNumber) else a for a in self.args))
+
+    def settle(self, fewest: int | None) -> None:
+        """After the loop lifted with the count a run-time input (``fewest``: the fewest items
+        that lift it so), predicates that the stop gives at least ``fewest`` items and at most
+        ``DYNAMIC_ITEMS``: the version applies to any such count. Where they cannot be recorded
+        (``MAX_PREDICATES``), or the count was no input (``fewest`` None), the stop is read."""
+        start = self.items.start
+        if fewest is None or not (self.stop >= start + fewest and  # each recorded, or read
+                                  self.stop <= start + DYNAMIC_ITEMS):
+            self.read()
+
+
+def range_call(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` as a loop header calls it; a ``TracedRange`` for the builtin ``range`` during
+    capture where the stop is a followed int argument, the start and step plain ints and the
+    step 1."""
+    if fn is not builtins.range or active_tracer() is None or not 1 <= len(args) <= 3:
+        return fn(*args)
+    stop = args[0] if len(args) == 1 else args[1]
+    others = [a for a in args if a is not stop]
+    if not (isinstance(stop, TracedScalar) and type(stop.value) is int) or \
+            any(isinstance(a, TracedNumber) or type(a) is not int for a in others) or \
+            (len(args) == 3 and args[2] != 1):
+        return fn(*args)
+    return TracedRange(args, stop)
