@@ -83,6 +83,30 @@ def test_a_version_with_numpy_steps_is_timed_too(monkeypatch, caplog, slower, ea
     assert "stax.runtime.gate" not in caplog.text
 
 
+def clip_norm(g, largest):
+    n = np.sqrt((g * g).sum())  # a float sum of 16: a NumPy step, its bits NumPy's
+    if n > largest:  # a gate the program checks
+        g = g * (largest / n)
+    return g
+
+
+@pytest.mark.parametrize("slower, eager_from_now_on", [(0.0, True), (1e9, False)])
+def test_a_version_checking_its_gates_with_numpy_steps_is_timed(monkeypatch, caplog, slower,
+                                                                 eager_from_now_on):
+    """Gradient clipping of 16 floats: its gate checked in the program, but its float sum a
+    NumPy step between kernels launched from Python (10.8 us a call, NumPy 1.5): timed."""
+    monkeypatch.setattr(replay_costs, "SLOWER", slower)
+    monkeypatch.setenv("STAX_LOGS", "perf")
+    g = np.random.default_rng(4).standard_normal(16)
+    f = stax.compile(clip_norm)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for _ in range(8):
+            np.testing.assert_array_equal(f(g, 3.0), clip_norm(g, 3.0))
+    version = f.versions()[0]
+    assert version.gates_in_program and version.replay_costs.decided
+    assert ("its key runs eagerly" in caplog.text) is eager_from_now_on
+
+
 def test_a_version_of_kernels_alone_is_not_timed():
     f = stax.compile(lambda x: np.sqrt(x) * 2)
     x = np.arange(50.0)
