@@ -169,12 +169,12 @@ def break_form(node: ast.For | ast.While) -> BreakForm | None:
     both, after = body[k].body[:-1], body[k + 1:]
     if [ast.dump(s) for s in both] != [ast.dump(s) for s in after]:
         return None
-    if any(_jumps(s) for s in (*body[:k], *after)) or _jumps(ast.Expr(body[k].test)):
+    if any(jumps(s) for s in (*body[:k], *after)) or jumps(ast.Expr(body[k].test)):
         return None
     return BreakForm(body[:k], body[k].test, after)
 
 
-def _jumps(statement: ast.AST) -> bool:
+def jumps(statement: ast.AST) -> bool:
     """Whether ``statement`` breaks or continues the loop it is in (not a loop inside it)."""
     stack = [statement]
     while stack:

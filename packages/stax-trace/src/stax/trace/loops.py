@@ -180,8 +180,8 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     if unchanged is None or not loop_code.same_code(unchanged, code):
         return None
     effect = loop_body.effects(function.body)  # anywhere in the function (``recapturable``)
-    lifter = _Rewriter(code, function)
-    function.body = lifter.block(function.body)
+    while_loops.rotate_breaks(function)  # ``while True`` with a break midway: a ``while`` test
+    function.body = (lifter := _Rewriter(code, function)).block(function.body)
     if lifter.converted:  # a loop's last item, returned (``_target_returned``)
         result_conversions.convert_results(function, lifter.converted)
     # and the numbers it converts only to return them (``return float(loss)``)

@@ -18,6 +18,8 @@ unrolled: each test a gate.
 
 from __future__ import annotations
 
+import ast
+import copy
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +28,7 @@ import numpy as np
 
 from . import loop_counters, loop_state
 from .creation import active_tracer
+from .loop_names import SCOPES, jumps
 from .proxy import Proxy
 
 #: the names the rewritten code reads ``run_while`` and ``goes_on`` from (closure cells, as
@@ -193,3 +196,39 @@ def _traced_and_true(outcome: Any) -> bool:
     if not isinstance(outcome, Proxy) or np.size(outcome.value) != 1:
         return False
     return bool(np.asarray(outcome.value))
+
+
+def rotate_breaks(node: ast.AST) -> None:
+    """Each ``while True: S1; if C: break; S2`` in ``node`` (a function, not the scopes in it;
+    no other ``break`` or ``continue`` of its own, no ``else``) as ``S1; while
+    __stax_goes_on__(C): S2; S1``, in place, inner loops first: the same statements in the same
+    order on every path (S1, C, then S2, S1, C until C holds), as a loop whose test reads the
+    data, which lifts (a fixed-point iteration unrolled with a gate per iteration before: a
+    second to compile, a version per iteration count)."""
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(node, field, None)
+        if not isinstance(block, list):
+            continue
+        for child in block:
+            if not isinstance(child, SCOPES):
+                rotate_breaks(child)
+        if block and isinstance(block[0], ast.stmt):
+            setattr(node, field, [s for statement in block for s in _rotated(statement)])
+
+
+def _rotated(node: ast.stmt) -> list[ast.stmt]:
+    if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and
+            node.test.value is True and not node.orelse):
+        return [node]
+    exits = [k for k, s in enumerate(node.body) if isinstance(s, ast.If) and not s.orelse and
+             len(s.body) == 1 and isinstance(s.body[0], ast.Break)]
+    if len(exits) != 1:
+        return [node]
+    k = exits[0]
+    before, test, after = node.body[:k], node.body[k].test, node.body[k + 1:]
+    if any(jumps(s) for s in (*before, *after)) or \
+            any(isinstance(n, ast.NamedExpr) for n in ast.walk(test)):
+        return [node]
+    goes = ast.Call(ast.Name(GOES_ON_HELPER, ast.Load()), [test], [])
+    loop = ast.While(ast.copy_location(goes, test), [*after, *copy.deepcopy(before)], [])
+    return [*before, ast.copy_location(loop, node)]
