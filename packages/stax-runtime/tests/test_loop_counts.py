@@ -76,3 +76,32 @@ def test_a_count_as_a_keyword_and_an_int_subclass():
     y = np.random.default_rng(0).standard_normal(50)
     for n in (1500, 1600, np.int64(1700), True):
         np.testing.assert_array_equal(compiled(y, 0.02, nsteps=n), euler(y, 0.02, n))
+
+
+START = 2 ** 24 + 1
+
+
+def float32_times_item(x, n):  # a weak Python int against a strong int64: checked per item
+    for i in range(START, n):
+        x = x + np.float32(0.1) * (x * 0 + 1) * i
+    return x
+
+
+def past_exact_ints(out, n):  # exact in Python, an int64 division past 2^53 is not
+    for i in range(1000, n):
+        out[0] = (i * 2 ** 29 + 1) / 3
+    return out
+
+
+def test_the_item_arithmetic_is_checked_on_every_item_a_count_allows():
+    """The body's item arithmetic is checked on the items any allowed count gives (from the
+    start, 2^24 of them), not on those of this capture's count."""
+    compiled = stax.compile(float32_times_item)
+    x = np.zeros(4, np.float32)
+    for n in (START + 2000, START + 2001):
+        got, want = compiled(x, n), float32_times_item(x, n)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(got, want)
+    compiled = stax.compile(past_exact_ints)
+    for n in (4000, 4001, 1000 + 2 ** 24):
+        np.testing.assert_array_equal(compiled(np.zeros(1), n), past_exact_ints(np.zeros(1), n))

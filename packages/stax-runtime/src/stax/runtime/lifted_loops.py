@@ -83,8 +83,9 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         compiled = CompiledFunction(
             taking_bases(body, site.params, site.returned, views, site.scratch)
             if views or site.scratch else body, strict_native=True)
-        compiled.capture_check = functools.partial(check_item_uses, items=items if stop is None
-                                                   else range(items.start, DYNAMIC_ITEMS))
+        compiled.capture_check = functools.partial(  # a run-time count: every item it allows
+            check_item_uses, items=items if stop is None else
+            range(items.start, items.start + DYNAMIC_ITEMS))
         compiled.donates_arguments = True  # it returns what it updates: no copy back per item
         compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy
         compiled.item_loops = {}  # machine-code loops, by argument layouts (its runners')
