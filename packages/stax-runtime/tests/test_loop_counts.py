@@ -10,7 +10,7 @@ import stax.runtime as stax
 
 
 def euler(y, dt, nsteps):
-    for k in range(nsteps):
+    for _ in range(nsteps):
         y = y + dt * (0.1 - 0.5 * y + 0.01 * y * y * y)  # exact arithmetic: NumPy's bits
     return y
 
@@ -23,13 +23,13 @@ def indexed(x, n):  # the item as an index: its arithmetic checked on every coun
 
 
 def reads_target_after(y, n):
-    for i in range(n):
+    for i in range(n):  # noqa: B007 (read after the loop)
         y = y * 0.999 + 0.001
     return y + i  # the last item: the count is keyed
 
 
 def stepped(y, n):
-    for i in range(0, n, 2):
+    for _ in range(0, n, 2):
         y = y * 0.999 + 0.001
     return y
 

@@ -54,6 +54,7 @@ from .key_entry import (
     version_entry,
     with_free_values,
 )
+from .keyword_calls import as_called, call_form, defaults_unread
 from .object_arrays import LiftedAttributes, ObjectArrays, as_plain_callable, with_lifted, with_object_arrays
 from .replay_costs import timed_against_eager
 from .reports import Reports
@@ -65,12 +66,10 @@ from .runners import (
     generator_states,
     guarded_entry,
     keep_updates_of_a_failed_call,
-    keywords_as_positions,
     named_parameters,
     traced_arguments,
     tree_runner,
     untraced_state,
-    updated_copies,
     without_writeback,
     writeback_runner,
 )
@@ -110,13 +109,15 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         self.donates_arguments = self.declines_to_caller = False
         #: the key's rho (definition 2.2): the transform its versions apply (a gradient's mode)
         self.rho = PLAIN
+        self._form, self._identity = call_form(fn), compares_identity(fn)  # keyword_calls.py
+        #: the function called with a placed call's arguments (keyword-only values last)
+        self._plain = self._form.calling(fn) if self._form is not None else fn
         self._free = FreeVariables(fn)
         self._guards = FreeGuards(fn, lifted=set(self._free.names))
         self._names = callable_names(fn)  # what the key describes of modules it meets
         #: array attributes of its argument objects, lifted per call (None: it names none)
         self._objects = ObjectArrays(self._names) if self._names else None
         self._sets_errstate = sets_error_state(fn)  # np.errstate inside: events decline
-        self._positions, self._identity = keywords_as_positions(fn), compares_identity(fn)
         self._rebinds = rebinds_free_names(fn)
         # one compile at a time: threads making one first call wait for its version
         self._compile_lock = threading.RLock()
@@ -164,8 +165,12 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
 
     # -- calling (algorithm 2.1) -----------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs and self._positions is not None:  # f(x, k=3.0) as f(x, 3.0)
-            args, kwargs = self._positions(args, kwargs)
+        form = self._form  # f(x, k=3.0) as f(x, 3.0); keyword-only values placed last
+        if form is not None and (kwargs or form.always):
+            placed = form.place(args, kwargs)
+            if placed is None:  # a call Python refuses: its own TypeError
+                return self.fn(*args, **kwargs)
+            args, kwargs = placed
         return self._run_unguardable(ALIASED, args, kwargs) if self._identity and \
             aliased(args, kwargs) else self._call(*args, **kwargs)  # ``a is b`` of f(x, x)
 
@@ -194,7 +199,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                         self._last = (layout, candidates)
                         return self._run(version, args, kwargs)
         if traced_arguments(user_args, kwargs):  # called inside another function's capture: inline it
-            return self.fn(*user_args, **kwargs)
+            return self._plain(*user_args, **kwargs)
         placement = self._place(args, kwargs)
         if placement is not None and placement.eager_reason is not None:
             return self._run_unguardable(placement.eager_reason, args, kwargs)
@@ -223,28 +228,6 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                     if not version.native:
                         return self._captured_result(version, args, kwargs, outcome, placement)
         return self._run(version, args, kwargs)
-
-    def _captured_result(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
-                         outcome: Outcome, placement: devices.Placement | None) -> Any:
-        """A fallback version's first call: the capture ran it already, so its result stands
-        (moved to the device for a device call) unless it cannot stand for eager's."""
-        done, result = outcome.eager_result()
-        if done:
-            self._fallbacks += 1
-            if placement is not None:  # computed on host copies
-                return placement.restore(result, updated_copies(outcome))
-            return result
-        outcome.undo_untraced_updates()
-        return self._run(version, args, kwargs)
-
-    def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, host: bool = False) -> Any:
-        """The function run eagerly: on device arrays through CuPy (``host``: on host copies,
-        for NumPy's own errors), on NumPy arrays as it is."""
-        fn = self._traced_function()
-        if devices.device_leaf(tree_leaves((args, kwargs))) is None:
-            return fn(*args, **kwargs)
-        run = devices.run_on_host if host else devices.run_through_cupy
-        return run(fn, args, kwargs)
 
     def _rescan_free_variables(self) -> bool:
         """Which globals, cells and module attributes are arrays is decided again at each miss:
@@ -383,6 +366,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
 
     def _traced_function(self) -> Callable[..., Any]:
         inner = self._free.lifted() if self._free else self.fn
+        inner = self._form.calling(inner, True, len(self._free.names)) if self._form else inner
         return with_object_arrays(inner, len(self._free.names)) if self._objects else inner
 
     def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -440,10 +424,12 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             marker = user_args[0]
             user_args = user_args[marker.leaves:]
             lifted = ["lifted", *(f"arg{i}.{a}" for i, a in marker.paths)]
-        names = [*self._free.names, *lifted, *leaf_names(self.fn, user_args, kwargs)]
+        names = [*self._free.names, *lifted,
+                 *leaf_names(self.fn, *as_called(self._form, user_args, kwargs))]
         clock = time.perf_counter()
         try:
-            free = snapshot_for_capture(self._guards, self._rebinds)
+            free = snapshot_for_capture(self._guards, self._rebinds,
+                                        defaults_unread(self._form, user_args))
         except UnsupportedError as exc:
             devices.refuse_held_tensor(exc.__context__, placement, self._name, "a value it reads")
             raise

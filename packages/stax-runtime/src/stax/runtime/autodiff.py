@@ -76,8 +76,11 @@ class Differentiated:
                 if not -count <= k < count:
                     raise ValueError(f"argnums {k} is out of range for {count} arguments")
             compiled = CompiledFunction(self.fn, dynamic=False, strict_native=True)
-            compiled.backend = GradientBackend(self.fn, count, tuple(k % count for k in numbers),
-                                               self.has_aux)
+            # the arguments as the call places them: keyword-only values (defaults) after these
+            placed = compiled._form.place(args, {}) if compiled._form is not None and \
+                compiled._form.always else None
+            compiled.backend = GradientBackend(self.fn, len(placed[0]) if placed else count,
+                                               tuple(k % count for k in numbers), self.has_aux)
             compiled.backend_name = "gradient"
             compiled.rho = f"{'value_and_grad' if self.value else 'grad'}(argnums={numbers}" \
                 f"{', has_aux=True' if self.has_aux else ''})"

@@ -41,7 +41,7 @@ class OtherBranches:
     _versions: list[Version]
     _eager: Any
     _traced_function: Any
-    fn: Any
+    _plain: Any
     _run: Any
     _dispatch: Any
     _misses: int
@@ -178,7 +178,7 @@ class OtherBranches:
         if any(isinstance(leaf, tuple) and leaf and leaf[0] == "lifted attributes"
                for leaf in positional):
             return self._traced_function()
-        return self.fn
+        return self._plain  # (keyword-only values given back as keywords)
 
     def _at_limit(self) -> bool:
         return len(self._versions) >= self.limits.max_versions or \

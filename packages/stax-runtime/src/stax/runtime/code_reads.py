@@ -178,11 +178,12 @@ def reads(fn: Any, lifted: frozenset[str] | set[str] = frozenset(),
             yield f"{at}closure {name!r}", read
             yield from _held(read(), read, f"{at}{name}", code, lifted, name)
     # each its own path: a tuple of numbers read again is the same object, an ``is`` a call
-    # (read as one new pair, it was described on every call: 4 us)
+    # (read as one new pair, it was described on every call: 4 us); the keyword defaults one
+    # path each, their dictionary (which can change in place) described on every call: 4 us
     if getattr(fn, "__defaults__", None):
         yield f"{at}defaults", lambda: fn.__defaults__
-    if getattr(fn, "__kwdefaults__", None):
-        yield f"{at}keyword defaults", lambda: fn.__kwdefaults__
+    for name in getattr(fn, "__kwdefaults__", None) or ():
+        yield f"{at}{keyword_default(name)}", functools.partial(_keyword_default, fn, name)
     owner = getattr(fn, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType):
         hidden = frozenset(name[len("self."):] for name in lifted if name.startswith("self."))
@@ -195,6 +196,15 @@ def reads(fn: Any, lifted: frozenset[str] | set[str] = frozenset(),
                          None, names=method_names(type(owner), attribute_names(code)))
         if isinstance(owner, type):  # a class method: ``cls.factor``
             yield from _held(owner, lambda: fn.__self__, f"{at}cls", code, set(), None)
+
+
+def keyword_default(name: str) -> str:
+    """The guard path of the default of keyword-only parameter ``name``."""
+    return f"keyword defaults[{name!r}]"
+
+
+def _keyword_default(fn: Any, name: str) -> Any:
+    return (fn.__kwdefaults__ or {}).get(name, ABSENT)
 
 
 def _without(owner: Any, hidden: frozenset[str]) -> tuple[type, dict[str, Any]]:

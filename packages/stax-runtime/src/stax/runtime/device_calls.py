@@ -1,4 +1,5 @@
-"""Where a call runs and a CUDA version's first call: a mixin of ``CompiledFunction``, whose
+"""Where a call runs, a CUDA version's first call, a fallback version's first call (its
+capture's result) and the function run eagerly: a mixin of ``CompiledFunction``, whose
 attributes named here it uses."""
 
 from __future__ import annotations
@@ -11,16 +12,20 @@ from stax.ir import StaxError, tree_leaves
 from stax.trace import Outcome
 
 from . import devices, logs
+from .runners import updated_copies
 from .versions import Version
 
 
 class DeviceCalls:
-    """``_place`` and ``_first_device_run`` for ``CompiledFunction`` (the attributes below are
-    its, and so are the methods called on ``self``: ``_run``, ``_eager``,
-    ``_captured_result``)."""
+    """``_place``, ``_first_device_run``, ``_captured_result`` and ``_eager`` for
+    ``CompiledFunction`` (the attributes below are its, and so are the methods called on
+    ``self``: ``_run``, ``_traced_function``)."""
 
     _name: str
     _free: Any
+    _fallbacks: int
+    _run: Any
+    _traced_function: Any
     requested_device: str | None
     strict_native: bool
 
@@ -41,6 +46,28 @@ class DeviceCalls:
             logs.warn(f"stax: {self._name} falls back to eager NumPy through CuPy on "
                       f"{placement.key} for this signature: {version.reason}")
             return self._captured_result(version, args, kwargs, outcome, placement)
+
+    def _captured_result(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
+                         outcome: Outcome, placement: devices.Placement | None) -> Any:
+        """A fallback version's first call: the capture ran it already, so its result stands
+        (moved to the device for a device call) unless it cannot stand for eager's."""
+        done, result = outcome.eager_result()
+        if done:
+            self._fallbacks += 1
+            if placement is not None:  # computed on host copies
+                return placement.restore(result, updated_copies(outcome))
+            return result
+        outcome.undo_untraced_updates()
+        return self._run(version, args, kwargs)
+
+    def _eager(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, host: bool = False) -> Any:
+        """The function run eagerly: on device arrays through CuPy (``host``: on host copies,
+        for NumPy's own errors), on NumPy arrays as it is."""
+        fn = self._traced_function()
+        if devices.device_leaf(tree_leaves((args, kwargs))) is None:
+            return fn(*args, **kwargs)
+        run = devices.run_on_host if host else devices.run_through_cupy
+        return run(fn, args, kwargs)
 
     def _place(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> devices.Placement | None:
         """The device of this call (None: the CPU); ``StaxError`` for arguments no device takes.

@@ -141,7 +141,7 @@ def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
     (None when this call cannot use a generic version of that pattern: keywords, a dynamic
     dimension of size 0 or 1, another type where a scalar was)."""
     positional, keywords = sigma
-    if keywords:
+    if keywords or any(i >= len(positional) for i, _ in pattern):  # (f(x) beside f(x, k))
         return None
     leaves = []
     for i, leaf in enumerate(positional):

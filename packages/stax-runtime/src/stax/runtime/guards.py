@@ -86,8 +86,9 @@ class FreeGuards:
     def __bool__(self) -> bool:
         return bool(self.paths)
 
-    def snapshot(self) -> Snapshot:
-        """The descriptions of every path now; raises Unguardable naming the path.
+    def snapshot(self, unread: frozenset[str] = frozenset()) -> Snapshot:
+        """The descriptions of every path now but those ``unread`` names (a keyword default
+        the call passes a value for); raises Unguardable naming the path.
 
         A Python function found on a path is guarded by identity, and the values it reads become
         paths of their own (``globals['helper'].globals['K']``): a call then checks each with an
@@ -115,7 +116,8 @@ class FreeGuards:
             checks.append((path, kept, description))
 
         for path in self.paths:
-            add(path)
+            if path.name not in unread:
+                add(path)
         return Snapshot(checks)
 
 
@@ -181,17 +183,19 @@ def _paths(fn: Callable[..., Any], lifted: set[str], prefix: str) -> Iterator[_P
         yield _Path(name, read, names)
 
 
-def snapshot_for_capture(guards: FreeGuards, rebinds: tuple[str, ...]) -> Snapshot | None:
-    """The free values a trace is about to read (None when there are none); UnsupportedError
-    when the function rebinds a name outside its frame or reads a value that cannot be keyed."""
+def snapshot_for_capture(guards: FreeGuards, rebinds: tuple[str, ...],
+                         unread: frozenset[str] = frozenset()) -> Snapshot | None:
+    """The free values a trace is about to read (None when there are none; ``unread``: paths
+    it does not read); UnsupportedError when the function rebinds a name outside its frame or
+    reads a value that cannot be keyed."""
     if rebinds:
         raise UnsupportedError(f"the function assigns {', '.join(rebinds)}: a side effect a "
                                "capture cannot replay on later calls",
                                hint="return the value instead")
-    if not guards:
+    if not guards or all(path.name in unread for path in guards.paths):
         return None
     try:
-        return guards.snapshot()
+        return guards.snapshot(unread)
     except Unguardable as exc:
         raise UnsupportedError(f"a value it reads cannot be keyed: {exc}",
                                hint="pass it as an argument") from None

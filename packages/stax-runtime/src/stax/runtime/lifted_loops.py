@@ -113,9 +113,9 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     if site.row is not None:  # the last row: a view of the array, as iterating it gives
         after[site.row] = state[site.array][items[-1]]
     logs.emit("loops", config.current().logs,
-              f"loop at {site.source}: {len(items)} iterations"
-              f"{'' if stop is None else ' (this call; the count a run-time input)'} lifted into one step "
-              f"({how}; inputs {', '.join(inputs)}; results {', '.join(outputs)})")
+              f"loop at {site.source}: {len(items)} iterations lifted into one step "
+              f"({'the count a run-time input; ' if stop is not None else ''}{how}; "
+              f"inputs {', '.join(inputs)}; results {', '.join(outputs)})")
     return after
 
 

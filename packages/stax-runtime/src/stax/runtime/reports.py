@@ -21,7 +21,7 @@ class Reports:
     _misses: int
     _fallbacks: int
     _free: Any
-    _positions: Any
+    _form: Any
     _objects: Any
     _names: Any
     fn: Any
@@ -41,8 +41,8 @@ class Reports:
         """For each cached version, the guards that fail for these arguments (corollary 2.1).
         Arguments the function cannot take raise its TypeError, as a call would."""
         check_arguments(self.fn, args, kwargs)
-        if kwargs and self._positions is not None:  # keyed as a call places them
-            args, kwargs = self._positions(args, kwargs)
+        if self._form is not None and (kwargs or self._form.always):  # as a call places them
+            args, kwargs = self._form.place(args, kwargs) or (args, kwargs)
         args = with_lifted(self._objects, args)  # arrays of argument objects, as a call
         if self._free:
             args = (*self._free.read(), *args)

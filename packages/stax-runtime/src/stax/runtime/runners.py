@@ -228,43 +228,6 @@ def without_writeback(capture: Any) -> Any:
     return capture
 
 
-def keywords_as_positions(fn: Callable[..., Any]
-                          ) -> Callable[[tuple[Any, ...], dict[str, Any]], tuple[Any, Any]] | None:
-    """For a function of plain positional-or-keyword parameters: ``(args, kwargs)`` -> the same
-    call with each keyword given at its position (a parameter skipped before it taking its
-    default), so ``f(x, k=3.0)`` is keyed, dispatched and entered in machine code as ``f(x,
-    3.0)`` (a keyword call took the full signature: 12 us against 0.5 for three elements).
-    A call it cannot place (an unknown or repeated name, a required parameter missing) is left
-    as it is, for Python's own error. None for other functions."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if not params or any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
-        return None
-    names = [p.name for p in params]
-    defaults = [p.default for p in params]
-    position = {name: i for i, name in enumerate(names)}
-
-    def place(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-        if len(kwargs) == 1:  # the next parameter by name (``f(x, k=3.0)``): no loops
-            for name, value in kwargs.items():
-                if position.get(name) == len(args):
-                    return (*args, value), {}
-        if any(position.get(k, -1) < len(args) for k in kwargs):
-            return args, kwargs
-        placed = list(args)
-        for i in range(len(args), max(position[k] for k in kwargs) + 1):
-            if names[i] in kwargs:
-                placed.append(kwargs[names[i]])
-            elif defaults[i] is not inspect.Parameter.empty:
-                placed.append(defaults[i])
-            else:
-                return args, kwargs
-        return tuple(placed), {}
-    return place
-
-
 def self_overlapping(array: Any) -> bool:
     """Whether elements of ``array`` share memory (a zero stride on an axis longer than 1, or
     axes whose strides interleave, as ``as_strided`` makes): writing a whole final value into it
