@@ -105,6 +105,7 @@ def test_a_version_checking_its_gates_with_numpy_steps_is_timed(monkeypatch, cap
     version = f.versions()[0]
     assert version.gates_in_program and version.replay_costs.decided
     assert ("its key runs eagerly" in caplog.text) is eager_from_now_on
+    assert "NumPy steps and kernels" in caplog.text and "replaying" not in caplog.text
 
 
 def test_a_version_of_kernels_alone_is_not_timed():

@@ -120,7 +120,7 @@ class OtherBranches:
         costs.eager.append(time.perf_counter() - start)
         slower = costs.slower_than_eager()
         if slower is not None:
-            summary = costs.summary(version.gates is not None)
+            summary = costs.summary(version.gates is not None and not version.gates_in_program)
             logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: "
                       f"{summary}" + ("; its key runs eagerly" if slower else ""))
             if slower:
