@@ -209,7 +209,10 @@ def small_power32(x: Expr, n: int) -> Expr:
     # (either sign) read as unsigned are above the limit; one integer minimum
     limit = Const((127 + (100 if n == 3 else 64)) << 23, "uint32")
     hc = Unary("bitcast", Binary("minimum", Unary("bitcast", h, "uint32"), limit, "uint32"), f32)
-    low = Ternary("fma", x, x, Unary("neg", hc, f32), f32)
+    # -hc as a product by -1 (exact: hc is a finite number), which LLVM folds into the FMA
+    # (``vfmsub``); ``neg`` is an xor it cannot see through (a NaN's sign flipped for NumPy's
+    # negative), one more instruction a vector: GELU with ``x ** 3`` 1.10x its ``x * x * x``
+    low = Ternary("fma", x, x, Binary("mul", hc, Const(-1.0, f32), f32), f32)
     if n == 3:
         return Ternary("fma", h, x, Binary("mul", low, x, f32), f32)
     return Ternary("fma", h, h, Binary("mul", h, Binary("add", low, low, f32), f32), f32)
