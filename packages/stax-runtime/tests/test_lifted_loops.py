@@ -957,3 +957,34 @@ def test_a_loop_made_for_one_zero_is_not_run_for_the_other():
         got, want = f(y, k), powered(y, k)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def heat_rebinding(u, steps, r):
+    for _ in range(steps):
+        u = u * 1.0  # a new array each step, then updated in place
+        u[1:-1] += r * (u[2:] - 2.0 * u[1:-1] + u[:-2])
+    return u
+
+
+def heat_copying(u, steps, r):
+    for _ in range(steps):
+        u = u.copy()
+        u[1:-1] += r * (u[2:] - 2.0 * u[1:-1] + u[:-2])
+    return u
+
+
+@pytest.mark.parametrize("fn", [heat_rebinding, heat_copying])
+def test_an_argument_rebound_before_its_update_is_not_written_back(fn, caplog, monkeypatch):
+    """Each item binds ``u`` anew before updating it in place, so the argument is never updated:
+    the lifted step's result was written back into it (a silent wrong result: the argument
+    changed, and the result with it). ``u = u.copy()`` is such a rebinding too (it unrolled:
+    20,000 operations, then eager)."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    f = stax.compile(fn)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for steps in (300, 301):
+            u = np.random.default_rng(steps).random(200)
+            before = u.copy()
+            np.testing.assert_array_equal(f(u, steps, 0.2), fn(u.copy(), steps, 0.2))
+            np.testing.assert_array_equal(u, before)
+    assert "iterations lifted into one step" in caplog.text

@@ -66,11 +66,16 @@ def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[s
 
 
 def _operand_only(expr: ast.expr, name: str) -> bool:
-    """Whether ``expr`` reads ``name`` only as an operand of arithmetic, a comparison or the
-    value of a subscript (nothing it is passed to could update it)."""
+    """Whether ``expr`` reads ``name`` only as an operand of arithmetic, a comparison, the value
+    of a subscript or the object of ``.copy()`` (nothing it is passed to could update it; a
+    copy is a new array: ``u = u.copy(); u[1:-1] += ...``, a heat step)."""
     allowed: set[int] = set()
     for node in ast.walk(expr):
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "copy" and not node.args and \
+                all(k.arg == "order" for k in node.keywords):
+            allowed.add(id(node.func.value))
+        elif isinstance(node, ast.BinOp):
             allowed.update((id(node.left), id(node.right)))
         elif isinstance(node, ast.UnaryOp):
             allowed.add(id(node.operand))
