@@ -254,3 +254,19 @@ def test_placement():
         placed, rest = form.place(args, kwargs)
         assert placed[-1] == kwargs.get("k", 1)  # every keyword-only value placed
         assert call(*placed, **rest) == varargs(*args, **kwargs)
+
+
+def test_a_keyword_default_given_after_the_compile_is_guarded():
+    """Every keyword-only parameter's default is a guard path, those without one at the compile
+    too: ``j``'s default given later, then changed in place, is seen (it kept the first
+    capture's value)."""
+    def f(x, *, k=1.0, j):
+        return x * k + j
+
+    compiled = stax.compile(f)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(compiled(x, j=2.0), f(x, j=2.0))
+    f.__kwdefaults__ = {"k": 1.0, "j": 2.0}
+    np.testing.assert_array_equal(compiled(x), f(x))
+    f.__kwdefaults__["j"] = 7.0
+    np.testing.assert_array_equal(compiled(x), f(x))

@@ -105,3 +105,27 @@ def test_the_item_arithmetic_is_checked_on_every_item_a_count_allows():
     compiled = stax.compile(past_exact_ints)
     for n in (4000, 4001, 1000 + 2 ** 24):
         np.testing.assert_array_equal(compiled(np.zeros(1), n), past_exact_ints(np.zeros(1), n))
+
+
+def reads_target_through_the_frame(y, n):
+    import sys
+    for i in range(n):  # noqa: B007 (read after the loop, through the frame)
+        y = y * 0.999 + 0.001
+    return y + sys._getframe().f_locals["i"]
+
+
+def reads_target_through_an_alias(y, n):
+    peek = locals
+    for i in range(n):  # noqa: B007 (read after the loop, through locals)
+        y = y * 0.999 + 0.001
+    return y + peek()["i"]
+
+
+@pytest.mark.parametrize("fn", [reads_target_through_the_frame, reads_target_through_an_alias])
+def test_a_target_read_through_the_frame_keys_the_count(fn):
+    """``sys._getframe().f_locals``, ``L = locals``: any local may be read, the loop's target
+    after the loop too, so its count is keyed (it gave the capture's last item)."""
+    compiled = stax.compile(fn)
+    for n in (2000, 2001, 3500):
+        y = np.zeros(2)
+        np.testing.assert_array_equal(compiled(y, n), fn(y, n))

@@ -65,6 +65,11 @@ def test_inner_loops_first_and_a_break_at_either_end():
     "while True:\n    y = g(y)\n    if y > 1:\n        break\n    if y == 0:\n        continue",
     "while y:\n    y = g(y)\n    if y > 1:\n        break",
     "while True:\n    if (z := g(y)) > 1:\n        break\n    y = z",
+    # a break or continue in an inner loop's ``else:`` is the outer loop's
+    "while True:\n    for j in range(2):\n        y = g(y)\n    else:\n        if y > 5:\n"
+    "            break\n    if y > 1:\n        break\n    y = y + 1",
+    "while True:\n    if y > 1:\n        break\n    for j in range(2):\n        y = g(y)\n"
+    "    else:\n        continue\n    y = y + 1",
 ])
 def test_other_loops_are_left_as_written(loop):
     source = "def f(y):\n" + textwrap.indent(loop, "    ") + "\n    return y"

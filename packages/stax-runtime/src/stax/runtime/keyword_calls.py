@@ -19,10 +19,11 @@ eager runs, eager entries) calls it through ``CallForm.calling``, which names th
 again.
 
 Defaults are read from the function at each call (``__defaults__``, ``__kwdefaults__``), as
-Python binds them. A call Python refuses (too many positional arguments, an unknown or repeated
-keyword, a missing argument before a given one) is not placed: ``place`` returns None and the
-caller calls the function itself, for Python's own ``TypeError``; a placed call missing a later
-argument gets that error from the function it is given back to.
+Python binds them; a callable that holds no defaults of its own (a ``functools.partial`` of a
+function with some) is not placed. A call Python refuses (too many positional arguments, an
+unknown or repeated keyword, a missing argument before a given one) is not placed: ``place``
+returns None and the caller calls the function itself, for Python's own ``TypeError``; a placed
+call missing a later argument gets that error from the function it is given back to.
 """
 
 from __future__ import annotations
@@ -209,8 +210,8 @@ class CallForm:
 def call_form(fn: Callable[..., Any]) -> CallForm | None:
     """How calls of ``fn`` are placed, or None where they are taken as they come: a callable
     without a signature or with one its code does not bind (``__signature__``), or one with
-    keyword-only parameters whose defaults it does not hold itself (a ``functools.partial``'s
-    keywords)."""
+    defaults or keyword-only parameters it does not hold itself (a ``functools.partial``'s
+    keywords, its function's defaults: the signature's are a copy, stale once they change)."""
     if getattr(fn, "__signature__", None) is not None:
         return None
     try:
@@ -218,8 +219,8 @@ def call_form(fn: Callable[..., Any]) -> CallForm | None:
     except (TypeError, ValueError):
         return None
     form = CallForm(fn, params)
-    if form.keyword_only and form._function is None:
-        return None
+    if form._function is None and (form.keyword_only or any(form._static)):
+        return None  # defaults it does not hold itself (a partial's function's): unread here
     if not form.index:  # nothing a keyword could be placed at
         return None
     return form

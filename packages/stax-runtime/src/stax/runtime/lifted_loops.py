@@ -50,8 +50,9 @@ from stax.ir import (
 )
 from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
+from stax.trace.loop_index import loop_index_argument
 from stax.trace.loop_ranges import DYNAMIC_ITEMS
-from stax.trace.loops import UNBOUND, LoopSite, install_lifter, loop_index_argument
+from stax.trace.loops import UNBOUND, LoopSite, install_lifter
 from stax.trace.source import drop_held, held_mark, traced_value
 from stax.trace.traced_scalars import TracedScalar
 

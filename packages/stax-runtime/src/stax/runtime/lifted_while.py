@@ -26,7 +26,8 @@ from stax.codegen import ExternResultMismatch, errstate
 from stax.codegen.cpu.fpevents import UNDERFLOW
 from stax.trace import Proxy
 from stax.trace.isolation import not_watching
-from stax.trace.loops import UNBOUND, LoopSite, loop_index_argument
+from stax.trace.loop_index import loop_index_argument
+from stax.trace.loops import UNBOUND, LoopSite
 from stax.trace.source import traced_value
 from stax.trace.traced_scalars import TracedScalar
 from stax.trace.while_loops import goes_on_after, install_while_lifter

@@ -17,8 +17,11 @@ import ast
 
 #: calls with a Python effect: the builtins, and methods that update their object in place
 _EFFECT_FUNCTIONS = frozenset({"print", "input", "open", "setattr", "delattr", "exec", "next"})
-#: calls that read a function's locals without naming them
+#: names that read a function's locals without naming them (called or not: ``L = locals``)
 _INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "dir"})
+#: attributes that reach a frame's locals (``sys._getframe().f_locals``, ``inspect.stack()``)
+_FRAMES = frozenset({"f_locals", "_getframe", "currentframe", "stack", "tb_frame", "f_back",
+                     "getframeinfo", "getouterframes", "trace"})
 _EFFECT_METHODS = frozenset({
     "append", "extend", "insert", "pop", "popitem", "remove", "clear", "update", "add",
     "discard", "setdefault", "write", "writelines", "flush", "put", "put_nowait", "send",
@@ -90,11 +93,13 @@ def _operand_only(expr: ast.expr, name: str) -> bool:
 def name_uses(function: ast.FunctionDef) -> list[tuple[int, str]] | None:
     """Every read or deletion of a name in ``function`` (the node's id, the name), taken before
     any loop of it is rewritten; None when the function reads its locals by other means
-    (``locals()``, ``vars()``, ``eval``, ``exec``), so that any local may be read."""
+    (``locals()``, ``vars()``, ``eval``, ``exec``, a frame's ``f_locals``), so that any local
+    may be read. (A function it calls could read them through its caller's frame too: not
+    seen.)"""
     uses = []
     for node in ast.walk(function):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id in _INTROSPECTION:
+        if (isinstance(node, ast.Name) and node.id in _INTROSPECTION) or \
+                (isinstance(node, ast.Attribute) and node.attr in _FRAMES):
             return None
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
             uses.append((id(node), node.id))

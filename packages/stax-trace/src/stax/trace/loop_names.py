@@ -175,13 +175,16 @@ def break_form(node: ast.For | ast.While) -> BreakForm | None:
 
 
 def jumps(statement: ast.AST) -> bool:
-    """Whether ``statement`` breaks or continues the loop it is in (not a loop inside it)."""
+    """Whether ``statement`` breaks or continues the loop it is in: not a loop's inside it, but
+    one in the ``else:`` of a loop inside it, which is the outer loop's."""
     stack = [statement]
     while stack:
         child = stack.pop()
         if isinstance(child, (ast.Break, ast.Continue)):
             return True
-        if not isinstance(child, (*SCOPES, ast.For, ast.While, ast.AsyncFor)):
+        if isinstance(child, (ast.For, ast.While, ast.AsyncFor)):
+            stack.extend(child.orelse)
+        elif not isinstance(child, SCOPES):
             stack.extend(ast.iter_child_nodes(child))
     return False
 

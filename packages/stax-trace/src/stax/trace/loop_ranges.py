@@ -3,7 +3,7 @@ of steps is an argument, ``for k in range(nsteps)``).
 
 ``range(n)`` reads ``n``: its value becomes part of the key, and every new count compiled a new
 version until the function reached its limit and ran eagerly. The loop rewriter
-(``ndindex_loops.shaped_iter``) makes a loop header's ``range(...)`` a call of ``range_call``,
+(``header``) makes a loop header's ``range(...)`` a call of ``range_call``,
 which during capture, where the stop is a followed int argument (``TracedScalar``) and the start
 and step are plain ints, gives a ``TracedRange``: the items of this capture's count, read from
 nothing. ``loops._run_loop`` lifts such a loop with the stop as a run-time input of its step
@@ -14,6 +14,7 @@ arithmetic on); wherever it does not lift it, the range is read (``read``) and k
 
 from __future__ import annotations
 
+import ast
 import builtins
 import operator
 from typing import Any
@@ -66,3 +67,15 @@ def range_call(fn: Any, *args: Any) -> Any:
             (len(args) == 3 and args[2] != 1):
         return fn(*args)
     return TracedRange(args, stop)
+
+
+def header(iterable: ast.expr) -> ast.expr:
+    """A loop header's ``range(...)`` (positional arguments) as ``__stax_loop__.range(range,
+    ...)``: the same call, whose stop may stay a run-time input (``range_call``); any other
+    iterable as it is."""
+    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and
+            iterable.func.id == "range" and not iterable.keywords and
+            not any(isinstance(a, ast.Starred) for a in iterable.args)):
+        return iterable
+    return ast.Call(ast.Attribute(ast.Name("__stax_loop__", ast.Load()), "range", ast.Load()),
+                    [iterable.func, *iterable.args], [])

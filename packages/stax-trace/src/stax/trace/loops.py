@@ -55,7 +55,7 @@ from .loop_names import (
     rows_of,
 )
 from .loop_names import binds_target as target_bound
-from .loop_ranges import TracedRange, range_call
+from .loop_ranges import TracedRange, header, range_call
 from .loop_site import LoopSite
 from .ndindex_loops import (
     INDEX_TUPLE,
@@ -181,7 +181,8 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
         return None
     effect = loop_body.effects(function.body)  # anywhere in the function (``recapturable``)
     while_loops.rotate_breaks(function)  # ``while True`` with a break midway: a ``while`` test
-    function.body = (lifter := _Rewriter(code, function)).block(function.body)
+    lifter = _Rewriter(code, function)
+    function.body = lifter.block(function.body)
     if lifter.converted:  # a loop's last item, returned (``_target_returned``)
         result_conversions.convert_results(function, lifter.converted)
     # and the numbers it converts only to return them (``return float(loss)``)
@@ -323,7 +324,7 @@ class _Rewriter:
         indexed = None if rows is None else _function(f"__stax_rows_{number}", [item, *params], [
             *_unbind(params), ast.Assign([copy.deepcopy(node.target)], row_item(rows, item)),
             *copy.deepcopy(_iteration(node, form)), _return_values(returned, form)])
-        run = _call("__stax_loop__", _site(number), shaped_iter(node.iter),
+        run = _call("__stax_loop__", _site(number), header(shaped_iter(node.iter)),
                     ast.Name(body_name, ast.Load()), ast.Name(whole.name, ast.Load()),
                     ast.Name("__stax_state", ast.Load()),
                     ast.Name(indexed.name, ast.Load()) if indexed else ast.Constant(None))
@@ -511,12 +512,9 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
         rest = items[1:]
         views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
                                        first.state, state, items[0])
-        per = first.recorded(tracer)
-        limit = UNROLL_LIMIT if per * len(rest) > UNROLL_LIMIT else DATA_INDEXED_LIMIT if \
-            per * len(rest) > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT) \
-            else None
-        forced = while_loops.traced(goes_on) or _lift_every_loop.get()
-        if views is not None and (limit is not None or forced):
+        fewest = _fewest_lifted(first, tracer, len(rest),
+                                while_loops.traced(goes_on) or _lift_every_loop.get())
+        if views is not None and fewest is not None:
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first (where it went on: a gate);
             # unrolled, a test that ends the loop would be a gate at every item. A traced
@@ -531,8 +529,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
                     lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop)
             if lifted is not None:
                 if traced is not None:  # a run-time count: as many items as lift the loop so
-                    traced.settle(None if stop is None else 3 if forced else
-                                  max(3, limit // per + 2))
+                    traced.settle(fewest if stop is not None else None)
                 for name, base in views.items():  # the row of the last item, a view again
                     lifted[name] = base[items[-1]]
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
@@ -543,6 +540,20 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
         if not _step(site, body, item, state):
             break
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
+
+
+def _fewest_lifted(first: Any, tracer: Any, rest: int, forced: bool) -> int | None:
+    """The fewest items with which the loop lifts as it does with ``rest`` after its first
+    (where its count is a run-time input, the version applies from there on), or None: it does
+    not lift. One iteration recorded ``per`` operations."""
+    if forced:
+        return 3
+    per = first.recorded(tracer)
+    if per * rest > UNROLL_LIMIT:
+        return max(3, UNROLL_LIMIT // per + 2)
+    if per * rest > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT):
+        return max(3, DATA_INDEXED_LIMIT // per + 2)
+    return None
 
 
 run_loop.ndindex = ndindex_call  # type: ignore[attr-defined]  # ``shaped_iter``'s calls
@@ -567,34 +578,3 @@ def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
     for name, value in zip(site.returned, out):
         state[name] = value
     return out[len(site.returned)] if site.stops else True
-
-
-# -- the loop index of a lifted body -------------------------------------------------------------
-
-_index_argument: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
-    "stax_loop_index_argument", default=None)
-
-
-@contextmanager
-def loop_index_argument(*names: str) -> Iterator[None]:
-    """Captures started in this block take the 0-d array arguments ``names`` as the NumPy
-    scalars they stand for (a loop's item, as the Python int it is: indexing with it makes views,
-    ``rows[i]`` a view of ``rows``, not NumPy's copy for a 0-d array index; a scalar the loop
-    carries: NumPy's scalar math, its integer overflow reports)."""
-    token = _index_argument.set(frozenset(names))
-    try:
-        yield
-    finally:
-        _index_argument.reset(token)
-
-
-@contextmanager
-def taking_loop_index_argument() -> Iterator[frozenset[str] | None]:
-    """For ``trace``: the names of the arguments that stand for scalars, if any; captures nested
-    in this one (a compiled function the body calls) don't see them."""
-    name = _index_argument.get()
-    token = _index_argument.set(None)
-    try:
-        yield name
-    finally:
-        _index_argument.reset(token)

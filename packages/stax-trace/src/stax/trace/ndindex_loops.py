@@ -69,14 +69,8 @@ def shaped_iter(iterable: ast.expr) -> ast.expr:
     """``np.ndindex(...)`` as ``__stax_loop__.ndindex(np.ndindex, ...)``: the call as written,
     whose result, where it is NumPy's ``ndindex`` of an int shape, iterates the same tuples
     and knows its shape (``NdIndex``), so a long loop over it lifts as a loop over the flat
-    index. ``range(...)`` (positional arguments) as ``__stax_loop__.range(range, ...)``: the
-    same call, whose stop may stay a run-time input (``loop_ranges``). Any other iterable as
-    it is."""
+    index. Any other iterable as it is."""
     func = iterable.func if isinstance(iterable, ast.Call) else None
-    if isinstance(func, ast.Name) and func.id == "range" and not iterable.keywords and \
-            not any(isinstance(a, ast.Starred) for a in iterable.args):
-        return ast.Call(ast.Attribute(ast.Name("__stax_loop__", ast.Load()), "range", ast.Load()),
-                        [func, *iterable.args], [])
     if not ((isinstance(func, ast.Attribute) and func.attr == "ndindex") or
             (isinstance(func, ast.Name) and func.id == "ndindex")):
         return iterable
@@ -87,9 +81,7 @@ def shaped_iter(iterable: ast.expr) -> ast.expr:
 def plain_index_target(node: ast.For) -> bool:
     """Give a loop over ``np.ndindex`` with a tuple target (``for i, j in ...``) the plain
     target ``INDEX_TUPLE``, unpacked first in its body; whether it did."""
-    shaped = shaped_iter(node.iter)
-    if not isinstance(node.target, ast.Tuple) or shaped is node.iter or \
-            shaped.func.attr != "ndindex":  # type: ignore[attr-defined]
+    if not isinstance(node.target, ast.Tuple) or shaped_iter(node.iter) is node.iter:
         return False
     unpack = ast.copy_location(ast.Assign([node.target], ast.Name(INDEX_TUPLE, ast.Load())), node)
     node.target = ast.copy_location(ast.Name(INDEX_TUPLE, ast.Store()), node)

@@ -36,6 +36,7 @@ from .examples import example_view, root_array
 from .gate_budget import add_gate
 from .isolation import private_copy, refused, refusing_draws
 from .leaves import leaf_names
+from .loop_index import taking_loop_index_argument
 from .outcome import Argument, Outcome
 from .proxy import GeneratorProxy, Proxy, escaped
 from .raised import caught_error, decided_by_key
@@ -385,7 +386,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] 
     gate; the gates' backward slice is extracted right after capture, before any pass could delete
     the nodes that compute them (corollary 3.1). ``outcome``, when given, receives what the run
     computed (see :class:`Outcome`)."""
-    with loops.taking_loop_index_argument() as loop_index:
+    with taking_loop_index_argument() as loop_index:
         return retried_with_values(lambda: _trace(fn, args, kwargs, name, arg_names, outcome,
                                                   loop_index), tree_leaves((args, kwargs)), outcome)
 

@@ -72,7 +72,7 @@ def _horner32(fma: Callable, x: ir.Value, coefficients: Sequence[float]) -> ir.V
     return acc
 
 
-#: LLVM makes ``fdiv fast 1.0, d`` an estimate in a function with this attribute, refining it
+#: LLVM makes ``fdiv arcp afn ninf 1.0, d`` an estimate in a function with this attribute, refining it
 #: zero times: the refinement is ours (``_reciprocal32``). zmm loops get ``vrcp14ps`` (2^-14,
 #: its bits given by Intel's reference code), but a loop's ymm epilogue gets ``vrcpps`` (12
 #: bits, which differ between vendors), hence a refinement good for both. Scalar divisions
@@ -90,13 +90,15 @@ def _reciprocal32(b: ir.IRBuilder, module: ir.Module, d: ir.Value) -> ir.Value:
     body's were not: ``tanh`` of one element differed with the array's length). A zmm
     ``vdivps`` occupies the divider ~10 cycles on Intel cores (four FMA-port instructions here).
     Elsewhere (no AVX-512) a division.
-    Callers keep d finite and normal: the estimate of an infinity is 0, and the step a NaN."""
+    Callers keep d finite and normal or NaN: the estimate of an infinity is 0, and the step a
+    NaN (its flags say ``ninf``, which LLVM needs for the estimate); a NaN goes through as a
+    NaN (not ``nnan``: tanh of a NaN takes this path)."""
     one = ir.Constant(F32, 1.0)
     if not has_scalef():  # AVX-512F
         return b.fdiv(one, d)
     set.add(b.function.attributes, RECIPROCAL_ESTIMATES)  # llvmlite knows no string attribute
     fma = _fmuladd32(b, module)
-    r = b.fdiv(one, d, flags=("fast",))
+    r = b.fdiv(one, d, flags=("arcp", "afn", "ninf"))  # no nnan: a NaN d gives NaN
     e = fma(b.fneg(d), r, one)
     return fma(r, fma(e, e, e), r)
 
