@@ -33,6 +33,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from stax.trace import loops
 from stax.trace.creation import active_tracer
 
@@ -60,16 +62,20 @@ class CallForm:
                       if i >= self.count or positional[i].kind is kinds.POSITIONAL_OR_KEYWORD}
         self.varargs = any(p.kind is kinds.VAR_POSITIONAL for p in params)
         self.varkw = any(p.kind is kinds.VAR_KEYWORD for p in params)
-        #: every call is placed, not only those with keywords
-        self.always = bool(self.keyword_only)
         # defaults read at each call where the function holds them, else its signature's
         function = fn.__func__ if isinstance(fn, types.MethodType) else fn
         self._function = function if isinstance(function, types.FunctionType) else None
         self._static = (tuple(p.default for p in positional if p.default is not p.empty),
                         {p.name: p.default for p in params
                          if p.kind is kinds.KEYWORD_ONLY and p.default is not p.empty})
+        #: an array among the positional defaults: every positional parameter is placed, the
+        #: defaults as arguments (``def f(x, w=W0)``: the function read W0, an array no key
+        #: holds, and ran eagerly, even where the call passed ``w``)
+        self.fills = any(isinstance(d, np.ndarray) for d in self._static[0])
+        #: every call is placed, not only those with keywords
+        self.always = bool(self.keyword_only) or self.fills
         self.place: Callable[[tuple[Any, ...], dict[str, Any]], _Placed | None] = \
-            self._fast_place()
+            self._place if self.fills else self._fast_place()
 
     # -- placing a call ----------------------------------------------------------------------------
     def _defaults(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -96,11 +102,12 @@ class CallForm:
         named = [self.index[k] for k in kwargs if k in self.index]
         if any(i < min(n, self.count) for i in named):  # given by position and by name
             return None
+        filled = self.count if self.fills else 0  # the positional parameters placed at least
         if self.varargs and self.keyword_only:  # the named positional ones, then every one
             last = max((i for i in named if i < self.count), default=n - 1)
-            ends = [(n, last + 1), (self.count, len(self.names))]
+            ends = [(n, max(last + 1, filled)), (self.count, len(self.names))]
         else:
-            ends = [(n, max(named, default=n - 1) + 1)]
+            ends = [(n, max(max(named, default=n - 1) + 1, filled))]
         defaults, kwdefaults = self._defaults()
         placed = list(args)
         for start, end in ends:
@@ -227,12 +234,15 @@ def call_form(fn: Callable[..., Any]) -> CallForm | None:
 
 
 def defaults_unread(form: CallForm | None, args: tuple[Any, ...]) -> frozenset[str]:
-    """The guard paths of the keyword defaults a placed call does not read: those of the
-    keyword-only values it passes (given, or placed as defaults after ``*args``). Two paths
-    checked at every call cost 0.2 us, a third of the call."""
-    if form is None or not form.keyword_only:
+    """The guard paths of the defaults a placed call does not read: those of the keyword-only
+    values it passes (given, or placed as defaults after ``*args``; two paths checked at every
+    call cost 0.2 us, a third of the call), and the positional ones where it passes every
+    positional parameter (``CallForm.fills``: an array default no key could hold)."""
+    if form is None:
         return frozenset()
-    return frozenset(map(keyword_default, form.split(args)[1]))
+    unread = frozenset(map(keyword_default, form.split(args)[1])) if form.keyword_only else \
+        frozenset()
+    return unread | {"defaults"} if form.fills and len(args) >= form.count else unread
 
 
 def as_called(form: CallForm | None, args: tuple[Any, ...], kwargs: dict[str, Any]
