@@ -77,3 +77,29 @@ def test_an_exception_midway_is_eager_s():
     assert str(got.value) == str(eager.value)
     big = np.full(8, 30.0)
     np.testing.assert_array_equal(compiled(big), raises_midway(big))
+
+
+def counted_fixed_point(x, tol):
+    y = x.copy()
+    it = 0
+    while True:
+        it += 1  # before the loop too once rotated: still a counter
+        yn = np.cos(y)
+        if np.abs(yn - y).max() < tol:
+            break
+        y = yn
+    return yn, it
+
+
+def test_a_counter_stepped_in_the_first_part_is_carried():
+    """``it += 1`` in S1 lands before the rotated loop as well as in it; the counter is still a
+    Python int the source fixes (``loop_counters._step_before``), carried by the lifted step:
+    one compile, the count returned as an int."""
+    compiled = stax.compile(counted_fixed_point)
+    rng = np.random.default_rng(1)
+    for scale in (1.0, 2.0, 0.5):
+        x = rng.random(16) * scale
+        got, want = compiled(x, 1e-10), counted_fixed_point(x, 1e-10)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-14, atol=1e-15)
+        assert got[1] == want[1] and type(got[1]) is int
+    assert compiled.cache_info().compiles == 1 and compiled.cache_info().fallbacks == 0

@@ -6,7 +6,8 @@ provably such a counter (``counters``, from the function's source), the lifted s
 as a traced int64 scalar (``traced_counters``), and the function returns it converted to a
 Python int (``result_conversions.convert_results``). A counter, by the source:
 
-- is bound outside the loop only by ``c = <int literal>``, and inside the loop only by ``c +=
+- is bound outside the loop only by ``c = <int literal>`` (or stepped by an int literal outside
+  every loop: a rotated ``while True``'s first ``S1``), and inside the loop only by ``c +=
   <int literal>`` or ``c -= <int literal>`` (its value is always a Python int, eagerly);
 - is read inside the loop (test and body) only as an operand of a comparison (``c < maxit``),
   where an int64 means what the Python int means (no arithmetic with arrays, whose dtype a
@@ -51,9 +52,26 @@ def counters(function: ast.FunctionDef, loop: ast.While, results: Mapping[int, A
     found = set()
     for name in candidates - arguments - _shared_names(function):
         uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
-        if all(_counter_use(n, parents[id(n)], id(n) in inside, results) for n in uses):
+        if all(_counter_use(n, parents[id(n)], id(n) in inside, results) or
+               _step_before(n, parents, inside) for n in uses):
             found.add(name)
     return frozenset(found)
+
+
+def _step_before(name: ast.Name, parents: Mapping[int, ast.AST], inside: set[int]) -> bool:
+    """``c += <int literal>`` outside every loop (the first iteration's ``S1`` of a rotated
+    ``while True``, ``while_loops.rotate_breaks``): the count entering the loop is still a
+    Python int the source fixes."""
+    parent = parents[id(name)]
+    if id(name) in inside or not (isinstance(name.ctx, ast.Store) and
+                                  isinstance(parent, ast.AugAssign) and _int_step(parent)):
+        return False
+    node: ast.AST | None = parent
+    while node is not None:
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
+            return False
+        node = parents.get(id(node))
+    return True
 
 
 def _shared_names(function: ast.FunctionDef) -> set[str]:
