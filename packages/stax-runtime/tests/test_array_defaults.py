@@ -15,7 +15,10 @@ def scaled(x, w=W0, shift=1.0):
     return x * w + shift
 
 
-def scaling_in_place(x, w=W0.copy()):
+HALVED = W0.copy()
+
+
+def scaling_in_place(x, w=HALVED):
     w *= 0.5  # updates the default itself, as Python does
     return x + w
 
