@@ -112,6 +112,24 @@ def _ldexp32(b: ir.IRBuilder, module: ir.Module, p: ir.Value, n: ir.Value) -> ir
 #: 1.5 2^23: added to a float of magnitude below 2^22, the sum's last bit has weight 1
 SHIFTER = 12582912.0
 SHIFTER_BITS = 0x4B400000
+#: ln 2 in two parts, the first of 9 bits: n times it is exact for |n| < 2^15, FMA or not
+LN2_HI, LN2_LO = 0.693359375, -2.12194440e-4
+
+
+def _shifted(b: ir.IRBuilder, fma: Callable, x: ir.Value, scale: float = 1.0
+             ) -> tuple[ir.Value, ir.Value]:
+    """n = rint(scale x log2 e) from a shifter: scale x log2 e + 1.5 2^23 rounds to an integer
+    in the sum's last bits, which are n as an integer (the sum's bits minus ``SHIFTER_BITS``);
+    (that sum, n as a float, exactly). No ``fptosi``, whose NaN is poison: a NaN goes through."""
+    shifted = fma(x, ir.Constant(F32, scale * LOG2E), ir.Constant(F32, SHIFTER))
+    return shifted, b.fsub(shifted, ir.Constant(F32, SHIFTER))
+
+
+def _minus_n_ln2(fma: Callable, nf: ir.Value, x: ir.Value, scale: float = 1.0) -> ir.Value:
+    """Cody–Waite: x - n ln2 / scale in two exact steps (``LN2_HI``, ``LN2_LO``; scale a power
+    of two, which divides both exactly)."""
+    r = fma(nf, ir.Constant(F32, -LN2_HI / scale), x)
+    return fma(nf, ir.Constant(F32, -LN2_LO / scale), r)
 
 
 def exp32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
@@ -137,20 +155,14 @@ def exp32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     low = b.select(b.fcmp_ordered("<", x, c(-104.0)), c(-104.0), x)
     clamped = b.select(b.fcmp_ordered(">", low, c(89.0)), c(89.0), low)
     if has_scalef():  # one ``vscalefps``, rounding once as the two steps below do
-        # n from a shifter: x log2 e + 1.5 2^23 rounds to an integer in the sum's last bits,
-        # which are n as an integer; nf = sum - 1.5 2^23 exactly. No fptosi, whose NaN is
-        # poison: a NaN goes through every step as x's own NaN (no select for it) and the
-        # loop is two instructions shorter (softmax's exponentials on an Intel host)
-        shifted = fma(clamped, c(LOG2E), c(SHIFTER))
-        nf = b.fsub(shifted, c(SHIFTER))
+        # n from a shifter (``_shifted``): a NaN needs no select, and the loop is two
+        # instructions shorter (softmax's exponentials on an Intel host)
+        shifted, nf = _shifted(b, fma, clamped)
         n = b.sub(b.bitcast(shifted, I32), i(SHIFTER_BITS))
-        r = fma(nf, c(-0.693359375), clamped)
-        r = fma(nf, c(2.12194440e-4), r)
+        r = _minus_n_ln2(fma, nf, clamped)
         return _ldexp32(b, module, _horner32(fma, r, _fit("exp", 6)), n)
     nf = b.call(module.declare_intrinsic("llvm.rint", [F32]), [b.fmul(clamped, c(LOG2E))])
-    r = fma(nf, c(-0.693359375), clamped)
-    r = fma(nf, c(2.12194440e-4), r)
-    p = _horner32(fma, r, _fit("exp", 6))
+    p = _horner32(fma, _minus_n_ln2(fma, nf, clamped), _fit("exp", 6))
     n = b.fptosi(nf, I32)
     half = b.ashr(n, i(1))
 
@@ -330,10 +342,8 @@ def tanh32(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     fabs = module.declare_intrinsic("llvm.fabs", [F32])
     copysign = module.declare_intrinsic("llvm.copysign", [F32], ir.FunctionType(F32, [F32, F32]))
     a = _min32(b, b.call(fabs, [x]), c(9.1))
-    shifted = fma(a, c(2.0 * LOG2E), c(SHIFTER))  # n = rint(2a log2 e) in its low bits
-    nf = b.fsub(shifted, c(SHIFTER))
-    r = fma(nf, c(-0.693359375 / 2), a)  # half of exp's r = 2a - n ln2, in two exact parts
-    r = fma(nf, c(2.12194440e-4 / 2), r)
+    shifted, nf = _shifted(b, fma, a, 2.0)  # n = rint(2a log2 e)
+    r = _minus_n_ln2(fma, nf, a, 2.0)  # half of exp's r = 2a - n ln2
     p = _horner32(fma, r, [coefficient * 2.0 ** k for k, coefficient in enumerate(_fit("exp", 6))])
     # n + SHIFTER_BITS in the low bits, whose own low 23 are 0: shifted up, n in the exponent
     bits = b.shl(b.bitcast(shifted, I32), ir.Constant(I32, 23))
