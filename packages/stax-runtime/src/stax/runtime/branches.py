@@ -120,7 +120,7 @@ class OtherBranches:
         costs.eager.append(time.perf_counter() - start)
         slower = costs.slower_than_eager()
         if slower is not None:
-            summary = costs.summary(version.gates is not None and not version.gates_in_program)
+            summary = costs.summary(version.replays_gates)
             logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: "
                       f"{summary}" + ("; its key runs eagerly" if slower else ""))
             if slower:
@@ -165,7 +165,7 @@ class OtherBranches:
         its gates, checked in its program, say so; the dispatcher where they are replayed
         (``Version.gates_in_program`` can turn off: their values were not NumPy's)."""
         def run(*args: Any) -> Any:
-            if version.gates is None or version.gates_in_program:
+            if not version.replays_gates:
                 self._hit_level = 1  # (the entry's hit: taken back where another branch runs)
                 return self._run(version, args, {})
             return self._dispatch(*args)

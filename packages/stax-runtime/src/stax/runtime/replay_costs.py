@@ -74,7 +74,7 @@ def timed_against_eager(version: Any) -> bool:
     """Whether ``version``'s calls are timed against eager ones: its gates are replayed, or it
     has NumPy steps (on the CPU; a version with a machine-code entry runs through the
     dispatcher once, its later calls in the entry)."""
-    if version.gates is not None and not version.gates_in_program:
+    if version.replays_gates:
         return True
     artifact = version.artifact
     return version.native and artifact is not None and bool(getattr(artifact, "externs", None)) \

@@ -123,6 +123,12 @@ class Version:
         return self.gate_check is not None and self.gate_check.active
 
     @property
+    def replays_gates(self) -> bool:
+        """Whether its data gates are replayed in NumPy before each call (not checked in its
+        program)."""
+        return self.gates is not None and not self.gates_in_program
+
+    @property
     def guarded(self) -> bool:
         """Whether guards beyond sigma apply (free values, data gates)."""
         return self.free is not None or self.gates is not None
