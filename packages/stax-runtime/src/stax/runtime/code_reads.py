@@ -178,12 +178,12 @@ def reads(fn: Any, lifted: frozenset[str] | set[str] = frozenset(),
             yield f"{at}closure {name!r}", read
             yield from _held(read(), read, f"{at}{name}", code, lifted, name)
     # each its own path: a tuple of numbers read again is the same object, an ``is`` a call
-    # (read as one new pair, it was described on every call: 4 us); the keyword defaults one
-    # path each, their dictionary (which can change in place) described on every call: 4 us
-    # (every keyword-only parameter's, those without a default yet too: a default given after
-    # the compile is a new value of a guarded path; a call passing the value skips it. Defaults
-    # given to a function that had none are not seen: a guard on every function's, None,
-    # took each call 0.26 -> 0.48 us)
+    # (read as one new pair, it was described on every call: 4 us). The keyword defaults one
+    # path per keyword-only parameter (their dictionary, which can change in place, was
+    # described on every call: 4 us), those without a default yet too: a default given after
+    # the compile is a new value of a guarded path; a call passing the value skips it.
+    # Positional defaults given to a function that had none are not seen (a guard on every
+    # function's None took each call 0.26 -> 0.48 us)
     if getattr(fn, "__defaults__", None):
         yield f"{at}defaults", lambda: fn.__defaults__
     if hasattr(fn, "__kwdefaults__"):

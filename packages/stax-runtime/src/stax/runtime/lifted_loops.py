@@ -153,12 +153,12 @@ def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tup
     # the results that stand for themselves first, then the names of the same objects
     for name, value, same in sorted(zip(outputs, recorded, runner.identities),
                                     key=lambda r: isinstance(r[2], int)):
+        # updated in place (x[k] = v, x += v): the same object, which every other name of it
+        # sees (an argument: written back; a view: its base too). Not a name each item binds
+        # anew before updating it (``u = u * 1.0; u[1:-1] += ...``, ``LoopSite.fresh``): the
+        # object before the loop is never updated (it was written back into an argument)
         if name in site.mutated and not isinstance(same, int) and name not in runner.carried \
-                and name not in site.fresh:  # (bound anew by each item before its update:
-            # ``u = u * 1.0; u[1:-1] += ...``, the object before the loop never updated; it
-            # was written back into an argument, a silent wrong result) updated in place (x[k]
-            # = v, x += v): the same object, which every other name of it sees (an argument:
-            # written back; a view: its base too)
+                and name not in site.fresh:
             state[name]._update_in_place("a lifted loop", lambda value=value: value)
             after[name] = state[name]
         elif same is not None:  # one object by two names (``a = b = c``, ``v = u``)

@@ -61,7 +61,7 @@ def range_call(fn: Any, *args: Any) -> Any:
     if fn is not builtins.range or active_tracer() is None or not 1 <= len(args) <= 3:
         return fn(*args)
     stop = args[0] if len(args) == 1 else args[1]
-    others = [a for a in args if a is not stop]
+    others = args[:1] + args[2:] if len(args) > 1 else ()  # the start and the step
     if not (isinstance(stop, TracedScalar) and type(stop.value) is int) or \
             any(isinstance(a, TracedNumber) or type(a) is not int for a in others) or \
             (len(args) == 3 and args[2] != 1):
