@@ -38,8 +38,8 @@ def _fresh_each_call(f, name):
     return str(caught.value)
 
 
-def _entropy(x):
-    return x * (np.random.SeedSequence().entropy % 1000)
+def _entropy(x):  # (modulo 1000, two eager calls agreed one time in 1000: a CI failure)
+    return x * (np.random.SeedSequence().entropy % 2 ** 40)
 
 
 def _in_generator_made_without_seed(make):
