@@ -187,3 +187,28 @@ def test_keyword_arguments_are_placed_at_their_positions():
         with pytest.raises(TypeError) as got:
             compiled(x, **bad)
         assert str(got.value) == str(want.value)
+
+
+WEIGHTS = np.arange(4.0)
+
+
+def gated_with_free_array(x, a):
+    y = x * WEIGHTS
+    if y.sum() > 0:
+        return y * a
+    return y - a
+
+
+def test_an_entry_whose_gates_turn_to_replays_dispatches_the_calls_own_arguments():
+    """A version's key entry runs the dispatcher once its gates are replayed (its program's
+    gate values were found wrong): with the call's arguments, not the free arrays read before
+    them (a TypeError from the function before)."""
+    f = stax.compile(gated_with_free_array)
+    x = np.ones(4)
+    for a in (2.0, 3.0):
+        np.testing.assert_array_equal(f(x, a), gated_with_free_array(x, a))
+    for version in f._versions:
+        assert version.gate_check is not None and version.entry is not None
+        version.gate_check.active = False  # as ``_gates_failed`` does on such a defect
+    for x_, a in ((x, 3.0), (-x, 3.0), (x, 2.0)):
+        np.testing.assert_array_equal(f(x_, a), gated_with_free_array(x_, a))

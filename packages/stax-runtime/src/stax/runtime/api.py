@@ -47,6 +47,7 @@ from .gates import GateReplay
 from .generic import GenericVersions, eager_entry_key, entry_key, sizes_entry
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import (
+    CallValues,
     answers_its_key,
     compiled_entry,
     eager_entry,
@@ -295,7 +296,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             if version.entry is None and version.free is None and not self._free and \
                     answers_its_key(version, self._by_sigma.get(version.sigma, ())):
                 version.entry = eager_entry(self._eager_function(version.sigma), eager_entry_key(
-                    version, self._versions), self._dispatch)  # (a scalar's value or any)
+                    version, self._versions), self._dispatch,  # (a scalar's value or any)
+                    given=CallValues(args, self._names))
             if version.entry is not None:  # the next call: one comparison per argument
                 self._call = version.entry.function
             return version.run(args, kwargs)
@@ -535,6 +537,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         freed = len(self._free.names)
         dispatch = self._dispatch if not freed else lambda *a, **k: self._dispatch(*a[freed:], **k)
         predicates = getattr(version.generic, "predicates", ())
+        given = CallValues(args, self._names) if not kwargs else None  # (argument objects)
         if predicates and not freed:  # another outcome's version's entry before dispatch
             version.entry_key = key
             dispatch = next((v.entry.function for v in reversed(self._versions) if v.entry_key ==
@@ -544,7 +547,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
             entry = compiled_entry(make_entry, key, leaves, slots, plain_args, dispatch,
-                                   predicates)
+                                   predicates, given)
             timings["entry"] = time.perf_counter() - clock
             version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):
@@ -554,7 +557,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
         if version.entry is None and (version.gates is None or gate_check is not None) and \
                 placement is None and key is not None:
-            version.entry = version_entry(key, self._entry_run(version), dispatch, predicates)
+            version.entry = version_entry(key, self._entry_run(version, len(args) - len(
+                user_args)), dispatch, predicates, given)
         if freed and version.entry is not None:
             version.entry = with_free_values(version.entry, self._free.read)
         return version

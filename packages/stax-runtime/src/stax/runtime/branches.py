@@ -160,15 +160,17 @@ class OtherBranches:
                    f"data; {CHANGING_GATES} versions compiled for it)"
         return None
 
-    def _entry_run(self, version: Version) -> Any:
+    def _entry_run(self, version: Version, user: int = 0) -> Any:
         """What a version's key entry runs: the version, whose run takes another branch where
         its gates, checked in its program, say so; the dispatcher where they are replayed
-        (``Version.gates_in_program`` can turn off: their values were not NumPy's)."""
+        (``Version.gates_in_program`` can turn off: their values were not NumPy's), with the
+        call's own arguments (from ``user`` on: the free and lifted arrays before them are the
+        dispatcher's to read)."""
         def run(*args: Any) -> Any:
             if not version.replays_gates:
                 self._hit_level = 1  # (the entry's hit: taken back where another branch runs)
                 return self._run(version, args, {})
-            return self._dispatch(*args)
+            return self._dispatch(*args[user:])
         return run
 
     def _eager_function(self, sigma: Any) -> Any:

@@ -33,6 +33,7 @@ from stax.ir import UnsupportedError
 from .code_reads import ABSENT as _ABSENT
 from .code_reads import attribute_names, nested_codes, own_module, reads
 from .signature import Describer, GuardFailure, Identity, Unguardable, diff_description
+from .value_checks import ValueChecks, keyed_apart
 
 # descriptions that the same object always gives again (no mutable state inside)
 _STABLE_KINDS = {"float", "int", "bool", "str", "bytes", "NoneType", "complex", "dtype", "identity",
@@ -94,6 +95,7 @@ class FreeGuards:
         paths of their own (``globals['helper'].globals['K']``): a call then checks each with an
         ``is`` instead of describing the function again."""
         checks: list[tuple[_Path, Any, Any]] = []
+        values: list[Any] = []  # each path's value now: its condition is written from it
         expanded: set[int] = set()
 
         def add(path: _Path) -> None:
@@ -101,6 +103,7 @@ class FreeGuards:
             code = _code_holder(value)
             if code is not None:
                 checks.append((path, value, ("identity", Identity(value))))
+                values.append(value)
                 if id(value) not in expanded:
                     expanded.add(id(value))
                     for sub in _paths(code, set(), path.name):
@@ -114,11 +117,12 @@ class FreeGuards:
             # by a module global costs an ``is``, not a description, on every call
             kept = value if value is _ABSENT or _stable(description) else _NO_OBJECT
             checks.append((path, kept, description))
+            values.append(value)
 
         for path in self.paths:
             if path.name not in unread:
                 add(path)
-        return Snapshot(checks)
+        return Snapshot(checks, values)
 
 
 class Snapshot:
@@ -126,11 +130,17 @@ class Snapshot:
     is kept only where identity implies the description (the key then holds it, so its address is
     never reused meanwhile)."""
 
-    def __init__(self, checks: list[tuple[_Path, Any, Any]]) -> None:
+    def __init__(self, checks: list[tuple[_Path, Any, Any]], values: list[Any] | None = None
+                 ) -> None:
         self._checks = checks
+        written = _written_matches(checks, values) if values is not None else None
+        if written is not None:
+            self.matches = written  # type: ignore[method-assign]
 
     def matches(self) -> bool:
-        """Whether every free value still describes as it did (identity first: cheap)."""
+        """Whether every free value still describes as it did (identity first: cheap). A
+        snapshot made from the values themselves runs a written condition instead
+        (``_written_matches``)."""
         for path, obj, description in self._checks:
             value = path.read()
             if value is obj:
@@ -151,6 +161,43 @@ class Snapshot:
                 now = f"unguardable ({exc})"
             out += diff_description(description, now, path.name)
         return out
+
+
+def _written_matches(checks: list[tuple[_Path, Any, Any]], values: list[Any]
+                     ) -> Callable[[], bool] | None:
+    """``Snapshot.matches`` as one generated function: each path read once, then an ``is``
+    against the object kept, or the condition that its value describes as it did
+    (``value_checks.py``: a bound method's ``self`` was described on every call, 7 us), or,
+    where none is written, its description compared. None where the condition does not hold
+    for the values it was written from (a defect: the loop then runs)."""
+    constants: dict[str, Any] = {}
+    tests = []
+    for k, ((path, obj, description), value) in enumerate(zip(checks, values)):
+        constants[f"read{k}"] = path.read
+        constants[f"same{k}"] = functools.partial(_same, path, description)
+        if obj is not _NO_OBJECT:
+            constants[f"kept{k}"] = obj
+            tests.append(f"((v{k} := read{k}()) is kept{k} or same{k}(v{k}))")
+            continue
+        names = frozenset() if isinstance(value, (types.ModuleType, type)) else path.names
+        test = None if keyed_apart(description) else \
+            ValueChecks(constants, f"c{k}_").test(f"v{k}", value, names)
+        tests.append(f"(((v{k} := read{k}()) is not None or True) and "
+                     f"{test if test is not None else f'same{k}(v{k})'})")
+    source = f"def matches():\n    return {' and '.join(tests) or 'True'}\n"
+    exec(compile(source, "<stax free-value guards>", "exec"), constants)
+    try:
+        holds = constants["matches"]()
+    except Exception:  # a defect of the writer: never the user's call to fail
+        return None
+    return constants["matches"] if holds else None
+
+
+def _same(path: _Path, description: Any, value: Any) -> bool:
+    try:
+        return _describe(value, path.names) == description
+    except Unguardable:
+        return False
 
 
 def _describe(value: Any, names: frozenset[str]) -> Any:

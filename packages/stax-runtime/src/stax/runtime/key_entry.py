@@ -20,16 +20,19 @@ Versions with guards beyond the arguments (free values, data gates) get none.
 
 from __future__ import annotations
 
-import math
+import struct
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from stax.ir.scalar_predicates import SYMBOLS, evaluate
 
+from .object_arrays import hidden, own_attributes
 from .scalar_arguments import EXACT_INT
 from .signature import ARRAY, float_key
+from .value_checks import ValueChecks, keyed_apart, scalar_test
 
 
 class KeyEntry:
@@ -49,7 +52,8 @@ class Redo(Exception):
 
 
 def eager_entry(fn: Callable[..., Any], sigma: Any, dispatch: Callable[..., Any],
-                served: tuple[list[int], set[tuple[Any, ...]]] | None = None) -> KeyEntry | None:
+                served: tuple[list[int], set[tuple[Any, ...]]] | None = None,
+                given: CallValues | None = None) -> KeyEntry | None:
     """An entry calling ``fn`` for a fallback version keyed by ``sigma``, or None where its key
     is not plain. ``served``: the positions of scalars and the values of them compiled versions
     serve, which the entry hands to the dispatcher instead."""
@@ -58,30 +62,32 @@ def eager_entry(fn: Callable[..., Any], sigma: Any, dispatch: Callable[..., Any]
     if served is not None and served[1]:
         positions, constants["served"] = served
         tests.append(f"({''.join(f'a{i}, ' for i in positions)}) not in served")
-    return _generate(sigma, dispatch, constants, "fn({all})", extra=tests)
+    return _generate(sigma, dispatch, constants, "fn({all})", extra=tests, given=given)
 
 
 def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
-                 dispatch: Callable[..., Any], predicates: Sequence[Any] = ()
-                 ) -> KeyEntry | None:
+                 dispatch: Callable[..., Any], predicates: Sequence[Any] = (),
+                 given: CallValues | None = None) -> KeyEntry | None:
     """An entry calling ``function`` (a machine-code entry over the array inputs at ``slots``;
     its slow path raises ``Redo``) for a compiled version keyed by ``sigma``."""
     return _generate(sigma, dispatch, {"function": function, "Redo": Redo},
-                     "function({arrays})", [f"a{i}" for i in slots], predicates=predicates)
+                     "function({arrays})", [f"a{i}" for i in slots], predicates=predicates,
+                     given=given)
 
 
 def version_entry(sigma: Any, run_version: Callable[..., Any], dispatch: Callable[..., Any],
-                  predicates: Sequence[Any] = ()) -> KeyEntry | None:
+                  predicates: Sequence[Any] = (), given: CallValues | None = None
+                  ) -> KeyEntry | None:
     """An entry for a compiled version without machine-code entry (NumPy steps, kernels on the
     thread pool): after the key's comparisons, ``run_version(*args)`` runs it as the dispatcher
     would, without the signature, placement and lookup (7-9 us of a call with a scalar)."""
     return _generate(sigma, dispatch, {"run_version": run_version}, "run_version({all})",
-                     dispatches=True, predicates=predicates)
+                     dispatches=True, predicates=predicates, given=given)
 
 
 def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any], slots: list[int],
-                   plain: bool, dispatch: Callable[..., Any], predicates: Sequence[Any] = ()
-                   ) -> Any:
+                   plain: bool, dispatch: Callable[..., Any], predicates: Sequence[Any] = (),
+                   given: CallValues | None = None) -> Any:
     """The machine-code entry of a compiled version, or a string saying why it has none.
     ``plain``: every argument is an array input (the entry takes the call as it is); otherwise a
     key entry checks the other arguments (scalars, constants of the code) and passes the arrays
@@ -95,7 +101,7 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
     inner = make_entry([leaves[i] for i in slots], _redo)
     if isinstance(inner, str):
         return inner
-    entry = native_entry(sigma, slots, inner.function, dispatch, predicates)
+    entry = native_entry(sigma, slots, inner.function, dispatch, predicates, given)
     return entry if entry is not None else "an argument's key is not compared by value"
 
 
@@ -103,25 +109,56 @@ def _redo(*args: Any, **kwargs: Any) -> Any:
     raise Redo
 
 
+@dataclass(frozen=True)
+class CallValues:
+    """The values of the call a key was made from (the free arrays, the ``LiftedAttributes``
+    marker and its arrays, the arguments, in the key's order) and the attribute names the
+    function's code loads: what an argument object's condition is written from
+    (``value_checks.py``)."""
+
+    values: tuple[Any, ...]
+    names: frozenset[str]
+
+
 def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any],
               call: str, arrays: list[str] | None = None, dispatches: bool = False,
-              predicates: Sequence[Any] = (), extra: Sequence[str] = ()) -> KeyEntry | None:
+              predicates: Sequence[Any] = (), extra: Sequence[str] = (),
+              given: CallValues | None = None) -> KeyEntry | None:
     """The comparisons written out as one Python function (as ``dataclasses`` writes
     ``__init__``): a loop over per-argument checks would cost a call each. ``predicates``:
-    comparisons of the scalars with the outcomes the version holds, tested after them."""
+    comparisons of the scalars with the outcomes the version holds, tested after them.
+    ``given``: the call the key was made from, whose argument objects get conditions of their
+    own (else an object argument gives no entry); the arrays lifted from them are read from
+    the objects, after their conditions."""
     positional, keywords = sigma
     if keywords:
         return None
     names = [f"a{i}" for i in range(len(positional))]
     constants.update({"dispatch": dispatch, "ndarray": np.ndarray, "float_key": float_key})
+    marker = next((i for i, leaf in enumerate(positional) if leaf[0] == "lifted attributes"),
+                  None)
+    if marker is not None and given is None:
+        return None
+    lifted = range(marker, marker + given.values[marker].leaves) if marker is not None else ()
     tests = []
-    for name, leaf in zip(names, positional):
+    for k, (name, leaf) in enumerate(zip(names, positional)):
+        if k in lifted:
+            continue
         # containers only where the call passes the arguments on whole (not their arrays)
         test = _test(name, leaf, constants) if arrays is not None else \
             _container_test(name, name, leaf, constants)
+        if test is None and given is not None and leaf[0] == "object":
+            test = _object_test(k, leaf, given, marker, constants)
         if test is None:
             return None
         tests.append(test)
+    if marker is not None:
+        taken = _lifted_tests(names, positional, marker, given, constants)
+        if taken is None:
+            return None
+        tests += taken
+    elif given is not None:
+        tests += _apart(names, positional, given, {})
     if predicates and any(leaf[0] in ("tuple", "list", "dict") for leaf in positional):
         return None  # a predicate names flat leaves: here the arguments themselves
     for predicate in predicates:
@@ -131,7 +168,8 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
         tests.append(test)
     tests += extra  # (after the types: values of them)
     entry = constants["entry"] = KeyEntry(dispatches)
-    unpack = f"        {', '.join(names)}, = args\n" if names else ""
+    incoming = [n for k, n in enumerate(names) if k not in lifted]
+    unpack = f"        {', '.join(incoming)}, = args\n" if incoming else ""
     target = call.format(all=", ".join(names), arrays=", ".join(arrays or ()))
     if arrays is None:
         run = f"            return {target}\n"
@@ -140,7 +178,7 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
                "            except Redo:\n                pass\n")
     source = (
         "def call(*args, **kwargs):\n"
-        f"    if not kwargs and len(args) == {len(names)}:\n"
+        f"    if not kwargs and len(args) == {len(incoming)}:\n"
         f"{unpack}"
         f"        if {' and '.join(tests) or 'True'}:\n"
         "            entry.hits += 1\n"
@@ -149,6 +187,61 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
     exec(compile(source, "<stax key entry>", "exec"), constants)
     entry.function = constants["call"]
     return entry
+
+
+def _object_test(k: int, leaf: Any, given: CallValues, marker: int | None,
+                 constants: dict[str, Any]) -> str | None:
+    """The condition on argument ``a{k}``, an object keyed by ``leaf``, or None; checked on
+    the value it was written from (a condition that value fails would never hold)."""
+    if keyed_apart(leaf):
+        return None
+    values = given.values
+    skip = hidden(values[marker], values[marker + values[marker].leaves:]) \
+        if marker is not None else {}
+    test = ValueChecks(constants, f"o{k}_").test(f"a{k}", values[k], given.names, skip)
+    try:
+        holds = test is not None and eval(f"lambda a{k}: {test}", constants)(values[k])
+    except Exception:  # a defect of the writer: never the user's call to fail
+        holds = False
+    return test if holds else None
+
+
+def _lifted_tests(names: list[str], positional: Any, marker: int, given: CallValues,
+                  constants: dict[str, Any]) -> list[str] | None:
+    """The lifted arrays bound from their objects (``object_arrays.ObjectArrays.find``) and
+    tested as arrays; an object's second place tested as the first one's object."""
+    lifted = given.values[marker]
+    constants[names[marker]] = lifted  # the marker: a constant of the key
+    user = marker + lifted.leaves  # where the arguments start
+    tests, same = [], {}
+    for j, (position, attr) in enumerate(lifted.paths):
+        name = names[marker + 1 + j]
+        owner = names[user + position]
+        if attr.startswith("="):
+            same[user + position] = user + int(attr[1:])
+            tests.append(f"(({name} := None) is None)")
+            continue
+        test = _test(name, positional[marker + 1 + j], constants)
+        if test is None:
+            return None
+        tests.append(f"(({name} := {owner}.__dict__[{attr!r}]) is not None or True) and {test}")
+    return [*_apart(names, positional, given, same, user), *tests]
+
+
+def _apart(names: list[str], positional: Any, given: CallValues, same: dict[int, int],
+           user: int = 0) -> list[str]:
+    """Object arguments that ``ObjectArrays.find`` takes for one object (``same``: position ->
+    the first one's) are one; all others are distinct objects (one passed twice would be
+    marked, another key)."""
+    objects = [k for k in range(user, len(positional))
+               if positional[k][0] == "object" and own_attributes(given.values[k])]
+    tests = []
+    for i, k in enumerate(objects):
+        if k in same:
+            tests.append(f"{names[k]} is {names[same[k]]}")
+            continue
+        tests += [f"{names[k]} is not {names[m]}" for m in objects[:i] if m not in same]
+    return tests
 
 
 def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
@@ -172,25 +265,34 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
             constants[f"{name}_type"] = np.dtype(kind.split(".", 1)[1]).type
             return f"type({name}) is {name}_type"
         return None
-    if kind == "float":
-        key = constants[f"{name}_key"] = leaf[1]
-        value = float.fromhex(key) if not key.startswith("nan:") else math.nan
-        if value != value or value == 0.0:  # NaN bits, the sign of zero: only the key tells
-            return f"type({name}) is float and float_key({name}) == {name}_key"
-        constants[f"{name}_value"] = value
-        return f"type({name}) is float and {name} == {name}_value"
-    if len(leaf) == 3 and isinstance(leaf[1], str) and isinstance(leaf[2], bytes):
-        return _numpy_scalar_test(name, leaf, constants)  # (type name, dtype, its bytes)
     if kind == "NoneType":
         return f"{name} is None"
     if kind == "numpy.random.Generator" and len(leaf) == 2:  # keyed by its bit generator's kind
         constants.update({f"{name}_bits": leaf[1], "Generator": np.random.Generator})
         return f"type({name}) is Generator and type({name}.bit_generator).__qualname__ == " \
             f"{name}_bits"
-    if kind in ("int", "bool", "str"):
-        constants[f"{name}_value"] = leaf[1]
-        return f"type({name}) is {kind} and {name} == {name}_value"
-    return None
+    value = _scalar_value(leaf)
+    return None if value is _NOT_SCALAR else scalar_test(name, value, constants, name)
+
+
+_NOT_SCALAR = object()
+
+
+def _scalar_value(leaf: Any) -> Any:
+    """The scalar a key leaf describes (``("float", key)``, ``("int", 3)``, a NumPy scalar's
+    ``(type name, dtype, bytes)``), or ``_NOT_SCALAR``."""
+    kind = leaf[0]
+    if kind == "float" and len(leaf) == 2 and isinstance(leaf[1], str):
+        if leaf[1].startswith("nan:"):  # its bits, which ``float_key`` compares
+            return struct.unpack("<d", struct.pack("<Q", int(leaf[1][4:], 16)))[0]
+        return float.fromhex(leaf[1])
+    if kind in ("int", "bool", "str") and len(leaf) == 2:
+        return leaf[1]
+    if len(leaf) == 3 and isinstance(leaf[1], str) and isinstance(leaf[2], bytes):
+        dtype = np.dtype(leaf[1])
+        if dtype.type.__name__ == kind and dtype.kind in "biuf":
+            return np.frombuffer(leaf[2], dtype)[0]
+    return _NOT_SCALAR
 
 
 def _predicate_test(predicate: Sequence[Any], count: int, constants: dict[str, Any]
@@ -257,21 +359,6 @@ def _container_test(expr: str, name: str, leaf: Any, constants: dict[str, Any]) 
     # an item: bound to a name of its own first (the tests below name it more than once)
     test = _test(name, leaf, constants)
     return None if test is None else f"(({name} := {expr}) is not None or True) and {test}"
-
-
-def _numpy_scalar_test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
-    """A NumPy scalar (``np.float32(4.0)``): its exact type, then its value; its bytes where
-    ``==`` cannot tell (±0.0, NaN)."""
-    dtype = np.dtype(leaf[1])
-    if dtype.kind not in "biuf" or dtype.type.__name__ != leaf[0]:
-        return None
-    value = np.frombuffer(leaf[2], dtype)[0]
-    constants[f"{name}_type"] = dtype.type
-    constants[f"{name}_value"] = value
-    constants[f"{name}_bytes"] = leaf[2]
-    if dtype.kind == "f" and (value != value or value == 0):
-        return f"type({name}) is {name}_type and {name}.tobytes() == {name}_bytes"
-    return f"type({name}) is {name}_type and {name} == {name}_value"
 
 
 def answers_its_key(version: Any, versions: Any) -> bool:

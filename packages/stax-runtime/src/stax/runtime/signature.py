@@ -199,7 +199,7 @@ class Describer:
             held = tuple((a, d(getattr(x, a))) for a in held_attributes(x, self.names))
             if held:
                 return ("holder", Identity(x), held)
-        if isinstance(x, (type, types.ModuleType, enum.Enum)) or t in _CALLABLE_TYPES:
+        if isinstance(x, (type, types.ModuleType, enum.Enum)) or t in CALLABLE_TYPES:
             return ("identity", Identity(x))
         library = devices.library_of(x)
         if library is not None:
@@ -232,7 +232,7 @@ class Describer:
         """An instance: its class and the values of its attributes, builtin base values included
         (a named tuple's fields, an int subclass's value)."""
         d = self.describe
-        base, slots = _layout_of(t)
+        base, slots = layout_of(t)
         state: list[Any] = []
         if base is not None:
             state.append(d(base(x)))
@@ -262,7 +262,7 @@ class Describer:
                 if c is object or own_module(c.__module__):
                     continue
                 state.append((Identity(c), tuple((k, d(_unwrapped(v)))
-                                                 for k, v in vars(c).items() if _class_state(k))))
+                                                 for k, v in vars(c).items() if class_state(k))))
         except Unguardable as exc:
             if isinstance(exc, HeldDeviceArray):
                 raise
@@ -281,7 +281,7 @@ _PROTOCOLS = frozenset({"__getattr__", "__getattribute__", "__getitem__", "__cal
                         "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__pow__"})
 
 
-def _class_state(name: str) -> bool:
+def class_state(name: str) -> bool:
     return not (name.startswith("__") and name.endswith("__")) or name in _PROTOCOLS
 
 
@@ -298,7 +298,7 @@ def _unwrapped(value: Any) -> Any:
 _LAYOUTS: dict[type, tuple[type | None, tuple[str, ...]]] = {}
 
 
-def _layout_of(t: type) -> tuple[type | None, tuple[str, ...]]:
+def layout_of(t: type) -> tuple[type | None, tuple[str, ...]]:
     """Where a class keeps its instances' state: a builtin base's value, and its slots."""
     layout = _LAYOUTS.get(t)
     if layout is None:
@@ -312,7 +312,7 @@ def _layout_of(t: type) -> tuple[type | None, tuple[str, ...]]:
 
 
 _MISSING = ("missing",)
-_CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, np.ufunc,
+CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, np.ufunc,
                    types.WrapperDescriptorType, types.MethodWrapperType, types.MethodDescriptorType,
                    types.ClassMethodDescriptorType, types.GetSetDescriptorType,
                    types.MemberDescriptorType, types.CodeType)
