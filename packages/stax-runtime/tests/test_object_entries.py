@@ -179,3 +179,19 @@ def test_scalar_attributes_by_type_and_bits(value):
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
             np.testing.assert_array_equal(got, want)
+
+
+def by_helper(a, b, x):
+    return with_layer(b, with_layer(a, x))
+
+
+def test_arrays_a_helper_function_reads_of_an_argument_object_are_lifted():
+    """``with_layer(layer, x)`` called from the compiled function reads ``layer.w``: the
+    names the helper loads are the function's too, so the arrays are arguments of the kernels
+    (before: "an array that is not an argument", an eager fallback)."""
+    f = stax.compile(by_helper)
+    a, b, x = Layer(), Layer(), np.linspace(-1, 1, 4)
+    served(f, lambda: f(a, b, x), lambda: by_helper(a, b, x))
+    assert [v.native for v in f._versions] == [True]
+    b.w += 1.0  # in place: read by the kernels at the next call
+    assert served(f, lambda: f(a, b, x), lambda: by_helper(a, b, x)) == 3

@@ -273,14 +273,38 @@ def cell_value(cell: Any) -> Any:
 
 def callable_names(fn: Any) -> frozenset[str]:
     """The attribute names the code of a compiled callable loads: a function's, a bound or
-    class method's, a ``functools.partial``'s function's, a callable object's ``__call__``'s."""
+    class method's, a ``functools.partial``'s function's, a callable object's ``__call__``'s;
+    with those of the user functions it calls by global name, and theirs (``helper(layer, x)``
+    reading ``layer.w``: an argument object's array read there is lifted too)."""
     for _ in range(4):
         code = getattr(fn, "__code__", None)
         if isinstance(code, types.CodeType):
-            return attribute_names(code)
+            return attribute_names(code) | _helper_names(fn)
         fn = getattr(fn, "__func__", None) or getattr(fn, "func", None) or \
             vars(type(fn)).get("__call__")
     return frozenset()
+
+
+MAX_HELPERS = 64  # user functions followed from a compiled one for the names they load
+
+
+def _helper_names(fn: Any) -> frozenset[str]:
+    """The attribute names loaded by the user functions ``fn`` names as globals, transitively
+    (as bound when it is compiled: a helper rebound later is a guarded global, whose new
+    reads that are arrays make the capture fall back, never a stale result)."""
+    found: set[str] = set()
+    seen, todo = {id(fn)}, [fn]
+    while todo and len(seen) <= MAX_HELPERS:
+        caller = todo.pop()
+        scope = getattr(caller, "__globals__", {})
+        for name in global_names(caller.__code__):
+            helper = scope.get(name)
+            if isinstance(helper, types.FunctionType) and id(helper) not in seen and \
+                    not own_module(helper.__module__):
+                seen.add(id(helper))
+                found |= attribute_names(helper.__code__)
+                todo.append(helper)
+    return frozenset(found)
 
 
 _ERROR_STATE = frozenset({"errstate", "seterr", "seterrcall"})
