@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import stax.runtime as stax
 from stax.runtime.signature import Describer
 from stax.runtime.value_checks import ValueChecks
 
@@ -40,6 +41,12 @@ class Cfg:
 
 class SubCfg(Cfg):
     pass
+
+
+class WithCompiledMethod(Cfg):
+    @stax.compile
+    def scaled(self, x):
+        return x * self.alpha
 
 
 def condition(value, names=NAMES, skip=None):
@@ -163,3 +170,17 @@ def test_signed_zeros_and_nans_by_their_bits(value):
     for other in (0.0, -0.0, math.nan, np.float32(math.nan), np.float64(-0.0), np.float64(0.0)):
         assert check(Cfg(alpha=other)) == (describe(Cfg(alpha=other)) == describe(
             Cfg(alpha=value)))
+
+
+def test_a_class_holding_a_compiled_method():
+    obj = WithCompiledMethod(alpha=1.0)
+    check = condition(obj)
+    assert check(obj) and check(WithCompiledMethod(alpha=1.0))
+    assert not check(WithCompiledMethod(alpha=2.0))
+    old = WithCompiledMethod.scaled
+    try:
+        WithCompiledMethod.scaled = stax.compile(lambda self, x: x)
+        assert not check(obj)
+    finally:
+        WithCompiledMethod.scaled = old
+    assert check(obj)

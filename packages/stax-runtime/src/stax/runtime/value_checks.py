@@ -175,9 +175,12 @@ class ValueChecks:
             return self._all(iter([f"type({name}) is {self.fresh(types.MethodType)}",
                                    self.test(f"{name}.__func__", x.__func__, names),
                                    self.test(f"{name}.__self__", x.__self__, names)]))
-        if t.__module__ == "functools" or hasattr(t, "__stax_key__") or \
-                t.__module__ in ("collections", "array", "builtins"):
-            return None  # partials, compiled functions, sets, deques, iterators...
+        keyed = getattr(t, "__stax_key__", None)  # a compiled function (a class's method):
+        if keyed is not None:  # itself and what it compiles
+            return self._all(iter([f"{name} is {self.fresh(x)}", self.test(
+                f"{name}.__stax_key__()", keyed(x), names)]))
+        if t.__module__ in ("functools", "collections", "array", "builtins"):
+            return None  # partials, sets, deques, iterators...
         return self._instance(name, x, t, names, skip)
 
     def _holder(self, name: str, x: Any, names: frozenset[str]) -> str | None:
