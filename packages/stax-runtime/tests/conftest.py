@@ -39,3 +39,19 @@ def sum_tolerance(x: np.ndarray, axis: int = -1) -> float:
     n = x.shape[axis] if x.ndim else 1
     eps = np.finfo(x.dtype).eps if x.dtype.kind == "f" else 0.0
     return float(4 * n * eps * np.abs(x).sum(axis=axis).max()) if x.size else 0.0
+
+
+@pytest.fixture
+def test_module(monkeypatch):
+    """``load(name)``: the module ``name``.py beside the tests, executed afresh and registered
+    in ``sys.modules`` for the test (its functions compiled there have a module of their own)."""
+    import importlib.util
+    import sys
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        monkeypatch.setitem(sys.modules, name, module)
+        return module
+    return load

@@ -7,6 +7,7 @@ with eager NumPy, after the entry has served calls."""
 from __future__ import annotations
 
 import pickle
+import types
 
 import numpy as np
 import pytest
@@ -197,3 +198,173 @@ def test_arrays_a_helper_function_reads_of_an_argument_object_are_lifted():
     assert [v.native for v in f._versions] == [True]
     b.w += 1.0  # in place: read by the kernels at the next call
     assert served(f, lambda: f(a, b, x), lambda: by_helper(a, b, x)) == 3
+
+
+# -- cases a probe of the entries found (each a wrong result or an error before its fix) ------
+
+class Tagged:
+    def __init__(self, w=None):
+        if w is not None:
+            self.w = w
+
+
+class HolderOf:
+    def __init__(self, inner):
+        self.inner = inner
+
+
+def sum_through_holder(layer, holder, x):
+    return x + layer.w + holder.inner.w
+
+
+def test_a_lifted_object_met_again_inside_another_argument():
+    f = stax.compile(sum_through_holder)
+    x, layer = np.zeros(4), Tagged(np.arange(4.0))
+    served(f, lambda: f(layer, HolderOf(layer), x), lambda: sum_through_holder(
+        layer, HolderOf(layer), x))
+    other = Tagged(layer.w.copy())  # the same bytes, another object
+    layer.w[:] = 100.0
+    holder = HolderOf(other)
+    np.testing.assert_array_equal(f(layer, holder, x), sum_through_holder(layer, holder, x))
+
+
+def scaled_by_held(c, x):
+    return x * getattr(c.inner, "k", 1.0)
+
+
+def test_a_held_modules_getattr_and_a_deleted_held_attribute():
+    mod = types.ModuleType("held_module")
+    c, x = HolderOf(mod), np.arange(4.0)
+    f = stax.compile(scaled_by_held)
+    served(f, lambda: f(c, x), lambda: scaled_by_held(c, x))
+    mod.__getattr__ = lambda name: 5.0  # answers "k" from now on
+    served(f, lambda: f(c, x), lambda: scaled_by_held(c, x))
+    del mod.__getattr__
+    mod.k = 2.0
+    served(f, lambda: f(c, x), lambda: scaled_by_held(c, x))
+    del mod.k  # the condition's read of it raised AttributeError
+    served(f, lambda: f(c, x), lambda: scaled_by_held(c, x))
+
+
+def helper_with_attributes():
+    return 1.0
+
+
+class ReadsHelperAttribute:
+    def get(self):
+        return getattr(helper_with_attributes, "factor", 1.0)
+
+
+class BaseTwo:
+    scale = 2.0
+
+
+class BaseThree:
+    scale = 3.0
+
+
+class Rebased(BaseTwo):
+    def get(self):
+        return self.scale
+
+
+def scaled_by_get(c, x):
+    return x * c.get()
+
+
+def test_a_helpers_new_attribute_and_a_class_given_new_bases():
+    x = np.arange(4.0)
+    f, c = stax.compile(scaled_by_get), ReadsHelperAttribute()
+    served(f, lambda: f(c, x), lambda: scaled_by_get(c, x))
+    helper_with_attributes.factor = 3.0
+    try:
+        served(f, lambda: f(c, x), lambda: scaled_by_get(c, x))
+    finally:
+        del helper_with_attributes.factor
+    f, c = stax.compile(scaled_by_get), Rebased()
+    served(f, lambda: f(c, x), lambda: scaled_by_get(c, x))
+    Rebased.__bases__ = (BaseThree,)
+    try:
+        served(f, lambda: f(c, x), lambda: scaled_by_get(c, x))
+    finally:
+        Rebased.__bases__ = (BaseTwo,)
+
+
+def test_a_methods_code_swapped_in_place_and_a_patched_comparison():
+    class Swapped:
+        def get(self):
+            return 1.0
+
+        def __lt__(self, other):
+            return True
+
+    def by_comparison(c, x):
+        return x * (2.0 if c < 3 else 5.0)
+
+    x, c = np.arange(4.0), Swapped()
+    f = stax.compile(scaled_by_get)
+    served(f, lambda: f(c, x), lambda: scaled_by_get(c, x))
+    Swapped.get.__code__ = (lambda self: 3.0).__code__  # as IPython's autoreload does
+    served(f, lambda: f(c, x), lambda: scaled_by_get(c, x))
+    g = stax.compile(by_comparison)
+    served(g, lambda: g(c, x), lambda: by_comparison(c, x))
+    Swapped.__lt__ = lambda self, other: False
+    served(g, lambda: g(c, x), lambda: by_comparison(c, x))
+
+
+def same_object(a, b, x):
+    return x * (2.0 if a is b else 3.0)
+
+
+def test_one_object_twice_for_a_function_comparing_identities():
+    f, x = stax.compile(same_object), np.arange(4.0)
+    a, b = Tagged(), Tagged()
+    for first, second in ((a, a), (a, b), (b, b), (a, b)):
+        np.testing.assert_array_equal(f(first, second, x), same_object(first, second, x))
+
+
+def test_a_recompile_names_the_class_attribute_that_changed(monkeypatch, caplog):
+    """(the explanation of an object's class change was empty: ``recompiling 'f': ``)"""
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    f, c, x = stax.compile(scaled_by_get), Rebased(), np.arange(4.0)
+    f(c, x)
+    monkeypatch.setattr(BaseTwo, "scale", 4.0)
+    with caplog.at_level("INFO"):
+        np.testing.assert_array_equal(f(c, x), scaled_by_get(c, x))
+    lines = [r.getMessage() for r in caplog.records if r.name == "stax.recompiles"]
+    assert any("type(inputs[0][0]).scale == 2.0 (got 4.0)" in line for line in lines), lines
+
+
+def test_a_global_class_bound_after_the_compile_is_guarded(test_module):
+    module = test_module("late_config_function")
+    Config, scaled = module.Config, module.scaled
+
+    x = np.arange(4.0)
+    served(scaled, lambda: scaled(x), lambda: scaled.fn(x))
+    Config.scale = 3.0
+    try:
+        served(scaled, lambda: scaled(x), lambda: scaled.fn(x))
+    finally:
+        Config.scale = 2.0
+
+
+def doubled_helper(x):
+    return x * 2.0
+
+
+def calls_doubled_helper(x):
+    return doubled_helper(x) + 1.0
+
+
+def test_a_helpers_code_swapped_in_place_is_seen():
+    """IPython's autoreload swaps ``__code__`` of the functions it reloads: a helper guarded by
+    identity ran its old code's program."""
+    f, x = stax.compile(calls_doubled_helper), np.arange(3.0)
+    old = doubled_helper.__code__
+    served(f, lambda: f(x), lambda: calls_doubled_helper(x))
+    doubled_helper.__code__ = (lambda x: x * 3.0).__code__
+    try:
+        served(f, lambda: f(x), lambda: calls_doubled_helper(x))
+    finally:
+        doubled_helper.__code__ = old
+    served(f, lambda: f(x), lambda: calls_doubled_helper(x))

@@ -232,16 +232,8 @@ def test_while_loops_unroll_per_gate_outcomes(x):
     np.testing.assert_array_equal(cf(x + 5), f(x + 5))
 
 
-def test_module_attribute_arrays_are_lifted(monkeypatch):
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location(
-        "lifted_config", Path(__file__).with_name("lifted_config.py"))
-    config = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(config)
-    monkeypatch.setitem(sys.modules, "lifted_config", config)
+def test_module_attribute_arrays_are_lifted(test_module):
+    config = test_module("lifted_config")
     namespace = {"lifted_config": config}
     exec("def f(x):\n    return x * lifted_config.scale\n", namespace)
     cf = stax.compile(namespace["f"], strict_native=True)

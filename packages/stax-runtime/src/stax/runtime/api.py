@@ -237,6 +237,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         the old set then no longer match (their signatures have another length)."""
         free = FreeVariables(self.fn)
         if free.names == self._free.names:
+            # the guarded paths too: a global class bound after compile() is followed to the
+            # attributes the code names (``Config.scale``), unseen while it was unbound
+            guards = FreeGuards(self.fn, lifted=set(free.names))
+            if [p.name for p in guards.paths] != [p.name for p in self._guards.paths]:
+                self._guards = guards
             return False
         self._free = free
         self._guards = FreeGuards(self.fn, lifted=set(free.names))

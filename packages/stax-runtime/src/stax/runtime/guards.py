@@ -102,7 +102,7 @@ class FreeGuards:
             value = path.read()
             code = _code_holder(value)
             if code is not None:
-                checks.append((path, value, ("identity", Identity(value))))
+                checks.append((path, value, _describe(value, path.names)))
                 values.append(value)
                 if id(value) not in expanded:
                     expanded.add(id(value))
@@ -143,7 +143,7 @@ class Snapshot:
         (``_written_matches``)."""
         for path, obj, description in self._checks:
             value = path.read()
-            if value is obj:
+            if value is obj and _same_code(value, description):
                 continue
             try:
                 if _describe(value, path.names) != description:
@@ -177,14 +177,19 @@ def _written_matches(checks: list[tuple[_Path, Any, Any]], values: list[Any]
         constants[f"same{k}"] = functools.partial(_same, path, description)
         if obj is not _NO_OBJECT:
             constants[f"kept{k}"] = obj
-            tests.append(f"((v{k} := read{k}()) is kept{k} or same{k}(v{k}))")
+            constants["same_code"] = _same_code
+            code = f" and same_code(v{k}, description{k})" \
+                if description[0] == "identity" and len(description) > 2 else ""
+            constants[f"description{k}"] = description
+            tests.append(f"(((v{k} := read{k}()) is kept{k}{code}) or same{k}(v{k}))")
             continue
         names = frozenset() if isinstance(value, (types.ModuleType, type)) else path.names
         test = None if keyed_apart(description) else \
             ValueChecks(constants, f"c{k}_").test(f"v{k}", value, names)
         tests.append(f"(((v{k} := read{k}()) is not None or True) and "
                      f"{test if test is not None else f'same{k}(v{k})'})")
-    source = f"def matches():\n    return {' and '.join(tests) or 'True'}\n"
+    source = (f"def matches():\n    try:\n        return {' and '.join(tests) or 'True'}\n"
+              "    except Exception:\n        return False\n")  # (a value's attribute raising)
     exec(compile(source, "<stax free-value guards>", "exec"), constants)
     try:
         holds = constants["matches"]()
@@ -204,10 +209,21 @@ def _describe(value: Any, names: frozenset[str]) -> Any:
     """A path's value: a function by identity (its reads are paths of their own), a module or
     class by identity too (the attributes the code names are paths: ``config.scale``, an array
     there lifted to an argument), anything else by what it holds."""
-    if _code_holder(value) is not None:
-        return ("identity", Identity(value))
+    holder = _code_holder(value)
+    if holder is not None:  # its code too: one swapped in place (autoreload) is another
+        code = getattr(holder, "__code__", None)
+        return ("identity", Identity(value)) if code is None else \
+            ("identity", Identity(value), Identity(code))
     return Describer(frozenset() if isinstance(value, (types.ModuleType, type)) else names
                      ).describe(value)
+
+
+def _same_code(value: Any, description: Any) -> bool:
+    """Whether a function guarded by identity still runs the code it was described with."""
+    if description[0] != "identity" or len(description) < 3:
+        return True
+    holder = _code_holder(value)
+    return getattr(holder, "__code__", None) is description[2].obj
 
 
 def _code_holder(value: Any) -> Any:

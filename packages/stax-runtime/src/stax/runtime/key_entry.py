@@ -176,11 +176,15 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
     else:
         run = (f"            try:\n                return {target}\n"
                "            except Redo:\n                pass\n")
+    # an object's condition reads its attributes: whatever one raises, the dispatcher decides
+    condition = f"        if {' and '.join(tests) or 'True'}:\n" if given is None else (
+        f"        try:\n            held = {' and '.join(tests) or 'True'}\n"
+        "        except Exception:\n            held = False\n        if held:\n")
     source = (
         "def call(*args, **kwargs):\n"
         f"    if not kwargs and len(args) == {len(incoming)}:\n"
         f"{unpack}"
-        f"        if {' and '.join(tests) or 'True'}:\n"
+        f"{condition}"
         "            entry.hits += 1\n"
         f"{run}"
         "    return dispatch(*args, **kwargs)\n")
@@ -196,11 +200,16 @@ def _object_test(k: int, leaf: Any, given: CallValues, marker: int | None,
     if keyed_apart(leaf):
         return None
     values = given.values
-    skip = hidden(values[marker], values[marker + values[marker].leaves:]) \
-        if marker is not None else {}
-    test = ValueChecks(constants, f"o{k}_").test(f"a{k}", values[k], given.names, skip)
+    skip, lifted = {}, {}
+    if marker is not None:
+        user = marker + values[marker].leaves
+        skip = hidden(values[marker], values[user:])
+        lifted = {id(values[user + p]): f"a{user + p}" for p, attr in values[marker].paths
+                  if not attr.startswith("=")}
+    test = ValueChecks(constants, f"o{k}_", lifted).test(f"a{k}", values[k], given.names, skip)
     try:
-        holds = test is not None and eval(f"lambda a{k}: {test}", constants)(values[k])
+        holds = test is not None and eval(  # (it may name the other arguments: ``a5 is not a6``)
+            f"lambda {', '.join(f'a{i}' for i in range(len(values)))}: {test}", constants)(*values)
     except Exception:  # a defect of the writer: never the user's call to fail
         holds = False
     return test if holds else None

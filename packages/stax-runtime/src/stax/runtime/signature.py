@@ -223,7 +223,8 @@ class Describer:
         d = self.describe
         names, self.names = self.names, self.names | attribute_names(fn.__code__)
         try:
-            return ("function", Identity(fn),
+            # its code too: one swapped in place (IPython's autoreload) is another function
+            return ("function", Identity(fn), Identity(fn.__code__),
                     tuple((path, d(read())) for path, read in reads(fn)))
         finally:
             self.names = names
@@ -278,7 +279,15 @@ _PROTOCOLS = frozenset({"__getattr__", "__getattribute__", "__getitem__", "__cal
                         "__iter__", "__float__", "__int__", "__index__", "__bool__", "__array__",
                         "__array_ufunc__", "__array_function__", "__mul__", "__rmul__",
                         "__add__", "__radd__", "__sub__", "__rsub__", "__truediv__",
-                        "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__pow__"})
+                        "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__pow__",
+                        "__rpow__", "__pos__", "__abs__", "__invert__", "__floordiv__",
+                        "__rfloordiv__", "__mod__", "__rmod__", "__divmod__", "__and__",
+                        "__rand__", "__or__", "__ror__", "__xor__", "__rxor__", "__lshift__",
+                        "__rshift__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                        "__ipow__", "__imatmul__", "__lt__", "__le__", "__gt__", "__ge__",
+                        "__eq__", "__ne__", "__contains__", "__round__", "__complex__",
+                        "__reversed__", "__next__", "__get__", "__set__", "__enter__",
+                        "__exit__"})
 
 
 def class_state(name: str) -> bool:
@@ -312,6 +321,9 @@ def layout_of(t: type) -> tuple[type | None, tuple[str, ...]]:
 
 
 _MISSING = ("missing",)
+#: leaves one object of which in two places says nothing the key does not (``aliased``)
+_SHARED = (type(None), bool, str, bytes, type, types.ModuleType, types.FunctionType,
+           types.BuiltinFunctionType, np.ufunc, np.dtype, enum.Enum)
 CALLABLE_TYPES = (types.BuiltinFunctionType, types.BuiltinMethodType, np.ufunc,
                    types.WrapperDescriptorType, types.MethodWrapperType, types.MethodDescriptorType,
                    types.ClassMethodDescriptorType, types.GetSetDescriptorType,
@@ -409,6 +421,28 @@ def diff_state(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
     return out
 
 
+def _diff_class(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
+    """The class attributes that differ between two descriptions of an object's class (each
+    class of its MRO's attributes by name: ``type(inputs[0][1]).scale``)."""
+    if expected == actual:
+        return []
+    if not (isinstance(expected, tuple) and isinstance(actual, tuple)) or \
+            len(expected) != len(actual) or \
+            any(not isinstance(e, tuple) or len(e) != 2 for e in (*expected, *actual)) or \
+            [e[0] for e in expected] != [a[0] for a in actual]:
+        return [GuardFailure(path, expected, actual)]  # other classes, or keyed by identity
+    out: list[GuardFailure] = []
+    for (_, e_items), (_, a_items) in zip(expected, actual):
+        e_attrs, a_attrs = dict(e_items), dict(a_items)
+        for name in dict.fromkeys([*e_attrs, *a_attrs]):
+            if name not in e_attrs or name not in a_attrs:
+                out.append(GuardFailure(f"{path}.{name}", e_attrs.get(name, _MISSING),
+                                        a_attrs.get(name, _MISSING)))
+            else:
+                out += diff_description(e_attrs[name], a_attrs[name], f"{path}.{name}")
+    return out
+
+
 def diff_description(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
     """The failing guards between two descriptions of a value, as deep as both have one shape:
     ``cfg.scale``, ``globals['helper'].globals['K']`` rather than two whole descriptions."""
@@ -417,17 +451,16 @@ def diff_description(expected: Any, actual: Any, path: str) -> list[GuardFailure
     same_kind = isinstance(expected, tuple) and isinstance(actual, tuple) and expected and \
         actual and expected[0] == actual[0]
     if same_kind and expected[0] == "object" and expected[1] == actual[1]:
-        return diff_state(expected[2], actual[2], path)
-    if same_kind and expected[0] == "function" and expected[1] == actual[1]:
-        parts = ("defaults", "kwdefaults", "closure")
+        return diff_state(expected[2], actual[2], path) + _diff_class(
+            expected[3], actual[3], f"type({path})")
+    if same_kind and expected[0] == "function" and expected[1:3] == actual[1:3]:
+        # (the function, its code, then the values it reads by path: ``f.globals['K']``)
+        e_reads, a_reads = dict(expected[3]), dict(actual[3])
+        if e_reads.keys() != a_reads.keys():
+            return [GuardFailure(f"{path}.reads", expected[3], actual[3])]
         out: list[GuardFailure] = []
-        for name, e, a in zip(parts, expected[2:5], actual[2:5]):
-            out += diff_description(e, a, f"{path}.{name}")
-        e_globals, a_globals = dict(expected[5]), dict(actual[5])
-        if e_globals.keys() != a_globals.keys():
-            return [*out, GuardFailure(f"{path}.globals", expected[5], actual[5])]
-        for name, e in e_globals.items():
-            out += diff_description(e, a_globals[name], f"{path}.globals[{name!r}]")
+        for name, e in e_reads.items():
+            out += diff_description(e, a_reads[name], f"{path}.{name}")
         return out
     return [GuardFailure(path, expected, actual)]
 
@@ -502,7 +535,7 @@ def _diff_leaf(expected: Any, actual: Any, path: str) -> list[GuardFailure]:
     if kind in ("tuple", "list"):
         return _diff_sequence(expected[1], actual[1], f"{path}[1]")
     if kind == "object" and expected[1] == actual[1]:
-        return diff_state(expected[2], actual[2], path)
+        return diff_description(expected, actual, path)
     if kind == "dict":
         e_keys, a_keys = tuple(k for k, _ in expected[1]), tuple(k for k, _ in actual[1])
         if e_keys != a_keys:
@@ -531,11 +564,12 @@ ALIASED = "two of its arguments are one object, and the function compares identi
 
 
 def aliased(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether two of a call's leaves that are arrays or scalars are one object (``f(x, x)``):
-    a function comparing identities (``code_reads.compares_identity``) decides from it."""
+    """Whether two of a call's leaves that are arrays, scalars or objects are one object
+    (``f(x, x)``, ``f(cfg, cfg)``): a function comparing identities
+    (``code_reads.compares_identity``) decides from it; the key describes each by value."""
     seen: set[int] = set()
     for leaf in tree_leaves((args, kwargs)):
-        if isinstance(leaf, (np.ndarray, int, float, complex, np.generic)):
+        if not isinstance(leaf, _SHARED):
             if id(leaf) in seen:
                 return True
             seen.add(id(leaf))

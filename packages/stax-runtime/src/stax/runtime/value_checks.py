@@ -38,6 +38,7 @@ from .signature import (
 )
 
 _NONE = object()
+_GONE = object()
 _BY_VALUE = (int, bool, str, bytes)
 #: read paths of a function whose presence its code alone decides; besides them, only the
 #: attributes of a user module or class it names (``cfg.scale``: their holder's check keeps
@@ -80,8 +81,12 @@ class ValueChecks:
     """Writes conditions into one generated function: its constants go to ``constants`` under
     names starting with ``prefix``; its locals (``:=``) likewise."""
 
-    def __init__(self, constants: dict[str, Any], prefix: str) -> None:
+    def __init__(self, constants: dict[str, Any], prefix: str,
+                 lifted: dict[int, str] | None = None) -> None:
         self.constants = constants
+        #: ``id`` of each argument object whose arrays are lifted -> the argument's name: met
+        #: again inside another value, it is that argument (its arrays are the lifted ones)
+        self.lifted = lifted or {}
         self.prefix = prefix
         self.count = 0
         self.budget = 4 * MAX_VALUES  # values checked before the condition is given up
@@ -187,7 +192,9 @@ class ValueChecks:
         """A user module or class: itself, the attributes among ``names`` it has by value and
         those it has not still missing (one appearing changes the description)."""
         held = list(held_attributes(x, names))
-        absent = self.fresh(frozenset(names) - set(held))
+        # (a module's ``__getattr__`` defined later answers every name)
+        absent = self.fresh(frozenset(names) - set(held) | {"__getattr__"} if isinstance(
+            x, types.ModuleType) else frozenset(names) - set(held))
         if isinstance(x, types.ModuleType):
             if "__getattr__" in vars(x):  # a module __getattr__ answers any name
                 return None
@@ -199,16 +206,20 @@ class ValueChecks:
             missing = [f"{name}.__mro__ is {mro}",
                        *(f"{self.fresh(c)}.__dict__.keys().isdisjoint({absent})"
                          for c in x.__mro__)]
+        gone = self.fresh(_GONE)  # (an attribute deleted: not the value tested)
         return self._all(iter([f"{name} is {self.fresh(x)}", *missing,
-                               *(self.test(f"getattr({name}, {a!r})", getattr(x, a), names)
-                                 for a in held)]))
+                               *(self.test(f"getattr({name}, {a!r}, {gone})", getattr(x, a),
+                                           names) for a in held)]))
 
     def _function(self, name: str, fn: types.FunctionType, names: frozenset[str]) -> str | None:
         """A user function: itself, and each value it reads (the describer's ``_function``)."""
         if own_module(fn.__module__):
             return f"{name} is {self.fresh(fn)}"
         inner = names | attribute_names(fn.__code__)
-        parts: list[str | None] = [f"{name} is {self.fresh(fn)}"]
+        # its own attributes: one set later is a holder's new path (``code_reads._held``)
+        parts: list[str | None] = [f"{name} is {self.fresh(fn)}",
+                                   f"{name}.__code__ is {self.fresh(fn.__code__)}",
+                                   f"tuple({name}.__dict__) == {self.fresh(tuple(vars(fn)))}"]
         for path, read in reads(fn):
             if not path.startswith(_STATIC_PATHS) and (path.startswith("import ") or
                                                         "." not in path.split("[")[0]):
@@ -224,9 +235,14 @@ class ValueChecks:
         own = getattr(x, "__dict__", None)
         if base is not None or slots or type(own) is not dict:
             return None
+        owner = self.lifted.get(id(x))
+        if owner is not None and owner != name:  # the lifted argument, met again in another
+            return f"{name} is {owner}"
         lifted = skip.get(id(x), frozenset())
         attrs = self.fresh()
         parts = [f"type({name}) is {self.fresh(t)}",
+                 *(f"{name} is not {other}" for other in sorted(set(self.lifted.values()))
+                   if other != name),
                  f"tuple(({attrs} := {name}.__dict__)) == {self.fresh(tuple(own))}"]
         parts += [self.test(f"{attrs}[{k!r}]", v, names) for k, v in own.items()
                   if k not in lifted]
@@ -237,7 +253,7 @@ class ValueChecks:
         """What the describer's ``_class`` reads of ``t``: each user class of its MRO's own
         attributes (their names in order, then each by value; a property's functions, a static
         or class method's function)."""
-        parts: list[str | None] = []
+        parts: list[str | None] = [f"{self.fresh(t)}.__mro__ is {self.fresh(t.__mro__)}"]
         for c in t.__mro__:
             if c is object or own_module(c.__module__):
                 continue
@@ -249,7 +265,7 @@ class ValueChecks:
             for k, v in vars(c).items():
                 if class_state(k):
                     parts.append(self._class_attribute(f"{own}[{k!r}]", v, names))
-        return self._all(iter(parts)) if parts else "True"
+        return self._all(iter(parts))
 
     def _class_attribute(self, expr: str, v: Any, names: frozenset[str]) -> str | None:
         if isinstance(v, property):
