@@ -368,3 +368,78 @@ def test_a_helpers_code_swapped_in_place_is_seen():
     finally:
         doubled_helper.__code__ = old
     served(f, lambda: f(x), lambda: calls_doubled_helper(x))
+
+
+# -- cases a review of the conditions found -----------------------------------------------------
+
+class LongKey(str):
+    def __len__(self):
+        return 5
+
+
+def summed_key_lengths(cfg, x):
+    n = 0
+    for k in cfg.inner:
+        n = n + len(k)
+    return x * n
+
+
+def summed_top_key_lengths(d, x):
+    n = 0
+    for k in d:
+        n = n + len(k)
+    return x * n
+
+
+def test_a_dict_key_equal_to_a_string_is_not_one():
+    x = np.ones(3)
+    f, g = stax.compile(summed_key_lengths), stax.compile(summed_top_key_lengths)
+    for d in ({"a": 1}, {"a": 1}, {"a": 1}, {LongKey("a"): 1}):
+        np.testing.assert_array_equal(f(HolderOf(d), x), summed_key_lengths(HolderOf(d), x))
+        np.testing.assert_array_equal(g(d, x), summed_top_key_lengths(d, x))
+    assert summed_key_lengths(HolderOf({LongKey("a"): 1}), x)[0] == 5.0
+
+
+class ReadsModuleFactor:
+    def __init__(self, module):
+        self.module = module
+
+    def act(self, x):
+        return x * getattr(self.module, "factor", 1.0)
+
+
+def acted(layer, x):
+    return layer.act(x)
+
+
+def test_a_module_given_another_class_with_a_property():
+    module = types.ModuleType("module_with_a_property_later")
+    f, x = stax.compile(acted), np.ones(3)
+    layer = ReadsModuleFactor(module)
+    served(f, lambda: f(layer, x), lambda: acted(layer, x))
+
+    class LazyModule(types.ModuleType):
+        @property
+        def factor(self):
+            return 3.0
+    module.__class__ = LazyModule  # PEP 549's module property
+    served(f, lambda: f(layer, x), lambda: acted(layer, x))
+    assert f(layer, x)[0] == 3.0
+
+
+class Node:
+    def __init__(self, val, nxt):
+        self.val, self.nxt = val, nxt
+
+
+def first_value(node, x):
+    return x * node.val
+
+
+@pytest.mark.parametrize("length", [60, 150])
+def test_a_long_chain_of_objects_never_raises_from_its_condition(length):
+    head = None
+    for _ in range(length):
+        head = Node(1.0, head)
+    f, x = stax.compile(first_value), np.ones(3)
+    served(f, lambda: f(head, x), lambda: first_value(head, x))

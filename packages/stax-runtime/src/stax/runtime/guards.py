@@ -165,6 +165,14 @@ class Snapshot:
 
 def _written_matches(checks: list[tuple[_Path, Any, Any]], values: list[Any]
                      ) -> Callable[[], bool] | None:
+    try:  # (a value nested deeper than the writer or Python's compiler go: the loop runs)
+        return _write_matches(checks, values)
+    except Exception:
+        return None
+
+
+def _write_matches(checks: list[tuple[_Path, Any, Any]], values: list[Any]
+                   ) -> Callable[[], bool] | None:
     """``Snapshot.matches`` as one generated function: each path read once, then an ``is``
     against the object kept, or the condition that its value describes as it did
     (``value_checks.py``: a bound method's ``self`` was described on every call, 7 us), or,

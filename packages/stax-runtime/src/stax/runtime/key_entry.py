@@ -188,7 +188,10 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
         "            entry.hits += 1\n"
         f"{run}"
         "    return dispatch(*args, **kwargs)\n")
-    exec(compile(source, "<stax key entry>", "exec"), constants)
+    try:
+        exec(compile(source, "<stax key entry>", "exec"), constants)
+    except (SyntaxError, RecursionError, MemoryError):  # nested past the compiler's limits
+        return None
     entry.function = constants["call"]
     return entry
 
@@ -197,6 +200,14 @@ def _object_test(k: int, leaf: Any, given: CallValues, marker: int | None,
                  constants: dict[str, Any]) -> str | None:
     """The condition on argument ``a{k}``, an object keyed by ``leaf``, or None; checked on
     the value it was written from (a condition that value fails would never hold)."""
+    try:  # (a value nested deeper than the writer recurses: no condition, the dispatcher)
+        return _written_object_test(k, leaf, given, marker, constants)
+    except Exception:
+        return None
+
+
+def _written_object_test(k: int, leaf: Any, given: CallValues, marker: int | None,
+                         constants: dict[str, Any]) -> str | None:
     if keyed_apart(leaf):
         return None
     values = given.values
@@ -355,7 +366,9 @@ def _container_test(expr: str, name: str, leaf: Any, constants: dict[str, Any]) 
         if not all(isinstance(k, tuple) and len(k) == 2 and k[0] == "str" for k in keys):
             return None
         constants[f"{name}_keys"] = tuple(k[1] for k in keys)
-        tests = [f"type({expr}) is dict", f"tuple({expr}) == {name}_keys"]
+        constants[f"{name}_types"] = (str,) * len(keys)  # (a str subclass key is no str)
+        tests = [f"type({expr}) is dict", f"tuple({expr}) == {name}_keys",
+                 f"tuple(map(type, {expr})) == {name}_types"]
         for k, (key, item) in enumerate(leaf[1]):
             constants[f"{name}_k{k}"] = key[1]
             test = _container_test(f"{expr}[{name}_k{k}]", f"{name}_{k}", item, constants)

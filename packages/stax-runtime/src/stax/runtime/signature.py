@@ -51,7 +51,7 @@ from stax.ir import tree_leaves
 from stax.ir.pytree import is_namedtuple
 
 from . import devices
-from .code_reads import attribute_names, held_attributes, own_module, reads, user_holder
+from .code_reads import attribute_names, held_attributes, method_names, own_module, reads, user_holder
 from .object_arrays import LiftedAttributes, hidden
 
 ARRAY = "ndarray"
@@ -235,18 +235,24 @@ class Describer:
         d = self.describe
         base, slots = layout_of(t)
         state: list[Any] = []
-        if base is not None:
-            state.append(d(base(x)))
-        attrs = getattr(x, "__dict__", None)
-        if type(attrs) is dict:
-            lifted = self.skip.get(id(x), ())
-            state.append(tuple((k, d(v) if k not in lifted else ("lifted",))
-                               for k, v in attrs.items()))
-        if slots:
-            state.append(tuple((s, d(getattr(x, s, _MISSING))) for s in slots))
-        if not state:  # no visible state (a C object): its identity
-            return ("identity", Identity(x))
-        return ("object", Identity(t), tuple(state), self._class(t))
+        # the names its methods load too: ``self.module`` read by a method as
+        # ``getattr(self.module, "factor")`` is a holder of ``factor``
+        names, self.names = self.names, method_names(t, self.names)
+        try:
+            if base is not None:
+                state.append(d(base(x)))
+            attrs = getattr(x, "__dict__", None)
+            if type(attrs) is dict:
+                lifted = self.skip.get(id(x), ())
+                state.append(tuple((k, d(v) if k not in lifted else ("lifted",))
+                                   for k, v in attrs.items()))
+            if slots:
+                state.append(tuple((s, d(getattr(x, s, _MISSING))) for s in slots))
+            if not state:  # no visible state (a C object): its identity
+                return ("identity", Identity(x))
+            return ("object", Identity(t), tuple(state), self._class(t))
+        finally:
+            self.names = names
 
     def _class(self, t: type) -> Any:
         """What a user class gives its instances (a method's globals, a class attribute, a

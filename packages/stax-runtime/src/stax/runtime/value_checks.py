@@ -26,7 +26,15 @@ from typing import Any
 import numpy as np
 
 from . import devices
-from .code_reads import ABSENT, attribute_names, held_attributes, own_module, reads, user_holder
+from .code_reads import (
+    ABSENT,
+    attribute_names,
+    held_attributes,
+    method_names,
+    own_module,
+    reads,
+    user_holder,
+)
 from .signature import (
     CALLABLE_TYPES,
     MAX_VALUES,
@@ -152,8 +160,10 @@ class ValueChecks:
         if t is dict:
             if not all(type(k) is str for k in x):
                 return None
-            keys = self.fresh(tuple(x))
-            head = f"type({name}) is dict and tuple({name}) == {keys}"
+            keys, types_ = self.fresh(tuple(x)), self.fresh((str,) * len(x))
+            # (a key equal to a string is not one: a str subclass describes otherwise)
+            head = f"type({name}) is dict and tuple({name}) == {keys} and " \
+                f"tuple(map(type, {name})) == {types_}"
             return self._all(iter([head, *(self.test(f"{name}[{k!r}]", v, names)
                                          for k, v in x.items())]))
         if t is slice:
@@ -196,9 +206,12 @@ class ValueChecks:
         absent = self.fresh(frozenset(names) - set(held) | {"__getattr__"} if isinstance(
             x, types.ModuleType) else frozenset(names) - set(held))
         if isinstance(x, types.ModuleType):
-            if "__getattr__" in vars(x):  # a module __getattr__ answers any name
+            # a module __getattr__ answers any name; a module of another class (a property
+            # there, PEP 549's pattern) has attributes its dictionary does not show
+            if "__getattr__" in vars(x) or type(x) is not types.ModuleType:
                 return None
-            missing = [f"{name}.__dict__.keys().isdisjoint({absent})"]
+            missing = [f"type({name}) is {self.fresh(types.ModuleType)}",
+                       f"{name}.__dict__.keys().isdisjoint({absent})"]
         else:
             if type(x) is not type:  # a user metaclass's attributes
                 return None
@@ -238,6 +251,7 @@ class ValueChecks:
         owner = self.lifted.get(id(x))
         if owner is not None and owner != name:  # the lifted argument, met again in another
             return f"{name} is {owner}"
+        names = method_names(t, names)  # (as the describer: what its methods load too)
         lifted = skip.get(id(x), frozenset())
         attrs = self.fresh()
         parts = [f"type({name}) is {self.fresh(t)}",
