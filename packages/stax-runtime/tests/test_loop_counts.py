@@ -62,6 +62,27 @@ def test_counts_too_small_to_lift_are_keyed():
     assert compiled.cache_info().versions == 7
 
 
+def heat(u, r, nsteps):
+    for _ in range(nsteps):
+        u = u + r * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+def test_small_counts_that_keep_changing_lift_the_loop():
+    """Counts from 1 up (a sweep): each too few items to lift unrolled into a version of its
+    own, and the 8-version limit then ran every later count eagerly. From the third count on
+    the loop lifts with the count a run-time input: one version for every count from 3."""
+    compiled = stax.compile(heat)
+    u = np.random.default_rng(0).random(256)
+    for n in [*range(1, 13), 100, 3, 1000]:
+        got, want = compiled(u, 0.1, n), heat(u, 0.1, n)
+        np.testing.assert_array_equal(got, want)
+    info = compiled.cache_info()
+    assert info.versions == 3 and info.fallbacks == 0
+    lifted = compiled.versions()[2]
+    assert lifted.native
+
+
 @pytest.mark.parametrize("fn", [reads_target_after, stepped])
 def test_a_count_the_function_reads_is_keyed(fn):
     compiled = stax.compile(fn)

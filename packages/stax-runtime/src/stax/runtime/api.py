@@ -384,9 +384,13 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         number, start, timings = len(self._versions), time.perf_counter(), {}
         # unrolled loops' kernels limited (LLVM's time); past that, captured again lifted
         again, budget = loops.recapturable(self.fn, tree_leaves((args, kwargs))), budgeted(self.fn)
+        # a count that changed from a version's: its loops over range(count) lifted at once
+        counted = loops.lifting_counted_loops() if again and self._count_changed(sigma) else \
+            contextlib.nullcontext()
         try:
             try:
-                with kernel_budget() if again else contextlib.nullcontext(), gate_budget(budget):
+                with kernel_budget() if again else contextlib.nullcontext(), gate_budget(budget), \
+                        counted:
                     version = self._build(sigma, args, kwargs, settings, number, timings,
                                           outcome, placement, pattern)
             except (TooManySteps, TooManyGates):
@@ -521,6 +525,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                               run_flat, (GenericExecutable, ScalarArguments)) else None,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
+        version.untimed = version.generic is not None and holds_lifted_loop(capture.graph)
         # f(array, scalar, ...): every argument a top-level positional leaf (nothing written back)
         flat_args = not kwargs and len(args) == len(leaves) and \
             all(a is leaf for a, leaf in zip(args, leaves))

@@ -26,6 +26,10 @@ CHANGING_GATES = 3
 CHANGING_BRANCHES = 6
 
 
+#: versions of other int values before a loop over such a count is lifted at any count
+COUNTS_BEFORE_LIFTING = 2
+
+
 class OtherBranches:
     """``_gates_failed`` for ``CompiledFunction._run``: the attributes named here are its, and
     so are the methods called on ``self`` (``_run``, ``_lookup``, ``_miss``,
@@ -181,6 +185,24 @@ class OtherBranches:
                for leaf in positional):
             return self._traced_function()
         return self._plain  # (keyword-only values given back as keywords)
+
+    def _count_changed(self, sigma: Any) -> bool:
+        """Whether ``COUNTS_BEFORE_LIFTING`` versions' keys differ from ``sigma`` only in the
+        values of int arguments (a loop count, ``range(nsteps)``, that keeps changing): the
+        capture then lifts the loops over such a count (``loops.lifting_counted_loops``), one
+        version for every count that lifts, where each count unrolled was a version (~60 ms
+        each; eager past the version limit). The first counts keep their unrolled versions
+        (a few microseconds a call, against a lifted loop's tens)."""
+        positional, keywords = sigma
+        alike = 0
+        for version in self._versions:
+            other, other_keywords = version.sigma
+            if len(other) != len(positional) or other_keywords != keywords:
+                continue
+            changed = [(a, b) for a, b in zip(positional, other) if a != b]
+            if changed and all(a[0] == "int" == b[0] for a, b in changed):
+                alike += 1
+        return alike >= COUNTS_BEFORE_LIFTING
 
     def _at_limit(self) -> bool:
         return len(self._versions) >= self.limits.max_versions or \

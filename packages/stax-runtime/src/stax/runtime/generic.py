@@ -242,7 +242,10 @@ SMALL_TRACE = 8
 
 
 def _smallest(sigma: Any, pattern: Pattern) -> int:
-    sizes = [sigma[0][i][2][d] for i, d in pattern if d != SCALAR_VALUE]
+    """The smallest dynamic size of a generic key's attempt, an int scalar's value among them
+    (a loop count of 2, too few items to lift the loop, is tried again at a larger count)."""
+    sizes = [sigma[0][i][2][d] if d != SCALAR_VALUE else
+             sigma[0][i][1] if sigma[0][i][0] == "int" else SMALL_TRACE for i, d in pattern]
     return min(sizes, default=SMALL_TRACE)
 
 

@@ -48,12 +48,11 @@ from stax.ir import (
     Opcode,
     register_lifted_loop,
 )
-from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
 from stax.trace.loop_index import loop_index_argument
 from stax.trace.loop_ranges import DYNAMIC_ITEMS
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter
-from stax.trace.source import drop_held, held_mark, traced_value
+from stax.trace.source import traced_value
 from stax.trace.traced_scalars import TracedScalar
 
 from . import config, logs
@@ -61,6 +60,7 @@ from .api import CompiledFunction
 from .item_loop_runs import ItemLoopRun
 from .item_uses import ITEM, check_item_uses
 from .lift_plan import plan_step, scalar_inputs, taking_bases
+from .lifted_first_runs import Unstable, first_run
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
@@ -170,49 +170,6 @@ def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tup
     return after
 
 
-def first_run(runner: Runner, start: list[Any]) -> tuple[tuple[Any, ...], str] | str:
-    """The capture's run of the remaining items (its results, and how the runner runs them),
-    or why the loop unrolls; the runner is set to the faster way that keeps eager semantics.
-    NumPy's reports (held by capture) are kept from the one run whose results count."""
-    mark = held_mark()
-    try:
-        results = runner(*start)
-        how = "body compiled once"
-    except Exception as exc:
-        why = str(exc) if isinstance(exc, _Unstable) else f"{type(exc).__name__}: {exc}"
-        runner.eager = True
-        drop_held(mark)
-        try:
-            with not_recording():
-                results = runner(*start)
-        except Exception:
-            drop_held(mark)
-            return f"its body does not compile on its own ({why})"
-        return results, f"body run by NumPy: it does not compile on its own ({why})"
-    kept = held_mark()
-    with not_recording():  # NumPy's own calls, not the capture's
-        eager = runner.eager_seconds_per_item(start)
-    if eager is not None and eager < runner.seconds_per_item:
-        # the first run compiled the body and its item loop, on cold caches: time another
-        with not_watching():
-            clock = time.perf_counter()
-            try:
-                runner(*start)
-            except _Unstable as exc:  # (a body version per carried value past the first's)
-                drop_held(kept)
-                runner.eager = True
-                return results, f"body run by NumPy: it does not compile on its own ({exc})"
-            again = (time.perf_counter() - clock) / max(runner.count, 1)
-        runner.seconds_per_item = min(runner.seconds_per_item, again)
-    drop_held(kept)  # the timing runs' reports repeat the first run's
-    if eager is not None and eager < runner.seconds_per_item:
-        # a tiny body (scalar recurrences): a call per item costs more than NumPy's own work
-        runner.eager = True
-        how = (f"body run by NumPy: {eager * 1e6:.1f} us an item, compiled "
-               f"{runner.seconds_per_item * 1e6:.1f} us")
-    return results, how
-
-
 def unrolls(site: LoopSite, why: str) -> None:
     logs.emit("loops", config.current().logs, f"loop at {site.source} unrolls: {why}")
     return None
@@ -291,7 +248,7 @@ class Runner:
         if self.identities is None:
             self.identities = same
         elif same != self.identities:  # the step's results would not be what capture made
-            raise _Unstable("the loop's results are other objects than at capture")
+            raise Unstable("the loop's results are other objects than at capture")
         results = tuple(values[name][()] if name in self.scalars and
                         isinstance(values[name], np.ndarray) and not values[name].ndim
                         else np.float64(values[name]) if name in self.carried
@@ -416,7 +373,7 @@ class Runner:
                     if out is None:
                         out = compiled(*args)
                     if self.carried and self.capturing and _per_value(compiled) > 2:
-                        raise _Unstable("the body decides something from a carried float")
+                        raise Unstable("the body decides something from a carried float")
                 except ExternResultMismatch:  # a check failed, an event: nothing written yet
                     goes = self._item_eagerly(values, items[t])  # NumPy's slice, error, warning
                     t += 1
@@ -507,7 +464,7 @@ class Runner:
                 check_stable(name, value, constant)
                 continue
             if name in self.carried and type(value) is not float:
-                raise _Unstable(f"the loop's local {name!r} is not a Python float after an "
+                raise Unstable(f"the loop's local {name!r} is not a Python float after an "
                                 "iteration")
             values[name] = np.asarray(value) if isinstance(value, np.generic) else value
 
@@ -579,17 +536,13 @@ def check_stable(name: str, value: Any, constant: Any) -> None:
     compiled program (a counter, a flag set on the data: the loop unrolls, or the call runs
     eagerly)."""
     if type(value) is not type(constant) or value != constant:
-        raise _Unstable(f"the loop's local {name!r} changes from one iteration to the next")
+        raise Unstable(f"the loop's local {name!r} changes from one iteration to the next")
 
 
 def _per_value(compiled: Any) -> int:
     """The body's versions other than those per outcome of comparisons of its scalars
     (``if t > t_switch``: two such, whatever the float carried)."""
     return sum(not getattr(v.generic, "predicates", None) for v in compiled.versions())
-
-
-class _Unstable(Exception):
-    """A Python value the body binds changed: each would be a new version of the body."""
 
 
 install_lifter(lift)

@@ -37,11 +37,11 @@ from .api import CompiledFunction
 from .item_loop_runs import ItemLoopRun
 from .item_uses import ITEM, check_counter_uses, check_item_uses
 from .lift_plan import named_parameters, plan_step, scalar_inputs
+from .lifted_first_runs import first_run
 from .lifted_loops import (
     LOOP_TRIES,
     NO_CONSTANT,
     Runner,
-    first_run,
     layouts_of,
     may_underflow,
     record_step,

@@ -160,6 +160,22 @@ def lifting() -> bool:
     return _lift_every_loop.get()
 
 
+#: set while a capture lifts every loop whose count is a run-time int argument
+_lift_counted = contextvars.ContextVar("stax_lift_counted", default=False)
+
+
+@contextmanager
+def lifting_counted_loops() -> Iterator[None]:
+    """Captures in this block lift every loop over ``range(n)`` of an int argument ``n`` that
+    the lifter takes, however few its items: for a function called with a count that changes
+    (each count unrolled was a version, ~60 ms each, and eager past the version limit)."""
+    token = _lift_counted.set(True)
+    try:
+        yield
+    finally:
+        _lift_counted.reset(token)
+
+
 def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     if code.co_flags & _GENERATOR_FLAGS or fn.__name__ == "<lambda>":
         return None
@@ -512,8 +528,8 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
         rest = items[1:]
         views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
                                        first.state, state, items[0])
-        fewest = _fewest_lifted(first, tracer, len(rest),
-                                while_loops.traced(goes_on) or _lift_every_loop.get())
+        fewest = _fewest_lifted(first, tracer, len(rest), while_loops.traced(goes_on) or
+                                _lift_every_loop.get() or (traced is not None and _lift_counted.get()))
         if views is not None and fewest is not None:
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first (where it went on: a gate);
