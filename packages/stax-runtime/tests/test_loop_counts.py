@@ -70,17 +70,32 @@ def heat(u, r, nsteps):
 
 def test_small_counts_that_keep_changing_lift_the_loop():
     """Counts from 1 up (a sweep): each too few items to lift unrolled into a version of its
-    own, and the 8-version limit then ran every later count eagerly. From the third count on
-    the loop lifts with the count a run-time input: one version for every count from 3."""
+    own, and the 8-version limit then ran every later count eagerly. With two versions left
+    under the limit the loop lifts with the count a run-time input: one version for every
+    further count; the counts before keep their unrolled versions, which the generic one's
+    key entry leaves to them."""
     compiled = stax.compile(heat)
     u = np.random.default_rng(0).random(256)
-    for n in [*range(1, 13), 100, 3, 1000]:
+    for n in [*range(1, 13), 100, 3, 1000, 5, 5]:
         got, want = compiled(u, 0.1, n), heat(u, 0.1, n)
         np.testing.assert_array_equal(got, want)
     info = compiled.cache_info()
-    assert info.versions == 3 and info.fallbacks == 0
-    lifted = compiled.versions()[2]
-    assert lifted.native
+    assert info.versions == 7 and info.fallbacks == 0
+    assert all(v.native for v in compiled.versions())
+    generic = compiled._versions[6]
+    assert generic.generic is not None and generic.entry is not None
+    hits = compiled._versions[4].entry.hits  # count 5's unrolled version
+    compiled(u, 0.1, 5)
+    assert compiled._versions[4].entry.hits == hits + 1 or compiled._versions[4].entry is None
+
+
+def test_a_few_counts_in_turn_keep_their_unrolled_versions():
+    compiled = stax.compile(heat)
+    u = np.random.default_rng(1).random(256)
+    for n in [3, 7, 100] * 4:
+        np.testing.assert_array_equal(compiled(u, 0.1, n), heat(u, 0.1, n))
+    assert compiled.cache_info().versions == 3
+    assert all(v.generic is None for v in compiled._versions)
 
 
 @pytest.mark.parametrize("fn", [reads_target_after, stepped])
@@ -150,3 +165,28 @@ def test_a_target_read_through_the_frame_keys_the_count(fn):
     for n in (2000, 2001, 3500):
         y = np.zeros(2)
         np.testing.assert_array_equal(compiled(y, n), fn(y, n))
+
+
+def nested_sums(a, n, m):
+    s = np.zeros_like(a)
+    for i in range(n):
+        for j in range(m):
+            s += a * (i - j)
+    return s
+
+
+def test_a_generic_loop_that_other_counts_decline_runs_eagerly():
+    """The inner count changes: the generic version lifts the outer loop, whose body leaves
+    ``j`` at ``m - 1``, another value for every other ``m`` (``Unstable``). Each call ran the
+    loop to find that out and then ran eagerly (8x NumPy); the key now runs eagerly after the
+    first such call."""
+    compiled = stax.compile(nested_sums)
+    a = np.random.default_rng(0).standard_normal(64)
+    for m in [*range(1, 13), 20, 30]:
+        assert compiled(a, 3, m).tobytes() == nested_sums(a, 3, m).tobytes()
+    generic = [v for v in compiled._versions if v.generic is not None]
+    assert generic and all(v.slower for v in generic)
+    before = compiled.cache_info().fallbacks
+    for m in (40, 50, 60):
+        assert compiled(a, 3, m).tobytes() == nested_sums(a, 3, m).tobytes()
+    assert compiled.cache_info().fallbacks - before <= 3

@@ -44,7 +44,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions, eager_entry_key, entry_key, sizes_entry
+from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly, sizes_entry
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import (
     CallValues,
@@ -334,7 +334,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             if self.declines_to_caller:
                 raise
             self._fallbacks += 1
-            version.declined(own_errstate=self._sets_errstate)  # (its entries' come here too)
+            self._declined(version, exc)  # (its entries' come here too)
             if isinstance(exc, FloatingPointEvents):  # NumPy's own warning or error follows
                 logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: {exc}; "
                           "the call runs eagerly so that NumPy reports it")
@@ -359,7 +359,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             return Version(-1, sigma, self._eager, native=False,
                            reason="version or compile limit reached")
         pattern = self._generic.pattern_for(sigma, [v.sigma for v in self._versions if v.native],
-                                            DecisionStore.of(self.fn, settings.cache_dir))
+                                            DecisionStore.of(self.fn, settings.cache_dir),
+                                            retry=self._count_changed(sigma))
         version = self._compile(sigma, args, kwargs, settings, outcome, placement, pattern)
         if version.generic is not None and pattern is not None:
             self._generic.add(sigma, getattr(version.generic, "pattern", None) or pattern,
@@ -525,7 +526,6 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                               run_flat, (GenericExecutable, ScalarArguments)) else None,
                           generators=[i for i, leaf in enumerate(leaves)
                                       if type(leaf) is np.random.Generator])
-        version.untimed = version.generic is not None and holds_lifted_loop(capture.graph)
         # f(array, scalar, ...): every argument a top-level positional leaf (nothing written back)
         flat_args = not kwargs and len(args) == len(leaves) and \
             all(a is leaf for a, leaf in zip(args, leaves))
@@ -538,16 +538,16 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         elif flat_call:  # the others (scalars) constants of the code: no tree to walk
             version.fast = flat_runner(call_flat, slots, output_tree)
         # the pattern with the other scalars the generic version took as inputs; its key (none
-        # for a size-generic one) compares the scalars' types, and other arguments by value
+        # for a size-generic one) compares the scalars' types, other arguments by value
         pattern = getattr(version.generic, "pattern", None) or pattern
         key = entry_key(sigma, pattern, version.generic)
         make_entry = getattr(run_flat, "entry", None) if plain_args or not version.generic or \
             key is not None else None
-        # free arrays come first in the key: an entry reads them, then takes the call's own
-        freed = len(self._free.names)
+        freed = len(self._free.names)  # free arrays first in a key: an entry reads them
         dispatch = self._dispatch if not freed else lambda *a, **k: self._dispatch(*a[freed:], **k)
         predicates = getattr(version.generic, "predicates", ())
-        given = CallValues(args, self._names) if not kwargs else None  # (argument objects)
+        given, served = CallValues(args, self._names) if not kwargs else None, \
+            served_exactly(sigma, pattern, self._versions) if version.generic else None
         if predicates and not freed:  # another outcome's version's entry before dispatch
             version.entry_key = key
             dispatch = next((v.entry.function for v in reversed(self._versions) if v.entry_key ==
@@ -557,7 +557,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
             entry = compiled_entry(make_entry, key, leaves, slots, plain_args, dispatch,
-                                   predicates, given)
+                                   predicates, given, served)
             timings["entry"] = time.perf_counter() - clock
             version.entry = None if isinstance(entry, str) else entry
             if isinstance(entry, str):
@@ -568,7 +568,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         if version.entry is None and (version.gates is None or gate_check is not None) and \
                 placement is None and key is not None:
             version.entry = version_entry(key, self._entry_run(version, len(args) - len(
-                user_args)), dispatch, predicates, given)
+                user_args)), dispatch, predicates, given, served)
         if freed and version.entry is not None:
             version.entry = with_free_values(version.entry, self._free.read)
         return version

@@ -16,6 +16,7 @@ from . import config, devices, logs
 from .gate_checks import GateMismatch
 from .generic import entry_key
 from .key_entry import eager_entry
+from .lifted_first_runs import Unstable
 from .signature import signature
 from .versions import Version, first_for_its_key, limit_warning
 
@@ -26,8 +27,8 @@ CHANGING_GATES = 3
 CHANGING_BRANCHES = 6
 
 
-#: versions of other int values before a loop over such a count is lifted at any count
-COUNTS_BEFORE_LIFTING = 2
+#: versions left under the limit when a loop over a changing count is lifted at any count
+SPARE_VERSIONS = 2
 
 
 class OtherBranches:
@@ -54,6 +55,7 @@ class OtherBranches:
     _limit_warned: bool
     limits: Any
     strict_native: bool
+    _sets_errstate: bool
 
     def _gates_failed(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
                       other_branches: bool, error: Exception | None = None) -> Any:
@@ -186,13 +188,24 @@ class OtherBranches:
             return self._traced_function()
         return self._plain  # (keyword-only values given back as keywords)
 
+    def _declined(self, version: Version, exc: Exception) -> None:
+        """A call ``version`` declined (it then ran eagerly). A generic version whose lifted
+        loop found a local the body binds other than at capture (``Unstable``: ``j`` after an
+        inner ``range(m)`` of a run-time ``m``) declines every other value the same way: its
+        key runs eagerly from now on (each call ran the loop to find it out, 8x NumPy)."""
+        version.declined(own_errstate=self._sets_errstate)
+        if version.generic is not None and isinstance(exc.__cause__, Unstable):
+            version.slower = True
+            version.eager_key = entry_key(version.sigma, version.pattern, version.generic)
+
     def _count_changed(self, sigma: Any) -> bool:
-        """Whether ``COUNTS_BEFORE_LIFTING`` versions' keys differ from ``sigma`` only in the
-        values of int arguments (a loop count, ``range(nsteps)``, that keeps changing): the
-        capture then lifts the loops over such a count (``loops.lifting_counted_loops``), one
-        version for every count that lifts, where each count unrolled was a version (~60 ms
-        each; eager past the version limit). The first counts keep their unrolled versions
-        (a few microseconds a call, against a lifted loop's tens)."""
+        """Whether all but ``SPARE_VERSIONS`` of the version limit are taken by versions whose
+        keys differ from ``sigma`` only in the values of int arguments (a loop count,
+        ``range(nsteps)``, that keeps changing): the capture then lifts the loops over such a
+        count (``loops.lifting_counted_loops``), one version for every further count, where
+        each new count was eager past the limit. The counts before keep their unrolled versions
+        (a few microseconds a call, against a lifted loop's 35 or so: a function called with a
+        few counts in turn never lifts)."""
         positional, keywords = sigma
         alike = 0
         for version in self._versions:
@@ -202,7 +215,7 @@ class OtherBranches:
             changed = [(a, b) for a, b in zip(positional, other) if a != b]
             if changed and all(a[0] == "int" == b[0] for a, b in changed):
                 alike += 1
-        return alike >= COUNTS_BEFORE_LIFTING
+        return alike >= max(2, self.limits.max_versions - SPARE_VERSIONS)
 
     def _at_limit(self) -> bool:
         return len(self._versions) >= self.limits.max_versions or \

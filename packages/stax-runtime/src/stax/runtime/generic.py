@@ -178,6 +178,22 @@ def entry_key(sigma: Any, pattern: Pattern | None, generic: Any) -> Any | None:
     return None if key is None else (key, ())
 
 
+def served_exactly(sigma: Any, pattern: Pattern | None, versions: Sequence[Any]
+                   ) -> tuple[list[int], set[tuple[Any, ...]]] | None:
+    """For a version generic in scalar values (``pattern``): their positions and the values
+    that exact native ``versions`` of its generic key serve, which its key entry hands to the
+    dispatcher (an unrolled loop's version, 3 us a call, over the generic's lifted loop, 40);
+    None where there are none."""
+    if pattern is None or any(d != SCALAR_VALUE for _, d in pattern):
+        return None
+    key = generic_key(sigma, pattern)
+    positions = sorted(i for i, _ in pattern)
+    served = {values for v in versions if v.native and v.generic is None and
+              generic_key(v.sigma, pattern) == key and
+              (values := _scalar_values(v.sigma, positions)) is not None}
+    return (positions, served) if served else None
+
+
 def eager_entry_key(version: Any, versions: Sequence[Any]) -> Any:
     """The key a fallback version's key entry compares: its sigma; its scalars' types alone
     where it runs for every value of them (``GenericVersions.fell_back``) and the function has
@@ -293,10 +309,12 @@ class GenericVersions:
                     return version
         return None
 
-    def pattern_for(self, sigma: Any, exact: Sequence[Any], store: Any = None) -> Pattern | None:
+    def pattern_for(self, sigma: Any, exact: Sequence[Any], store: Any = None,
+                    retry: bool = False) -> Pattern | None:
         """The dimensions to make dynamic for a miss on ``sigma``, given the exact versions'
         signatures and the decisions an earlier process stored (``store``:
-        ``dynamic_memory.DecisionStore``); None: compile an exact version."""
+        ``dynamic_memory.DecisionStore``); None: compile an exact version. ``retry``: a key
+        refused before is tried again (its loops over a count are lifted this time)."""
         if self.mode is False:
             return None
         if self.mode is True:
@@ -317,8 +335,8 @@ class GenericVersions:
                                   for i, d in pattern):
             return None  # traced at 2 or more: a size 1 is compiled exact, generic at the next
         key = generic_key(sigma, pattern)
-        if key is None or (key in self.refused and not _retried(self.refused[key], sigma,
-                                                                  pattern)):
+        if key is None or (key in self.refused and not retry and
+                           not _retried(self.refused[key], sigma, pattern)):
             return None
         return pattern
 

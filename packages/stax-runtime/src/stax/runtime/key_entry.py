@@ -58,36 +58,48 @@ def eager_entry(fn: Callable[..., Any], sigma: Any, dispatch: Callable[..., Any]
     is not plain. ``served``: the positions of scalars and the values of them compiled versions
     serve, which the entry hands to the dispatcher instead."""
     constants: dict[str, Any] = {"fn": fn}
-    tests = []
-    if served is not None and served[1]:
-        positions, constants["served"] = served
-        tests.append(f"({''.join(f'a{i}, ' for i in positions)}) not in served")
-    return _generate(sigma, dispatch, constants, "fn({all})", extra=tests, given=given)
+    return _generate(sigma, dispatch, constants, "fn({all})", extra=_unserved(served, constants),
+                     given=given)
+
+
+def _unserved(served: tuple[list[int], set[tuple[Any, ...]]] | None, constants: dict[str, Any]
+              ) -> list[str]:
+    """The test that the scalars at ``served[0]`` are none of the values ``served[1]`` that
+    other versions serve (those calls go to the dispatcher, which runs them)."""
+    if served is None or not served[1]:
+        return []
+    positions, constants["served"] = served
+    return [f"({''.join(f'a{i}, ' for i in positions)}) not in served"]
 
 
 def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
                  dispatch: Callable[..., Any], predicates: Sequence[Any] = (),
-                 given: CallValues | None = None) -> KeyEntry | None:
+                 given: CallValues | None = None,
+                 served: tuple[list[int], set[tuple[Any, ...]]] | None = None
+                 ) -> KeyEntry | None:
     """An entry calling ``function`` (a machine-code entry over the array inputs at ``slots``;
     its slow path raises ``Redo``) for a compiled version keyed by ``sigma``."""
-    return _generate(sigma, dispatch, {"function": function, "Redo": Redo},
-                     "function({arrays})", [f"a{i}" for i in slots], predicates=predicates,
-                     given=given)
+    constants: dict[str, Any] = {"function": function, "Redo": Redo}
+    return _generate(sigma, dispatch, constants, "function({arrays})", [f"a{i}" for i in slots],
+                     predicates=predicates, given=given, extra=_unserved(served, constants))
 
 
 def version_entry(sigma: Any, run_version: Callable[..., Any], dispatch: Callable[..., Any],
-                  predicates: Sequence[Any] = (), given: CallValues | None = None
+                  predicates: Sequence[Any] = (), given: CallValues | None = None,
+                  served: tuple[list[int], set[tuple[Any, ...]]] | None = None
                   ) -> KeyEntry | None:
     """An entry for a compiled version without machine-code entry (NumPy steps, kernels on the
     thread pool): after the key's comparisons, ``run_version(*args)`` runs it as the dispatcher
     would, without the signature, placement and lookup (7-9 us of a call with a scalar)."""
-    return _generate(sigma, dispatch, {"run_version": run_version}, "run_version({all})",
-                     dispatches=True, predicates=predicates, given=given)
+    constants: dict[str, Any] = {"run_version": run_version}
+    return _generate(sigma, dispatch, constants, "run_version({all})", dispatches=True,
+                     predicates=predicates, given=given, extra=_unserved(served, constants))
 
 
 def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any], slots: list[int],
                    plain: bool, dispatch: Callable[..., Any], predicates: Sequence[Any] = (),
-                   given: CallValues | None = None) -> Any:
+                   given: CallValues | None = None,
+                   served: tuple[list[int], set[tuple[Any, ...]]] | None = None) -> Any:
     """The machine-code entry of a compiled version, or a string saying why it has none.
     ``plain``: every argument is an array input (the entry takes the call as it is); otherwise a
     key entry checks the other arguments (scalars, constants of the code) and passes the arrays
@@ -101,7 +113,7 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
     inner = make_entry([leaves[i] for i in slots], _redo)
     if isinstance(inner, str):
         return inner
-    entry = native_entry(sigma, slots, inner.function, dispatch, predicates, given)
+    entry = native_entry(sigma, slots, inner.function, dispatch, predicates, given, served)
     return entry if entry is not None else "an argument's key is not compared by value"
 
 

@@ -76,8 +76,6 @@ def timed_against_eager(version: Any) -> bool:
     dispatcher once, its later calls in the entry)."""
     if version.replays_gates:
         return True
-    if version.untimed:  # (a count of 3 then, 3,000 next: one eager decision for both)
-        return False
     artifact = version.artifact
     return version.native and artifact is not None and bool(getattr(artifact, "externs", None)) \
         and getattr(artifact, "target", {}).get("device", "cpu") == "cpu"

@@ -101,9 +101,6 @@ class Version:
     #: measured slower than eager calls (``replay_costs``): its key runs eagerly, and so do a
     #: generic version's calls of other keys (a scalar's other values)
     slower: bool = False
-    #: not timed against eager calls although it has NumPy steps: a generic version with a
-    #: lifted loop (a run-time count), which one call's timing does not speak for
-    untimed: bool = False
     eager_key: Any = None  # the key its paused calls' eager entry compares (else ``sigma``)
     entry_key: Any = None  # the key its key entry compares (``generic.entry_key``)
     served: int = 0  # its machine-code entry's hits at its last decline
