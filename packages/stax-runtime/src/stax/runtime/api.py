@@ -358,10 +358,10 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             self._warn_limit(sigma, args, kwargs)
             return Version(-1, sigma, self._eager, native=False,
                            reason="version or compile limit reached")
+        counted = self._count_changed(sigma)  # (a refused generic key is tried again)
         pattern = self._generic.pattern_for(sigma, [v.sigma for v in self._versions if v.native],
-                                            DecisionStore.of(self.fn, settings.cache_dir),
-                                            retry=self._count_changed(sigma))
-        version = self._compile(sigma, args, kwargs, settings, outcome, placement, pattern)
+                                            DecisionStore.of(self.fn, settings.cache_dir), retry=counted)
+        version = self._compile(sigma, args, kwargs, settings, outcome, placement, pattern, counted)
         if version.generic is not None and pattern is not None:
             self._generic.add(sigma, getattr(version.generic, "pattern", None) or pattern,
                               version)
@@ -379,19 +379,19 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
 
     def _compile(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                  settings: config.Settings, outcome: Outcome,
-                 placement: devices.Placement | None = None, pattern: Any = None) -> Version:
-        """A new version for this key. When it falls back after the capture ran to its end,
-        ``outcome`` holds that run's result: the caller returns it, not running it again."""
+                 placement: devices.Placement | None = None, pattern: Any = None,
+                 counted: bool = False) -> Version:
+        """A new version for this key (``counted``: its loops over a changing count lift at any
+        count). When it falls back after the capture ran to its end, ``outcome`` holds that
+        run's result: the caller returns it, not running it again."""
         number, start, timings = len(self._versions), time.perf_counter(), {}
         # unrolled loops' kernels limited (LLVM's time); past that, captured again lifted
         again, budget = loops.recapturable(self.fn, tree_leaves((args, kwargs))), budgeted(self.fn)
-        # a count that changed from a version's: its loops over range(count) lifted at once
-        counted = loops.lifting_counted_loops() if again and self._count_changed(sigma) else \
-            contextlib.nullcontext()
         try:
             try:
                 with kernel_budget() if again else contextlib.nullcontext(), gate_budget(budget), \
-                        counted:
+                        loops.lifting_counted_loops() if again and counted else \
+                        contextlib.nullcontext():
                     version = self._build(sigma, args, kwargs, settings, number, timings,
                                           outcome, placement, pattern)
             except (TooManySteps, TooManyGates):

@@ -372,11 +372,8 @@ class GenericVersions:
         self.limit_misses[key] = self.limit_misses.get(key, 0) + 1
         if self.limit_misses[key] < LIMIT_MISSES:
             return None
-        positions = sorted(i for i, _ in pattern)
-        served = {values for v in versions if v.native and v.generic is None and
-                  generic_key(v.sigma, pattern) == key and
-                  (values := _scalar_values(v.sigma, positions)) is not None}
-        return (key, ()), positions, served
+        served = served_exactly(sigma, pattern, versions)
+        return (key, ()), sorted(i for i, _ in pattern), served[1] if served else set()
 
     def refuse(self, sigma: Any, pattern: Pattern, why: str) -> None:
         self.refused[generic_key(sigma, pattern)] = (why, _smallest(sigma, pattern))

@@ -143,12 +143,8 @@ class Snapshot:
         (``_written_matches``)."""
         for path, obj, description in self._checks:
             value = path.read()
-            if value is obj and _same_code(value, description):
-                continue
-            try:
-                if _describe(value, path.names) != description:
-                    return False
-            except Unguardable:
+            if not (value is obj and _same_code(value, description)) and \
+                    not _same(path, description, value):
                 return False
         return True
 
@@ -207,6 +203,7 @@ def _write_matches(checks: list[tuple[_Path, Any, Any]], values: list[Any]
 
 
 def _same(path: _Path, description: Any, value: Any) -> bool:
+    """Whether ``value`` at ``path`` still describes as ``description``."""
     try:
         return _describe(value, path.names) == description
     except Unguardable:
