@@ -17,6 +17,16 @@ def no_disk_cache(monkeypatch):
     monkeypatch.setenv("STAX_CACHE_DIR", "off")
 
 
+def slower_by(monkeypatch, factor):
+    """Both looks' thresholds (cold calls, then warm ones) set to ``factor``."""
+    monkeypatch.setattr(replay_costs, "SLOWER", factor)
+    monkeypatch.setattr(replay_costs, "WARM_SLOWER", factor)
+
+
+#: calls after which a version is decided either way (kept at the first look, the second's)
+DECIDED = replay_costs.WARM_EAGER_CALLS[-1]
+
+
 def greedy_picks(scores, thresh):
     keep = []
     s = scores.copy()
@@ -32,17 +42,19 @@ def greedy_picks(scores, thresh):
 @pytest.mark.parametrize("slower, eager_from_now_on", [(0.0, True), (1e9, False)])
 def test_a_replayed_key_runs_eagerly_where_measured_slower(monkeypatch, caplog, slower,
                                                           eager_from_now_on):
-    monkeypatch.setattr(replay_costs, "SLOWER", slower)
+    slower_by(monkeypatch, slower)
     monkeypatch.setenv("STAX_LOGS", "perf")
     x = np.random.default_rng(0).random(200)
     f = stax.compile(greedy_picks)
     with caplog.at_level(logging.INFO, logger="stax"):
-        for _ in range(10):
+        for _ in range(DECIDED):
             np.testing.assert_array_equal(f(x, 0.9), greedy_picks(x, 0.9))
     version = f.versions()[0]
     assert version.gates is not None and not version.gates_in_program
     costs = version.replay_costs
-    assert costs.decided and len(costs.eager) == len(replay_costs.EAGER_CALLS)
+    assert costs.decided and costs.warm is not eager_from_now_on  # the second look: kept
+    looks = replay_costs.WARM_EAGER_CALLS if costs.warm else replay_costs.EAGER_CALLS
+    assert len(costs.eager) == len(looks)
     assert len(costs.compiled) >= replay_costs.COMPILED_SAMPLES
     assert ("its key runs eagerly" in caplog.text) is eager_from_now_on
     assert (f.cache_info().fallbacks > 0) is eager_from_now_on
@@ -68,13 +80,13 @@ def small_solve(a, b):
 
 @pytest.mark.parametrize("slower, eager_from_now_on", [(0.0, True), (1e9, False)])
 def test_a_version_with_numpy_steps_is_timed_too(monkeypatch, caplog, slower, eager_from_now_on):
-    monkeypatch.setattr(replay_costs, "SLOWER", slower)
+    slower_by(monkeypatch, slower)
     monkeypatch.setenv("STAX_LOGS", "perf")
     rng = np.random.default_rng(2)
     a, b = rng.random((6, 6)) + np.eye(6) * 6, rng.random(6)
     f = stax.compile(small_solve)
     with caplog.at_level(logging.INFO, logger="stax"):
-        for _ in range(8):
+        for _ in range(DECIDED):
             got, want = f(a, b), small_solve(a, b)
             np.testing.assert_allclose(got[0], want[0], rtol=1e-14)
     costs = f.versions()[0].replay_costs
@@ -95,17 +107,35 @@ def test_a_version_checking_its_gates_with_numpy_steps_is_timed(monkeypatch, cap
                                                                  eager_from_now_on):
     """Gradient clipping of 16 floats: its gate checked in the program, but its float sum a
     NumPy step between kernels launched from Python (10.8 us a call, NumPy 1.5): timed."""
-    monkeypatch.setattr(replay_costs, "SLOWER", slower)
+    slower_by(monkeypatch, slower)
     monkeypatch.setenv("STAX_LOGS", "perf")
     g = np.random.default_rng(4).standard_normal(16)
     f = stax.compile(clip_norm)
     with caplog.at_level(logging.INFO, logger="stax"):
-        for _ in range(8):
+        for _ in range(DECIDED):
             np.testing.assert_array_equal(f(g, 3.0), clip_norm(g, 3.0))
     version = f.versions()[0]
     assert version.gates_in_program and version.replay_costs.decided
     assert ("its key runs eagerly" in caplog.text) is eager_from_now_on
     assert "NumPy steps and kernels" in caplog.text and "replaying" not in caplog.text
+
+
+def test_a_replay_outside_the_calls_is_not_counted_in_their_time(monkeypatch):
+    """``explain`` replays a version's gates to say whether it matches; a program that checks
+    its gates itself replays none in its calls, so that replay's time is not theirs (a lifted
+    ``while`` loop's 120 us replay made its 50 us calls count 170 and its key ran eagerly)."""
+    slower_by(monkeypatch, 1e9)
+    g = np.random.default_rng(5).standard_normal(16)
+    f = stax.compile(clip_norm)
+    f(g, 3.0)
+    assert f.explain(g, 3.0)[0].matches
+    version = f.versions()[0]
+    assert version.gates_in_program
+    version.gates.seconds = 1.0  # as a slow replay outside the calls leaves it
+    for _ in range(DECIDED):
+        np.testing.assert_array_equal(f(g, 3.0), clip_norm(g, 3.0))
+    costs = version.replay_costs
+    assert costs.decided and max(costs.compiled) < 0.5
 
 
 def test_a_version_of_kernels_alone_is_not_timed():
@@ -125,7 +155,7 @@ def test_a_key_gone_eager_runs_the_function_itself_from_the_next_call_on(monkeyp
     """The version's entry stayed installed after the decision, so later calls still ran the
     compiled program (its bits, not NumPy's), and an eager call went through the whole
     dispatch (6.5 us a call over NumPy's): the eager version answers with its own entry."""
-    monkeypatch.setattr(replay_costs, "SLOWER", 0.0)
+    slower_by(monkeypatch, 0.0)
     rng = np.random.default_rng(4)
     a, b = rng.random((6, 6)) + np.eye(6) * 6, rng.random(6)
     f = stax.compile(solve_then_scale)
@@ -160,7 +190,7 @@ def test_a_generic_version_measured_slower_runs_its_other_keys_eagerly(monkeypat
     version (26 us a call, NumPy 2.7), and the generator argument kept every call from a key
     entry. The version itself runs eagerly now, its calls through a key entry that compares
     the generator's kind."""
-    monkeypatch.setattr(replay_costs, "SLOWER", 0.0)
+    slower_by(monkeypatch, 0.0)
     x = np.random.default_rng(3).random(50)
     f = stax.compile(noisy)
     for k in range(12):
@@ -176,3 +206,34 @@ def test_a_generic_version_measured_slower_runs_its_other_keys_eagerly(monkeypat
                                       noisy(x, sigma, np.random.default_rng(k)))
     assert version.replay_costs.compiled and f.cache_info().compiles == 2
     assert sum(f.cache_info().hits.values()) == hits  # no dispatch: the key entry answered
+
+
+def _looked(cold: dict[str, float], warm: dict[str, float]) -> tuple[bool | None, int]:
+    """A ``ReplayCosts`` fed call after call with each kind's time (``cold`` for the first
+    look's calls, ``warm`` for the second's): its decision and the call that made it."""
+    costs = replay_costs.ReplayCosts()
+    for call in range(1, 100):
+        how = costs.next_call()
+        if how is None:
+            if costs.decided:
+                return None, call
+            continue
+        times = warm if costs.warm else cold
+        (costs.eager if how == "eager" else costs.compiled).append(times[how])
+        if how == "eager":
+            slower = costs.slower_than_eager()
+            if slower is not None:
+                return slower, call
+    raise AssertionError("never decided")
+
+
+def test_the_second_look_times_warm_calls_fastest_against_fastest():
+    """Cold calls of both kinds take up to twice their steady time: Jacobi iterations whose
+    warm calls take 64 us compiled and 45 eager looked kept from their first calls (median
+    102 us against 87); the warm look finds them slower."""
+    assert _looked({"compiled": 1.0, "eager": 1.0}, {"compiled": 1.4, "eager": 1.0}) == \
+        (True, replay_costs.WARM_EAGER_CALLS[-1])
+    assert _looked({"compiled": 1.0, "eager": 1.0}, {"compiled": 1.0, "eager": 1.0}) == \
+        (False, replay_costs.WARM_EAGER_CALLS[-1])
+    # clearly slower at the first look: decided there
+    assert _looked({"compiled": 2.0, "eager": 1.0}, {}) == (True, replay_costs.EAGER_CALLS[-1])

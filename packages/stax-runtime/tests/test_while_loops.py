@@ -18,6 +18,7 @@ def no_disk_cache(monkeypatch):
     monkeypatch.setenv("STAX_CACHE_DIR", "off")
     # calls of other trip counts are timed against eager ones of others: not a test's business
     monkeypatch.setattr(replay_costs, "SLOWER", 1e9)
+    monkeypatch.setattr(replay_costs, "WARM_SLOWER", 1e9)
 
 
 def collatz_steps(n):

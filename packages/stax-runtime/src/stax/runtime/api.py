@@ -57,7 +57,7 @@ from .key_entry import (
 )
 from .keyword_calls import as_called, call_form, defaults_unread
 from .object_arrays import LiftedAttributes, ObjectArrays, as_plain_callable, with_lifted, with_object_arrays
-from .replay_costs import timed_against_eager
+from .replay_costs import replayed_seconds, timed_against_eager
 from .reports import Reports
 from .runners import (
     RunEagerly,
@@ -319,8 +319,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 result = version.fast(*args) if version.fast is not None else \
                     version.run(args, kwargs)
             if timed is not None:
-                version.replay_costs.compiled.append(time.perf_counter() - start + (
-                    version.gates.seconds if version.gates is not None else 0.0))
+                version.replay_costs.compiled.append(time.perf_counter() - start +
+                                                     replayed_seconds(version))
             version.declines = version.skipped = 0
             return result
         except (ExternResultMismatch, RunEagerly, GateMismatch) as exc:  # nothing written yet

@@ -25,42 +25,70 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-#: the version's replayed calls (counted from 1) that run eagerly, timed
-EAGER_CALLS = (3, 6)
-#: compiled calls timed before the decision
-COMPILED_SAMPLES = 3
+#: the version's replayed calls (counted from 1) that run eagerly, timed; the last decides
+EAGER_CALLS = (3, 8)
+#: compiled calls timed before the decision (calls 2, 4-7): the first calls after a capture
+#: may each take several times a steady one (a lifted loop's halving `while` loop, 3,000
+#: elements: 88, 386 and 241 us, then 50-60 us, the eager ones 140), so the median of five
+COMPILED_SAMPLES = 5
 #: the compiled calls (their median) slower than the eager ones (the fastest) by this factor:
 #: eager (the median: a call may miss its replay's time, the first after a capture does)
 SLOWER = 1.25
+#: a version the first look keeps is looked at again once warm: from call ``WARM_FROM`` its
+#: calls are timed, those of ``WARM_EAGER_CALLS`` eagerly, and the fastest compiled call
+#: slower than the fastest eager one by ``WARM_SLOWER`` makes the key eager. Cold calls of
+#: both kinds take up to twice their steady time, too noisy for a 1.4x difference (Jacobi
+#: iterations on a 60x60 system: 64 us a call compiled, 45 eager; its first calls 73-162 us
+#: against eager's 78-95)
+WARM_FROM = 20
+WARM_EAGER_CALLS = (24, 30, 36)
+WARM_SLOWER = 1.05
 
 
 @dataclass
 class ReplayCosts:
-    """The timings of one version's calls with replayed gates, in seconds."""
+    """The timings of one version's calls with replayed gates, in seconds: a first look over
+    its first calls, then (where that kept it) a second over warm ones."""
 
     calls: int = 0
     compiled: list[float] = field(default_factory=list)
     eager: list[float] = field(default_factory=list)
     decided: bool = False
+    warm: bool = False  # the second look: its samples replace the first's
 
     def next_call(self) -> str | None:
         """How this call runs: "eager" (timed), "compiled" (timed) or None (not timed)."""
         if self.decided:
             return None
         self.calls += 1
-        if self.calls == 1:  # the first after the compile runs cold (its code, its memory)
+        if not self.warm:
+            if self.calls == 1:  # the first after the compile runs cold (its code, its memory)
+                return None
+            return "eager" if self.calls in EAGER_CALLS else "compiled"
+        if self.calls < WARM_FROM:
             return None
-        return "eager" if self.calls in EAGER_CALLS else "compiled"
+        return "eager" if self.calls in WARM_EAGER_CALLS else "compiled"
 
     def slower_than_eager(self) -> bool | None:
-        """Whether the compiled calls are slower than eager ones; None until both are timed
-        (then the decision is made once)."""
-        if len(self.eager) < len(EAGER_CALLS) or len(self.compiled) < COMPILED_SAMPLES:
+        """Whether the compiled calls are slower than eager ones; None until a look is done
+        (then the decision is made once: slower at the first look, or at the second)."""
+        if not self.warm:
+            if len(self.eager) < len(EAGER_CALLS) or len(self.compiled) < COMPILED_SAMPLES:
+                return None
+            if self._compiled() > SLOWER * min(self.eager):
+                self.decided = True
+                return True
+            self.warm = True
+            self.compiled, self.eager = [], []
+            return None
+        if len(self.eager) < len(WARM_EAGER_CALLS):
             return None
         self.decided = True
-        return self._compiled() > SLOWER * min(self.eager)
+        return self._compiled() > WARM_SLOWER * min(self.eager)
 
     def _compiled(self) -> float:
+        if self.warm:
+            return min(self.compiled)
         return sorted(self.compiled)[len(self.compiled) // 2]
 
     def summary(self, replayed: bool) -> str:
@@ -79,3 +107,15 @@ def timed_against_eager(version: Any) -> bool:
     artifact = version.artifact
     return version.native and artifact is not None and bool(getattr(artifact, "externs", None)) \
         and getattr(artifact, "target", {}).get("device", "cpu") == "cpu"
+
+
+def replayed_seconds(version: Any) -> float:
+    """The time this call's dispatch spent replaying the version's gates (taken: a later call
+    that replays none adds nothing), 0 for gates its program checks: a replay outside calls
+    (``explain``, a check of another version) leaves a time that is not the call's (a lifted
+    ``while`` loop's 120 us replay made its 50 us calls look slower than eager ones)."""
+    gates = version.gates
+    if gates is None:
+        return 0.0
+    seconds, gates.seconds = gates.seconds, 0.0
+    return seconds if version.replays_gates else 0.0
