@@ -156,16 +156,19 @@ def _in_place(artifact: KernelArtifact, plan: ItemLoopPlan) -> ItemLoopPlan:
                         settled, plan.exit)
 
 
-def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
+def _loop_ir(plan: ItemLoopPlan, data: int, given: tuple[int, ...]) -> str:
     """``i64 stax_item_loop(i8* stand_ins, i64* kernels, i64 first, i64 step, i64 count,
-    i32* seen)``: the number of items run (``count``, or the item that stopped); ``seen`` gets
-    the events of every item ORed in. Slot ``s``'s stand-in is at ``stand_ins + s * (data +
-    8)``, its data pointer at ``data`` in it."""
+    i32* seen, i64* objects)``: the number of items run (``count``, or the item that stopped);
+    ``seen`` gets the events of every item ORed in. Slot ``s``'s stand-in is at ``stand_ins +
+    s * (data + 8)``, its data pointer at ``data`` in it; each slot of ``given`` takes the data
+    pointer of the array object at address ``objects[s]`` first, and ``objects`` is moved with
+    the buffers (the caller reads which array each slot holds after the run)."""
     entry = plan.slots
     module = ir.Module("stax_item_loop")
-    fnty = ir.FunctionType(I64, [I8P, I64.as_pointer(), I64, I64, I64, I32.as_pointer()])
+    fnty = ir.FunctionType(I64, [I8P, I64.as_pointer(), I64, I64, I64, I32.as_pointer(),
+                                 I64.as_pointer()])
     fn = ir.Function(module, fnty, "stax_item_loop")
-    stand_ins, kernels, first, step, count, seen = fn.args
+    stand_ins, kernels, first, step, count, seen, objects = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     head, body, stop, done = (fn.append_basic_block(n) for n in ("head", "body", "stop", "done"))
 
@@ -180,6 +183,13 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
     def data_word(slot: int) -> ir.Value:
         return b.bitcast(b.gep(obj(slot), [ir.Constant(I64, data)]), I64.as_pointer())
 
+    def object_word(slot: int) -> ir.Value:
+        return b.gep(objects, [ir.Constant(I64, slot)])
+
+    for slot in given:  # the arrays' data pointers, read here rather than in Python
+        address = b.inttoptr(b.add(b.load(object_word(slot)), ir.Constant(I64, data)),
+                             I64.as_pointer())
+        b.store(b.load(address), data_word(slot))
     start = b.block
     b.branch(head)
     b.position_at_end(head)
@@ -191,9 +201,11 @@ def _loop_ir(plan: ItemLoopPlan, data: int) -> str:
     run = fn.append_basic_block("run")
     b.cbranch(b.icmp_signed(">", t, ir.Constant(I64, 0)), swap, run)
     b.position_at_end(swap)  # the item before wrote its results: they are this item's inputs
-    moved = [(b.load(data_word(source)), target) for source, target in plan.moves]
-    for pointer, target in moved:
+    moved = [(b.load(data_word(source)), b.load(object_word(source)), target)
+             for source, target in plan.moves]
+    for pointer, array, target in moved:
         b.store(pointer, data_word(target))
+        b.store(array, object_word(target))
     b.branch(run)
     b.position_at_end(run)
     if plan.item is not None:
@@ -268,6 +280,8 @@ def _new(shape: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype) -> n
 
 
 _ALIGN = 64
+#: a run's memory, kept for the next: ``ItemLoop._frame``
+_Frame = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int, dict[int, np.ndarray]]
 
 
 class ItemLoop:
@@ -275,23 +289,17 @@ class ItemLoop:
     loop's body; see the module's docstring.
 
     A run allocates an array of its own for each buffer the loop moves (a carried input's copy,
-    the buffers its new values are written to) and one block for the rest (the item, the
-    intermediates, the events word), with NumPy's ``ndarray`` constructor: a loop's first run
-    happens under capture, where ``np.empty`` and the builtins are the capture's, and a run's
-    fixed cost is what a short loop pays."""
+    the buffers its new values are written to), with NumPy's ``ndarray`` constructor: a loop's
+    first run happens under capture, where ``np.empty`` and the builtins are the capture's, and
+    a run's fixed cost is what a short loop pays. The rest (the item, the intermediates, the
+    events word) lives in a frame's block, and the frame (block, stand-ins, objects) is kept
+    for the next run: a run takes one from ``_frames`` or makes one, and gives it back after
+    copying its results out (threads running one loop at once take two)."""
 
     def __init__(self, plan: ItemLoopPlan, kernels: CompiledModule, cache: Any = None) -> None:
         self.plan = plan
         entry = plan.slots
         self._data = array_data_offset()
-        self.module = CompiledModule(_loop_ir(plan, self._data), cache, speed_level=1)
-        self._kernels = kernels  # the addresses below point into it
-        addresses = [kernels.address(name) for name, _, _ in entry.kernels]
-        self._addresses = (ctypes.c_int64 * max(1, len(addresses)))(*addresses)
-        self._call = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
-                                      ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                                      ctypes.c_void_p)(
-            self.module.address("stax_item_loop"))
         layouts = [*entry.inputs, *entry.allocs] + \
             ([((1,), (4,), "int32")] if entry.events is not None else [])
         self._layouts = [(shape, strides, np.dtype(dtype)) for shape, strides, dtype in layouts]
@@ -309,22 +317,61 @@ class ItemLoop:
             size += -(-_extent(*layout) // _ALIGN) * _ALIGN
         self._scratch_bytes = size + _ALIGN
         self._stride = (self._data + 8) // 8  # a stand-in's words
+        #: the inputs the body reads as they are (neither carried nor the item's block slot)
+        self._read = [slot for slot in range(self._inputs)
+                      if slot not in self._carried and slot not in self._scratch]
+        given = tuple(sorted({*self._moving, *self._read, *self._alias}))
+        self.module = CompiledModule(_loop_ir(plan, self._data, given), cache, speed_level=1)
+        self._kernels = kernels  # the addresses below point into it
+        addresses = [kernels.address(name) for name, _, _ in entry.kernels]
+        self._addresses = (ctypes.c_int64 * max(1, len(addresses)))(*addresses)
+        self._call = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                      ctypes.c_void_p, ctypes.c_void_p)(
+            self.module.address("stax_item_loop"))
+        # a run's fixed cost, its layout checks first: (shape, dtype, strides or None where
+        # any strides do: a carried input is copied)
+        self._expected = [(shape, dtype, None if i in self._carried else strides)
+                          for i, (shape, strides, dtype) in enumerate(self._layouts[:self._inputs])]
+        self._frames: list[_Frame] = []
+        self._outputs = [(slot, _BLOCK if slot in self._scratch else _MOVED
+                          if slot >= 0 and (slot in self._carried or slot >= self._inputs)
+                          else _GIVEN) for slot, _ in plan.slots.outputs]
 
     def fits(self, inputs: list[np.ndarray]) -> bool:
         """Whether ``inputs`` have the layouts the loop was made for (a carried one's strides
         aside: it is copied)."""
         if len(inputs) != self._inputs:
             return False
-        for i, (a, (shape, strides, dtype)) in enumerate(zip(inputs, self._layouts)):
+        for a, (shape, dtype, strides) in zip(inputs, self._expected):
             if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype:
                 return False
-            if i not in self._carried and any([n != 1 and s != t for n, s, t in
-                                               zip(shape, a.strides, strides)]):
+            if strides is not None and a.strides != strides and \
+                    any([n != 1 and s != t for n, s, t in zip(shape, a.strides, strides)]):
                 return False
         return True
 
     def _pointer(self, array: np.ndarray) -> int:
         return ctypes.c_void_p.from_address(id(array) + self._data).value or 0
+
+    def _frame(self) -> _Frame:
+        """(block, stand-ins, objects, the block's first aligned byte from its own start, the
+        addresses of the stand-ins and of the objects, and each block slot's array): the stand-ins of the block's slots
+        hold their pointers; the others' are written by each run's machine code."""
+        n = len(self._layouts)
+        block = np.ndarray(self._scratch_bytes, np.uint8)
+        start = self._pointer(block)
+        start += -start % _ALIGN
+        stand_ins = np.zeros(n * self._stride, np.int64)
+        for slot, offset in self._scratch.items():
+            stand_ins[slot * self._stride + self._data // 8] = start + offset
+        objects = np.zeros(n + 1, np.int64)  # the last word: the events a run saw
+        offset = start - self._pointer(block)
+        views = {slot: np.ndarray(self._layouts[slot][0], self._layouts[slot][2], buffer=block,
+                                  strides=self._layouts[slot][1], offset=offset + at)
+                 for slot, at in self._scratch.items()}
+        return (block, stand_ins, objects, offset, self._pointer(stand_ins),
+                self._pointer(objects), views)
 
     def run(self, inputs: list[np.ndarray], first: int, step: int, count: int
             ) -> tuple[int, list[np.ndarray | None], list[np.ndarray], bool, bool]:
@@ -333,53 +380,59 @@ class ItemLoop:
         result), the inputs the item that stopped would have read (the values after the items
         that ran), and whether an item may have underflowed. Arguments are never written:
         carried ones are copied first."""
+        try:
+            frame = self._frames.pop()
+        except IndexError:
+            frame = self._frame()
+        try:
+            return self._run(frame, inputs, first, step, count)
+        finally:
+            self._frames.append(frame)
+
+    def _run(self, frame: _Frame, inputs: list[np.ndarray], first: int, step: int, count: int
+             ) -> tuple[int, list[np.ndarray | None], list[np.ndarray], bool, bool]:
         layouts, n = self._layouts, len(self._layouts)
-        block = np.ndarray(self._scratch_bytes, np.uint8)
-        start = self._pointer(block)
-        start += -start % _ALIGN
-        words = [0] * n
-        for slot, offset in self._scratch.items():
-            words[slot] = start + offset
-        owned: dict[int, np.ndarray] = {}  # the moving buffers, by address
+        objects, stand_ins, addresses = frame[2], frame[4], frame[5]
+        ids = [0] * (n + 1)  # and the events word the run reports (``seen``), cleared
+        owned: dict[int, np.ndarray] = {}  # the moving buffers, by their objects' addresses
         for slot in self._moving:
             array = _new(*layouts[slot])
             if slot < self._inputs:
                 array[...] = inputs[slot]
-            words[slot] = self._pointer(array)
-            owned[words[slot]] = array
-        for slot in range(self._inputs):
-            if slot not in self._carried and slot not in self._scratch:
-                words[slot] = self._pointer(inputs[slot])
+            ids[slot] = id(array)
+            owned[ids[slot]] = array
+        for slot in self._read:
+            ids[slot] = id(inputs[slot])
         for o, i in self._alias.items():
-            words[o] = words[i]
-        stand_ins = np.zeros(n * self._stride, np.int64)
-        stand_ins[self._data // 8::self._stride] = words
-        seen = ctypes.c_int32(0)
-        ran = self._call(self._pointer(stand_ins), self._addresses, first, step, count,
-                         ctypes.addressof(seen))
+            ids[o] = ids[i]
+        objects[:] = ids
+        ran = self._call(stand_ins, self._addresses, first, step, count, addresses + 8 * n,
+                         addresses)
+        now = objects.tolist()
+        seen = now[n]
         # the items that ran may have underflowed: the kernels said so, or cannot tell
-        underflowed = bool(seen.value & UNDERFLOW) or self.plan.slots.unseen
-        exited = bool(seen.value & EXITED)
-        now = stand_ins[self._data // 8::self._stride].tolist()
-
-        copies: dict[int, np.ndarray] = {}
-
-        def value(slot: int) -> np.ndarray:
-            if slot in self._scratch:  # a copy, one per slot: an array of its own, no view
-                if slot not in copies:
-                    shape, strides, dtype = layouts[slot]
-                    copies[slot] = np.ndarray(
-                        shape, dtype, buffer=block, strides=strides,
-                        offset=start - self._pointer(block) + self._scratch[slot]).copy(order="K")
-                return copies[slot]
-            return owned[now[slot]] if slot in self._carried or slot >= self._inputs \
-                else inputs[slot]
-
-        now_inputs = [value(i) if i in self._carried else a for i, a in enumerate(inputs)]
+        underflowed = bool(seen & UNDERFLOW) or self.plan.slots.unseen
+        exited = bool(seen & EXITED)
+        views = frame[6]
+        copies: dict[int, np.ndarray] = {}  # one per slot: two results of one are one array
+        now_inputs = [owned[now[i]] if i in self._carried else a for i, a in enumerate(inputs)]
         if ran < count and not exited:
             return ran, [], now_inputs, underflowed, False
-        results = [None if slot < 0 else value(slot) for slot, _ in self.plan.slots.outputs]
+        results: list[np.ndarray | None] = []
+        for slot, kind in self._outputs:
+            if kind is _MOVED:
+                results.append(owned[now[slot]])
+            elif kind is _BLOCK:  # a copy: an array of its own, no view of the frame's block
+                if slot not in copies:
+                    copies[slot] = views[slot].copy(order="K")
+                results.append(copies[slot])
+            else:
+                results.append(None if slot < 0 else inputs[slot])
         return ran, results, now_inputs, underflowed, exited
+
+
+#: where a loop's result is after a run: a buffer it moved, or the frame's block
+_MOVED, _BLOCK, _GIVEN = "moved", "block", "given"
 
 
 def make_item_loop(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
