@@ -356,8 +356,9 @@ class ItemLoop:
 
     def _frame(self) -> _Frame:
         """(block, stand-ins, objects, the block's first aligned byte from its own start, the
-        addresses of the stand-ins and of the objects, and each block slot's array): the stand-ins of the block's slots
-        hold their pointers; the others' are written by each run's machine code."""
+        addresses of the stand-ins and of the objects, and each block slot's array): the
+        stand-ins of the block's slots hold their pointers; the others' are written by each
+        run's machine code."""
         n = len(self._layouts)
         block = np.ndarray(self._scratch_bytes, np.uint8)
         start = self._pointer(block)
