@@ -21,7 +21,10 @@ that remain run here instead: one LLVM function (``stax_item_loop``) that, for e
 
 Buffers are allocated once per run, by NumPy. The kernels read only the data pointer of their
 array arguments, so each plan slot is a stand-in: a few bytes with that pointer at the offset
-where an array object has it, which the loop rewrites when it moves buffers.
+where an array object has it, which the loop rewrites when it moves buffers. The loop takes
+the addresses of the array objects too and reads their data pointers itself (a pointer read in
+Python costs a ctypes object: most of a short run's fixed cost), moving the objects' addresses
+with the buffers so that the caller can tell which array each slot holds after the run.
 """
 
 from __future__ import annotations
