@@ -309,8 +309,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         # a version that draws from generator arguments may decline after its draws: the eager
         # run must start from the states the caller passed, or the stream advances twice
         states = generator_states(version.generators, args, kwargs) if version.generators else None
-        timed = version.replay_costs.next_call() \
-            if timed_against_eager(version) and not self.strict_native else None
+        timed = None if version.replay_costs.decided or self.strict_native or \
+            not timed_against_eager(version) else version.replay_costs.next_call()
         if timed == "eager":  # eager's time, against the replay's (``replay_costs``)
             return self._timed_eager(version, args, kwargs)
         try:

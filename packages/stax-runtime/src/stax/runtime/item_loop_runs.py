@@ -106,9 +106,10 @@ class ItemLoopRun:
         ``values``): the number run, whether one may have underflowed and whether a false test
         ended the loop (a ``while`` step's; returned, not kept: threads share this loop), or
         None for arguments of other layouts."""
-        if self.baked and not all(_same_number(args[i], v) for i, v in self.baked.items()):
-            self.stale = True
-            return None
+        for i, v in self.baked.items():  # (the constant itself, mostly: one comparison)
+            if args[i] is not v and not _same_number(args[i], v):
+                self.stale = True
+                return None
         inputs = [args[s] for s in self.slots]
         for p, dtype in self.numbers.items():
             inputs[p] = np.array(inputs[p], dtype)

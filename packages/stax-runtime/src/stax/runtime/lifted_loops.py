@@ -208,6 +208,7 @@ class Runner:
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
         self.numbers: dict[str, type] = {}  # scalar inputs, and their types (``scalar_inputs``)
         self.carried: frozenset[str] = frozenset()  # of them, Python floats the body rebinds
+        self._order: list[int] | None = None  # ``_standing_order`` of the outputs
         self.capturing = True  # the capture's runs (``first_run``): a version per carried value
         # then sends the loop to NumPy (later calls compile what they must, to the limit)
 
@@ -243,8 +244,10 @@ class Runner:
         else:
             self._run_compiled(values, items)
         self._settle(values, given)
+        if self._order is None:
+            self._order = _standing_order(self.outputs, self.site.mutated)
         same = _identities([None if name in self.scalars else values[name]
-                            for name in self.outputs], given, self.site.mutated, self.outputs)
+                            for name in self.outputs], given, self._order)
         if self.identities is None:
             self.identities = same
         elif same != self.identities:  # the step's results would not be what capture made
@@ -506,13 +509,14 @@ NO_CONSTANT = object()  # no constant
 LAST_ITEM = "__stax_last_item"
 
 
-def _identities(results: list[Any], given: dict[str, Any], mutated: tuple[str, ...],
-                names: list[str]) -> tuple[int | str | None, ...]:
-    """Per result array, the result of one object that stands for the others (its position:
-    one the body updates in place if any, else the first), else the input it is (its name,
-    among the inputs the runner does not copy), else None; None for the one that stands."""
+def _identities(results: list[Any], given: dict[str, Any], order: list[int]
+                ) -> tuple[int | str | None, ...]:
+    """Per result array, the result of one object that stands for the others (the first in
+    ``order``: those the body updates in place first, ``_standing_order``), else the input it
+    is (its name, among the inputs the runner does not copy), else None; None for the one
+    that stands."""
     first: dict[int, int] = {}
-    for k in sorted(range(len(results)), key=lambda k: (names[k] not in mutated, k)):
+    for k in order:
         if isinstance(results[k], np.ndarray):
             first.setdefault(id(results[k]), k)
     out: list[int | str | None] = []
@@ -524,6 +528,11 @@ def _identities(results: list[Any], given: dict[str, Any], mutated: tuple[str, .
                 same = next((n for n, v in given.items() if v is value), None)
         out.append(same)
     return tuple(out)
+
+
+def _standing_order(names: list[str], mutated: tuple[str, ...]) -> list[int]:
+    """The results' positions, those the body updates in place first (``_identities``)."""
+    return sorted(range(len(names)), key=lambda k: (names[k] not in mutated, k))
 
 
 def may_underflow(version: Any) -> bool:

@@ -144,6 +144,7 @@ class WhileRunner(Runner):
     test: Any = None  # the loop's test as written (``__stax_test_N``)
     #: results whose value before the loop nothing but its own local sees (``lift_while``)
     private: frozenset[str] | set[str] = frozenset()
+    _kept: list[tuple[int, str, Any]] | None = None  # what ``_keep`` binds, made once
 
     def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
         """A call that ran no iteration leaves each local the object it was before the loop,
@@ -186,8 +187,10 @@ class WhileRunner(Runner):
 
     def _run_compiled(self, values: dict[str, Any], items: range = range(0)) -> None:
         site, compiled = self.site, self.compiled  # its items: as many as the test lets run
-        kept = [(k, name, self.constants.get(name, NO_CONSTANT)) for k, name in enumerate(site.returned)
-                if name not in site.scratch]
+        if self._kept is None:
+            self._kept = [(k, name, self.constants.get(name, NO_CONSTANT))
+                          for k, name in enumerate(site.returned) if name not in site.scratch]
+        kept = self._kept
         flag = len(site.returned)  # the test's place among the compiled step's results
         going = bool(values.pop(GOING)) if GOING in values else self._tested(values)
         count, chunk, tries = 0, _FIRST_CHUNK, LOOP_TRIES
