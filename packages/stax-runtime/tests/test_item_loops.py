@@ -418,8 +418,7 @@ def test_threads_running_one_machine_code_loop_at_once_each_get_their_own_memory
             u, total, peak = compiled(inputs[k], 0.2, 60)
             np.testing.assert_array_equal(u, alone[k][0])
             assert peak == alone[k][2]
-            # (a call beside others may sum an item in another order: 1 ulp, seen before
-            # frames were kept too)
+            # (the calls ``replay_costs`` times eagerly sum in NumPy's order: 1 ulp apart)
             np.testing.assert_allclose(total, alone[k][1], rtol=1e-13)
         return True
 
