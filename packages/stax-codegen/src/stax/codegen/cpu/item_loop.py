@@ -288,6 +288,9 @@ def _new(shape: tuple[int, ...], strides: tuple[int, ...], dtype: np.dtype) -> n
 
 
 _ALIGN = 64
+#: a frame whose block is larger is made per run (a short run's fixed cost is not what a body
+#: with megabytes of intermediates pays; memory held between calls is)
+_KEPT_BYTES = 1 << 20
 #: a run's memory, kept for the next: ``ItemLoop._frame``
 _Frame = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int, dict[int, np.ndarray]]
 
@@ -400,7 +403,8 @@ class ItemLoop:
         try:
             return self._run(frame, inputs, first, step, count)
         finally:
-            self._frames.append(frame)
+            if self._scratch_bytes <= _KEPT_BYTES:
+                self._frames.append(frame)
 
     def _run(self, frame: _Frame, inputs: list[np.ndarray], first: int, step: int, count: int
              ) -> tuple[int, list[np.ndarray | None], list[np.ndarray], bool, bool]:
