@@ -36,6 +36,7 @@ from . import config, devices, logs
 from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
+from .code_changes import code_of, refresh
 from .code_reads import callable_names, compares_identity, sets_error_state
 from .device_calls import DeviceCalls
 from .direct_calls import DirectCalls
@@ -111,6 +112,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         #: the key's rho (definition 2.2): the transform its versions apply (a gradient's mode)
         self.rho = PLAIN
         self._form, self._identity = call_form(fn), compares_identity(fn)  # keyword_calls.py
+        self._coded, self._code = code_of(fn)  # its own code (``code_changes``)
         #: the function called with a placed call's arguments (keyword-only values last)
         self._plain = self._form.calling(fn) if self._form is not None else fn
         self._free = FreeVariables(fn)
@@ -166,6 +168,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
 
     # -- calling (algorithm 2.1) -----------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._coded.__code__ is not self._code:  # replaced in place: autoreload
+            refresh(self)  # (``code_changes``: compiled again)
         form = self._form  # f(x, k=3.0) as f(x, 3.0); keyword-only values placed last
         if form is not None and (kwargs or form.always):
             placed = form.place(args, kwargs)
@@ -177,7 +181,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
 
     def __stax_key__(self) -> Any:
         """What a key describes of it where another function calls it (inlined in its capture):
-        the function it compiles, not its caches, which change with every call."""
+        the function it compiles, not its caches (which change with every call)."""
         return self.fn
 
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
@@ -236,16 +240,13 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         may be rebound to an array later). True when the lifted set changed; versions keyed by
         the old set then no longer match (their signatures have another length)."""
         free = FreeVariables(self.fn)
-        if free.names == self._free.names:
-            # the guarded paths too: a global class bound after compile() is followed to the
-            # attributes the code names (``Config.scale``), unseen while it was unbound
-            guards = FreeGuards(self.fn, lifted=set(free.names))
-            if [p.name for p in guards.paths] != [p.name for p in self._guards.paths]:
-                self._guards = guards
-            return False
-        self._free = free
-        self._guards = FreeGuards(self.fn, lifted=set(free.names))
-        return True
+        # the guarded paths too: a global class bound after compile() is followed to the
+        # attributes the code names (``Config.scale``), unseen while it was unbound
+        guards, changed = FreeGuards(self.fn, lifted=set(free.names)), free.names != self._free.names
+        if changed or [p.name for p in guards.paths] != [p.name for p in self._guards.paths]:
+            self._guards = guards
+        self._free = free if changed else self._free
+        return changed
 
     def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                 skipped: Any = ()) -> Version | None:
@@ -574,8 +575,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         return version
 
 
-class _InternalError(StaxError):
-    pass
+class _InternalError(StaxError): ...
 
 
 # a child forked while another thread compiled would inherit that function's lock held: each
