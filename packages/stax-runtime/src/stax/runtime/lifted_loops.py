@@ -209,6 +209,7 @@ class Runner:
         self.numbers: dict[str, type] = {}  # scalar inputs, and their types (``scalar_inputs``)
         self.carried: frozenset[str] = frozenset()  # of them, Python floats the body rebinds
         self._order: list[int] | None = None  # ``_standing_order`` of the outputs
+        self._kept: list[tuple[int, str, Any]] | None = None  # what ``_keep`` binds, made once
         self.capturing = True  # the capture's runs (``first_run``): a version per carried value
         # then sends the loop to NumPy (later calls compile what they must, to the limit)
 
@@ -314,11 +315,13 @@ class Runner:
 
     def _run_compiled(self, values: dict[str, Any], items: range) -> None:
         site, compiled = self.site, self.compiled
-        # (position in the body's results, name, the constant it must stay) of what it keeps
-        kept = [(k, name, self.constants.get(name, NO_CONSTANT))
-                for k, name in enumerate(site.returned)
-                if name not in (site.target, site.row) and name not in site.scratch]
-        kept += [(len(site.returned) + j, base, NO_CONSTANT) for j, base in enumerate(self.bases)]
+        if self._kept is None:  # (position in the body's results, name, the constant it must
+            self._kept = [(k, name, self.constants.get(name, NO_CONSTANT))  # stay) of what it
+                          for k, name in enumerate(site.returned)  # keeps
+                          if name not in (site.target, site.row) and name not in site.scratch]
+            self._kept += [(len(site.returned) + j, base, NO_CONSTANT)
+                           for j, base in enumerate(self.bases)]
+        kept = self._kept
         flag = len(site.returned) + len(self.bases)  # a body that ends the loop: goes on?
         entry = None  # the body's machine code, which checks the layouts itself
         direct: dict[Any, Any] = {}  # else: the layouts of the arrays -> the version's run

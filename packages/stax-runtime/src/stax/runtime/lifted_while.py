@@ -144,7 +144,6 @@ class WhileRunner(Runner):
     test: Any = None  # the loop's test as written (``__stax_test_N``)
     #: results whose value before the loop nothing but its own local sees (``lift_while``)
     private: frozenset[str] | set[str] = frozenset()
-    _kept: list[tuple[int, str, Any]] | None = None  # what ``_keep`` binds, made once
 
     def _settle(self, values: dict[str, Any], given: dict[str, Any]) -> None:
         """A call that ran no iteration leaves each local the object it was before the loop,
