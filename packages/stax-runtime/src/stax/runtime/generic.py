@@ -27,7 +27,7 @@ from stax.ir.scalar_predicates import OTHER_OUTCOME
 from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
-from .key_entry import version_entry
+from .key_entry import NOT_SCALAR, leaf_scalar, version_entry
 from .signature import ARRAY, Unguardable, array_signature, diff_signature, signature
 
 #: (argument, dimension) pairs that are dynamic; ``(argument, SCALAR_VALUE)``: a Python
@@ -117,22 +117,16 @@ def _every_scalar(sigma: Any) -> tuple[Pattern, Any | None]:
 
 
 def _scalar_values(sigma: Any, positions: Sequence[int]) -> tuple[Any, ...] | None:
-    """The values of the scalars at ``positions`` a key holds (a Python float from its hex, a
-    NumPy scalar from its bytes), or None where one is a NaN (no call compares equal to it)."""
+    """The values of the scalars at ``positions`` a key holds (``key_entry.leaf_scalar``), or
+    None where one is a NaN (no call compares equal to it) or no number a generic version
+    takes (``scalar_kind``)."""
     values = []
     for i in positions:
         leaf = sigma[0][i]
-        if leaf[0] == "float" and isinstance(leaf[1], str) and not leaf[1].startswith("nan"):
-            values.append(float.fromhex(leaf[1]))
-        elif leaf[0] == "int" and isinstance(leaf[1], int):
-            values.append(leaf[1])
-        elif len(leaf) == 3 and isinstance(leaf[2], bytes):
-            value = np.frombuffer(leaf[2], dtype=leaf[1])[0]
-            if value != value:
-                return None
-            values.append(value)
-        else:
+        value = leaf_scalar(leaf) if scalar_kind(leaf) else NOT_SCALAR
+        if value is NOT_SCALAR or value != value:
             return None
+        values.append(value)
     return tuple(values)
 
 

@@ -303,16 +303,18 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
         constants.update({f"{name}_bits": leaf[1], "Generator": np.random.Generator})
         return f"type({name}) is Generator and type({name}.bit_generator).__qualname__ == " \
             f"{name}_bits"
-    value = _scalar_value(leaf)
-    return None if value is _NOT_SCALAR else scalar_test(name, value, constants, name)
+    value = leaf_scalar(leaf)
+    return None if value is NOT_SCALAR else scalar_test(name, value, constants, name)
 
 
-_NOT_SCALAR = object()
+NOT_SCALAR = object()
 
 
-def _scalar_value(leaf: Any) -> Any:
-    """The scalar a key leaf describes (``("float", key)``, ``("int", 3)``, a NumPy scalar's
-    ``(type name, dtype, bytes)``), or ``_NOT_SCALAR``."""
+def leaf_scalar(leaf: Any) -> Any:
+    """The scalar a key leaf describes (``("float", key)``, a NaN by its bits; ``("int", 3)``,
+    a bool, a str; a NumPy number's ``(type name, dtype, bytes)``), or ``NOT_SCALAR``. Its
+    callers' policies on top: a key entry compares NaNs by bits, a generic version refuses
+    them (``generic._scalar_values``)."""
     kind = leaf[0]
     if kind == "float" and len(leaf) == 2 and isinstance(leaf[1], str):
         if leaf[1].startswith("nan:"):  # its bits, which ``float_key`` compares
@@ -324,7 +326,7 @@ def _scalar_value(leaf: Any) -> Any:
         dtype = np.dtype(leaf[1])
         if dtype.type.__name__ == kind and dtype.kind in "biuf":
             return np.frombuffer(leaf[2], dtype)[0]
-    return _NOT_SCALAR
+    return NOT_SCALAR
 
 
 def _predicate_test(predicate: Sequence[Any], count: int, constants: dict[str, Any]
