@@ -68,15 +68,17 @@ def heat(u, r, nsteps):
     return u
 
 
-def test_small_counts_that_keep_changing_lift_the_loop():
+@pytest.mark.parametrize("count", [int, np.int64, np.int32])
+def test_small_counts_that_keep_changing_lift_the_loop(count):
     """Counts from 1 up (a sweep): each too few items to lift unrolled into a version of its
     own, and the 8-version limit then ran every later count eagerly. With two versions left
     under the limit the loop lifts with the count a run-time input: one version for every
     further count; the counts before keep their unrolled versions, which the generic one's
-    key entry leaves to them."""
+    key entry leaves to them. A NumPy integer count (``np.ceil(t / dt).astype(int)``) too:
+    it reached the limit, every later count eager."""
     compiled = stax.compile(heat)
     u = np.random.default_rng(0).random(256)
-    for n in [*range(1, 13), 100, 3, 1000, 5, 5]:
+    for n in map(count, [*range(1, 13), 100, 3, 1000, 5, 5]):
         got, want = compiled(u, 0.1, n), heat(u, 0.1, n)
         np.testing.assert_array_equal(got, want)
     info = compiled.cache_info()
@@ -85,7 +87,7 @@ def test_small_counts_that_keep_changing_lift_the_loop():
     generic = compiled._versions[6]
     assert generic.generic is not None and generic.entry is not None
     hits = compiled._versions[4].entry.hits  # count 5's unrolled version
-    compiled(u, 0.1, 5)
+    compiled(u, 0.1, count(5))
     assert compiled._versions[4].entry.hits == hits + 1 or compiled._versions[4].entry is None
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
+
 from stax.ir import tree_leaves
 from stax.trace import Outcome
 
@@ -213,7 +215,7 @@ class OtherBranches:
             if len(other) != len(positional) or other_keywords != keywords:
                 continue
             changed = [(a, b) for a, b in zip(positional, other) if a != b]
-            if changed and all(a[0] == "int" == b[0] for a, b in changed):
+            if changed and all(_int_leaves(a, b) for a, b in changed):
                 alike += 1
         return alike >= max(2, self.limits.max_versions - SPARE_VERSIONS)
 
@@ -311,3 +313,12 @@ class OtherBranches:
         if version.gates.expects(got):
             return None
         return GateMismatch("a data gate took another branch", got)
+
+
+def _int_leaves(a: Any, b: Any) -> bool:
+    """Whether two key leaves are ints of one kind: Python ints, or NumPy integers of one dtype
+    (``(type name, dtype, bytes)``: a count read from an array, ``np.int64(n)``)."""
+    if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == "int" == b[0]:
+        return True
+    return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 3 and \
+        a[:2] == b[:2] and isinstance(a[1], str) and np.dtype(a[1]).kind in "iu"

@@ -19,6 +19,8 @@ import builtins
 import operator
 from typing import Any
 
+import numpy as np
+
 from .creation import active_tracer
 from .traced_scalars import TracedScalar
 from .traced_sizes import TracedNumber
@@ -29,7 +31,8 @@ DYNAMIC_ITEMS = 2 ** 24
 
 
 class TracedRange:
-    """A loop header's ``range(...)`` whose stop is a followed int argument: ``items`` the range
+    """A loop header's ``range(...)`` whose stop is a followed int argument (a Python int or a
+    NumPy integer): ``items`` the range
     of this capture's values, read from nothing yet; ``stop`` the traced stop."""
 
     __slots__ = ("args", "items", "stop")
@@ -62,11 +65,22 @@ def range_call(fn: Any, *args: Any) -> Any:
         return fn(*args)
     stop = args[0] if len(args) == 1 else args[1]
     others = args[:1] + args[2:] if len(args) > 1 else ()  # the start and the step
-    if not (isinstance(stop, TracedScalar) and type(stop.value) is int) or \
+    if not (isinstance(stop, TracedScalar) and _integer(stop.value)) or \
             any(isinstance(a, TracedNumber) or type(a) is not int for a in others) or \
             (len(args) == 3 and args[2] != 1):
         return fn(*args)
+    if type(stop.value) is not int:  # a NumPy integer argument: its comparisons with the
+        if stop.expr is not None:  # items' bounds are an int's (``settle``), recorded so
+            return fn(*args)
+        stop = TracedScalar(int(stop.value), stop.leaf, stop.tracer)
+        args = (*args[:-1], stop) if len(args) == 1 else (args[0], stop, *args[2:])
     return TracedRange(args, stop)
+
+
+def _integer(value: Any) -> bool:
+    """A Python int (not a bool) or a NumPy integer scalar (``np.int64(n)``, a count read from
+    an array): ``range`` takes its ``__index__``, so the items are the same Python ints."""
+    return type(value) is int or isinstance(value, np.integer)
 
 
 def header(iterable: ast.expr) -> ast.expr:
