@@ -92,3 +92,57 @@ def test_a_function_calling_a_helper_compiles_its_new_code():
 
     g.__code__ = other.__code__
     np.testing.assert_array_equal(compiled(x), x * 3.0 - 1.0)
+
+
+def _ten_times(x):
+    return x * 10.0
+
+
+def test_a_function_with_a_loop_compiles_its_new_code():
+    """The loop rewriter's cache was keyed by the function: its old rewritten code ran again
+    (a fresh ``stax.compile`` of it too)."""
+    def f(x):
+        for _ in range(3):
+            x = x + 1.0
+        return x
+
+    compiled = stax.compile(f)
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(compiled(x), x + 3.0)
+    f.__code__ = _ten_times.__code__
+    np.testing.assert_array_equal(compiled(x), x * 10.0)
+    np.testing.assert_array_equal(stax.compile(f)(x), x * 10.0)
+
+
+def test_a_gradient_of_a_function_whose_code_is_replaced():
+    """The gradient's backend is set after its compiled function is made: kept (the refresh
+    raised "unknown backend 'gradient'")."""
+    def loss(w):
+        return np.sum(w * w)
+
+    def cubed(w):
+        return np.sum(w * w * w)
+
+    gradient = stax.grad(loss)
+    w = np.arange(1.0, 4.0)
+    np.testing.assert_array_equal(gradient(w), 2 * w)
+    loss.__code__ = cubed.__code__
+    np.testing.assert_array_equal(gradient(w), 3 * w * w)
+
+
+def test_a_call_in_flight_does_not_put_the_old_entry_back():
+    """A call that found its version before another thread replaced the code finishes with
+    it, but its entry is not installed for the calls after (they passed the code check and
+    ran the old code's machine code)."""
+    def f(x):
+        return x * 2.0
+
+    compiled = stax.compile(f)
+    x = np.arange(4.0)
+    compiled(x)
+    old = compiled.versions()[0]
+    f.__code__ = _triple.__code__
+    np.testing.assert_array_equal(compiled(x), x * 3.0)  # refreshed
+    compiled._run(old, (x,), {})  # as the call in flight ends
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled(x), x * 3.0)

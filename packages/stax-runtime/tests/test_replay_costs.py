@@ -208,18 +208,24 @@ def test_a_generic_version_measured_slower_runs_its_other_keys_eagerly(monkeypat
     assert sum(f.cache_info().hits.values()) == hits  # no dispatch: the key entry answered
 
 
-def _looked(cold: dict[str, float], warm: dict[str, float]) -> tuple[bool | None, int]:
+def _looked(cold: dict[str, float], warm: dict[str, float], keys=lambda call: ()
+            ) -> tuple[bool | None, int]:
     """A ``ReplayCosts`` fed call after call with each kind's time (``cold`` for the first
-    look's calls, ``warm`` for the second's): its decision and the call that made it."""
+    look's calls, ``warm`` for the second's) and key: its decision and the call that made
+    it."""
     costs = replay_costs.ReplayCosts()
     for call in range(1, 100):
+        key = keys(call)
         how = costs.next_call()
         if how is None:
             if costs.decided:
                 return None, call
             continue
         times = warm if costs.warm else cold
-        (costs.eager if how == "eager" else costs.compiled).append(times[how])
+        seconds = times[how](call) if callable(times[how]) else times[how]
+        if seconds is None:  # the call declined: no sample
+            continue
+        costs.add(how, seconds, key)
         if how == "eager":
             slower = costs.slower_than_eager()
             if slower is not None:
@@ -237,3 +243,37 @@ def test_the_second_look_times_warm_calls_fastest_against_fastest():
         (False, replay_costs.WARM_EAGER_CALLS[-1])
     # clearly slower at the first look: decided there
     assert _looked({"compiled": 2.0, "eager": 1.0}, {}) == (True, replay_costs.EAGER_CALLS[-1])
+
+
+def test_only_calls_alike_are_compared():
+    """A generic version's calls of other loop counts do other work: a lifted time-stepping
+    loop judged at 8-14 steps (38 us a call, eager 31) ran every later count eagerly, 100
+    steps 5.4x slower than compiled. Calls of a count seen by both kinds decide; a sweep
+    whose every call has its own count keeps the version."""
+    slower = ({"compiled": 1.4, "eager": 1.0}, {"compiled": 1.4, "eager": 1.0})
+    assert _looked(*slower, keys=lambda call: call) == (False, replay_costs.WARM_EAGER_CALLS[-1])
+    assert _looked(*slower, keys=lambda call: call % 2) == (True, replay_costs.EAGER_CALLS[-1])
+
+
+def test_the_key_of_a_call():
+    x = np.zeros((3, 4))
+    assert replay_costs.call_key((x, 3, 0.5), {}) == replay_costs.call_key((x + 1, 3, 0.5), {})
+    assert replay_costs.call_key((x, 3), {}) != replay_costs.call_key((x, 4), {})
+    assert replay_costs.call_key((x, np.int64(3)), {}) != replay_costs.call_key((x, 3), {})
+    assert replay_costs.call_key((x,), {}) != replay_costs.call_key((x.T,), {})
+    assert replay_costs.call_key((x, 0.5), {}) == replay_costs.call_key((x, 2.5), {})
+
+
+def test_a_declined_call_leaves_no_look_undecided():
+    """A compiled call that declines (an overflow: NumPy's warning from the eager run) gives
+    no sample: the first look never completed, and every later call was timed, its time kept
+    (1,056 samples after 1,060 calls). The warm look decides instead, and timing ends."""
+    cold = {"compiled": lambda call: None if call == 5 else 1.0, "eager": 1.0}
+    assert _looked(cold, {"compiled": 1.0, "eager": 1.0}) == \
+        (False, replay_costs.WARM_EAGER_CALLS[-1])
+    costs = replay_costs.ReplayCosts()
+    for call in range(1, 200):
+        how = costs.next_call()
+        if how is not None and call != 5:
+            costs.add(how, 1.0)
+    assert costs.decided and len(costs.compiled) <= replay_costs.WARM_EAGER_CALLS[-1]

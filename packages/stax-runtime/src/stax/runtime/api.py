@@ -36,7 +36,7 @@ from . import config, devices, logs
 from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
-from .code_changes import code_of, refresh
+from .code_changes import code_of, current, refresh
 from .code_reads import callable_names, compares_identity, sets_error_state
 from .device_calls import DeviceCalls
 from .direct_calls import DirectCalls
@@ -58,7 +58,7 @@ from .key_entry import (
 )
 from .keyword_calls import as_called, call_form, defaults_unread
 from .object_arrays import LiftedAttributes, ObjectArrays, as_plain_callable, with_lifted, with_object_arrays
-from .replay_costs import replayed_seconds, timed_against_eager
+from .replay_costs import call_key, replayed_seconds, timed_against_eager
 from .reports import Reports
 from .runners import (
     RunEagerly,
@@ -123,16 +123,15 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         self._sets_errstate = sets_error_state(fn)  # np.errstate inside: events decline
         self._rebinds = rebinds_free_names(fn)
         # one compile at a time: threads making one first call wait for its version
-        self._compile_lock = threading.RLock()
-        _LIVE.add(self)
+        self._compile_lock = getattr(self, "_compile_lock", None) or threading.RLock()  # (kept
+        _LIVE.add(self)  # where ``code_changes.refresh`` runs this again under it)
         self._unguardable_reported: set[str] = set()
         self._versions: list[Version] = []
         self._by_sigma: dict[Any, list[Version]] = {}
         self._by_layout: dict[Any, list[Version]] = {}
         # the previous call's (layouts, candidates): one tuple, never paired across threads
         self._last: tuple[Any, list[Version]] = (None, [])
-        self._compiles = 0
-        self._hits = {1: 0, 2: 0, 3: 0}
+        self._compiles, self._hits = 0, {1: 0, 2: 0, 3: 0}
         self._hit_level = 3  # of the last hit counted: a version whose gates then fail was none
         self._misses = self._fallbacks = 0
         self._limit_warned = False
@@ -289,10 +288,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             if version.free is not None and self._call is not self._dispatch:
                 self._call = guarded_entry(self._call, version.free, self._dispatch)
             return self._eager(args, kwargs)
-        if version.entry is not None:  # level 1 in machine code for the next call
+        if version.entry is not None and current(self, version):  # level 1 in machine code
             self._call = version.entry.function if version.free is None else \
                 guarded_entry(version.entry.function, version.free, self._dispatch)
-        elif version.generic is not None and version.plain_entries and not kwargs:
+        elif version.generic is not None and version.plain_entries and not kwargs and \
+                current(self, version):
             entry = version.generic.entry_for(args, self._dispatch, lambda a: sizes_entry(  # these
                 a, self._names, lambda *b: self._run(version, b, {}), self._dispatch))  # sizes' own
             if entry is not None:
@@ -320,8 +320,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 result = version.fast(*args) if version.fast is not None else \
                     version.run(args, kwargs)
             if timed is not None:
-                version.replay_costs.compiled.append(time.perf_counter() - start +
-                                                     replayed_seconds(version))
+                version.replay_costs.add("compiled", time.perf_counter() - start +
+                                         replayed_seconds(version), call_key(args, kwargs))
             version.declines = version.skipped = 0
             return result
         except (ExternResultMismatch, RunEagerly, GateMismatch) as exc:  # nothing written yet

@@ -19,6 +19,7 @@ from .gate_checks import GateMismatch
 from .generic import entry_key
 from .key_entry import eager_entry
 from .lifted_first_runs import Unstable
+from .replay_costs import call_key
 from .signature import signature
 from .versions import Version, first_for_its_key, limit_warning
 
@@ -125,13 +126,17 @@ class OtherBranches:
             else None  # the function's own time, not that of Stax's eager path around it
         start = time.perf_counter()
         result = fn(*args, **kwargs) if fn is not None else self._eager(args, kwargs)
-        costs.eager.append(time.perf_counter() - start)
+        costs.add("eager", time.perf_counter() - start, call_key(args, kwargs))
         slower = costs.slower_than_eager()
         if slower is not None:
             summary = costs.summary(version.replays_gates)
+            kept = slower and version.generic is not None and costs.counts_vary()
             logs.emit("perf", config.current().logs, f"{self._name} v{version.index}: "
-                      f"{summary}" + ("; its key runs eagerly" if slower else ""))
-            if slower:
+                      f"{summary}" + ("; kept: its calls differ in a count (slower at the "
+                                      "counts timed, a run's fixed cost; faster where a call "
+                                      "runs more items)" if kept else
+                                      "; its key runs eagerly" if slower else ""))
+            if slower and not kept:
                 with self._compile_lock:
                     self._eager_from_now_on(version, version.sigma, summary, slower=True)
                     version.slower = True  # (a generic version's other keys too: their

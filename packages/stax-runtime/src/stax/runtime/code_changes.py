@@ -13,9 +13,10 @@ from typing import Any
 
 from . import config, logs
 
-#: what the caller set after making it (a lifted loop's body) or how it binds in a class body:
-#: kept
-_SETTINGS = ("capture_check", "donates_arguments", "declines_to_caller", "rho", "_binds")
+#: what the caller set after making it (a lifted loop's body, a gradient's backend) or how it
+#: binds in a class body: kept
+_SETTINGS = ("capture_check", "donates_arguments", "declines_to_caller", "rho", "_binds",
+             "backend", "backend_name")
 
 
 class _Uncoded:
@@ -45,10 +46,16 @@ def refresh(compiled: Any) -> None:
                   f"{compiled._name}: its code was replaced (autoreload, a patch): its "
                   f"{len(compiled._versions)} version(s) dropped, compiled again at the next call")
         kept = {name: getattr(compiled, name) for name in _SETTINGS}
-        lock = compiled._compile_lock  # (held here: kept, for the threads waiting on it)
-        type(compiled).__init__(compiled, fn, device=compiled.requested_device,
+        type(compiled).__init__(compiled, fn, device=compiled.requested_device,  # (its
                                 dynamic=compiled.dynamic, strict_native=compiled.strict_native,
-                                backend=compiled.backend_name, options=compiled.options,
-                                limits=compiled.limits)
-        compiled.__dict__.update(kept)
-        compiled._compile_lock = lock
+                                options=compiled.options, limits=compiled.limits)  # backend:
+        # kept, as the caller may have set one no name registers: ``autodiff``'s)
+        compiled.__dict__.update(kept)  # (the lock held here stays: ``__init__`` keeps it)
+
+
+def current(compiled: Any, version: Any) -> bool:
+    """Whether ``version`` is one of ``compiled``'s now: a call that found it before another
+    thread's ``refresh`` finishes with it, but must not install its entry for the calls after
+    (they would run the old code's version, the code check passed)."""
+    index = version.index
+    return index < 0 or (index < len(compiled._versions) and compiled._versions[index] is version)

@@ -49,7 +49,7 @@ class TooManyGates(UnsupportedError):
     """A capture met more than ``MAX_GATES`` data gates."""
 
 
-_budgeted: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_budgeted: weakref.WeakKeyDictionary[Any, tuple[Any, bool]] = weakref.WeakKeyDictionary()
 
 
 def budgeted(fn: Any) -> bool:
@@ -59,7 +59,8 @@ def budgeted(fn: Any) -> bool:
     fn = getattr(fn, "__func__", fn)
     if not isinstance(fn, types.FunctionType):
         return False
-    found = _budgeted.get(fn)
+    held = _budgeted.get(fn)  # (its code, whether): a replaced ``__code__`` is read again
+    found = held[1] if held is not None and held[0] is fn.__code__ else None
     if found is None:
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -68,7 +69,7 @@ def budgeted(fn: Any) -> bool:
                 loop_body.outside_effects(function) is None
         except (OSError, TypeError, SyntaxError, IndexError):
             found = False
-        _budgeted[fn] = found
+        _budgeted[fn] = (fn.__code__, found)
     return found
 
 

@@ -85,7 +85,8 @@ _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites_
             loop_counters.HELPER)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
-#: function -> (rewritten code, sites) or None; weak: a dropped function's entry goes with it
+#: function -> (its code, (rewritten code, sites) or None); weak: a dropped function's entry
+#: goes with it; the code: a function whose ``__code__`` is replaced (autoreload) is new
 _cache: weakref.WeakKeyDictionary[types.FunctionType, Any] = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
@@ -99,12 +100,7 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     code = getattr(fn, "__code__", None)
     if not isinstance(fn, types.FunctionType) or code is None:
         return None
-    with _cache_lock:
-        entry = _cache.get(fn, False)
-    if entry is False:
-        entry = _rewrite(fn, code)
-        with _cache_lock:
-            _cache[fn] = entry
+    entry = _entry(fn, code)
     if entry is None:
         return None
     new_code, sites, _ = entry
@@ -132,10 +128,20 @@ def recapturable(fn: Callable[..., Any], arguments: Any = ()) -> bool:
     fn = getattr(fn, "__func__", fn)
     if not isinstance(fn, types.FunctionType):
         return False
-    rewritten(fn)  # the rewrite's analysis, once per function
-    with _cache_lock:
-        entry = _cache.get(fn)
+    entry = _entry(fn, fn.__code__)  # the rewrite's analysis, once per function and code
     return bool(entry) and bool(entry[1]) and entry[2] is None
+
+
+def _entry(fn: types.FunctionType, code: types.CodeType) -> Any:
+    """``_rewrite(fn, code)``, made once per function and code."""
+    with _cache_lock:
+        held = _cache.get(fn)
+    if held is not None and held[0] is code:
+        return held[1]
+    entry = _rewrite(fn, code)
+    with _cache_lock:
+        _cache[fn] = (code, entry)
+    return entry
 
 
 #: set while a capture runs with every loop offered for lifting (``lifting_every_loop``)
