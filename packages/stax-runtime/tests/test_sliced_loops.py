@@ -136,7 +136,7 @@ def test_a_block_read_after_the_loop_is_the_last_one():
 
 def _site(fn):
     assert loops.rewritten(fn) is not None
-    (site,) = loops._cache[fn][1]
+    (site,) = loops._entry(fn, fn.__code__)[1]
     return site
 
 
@@ -160,7 +160,7 @@ def test_scratch_is_found_after_another_rewritten_loop():
     """The rewrite of the first loop reads ``locals()``: scratch is decided on the user's own
     source, before any loop is rewritten."""
     assert loops.rewritten(after_another_loop) is not None
-    _, second = loops._cache[after_another_loop][1]
+    _, second = loops._entry(after_another_loop, after_another_loop.__code__)[1]
     assert second.scratch == frozenset({"blk"})
     x = np.random.default_rng(5).standard_normal(900)
     for got, want in zip(stax.compile(after_another_loop)(x, 30), after_another_loop(x, 30)):

@@ -115,7 +115,7 @@ def test_unrolled_capture_records_the_same_graph_as_before():
 
 def test_sites_name_what_the_body_touches():
     loops.rewritten(nested)
-    entry = loops._cache[nested][1]  # (its code, the entry)
+    entry = loops._entry(nested, nested.__code__)
     sites = {s.source.rsplit(":", 1)[1]: s for s in entry[1]}
     inner, outer = sites[str(nested.__code__.co_firstlineno + 3)], \
         sites[str(nested.__code__.co_firstlineno + 2)]

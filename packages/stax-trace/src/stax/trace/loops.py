@@ -85,8 +85,7 @@ _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites_
             loop_counters.HELPER)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
-#: function -> (its code, (rewritten code, sites) or None); weak: a dropped function's entry
-#: goes with it; the code: a function whose ``__code__`` is replaced (autoreload) is new
+#: function -> (its code: replaced, it is new; (rewritten code, sites) or None); weak
 _cache: weakref.WeakKeyDictionary[types.FunctionType, Any] = weakref.WeakKeyDictionary()
 _cache_lock = threading.Lock()
 
@@ -136,12 +135,11 @@ def _entry(fn: types.FunctionType, code: types.CodeType) -> Any:
     """``_rewrite(fn, code)``, made once per function and code."""
     with _cache_lock:
         held = _cache.get(fn)
-    if held is not None and held[0] is code:
-        return held[1]
-    entry = _rewrite(fn, code)
-    with _cache_lock:
-        _cache[fn] = (code, entry)
-    return entry
+    if held is None or held[0] is not code:
+        held = (code, _rewrite(fn, code))
+        with _cache_lock:
+            _cache[fn] = held
+    return held[1]
 
 
 #: set while a capture runs with every loop offered for lifting (``lifting_every_loop``)
