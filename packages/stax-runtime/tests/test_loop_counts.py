@@ -192,3 +192,24 @@ def test_a_generic_loop_that_other_counts_decline_runs_eagerly():
     for m in (40, 50, 60):
         assert compiled(a, 3, m).tobytes() == nested_sums(a, 3, m).tobytes()
     assert compiled.cache_info().fallbacks - before <= 3
+
+
+def relax(x, k, dt, nsteps):
+    for _ in range(nsteps):
+        x = x + dt * (-k * x)
+    return x
+
+
+def test_a_count_the_loop_unrolls_beside_a_rate_that_changes():
+    """Counts 50 and 100 in turn (each unrolled, so keyed), the rate ``k`` new at each call: a
+    generic key with the count refused, each later count's miss tried it again and compiled an
+    exact version (8 versions in 12 calls, then eager). The count a capture decided on is left
+    out of later patterns: one version generic in the rate per count."""
+    compiled = stax.compile(relax)
+    x = np.random.default_rng(0).standard_normal(64)
+    for i in range(12):
+        k, n = 1.0 + 0.1 * i, (50, 100)[i % 2]
+        np.testing.assert_array_equal(compiled(x, k, 0.01, n), relax(x, k, 0.01, n))
+    info = compiled.cache_info()
+    assert info.versions <= 4 and info.fallbacks == 0
+    assert sum(v.generic is not None for v in compiled.versions()) == 2

@@ -259,9 +259,9 @@ def _smallest(sigma: Any, pattern: Pattern) -> int:
     return min(sizes, default=SMALL_TRACE)
 
 
-def _retried(refusal: tuple[str, int], sigma: Any, pattern: Pattern) -> bool:
+def _retried(refusal: tuple[str, int, frozenset[int]], sigma: Any, pattern: Pattern) -> bool:
     """Whether a refused generic key is tried again at this call's sizes."""
-    _, smallest = refusal
+    smallest = refusal[1]
     return smallest < SMALL_TRACE and _smallest(sigma, pattern) > smallest
 
 
@@ -278,7 +278,8 @@ class GenericVersions:
     by_key: dict[Any, list[Any]] = field(default_factory=dict)
     #: generic keys that could not be compiled generic: why, and the smallest dynamic size of
     #: that attempt (tried again only from a small one, at larger sizes: ``_retried``)
-    refused: dict[Any, tuple[str, int]] = field(default_factory=dict)
+    refused: dict[Any, tuple[str, int, frozenset[int]]] = field(default_factory=dict)
+    read: frozenset[int] = frozenset()  # scalar positions captures decided on (``refuse``)
     #: captures refused (eager versions) per key of every scalar's value (``fell_back``)
     eager_values: dict[Any, int] = field(default_factory=dict)
     #: calls past the version limit per generic key of their scalars' values (``past_limit``)
@@ -328,7 +329,10 @@ class GenericVersions:
         if pattern is None or any(d != SCALAR_VALUE and sigma[0][i][2][d] < 2
                                   for i, d in pattern):
             return None  # traced at 2 or more: a size 1 is compiled exact, generic at the next
-        key = generic_key(sigma, pattern)
+        if not retry:  # scalars a capture decided something on (a loop count): generic in the
+            pattern = frozenset(p for p in pattern  # others (a rate), a version per value of
+                                if not (p[1] == SCALAR_VALUE and p[0] in self.read))  # those
+        key = generic_key(sigma, pattern) if pattern else None
         if key is None or (key in self.refused and not retry and
                            not _retried(self.refused[key], sigma, pattern)):
             return None
@@ -369,8 +373,12 @@ class GenericVersions:
         served = served_exactly(sigma, pattern, versions)
         return (key, ()), sorted(i for i, _ in pattern), served[1] if served else set()
 
-    def refuse(self, sigma: Any, pattern: Pattern, why: str) -> None:
-        self.refused[generic_key(sigma, pattern)] = (why, _smallest(sigma, pattern))
+    def refuse(self, sigma: Any, pattern: Pattern, why: str, read: frozenset[int] = frozenset()
+               ) -> None:
+        """``read``: the positions of the scalar arguments the capture decided something on
+        (left out of the function's later patterns)."""
+        self.refused[generic_key(sigma, pattern)] = (why, _smallest(sigma, pattern), read)
+        self.read |= read
 
     def compile(self, name: str, sigma: Any, pattern: Pattern, capture: Any, args: Sequence[Any],
                 run_backend: Callable[[Any], Any], log: Callable[[str, str], None],
@@ -382,7 +390,9 @@ class GenericVersions:
         try:
             executable, env = compile_generic(capture, pattern, args, run_backend)
         except NotGeneric as exc:
-            self.refuse(sigma, pattern, str(exc))
+            leaves = set(capture.info.get("scalar_read", ()))
+            self.refuse(sigma, pattern, str(exc), frozenset(
+                i for i, leaf in enumerate(leaf_positions(args)) if leaf in leaves))
             log("recompiles", f"{name}: no size-generic version for dynamic {dims}: {exc}; "
                               "compiling for these exact sizes")
             return None
