@@ -213,3 +213,20 @@ def test_a_count_the_loop_unrolls_beside_a_rate_that_changes():
     info = compiled.cache_info()
     assert info.versions <= 4 and info.fallbacks == 0
     assert sum(v.generic is not None for v in compiled.versions()) == 2
+
+
+def test_a_numpy_scalar_key_is_shown_as_the_number(monkeypatch, caplog):
+    """``STAX_LOGS=recompiles`` named a NumPy integer by its key's bytes
+    (``('int64', '<i8', b'\\x01...')``)."""
+    import logging
+
+    def scaled(x, k):
+        return x * int(k)  # k read in Python: keyed by value
+
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    compiled = stax.compile(scaled)
+    x = np.arange(3.0)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        compiled(x, np.int64(1))
+        compiled(x, np.int64(2))
+    assert "np.int64(1) (got np.int64(2))" in caplog.text

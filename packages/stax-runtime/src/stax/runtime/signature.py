@@ -492,6 +492,14 @@ def _show(value: Any) -> str:
         return repr(value[1])
     if isinstance(value, tuple) and len(value) == 3 and value[0] == "complex":
         return f"complex({_show_float(value[1])}, {_show_float(value[2])})"
+    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[1], str) and \
+            isinstance(value[2], bytes):  # a NumPy scalar: np.int64(99), not its bytes
+        try:
+            dtype = np.dtype(value[1])
+            if dtype.type.__name__ == value[0] and dtype.kind in "biufc":
+                return repr(np.frombuffer(value[2], dtype)[0])
+        except (TypeError, ValueError):
+            pass
     return repr(value)
 
 
