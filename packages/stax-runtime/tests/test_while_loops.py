@@ -678,3 +678,35 @@ def test_a_counter_compared_with_a_float_is_a_python_int(lim):
         got, want = f(np.zeros(4), lim), counted_to_a_limit(np.zeros(4), lim)
         _same(got[0], want[0])
         assert got[1] == want[1] and type(got[1]) is int
+
+
+def newton_until(a, tol):
+    y = np.maximum(a, 1.0)
+    it = 0
+    while True:
+        y = 0.5 * (y + a / y)
+        it += 1
+        if np.abs(y * y - a).max() < tol or it >= 100:  # a data test or a counter: ``or``
+            break
+    return y, it
+
+
+def test_a_break_test_joined_by_or_with_a_counter_lifts(monkeypatch, caplog):
+    """``if err < tol or it >= maxit: break``: Python's ``or`` read the data test as a gate,
+    so the loop unrolled with a gate per iteration and new data (another count) compiled a
+    version per count, then ran eagerly (power iteration). The rotated test keeps a traced
+    operand traced (``loop_counters.any_of``): one lifted step for every count."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    compiled = stax.compile(newton_until)
+    rng = np.random.default_rng(3)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for scale in (1.0, 100.0, 1e4, 0.3, 3.0):  # (a tolerance that changes: a version
+            a = rng.uniform(0.5, 2.0, 50) * scale  # each, its gate checked in the program)
+            y, it = compiled(a, 1e-9)
+            want_y, want_it = newton_until(a, 1e-9)
+            np.testing.assert_array_equal(y, want_y)
+            assert it == want_it and type(it) is int
+    assert "while loop at" in caplog.text and "lifted into one step" in caplog.text
+    assert compiled.cache_info().versions == 1
+    a = np.full(4, 2.0)  # the counter ends it: 100 iterations of a tolerance never met
+    assert compiled(a, -1.0)[1] == newton_until(a, -1.0)[1] == 100

@@ -5,6 +5,7 @@ loops it must leave alone."""
 import ast
 import textwrap
 
+import numpy as np
 import pytest
 
 from stax.trace.while_loops import goes_on, rotate_breaks
@@ -115,3 +116,21 @@ def test_the_rotated_loop_runs_the_same_steps():
     want = plain["f"](0.0), list(calls)
     calls.clear()
     assert (turned["f"](0.0), calls) == want
+
+
+def test_any_of_is_pythons_or_for_python_values():
+    """``loop_counters.any_of`` (a rotated loop's ``if A or c >= n: break``): the first truthy
+    operand, later ones not evaluated; else the last operand."""
+    from stax.trace.loop_counters import any_of
+
+    seen = []
+
+    def part(value):
+        def evaluate():
+            seen.append(value)
+            return value
+        return evaluate
+
+    assert any_of(part(0), part(2), part(3)) == 2 and seen == [0, 2]
+    assert any_of(part(False), part(0.0)) == 0.0
+    assert any_of(part(np.bool_(True)), part(1)) is np.bool_(True)

@@ -32,6 +32,7 @@ import numpy as np
 from .proxy import Proxy
 
 HELPER = "__stax_all_of__"
+ANY_HELPER = "__stax_any_of__"
 #: calls that read a frame's locals (or code naming them): a carried float read so is unseen
 _FRAME_READS = frozenset({"locals", "vars", "eval", "exec", "dir", "_getframe", "currentframe"})
 #: what a counter comparison may hold besides names (no call, no subscript: nothing that raises)
@@ -102,18 +103,32 @@ def _counter_use(name: ast.Name, parent: ast.AST, in_loop: bool, results: Mappin
     return False
 
 
-def counted_test(test: ast.expr, names: frozenset[str]) -> ast.expr | None:
+def counted_test(test: ast.expr, names: frozenset[str], goes_on: str = "") -> ast.expr | None:
     """``test`` as ``all_of(lambda: ..., ...)`` where it is an ``and`` of counter comparisons
-    and at most one other operand that reads no counter; None where it needs no rewrite or
-    cannot have one."""
-    if not names or not isinstance(test, ast.BoolOp) or not isinstance(test.op, ast.And):
+    and at most one other operand that reads no counter; a rotated ``while True`` loop's
+    ``goes_on(A or c >= maxit)`` (``goes_on``: that helper's name) as ``goes_on(any_of(...))``
+    alike; None where it needs no rewrite or cannot have one."""
+    if not names:
+        return None
+    if goes_on and isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and \
+            test.func.id == goes_on and len(test.args) == 1 and not test.keywords:
+        stop = _joined(test.args[0], names, ast.Or, ANY_HELPER)
+        return None if stop is None else ast.copy_location(
+            ast.Call(ast.Name(goes_on, ast.Load()), [stop], []), test)
+    return _joined(test, names, ast.And, HELPER)
+
+
+def _joined(test: ast.expr, names: frozenset[str], op: type, helper: str) -> ast.expr | None:
+    """``helper(lambda: ..., ...)`` for a ``BoolOp`` of ``op`` whose operands are counter
+    comparisons but for one that reads no counter, else None."""
+    if not isinstance(test, ast.BoolOp) or not isinstance(test.op, op):
         return None
     others = [v for v in test.values if not _counter_comparison(v, names)]
     if len(others) > 1 or any(n.id in names for v in others for n in ast.walk(v)
                               if isinstance(n, ast.Name)):
         return None
     lambdas = [ast.Lambda(ast.arguments([], [], None, [], [], None, []), v) for v in test.values]
-    return ast.copy_location(ast.Call(ast.Name(HELPER, ast.Load()), lambdas, []), test)
+    return ast.copy_location(ast.Call(ast.Name(helper, ast.Load()), lambdas, []), test)
 
 
 def _counter_comparison(node: ast.expr, names: frozenset[str]) -> bool:
@@ -133,6 +148,21 @@ def all_of(*parts: Any) -> Any:
         elif not value:
             return value
     return functools.reduce(np.logical_and, held) if held else value
+
+
+def any_of(*parts: Any) -> Any:
+    """``p1() or p2() or ...`` as Python evaluates it, but where a value is one traced scalar
+    the rest are evaluated too and the traced ones combined (``np.logical_or``): a rotated
+    loop's ``if err < tol or it >= maxit: break``."""
+    held: list[Any] = []
+    value: Any = False
+    for part in parts:
+        value = part()
+        if isinstance(value, Proxy) and np.size(value.value) == 1:
+            held.append(value)
+        elif value:
+            return value
+    return functools.reduce(np.logical_or, held) if held else value
 
 
 def traced_counters(tracer: Any, state: dict[str, Any], names: frozenset[str]

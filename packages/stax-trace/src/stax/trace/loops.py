@@ -82,7 +82,7 @@ UNBOUND = _Unbound()
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__",
             while_loops.HELPER, while_loops.GOES_ON_HELPER, result_conversions.HELPER,
-            loop_counters.HELPER)
+            loop_counters.HELPER, loop_counters.ANY_HELPER)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 #: function -> (its code: replaced, it is new; (rewritten code, sites) or None); weak
@@ -91,8 +91,7 @@ _cache_lock = threading.Lock()
 
 
 def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
-    """``fn`` with its loops rewritten (same globals, closure cells, defaults), or None when it
-    has no loop to rewrite or its source cannot be rewritten."""
+    """``fn`` with its loops rewritten (same globals, cells, defaults), or None (none, no source)."""
     method_self = None
     if isinstance(fn, types.MethodType):
         method_self, fn = fn.__self__, fn.__func__
@@ -105,9 +104,9 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     new_code, sites, _ = entry
     helpers = {"__stax_loop__": run_loop, "__stax_pack__": _pack, "__stax_unbound__": UNBOUND,
                "__stax_sites__": sites, while_loops.HELPER: while_loops.run_while,
-               while_loops.GOES_ON_HELPER: while_loops.goes_on,
-               result_conversions.HELPER: result_conversions.converted,
-               loop_counters.HELPER: loop_counters.all_of}
+               while_loops.GOES_ON_HELPER: while_loops.goes_on, result_conversions.HELPER:
+               result_conversions.converted, loop_counters.HELPER: loop_counters.all_of,
+               loop_counters.ANY_HELPER: loop_counters.any_of}
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
                     for name in new_code.co_freevars)
@@ -260,7 +259,8 @@ class _Rewriter:
                 if isinstance(node, ast.For) else frozenset()
             counted = loop_counters.counters(self.function, node, self.results) \
                 if isinstance(node, ast.While) else frozenset()
-            test = loop_counters.counted_test(node.test, counted) if counted else None
+            test = loop_counters.counted_test(getattr(node, "test", None), counted,  # (a for
+                                              while_loops.GOES_ON_HELPER)  # loop: none)
         looping = isinstance(node, (ast.For, ast.While))
         self.loops_around += looping
         for field in ("body", "orelse", "finalbody"):
