@@ -230,3 +230,21 @@ def test_a_numpy_scalar_key_is_shown_as_the_number(monkeypatch, caplog):
         compiled(x, np.int64(1))
         compiled(x, np.int64(2))
     assert "np.int64(1) (got np.int64(2))" in caplog.text
+
+
+def test_a_buffer_argument_whose_format_is_no_dtype():
+    """A ``memoryview`` key leaf has a NumPy scalar's form (its format, its bytes): a
+    structured format (``T{d:a:}``) is no dtype, and reading it as one raised TypeError from
+    the first call (the key entry's scalar test, the count-change test)."""
+    def halve(x, n, buffer):
+        for i in range(n):
+            x = x * 0.5 + i
+        return x
+
+    compiled = stax.compile(halve)
+    x = np.arange(4.0)
+    for n in range(2, 12):
+        record = np.zeros(1, dtype=[("a", "f8")])
+        record["a"] = n
+        view = memoryview(record)
+        np.testing.assert_array_equal(compiled(x, n, view), halve(x, n, view))

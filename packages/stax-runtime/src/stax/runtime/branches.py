@@ -9,8 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
-
 from stax.ir import tree_leaves
 from stax.trace import Outcome
 
@@ -20,7 +18,7 @@ from .generic import entry_key
 from .key_entry import eager_entry
 from .lifted_first_runs import Unstable
 from .replay_costs import call_key
-from .signature import signature
+from .signature import numpy_scalar_dtype, signature
 from .versions import Version, first_for_its_key, limit_warning
 
 #: versions of one key replaying the same gates, differing in a number read from the data, past
@@ -325,5 +323,5 @@ def _int_leaves(a: Any, b: Any) -> bool:
     (``(type name, dtype, bytes)``: a count read from an array, ``np.int64(n)``)."""
     if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == "int" == b[0]:
         return True
-    return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) == 3 and \
-        a[:2] == b[:2] and isinstance(a[1], str) and np.dtype(a[1]).kind in "iu"
+    dtype = numpy_scalar_dtype(a)
+    return dtype is not None and dtype.kind in "iu" and isinstance(b, tuple) and a[:2] == b[:2]

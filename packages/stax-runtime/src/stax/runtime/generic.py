@@ -28,7 +28,14 @@ from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
 from .key_entry import NOT_SCALAR, leaf_scalar, version_entry
-from .signature import ARRAY, Unguardable, array_signature, diff_signature, signature
+from .signature import (
+    ARRAY,
+    Unguardable,
+    array_signature,
+    diff_signature,
+    numpy_scalar_dtype,
+    signature,
+)
 
 #: (argument, dimension) pairs that are dynamic; ``(argument, SCALAR_VALUE)``: a Python
 #: ``int``/``float`` argument whose value is a run-time input (``scalar_arguments.py``)
@@ -99,11 +106,9 @@ def scalar_kind(leaf: Any) -> str | None:
     (``scalar_arguments.value_kind``)."""
     if isinstance(leaf, tuple) and len(leaf) == 2 and leaf[0] in ("int", "float"):
         return leaf[0]
-    if isinstance(leaf, tuple) and len(leaf) == 3 and isinstance(leaf[1], str) and \
-            isinstance(leaf[2], bytes):  # (type name, dtype, bytes)
-        dtype = np.dtype(leaf[1])
-        if dtype.type.__name__ == leaf[0] and dtype.isnative:
-            return numpy_kind(dtype)
+    dtype = numpy_scalar_dtype(leaf)  # (type name, dtype, bytes)
+    if dtype is not None and dtype.isnative:
+        return numpy_kind(dtype)
     return None
 
 

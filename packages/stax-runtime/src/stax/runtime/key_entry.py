@@ -31,7 +31,7 @@ from stax.ir.scalar_predicates import SYMBOLS, evaluate
 
 from .object_arrays import hidden, own_attributes
 from .scalar_arguments import EXACT_INT
-from .signature import ARRAY, float_key
+from .signature import ARRAY, float_key, numpy_scalar_dtype
 from .value_checks import ValueChecks, keyed_apart, scalar_test
 
 
@@ -322,10 +322,9 @@ def leaf_scalar(leaf: Any) -> Any:
         return float.fromhex(leaf[1])
     if kind in ("int", "bool", "str") and len(leaf) == 2:
         return leaf[1]
-    if len(leaf) == 3 and isinstance(leaf[1], str) and isinstance(leaf[2], bytes):
-        dtype = np.dtype(leaf[1])
-        if dtype.type.__name__ == kind and dtype.kind in "biuf":
-            return np.frombuffer(leaf[2], dtype)[0]
+    dtype = numpy_scalar_dtype(leaf)
+    if dtype is not None and dtype.kind in "biuf":
+        return np.frombuffer(leaf[2], dtype)[0]
     return NOT_SCALAR
 
 

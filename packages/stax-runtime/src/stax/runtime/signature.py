@@ -492,15 +492,24 @@ def _show(value: Any) -> str:
         return repr(value[1])
     if isinstance(value, tuple) and len(value) == 3 and value[0] == "complex":
         return f"complex({_show_float(value[1])}, {_show_float(value[2])})"
-    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[1], str) and \
-            isinstance(value[2], bytes):  # a NumPy scalar: np.int64(99), not its bytes
-        try:
-            dtype = np.dtype(value[1])
-            if dtype.type.__name__ == value[0] and dtype.kind in "biufc":
-                return repr(np.frombuffer(value[2], dtype)[0])
-        except (TypeError, ValueError):
-            pass
+    dtype = numpy_scalar_dtype(value)  # a NumPy scalar: np.int64(99), not its bytes
+    if dtype is not None and dtype.kind in "biufc":
+        return repr(np.frombuffer(value[2], dtype)[0])
     return repr(value)
+
+
+def numpy_scalar_dtype(leaf: Any) -> np.dtype | None:
+    """The dtype of a key leaf that describes a NumPy scalar (``(type name, dtype, bytes)``),
+    else None: a ``memoryview`` or ``array.array`` leaf has that form too, with a format that
+    may be no dtype (``T{d:a:}``) or another type's (``'i'``)."""
+    if not (isinstance(leaf, tuple) and len(leaf) == 3 and isinstance(leaf[1], str) and
+            isinstance(leaf[2], bytes)):
+        return None
+    try:
+        dtype = np.dtype(leaf[1])
+    except (TypeError, ValueError):
+        return None
+    return dtype if dtype.type.__name__ == leaf[0] else None
 
 
 def diff_signature(expected: Any, actual: Any, path: str = "inputs") -> list[GuardFailure]:
