@@ -139,30 +139,28 @@ def _counter_comparison(node: ast.expr, names: frozenset[str]) -> bool:
 def all_of(*parts: Any) -> Any:
     """``p1() and p2() and ...`` as Python evaluates it, but where a value is one traced
     scalar the rest are evaluated too and the traced ones combined (``np.logical_and``)."""
-    held: list[Any] = []
-    value: Any = True
-    for part in parts:
-        value = part()
-        if isinstance(value, Proxy) and np.size(value.value) == 1:
-            held.append(value)
-        elif not value:
-            return value
-    return functools.reduce(np.logical_and, held) if held else value
+    return _combined(parts, stops_at=False, combine=np.logical_and)
 
 
 def any_of(*parts: Any) -> Any:
-    """``p1() or p2() or ...`` as Python evaluates it, but where a value is one traced scalar
-    the rest are evaluated too and the traced ones combined (``np.logical_or``): a rotated
-    loop's ``if err < tol or it >= maxit: break``."""
+    """``p1() or p2() or ...`` alike (``np.logical_or``): a rotated loop's ``if err < tol or
+    it >= maxit: break``."""
+    return _combined(parts, stops_at=True, combine=np.logical_or)
+
+
+def _combined(parts: Any, stops_at: bool, combine: Any) -> Any:
+    """Each part's value in turn, Python's short circuit at the first Python value whose truth
+    is ``stops_at``; the traced 0-d ones held and combined where no Python value stopped it
+    (else the last value, as Python's ``and``/``or`` give it)."""
     held: list[Any] = []
-    value: Any = False
+    value: Any = not stops_at
     for part in parts:
         value = part()
         if isinstance(value, Proxy) and np.size(value.value) == 1:
             held.append(value)
-        elif value:
+        elif bool(value) is stops_at:
             return value
-    return functools.reduce(np.logical_or, held) if held else value
+    return functools.reduce(combine, held) if held else value
 
 
 def traced_counters(tracer: Any, state: dict[str, Any], names: frozenset[str]
