@@ -208,8 +208,8 @@ class Runner:
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
         self.numbers: dict[str, type] = {}  # scalar inputs, and their types (``scalar_inputs``)
         self.carried: frozenset[str] = frozenset()  # of them, Python floats the body rebinds
-        self._order: list[int] | None = None  # ``_standing_order`` of the outputs
-        self._kept: list[tuple[int, str, Any]] | None = None  # what ``_keep`` binds, made once
+        self._order = _standing_order(outputs, site.mutated)  # (``_identities``)
+        self._kept = self._kept_results()  # what ``_keep`` binds after a compiled item
         self.capturing = True  # the capture's runs (``first_run``): a version per carried value
         # then sends the loop to NumPy (later calls compile what they must, to the limit)
 
@@ -245,8 +245,6 @@ class Runner:
         else:
             self._run_compiled(values, items)
         self._settle(values, given)
-        if self._order is None:
-            self._order = _standing_order(self.outputs, self.site.mutated)
         same = _identities([None if name in self.scalars else values[name]
                             for name in self.outputs], given, self._order)
         if self.identities is None:
@@ -315,12 +313,6 @@ class Runner:
 
     def _run_compiled(self, values: dict[str, Any], items: range) -> None:
         site, compiled = self.site, self.compiled
-        if self._kept is None:  # (position in the body's results, name, the constant it must
-            self._kept = [(k, name, self.constants.get(name, NO_CONSTANT))  # stay) of what it
-                          for k, name in enumerate(site.returned)  # keeps
-                          if name not in (site.target, site.row) and name not in site.scratch]
-            self._kept += [(len(site.returned) + j, base, NO_CONSTANT)
-                           for j, base in enumerate(self.bases)]
         kept = self._kept
         flag = len(site.returned) + len(self.bases)  # a body that ends the loop: goes on?
         entry = None  # the body's machine code, which checks the layouts itself
@@ -414,6 +406,15 @@ class Runner:
         self.count = t
         if t:
             values[LAST_ITEM] = items[t - 1]
+
+    def _kept_results(self) -> list[tuple[int, str, Any]]:
+        """(position in the body's results, name, the constant it must stay) of what a
+        compiled item's results bind: the locals it returns, then the bases of views."""
+        site = self.site
+        return [(k, name, self.constants.get(name, NO_CONSTANT))
+                for k, name in enumerate(site.returned)
+                if name not in (site.target, site.row) and name not in site.scratch] + \
+            [(len(site.returned) + j, base, NO_CONSTANT) for j, base in enumerate(self.bases)]
 
     def _compile_at(self, values: dict[str, Any], item: int) -> None:
         """Compile the body at a typical item (the middle one) before the first: a window that

@@ -156,6 +156,11 @@ class WhileRunner(Runner):
             if any(values.get(name) is v for v in given.values()):
                 values[name] = np.array(values[name], copy=True, order="K")
 
+    def _kept_results(self) -> list[tuple[int, str, Any]]:
+        """Every local the body returns (a ``while`` body has no item; views are refused)."""
+        return [(k, name, self.constants.get(name, NO_CONSTANT))
+                for k, name in enumerate(self.site.returned) if name not in self.site.scratch]
+
     def _tested(self, values: dict[str, Any]) -> bool:
         return bool(self.test(*[values.get(p, UNBOUND) for p in self.site.params]))
 
@@ -186,9 +191,6 @@ class WhileRunner(Runner):
 
     def _run_compiled(self, values: dict[str, Any], items: range = range(0)) -> None:
         site, compiled = self.site, self.compiled  # its items: as many as the test lets run
-        if self._kept is None:
-            self._kept = [(k, name, self.constants.get(name, NO_CONSTANT))
-                          for k, name in enumerate(site.returned) if name not in site.scratch]
         kept = self._kept
         flag = len(site.returned)  # the test's place among the compiled step's results
         going = bool(values.pop(GOING)) if GOING in values else self._tested(values)
