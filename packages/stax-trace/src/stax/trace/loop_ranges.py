@@ -32,8 +32,8 @@ DYNAMIC_ITEMS = 2 ** 24
 
 class TracedRange:
     """A loop header's ``range(...)`` whose stop is a followed int argument (a Python int or a
-    NumPy integer): ``items`` the range
-    of this capture's values, read from nothing yet; ``stop`` the traced stop."""
+    NumPy integer): ``items`` the range of this capture's values, read from nothing yet;
+    ``stop`` the traced stop."""
 
     __slots__ = ("args", "items", "stop")
 
