@@ -11,6 +11,9 @@ releasing a new version of a producing layer, and keep the old fixtures beside t
     python tools/make_fixtures.py --arena        # blocks sharing one arena (kernels 1.11)
     python tools/make_fixtures.py --late-reports # an in-place ufunc reporting after it wrote
                                                  # (loop IR 1.8, kernels 1.12)
+    python tools/make_fixtures.py --event-reports  # events NumPy reports from the one
+                                                 # operation that may raise them (loop IR
+                                                 # 1.10, kernels 1.14)
     python tools/make_fixtures.py --copies       # stax.kernels/1.6: a kernel copying an input
     python tools/make_fixtures.py --phased-columns  # stax.kernels/1.7: column statistics
     python tools/make_fixtures.py --nests        # a kernel of every loop-nest kind (kernels 1.4)
@@ -168,6 +171,8 @@ def traced(fn, args: tuple, name: str, source_file: str):
     for node in capture.graph.nodes:
         if node.source:
             node.meta["source"] = f"{source_file}:" + node.source.rsplit(":", 1)[1]
+    for entry in capture.info.get("event_sources", {}).values():
+        entry[2] = f"{source_file}:" + entry[2].rsplit(":", 1)[1]
     return capture
 
 
@@ -260,6 +265,20 @@ def late_report_documents() -> None:
     loop = lower_opgraph(lower_capture(capture), options=LoopOptions(late_reports=True))
     write_codegen_fixture("scale_in_place.loopir.schema-1.8.json", loop)
     write_codegen_fixture("scale_in_place.kernels.schema-1.12.json", generate(loop))
+
+
+def safe_ratio(a: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """A division whose zero divisors NumPy reports, from the one operation that may."""
+    return np.where(d != 0, a / d, 0.0)
+
+
+def event_report_documents() -> None:
+    """stax.loopir/1.10 and stax.kernels/1.14: ``event_reports``."""
+    a, d = np.linspace(-2, 2, 96).reshape(8, 12), np.linspace(0.5, 3, 96).reshape(8, 12)
+    capture = traced(safe_ratio, (a, d), "safe_ratio", "ratio.py")
+    loop = lower_opgraph(lower_capture(capture))
+    write_codegen_fixture("safe_ratio.loopir.schema-1.10.json", loop)
+    write_codegen_fixture("safe_ratio.kernels.schema-1.14.json", generate(loop))
 
 
 def main() -> None:
@@ -372,6 +391,8 @@ if __name__ == "__main__":
         arena_documents()
     elif sys.argv[1:] == ["--late-reports"]:
         late_report_documents()
+    elif sys.argv[1:] == ["--event-reports"]:
+        event_report_documents()
     elif sys.argv[1:] == ["--sizes"]:
         sizes_documents()
     else:

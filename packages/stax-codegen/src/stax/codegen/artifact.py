@@ -48,6 +48,9 @@ LATE_REPORTS_KERNELS_SCHEMA = "stax.kernels/1.12"
 #: 1.13: results converted to Python numbers ("python" nodes of ``output_tree``: ``return
 #: float(loss)``), which a reader of an older minor version would return as dictionaries
 CONVERTED_KERNELS_SCHEMA = "stax.kernels/1.13"
+#: 1.14: events reported on NumPy's behalf (``event_reports``, ``LoopProgram.event_reports``).
+#: A reader of an older minor version declines every call with events instead: correct, slower
+EVENT_REPORTS_KERNELS_SCHEMA = "stax.kernels/1.14"
 #: the schema a document with Triton source declares (a CPU document, which has none of 1.5's
 #: fields, keeps declaring 1.4: every 1.4 document is a 1.5 document)
 TRITON_KERNELS_SCHEMA = "stax.kernels/1.5"
@@ -181,6 +184,10 @@ class KernelArtifact:
     #: executable then reports the new ones NumPy's state heeds as that in-place ufunc would
     #: from that line (``late_reports.py``)
     late_reports: dict[str, list[str]] = field(default_factory=dict)
+    #: (1.14) event category -> [NumPy ufunc, dtype, ``file:line in function``, place]
+    #: (``LoopProgram.event_reports``): a call whose events are all of categories named here
+    #: has NumPy report them as those ufuncs from those lines and stands (``event_reports.py``)
+    event_reports: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def late_steps(self) -> int:
@@ -207,6 +214,8 @@ class KernelArtifact:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
+        if self.event_reports:
+            return EVENT_REPORTS_KERNELS_SCHEMA
         if self.output_tree.converts:
             return CONVERTED_KERNELS_SCHEMA
         if self.late_reports:
@@ -292,6 +301,7 @@ class KernelArtifact:
             **({"overwrites": self.overwrites} if self.overwrites else {}),
             **({"sizes": self.sizes} if self.sizes else {}),
             **({"late_reports": self.late_reports} if self.late_reports else {}),
+            **({"event_reports": self.event_reports} if self.event_reports else {}),
         }
 
     @classmethod
@@ -327,6 +337,8 @@ class KernelArtifact:
             {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
             dict(doc.get("sizes", {})),
             {str(k): [str(n) for n in v] for k, v in doc.get("late_reports", {}).items()},
+            {str(k): [str(v[0]), str(v[1]), str(v[2]), int(v[3])]
+             for k, v in doc.get("event_reports", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:

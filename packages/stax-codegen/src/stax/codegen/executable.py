@@ -25,6 +25,7 @@ from .cpu.item_loop import ItemLoop, make_item_loop
 from .cpu.jit import CompiledModule, kernel_function
 from .cpu.native_pool import MAX_ARITY, native_pool
 from .cpu.objcache import ObjectCache
+from .event_reports import event_reporter
 from .extern_results import OUT_FUNCTIONS, takes_out
 from .late_reports import reporter
 from .python_pool import default_pool
@@ -78,12 +79,14 @@ def _refuse_underflow() -> None:
         raise FloatingPointEvents(UNDERFLOW)
 
 
-def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | None:
-    """After the kernels reported ``bits``: None to return the call's own results; the results
-    of a run with the precise kernels when the fast ones only saw a non-finite value (which
-    decides again, on exact events); or ``FloatingPointEvents``. An fmax/fmin tie of different
-    bits (``TIE``) declines the call whatever else happened: NumPy decides it. Underflow comes
-    only from the fast kernels (the CPU's flags): it is decided next."""
+def _settle(bits: int, precise: Callable[[], list[Any]] | None,
+            report: Callable[[int], bool] | None = None) -> list[Any] | None:
+    """After the kernels reported ``bits``: None to return the call's own results (events
+    NumPy's state heeds reported by ``report`` where it can: ``event_reports.py``); the
+    results of a run with the precise kernels when the fast ones only saw a non-finite value
+    (which decides again, on exact events); or ``FloatingPointEvents``. An fmax/fmin tie of
+    different bits (``TIE``) declines the call whatever else happened: NumPy decides it.
+    Underflow comes only from the fast kernels (the CPU's flags): it is decided next."""
     if bits & TIE:
         raise ExternResultMismatch("fmax/fmin of 0.0 and -0.0 (or of two different NaNs): which "
                                    "one NumPy returns depends on the element's place in its loops")
@@ -94,8 +97,9 @@ def _settle(bits: int, precise: Callable[[], list[Any]] | None) -> list[Any] | N
             errstate.forget_held()
             return precise()
         bits |= DIVIDE | OVERFLOW | INVALID  # unknown: the worst
+        report = None
     heeded = errstate.heeded() & bits & ~(MAYBE | UNDERFLOW)
-    if heeded:
+    if heeded and (report is None or not report(bits & ~(MAYBE | UNDERFLOW))):
         raise FloatingPointEvents(heeded)
     return None
 
@@ -268,8 +272,10 @@ class Executable:
         def failed(reason: str) -> None:  # an index out of bounds, say: NumPy's error comes
             raise ExternResultMismatch(f"a check failed: {reason}")  # from the eager run
 
+        report = event_reporter(artifact.event_reports)
+
         def settle(bits: int, arrays: tuple[Any, ...], drawn: _Draws | None) -> list[Any] | None:
-            return _settle(bits, self._precise_rerun(arrays, drawn))
+            return _settle(bits, self._precise_rerun(arrays, drawn), report)
 
         hooks = {"refuse_underflow": _refuse_underflow, "start_recording": errstate.start_recording,
                  "stop_recording": errstate.stop_recording,

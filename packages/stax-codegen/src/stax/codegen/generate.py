@@ -152,7 +152,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           [asdict(d) for d in plan.decisions], externs, steps, storage,
                           dict(program.checks), str(precise) + alias_text if floats else None, unseen,
                           overwrites=dict(program.overwrites), sizes=sizes,
-                          late_reports={k: list(v) for k, v in program.late_reports.items()})
+                          late_reports={k: list(v) for k, v in program.late_reports.items()},
+                          event_reports={k: list(v) for k, v in program.event_reports.items()})
 
 
 def _check_emitter(target: Target) -> None:

@@ -26,8 +26,10 @@ from .index import Affine
 #: 1.7: size symbols (``LoopProgram.sizes``): shapes, strides, ranges and index coefficients may
 #: be size expressions, written as their text (``"16*s0"``, ``stax.ir.sizes``; issue 15);
 #: 1.8: late buffers that report their events after writing (``LoopProgram.late_reports``);
-#: 1.9: results converted to Python numbers ("python" nodes of ``output_tree``)
-LOOPIR_SCHEMA = "stax.loopir/1.9"
+#: 1.9: results converted to Python numbers ("python" nodes of ``output_tree``);
+#: 1.10: events reported on NumPy's behalf (``LoopProgram.event_reports``)
+LOOPIR_SCHEMA = "stax.loopir/1.10"
+LOOPIR_1_9_SCHEMA = "stax.loopir/1.9"
 LOOPIR_1_8_SCHEMA = "stax.loopir/1.8"
 #: what a document with sizes but no late reports declares
 LOOPIR_1_7_SCHEMA = "stax.loopir/1.7"
@@ -305,6 +307,13 @@ class LoopProgram:
     #: (NumPy writes ``out`` before it warns or raises). Its other operands are buffers whose
     #: events the program decided before.
     late_reports: dict[str, list[str]] = field(default_factory=dict)
+    #: (1.10) event category (``divide``, ``over``, ``invalid``) -> [NumPy ufunc name, dtype,
+    #: ``file:line in function``, its place among the capture's operations]: the one operation
+    #: of the function that may raise that category (capture's ``info["event_sources"]``). A
+    #: call whose kernels raised only categories named here may have NumPy report them as
+    #: those ufuncs from those lines, in the order of their places, and stand; events of a
+    #: category not named decline the call as before.
+    event_reports: dict[str, list[Any]] = field(default_factory=dict)
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -360,6 +369,8 @@ class LoopProgram:
                   (f", its events reported after as {self.late_reports[late][0]}'s"
                    if late in self.late_reports else "")
                   for late, name in self.overwrites.items()]
+        lines += [f"{category} events reported as {ufunc} from {source}"
+                  for category, (ufunc, _, source, _) in self.event_reports.items()]
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
 
@@ -367,8 +378,10 @@ class LoopProgram:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
-        if self.output_tree.converts:
+        if self.event_reports:
             return LOOPIR_SCHEMA
+        if self.output_tree.converts:
+            return LOOPIR_1_9_SCHEMA
         if self.late_reports:
             return LOOPIR_1_8_SCHEMA
         if self.sizes:
@@ -393,6 +406,7 @@ class LoopProgram:
             **({"overwrites": self.overwrites} if self.overwrites else {}),
             **({"sizes": self.sizes} if self.sizes else {}),
             **({"late_reports": self.late_reports} if self.late_reports else {}),
+            **({"event_reports": self.event_reports} if self.event_reports else {}),
         }
 
     @classmethod
@@ -413,6 +427,8 @@ class LoopProgram:
             {str(k): str(v) for k, v in doc.get("overwrites", {}).items()},
             {str(k): [int(n) for n in v] for k, v in doc.get("sizes", {}).items()},
             {str(k): [str(n) for n in v] for k, v in doc.get("late_reports", {}).items()},
+            {str(k): [str(v[0]), str(v[1]), str(v[2]), int(v[3])]
+             for k, v in doc.get("event_reports", {}).items()},
         )
 
     def dump(self, path: str | Path) -> None:

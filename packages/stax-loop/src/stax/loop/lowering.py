@@ -97,7 +97,16 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
                        buffers, outputs, program.output_tree, dict(ctx.checks), events_only,
                        dict(ctx.trig_limits), overwrites, sizes,
                        {late: report for late, report in late_reports.items()
-                        if any(b.name == late for b in buffers)})
+                        if any(b.name == late for b in buffers)},
+                       event_reports(program))
+
+
+def event_reports(program: Any) -> dict[str, list[Any]]:
+    """``LoopProgram.event_reports``: the capture's ``event_sources``, unless the function ran
+    under its own ``np.errstate`` (which the caller's state at a later call does not decide)."""
+    if program.info.get("sets_errstate"):
+        return {}
+    return {str(k): list(v) for k, v in program.info.get("event_sources", {}).items()}
 
 
 def _consider_materializing(ctx: LoopLowering, node: Node, materialize: MaterializePolicy,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .event_sources import event_sources
+
 if TYPE_CHECKING:
     from .tracer import Tracer
 
@@ -23,6 +25,12 @@ def capture_info(fn: Any, tracer: Tracer) -> dict[str, Any]:
         info["scalar_read"] = sorted(tracer.scalar_read)
     if tracer.scalar_predicates:  # comparisons of them Python branched on, with their outcomes
         info["scalar_predicates"] = tracer.scalar_predicates
+    if tracer.own_error_state:  # an operation ran under the function's own np.errstate
+        info["sets_errstate"] = True
+    else:  # the operation NumPy names for each category of events, where only one may raise it
+        sources = event_sources(list(tracer.graph.nodes))
+        if sources:
+            info["event_sources"] = sources
     symbols = tracer.sizes.table(tracer.graph)
     if symbols:
         info["size_symbols"] = symbols

@@ -1,0 +1,165 @@
+"""Floating-point events NumPy is asked to report (``stax.codegen.event_reports``): a call whose
+events all come from operations capture can name stands, and NumPy warns, raises, calls or logs
+exactly as in the eager run (message, category, the user's file and line, the warning registry);
+every other call with heeded events still declines and runs eagerly."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+class Recorder(list):
+    def __call__(self, kind, flag):
+        self.append((kind, flag))
+
+    def write(self, text):
+        self.append(text)
+
+
+def observe(fn, *args):
+    """(result, FloatingPointError text, warnings as (category, text, file, line), callback
+    calls) of one call under the current error state."""
+    calls = Recorder()
+    state = np.geterr()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with np.errstate(call=calls, **state):
+            try:
+                result, error = fn(*args), None
+            except FloatingPointError as exc:
+                result, error = None, str(exc)
+    return result, error, [(w.category.__name__, str(w.message), w.filename, w.lineno)
+                           for w in seen], calls
+
+
+def safe_log(x):
+    return np.where(x > 0, np.log1p(x), 0.0)
+
+
+def safe_ratio(a, d):
+    return np.where(d != 0, a / d, 0.0)
+
+
+def log_then_scale(x, w):  # an invalid value may come from log or from the product
+    return np.where(x > 0, np.log(x), 0.0) * w
+
+
+def _quiet_log(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)
+
+
+def _middle(x):
+    return _quiet_log(x)
+
+
+def quiet_deep(x):  # the block is two calls down: no static look at the code finds it
+    return _middle(x) + 1.0
+
+
+STATES = {
+    "warn": dict(all="warn", under="ignore"),
+    "raise": dict(all="raise", under="ignore"),
+    "ignore": dict(all="ignore"),
+    "call": dict(all="call", under="ignore"),
+    "log": dict(all="log", under="ignore"),
+    "mixed": dict(divide="raise", over="ignore", invalid="warn", under="ignore"),
+}
+
+
+def _data(dtype):
+    x = np.linspace(-2.0, 3.0, 101).astype(dtype)
+    d = np.where(np.arange(101) % 7 == 0, 0.0, np.linspace(0.5, 2.0, 101)).astype(dtype)
+    return x, d
+
+
+@pytest.mark.parametrize("state", sorted(STATES))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reported_calls_stand_and_report_as_eager(state, dtype):
+    x, d = _data(dtype)
+    cases = [(safe_log, (x,)), (safe_ratio, (x, d)), (safe_ratio, (np.zeros_like(d), d))]
+    for fn, args in cases:  # (log1p within its ulp bound; the quotients exact)
+        compiled = stax.compile(fn)
+        with np.errstate(all="ignore"):
+            compiled(*[np.ones_like(a) for a in args])  # compiled on data without events
+        fallbacks = compiled.cache_info().fallbacks
+        with np.errstate(**STATES[state]):
+            for _ in range(3):
+                want, got = observe(fn, *args), observe(compiled, *args)
+                assert got[1:] == want[1:], (fn.__name__, got[1:], want[1:])
+                if want[0] is not None:
+                    np.testing.assert_allclose(got[0], want[0], rtol=4e-7 if fn is safe_log
+                                               else 0, atol=0)
+        assert compiled.cache_info().fallbacks == fallbacks, "the calls did not stand"
+
+
+def test_the_default_filter_shows_the_warning_once_per_line_as_eager():
+    x, _ = _data(np.float64)
+    compiled = stax.compile(safe_log)
+    compiled(np.ones(3))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        for _ in range(4):
+            compiled(x)
+    # the registry of this module, as eager NumPy's warning from ``safe_log``'s line keeps
+    assert [str(w.message) for w in seen] == ["divide by zero encountered in log1p",  # log1p(-1)
+                                              "invalid value encountered in log1p"]
+    assert {(w.filename, w.lineno) for w in seen} == {(__file__,
+                                                       safe_log.__code__.co_firstlineno + 1)}
+
+
+def test_a_category_two_operations_may_raise_still_declines():
+    x = np.array([-1.0, 0.0, 1.0, 2.0])
+    w = np.array([1.0, np.inf, 0.0, 1.0])
+    compiled = stax.compile(log_then_scale)
+    compiled(np.ones(4), np.ones(4))
+    with np.errstate(all="warn", under="ignore"):
+        want, got = observe(log_then_scale, x, w), observe(compiled, x, w)
+    assert got[1:] == want[1:]
+    np.testing.assert_array_equal(got[0], want[0])
+    assert compiled.cache_info().fallbacks >= 1  # invalid: log's or the product's
+
+
+def test_an_errstate_block_deep_in_the_callees_is_left_to_numpy():
+    x = np.array([0.0, -1.0, 2.0])
+    compiled = stax.compile(quiet_deep)
+    compiled(np.ones(3))
+    for state in ("warn", "raise"):
+        with np.errstate(**STATES[state]):
+            want, got = observe(quiet_deep, x), observe(compiled, x)
+        assert got[1:] == want[1:] == (None, [], [])
+        np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_the_documents_name_the_reports_and_read_back(tmp_path, monkeypatch):
+    from stax.codegen import Executable, generate, load_artifact
+    from stax.ir import load_capture, lower_capture
+    from stax.loop import load_loopir, lower_opgraph
+
+    monkeypatch.setenv("STAX_DUMP_DIR", str(tmp_path))
+    stax.compile(safe_ratio)(np.ones(101), np.ones(101))
+    doc = {s: tmp_path / f"safe_ratio.v0.{s}.json" for s in ("capture", "opgraph", "loopir",
+                                                            "kernels")}
+    loop = load_loopir(doc["loopir"])
+    name, dtype, source, _ = loop.event_reports["divide"]
+    assert (name, dtype) == ("divide", "float64")
+    assert source.endswith(f":{safe_ratio.__code__.co_firstlineno + 1} in safe_ratio")
+    assert "divide events reported as divide from" in str(loop)
+    assert loop.to_json()["schema"] == "stax.loopir/1.10"
+    assert lower_opgraph(lower_capture(load_capture(doc["capture"]))).to_json() == loop.to_json()
+    artifact = load_artifact(doc["kernels"])
+    assert artifact.to_json()["schema"] == "stax.kernels/1.14"
+    assert generate(loop).event_reports == artifact.event_reports == loop.event_reports
+    a, d = _data(np.float64)
+    with warnings.catch_warnings(record=True) as seen:  # the document alone reports them
+        warnings.simplefilter("always")
+        got = Executable(artifact)(a, d)[0]
+    np.testing.assert_array_equal(got, safe_ratio(a, d))
+    assert [str(w.message) for w in seen] == ["divide by zero encountered in divide"]

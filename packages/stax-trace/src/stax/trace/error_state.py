@@ -1,0 +1,34 @@
+"""NumPy's error state as capture sees it: whether the function set its own.
+
+NumPy keeps its error state (``np.errstate``, ``np.seterr``) in a context variable holding a
+capsule; entering a block, or ``np.seterr``, puts a new capsule there. Capture notes the
+capsule where the function begins and looks again at every operation it records: one recorded
+under another capsule ran inside the function's own block (in the function or in any function
+it calls, however deep), whose categories the caller's state at a later call does not
+decide. Such a program's floating-point events are left to NumPy (``info["sets_errstate"]``:
+no events reported on NumPy's behalf, ``stax.loop.event_reports`` and ``overwrites``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _contextvar() -> Any:
+    try:
+        return np._core._multiarray_umath._extobj_contextvar
+    except AttributeError:  # NumPy 1.x: no context variable
+        return None
+
+
+_STATE = _contextvar()
+
+
+def current_error_state() -> Any:
+    """The current state's identity: its capsule. NumPy 1.x has none: a new tuple each time,
+    so every operation counts as under the function's own state (its events left to NumPy)."""
+    if _STATE is None:
+        return tuple(sorted(np.geterr().items())), np.geterrcall()
+    return _STATE.get()
