@@ -163,3 +163,22 @@ def test_the_documents_name_the_reports_and_read_back(tmp_path, monkeypatch):
         got = Executable(artifact)(a, d)[0]
     np.testing.assert_array_equal(got, safe_ratio(a, d))
     assert [str(w.message) for w in seen] == ["divide by zero encountered in divide"]
+
+
+def shift_then_log(x):
+    x += 1.0
+    return np.log(x)
+
+
+def test_a_function_updating_an_argument_leaves_its_events_to_numpy():
+    """``x += 1`` then a log that raises: eager NumPy wrote the argument before the error; a
+    report (made before the call writes its arguments) would not have."""
+    compiled = stax.compile(shift_then_log)
+    compiled(np.ones(3))
+    mine, theirs = np.array([-1.0, 0.0, 2.0]), np.array([-1.0, 0.0, 2.0])
+    with np.errstate(divide="raise", invalid="ignore"):
+        with pytest.raises(FloatingPointError, match="divide by zero encountered in log"):
+            shift_then_log(theirs)
+        with pytest.raises(FloatingPointError, match="divide by zero encountered in log"):
+            compiled(mine)
+    np.testing.assert_array_equal(mine, theirs)

@@ -103,8 +103,11 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
 
 def event_reports(program: Any) -> dict[str, list[Any]]:
     """``LoopProgram.event_reports``: the capture's ``event_sources``, unless the function ran
-    under its own ``np.errstate`` (which the caller's state at a later call does not decide)."""
-    if program.info.get("sets_errstate"):
+    under its own ``np.errstate`` (which the caller's state at a later call does not decide) or
+    updates an argument: a report that raises (``"raise"``, a warnings filter ``"error"``)
+    comes before the call writes the arguments, where eager NumPy may have written one before
+    the operation that raised (``x += 1; np.log(x)``): such calls decline, and NumPy runs them."""
+    if program.info.get("sets_errstate") or program.writeback:
         return {}
     return {str(k): list(v) for k, v in program.info.get("event_sources", {}).items()}
 
