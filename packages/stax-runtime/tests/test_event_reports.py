@@ -182,3 +182,34 @@ def test_a_function_updating_an_argument_leaves_its_events_to_numpy():
         with pytest.raises(FloatingPointError, match="divide by zero encountered in log"):
             compiled(mine)
     np.testing.assert_array_equal(mine, theirs)
+
+
+def plain_ratio(a, d):
+    return a / d * 2.0
+
+
+def test_the_machine_code_entry_serves_calls_with_events():
+    """Ignored events, and heeded ones NumPy reports, stand in the machine-code entry itself
+    (``entry_events.settle_events``): no second run through the dispatcher; an error NumPy
+    raises there leaves nothing behind. (Events of single IEEE operations: the CPU's flags
+    say which. A non-finite value read by ``where`` or a transcendental function needs the
+    precise kernels, which the dispatcher runs.)"""
+    x, d = _data(np.float64)
+    compiled = stax.compile(plain_ratio)
+    for _ in range(3):
+        compiled(np.ones_like(x), np.ones_like(d))
+    (version,) = compiled.versions()
+    assert version.entry is not None
+    hits = version.entry.hits
+    for state in ("ignore", "warn", "call", "raise", "log"):
+        with np.errstate(**STATES[state]):
+            for _ in range(3):
+                want, got = observe(plain_ratio, x, d), observe(compiled, x, d)
+                assert got[1:] == want[1:], (state, got[1:], want[1:])
+                if want[0] is not None:
+                    np.testing.assert_array_equal(got[0], want[0])
+    assert version.entry.hits == hits + 12  # (a call that raised is no hit)
+    with np.errstate(all="warn", under="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's warning as an exception, from the entry
+        with pytest.raises(RuntimeWarning, match="divide by zero encountered in divide"):
+            compiled(x, d)

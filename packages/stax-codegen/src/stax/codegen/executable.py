@@ -20,6 +20,7 @@ from .arena import ALIGN
 from .artifact import BufferPlan, ExternPlan, KernelArtifact
 from .block_pool import MIN_BYTES, default_block_pool
 from .cpu.entry import Entry, make_entry
+from .cpu.entry_events import judge
 from .cpu.fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, TIE, UNDERFLOW
 from .cpu.item_loop import ItemLoop, make_item_loop
 from .cpu.jit import CompiledModule, kernel_function
@@ -272,7 +273,7 @@ class Executable:
         def failed(reason: str) -> None:  # an index out of bounds, say: NumPy's error comes
             raise ExternResultMismatch(f"a check failed: {reason}")  # from the eager run
 
-        report = event_reporter(artifact.event_reports)
+        report = event_reporter(artifact.event_reports)  # (the entry's judge calls it too)
 
         def settle(bits: int, arrays: tuple[Any, ...], drawn: _Draws | None) -> list[Any] | None:
             return _settle(bits, self._precise_rerun(arrays, drawn), report)
@@ -284,6 +285,7 @@ class Executable:
                  "first": self._precise_first, "pool": pool, "native": native,
                  "declined": ExternResultMismatch,
                  "left": self._precise_left if artifact.precise_ir is not None else None,
+                 "report_events": report,
                  "report_late": reporter(artifact.late_reports,
                                          {b.name: b.dtype for b in artifact.buffers})
                  if artifact.late_reports else None}
@@ -452,7 +454,8 @@ class Executable:
         ``scalars``: inputs the call passes as Python or NumPy scalars, with their kinds
         (``inputs`` has their 0-d arrays)."""
         return make_entry(self.artifact, self.module, inputs, slow, self._cache,
-                          self._hooks["native"], self._hooks["report_late"], scalars)
+                          self._hooks["native"], self._hooks["report_late"], scalars,
+                          judge(self._hooks["report_events"]))
 
     def item_loop(self, inputs: list[np.ndarray], item: int | None, carried: dict[int, int],
                   exit: int | None = None) -> ItemLoop | str:

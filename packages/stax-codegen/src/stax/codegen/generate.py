@@ -16,7 +16,7 @@ from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.emit import KernelSpec, emit_kernel
-from .cpu.fpevents import float_events, has_events, underflow_unseen, underflows_late
+from .cpu.fpevents import flags_exact, float_events, has_events, underflow_unseen, underflows_late
 from .cpu.host import host_identity
 from .cpu.jit import PRECISE_SUFFIX, array_data_offset
 from .cpu.nests import column_block
@@ -117,7 +117,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           owned=frozenset(a for a in args if a in storage.storage),
                           callers=frozenset(a for a in args if a in inputs),
                           shapes={a: shapes[a] for a in args if a in shapes} if symbolic else {},
-                          vector_bits=identity.tuned_bits, flag_categories=reporting)
+                          vector_bits=identity.tuned_bits,
+                          flag_categories=reporting or (events is not None and flags_exact(group.nodes)))
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
             check_kernel_budget(len(emitted_as))

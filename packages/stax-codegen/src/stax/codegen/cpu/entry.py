@@ -59,7 +59,7 @@ from ..block_pool import MIN_BYTES
 from .blas import numpys_gemm
 from .entry_api import Layout, api_addresses, array_layout
 from .entry_blas import Product, emit_product, product
-from .entry_events import report_late, underflow_ignored
+from .entry_events import report_late, settle_events, underflow_ignored
 from .entry_layouts import block_layout, byte_span, shared_block
 from .entry_results import (
     build,
@@ -85,7 +85,7 @@ CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_I
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
     CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_GEMM32, CTX_GEMM64, CTX_REST, CTX_SAVE, CTX_RESTORE, \
     CTX_TO_FLOAT, CTX_TO_INT, CTX_IS_TRUE, CTX_TO_BOOL, CTX_LIST_NEW, CTX_LIST_SET, \
-    CTX_DICT_NEW, CTX_DICT_SET, CTX_AS_LONG, CTX_FIXED = range(31)
+    CTX_DICT_NEW, CTX_DICT_SET, CTX_AS_LONG, CTX_SETTLE, CTX_TRUE, CTX_FIXED = range(33)
 #: the context slots of the conversions of results to Python numbers (``entry_results.py``)
 _CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
                "PyObject_IsTrue": CTX_IS_TRUE, "PyBool_FromLong": CTX_TO_BOOL}
@@ -134,6 +134,9 @@ class EntryPlan:
     #: a late kernel reports its own events (``KernelArtifact.late_reports``): new bits after
     #: the late kernels go to the executable's ``report_late``, which may raise
     late_reports: bool = False
+    #: events the state ignores, or NumPy reports (``event_reports.py``), leave the call to the
+    #: entry: the executable's ``stands`` decides (``entry_events.settle_events``)
+    settles: bool = False
     #: matrix products between the kernels, NumPy's ``gemm`` calls (``entry_blas.py``)
     products: tuple[Product, ...] = ()
     #: pairs of input slots that must not be one array (operands of one product)
@@ -266,7 +269,8 @@ class EntryPlan:
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs,
                          tree.kind in ("tuple", "list", "dict"),
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
-                         pooled, bool(artifact.late_reports), tuple(products), apart, nesting,
+                         pooled, bool(artifact.late_reports), events is not None and not loop,
+                         tuple(products), apart, nesting,
                          constants, conversions if any(conversions) else (), tuple(scalars))
 
 
@@ -423,11 +427,21 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         reported = b.load(status)
         b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, 0)), ok, some)
         b.position_at_end(some)  # underflow alone (the CPU's flag): slow only if it is heeded
-        b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, UNDERFLOW)), tiny, recheck)
+        ask = fn.append_basic_block("settle") if plan.settles else recheck
+        b.cbranch(b.icmp_unsigned("==", reported, ir.Constant(I32, UNDERFLOW)), tiny, ask)
         b.position_at_end(tiny)
         ignored = underflow_ignored(fn, b, ctx_word(CTX_CONTEXTVAR_GET), ctx_word(CTX_ERRSTATE),
                                     decref)
         b.cbranch(ignored, ok, recheck)
+        if plan.settles:  # the executable's ``stands``: ignored or reported, the call stands
+            b.position_at_end(ask)  # (its checks first: a failed one reports nothing here)
+            for c, slot in enumerate(plan.checks):
+                go = fn.append_basic_block(f"settle_checked{c}")
+                b.cbranch(b.icmp_unsigned("!=", field(objs[slot], layout.data, ir.IntType(8)),
+                                          ir.Constant(ir.IntType(8), 0)), recheck, go)
+                b.position_at_end(go)
+            settle_events(fn, b, reported, [ctx_word(i) for i in (CTX_SETTLE, CTX_LONG,
+                          CTX_VECTORCALL, CTX_TRUE)], decref, made, ok, recheck)
         b.position_at_end(ok)
     for c, slot in enumerate(plan.checks):  # a set flag: release what was made, go the slow way
         flag = b.load(field(objs[slot], layout.data, I8P))
@@ -505,13 +519,13 @@ class Entry:
 
     def __init__(self, plan: EntryPlan, kernels: CompiledModule, slow: Any, descrs: list[np.dtype],
                  cache: Any = None, pool: NativePool | None = None,
-                 report: Any = None) -> None:
+                 report: Any = None, stands: Any = None) -> None:
         api, layout = api_addresses(), array_layout()
         assert api is not None and layout is not None
         # straight-line guard code: a light optimization level compiles it in a few milliseconds
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
         # the context holds borrowed pointers to these (the pool lives as long as the process)
-        self._keep = (slow, descrs, kernels, pool, report, plan.constants)
+        self._keep = (slow, descrs, kernels, pool, report, stands, plan.constants)
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
                    api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None),
@@ -522,7 +536,7 @@ class Entry:
         context += [pool.rest_address if pool is not None else 0, api["PyEval_SaveThread"],
                     api["PyEval_RestoreThread"]]
         context += [api[name] for name in (*_CONVERTERS, *_BUILDERS)]
-        context += [api["PyLong_AsLongLongAndOverflow"]]
+        context += [api["PyLong_AsLongLongAndOverflow"], id(stands), id(True)]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:
@@ -554,7 +568,8 @@ def entry_available() -> bool:
 
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
                slow: Any, cache: Any = None, pool: NativePool | None = None,
-               report: Any = None, scalars: tuple[tuple[int, str], ...] = ()) -> Entry | str:
+               report: Any = None, scalars: tuple[tuple[int, str], ...] = (),
+               stands: Any = None) -> Entry | str:
     """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none.
     ``report``: the executable's ``report_late`` (``late_reports.py``), for plans that have one.
     ``scalars``: the inputs the call passes as Python or NumPy scalars, with their kinds
@@ -577,4 +592,6 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
     descrs += [np.dtype(dtype) for _, _, dtype in plan.allocs]  # a shared block's: one
     if plan.late_reports and report is None:
         return "a late kernel reports its events and no reporter was given"
-    return Entry(plan, kernels, slow, descrs, cache, pool, report)
+    if plan.settles and stands is None:
+        return "its kernels report events and no judge of them was given"
+    return Entry(plan, kernels, slow, descrs, cache, pool, report, stands)

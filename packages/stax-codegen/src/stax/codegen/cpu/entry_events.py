@@ -11,11 +11,13 @@ call's events word after writing over the argument; new bits are the executable'
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
 
 from .. import errstate
+from .fpevents import DIVIDE, INVALID, MAYBE, OVERFLOW, TIE, UNDERFLOW
 from .types import I8P, I64
 
 I32 = ir.IntType(32)
@@ -103,3 +105,52 @@ def report_late(fn: ir.Function, b: ir.IRBuilder, status: ir.Value, report: ir.V
     b.call(decref, [result])
     b.ret(ir.Constant(I8P, None))
     b.position_at_end(done)
+
+
+def settle_events(fn: ir.Function, b: ir.IRBuilder, bits: ir.Value, words: list[ir.Value],
+                  decref: ir.Value, made: list[ir.Value], stands: ir.Block,
+                  declined: ir.Block) -> None:
+    """After the kernels reported ``bits`` (not underflow alone): call the executable's
+    ``stands(bits)`` (``words``: its address, ``PyLong_FromLong``, ``PyObject_Vectorcall``,
+    ``Py_True``); ``True`` goes on to ``stands`` (every heeded event reported by NumPy, or
+    none heeded), anything else to ``declined`` (the dispatcher runs the call again), and an
+    exception (NumPy's ``FloatingPointError``, a warning turned error) drops what the call made
+    and returns NULL with it."""
+    hook, from_long, vectorcall, true = words
+    make = b.inttoptr(from_long, ir.FunctionType(I8P, [I64]).as_pointer())
+    arg = b.call(make, [b.zext(bits, I64)])
+    with b.goto_entry_block():
+        b.position_at_start(fn.entry_basic_block)
+        argv = b.alloca(I8P, name="settle_argv")
+    b.store(arg, argv)
+    call_fn = b.inttoptr(vectorcall, ir.FunctionType(I8P, [I8P, I8PP, I64, I8P]).as_pointer())
+    got = b.call(call_fn, [b.inttoptr(hook, I8P), argv, ir.Constant(I64, 1),
+                           ir.Constant(I8P, None)])
+    b.call(decref, [arg])
+    raised, answered = fn.append_basic_block("settle_raised"), fn.append_basic_block("settled")
+    b.cbranch(b.icmp_unsigned("==", got, ir.Constant(I8P, None)), raised, answered)
+    b.position_at_end(raised)
+    for obj in made:
+        b.call(decref, [obj])
+    b.ret(ir.Constant(I8P, None))
+    b.position_at_end(answered)
+    b.call(decref, [got])  # (True is immortal enough: the interpreter holds it)
+    b.cbranch(b.icmp_unsigned("==", got, b.inttoptr(true, I8P)), stands, declined)
+
+
+def judge(report: Any) -> Any:
+    """``stands(bits)`` for an entry whose kernels reported ``bits``: True when the call stands
+    as it is (the state heeds none of them) or once ``report`` (``event_reports.py``) had NumPy
+    report them; False hands the call to the dispatcher (a non-finite value the precise kernels
+    must look at, an fmax tie, heeded underflow, events no report covers), which decides as
+    ``executable._settle`` does."""
+    def stands(bits: int) -> bool:
+        if bits & (MAYBE | TIE):
+            return False
+        heeded = errstate.heeded() & bits
+        if heeded & UNDERFLOW:
+            return False
+        if not heeded:
+            return True
+        return report is not None and report(bits & (DIVIDE | OVERFLOW | INVALID))
+    return stands

@@ -65,8 +65,10 @@ from stax.loop import (
     Binary,
     Cast,
     ComputedBuffer,
+    Const,
     Expr,
     GuardedLoad,
+    Index,
     IndirectLoad,
     Load,
     Pointwise,
@@ -147,6 +149,46 @@ def flagged(e: Expr) -> bool:
     """Whether the events of ``e`` raise the CPU's exception flags: a single IEEE operation
     (``IEEE``, a narrowing cast), whose events are exactly those flags."""
     return isinstance(e, Cast) or (isinstance(e, Unary | Binary | Ternary) and e.op in IEEE)
+
+
+def flags_exact(nodes: Sequence[ComputedBuffer]) -> bool:
+    """Whether the CPU's flags after a fast kernel computing ``nodes`` are exactly NumPy's
+    events of its operations, so that the kernel may report them as their categories instead
+    of ``MAYBE`` (no precise rerun: ``KernelSpec.flag_categories``). Element-wise buffers
+    written whole, every operation a single IEEE one (its events are its flags) or one that
+    raises none: loads, constants, indices, quiet comparisons, sign-bit ``neg``/``abs``,
+    integer arithmetic, casts to floats (a narrowing one flags its overflow), and selects on
+    data (``np.where``, whose arms NumPy computes everywhere). Not a select on positions (a
+    region's update computes its value outside the region, where NumPy never does), guarded
+    or indirect loads, max/min (``maxpd`` flags a quiet NaN as invalid), transcendental
+    functions, reductions."""
+    for n in nodes:
+        if not isinstance(n.data, Pointwise) or n.updates is not None or \
+                n.store_offset is not None:
+            return False
+        for e in postorder(n.data.body):
+            if isinstance(e, GuardedLoad | IndirectLoad):
+                return False
+            if isinstance(e, Load | Const | Index):
+                continue
+            if isinstance(e, Select):
+                if any(isinstance(c, Index) for c in postorder(e.cond)):
+                    return False
+                continue
+            if isinstance(e, Cast):
+                if is_float(e.dtype) or not is_float(e.x.dtype):
+                    continue
+                return False
+            if isinstance(e, Binary) and (e.op in IEEE or e.op in COMPARISON_OPS or
+                                          not (is_float(e.a.dtype) or is_float(e.b.dtype))):
+                continue
+            if isinstance(e, Unary) and (e.op in ("neg", "abs", "sqrt") or
+                                         not is_float(e.x.dtype)):
+                continue
+            if isinstance(e, Ternary) and e.op in IEEE:
+                continue
+            return False
+    return True
 
 
 def may_underflow(e: Expr) -> bool:
