@@ -54,3 +54,36 @@ def concrete_arguments(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: concrete_arguments(v) for k, v in value.items()}
     return value
+
+
+#: calls taking a shape, and where: (first positional place, keywords); a method's place 0 is
+#: the array itself, and every positional argument after it is the shape (``x.reshape(2, -1)``)
+SHAPE_ARGUMENTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "reshape": ((1, 2, 3, 4, 5, 6, 7, 8), ("shape",)),
+    "numpy.reshape": ((1,), ("shape", "newshape")),
+    "numpy.zeros_like": ((4,), ("shape",)), "numpy.ones_like": ((4,), ("shape",)),
+    "numpy.empty_like": ((4,), ("shape",)), "numpy.full_like": ((5,), ("shape",)),
+}
+
+
+def gate_shape_arguments(target: str, args: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """A shape made of traced values (``x.reshape(s)``, ``x.reshape(header[0], -1)``,
+    ``np.zeros_like(x, shape=s)``) is read by Python: each size an index gate, so a call with
+    other sizes takes another version. Recorded as the traced value, its example's sizes were
+    the node's, every call."""
+    places, names = SHAPE_ARGUMENTS.get(target, ((), ()))
+    if not places or not isinstance(args, (tuple, list)):
+        return args, kwargs
+    args = type(args)(_gated_shape(a) if k in places else a for k, a in enumerate(args))
+    kwargs = {k: _gated_shape(v) if k in names else v for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _gated_shape(value: Any) -> Any:
+    if isinstance(value, Proxy):
+        if np.ndim(value.value) == 0:
+            return operator.index(value)
+        return tuple(operator.index(v) for v in value)  # (a 2-D one: NumPy's error, below)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_gated_shape(v) for v in value)
+    return value

@@ -29,7 +29,7 @@ from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
 from . import creation, loops, masked, masked_reductions, minmax, result_conversions
-from .call_values import ITEM_SLICED, concrete_arguments, gate_slice_bounds
+from .call_values import ITEM_SLICED, concrete_arguments, gate_shape_arguments, gate_slice_bounds
 from .capture_info import capture_info
 from .creation import Created, constant_result, not_recording, recording_creation
 from .error_state import current_error_state
@@ -90,8 +90,7 @@ class Tracer:
         #: NumPy's error state where the function began (its context variable's capsule), and
         #: whether an operation was recorded under another one: the function's own
         #: ``np.errstate`` block, in whatever function it is written (``error_state.py``)
-        self.error_state: Any = None
-        self.own_error_state = False
+        self.error_state, self.own_error_state = None, False
 
     def shared(self, proxy: Proxy, ignore: tuple[Any, ...] = ()) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -179,6 +178,7 @@ class Tracer:
                 "each iteration's operations are recorded again)", source=source,
                 hint="the function runs eagerly; write the loop with whole-array operations"))
         args = gate_slice_bounds(args, self.item_slices and target in ITEM_SLICED)
+        args, kwargs = gate_shape_arguments(target, args, kwargs)
         sizes: list[tuple[tuple[Any, ...], Any]] = []  # shape-read sizes among the arguments
         node_args = self._symbolic(args, source, sizes, ("args",))
         node_kwargs = self._symbolic(kwargs, source, sizes, ("kwargs",))
