@@ -70,3 +70,24 @@ def test_unknown_log_categories_are_named(monkeypatch, caplog):
         f(X)
     assert any("unknown category 'recompile'" in r.getMessage() and "recompiles" in r.getMessage()
                for r in caplog.records)
+
+
+class _Holder:
+    pass
+
+
+def test_a_subclass_array_reached_through_an_attribute_keeps_its_class():
+    """A probe's finding: ``o.w * 2`` with ``o.w`` a masked array (or ``o.w * o.w`` with a
+    matrix) is computed by NumPy at capture, not from a traced array; the version returned it as
+    a plain array (mask lost, matrix product as an ndarray). Such results run eagerly now."""
+    double = stax.compile(lambda o: o.w * 2)
+    square = stax.compile(lambda o: o.w * o.w)
+    o = _Holder()
+    o.w = np.array([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(square(o), o.w * o.w)
+    o.w = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    got = square(o)
+    assert type(got) is np.matrix and got.tolist() == (o.w * o.w).tolist()
+    o.w = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    got = double(o)
+    assert type(got) is np.ma.MaskedArray and got.mask.tolist() == [False, True, False]

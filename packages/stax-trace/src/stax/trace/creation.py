@@ -406,7 +406,13 @@ MAX_CONSTANT_RESULT = 64
 
 def constant_result(tracer: Tracer, value: np.ndarray) -> Proxy:
     """A fresh copy on every call (eager returns a new array each time, which the caller may
-    change), recorded as ``np.array(<its elements>, dtype)``."""
+    change), recorded as ``np.array(<its elements>, dtype)``. Not of a subclass: a masked
+    array's mask, a matrix's class would be lost."""
+    if type(value) is not np.ndarray:
+        raise UnsupportedError(f"the function returns an array of ndarray subclass "
+                               f"{type(value).__name__} that it did not compute from its traced "
+                               "arrays: its own semantics (a mask, a class) would be lost",
+                               hint="return a plain numpy.ndarray")
     if value.size > MAX_CONSTANT_RESULT or value.dtype.kind not in "biuf" or value.ndim > 2:
         if tracer.gates:  # built in Python from numbers read from the data (``out.append(i)``)
             raise UnsupportedError(
