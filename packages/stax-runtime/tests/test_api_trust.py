@@ -91,3 +91,20 @@ def test_a_subclass_array_reached_through_an_attribute_keeps_its_class():
     o.w = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
     got = double(o)
     assert type(got) is np.ma.MaskedArray and got.mask.tolist() == [False, True, False]
+
+
+def _scaled_or_shifted(x, flag):
+    return x * 2 if flag else x - 1
+
+
+def test_a_call_with_fewer_array_leaves_than_a_gated_version_is_explained_and_runs():
+    """A probe's finding: a version gated on an array argument (``if flag``), then a call
+    passing ``[]`` there: ``explain`` and the version-limit warning replayed the gate on the
+    call's leaves and raised IndexError; eager returns ``x - 1``."""
+    x = np.arange(3.0)
+    compiled = stax.compile(_scaled_or_shifted)
+    compiled(x, np.array(True))
+    assert compiled.explain(x, [])[0].failures
+    for flag in [True, False, np.True_, np.False_, 1, 0, np.array(True), np.array(False)]:
+        compiled(x, flag)
+    np.testing.assert_array_equal(compiled(x, []), x - 1)
