@@ -5,6 +5,7 @@ import multiprocessing
 import pickle
 
 import numpy as np
+import pytest
 
 import stax.runtime as stax
 from stax.ir import run_graph
@@ -108,3 +109,50 @@ def test_a_call_with_fewer_array_leaves_than_a_gated_version_is_explained_and_ru
     for flag in [True, False, np.True_, np.False_, 1, 0, np.array(True), np.array(False)]:
         compiled(x, flag)
     np.testing.assert_array_equal(compiled(x, []), x - 1)
+
+
+SCALE = 2.0
+
+
+def _scaled_by_eval(x):
+    return x * eval("SCALE")
+
+
+def _scaled_by_import(x):
+    import importlib
+    return x * importlib.import_module(__name__).SCALE
+
+
+@pytest.mark.parametrize("fn", [_scaled_by_eval, _scaled_by_import])
+def test_names_looked_up_at_run_time_are_refused(fn):
+    """A probe's finding: a global read through ``eval``/``exec`` or a module reached by
+    ``importlib.import_module`` is no name of the code, so no free-value guard followed it:
+    rebinding it left the version's old value. Such functions run eagerly, saying why."""
+    global SCALE
+    compiled = stax.compile(fn)
+    x = np.arange(4.0)
+    try:
+        np.testing.assert_array_equal(compiled(x), x * 2.0)
+        SCALE = 3.0
+        np.testing.assert_array_equal(compiled(x), x * 3.0)
+    finally:
+        SCALE = 2.0
+    assert compiled.cache_info().fallbacks >= 1
+
+
+def _checksummed(x):
+    import hashlib
+    import weakref
+    memoryview(x)
+    weakref.ref(x)
+    return x * (hashlib.md5(x).digest()[0] >= 0)
+
+
+def test_code_needing_numpy_s_own_array_object_runs_eagerly():
+    """A probe's finding: ``memoryview(x)``, ``hashlib.md5(x)``, ``weakref.ref(x)`` of an array
+    argument raised TypeError at every call (the traced stand-in has no buffer, no weak
+    references), where eager NumPy returns."""
+    compiled = stax.compile(_checksummed)
+    x = np.array([1.5, -2.0, 3.25])
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(x), _checksummed(x))

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir import UnsupportedError
+
 from .creation import intercepted
 from .isolation import Unrepeatable, guarded, unrepeatable
 from .outcome import Outcome
@@ -50,11 +52,29 @@ class Found:
     # could not refuse when read (a NumPy generator, a clock function bound to another name)
     unrepeatable: tuple[Unrepeatable, str] | None = None
     type_call: str | None = None  # "file:line in function" of a call of the builtin type
+    #: (what, "file:line in function") of a look-up by a name made at run time (``eval``,
+    #: ``exec``, ``globals()``, ``importlib.import_module``): what it reads is in no key
+    dynamic_lookup: tuple[str, str] | None = None
     unreadable: str | None = None  # a value broke the scan: what the function reaches is unknown
     # globals of the user's functions bound by a from-import to a function capture intercepts
     # (``from numpy import zeros``, ``from builtins import max``): (that globals dict, the
     # name), whose calls are then intercepted too while capture runs
     bound_names: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+    def refuse_lookups(self) -> None:
+        """Refuse a function that calls ``type()`` or looks values up by run-time names."""
+        if self.type_call is not None:
+            raise UnsupportedError(
+                "the function calls type(): a traced array is not of type numpy.ndarray during "
+                "capture, so a test such as type(x) is np.ndarray would take the other branch",
+                source=self.type_call, hint="use isinstance(x, np.ndarray), which capture "
+                "answers as eager NumPy does")
+        if self.dynamic_lookup is not None:
+            what, where = self.dynamic_lookup
+            raise UnsupportedError(f"the function calls {what}, which looks values up by a "
+                                   "name made at run time: no key can follow them",
+                                   source=where, hint="name the values in the code, or pass "
+                                   "them as arguments")
 
 
 def code_names(code: types.CodeType) -> set[str]:
@@ -104,6 +124,8 @@ class _Scan:
         if not library and self.found.type_call is None and "type" in names and \
                 fn.__globals__.get("type", builtins.type) is builtins.type:
             self.found.type_call = _type_call(fn.__code__)
+        if not library and self.found.dynamic_lookup is None:
+            self.found.dynamic_lookup = _dynamic_lookup(fn, names)
         scope = fn.__globals__
         for name in sorted(names & scope.keys()):
             if not library and intercepted(scope[name]):
@@ -197,19 +219,40 @@ def _dict_get(value: Any, name: str) -> Any:
     return own.get(name) if own is not None else None
 
 
-def _type_call(code: types.CodeType) -> str | None:
-    """Where ``code`` (or code nested in it) loads the builtin ``type``."""
+def _type_call(code: types.CodeType, name: str = "type",
+               loads: tuple[str, ...] = ("LOAD_GLOBAL", "LOAD_NAME")) -> str | None:
+    """Where ``code`` (or code nested in it) loads the builtin ``type`` (or ``name``, by one
+    of the instructions ``loads``)."""
     line = code.co_firstlineno
     for instruction in dis.get_instructions(code):
         positions = getattr(instruction, "positions", None)  # Python 3.11+
         line = (positions.lineno if positions is not None else instruction.starts_line) or line
-        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and instruction.argval == "type":
+        if instruction.opname in loads and instruction.argval == name:
             return f"{code.co_filename}:{line} in {code.co_name}"
     for const in code.co_consts:
-        if isinstance(const, types.CodeType) and "type" in code_names(const):
-            found = _type_call(const)
+        if isinstance(const, types.CodeType) and name in code_names(const):
+            found = _type_call(const, name, loads)
             if found is not None:
                 return found
+    return None
+
+
+#: builtins that run code or import modules named by a string made at run time: what that
+#: code reads is not among the code's names and strings, which the key's free-value guards
+#: follow (``globals()["K"]``, ``getattr(config, "scale")`` are followed)
+_DYNAMIC = ("eval", "exec", "__import__")
+
+
+def _dynamic_lookup(fn: types.FunctionType, names: set[str]) -> tuple[str, str] | None:
+    for name in _DYNAMIC:
+        if name in names and fn.__globals__.get(name, getattr(builtins, name)) is \
+                getattr(builtins, name):
+            return f"{name}()", _type_call(fn.__code__, name) or fn.__qualname__
+    if "import_module" in names:
+        where = _type_call(fn.__code__, "import_module", ("LOAD_ATTR", "LOAD_METHOD",
+                                                          "LOAD_GLOBAL", "LOAD_NAME"))
+        if where is not None:
+            return "importlib.import_module()", where
     return None
 
 
@@ -443,3 +486,17 @@ def plain_exception(exc: BaseException, tracer: Any) -> None:
             setattr(exc, key, plain(value))
     except Exception:  # an exception type that refuses: as it is
         pass
+
+
+def stand_in_error(exc: Exception) -> Exception:
+    """The error capture raises for ``exc``, raised while the function ran on traced values:
+    ``exc`` itself (the user's own error, which eager raises too), or, where ``exc`` names the
+    stand-in's type (``memoryview(x)``, ``hashlib.md5(x)``, ``weakref.ref(x)``: code that needs
+    NumPy's own array object, which eager gives it), a refusal: the call runs eagerly."""
+    text = str(exc)
+    if isinstance(exc, UnsupportedError) or not any(
+            part in text for part in ("'Proxy'", "buffer API", "bytes-like object")):
+        return exc
+    return UnsupportedError(f"code the function calls needs NumPy's own array object where "
+                            f"capture passes a traced one ({type(exc).__name__}: {exc})",
+                            hint="as it is, the function runs eagerly")

@@ -41,7 +41,7 @@ from .loop_index import taking_loop_index_argument
 from .outcome import Argument, Outcome
 from .proxy import GeneratorProxy, Proxy, escaped
 from .raised import caught_error, decided_by_key
-from .reach import plain_exception, scan, settle_stored
+from .reach import plain_exception, scan, settle_stored, stand_in_error
 from .result_meta import meta_of, view_relation
 from .source import holding_warnings, traced_value, user_source
 from .traced_scalars import FOLLOWING, TracedScalar, retried_with_values, value_kind
@@ -519,8 +519,7 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
                                    source=drawn[0].source)
     return GraphProgram(CAPTURE_SCHEMA, name or getattr(fn, "__name__", "fn"), tracer.graph,
                         inputs, input_tree, output_tree, capture_info(fn, tracer), tracer.gates,
-                        replay,
-                        [a.node.target for a in updated])
+                        replay, [a.node.target for a in updated])
 
 
 @result_conversions.returning_to
@@ -538,24 +537,22 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             raise UnsupportedError("capture could not check which random generators the function "
                                    f"can reach: a value it names broke the look-up "
                                    f"({found.unreadable})")
-        if found.type_call is not None:
-            raise UnsupportedError(
-                "the function calls type(): a traced array is not of type numpy.ndarray during "
-                "capture, so a test such as type(x) is np.ndarray would take the other branch",
-                source=found.type_call, hint="use isinstance(x, np.ndarray), which capture answers "
-                "as eager NumPy does")
+        found.refuse_lookups()
         try:
             with recording_creation(tracer, found.bound_names), holding_warnings() as warned:
                 outcome.warnings = warned
                 try:
                     tracer.error_state = current_error_state()
                     result = (loops.rewritten(fn) or fn)(*args, **kwargs)
-                except Exception as exc:
+                except Exception as caught:
+                    exc = stand_in_error(caught)  # (mostly the error itself: the user's own)
                     if watch.refused is None and not isinstance(exc, UnsupportedError):
                         warned.emit()  # the user's own error ends the call; eager warned first
                     settle_stored(tracer, fn, leaves, outcome)  # as eager left them
                     plain_exception(exc, tracer)
-                    raise
+                    if exc is caught:
+                        raise
+                    raise exc from caught
         except BaseException:
             if watch.refused is not None:  # the function turned a refusal into another error
                 raise watch.refused from None
