@@ -31,8 +31,8 @@ def observe(fn, *args):
         with np.errstate(call=calls, **state):
             try:
                 result, error = fn(*args), None
-            except FloatingPointError as exc:
-                result, error = None, str(exc)
+            except (FloatingPointError, RuntimeWarning) as exc:  # (a warning the filters raise)
+                result, error = None, f"{type(exc).__name__}: {exc}"
     return result, error, [(w.category.__name__, str(w.message), w.filename, w.lineno)
                            for w in seen], calls
 
@@ -213,3 +213,60 @@ def test_the_machine_code_entry_serves_calls_with_events():
         warnings.simplefilter("error")  # NumPy's warning as an exception, from the entry
         with pytest.raises(RuntimeWarning, match="divide by zero encountered in divide"):
             compiled(x, d)
+
+
+def _quiet_by_filter(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.log(x)
+
+
+def _strict_by_filter(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        return np.log(x)
+
+
+def _caught(x, d):
+    try:
+        return x / d
+    except (FloatingPointError, RuntimeWarning):
+        return np.zeros_like(x)
+
+
+def _big_number(x):
+    return x + 1e300  # (float32: NumPy casts 1e300 first, "overflow encountered in cast")
+
+
+def _half(x):
+    return np.tan(x)
+
+
+def _unsigned(a, b):
+    return a // b
+
+
+REVIEWED = [  # a review's findings: each behaved otherwise than eager NumPy
+    (_quiet_by_filter, (np.array([0.0, 1.0, 2.0]),)),
+    (_strict_by_filter, (np.array([0.0, 1.0, 2.0]),)),
+    (_caught, (np.array([1.0, 2.0]), np.array([0.0, 1.0]))),
+    (_big_number, (np.array([1.0, 2.0], np.float32),)),
+    (_half, (np.array([np.inf, 1.0], np.float16),)),
+    (_unsigned, (np.array([4, 5], np.uint8), np.array([0, 2], np.uint8))),
+]
+
+
+@pytest.mark.parametrize("fn, args", REVIEWED, ids=[f.__name__ for f, _ in REVIEWED])
+@pytest.mark.parametrize("state", ["warn", "raise", "call"])
+def test_filters_handlers_and_casts_as_eager(fn, args, state):
+    """A ``catch_warnings`` block or a ``try``/``except`` in the function (the report would
+    come after them), a Python number NumPy casts first (its own "overflow encountered in
+    cast"), float16 and unsigned operands of the report (which must cast nothing)."""
+    compiled = stax.compile(fn)
+    compiled(*[np.ones_like(a) for a in args])
+    with np.errstate(**STATES[state]):
+        for _ in range(2):
+            want, got = observe(fn, *args), observe(compiled, *args)
+            assert got[1:] == want[1:], (got[1:], want[1:])
+            if want[0] is not None:
+                np.testing.assert_array_equal(got[0], want[0])

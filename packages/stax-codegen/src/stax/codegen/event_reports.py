@@ -36,12 +36,16 @@ REPORTED = DIVIDE | OVERFLOW | INVALID
 
 
 def _candidates(dtype: np.dtype) -> list[Any]:
+    """Values of ``dtype`` (NumPy scalars: building the operands casts nothing) to try."""
     if dtype.kind == "f":
         info = np.finfo(dtype)
-        return [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -3.0, 100.0, 1000.0, -1000.0, 1e30, -1e30,
-                float(info.max), -float(info.max), float(info.tiny), np.inf, -np.inf]
+        big = float(info.max)  # (a Python float: compared with float16's, 1e30 would cast)
+        values = [0.0, -0.0, 1.0, -1.0, 2.0, 0.5, -3.0, 100.0, 1000.0, -1000.0, 1e30, -1e30,
+                  big, -big, float(info.tiny), np.inf, -np.inf]
+        return [dtype.type(v) for v in values if not np.isfinite(v) or abs(v) <= big]
     info_i = np.iinfo(dtype)
-    return [0, 1, -1, 2, -2, int(info_i.min), int(info_i.max)]
+    values = [0, 1, -1, 2, -2, int(info_i.min), int(info_i.max)]
+    return [dtype.type(v) for v in values if info_i.min <= v <= info_i.max]
 
 
 def _raised(ufunc: np.ufunc, operands: tuple[np.ndarray, ...]) -> int:

@@ -1,7 +1,9 @@
 """NumPy's error state as capture sees it: whether the function set its own.
 
 NumPy keeps its error state (``np.errstate``, ``np.seterr``) in a context variable holding a
-capsule; entering a block, or ``np.seterr``, puts a new capsule there. Capture notes the
+capsule; entering a block, or ``np.seterr``, puts a new capsule there. Python's warning filters
+decide what becomes of NumPy's warnings: a ``warnings.catch_warnings()`` block (a new filters
+list) or a ``simplefilter`` call inside the function counts as its own state too. Capture notes the
 capsule where the function begins and looks again at every operation it records: one recorded
 under another capsule ran inside the function's own block (in the function or in any function
 it calls, however deep), whose categories the caller's state at a later call does not
@@ -11,6 +13,7 @@ no events reported on NumPy's behalf, ``stax.loop.event_reports`` and ``overwrit
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -26,9 +29,11 @@ def _contextvar() -> Any:
 _STATE = _contextvar()
 
 
-def current_error_state() -> Any:
-    """The current state's identity: its capsule. NumPy 1.x has none: a new tuple each time,
-    so every operation counts as under the function's own state (its events left to NumPy)."""
-    if _STATE is None:
-        return tuple(sorted(np.geterr().items())), np.geterrcall()
-    return _STATE.get()
+def current_error_state() -> tuple[Any, ...]:
+    """The current state's identity: NumPy's capsule, and Python's warning filters (the list,
+    which ``warnings.catch_warnings`` replaces, its length and first entry, which
+    ``simplefilter`` changes). NumPy 1.x has no capsule: its settings, so every operation
+    counts as under the function's own state there (its events left to NumPy)."""
+    filters = warnings.filters
+    numpy = _STATE.get() if _STATE is not None else (np.geterr(), np.geterrcall())
+    return numpy, id(filters), len(filters), id(filters[0]) if filters else 0

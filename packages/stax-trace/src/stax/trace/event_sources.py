@@ -104,6 +104,8 @@ def _kind(node: Any) -> str | None:
     if op in ("placeholder", "output", "get_attr"):
         return None
     target = str(node.target)
+    if not _numbers_fit(node):  # NumPy casts the number first: "overflow encountered in cast"
+        return ""
     if op == "call_method":
         if target in SILENT_METHODS:
             return None
@@ -111,7 +113,7 @@ def _kind(node: Any) -> str | None:
             return None if _widening(node) else ""
         return ""
     if target in SILENT_TARGETS:
-        return None
+        return "" if "dtype" in node.kwargs or "casting" in node.kwargs else None
     if target == "stax.functional.setitem":  # a value of the array's own dtype: no cast
         value = node.args[-1] if node.args else None
         meta = getattr(value, "meta", {}).get("tensor")
@@ -142,6 +144,24 @@ def _reportable(node: Any, ufunc: np.ufunc) -> bool:
         if operand is None and type(a) not in (int, float):
             return False
     return dtype.char * ufunc.nin + "->" + dtype.char in ufunc.types
+
+
+def _numbers_fit(node: Any) -> bool:
+    """Whether every Python number among the operands fits the dtype of the array operands
+    (NEP 50: ``x_f32 + 1e300`` casts 1e300 to float32 first, which overflows)."""
+    numbers = [a for a in (*node.args, *node.kwargs.values()) if type(a) in (int, float)]
+    arrays = [getattr(a, "meta", {}).get("tensor") for a in node.args]
+    dtypes = {np.dtype(m.dtype) for m in arrays if m is not None}
+    if not numbers or not dtypes:
+        return True
+    for dtype in dtypes:
+        for v in numbers:
+            if dtype.kind == "f" and np.isfinite(v) and abs(v) > float(np.finfo(dtype).max):
+                return False
+            if dtype.kind in "iu" and type(v) is int and \
+                    not np.iinfo(dtype).min <= v <= np.iinfo(dtype).max:
+                return False
+    return True
 
 
 def _widening(node: Any) -> bool:

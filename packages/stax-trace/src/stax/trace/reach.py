@@ -55,6 +55,9 @@ class Found:
     #: (what, "file:line in function") of a look-up by a name made at run time (``eval``,
     #: ``exec``, ``globals()``, ``importlib.import_module``): what it reads is in no key
     dynamic_lookup: tuple[str, str] | None = None
+    #: "file:line in function" of an exception handler (``try: ... except``) in the user's code
+    #: it reaches: NumPy's errors and warnings may be caught there (``event_sources``)
+    catches: str | None = None
     unreadable: str | None = None  # a value broke the scan: what the function reaches is unknown
     # globals of the user's functions bound by a from-import to a function capture intercepts
     # (``from numpy import zeros``, ``from builtins import max``): (that globals dict, the
@@ -126,6 +129,8 @@ class _Scan:
             self.found.type_call = _type_call(fn.__code__)
         if not library and self.found.dynamic_lookup is None:
             self.found.dynamic_lookup = _dynamic_lookup(fn, names)
+        if not library and self.found.catches is None:
+            self.found.catches = _handler(fn.__code__)
         scope = fn.__globals__
         for name in sorted(names & scope.keys()):
             if not library and intercepted(scope[name]):
@@ -232,6 +237,24 @@ def _type_call(code: types.CodeType, name: str = "type",
     for const in code.co_consts:
         if isinstance(const, types.CodeType) and name in code_names(const):
             found = _type_call(const, name, loads)
+            if found is not None:
+                return found
+    return None
+
+
+def _handler(code: types.CodeType) -> str | None:
+    """Where ``code`` (or code nested in it) has an exception handler: a ``PUSH_EXC_INFO``
+    that starts no ``with`` block's exit."""
+    instructions = list(dis.get_instructions(code))
+    for k, ins in enumerate(instructions):
+        if ins.opname == "PUSH_EXC_INFO" and (k + 1 == len(instructions) or
+                                               instructions[k + 1].opname != "WITH_EXCEPT_START"):
+            positions = getattr(ins, "positions", None)
+            line = (positions.lineno if positions is not None else None) or code.co_firstlineno
+            return f"{code.co_filename}:{line} in {code.co_name}"
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found = _handler(const)
             if found is not None:
                 return found
     return None

@@ -22,10 +22,11 @@ _INSTALLED = ("site-packages", "dist-packages")
 
 
 def library_code(module: str | None, filename: str) -> bool:
-    """Whether code of ``module`` in ``filename`` is NumPy's, Stax's or the standard library's:
-    not the user's (third-party packages count as the user's)."""
-    return (module or "").split(".")[0] in ("numpy", "stax") or (
-        filename.startswith(_STDLIB) and not any(p in filename for p in _INSTALLED))
+    """Whether code of ``module`` in ``filename`` is NumPy's, Stax's or the standard library's
+    (its frozen modules too: ``<frozen _collections_abc>``): not the user's (third-party
+    packages count as the user's)."""
+    return (module or "").split(".")[0] in ("numpy", "stax") or filename.startswith("<frozen ") \
+        or (filename.startswith(_STDLIB) and not any(p in filename for p in _INSTALLED))
 
 
 def library_frame(frame: FrameType) -> bool:

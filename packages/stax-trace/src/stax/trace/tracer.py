@@ -165,7 +165,7 @@ class Tracer:
                fn: Callable[..., Any], random: bool = False) -> Any:
         if self.finished:
             raise escaped()
-        if not self.own_error_state and current_error_state() is not self.error_state:
+        if not self.own_error_state and current_error_state() != self.error_state:
             self.own_error_state = True
         if self.selections:  # weak or pinned max/min results among the operands (minmax.py)
             args, kwargs, done = minmax.settle(self, op, target, args, kwargs, fn)
@@ -538,6 +538,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                                    f"can reach: a value it names broke the look-up "
                                    f"({found.unreadable})")
         found.refuse_lookups()
+        tracer.own_error_state = found.catches is not None  # its handlers may catch NumPy's
         try:
             with recording_creation(tracer, found.bound_names), holding_warnings() as warned:
                 outcome.warnings = warned
