@@ -156,3 +156,20 @@ def test_code_needing_numpy_s_own_array_object_runs_eagerly():
     x = np.array([1.5, -2.0, 3.25])
     for _ in range(2):
         np.testing.assert_array_equal(compiled(x), _checksummed(x))
+
+
+def _fill_from(x, g):
+    g.random(out=x)
+    return x.sum()
+
+
+def test_a_draw_into_an_argument_runs_eagerly():
+    """A probe's finding: ``g.random(out=x)`` raised ValueError at every call (capture handed
+    the generator a read-only stand-in) and left the generator behind eager's."""
+    compiled = stax.compile(_fill_from)
+    mine, theirs = np.zeros(3), np.zeros(3)
+    g_mine, g_theirs = np.random.default_rng(0), np.random.default_rng(0)
+    for _ in range(2):
+        assert compiled(mine, g_mine) == _fill_from(theirs, g_theirs)
+        np.testing.assert_array_equal(mine, theirs)
+    assert g_mine.bit_generator.state == g_theirs.bit_generator.state

@@ -372,6 +372,9 @@ class GeneratorProxy:
                                            source=user_source()))
 
         def draw(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("out") is not None:  # filled in place: capture has no such draw
+                raise refused(UnsupportedError(f"Generator.{name}(..., out=...)",
+                                               source=user_source(), hint="draw a new array"))
             return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
                                       lambda g, *a, **k: getattr(g, name)(*a, **k), random=True)
         return draw
