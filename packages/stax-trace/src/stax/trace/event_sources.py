@@ -25,6 +25,7 @@ ran under its own ``np.errstate`` block (``error_state.py``).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -156,7 +157,7 @@ def _numbers_fit(node: Any) -> bool:
         return True
     for dtype in dtypes:
         for v in numbers:
-            if dtype.kind == "f" and np.isfinite(v) and abs(v) > float(np.finfo(dtype).max):
+            if dtype.kind == "f" and math.isfinite(v) and abs(v) > float(np.finfo(dtype).max):
                 return False
             if dtype.kind in "iu" and type(v) is int and \
                     not np.iinfo(dtype).min <= v <= np.iinfo(dtype).max:

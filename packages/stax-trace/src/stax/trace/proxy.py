@@ -350,13 +350,10 @@ class Proxy:
 
 
 class GeneratorProxy:
-    """Stands in for a ``np.random.Generator`` argument during capture.
-
-    Each draw (``rng.standard_normal(shape)``) becomes a graph node marked random; the compiled
-    program makes the same call on the caller's generator, in the same order, so the generator
-    advances exactly as in eager execution. Capture itself draws from the generator and puts its
-    state back afterwards.
-    """
+    """Stands in for a ``np.random.Generator`` argument during capture. Each draw
+    (``rng.standard_normal(shape)``) becomes a graph node marked random; the compiled program
+    makes the same call on the caller's generator, in the same order, so the generator advances
+    exactly as in eager execution. Capture draws from a copy (``isolation.private_copy``)."""
 
     __slots__ = ("generator", "node", "tracer")
 
@@ -373,8 +370,7 @@ class GeneratorProxy:
 
         def draw(*args: Any, **kwargs: Any) -> Any:
             if kwargs.get("out") is not None:  # filled in place: capture has no such draw
-                raise refused(UnsupportedError(f"Generator.{name}(..., out=...)",
-                                               source=user_source(), hint="draw a new array"))
+                raise refused(UnsupportedError(f"Generator.{name}(out=)", source=user_source()))
             return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
                                       lambda g, *a, **k: getattr(g, name)(*a, **k), random=True)
         return draw
