@@ -196,3 +196,15 @@ def test_byteswap_is_refused_as_what_it_is():
         trace(lambda x: x.byteswap(), (X,))
     with pytest.raises(UnsupportedError, match=r"in-place update method \.byteswap\(inplace"):
         trace(lambda x: x.byteswap(inplace=True), (X.copy(),))
+
+
+def test_an_untraced_array_indexed_by_a_traced_one_is_named_as_such():
+    """A user probe's finding: ``bits[s]`` of a lookup table written in the function was refused
+    as a "conversion of a traced array" (NumPy's indexing asks the index for its data), which
+    did not say what to change."""
+    def lookup(s):
+        bits = np.array([0, 1, 1, 0], dtype=np.uint8)
+        return bits[s]
+    with pytest.raises(UnsupportedError, match="not traced .* indexed by a traced array") as info:
+        trace(lookup, (np.array([0, 3, 1]),))
+    assert "test_proxy_answers.py" in str(info.value)

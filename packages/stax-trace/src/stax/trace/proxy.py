@@ -19,7 +19,7 @@ from stax.ir import NN_FUNCTIONS, SCALAR_OPERATORS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
 from .isolation import refused
-from .source import library_frame, user_source
+from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
 from .traced_sizes import plain
 
 if TYPE_CHECKING:
@@ -451,8 +451,8 @@ def _into(tracer: Tracer, opcode: Opcode, target: str, func: Any, args: tuple[An
 
 
 def _same_shape_mask(key: Any, x: Proxy) -> bool:
-    return isinstance(key, Proxy) and isinstance(key.value, np.ndarray) and \
-        key.value.dtype == np.bool_ and key.value.shape == np.shape(x.value)
+    return isinstance(key, Proxy) and isinstance(key.value, np.ndarray) and key.value.dtype == \
+        np.bool_ and key.value.shape == np.shape(x.value)
 
 
 def escaped(source: str | None = None) -> UnsupportedError:
@@ -463,10 +463,10 @@ def escaped(source: str | None = None) -> UnsupportedError:
 
 
 def _conversion() -> UnsupportedError:
-    return refused(UnsupportedError(
-        "conversion of a traced array to a concrete NumPy array (np.asarray with arguments "
-        "that need its data, a C extension, or a NumPy function without __array_function__ "
-        "support)", source=user_source(3)))
+    return refused(UnsupportedError(UNTRACED_INDEXED if user_subscript() else  # ``table[idx]``
+        "conversion of a traced array to a concrete NumPy array (np.asarray with arguments that "
+        "need its data, a C extension, or a NumPy function without __array_function__ support)",
+        source=user_source(3)))
 
 
 def _live(proxy: Proxy) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 import sysconfig
@@ -27,6 +28,21 @@ def library_code(module: str | None, filename: str) -> bool:
     packages count as the user's)."""
     return (module or "").split(".")[0] in ("numpy", "stax") or filename.startswith("<frozen ") \
         or (filename.startswith(_STDLIB) and not any(p in filename for p in _INSTALLED))
+
+
+#: what NumPy's indexing of an untraced array by a traced one is refused as (``user_subscript``)
+UNTRACED_INDEXED = ("an array that is not traced (a constant written in the function, a global, "
+                    "an object's attribute) indexed by a traced array: NumPy's indexing needs "
+                    "the index's data; pass the indexed array as an argument")
+
+
+def user_subscript() -> bool:
+    """Whether the innermost user frame is at ``a[b]`` or ``a[b] = c``: NumPy's own indexing of
+    an untraced array asking a traced index for its data (``table[idx]``)."""
+    frame = user_frame(3)
+    if frame is None or frame.f_lasti < 0:
+        return False
+    return dis.opname[frame.f_code.co_code[frame.f_lasti]] in ("BINARY_SUBSCR", "STORE_SUBSCR")
 
 
 def library_frame(frame: FrameType) -> bool:
