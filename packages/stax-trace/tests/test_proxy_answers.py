@@ -205,6 +205,6 @@ def test_an_untraced_array_indexed_by_a_traced_one_is_named_as_such():
     def lookup(s):
         bits = np.array([0, 1, 1, 0], dtype=np.uint8)
         return bits[s]
-    with pytest.raises(UnsupportedError, match="not traced .* indexed by a traced array") as info:
+    with pytest.raises(UnsupportedError, match=r"not traced .* indexed by a traced array") as info:
         trace(lookup, (np.array([0, 3, 1]),))
     assert "test_proxy_answers.py" in str(info.value)

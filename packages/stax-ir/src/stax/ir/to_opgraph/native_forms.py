@@ -21,7 +21,8 @@ from .registry import RULES
 
 #: the ops a native form emits
 NATIVE_FORM_OPS = frozenset({"view", "take", "take_const", "reshape", "dynamic_slice", "full",
-                             "cast", "sub", "lt", "gt", "ne", "logical_or", "decline_if"})
+                             "cast", "sub", "lt", "gt", "ne", "logical_or", "decline_if",
+                             "ge", "add", "mul", "where"})
 RESHAPES = frozenset({("method", "reshape"), ("method", "ravel"), ("method", "flatten"),
                       ("function", "numpy.reshape"), ("function", "numpy.ravel")})
 
@@ -49,6 +50,8 @@ def lower_native_form(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                         name=node.target)
     if form == "take":
         return ctx.emit("take", (args[0], args[1]), {"axis": 0})
+    if form == "take_pairs":
+        return _take_pairs(ctx, node, args[0], args[1])
     if form == "take_axis":  # x[:, idx]: one index array among full slices
         axis = gather_axis(args[0], args[1])
         return ctx.emit("take", (args[0], args[1][axis]), {"axis": axis})
@@ -72,6 +75,8 @@ def native_form(node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> st
             return "take"
         if gather_axis(args[0], args[1]) is not None:
             return "take_axis"
+        if paired_indices(args[0], args[1]):
+            return "take_pairs"
         if traced_basic_key(args[0], args[1]) is not None:
             return "traced_basic"
         if constant_indices(args) is not None:
@@ -163,6 +168,44 @@ def gather_axis(x: Any, key: Any) -> int | None:
     if not all(entry == full for k, entry in enumerate(key) if k != arrays[0]):
         return None
     return arrays[0]
+
+
+def paired_indices(x: Any, key: Any) -> bool:
+    """``x[rows, cols]``: one integer index array per axis of ``x`` (a static shape), all of
+    one shape (``logp[np.arange(n), y]``, a loss's picked entries)."""
+    if not isinstance(key, tuple) or not isinstance(x, Node) or x.tensor is None or \
+            len(key) != x.tensor.ndim or len(key) < 2 or is_symbolic(tuple(x.tensor.shape)):
+        return False
+    shapes = {tuple(k.tensor.shape) for k in key if isinstance(k, Node) and k.tensor is not None
+              and np.dtype(k.tensor.dtype).kind in "iu"}
+    return len(shapes) == 1 and all(isinstance(k, Node) for k in key) and \
+        not is_symbolic(next(iter(shapes)))
+
+
+def _take_pairs(ctx: LoweringContext, node: Node, x: Node, key: tuple[Node, ...]) -> Node:
+    """``x[rows, cols]`` as one gather from x's elements in C order: each index checked in its
+    axis's bounds (NumPy raises IndexError otherwise: such a call declines, and NumPy raises),
+    a negative one counted from the end, then the flat position ``sum(i_k * stride_k)``."""
+    shape = tuple(int(n) for n in x.tensor.shape)
+    positions = tuple(key[0].tensor.shape)
+    index, bool_meta = dense_meta(positions, "int64"), dense_meta(positions, "bool")
+    flat = bad = None
+    for k, (entry, n) in enumerate(zip(key, shape)):
+        i = entry if entry.tensor.dtype == "int64" else \
+            ctx.emit("cast", (entry,), {"dtype": "int64"}, meta=index)
+        out = ctx.emit("logical_or", (ctx.emit("lt", (i, -n), meta=bool_meta),
+                                      ctx.emit("ge", (i, n), meta=bool_meta)), meta=bool_meta)
+        bad = out if bad is None else ctx.emit("logical_or", (bad, out), meta=bool_meta)
+        i = ctx.emit("where", (ctx.emit("lt", (i, 0), meta=bool_meta),
+                               ctx.emit("add", (i, n), meta=index), i), meta=index)
+        stride = int(np.prod(shape[k + 1:], dtype=np.int64))
+        term = i if stride == 1 else ctx.emit("mul", (i, stride), meta=index)
+        flat = term if flat is None else ctx.emit("add", (flat, term), meta=index)
+    flat = ctx.emit("decline_if", (flat, bad), {"why": "an index out of bounds: NumPy raises "
+                                                       "IndexError"}, meta=index)
+    whole = ctx.emit("reshape", (x,), {"shape": (int(np.prod(shape, dtype=np.int64)),)},
+                     meta=dense_meta((int(np.prod(shape, dtype=np.int64)),), x.tensor.dtype))
+    return ctx.emit("take", (whole, flat), {"axis": 0})
 
 
 def constant_indices(args: tuple[Any, ...]) -> tuple[int, ...] | None:
