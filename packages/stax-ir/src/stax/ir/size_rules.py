@@ -218,6 +218,26 @@ def _scanned(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return operands[0].shape
 
 
+def _accumulated(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.maximum.accumulate(x, axis)`` and every binary ufunc's: x's shape."""
+    if len(operands) != 1 or not operands[0].shape or {"out"} & set(node.kwargs) or \
+            not node.args or not isinstance(node.args[0], Node):
+        return None
+    return operands[0].shape
+
+
+def _polynomial(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.polyval(p, x)`` of 1-D coefficients (an array, or numbers): x's shape."""
+    if len(node.args) != 2 or node.kwargs or not isinstance(node.args[1], Node):
+        return None
+    p = node.args[0]
+    if isinstance(p, Node):
+        return operands[1].shape if len(operands) == 2 and len(operands[0].shape) == 1 else None
+    if not isinstance(p, (list, tuple)) or not all(isinstance(c, (int, float)) for c in p):
+        return None
+    return operands[0].shape if len(operands) == 1 else None
+
+
 def _like(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     """``np.zeros_like(x)`` and its kin: x's shape (unless the call gives another)."""
     if "shape" in node.kwargs or not operands or not node.args or \
@@ -438,6 +458,9 @@ def shape_rules() -> dict[str, Rule]:
     rules.update(dict.fromkeys(("numpy.zeros_like", "numpy.ones_like", "numpy.empty_like",
                                 "numpy.full_like"), _like))
     rules["numpy.diff"] = _differenced
+    rules.update(dict.fromkeys((t.replace(".outer", ".accumulate") for t in _ufunc_outer_targets()),
+                               _accumulated))
+    rules["numpy.polyval"] = _polynomial
     rules.update(dict.fromkeys(("numpy.zeros", "numpy.ones", "numpy.full"), _created))
     rules["numpy.arange"] = _arange
     rules["stax.functional.setitem"] = _updated
