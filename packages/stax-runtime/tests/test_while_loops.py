@@ -710,3 +710,31 @@ def test_a_break_test_joined_by_or_with_a_counter_lifts(monkeypatch, caplog):
     assert compiled.cache_info().versions == 1
     a = np.full(4, 2.0)  # the counter ends it: 100 iterations of a tolerance never met
     assert compiled(a, -1.0)[1] == newton_until(a, -1.0)[1] == 100
+
+
+def kepler(M, e, tol=1e-12):
+    E = np.where(e < 0.8, M, np.pi * np.ones_like(M))
+    it = 0
+    while True:
+        dE = (E - e * np.sin(E) - M) / (1 - e * np.cos(E))
+        E = E - dE
+        it += 1
+        if np.max(np.abs(dE)) < tol or it >= 50:
+            break
+    return E, it
+
+
+def test_a_counter_does_not_keep_the_first_iteration_as_a_gate():
+    """A user probe's finding: Newton's method on Kepler's equation compiled a version (0.5 s)
+    for every eccentricity. The loop lifted only after its first iteration, traced as written,
+    because its counter (``it += 1``, a Python int) changed there; that iteration's test was a
+    data gate, and a version with data gates keeps its scalars exact. A counter carried
+    traced (``loop_counters``) now lets the step run every iteration from before the loop."""
+    compiled = stax.compile(kepler)
+    M = np.random.default_rng(0).uniform(0, 2 * np.pi, 500)
+    for e in list(np.linspace(0.05, 0.95, 10)) * 2:
+        got, want = compiled(M, float(e)), kepler(M, float(e))
+        assert got[1] == want[1] and type(got[1]) is type(want[1])
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+    assert compiled.cache_info().versions <= 3  # (e < 0.8 and not: two outcomes)
+    assert all(v.gates is None for v in compiled.versions())

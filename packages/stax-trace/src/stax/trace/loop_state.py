@@ -160,6 +160,8 @@ def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],
         elif isinstance(old, Proxy) != isinstance(new, Proxy) or (
                 isinstance(old, Proxy) and not _same_kind(old.value, new.value)):
             return None
+        elif name in site.counters and type(old) is int and type(new) is int:
+            start[name] = old  # a counter (``it += 1``): the lift carries it traced, from here
         elif name in site.floats and type(_number(old)) is float and \
                 type(_number(new)) is float:  # a float the loop carries (``carried_floats``):
             start[name] = old  # from its value before the loop, compared with nothing (a read)
