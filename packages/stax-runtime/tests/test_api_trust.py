@@ -173,3 +173,16 @@ def test_a_draw_into_an_argument_runs_eagerly():
         assert compiled(mine, g_mine) == _fill_from(theirs, g_theirs)
         np.testing.assert_array_equal(mine, theirs)
     assert g_mine.bit_generator.state == g_theirs.bit_generator.state
+
+
+def _fill_positional(x, g):
+    g.standard_normal(x.shape, np.float64, x)
+    return x.sum()
+
+
+def test_a_draw_into_an_argument_by_position_runs_eagerly():
+    compiled = stax.compile(_fill_positional)
+    mine, theirs = np.zeros(3), np.zeros(3)
+    g_mine, g_theirs = np.random.default_rng(0), np.random.default_rng(0)
+    assert compiled(mine, g_mine) == _fill_positional(theirs, g_theirs)
+    np.testing.assert_array_equal(mine, theirs)

@@ -64,3 +64,30 @@ def test_an_index_out_of_bounds_raises_numpy_s_error(r, c):
     with pytest.raises(IndexError) as got:
         compiled(X, r, c)
     assert str(got.value) == str(eager.value)
+
+
+def test_a_boolean_index_beside_an_integer_one_is_a_mask_as_numpy():
+    """A review's finding: a bool array among the keys was read as 0/1 positions (and a short
+    one past its end)."""
+    x = np.arange(8.0).reshape(4, 2)
+    compiled = stax.compile(lambda x, r, c: x[r, c])
+    for r, c in [(np.arange(4), np.array([False, True])), (np.array([0, 1, 2]),
+                                                           np.array([True, True]))]:
+        try:
+            want = x[r, c]
+        except IndexError:
+            with pytest.raises(IndexError):
+                compiled(x, r, c)
+            continue
+        np.testing.assert_array_equal(compiled(x, r, c), want)
+
+
+def test_one_generic_version_over_batch_sizes():
+    """A review's finding: the gather's sizes were read as numbers, so every batch size
+    compiled a version of its own (the NLL loss: 8 versions, then eager)."""
+    compiled = stax.compile(nll)
+    for n in range(2, 12):
+        logp = RNG.standard_normal((n, 10))
+        y = RNG.integers(0, 10, n)
+        np.testing.assert_allclose(compiled(logp, y), nll(logp, y), rtol=1e-14)
+    assert compiled.cache_info().versions <= 2

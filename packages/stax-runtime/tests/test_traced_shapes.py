@@ -58,3 +58,16 @@ def test_a_shape_numpy_refuses_raises_numpy_s_error():
         by_elements(x, np.array([2, 0]))
     with pytest.raises(ValueError, match="cannot reshape"):
         compiled(x, np.array([2, 0]))
+
+
+def test_a_boolean_shape_raises_numpy_s_own_error():
+    """A review's finding: a bool shape value was read as an index first, whose error is not
+    NumPy's ("an integer is required")."""
+    compiled = stax.compile(by_element)
+    compiled(np.array([3]), np.arange(12.0))
+    h = np.array([True])
+    with pytest.raises(TypeError) as eager:
+        by_element(h, np.arange(12.0))
+    with pytest.raises(TypeError) as got:
+        compiled(h, np.arange(12.0))
+    assert str(got.value) == str(eager.value)

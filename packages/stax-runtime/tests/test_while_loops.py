@@ -738,3 +738,28 @@ def test_a_counter_does_not_keep_the_first_iteration_as_a_gate():
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
     assert compiled.cache_info().versions <= 3  # (e < 0.8 and not: two outcomes)
     assert all(v.gates is None for v in compiled.versions())
+
+
+def _shrink_first_pass(a, tol):
+    x = a.copy()
+    it = 0
+    while np.max(np.abs(x)) > tol and it < 9:
+        if it is first_pass:  # an identity: an int64 counter is no Python int
+            x = x + 1.0
+        x = x * 0.5
+        it += 1
+    return x, it
+
+
+first_pass = 0
+
+
+def test_a_counter_compared_by_identity_is_no_counter():
+    """A review's finding: ``it is 0`` counted as a comparison of the counter, which the step
+    carries as an int64, so the first iteration's branch was not taken there."""
+    compiled = stax.compile(_shrink_first_pass)
+    a = np.array([1.0, -0.5, 0.25])
+    for tol in (0.3, 1.0, 2.0):
+        got, want = compiled(a, tol), _shrink_first_pass(a, tol)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]

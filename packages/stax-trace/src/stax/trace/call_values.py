@@ -80,7 +80,8 @@ def gate_shape_arguments(target: str, args: Any, kwargs: dict[str, Any]) -> tupl
 
 
 def _gated_shape(value: Any) -> Any:
-    if isinstance(value, Proxy):
+    if isinstance(value, Proxy) and np.asarray(value.value).dtype.kind in "iu":  # (others:
+        # NumPy's own error, from the call)
         if np.ndim(value.value) == 0:
             return operator.index(value)
         return tuple(operator.index(v) for v in value)  # (a 2-D one: NumPy's error, below)

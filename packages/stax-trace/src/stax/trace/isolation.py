@@ -336,3 +336,8 @@ def private_copy(generator: np.random.Generator) -> np.random.Generator:
     generator's lock, which NumPy's own draws hold (another thread may be drawing from it)."""
     with generator.bit_generator.lock:
         return copy.deepcopy(generator)
+
+
+#: ``out`` among a Generator draw's positional parameters: a draw into an array (filled in
+#: place) is not captured (``proxy.GeneratorProxy``)
+OUT_AT = {"random": 2, "standard_normal": 2, "standard_exponential": 3, "standard_gamma": 3}

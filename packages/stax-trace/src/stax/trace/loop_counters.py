@@ -98,8 +98,10 @@ def _counter_use(name: ast.Name, parent: ast.AST, in_loop: bool, results: Mappin
             return isinstance(parent, ast.AugAssign) and _int_step(parent)
         return isinstance(parent, ast.Assign) and len(parent.targets) == 1 and \
             isinstance(parent.value, ast.Constant) and type(parent.value.value) is int
-    if isinstance(name.ctx, ast.Load):
-        return isinstance(parent, ast.Compare) if in_loop else id(name) in results
+    if isinstance(name.ctx, ast.Load):  # (``it is 0``: an identity, which an int64 changes)
+        return isinstance(parent, ast.Compare) and not any(
+            isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops) if in_loop \
+            else id(name) in results
     return False
 
 

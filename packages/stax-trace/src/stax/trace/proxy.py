@@ -18,7 +18,7 @@ import numpy as np
 from stax.ir import NN_FUNCTIONS, SCALAR_OPERATORS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
-from .isolation import refused
+from .isolation import OUT_AT, refused
 from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
 from .traced_sizes import plain
 
@@ -350,10 +350,9 @@ class Proxy:
 
 
 class GeneratorProxy:
-    """Stands in for a ``np.random.Generator`` argument during capture. Each draw
-    (``rng.standard_normal(shape)``) becomes a graph node marked random; the compiled program
-    makes the same call on the caller's generator, in the same order, so the generator advances
-    exactly as in eager execution. Capture draws from a copy (``isolation.private_copy``)."""
+    """Stands in for a ``np.random.Generator`` argument during capture: each draw becomes a
+    node marked random, which the compiled program makes on the caller's generator, in the same
+    order (capture draws from a copy, ``isolation.private_copy``)."""
 
     __slots__ = ("generator", "node", "tracer")
 
@@ -369,7 +368,7 @@ class GeneratorProxy:
                                            source=user_source()))
 
         def draw(*args: Any, **kwargs: Any) -> Any:
-            if kwargs.get("out") is not None:  # filled in place: capture has no such draw
+            if kwargs.get("out") is not None or len(args) > OUT_AT.get(name, 99):
                 raise refused(UnsupportedError(f"Generator.{name}(out=)", source=user_source()))
             return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
                                       lambda g, *a, **k: getattr(g, name)(*a, **k), random=True)

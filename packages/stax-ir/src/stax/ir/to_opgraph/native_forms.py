@@ -174,12 +174,14 @@ def paired_indices(x: Any, key: Any) -> bool:
     """``x[rows, cols]``: one integer index array per axis of ``x`` (a static shape), all of
     one shape (``logp[np.arange(n), y]``, a loss's picked entries)."""
     if not isinstance(key, tuple) or not isinstance(x, Node) or x.tensor is None or \
-            len(key) != x.tensor.ndim or len(key) < 2 or is_symbolic(tuple(x.tensor.shape)):
+            len(key) != x.tensor.ndim or len(key) < 2 or \
+            any(is_symbolic(n) for n in x.tensor.shape):
         return False
-    shapes = {tuple(k.tensor.shape) for k in key if isinstance(k, Node) and k.tensor is not None
-              and np.dtype(k.tensor.dtype).kind in "iu"}
-    return len(shapes) == 1 and all(isinstance(k, Node) for k in key) and \
-        not is_symbolic(next(iter(shapes)))
+    if not all(isinstance(k, Node) and k.tensor is not None and  # (a bool array is a mask)
+               np.dtype(k.tensor.dtype).kind in "iu" for k in key):
+        return False
+    shapes = {tuple(k.tensor.shape) for k in key}
+    return len(shapes) == 1 and not any(is_symbolic(n) for n in next(iter(shapes)))
 
 
 def _take_pairs(ctx: LoweringContext, node: Node, x: Node, key: tuple[Node, ...]) -> Node:
