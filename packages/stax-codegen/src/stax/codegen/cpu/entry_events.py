@@ -75,6 +75,25 @@ def underflow_ignored(fn: ir.Function, b: ir.IRBuilder, contextvar_get: ir.Value
     return b.icmp_unsigned("==", b.and_(got, ir.Constant(I32, UNDER_MASK)), ir.Constant(I32, 0))
 
 
+def _call_with_bits(fn: ir.Function, b: ir.IRBuilder, bits: ir.Value, hook: ir.Value,
+                    from_long: ir.Value, vectorcall: ir.Value, decref: ir.Value,
+                    slot: str) -> ir.Value:
+    """``hook(bits)`` through ``PyObject_Vectorcall`` (its argument an int made by
+    ``PyLong_FromLong`` at ``from_long``, held in the entry block's ``slot``): the new
+    reference it returns, NULL where it raised."""
+    make = b.inttoptr(from_long, ir.FunctionType(I8P, [I64]).as_pointer())
+    arg = b.call(make, [b.zext(bits, I64)])
+    with b.goto_entry_block():
+        b.position_at_start(fn.entry_basic_block)
+        argv = b.alloca(I8P, name=slot)
+    b.store(arg, argv)
+    call_fn = b.inttoptr(vectorcall, ir.FunctionType(I8P, [I8P, I8PP, I64, I8P]).as_pointer())
+    got = b.call(call_fn, [b.inttoptr(hook, I8P), argv, ir.Constant(I64, 1),
+                           ir.Constant(I8P, None)])
+    b.call(decref, [arg])
+    return got
+
+
 def report_late(fn: ir.Function, b: ir.IRBuilder, status: ir.Value, report: ir.Value,
                 from_long: ir.Value, vectorcall: ir.Value, decref: ir.Value,
                 result: ir.Value) -> None:
@@ -86,16 +105,7 @@ def report_late(fn: ir.Function, b: ir.IRBuilder, status: ir.Value, report: ir.V
                                                              "late_done"))
     b.cbranch(b.icmp_unsigned("!=", bits, ir.Constant(I32, 0)), call, done)
     b.position_at_end(call)
-    make = b.inttoptr(from_long, ir.FunctionType(I8P, [I64]).as_pointer())
-    arg = b.call(make, [b.zext(bits, I64)])
-    with b.goto_entry_block():
-        b.position_at_start(fn.entry_basic_block)
-        argv = b.alloca(I8P, name="late_argv")
-    b.store(arg, argv)
-    call_fn = b.inttoptr(vectorcall, ir.FunctionType(I8P, [I8P, I8PP, I64, I8P]).as_pointer())
-    got = b.call(call_fn, [b.inttoptr(report, I8P), argv, ir.Constant(I64, 1),
-                           ir.Constant(I8P, None)])
-    b.call(decref, [arg])
+    got = _call_with_bits(fn, b, bits, report, from_long, vectorcall, decref, "late_argv")
     ok = fn.append_basic_block("late_reported")
     b.cbranch(b.icmp_unsigned("==", got, ir.Constant(I8P, None)), raised, ok)
     b.position_at_end(ok)
@@ -117,16 +127,7 @@ def settle_events(fn: ir.Function, b: ir.IRBuilder, bits: ir.Value, words: list[
     exception (NumPy's ``FloatingPointError``, a warning turned error) drops what the call made
     and returns NULL with it."""
     hook, from_long, vectorcall, true = words
-    make = b.inttoptr(from_long, ir.FunctionType(I8P, [I64]).as_pointer())
-    arg = b.call(make, [b.zext(bits, I64)])
-    with b.goto_entry_block():
-        b.position_at_start(fn.entry_basic_block)
-        argv = b.alloca(I8P, name="settle_argv")
-    b.store(arg, argv)
-    call_fn = b.inttoptr(vectorcall, ir.FunctionType(I8P, [I8P, I8PP, I64, I8P]).as_pointer())
-    got = b.call(call_fn, [b.inttoptr(hook, I8P), argv, ir.Constant(I64, 1),
-                           ir.Constant(I8P, None)])
-    b.call(decref, [arg])
+    got = _call_with_bits(fn, b, bits, hook, from_long, vectorcall, decref, "settle_argv")
     raised, answered = fn.append_basic_block("settle_raised"), fn.append_basic_block("settled")
     b.cbranch(b.icmp_unsigned("==", got, ir.Constant(I8P, None)), raised, answered)
     b.position_at_end(raised)
