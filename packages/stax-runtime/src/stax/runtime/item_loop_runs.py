@@ -17,6 +17,12 @@ from stax.ir.scalar_inputs import input_dtype
 
 from . import config, logs
 
+#: a ``while`` step's first machine-code run takes this many iterations, each next one four
+#: times more, up to ``LAST_CHUNK``: Python regains control between runs (Ctrl-C ends a loop
+#: that never ends)
+FIRST_CHUNK = 64
+LAST_CHUNK = 1 << 16
+
 
 def _names(names: dict[int, str | None], pairs: Any) -> str:
     return ", ".join(str(names[i]) for i, _ in pairs) or "none"

@@ -61,6 +61,7 @@ from .item_loop_runs import ItemLoopRun
 from .item_uses import ITEM, check_item_uses
 from .lift_plan import plan_step, scalar_inputs, taking_bases
 from .lifted_first_runs import Unstable, first_run
+from .steady_loops import SteadyCall, Tested
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
@@ -184,6 +185,8 @@ class Runner:
     ``eager`` set (the body measured faster in NumPy at capture), the body function itself runs
     per item, on the values as eager Python has them."""
 
+    going_input: str | None = None  # the input saying whether a ``while`` step runs at all
+
     def __init__(self, compiled: Any, whole: Any, site: LoopSite, items: range,
                  inputs: list[str], constants: dict[str, Any], outputs: list[str],
                  stop_input: bool, scalars: set[str], views: dict[str, Any]) -> None:
@@ -212,6 +215,7 @@ class Runner:
         self._kept = self._kept_results()  # what ``_keep`` binds after a compiled item
         self.capturing = True  # the capture's runs (``first_run``): a version per carried value
         # then sends the loop to NumPy (later calls compile what they must, to the limit)
+        self.steady: SteadyCall | None = None  # calls like the last one that ran in machine code
 
     def _values(self, arrays: Any) -> dict[str, Any]:
         values = dict(self.constants)
@@ -234,17 +238,36 @@ class Runner:
         return values
 
     def __call__(self, *arrays: Any) -> tuple[Any, ...]:
+        steady, tested = self.steady, None
+        if steady is not None:
+            results = steady(arrays)
+            if isinstance(results, Tested):  # handed over after the ``while`` step's test
+                tested = results.going
+            elif results is not None:
+                return results
+        arrays_given = arrays
         items = self.items
         if self.stop_input:  # this call's count (at least the fewest its version lifts)
             *arrays, stop = arrays
             items = range(items.start, int(stop), items.step)
         values = self._values(arrays)
         given = {name: values[name] for name in self.inputs if name not in self.copied}
+        if tested is not None:  # (the test as an input: not run twice, nor its warnings)
+            values[self.going_input] = tested
         if self.eager:
             self._run_eagerly(values, items)
         else:
             self._run_compiled(values, items)
         self._settle(values, given)
+        results = self._results(values, given, items)
+        if MACHINE_CODE in values:  # every item ran in the machine-code loop: later calls
+            self.steady = SteadyCall.of(self, values[MACHINE_CODE], arrays_given)  # like it
+        return results
+
+    def _results(self, values: dict[str, Any], given: dict[str, Any], items: range
+                 ) -> tuple[Any, ...]:
+        """The step's results from the locals after a run, checked to be the objects capture
+        found them to be (``_identities``)."""
         same = _identities([None if name in self.scalars else values[name]
                             for name in self.outputs], given, self._order)
         if self.identities is None:
@@ -335,9 +358,8 @@ class Runner:
             else:
                 looped = None
             if t == len(items) or exited:
-                if underflowed:
-                    errstate.report(UNDERFLOW)
-                self.count, values[LAST_ITEM] = t, items[t - 1]
+                self._ran(values, t, underflowed, items)
+                values[MACHINE_CODE] = looped
                 return
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
@@ -406,6 +428,13 @@ class Runner:
         self.count = t
         if t:
             values[LAST_ITEM] = items[t - 1]
+
+    def _ran(self, values: dict[str, Any], count: int, underflowed: bool, items: range
+             ) -> None:
+        """After a run in the machine-code loop of the first ``count`` of ``items``."""
+        if underflowed:  # the call declines where NumPy's error state heeds underflow
+            errstate.report(UNDERFLOW)
+        self.count, values[LAST_ITEM] = count, items[count - 1]
 
     def _kept_results(self) -> list[tuple[int, str, Any]]:
         """(position in the body's results, name, the constant it must stay) of what a
@@ -508,6 +537,9 @@ LOOP_TRIES = 3  # items after which the layouts are expected steady
 
 
 NO_CONSTANT = object()  # no constant
+#: a call's ``values`` entry, where every item ran in the machine-code loop: that loop
+#: (``SteadyCall``)
+MACHINE_CODE = "__stax_machine_code"
 #: a call's ``values`` entry for the last item its run ran (a loop ending at a test: the
 #: target the function returns); per call, as several threads may run one step at once
 LAST_ITEM = "__stax_last_item"
@@ -529,7 +561,11 @@ def _identities(results: list[Any], given: dict[str, Any], order: list[int]
         if isinstance(value, np.ndarray):
             same = first[id(value)]
             if same == k:
-                same = next((n for n, v in given.items() if v is value), None)
+                same = None
+                for name, v in given.items():
+                    if v is value:
+                        same = name
+                        break
         out.append(same)
     return tuple(out)
 

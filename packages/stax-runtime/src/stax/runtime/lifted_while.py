@@ -34,12 +34,13 @@ from stax.trace.while_loops import goes_on_after, install_while_lifter
 
 from . import config, logs
 from .api import CompiledFunction
-from .item_loop_runs import ItemLoopRun
+from .item_loop_runs import FIRST_CHUNK, LAST_CHUNK, ItemLoopRun
 from .item_uses import ITEM, check_counter_uses, check_item_uses
 from .lift_plan import named_parameters, plan_step, scalar_inputs
 from .lifted_first_runs import first_run
 from .lifted_loops import (
     LOOP_TRIES,
+    MACHINE_CODE,
     NO_CONSTANT,
     Runner,
     layouts_of,
@@ -51,10 +52,6 @@ from .lifted_loops import (
 #: the step's input saying whether the loop goes on after an iteration traced as written, and
 #: the call's count of iterations (its ``values``)
 GOING, ITERATIONS = "__stax_going", "__stax_iterations"
-#: iterations of the first machine-code run; each next run takes four times more, up to
-#: ``_LAST_CHUNK``: Python regains control between runs (Ctrl-C ends a loop that never ends)
-_FIRST_CHUNK = 64
-_LAST_CHUNK = 1 << 16
 
 
 def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
@@ -88,6 +85,7 @@ def lift_while(tracer: Any, site: LoopSite, test: Any, body: Any, whole: Any,
     runner.private = {n for n in outputs if _private(tracer, state, n, elsewhere)}
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
         first = first_run(runner, start)
+    runner.capturing = False
     if isinstance(first, str):
         return unrolls(site, first)
     results, how = first
@@ -142,6 +140,7 @@ class WhileRunner(Runner):
     capture's timing divides by it)."""
 
     test: Any = None  # the loop's test as written (``__stax_test_N``)
+    going_input = GOING
     #: results whose value before the loop nothing but its own local sees (``lift_while``)
     private: frozenset[str] | set[str] = frozenset()
 
@@ -194,7 +193,7 @@ class WhileRunner(Runner):
         kept = self._kept
         flag = len(site.returned)  # the test's place among the compiled step's results
         going = bool(values.pop(GOING)) if GOING in values else self._tested(values)
-        count, chunk, tries = 0, _FIRST_CHUNK, LOOP_TRIES
+        count, chunk, tries = 0, FIRST_CHUNK, LOOP_TRIES
         looped = self.loops.get(layouts_of(values, self.call_params))
         direct: dict[Any, Any] = {}
         clock, underflowed, stopped = None, False, False
@@ -208,8 +207,10 @@ class WhileRunner(Runner):
             if going and ran[0] < chunk:
                 stopped = True  # an iteration stopped it (an event, a check): the
                 break  # dispatcher's, below
-            chunk = min(chunk * 4, _LAST_CHUNK)
+            chunk = min(chunk * 4, LAST_CHUNK)
         if not going:  # (no context to enter for iterations through the dispatcher)
+            if looped is not None and count:
+                values[MACHINE_CODE] = looped  # every iteration in machine code
             return self._ran(values, count, underflowed)
         with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
                 not_watching():
@@ -224,7 +225,7 @@ class WhileRunner(Runner):
                         if ran[2]:  # a false test ended the loop
                             break
                         if ran[0] == chunk:
-                            chunk = min(chunk * 4, _LAST_CHUNK)
+                            chunk = min(chunk * 4, LAST_CHUNK)
                             continue
                         # an iteration stopped it (an event, a check): the dispatcher's
                 args = self._args(values, 0)
@@ -257,7 +258,8 @@ class WhileRunner(Runner):
             self.seconds_per_item = (time.perf_counter() - clock) / (count - 1)
         self._ran(values, count, underflowed)
 
-    def _ran(self, values: dict[str, Any], count: int, underflowed: bool) -> None:
+    def _ran(self, values: dict[str, Any], count: int, underflowed: bool,
+             items: range = range(0)) -> None:
         if underflowed:  # the call declines where NumPy's error state heeds underflow
             errstate.report(UNDERFLOW)
         self.items = range(count)

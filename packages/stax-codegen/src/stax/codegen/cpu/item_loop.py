@@ -394,8 +394,8 @@ class ItemLoop:
         """``(items run, results, inputs, underflowed, exited)``: the body's results after the
         last item when all ran or a false test ended the loop (``exited``; None for a constant
         result), the inputs the item that stopped would have read (the values after the items
-        that ran), and whether an item may have underflowed. Arguments are never written:
-        carried ones are copied first."""
+        that ran; where none stopped, ``inputs`` as given), and whether an item may have
+        underflowed. Arguments are never written: carried ones are copied first."""
         try:
             frame = self._frames.pop()
         except IndexError:
@@ -433,8 +433,9 @@ class ItemLoop:
         exited = bool(seen & EXITED)
         views = frame[6]
         copies: dict[int, np.ndarray] = {}  # one per slot: two results of one are one array
-        now_inputs = [owned[now[i]] if i in self._carried else a for i, a in enumerate(inputs)]
         if ran < count and not exited:
+            now_inputs = [owned[now[i]] if i in self._carried else a
+                          for i, a in enumerate(inputs)]
             return ran, [], now_inputs, underflowed, False
         results: list[np.ndarray | None] = []
         for slot, kind in self._outputs:
@@ -446,7 +447,7 @@ class ItemLoop:
                 results.append(copies[slot])
             else:
                 results.append(None if slot < 0 else inputs[slot])
-        return ran, results, now_inputs, underflowed, exited
+        return ran, results, inputs, underflowed, exited
 
 
 #: where a loop's result is after a run: a buffer it moved, or the frame's block
