@@ -1,5 +1,6 @@
 """Issue 10, item 14: the API's smaller promises — custom backends, dump names, pickling, logs."""
 
+import collections.abc
 import logging
 import multiprocessing
 import pickle
@@ -186,3 +187,31 @@ def test_a_draw_into_an_argument_by_position_runs_eagerly():
     g_mine, g_theirs = np.random.default_rng(0), np.random.default_rng(0)
     assert compiled(mine, g_mine) == _fill_positional(theirs, g_theirs)
     np.testing.assert_array_equal(mine, theirs)
+
+
+def _if_hashable(x):
+    if isinstance(x, collections.abc.Hashable):  # an array is not; a NumPy scalar is
+        return x + 1.0
+    return x * 2.0
+
+
+def _if_sum_hashable(x):
+    return x * 2.0 if isinstance(x.sum(), collections.abc.Hashable) else x + 1.0
+
+
+def _array_as_key(x):
+    try:
+        hash(x)
+    except TypeError:  # an array is no dict key
+        return x * 3.0
+    return x
+
+
+def test_hashable_answers_as_for_numpys_objects():
+    """A probe's finding: ``isinstance(x, Hashable)`` was True for a traced array (the
+    stand-in's class defined ``__hash__``): the other branch, compiled into every call."""
+    x = np.arange(4.0)
+    for fn in (_if_hashable, _if_sum_hashable, _array_as_key):
+        compiled = stax.compile(fn)
+        for _ in range(2):
+            np.testing.assert_array_equal(compiled(x), fn(x))

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .proxy import GeneratorProxy, Proxy
+from .generator_proxy import GeneratorProxy
+from .proxy import Proxy
 from .traced_sizes import plain
 
 #: calls whose key may keep a lifted loop's traced integers as slice bounds (``item_slices``)

@@ -81,8 +81,9 @@ from stax.ir import Opcode
 
 from .calls import calls
 from .creation import active_tracer, intercept
+from .generator_proxy import GeneratorProxy
 from .loops import ITEM_ARGUMENT
-from .proxy import GeneratorProxy, Proxy
+from .proxy import Proxy, ScalarProxy
 from .source import library_frame
 
 if TYPE_CHECKING:
@@ -192,7 +193,7 @@ def select(tracer: Tracer, name: str, items: list[Any]) -> Proxy | None:
             return None
     weak = [v for v in traced if type(v) is _Weak]
     for value in weak:  # compared and selected as they are, either way
-        _SET_CLASS(value, Proxy)
+        _SET_CLASS(value, ScalarProxy)
     try:
         best, conds = _chain(_COMPARE[name], items)
     finally:
@@ -259,7 +260,7 @@ def _resolve(tracer: Tracer, choice: _Choice) -> None:
     chosen = tracer.gate(code, "int") if isinstance(code, Proxy) else code
     choice.settled = True
     for member in choice.members:
-        _SET_CLASS(member, Proxy if chosen < 0 else _Pinned)
+        _SET_CLASS(member, ScalarProxy if chosen < 0 else _Pinned)
 
 
 # -- the uses of weak and pinned values ---------------------------------------------------------
@@ -335,7 +336,7 @@ def _weak_again(tracer: Tracer, op: Any, target: str, args: Any, kwargs: dict[st
     weak in turn, settled with it."""
     choice = tracer.selections[weak[0].node]
     for value in weak:
-        _SET_CLASS(value, Proxy)
+        _SET_CLASS(value, ScalarProxy)
     quiet = np.errstate(all="ignore") if choice.example >= 0 else contextlib.nullcontext()
     try:
         with quiet:  # the example computed Python's float arithmetic: no NumPy reports
@@ -393,7 +394,7 @@ def settled_result(tracer: Tracer, leaves: list[Any]) -> list[Any]:
     return list(settle(tracer, None, None, tuple(leaves), {}, None)[0])
 
 
-class _Weak(Proxy):
+class _Weak(ScalarProxy):
     """A max/min result standing for an np.float64 or a Python float (module docstring)."""
 
     __slots__ = ()
@@ -420,7 +421,7 @@ def _settling(name: str) -> Callable[..., Any]:
     return method
 
 
-class _Pinned(Proxy):
+class _Pinned(ScalarProxy):
     """A weak value the gate found to be a Python float: that float for the rest of capture
     (recorded calls get the float, ``settle``; Python's own protocols answer from it here)."""
 

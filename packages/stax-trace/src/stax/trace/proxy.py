@@ -18,7 +18,7 @@ import numpy as np
 from stax.ir import NN_FUNCTIONS, SCALAR_OPERATORS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
-from .isolation import OUT_AT, refused
+from .isolation import refused
 from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
 from .traced_sizes import plain
 
@@ -48,6 +48,11 @@ STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nb
 class Proxy:
     __slots__ = ("node", "tracer", "value", "view_of")
     __array_priority__ = 1000.0
+
+    def __new__(cls, node: Any, value: Any, tracer: Tracer) -> Proxy:
+        if cls is Proxy and not isinstance(value, np.ndarray):
+            cls = ScalarProxy  # (what ``isinstance(x, Hashable)`` and ``hash(x)`` see)
+        return object.__new__(cls)
 
     def __init__(self, node: Any, value: Any, tracer: Tracer) -> None:
         self.node = node
@@ -79,12 +84,10 @@ class Proxy:
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise _text(self, "pickling or copying by pickle")
 
-    def __hash__(self) -> int:  # like ndarray's for an array; a NumPy scalar is hashable
-        _live(self)
-        if isinstance(self.value, np.ndarray):
-            raise TypeError("unhashable type: 'numpy.ndarray'")
-        raise refused(UnsupportedError("hash() of a traced NumPy scalar (a dict key or a set "
-                                       "member)", node=self.node.name, source=user_source()))
+    #: unhashable, as an array is: ``isinstance(x, collections.abc.Hashable)`` reads the
+    #: class (a method here answered True where eager's False took the other branch);
+    #: ``ScalarProxy`` stands for a NumPy scalar, which is hashable
+    __hash__ = None  # type: ignore[assignment]
 
     def __copy__(self) -> Any:
         return self.__getattr__("copy")()
@@ -349,37 +352,16 @@ class Proxy:
         return self
 
 
-class GeneratorProxy:
-    """Stands in for a ``np.random.Generator`` argument during capture: each draw becomes a
-    node marked random, which the compiled program makes on the caller's generator, in the same
-    order (capture draws from a copy, ``isolation.private_copy``)."""
+class ScalarProxy(Proxy):
+    """Stands in for a NumPy scalar (a reduction's result): hashable as one is, but ``hash()``
+    (a dict key, a set member) would key the compiled program by one call's value."""
 
-    __slots__ = ("generator", "node", "tracer")
+    __slots__ = ()
 
-    def __init__(self, node: Any, generator: np.random.Generator, tracer: Tracer) -> None:
-        self.node = node
-        self.generator = generator
-        self.tracer = tracer
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.generator, name)
-        if name.startswith("_") or not callable(attr) or name in ("spawn", "bit_generator"):
-            raise refused(UnsupportedError(f"Generator.{name} of a traced generator",
-                                           source=user_source()))
-
-        def draw(*args: Any, **kwargs: Any) -> Any:
-            if kwargs.get("out") is not None or len(args) > OUT_AT.get(name, 99):
-                raise refused(UnsupportedError(f"Generator.{name}(out=)", source=user_source()))
-            return self.tracer.record(Opcode.CALL_METHOD, name, (self, *args), kwargs,
-                                      lambda g, *a, **k: getattr(g, name)(*a, **k), random=True)
-        return draw
-
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:
-        return np.random.Generator
-
-    def __repr__(self) -> str:
-        return f"GeneratorProxy(%{self.node.name})"
+    def __hash__(self) -> int:
+        _live(self)
+        raise refused(UnsupportedError("hash() of a traced NumPy scalar (a dict key or a set "
+                                       "member)", node=self.node.name, source=user_source()))
 
 
 def _ufunc_into(tracer: Tracer, ufunc: np.ufunc, method: str, target: str, inputs: Any,

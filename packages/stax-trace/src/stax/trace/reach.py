@@ -517,6 +517,8 @@ def stand_in_error(exc: Exception) -> Exception:
     stand-in's type (``memoryview(x)``, ``hashlib.md5(x)``, ``weakref.ref(x)``: code that needs
     NumPy's own array object, which eager gives it), a refusal: the call runs eagerly."""
     text = str(exc)
+    if type(exc) is TypeError and text == "unhashable type: 'Proxy'":
+        return TypeError("unhashable type: 'numpy.ndarray'")  # ``hash(x)``: eager's error
     if isinstance(exc, UnsupportedError) or not any(
             part in text for part in ("'Proxy'", "buffer API", "bytes-like object")):
         return exc

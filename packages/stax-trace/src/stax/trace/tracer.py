@@ -35,11 +35,12 @@ from .creation import Created, constant_result, not_recording, recording_creatio
 from .error_state import current_error_state
 from .examples import example_view, root_array
 from .gate_budget import add_gate
+from .generator_proxy import GeneratorProxy
 from .isolation import private_copy, refused, refusing_draws
 from .leaves import leaf_names
 from .loop_index import taking_loop_index_argument
 from .outcome import Argument, Outcome
-from .proxy import GeneratorProxy, Proxy, escaped
+from .proxy import Proxy, escaped
 from .raised import caught_error, decided_by_key
 from .reach import plain_exception, scan, settle_stored, stand_in_error
 from .result_meta import meta_of, view_relation
