@@ -270,3 +270,25 @@ def test_a_while_loop_of_many_machine_code_runs(steady, monkeypatch):
             assert sum(ran) == want_n
         ran.clear()
     assert steady["ran"] >= 3
+
+
+def shrinks_in_its_test(x, c):
+    y = x + 0.0
+    while np.multiply(y, 0.9, out=y).max() > 0.5:  # the test updates y in place
+        y += 0.01 * (np.sqrt(y.min() - c[0]) > -1.0)  # c[0] = 0.3: invalid at a late iteration
+    return y
+
+
+def test_a_test_that_updates_a_local_in_place_runs_once(steady):
+    """A review's finding: a call handed over after the steady call ran the loop's test
+    started again from the arguments, without the test's update."""
+    compiled = stax.compile(shrinks_in_its_test)
+    x = np.random.default_rng(0).random((4, 300)) + 0.5
+    ok, late = np.array([0.0]), np.array([0.3])
+    with np.errstate(all="ignore"):
+        for _ in range(12):
+            compiled(x.copy(), ok)
+        assert steady["ran"] >= 1
+        for data, c in ((x * 0.1, ok), (x, late), (x, ok), (x * 0.1, ok)):
+            got, want = _eager_and_compiled(shrinks_in_its_test, compiled, data, c)
+            np.testing.assert_array_equal(got, want)

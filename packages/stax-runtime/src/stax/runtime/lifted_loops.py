@@ -217,9 +217,14 @@ class Runner:
         # then sends the loop to NumPy (later calls compile what they must, to the limit)
         self.steady: SteadyCall | None = None  # calls like the last one that ran in machine code
 
-    def _values(self, arrays: Any) -> dict[str, Any]:
+    def _values(self, arrays: Any, made: list[Any] | None = None) -> dict[str, Any]:
+        """The locals the step starts from: its constants, and its inputs as the body takes
+        them (``made``: as a steady call made them, ``steady_loops.Tested``)."""
         values = dict(self.constants)
         values.update(dict.fromkeys(self.site.scratch, UNBOUND))  # the body binds them first
+        if made is not None:
+            values.update(zip(self.inputs, made))
+            arrays = ()
         for name, array in zip(self.inputs, arrays):
             if name in self.numbers:  # a Python float or int, as the body takes it
                 values[name] = self.numbers[name](array)
@@ -242,7 +247,7 @@ class Runner:
         if steady is not None:
             results = steady(arrays)
             if isinstance(results, Tested):  # handed over after the ``while`` step's test
-                tested = results.going
+                tested = results
             elif results is not None:
                 return results
         arrays_given = arrays
@@ -250,10 +255,10 @@ class Runner:
         if self.stop_input:  # this call's count (at least the fewest its version lifts)
             *arrays, stop = arrays
             items = range(items.start, int(stop), items.step)
-        values = self._values(arrays)
+        values = self._values(arrays, None if tested is None else tested.values)
         given = {name: values[name] for name in self.inputs if name not in self.copied}
         if tested is not None:  # (the test as an input: not run twice, nor its warnings)
-            values[self.going_input] = tested
+            values[self.going_input] = tested.going
         if self.eager:
             self._run_eagerly(values, items)
         else:

@@ -37,11 +37,13 @@ _MOST_CALLS_APART = 64
 
 class Tested:
     """A ``while`` step's call handed over after its test ran in Python (the loop's test before
-    its first iteration): the general path takes its outcome as its input saying whether the
-    loop goes on, so that the test runs, and warns, once."""
+    its first iteration): the general path goes on from the locals the test ran on (it may
+    have updated one in place: ``while np.multiply(y, 0.9, out=y).max() > tol``) with its
+    outcome as the input saying whether the loop goes on, so that the test runs, and warns,
+    once."""
 
-    def __init__(self, going: bool) -> None:
-        self.going = going
+    def __init__(self, going: bool, values: list[Any]) -> None:
+        self.going, self.values = going, values
 
 
 def _layouts(arrays: Any) -> list[Any]:
@@ -110,7 +112,7 @@ class SteadyCall:
 
     def __call__(self, arrays: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The step's results for ``arrays``, or None: the general path runs the call."""
-        if self.disarmed:
+        if self.disarmed > 0:  # (threads may take it below 0: armed again)
             self.disarmed -= 1
             return None
         if _layouts(arrays) != self.layouts:
@@ -145,7 +147,7 @@ class SteadyCall:
             local = dict(runner.constants)
             local.update(zip(runner.inputs, values))
             if not runner._tested(local):
-                return Tested(False)
+                return Tested(False, values)
         inputs = [(constant if j is None else values[j]) if dtype is None else
                   np.array(constant if j is None else values[j], dtype)
                   for j, constant, dtype in self.slots]
@@ -165,7 +167,7 @@ class SteadyCall:
                 if exited:
                     break
                 if ran < chunk:
-                    return self._stopped(Tested(True) if self.tested else None)
+                    return self._stopped(Tested(True, values) if self.tested else None)
                 for i, k in self.carried.items():  # the next run's inputs: this one's results
                     dtype = self.slots[i][2]
                     inputs[i] = results[k] if dtype is None else np.array(results[k], dtype)
