@@ -763,3 +763,20 @@ def test_a_counter_compared_by_identity_is_no_counter():
         got, want = compiled(a, tol), _shrink_first_pass(a, tol)
         np.testing.assert_array_equal(got[0], want[0])
         assert got[1] == want[1]
+
+
+def _shrinks_in_its_test(x, c):
+    y = x + 0.0
+    while np.multiply(y, 0.9, out=y).max() > 0.5:  # the test updates y in place
+        y = y + 0.01 * np.sqrt(y.min() - c[0])
+    return y
+
+
+def test_a_test_that_updates_a_local_in_place_is_captured_as_written():
+    """A review's finding: lifted from before its first iteration, the loop dropped the update
+    the test made (wrong values every call), or named a node it had erased (KeyError)."""
+    compiled = stax.compile(_shrinks_in_its_test)
+    x = np.random.default_rng(0).random((4, 30)) + 0.5
+    ok = np.array([0.0])
+    for data in (x, x, x, x * 0.1, x, x):
+        np.testing.assert_array_equal(compiled(data.copy(), ok), _shrinks_in_its_test(data, ok))

@@ -179,3 +179,28 @@ def effects(body: list[ast.stmt]) -> str | None:
                     (isinstance(func, ast.Attribute) and func.attr in _EFFECT_METHODS):
                 return ast.unparse(func)
     return None
+
+
+#: functions and methods that write into an array they are given
+_IN_PLACE_CALLS = frozenset({"copyto", "place", "putmask", "put", "fill", "sort", "partition",
+                             "itemset", "resize", "setflags", "at", "fill_diagonal",
+                             "put_along_axis"})
+
+
+def while_effects(test: ast.expr, body: list[ast.stmt]) -> str | None:
+    """``effects`` of a ``while`` loop, or the first call in its test that writes into an
+    array (``out=``, ``np.copyto``, ``x.sort()``), as source text, or None: a lifted step runs
+    the test apart from the iterations it traces, and such a loop is captured as written."""
+    found = effects([ast.Expr(test), *body])
+    if found is not None:
+        return found
+    for node in ast.walk(test):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else \
+            func.id if isinstance(func, ast.Name) else None
+        if any(k.arg == "out" for k in node.keywords) or name in _IN_PLACE_CALLS:
+            return ast.unparse(node)
+    return None
+

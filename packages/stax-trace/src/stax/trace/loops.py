@@ -366,7 +366,7 @@ class _Rewriter:
         self.sites.append(LoopSite(
             f"{self.code.co_filename}:{node.lineno}", tuple(params), tuple(assigned),
             tuple(mutated), tuple(rebound), None, bound_first=bound_first,
-            effect=loop_body.effects([ast.Expr(node.test), *statements]),
+            effect=loop_body.while_effects(node.test, statements),
             scratch=unread & bound_first,
             fresh=loop_body.rebound_before_update(statements, mutated), kind="while",
             stops=form is not None, counters=counters))
