@@ -279,16 +279,16 @@ def shrinks_in_its_test(x, c):
     return y
 
 
-def test_a_test_that_updates_a_local_in_place_runs_once(steady):
+def test_a_test_that_updates_a_local_in_place_runs_once():
     """A review's finding: a call handed over after the steady call ran the loop's test
-    started again from the arguments, without the test's update."""
+    started again from the arguments, without the test's update (such a loop is now captured
+    as written: ``test_while_loops.py``)."""
     compiled = stax.compile(shrinks_in_its_test)
     x = np.random.default_rng(0).random((4, 300)) + 0.5
     ok, late = np.array([0.0]), np.array([0.3])
     with np.errstate(all="ignore"):
         for _ in range(12):
             compiled(x.copy(), ok)
-        assert steady["ran"] >= 1
         for data, c in ((x * 0.1, ok), (x, late), (x, ok), (x * 0.1, ok)):
             got, want = _eager_and_compiled(shrinks_in_its_test, compiled, data, c)
             np.testing.assert_array_equal(got, want)

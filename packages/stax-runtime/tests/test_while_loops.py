@@ -780,3 +780,25 @@ def test_a_test_that_updates_a_local_in_place_is_captured_as_written():
     ok = np.array([0.0])
     for data in (x, x, x, x * 0.1, x, x):
         np.testing.assert_array_equal(compiled(data.copy(), ok), _shrinks_in_its_test(data, ok))
+
+
+def _shrink(y):
+    np.multiply(y, 0.9, out=y)
+    return y.max()
+
+
+def _shrinks_in_a_helper(x, c):
+    y = x + 0.0
+    while _shrink(y) > 0.5:  # the test updates y in place, in a helper
+        y = y + 0.01 * np.sqrt(y.min() - c[0])
+    return y
+
+
+def test_a_test_that_updates_a_local_in_place_through_a_helper():
+    """Where the test is false at entry, capture forgot what the test recorded (KeyError at
+    every such call), or ran the test again (its update twice: wrong values)."""
+    compiled = stax.compile(_shrinks_in_a_helper)
+    x = np.random.default_rng(0).random((4, 30)) + 0.5
+    ok = np.array([0.0])
+    for data in (x, x, x, x * 0.1, x * 0.1, x, x * 0.1):  # (the 3rd call runs eagerly: timed)
+        np.testing.assert_array_equal(compiled(data.copy(), ok), _shrinks_in_a_helper(data, ok))

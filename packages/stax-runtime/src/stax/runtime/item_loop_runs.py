@@ -22,6 +22,9 @@ from . import config, logs
 #: that never ends)
 FIRST_CHUNK = 64
 LAST_CHUNK = 1 << 16
+#: a call's ``values`` entry for the last item its run ran (a loop ending at a test: the
+#: target the function returns); per call, as several threads may run one step at once
+LAST_ITEM = "__stax_last_item"
 
 
 def _names(names: dict[int, str | None], pairs: Any) -> str:

@@ -57,7 +57,7 @@ from stax.trace.traced_scalars import TracedScalar
 
 from . import config, logs
 from .api import CompiledFunction
-from .item_loop_runs import ItemLoopRun
+from .item_loop_runs import LAST_ITEM, ItemLoopRun
 from .item_uses import ITEM, check_item_uses
 from .lift_plan import plan_step, scalar_inputs, taking_bases
 from .lifted_first_runs import Unstable, first_run
@@ -545,9 +545,6 @@ NO_CONSTANT = object()  # no constant
 #: a call's ``values`` entry, where every item ran in the machine-code loop: that loop
 #: (``SteadyCall``)
 MACHINE_CODE = "__stax_machine_code"
-#: a call's ``values`` entry for the last item its run ran (a loop ending at a test: the
-#: target the function returns); per call, as several threads may run one step at once
-LAST_ITEM = "__stax_last_item"
 
 
 def _identities(results: list[Any], given: dict[str, Any], order: list[int]

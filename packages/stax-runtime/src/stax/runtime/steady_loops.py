@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .item_loop_runs import FIRST_CHUNK, LAST_CHUNK, _same_number
+from .item_loop_runs import FIRST_CHUNK, LAST_CHUNK, LAST_ITEM, _same_number
 
 # what a call made of an argument (``Runner._values``)
 _NUMBER, _COPY, _VIEW, _AS_IS = range(4)
@@ -76,7 +76,6 @@ class SteadyCall:
         #: the machine code's constants (``ItemLoopRun.baked``): (where the argument of the
         #: body is, the value)
         self.baked = [(params[i - 1], v) for i, v in looped.baked.items()]
-        self.given = [j for j, name in enumerate(inputs) if name not in runner.copied]
         going = runner.going_input
         #: a ``while`` step's: the input saying whether the loop runs at all, else None
         #: where its test runs here in Python (``tested``)
@@ -89,6 +88,24 @@ class SteadyCall:
         #: a carried input's slot -> the result that is its next value (a ``while`` step's
         #: next run)
         self.carried = {i: last[name] for i, name in looped.carried.items()}
+        # the inputs some result may be: a view made of any other (the general path's guard
+        # against a body writing its input) is one nothing sees, the machine code only reading
+        # it; a ``while`` test run here in Python may see it
+        escaping = {j for k, j in self.outputs if k is None and j is not None} | \
+            {self.slots[s][0] for s in looped.loop.returned_inputs} - {None}
+        if not self.tested:
+            self.kinds = [(_AS_IS, None) if kind is _VIEW and j not in escaping else (kind, how)
+                          for j, (kind, how) in enumerate(self.kinds)]
+        #: whether the results' identities need checking: they are the loop's own buffers,
+        #: views and copies made here, or NumPy scalars' 0-d arrays, in one pattern call
+        #: after call, but for arguments given as they are, which a caller may pass as one
+        #: object at two positions (``Runner._results``)
+        self.identities = sum(self.kinds[j][0] is _AS_IS for j in escaping) > 1
+        self.given = [j for j, name in enumerate(inputs) if name not in runner.copied]
+        #: per result: whether it is a scalar input's (a 0-d array given back as a NumPy
+        #: scalar), a carried Python float's
+        self.conversions = [(name in runner.scalars, name in runner.carried)
+                            for name in runner.outputs]
         self.disarmed = 0  # calls left before the steady call runs again
         self.apart = 1  # the calls the next stop disarms it for
 
@@ -189,7 +206,19 @@ class SteadyCall:
                 local[name] = float(results[k]) if name in floats else results[k]
             else:
                 local[name] = values[j] if j is not None else runner.constants[name]
-        given = {runner.inputs[j]: values[j] for j in self.given}
         runner._ran(local, count, underflowed, items)
-        runner._settle(local, given)
-        return runner._results(local, given, items)
+        # (``_settle`` acts on a ``while`` step that ran no iteration; this one ran some)
+        if self.identities:
+            given = {runner.inputs[j]: values[j] for j in self.given}
+            return runner._results(local, given, items)
+        out = []
+        for name, (scalar, carried) in zip(runner.outputs, self.conversions):
+            value = local[name]
+            if scalar and isinstance(value, np.ndarray) and not value.ndim:
+                value = value[()]
+            elif carried:
+                value = np.float64(value)
+            out.append(value)
+        if runner.site.item_returned:  # the target after a ``break``: the last item run
+            out.append(np.int64(local.get(LAST_ITEM, items[-1])))
+        return tuple(out)

@@ -76,6 +76,10 @@ def run_while(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any
     elsewhere = _held_elsewhere(sys._getframe(1), site)
     first = loop_state.FirstIteration(tracer, state)
     outcome = test(*values)
+    # a test that updated a local in place (through a helper: ``loop_body.while_effects`` sees
+    # the test's own calls): what it recorded is the local's value from now on
+    if any(proxy.node is not node for proxy, node, _ in first.saved):
+        return _as_written(site, test, body, state, outcome)  # each test once, as written
     if _traced_and_true(outcome):
         goes = _iteration(site, body, state, UNBOUND)
         lifted = first.lift_all(tracer, site, state, UNBOUND,
@@ -189,6 +193,18 @@ def _iteration(site: Any, body: Callable[..., tuple[Any, ...]], state: dict[str,
     out = body(None, *[state.get(name, unbound) for name in site.params])
     state.update(zip(site.returned, out))
     return out[len(site.returned)] if site.stops else True
+
+
+def _as_written(site: Any, test: Callable[..., Any], body: Callable[..., tuple[Any, ...]],
+                state: dict[str, Any], outcome: Any) -> tuple[Any, ...]:
+    """The loop traced as written after its first test gave ``outcome``: each test a gate,
+    run once (a test that updates a local in place must not run again)."""
+    from .loops import UNBOUND
+    going = outcome
+    while bool(going):
+        goes = _iteration(site, body, state, UNBOUND)
+        going = goes_on_after(goes, test, [state.get(n, UNBOUND) for n in site.params])
+    return tuple(state.get(name, UNBOUND) for name in site.assigned)
 
 
 def _traced_and_true(outcome: Any) -> bool:

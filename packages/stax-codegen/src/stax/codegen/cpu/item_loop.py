@@ -353,6 +353,11 @@ class ItemLoop:
                           if slot >= 0 and (slot in self._carried or slot >= self._inputs)
                           else _GIVEN) for slot, _ in plan.slots.outputs]
 
+    @property
+    def returned_inputs(self) -> frozenset[int]:
+        """The input slots some result is, as it came (neither moved nor written)."""
+        return frozenset(slot for slot, kind in self._outputs if kind is _GIVEN and slot >= 0)
+
     def fits(self, inputs: list[np.ndarray]) -> bool:
         """Whether ``inputs`` have the layouts the loop was made for (a carried one's strides
         aside: it is copied)."""
