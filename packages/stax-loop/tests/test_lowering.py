@@ -109,3 +109,25 @@ def test_deep_elementwise_chains_are_realized_every_max_depth_ops(build, lowered
     run.assert_numpys()
     assert len(run.loop.buffers) == 15  # 1,500 ops in values of 100
     assert all(isinstance(buf.data, Pointwise) for buf in run.loop.buffers)
+
+
+def test_a_value_of_its_positions_alone_is_recomputed_in_a_broadcast_view(build, lowered):
+    """``i = np.arange(n); i[:, None] == i[None, :]`` and ``np.zeros(n)[None, :]`` read their
+    elements in every position of the view: recomputed there (an index, a constant), not
+    written into a buffer of their own by a kernel of their own (Jacobi's ``np.diagflat``
+    and its ``x = np.zeros_like(b)``: two kernels of five); a view that slices one keeps it."""
+    n = 6
+    b = build(x=np.random.default_rng(0).standard_normal((n, n)))
+    i = b("arange", start=0, step=1, n=n, dtype="int64")
+    rows = b("view", i, offset=0, strides=(1, 0), shape=(n, n))
+    cols = b("view", i, offset=0, strides=(0, 1), shape=(n, n))
+    zeros = b("full", shape=(n,), value=0.0, dtype="float64")
+    spread = b("view", zeros, offset=0, strides=(0, 1), shape=(n, n))
+    out = b("add", b("where", b("eq", rows, cols), b.inputs["x"], spread), spread)
+    run = lowered(b, out)
+    run.assert_numpys()
+    assert len(run.loop.buffers) == 1
+    shifted = b("view", i, offset=1, strides=(1,), shape=(n - 1,))  # a slice: not a broadcast
+    run = lowered(b, b("mul", shifted, shifted))
+    run.assert_numpys()
+    assert len(run.loop.buffers) == 2

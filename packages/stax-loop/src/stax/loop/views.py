@@ -8,9 +8,10 @@ from __future__ import annotations
 from stax.ir import Node, rebase_view
 
 from .context import INDEX, Lazy, LoopLowering, output_strides
-from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Load, Select
+from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Load, Select, postorder
 from .externs import extern_call
 from .index import Affine, linear_index
+from .ir import xvar
 from .registry import lowers
 
 
@@ -31,7 +32,12 @@ def lower_view(ctx: LoopLowering, node: Node) -> Lazy:
                                                     source.tensor.strides)) and \
             ctx.native(meta.dtype):
         return lazy  # the value itself (``v[()]``, ``v[...]``): no memory needed
-    if lazy.memory is None:  # an element-wise value: give it memory in NumPy's layout first
+    if lazy.memory is None:
+        axes = _axes_read(node, measured) if _of_indices_alone(lazy) else None
+        if axes is not None:  # ``np.arange(n)[:, None]``, ``np.zeros(n)`` broadcast: recomputed
+            return Lazy(meta.shape, meta.dtype, lambda index: lazy.loader(tuple(
+                index[v] if v is not None else Affine.of(0) for v in axes)))
+        # an element-wise value: give it memory in NumPy's layout first
         lazy = ctx.values[source] = ctx.realize(lazy, output_strides(source.tensor), source)
     buffer, base, strides = lazy.memory
     mapped = rebase_view(node.kwargs["offset"], node.kwargs["strides"], meta.shape,
@@ -53,6 +59,45 @@ def lower_view(ctx: LoopLowering, node: Node) -> Lazy:
     def load(index: tuple[Affine, ...]) -> Expr:
         return Load(buffer, linear_index(index, view_strides) + offset, meta.dtype)
     return Lazy(meta.shape, meta.dtype, load, None, (buffer, offset, view_strides))
+
+
+def _of_indices_alone(lazy: Lazy) -> bool:
+    """Whether ``lazy`` computes each element from its position and constants alone, with
+    arithmetic no dearer than a load (an ``arange``, a ``full``, ``np.eye``'s test): cheaper
+    recomputed in every read of a view than written once and read back, and a kernel less."""
+    if lazy.parts:
+        return False
+    index = tuple(Affine.var(xvar(d)) for d in range(len(lazy.shape)))
+    return all(isinstance(e, (Index, Const, Cast, Select)) or
+               (isinstance(e, Binary) and e.op in _CHEAP)
+               for e in postorder(lazy.loader(index)))
+
+
+_CHEAP = frozenset({"add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge", "and", "or",
+                    "bitwise_and", "bitwise_or", "logical_and", "logical_or"})
+
+
+def _axes_read(node: Node, measured: tuple[int, ...]) -> tuple[int | None, ...] | None:
+    """Per axis of the view's operand, the view's axis that walks it whole (None: an axis of one
+    element), where the view only broadcasts and permutes its operand's axes (offset 0, each
+    stride 0 or one of the operand's); else None."""
+    shape, strides = node.tensor.shape, node.kwargs["strides"]
+    source = node.args[0].tensor.shape
+    if node.kwargs["offset"] != 0 or any(type(v) is not int for v in (
+            *shape, *strides, *source, *measured)):  # (a size-generic version's: as before)
+        return None
+    axes: list[int | None] = [None] * len(source)
+    for v, (extent, stride) in enumerate(zip(shape, strides)):
+        if stride == 0 or extent == 1:
+            continue
+        found = [d for d, (e, s) in enumerate(zip(source, measured))
+                 if s == stride and e == extent and e != 1]
+        if len(found) != 1 or axes[found[0]] is not None:
+            return None
+        axes[found[0]] = v
+    if any(a is None and e != 1 for a, e in zip(axes, source)):
+        return None
+    return tuple(axes)
 
 
 @lowers("dynamic_slice")
