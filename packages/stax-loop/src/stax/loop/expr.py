@@ -13,6 +13,7 @@ built.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
@@ -187,7 +188,20 @@ class KindTable(Generic[H]):
 
 
 def postorder(root: Expr) -> Iterator[Expr]:
-    """Every DAG node once, operands before users."""
+    """Every DAG node once, operands before users. An expression never changes: its order is
+    kept while it lives (rerolling an unrolled loop's 400 rows walked each body a few dozen
+    times: 0.9 s of a 1.1 s first call)."""
+    order = _ORDERS.get(root)
+    if order is None:
+        order = _ORDERS[root] = tuple(_walk(root))
+    return iter(order)
+
+
+#: each expression's ``postorder``, for as long as the expression lives
+_ORDERS: weakref.WeakKeyDictionary[Expr, tuple[Expr, ...]] = weakref.WeakKeyDictionary()
+
+
+def _walk(root: Expr) -> Iterator[Expr]:
     seen: set[int] = set()
     stack: list[tuple[Expr, bool]] = [(root, False)]
     while stack:
