@@ -254,7 +254,7 @@ class Executable:
         #: calls that start with the precise kernels (``PRECISE_FIRST_CALLS``), and how many
         #: more will
         self.precise_first_runs = 0
-        self._precise_left = [0]
+        self._precise_left = np.zeros(1, np.int64)  # (an entry reads it: ``CTX_PRECISE``)
         pool = default_pool()
         native = native_pool(pool.size, self._cache) if any(k.parallel for k in artifact.kernels) \
             else None
@@ -441,9 +441,9 @@ class Executable:
         ``MAYBE``), or None to run the fast ones: always while NumPy's error state heeds
         underflow, which only the fast kernels see (the CPU's flags)."""
         precise = self._precise
+        self._precise_left[0] = max(int(self._precise_left[0]) - 1, 0)  # (entries read it)
         if precise is None or errstate.heeded() & UNDERFLOW:
             return None
-        self._precise_left[0] = max(self._precise_left[0] - 1, 0)
         self.precise_first_runs += 1
         return precise.run(*arrays)
 
@@ -455,7 +455,7 @@ class Executable:
         (``inputs`` has their 0-d arrays)."""
         return make_entry(self.artifact, self.module, inputs, slow, self._cache,
                           self._hooks["native"], self._hooks["report_late"], scalars,
-                          judge(self._hooks["report_events"]))
+                          judge(self._hooks["report_events"]), self._precise_left)
 
     def item_loop(self, inputs: list[np.ndarray], item: int | None, carried: dict[int, int],
                   exit: int | None = None) -> ItemLoop | str:

@@ -31,7 +31,7 @@ def _names(names: dict[int, str | None], pairs: Any) -> str:
     return ", ".join(str(names[i]) for i, _ in pairs) or "none"
 
 
-def _same_number(a: Any, b: Any) -> bool:
+def same_number(a: Any, b: Any) -> bool:
     """Whether two numbers are one constant of machine code: their type and bits (-0.0 is not
     0.0; a NaN is itself)."""
     if type(a) is not type(b):
@@ -116,7 +116,7 @@ class ItemLoopRun:
         ended the loop (a ``while`` step's; returned, not kept: threads share this loop), or
         None for arguments of other layouts."""
         for i, v in self.baked.items():  # (the constant itself, mostly: one comparison)
-            if args[i] is not v and not _same_number(args[i], v):
+            if args[i] is not v and not same_number(args[i], v):
                 self.stale = True
                 return None
         inputs = [args[s] for s in self.slots]

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .item_loop_runs import FIRST_CHUNK, LAST_CHUNK, LAST_ITEM, _same_number
+from .item_loop_runs import FIRST_CHUNK, LAST_CHUNK, LAST_ITEM, same_number
 
 # what a call made of an argument (``Runner._values``)
 _NUMBER, _COPY, _VIEW, _AS_IS = range(4)
@@ -158,7 +158,7 @@ class SteadyCall:
             values.append(a)
         for (j, constant), v in self.baked:
             a = constant if j is None else values[j]
-            if a is not v and not _same_number(a, v):
+            if a is not v and not same_number(a, v):
                 return None
         if self.tested:  # the test as the general path runs it, on the locals
             local = dict(runner.constants)

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import ctypes
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -57,7 +57,7 @@ from stax.ir.meta import elements_overlap
 from ..artifact import KernelArtifact
 from ..block_pool import MIN_BYTES
 from .blas import numpys_gemm
-from .entry_api import Layout, api_addresses, array_layout
+from .entry_api import Layout, MethodDef, api_addresses, array_layout, entry_available
 from .entry_blas import Product, emit_product, product
 from .entry_events import report_late, settle_events, underflow_ignored
 from .entry_layouts import block_layout, byte_span, shared_block
@@ -85,7 +85,8 @@ CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_I
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
     CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_GEMM32, CTX_GEMM64, CTX_REST, CTX_SAVE, CTX_RESTORE, \
     CTX_TO_FLOAT, CTX_TO_INT, CTX_IS_TRUE, CTX_TO_BOOL, CTX_LIST_NEW, CTX_LIST_SET, \
-    CTX_DICT_NEW, CTX_DICT_SET, CTX_AS_LONG, CTX_SETTLE, CTX_TRUE, CTX_FIXED = range(33)
+    CTX_DICT_NEW, CTX_DICT_SET, CTX_AS_LONG, CTX_SETTLE, CTX_TRUE, CTX_PRECISE, \
+    CTX_FIXED = range(34)
 #: the context slots of the conversions of results to Python numbers (``entry_results.py``)
 _CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
                "PyObject_IsTrue": CTX_IS_TRUE, "PyBool_FromLong": CTX_TO_BOOL}
@@ -155,6 +156,9 @@ class EntryPlan:
     #: scalar-generic version's 0-d run-time inputs, ``ScalarArguments``): the guard checks the
     #: type, the kernels read the value through a stand-in on the stack (``entry_scalars.py``)
     scalars: tuple[tuple[int, str], ...] = ()
+    #: the executable has precise kernels, which a call starts with while a word says so
+    #: (``Executable._precise_left``, at ``CTX_PRECISE``): such a call goes to ``slow``
+    precise: bool = False
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
@@ -271,7 +275,8 @@ class EntryPlan:
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
                          pooled, bool(artifact.late_reports), events is not None and not loop,
                          tuple(products), apart, nesting,
-                         constants, conversions if any(conversions) else (), tuple(scalars))
+                         constants, conversions if any(conversions) else (), tuple(scalars),
+                         artifact.precise_ir is not None and not loop)
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -301,6 +306,9 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         b.cbranch(cond, ok, slow)
         b.position_at_end(ok)
 
+    if plan.precise:  # recent calls' fast kernels could not tell: the precise ones first
+        left = b.load(b.inttoptr(ctx_word(CTX_PRECISE), I64.as_pointer()))
+        require(b.icmp_signed("==", left, ir.Constant(I64, 0)))
     nargs = b.and_(nargsf, ir.Constant(I64, ~VECTORCALL_ARGUMENTS_OFFSET & (2**64 - 1)))
     require(b.and_(b.icmp_unsigned("==", kwnames, ir.Constant(I8P, None)),
                    b.icmp_unsigned("==", nargs, ir.Constant(I64, len(plan.inputs)))))
@@ -508,24 +516,20 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     return str(module)
 
 
-class _MethodDef(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
-                ("doc", ctypes.c_char_p)]
-
-
 class Entry:
     """The builtin function ``entry(*arrays)``, with ``slow`` behind it for every other call.
     ``hits`` counts the calls the entry ran itself."""
 
     def __init__(self, plan: EntryPlan, kernels: CompiledModule, slow: Any, descrs: list[np.dtype],
                  cache: Any = None, pool: NativePool | None = None,
-                 report: Any = None, stands: Any = None) -> None:
+                 report: Any = None, stands: Any = None, precise: np.ndarray | None = None
+                 ) -> None:
         api, layout = api_addresses(), array_layout()
         assert api is not None and layout is not None
         # straight-line guard code: a light optimization level compiles it in a few milliseconds
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
         # the context holds borrowed pointers to these (the pool lives as long as the process)
-        self._keep = (slow, descrs, kernels, pool, report, stands, plan.constants)
+        self._keep = (slow, descrs, kernels, pool, report, stands, plan.constants, precise)
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
                    api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None),
@@ -536,7 +540,8 @@ class Entry:
         context += [pool.rest_address if pool is not None else 0, api["PyEval_SaveThread"],
                     api["PyEval_RestoreThread"]]
         context += [api[name] for name in (*_CONVERTERS, *_BUILDERS)]
-        context += [api["PyLong_AsLongLongAndOverflow"], id(stands), id(True)]
+        context += [api["PyLong_AsLongLongAndOverflow"], id(stands), id(True),
+                    precise.ctypes.data if precise is not None else 0]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:
@@ -547,7 +552,7 @@ class Entry:
             self.module.global_address("stax_ctx"))
         for i, value in enumerate(context):
             self._ctx[i] = ctypes.c_int64(value).value
-        self._def = _MethodDef(b"stax_entry", self.module.address("stax_entry"),
+        self._def = MethodDef(b"stax_entry", self.module.address("stax_entry"),
                                METH_FASTCALL_KEYWORDS, None)
         new_function = ctypes.pythonapi.PyCFunction_NewEx
         new_function.restype = ctypes.py_object
@@ -562,14 +567,10 @@ class Entry:
         return self._ctx[CTX_HITS]
 
 
-def entry_available() -> bool:
-    return api_addresses() is not None
-
-
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
                slow: Any, cache: Any = None, pool: NativePool | None = None,
                report: Any = None, scalars: tuple[tuple[int, str], ...] = (),
-               stands: Any = None) -> Entry | str:
+               stands: Any = None, precise: np.ndarray | None = None) -> Entry | str:
     """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none.
     ``report``: the executable's ``report_late`` (``late_reports.py``), for plans that have one.
     ``scalars``: the inputs the call passes as Python or NumPy scalars, with their kinds
@@ -594,4 +595,6 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return "a late kernel reports its events and no reporter was given"
     if plan.settles and stands is None:
         return "its kernels report events and no judge of them was given"
-    return Entry(plan, kernels, slow, descrs, cache, pool, report, stands)
+    if plan.precise and precise is None:
+        plan = replace(plan, precise=False)
+    return Entry(plan, kernels, slow, descrs, cache, pool, report, stands, precise)

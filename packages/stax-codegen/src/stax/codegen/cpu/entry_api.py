@@ -85,3 +85,15 @@ def api_addresses() -> dict[str, int] | None:
     if type(made) is not np.ndarray or made.shape != (2, 3) or made.dtype != descr:
         return None
     return api
+
+
+class MethodDef(ctypes.Structure):
+    """CPython's ``PyMethodDef``: the entry's builtin function is made from one."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+def entry_available() -> bool:
+    return api_addresses() is not None
+

@@ -419,9 +419,12 @@ class ItemLoop:
         owned: dict[int, np.ndarray] = {}  # the moving buffers, by their objects' addresses
         for slot in self._moving:
             plain = self._plain[slot]
-            array = _EMPTY(*plain) if plain is not None else _new(*layouts[slot])
-            if slot < self._inputs:
-                array[...] = inputs[slot]
+            if plain is not None and slot < self._inputs:
+                array = inputs[slot].copy()  # (row-major, as ``np.empty`` makes it)
+            else:
+                array = _EMPTY(*plain) if plain is not None else _new(*layouts[slot])
+                if slot < self._inputs:
+                    array[...] = inputs[slot]
             ids[slot] = id(array)
             owned[ids[slot]] = array
         for slot in self._read:
