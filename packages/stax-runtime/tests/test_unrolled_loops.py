@@ -125,3 +125,33 @@ def test_the_steps_of_an_unrolled_loop_are_compiled_once():
     aliases = artifact.llvm_ir.count(" = alias ")
     assert aliases >= 20 and defined + aliases == len(artifact.kernels), (defined, aliases)
     np.testing.assert_array_equal(f(u * 2, 30), heat_steps(u * 2, 30))
+
+
+def _euler_sine(y, dt):
+    for _ in range(120):
+        y = y + dt * np.sin(y) * 0.5
+    return y
+
+
+def test_an_unrolled_loop_of_many_transcendentals_is_lifted(monkeypatch, caplog):
+    """An Euler loop of ``np.sin`` unrolled into one kernel of 120 sines took seconds in LLVM
+    (200 steps: 8.7 s to a first call): past ``FUNCTION_BUDGET`` evaluations the function is
+    captured again with its loop lifted, a first call of a fraction of a second."""
+    import logging
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    y = np.random.default_rng(0).random(64)
+    compiled = stax.compile(_euler_sine)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        np.testing.assert_allclose(compiled(y, 0.01), _euler_sine(y, 0.01), rtol=1e-13)
+    assert "captured again with them lifted" in caplog.text, caplog.text
+    caplog.clear()
+    short = lambda y: _euler_sine_short(y, 0.01)  # noqa: E731 (ten sines: unrolled, fused)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        np.testing.assert_allclose(stax.compile(short)(y), short(y), rtol=1e-13)
+    assert "captured again" not in caplog.text, caplog.text
+
+
+def _euler_sine_short(y, dt):
+    for _ in range(10):
+        y = y + dt * np.sin(y) * 0.5
+    return y

@@ -15,6 +15,7 @@ from stax.ir.sizes import Size, active_env, is_symbolic
 from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
+from .cpu.costs import inlined_functions
 from .cpu.emit import KernelSpec, emit_kernel
 from .cpu.fpevents import flags_exact, float_events, has_events, underflow_unseen, underflows_late
 from .cpu.host import host_identity
@@ -83,6 +84,7 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     externs: list[ExternPlan] = []
     steps: list[str] = []
     emitted_as: dict[object, str] = {}  # kernel key -> the kernel emitted with that code
+    functions = 0  # transcendental evaluations they inline (``kernel_budget``)
     aliases: list[tuple[str, str, int]] = []
     trig_checked = short_reductions(program.trig_limits)
     inputs = {b.name for b in program.inputs}
@@ -121,7 +123,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           flag_categories=reporting or (events is not None and flags_exact(group.nodes)))
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
-            check_kernel_budget(len(emitted_as))
+            functions += inlined_functions(group.nodes)
+            check_kernel_budget(len(emitted_as), functions)
             emit_kernel(module, spec, array_data_offset())
             emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias

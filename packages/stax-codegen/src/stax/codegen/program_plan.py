@@ -79,12 +79,23 @@ def kernel_budget(limit: int = KERNEL_BUDGET) -> Iterator[None]:
         _budget.reset(token)
 
 
-def check_kernel_budget(distinct: int) -> None:
-    """``TooManySteps`` when ``distinct`` kernels pass the active ``kernel_budget``."""
+def check_kernel_budget(distinct: int, functions: int = 0) -> None:
+    """``TooManySteps`` when ``distinct`` kernels, or ``functions`` inlined function evaluations
+    in them, pass the active ``kernel_budget``."""
     limit = _budget.get()
     if limit is not None and distinct > limit:
         raise TooManySteps(f"the program would compile more than {limit} distinct kernels (a "
                            "Python loop unrolled at capture, its steps differing in offsets)")
+    if limit is not None and functions > FUNCTION_BUDGET:
+        raise TooManySteps(f"the program's kernels would inline more than {FUNCTION_BUDGET} "
+                           "evaluations of functions (a Python loop unrolled at capture)")
+
+
+#: evaluations of transcendental functions (``sin``, ``exp``...) the kernels of a program may
+#: inline within ``kernel_budget``: each is a few dozen vector instructions, in fast and precise
+#: kernels, and LLVM's time grows faster than the kernel (an Euler loop of ``np.sin`` unrolled
+#: 200 times: 8.7 s to a first call; lifted, 0.17 s, and as fast a call)
+FUNCTION_BUDGET = 48
 
 
 def _too_many(program: LoopProgram, what: str) -> UnsupportedError:

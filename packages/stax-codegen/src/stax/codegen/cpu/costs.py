@@ -100,3 +100,23 @@ def keep_in_memory(reuse: Reuse) -> bool:
         return per_element > item
     factor = reuse.reads / reuse.numel
     return (factor - 1) * per_element > MARGIN * (1 + factor) * item
+
+
+#: functions whose inlined code is a few instructions: no weight in a compile's budget
+_SHORT = frozenset({"sqrt", "truediv", "hypot"})
+
+
+def inlined_functions(nodes: object) -> int:
+    """Evaluations of this backend's longer functions (``FUNCTION_NS``: ``sin``, ``exp``,
+    ``pow``...) in the bodies of a kernel's buffers: what its compile costs beyond the
+    arithmetic (``program_plan.FUNCTION_BUDGET``)."""
+    count = 0
+    for node in nodes:  # type: ignore[attr-defined]
+        data = getattr(node, "data", None)
+        body = getattr(data, "body", None)
+        if body is None:
+            continue
+        count += sum(1 for e in postorder(body)
+                     if getattr(e, "op", None) in FUNCTION_NS and e.op not in _SHORT)
+    return count
+
