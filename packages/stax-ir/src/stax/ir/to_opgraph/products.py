@@ -107,10 +107,12 @@ def _matrix_vector(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
                     meta=meta)
 
 
-@rule("numpy.linalg.norm", emits=("cast", "mul", "sum", "sqrt"))
+@rule("numpy.linalg.norm", emits=("cast", "mul", "sum", "sqrt", "abs", "max", "min", "ne"))
 def _norm(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """The 2-norm ``sqrt(sum(x * x))`` of a real array (integers as float64, as NumPy), over all
-    of it or over one axis, with ``keepdims``; other orders and axes run as NumPy."""
+    of it or over one axis, with ``keepdims``; a vector's (a 1-d array's, or along one axis)
+    norms of ``ord`` inf, -inf, 1 and 0 as NumPy writes them (``_vector_norm``); other orders
+    and matrix norms run as NumPy."""
     params = bind(lambda x, ord=None, axis=None, keepdims=False: None, args, kwargs)
     x, order, axis = params["x"], params.get("ord"), params.get("axis")
     meta = node.tensor
@@ -121,19 +123,47 @@ def _norm(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[
     if want not in ("float32", "float64") or meta.dtype != want:
         raise NotNative
     ndim = x.tensor.ndim
+    other = type(order) in (int, float) and order in _VECTOR_ORDERS
     if axis is None:
-        if not (order is None or (order == 2 and ndim == 1)):
+        if not (order is None or (order == 2 and ndim == 1) or (other and ndim == 1)):
             raise NotNative
         axes = tuple(range(ndim))
     else:
         axis = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
-        if order not in (None, 2) or not ndim:
+        if not (order in (None, 2) or other) or not ndim:
             raise NotNative
         axes = (axis_arg(axis, ndim),)
     keepdims = params.get("keepdims", False)
     keepdims = bool(keepdims) if keepdims is not NO_VALUE else False
     kept = tuple(1 if d in axes else n for d, n in enumerate(x.tensor.shape)) if keepdims else \
         tuple(n for d, n in enumerate(x.tensor.shape) if d not in axes)
+    if other:
+        return _vector_norm(ctx, x, order, axes, keepdims, meta)
     squares = _sum_of_squares(ctx, x, meta.dtype, axes=axes, keepdims=keepdims,
                               meta=dense_meta(kept, meta.dtype))
     return ctx.emit("sqrt", (squares,))
+
+
+#: the vector norms NumPy computes by a reduction of ``abs(x)`` (or of ``x != 0``)
+_VECTOR_ORDERS = (np.inf, -np.inf, 1, 0)
+
+
+def _vector_norm(ctx: LoweringContext, x: Node, order: float, axes: tuple[int, ...],
+                 keepdims: bool, meta: TensorMeta) -> Node:
+    """``np.linalg.norm(x, ord)`` of a vector as NumPy computes it on ``x`` in the result's
+    dtype: ``abs(x).max()`` (inf), ``.min()`` (-inf), ``add.reduce(abs(x))`` (1), the count of
+    nonzero elements (0); an empty one is NumPy's to raise on."""
+    if any(x.tensor.shape[d] == 0 for d in axes):
+        raise NotNative
+    dtype, shape = meta.dtype, x.tensor.shape
+    x = cast_to(ctx, x, dtype)
+    reduced = {"axis": axes, "keepdims": keepdims}
+    if order == 0:
+        nonzero = ctx.emit("ne", (x, 0), meta=dense_meta(shape, "bool"))
+        return ctx.emit("sum", (cast_to(ctx, nonzero, dtype),), {**reduced, "dtype": dtype},
+                        meta=meta)
+    magnitude = ctx.emit("abs", (x,), meta=dense_meta(shape, dtype))
+    if order == 1:
+        return ctx.emit("sum", (magnitude,), {**reduced, "dtype": dtype}, meta=meta)
+    return ctx.emit("max" if order > 0 else "min", (magnitude,), reduced, meta=meta)
+
