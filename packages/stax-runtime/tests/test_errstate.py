@@ -596,3 +596,36 @@ def test_the_calls_a_declining_version_skips_cost_a_lookup_not_a_dispatch():
     for _ in range(api.RETRY_EVERY):
         np.testing.assert_array_equal(f(positive), quiet_root(positive))
     assert version.declines == 0 and version.skipped == 0  # the retry came, and stood
+
+
+def _quiet_ratio(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = a / b
+    r[~np.isfinite(r)] = 0.0
+    return r, np.log(b)
+
+
+@pytest.mark.parametrize("state", ["ignore", "warn", "raise"])
+def test_a_function_with_its_own_block_keeps_a_machine_code_entry(state):
+    """A probe's finding: a function with an ``np.errstate`` block of its own got no
+    machine-code entry, 0.4x NumPy on clean data (11 us against 4.5). Its plan reports no event
+    on NumPy's behalf, so the entry hands any event but an ignored underflow to the dispatcher
+    (which runs the call under ``heeding_all``): the entry's calls and the events' eager runs
+    are each as NumPy's."""
+    from stax.codegen.cpu.entry import Entry
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(50), rng.uniform(1.0, 2.0, 50)
+    compiled = stax.compile(_quiet_ratio)
+    compiled(a, b)
+    entry = compiled.versions()[0].entry
+    assert isinstance(entry, Entry)
+    with np.errstate(**STATES[state]):
+        assert_like_eager(compiled, _quiet_ratio, (a, b))
+    assert entry.hits == 1  # the clean call ran in machine code
+    zeros, negative = b.copy(), b.copy()
+    zeros[3] = 0.0  # inside the block: ignored there
+    negative[5] = -1.0  # log outside it: the caller's state decides
+    with np.errstate(**STATES[state]):
+        for data in (zeros, negative, b):
+            assert_like_eager(compiled, _quiet_ratio, (a, data))
