@@ -229,3 +229,53 @@ def test_a_window_start_clamped_by_max_compiles(caplog, monkeypatch):
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     assert "a Python int and an int64 differ: with a float32 operand" in caplog.text
+
+
+def heat_rows(u0, r, nt):
+    U = np.zeros((nt, u0.shape[0]))
+    U[0] = u0
+    for n in range(nt - 1):
+        U[n + 1, 1:-1] = U[n, 1:-1] + r * (U[n, 2:] - 2 * U[n, 1:-1] + U[n, :-2])
+    return U
+
+
+def columns_from(A, v):
+    out = np.zeros_like(A)
+    for j in range(A.shape[1]):
+        out[2:, j] = A[2:, j] * v[j]
+        out[:3, -j - 1] += v[j]
+    return out
+
+
+def rows_past_the_end(x, k):
+    U = np.zeros((8, x.shape[0]))
+    for n in range(8):
+        U[n + k, 1:] = x[1:] * n
+    return U
+
+
+def test_an_item_row_and_a_constant_slice_are_written_in_the_machine_code_loop(caplog,
+                                                                               monkeypatch):
+    """A probe's finding: ``U[n + 1, 1:-1] = ...`` (a row's interior at the item) was a NumPy
+    step, so the body ran one dispatched call an item and then in NumPy (0.98x); a constant
+    slice beside a traced integer is a scatter at a constant ramp, checked as the integer is."""
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal(60)
+    compiled = stax.compile(heat_rows)
+    with caplog.at_level(logging.INFO, logger="stax"), _logs(monkeypatch):
+        for r in (0.2, 0.25):
+            np.testing.assert_array_equal(compiled(u, r, 40), heat_rows(u, r, 40))
+    assert _lifted(compiled)
+    assert "items run in one machine-code loop" in caplog.text, caplog.text
+    A, v = rng.standard_normal((9, 40)), rng.standard_normal(40)
+    compiled = stax.compile(columns_from)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(A, v), columns_from(A, v))
+    compiled = stax.compile(rows_past_the_end)
+    x = np.arange(5.0)
+    np.testing.assert_array_equal(compiled(x, 0), rows_past_the_end(x, 0))
+    with pytest.raises(IndexError):
+        rows_past_the_end(x, 1)
+    with pytest.raises(IndexError):
+        compiled(x, 1)
+    np.testing.assert_array_equal(compiled(x, -8), rows_past_the_end(x, -8))

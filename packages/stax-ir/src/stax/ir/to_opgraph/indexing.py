@@ -142,8 +142,14 @@ def _traced_slice_positions(ctx: LoweringContext, key: Any, meta: Any,
     while items and isinstance(items[-1], slice) and items[-1] == slice(None):
         items.pop()
     sliced = [k for k in items if isinstance(k, slice)]
-    if len(sliced) != 1 or not traced_slice(sliced[0]) or sliced[0].step not in (None, 1) or \
+    if len(sliced) != 1 or sliced[0].step not in (None, 1) or \
             len(items) > len(meta.shape) or not isinstance(value, Node) or value.tensor is None:
+        return None
+    # a constant slice beside a traced integer (``U[n + 1, 1:-1] = v``, a row's interior at the
+    # item) too: its positions a constant ramp
+    constant = not traced_slice(sliced[0])
+    if constant and not (any(isinstance(k, Node) for k in items) and all(
+            type(b) in (int, type(None)) for b in (sliced[0].start, sliced[0].stop))):
         return None
     at = items.index(sliced[0])
     if not all((isinstance(k, Node) and k.tensor is not None and k.tensor.shape == () and
@@ -156,10 +162,17 @@ def _traced_slice_positions(ctx: LoweringContext, key: Any, meta: Any,
         return None
     length = value.tensor.shape[0]
     scalar = dense_meta((), "int64")
-    start = checked_start(ctx, sliced[0], meta.shape[at], length)
-    ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": length, "dtype": "int64"},
-                    meta=dense_meta((length,), "int64"))
-    positions = ctx.emit("add", (start, ramp), {}, meta=dense_meta((length,), "int64"))
+    if constant:
+        first, stop, _ = sliced[0].indices(meta.shape[at])
+        if type(first) is not int or stop - first != length:
+            return None  # (a size-generic extent, or a value NumPy would not broadcast so)
+        positions = ctx.emit("arange", (), {"start": first, "step": 1, "n": length,
+                                            "dtype": "int64"}, meta=dense_meta((length,), "int64"))
+    else:
+        start = checked_start(ctx, sliced[0], meta.shape[at], length)
+        ramp = ctx.emit("arange", (), {"start": 0, "step": 1, "n": length, "dtype": "int64"},
+                        meta=dense_meta((length,), "int64"))
+        positions = ctx.emit("add", (start, ramp), {}, meta=dense_meta((length,), "int64"))
     return tuple(positions if k is sliced[0] else k if isinstance(k, Node) else ctx.emit(
         "full", (), {"shape": (), "value": int(k) % n, "dtype": "int64"}, meta=scalar)
         for k, n in zip(items, meta.shape))
