@@ -240,3 +240,49 @@ def test_probe_found_carried_float_programs(fn, args, caplog):
             _same(compiled(*call), fn(*tuple(a.copy() if isinstance(a, np.ndarray) else a
                                              for a in args)))
     assert "reached its limit" not in caplog.text, caplog.text
+
+
+def rk4_closure(y0, omega, zeta, dt, n):
+    def rhs(t, y):  # its own ``t``: no reader of the loop's
+        return np.array([y[1], -2 * zeta * omega * y[1] - omega * omega * y[0] + np.cos(t)])
+    y = y0
+    t = 0.0
+    for _ in range(n):
+        k1 = rhs(t, y)
+        k2 = rhs(t + dt / 2, y + dt / 2 * k1)
+        k3 = rhs(t + dt / 2, y + dt / 2 * k2)
+        k4 = rhs(t + dt, y + dt * k3)
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        t = t + dt
+    return y, t
+
+
+def test_a_nested_function_whose_parameter_is_named_as_the_carried_float(caplog, monkeypatch):
+    """A probe's finding: a nested ``rhs(t, y)`` named the loop's carried ``t`` as a parameter
+    of its own, read as another scope sharing it: the loop unrolled (2,101 buffers), fell back
+    after 7 s, and did so again for every new ``omega``."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    compiled = st.compile(rk4_closure)
+    y0 = np.array([1.0, 0.0])
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for n in (300, 301):
+            _same(compiled(y0, 1.0, 0.05, 0.01, n), rk4_closure(y0, 1.0, 0.05, 0.01, n))
+    assert "iterations lifted into one step" in caplog.text, caplog.text
+
+
+def rk4_shared(y0, dt, n):
+    def rhs(y):  # reads the loop's ``t``: it is not carried
+        return -y + np.cos(t)
+    t = 0.0
+    y = y0
+    for _ in range(n):
+        y = y + dt * rhs(y)
+        t = t + dt
+    return y, t
+
+
+def test_a_nested_function_reading_the_loops_float_still_sees_it():
+    compiled = st.compile(rk4_shared)
+    y0 = np.array([1.0, 0.5])
+    for n in (50, 60):
+        _same(compiled(y0, 0.01, n), rk4_shared(y0, 0.01, n))

@@ -77,13 +77,32 @@ def _step_before(name: ast.Name, parents: Mapping[int, ast.AST], inside: set[int
 
 def _shared_names(function: ast.FunctionDef) -> set[str]:
     """Names a nested function, lambda or class names, or a ``global``/``nonlocal`` declares:
-    another scope may read or bind them."""
-    nested = {n.id for scope in ast.walk(function) if scope is not function and
-              isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-                                 ast.ClassDef))
-              for n in ast.walk(scope) if isinstance(n, ast.Name)}
+    another scope may read or bind them. A nested function's own parameters and locals are its
+    own (``def rhs(t, y)`` beside a loop's ``t``: a probe's RK4 unrolled for it)."""
+    nested: set[str] = set()
+    for scope in ast.walk(function):
+        if scope is function or not isinstance(
+                scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        names = {n.id for n in ast.walk(scope) if isinstance(n, ast.Name)}
+        nested |= names - _own_names(scope) if not isinstance(scope, ast.ClassDef) else names
     return nested | {name for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal))
                      for name in n.names}
+
+
+def _own_names(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """A nested function's parameters and the names it binds, where no scope inside it declares
+    them ``nonlocal`` or ``global`` (then another scope's; conservatively, any inside it)."""
+    arguments = scope.args
+    params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                              *((arguments.vararg,) if arguments.vararg else ()),
+                              *((arguments.kwarg,) if arguments.kwarg else ()))}
+    body = scope.body if isinstance(scope.body, list) else [scope.body]
+    stored = {n.id for part in body for n in ast.walk(part)
+              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    declared = {name for part in body for n in ast.walk(part)
+                if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+    return (params | stored) - declared
 
 
 def _int_step(node: ast.AugAssign) -> bool:
