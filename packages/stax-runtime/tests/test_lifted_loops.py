@@ -988,3 +988,33 @@ def test_an_argument_rebound_before_its_update_is_not_written_back(fn, caplog, m
             np.testing.assert_array_equal(f(u, steps, 0.2), fn(u.copy(), steps, 0.2))
             np.testing.assert_array_equal(u, before)
     assert "iterations lifted into one step" in caplog.text
+
+
+def _relax_roll(u0, c, nt):
+    u = u0.copy()
+    for _ in range(nt):
+        u = u - c * (u - np.roll(u, 1))  # bound anew from NumPy's new arrays of it
+        u[u < 0] = 0.0
+    return u
+
+
+def _relax_abs(u0, c, nt):
+    u = u0.copy()
+    for _ in range(nt):
+        u = u - c * (u - np.abs(u)) + 0.01
+        u[u > 0.5] = 0.0
+    return u
+
+
+@pytest.mark.parametrize("fn", [_relax_roll, _relax_abs])
+def test_a_local_bound_anew_through_numpy_functions_then_updated_lifts(fn, caplog, monkeypatch):
+    """A probe's finding: ``u = u - c * (u - np.roll(u, 1)); u[u < 0] = 0`` unrolled ("updates
+    'u' in place and binds it anew"), costing a capture of seconds per new ``c``: a NumPy
+    function that returns a new array (no ``out=``) reads ``u`` and writes nothing."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    u0 = np.random.default_rng(0).uniform(-0.2, 1.0, 128)
+    compiled = stax.compile(fn)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for c in (0.1, 0.2, 0.3):
+            np.testing.assert_array_equal(compiled(u0, c, 300), fn(u0, c, 300))
+    assert "iterations lifted into one step" in caplog.text, caplog.text

@@ -68,6 +68,15 @@ def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[s
     return frozenset(found)
 
 
+#: NumPy functions that read their arguments and return a new array (no view, no ``out=``)
+_NEW_ARRAYS = frozenset({
+    "abs", "absolute", "roll", "sqrt", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
+    "sin", "cos", "tan", "sinh", "cosh", "tanh", "arctan", "arctan2", "hypot", "cbrt", "square",
+    "power", "sign", "negative", "add", "subtract", "multiply", "divide", "true_divide",
+    "maximum", "minimum", "fmax", "fmin", "clip", "where", "floor", "ceil", "rint", "round",
+    "diff", "cumsum"})
+
+
 def _operand_only(expr: ast.expr, name: str) -> bool:
     """Whether ``expr`` reads ``name`` only as an operand of arithmetic, a comparison, the value
     of a subscript or the object of ``.copy()`` (nothing it is passed to could update it; a
@@ -78,6 +87,10 @@ def _operand_only(expr: ast.expr, name: str) -> bool:
                 node.func.attr == "copy" and not node.args and \
                 all(k.arg == "order" for k in node.keywords):
             allowed.add(id(node.func.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy") \
+                and node.func.attr in _NEW_ARRAYS and not any(k.arg == "out" for k in node.keywords):
+            allowed.update(id(a) for a in node.args)  # (``np.roll(u, 1)``: read, not written)
         elif isinstance(node, ast.BinOp):
             allowed.update((id(node.left), id(node.right)))
         elif isinstance(node, ast.UnaryOp):
