@@ -929,3 +929,19 @@ def test_rows_of_numbers_and_scalars_are_stored_natively(dtype, caplog, monkeypa
     if dtype in (np.float32, np.float64):  # (float16 and complex stores: NumPy steps still)
         assert "stax.functional.setitem" not in caplog.text
     assert f.cache_info().compiles == 2
+
+
+def _where_alpha(x, alpha):
+    return np.where(x > 0, alpha, 0.0) + x
+
+
+def test_a_python_float_chosen_by_where_among_numbers_is_a_run_time_input():
+    """A probe's finding: ``np.where(x > 0, alpha, 0.0)`` (no float array among the choices,
+    the result float64) compiled a version per ``alpha``, eager past eight."""
+    f = st.compile(_where_alpha)
+    x = np.random.default_rng(0).standard_normal(100).astype(np.float32)
+    for alpha in (0.5, 0.51, -0.0, np.inf, np.nan, 1e300, 0.52, 3.0, 4.0, 5.0, 6.0):
+        got, want = f(x, alpha), _where_alpha(x, alpha)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    assert f.cache_info().versions <= 2 and f.cache_info().fallbacks == 0

@@ -268,6 +268,8 @@ def _weak_dtype(node: Node, kind: str = "int") -> str | None:
     arrays = [a.tensor.dtype for a in node.args if isinstance(a, Node) and a.tensor is not None]
     if node.target == "numpy.where":
         arrays = arrays[1:] if node.args and isinstance(node.args[0], Node) else []
+        if kind == "float" and not arrays and node.tensor.dtype == "float64":
+            return "float64"  # ``np.where(m, alpha, 0.0)``: Python floats alone, float64's
     floats = [d for d in arrays if np.dtype(d).kind == "f" and np.dtype(d).itemsize >= 4]
     if kind == "float" and arrays and all(np.dtype(d).kind in "biu" for d in arrays):
         return "float64" if node.tensor.dtype in ("float64", "bool") else None
