@@ -1018,3 +1018,21 @@ def test_a_local_bound_anew_through_numpy_functions_then_updated_lifts(fn, caplo
         for c in (0.1, 0.2, 0.3):
             np.testing.assert_array_equal(compiled(u0, c, 300), fn(u0, c, 300))
     assert "iterations lifted into one step" in caplog.text, caplog.text
+
+
+def _add_into(u0, c, nt):
+    u = u0.copy()
+    w = u
+    for _ in range(nt):
+        u = np.add(u, c, u)  # ``out`` by position: the same object, which ``w`` sees
+        u[u > 3] = 0.0
+    return u, w
+
+
+def test_a_numpy_function_writing_by_position_is_no_new_array():
+    compiled = stax.compile(_add_into)
+    u0 = np.random.default_rng(0).uniform(0, 1, 16)
+    for c in (0.1, 0.2, 0.3):
+        got, want = compiled(u0, c, 40), _add_into(u0, c, 40)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])

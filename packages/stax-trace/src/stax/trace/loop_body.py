@@ -68,13 +68,15 @@ def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[s
     return frozenset(found)
 
 
-#: NumPy functions that read their arguments and return a new array (no view, no ``out=``)
-_NEW_ARRAYS = frozenset({
-    "abs", "absolute", "roll", "sqrt", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10",
-    "sin", "cos", "tan", "sinh", "cosh", "tanh", "arctan", "arctan2", "hypot", "cbrt", "square",
-    "power", "sign", "negative", "add", "subtract", "multiply", "divide", "true_divide",
-    "maximum", "minimum", "fmax", "fmin", "clip", "where", "floor", "ceil", "rint", "round",
-    "diff", "cumsum"})
+#: NumPy functions that read their arguments and return a new array (no view), with the most
+#: positional arguments before an ``out`` one (``np.add(u, 1, u)`` writes into ``u``)
+_NEW_ARRAYS = {
+    **dict.fromkeys(("abs", "absolute", "sqrt", "exp", "exp2", "expm1", "log", "log1p", "log2",
+                     "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arctan", "cbrt",
+                     "square", "sign", "negative", "floor", "ceil", "rint"), 1),
+    **dict.fromkeys(("arctan2", "hypot", "power", "add", "subtract", "multiply", "divide",
+                     "true_divide", "maximum", "minimum", "fmax", "fmin", "round"), 2),
+    **dict.fromkeys(("roll", "where", "clip", "cumsum"), 3), "diff": 5}
 
 
 def _operand_only(expr: ast.expr, name: str) -> bool:
@@ -89,7 +91,9 @@ def _operand_only(expr: ast.expr, name: str) -> bool:
             allowed.add(id(node.func.value))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy") \
-                and node.func.attr in _NEW_ARRAYS and not any(k.arg == "out" for k in node.keywords):
+                and len(node.args) <= _NEW_ARRAYS.get(node.func.attr, -1) and \
+                not any(k.arg == "out" for k in node.keywords) and \
+                (node.func.attr != "where" or len(node.args) == 3):  # (one: a tuple of indices)
             allowed.update(id(a) for a in node.args)  # (``np.roll(u, 1)``: read, not written)
         elif isinstance(node, ast.BinOp):
             allowed.update((id(node.left), id(node.right)))
