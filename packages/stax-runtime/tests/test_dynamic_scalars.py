@@ -945,3 +945,26 @@ def test_a_python_float_chosen_by_where_among_numbers_is_a_run_time_input():
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     assert f.cache_info().versions <= 2 and f.cache_info().fallbacks == 0
+
+
+def _int_affine(x, k):
+    return x * k + 1, x > k, np.maximum(x, k)
+
+
+def test_a_python_int_with_int64_arrays_is_a_run_time_input():
+    """A probe's finding: ``x * k`` of an int64 array and a Python int compiled a version per
+    ``k`` (eager past eight); every int the input takes (within +-2**53) is one of int64's, as
+    NumPy converts it, and the product wraps as NumPy's does."""
+    f = st.compile(_int_affine)
+    x = np.arange(-50, 50, dtype=np.int64) * 1000003
+    for k in (3, 1000003, -7, 0, 2 ** 53 - 1, -(2 ** 53) + 1, 12, 13, 14, 15, 16):
+        for got, want in zip(f(x, k), _int_affine(x, k)):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    assert f.cache_info().versions <= 2 and f.cache_info().fallbacks == 0
+    for got, want in zip(f(x, 2 ** 60), _int_affine(x, 2 ** 60)):  # past the input's range
+        np.testing.assert_array_equal(got, want)
+    y = np.arange(10, dtype=np.int32)  # another dtype: NumPy's own range check, per value
+    for got, want in zip(f(y, 5), _int_affine(y, 5)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -8,9 +8,10 @@ Capture records where a scalar argument was an operand of a traced call (``meta[
   used to the dtype NumPy converts a *weak* Python scalar to (NEP 50: ``x_f32 * k`` computes in
   float32, ``k`` rounded to it once) — the ``astype`` NumPy's own conversion does. Only uses
   whose NumPy loop takes the scalar that way are rewritten: element-wise arithmetic,
-  comparisons, maxima and ``where`` with floating-point arrays. ``x ** k`` (NumPy's fast paths
-  for some exponents), integer arrays (an ``int`` past the array's range raises) and any other
-  use keep the value in the key;
+  comparisons, maxima and ``where`` with floating-point arrays, an ``int`` with int64 arrays
+  (every int the input takes, +-2**53, is one of int64's), a ``float`` among ``where``'s
+  numbers. ``x ** k`` (NumPy's fast paths for some exponents), other integer arrays (an ``int``
+  past the array's range raises) and any other use keep the value in the key;
 - a NumPy scalar (kind ``"numpy.float32"``...): *strong* (NEP 50), so NumPy computes with it as
   with a 0-d array of its dtype: the placeholder is that array, used as it is, by the same
   element-wise calls (with arrays of any dtype).
@@ -273,6 +274,9 @@ def _weak_dtype(node: Node, kind: str = "int") -> str | None:
     floats = [d for d in arrays if np.dtype(d).kind == "f" and np.dtype(d).itemsize >= 4]
     if kind == "float" and arrays and all(np.dtype(d).kind in "biu" for d in arrays):
         return "float64" if node.tensor.dtype in ("float64", "bool") else None
+    if kind == "int" and arrays and all(d == "int64" for d in arrays) and \
+            node.tensor.dtype in ("int64", "bool"):
+        return "int64"  # ``x * k``: any int the input takes (+-2**53) is one of int64's
     if not floats or len(floats) != len(arrays):
         return None
     dtype = np.result_type(*floats).name
