@@ -131,3 +131,21 @@ def test_a_value_of_its_positions_alone_is_recomputed_in_a_broadcast_view(build,
     run = lowered(b, b("mul", shifted, shifted))
     run.assert_numpys()
     assert len(run.loop.buffers) == 2
+
+
+def test_an_expressions_kept_order_dies_with_it():
+    """A review's finding: the order ``postorder`` keeps held its own expression, so no entry
+    of the cache was ever freed (every compile's expressions, for the process's life)."""
+    import gc
+
+    from stax.loop import expr as expr_module
+    from stax.loop.expr import Binary, Const, postorder
+
+    before = len(expr_module._ORDERS)
+    for k in range(200):
+        e = Binary("add", Const(float(k), "float64"), Const(1.0, "float64"), "float64")
+        assert [type(n).__name__ for n in postorder(e)] == ["Const", "Const", "Binary"]
+        assert list(postorder(e))[-1] is e
+    del e
+    gc.collect()
+    assert len(expr_module._ORDERS) <= before + 1

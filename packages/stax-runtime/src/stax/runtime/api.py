@@ -553,9 +553,9 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             version.entry_key = key
             dispatch = next((v.entry.function for v in reversed(self._versions) if v.entry_key ==
                              key and v.entry is not None and v.free is None), dispatch)
-        # (own ``np.errstate`` too: no event reported for NumPy, any is the dispatcher's)
         if make_entry is not None and version.gates is None and placement is None and \
-                not kwargs and not (capture.writeback and capture.writeback_plan().views):
+                not kwargs and not self._sets_errstate and \
+                not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
             entry = compiled_entry(make_entry, key, leaves, slots, plain_args, dispatch,
                                    predicates, given, served)

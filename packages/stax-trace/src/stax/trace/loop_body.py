@@ -76,7 +76,7 @@ _NEW_ARRAYS = {
                      "square", "sign", "negative", "floor", "ceil", "rint"), 1),
     **dict.fromkeys(("arctan2", "hypot", "power", "add", "subtract", "multiply", "divide",
                      "true_divide", "maximum", "minimum", "fmax", "fmin", "round"), 2),
-    **dict.fromkeys(("roll", "where", "clip", "cumsum"), 3), "diff": 5}
+    **dict.fromkeys(("roll", "where", "clip", "cumsum"), 3)}  # (``np.diff(u, 0)`` is ``u``)
 
 
 def _operand_only(expr: ast.expr, name: str) -> bool:
