@@ -155,3 +155,27 @@ def _euler_sine_short(y, dt):
     for _ in range(10):
         y = y + dt * np.sin(y) * 0.5
     return y
+
+
+def _sines_with_a_break(x):
+    for k in range(20):
+        x = np.sin(x) + np.cos(x) + 0.1 * np.exp(-x)
+        if k == 18:  # the index as a Python int: the lifted body does not compile
+            break
+    return x
+
+
+def test_past_the_function_budget_a_loop_that_would_run_in_numpy_stays_unrolled(monkeypatch,
+                                                                                  caplog):
+    """A review's finding: past ``FUNCTION_BUDGET`` a loop of 60 transcendentals was captured
+    again lifted, where its body runs in NumPy (it compares its index): 20 kernels became
+    NumPy's speed. Such a function compiles unrolled after all."""
+    import logging
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    x = np.random.default_rng(0).random(64)
+    compiled = stax.compile(_sines_with_a_break)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        np.testing.assert_allclose(compiled(x), _sines_with_a_break(x), rtol=1e-14)
+    assert "compiled unrolled after all" in caplog.text, caplog.text
+    version = compiled.versions()[0]
+    assert version.native and not version.artifact.externs

@@ -87,8 +87,14 @@ def check_kernel_budget(distinct: int, functions: int = 0) -> None:
         raise TooManySteps(f"the program would compile more than {limit} distinct kernels (a "
                            "Python loop unrolled at capture, its steps differing in offsets)")
     if limit is not None and functions > FUNCTION_BUDGET:
-        raise TooManySteps(f"the program's kernels would inline more than {FUNCTION_BUDGET} "
-                           "evaluations of functions (a Python loop unrolled at capture)")
+        raise TooManyFunctions(f"the program's kernels would inline more than "
+                               f"{FUNCTION_BUDGET} evaluations of functions (a Python loop "
+                               "unrolled at capture)")
+
+
+class TooManyFunctions(TooManySteps):
+    """Past ``FUNCTION_BUDGET``: the program compiles, slowly; lifted, its loops must run
+    compiled to be worth it (``stax.runtime.recapture``)."""
 
 
 #: evaluations of transcendental functions (``sin``, ``exp``...) the kernels of a program may

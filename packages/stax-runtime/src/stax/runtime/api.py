@@ -58,6 +58,7 @@ from .key_entry import (
 )
 from .keyword_calls import as_called, call_form, defaults_unread
 from .object_arrays import LiftedAttributes, ObjectArrays, as_plain_callable, with_lifted, with_object_arrays
+from .recapture import captured_lifted
 from .replay_costs import call_key, replayed_seconds, timed_against_eager
 from .reports import Reports
 from .runners import (
@@ -388,22 +389,18 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         number, start, timings = len(self._versions), time.perf_counter(), {}
         # unrolled loops' kernels limited (LLVM's time); past that, captured again lifted
         again, budget = loops.recapturable(self.fn, tree_leaves((args, kwargs))), budgeted(self.fn)
+        build = functools.partial(self._build, sigma, args, kwargs, settings, number, timings,
+                                  outcome, placement, pattern)
         try:
             try:
                 with kernel_budget() if again else contextlib.nullcontext(), gate_budget(budget), \
                         loops.lifting_counted_loops() if again and counted else \
                         contextlib.nullcontext():
-                    version = self._build(sigma, args, kwargs, settings, number, timings,
-                                          outcome, placement, pattern)
-            except (TooManySteps, TooManyGates):
+                    version = build()
+            except (TooManySteps, TooManyGates) as why:
                 if not again or outcome.generators:
                     raise
-                logs.emit("loops", settings.logs, f"{self._name}: too many steps, kernels or "
-                          "data gates with its loops unrolled: captured again with them lifted")
-                outcome.undo_untraced_updates()
-                with loops.lifting_every_loop(), gate_budget(budget):
-                    version = self._build(sigma, args, kwargs, settings, number, timings,
-                                          outcome, placement, pattern)
+                version = captured_lifted(build, why, outcome, budget, settings.logs, self._name)
         except (UnsupportedError, _InternalError) as exc:
             if self.strict_native:
                 raise (exc.__cause__ if isinstance(exc, _InternalError) else exc) from None

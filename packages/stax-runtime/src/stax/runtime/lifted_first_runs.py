@@ -3,12 +3,30 @@ and whether its body runs compiled or in NumPy, by their times per item."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from stax.trace.creation import not_recording
 from stax.trace.isolation import not_watching
 from stax.trace.source import drop_held, held_mark
+
+#: the runners ``first_run`` ran while ``collecting_runners`` (a capture's lifted loops)
+_MADE: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("stax_lifted_runners",
+                                                                        default=None)
+
+
+@contextlib.contextmanager
+def collecting_runners() -> Iterator[list[Any]]:
+    """The lifted loops' runners the block's captures make (``stax.runtime.recapture``)."""
+    made: list[Any] = []
+    token = _MADE.set(made)
+    try:
+        yield made
+    finally:
+        _MADE.reset(token)
 
 
 class Unstable(Exception):
@@ -20,6 +38,9 @@ def first_run(runner: Any, start: list[Any]) -> tuple[tuple[Any, ...], str] | st
     or why the loop unrolls; the runner is set to the faster way that keeps eager semantics.
     NumPy's reports (held by capture) are kept from the one run whose results count."""
     mark = held_mark()
+    collected = _MADE.get()
+    if collected is not None:
+        collected.append(runner)
     try:
         results = runner(*start)
         how = "body compiled once"
