@@ -33,3 +33,16 @@ def test_reduction_variables_count():
     x0, r0 = Affine.var(xvar(0)), Affine.var(rvar(0))
     assert index_width(node((8,), x0 + r0 * 8, x0, reduction_ranges=(1 << 20,))) == 32
     assert index_width(node((8,), x0 + r0 * 8, x0, reduction_ranges=(1 << 29,))) == 64
+
+
+def test_an_index_value_counts():
+    """A review's finding: ``np.arange(2**31, 2**31 + 4) + x`` gave -2.147e9: the value of an
+    ``Index`` expression is computed in the kernel's index type, which ignored it."""
+    from stax.loop import Binary, Cast, Index
+
+    x0 = Affine.var(xvar(0))
+    for start, bits in ((0, 32), (2 ** 31 - 4, 32), (2 ** 31, 64), (-(2 ** 31) - 1, 64)):
+        value = Cast(Index(x0 + start, "int64"), "float32")
+        body = Binary("add", Load("x", x0, "float32"), value, "float32")
+        out = ComputedBuffer("out", (4,), "float32", (1,), x0, Pointwise((4,), body))
+        assert index_width(out) == bits, start

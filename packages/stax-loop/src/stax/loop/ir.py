@@ -16,7 +16,7 @@ from stax.ir.serialize import decode_value, encode_value
 from stax.ir.sizes import size_from_json, size_to_json
 
 from .containers import fold
-from .expr import Expr, affine_loads, expr_from_json, expr_to_json, format_expr, loads
+from .expr import Expr, Index, affine_loads, expr_from_json, expr_to_json, format_expr, loads, postorder
 from .index import Affine
 
 #: 1.1: extern calls; 1.2: scans, index/guarded/indirect loads, checks; 1.3: events-only buffers;
@@ -152,7 +152,9 @@ def index_width(node: ComputedBuffer) -> int:
         return 32  # no iteration: nothing is indexed
     if node.store_offset is not None:
         return 64  # computed positions: their values are not bounded by the ranges
-    indices = [ld.index for ld in affine_loads(node.data.body)] + [node.store_index]
+    # (an ``Index`` value, ``np.arange(2**31, ...)``, is computed in the kernel's index type too)
+    indices = [ld.index for ld in affine_loads(node.data.body)] + [node.store_index] + \
+        [e.index for e in postorder(node.data.body) if isinstance(e, Index)]
     for index in indices:
         low, high = index.bounds(extents)
         if low < INT32_RANGE[0] or high > INT32_RANGE[1]:
