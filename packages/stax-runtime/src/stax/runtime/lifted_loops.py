@@ -269,16 +269,17 @@ class Runner:
             self.steady = SteadyCall.of(self, values[MACHINE_CODE], arrays_given)  # like it
         return results
 
-    def _results(self, values: dict[str, Any], given: dict[str, Any], items: range
+    def _results(self, values: dict[str, Any], given: dict[str, Any] | None, items: range
                  ) -> tuple[Any, ...]:
         """The step's results from the locals after a run, checked to be the objects capture
-        found them to be (``_identities``)."""
-        same = _identities([None if name in self.scalars else values[name]
-                            for name in self.outputs], given, self._order)
-        if self.identities is None:
-            self.identities = same
-        elif same != self.identities:  # the step's results would not be what capture made
-            raise Unstable("the loop's results are other objects than at capture")
+        found them to be (``_identities``; ``given`` None: known to be, ``SteadyCall``)."""
+        if given is not None:
+            same = _identities([None if name in self.scalars else values[name]
+                                for name in self.outputs], given, self._order)
+            if self.identities is None:
+                self.identities = same
+            elif same != self.identities:  # the results would not be what capture made
+                raise Unstable("the loop's results are other objects than at capture")
         results = tuple(values[name][()] if name in self.scalars and
                         isinstance(values[name], np.ndarray) and not values[name].ndim
                         else np.float64(values[name]) if name in self.carried

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .item_loop_runs import FIRST_CHUNK, LAST_CHUNK, LAST_ITEM, same_number
+from .item_loop_runs import FIRST_CHUNK, LAST_CHUNK, same_number
 
 # what a call made of an argument (``Runner._values``)
 _NUMBER, _COPY, _VIEW, _AS_IS = range(4)
@@ -102,10 +102,6 @@ class SteadyCall:
         #: object at two positions (``Runner._results``)
         self.identities = sum(self.kinds[j][0] is _AS_IS for j in escaping) > 1
         self.given = [j for j, name in enumerate(inputs) if name not in runner.copied]
-        #: per result: whether it is a scalar input's (a 0-d array given back as a NumPy
-        #: scalar), a carried Python float's
-        self.conversions = [(name in runner.scalars, name in runner.carried)
-                            for name in runner.outputs]
         self.disarmed = 0  # calls left before the steady call runs again
         self.apart = 1  # the calls the next stop disarms it for
 
@@ -208,17 +204,5 @@ class SteadyCall:
                 local[name] = values[j] if j is not None else runner.constants[name]
         runner._ran(local, count, underflowed, items)
         # (``_settle`` acts on a ``while`` step that ran no iteration; this one ran some)
-        if self.identities:
-            given = {runner.inputs[j]: values[j] for j in self.given}
-            return runner._results(local, given, items)
-        out = []
-        for name, (scalar, carried) in zip(runner.outputs, self.conversions):
-            value = local[name]
-            if scalar and isinstance(value, np.ndarray) and not value.ndim:
-                value = value[()]
-            elif carried:
-                value = np.float64(value)
-            out.append(value)
-        if runner.site.item_returned:  # the target after a ``break``: the last item run
-            out.append(np.int64(local.get(LAST_ITEM, items[-1])))
-        return tuple(out)
+        given = {runner.inputs[j]: values[j] for j in self.given} if self.identities else None
+        return runner._results(local, given, items)
