@@ -76,6 +76,19 @@ PROGRAMS = {
     "concatenate transposed and reversed views": (
         lambda b, x, y: b("concatenate", transposed(b, x), transposed(b, reversed_rows(b, y)),
                           axis=1), (f32(7, 3), f32(5, 3))),
+    # a reshape of a transposed view reads at a computed offset (an indirect load): outside its
+    # piece that offset leaves the buffer (negative at the rows before it), so it is guarded too
+    "concatenate a reshape of a transposed view": (
+        lambda b, x, y: (b("concatenate", x, b("mul", b("reshape", transposed(b, x), shape=(6, 4)),
+                                                 2.0), axis=0),
+                         b("concatenate", b("reshape", transposed(b, y), shape=(4, 6)), y, y,
+                           axis=1)),
+        (f32(6, 4), f32(4, 6))),
+    "pad and roll a reshape of a transposed view": (
+        lambda b, x: (b("pad", b("reshape", transposed(b, x), shape=(3, 8)),
+                        pad_width=((2, 1), (3, 0)), value=1.5),
+                      b("roll", b("reshape", transposed(b, x), shape=(3, 8)), shift=5, axis=1)),
+        (f32(6, 4),)),
     "stack": (lambda b, x, y: b("stack", x, y, b("sub", x, y), axis=1), (f32(4, 6), f32(4, 6))),
     "stack last axis": (lambda b, x, y: b("stack", x, y, axis=1), (f32(17), f32(17))),
     "pad": (lambda b, x: b("pad", x, pad_width=((1, 2), (0, 3)), value=0.0), (f32(4, 5),)),

@@ -18,7 +18,19 @@ import numpy as np
 from stax.ir import GraphProgram, Node, TensorMeta, UnsupportedError, contiguous_strides, dense_strides
 from stax.ir.sizes import Size, is_symbolic, same_size
 
-from .expr import Binary, Cast, Const, Expr, GuardedLoad, Index, Load, Select, Unary, rewrite
+from .expr import (
+    Binary,
+    Cast,
+    Const,
+    Expr,
+    GuardedLoad,
+    Index,
+    IndirectLoad,
+    Load,
+    Select,
+    Unary,
+    rewrite,
+)
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, InputBuffer, Pointwise, Reduction, rvar, xvar
 from .options import TRIG_REDUCTION_LIMIT, LoopOptions
@@ -322,9 +334,20 @@ class LoopLowering:
 
 def guarded(e: Expr, guard: Expr) -> Expr:
     """``e`` with every load made a guarded load (shared subexpressions stay shared): for a
-    value read only where ``guard`` holds (a select discards it elsewhere)."""
-    return rewrite(e, lambda n: GuardedLoad(n.buffer, n.index, n.dtype, guard)
-                   if type(n) is Load else None)
+    value read only where ``guard`` holds (a select discards it elsewhere). A computed offset
+    (``IndirectLoad``: a reshape of a transposed view) may leave its buffer where the guard is
+    false too: it reads element 0 there and its value is 0, like a guarded load's, so neither
+    memory outside the buffer nor an event of a discarded element's arithmetic is ever seen."""
+    def guard_load(n: Expr) -> Expr | None:
+        if type(n) is Load:
+            return GuardedLoad(n.buffer, n.index, n.dtype, guard)
+        if type(n) is IndirectLoad:
+            offset = Select(guard, guarded(n.offset, guard), Const(0, n.offset.dtype),
+                            n.offset.dtype)
+            return Select(guard, IndirectLoad(n.buffer, n.dtype, offset), Const(0, n.dtype),
+                          n.dtype)
+        return None
+    return rewrite(e, guard_load)
 
 
 def index_compare(op: str, index: Affine, bound: int) -> Expr:
