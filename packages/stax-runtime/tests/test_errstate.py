@@ -623,3 +623,49 @@ def test_a_block_stricter_than_an_ignoring_caller_on_exact_events(fn, args):
     with np.errstate(all="ignore"):
         for _ in range(3):
             assert_like_eager(compiled, fn, args)
+
+
+def _underflow_raising_product(x, y):
+    with np.errstate(under="raise"):
+        return x * y + 1.0
+
+
+def _underflow_raising_exp(x, y):
+    with np.errstate(all="raise"):
+        z = np.exp(x) * y
+    return z.sum()
+
+
+@pytest.mark.parametrize("fn", [_underflow_raising_product, _underflow_raising_exp],
+                         ids=["exact", "transcendental"])
+@pytest.mark.parametrize("caller", ["default", "ignore"])
+def test_a_block_heeding_underflow_decides_it_whatever_the_caller(fn, caller):
+    """A review's finding: ``np.errstate(under="raise")`` inside the function never raised after
+    the first call, as the caller's default state ignores underflow and calls heeded what the
+    caller heeds. The capture notes a block heeding underflow (``info["heeds_underflow"]``) and
+    calls heed it: an underflowing call runs eagerly and the block raises, every call (the third
+    and eighth included), whichever kernels compute it."""
+    compiled = stax.compile(fn)
+    n = 257
+    cases = [(np.full(n, -800.0), np.ones(n)), (np.full(n, 1e-160), np.full(n, 1e-160)),
+             (np.linspace(-1.0, 1.0, n), np.ones(n))]
+    state = {} if caller == "default" else {"all": "ignore"}
+    with np.errstate(**state):
+        for k in range(12):
+            assert_like_eager(compiled, fn, cases[k % 3], exact=False)
+
+
+def _underflow_ignoring_ratio(x, y):
+    with np.errstate(divide="ignore", under="ignore"):
+        return np.where(y != 0, x / y, 0.0)
+
+
+def test_a_block_not_heeding_underflow_keeps_calls_native():
+    """The other side: a block that leaves underflow ignored heeds nothing new, so calls under
+    the default state stand natively (the common ``np.errstate(divide="ignore")`` idiom)."""
+    compiled = stax.compile(_underflow_ignoring_ratio)
+    x, y = np.linspace(1e-300, 1.0, 64), np.linspace(-1.0, 1e300, 64)
+    for _ in range(10):
+        assert_like_eager(compiled, _underflow_ignoring_ratio, (x, y))
+    (version,) = compiled.versions()
+    assert version.native and version.declines == 0 and version.skipped == 0

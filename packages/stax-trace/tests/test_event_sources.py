@@ -88,3 +88,17 @@ def test_a_function_under_its_own_error_state_attributes_nothing():
         return quiet(a) + 1.0
     captured = trace(deep, (np.ones(4),))
     assert captured.info.get("sets_errstate") and "event_sources" not in captured.info
+    assert "heeds_underflow" not in captured.info  # ignoring divide heeds nothing new
+
+
+@pytest.mark.parametrize("block", [{"under": "raise"}, {"all": "warn"}, {"under": "call"}])
+def test_a_block_heeding_underflow_is_noted(block):
+    """The caller's default state ignores underflow, which kernels do not always report: a
+    block of the function's own that heeds it is noted for the runtime (``heeds_underflow``),
+    however deep, and whatever it sets underflow to."""
+    def inner(a):
+        with np.errstate(**block):
+            return a * 2.0
+
+    captured = trace(lambda a: inner(a) + 1.0, (np.ones(4),))
+    assert captured.info.get("sets_errstate") and captured.info.get("heeds_underflow")

@@ -185,13 +185,20 @@ def give_warnings(held: list[Any]) -> None:
 _NO_CHANGE = contextlib.nullcontext()
 
 
-def heeding_all(on: bool) -> Any:
+#: ``heeding_all``'s level for a function whose own block heeded underflow when it was captured
+HEEDING_UNDERFLOW = 2
+
+
+def heeding_all(on: int) -> Any:
     """While a call of a function that sets NumPy's error state itself (``np.errstate`` inside)
-    runs: every event but underflow heeded, so any event declines the call and the eager run
-    lets the function's own block decide (the kernels cannot see that block; under a caller's
-    ``ignore`` the call stood, silent, where eager's inner block warned). ``on`` False: as is."""
+    runs: every event heeded, so any event declines the call and the eager run lets the
+    function's own block decide (the kernels cannot see that block; under a caller's ``ignore``
+    the call stood, silent, where eager's inner block warned). Underflow only at
+    ``HEEDING_UNDERFLOW`` (its block heeded it): heeded, a plan with kernels that cannot report it
+    declines every call (``underflow_unseen``). ``on`` False: as is."""
     if not on:
         return _NO_CHANGE
     current = np.geterr()
-    return np.errstate(**{k: "warn" for k in ("divide", "over", "invalid")
-                          if current[k] == "ignore"})
+    categories = ("divide", "over", "invalid", "under") if on == HEEDING_UNDERFLOW else \
+        ("divide", "over", "invalid")
+    return np.errstate(**{k: "warn" for k in categories if current[k] == "ignore"})

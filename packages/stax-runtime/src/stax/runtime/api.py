@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from stax.codegen import DEVICES, Executable, ExternResultMismatch, FloatingPointEvents, TritonExecutable
-from stax.codegen.errstate import forget_held, heeding_all
+from stax.codegen.errstate import HEEDING_UNDERFLOW, forget_held, heeding_all
 from stax.codegen.instantiate import GenericExecutable
 from stax.codegen.program_plan import TooManySteps, kernel_budget
 from stax.ir import StaxError, UnsupportedError, holds_lifted_loop, tree_flatten, tree_leaves
@@ -488,6 +488,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                     "device" not in named_parameters(self.backend):
                 raise UnsupportedError(f"backend {self.backend_name!r} compiles for the CPU only "
                                        "(its signature takes no device)")
+            if capture.info.get("heeds_underflow"):  # its own block heeds underflow: so
+                self._sets_errstate = HEEDING_UNDERFLOW  # does every call (``heeding_all``)
             if self._sets_errstate:  # its own np.errstate decides its warnings: never a late
                 capture.info["sets_errstate"] = True  # report (``stax.loop.overwrites``)
             compiled = with_gate_outputs(capture, numpy_calls) if numpy_calls is not None \

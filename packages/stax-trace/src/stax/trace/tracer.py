@@ -32,7 +32,7 @@ from . import creation, loops, masked, masked_reductions, minmax, result_convers
 from .call_values import ITEM_SLICED, concrete_arguments, gate_shape_arguments, gate_slice_bounds
 from .capture_info import capture_info
 from .creation import Created, constant_result, not_recording, recording_creation
-from .error_state import current_error_state
+from .error_state import error_state_at_entry, note_error_state
 from .examples import example_view, root_array
 from .gate_budget import add_gate
 from .generator_proxy import GeneratorProxy
@@ -90,8 +90,9 @@ class Tracer:
         self.item_slices = False  # a lifted loop's body: its item may bound a slice (loops.py)
         #: NumPy's error state where the function began (its context variable's capsule), and
         #: whether an operation was recorded under another one: the function's own
-        #: ``np.errstate`` block, in whatever function it is written (``error_state.py``)
-        self.error_state, self.own_error_state = None, False
+        #: ``np.errstate`` block, in whatever function it is written (``error_state.py``), and
+        #: whether that block heeded underflow (which the caller's state may not)
+        self.error_state, self.own_error_state, self.heeds_underflow = None, False, False
 
     def shared(self, proxy: Proxy, ignore: tuple[Any, ...] = ()) -> str | None:
         """Why an in-place update of ``proxy`` could be seen through another name, or None.
@@ -166,8 +167,8 @@ class Tracer:
                fn: Callable[..., Any], random: bool = False) -> Any:
         if self.finished:
             raise escaped()
-        if not self.own_error_state and current_error_state() != self.error_state:
-            self.own_error_state = True
+        if not self.heeds_underflow:
+            note_error_state(self)
         if self.selections:  # weak or pinned max/min results among the operands (minmax.py)
             args, kwargs, done = minmax.settle(self, op, target, args, kwargs, fn)
             if done is not minmax.PROCEED:
@@ -544,7 +545,7 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
             with recording_creation(tracer, found.bound_names), holding_warnings() as warned:
                 outcome.warnings = warned
                 try:
-                    tracer.error_state = current_error_state()
+                    tracer.error_state = error_state_at_entry()
                     result = (loops.rewritten(fn) or fn)(*args, **kwargs)
                 except Exception as caught:
                     exc = stand_in_error(caught)  # (mostly the error itself: the user's own)
