@@ -968,3 +968,66 @@ def test_a_python_int_with_int64_arrays_is_a_run_time_input():
     for got, want in zip(f(y, 5), _int_affine(y, 5)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def _squares_apart(count):
+    """Doubles whose Python ``s ** 2`` (C's pow) differs from ``s * s``: about 0.09% of them."""
+    found = [s for s in RNG.uniform(0.1, 10.0, 40_000).tolist() if s ** 2 != s * s]
+    assert len(found) >= count
+    return found[:count]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_python_float_powers_follow_their_scalars_bit_for_bit(dtype):
+    """``sigma ** 2`` of a scalar argument is C's pow, as CPython computes it (``stax.ir.libm``;
+    the kernels call the same function under a name LLVM does not rewrite as ``s * s``): one
+    generic version for every value, bit for bit; it was keyed per value (a Gaussian's
+    ``sigma`` recompiled at each new one, and ran eagerly past eight)."""
+    def g(x, s, e):
+        return x / (2 * s ** 2) + (-s) ** 3 - s ** e
+
+    f = st.compile(g)
+    x = _x(dtype)
+    values = [*_squares_apart(6), 0.5, 3.0, 1e-160, 7.25]
+    for k, s in enumerate(values):
+        e = (0.5, -1.5, 2, 3.25)[k % 4]
+        with np.errstate(all="ignore"):
+            got, want = f(x, s, e), g(x, s, e)
+        _same(got, want)
+    assert f.cache_info().compiles <= 4  # (float e, int e) x (exact, generic)
+
+
+@pytest.mark.parametrize("s, e, error", [
+    (1e200, 2.0, OverflowError), (0.0, -1.0, ZeroDivisionError), (-0.0, -3.0, ZeroDivisionError),
+    (-2.0, 0.5, None), (float("nan"), 2.0, None), (float("inf"), -2.0, None),
+    (float("-inf"), 3.0, None), (1.0, float("nan"), None), (float("nan"), 0.0, None),
+    (-1.0, float("inf"), None), (-8.0, 1.0 / 3.0, None)])
+def test_python_float_powers_raise_and_turn_complex_as_eagerly(s, e, error):
+    """Where Python raises (overflow, zero to a negative power) or gives a complex number (a
+    negative base to a fractional power), the result is not finite but both operands are:
+    the call declines and runs eagerly, at every call (the entry's, the third and eighth
+    included). Non-finite operands give C's values, which are Python's."""
+    def g(x, s, e):
+        return x * s ** e
+
+    f = st.compile(g)
+    x = _x(np.float64)
+    for k in range(10):
+        _same(f(x, 1.5 + k, 2.0), g(x, 1.5 + k, 2.0))
+        with np.errstate(all="ignore"):
+            if error is not None:
+                with pytest.raises(error):
+                    f(x, s, e)
+            else:
+                _same(f(x, s, e), g(x, s, e))
+
+
+def test_a_numpy_float64_power_keeps_its_value_in_the_key():
+    """NumPy's scalar power is NumPy's, not C's pow: not followed (its value is read)."""
+    def g(x, s):
+        return x * s ** 2
+
+    f = st.compile(g)
+    x = _x(np.float64)
+    for s in _squares_apart(3):
+        _same(f(x, np.float64(s)), g(x, np.float64(s)))

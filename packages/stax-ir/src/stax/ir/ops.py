@@ -22,6 +22,7 @@ import numpy as np
 from . import derivatives as d
 from . import derivatives_functions as df
 from . import derivatives_products as dp
+from .libm import python_pow_reference
 from .lifted_loops import LIFTED_LOOP, run_lifted_loop
 from .op_references import (
     arg_reference,
@@ -179,6 +180,11 @@ _elementwise("logaddexp2", 2, np.logaddexp2, ("numpy.logaddexp2",),
 # x ** y: its capture rule computes constant exponents exactly (x * x, sqrt, 1 / x)
 _elementwise("pow", 2, np.power, (), "x ** y, within NumPy's ulp threshold", vjp=d.pow,
              **_APPROXIMATE)
+# Python's float ``**`` of numbers computed from scalar arguments (``scalar_inputs.py``): C's
+# pow, the function CPython calls, bit for bit (``libm.py``)
+_elementwise("python_pow", 2, python_pow_reference, ("stax.functional.python_pow",),
+             "C's pow of doubles (Python's float **), exactly", vjp=d.pow,
+             cost_class=CostClass.FUNCTION)
 _elementwise("maximum", 2, np.maximum, ("numpy.maximum",),
              "NaN-propagating; returns y when x == y", vjp=d.maximum)
 _elementwise("minimum", 2, np.minimum, ("numpy.minimum",),
@@ -563,6 +569,7 @@ NN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "stax.ops.dynamic_slice": dynamic_slice_reference,
     # a precondition a rewrite made at capture relies on (``stax.trace.masked_reductions``)
     "stax.functional.decline_if": decline_if_reference,
+    "stax.functional.python_pow": python_pow_reference,
     "stax.nn.relu": _relu,
     "stax.nn.selu": _selu,
     "stax.nn.mse_loss": mse_loss_reference,

@@ -19,6 +19,7 @@ Capture records where a scalar argument was an operand of a traced call (``meta[
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -170,7 +171,10 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
 #: a computed number's operators (``stax.trace.traced_scalars.FOLLOWED_OPERATORS``)
 OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
               "truediv": operator.truediv, "neg": operator.neg, "pos": operator.pos,
-              "abs": operator.abs}
+              "abs": operator.abs, "pow": operator.pow}
+#: Python's errors of a float ``**``, which a non-finite result of finite operands stands for
+_POW_ERRORS = "a Python float power that overflows, divides zero or is complex " \
+    "(OverflowError, ZeroDivisionError, a complex result)"
 _F64 = {"tensor": TensorMeta((), "float64", ())}
 
 
@@ -230,9 +234,33 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
                 Opcode.CALL_FUNCTION, "stax.functional.decline_if", (divisor, zero),
                 {"why": "a Python float divided by zero (ZeroDivisionError)"},
                 name="decline_if", meta=dict(_F64))
+    if head == "pow":
+        return _python_pow(graph, operands)
     target = head if head.startswith("numpy.") else f"operator.{head}"
     return graph.call_function(target, tuple(operands), name=f"scalar_{head.split('.')[-1]}",
                                meta=dict(_F64))
+
+
+def _python_pow(graph: Any, operands: list[Any]) -> Node:
+    """Python's ``a ** b`` of floats: C's pow (``libm.py``), declining where Python raises or
+    gives a complex number, i.e. where the result is not finite but both operands are."""
+    operands = [o if isinstance(o, Node) else float(o) for o in operands]
+    power = graph.call_function("stax.functional.python_pow", tuple(operands),
+                                name="scalar_pow", meta=dict(_F64))
+    flag = {"tensor": TensorMeta((), "bool", ())}
+    bad = graph.call_function("numpy.logical_not", (graph.call_function(
+        "numpy.isfinite", (power,), name="pow_finite", meta=dict(flag)),), name="pow_not_finite",
+        meta=dict(flag))
+    for operand in operands:
+        if isinstance(operand, Node):
+            finite = graph.call_function("numpy.isfinite", (operand,), name="pow_operand_finite",
+                                         meta=dict(flag))
+            bad = graph.call_function("numpy.logical_and", (bad, finite), name="pow_error",
+                                      meta=dict(flag))
+        elif not math.isfinite(operand):
+            return power  # a non-finite operand: Python gives C's value
+    return graph.create_node(Opcode.CALL_FUNCTION, "stax.functional.decline_if", (power, bad),
+                             {"why": _POW_ERRORS}, name="decline_if", meta=dict(_F64))
 
 
 def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:

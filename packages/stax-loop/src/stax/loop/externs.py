@@ -65,6 +65,7 @@ NUMPY_CALLS: dict[str, Callable[[Node], tuple[str, bool, tuple[Any, ...], dict[s
     "reshape": lambda n: ("numpy.reshape", False, (n.args[0], n.kwargs["shape"]), {}),
     "take": lambda n: ("numpy.take", False, n.args, {"axis": n.kwargs["axis"]}),
     "decline_if": lambda n: ("stax.ops.decline_if", False, (*n.args, n.kwargs["why"]), {}),
+    "python_pow": lambda n: ("stax.functional.python_pow", False, n.args, {}),
     "dynamic_slice": lambda n: ("stax.ops.dynamic_slice", False,
                                 (*n.args, n.kwargs["axis"], n.kwargs["length"]), {}),
     "take_const": lambda n: ("numpy.take", False, (n.args[0], list(n.kwargs["indices"])),

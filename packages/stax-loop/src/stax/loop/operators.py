@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import comparison_ops, get_op
+from stax.ir.libm import python_pow_reference
 
 # NumPy's floating-point status bits (npy_get_floatstatus): the categories of np.errstate
 DIVIDE, OVERFLOW, UNDERFLOW, INVALID = 1, 2, 4, 8
@@ -165,6 +166,9 @@ _declare("mod", BINARY, np.remainder, "iu", "integer %: 0 for a zero divisor (fl
 _declare("hypot", BINARY, np.hypot, "f", events=_GROWTH)
 _declare("pow", BINARY, np.power, "f", events=Events(DIVIDE, True, zero_operand=0,
                                                      finite_operands=(0,)))
+_declare("python_pow", BINARY, python_pow_reference, "f",
+         "C's pow in double (Python's float **), rounded to the dtype",
+         events=Events(DIVIDE, True, zero_operand=0, finite_operands=(0,)))
 _declare("arctan2", BINARY, np.arctan2, "f")
 _declare("logaddexp", BINARY, np.logaddexp, "f", events=Events(nan="any", difference=True))
 _declare("logaddexp2", BINARY, np.logaddexp2, "f", events=Events(nan="any", difference=True))

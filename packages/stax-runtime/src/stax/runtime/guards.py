@@ -16,8 +16,9 @@ immutable (a number, a string, a module, a class, a NumPy function) is accepted 
 common guards cost a dictionary lookup and an ``is``.
 
 Not seen (documented): rebinding the module names of NumPy and the standard library (``np``,
-``math``) and Python's builtins in ``builtins`` (a module global shadowing one is seen), mutation of a class's attributes that the function's own code does not name, and state
-hidden in C objects without attributes (keyed by identity).
+``math``) and Python's builtins in ``builtins`` (a module global shadowing one is seen),
+mutation of a class's attributes that the function's own code does not name, and state hidden
+in C objects without attributes (keyed by identity).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir.scalar_inputs import value_kind
+from stax.ir.scalar_inputs import expression_kind, value_kind
 from stax.ir.scalar_predicates import COMPARISONS, MAX_PREDICATES, testable
 
 from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
@@ -97,10 +97,11 @@ class TracedScalar(TracedNumber):
 
 
 #: operators whose float result a 0-d float64 computation gives bit for bit (a Python float's
-#: arithmetic is IEEE double's; a division by zero, which raises in Python, is a decline)
+#: arithmetic is IEEE double's; a division by zero, which raises in Python, is a decline;
+#: ``**`` is C's pow, called by the kernels as CPython calls it: ``stax.ir.libm``)
 FOLLOWED_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
                       "truediv": operator.truediv, "neg": operator.neg, "pos": operator.pos,
-                      "abs": abs}
+                      "abs": abs, "pow": operator.pow}
 #: NumPy ufuncs a computed scalar follows (compiled: within NumPy's own accuracy, as for
 #: arrays; arithmetic bit for bit), their result NumPy's float64; ``np.float64(2) * t`` is one
 FOLLOWED_UFUNCS = frozenset({
@@ -168,6 +169,8 @@ def _computed(name: str, operands: tuple[Any, ...]) -> TracedScalar | None:
     size = 1 + sum(o.size for o in operands if isinstance(o, TracedScalar))
     if fn is None or any(e is None for e in exprs) or size > MAX_EXPRESSION:
         return None  # (one grown by a loop, ``t += dt``: read, its value in the key)
+    if name == "pow" and any(expression_kind(e) != "float" for e in exprs):
+        return None  # a NumPy float64's ``**`` is NumPy's scalar power: read
     try:
         value = fn(*(o.value if isinstance(o, TracedScalar) else o for o in operands))
     except ArithmeticError:

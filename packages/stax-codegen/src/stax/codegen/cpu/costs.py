@@ -27,7 +27,7 @@ FUNCTION_NS = {
     "arccos": (1.94, 3.31), "arcsinh": (2.12, 5.61), "arccosh": (2.2, 5.49),
     "arctanh": (2.09, 4.89), "sqrt": (0.18, 0.55), "pow": (3.76, 6.89), "hypot": (0.55, 0.97),
     "arctan2": (1.68, 4.3), "logaddexp": (3.79, 6.98), "logaddexp2": (3.79, 6.98),
-    "truediv": (0.1, 0.2),
+    "truediv": (0.1, 0.2), "python_pow": (3.76, 6.89),
 }
 UNIT_NS = 0.025
 NS_PER_BYTE = 0.1

@@ -15,6 +15,7 @@ from llvmlite import ir
 from stax.loop import Binary, Unary
 
 from . import vmath64
+from .libm import python_pow
 from .registry import Emitter, binary, by_dtype, unary
 from .types import I64
 from .vmath.double import F64, tanh64
@@ -61,6 +62,8 @@ BINARY_ROUTINES: dict[str, dict[str, Routine]] = {
     op: {"float64": fn, "float32": in_double(BINARY_VIA_DOUBLE[op])}
     for op, fn in vmath64.BINARY.items()}
 BINARY_ROUTINES["ldexp"] = {"float64": vmath64.ldexp, "float32": ldexp32}
+# Python's float ``**``: C's pow itself, called (``libm.py``)
+BINARY_ROUTINES["python_pow"] = {"float64": python_pow, "float32": python_pow}
 
 
 @unary(*UNARY_ROUTINES)

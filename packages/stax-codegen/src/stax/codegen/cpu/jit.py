@@ -17,7 +17,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ..diskcache import DiskCache
-from . import host
+from . import host, libm
 from .objfile import object_problem
 
 
@@ -309,6 +309,7 @@ def _dispose_pass_manager(passes: Any) -> None:
 
 def _engine_for_object(payload: bytes) -> Any:
     llvm = host.llvm()
+    libm.bind_symbols()  # the symbols of our own kernels call (``libm.py``)
     empty = llvm.parse_assembly("")
     empty.triple = host.host_identity().triple
     engine = llvm.create_mcjit_compiler(empty, _new_target_machine())

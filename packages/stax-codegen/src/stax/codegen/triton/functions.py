@@ -22,7 +22,8 @@ UNARY_FUNCTIONS = {
     "arccos": "acos", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
 }
 #: loop operator -> libdevice function of two operands
-BINARY_FUNCTIONS = {"arctan2": "atan2", "hypot": "hypot", "pow": "pow"}
+BINARY_FUNCTIONS = {"arctan2": "atan2", "hypot": "hypot", "pow": "pow",
+                    "python_pow": "pow"}  # on the GPU within libdevice's bound, not C's pow
 
 
 @unary(*UNARY_FUNCTIONS)
