@@ -130,6 +130,8 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                     assert target is not None  # input_refusal said so
                     cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
                                              meta={"tensor": TensorMeta((), target, ())})
+                    if kind == "int" and np.dtype(target).kind in "iu" and target != "int64":
+                        cast = _in_range(graph, value, cast, target)
             where, *rest = path
             if where == "args":
                 node.set_args(replaced_argument(node.args, rest, cast), node.kwargs)
@@ -241,6 +243,22 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
                                meta=dict(_F64))
 
 
+def _in_range(graph: Any, value: Node, cast: Node, dtype: str) -> Node:
+    """``cast``, the int64 input ``value`` converted to the integer ``dtype`` of the arrays it
+    meets, declining where it does not fit: NumPy raises ``OverflowError`` there (NEP 50)."""
+    info, whole = np.iinfo(dtype), np.iinfo(np.int64)
+    flag = {"tensor": TensorMeta((), "bool", ())}
+    tests = [graph.call_function(op, (value, int(bound)), name=f"{value.name}_{op[9:]}",
+                                 meta=dict(flag))
+             for op, bound, needed in (("operator.lt", info.min, info.min > whole.min),
+                                       ("operator.gt", info.max, info.max < whole.max)) if needed]
+    outside = tests[0] if len(tests) == 1 else graph.call_function(
+        "numpy.logical_or", tuple(tests), name=f"{value.name}_outside", meta=dict(flag))
+    return graph.create_node(Opcode.CALL_FUNCTION, "stax.functional.decline_if", (cast, outside),
+                             {"why": f"a Python int outside {dtype}'s range (OverflowError)"},
+                             name="decline_if", meta={"tensor": TensorMeta((), dtype, ())})
+
+
 def _python_pow(graph: Any, operands: list[Any]) -> Node:
     """Python's ``a ** b`` of floats: C's pow (``libm.py``), declining where Python raises or
     gives a complex number, i.e. where the result is not finite but both operands are."""
@@ -305,6 +323,9 @@ def _weak_dtype(node: Node, kind: str = "int") -> str | None:
     if kind == "int" and arrays and all(d == "int64" for d in arrays) and \
             node.tensor.dtype in ("int64", "bool"):
         return "int64"  # ``x * k``: any int the input takes (+-2**53) is one of int64's
+    if kind == "int" and arrays and len(set(arrays)) == 1 and np.dtype(arrays[0]).kind in "iu" \
+            and node.tensor.dtype in (arrays[0], "bool"):
+        return arrays[0]  # ``x_int32 * k``: where ``k`` fits (else NumPy raises: ``_in_range``)
     if not floats or len(floats) != len(arrays):
         return None
     dtype = np.result_type(*floats).name
