@@ -575,6 +575,36 @@ def test_a_version_whose_data_make_every_call_decline_is_paused_too():
     assert version.declines == 0 and version.skipped == 0
 
 
+def _gated_log(x, y):
+    k = int(np.argmax(x))  # a data gate, replayed in NumPy before each call
+    return np.log(y[k])
+
+
+def test_a_gated_version_whose_data_make_every_call_decline_is_paused_and_its_costs_told():
+    """A probe's findings: with data gates, a version declining every call (``log`` of a
+    negative: invalid) replayed its gates, ran, then NumPy ran the call, at every call (70 us
+    for NumPy's 2), and at the 36th call the timing of its replays, which had no compiled call
+    to show, raised ``ValueError: min() arg is an empty sequence``. Such a version is paused as
+    any other (a call of another branch meanwhile runs eagerly: right, as every paused call)."""
+    from stax.runtime import versions as api
+
+    f = stax.compile(_gated_log)
+    x, negative = np.arange(5.0), -np.ones(5)
+    with np.errstate(invalid="ignore"):
+        want = _gated_log(x, negative)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(60):
+            np.testing.assert_array_equal(f(x, negative), want)
+    assert len(caught) == 60  # NumPy's own warning, once a call
+    (version,) = f.versions()
+    assert version.declines >= api.DATA_DECLINE_STREAK and version.skipped > 0
+    positive = np.arange(1.0, 6.0)
+    for _ in range(api.RETRY_EVERY * 2):
+        np.testing.assert_array_equal(f(x, positive), _gated_log(x, positive))
+    assert version.declines == 0 and version.skipped == 0  # the retry came, and stood
+
+
 def test_the_calls_a_declining_version_skips_cost_a_lookup_not_a_dispatch():
     """While the version skips calls (``eager_for_now``), each went through the whole dispatch
     (a ``np.errstate`` safe division: 19.8 us a call, NumPy 8.5): the key's eager entry answers

@@ -136,6 +136,9 @@ class ReplayCosts:
         compiled, eager = self._alike()
         if not compiled:
             compiled, eager = self.compiled, self.eager
+        if not compiled:  # every compiled call timed declined (an event, a check): none stood
+            return f"{what} stood in no call timed; the function itself took " \
+                f"{min(eager) * 1e6:.0f} us a call"
         return (f"{what} took {self._time(compiled) * 1e6:.0f} us a call, the function itself "
                 f"{min(eager) * 1e6:.0f} us")
 
