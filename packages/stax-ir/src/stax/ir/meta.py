@@ -62,7 +62,7 @@ def elements_overlap(shape: tuple[int, ...], strides: tuple[int, ...], itemsize:
     for stride, n in sorted((abs(s), n) for s, n in zip(strides, shape) if n > 1):
         if stride < extent:
             return True
-        extent = stride * n
+        extent += stride * (n - 1)  # the last copy of the smaller axes ends there
     return False
 
 
