@@ -68,7 +68,6 @@ from .runners import (
     flat_runner,
     generator_states,
     guarded_entry,
-    keep_updates_of_a_failed_call,
     named_parameters,
     traced_arguments,
     tree_runner,
@@ -136,6 +135,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         self._hit_level = 3  # of the last hit counted: a version whose gates then fail was none
         self._misses = self._fallbacks = 0
         self._limit_warned = False
+        self._raising: dict[Any, None] = {}  # keys whose capture raised the function's own error
         # what a call runs: the dispatcher below, or the (machine-code) entry of the version the
         # previous call used (which hands every other call back to the dispatcher)
         self._call: Callable[..., Any] = self._dispatch
@@ -212,7 +212,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             sigma = signature(args, kwargs, self._names)
         except Unguardable as exc:
             return self._run_unkeyable(exc, placement, args, kwargs)
-        version = self._lookup(sigma, args, kwargs)
+        version = self._lookup(sigma, args, kwargs) or self._eager_while_raising(sigma)
         if version is None and self._at_limit():  # new keys run eagerly: no rescan, no capture
             return self._past_limit(sigma, args, kwargs, placement)
         if version is None:
@@ -458,7 +458,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             except StaxError:
                 raise
             except Exception as exc:  # the function's own error ends the call, its updates made
-                keep_updates_of_a_failed_call(outcome, placement, exc, lambda: self._eager(args, kwargs))
+                self._capture_raised(sigma, outcome, placement, exc, args, kwargs)
                 raise
             timings["capture"] = time.perf_counter() - clock
             check_no_side_effects(free, sigma, device_args, device_kwargs, self._names)

@@ -1,0 +1,62 @@
+"""A function that raises its own error while it is captured (a validator's ``ValueError``,
+NumPy's ``TypeError``): the call raises as eagerly, and the key's next calls run eagerly until
+one returns (``branches._capture_raised``), where each was captured again to raise again
+(0.8-2.8 ms a call for NumPy's 1-2 us: a probe's finding, costly in ``try``/``except``
+loops)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def checked(x):
+    x *= 2.0  # updated before the error: the caller keeps the update, as eagerly
+    if (x <= 0).any():
+        raise ValueError("non-positive input")
+    return np.log(x)
+
+
+def bool_difference(m, n):
+    return m - n  # NumPy's TypeError for booleans
+
+
+def test_a_raising_key_runs_eagerly_until_a_call_returns():
+    f = stax.compile(checked)
+    for _ in range(20):
+        a, b = -np.ones(9), -np.ones(9)
+        with pytest.raises(ValueError, match="non-positive"):
+            f(a)
+        with pytest.raises(ValueError, match="non-positive"):
+            checked(b)
+        np.testing.assert_array_equal(a, b)
+    info = f.cache_info()
+    assert info.misses == 1 and info.compiles == 0  # captured once, not at every call
+    good = np.linspace(0.5, 2.0, 9)
+    for _ in range(10):  # the first returns (eagerly); the next is captured and compiled
+        a, b = good.copy(), good.copy()
+        np.testing.assert_array_equal(f(a), checked(b))
+        np.testing.assert_array_equal(a, b)
+    assert f.cache_info().compiles == 1 and f.versions()[0].native
+    with pytest.raises(ValueError, match="non-positive"):
+        f(-np.ones(9))  # the compiled version's gate: the other branch, raising again
+
+
+def test_numpys_own_error_repeats_without_a_capture_each_call():
+    f = stax.compile(bool_difference)
+    m = np.ones(9, dtype=bool)
+    for _ in range(10):
+        with pytest.raises(TypeError):
+            f(m, m)
+    assert f.cache_info().misses == 1
+
+
+def test_strict_native_captures_every_call():
+    """Under ``strict_native`` nothing runs eagerly: each call is captured, and raises."""
+    f = stax.compile(checked, strict_native=True)
+    for _ in range(3):
+        with pytest.raises(ValueError):
+            f(-np.ones(9))
+    assert f.cache_info().misses == 3
