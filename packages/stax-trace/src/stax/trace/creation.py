@@ -352,6 +352,15 @@ def not_recording() -> Any:
     return _routed_to(None)
 
 
+#: the hint of a created array updated before it meets a traced value: where the user's code
+#: does not update it, a NumPy function made and filled it (a generator's draw of an array,
+#: ``default_rng(seed).normal(size=n)``, fills an ``np.empty`` it made: a probe's find)
+MADE_AND_FILLED = ("write the update after the array meets a traced value; where your code does "
+                   "not update it, a NumPy function made it and filled it in place (a draw of "
+                   "an array from a generator made inside the function: pass the generator as "
+                   "an argument)")
+
+
 @contextmanager
 def recording_creation(tracer: Tracer, bindings: list[tuple[dict[str, Any], str]] = ()
                        ) -> Iterator[None]:

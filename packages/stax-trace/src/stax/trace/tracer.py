@@ -31,7 +31,7 @@ from stax.ir.sizes import Size
 from . import creation, loops, masked, masked_reductions, minmax, result_conversions
 from .call_values import ITEM_SLICED, concrete_arguments, gate_shape_arguments, gate_slice_bounds
 from .capture_info import capture_info
-from .creation import Created, constant_result, not_recording, recording_creation
+from .creation import MADE_AND_FILLED, Created, constant_result, not_recording, recording_creation
 from .error_state import error_state_at_entry, note_error_state
 from .examples import example_view, root_array
 from .gate_budget import add_gate
@@ -88,10 +88,9 @@ class Tracer:
         #: calls on traced values that raised (``caught``): (what, exception type, source)
         self.raised: list[tuple[str, str, str | None]] = []
         self.item_slices = False  # a lifted loop's body: its item may bound a slice (loops.py)
-        #: NumPy's error state where the function began (its context variable's capsule), and
-        #: whether an operation was recorded under another one: the function's own
-        #: ``np.errstate`` block, in whatever function it is written (``error_state.py``), and
-        #: whether that block heeded underflow (which the caller's state may not)
+        #: NumPy's error state where the function began (its capsule), and whether an operation
+        #: was recorded under another one: the function's own ``np.errstate`` block, wherever
+        #: written (``error_state.py``), and whether that block heeded underflow
         self.error_state, self.own_error_state, self.heeds_underflow = None, False, False
 
     def shared(self, proxy: Proxy, ignore: tuple[Any, ...] = ()) -> str | None:
@@ -368,7 +367,8 @@ class Tracer:
         when = "before it meets" if created.node is None else "after it met"
         if not created.unchanged():  # the program would make it as it was made
             raise refused(UnsupportedError(f"an array made by {created.target}() is modified "
-                                           f"in place {when} a traced value", source=source))
+                                           f"in place {when} a traced value", source=source,
+                                           hint=MADE_AND_FILLED))
         if created.node is None:
             sizes: list[tuple[tuple[Any, ...], Any]] = []
             args = self._symbolic(created.args, created.source, sizes, ("args",))
