@@ -605,6 +605,30 @@ def test_a_gated_version_whose_data_make_every_call_decline_is_paused_and_its_co
     assert version.declines == 0 and version.skipped == 0  # the retry came, and stood
 
 
+def _scaled_overflowing(x, s):
+    return x * s, x + 1e300  # float32 + a huge Python float: NumPy's overflow in cast
+
+
+def test_a_version_with_a_scalar_key_entry_declining_every_call_is_paused_too():
+    """A probe's finding: with a scalar argument the version's key entry passes the arrays to
+    its machine-code entry, and the streak of declines was never counted there (the key entry
+    counts the calls it hands on): program then NumPy at every call, 20 us for NumPy's 2. The
+    machine-code entry's hits (calls that stood) tell the streak now."""
+    from stax.runtime import versions as api
+
+    f = stax.compile(_scaled_overflowing)
+    x = np.ones(5, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(40):
+            got, want = f(x, 2.0), _scaled_overflowing(x, 2.0)
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b)
+    assert len(caught) == 80  # NumPy's own warning, once a call (of each of the two runs)
+    (version,) = f.versions()
+    assert version.declines >= api.DATA_DECLINE_STREAK and version.skipped > 0
+
+
 def test_the_calls_a_declining_version_skips_cost_a_lookup_not_a_dispatch():
     """While the version skips calls (``eager_for_now``), each went through the whole dispatch
     (a ``np.errstate`` safe division: 19.8 us a call, NumPy 8.5): the key's eager entry answers

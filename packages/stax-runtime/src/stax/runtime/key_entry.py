@@ -38,12 +38,14 @@ from .value_checks import ValueChecks, keyed_apart, scalar_test
 class KeyEntry:
     """``function(*args)``: the version's call when ``args`` match its key; ``hits`` counts them.
     ``dispatches``: it runs the version as the dispatcher does (declines handled there), not a
-    machine-code entry."""
+    machine-code entry. ``inner``: the machine-code entry it passes the arrays to, whose hits
+    count only the calls that stood (``Version.declined``)."""
 
     def __init__(self, dispatches: bool = False) -> None:
         self.function: Callable[..., Any] = lambda *args, **kwargs: None
         self.hits = 0
         self.dispatches = dispatches
+        self.inner: Any = None
 
 
 class Redo(Exception):
@@ -114,7 +116,10 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
     if isinstance(inner, str):
         return inner
     entry = native_entry(sigma, slots, inner.function, dispatch, predicates, given, served)
-    return entry if entry is not None else "an argument's key is not compared by value"
+    if entry is None:
+        return "an argument's key is not compared by value"
+    entry.inner = inner
+    return entry
 
 
 def _redo(*args: Any, **kwargs: Any) -> Any:
