@@ -1054,3 +1054,32 @@ def test_a_python_int_with_narrower_integer_arrays_is_a_run_time_input(dtype):
             assert got.dtype == expected.dtype
             np.testing.assert_array_equal(got, expected)
     assert f.cache_info().compiles <= 3  # (an int past 2**53, uint64's maximum: its own)
+
+
+FLOAT32_SCALAR_MATH = [
+    lambda y, t, w: y + t * t,
+    lambda y, t, w: y + np.sqrt(t) * 2.5 - t / 3,
+    lambda y, t, w: y * (t * w) + w,
+    lambda y, t, w: y + np.sin(t) + np.cos(w * t),
+]
+
+
+@pytest.mark.parametrize("fn", FLOAT32_SCALAR_MATH, ids=["square", "sqrt", "weak", "ufunc"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_float32_scalars_in_python_arithmetic_follow_their_arguments(fn, dtype):
+    """A probe's finding: ``rhs(y, np.float32(t))`` computing ``t * t`` or ``np.sin(t)`` in
+    Python compiled a version per ``t`` (eager past eight), saying the function decided
+    something from the value. NumPy float32 scalars are followed as float64 ones are: their
+    arithmetic in float32 (Python numbers converted to float32 first, as NEP 50 has it), bit for
+    bit; a ufunc within an ulp, as for arrays."""
+    f = st.compile(fn, strict_native=True)
+    y = np.linspace(-1.0, 1.0, 7).astype(dtype)
+    for k in range(12):
+        t, w = np.float32(0.1 + 0.37 * k), 1.7 + k
+        got, want = f(y, t, w), fn(y, t, w)
+        assert got.dtype == want.dtype
+        if fn is FLOAT32_SCALAR_MATH[3]:
+            np.testing.assert_allclose(got, want, rtol=4e-7, atol=4e-7)
+        else:
+            _same(got, want)
+    assert f.cache_info().compiles <= 2

@@ -147,7 +147,8 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
     as a weak scalar of float arrays (a NumPy scalar: other than as an element-wise operand).
     Nothing is rewritten."""
     if leaf in set(read):
-        return f"the function decides something in Python from argument {leaf}'s value"
+        return f"the function reads argument {leaf}'s value in Python (a branch, a conversion, " \
+            "range(), or arithmetic Stax does not follow)"
     for node in program.graph.nodes:
         uses = [(path, kind if used == leaf else expression_kind(used))
                 for path, used in node.meta.get("scalar_args", ()) if leaf in leaves_of(used)]
@@ -192,25 +193,33 @@ def leaves_of(used: Any) -> set[int]:
 
 def number(kind: str, code: Any) -> Any:
     """A recorded number (``[..., kind, code]`` of an expression's argument or constant): an
-    int, a Python float from its hex, or a NumPy float64."""
+    int, a Python float from its hex, or a NumPy float64 or float32."""
     value = code if kind == "int" else float.fromhex(code)
-    return np.float64(value) if kind == "numpy.float64" else value
+    return np.float64(value) if kind == "numpy.float64" else \
+        np.float32(value) if kind == "numpy.float32" else value
+
+
+#: the strong kinds of computed numbers, widest first (NumPy's promotion among its scalars)
+_STRONG_FLOATS = ("numpy.float64", "numpy.float32")
 
 
 def expression_kind(expr: list[Any]) -> str:
-    """A computed number's kind: a Python ``float`` (weak) unless a NumPy float64 or ufunc
-    took part (``"numpy.float64"``, strong)."""
-    if expr[0] in ("arg", "const"):
-        return "numpy.float64" if expr[2] == "numpy.float64" else "float"
-    if expr[0].startswith("numpy."):
-        return "numpy.float64"
+    """A computed number's kind: a Python ``float`` (weak) unless a NumPy float took part
+    (strong: ``"numpy.float64"``, or ``"numpy.float32"`` where no float64 did, Python numbers
+    converted to it, as NEP 50 says); a ufunc of Python numbers alone is NumPy's float64."""
+    if expr[0] in ("arg", "const"):  # [..., kind, code]
+        return expr[-2] if expr[-2] in _STRONG_FLOATS else "float"
     kinds = {expression_kind(e) for e in expr[1:]}
-    return "numpy.float64" if "numpy.float64" in kinds else "float"
+    strong = next((k for k in _STRONG_FLOATS if k in kinds), None)
+    if strong is not None:
+        return strong
+    return "numpy.float64" if expr[0].startswith("numpy.") else "float"
 
 
 def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> Any:
-    """The node computing ``expr`` in float64 from the scalar inputs (an argument that is no
-    input is its recorded value), or its Python value where it reads none."""
+    """The node computing ``expr`` from the scalar inputs, in float64 (float32 where its kind is
+    NumPy's float32; an argument that is no input is its recorded value), or its Python value
+    where it reads none."""
     head = expr[0]
     if head in ("arg", "const"):
         *_, kind, code = expr
@@ -238,9 +247,16 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
                 name="decline_if", meta=dict(_F64))
     if head == "pow":
         return _python_pow(graph, operands)
+    meta = dict(_F64)
+    if expression_kind(expr) == "numpy.float32":  # float32 arithmetic: weak operands (Python
+        meta = {"tensor": TensorMeta((), "float32", ())}  # numbers' float64) converted first
+        operands = [graph.call_method("astype", (o, "float32"), name=f"{o.name}_f32",
+                                      meta=dict(meta))
+                    if isinstance(o, Node) and expression_kind(e) == "float" else o
+                    for o, e in zip(operands, expr[1:])]
     target = head if head.startswith("numpy.") else f"operator.{head}"
     return graph.call_function(target, tuple(operands), name=f"scalar_{head.split('.')[-1]}",
-                               meta=dict(_F64))
+                               meta=meta)
 
 
 def _in_range(graph: Any, value: Node, cast: Node, dtype: str) -> Node:

@@ -86,7 +86,7 @@ class TracedScalar(TracedNumber):
             size = 1 + sum(o.size for o in inputs if isinstance(o, TracedScalar))
             if all(e is not None for e in exprs) and size <= MAX_EXPRESSION:
                 value = ufunc(*(o.value if isinstance(o, TracedScalar) else o for o in inputs))
-                if type(value) is np.float64:  # (NumPy's own reports given, as eagerly)
+                if type(value) in (np.float64, np.float32):  # (NumPy's reports given, as eagerly)
                     return TracedScalar(value, None, self.tracer,
                                         [f"numpy.{ufunc.__name__}", *exprs], size)
                 for o in inputs:  # not followed (an int's reciprocal): read, not run again
@@ -119,8 +119,8 @@ def _operand(value: Any, leaf: int | None = None) -> list[Any] | None:
     """The expression of a value in computed-scalar arithmetic: a float, an int within 2**53
     or a NumPy float64, as an argument (``leaf``) or a constant; None for anything else."""
     t = type(value)
-    if t is float or t is np.float64:
-        kind, code = ("float" if t is float else "numpy.float64"), float(value).hex()
+    if t is float or t is np.float64 or t is np.float32:
+        kind, code = ("float" if t is float else f"numpy.{t.__name__}"), float(value).hex()
     elif t is int and -_EXACT_INT < value < _EXACT_INT:
         kind, code = "int", value
     else:
@@ -175,7 +175,7 @@ def _computed(name: str, operands: tuple[Any, ...]) -> TracedScalar | None:
         value = fn(*(o.value if isinstance(o, TracedScalar) else o for o in operands))
     except ArithmeticError:
         return None  # raised again as eagerly, by the values read
-    if type(value) not in (float, np.float64):
+    if type(value) not in (float, np.float64, np.float32):
         return None  # an int result (``n + 1``): Python's unbounded ints are not followed
     tracer = next(o.tracer for o in operands if isinstance(o, TracedScalar))
     return TracedScalar(value, None, tracer, [name, *exprs], size)
