@@ -89,6 +89,12 @@ PROGRAMS = {
                         pad_width=((2, 1), (3, 0)), value=1.5),
                       b("roll", b("reshape", transposed(b, x), shape=(3, 8)), shift=5, axis=1)),
         (f32(6, 4),)),
+    # NumPy 2 compares an integer array with a Python int its dtype cannot hold: a constant
+    # answer (it was a refusal, and the function ran eagerly)
+    "comparisons with ints beyond the dtype": (
+        lambda b, x, y: (b("lt", x, 300), b("eq", x, 1000), b("gt", 300, x), b("ge", x, -5),
+                         b("ne", y, -129), b("le", y, 200), b("lt", y, -1000)),
+        (np.arange(0, 250, 25, dtype=np.uint8), np.arange(-100, 100, 20, dtype=np.int8))),
     "stack": (lambda b, x, y: b("stack", x, y, b("sub", x, y), axis=1), (f32(4, 6), f32(4, 6))),
     "stack last axis": (lambda b, x, y: b("stack", x, y, axis=1), (f32(17), f32(17))),
     "pad": (lambda b, x: b("pad", x, pad_width=((1, 2), (0, 3)), value=0.0), (f32(4, 5),)),

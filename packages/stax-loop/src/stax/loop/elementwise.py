@@ -81,6 +81,9 @@ def lower_operator(ctx: LoopLowering, node: Node) -> Lazy:
     pow, float ``%``) NumPy computes it."""
     op, meta = node.target, node.tensor
     operator = get_operator(op)
+    answer = _beyond_the_dtype(node) if operator.result == "bool" else None
+    if answer is not None:
+        return Lazy(meta.shape, meta.dtype, lambda i: Const(answer, "bool"))
     dtype = _comparison_dtype(ctx, node) if operator.result == "bool" else meta.dtype
     operands = [ctx.operand(value, meta.shape, dtype) for value in node.args]
     name = BOOL_FORMS.get(op, op) if dtype == "bool" else op
@@ -108,6 +111,26 @@ def lower_divmod(ctx: LoopLowering, node: Node) -> Lazy:
     if limit is None:
         return op_as_extern(ctx, node)
     return _float_divmod(ctx, op, meta, a, b, limit)
+
+
+#: ``x OP k`` for a Python int ``k`` above every value of ``x``'s integer dtype (below: the
+#: mirror), as NumPy 2 answers it (``x_u8 < 300`` is all True, ``x_u8 == 300`` all False)
+_ABOVE = {"lt": True, "le": True, "ne": True, "gt": False, "ge": False, "eq": False}
+_BELOW = {"lt": False, "le": False, "ne": True, "gt": True, "ge": True, "eq": False}
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _beyond_the_dtype(node: Node) -> bool | None:
+    """The constant answer of a comparison of an integer array with a Python int its dtype
+    cannot hold (``u8 < 300``), else None."""
+    (a, b), op = node.args, node.target
+    if isinstance(a, int) and isinstance(b, Node):
+        a, b, op = b, a, _MIRRORED[op]
+    if not isinstance(a, Node) or type(b) is not int or a.tensor is None or \
+            np.dtype(a.tensor.dtype).kind not in "iu":
+        return None
+    info = np.iinfo(a.tensor.dtype)
+    return _ABOVE[op] if b > info.max else _BELOW[op] if b < info.min else None
 
 
 def _fits(value: int, dtype: str) -> bool:
