@@ -208,3 +208,28 @@ def test_window_functions_of_a_length_are_arrays_the_function_makes():
         x = rng.standard_normal(n)
         np.testing.assert_array_equal(f(x, 8.6), windowed(x, 8.6))
     assert f.versions()[-1].native
+
+
+def _fir(x, h):
+    out = np.zeros(len(x) - len(h) + 1, dtype=np.result_type(x, h))
+    for k in range(len(h)):
+        out += h[k] * x[k:k + len(out)]
+    return out, np.common_type(x, h)(1) * x[:2], np.promote_types(x.dtype, h.dtype)
+
+
+@pytest.mark.parametrize("x_dtype, h_dtype", [(np.float32, np.float32), (np.float32, np.float64),
+                                              (np.int16, np.float32)])
+def test_a_buffer_of_the_operands_result_type_is_native(x_dtype, h_dtype):
+    """A probe's FIR filter: ``np.result_type(x, h)`` (and ``np.common_type``,
+    ``np.promote_types``) answer from the operands' dtypes alone (NEP 50), which the key holds:
+    a constant of the capture, where it was refused ("returned a Float64DType, not an array")
+    and the function ran eagerly."""
+    f = stax.compile(_fir, strict_native=True)
+    x = (np.arange(50) % 7).astype(x_dtype)
+    h = np.array([0.25, 0.5, 0.25]).astype(h_dtype)
+    for _ in range(3):
+        got, want = f(x, h), _fir(x, h)
+        for g, w in zip(got[:2], want[:2]):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+        assert got[2] == want[2]

@@ -352,6 +352,12 @@ def not_recording() -> Any:
     return _routed_to(None)
 
 
+#: NumPy functions answering with a dtype (or scalar type) from their operands' dtypes alone, not
+#: their values (NEP 50): ``np.zeros(n, dtype=np.result_type(x, h))`` (a probe's FIR filter ran
+#: eagerly, refused as "returned a Float64DType, not an array")
+DTYPE_RESULTS = frozenset({"numpy.result_type", "numpy.promote_types", "numpy.common_type"})
+
+
 #: the hint of a created array updated before it meets a traced value: where the user's code
 #: does not update it, a NumPy function made and filled it (a generator's draw of an array,
 #: ``default_rng(seed).normal(size=n)``, fills an ``np.empty`` it made: a probe's find)

@@ -31,7 +31,7 @@ from stax.ir.sizes import Size
 from . import creation, loops, masked, masked_reductions, minmax, result_conversions
 from .call_values import ITEM_SLICED, concrete_arguments, gate_shape_arguments, gate_slice_bounds
 from .capture_info import capture_info
-from .creation import MADE_AND_FILLED, Created, constant_result, not_recording, recording_creation
+from .creation import Created, constant_result, not_recording, recording_creation
 from .error_state import error_state_at_entry, note_error_state
 from .examples import example_view, root_array
 from .gate_budget import add_gate
@@ -238,11 +238,11 @@ class Tracer:
             return type(value)(items) if type(value) in (tuple, list) else tuple(items)
         implementation = getattr(fn, "_implementation", None)
         if type(value) in (bool, int, float) and callable(implementation):
-            # a NumPy function written in Python that answers with a Python number
-            # (``np.allclose``, ``np.iscomplexobj``, ``np.ndim``): its own code runs on the
-            # traced values, so what it reads of their data is a gate, its dtype or shape a
-            # constant, as eagerly
+            # a NumPy function in Python answering with a number (``np.allclose``, ``np.ndim``):
+            # its code runs on the traced values (their data read: a gate; dtype, shape: constants)
             return implementation(*args, **kwargs)
+        if target in creation.DTYPE_RESULTS and isinstance(value, (np.dtype, type)):
+            return value  # of the operands' dtypes alone (NEP 50), which the key holds
         raise refused(UnsupportedError(
             f"{target}() returned a {type(value).__name__}, not an array", source=source))
 
@@ -368,7 +368,7 @@ class Tracer:
         if not created.unchanged():  # the program would make it as it was made
             raise refused(UnsupportedError(f"an array made by {created.target}() is modified "
                                            f"in place {when} a traced value", source=source,
-                                           hint=MADE_AND_FILLED))
+                                           hint=creation.MADE_AND_FILLED))
         if created.node is None:
             sizes: list[tuple[tuple[Any, ...], Any]] = []
             args = self._symbolic(created.args, created.source, sizes, ("args",))
