@@ -99,11 +99,10 @@ def test_sizes_and_scalars_dynamic_together():
 
 
 @pytest.mark.parametrize("fn", [
-    lambda x, k: x ** k,
     lambda x, k: x * 2 if bool(k % 2) else x,
     lambda x, k: sum(x * i for i in range(k)),
     lambda x, k: x * (k // 2),
-], ids=["power", "branch_on_remainder", "range", "python_floordiv"])
+], ids=["branch_on_remainder", "range", "python_floordiv"])
 def test_a_scalar_used_otherwise_keeps_its_value_in_the_key(fn, caplog, monkeypatch):
     monkeypatch.setenv("STAX_LOGS", "recompiles")
     caplog.set_level(logging.INFO, logger="stax")
@@ -163,13 +162,10 @@ def test_numpy_scalars_are_strong_run_time_inputs(fn, x_dtype, k_type):
 
 
 def test_numpy_scalars_used_otherwise_keep_their_value_in_the_key():
-    def power(x, k):
-        return x ** k
-
     def branch(x, k):
         return x * 2 if int(k) > 1 else x  # int() reads it (a comparison alone is a guard)
 
-    for fn in (power, branch):
+    for fn in (branch,):
         f = st.compile(fn)
         x = np.abs(RNG.standard_normal((3, 4))) + 0.5
         for k in (2.0, 3.0, 0.5):  # (a float power: within an ulp of NumPy's libm pow)
@@ -1083,3 +1079,55 @@ def test_numpy_float32_scalars_in_python_arithmetic_follow_their_arguments(fn, d
         else:
             _same(got, want)
     assert f.cache_info().compiles <= 2
+
+
+
+def _magnitude_power(x, p):
+    return np.abs(x) ** p + 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_scalar_exponent_is_a_run_time_input_with_numpys_fast_paths(dtype):
+    """``np.abs(x) ** p`` with a scalar ``p``: NumPy's loop over a scalar exponent squares at 2,
+    takes sqrt at 0.5 and the reciprocal at -1 (bit-exact), and calls pow otherwise. The version
+    records which of those ``p`` is (predicates): one version serves every other value with pow
+    (within an ulp, as for arrays), each fast value has one of its own with its exact op; the
+    exponent was keyed by value (eager past eight). Warnings (``0 ** -1``) are NumPy's."""
+    f = st.compile(_magnitude_power)
+    x = RNG.standard_normal(300).astype(dtype)
+    x[:4] = [0.0, -0.0, np.inf, np.nan]
+    values = [2.0, 1.5, 0.5, -1.0, 3.0, 0.25, 2.0, -2.5, 1.0, 0.0, 0.5, 7.0, 9.5, -1.0, 11.0]
+    for p in values:
+        with np.errstate(all="ignore"):
+            want = _magnitude_power(x, p)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = f(x, p)
+        with warnings.catch_warnings(record=True) as eager:
+            warnings.simplefilter("always")
+            _magnitude_power(x, p)
+        assert [str(w.message) for w in caught] == [str(w.message) for w in eager]
+        assert got.dtype == want.dtype
+        if float(p) in (2.0, 0.5, -1.0, 1.0, 0.0):
+            _same(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps)
+    info = f.cache_info()  # the first value's exact version; 0.5, -1.0 and the rest generic
+    assert info.compiles <= 4  # (eleven values; a version per value before)
+
+
+def test_an_exponent_computed_from_the_data_takes_numpys_fast_paths():
+    """``x ** y.sum()``: a 0-d exponent NumPy loops over as a scalar, so a sum of exactly 2.0
+    squares (pow differs from the square in the last bit for ~0.1% of doubles)."""
+    def g(x, y):
+        return x ** y.sum()
+
+    f = st.compile(g)
+    x = RNG.uniform(0.1, 10.0, 4000)
+    for y in (np.array([1.5, 0.5]), np.array([0.25, 0.25]), np.array([-0.5, -0.5]),
+              np.array([1.25, 0.5])):
+        got, want = f(x, y), g(x, y)
+        if y.sum() in (2.0, 0.5, -1.0):
+            _same(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=4e-16)

@@ -39,6 +39,7 @@ WEAK_OPERAND_TARGETS = frozenset({
     "numpy.less", "numpy.less_equal", "numpy.greater", "numpy.greater_equal", "numpy.equal",
     "numpy.not_equal", "numpy.maximum", "numpy.minimum", "numpy.fmax", "numpy.fmin",
     "numpy.where", "numpy.clip",
+    "operator.pow", "numpy.power",  # a float array's exponent: ``to_opgraph.arithmetic._power``
 })
 #: a lifted loop's step takes a scalar input as the 0-d array itself: its runner hands the body
 #: the Python (or NumPy) number again (``stax.runtime.lifted_loops``), which nothing rounds
@@ -110,6 +111,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
             placeholders[leaf] = graph.placeholder(
                 name, {"tensor": TensorMeta((), input_dtype(kind), ())})
         program.inputs[leaf] = placeholders[leaf].target
+    pinned = _pinned(program)
     for node in list(graph.nodes):
         uses = [(path, used) for path, used in node.meta.get("scalar_args", ())
                 if leaves_of(used) & placeholders.keys()]
@@ -125,7 +127,11 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                 else:  # a NumPy scalar: the 0-d array of its own dtype
                     value, kind = placeholders[used], leaves[used]
                 cast = value
-                if not _strong(kind) and node.target not in TAKEN_WHOLE:
+                if not isinstance(used, list) and used in pinned:  # its version's only value
+                    cast = pinned[used]
+                elif not isinstance(used, list) and used in pinned.general:
+                    node.meta["exponent_not_fast"] = True  # ``to_opgraph.arithmetic._power``
+                elif not _strong(kind) and node.target not in TAKEN_WHOLE:
                     target = stored[id(path)] if node.target in ASSIGNING else targets[kind]
                     assert target is not None  # input_refusal said so
                     cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
@@ -138,6 +144,27 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
             else:
                 node.set_args(node.args, replaced_argument(node.kwargs, rest, cast))
     return None
+
+
+class _Pinned(dict):
+    """The arguments a recorded predicate pins to one value (``p == 2.0`` came out True: the
+    version applies to that value alone), with their values, taken as constants where they are
+    used (``x ** p``: NumPy's square at 2.0, ``stax.trace.traced_scalars.FAST_EXPONENTS``);
+    ``general``: those recorded unequal to each of the fast exponents (pow serves them)."""
+
+    general: set[int]
+
+
+def _pinned(program: GraphProgram) -> _Pinned:
+    pinned, unequal = _Pinned(), {}
+    for name, left, right, outcome in program.info.get("scalar_predicates", ()):
+        if name == "eq" and left[0] == "arg" and right[0] == "const":
+            if outcome and number(*right[-2:]) != 0:  # (0.0 == -0.0: not one value)
+                pinned[left[1]] = number(*left[-2:])
+            else:
+                unequal.setdefault(left[1], set()).add(float.fromhex(right[-1]))
+    pinned.general = {leaf for leaf, values in unequal.items() if values >= set(FAST_EXPONENTS)}
+    return pinned
 
 
 def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
@@ -171,6 +198,9 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
     return None
 
 
+#: exponents NumPy's loop over a scalar exponent computes without pow, bit-exact: a square, sqrt,
+#: a reciprocal (``to_opgraph.arithmetic._power``, ``stax.trace.traced_scalars``)
+FAST_EXPONENTS = (2.0, 0.5, -1.0)
 #: a computed number's operators (``stax.trace.traced_scalars.FOLLOWED_OPERATORS``)
 OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
               "truediv": operator.truediv, "neg": operator.neg, "pos": operator.pos,

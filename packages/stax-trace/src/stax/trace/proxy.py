@@ -20,6 +20,7 @@ from stax.ir.ops import same_index_key
 
 from .isolation import refused
 from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
+from .traced_scalars import note_power_exponent
 from .traced_sizes import plain
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ class Proxy:
             raise _mutation(target, _IN_PLACE_FORMS)
         if "out" in kwargs:
             return _ufunc_into(self.tracer, ufunc, method, target, inputs, kwargs)
+        if ufunc is np.power and method == "__call__":
+            note_power_exponent(inputs)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs,
                                   getattr(ufunc, method))
 
@@ -509,6 +512,8 @@ def _apply(tracer: Tracer, fn: Any, operands: tuple[Any, ...]) -> Any:
     if scalar_math(fn, operands):
         target = _SCALAR_TARGETS[fn]
         return tracer.record(Opcode.CALL_FUNCTION, target, operands, {}, NN_FUNCTIONS[target])
+    if fn is operator.pow:
+        note_power_exponent(operands)
     return tracer.record(Opcode.CALL_FUNCTION, f"operator.{fn.__name__}", operands, {}, fn)
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir.scalar_inputs import expression_kind, value_kind
+from stax.ir.scalar_inputs import FAST_EXPONENTS, expression_kind, value_kind
 from stax.ir.scalar_predicates import COMPARISONS, MAX_PREDICATES, testable
 
 from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
@@ -239,3 +239,21 @@ for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs),
                    ("invert", operator.invert), ("round", round), ("trunc", math.trunc),
                    ("floor", math.floor), ("ceil", math.ceil)):
     setattr(TracedScalar, f"__{_name}__", _scalar_unary(_fn, _name))
+
+
+
+def note_power_exponent(operands: Any) -> None:
+    """``x ** p`` of an array ``x`` and a followed scalar ``p``: NumPy's loop takes a fast path
+    at each of ``FAST_EXPONENTS``, so the version records which one ``p`` is, if any
+    (predicates its key entry tests): a version for another value serves every other one, with
+    pow; one for 2.0 serves 2.0 alone, with the square (``scalar_inputs._pinned``)."""
+    base, p = operands
+    if not isinstance(p, TracedScalar) or isinstance(base, TracedNumber):
+        return
+    expr, recorded = p.expression, p.tracer.scalar_predicates
+    if expr is None or not testable(expr) or \
+            len(recorded) + len(FAST_EXPONENTS) > MAX_PREDICATES:
+        p.read()
+        return
+    recorded.extend(["eq", expr, ["const", "float", value.hex()], bool(p.value == value)]
+                    for value in FAST_EXPONENTS)

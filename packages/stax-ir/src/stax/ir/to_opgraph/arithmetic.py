@@ -76,7 +76,8 @@ def _where(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     return ctx.emit("where", tuple(operand(a) for a in args))
 
 
-@rule("operator.pow", "numpy.power", "numpy.pow", emits=("pow", "mul", "sqrt", "truediv", "cast"))
+@rule("operator.pow", "numpy.power", "numpy.pow",
+      emits=("pow", "mul", "sqrt", "truediv", "cast", "eq", "logical_or", "where"))
 def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Node:
     """Constant exponents NumPy computes without pow(): 2 (a square), 0.5 (sqrt), -1 (a
     reciprocal) — bit-exact; integer exponents 3 and 4 of integers by multiplication (exact,
@@ -93,6 +94,8 @@ def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
                 isinstance(args[0], Node):
             return ctx.emit("mul", (args[0], args[0]))
         raise NotNative
+    if _scalar_exponent(node, args) and not node.meta.get("exponent_not_fast"):
+        return _power_by_exponent(ctx, node, args[0], args[1])
     if not isinstance(args[0], Node) or \
             not isinstance(args[1], (int, float, np.integer, np.floating)) or \
             isinstance(args[1], (bool, np.bool_)):
@@ -113,6 +116,40 @@ def _power(ctx: LoweringContext, node: Node, args: tuple[Any, ...], kwargs: dict
     if dtype in ("float32", "float64"):
         return ctx.emit("pow", (x, args[1]))
     raise NotNative
+
+
+def _scalar_exponent(node: Node, args: tuple[Any, ...]) -> bool:
+    """Whether ``x ** p`` raises a float array to a 0-d exponent of its dtype (a scalar argument
+    taken as a run-time input, a reduction's value): NumPy's loop over a scalar exponent takes
+    the fast paths of its value then."""
+    x, p = args
+    dtype = node.tensor.dtype
+    return dtype in ("float32", "float64") and isinstance(x, Node) and isinstance(p, Node) and \
+        x.tensor.dtype == dtype and p.tensor.dtype == dtype and p.tensor.shape == () and \
+        x.tensor.shape != ()
+
+
+def _power_by_exponent(ctx: LoweringContext, node: Node, x: Node, p: Node) -> Node:
+    """``x ** p`` for a 0-d ``p`` known only when the call runs: NumPy's loop over a scalar
+    exponent squares for 2, takes sqrt for 0.5 and the reciprocal for -1 (bit-exact), and calls
+    pow otherwise. Each form is computed on ``x`` where its exponent is the call's and on 1.0
+    elsewhere, so a form not taken reports no event (``1 / 0`` of a zero ``x`` when ``p`` is 2)."""
+    flag = TensorMeta((), "bool", ())
+    result = node.tensor
+    tests = [ctx.emit("eq", (p, value), meta=flag) for value in (2.0, 0.5, -1.0)]
+    special = ctx.emit("logical_or", (tests[0], ctx.emit("logical_or", tests[1:], meta=flag)),
+                       meta=flag)
+
+    def where(test: Node, taken: Any, other: Any) -> Node:
+        return ctx.emit("where", (test, taken, other), meta=result)
+    square_base = where(tests[0], x, 1.0)
+    forms = [ctx.emit("mul", (square_base, square_base)),
+             ctx.emit("sqrt", (where(tests[1], x, 1.0),)),
+             ctx.emit("truediv", (1.0, where(tests[2], x, 1.0)))]
+    value = ctx.emit("pow", (where(special, 1.0, x), p))
+    for test, form in reversed(list(zip(tests, forms))):
+        value = where(test, form, value)
+    return value
 
 
 @rule("numpy.float_power", emits=("cast", "pow"))
