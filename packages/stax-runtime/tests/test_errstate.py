@@ -723,3 +723,50 @@ def test_a_block_not_heeding_underflow_keeps_calls_native():
         assert_like_eager(compiled, _underflow_ignoring_ratio, (x, y))
     (version,) = compiled.versions()
     assert version.native and version.declines == 0 and version.skipped == 0
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def write(self, text):
+        self.lines.append(text)
+
+
+def _logging_square(x):
+    with np.errstate(under="log"):
+        return x * x
+
+
+def _calling_square(x, seen):
+    with np.errstate(under="call", call=lambda kind, flag: seen.append(kind)):
+        return x * x
+
+
+def test_a_block_logging_or_calling_on_underflow_decides_it_too():
+    """A review's finding: capture runs the function under its relay of the caller's state,
+    ``log`` (or ``call``) for each category the caller does not raise on, so a block setting
+    underflow to ``log`` (or ``call``, captured under a caller's ``call``) looked unchanged and
+    its calls never logged. Where a block runs with the relay's own mode the function's code
+    tells (``code_reads.heeds_underflow``: it passes ``under=``); ``all="ignore"`` heeds nothing."""
+    log, tiny, fine = _Log(), np.full(8, 1e-200), np.ones(8)
+    previous = np.seterrcall(log)
+    try:
+        f = stax.compile(_logging_square)
+        for x in (fine, tiny, fine, tiny, tiny, tiny, tiny, tiny, tiny, tiny):
+            log.lines.clear()
+            _logging_square(x)
+            eager = len(log.lines)
+            log.lines.clear()
+            np.testing.assert_array_equal(f(x), x * x)
+            assert len(log.lines) == eager, (x[0], len(log.lines), eager)
+    finally:
+        np.seterrcall(previous)
+    g = stax.compile(_calling_square)
+    with np.errstate(all="call", call=lambda *a: None):  # the capturing call's caller: call
+        g(fine, [])
+    for x in (tiny, fine, tiny, tiny, tiny, tiny, tiny, tiny, tiny):
+        seen_eager, seen = [], []
+        _calling_square(x, seen_eager)
+        g(x, seen)
+        assert len(seen) == len(seen_eager)

@@ -37,7 +37,7 @@ from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
 from .code_changes import code_of, current, refresh
-from .code_reads import callable_names, compares_identity, sets_error_state
+from .code_reads import callable_names, compares_identity, heeds_underflow, sets_error_state
 from .device_calls import DeviceCalls
 from .direct_calls import DirectCalls
 from .dumps import dump_stem, dumper
@@ -488,7 +488,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                     "device" not in named_parameters(self.backend):
                 raise UnsupportedError(f"backend {self.backend_name!r} compiles for the CPU only "
                                        "(its signature takes no device)")
-            if capture.info.get("heeds_underflow"):  # its own block heeds underflow: so
+            if heeds_underflow(capture.info, self.fn):  # its own block heeds underflow: so
                 self._sets_errstate = HEEDING_UNDERFLOW  # does every call (``heeding_all``)
             if self._sets_errstate:  # its own np.errstate decides its warnings: never a late
                 capture.info["sets_errstate"] = True  # report (``stax.loop.overwrites``)

@@ -325,6 +325,32 @@ def sets_error_state(fn: Any) -> bool:
                bool(attribute_names(h.__code__) & _ERROR_STATE) for h in helpers)
 
 
+def heeds_underflow(info: dict[str, Any], fn: Any) -> bool:
+    """Whether the compiled function's own NumPy error state heeds underflow: capture saw a
+    block that did (``info["heeds_underflow"]`` True: a mode other than its relay of the
+    caller's), or, where capture cannot tell (``"unclear"``: a block running with the relay's
+    own mode, ``log`` or ``call``, which it may have set itself: a review's find), the function
+    or a helper it names passes ``under=`` or ``all=`` (or unpacked keywords) to a call."""
+    heeds = info.get("heeds_underflow")
+    if heeds is True or not heeds:
+        return bool(heeds)
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return True  # (nothing to read: heeded, which costs time, never a missed report)
+    scope = getattr(fn, "__globals__", {})
+    helpers = [h.__code__ for h in (scope.get(n) for n in global_names(code))
+               if isinstance(h, types.FunctionType) and not own_module(h.__module__)]
+    return any(_passes_underflow(c) for helper in (code, *helpers) for c in nested_codes(helper))
+
+
+def _passes_underflow(code: types.CodeType) -> bool:
+    """Whether ``code`` passes ``under`` or ``all`` by keyword, or unpacks keywords: its calls'
+    keyword names are tuples of its constants."""
+    if any(isinstance(c, tuple) and {"under", "all"} & set(c) for c in code.co_consts):
+        return True
+    return any(ins.opname == "CALL_FUNCTION_EX" and ins.arg for ins in dis.get_instructions(code))
+
+
 def compares_identity(fn: Any) -> bool:
     """Whether ``fn``'s code compares objects' identities: ``a is b`` other than against
     ``None``, or ``id(...)``. Two arguments that are one object (``f(x, x)``) then decide

@@ -27,8 +27,8 @@ def capture_info(fn: Any, tracer: Tracer) -> dict[str, Any]:
         info["scalar_predicates"] = tracer.scalar_predicates
     if tracer.own_error_state:  # an operation ran under the function's own np.errstate
         info["sets_errstate"] = True
-        if tracer.heeds_underflow:  # ... which heeded underflow (``error_state.py``)
-            info["heeds_underflow"] = True
+        if tracer.heeds_underflow:  # ... which heeded underflow, or may have (``UNCLEAR``:
+            info["heeds_underflow"] = tracer.heeds_underflow  # ``error_state.py``)
     else:  # the operation NumPy names for each category of events, where only one may raise it
         sources = event_sources(list(tracer.graph.nodes))
         if sources:

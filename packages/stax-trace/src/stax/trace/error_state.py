@@ -44,6 +44,12 @@ def current_error_state() -> tuple[Any, ...]:
     return numpy, id(filters), len(filters), id(filters[0]) if filters else 0
 
 
+#: ``heeds_underflow`` where a block of the function's own runs with the relay's underflow mode
+#: (``log`` or ``call``): set so by the block (``np.errstate(under="log")``), or left as the
+#: caller's; the runtime reads the function's code to tell
+UNCLEAR = "unclear"
+
+
 def error_state_at_entry() -> tuple[tuple[Any, ...], str]:
     """The state where the function begins, and its underflow mode: capture runs the function
     under its own relay of the caller's state (``source.holding_warnings``: ``"log"`` or
@@ -56,12 +62,16 @@ def note_error_state(tracer: Any) -> None:
     """At an operation ``tracer`` records: whether it runs under the function's own state
     (``tracer.own_error_state``), and whether that state heeds underflow of its own accord
     (``tracer.heeds_underflow``): set to another mode than the relay's, or under a caller's
-    ``raise``, which a block setting ``raise`` itself cannot be told from. NumPy's categories
-    are read only under a state of the function's own."""
+    ``raise``, which a block setting ``raise`` itself cannot be told from; the relay's own mode
+    is ``UNCLEAR``. NumPy's categories are read only under a state of the function's own."""
     entry, entry_under = tracer.error_state or (None, "ignore")  # None: not begun
     if current_error_state() == entry:
         return
     tracer.own_error_state = True
     under = np.geterr()["under"]
-    if under != "ignore" and (under != entry_under or entry_under == "raise"):
+    if under == "ignore":
+        return
+    if under != entry_under or entry_under == "raise":
         tracer.heeds_underflow = True
+    else:  # the relay's own mode: the block set it so, or left it (its code says which)
+        tracer.heeds_underflow = UNCLEAR

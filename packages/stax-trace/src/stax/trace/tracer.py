@@ -166,7 +166,7 @@ class Tracer:
                fn: Callable[..., Any], random: bool = False) -> Any:
         if self.finished:
             raise escaped()
-        if not self.heeds_underflow:
+        if self.heeds_underflow is not True:
             note_error_state(self)
         if self.selections:  # weak or pinned max/min results among the operands (minmax.py)
             args, kwargs, done = minmax.settle(self, op, target, args, kwargs, fn)
