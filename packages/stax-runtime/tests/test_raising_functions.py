@@ -60,3 +60,25 @@ def test_strict_native_captures_every_call():
         with pytest.raises(ValueError):
             f(-np.ones(9))
     assert f.cache_info().misses == 3
+
+
+def drawing_then_checking(rng, x):
+    y = x + rng.normal(size=x.shape)
+    if (y > 3).any():
+        raise ValueError("too large")
+    return y
+
+
+def test_a_generator_argument_advances_by_the_draws_before_the_error():
+    """A review's finding: capture draws from a copy of a generator argument; where the
+    function then raised its own error the caller's generator was left where it was, so its
+    next draw repeated one eager had made."""
+    f = stax.compile(drawing_then_checking)
+    x = np.full(8, 10.0)
+    for _ in range(3):
+        ours, theirs = np.random.default_rng(1), np.random.default_rng(1)
+        with pytest.raises(ValueError):
+            f(ours, x)
+        with pytest.raises(ValueError):
+            drawing_then_checking(theirs, x)
+        assert ours.normal() == theirs.normal()

@@ -275,7 +275,7 @@ class OtherBranches:
         if not self.strict_native:  # (there every call is captured: nothing runs eagerly)
             self._raising[sigma] = None
             while len(self._raising) > MAX_RAISING_KEYS:
-                del self._raising[next(iter(self._raising))]
+                self._raising.pop(next(iter(self._raising)), None)  # (another thread may pop)
 
     def _eager_while_raising(self, sigma: Any) -> Version | None:
         """For a call of a key that has no version: an eager one where its capture raised the

@@ -102,8 +102,8 @@ def keep_updates_of_a_failed_call(outcome: Any, placement: Any, error: Exception
                                   eager: Callable[[], Any]) -> None:
     """The function raised its own error during capture, which ran it as eager NumPy would:
     arguments it updated in place before the error keep those updates, as NumPy leaves them
-    (written into the caller's arrays; for a device call, the host copies' values are then copied
-    into the caller's device arrays).
+    (written into the caller's arrays; for a device call, the host copies' values are then
+    copied into the caller's device arrays), and generator arguments are advanced by its draws.
 
     A ``FloatingPointError`` (NumPy's error state set to raise) may come from an in-place
     operation itself, which NumPy raises after writing its result into the operand (``x *= 1e30``
@@ -124,6 +124,8 @@ def keep_updates_of_a_failed_call(outcome: Any, placement: Any, error: Exception
             np.copyto(caller, argument.proxy.value)
             if placement is not None:
                 placement.write_back(caller)
+    for caller, private in outcome.generators:  # its draws before the error (capture drew
+        caller.bit_generator.state = private.bit_generator.state  # from a copy: a review's find)
 
 
 def traced_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
