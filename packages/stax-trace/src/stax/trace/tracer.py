@@ -28,7 +28,7 @@ from stax.ir import (
 from stax.ir.pytree import is_namedtuple
 from stax.ir.sizes import Size
 
-from . import creation, loops, masked, masked_reductions, minmax, result_conversions
+from . import creation, loops, masked, masked_reductions, minmax, numpy_answers, result_conversions
 from .call_values import ITEM_SLICED, concrete_arguments, gate_shape_arguments, gate_slice_bounds
 from .capture_info import capture_info
 from .creation import Created, constant_result, not_recording, recording_creation
@@ -236,7 +236,7 @@ class Tracer:
                       **({"aliases": True} if self._aliases_an_argument(v) else {})}), v, self)
                 for i, (v, m) in enumerate(zip(value, metas))]
             return type(value)(items) if type(value) in (tuple, list) else tuple(items)
-        implementation = getattr(fn, "_implementation", None)
+        implementation = numpy_answers.ANSWERS.get(target, getattr(fn, "_implementation", None))
         if type(value) in (bool, int, float) and callable(implementation):
             # a NumPy function in Python answering with a number (``np.allclose``, ``np.ndim``):
             # its code runs on the traced values (their data read: a gate; dtype, shape: constants)
