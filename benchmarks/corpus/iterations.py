@@ -102,7 +102,19 @@ def _dominant(r):
     return A + np.diag(r.uniform(2.0, 3.0, n)), r.standard_normal(n)
 
 
+def relax_until_unchanged(x):
+    """A rounding fixed point, stopped where a step changes nothing (``np.array_equal``)."""
+    for _ in range(200):
+        nxt = np.round(0.5 * x + 1.0, 3)
+        if np.array_equal(nxt, x):
+            break
+        x = nxt
+    return x
+
+
 PROGRAMS = [
+    Program("relax_until_unchanged", "iterations", relax_until_unchanged,
+            lambda r: (r.uniform(-100.0, 100.0, 4000),)),
     Program("collatz_steps", "iterations", collatz_steps, lambda r: (r.integers(1, 1000, 2000),)),
     Program("newton_sqrt_tol", "iterations", newton_sqrt_tol,
             lambda r: (r.uniform(0.0, 100.0, 5000), 1e-12)),

@@ -136,7 +136,16 @@ def _with_specials(a):
     return a
 
 
+def window_level_u8(img, lo, hi):
+    """An image's window/level on uint8 pixels with Python int bounds: below ``lo`` black,
+    above ``hi`` white, stretched in between (integer arithmetic, as image code writes it)."""
+    stretched = (img.astype(np.int32) - lo) * 255 // (hi - lo)
+    return np.where(img < lo, 0, np.where(img > hi, 255, stretched)).astype(np.uint8)
+
+
 PROGRAMS = [
+    Program("window_level_u8", "masks", window_level_u8,
+            lambda r: (r.integers(0, 256, (256, 256)).astype(np.uint8), 40, 200)),
     Program("minimum_image", "masks", minimum_image, lambda r: (r.uniform(0, 10, 300), 10.0),
             jax_port=minimum_image_jax),
     Program("tiled_wrap", "masks", tiled_wrap,

@@ -78,6 +78,17 @@ def _jnp():
     return jnp
 
 
+def p_norm_distances(X, y, p):
+    """Minkowski distances of the rows of X to y, a parameter exponent (``np.abs(d) ** p``)."""
+    return (np.abs(X - y) ** p).sum(axis=1) ** (1.0 / p)
+
+
+def gaussian_kernel_matrix(x, sigma):
+    """An RBF kernel matrix with a width parameter squared in Python (``sigma ** 2``)."""
+    d = x[:, None] - x[None, :]
+    return np.exp(-d ** 2 / (2 * sigma ** 2))
+
+
 def mandelbrot_real_jax(xmin, xmax, ymin, ymax, width, height, maxiter):
     jnp = _jnp()
     cr = jnp.linspace(xmin, xmax, width)[None, :] * jnp.ones((height, 1))
@@ -122,6 +133,10 @@ PROGRAMS = [
     Program("logistic_map", "scalars", logistic_map, lambda r: (3.7, 0.2, 64)),
     Program("basel_partial_sum", "scalars", basel_partial_sum, lambda r: (100000,),
             jax_port=basel_partial_sum_jax),
+    Program("p_norm_distances", "scalars", p_norm_distances,
+            lambda r: (r.normal(size=(400, 16)), r.normal(size=16), 1.5), rtol=1e-13),
+    Program("gaussian_kernel_matrix", "scalars", gaussian_kernel_matrix,
+            lambda r: (r.normal(size=300), 0.7), rtol=1e-13, atol=1e-300),
     Program("chebyshev_nodes", "scalars", chebyshev_nodes, lambda r: (-1.0, 3.0, 5000), rtol=1e-6,
             atol=1e-6),
 ]
