@@ -1131,3 +1131,17 @@ def test_an_exponent_computed_from_the_data_takes_numpys_fast_paths():
             _same(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=4e-16)
+
+
+@pytest.mark.parametrize("value", [2 ** 63, 2 ** 64 - 1, 300, -129])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64])
+def test_np_where_wraps_a_python_int_beyond_the_dtype_as_numpy(value, dtype):
+    """A review's finding: ``np.where(c, 2**63, x)`` made an internal compiler error (a Python
+    int past int64 converted through int64). NumPy wraps such a constant into the result's
+    dtype (``np.where(c, 300, x_i8)`` is 44 there): so does the kernel, from ``2**63`` up to
+    ``2**64 - 1``."""
+    def g(x):
+        return np.where(x > 3, value, x)
+
+    x = np.arange(6).astype(dtype)
+    _same(st.compile(g, strict_native=True)(x), g(x))

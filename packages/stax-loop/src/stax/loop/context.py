@@ -76,7 +76,12 @@ def scalar_constant(value: Any, dtype: str) -> Expr:
     if target.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
         info = np.iinfo(target)
         if not info.min <= value <= info.max:  # NumPy took it (np.where(c, int8, 300)): wrapped
-            return Const(np.array(value, np.int64).astype(target).item(), dtype)
+            if not -2 ** 63 <= value < 2 ** 64:  # past NumPy's own conversion: its error
+                raise UnsupportedError(f"the Python int {value} in a {dtype} operation")
+            bits = 8 * target.itemsize  # (2**63 .. 2**64 - 1 as uint64 does)
+            wrapped = value % (1 << bits)
+            return Const(wrapped - (1 << bits) if target.kind == "i" and
+                         wrapped >= 1 << (bits - 1) else wrapped, dtype)
     return Const(target.type(value).item(), dtype)
 
 
