@@ -67,6 +67,8 @@ _EXACT_TARGETS = capture_targets_of((elementwise_ops() - approximate_ops()) | {"
     "method:reshape", "method:ravel", "method:flatten", "method:transpose", "method:squeeze",
     "method:swapaxes", "method:astype", "method:copy", "numpy.where", "numpy.abs",
     "numpy.absolute", "numpy.clip", "method:clip",
+    # rint(x * 10**d) / 10**d as NumPy computes it (``to_opgraph._round``), or NumPy's own call
+    "numpy.round", "numpy.around", "method:round",
     # constants and copies: local arrays, arrays built from traced values, running extremes
     "numpy.zeros", "numpy.zeros_like", "numpy.ones", "numpy.ones_like", "numpy.full",
     "numpy.full_like", "numpy.eye", "numpy.identity", "numpy.array", "numpy.asarray",
