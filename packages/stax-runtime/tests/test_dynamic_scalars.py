@@ -1145,3 +1145,25 @@ def test_np_where_wraps_a_python_int_beyond_the_dtype_as_numpy(value, dtype):
 
     x = np.arange(6).astype(dtype)
     _same(st.compile(g, strict_native=True)(x), g(x))
+
+
+def test_a_version_generic_in_sizes_and_scalars_has_key_entries_per_layout():
+    """A probe's finding: ``x * k`` over new sizes and new ``k`` compiled a version generic in
+    both, whose calls all went through the dispatcher's signature and lookup (17-38 us a call
+    for NumPy's 0.6-0.9). A key entry per layout its calls come with (arrays compared as they
+    are, the scalar by type) runs it now; a value an exact version serves at that layout goes
+    to the dispatcher, which runs that version."""
+    def scale(x, k):
+        return x * k, x + k
+
+    f = st.compile(scale)
+    f(np.ones(4), 2.5)
+    f(np.ones(3), 2.5)  # an exact version at 3 elements for 2.5
+    for n in (3, 5, 3, 6):
+        x = RNG.standard_normal(n)
+        for k in (0.5, 2.5, -1.25, 7.0, 2.5):
+            for got, want in zip(f(x, k), scale(x, k)):
+                _same(got, want)
+    info = f.cache_info()
+    assert info.compiles == 3
+    assert info.hits[1] >= 12 and info.hits[3] <= 8  # the entries answered most calls

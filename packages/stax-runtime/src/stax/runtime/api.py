@@ -36,7 +36,7 @@ from . import config, devices, logs
 from .backends import get_backend, stax_backend
 from .branches import OtherBranches
 from .capture_cache import captures_for
-from .code_changes import code_of, current, refresh
+from .code_changes import code_of, refresh
 from .code_reads import callable_names, compares_identity, heeds_underflow, sets_error_state
 from .device_calls import DeviceCalls
 from .direct_calls import DirectCalls
@@ -45,7 +45,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly, sizes_entry
+from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import (
     CallValues,
@@ -278,7 +278,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         return self._eager(args, kwargs)
 
     def _run(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any],
-             other_branches: bool = True) -> Any:
+             other_branches: bool = True, entered: bool = False) -> Any:
+        """Run ``version`` (``entered``: from the entry ``_enter`` made for calls like this)."""
         if version.eager_for_now():  # it declined its last calls (``Version.declines``)
             self._fallbacks += 1
             # the key's eager entry for the calls it skips, then the dispatch (which tries it);
@@ -289,15 +290,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             if version.free is not None and self._call is not self._dispatch:
                 self._call = guarded_entry(self._call, version.free, self._dispatch)
             return self._eager(args, kwargs)
-        if version.entry is not None and current(self, version):  # level 1 in machine code
-            self._call = version.entry.function if version.free is None else \
-                guarded_entry(version.entry.function, version.free, self._dispatch)
-        elif version.generic is not None and version.plain_entries and not kwargs and \
-                current(self, version):
-            entry = version.generic.entry_for(args, self._dispatch, lambda a: sizes_entry(  # these
-                a, self._names, lambda *b: self._run(version, b, {}), self._dispatch))  # sizes' own
-            if entry is not None:
-                self._call = entry.function
+        if not entered:
+            self._enter(version, args, kwargs)  # the next call's entry (``branches.py``)
         if not version.native:
             self._fallbacks += 1
             if version.entry is None and version.free is None and not self._free and \

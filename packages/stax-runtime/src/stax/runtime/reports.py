@@ -29,7 +29,8 @@ class Reports:
     def cache_info(self) -> CacheInfo:
         hits = dict(self._hits)
         hits[1] += sum(v.entry.hits for v in self._versions if v.entry is not None) + \
-            sum(v.generic.entry_hits() for v in self._versions if v.generic is not None)
+            sum(v.generic.entry_hits() for v in self._versions if v.generic is not None) + \
+            sum(e.hits for v in self._versions for e in tuple(v.sized_entries.values()) if e)
         eager = sum(v.entry.hits for v in self._versions if v.entry is not None and not v.native)
         return CacheInfo(len(self._versions), self._compiles, hits, self._misses,
                          self._fallbacks + eager)

@@ -113,6 +113,8 @@ class Version:
     generic: Any = None
     #: its calls are plain (every argument an array input): entries per size (``_run``)
     plain_entries: bool = False
+    #: key entries per layout of a version generic in sizes and scalars (``branches._enter``)
+    sized_entries: dict[Any, Any] = field(default_factory=dict)
     #: a generic version's dynamic dimensions, as (argument, dimension) pairs
     pattern: Any = None
     #: timings of its calls with replayed gates against eager ones (``replay_costs``)
