@@ -1167,3 +1167,22 @@ def test_a_version_generic_in_sizes_and_scalars_has_key_entries_per_layout():
     info = f.cache_info()
     assert info.compiles == 3
     assert info.hits[1] >= 12 and info.hits[3] <= 8  # the entries answered most calls
+
+
+def _porous(u, p, steps):
+    for _ in range(steps):
+        u = u + 0.01 * u ** p
+    return u
+
+
+@pytest.mark.parametrize("steps", [3, 20], ids=["unrolled", "lifted"])
+def test_an_exponent_swept_in_a_loop_is_a_run_time_input(steps):
+    """A probe's finding: ``u ** p`` in a loop run at capture recorded the exponent's
+    predicates once an iteration, past their limit: the exponent was read, a version per
+    ``p`` ("the function reads argument 1's value in Python"). Recorded once now."""
+    f = st.compile(_porous)
+    u = np.linspace(0.0, 1.0, 20)
+    for k in range(20):
+        p = 1.0 + 0.1 * k
+        np.testing.assert_allclose(f(u, p, steps), _porous(u, p, steps), rtol=1e-14)
+    assert f.cache_info().compiles <= 3  # (1.0, then 2.0 and the rest: their own)

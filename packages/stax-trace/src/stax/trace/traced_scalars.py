@@ -251,9 +251,10 @@ def note_power_exponent(operands: Any) -> None:
     if not isinstance(p, TracedScalar) or isinstance(base, TracedNumber):
         return
     expr, recorded = p.expression, p.tracer.scalar_predicates
-    if expr is None or not testable(expr) or \
-            len(recorded) + len(FAST_EXPONENTS) > MAX_PREDICATES:
+    new = [predicate for value in FAST_EXPONENTS
+           if (predicate := ["eq", expr, ["const", "float", value.hex()], bool(p.value == value)])
+           not in recorded]  # (a loop's body run at capture: once, not once an iteration)
+    if expr is None or not testable(expr) or len(recorded) + len(new) > MAX_PREDICATES:
         p.read()
         return
-    recorded.extend(["eq", expr, ["const", "float", value.hex()], bool(p.value == value)]
-                    for value in FAST_EXPONENTS)
+    recorded.extend(new)
