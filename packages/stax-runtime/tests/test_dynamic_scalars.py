@@ -1186,3 +1186,28 @@ def test_an_exponent_swept_in_a_loop_is_a_run_time_input(steps):
         p = 1.0 + 0.1 * k
         np.testing.assert_allclose(f(u, p, steps), _porous(u, p, steps), rtol=1e-14)
     assert f.cache_info().compiles <= 3  # (1.0, then 2.0 and the rest: their own)
+
+
+def test_an_exponent_argument_used_otherwise_keeps_numpys_conversions():
+    """A review's finding: where the exponent is none of the fast ones, every use of it lost
+    its weak conversion: ``x_f32 == p`` compared with the float64 ``p`` (NumPy rounds it to
+    float32 first) and ``x_i8 + k`` wrapped where NumPy raises ``OverflowError``."""
+    def compare(x, p):
+        return x ** p, x == p, x > p
+
+    def add(z, x, k):
+        return z ** k, x + k
+
+    f, g = st.compile(compare), st.compile(add)
+    x32 = np.array([0.1, 0.3, 0.7], dtype=np.float32)
+    for p in (0.3, 0.7, 0.3, 1.5, 0.7):
+        for got, want in zip(f(x32, p), compare(x32, p)):
+            assert got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=2e-7)
+            if want.dtype == bool:
+                _same(got, want)
+    z, x8 = np.linspace(0.5, 2.0, 5), np.arange(5, dtype=np.int8)
+    for k in (3, 5, 7):
+        _same(g(z, x8, k)[1], add(z, x8, k)[1])
+    with pytest.raises(OverflowError):
+        g(z, x8, 300)

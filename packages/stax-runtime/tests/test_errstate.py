@@ -770,3 +770,22 @@ def test_a_block_logging_or_calling_on_underflow_decides_it_too():
         _calling_square(x, seen_eager)
         g(x, seen)
         assert len(seen) == len(seen_eager)
+
+
+def _ignoring_then_dividing(x):
+    with np.errstate(all="ignore"):
+        y = x * x
+    with np.errstate(divide="ignore"):
+        return y / x
+
+
+def test_blocks_that_ignore_underflow_heed_nothing_new():
+    """A review's finding: a divide-only block is "unclear" about underflow (the relay's
+    mode), and the code scan then took another block's ``all="ignore"`` for heeding it: every
+    underflowing call ran eagerly. Keywords whose value is ``"ignore"`` heed nothing."""
+    f = stax.compile(_ignoring_then_dividing)
+    x = np.full(64, 1e-200)
+    for _ in range(10):
+        assert_like_eager(f, _ignoring_then_dividing, (x,))
+    (version,) = f.versions()
+    assert f._sets_errstate != 2 and version.declines == 0

@@ -61,3 +61,19 @@ def test_a_convergence_test_compiles():
     x = np.linspace(0.0, 100.0, 9)
     for _ in range(3):
         np.testing.assert_array_equal(f(x), relax_until_unchanged(x))
+
+
+def test_scalars_and_lists_as_numpy_takes_them():
+    """A review's finding: a scalar argument (``np.array_equal(x.sum(), k)``) raised an
+    ``AttributeError`` and a ragged list a ``ValueError``, where NumPy answers."""
+    def total(x, k):
+        return np.array_equal(x.sum(), k), np.array_equiv(x, k)
+
+    def ragged(x):
+        return np.array_equal(x, [[1, 2], [3]])
+
+    f, g = stax.compile(total), stax.compile(ragged)
+    x = np.arange(4.0)
+    for k in (6.0, 7.0, 6.0, 2.0):
+        assert f(x, k) == total(x, k)
+    assert g(np.arange(3)) is False

@@ -41,6 +41,7 @@ WEAK_OPERAND_TARGETS = frozenset({
     "numpy.where", "numpy.clip",
     "operator.pow", "numpy.power",  # a float array's exponent: ``to_opgraph.arithmetic._power``
 })
+POWERS = frozenset({"operator.pow", "numpy.power"})
 #: a lifted loop's step takes a scalar input as the 0-d array itself: its runner hands the body
 #: the Python (or NumPy) number again (``stax.runtime.lifted_loops``), which nothing rounds
 TAKEN_WHOLE = frozenset({"stax.functional.lifted_loop"})
@@ -127,10 +128,11 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                 else:  # a NumPy scalar: the 0-d array of its own dtype
                     value, kind = placeholders[used], leaves[used]
                 cast = value
+                if not isinstance(used, list) and used in pinned.general and \
+                        node.target in POWERS:  # pow serves it: ``to_opgraph.arithmetic._power``
+                    node.meta["exponent_not_fast"] = True
                 if not isinstance(used, list) and used in pinned:  # its version's only value
                     cast = pinned[used]
-                elif not isinstance(used, list) and used in pinned.general:
-                    node.meta["exponent_not_fast"] = True  # ``to_opgraph.arithmetic._power``
                 elif not _strong(kind) and node.target not in TAKEN_WHOLE:
                     target = stored[id(path)] if node.target in ASSIGNING else targets[kind]
                     assert target is not None  # input_refusal said so

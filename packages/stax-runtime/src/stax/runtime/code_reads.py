@@ -22,9 +22,12 @@ unseen; the user guide says so.
 
 from __future__ import annotations
 
+import ast
 import dis
 import functools
+import inspect
 import sys
+import textwrap
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -344,11 +347,30 @@ def heeds_underflow(info: dict[str, Any], fn: Any) -> bool:
 
 
 def _passes_underflow(code: types.CodeType) -> bool:
-    """Whether ``code`` passes ``under`` or ``all`` by keyword, or unpacks keywords: its calls'
-    keyword names are tuples of its constants."""
-    if any(isinstance(c, tuple) and {"under", "all"} & set(c) for c in code.co_consts):
+    """Whether ``code`` may set underflow to something other than ``"ignore"``: a call passing
+    ``under=`` or ``all=`` a value other than the constant ``"ignore"``, or unpacking keywords.
+    Read from its source (a block of ``all="ignore"`` beside a divide-only one heeded underflow
+    at every call: a review's find); from its keyword-name constants where there is none."""
+    if not any(isinstance(c, tuple) and {"under", "all"} & set(c) for c in code.co_consts) and \
+            not any(ins.opname == "CALL_FUNCTION_EX" and ins.arg
+                    for ins in dis.get_instructions(code)):
+        return False
+    calls = _source_calls(code)
+    if calls is None:
         return True
-    return any(ins.opname == "CALL_FUNCTION_EX" and ins.arg for ins in dis.get_instructions(code))
+    return any(k.arg is None or (k.arg in ("under", "all") and not (
+        isinstance(k.value, ast.Constant) and k.value.value == "ignore"))
+        for call in calls for k in call.keywords)
+
+
+def _source_calls(code: types.CodeType) -> list[ast.Call] | None:
+    """The calls written in ``code``'s own lines of its source file (None: no source)."""
+    try:
+        lines, _ = inspect.getsourcelines(code)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
 
 
 def compares_identity(fn: Any) -> bool:

@@ -338,6 +338,20 @@ def private_copy(generator: np.random.Generator) -> np.random.Generator:
         return copy.deepcopy(generator)
 
 
+def private_generator(generator: np.random.Generator, outcome: Any) -> np.random.Generator:
+    """The private copy capture draws from in place of a generator argument, noted on
+    ``outcome`` (whose caller's generator it advances as eager did). One generator passed as
+    two arguments is refused: each got a copy of its own, so capture drew the same numbers
+    twice (``x + r1.normal() - r2.normal()`` came back 0) and left the caller's generator
+    where one copy ended (a review's find); eagerly the draws interleave in one stream."""
+    if any(caller is generator for caller, _ in outcome.generators):
+        raise UnsupportedError("one np.random.Generator passed as two arguments (their draws "
+                               "interleave in one stream)", hint="pass it once")
+    private = private_copy(generator)
+    outcome.generators.append((generator, private))
+    return private
+
+
 #: ``out`` among a Generator draw's positional parameters: a draw into an array (filled in
 #: place) is not captured (``proxy.GeneratorProxy``)
 OUT_AT = {"random": 2, "standard_normal": 2, "standard_exponential": 3, "standard_gamma": 3}

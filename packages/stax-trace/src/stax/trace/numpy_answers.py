@@ -11,33 +11,65 @@ from typing import Any
 
 import numpy as np
 
+from .proxy import Proxy
+from .traced_sizes import TracedNumber
+
+
+class _NotAnArray(Exception):
+    """An operand NumPy's ``asarray`` refuses (a ragged list): NumPy answers False."""
+
 
 def _operand(value: Any) -> Any:
-    """A traced value as it is; anything else as NumPy's ``asarray`` makes it."""
-    return value if hasattr(value, "tracer") else np.asarray(value)
+    """A traced array as it is; a followed scalar argument by its value (read: in the key);
+    anything else as NumPy's ``asarray`` makes it."""
+    if isinstance(value, Proxy):
+        return value
+    if isinstance(value, TracedNumber):
+        value = value.read()
+    if isinstance(value, (int, float, complex, np.generic)):  # compared as the number it is
+        return value  # (an array made of it: an untraced array in a traced call)
+    try:
+        return np.asarray(value)
+    except Exception as exc:  # NumPy's ``except Exception: return False``
+        raise _NotAnArray from exc
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    return np.shape(value) if not isinstance(value, Proxy) else value.shape
+
+
+def _all(condition: Any) -> bool:
+    """``bool`` of every element (a traced answer is a data gate)."""
+    return bool(np.all(condition))
 
 
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
-    a1, a2 = _operand(a1), _operand(a2)
-    if a1.shape != a2.shape:
+    try:
+        a1, a2 = _operand(a1), _operand(a2)
+    except _NotAnArray:
         return False
-    if not equal_nan or a1 is a2:
-        return bool((a1 == a2).all()) if not equal_nan else True
-    if not any(np.dtype(a.dtype).kind in "fc" for a in (a1, a2)):  # no NaN to hold
-        return bool((a1 == a2).all())
+    if _shape(a1) != _shape(a2):
+        return False
+    if equal_nan and a1 is a2:
+        return True
+    if not equal_nan or not any(np.result_type(a).kind in "fc" for a in (a1, a2)):
+        return _all(a1 == a2)  # (no NaN to hold where neither is a float)
     a1nan, a2nan = np.isnan(a1), np.isnan(a2)
-    if not bool((a1nan == a2nan).all()):  # NaNs at different places
+    if not _all(a1nan == a2nan):  # NaNs at different places
         return False
-    return bool(((a1 == a2) | a1nan).all())  # where a1 is NaN so is a2: equal there
+    return _all((a1 == a2) | a1nan)  # where a1 is NaN so is a2: equal there
 
 
 def array_equiv(a1: Any, a2: Any) -> bool:
-    a1, a2 = _operand(a1), _operand(a2)
     try:
-        np.broadcast_shapes(a1.shape, a2.shape)
+        a1, a2 = _operand(a1), _operand(a2)
+    except _NotAnArray:
+        return False
+    try:
+        np.broadcast_shapes(_shape(a1), _shape(a2))
     except ValueError:
         return False
-    return bool((a1 == a2).all())
+    return _all(a1 == a2)
 
 
 #: capture target -> the form capture runs on traced values

@@ -36,7 +36,7 @@ from .error_state import error_state_at_entry, note_error_state
 from .examples import example_view, root_array
 from .gate_budget import add_gate
 from .generator_proxy import GeneratorProxy
-from .isolation import private_copy, refused, refusing_draws
+from .isolation import private_generator, refused, refusing_draws
 from .leaves import leaf_names
 from .loop_index import taking_loop_index_argument
 from .outcome import Argument, Outcome
@@ -430,9 +430,7 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
             inputs.append(node.target)
         elif type(leaf) is np.random.Generator:
             node = tracer.graph.placeholder(leaf_name, {"object": "numpy.random.Generator"})
-            private = private_copy(leaf)
-            traced_leaves.append(GeneratorProxy(node, private, tracer))
-            outcome.generators.append((leaf, private))
+            traced_leaves.append(GeneratorProxy(node, private_generator(leaf, outcome), tracer))
             inputs.append(node.target)
         elif value_kind(leaf) is not None and FOLLOWING.get():  # its uses followed (traced_scalars)
             traced_leaves.append(TracedScalar(leaf, len(inputs), tracer))
