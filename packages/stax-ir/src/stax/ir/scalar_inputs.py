@@ -112,7 +112,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
             placeholders[leaf] = graph.placeholder(
                 name, {"tensor": TensorMeta((), input_dtype(kind), ())})
         program.inputs[leaf] = placeholders[leaf].target
-    pinned = _pinned(program)
+    pinned, general = _pinned(program)
     for node in list(graph.nodes):
         uses = [(path, used) for path, used in node.meta.get("scalar_args", ())
                 if leaves_of(used) & placeholders.keys()]
@@ -128,7 +128,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                 else:  # a NumPy scalar: the 0-d array of its own dtype
                     value, kind = placeholders[used], leaves[used]
                 cast = value
-                if not isinstance(used, list) and used in pinned.general and \
+                if not isinstance(used, list) and used in general and \
                         node.target in POWERS:  # pow serves it: ``to_opgraph.arithmetic._power``
                     node.meta["exponent_not_fast"] = True
                 if not isinstance(used, list) and used in pinned:  # its version's only value
@@ -148,25 +148,20 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
     return None
 
 
-class _Pinned(dict):
+def _pinned(program: GraphProgram) -> tuple[dict[int, Any], set[int]]:
     """The arguments a recorded predicate pins to one value (``p == 2.0`` came out True: the
     version applies to that value alone), with their values, taken as constants where they are
-    used (``x ** p``: NumPy's square at 2.0, ``stax.trace.traced_scalars.FAST_EXPONENTS``);
-    ``general``: those recorded unequal to each of the fast exponents (pow serves them)."""
-
-    general: set[int]
-
-
-def _pinned(program: GraphProgram) -> _Pinned:
-    pinned, unequal = _Pinned(), {}
+    used (``x ** p``: NumPy's square at 2.0, ``stax.trace.traced_scalars.FAST_EXPONENTS``); and
+    those recorded unequal to each of the fast exponents (pow serves them)."""
+    pinned: dict[int, Any] = {}
+    unequal: dict[int, set[float]] = {}
     for name, left, right, outcome in program.info.get("scalar_predicates", ()):
         if name == "eq" and left[0] == "arg" and right[0] == "const":
             if outcome and number(*right[-2:]) != 0:  # (0.0 == -0.0: not one value)
                 pinned[left[1]] = number(*left[-2:])
             else:
                 unequal.setdefault(left[1], set()).add(float.fromhex(right[-1]))
-    pinned.general = {leaf for leaf, values in unequal.items() if values >= set(FAST_EXPONENTS)}
-    return pinned
+    return pinned, {leaf for leaf, values in unequal.items() if values >= set(FAST_EXPONENTS)}
 
 
 def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
@@ -273,10 +268,8 @@ def _computed(graph: Any, expr: list[Any], placeholders: Mapping[int, Node]) -> 
         if isinstance(divisor, Node):
             zero = graph.call_function("operator.eq", (divisor, 0.0), name="divisor_zero",
                                        meta={"tensor": TensorMeta((), "bool", ())})
-            operands[1] = graph.create_node(
-                Opcode.CALL_FUNCTION, "stax.functional.decline_if", (divisor, zero),
-                {"why": "a Python float divided by zero (ZeroDivisionError)"},
-                name="decline_if", meta=dict(_F64))
+            operands[1] = _declined_where(graph, divisor, zero,
+                                          "a Python float divided by zero (ZeroDivisionError)")
     if head == "pow":
         return _python_pow(graph, operands)
     meta = dict(_F64)
@@ -302,9 +295,8 @@ def _in_range(graph: Any, value: Node, cast: Node, dtype: str) -> Node:
                                        ("operator.gt", info.max, info.max < whole.max)) if needed]
     outside = tests[0] if len(tests) == 1 else graph.call_function(
         "numpy.logical_or", tuple(tests), name=f"{value.name}_outside", meta=dict(flag))
-    return graph.create_node(Opcode.CALL_FUNCTION, "stax.functional.decline_if", (cast, outside),
-                             {"why": f"a Python int outside {dtype}'s range (OverflowError)"},
-                             name="decline_if", meta={"tensor": TensorMeta((), dtype, ())})
+    return _declined_where(graph, cast, outside,
+                           f"a Python int outside {dtype}'s range (OverflowError)", dtype)
 
 
 def _python_pow(graph: Any, operands: list[Any]) -> Node:
@@ -325,8 +317,16 @@ def _python_pow(graph: Any, operands: list[Any]) -> Node:
                                       meta=dict(flag))
         elif not math.isfinite(operand):
             return power  # a non-finite operand: Python gives C's value
-    return graph.create_node(Opcode.CALL_FUNCTION, "stax.functional.decline_if", (power, bad),
-                             {"why": _POW_ERRORS}, name="decline_if", meta=dict(_F64))
+    return _declined_where(graph, power, bad, _POW_ERRORS)
+
+
+def _declined_where(graph: Any, value: Node, bad: Node, why: str,
+                    dtype: str = "float64") -> Node:
+    """``value`` (0-d, of ``dtype``), on the condition that ``bad`` is false: else the call
+    declines, and NumPy (Python) gives its error eagerly."""
+    return graph.create_node(Opcode.CALL_FUNCTION, "stax.functional.decline_if", (value, bad),
+                             {"why": why}, name="decline_if",
+                             meta={"tensor": TensorMeta((), dtype, ())})
 
 
 def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
@@ -368,12 +368,11 @@ def _weak_dtype(node: Node, kind: str = "int") -> str | None:
     floats = [d for d in arrays if np.dtype(d).kind == "f" and np.dtype(d).itemsize >= 4]
     if kind == "float" and arrays and all(np.dtype(d).kind in "biu" for d in arrays):
         return "float64" if node.tensor.dtype in ("float64", "bool") else None
-    if kind == "int" and arrays and all(d == "int64" for d in arrays) and \
-            node.tensor.dtype in ("int64", "bool"):
-        return "int64"  # ``x * k``: any int the input takes (+-2**53) is one of int64's
     if kind == "int" and arrays and len(set(arrays)) == 1 and np.dtype(arrays[0]).kind in "iu" \
             and node.tensor.dtype in (arrays[0], "bool"):
-        return arrays[0]  # ``x_int32 * k``: where ``k`` fits (else NumPy raises: ``_in_range``)
+        # ``x * k``: any int the input takes (+-2**53) is one of int64's; ``x_int32 * k``, where
+        # ``k`` fits (else NumPy raises: ``_in_range``)
+        return arrays[0]
     if not floats or len(floats) != len(arrays):
         return None
     dtype = np.result_type(*floats).name

@@ -322,10 +322,14 @@ def sets_error_state(fn: Any) -> bool:
         return bool(callable_names(fn) & _ERROR_STATE)
     if attribute_names(code) & _ERROR_STATE or set(global_names(code)) & _ERROR_STATE:
         return True
+    return any(bool(attribute_names(h) & _ERROR_STATE) for h in _named_helpers(fn, code))
+
+
+def _named_helpers(fn: Any, code: types.CodeType) -> list[types.CodeType]:
+    """The code of the user functions ``fn``'s code names as globals (one level)."""
     scope = getattr(fn, "__globals__", {})
-    helpers = (scope.get(n) for n in global_names(code))
-    return any(isinstance(h, types.FunctionType) and not own_module(h.__module__) and
-               bool(attribute_names(h.__code__) & _ERROR_STATE) for h in helpers)
+    return [h.__code__ for h in (scope.get(n) for n in global_names(code))
+            if isinstance(h, types.FunctionType) and not own_module(h.__module__)]
 
 
 def heeds_underflow(info: dict[str, Any], fn: Any) -> bool:
@@ -340,20 +344,18 @@ def heeds_underflow(info: dict[str, Any], fn: Any) -> bool:
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
     if not isinstance(code, types.CodeType):
         return True  # (nothing to read: heeded, which costs time, never a missed report)
-    scope = getattr(fn, "__globals__", {})
-    helpers = [h.__code__ for h in (scope.get(n) for n in global_names(code))
-               if isinstance(h, types.FunctionType) and not own_module(h.__module__)]
-    return any(_passes_underflow(c) for helper in (code, *helpers) for c in nested_codes(helper))
+    return any(_passes_underflow(c) for c in (code, *_named_helpers(fn, code)))
 
 
 def _passes_underflow(code: types.CodeType) -> bool:
-    """Whether ``code`` may set underflow to something other than ``"ignore"``: a call passing
-    ``under=`` or ``all=`` a value other than the constant ``"ignore"``, or unpacking keywords.
-    Read from its source (a block of ``all="ignore"`` beside a divide-only one heeded underflow
-    at every call: a review's find); from its keyword-name constants where there is none."""
-    if not any(isinstance(c, tuple) and {"under", "all"} & set(c) for c in code.co_consts) and \
-            not any(ins.opname == "CALL_FUNCTION_EX" and ins.arg
-                    for ins in dis.get_instructions(code)):
+    """Whether ``code`` (its nested code too) may set underflow to something other than
+    ``"ignore"``: a call passing ``under=`` or ``all=`` a value other than the constant
+    ``"ignore"``, or unpacking keywords. Read from its source (a block of ``all="ignore"``
+    beside a divide-only one heeded underflow at every call: a review's find), once its
+    keyword-name constants say it may; without a source, it may."""
+    if not any(any(isinstance(c, tuple) and {"under", "all"} & set(c) for c in inner.co_consts)
+               or any(ins.opname == "CALL_FUNCTION_EX" and ins.arg
+                      for ins in dis.get_instructions(inner)) for inner in nested_codes(code)):
         return False
     calls = _source_calls(code)
     if calls is None:
@@ -364,7 +366,8 @@ def _passes_underflow(code: types.CodeType) -> bool:
 
 
 def _source_calls(code: types.CodeType) -> list[ast.Call] | None:
-    """The calls written in ``code``'s own lines of its source file (None: no source)."""
+    """The calls written in ``code``'s lines of its source file, nested functions' included
+    (None: no source)."""
     try:
         lines, _ = inspect.getsourcelines(code)
         tree = ast.parse(textwrap.dedent("".join(lines)))

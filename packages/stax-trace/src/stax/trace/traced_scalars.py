@@ -241,7 +241,6 @@ for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs),
     setattr(TracedScalar, f"__{_name}__", _scalar_unary(_fn, _name))
 
 
-
 def note_power_exponent(operands: Any) -> None:
     """``x ** p`` of an array ``x`` and a followed scalar ``p``: NumPy's loop takes a fast path
     at each of ``FAST_EXPONENTS``, so the version records which one ``p`` is, if any

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..graph import Node
 from ..meta import TensorMeta
+from ..scalar_inputs import FAST_EXPONENTS
 from .arguments import bind, operand, result_metas
 from .context import LoweringContext, dense_meta
 from .registry import NotNative, rule
@@ -136,7 +137,7 @@ def _power_by_exponent(ctx: LoweringContext, node: Node, x: Node, p: Node) -> No
     elsewhere, so a form not taken reports no event (``1 / 0`` of a zero ``x`` when ``p`` is 2)."""
     flag = TensorMeta((), "bool", ())
     result = node.tensor
-    tests = [ctx.emit("eq", (p, value), meta=flag) for value in (2.0, 0.5, -1.0)]
+    tests = [ctx.emit("eq", (p, value), meta=flag) for value in FAST_EXPONENTS]  # (2, 0.5, -1)
     special = ctx.emit("logical_or", (tests[0], ctx.emit("logical_or", tests[1:], meta=flag)),
                        meta=flag)
 
