@@ -17,7 +17,7 @@ from stax.trace import Outcome
 from . import config, devices, logs
 from .code_changes import current
 from .gate_checks import GateMismatch
-from .generic import entry_key, sized_scalar_entry, sizes_entry
+from .generic import entry_key, sized_scalar_entry, sized_scalars, sizes_entry
 from .key_entry import eager_entry
 from .lifted_first_runs import Unstable
 from .replay_costs import call_key
@@ -287,7 +287,7 @@ class OtherBranches:
                 self._call = entry.function
                 return
         if version.free is None and version.gates is None and not self._free and \
-                not self._sets_errstate:
+                not self._sets_errstate and sized_scalars(version.generic):
             layout = tuple((a.shape, a.strides, a.dtype) if type(a) is np.ndarray else type(a)
                            for a in args)
             entry = version.sized_entries.get(layout, False)

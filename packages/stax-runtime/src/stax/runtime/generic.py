@@ -216,6 +216,14 @@ def sizes_entry(args: Sequence[Any], names: Any, run_version: Callable[..., Any]
     return version_entry(sigma, run_version, dispatch)
 
 
+def sized_scalars(generic: Any) -> list[tuple[int, Any]]:
+    """The scalar dimensions of a version generic in sizes *and* scalar values; none for one
+    generic in either alone."""
+    pattern = getattr(generic, "pattern", None) or ()
+    scalars = [(i, d) for i, d in pattern if d == SCALAR_VALUE]
+    return scalars if len(scalars) < len(pattern) else []
+
+
 def sized_scalar_entry(version: Any, args: Sequence[Any], names: Any,
                        run_version: Callable[..., Any], dispatch: Callable[..., Any],
                        versions: Sequence[Any]) -> Any | None:
@@ -227,9 +235,8 @@ def sized_scalar_entry(version: Any, args: Sequence[Any], names: Any,
     sizes and new ``k``: 17-38 us a call for NumPy's 0.6-0.9; a probe's find). None where
     the version takes no scalar, or sizes alone."""
     generic = version.generic
-    pattern = getattr(generic, "pattern", None) or ()
-    scalars = [(i, d) for i, d in pattern if d == SCALAR_VALUE]
-    if not scalars or len(scalars) == len(pattern):
+    scalars = sized_scalars(generic)
+    if not scalars:
         return None
     try:
         sigma = signature(tuple(args), {}, names)
