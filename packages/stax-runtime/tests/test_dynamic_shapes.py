@@ -503,3 +503,59 @@ def test_an_arg_reduction_stays_size_generic():
         np.testing.assert_array_equal(got[0], want[0])
         assert got[1] == want[1] and got[2] == want[2]
     assert f.cache_info().compiles == 2
+
+
+def test_a_generic_kernel_traced_at_a_few_elements_is_built_for_any_size():
+    """A size-generic version whose first calls had a few elements was built as their kernel
+    would be: optimized for size (``minsize``, for at most 16 elements) and without the
+    interleave of heavy loops (for fewer than 256): float32 ``np.abs(x) ** 3.25`` then ran
+    100,000 elements in 2.95 ms (one scalar ``pow`` call each) for NumPy's 0.10. A symbolic
+    count is not its traced hint."""
+    def f(x):
+        return np.abs(x) ** 3.25
+
+    g = st.compile(f)
+    for n in (5, 7, 9):
+        x = np.linspace(-2, 2, n).astype(np.float32)
+        np.testing.assert_allclose(g(x), f(x), rtol=3e-7, atol=0)
+    version = g.versions()[-1]
+    assert version.generic is not None
+    ir_text = version.artifact.llvm_ir
+    assert "minsize" not in ir_text and "optsize" not in ir_text
+    assert '"llvm.loop.interleave.count", i32 4' in ir_text
+    x = np.linspace(-2, 2, 100_000).astype(np.float32)
+    np.testing.assert_allclose(g(x), f(x), rtol=3e-7, atol=0)
+
+
+def test_a_loop_over_an_arrays_rows_keeps_its_count_in_a_generic_version():
+    """A probe's find: ``for row in A`` unrolled at the traced row count was reused by the
+    size-generic version for every larger count (a row count of 10 gave 4; a sum of rows
+    summed the first four). Iterating the rows reads the length, as ``len(A)`` does: each
+    count is its own version."""
+    def count_rows(A):
+        s = 0
+        for row in A:
+            s += 1
+        return s
+
+    def column_sums(A):
+        acc = np.zeros(A.shape[1])
+        for row in A:
+            acc = acc + row
+        return acc
+
+    def total(x):
+        s = 0.0
+        for v in x:
+            s = s + v
+        return s
+
+    for fn, shapes in ((count_rows, [(3, 2), (4, 2), (10, 2), (2, 2)]),
+                       (column_sums, [(3, 2), (4, 2), (10, 2), (2, 2)]),
+                       (total, [(3,), (4,), (10,)])):
+        g = st.compile(fn)
+        for shape in shapes:
+            a = np.arange(np.prod(shape), dtype=float).reshape(shape)
+            got, want = g(a), fn(a)
+            assert type(got) is type(want)
+            np.testing.assert_array_equal(got, want)

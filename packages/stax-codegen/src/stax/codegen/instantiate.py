@@ -197,11 +197,14 @@ class GenericExecutable:
         return Executable(instance, self._cache_dir, modules=self._modules)
 
     def entry_for(self, arrays: Sequence[Any], slow: Any,
-                  otherwise: Callable[[Sequence[Any]], Any] | None = None) -> Any:
+                  otherwise: Callable[[Sequence[Any]], Any] | None = None,
+                  scalars: tuple[tuple[int, str], ...] = ()) -> Any:
         """A machine-code entry for calls with exactly these arrays' layouts (``entry``), made
         the second time they are seen (a size that comes back), else None. Where the instance
         has none (its kernels run on the thread pool), ``otherwise(arrays)``'s entry (the
-        runtime's key entry for these exact layouts), if given."""
+        runtime's key entry for these exact layouts), if given. ``scalars``: inputs the call
+        passes as Python or NumPy scalars, with their kinds (``arrays`` has their 0-d arrays;
+        the entry reads the call's own values, ``Executable.entry``)."""
         shapes = _layouts(arrays)
         instance = self._by_shapes.get(shapes)
         if instance is None or [(a.shape, a.strides, a.dtype) if type(a) is np.ndarray else None
@@ -213,7 +216,7 @@ class GenericExecutable:
                 self._entries[shapes] = False
             return None
         if made is False:
-            made = instance.entry(list(arrays), slow)
+            made = instance.entry(list(arrays), slow, scalars)
             if isinstance(made, str):
                 made = otherwise(arrays) if otherwise is not None else None
             with self._lock:  # ``entry_hits`` reads the table from other threads

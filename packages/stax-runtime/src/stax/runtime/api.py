@@ -45,7 +45,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly
+from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly, sized_scalars
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import (
     CallValues,
@@ -559,6 +559,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         version.plain_entries = version.generic is not None and plain_call and \
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
+        if version.generic is not None and flat_call and version.gates is None and \
+                free is None and not self._free and placement is None and \
+                not self._sets_errstate and \
+                (not plain_args or sized_scalars(version.generic)):  # scalars among them
+            version.sized_entries = {}  # key entries per layout (``generic.sized_entry``)
         if version.entry is None and (version.gates is None or gate_check is not None) and \
                 placement is None and key is not None:
             version.entry = version_entry(key, self._entry_run(version, len(args) - len(

@@ -9,15 +9,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
-
 from stax.ir import tree_leaves
 from stax.trace import Outcome
 
 from . import config, devices, logs
 from .code_changes import current
 from .gate_checks import GateMismatch
-from .generic import entry_key, sized_scalar_entry, sized_scalars, sizes_entry
+from .generic import entry_key, sized_entry, sizes_entry
 from .key_entry import eager_entry
 from .lifted_first_runs import Unstable
 from .replay_costs import call_key
@@ -37,7 +35,6 @@ SPARE_VERSIONS = 2
 #: keys whose capture raised, kept to run eagerly until a call returns (``_capture_raised``)
 MAX_RAISING_KEYS = 64
 #: a version's key entries for the layouts its calls came with (``_enter``), kept at most
-MAX_SIZED_ENTRIES = 64
 
 
 class OtherBranches:
@@ -271,32 +268,25 @@ class OtherBranches:
 
     def _enter(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Make the entry of the calls like this one that ``version`` runs the next call's:
-        its machine-code (or key) entry; a size-generic version's entry for these sizes; one
-        generic in sizes and scalars, its key entry for these layouts (``sized_scalar_entry``,
-        kept per layout on the version)."""
+        its machine-code (or key) entry; a size-generic version's entry for these sizes, where
+        its calls pass scalars too a key entry around it (``generic.sized_entry``, kept per
+        layout on the version)."""
         if version.entry is not None and current(self, version):  # level 1 in machine code
             self._call = version.entry.function if version.free is None else \
                 guarded_entry(version.entry.function, version.free, self._dispatch)
             return
         if version.generic is None or kwargs or not current(self, version):
             return
-        if version.plain_entries:
+        if version.plain_entries and version.sized_entries is None:
             entry = version.generic.entry_for(args, self._dispatch, lambda a: sizes_entry(  # these
                 a, self._names, lambda *b: self._run(version, b, {}), self._dispatch))  # sizes' own
             if entry is not None:
                 self._call = entry.function
                 return
-        if version.free is None and version.gates is None and not self._free and \
-                not self._sets_errstate and sized_scalars(version.generic):
-            layout = tuple((a.shape, a.strides, a.dtype) if type(a) is np.ndarray else type(a)
-                           for a in args)
-            entry = version.sized_entries.get(layout, False)
-            if entry is False:
-                if len(version.sized_entries) >= MAX_SIZED_ENTRIES:
-                    version.sized_entries.clear()
-                entry = version.sized_entries[layout] = sized_scalar_entry(
-                    version, args, self._names, lambda *b: self._run(version, b, {}, entered=True),
-                    self._dispatch, self._versions)
+        if version.sized_entries is not None:
+            entry = sized_entry(version, args, self._names,
+                                lambda *b: self._run(version, b, {}, entered=True),
+                                self._dispatch, self._versions)
             if entry is not None:
                 self._call = entry.function
 

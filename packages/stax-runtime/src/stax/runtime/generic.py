@@ -27,7 +27,15 @@ from stax.ir.scalar_predicates import OTHER_OUTCOME
 from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
-from .key_entry import NOT_SCALAR, CallValues, leaf_scalar, version_entry
+from .key_entry import (
+    NOT_SCALAR,
+    CallValues,
+    KeyEntry,
+    leaf_scalar,
+    native_entry,
+    redo,
+    version_entry,
+)
 from .signature import (
     ARRAY,
     Unguardable,
@@ -224,29 +232,47 @@ def sized_scalars(generic: Any) -> list[tuple[int, Any]]:
     return scalars if len(scalars) < len(pattern) else []
 
 
-def sized_scalar_entry(version: Any, args: Sequence[Any], names: Any,
-                       run_version: Callable[..., Any], dispatch: Callable[..., Any],
-                       versions: Sequence[Any]) -> Any | None:
-    """A key entry for a version generic in sizes *and* scalar values, at the exact layouts of
-    ``args``: the arrays compared as they are (the sizes' guards held for them), the scalars by
-    type and its predicates (as a scalar-generic version's entry: ``entry_key``), the values
-    exact versions at these layouts serve handed to the dispatcher; then ``run_version``. Such
-    a call went through the dispatcher's signature and lookup every time (``x * k`` over new
-    sizes and new ``k``: 17-38 us a call for NumPy's 0.6-0.9; a probe's find). None where
-    the version takes no scalar, or sizes alone."""
-    generic = version.generic
+#: key entries a version keeps (``sized_entry``): past it, the table starts again
+MAX_SIZED_ENTRIES = 64
+def sized_entry(version: Any, args: Sequence[Any], names: Any,
+                run_version: Callable[..., Any], dispatch: Callable[..., Any],
+                versions: Sequence[Any]) -> Any | None:
+    """The key entry of a size-generic version whose calls pass more than its array inputs,
+    at the exact layouts of ``args``, kept on the version (``sized_entries``): its scalars as run-time
+    inputs (generic in sizes *and* scalar values: compared by type and the version's
+    predicates, as a scalar-generic version's entry, ``entry_key``; the values exact versions
+    at these layouts serve handed to the dispatcher) or as constants of its code (compared by
+    value). After the comparisons, the machine-code entry of the size instance (made the second
+    time the layouts are seen: None before), or ``run_version`` where the instance has none.
+    Such calls went through the dispatcher's signature and lookup every time (``x * k`` over
+    new sizes: 13.5 us a call with ``k`` a constant, 3.7 us with ``k`` an input, for NumPy's
+    0.6; a probe's find)."""
+    generic, entries = version.generic, version.sized_entries
     scalars = sized_scalars(generic)
-    if not scalars:
-        return None
     try:
         sigma = signature(tuple(args), {}, names)
     except Unguardable:
         return None
-    key = generic_key(sigma, scalars)
+    key = generic_key(sigma, scalars) if scalars else sigma
     if key is None:
         return None
-    return version_entry((key, ()), run_version, dispatch, getattr(generic, "predicates", ()),
-                         CallValues(tuple(args), names), served_exactly(sigma, scalars, versions))
+    if key in entries:
+        return entries[key]
+    slots = version.flat[1]
+    key_values = (key, ()) if scalars else key
+    predicates, given = getattr(generic, "predicates", ()), CallValues(tuple(args), names)
+    served = served_exactly(sigma, scalars, versions) if scalars else None
+    inner = generic.entry_for([args[i] for i in slots], redo, lambda _: version_entry(
+        key_values, run_version, dispatch, predicates, given, served))
+    if inner is None or isinstance(inner, KeyEntry):  # first sight; or no machine code: the
+        return inner  # key entry running the version, which the generic keeps for the layouts
+    entry = native_entry(key_values, slots, inner.function, dispatch, predicates, given, served)
+    if entry is not None:
+        entry.inner = inner
+        if len(entries) >= MAX_SIZED_ENTRIES:
+            entries.clear()
+        entries[key] = entry
+    return entry
 
 
 def changed_dimensions(old: Any, new: Any) -> Pattern | None:
@@ -527,8 +553,6 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     predicates = on_inputs(capture.info.get("scalar_predicates", ()), set(scalars))
     if not dynamic:  # scalars only: an executable of fixed sizes with them as inputs
         return ScalarArguments.around(executable, program, scalars, pattern, predicates), env
-    if predicates:
-        raise NotGeneric("the function branches on comparisons of its scalar arguments")
     if not isinstance(executable, GenericExecutable):
         raise NotGeneric("the backend made no size-generic executable")
     for name, (low, high) in executable.symbols.items():  # a plan from the disk cache: its
@@ -543,4 +567,4 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
         said = next((line.strip() for line in lines if "error:" in line), lines[-1].strip())
         raise NotGeneric(f"the kernels need a size the code generator takes only as a "
                          f"constant ({type(exc).__name__}: {said})") from None
-    return ScalarArguments.around(executable, program, scalars, pattern), env
+    return ScalarArguments.around(executable, program, scalars, pattern, predicates), env

@@ -110,9 +110,11 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
     entry, which tests them."""
     if plain and not predicates:
         return make_entry(leaves, dispatch)
+    if sigma is None:  # (generic in sizes: ``generic.sized_entry`` per size)
+        return "its sizes are generic: an entry per size"
     if len(sigma[0]) != len(leaves) or sigma[1]:
         return "an argument is a container or a keyword"
-    inner = make_entry([leaves[i] for i in slots], _redo)
+    inner = make_entry([leaves[i] for i in slots], redo)
     if isinstance(inner, str):
         return inner
     entry = native_entry(sigma, slots, inner.function, dispatch, predicates, given, served)
@@ -122,7 +124,9 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
     return entry
 
 
-def _redo(*args: Any, **kwargs: Any) -> Any:
+def redo(*args: Any, **kwargs: Any) -> Any:
+    """The slow path of a machine-code entry a key entry wraps: its ``except Redo`` hands the
+    call to the dispatcher."""
     raise Redo
 
 

@@ -120,8 +120,14 @@ class ScalarArguments:
             return "its sizes are generic or it runs on a device"
         return self.inner.entry(self._inputs(inputs), slow, tuple(sorted(self.scalars.items())))
 
-    def entry_for(self, inputs: Sequence[Any], slow: Any, otherwise: Any = None) -> None:
-        return None  # per size: the machine-code entries of the exact sizes take arrays only
+    def entry_for(self, inputs: Sequence[Any], slow: Any, otherwise: Any = None) -> Any:
+        """Generic in sizes too: the machine-code entry of the instance for these layouts (its
+        scalar inputs checked by type and read by value), made the second time they are seen,
+        else None (``GenericExecutable.entry_for``; ``otherwise``: see there)."""
+        if self.sized is None or self.on_device:
+            return None
+        return self.sized.entry_for(self._inputs(inputs), slow, otherwise,
+                                    tuple(sorted(self.scalars.items())))
 
     def entry_hits(self) -> int:
         return self.sized.entry_hits() if self.sized is not None else 0

@@ -113,8 +113,10 @@ class Version:
     generic: Any = None
     #: its calls are plain (every argument an array input): entries per size (``_run``)
     plain_entries: bool = False
-    #: key entries per layout of a version generic in sizes and scalars (``branches._enter``)
-    sized_entries: dict[Any, Any] = field(default_factory=dict)
+    #: key entries per layout of a size-generic version whose flat calls pass more than its
+    #: array inputs (scalars, as inputs or constants: ``generic.sized_entry``); None where its
+    #: calls take no such entry
+    sized_entries: dict[Any, Any] | None = None
     #: a generic version's dynamic dimensions, as (argument, dimension) pairs
     pattern: Any = None
     #: timings of its calls with replayed gates against eager ones (``replay_costs``)
