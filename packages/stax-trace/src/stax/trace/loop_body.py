@@ -14,6 +14,9 @@ by the capture.
 from __future__ import annotations
 
 import ast
+from typing import Any
+
+from .loop_names import int_presets
 
 #: calls with a Python effect: the builtins, and methods that update their object in place
 _EFFECT_FUNCTIONS = frozenset({"print", "input", "open", "setattr", "delattr", "exec", "next"})
@@ -220,4 +223,30 @@ def while_effects(test: ast.expr, body: list[ast.stmt]) -> str | None:
         if any(k.arg == "out" for k in node.keywords) or name in _IN_PLACE_CALLS:
             return ast.unparse(node)
     return None
+
+
+def target_returned(node: ast.For, uses: list[tuple[int, str]] | None, results: Any,
+                    bindings: list[tuple[int | None, str]], function: ast.FunctionDef
+                    ) -> set[int] | None:
+    """Where code outside the loop reads the names its target binds: nowhere (empty), only
+    as elements of returned results, for a plain name over ``range(...)`` (the result
+    names' ids: a lifted step gives the last item it ran, converted to a Python int), or
+    elsewhere (None)."""
+    targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    if uses is None:
+        return None
+    inside = {id(n) for n in ast.walk(node)}
+    reads = {at for at, name in uses if name in targets and at not in inside}
+    if not reads:
+        return set()
+    ranged = isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call) and \
+        isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
+    # read where only this loop binds it (no binding after it: the value read is the last
+    # item), or also an int literal before it (``it = 0``, defining it where the loop runs
+    # no item: a lifted loop runs one at least, and the count is in the key)
+    own = {id(n) for n in ast.walk(node.target)}
+    presets = int_presets(function, node)
+    alone = not any(name in targets and at not in own and at not in presets
+                    for at, name in bindings)
+    return reads if ranged and alone and reads <= results.keys() else None
 

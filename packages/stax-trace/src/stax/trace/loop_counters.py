@@ -6,13 +6,15 @@ provably such a counter (``counters``, from the function's source), the lifted s
 as a traced int64 scalar (``traced_counters``), and the function returns it converted to a
 Python int (``result_conversions.convert_results``). A counter, by the source:
 
-- is bound outside the loop only by ``c = <int literal>`` (or stepped by an int literal outside
-  every loop: a rotated ``while True``'s first ``S1``), and inside the loop only by ``c +=
-  <int literal>`` or ``c -= <int literal>`` (its value is always a Python int, eagerly);
+- is bound outside the loop only by ``c = <int literal>`` (or ``e, c = np.inf, 0``, or stepped
+  by an int literal outside every loop: a rotated ``while True``'s first ``S1``), and inside
+  the loop only by ``c += <int literal>`` or ``c -= <int literal>`` (its value is always a
+  Python int, eagerly);
 - is read inside the loop (test and body) only as an operand of a comparison (``c < maxit``),
   where an int64 means what the Python int means (no arithmetic with arrays, whose dtype a
-  NumPy integer would change), and after the loop only as an element of the returned results
-  (or not at all); no nested function names it.
+  NumPy integer would change), and after the loop only as an element of the returned results,
+  or in a comparison that is a branch's test (``if it == maxit: raise ...``, a gate the
+  compiled program checks), or not at all; no nested function names it.
 
 A test ``A and c < maxit`` (or ``c < maxit and A``) would read ``A`` as a gate in Python; it is
 rewritten to ``all_of(lambda: A, lambda: c < maxit)``: Python's ``and`` for Python values
@@ -54,7 +56,8 @@ def counters(function: ast.FunctionDef, loop: ast.While, results: Mapping[int, A
     for name in candidates - arguments - _shared_names(function):
         uses = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name]
         if all(_counter_use(n, parents[id(n)], id(n) in inside, results) or
-               _step_before(n, parents, inside) for n in uses):
+               _step_before(n, parents, inside) or _tested_after(n, parents, inside) or
+               _tuple_preset(n, parents, inside) for n in uses):
             found.add(name)
     return frozenset(found)
 
@@ -73,6 +76,37 @@ def _step_before(name: ast.Name, parents: Mapping[int, ast.AST], inside: set[int
             return False
         node = parents.get(id(node))
     return True
+
+
+def _tuple_preset(name: ast.Name, parents: Mapping[int, ast.AST], inside: set[int]) -> bool:
+    """``err, it = np.inf, 0`` outside the loop: the counter's element an int literal."""
+    pack = parents.get(id(name))
+    assign = parents.get(id(pack))
+    if id(name) in inside or not isinstance(name.ctx, ast.Store) or \
+            not isinstance(pack, ast.Tuple) or not isinstance(assign, ast.Assign) or \
+            assign.targets != [pack] or not isinstance(assign.value, ast.Tuple) or \
+            len(assign.value.elts) != len(pack.elts):
+        return False
+    value = assign.value.elts[pack.elts.index(name)]
+    return isinstance(value, ast.Constant) and type(value.value) is int
+
+
+def _tested_after(name: ast.Name, parents: Mapping[int, ast.AST], inside: set[int]) -> bool:
+    """A read after the loop in a comparison that is a branch's test (``if it == maxit:``,
+    ``if not it < maxit and strict: raise ...``): a branch on the lifted step's count, which
+    the compiled program checks (``stax.runtime.gate_checks``); the comparison's value goes
+    nowhere else, where a NumPy bool would differ from Python's."""
+    compare = parents.get(id(name))
+    if id(name) in inside or not isinstance(name.ctx, ast.Load) or \
+            not isinstance(compare, ast.Compare) or \
+            any(isinstance(op, (ast.Is, ast.IsNot)) for op in compare.ops):
+        return False
+    node: ast.AST = compare
+    parent = parents.get(id(node))
+    while isinstance(parent, ast.BoolOp) or (isinstance(parent, ast.UnaryOp) and
+                                             isinstance(parent.op, ast.Not)):
+        node, parent = parent, parents.get(id(parent))
+    return isinstance(parent, (ast.If, ast.IfExp, ast.While, ast.Assert)) and parent.test is node
 
 
 def _shared_names(function: ast.FunctionDef) -> set[str]:

@@ -206,3 +206,22 @@ def name_bindings(function: ast.FunctionDef) -> list[tuple[int | None, str]]:
         elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
             found.append((None, n.name))
     return found
+
+
+def int_presets(function: ast.FunctionDef, loop: ast.stmt) -> set[int]:
+    """The Name nodes of ``name = <int literal>`` statements of ``function`` before ``loop`` (by
+    line), outside every loop and nested scope: a loop's target defined in case the loop runs
+    no item (``it = 0``)."""
+    found: set[int] = set()
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*SCOPES, ast.For, ast.While, ast.AsyncFor)):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and \
+                isinstance(node.value, ast.Constant) and type(node.value.value) is int and \
+                node.end_lineno is not None and node.end_lineno < loop.lineno:
+            found.add(id(node.targets[0]))
+        stack.extend(ast.iter_child_nodes(node))
+    return found

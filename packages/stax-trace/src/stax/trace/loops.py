@@ -43,7 +43,15 @@ from typing import Any
 
 import numpy as np
 
-from . import loop_body, loop_code, loop_counters, loop_state, result_conversions, while_loops
+from . import (
+    loop_body,
+    loop_code,
+    loop_counters,
+    loop_exits,
+    loop_state,
+    result_conversions,
+    while_loops,
+)
 from .creation import active_tracer
 from .loop_names import (
     SCOPES,
@@ -82,7 +90,7 @@ UNBOUND = _Unbound()
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
 _HELPERS = ("__stax_loop__", "__stax_pack__", "__stax_unbound__", "__stax_sites__",
             while_loops.HELPER, while_loops.GOES_ON_HELPER, result_conversions.HELPER,
-            loop_counters.HELPER, loop_counters.ANY_HELPER)
+            loop_counters.HELPER, loop_counters.ANY_HELPER, loop_exits.KEPT_HELPER)
 _GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 #: function -> (its code: replaced, it is new; (rewritten code, sites) or None); weak
@@ -106,7 +114,8 @@ def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
                "__stax_sites__": sites, while_loops.HELPER: while_loops.run_while,
                while_loops.GOES_ON_HELPER: while_loops.goes_on, result_conversions.HELPER:
                result_conversions.converted, loop_counters.HELPER: loop_counters.all_of,
-               loop_counters.ANY_HELPER: loop_counters.any_of}
+               loop_counters.ANY_HELPER: loop_counters.any_of,
+               loop_exits.KEPT_HELPER: loop_exits.kept}
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(helpers[name])
                     for name in new_code.co_freevars)
@@ -199,8 +208,10 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
     if unchanged is None or not loop_code.same_code(unchanged, code):
         return None
     effect = loop_body.effects(function.body)  # anywhere in the function (``recapturable``)
+    flags = loop_exits.rewrite(function)  # a ``return`` inside, ``x = xn`` after a ``break``
     while_loops.rotate_breaks(function)  # ``while True`` with a break midway: a ``while`` test
     lifter = _Rewriter(code, function)
+    lifter.local_names |= flags
     function.body = lifter.block(function.body)
     if lifter.converted:  # a loop's last item, returned (``_target_returned``)
         result_conversions.convert_results(function, lifter.converted)
@@ -243,7 +254,9 @@ class _Rewriter:
         if isinstance(node, ast.For) or (isinstance(node, ast.While) and not any(
                 isinstance(n, ast.NamedExpr) for n in ast.walk(node.test))):  # (the test is a
             form = break_form(node)  # function of its own: a name it binds would stay in it)
-            returned = self._target_returned(node) if isinstance(node, ast.For) else set()
+            returned = loop_body.target_returned(node, self.uses, self.results, self.bindings,
+                                                 self.function) \
+                if isinstance(node, ast.For) else set()
             if form is not None and returned is None:
                 form = None  # its value after a break is the data's, which Python would read
             names = loop_names(form.analysed(node) if form else node, self.local_names,
@@ -283,26 +296,6 @@ class _Rewriter:
             self.converted.update(dict.fromkeys(returned, "int"))
         self.converted.update((at, "carried") for at, n in self.results.items() if n.id in floats)
         return self.lift(node, form, *names, rebinds, unread, bool(form and returned), floats)
-
-    def _target_returned(self, node: ast.For) -> set[int] | None:
-        """Where code outside the loop reads the names its target binds: nowhere (empty), only
-        as elements of returned results, for a plain name over ``range(...)`` (the result
-        names' ids: a lifted step gives the last item it ran, converted to a Python int), or
-        elsewhere (None)."""
-        targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-        if self.uses is None:
-            return None
-        inside = {id(n) for n in ast.walk(node)}
-        reads = {at for at, name in self.uses if name in targets and at not in inside}
-        if not reads:
-            return set()
-        ranged = isinstance(node.target, ast.Name) and isinstance(node.iter, ast.Call) and \
-            isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
-        # read where only this loop binds it (no binding before it or after: the value read
-        # is the last item, or none when the loop ran no item)
-        own = {id(n) for n in ast.walk(node.target)}
-        alone = not any(name in targets and at not in own for at, name in self.bindings)
-        return reads if ranged and alone and reads <= self.results.keys() else None
 
     def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
              assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,
@@ -523,8 +516,9 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
     # a range of a traced count: not read yet
     traced, items = (items, items.items) if isinstance(items, TracedRange) else (None, items)
     if rows is not None and _lifter is not None and _traced_rows(state.get(site.array)):
-        # iterating a traced array walks its first axis: x[0], x[1], ... (Proxy.__iter__)
-        body, items = rows, range(len(state[site.array].value))
+        # iterating a traced array walks its first axis: x[0], x[1], ... (Proxy.__iter__), a
+        # read of its length, which a size-generic version must not take as any length
+        body, items = rows, range(len(state[site.array]))
     if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
         first = loop_state.FirstIteration(tracer, state)
