@@ -559,3 +559,28 @@ def test_a_loop_over_an_arrays_rows_keeps_its_count_in_a_generic_version():
             got, want = g(a), fn(a)
             assert type(got) is type(want)
             np.testing.assert_array_equal(got, want)
+
+
+def test_a_generic_version_run_eagerly_keeps_an_entry_per_layout():
+    """A probe's find: once a size-generic version was measured slower than NumPy, each call
+    at a size other than its first made its key's eager entry anew (the entry compared the
+    version's own sizes), compiling its source every call: ``x.T @ x`` 46 us a call for
+    NumPy's 1. The skipped call's own signature keys the entry, kept on the version."""
+    def gram(x):
+        return x.T @ x
+
+    g = st.compile(gram)
+    rng = np.random.default_rng(0)
+    for n in (5, 7, 9):
+        x = rng.standard_normal((n, 4))
+        np.testing.assert_array_equal(g(x), gram(x))
+    for version in g.versions():
+        version.slower = True  # as replay_costs decides where NumPy measured faster
+    x = rng.standard_normal((37, 4))
+    for _ in range(3):
+        np.testing.assert_array_equal(g(x), gram(x))
+    dispatched = g.cache_info().hits[3]
+    for _ in range(20):
+        np.testing.assert_array_equal(g(x), gram(x))
+    assert g.cache_info().hits[3] == dispatched
+    assert any(v.eager_entries for v in g.versions())

@@ -45,7 +45,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly, sized_scalars
+from .generic import GenericVersions, eager_entry_key, entry_key, own_key, served_exactly, sized_scalars
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import (
     CallValues,
@@ -286,7 +286,8 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
             # while its free values hold (changed, another version may serve: the dispatch)
             self._call = self._dispatch if self._free else paused_entry(
                 version, self._eager_function(version.sigma), self._dispatch,
-                lambda: setattr(self, "_call", self._dispatch))
+                lambda: setattr(self, "_call", self._dispatch),
+                own_key(version, args, kwargs, self._names))
             if version.free is not None and self._call is not self._dispatch:
                 self._call = guarded_entry(self._call, version.free, self._dispatch)
             return self._eager(args, kwargs)

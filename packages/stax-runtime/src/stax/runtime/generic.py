@@ -275,6 +275,15 @@ def sized_entry(version: Any, args: Sequence[Any], names: Any,
     return entry
 
 
+def own_key(version: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Any) -> Any:
+    """The key of a call a size-generic version skips (``key_entry.paused_entry``): its own
+    signature, not the version's sigma; None for an exact version (or a call with no key)."""
+    try:
+        return signature(args, kwargs, names) if version.generic is not None else None
+    except Unguardable:
+        return None
+
+
 def changed_dimensions(old: Any, new: Any) -> Pattern | None:
     """The dimensions in which two signatures differ, when they differ only in array sizes (of
     2 or more, at the same layout expressions); None otherwise."""

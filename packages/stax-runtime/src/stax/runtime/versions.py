@@ -102,6 +102,8 @@ class Version:
     #: generic version's calls of other keys (a scalar's other values)
     slower: bool = False
     eager_key: Any = None  # the key its paused calls' eager entry compares (else ``sigma``)
+    #: those entries, per key (``key_entry.paused_entry``)
+    eager_entries: dict[Any, Any] = field(default_factory=dict)
     entry_key: Any = None  # the key its key entry compares (``generic.entry_key``)
     served: int = 0  # its machine-code entry's hits at its last decline
     free: Snapshot | None = None  # the free values (globals, cells, attributes) it was traced under
