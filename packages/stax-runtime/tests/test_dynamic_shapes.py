@@ -534,7 +534,7 @@ def test_a_loop_over_an_arrays_rows_keeps_its_count_in_a_generic_version():
     count is its own version."""
     def count_rows(A):
         s = 0
-        for row in A:
+        for row in A:  # noqa: B007 (the count of rows)
             s += 1
         return s
 

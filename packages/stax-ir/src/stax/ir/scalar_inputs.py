@@ -133,6 +133,10 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                     node.meta["exponent_not_fast"] = True
                 if not isinstance(used, list) and used in pinned:  # its version's only value
                     cast = pinned[used]
+                elif node.target == INDEXING:  # the int64 itself (NumPy's integer index)
+                    if np.dtype(input_dtype(kind)) != np.int64:
+                        cast = graph.call_method("astype", (value, "int64"), name=f"{value.name}_as",
+                                                 meta={"tensor": TensorMeta((), "int64", ())})
                 elif not _strong(kind) and node.target not in TAKEN_WHOLE:
                     target = stored[id(path)] if node.target in ASSIGNING else targets[kind]
                     assert target is not None  # input_refusal said so
@@ -140,6 +144,8 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                                              meta={"tensor": TensorMeta((), target, ())})
                     if kind == "int" and np.dtype(target).kind in "iu" and target != "int64":
                         cast = _in_range(graph, value, cast, target)
+            if node.target == INDEXING:  # a copy at the call's index (``_read_only``)
+                node.meta.pop("view", None)
             where, *rest = path
             if where == "args":
                 node.set_args(replaced_argument(node.args, rest, cast), node.kwargs)
@@ -179,6 +185,14 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
         kinds = [k for _, k in uses]
         if not kinds or (node.target in TAKEN_WHOLE and not node.kwargs.keys() - {"loop"}):
             continue
+        if node.target == INDEXING:
+            if any(not _index_use(path, k) for path, k in uses):
+                return f"{node.name}: argument {leaf} is an operand of {node.target}() other " \
+                       "than an integer index of the array"
+            if node.meta.get("view") is not None and not _read_only(node):
+                return f"{node.name}: argument {leaf} indexes a view that is returned, viewed " \
+                       "again or updated in place"
+            continue
         if node.target in ASSIGNING:
             if any(_stored_dtype(node, path) is None for path, _ in uses):
                 return f"{node.name}: argument {leaf} is an operand of {node.target}() other " \
@@ -193,6 +207,31 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
             return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
                    "which takes it other than as a weak scalar of a float array"
     return None
+
+
+#: ``x[k]``, ``x[i, k]``: an integer argument as an index is a traced integer of the key
+#: (``to_opgraph.native_forms``: ``take`` of a 0-d index, NumPy's bounds and negative positions)
+INDEXING = "operator.getitem"
+
+
+def _index_use(path: Sequence[Any], kind: str) -> bool:
+    """A Python int (or NumPy integer) that is the key of ``x[key]`` or an element of a tuple
+    key. Not a slice's bound: ``x[:n]`` has a length of its own per value."""
+    if kind != "int" and not (kind.startswith("numpy.") and np.dtype(kind[6:]).kind in "iu"):
+        return False
+    where, *rest = path
+    return where == "args" and bool(rest) and rest[0] == 1 and len(rest) <= 2 and \
+        all(isinstance(p, int) for p in rest)
+
+
+def _read_only(view: Node) -> bool:
+    """Whether a view (``A[i]``, ``A[:, j]``) is only read by operations, none of them a view of
+    it, an update through it or the output: its elements may then be a copy at an index the
+    call gives (``take``), where NumPy's view object was made at the traced one."""
+    return not view.meta.get("aliases") and all(
+        user.op in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) and user.target not in ASSIGNING
+        and user.meta.get("view") is None and not user.meta.get("aliases") and
+        all(v is not view for v in user.kwargs.values()) for user in view.users)
 
 
 #: exponents NumPy's loop over a scalar exponent computes without pow, bit-exact: a square, sqrt,
