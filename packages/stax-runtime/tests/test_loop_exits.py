@@ -37,7 +37,7 @@ def jacobi_break(A, b, tol=1e-8, maxit=500):
         if np.max(np.abs(xn - x)) < tol:
             break
         x = xn
-    return x, xn, it
+    return x, it  # (x and xn together: one object where it ran out, which a select is not)
 
 
 def jacobi_checked(A, b, tol=1e-8, maxit=500):
@@ -145,7 +145,7 @@ def _rewritten(fn):
 def test_the_rewrite_keeps_old_values_where_the_loop_stops():
     flags, text = _rewritten('''
         def f(x, n):
-            y = x
+            y = x * 1.0
             for i in range(n):
                 z = y * 2
                 if z.max() > 10:
@@ -197,12 +197,80 @@ def test_the_rewrite_keeps_old_values_where_the_loop_stops():
     # more than a rebinding after the test
     '''
     def f(x, n):
-        y = x
+        y = x * 1.0
         for i in range(n):
             z = y * 2
             if z.max() > 10:
                 break
             y = z + 1
+        return y
+    ''',
+    # (a review's finds) y is another name's array, which is updated after the loop
+    '''
+    def f(x, n):
+        b = x * 1.0
+        y = b
+        for i in range(n):
+            z = y * 2
+            if z.max() > 10:
+                break
+            y = z
+        b[0] = -7.0
+        return y
+    ''',
+    # a view of y is updated after the loop; y is z (is)
+    '''
+    def f(x, n):
+        y = x * 1.0
+        for i in range(n):
+            z = y * 2
+            if z.max() > 10:
+                break
+            y = z
+        v = y[0:2]
+        v[0] = 99.0
+        return z
+    ''',
+    '''
+    def f(x, n):
+        y = x * 1.0
+        for i in range(n):
+            z = y * 2
+            if z.max() > 10:
+                break
+            y = z
+        return y is z
+    ''',
+    # the caller's own array; both returned together
+    '''
+    def f(y, n):
+        for i in range(n):
+            z = y * 2
+            if z.max() > 10:
+                break
+            y = z
+        return y
+    ''',
+    '''
+    def f(x, n):
+        y = x * 1.0
+        for i in range(n):
+            z = y * 2
+            if z.max() > 10:
+                break
+            y = z
+        return y, z
+    ''',
+    # inside another loop: it runs again after it stops
+    '''
+    def f(x, n):
+        y = x * 1.0
+        for k in range(3):
+            for i in range(n):
+                z = y * 2
+                if z.max() > 10:
+                    return z
+                y = z
         return y
     ''',
 ])

@@ -123,6 +123,8 @@ class GenericExecutable:
         #: machine-code entries per input shapes (False: seen once, None: it has none)
         self._entries: dict[tuple[Any, ...], Any] = {}
         self._retired_hits = 0
+        #: instances made so far: a call that made one is no sample of a steady call's time
+        self.instances_made = 0
         self._lock = threading.Lock()
 
     def sizes_of(self, arrays: Sequence[Any]) -> dict[str, int]:
@@ -182,6 +184,7 @@ class GenericExecutable:
             found = self._instances.get(key)
             if found is None:
                 found = self._made(instantiate(self.artifact, values), values)
+                self.instances_made += 1
                 self._instances[key] = found
                 while len(self._instances) > MAX_INSTANCES:
                     self._instances.popitem(last=False)

@@ -59,7 +59,7 @@ from .key_entry import (
 from .keyword_calls import as_called, call_form, defaults_unread
 from .object_arrays import LiftedAttributes, ObjectArrays, as_plain_callable, with_lifted, with_object_arrays
 from .recapture import captured_lifted
-from .replay_costs import call_key, replayed_seconds, timed_against_eager
+from .replay_costs import call_key, instances_made, replayed_seconds, timed_against_eager
 from .reports import Reports
 from .runners import (
     RunEagerly,
@@ -311,11 +311,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         if timed == "eager":  # eager's time, against the replay's (``replay_costs``)
             return self._timed_eager(version, args, kwargs)
         try:
-            start = time.perf_counter() if timed is not None else 0.0
+            start, made = (time.perf_counter(), instances_made(version)) if timed else (0.0, 0)
             with heeding_all(self._sets_errstate):
                 result = version.fast(*args) if version.fast is not None else \
                     version.run(args, kwargs)
-            if timed is not None:
+            if timed is not None and instances_made(version) == made:  # (else no sample)
                 version.replay_costs.add("compiled", time.perf_counter() - start +
                                          replayed_seconds(version), call_key(args, kwargs))
             version.declines = version.skipped = 0

@@ -132,6 +132,10 @@ class ScalarArguments:
     def entry_hits(self) -> int:
         return self.sized.entry_hits() if self.sized is not None else 0
 
+    @property
+    def instances_made(self) -> int:
+        return self.sized.instances_made if self.sized is not None else 0
+
 
 def example_inputs(program: Any, leaves: Sequence[Any]) -> list[Any]:
     """The example inputs of ``program`` (a backend's second argument) from a call's flat

@@ -9,9 +9,9 @@ key then measured slower and run eagerly):
   Where they only rebind names to names (``x = xn``, ``a, b = b, a``), they are moved before
   the test as ``x = __stax_kept__(stop, xn, x)``: the new value where the loop goes on, the old
   where it stops (a Python test decides in Python; a traced one selects, ``kept``). A select
-  makes ``x`` another object than ``xn``, which only an update in place could tell apart: the
-  names must be updated in place nowhere in the function, nor passed where they could be
-  (``never_updated``).
+  makes ``x`` another object than ``xn``, which identity, a view or an update in place could
+  tell apart: the names must hold arrays of their own, bound only to new values and read only
+  by value (``plain_values``).
 - ``S1; if C: return R; S3``: the loop stops at the test, a flag set to it before the test, and
   the function returns ``R`` after the loop where the flag holds (``R`` read there is what it
   was at the test: nothing runs between). The flag, a traced bool after a lifted loop, is a gate
@@ -36,21 +36,16 @@ from .proxy import Proxy
 KEPT_HELPER = "__stax_kept__"
 #: the flag a loop that returned from inside sets: whether it stopped at its test
 STOPPED = "__stax_stopped_{}"
-#: methods that update their array in place
-_UPDATING = frozenset({"fill", "sort", "resize", "put", "itemset", "setfield", "partition",
-                       "byteswap", "setflags", "__setitem__", "__iadd__", "__imul__"})
-#: NumPy functions that write into their first argument
-_WRITING = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal", "put_along_axis"})
 _MODULES = frozenset({"np", "numpy"})
 
 
 def kept(stop: Any, new: Any, old: Any) -> Any:
     """``old`` where ``stop`` holds, else ``new``: Python's choice for a Python ``stop``; for a
-    traced one, per element of the values (tuples alike) a select of arrays of one shape and
+    traced 0-d one, per element of the values (tuples alike) a select of arrays of one shape and
     dtype, or the one value where both are the same; else Python's choice (a gate, which keeps
     the loop from lifting)."""
-    if not (isinstance(stop, Proxy) and np.size(stop.value) == 1):
-        return old if stop else new
+    if not (isinstance(stop, Proxy) and np.ndim(stop.value) == 0):  # (else a gate: (1, 1)
+        return old if stop else new  # would broadcast the values it selects between)
     chosen = _selected(stop, new, old)
     return chosen if chosen is not None else (old if stop else new)
 
@@ -69,7 +64,7 @@ def _selected(stop: Proxy, new: Any, old: Any) -> Any:
 
 
 def rewrite(function: ast.FunctionDef) -> set[str]:
-    """Both rewrites on every loop of ``function`` (not the scopes in it), inner loops first;
+    """Both rewrites on every loop of ``function`` no other loop holds (not the scopes in it);
     the locals they add (the flags)."""
     state: dict[str, Any] = {"count": 0}
     _block_rewrite(function, function, state)
@@ -77,12 +72,15 @@ def rewrite(function: ast.FunctionDef) -> set[str]:
 
 
 def _block_rewrite(node: ast.AST, function: ast.FunctionDef, state: dict[str, Any]) -> None:
+    """Rewrites the loops of ``node`` that no loop holds: a loop inside another runs again
+    after it stopped (a review: an inner loop's ``return`` made its lifted step's results
+    other objects than at capture, six versions, then eagerly; it compiled once before)."""
     for field in ("body", "orelse", "finalbody", "handlers"):
         block = getattr(node, field, None)
         if not isinstance(block, list):
             continue
         for child in block:
-            if not isinstance(child, SCOPES):
+            if not isinstance(child, (*SCOPES, ast.For, ast.While, ast.AsyncFor)):
                 _block_rewrite(child, function, state)
         if block and isinstance(block[0], ast.stmt):
             out: list[ast.stmt] = []
@@ -157,9 +155,10 @@ def _names(node: ast.expr) -> list[str] | None:
 
 
 def _rebinds_only(after: list[ast.stmt], function: ast.FunctionDef, loop: ast.stmt) -> bool:
-    """Whether each statement binds names to names (``x = xn``, ``a, b = b, a``) whose targets
-    are bound before the loop (their old values exist to keep), and no name involved is updated
-    in place anywhere in the function."""
+    """Whether each statement binds names to names (``x = xn``, ``a, b = b, a``), the targets
+    bound before the loop, and every name involved holds only arrays nothing else can see
+    (``plain_values``): a select then stands for the rebinding (it makes another object,
+    which no read of these names can tell apart)."""
     involved: set[str] = set()
     for statement in after:
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
@@ -171,59 +170,112 @@ def _rebinds_only(after: list[ast.stmt], function: ast.FunctionDef, loop: ast.st
         if not all(_bound_before(name, function, loop) for name in targets):
             return False
         involved |= {*targets, *values}
-    return never_updated(function, involved, set(map(id, after)))
+    return plain_values(function, involved, set(map(id, after)))
 
 
 def _bound_before(name: str, function: ast.FunctionDef, loop: ast.stmt) -> bool:
-    """A parameter, or bound by a statement of the function's own body (not inside a branch or
-    loop) before the loop's line."""
-    arguments = function.args
-    if name in {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}:
-        return True
-    return any(isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and
-               s.end_lineno is not None and s.end_lineno < loop.lineno and
-               any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                   for n in ast.walk(s)) for s in function.body)
+    """Bound by an assignment statement of the function's own body (its target itself, not a
+    name inside a comprehension or a branch) before the loop's line."""
+    return any(isinstance(s, ast.Assign) and s.end_lineno is not None and
+               s.end_lineno < loop.lineno and
+               any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+               for s in function.body)
 
 
-def never_updated(function: ast.FunctionDef, names: set[str], own: set[int]) -> bool:
-    """Whether no array bound to ``names`` can be updated in place or reached by another name:
-    each read is an operand (arithmetic, comparisons, subscripts read, attributes other than
-    updating methods, arguments of NumPy's functions but the ``out=`` and the first of those
-    that write into it), or a returned value; each binding a plain assignment. ``own``: the ids
-    of the rebinding statements being rewritten, which may read them."""
+#: NumPy functions returning a new array or a number (never an argument or a view of one),
+#: with the positional arguments they take before an ``out`` (more: refused)
+_VALUE_FUNCTIONS = {
+    **dict.fromkeys(("abs", "absolute", "sqrt", "exp", "log", "sin", "cos", "tan", "tanh",
+                     "square", "sign", "isnan", "isfinite", "isinf", "negative"), 1),
+    **dict.fromkeys(("maximum", "minimum", "dot", "matmul", "vdot", "inner", "outer",
+                     "allclose", "isclose", "array_equal", "add", "subtract", "multiply",
+                     "divide", "true_divide", "power", "hypot", "fmax", "fmin"), 2),
+    **dict.fromkeys(("sum", "max", "min", "amax", "amin", "mean", "prod", "any", "all",
+                     "argmax", "argmin", "norm", "where", "count_nonzero", "std", "var",
+                     "median", "ptp"), 3),
+}
+#: NumPy functions making a new array from their arguments' values (bindings of the names)
+_FRESH_FUNCTIONS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+                              "empty_like", "full_like", "copy", "array", "arange", "linspace",
+                              "eye", "identity", *_VALUE_FUNCTIONS})
+#: methods returning a new array or a number, and attributes that are numbers
+_VALUE_METHODS = frozenset({"sum", "max", "min", "mean", "std", "var", "prod", "any", "all",
+                            "argmax", "argmin", "copy", "item", "tolist", "dot", "cumsum"})
+_NUMBER_ATTRIBUTES = frozenset({"shape", "dtype", "size", "ndim", "nbytes", "itemsize"})
+
+
+def plain_values(function: ast.FunctionDef, names: set[str], own: set[int]) -> bool:
+    """Whether the arrays ``names`` hold are their own, seen only by value: each name is bound
+    (``own``: the rebinding statements being rewritten aside) only by an assignment of a new
+    array (arithmetic, a NumPy function making one: never another name, an argument, a view
+    or an element of something), read only as an operand (arithmetic, comparisons other than
+    ``is``, a test, an argument of NumPy functions that return new values, methods that do,
+    number attributes, an index of something else, a subscript read so), never updated in
+    place, and returned with no other of them in the same ``return``. A select that stands
+    for ``x = xn`` makes another object than ``xn``, which only identity, a view or an update
+    in place could tell apart (a review found each)."""
     parents = {id(child): node for node in ast.walk(function)
                for child in ast.iter_child_nodes(node)}
+    if names & {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}:
+        return False  # the caller's own array
     for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None and \
+                len({n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} & names) > 1:
+            return False
         if not (isinstance(node, ast.Name) and node.id in names):
             continue
         parent = parents.get(id(node))
         if isinstance(node.ctx, ast.Store):
-            if isinstance(parent, (ast.AugAssign, ast.AnnAssign)) or \
-                    isinstance(parent, (*SCOPES, ast.withitem)):
+            if not (isinstance(parent, ast.Assign) and parent.targets == [node] and
+                    (id(parent) in own or _fresh(parent.value))):
                 return False
-            continue
-        if isinstance(node.ctx, ast.Del) or not _read_only(node, parent, parents, own):
+        elif isinstance(node.ctx, ast.Del) or not _value_use(node, parents, own):
             return False
     return True
 
 
-def _read_only(node: ast.Name, parent: Any, parents: dict[int, Any], own: set[int]) -> bool:
-    if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.FormattedValue)):
+def _fresh(value: ast.expr) -> bool:
+    """An expression whose value is a new array (or number) no name holds yet."""
+    if isinstance(value, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Constant)):
         return True
+    if not isinstance(value, ast.Call) or any(k.arg == "out" for k in value.keywords):
+        return False
+    name = _numpy_function(value)
+    if name is not None:
+        return name in _FRESH_FUNCTIONS and len(value.args) <= max(
+            _VALUE_FUNCTIONS.get(name, 3), 3)
+    func = value.func
+    return isinstance(func, ast.Attribute) and func.attr in _VALUE_METHODS
+
+
+def _value_use(node: ast.expr, parents: dict[int, Any], own: set[int]) -> bool:
+    """Whether ``node`` (a name, or a subscript of one) is read by value where it is."""
+    parent = parents.get(id(node))
+    if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.FormattedValue)):
+        return True
+    if isinstance(parent, ast.Compare):
+        return not any(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
+    if isinstance(parent, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+        return parent.test is node
     if isinstance(parent, ast.Subscript):
-        return parent.value is not node or isinstance(parent.ctx, ast.Load)
+        if parent.value is not node:
+            return True  # an index of another array: read
+        return isinstance(parent.ctx, ast.Load) and _value_use(parent, parents, own)
     if isinstance(parent, ast.Attribute):
         call = parents.get(id(parent))
-        return isinstance(parent.ctx, ast.Load) and not (
-            parent.attr in _UPDATING and isinstance(call, ast.Call) and call.func is parent)
+        if parent.attr in _NUMBER_ATTRIBUTES:
+            return True
+        return isinstance(call, ast.Call) and call.func is parent and \
+            parent.attr in _VALUE_METHODS and not call.keywords
     if isinstance(parent, ast.keyword):
         call = parents.get(id(parent))
-        return parent.arg != "out" and _numpy_call(call)
+        return parent.arg != "out" and isinstance(call, ast.Call) and \
+            _numpy_function(call) in _VALUE_FUNCTIONS
     if isinstance(parent, ast.Call):
-        return node in parent.args and _numpy_call(parent) and not (
-            parent.args and parent.args[0] is node and
-            getattr(parent.func, "attr", None) in _WRITING)
+        name = _numpy_function(parent)
+        return node in parent.args and name in _VALUE_FUNCTIONS and \
+            len(parent.args) <= _VALUE_FUNCTIONS[name] and \
+            not any(k.arg == "out" for k in parent.keywords)
     if isinstance(parent, ast.Return):
         return True
     if isinstance(parent, ast.Tuple):
@@ -232,19 +284,19 @@ def _read_only(node: ast.Name, parent: Any, parents: dict[int, Any], own: set[in
             isinstance(holder, ast.Assign) and id(holder) in own)
     if isinstance(parent, ast.Assign):
         return id(parent) in own
-    if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)):
-        return parent.test is node
     return False
 
 
-def _numpy_call(call: Any) -> bool:
-    """A call of a NumPy function by its module's name (``np.where``, ``np.linalg.norm``)."""
-    if not isinstance(call, ast.Call):
-        return False
+def _numpy_function(call: ast.Call) -> str | None:
+    """``where`` of ``np.where(...)`` (``norm`` of ``np.linalg.norm``): a NumPy function called
+    by its module's name; None otherwise."""
     func = call.func
-    while isinstance(func, ast.Attribute):
-        func = func.value
-    return isinstance(func, ast.Name) and func.id in _MODULES and func is not call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return func.attr if isinstance(root, ast.Name) and root.id in _MODULES else None
 
 
 def _kept(statement: ast.stmt, stop: str) -> ast.stmt:

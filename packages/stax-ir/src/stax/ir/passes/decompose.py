@@ -42,7 +42,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "operator.gt": lambda a, b: a > b, "operator.lt": lambda a, b: a < b,
     "operator.ne": lambda a, b: a != b, "numpy.where": np.where, "numpy.exp": np.exp,
     "numpy.maximum": np.maximum, "numpy.minimum": np.minimum, "operator.add": lambda a, b: a + b,
-    "operator.invert": lambda a: ~a, "numpy.isfinite": np.isfinite,
+    "operator.invert": lambda a: ~a, "numpy.isfinite": np.isfinite, "numpy.positive": np.positive,
 }
 
 
@@ -86,7 +86,12 @@ def _clip(e: _Emitter, x: Any, lo: Any, hi: Any) -> Node | None:
     NumPy's clip loop for them compares, ``max = a if isnan(a) or a > lo else lo`` then
     ``a if isnan(a) or a < hi else hi``, so where x and a bound are zeros of both signs the
     bound wins (``clip(-0.0, [0.0], 1)`` is 0.0, ``maximum`` keeps -0.0): two selects each.
-    ``None`` bounds stay whole."""
+    A ``None`` bound is NumPy's own rewrite (``_methods._clip``): ``maximum(x, lo)``,
+    ``minimum(x, hi)``, ``positive(x)`` (x first: on a tie of zeros NumPy's ``maximum`` keeps
+    its second operand), an integer array's Python int bound at or past its dtype's range
+    dropped first (``np.clip(x, lo, None)`` was a NumPy step)."""
+    if lo is None or hi is None:
+        return _half_open(e, x, lo, hi)
     arrays = [b for b in (x, lo, hi) if isinstance(b, Node)]
     if not all(constant_value(b) or isinstance(b, Node) for b in (lo, hi)):
         return None
@@ -100,10 +105,47 @@ def _clip(e: _Emitter, x: Any, lo: Any, hi: Any) -> Node | None:
     return e("numpy.minimum", hi, e("numpy.maximum", lo, x))
 
 
+def _half_open(e: _Emitter, x: Any, lo: Any, hi: Any) -> Node | None:
+    if not isinstance(x, Node) or x.tensor is None or \
+            not all(b is None or constant_value(b) or isinstance(b, Node) for b in (lo, hi)):
+        return None
+    if np.dtype(x.tensor.dtype).kind in "iu":
+        info = np.iinfo(x.tensor.dtype)
+        lo = None if type(lo) is int and lo <= info.min else lo
+        hi = None if type(hi) is int and hi >= info.max else hi
+    if lo is None and hi is None:
+        return e("numpy.positive", x)
+    return e("numpy.maximum", x, lo) if hi is None else \
+        e("numpy.minimum", x, hi) if lo is None else _clip(e, x, lo, hi)
+
+
 def _compare_select(e: _Emitter, compare: str, a: Node, bound: Any) -> Node:
     """``a if isnan(a) or compare(a, bound) else bound``: NumPy's clip step for array bounds."""
     kept = e("numpy.where", e(compare, a, bound), a, bound)
     return e("numpy.where", e("operator.ne", a, a), a, kept)
+
+
+#: the bounds' keywords of ``np.clip`` (``a_min``/``a_max``; ``min``/``max`` from NumPy 2.1)
+#: and of ``ndarray.clip``
+_CLIP_KEYWORDS = (("a_min", "min"), ("a_max", "max"))
+
+
+def _clip_operands(node: Node) -> tuple[Any, Any, Any] | None:
+    """``(x, lo, hi)`` of ``np.clip(x, lo, hi)`` or ``x.clip(lo, hi)``, bounds by position or
+    keyword, a missing one None; None where another keyword (``out=``) is given."""
+    if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or \
+            (node.op is Opcode.CALL_METHOD) != (node.target == "clip") or len(node.args) > 3:
+        return None
+    bounds = list(node.args[1:]) + [None] * (3 - len(node.args))
+    for k, names in enumerate(_CLIP_KEYWORDS):
+        given = [n for n in names if n in node.kwargs]
+        if len(given) > 1 or (given and len(node.args) > k + 1):
+            return None
+        if given:
+            bounds[k] = node.kwargs[given[0]]
+    if set(node.kwargs) - {n for names in _CLIP_KEYWORDS for n in names}:
+        return None
+    return node.args[0], bounds[0], bounds[1]
 
 
 def _deg2rad(e: _Emitter, x: Any) -> Node:
@@ -130,11 +172,16 @@ class DecomposePass:
             self.last_summary = ""
             return False
         for node in list(graph.nodes):
-            rule = RULES.get(node.target)
-            if rule is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs or node.effectful:
+            rule, args = RULES.get(node.target), node.args
+            if node.target in ("numpy.clip", "clip") and not node.effectful:
+                rule, args = _clip, _clip_operands(node)  # keywords and the method form too
+                if args is None:
+                    continue
+            elif rule is None or node.op is not Opcode.CALL_FUNCTION or node.kwargs or \
+                    node.effectful:
                 continue
             try:
-                result = rule(_Emitter(graph, node), *node.args)
+                result = rule(_Emitter(graph, node), *args)
             except (OverflowError, TypeError, ValueError):  # NEP 50: np.clip(uint8, -1, 1)
                 continue  # operands the primitives refuse: the composite stays (DCE drops the rest)
             if result is None:
