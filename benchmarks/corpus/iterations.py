@@ -102,6 +102,12 @@ def _dominant(r):
     return A + np.diag(r.uniform(2.0, 3.0, n)), r.standard_normal(n)
 
 
+def _spd(r):
+    n = 40
+    M = r.standard_normal((n, n)) / n
+    return M @ M.T + np.diag(np.linspace(1.0, 3.0, n))
+
+
 def relax_until_unchanged(x):
     """An integer fixed point (every element reaches 7), stopped where a step changes nothing
     (``np.array_equal``)."""
@@ -111,6 +117,51 @@ def relax_until_unchanged(x):
             break
         x = nxt
     return x
+
+
+def jacobi_return(A, b, tol, maxit=500):
+    """A solver returning from inside its loop, with the iteration count."""
+    D = np.diag(A)
+    R = A - np.diagflat(D)
+    x = np.zeros_like(b)
+    for it in range(maxit):
+        x_new = (b - R @ x) / D
+        if np.max(np.abs(x_new - x)) < tol:
+            return x_new, it
+        x = x_new
+    return x, maxit
+
+
+def gauss_seidel_checked(A, b, tol, maxit=200):
+    """Gauss-Seidel sweeps (a lower solve per sweep) until the residual is small, then a
+    check of the count: a counter compared after its loop."""
+    L = np.tril(A)
+    U = A - L
+    x = np.zeros_like(b)
+    res, it = np.inf, 0
+    while res > tol and it < maxit:
+        x = np.linalg.solve(L, b - U @ x)
+        res = np.abs(A @ x - b).max()
+        it += 1
+    if it == maxit:
+        return x * np.nan, it
+    return x, it
+
+
+def power_iteration_break(A, tol):
+    """The dominant eigenvalue, the loop's target read after it (its count)."""
+    v = np.ones(A.shape[0]) / np.sqrt(A.shape[0])
+    lam = 0.0
+    k = 0
+    for k in range(1000):  # noqa: B007 (read after the loop)
+        w = A @ v
+        lam_new = np.linalg.norm(w)
+        v_new = w / lam_new
+        if np.abs(lam_new - lam) < tol * lam_new:
+            break
+        v = v_new
+        lam = lam_new
+    return lam_new, k
 
 
 PROGRAMS = [
@@ -129,6 +180,12 @@ PROGRAMS = [
             lambda r: (*_dominant(r), 1e-10), rtol=1e-9, atol=1e-12),
     Program("halve_until_small", "iterations", halve_until_small,
             lambda r: (r.uniform(0.0, 1000.0, 3000),)),
+    Program("jacobi_return", "iterations", jacobi_return,
+            lambda r: (*_dominant(r), 1e-10), rtol=1e-9, atol=1e-12),
+    Program("gauss_seidel_checked", "iterations", gauss_seidel_checked,
+            lambda r: (*_dominant(r), 1e-10), rtol=1e-9, atol=1e-12),
+    Program("power_iteration_break", "iterations", power_iteration_break,
+            lambda r: (_spd(r), 1e-10), rtol=1e-8, atol=1e-12),
     Program("kmeans_1d", "iterations", kmeans_1d,
             lambda r: (np.concatenate([r.normal(m, 0.5, 400) for m in (-4.0, 0.0, 5.0)]),
                        np.array([-1.0, 0.5, 1.0]), 1e-9), rtol=1e-12, atol=1e-12),

@@ -65,6 +65,11 @@ def embedding_scores(E, q, bias):
 
 # -- JAX ports ------------------------------------------------------------------------------------
 
+def leaky_clip(x, slope):
+    """A leaky ReLU from one-sided clips (``np.clip(x, 0.0, None)``: NumPy's ``maximum``)."""
+    return np.clip(x, 0.0, None) + slope * x.clip(max=0.0)
+
+
 def _jnp():
     import jax.numpy as jnp
     return jnp
@@ -161,6 +166,8 @@ PROGRAMS = [
                        r.standard_normal(32).astype(np.float32),
                        r.standard_normal(32).astype(np.float32) * 0.1), rtol=1e-4, atol=1e-5,
             jax_port=embedding_scores_jax),
+    Program("leaky_clip", "misc", leaky_clip,
+            lambda r: (r.standard_normal(200_000).astype(np.float32), np.float32(0.01))),
     Program("zscore_f32", "misc", zscore_f32,
             lambda r: (r.standard_normal(100000).astype(np.float32) * 5 + 2,), rtol=1e-4, atol=1e-4,
             jax_port=zscore_f32_jax),
