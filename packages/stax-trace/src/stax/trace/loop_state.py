@@ -153,7 +153,10 @@ def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],
             start[name] = unbound
             continue
         old, new = before.get(name, unbound), after.get(name, unbound)
-        if old is unbound:
+        if old is unbound or (name in site.bound_first and isinstance(new, Proxy) and
+                              not isinstance(old, Proxy)):
+            # (bound before read: its value before the loop is read only where the loop runs
+            # no item, and a lifted one runs one at least: ``loop_exits``' flag, ``False``)
             if name not in site.bound_first and name not in (site.target, site.row):
                 return None
             start[name] = _placeholder(tracer, new) if isinstance(new, Proxy) else new
