@@ -1322,3 +1322,24 @@ def test_an_index_argument_of_a_view_seen_elsewhere_stays_in_the_key():
             B = A.copy()
             _same(f(A, i), fn(B, i))
             _same(A, B)
+
+
+def test_a_python_float_beyond_float32_declines_with_numpys_cast_warning():
+    """A probe's find: ``x_f32 / k`` with ``k = 1e300`` (an input of the generic version) warned
+    "overflow encountered in divide" where NumPy warns "overflow encountered in cast" (and
+    raises that under ``over="raise"``): the rounded input's overflow declines the call."""
+    def q(x, k):
+        return x / k
+
+    f = st.compile(q)
+    x = np.arange(1, 6, dtype=np.float32)
+    for k in (2.5, 3.5, 4.5):
+        _same(f(x, k), q(x, k))
+    for fn in (q, f):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn(x, 1e300)
+        assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == \
+            ["overflow encountered in cast"]
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in cast"):
+        f(x, 1e300)

@@ -144,6 +144,8 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
                                              meta={"tensor": TensorMeta((), target, ())})
                     if kind == "int" and np.dtype(target).kind in "iu" and target != "int64":
                         cast = _in_range(graph, value, cast, target)
+                    elif kind == "float" and target in ("float32", "float16"):
+                        cast = _finite_cast(graph, value, cast, target)
             if node.target == INDEXING:  # a copy at the call's index (``_read_only``)
                 node.meta.pop("view", None)
             where, *rest = path
@@ -336,6 +338,20 @@ def _in_range(graph: Any, value: Node, cast: Node, dtype: str) -> Node:
         "numpy.logical_or", tuple(tests), name=f"{value.name}_outside", meta=dict(flag))
     return _declined_where(graph, cast, outside,
                            f"a Python int outside {dtype}'s range (OverflowError)", dtype)
+
+
+def _finite_cast(graph: Any, value: Node, cast: Node, dtype: str) -> Node:
+    """``cast``, the float64 input ``value`` rounded to the narrower float ``dtype`` of the
+    arrays it meets, declining where a finite value overflows it: NumPy warns "overflow
+    encountered in cast" there (the kernels' own event would name the operation reading it:
+    ``x_f32 / 1e300`` reported "overflow encountered in divide"; a probe's find)."""
+    flag = {"tensor": TensorMeta((), "bool", ())}
+    overflows = graph.call_function("numpy.logical_and", (
+        graph.call_function("numpy.isinf", (cast,), name=f"{value.name}_inf", meta=dict(flag)),
+        graph.call_function("numpy.isfinite", (value,), name=f"{value.name}_finite",
+                            meta=dict(flag))), name=f"{value.name}_overflows", meta=dict(flag))
+    return _declined_where(graph, cast, overflows,
+                           f"a Python float beyond {dtype}'s range (overflow in cast)", dtype)
 
 
 def _python_pow(graph: Any, operands: list[Any]) -> Node:
