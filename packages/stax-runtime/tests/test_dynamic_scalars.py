@@ -1343,3 +1343,50 @@ def test_a_python_float_beyond_float32_declines_with_numpys_cast_warning():
             ["overflow encountered in cast"]
     with np.errstate(over="raise"), pytest.raises(FloatingPointError, match="in cast"):
         f(x, 1e300)
+
+
+G_OFFSET = 2.0
+
+
+def test_a_size_instances_entry_checks_the_globals_its_version_read():
+    """A review's find: a size-generic version's machine-code entry per size was installed
+    without the check of the free values it was traced under: after ``G_OFFSET`` was rebound,
+    calls at a size seen before returned the old sum."""
+    global G_OFFSET
+
+    def shifted(x, k):
+        return x * k + G_OFFSET
+
+    def shifted_sizes(x):
+        return x * 2.0 + G_OFFSET
+
+    f, g = st.compile(shifted), st.compile(shifted_sizes)
+    try:
+        for n, k in ((5, 2.0), (7, 3.0), (7, 3.0), (9, 2), (7, 2.0), (5, 2.0), (7, 2.0)):
+            x = np.arange(n, dtype=float)
+            _same(f(x, k), shifted(x, k))
+            _same(g(x), shifted_sizes(x))
+        G_OFFSET = 3.0
+        for n in (7, 7, 5, 9):
+            x = np.arange(n, dtype=float)
+            _same(f(x, 0.5), shifted(x, 0.5))
+            _same(g(x), shifted_sizes(x))
+    finally:
+        G_OFFSET = 2.0
+
+
+def test_a_uint64_index_past_int64_keeps_numpys_error():
+    """A review's find: an ``np.uint64`` index of 2**64 - 1 was taken as int64 -1 (the last
+    row) where NumPy raises OverflowError: a uint64 index stays in the key."""
+    def row(A, i):
+        return A[i] * 2
+
+    f = st.compile(row)
+    A = np.arange(64.0).reshape(8, 8)
+    for i in (1, 2, 3):
+        _same(f(A, np.uint64(i)), row(A, np.uint64(i)))
+    for huge in (2**64 - 1, 2**64 - 8):
+        with pytest.raises(OverflowError):
+            row(A, np.uint64(huge))
+        with pytest.raises(OverflowError):
+            f(A, np.uint64(huge))

@@ -219,7 +219,8 @@ INDEXING = "operator.getitem"
 def _index_use(path: Sequence[Any], kind: str) -> bool:
     """A Python int (or NumPy integer) that is the key of ``x[key]`` or an element of a tuple
     key. Not a slice's bound: ``x[:n]`` has a length of its own per value."""
-    if kind != "int" and not (kind.startswith("numpy.") and np.dtype(kind[6:]).kind in "iu"):
+    if kind != "int" and not (kind.startswith("numpy.") and np.dtype(kind[6:]).kind in "iu" and
+                              kind != "numpy.uint64"):  # (past 2**63 NumPy raises: no int64)
         return False
     where, *rest = path
     return where == "args" and bool(rest) and rest[0] == 1 and len(rest) <= 2 and \

@@ -280,8 +280,10 @@ class OtherBranches:
         if version.plain_entries and version.sized_entries is None:
             entry = version.generic.entry_for(args, self._dispatch, lambda a: sizes_entry(  # these
                 a, self._names, lambda *b: self._run(version, b, {}), self._dispatch))  # sizes' own
-            if entry is not None:
-                self._call = entry.function
+            if entry is not None:  # (the free values it was traced under checked first: a
+                # global rebound since ran the old one, a review's find)
+                self._call = entry.function if version.free is None else \
+                    guarded_entry(entry.function, version.free, self._dispatch)
                 return
         if version.sized_entries is not None:
             entry = sized_entry(version, args, self._names,

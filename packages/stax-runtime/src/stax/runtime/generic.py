@@ -249,6 +249,10 @@ def sized_entry(version: Any, args: Sequence[Any], names: Any,
     0.6; a probe's find)."""
     generic, entries = version.generic, version.sized_entries
     scalars = sized_scalars(generic)
+    quick = _quick_layout(args, scalars)  # a layout's entry without its signature, where one was made
+    found = entries.get(quick) if quick is not None else None
+    if found is not None:
+        return found
     try:
         sigma = signature(tuple(args), {}, names)
     except Unguardable:
@@ -272,7 +276,31 @@ def sized_entry(version: Any, args: Sequence[Any], names: Any,
         if len(entries) >= MAX_SIZED_ENTRIES:
             entries.clear()
         entries[key] = entry
+        if quick is not None:
+            entries[quick] = entry
     return entry
+
+
+def _quick_layout(args: Sequence[Any], scalars: Sequence[Any]) -> Any:
+    """What a call's key entry is kept under besides its key (found without the signature,
+    which cost calls alternating between sizes a few microseconds each: a review's find): its
+    arrays' layouts, its scalars' types where they are inputs, else their values; None where
+    an argument is another kind of object (its signature decides)."""
+    taken = {i for i, _ in scalars}
+    parts: list[Any] = ["layout"]
+    for i, a in enumerate(args):
+        if type(a) is np.ndarray:
+            parts.append((a.shape, a.strides, a.dtype))
+        elif type(a) in (int, float, bool) or isinstance(a, np.generic):
+            parts.append(type(a) if i in taken else (type(a), a))
+        else:
+            return None
+    try:
+        key = tuple(parts)
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def own_key(version: Any, args: tuple[Any, ...], kwargs: dict[str, Any], names: Any) -> Any:

@@ -32,8 +32,7 @@ class Reports:
             sum(v.generic.entry_hits() for v in self._versions if v.generic is not None) + \
             sum(e.hits for v in self._versions for e in tuple((v.sized_entries or {}).values())
                 if e.inner is None)  # (a machine-code entry inside: the generic's hits)
-        eager = sum(v.entry.hits for v in self._versions if v.entry is not None and not v.native) \
-            + sum(e.hits for v in self._versions for e in tuple(v.eager_entries.values()))
+        eager = sum(v.entry.hits for v in self._versions if v.entry is not None and not v.native)
         return CacheInfo(len(self._versions), self._compiles, hits, self._misses,
                          self._fallbacks + eager)
 
