@@ -277,3 +277,27 @@ def test_a_declined_call_leaves_no_look_undecided():
         if how is not None and call != 5:
             costs.add(how, 1.0)
     assert costs.decided and len(costs.compiled) <= replay_costs.WARM_EAGER_CALLS[-1]
+
+
+def test_a_call_that_made_a_size_instance_is_no_timing_sample():
+    """A probe's find: ``np.clip(x, lo, None)`` over sizes cycling 5, 7, 9 was timed on calls
+    that each made the machine code of a new size (hundreds of microseconds) and judged slower
+    than NumPy: such calls are no sample now (``replay_costs.instances_made``)."""
+    def sorted_twice(x):
+        return np.sort(x) * 2.0  # a NumPy step: its version is timed against eager
+
+    f = stax.compile(sorted_twice)
+    rng = np.random.default_rng(0)
+    for n in (5, 7):
+        x = rng.random(n)
+        np.testing.assert_array_equal(f(x), sorted_twice(x))
+    version = f.versions()[-1]
+    assert version.generic is not None
+    for n in range(9, 40):  # each call a new size: a new instance
+        x = rng.random(n)
+        np.testing.assert_array_equal(f(x), sorted_twice(x))
+    assert not version.replay_costs.compiled
+    x = rng.random(9)
+    for _ in range(8):  # a size seen before: timed
+        np.testing.assert_array_equal(f(x), sorted_twice(x))
+    assert version.replay_costs.compiled or version.replay_costs.decided
