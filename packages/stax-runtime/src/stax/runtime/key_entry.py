@@ -428,9 +428,10 @@ def paused_entry(version: Any, fn: Callable[..., Any], dispatch: Callable[..., A
     key's eager entry (about a lookup a call, not a dispatch) for as many calls as it would
     skip, counted on the version, then ``resume()`` hands the next call to the dispatch, which
     tries the version again. ``key``: the skipped call's own (a size-generic version's calls
-    come with other sizes than its sigma's), where the version has no eager key of its own. The entries are kept per key on the version: made
-    anew at each skipped call of a generic version, their source compiled each time, they cost
-    45-90 us a call (``x.T @ x``: NumPy's 1 us)."""
+    come with other sizes than its sigma's), where the version has no eager key of its own.
+    The entries are kept per key on the version: made anew at each skipped call of a generic
+    version, their source compiled each time, they cost 45-90 us a call (``x.T @ x``: NumPy's
+    1 us)."""
     ahead = version.skips_ahead() if version.eager_key is not UNCOMPARED else 0
     key = version.eager_key or key or version.sigma  # (its own first: a scalars' types one)
     entry = version.eager_entries.get(key) if ahead else None
