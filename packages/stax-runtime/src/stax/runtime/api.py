@@ -45,7 +45,7 @@ from .dynamic_memory import DecisionStore
 from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
-from .generic import GenericVersions, eager_entry_key, entry_key, own_key, served_exactly, sized_scalars
+from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly, sized_scalars
 from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
 from .key_entry import (
     CallValues,
@@ -77,6 +77,7 @@ from .runners import (
 )
 from .scalar_arguments import ScalarArguments, example_inputs
 from .signature import ALIASED, Unguardable, aliased, array_signature, signature
+from .sized_entries import own_key
 from .versions import PLAIN, Limits, Version, check_no_side_effects
 
 
@@ -564,7 +565,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                 free is None and not self._free and placement is None and \
                 not self._sets_errstate and \
                 (not plain_args or sized_scalars(version.generic)):  # scalars among them
-            version.sized_entries = {}  # key entries per layout (``generic.sized_entry``)
+            version.sized_entries = {}  # key entries per layout (``sized_entries.py``)
         if version.entry is None and (version.gates is None or gate_check is not None) and \
                 placement is None and key is not None:
             version.entry = version_entry(key, self._entry_run(version, len(args) - len(

@@ -15,12 +15,13 @@ from stax.trace import Outcome
 from . import config, devices, logs
 from .code_changes import current
 from .gate_checks import GateMismatch
-from .generic import entry_key, sized_entry, sizes_entry
+from .generic import entry_key, sizes_entry
 from .key_entry import eager_entry
 from .lifted_first_runs import Unstable
 from .replay_costs import call_key
 from .runners import guarded_entry, keep_updates_of_a_failed_call
 from .signature import numpy_scalar_dtype, signature
+from .sized_entries import sized_entry
 from .versions import Version, first_for_its_key, limit_warning
 
 #: versions of one key replaying the same gates, differing in a number read from the data, past
@@ -269,7 +270,7 @@ class OtherBranches:
     def _enter(self, version: Version, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Make the entry of the calls like this one that ``version`` runs the next call's:
         its machine-code (or key) entry; a size-generic version's entry for these sizes, where
-        its calls pass scalars too a key entry around it (``generic.sized_entry``, kept per
+        its calls pass scalars too a key entry around it (``sized_entries.sized_entry``, kept per
         layout on the version)."""
         if version.entry is not None and current(self, version):  # level 1 in machine code
             self._call = version.entry.function if version.free is None else \

@@ -110,7 +110,7 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
     entry, which tests them."""
     if plain and not predicates:
         return make_entry(leaves, dispatch)
-    if sigma is None:  # (generic in sizes: ``generic.sized_entry`` per size)
+    if sigma is None:  # (generic in sizes: ``sized_entries.sized_entry`` per size)
         return "its sizes are generic: an entry per size"
     if len(sigma[0]) != len(leaves) or sigma[1]:
         return "an argument is a container or a keyword"

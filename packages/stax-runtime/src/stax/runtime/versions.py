@@ -116,7 +116,7 @@ class Version:
     #: its calls are plain (every argument an array input): entries per size (``_run``)
     plain_entries: bool = False
     #: key entries per layout of a size-generic version whose flat calls pass more than its
-    #: array inputs (scalars, as inputs or constants: ``generic.sized_entry``); None where its
+    #: array inputs (scalars, as inputs or constants: ``sized_entries.sized_entry``); None where its
     #: calls take no such entry
     sized_entries: dict[Any, Any] | None = None
     #: a generic version's dynamic dimensions, as (argument, dimension) pairs
