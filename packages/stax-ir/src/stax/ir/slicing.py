@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .graph import Graph, Node, Opcode, map_nodes
 
 
-def ancestors(nodes: Iterable[Node]) -> set[Node]:
+def ancestors(nodes: Iterable[Node], through: Callable[[Node], bool] | None = None) -> set[Node]:
     """``nodes`` and every node they are computed from (through nested arguments too), each
-    visited once."""
+    visited once; with ``through``, the inputs only of the nodes it holds for."""
     seen: set[Node] = set()
     pending = list(nodes)
     while pending:
         node = pending.pop()
         if node not in seen:
             seen.add(node)
-            pending.extend(node.inputs)
+            if through is None or through(node):
+                pending.extend(node.inputs)
     return seen
 
 

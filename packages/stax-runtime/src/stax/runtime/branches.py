@@ -35,7 +35,6 @@ CHANGING_BRANCHES = 6
 SPARE_VERSIONS = 2
 #: keys whose capture raised, kept to run eagerly until a call returns (``_capture_raised``)
 MAX_RAISING_KEYS = 64
-#: a version's key entries for the layouts its calls came with (``_enter``), kept at most
 
 
 class OtherBranches:
@@ -273,18 +272,15 @@ class OtherBranches:
         its calls pass scalars too a key entry around it (``sized_entries.sized_entry``, kept per
         layout on the version)."""
         if version.entry is not None and current(self, version):  # level 1 in machine code
-            self._call = version.entry.function if version.free is None else \
-                guarded_entry(version.entry.function, version.free, self._dispatch)
+            self._call = self._guarded(version, version.entry.function)
             return
         if version.generic is None or kwargs or not current(self, version):
             return
         if version.plain_entries and version.sized_entries is None:
             entry = version.generic.entry_for(args, self._dispatch, lambda a: sizes_entry(  # these
                 a, self._names, lambda *b: self._run(version, b, {}), self._dispatch))  # sizes' own
-            if entry is not None:  # (the free values it was traced under checked first: a
-                # global rebound since ran the old one, a review's find)
-                self._call = entry.function if version.free is None else \
-                    guarded_entry(entry.function, version.free, self._dispatch)
+            if entry is not None:  # (guarded too: a global rebound since ran the old one)
+                self._call = self._guarded(version, entry.function)
                 return
         if version.sized_entries is not None:
             entry = sized_entry(version, args, self._names,
@@ -292,6 +288,11 @@ class OtherBranches:
                                 self._dispatch, self._versions)
             if entry is not None:
                 self._call = entry.function
+
+    def _guarded(self, version: Version, entry: Any) -> Any:
+        """``entry``, behind a check of the free values ``version`` was traced under, if any."""
+        return entry if version.free is None else \
+            guarded_entry(entry, version.free, self._dispatch)
 
     def _capture_raised(self, sigma: Any, outcome: Any, placement: Any, error: Exception,
                         args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -37,6 +37,7 @@ from stax.ir import (
     GraphProgram,
     StaxError,
     TensorMeta,
+    ancestors,
     contiguous_strides,
 )
 from stax.ir.graph import Node, Opcode
@@ -212,15 +213,7 @@ def _read_by(roots: Any) -> set[Node]:
     kernels'"), so a gate on them (``if np.any(x < 0)`` after a solver's loop, the counter's
     ``if it == maxit``) is decided by the values the function returns; replayed, it ran the
     whole loop in NumPy before each call (a 50x50 Jacobi: 100 us a call, NumPy's own 90)."""
-    seen: set[Node] = set()
-    pending = list(roots)
-    while pending:
-        node = pending.pop()
-        if node not in seen:
-            seen.add(node)
-            if node.target != LIFTED_LOOP:
-                pending.extend(node.inputs)
-    return seen
+    return ancestors(roots, through=lambda node: node.target != LIFTED_LOOP)
 
 
 def _exact_power(node: Node) -> bool:
