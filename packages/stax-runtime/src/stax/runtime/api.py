@@ -46,7 +46,7 @@ from .freevars import FreeVariables
 from .gate_checks import GateMismatch, check_in_program, program_gates, with_gate_outputs
 from .gates import GateReplay
 from .generic import GenericVersions, eager_entry_key, entry_key, served_exactly, sized_scalars
-from .guards import FreeGuards, rebinds_free_names, snapshot_for_capture
+from .guards import FreeGuards, rebinds_free_names, rescanned, snapshot_for_capture
 from .key_entry import (
     CallValues,
     answers_its_key,
@@ -59,6 +59,7 @@ from .key_entry import (
 from .keyword_calls import as_called, call_form, defaults_unread
 from .object_arrays import LiftedAttributes, ObjectArrays, as_plain_callable, with_lifted, with_object_arrays
 from .recapture import captured_lifted
+from .recent_entries import RecentCalls, RecentEntries
 from .replay_costs import call_key, instances_made, replayed_seconds, timed_against_eager
 from .reports import Reports
 from .runners import (
@@ -81,7 +82,7 @@ from .sized_entries import own_key
 from .versions import PLAIN, Limits, Version, check_no_side_effects
 
 
-class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
+class CompiledFunction(RecentCalls, OtherBranches, Reports, DirectCalls, DeviceCalls):
     def __init__(self, fn: Callable[..., Any], *, device: str | None = None,
                  dynamic: bool | None = None,
                  strict_native: bool = False, backend: str = "stax",
@@ -140,6 +141,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         # what a call runs: the dispatcher below, or the (machine-code) entry of the version the
         # previous call used (which hands every other call back to the dispatcher)
         self._call: Callable[..., Any] = self._dispatch
+        self._recent = RecentEntries()  # entries of the last few kinds of call (level 0)
         functools.update_wrapper(self, fn)
         self._generic = GenericVersions(dynamic)  # size-generic versions (issue 15)
 
@@ -185,7 +187,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         the function it compiles, not its caches (which change with every call)."""
         return self.fn
 
-    def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
+    def _find_and_run(self, *args: Any, **kwargs: Any) -> Any:
         user_args = args
         args = own_args = with_lifted(self._objects, args)  # arrays of argument objects
         if self._free:
@@ -236,17 +238,11 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
         return self._run(version, args, kwargs)
 
     def _rescan_free_variables(self) -> bool:
-        """Which globals, cells and module attributes are arrays is decided again at each miss:
-        ``@compile`` runs before the module binds the globals the function reads (and a global
-        may be rebound to an array later). True when the lifted set changed; versions keyed by
-        the old set then no longer match (their signatures have another length)."""
-        free = FreeVariables(self.fn)
-        # the guarded paths too: a global class bound after compile() is followed to the
-        # attributes the code names (``Config.scale``), unseen while it was unbound
-        guards, changed = FreeGuards(self.fn, lifted=set(free.names)), free.names != self._free.names
-        if changed or [p.name for p in guards.paths] != [p.name for p in self._guards.paths]:
-            self._guards = guards
-        self._free = free if changed else self._free
+        """Which globals, cells and module attributes are arrays, decided again at each miss
+        (``guards.rescanned``); True when the lifted set changed."""
+        self._free, self._guards, changed = rescanned(self.fn, self._free, self._guards)
+        if changed:
+            self._recent.clear()  # (entries reading the old free values)
         return changed
 
     def _lookup(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -302,7 +298,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
                     version, self._versions), self._dispatch,  # (a scalar's value or any)
                     given=CallValues(args, self._names))
             if version.entry is not None:  # the next call: one comparison per argument
-                self._call = version.entry.function
+                self._install(version.entry.function)
             return version.run(args, kwargs)
         # a version that draws from generator arguments may decline after its draws: the eager
         # run must start from the states the caller passed, or the stream advances twice
@@ -347,6 +343,7 @@ class CompiledFunction(OtherBranches, Reports, DirectCalls, DeviceCalls):
     def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
               outcome: Outcome, placement: devices.Placement | None = None) -> Version:
         self._misses += 1
+        self._recent.clear()  # (the entries of the versions there were)
         settings = config.current()
         if self._versions and "recompiles" in settings.logs:
             reasons = [str(f) for v in self._versions for f in v.failures(sigma, args, kwargs)]

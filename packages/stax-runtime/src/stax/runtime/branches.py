@@ -55,6 +55,8 @@ class OtherBranches:
     _plain: Any
     _run: Any
     _dispatch: Any
+    _install: Any
+    _recent: Any
     _misses: int
     _fallbacks: int
     _compiles: int
@@ -205,6 +207,7 @@ class OtherBranches:
         inner ``range(m)`` of a run-time ``m``) declines every other value the same way: its
         key runs eagerly from now on (each call ran the loop to find it out, 8x NumPy)."""
         version.declined(own_errstate=self._sets_errstate)
+        self._recent.clear()  # (its entries: the dispatcher decides how such calls run now)
         if version.generic is not None and isinstance(exc.__cause__, Unstable):
             version.slower = True
             version.eager_key = entry_key(version.sigma, version.pattern, version.generic)
@@ -252,7 +255,7 @@ class OtherBranches:
             entry = eager_entry(self._eager_function(sigma), found[0], self._dispatch,  # their
                                 found[1:]) if found is not None else None  # types
             if entry is not None:
-                self._call = entry.function
+                self._install(entry.function)
         return self._eager(args, kwargs) if placement is not None else \
             self._traced_function()(*args, **kwargs)  # no device array among them
 
@@ -272,7 +275,7 @@ class OtherBranches:
         its calls pass scalars too a key entry around it (``sized_entries.sized_entry``, kept per
         layout on the version)."""
         if version.entry is not None and current(self, version):  # level 1 in machine code
-            self._call = self._guarded(version, version.entry.function)
+            self._install(self._guarded(version, version.entry.function))
             return
         if version.generic is None or kwargs or not current(self, version):
             return
@@ -280,14 +283,14 @@ class OtherBranches:
             entry = version.generic.entry_for(args, self._dispatch, lambda a: sizes_entry(  # these
                 a, self._names, lambda *b: self._run(version, b, {}), self._dispatch))  # sizes' own
             if entry is not None:  # (guarded too: a global rebound since ran the old one)
-                self._call = self._guarded(version, entry.function)
+                self._install(self._guarded(version, entry.function))
                 return
         if version.sized_entries is not None:
             entry = sized_entry(version, args, self._names,
                                 lambda *b: self._run(version, b, {}, entered=True),
                                 self._dispatch, self._versions)
             if entry is not None:
-                self._call = entry.function
+                self._install(entry.function)
 
     def _guarded(self, version: Version, entry: Any) -> Any:
         """``entry``, behind a check of the free values ``version`` was traced under, if any."""
@@ -340,6 +343,7 @@ class OtherBranches:
         slower than eager ones (``replay_costs``), as measured."""
         eager = Version(-1, sigma, self._eager, native=False, reason=reason)
         self._by_sigma[sigma].insert(0, eager)  # the layout's list too: the same list
+        self._recent.clear()
         self._call = self._dispatch  # not the entry of a version of this key: the next call
         # finds the eager version first (and installs its own entry, ``key_entry.answers_its_key``)
         hint = "" if slower or "number" not in reason else \

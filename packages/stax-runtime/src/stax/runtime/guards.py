@@ -33,6 +33,7 @@ from stax.ir import UnsupportedError
 
 from .code_reads import ABSENT as _ABSENT
 from .code_reads import attribute_names, nested_codes, own_module, reads
+from .freevars import FreeVariables
 from .signature import Describer, GuardFailure, Identity, Unguardable, diff_description
 from .value_checks import ValueChecks, keyed_apart
 
@@ -77,6 +78,22 @@ class _Path:
         self.name = name
         self.read = read
         self.names = names  # the attribute names of the code reading it (``Describer``)
+
+
+def rescanned(fn: Callable[..., Any], free: FreeVariables, guards: FreeGuards
+              ) -> tuple[FreeVariables, FreeGuards, bool]:
+    """``fn``'s free variables and guards scanned again (at a miss: ``@compile`` runs before the
+    module binds the globals the function reads, and a global may be rebound to an array
+    later), with whether the lifted set changed (versions keyed by the old set then no longer
+    match: their signatures have another length). The guarded paths too: a global class bound
+    after compile() is followed to the attributes the code names (``Config.scale``), unseen
+    while it was unbound."""
+    new_free = FreeVariables(fn)
+    new_guards, changed = FreeGuards(fn, lifted=set(new_free.names)), \
+        new_free.names != free.names
+    if changed or [p.name for p in new_guards.paths] != [p.name for p in guards.paths]:
+        guards = new_guards
+    return (new_free if changed else free), guards, changed
 
 
 class FreeGuards:
