@@ -12,7 +12,7 @@ import numpy as np
 from llvmlite import ir
 
 from stax.ir.sizes import Size, active_env, is_symbolic
-from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
+from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width, rows_apart
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.costs import inlined_functions
@@ -255,8 +255,10 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
         outer = -(-outer // column_block(group.nest))
     computes = tuple(n.name for n in group.nodes)
     read, written = traffic(group, args, nbytes, discard)
-    # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``)
-    in_order = any(n.ordered or n.store_offset is not None for n in group.nodes)
+    # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``),
+    # but rerolled updates a row at a time split by rows (``nesting.plain_order``)
+    in_order = any(n.ordered or n.store_offset is not None for n in group.nodes) and not (
+        len(group.nodes) == 1 and rows_apart(group.nodes[0]))
     cost = _cost(group, target)
     moved = _touched(group, args, read + written, dtypes)
     per_call = is_symbolic(cost) or is_symbolic(moved)

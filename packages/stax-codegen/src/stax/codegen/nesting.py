@@ -39,6 +39,7 @@ from stax.loop import (
     Scan,
     affine_loads,
     loads,
+    rows_apart,
     rvar,
     xvar,
 )
@@ -151,9 +152,13 @@ def plain_order(nodes: Sequence[ComputedBuffer]) -> tuple[int, ...]:
     x[j:j + n]``: the iterations' loop, over the columns, came first, and every store of the
     inner loop over the rows jumped a whole row, scalar: 12 columns of 8000 rows ran 75 us,
     slower than NumPy's twelve strided copies). Order does not matter to element-wise nodes
-    whose loops may run in any order (not ``ordered``, no scatter)."""
+    whose loops may run in any order (not ``ordered``, no scatter). An ordered update whose
+    iterations touch rows of their own (``stax.loop.interchange.rows_apart``: ``V[:, k] =
+    V[:, k - 1] * x``) runs its rows outermost, its iterations in order within each row."""
     first = nodes[0]
     identity = tuple(range(len(first.ranges)))
+    if len(nodes) == 1 and rows_apart(first):
+        return (*identity[1:], 0)
     if len(first.ranges) < 2 or not all(isinstance(n.data, Pointwise) for n in nodes) or \
             any(n.ordered or n.store_offset is not None for n in nodes):
         return identity

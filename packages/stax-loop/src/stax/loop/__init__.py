@@ -20,6 +20,7 @@ from .expr import (
     rewrite,
 )
 from .index import Affine, linear_index
+from .interchange import rows_apart
 from .ir import (
     LOOPIR_SCHEMA,
     BufferRef,
@@ -53,5 +54,5 @@ __all__ = [
     "MaterializePolicy", "OutputRef", "Pointwise", "Reduction", "Reuse", "Scan", "Select", "Ternary",
     "Unary", "affine_loads", "effect_order", "format_expr", "get_operator", "index_width",
     "linear_index", "load_loopir", "loads", "loop_extents", "lower_opgraph", "node_loads",
-    "postorder", "rewrite", "rvar", "xvar",
+    "postorder", "rewrite", "rows_apart", "rvar", "xvar",
 ]

@@ -92,7 +92,7 @@ def indirect_load(em: Emitter, e: IndirectLoad) -> ir.Value:
 def index(em: Emitter, e: Index) -> ir.Value:
     """An affine index as an integer of the node's dtype."""
     b = em.builder
-    at = em.index(e.index)
+    at = em.coordinates(e.index)
     typ = value_type(e.dtype)
     if at.type.width == typ.width:
         return at

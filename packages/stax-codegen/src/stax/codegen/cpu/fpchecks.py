@@ -7,6 +7,7 @@ int32 events buffer, once per chunk, atomically."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -74,6 +75,7 @@ class FloatEvents:
         self._finite: dict[int, ir.Value] = {}      # alloca per float width: OR of bits(v - v)
         self._compared: set[int] = set()
         self._kept: dict[int, ir.Value] = {}        # alloca per float width: XOR of bits(v)
+        self._loop = ""  # the loop whose accumulators those are (``loop_accumulators``): names
         self.flags = events is not None and not precise and \
             reads_flags(nodes, self.fn.module.triple)
         self.categories = categories and self.flags
@@ -197,6 +199,34 @@ class FloatEvents:
         slot, bits = self._accumulator(self._kept, v, "fp_kept")
         b.store(b.xor(b.load(slot), b.bitcast(v, bits)), slot)
 
+    def loop_accumulators(self, var: str) -> tuple[Any, ...]:
+        """Before a loop's body: fresh accumulators for it, the enclosing ones returned (to
+        ``merge_accumulators``). A loop's values start from zero at each entry, so a vectorized
+        inner loop's horizontal reduction is not on a chain across the outer iterations: with
+        one accumulator for the whole kernel, each row waited for the previous row's reduction
+        (``Y = X * 2; Y[:, 3] = 0`` on (4000, 16) float64: ~25 cycles a row, 0.43x NumPy)."""
+        saved = self._finite, self._kept, self._loop
+        self._finite, self._kept, self._loop = {}, {}, f"_{var}"
+        return saved
+
+    def merge_accumulators(self, saved: tuple[Any, ...], before: ir.Block) -> None:
+        """After a loop (the builder after it): its accumulators zeroed in ``before`` (the
+        block that enters it) and combined into the enclosing ones, which are back."""
+        inner = self._finite, self._kept
+        self._finite, self._kept, self._loop = saved
+        b = self.builder
+        after = b.block
+        for slots, outer, combine, name in ((inner[0], saved[0], b.or_, "fp_nonfinite"),
+                                            (inner[1], saved[1], b.xor, "fp_kept")):
+            for width, slot in slots.items():
+                b.position_before(before.terminator)
+                b.store(ir.Constant(slot.type.pointee, 0), slot)
+                b.position_at_end(after)
+                target = outer.get(width) or self._accumulator(
+                    outer, ir.Constant(ir.DoubleType() if width == 64 else ir.FloatType(), 0.0),
+                    name)[0]
+                b.store(combine(b.load(target), b.load(slot)), target)
+
     def _accumulator(self, slots: dict[int, ir.Value], v: ir.Value, name: str
                      ) -> tuple[ir.Value, ir.IntType]:
         """The integer slot of ``v``'s width in ``slots`` (made zero in the entry block on first
@@ -207,7 +237,7 @@ class FloatEvents:
             b = self.builder
             with b.goto_entry_block():
                 b.position_at_start(self.fn.entry_basic_block)
-                slot = slots[bits.width] = b.alloca(bits, name=f"{name}{bits.width}")
+                slot = slots[bits.width] = b.alloca(bits, name=f"{name}{bits.width}{self._loop}")
                 b.store(ir.Constant(bits, 0), slot)
         return slot, bits
 

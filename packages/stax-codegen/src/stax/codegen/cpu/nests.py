@@ -89,7 +89,11 @@ def _merged_extent(nodes: Sequence[ComputedBuffer]) -> int | None:
     per row, or LLVM unrolled the short row loop and vectorized across rows with run-time checks
     (``X * 2.0`` on (2000, 32) float64: 63 us, 4x NumPy's 16). Not for indices the body reads as
     numbers (``Index``), computed positions, ordered or scatter nodes, or sizes unknown at
-    compile time."""
+    compile time. An ``Index`` (``Y[:, 3] = 0``: a select on the column) reads the loop
+    variables themselves, each from the one counter (``KernelEmitter.coordinates``): an
+    unsigned division and remainder by constants, which LLVM vectorizes in 32 bits, so only
+    where the nest's iterations fit them (rows of 9 or 15 float64 otherwise ran a vector and
+    a scalar tail a row, or unrolled, gathered across rows: 0.2-0.3x NumPy)."""
     ranges = nodes[0].ranges
     if len(ranges) < 2 or any(type(n) is not int for n in ranges) or \
             not all(isinstance(n.data, Pointwise) and n.ranges == ranges and not n.ordered and
@@ -102,14 +106,16 @@ def _merged_extent(nodes: Sequence[ComputedBuffer]) -> int | None:
         last = index.coefficient(names[-1])
         return all(index.coefficient(v) == last * n for v, n in zip(names, inside))
 
+    total = int(np.prod(ranges, dtype=np.int64))
     for node in nodes:
         if not row_major(node.store_index):
             return None
         for e in postorder(node.data.body):
-            if isinstance(e, (Index, IndirectLoad)) or (isinstance(e, Load) and
-                                                         not row_major(e.index)):
+            if isinstance(e, IndirectLoad) or (isinstance(e, Index) and (total >= 2 ** 31 or any(
+                    type(c) is not int for c in (e.index.const, *dict(e.index.terms).values())))) \
+                    or (isinstance(e, Load) and not row_major(e.index)):
                 return None
-    return int(np.prod(ranges, dtype=np.int64))
+    return total
 
 
 class LoopShapes:
@@ -137,8 +143,10 @@ class LoopShapes:
                 self.vars[xvar(d)] = ir.Constant(I64, 0)
             inner = ir.Constant(I64, int(np.prod(ranges[1:], dtype=np.int64)))
             b = self.builder
+            self.merged = ranges  # (an ``Index`` reads the variables: ``coordinates``)
             self.loop(xvar(len(ranges) - 1), b.mul(self.start, inner), b.mul(self.stop, inner),
                       [], body, extent=merged)
+            self.merged = None
         elif (rows := self.rows_to_jam(nodes)) > 1:
             self.jammed_nest(nodes, rows)
         elif nodes[0].ranges:

@@ -1,0 +1,106 @@
+"""Element-wise kernels over matrices of short rows (9 to 32 columns): a select on a column
+(``Y[:, 3] = 0``, ``np.triu``) runs as one loop over every element, the column taken from the
+one counter (``KernelEmitter.coordinates``); rows LLVM would not vectorize along are unrolled
+(``loop_hints.TINY_TRIP_COUNT``); each loop's event accumulators start from zero
+(``FloatEvents.loop_accumulators``). Results and NumPy's warnings, bit for bit, on every
+shape, dtype and layout, NaN, infinities and -0.0 among the values."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def column_fix(X):
+    Y = X * 2.0
+    Y[:, 3] = 0.0
+    return Y
+
+
+def two_columns(X, c):
+    Y = X - 1.0
+    Y[:, 0] = c
+    Y[:, -1] = Y[:, -1] * 3
+    return Y
+
+
+def upper(X):
+    return np.triu(X * 0.5, 1) + np.tril(X, -2)
+
+
+def scaled(X, w):
+    return X * w + 1.0
+
+
+def grid(X):
+    Y = np.sqrt(np.abs(X))
+    Y[:, 1, :] = -0.0
+    Y[..., 2] = np.inf
+    return Y
+
+
+def _values(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    X = (rng.standard_normal(shape) * 3).astype(dtype)
+    flat = X.reshape(-1)
+    flat[: min(5, flat.size)] = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0],
+                                         dtype=dtype)[: min(5, flat.size)]
+    return X
+
+
+def _check(fn, *args):
+    compiled = stax.compile(fn)
+    for _ in range(2):  # the compiling call, then the cached version's
+        with warnings.catch_warnings(record=True) as theirs:
+            warnings.simplefilter("always")
+            want = fn(*args)
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            got = compiled(*args)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+        assert np.signbit(got).tolist() == np.signbit(want).tolist()
+        assert sorted(str(w.message) for w in ours) == sorted(str(w.message) for w in theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("columns", [4, 9, 12, 15, 16, 24, 33])
+def test_a_column_set_over_short_rows(dtype, columns):
+    X = _values((300, columns), dtype, columns)
+    _check(column_fix, X)
+    _check(two_columns, X, 7.5)
+    _check(upper, X)
+    _check(scaled, X, _values((columns,), dtype, 1))
+
+
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "broadcast"])
+def test_other_layouts(layout):
+    X = _values((40, 13), np.float64, 2)
+    X = {"transposed": _values((13, 40), np.float64, 3).T, "sliced": X[::2, 1:],
+         "broadcast": np.broadcast_to(X[0], (40, 13))}[layout]
+    _check(column_fix, X)
+    _check(upper, X)
+
+
+def test_integers_and_three_dimensions():
+    _check(column_fix, np.arange(9 * 50, dtype=np.int32).reshape(50, 9))
+    _check(two_columns, np.arange(11 * 20, dtype=np.int64).reshape(20, 11), 3)
+    _check(grid, _values((6, 5, 11), np.float64, 4))
+    _check(grid, _values((2, 3, 3), np.float32, 5))
+
+
+def test_events_of_the_overwritten_values_are_numpys():
+    """NumPy computes ``X * 2.0`` in every column before column 3 is set: an overflow there
+    warns, though the value is never seen."""
+    X = np.ones((100, 9))
+    for row, col in ((0, 3), (57, 3), (99, 3), (99, 8), (50, 0)):
+        Y = X.copy()
+        Y[row, col] = 1e308
+        _check(column_fix, Y)
+    Z = np.ones((64, 16), dtype=np.float32)
+    Z[63, 3] = 3e38
+    _check(column_fix, Z)
