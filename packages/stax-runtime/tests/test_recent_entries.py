@@ -142,3 +142,41 @@ def test_threads_taking_turns_get_their_own_results():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_a_declined_version_leaves_no_entry_behind():
+    """The dispatch that finds a version declining empties the table, and the entry it
+    installed before that version ran does not go back in (a review found it did)."""
+    def root(x):
+        return np.sqrt(x) * 2.0
+
+    f = stax.compile(root)
+    a, b = np.ones(10), np.ones(20)
+    for _ in range(3):
+        f(a)
+        f(b)
+    with pytest.warns(RuntimeWarning, match="invalid value"):
+        _same(f(-np.ones(10)), np.full(10, np.nan))
+    assert not any(key[0][0] == (10,) for key in f._recent.table)
+    _same(f(a), root(a))
+
+
+def test_the_entry_that_handed_a_call_back_is_not_tried_again(monkeypatch):
+    """A call its kind's entry hands back (the kernels saw an invalid value) goes on to the
+    dispatcher, not to that entry again from the table: the kernels ran twice (a review)."""
+    def root(x):
+        return np.sqrt(x) * 2.0
+
+    f = stax.compile(root)
+    a, b = np.ones(10), np.ones(20)
+    for _ in range(3):
+        f(b)
+        f(a)
+    ran = []
+    real = type(f._recent).run
+    monkeypatch.setattr(type(f._recent), "run",
+                        lambda self, entry, key, args: ran.append(entry) or real(self, entry, key,
+                                                                                 args))
+    with pytest.warns(RuntimeWarning, match="invalid value"):
+        f(-a)  # a's entry installed, and in the table under a's key
+    assert not ran

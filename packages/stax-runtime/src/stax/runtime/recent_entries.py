@@ -54,21 +54,26 @@ class RecentEntries:
     counts the calls that went past the table (an entry that served its call itself, with no
     dispatch since, goes back into the table)."""
 
-    __slots__ = ("dispatched", "installed", "table")
+    __slots__ = ("cleared", "dispatched", "installed", "table")
 
     def __init__(self) -> None:
         self.table: dict[tuple[Any, ...], Callable[..., Any]] = {}
         self.installed: Callable[..., Any] | None = None
-        self.dispatched = 0
+        self.dispatched = self.cleared = 0
 
     def clear(self) -> None:
+        """Versions changed: no entry made before goes back in (one installed by the dispatch
+        running now, before its version declined, included)."""
         self.table.clear()
+        self.installed = None
+        self.cleared += 1
 
     def run(self, entry: Callable[..., Any], key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
-        """``entry(*args)``, out of the table while it runs; back in where it served the call."""
-        dispatched = self.dispatched
+        """``entry(*args)``, out of the table while it runs; back in where it served the call
+        (no dispatch since) and the table was not emptied meanwhile."""
+        dispatched, cleared = self.dispatched, self.cleared
         result = entry(*args)
-        if self.dispatched == dispatched:
+        if self.dispatched == dispatched and self.cleared == cleared:
             self.table.setdefault(key, entry)
         return result
 
@@ -101,9 +106,13 @@ class RecentCalls:
         recent = self._recent
         key = None if kwargs else recent_key(args)
         if key is not None:
-            entry = recent.table.pop(key, None)
-            if entry is not None:
+            entry = recent.table.get(key)
+            # (not the entry installed: that one handed this call here)
+            if entry is not None and entry is not self._call and \
+                    recent.table.pop(key, None) is entry:
                 self._call = entry  # (calls of one kind in a row: straight to it)
+                if self._recent is not recent:  # its code was replaced meanwhile (a thread's
+                    self._call = self._dispatch  # ``code_changes.refresh``): not the old entry
                 return recent.run(entry, key, args)
         recent.dispatched += 1
         recent.installed = None
