@@ -465,12 +465,18 @@ def test_a_scalar_input_beside_flags_takes_the_machine_code_entry():
     lambda x, a, b: x * a + b,
     lambda x, a, b: (x < a) | (x > b),
     lambda x, a, b: np.where(x > a, x, b),
-], ids=["clip", "affine", "compare", "where"])
+    lambda x, a, b: np.clip(x, min=a, max=b),
+    lambda x, a, b: np.clip(x, None, b) + np.clip(x, a_min=a, a_max=None),
+    lambda x, a, b: x.clip(a, b),
+    lambda x, a, b: x.clip(max=b) - x.clip(a),
+], ids=["clip", "affine", "compare", "where", "clip_keywords", "clip_half", "clip_method",
+        "clip_method_keywords"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
 def test_float_scalars_with_integer_arrays_and_clip_bounds_are_inputs(fn, dtype):
     """A probe's ``np.arange(n) * dx`` and ``np.clip(x, lo, hi)`` kept the scalar's value in the
     key (a version per value). A Python float with integer arrays converts to float64 as NumPy
-    does (NEP 50), and ``np.clip``'s bounds are weak operands like ``np.maximum``'s."""
+    does (NEP 50), and ``np.clip``'s bounds are weak operands like ``np.maximum``'s, by position
+    or keyword, in the method form too (each took a version per value)."""
     f = st.compile(fn)
     x = np.arange(20).astype(dtype) if np.dtype(dtype).kind == "u" else \
         (np.arange(20) - 5).astype(dtype)

@@ -201,8 +201,7 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
                        "than a value converted to a float array's dtype"
             continue
         if any(_strong(k) for k in kinds):
-            if node.op is not Opcode.CALL_FUNCTION or node.target not in \
-                    WEAK_OPERAND_TARGETS or node.kwargs:
+            if not _weak_call(node):
                 return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
                        "which is not an element-wise operation"
         elif any(_weak_dtype(node, k) is None for k in kinds):
@@ -408,13 +407,27 @@ def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
     return x.tensor.dtype
 
 
+#: the keywords of ``np.clip``'s bounds (NumPy 2's ``min``/``max`` and the older names)
+CLIP_BOUNDS = frozenset({"a_min", "a_max", "min", "max"})
+
+
+def _weak_call(node: Node) -> bool:
+    """Whether ``node`` takes a scalar as a weak element-wise operand: a call of
+    ``WEAK_OPERAND_TARGETS`` with positional operands, or a clip (``np.clip``, ``x.clip``) with
+    its bounds given by position or keyword."""
+    if node.op is Opcode.CALL_FUNCTION and node.target in WEAK_OPERAND_TARGETS:
+        return not node.kwargs or (node.target == "numpy.clip" and
+                                   node.kwargs.keys() <= CLIP_BOUNDS)
+    return node.op is Opcode.CALL_METHOD and node.target == "clip" and \
+        node.kwargs.keys() <= CLIP_BOUNDS
+
+
 def _weak_dtype(node: Node, kind: str = "int") -> str | None:
     """The dtype NumPy converts a weak scalar operand (a Python ``kind``) of ``node`` to: its
     floating-point array operands' common dtype, or float64 for a float with integer arrays
     (``np.arange(n) * dx``); None where the call takes a scalar otherwise (an int with integer
     arrays: NumPy raises where it does not fit)."""
-    if node.op is not Opcode.CALL_FUNCTION or node.target not in WEAK_OPERAND_TARGETS or \
-            node.kwargs or node.tensor is None:
+    if not _weak_call(node) or node.tensor is None:
         return None
     arrays = [a.tensor.dtype for a in node.args if isinstance(a, Node) and a.tensor is not None]
     if node.target == "numpy.where":
