@@ -647,3 +647,20 @@ def test_which_side_builtin_min_returned_is_checked_in_the_program(monkeypatch):
             np.testing.assert_array_equal(a, b)
         assert got[1] == want[1] and type(got[1]) is float
     assert len(f.versions()) == 2
+
+
+def test_a_version_a_miss_made_takes_back_no_hit():
+    """A version compiled by this call's miss whose gates then fail (its program's gate values
+    not NumPy's on the very inputs it was traced on) counted no hit: none is taken back
+    (``cache_info().hits[3]`` went to -1)."""
+    def branchy(x):
+        if x.sum() > 0:
+            return x * 2.0
+        return x - 1.0
+
+    f = stax.compile(branchy)
+    x = np.arange(1.0, 6.0)
+    f(x)  # a miss: its version, run on this call
+    (version,) = f.versions()
+    f._other_branch(version, (-x,), {})  # as ``_gates_failed`` does when its gates fail
+    assert min(f.cache_info().hits.values()) >= 0

@@ -134,7 +134,8 @@ class CompiledFunction(RecentCalls, OtherBranches, Reports, DirectCalls, DeviceC
         # the previous call's (layouts, candidates): one tuple, never paired across threads
         self._last: tuple[Any, list[Version]] = (None, [])
         self._compiles, self._hits = 0, {1: 0, 2: 0, 3: 0}
-        self._hit_level = 3  # of the last hit counted: a version whose gates then fail was none
+        self._hit_level = 3  # of the last hit counted (0: none): a version whose gates then
+        # fail was none
         self._misses = self._fallbacks = 0
         self._limit_warned = False
         self._raising: dict[Any, None] = {}  # keys whose capture raised the function's own error
@@ -343,6 +344,7 @@ class CompiledFunction(RecentCalls, OtherBranches, Reports, DirectCalls, DeviceC
     def _miss(self, sigma: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
               outcome: Outcome, placement: devices.Placement | None = None) -> Version:
         self._misses += 1
+        self._hit_level = 0  # this call counted no hit (none to take back: ``_other_branch``)
         self._recent.clear()  # (the entries of the versions there were)
         settings = config.current()
         if self._versions and "recompiles" in settings.logs:

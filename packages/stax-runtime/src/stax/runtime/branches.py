@@ -90,7 +90,8 @@ class OtherBranches:
         this call (looked for again under the compile lock: another thread may have made it)."""
         sigma, skipped = signature(args, kwargs, self._names), {id(tried)}
         self._skip_by_outcomes(tried, error, skipped)
-        self._hits[self._hit_level] -= 1  # counted for ``tried``, which did not apply
+        if self._hit_level:  # counted for ``tried``, which did not apply (0: a miss made it)
+            self._hits[self._hit_level] -= 1
         while True:
             found = self._lookup(sigma, args, kwargs, skipped)
             counted = found is not None  # a level-3 hit, taken back if it does not apply
