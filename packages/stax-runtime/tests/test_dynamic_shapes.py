@@ -584,3 +584,35 @@ def test_a_generic_version_run_eagerly_keeps_an_entry_per_layout():
         np.testing.assert_array_equal(g(x), gram(x))
     assert g.cache_info().hits[3] == dispatched
     assert any(v.eager_entries for v in g.versions())
+
+
+def _solved(A, b):
+    return np.linalg.solve(A, b * 2.0) + 1.0
+
+
+def _inverted(A):
+    return np.linalg.inv(A * 2.0) @ A + np.linalg.det(A)
+
+
+def _transposed_solve(A, B):
+    return np.linalg.solve(A.T, B) * 0.5
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_solved, lambda r, n: (r.standard_normal((n, n)) + 3 * np.eye(n), r.standard_normal(n))),
+    (_inverted, lambda r, n: (r.standard_normal((n, n)) + 3 * np.eye(n),)),
+    (_transposed_solve, lambda r, n: (r.standard_normal((n, n)) + 3 * np.eye(n),
+                                      r.standard_normal((n, 3)))),
+])
+def test_linear_algebra_steps_over_sizes_compile_twice(fn, make):
+    """``np.linalg.solve``, ``inv`` and ``det`` of one matrix have size rules: a solver called
+    with a new size at each call compiled a version per size, then ran eagerly."""
+    f = st.compile(fn)
+    rng = np.random.default_rng(0)
+    for n in (4, 5, 6, 7, 9, 12, 4, 7):
+        args = make(rng, n)
+        np.testing.assert_array_equal(f(*args), fn(*args))
+    assert f.cache_info().compiles == 2 and f.versions()[1].generic is not None
+    singular = (np.ones((6, 6)),) + make(rng, 6)[1:]
+    with pytest.raises(np.linalg.LinAlgError):
+        f(*singular)

@@ -436,6 +436,27 @@ def _norm(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
     return _reduced(node, operands)
 
 
+def _solved(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.linalg.solve(A, b)`` of a square matrix and a vector or matrix: b's shape (no
+    batches: NumPy 2 reads a 1-D ``b`` alone as a vector)."""
+    if len(operands) != 2 or len(node.args) != 2 or node.kwargs or \
+            len(operands[0].shape) != 2 or len(operands[1].shape) not in (1, 2):
+        return None
+    return operands[1].shape
+
+
+def _square_matrix(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.linalg.inv(A)`` (A's shape) of one 2-D matrix."""
+    if len(operands) != 1 or len(node.args) != 1 or node.kwargs or len(operands[0].shape) != 2:
+        return None
+    return operands[0].shape
+
+
+def _determinant(node: Node, operands: list[TensorMeta]) -> tuple[Any, ...] | None:
+    """``np.linalg.det(A)`` of one 2-D matrix: a scalar."""
+    return None if _square_matrix(node, operands) is None else ()
+
+
 def shape_rules() -> dict[str, Rule]:
     """Each call target (``method:sum`` for methods) and its rule."""
     rules: dict[str, Rule] = {}
@@ -474,6 +495,9 @@ def shape_rules() -> dict[str, Rule]:
     rules["numpy.tile"] = _tiled
     rules["numpy.pad"] = _padded
     rules["numpy.linalg.norm"] = _norm
+    rules["numpy.linalg.solve"] = _solved
+    rules["numpy.linalg.inv"] = _square_matrix
+    rules["numpy.linalg.det"] = _determinant
     rules.update(dict.fromkeys(("method:copy", "numpy.copy"), _copied))
     rules.update(library_rules())
     return rules
