@@ -41,6 +41,38 @@ from .signature import (
 #: ``int``/``float`` argument whose value is a run-time input (``scalar_arguments.py``)
 Pattern = frozenset[tuple[int, int]]
 SCALAR_VALUE = -1
+#: a scalar inside a list or tuple argument (``f(x, [a, b, c])``, coefficients): its position
+#: in a pattern is ``ITEM * (i + 1) + j`` for item ``j`` of argument ``i`` (ints: the patterns
+#: stay pairs of ints, stored as such: ``dynamic_memory``)
+ITEM = 1 << 16
+
+
+def _leaf_at(positional: Sequence[Any], position: int) -> Any:
+    """A key's leaf at a pattern position: an argument's, or an item's of a list or tuple."""
+    if position < ITEM:
+        return positional[position]
+    container = positional[position // ITEM - 1]
+    return container[1][position % ITEM]
+
+
+def _scalar_positions(positional: Sequence[Any]) -> list[int]:
+    """The positions of a key's scalars a generic version may take as inputs: its Python and
+    NumPy number arguments, and those items of its list and tuple arguments (not deeper)."""
+    found = []
+    for i, leaf in enumerate(positional):
+        if scalar_kind(leaf):
+            found.append(i)
+        elif _items(leaf) is not None:
+            found += [ITEM * (i + 1) + j for j, item in enumerate(leaf[1]) if scalar_kind(item)]
+    return found
+
+
+def _items(leaf: Any) -> tuple[Any, ...] | None:
+    """The items' leaves of a list or tuple argument's leaf (fewer than ``ITEM``), else None."""
+    if isinstance(leaf, tuple) and len(leaf) == 2 and leaf[0] in ("list", "tuple") and \
+            isinstance(leaf[1], tuple) and len(leaf[1]) < ITEM:
+        return leaf[1]
+    return None
 
 
 @dataclass(frozen=True)
@@ -116,8 +148,7 @@ def _every_scalar(sigma: Any) -> tuple[Pattern, Any | None]:
     """The pattern of every scalar's value among a key's positional arguments, and the generic
     key of it (None: no scalar, or keywords)."""
     positional, keywords = sigma
-    pattern = frozenset((i, SCALAR_VALUE) for i, leaf in enumerate(positional)
-                        if scalar_kind(leaf))
+    pattern = frozenset((i, SCALAR_VALUE) for i in _scalar_positions(positional))
     return pattern, generic_key(sigma, pattern) if pattern and not keywords else None
 
 
@@ -127,7 +158,7 @@ def _scalar_values(sigma: Any, positions: Sequence[int]) -> tuple[Any, ...] | No
     takes (``scalar_kind``)."""
     values = []
     for i in positions:
-        leaf = sigma[0][i]
+        leaf = _leaf_at(sigma[0], i)
         value = leaf_scalar(leaf) if scalar_kind(leaf) else NOT_SCALAR
         if value is NOT_SCALAR or value != value:
             return None
@@ -140,10 +171,23 @@ def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
     (None when this call cannot use a generic version of that pattern: keywords, a dynamic
     dimension of size 0 or 1, another type where a scalar was)."""
     positional, keywords = sigma
-    if keywords or any(i >= len(positional) for i, _ in pattern):  # (f(x) beside f(x, k))
+    if keywords or any((i if i < ITEM else i // ITEM - 1) >= len(positional)
+                       for i, _ in pattern):  # (f(x) beside f(x, k))
         return None
     leaves = []
     for i, leaf in enumerate(positional):
+        items = [j for j in range(ITEM * (i + 1), ITEM * (i + 2)) if (j, SCALAR_VALUE) in pattern] \
+            if any(k >= ITEM for k, _ in pattern) else []
+        if items:  # a list or tuple with scalar items as inputs: their types alone
+            inner = _items(leaf)
+            if inner is None or items[-1] % ITEM >= len(inner):
+                return None
+            kinds = {j % ITEM: scalar_kind(inner[j % ITEM]) for j in items}
+            if not all(kinds.values()):
+                return None
+            leaves.append((leaf[0], tuple((kinds[j], "*") if j in kinds else item
+                                          for j, item in enumerate(inner))))
+            continue
         if (i, SCALAR_VALUE) in pattern:
             kind = scalar_kind(leaf)
             if kind is None:
@@ -187,6 +231,8 @@ def served_exactly(sigma: Any, pattern: Pattern | None, versions: Sequence[Any]
         return None
     key = generic_key(sigma, pattern)
     positions = sorted(i for i, _ in pattern)
+    if positions[-1] >= ITEM:  # (items of a list: the key entry compares arguments)
+        return None
     served = {values for v in versions if v.native and v.generic is None and
               generic_key(v.sigma, pattern) == key and
               (values := _scalar_values(v.sigma, positions)) is not None}
@@ -237,6 +283,10 @@ def changed_dimensions(old: Any, new: Any) -> Pattern | None:
         if scalar_kind(a) is not None and scalar_kind(a) == scalar_kind(b):
             changed.add((i, SCALAR_VALUE))  # a scalar's value changed: a run-time input
             continue
+        items = _changed_items(a, b)
+        if items is not None:  # scalars in a list or tuple (coefficients): inputs too
+            changed |= {(ITEM * (i + 1) + j, SCALAR_VALUE) for j in items}
+            continue
         if not (_array_leaf(a) and _array_leaf(b)) or len(a[2]) != len(b[2]) or a[3] != b[3]:
             return None
         dims = sorted(d for d, (m, n) in enumerate(zip(a[2], b[2])) if m != n)
@@ -248,6 +298,19 @@ def changed_dimensions(old: Any, new: Any) -> Pattern | None:
     return frozenset(changed) or None
 
 
+def _changed_items(a: Any, b: Any) -> list[int] | None:
+    """The items of two list (or tuple) leaves of one length that differ, where each is a
+    scalar of one kind in both; None where anything else differs."""
+    old, new = _items(a), _items(b)
+    if old is None or new is None or a[0] != b[0] or len(old) != len(new):
+        return None
+    items = [j for j, (x, y) in enumerate(zip(old, new)) if x != y]
+    if not items or any(scalar_kind(old[j]) is None or scalar_kind(old[j]) != scalar_kind(new[j])
+                        for j in items):
+        return None
+    return items
+
+
 def every_dimension(sigma: Any) -> Pattern | None:
     """``dynamic=True``: every array dimension of size 2 or more."""
     positional, keywords = sigma
@@ -255,7 +318,7 @@ def every_dimension(sigma: Any) -> Pattern | None:
         return None
     dims = {(i, d) for i, leaf in enumerate(positional) if _array_leaf(leaf)
             for d, n in enumerate(leaf[2]) if n not in SPECIALIZED_SIZES}
-    dims |= {(i, SCALAR_VALUE) for i, leaf in enumerate(positional) if scalar_kind(leaf)}
+    dims |= {(i, SCALAR_VALUE) for i in _scalar_positions(positional)}
     return frozenset(dims) or None
 
 
@@ -268,7 +331,8 @@ def _smallest(sigma: Any, pattern: Pattern) -> int:
     """The smallest dynamic size of a generic key's attempt, an int scalar's value among them
     (a loop count of 2, too few items to lift the loop, is tried again at a larger count)."""
     sizes = [sigma[0][i][2][d] if d != SCALAR_VALUE else
-             sigma[0][i][1] if sigma[0][i][0] == "int" else SMALL_TRACE for i, d in pattern]
+             _leaf_at(sigma[0], i)[1] if _leaf_at(sigma[0], i)[0] == "int" else SMALL_TRACE
+             for i, d in pattern]
     return min(sizes, default=SMALL_TRACE)
 
 
@@ -398,8 +462,9 @@ class GenericVersions:
                 store: Any = None) -> Any:
         """The generic executable of this call's capture, or None (the exact version is
         compiled instead, and this generic key never tried again), logged either way."""
-        dims = ", ".join(f"inputs[{i}]" if d == SCALAR_VALUE else f"inputs[{i}].shape[{d}]"
-                         for i, d in sorted(pattern))
+        dims = ", ".join(f"inputs[{i}]" if d == SCALAR_VALUE and i < ITEM else
+                         f"inputs[{i // ITEM - 1}][{i % ITEM}]" if d == SCALAR_VALUE else
+                         f"inputs[{i}].shape[{d}]" for i, d in sorted(pattern))
         try:
             executable, env = compile_generic(capture, pattern, args, run_backend)
         except NotGeneric as exc:
@@ -438,6 +503,18 @@ def leaf_positions(args: Sequence[Any]) -> list[int]:
     return positions
 
 
+def _flat_item(args: Sequence[Any], positions: Sequence[int], position: int) -> tuple[int, Any]:
+    """The flat leaf index and the value of a pattern position's scalar (an argument, or an
+    item of a list or tuple argument)."""
+    from stax.ir import tree_flatten
+
+    if position < ITEM:
+        return positions[position], args[position]
+    i, j = position // ITEM - 1, position % ITEM
+    before = sum(len(tree_flatten(item)[0]) for item in args[i][:j])
+    return positions[i] + before, args[i][j]
+
+
 def _scalars_refusal(program: Any) -> str | None:
     """Why a capture cannot take its scalars as inputs, what ``symbolize`` says first: a data
     gate (a number read from the data, which the scalar may decide: its replay would hold the
@@ -465,7 +542,8 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     scalars: dict[int, str] = {}  # flat argument -> "int"/"float"
     for i, d in sorted(pattern):
         if d == SCALAR_VALUE:
-            scalars[positions[i]] = value_kind(args[i])
+            flat, value = _flat_item(args, positions, i)
+            scalars[flat] = value_kind(value)
         else:
             dynamic.setdefault(positions[i], []).append(d)
     program = GraphProgram.from_json(capture.to_json(), CAPTURE_SCHEMA)

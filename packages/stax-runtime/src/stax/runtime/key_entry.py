@@ -79,11 +79,37 @@ def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
                  given: CallValues | None = None,
                  served: tuple[list[int], set[tuple[Any, ...]]] | None = None
                  ) -> KeyEntry | None:
-    """An entry calling ``function`` (a machine-code entry over the array inputs at ``slots``;
-    its slow path raises ``Redo``) for a compiled version keyed by ``sigma``."""
+    """An entry calling ``function`` (a machine-code entry over the array inputs at ``slots``,
+    flat leaves: an item of a list or tuple argument is one, ``a1[0]``; its slow path raises
+    ``Redo``) for a compiled version keyed by ``sigma``."""
     constants: dict[str, Any] = {"function": function, "Redo": Redo}
-    return _generate(sigma, dispatch, constants, "function({arrays})", [f"a{i}" for i in slots],
+    flat = flat_names(sigma[0])
+    return _generate(sigma, dispatch, constants, "function({arrays})", [flat[i] for i in slots],
                      predicates=predicates, given=given, extra=_unserved(served, constants))
+
+
+def flat_names(positional: Sequence[Any]) -> list[str]:
+    """The expression of each flat leaf of a call keyed by ``positional``: ``a0`` for an
+    argument, ``a1[0]`` for an item of a list or tuple of leaves (coefficients, ``(w, b)``)."""
+    names = []
+    for i, leaf in enumerate(positional):
+        items = leaf[1] if leaf[0] in ("list", "tuple") and len(leaf) == 2 and \
+            isinstance(leaf[1], tuple) else None
+        names += [f"a{i}"] if items is None else [f"a{i}[{j}]" for j in range(len(items))]
+    return names
+
+
+def _flat_containers(positional: Sequence[Any]) -> bool:
+    """Whether every list or tuple argument of a key holds leaves alone (arrays, numbers,
+    strings: no container inside), so that ``flat_names`` names every flat leaf."""
+    for leaf in positional:
+        if leaf[0] in ("list", "tuple") and len(leaf) == 2 and isinstance(leaf[1], tuple):
+            if any(isinstance(item, tuple) and item and item[0] in ("list", "tuple", "dict")
+                   for item in leaf[1]):
+                return False
+        elif leaf[0] == "dict":
+            return False
+    return True
 
 
 def version_entry(sigma: Any, run_version: Callable[..., Any], dispatch: Callable[..., Any],
@@ -112,8 +138,8 @@ def compiled_entry(make_entry: Callable[..., Any], sigma: Any, leaves: list[Any]
         return make_entry(leaves, dispatch)
     if sigma is None:  # (generic in sizes: ``sized_entries.sized_entry`` per size)
         return "its sizes are generic: an entry per size"
-    if len(sigma[0]) != len(leaves) or sigma[1]:
-        return "an argument is a container or a keyword"
+    if sigma[1] or not _flat_containers(sigma[0]) or len(flat_names(sigma[0])) != len(leaves):
+        return "an argument is a container of containers, or a keyword"
     inner = make_entry([leaves[i] for i in slots], redo)
     if isinstance(inner, str):
         return inner
@@ -165,9 +191,10 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
     for k, (name, leaf) in enumerate(zip(names, positional)):
         if k in lifted:
             continue
-        # containers only where the call passes the arguments on whole (not their arrays)
-        test = _test(name, leaf, constants) if arrays is not None else \
-            _container_test(name, name, leaf, constants)
+        # containers of leaves (``flat_names``): their items passed on where the entry takes
+        # arrays (not beside an argument object's lifted arrays)
+        test = _test(name, leaf, constants) if arrays is not None and marker is not None \
+            else _container_test(name, name, leaf, constants)
         if test is None and given is not None and leaf[0] == "object":
             test = _object_test(k, leaf, given, marker, constants)
         if test is None:
