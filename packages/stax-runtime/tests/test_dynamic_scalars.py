@@ -1396,3 +1396,57 @@ def test_a_uint64_index_past_int64_keeps_numpys_error():
             row(A, np.uint64(huge))
         with pytest.raises(OverflowError):
             f(A, np.uint64(huge))
+
+
+def _selected_times(x, a):
+    return (x[x > 0] * a).sum()
+
+
+def _masked_times(x, a):
+    d = x.copy()
+    d[d > 0] *= a
+    return d
+
+
+def _periodic(d, L):
+    d = d.copy()
+    d[d > L / 2] -= L
+    d[d < -L / 2] += L
+    return (d * d).sum()
+
+
+def _masked_sign(g, c):
+    g = g.copy()
+    big = np.abs(g) > c
+    g[big] = np.sign(g[big]) * c
+    return g
+
+
+@pytest.mark.parametrize("fn", [_selected_times, _masked_times, _periodic, _masked_sign],
+                         ids=["selected", "masked", "periodic", "sign"])
+def test_a_scalar_in_work_on_a_masked_selection_is_an_input(fn):
+    """A probe's find: the rewrites of ``x[m]`` work to whole arrays (``masked.lift``,
+    ``masked_reductions``) dropped the node's record of its scalar arguments, so a generic
+    version took the scalar as an input and kept the capture's value: 7, 14, 14, 14 for
+    ``(x[x > 0] * a).sum()`` with a = 1..4, every later value wrong."""
+    f = st.compile(fn)
+    x = np.array([-7.5, -1.0, 2.0, 5.0, 0.25, 9.0, -0.0, 3.0])
+    for a in (1.0, 2.0, 3.0, 4.0, 12.0, 1.0, 0.5):
+        got, want = f(x, a), fn(x, a)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    assert f.cache_info().compiles == 2
+
+
+def test_a_rewrite_that_loses_a_scalar_keeps_it_in_the_key(monkeypatch):
+    """The safety net: where a rewrite drops the record of a traced call's scalar argument
+    (``info["scalar_used"]`` names it, no node does), the scalar is no input: a version per
+    value, each right."""
+    from stax.trace import masked, masked_reductions
+    monkeypatch.setattr(masked, "argument_records", lambda node: {})
+    monkeypatch.setattr(masked_reductions, "argument_records", lambda node: {})
+    for fn in (_selected_times, _masked_times):
+        f = st.compile(fn)
+        x = np.array([-1.0, 2.0, 5.0])
+        for a in (1.0, 2.0, 3.0, 4.0):
+            np.testing.assert_array_equal(f(x, a), fn(x, a))
+        assert all(v.generic is None for v in f.versions())

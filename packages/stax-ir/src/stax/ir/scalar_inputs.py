@@ -181,6 +181,13 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
     if leaf in set(read):
         return f"the function reads argument {leaf}'s value in Python (a branch, a conversion, " \
             "range(), or arithmetic Stax does not follow)"
+    if leaf in set((program.info or {}).get("scalar_used", ())) and not any(
+            leaf in leaves_of(used) for node in program.graph.nodes
+            for _, used in node.meta.get("scalar_args", ())):
+        # a traced call took it, and a rewrite of the capture lost where: as an input its value
+        # would stay the capture's wherever that was (a safety net: rewrites keep the record)
+        return f"argument {leaf} was an operand of a traced call that the graph no longer " \
+            "records"
     for node in program.graph.nodes:
         uses = [(path, kind if used == leaf else expression_kind(used))
                 for path, used in node.meta.get("scalar_args", ()) if leaf in leaves_of(used)]

@@ -23,6 +23,8 @@ def capture_info(fn: Any, tracer: Tracer) -> dict[str, Any]:
             info["dims_read"] = dims
     if tracer.scalar_read:  # scalar arguments Python decided something from
         info["scalar_read"] = sorted(tracer.scalar_read)
+    if tracer.scalar_used:  # ... and those operands of traced calls (``scalar_inputs`` checks
+        info["scalar_used"] = sorted(tracer.scalar_used)  # that the graph still says where)
     if tracer.scalar_predicates:  # comparisons of them Python branched on, with their outcomes
         info["scalar_predicates"] = tracer.scalar_predicates
     if tracer.own_error_state:  # an operation ran under the function's own np.errstate

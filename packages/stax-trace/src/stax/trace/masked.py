@@ -30,6 +30,8 @@ import numpy as np
 
 from stax.ir import Node, Opcode, TensorMeta, ancestors
 
+from .traced_sizes import argument_records
+
 if TYPE_CHECKING:
     from .proxy import Proxy
     from .tracer import Tracer
@@ -92,7 +94,8 @@ def lift(tracer: Tracer, value: Proxy, mask: Proxy) -> tuple[Node, Any] | None:
                 return None
             new = tracer.graph.create_node(
                 Opcode.CALL_FUNCTION, node.target, tuple(args), {},
-                meta={"tensor": TensorMeta.of(np.asarray(concrete)), "source": node.source})
+                meta={"tensor": TensorMeta.of(np.asarray(concrete)), "source": node.source,
+                      **argument_records(node)})  # (the scalar operands at their places)
             tracer.adopt(new, concrete)
             result = (new, concrete)
         lifted[node] = result

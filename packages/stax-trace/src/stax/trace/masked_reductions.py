@@ -37,6 +37,7 @@ from stax.ir.ops import reduction_identity
 
 from .declines import decline_if
 from .masked import elementwise_function, same_value
+from .traced_sizes import argument_records
 
 #: reduction targets (``method:`` for methods) -> the reduction they are
 _REDUCTIONS = {
@@ -284,7 +285,8 @@ class _Builder:
             args = tuple(self.of(a, True) if a in self.group.leaves or a in self.group.work else
                          self.lifted.get(a, a) if isinstance(a, Node) else a for a in node.args)
             shape = np.broadcast_shapes(*(_shape(a) or () for a in args if isinstance(a, Node)))
-            new = self.call(node.target, args, _meta(tuple(shape), node.tensor.dtype, node.source),
+            new = self.call(node.target, args, {**_meta(tuple(shape), node.tensor.dtype,
+                                                        node.source), **argument_records(node)},
                             method=node.op is Opcode.CALL_METHOD)
         self.whole[node, filled] = new
         return new

@@ -334,6 +334,14 @@ def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
 
 
 
+def argument_records(node: Any) -> dict[str, Any]:
+    """The ``size_args``/``scalar_args`` of ``node``'s metadata, for a node a rewrite makes in
+    its place with its arguments at the same places (a masked selection's work lifted to whole
+    arrays): without them a scalar argument's use is lost, and a generic version taking the
+    scalar as an input kept the capture's value (``(x[x > 0] * a).sum()`` for every ``a``)."""
+    return {k: node.meta[k] for k in ("size_args", "scalar_args") if k in node.meta}
+
+
 def read_number(value: Any) -> Any:
     """A traced size's or scalar's Python value, read (its dimensions or argument then stay
     exact); any other value as it is."""
