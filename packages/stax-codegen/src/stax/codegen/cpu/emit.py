@@ -61,6 +61,7 @@ from .loop_hints import (
     in_row_vectors,
     interleave_count,
     loop_id,
+    masked_tail,
     short_loop,
 )
 from .nests import UNROLLED, VECTOR_BYTES, LoopShapes
@@ -316,9 +317,12 @@ class KernelEmitter(LoopShapes, FloatEvents):
         unroll = inside != -1 and (in_order or (not short_loop(extent, around) and (
             self.serial_rows or not in_row_vectors(extent, around, self.lanes,
                                                    reduction=reduction))))
-        if count > 1 or not unroll:
+        scalar = self.events is not None and getattr(self, "flags", False) and \
+            masked_tail(extent, self.lanes)  # (``loop_hints.loop_id``; an outer loop too:
+        # LLVM vectorizes it across short rows it unrolled)
+        if count > 1 or not unroll or scalar:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
-                                                     unroll=unroll))
+                                                     unroll=unroll, vectorize=not scalar))
         b.position_at_end(done)
         results = []
         for init, new in zip(carried, updated):
