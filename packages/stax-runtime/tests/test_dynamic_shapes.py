@@ -616,3 +616,48 @@ def test_linear_algebra_steps_over_sizes_compile_twice(fn, make):
     singular = (np.ones((6, 6)),) + make(rng, 6)[1:]
     with pytest.raises(np.linalg.LinAlgError):
         f(*singular)
+
+
+def _legendre(x, deg):
+    P = np.empty((x.shape[0], deg + 1), dtype=x.dtype)
+    P[:, 0] = 1
+    P[:, 1] = x
+    for k in range(2, deg + 1):
+        P[:, k] = ((2 * k - 1) * x * P[:, k - 1] - (k - 1) * P[:, k - 2]) / k
+    return P
+
+
+SHIFT = 1.5
+
+
+def _shifted(x, deg):
+    out = x * 1.0
+    for _k in range(deg):
+        out = out * 0.5 + SHIFT
+    return out
+
+
+def test_a_generic_version_reading_globals_keeps_an_entry_per_size():
+    """``range`` is a global the function reads (a free value, guarded): the size-generic
+    version of a function with a loop and an int argument got no entry per size, so every call
+    at a size of its went through the dispatcher at eager NumPy's cost (21 us for 0.7; a
+    probe). Its entries check the guard: a global rebound since is seen."""
+    global SHIFT
+    f = st.compile(_legendre)
+    x = np.linspace(-1, 1, 1000)
+    for n in (1000, 3, 500, 3, 7, 500, 3):
+        np.testing.assert_array_equal(f(x[:n], 8), _legendre(x[:n], 8))
+    before = f.cache_info().hits
+    for _ in range(5):
+        np.testing.assert_array_equal(f(x[:3], 8), _legendre(x[:3], 8))
+    after = f.cache_info().hits
+    assert after[1] - before[1] == 5 and after[3] == before[3]
+    g = st.compile(_shifted)
+    for n in (100, 50, 30, 50, 30):
+        np.testing.assert_array_equal(g(x[:n], 6), _shifted(x[:n], 6))
+    try:
+        SHIFT = -2.0
+        for n in (50, 30, 71):
+            np.testing.assert_array_equal(g(x[:n], 6), _shifted(x[:n], 6))
+    finally:
+        SHIFT = 1.5

@@ -561,7 +561,7 @@ class CompiledFunction(RecentCalls, OtherBranches, Reports, DirectCalls, DeviceC
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
         if version.generic is not None and flat_call and version.gates is None and \
-                free is None and not self._free and placement is None and \
+                not self._free and placement is None and \
                 not self._sets_errstate and \
                 (not plain_args or sized_scalars(version.generic)):  # scalars among them
             version.sized_entries = {}  # key entries per layout (``sized_entries.py``)

@@ -290,8 +290,8 @@ class OtherBranches:
             entry = sized_entry(version, args, self._names,
                                 lambda *b: self._run(version, b, {}, entered=True),
                                 self._dispatch, self._versions)
-            if entry is not None:
-                self._install(entry.function)
+            if entry is not None:  # (behind its free values' guard: ``range`` itself is one)
+                self._install(self._guarded(version, entry.function))
 
     def _guarded(self, version: Version, entry: Any) -> Any:
         """``entry``, behind a check of the free values ``version`` was traced under, if any."""
