@@ -1450,3 +1450,29 @@ def test_a_rewrite_that_loses_a_scalar_keeps_it_in_the_key(monkeypatch):
         for a in (1.0, 2.0, 3.0, 4.0):
             np.testing.assert_array_equal(f(x, a), fn(x, a))
         assert all(v.generic is None for v in f.versions())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda c, lo: np.full_like(c, lo) + c,
+    lambda c, lo: np.full(c.shape, lo) * c,
+    lambda c, lo: np.full_like(c, fill_value=lo, dtype=np.float32) + 1,
+], ids=["full_like", "full", "full_like_keywords"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_a_fill_value_is_an_input(fn, dtype):
+    """``np.full_like(c, lo)`` and ``np.full(shape, lo)`` of a float dtype take a changing fill
+    value as an input, cast as NumPy casts it (a probe's sweep compiled a version per value);
+    into an integer array its value stays in the key."""
+    f = st.compile(fn)
+    c = np.linspace(0, 3, 7).astype(dtype)
+    for lo in (0.5, 1.5, 2.5, -0.0, 3.0, float("nan"), 1e300, 0.1):
+        with warnings.catch_warnings(record=True) as theirs:
+            warnings.simplefilter("always")
+            want = fn(c, lo)
+        with warnings.catch_warnings(record=True) as ours:
+            warnings.simplefilter("always")
+            got = f(c, lo)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and np.signbit(got).tolist() == np.signbit(want).tolist()
+        assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+    if np.dtype(dtype).kind == "f":
+        assert f.cache_info().compiles == 2

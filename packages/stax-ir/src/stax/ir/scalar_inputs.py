@@ -49,7 +49,10 @@ TAKEN_WHOLE = frozenset({"stax.functional.lifted_loop"})
 STORE = "stax.functional.setitem"
 #: ``np.array([s, i, r])`` of scalars and numbers (``stax.trace.creation``): likewise
 FROM_NUMBERS = "numpy.array"
-ASSIGNING = frozenset({STORE, FROM_NUMBERS})
+#: calls filling a new array with a value (``np.full_like(c, lo)``, ``np.full(shape, lo)``)
+FILLS = {"numpy.full_like": ("fill_value", frozenset({"fill_value", "dtype"})),
+         "numpy.full": ("fill_value", frozenset({"fill_value", "dtype"}))}
+ASSIGNING = frozenset({STORE, FROM_NUMBERS, *FILLS})
 #: the dtype of the input a scalar argument of each Python type is passed in
 INPUT_DTYPES = {"float": "float64", "int": "int64"}
 
@@ -400,6 +403,12 @@ def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
     the range: NumPy's own errors)."""
     if node.op is not Opcode.CALL_FUNCTION:
         return None
+    if node.target in FILLS:  # the fill value, cast to the new array's float dtype (NumPy's
+        keyword, keywords = FILLS[node.target]  # ``copyto``: as ``astype`` casts it)
+        where = ("args", 1) if len(node.args) >= 2 else ("kwargs", keyword)
+        filled = tuple(path) == where and len(node.args) <= 2 and \
+            set(node.kwargs) <= keywords and node.tensor is not None
+        return node.tensor.dtype if filled and np.dtype(node.tensor.dtype).kind == "f" else None
     if node.target == FROM_NUMBERS:  # np.array([s, i, r]): each converted to the array's dtype
         flat = len(path) == 3 and tuple(path[:2]) == ("args", 0) and \
             not set(node.kwargs) - {"dtype"}
