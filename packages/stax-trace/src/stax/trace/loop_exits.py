@@ -267,6 +267,11 @@ def _rebinds_only(after: list[ast.stmt], function: ast.FunctionDef, loop: ast.st
         if not all(_bound_before(name, function, loop) for name in targets):
             return False
         involved |= {*targets, *values}
+    if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and
+           any(isinstance(t, ast.Name) and t.id in involved for t in n.targets)
+           for n in ast.walk(function)):
+        return False  # a number (``lam = 0.0``) and an array: no select between them (a
+        # ``for`` over a range is rotated instead, ``_peeled``)
     return plain_values(function, involved, set(map(id, after)))
 
 
