@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stax.ir.scalar_inputs import leaves_of
 from stax.ir.sizes import Size
 
 if TYPE_CHECKING:
@@ -318,11 +319,14 @@ class SizeReads:
                 if node.graph is graph}
 
 
-def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
+def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]], used: set[int] | None = None
+                   ) -> dict[str, Any]:
     """The node metadata of the sizes and scalar arguments among a call's arguments: each
     one's place (``["args", 1, "stop"]``) and a size's expression over the capture's size
     symbols (``size_args``) or a scalar's flat argument index (``scalar_args``), for
-    ``stax.ir.symbolic_shapes`` and ``stax.ir.scalar_inputs`` to put back."""
+    ``stax.ir.symbolic_shapes`` and ``stax.ir.scalar_inputs`` to put back. ``used`` (the
+    tracer's ``scalar_used``) gets the scalar arguments noted: ``info["scalar_used"]``, so a
+    rewrite that drops a use is seen, not taken for a constant."""
     meta: dict[str, Any] = {}
     computed = [[list(path), str(e)] for path, e in sizes if isinstance(e, Size)]
     if computed:
@@ -330,6 +334,9 @@ def size_arguments(sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
     scalars = [[list(path), e.recorded] for path, e in sizes if not isinstance(e, Size)]
     if scalars:
         meta["scalar_args"] = scalars
+        if used is not None:
+            for _, recorded in scalars:
+                used.update(leaves_of(recorded))
     return meta
 
 

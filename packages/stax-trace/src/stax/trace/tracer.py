@@ -26,7 +26,6 @@ from stax.ir import (
     tree_unflatten,
 )
 from stax.ir.pytree import is_namedtuple
-from stax.ir.scalar_inputs import leaves_of
 from stax.ir.sizes import Size
 
 from . import creation, loops, masked, masked_reductions, minmax, numpy_answers, result_conversions
@@ -83,7 +82,7 @@ class Tracer:
         # the dimensions the user's code read as sizes (``x.shape[0]``), each a size symbol
         self.sizes = SizeReads(self)
         self.scalar_read: set[int] = set()  # flat indices of scalar arguments Python read
-        self.scalar_used: set[int] = set()  # ... and of those traced calls took (``_arguments``)
+        self.scalar_used: set[int] = set()  # ... and of those traced calls took (``size_arguments``)
         self.scalar_predicates: list[list[Any]] = []  # comparisons of them Python branched on
         self.superseded: list[Any] = []
         self.selections: dict[Any, Any] = {}  # builtin max/min results, maybe Python floats
@@ -135,14 +134,6 @@ class Tracer:
         return any(np.may_share_memory(a.example, v) or
                    (0 in (a.example.size, v.size) and root_array(a.example) is root_array(v))
                    for a in self.arguments.values() for v in operands)
-
-    def _arguments(self, sizes: list[tuple[tuple[Any, ...], Any]]) -> dict[str, Any]:
-        """``size_arguments`` of a node recorded now, its scalar arguments noted as used
-        (``info["scalar_used"]``: a rewrite that drops a use is then seen, not a constant)."""
-        meta = size_arguments(sizes)
-        for _, used in meta.get("scalar_args", ()):
-            self.scalar_used.update(leaves_of(used))
-        return meta
 
     def _viewed(self, array: np.ndarray, skip: tuple[Any, ...]) -> bool:
         """Whether a live traced value, other than those in ``skip``, shares memory with ``array``.
@@ -212,7 +203,7 @@ class Tracer:
             return first
         if _is_array(value):
             meta = {"tensor": meta_of(value, target, source), "source": source,
-                    **self._arguments(sizes)}
+                    **size_arguments(sizes, self.scalar_used)}
             if random:
                 meta["random"] = True
             view = view_relation(value, args) if isinstance(value, np.ndarray) else None
@@ -237,7 +228,7 @@ class Tracer:
             # several results (np.divmod, np.split, np.linalg.eigh): one node for the call, one
             # operator.getitem node per result, as torch.fx does
             metas = [meta_of(v, target, source) for v in value]  # unsupported dtypes first
-            meta = {"sequence": len(value), "source": source, **self._arguments(scalars)}
+            meta = {"sequence": len(value), "source": source, **size_arguments(scalars, self.scalar_used)}
             node = self.graph.create_node(op, target, node_args, node_kwargs, meta=meta)
             self._gate_shape(node, "shapes", value, source)
             items = [Proxy(self.graph.create_node(
@@ -368,7 +359,8 @@ class Tracer:
         node = self.graph.create_node(
             Opcode.CALL_FUNCTION, target, self._symbolic(args, source, sizes, ("args",)),
             self._symbolic(kwargs, source, sizes, ("kwargs",)),
-            meta={"tensor": TensorMeta.of(array), "source": source, **self._arguments(sizes)})
+            meta={"tensor": TensorMeta.of(array), "source": source,
+                  **size_arguments(sizes, self.scalar_used)})
         self._note_constant(node)
         self.arrays.append(weakref.ref(array))
         return Proxy(node, array, self)
@@ -386,7 +378,7 @@ class Tracer:
             created.node = self.graph.create_node(
                 Opcode.CALL_FUNCTION, created.target, args, kwargs,
                 meta={"tensor": TensorMeta.of(created.made), "source": created.source,
-                      **self._arguments(sizes)})
+                      **size_arguments(sizes, self.scalar_used)})
             self._note_constant(created.node)
         return created.node
 

@@ -418,29 +418,6 @@ class KernelEmitter(LoopShapes, FloatEvents):
                 b.add(total, term, flags=flags)
         return total
 
-    def coordinates(self, expr: Affine) -> ir.Value:
-        """``expr`` (an ``Index``'s) at the loop variables' values: in a merged nest (one loop
-        over a C-order nest, ``nests._merged_extent``), where the others are 0 and the last
-        counts every element, each variable is the counter's quotient by the extents inside
-        it, modulo its own (in 32 bits there: unsigned, by constants)."""
-        ranges = self.merged
-        if ranges is None:
-            return self.index(expr)
-        b, typ = self.builder, ir.IntType(32)
-        flat = b.trunc(self.vars[xvar(len(ranges) - 1)], typ) if self.index_bits == 64 else \
-            self._var(xvar(len(ranges) - 1))
-        inside = 1
-        values: dict[str, ir.Value] = {}
-        for d in reversed(range(len(ranges))):
-            v = flat if inside == 1 else b.udiv(flat, ir.Constant(typ, inside))
-            values[xvar(d)] = v if d == 0 else b.urem(v, ir.Constant(typ, ranges[d]))
-            inside *= ranges[d]
-        total: ir.Value = ir.Constant(typ, expr.const)
-        for var, coeff in expr.terms:
-            term = values[var] if coeff == 1 else b.mul(values[var], ir.Constant(typ, coeff))
-            total = b.add(total, term)
-        return total if self.index_bits == 32 else b.sext(total, self.index_type)
-
     def _var(self, var: str) -> ir.Value:
         """A loop variable in the index type (loop counters themselves stay i64)."""
         if self.index_bits == 64:

@@ -12,6 +12,7 @@ from llvmlite import ir
 
 from stax.ir.sizes import is_symbolic
 from stax.loop import (
+    Affine,
     ComputedBuffer,
     Index,
     IndirectLoad,
@@ -126,6 +127,29 @@ class LoopShapes:
         if build is None:
             raise ValueError(f"no CPU loop nest {nest.kind!r} (it has {', '.join(NESTS)})")
         build(self, nest)
+
+    def coordinates(self, expr: Affine) -> ir.Value:
+        """``expr`` (an ``Index``'s) at the loop variables' values: in a merged nest (one loop
+        over a C-order nest, ``nests._merged_extent``), where the others are 0 and the last
+        counts every element, each variable is the counter's quotient by the extents inside
+        it, modulo its own (in 32 bits there: unsigned, by constants)."""
+        ranges = self.merged
+        if ranges is None:
+            return self.index(expr)
+        b, typ = self.builder, ir.IntType(32)
+        flat = b.trunc(self.vars[xvar(len(ranges) - 1)], typ) if self.index_bits == 64 else \
+            self._var(xvar(len(ranges) - 1))
+        inside = 1
+        values: dict[str, ir.Value] = {}
+        for d in reversed(range(len(ranges))):
+            v = flat if inside == 1 else b.udiv(flat, ir.Constant(typ, inside))
+            values[xvar(d)] = v if d == 0 else b.urem(v, ir.Constant(typ, ranges[d]))
+            inside *= ranges[d]
+        total: ir.Value = ir.Constant(typ, expr.const)
+        for var, coeff in expr.terms:
+            term = values[var] if coeff == 1 else b.mul(values[var], ir.Constant(typ, coeff))
+            total = b.add(total, term)
+        return total if self.index_bits == 32 else b.sext(total, self.index_type)
 
     def plain_nest(self, nest: Nest) -> None:
         """The loops in order, ``x0`` split across threads (once, on the thread given ``[0, 1)``,
