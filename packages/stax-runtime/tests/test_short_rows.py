@@ -134,3 +134,21 @@ def test_short_loops_raise_no_flag_past_their_end(shape, monkeypatch):
     assert not precise
     with pytest.warns(RuntimeWarning, match="divide by zero"):  # a real one still reported
         assert f(np.where(np.arange(x.size).reshape(shape) == 4, 0.0, x)) == np.inf
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.arange(10**10, 10**10 + x.shape[1])[None, :] + x,
+    lambda x: np.arange(0, x.shape[1] * 10**9, 10**9)[None, :] + x,
+    lambda x: np.arange(2**31 - 3, 2**31 - 3 + x.shape[1])[None, :] + x,
+    lambda x: np.arange(-5 * 10**9, -5 * 10**9 + x.shape[0])[:, None] + x,
+    lambda x: np.arange(0, x.shape[1] * 3, 3)[None, :] + x,
+], ids=["large_start", "large_step", "just_over", "rows_below", "small"])
+@pytest.mark.parametrize("shape", [(3, 5), (40, 33)])
+def test_an_index_past_int32_in_a_merged_nest(fn, shape):
+    """A review's find: a merged nest computed an ``Index`` in 32 bits (its variables from the
+    counter) and wrapped values past int32 without a word; such an index keeps the nest's
+    loops (``nests._int32_index``)."""
+    x = np.zeros(shape, np.int64)
+    f = stax.compile(fn)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x), fn(x))

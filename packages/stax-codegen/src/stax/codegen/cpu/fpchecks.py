@@ -222,7 +222,7 @@ class FloatEvents:
                 b.position_before(before.terminator)
                 b.store(ir.Constant(slot.type.pointee, 0), slot)
                 b.position_at_end(after)
-                target = outer.get(width) or self._accumulator(
+                target = outer[width] if width in outer else self._accumulator(
                     outer, ir.Constant(ir.DoubleType() if width == 64 else ir.FloatType(), 0.0),
                     name)[0]
                 b.store(combine(b.load(target), b.load(slot)), target)

@@ -112,11 +112,23 @@ def _merged_extent(nodes: Sequence[ComputedBuffer]) -> int | None:
         if not row_major(node.store_index):
             return None
         for e in postorder(node.data.body):
-            if isinstance(e, IndirectLoad) or (isinstance(e, Index) and (total >= 2 ** 31 or any(
-                    type(c) is not int for c in (e.index.const, *dict(e.index.terms).values())))) \
-                    or (isinstance(e, Load) and not row_major(e.index)):
+            if isinstance(e, IndirectLoad) or (isinstance(e, Index) and not _int32_index(
+                    e.index, ranges, total)) or (isinstance(e, Load) and not row_major(e.index)):
                 return None
     return total
+
+
+def _int32_index(index: Affine, ranges: Sequence[int], total: int) -> bool:
+    """Whether ``coordinates`` computes the ``Index`` ``index`` exactly in 32 bits over the
+    merged nest: integer coefficients, and every value it takes (and the counter) an int32
+    (``np.arange(10**10, ...)[None, :] + x`` came out wrapped; a review)."""
+    if total >= 2 ** 31 or any(type(c) is not int
+                               for c in (index.const, *dict(index.terms).values())):
+        return False
+    low, high = index.bounds({xvar(d): n for d, n in enumerate(ranges)})
+    partial = [abs(c) * (ranges[int(v[1:])] - 1) for v, c in index.terms]
+    return -2 ** 31 <= low and high < 2 ** 31 and \
+        abs(index.const) + sum(partial) < 2 ** 31
 
 
 class LoopShapes:
