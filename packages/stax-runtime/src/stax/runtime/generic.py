@@ -47,12 +47,20 @@ SCALAR_VALUE = -1
 ITEM = 1 << 16
 
 
+def _item_position(argument: int, item: int) -> int:
+    """The pattern position of item ``item`` of list or tuple argument ``argument``."""
+    return ITEM * (argument + 1) + item
+
+
+def _split(position: int) -> tuple[int, int | None]:
+    """(the argument, the item of it or None) a pattern position names."""
+    return (position, None) if position < ITEM else (position // ITEM - 1, position % ITEM)
+
+
 def _leaf_at(positional: Sequence[Any], position: int) -> Any:
     """A key's leaf at a pattern position: an argument's, or an item's of a list or tuple."""
-    if position < ITEM:
-        return positional[position]
-    container = positional[position // ITEM - 1]
-    return container[1][position % ITEM]
+    argument, item = _split(position)
+    return positional[argument] if item is None else positional[argument][1][item]
 
 
 def _scalar_positions(positional: Sequence[Any]) -> list[int]:
@@ -63,7 +71,7 @@ def _scalar_positions(positional: Sequence[Any]) -> list[int]:
         if scalar_kind(leaf):
             found.append(i)
         elif _items(leaf) is not None:
-            found += [ITEM * (i + 1) + j for j, item in enumerate(leaf[1]) if scalar_kind(item)]
+            found += [_item_position(i, j) for j, item in enumerate(leaf[1]) if scalar_kind(item)]
     return found
 
 
@@ -171,18 +179,20 @@ def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
     (None when this call cannot use a generic version of that pattern: keywords, a dynamic
     dimension of size 0 or 1, another type where a scalar was)."""
     positional, keywords = sigma
-    if keywords or any((i if i < ITEM else i // ITEM - 1) >= len(positional)
-                       for i, _ in pattern):  # (f(x) beside f(x, k))
-        return None
+    if keywords or any(_split(i)[0] >= len(positional) for i, _ in pattern):  # (f(x) beside
+        return None  # f(x, k))
+    items: dict[int, list[int]] = {}  # argument -> its items that are inputs
+    for position, d in pattern:
+        argument, item = _split(position)
+        if item is not None and d == SCALAR_VALUE:
+            items.setdefault(argument, []).append(item)
     leaves = []
     for i, leaf in enumerate(positional):
-        items = [j for j in range(ITEM * (i + 1), ITEM * (i + 2)) if (j, SCALAR_VALUE) in pattern] \
-            if any(k >= ITEM for k, _ in pattern) else []
-        if items:  # a list or tuple with scalar items as inputs: their types alone
+        if i in items:  # a list or tuple with scalar items as inputs: their types alone
             inner = _items(leaf)
-            if inner is None or items[-1] % ITEM >= len(inner):
+            if inner is None or max(items[i]) >= len(inner):
                 return None
-            kinds = {j % ITEM: scalar_kind(inner[j % ITEM]) for j in items}
+            kinds = {j: scalar_kind(inner[j]) for j in items[i]}
             if not all(kinds.values()):
                 return None
             leaves.append((leaf[0], tuple((kinds[j], "*") if j in kinds else item
@@ -285,7 +295,7 @@ def changed_dimensions(old: Any, new: Any) -> Pattern | None:
             continue
         items = _changed_items(a, b)
         if items is not None:  # scalars in a list or tuple (coefficients): inputs too
-            changed |= {(ITEM * (i + 1) + j, SCALAR_VALUE) for j in items}
+            changed |= {(_item_position(i, j), SCALAR_VALUE) for j in items}
             continue
         if not (_array_leaf(a) and _array_leaf(b)) or len(a[2]) != len(b[2]) or a[3] != b[3]:
             return None
@@ -462,9 +472,7 @@ class GenericVersions:
                 store: Any = None) -> Any:
         """The generic executable of this call's capture, or None (the exact version is
         compiled instead, and this generic key never tried again), logged either way."""
-        dims = ", ".join(f"inputs[{i}]" if d == SCALAR_VALUE and i < ITEM else
-                         f"inputs[{i // ITEM - 1}][{i % ITEM}]" if d == SCALAR_VALUE else
-                         f"inputs[{i}].shape[{d}]" for i, d in sorted(pattern))
+        dims = ", ".join(_described(i, d) for i, d in sorted(pattern))
         try:
             executable, env = compile_generic(capture, pattern, args, run_backend)
         except NotGeneric as exc:
@@ -503,14 +511,23 @@ def leaf_positions(args: Sequence[Any]) -> list[int]:
     return positions
 
 
+def _described(position: int, d: int) -> str:
+    """A pattern's dimension as a log names it: ``inputs[1]``, ``inputs[1][0]``,
+    ``inputs[0].shape[1]``."""
+    argument, item = _split(position)
+    if d != SCALAR_VALUE:
+        return f"inputs[{argument}].shape[{d}]"
+    return f"inputs[{argument}]" if item is None else f"inputs[{argument}][{item}]"
+
+
 def _flat_item(args: Sequence[Any], positions: Sequence[int], position: int) -> tuple[int, Any]:
     """The flat leaf index and the value of a pattern position's scalar (an argument, or an
     item of a list or tuple argument)."""
     from stax.ir import tree_flatten
 
-    if position < ITEM:
-        return positions[position], args[position]
-    i, j = position // ITEM - 1, position % ITEM
+    i, j = _split(position)
+    if j is None:
+        return positions[i], args[i]
     before = sum(len(tree_flatten(item)[0]) for item in args[i][:j])
     return positions[i] + before, args[i][j]
 
