@@ -27,7 +27,7 @@ from stax.ir.scalar_predicates import OTHER_OUTCOME
 from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
-from .key_entry import NOT_SCALAR, leaf_scalar, version_entry
+from .key_entry import NOT_SCALAR, container_items, leaf_scalar, version_entry
 from .signature import (
     ARRAY,
     Unguardable,
@@ -77,10 +77,8 @@ def _scalar_positions(positional: Sequence[Any]) -> list[int]:
 
 def _items(leaf: Any) -> tuple[Any, ...] | None:
     """The items' leaves of a list or tuple argument's leaf (fewer than ``ITEM``), else None."""
-    if isinstance(leaf, tuple) and len(leaf) == 2 and leaf[0] in ("list", "tuple") and \
-            isinstance(leaf[1], tuple) and len(leaf[1]) < ITEM:
-        return leaf[1]
-    return None
+    items = container_items(leaf)
+    return items if items is not None and len(items) < ITEM else None
 
 
 @dataclass(frozen=True)

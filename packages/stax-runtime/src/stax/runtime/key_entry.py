@@ -88,13 +88,18 @@ def native_entry(sigma: Any, slots: list[int], function: Callable[..., Any],
                      predicates=predicates, given=given, extra=_unserved(served, constants))
 
 
+def container_items(leaf: Any) -> tuple[Any, ...] | None:
+    """The items' keys of a list or tuple argument's key leaf, else None."""
+    return leaf[1] if isinstance(leaf, tuple) and len(leaf) == 2 and \
+        leaf[0] in ("list", "tuple") and isinstance(leaf[1], tuple) else None
+
+
 def flat_names(positional: Sequence[Any]) -> list[str]:
     """The expression of each flat leaf of a call keyed by ``positional``: ``a0`` for an
     argument, ``a1[0]`` for an item of a list or tuple of leaves (coefficients, ``(w, b)``)."""
     names = []
     for i, leaf in enumerate(positional):
-        items = leaf[1] if leaf[0] in ("list", "tuple") and len(leaf) == 2 and \
-            isinstance(leaf[1], tuple) else None
+        items = container_items(leaf)
         names += [f"a{i}"] if items is None else [f"a{i}[{j}]" for j in range(len(items))]
     return names
 
@@ -103,9 +108,10 @@ def _flat_containers(positional: Sequence[Any]) -> bool:
     """Whether every list or tuple argument of a key holds leaves alone (arrays, numbers,
     strings: no container inside), so that ``flat_names`` names every flat leaf."""
     for leaf in positional:
-        if leaf[0] in ("list", "tuple") and len(leaf) == 2 and isinstance(leaf[1], tuple):
+        items = container_items(leaf)
+        if items is not None:
             if any(isinstance(item, tuple) and item and item[0] in ("list", "tuple", "dict")
-                   for item in leaf[1]):
+                   for item in items):
                 return False
         elif leaf[0] == "dict":
             return False
@@ -401,8 +407,8 @@ def _container_test(expr: str, name: str, leaf: Any, constants: dict[str, Any]) 
     dict of such too (a dict's keys strings, in the key's order); ``name`` names its
     constants. A fallback version keyed by a dict of arrays cost 21 us over the eager call."""
     kind = leaf[0]
-    if kind in ("tuple", "list") and len(leaf) == 2 and isinstance(leaf[1], tuple):
-        items = leaf[1]
+    items = container_items(leaf)
+    if items is not None:
         tests = [f"type({expr}) is {kind}", f"len({expr}) == {len(items)}"]
         for k, item in enumerate(items):
             test = _container_test(f"{expr}[{k}]", f"{name}_{k}", item, constants)
