@@ -12,7 +12,7 @@ import numpy as np
 from llvmlite import ir
 
 from stax.ir.sizes import Size, active_env, is_symbolic
-from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width, rows_apart
+from stax.loop import ExternCall, Load, LoopProgram, Pointwise, index_width
 
 from .artifact import EVENTS_BUFFER, BufferPlan, ExternPlan, KernelArtifact, KernelPlan
 from .cpu.costs import inlined_functions
@@ -25,7 +25,7 @@ from .cpu.parallel_work import NEVER
 from .cpu.same_kernels import alias_lines, kernel_key
 from .cpu.target import cpu_target
 from .cpu.vmath.trig32 import short_reductions
-from .nesting import NestPlan, plain_order
+from .nesting import NestPlan, plain_order, rows_outermost
 from .program_plan import (
     buffer_plans,
     check_kernel_budget,
@@ -257,8 +257,8 @@ def _plan(name: str, group: Group, args: tuple[str, ...], nbytes: dict[str, int]
     read, written = traffic(group, args, nbytes, discard)
     # a scatter or rerolled updates run in order on one thread (``ComputedBuffer.ordered``),
     # but rerolled updates a row at a time split by rows (``nesting.plain_order``)
-    in_order = any(n.ordered or n.store_offset is not None for n in group.nodes) and not (
-        len(group.nodes) == 1 and rows_apart(group.nodes[0]))
+    in_order = any(n.ordered or n.store_offset is not None for n in group.nodes) and \
+        not rows_outermost(group.nodes)
     cost = _cost(group, target)
     moved = _touched(group, args, read + written, dtypes)
     per_call = is_symbolic(cost) or is_symbolic(moved)

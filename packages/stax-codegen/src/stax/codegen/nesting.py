@@ -145,6 +145,13 @@ def transposed(nodes: Sequence[ComputedBuffer]) -> bool:
     return False
 
 
+def rows_outermost(nodes: Sequence[Any]) -> bool:
+    """Whether a group is one ordered update run rows outermost, its iterations innermost and
+    in order, rows split across threads (``stax.loop.rows_apart``): ``plain_order``, the
+    plan's threads, the CPU emitter's unrolling."""
+    return len(nodes) == 1 and isinstance(nodes[0], ComputedBuffer) and rows_apart(nodes[0])
+
+
 def plain_order(nodes: Sequence[ComputedBuffer]) -> tuple[int, ...]:
     """The order of a plain nest's loops, outermost first (by their ``xvar`` numbers): C order,
     but an element-wise group whose first result is stored along memory on another loop than
@@ -157,7 +164,7 @@ def plain_order(nodes: Sequence[ComputedBuffer]) -> tuple[int, ...]:
     V[:, k - 1] * x``) runs its rows outermost, its iterations in order within each row."""
     first = nodes[0]
     identity = tuple(range(len(first.ranges)))
-    if len(nodes) == 1 and rows_apart(first):
+    if rows_outermost(nodes):
         return (*identity[1:], 0)
     if len(first.ranges) < 2 or not all(isinstance(n.data, Pointwise) for n in nodes) or \
             any(n.ordered or n.store_offset is not None for n in nodes):

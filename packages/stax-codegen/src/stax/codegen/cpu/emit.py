@@ -43,12 +43,11 @@ from stax.loop import (
     Unary,
     index_width,
     postorder,
-    rows_apart,
     rvar,
     xvar,
 )
 
-from ..nesting import Nest
+from ..nesting import Nest, rows_outermost
 from ..rowshare import Spill
 from . import pairwise, rules
 from .alias_scopes import mark_alias_scopes
@@ -149,7 +148,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         #: innermost loop: never kept rolled to vectorize along it (it reads what the iteration
         #: before stored; unrolled, the value stays in a register: a 5000x9 Vandermonde matrix
         #: 31 -> 9 us, NumPy 38)
-        self.serial_rows = len(spec.nodes) == 1 and rows_apart(spec.nodes[0])
+        self.serial_rows = rows_outermost(spec.nodes)
         fnty = ir.FunctionType(ir.VoidType(), [I8P] * len(spec.args) + [I64, I64])
         self.fn = ir.Function(module, fnty, spec.name)
         self.fn.attributes.add("nounwind")
@@ -317,9 +316,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         unroll = inside != -1 and (in_order or (not short_loop(extent, around) and (
             self.serial_rows or not in_row_vectors(extent, around, self.lanes,
                                                    reduction=reduction))))
-        scalar = self.events is not None and getattr(self, "flags", False) and \
-            masked_tail(extent, self.lanes)  # (``loop_hints.loop_id``; an outer loop too:
-        # LLVM vectorizes it across short rows it unrolled)
+        scalar = self.flags and masked_tail(extent, self.lanes)  # (``loop_hints.loop_id``;
+        # an outer loop too: LLVM vectorizes it across short rows it unrolled)
         if count > 1 or not unroll or scalar:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
                                                      unroll=unroll, vectorize=not scalar))

@@ -218,13 +218,11 @@ class FloatEvents:
         after = b.block
         for slots, outer, combine, name in ((inner[0], saved[0], b.or_, "fp_nonfinite"),
                                             (inner[1], saved[1], b.xor, "fp_kept")):
-            for width, slot in slots.items():
+            for slot in slots.values():
                 b.position_before(before.terminator)
                 b.store(ir.Constant(slot.type.pointee, 0), slot)
                 b.position_at_end(after)
-                target = outer[width] if width in outer else self._accumulator(
-                    outer, ir.Constant(ir.DoubleType() if width == 64 else ir.FloatType(), 0.0),
-                    name)[0]
+                target = self._slot(outer, slot.type.pointee, name)
                 b.store(combine(b.load(target), b.load(slot)), target)
 
     def _accumulator(self, slots: dict[int, ir.Value], v: ir.Value, name: str
@@ -232,6 +230,10 @@ class FloatEvents:
         """The integer slot of ``v``'s width in ``slots`` (made zero in the entry block on first
         use), and that integer type."""
         bits = ir.IntType(64 if isinstance(v.type, ir.DoubleType) else 32)
+        return self._slot(slots, bits, name), bits
+
+    def _slot(self, slots: dict[int, ir.Value], bits: ir.IntType, name: str) -> ir.Value:
+        """The slot of integers ``bits`` in ``slots``, made zero in the entry block on first use."""
         slot = slots.get(bits.width)
         if slot is None:
             b = self.builder
@@ -239,7 +241,7 @@ class FloatEvents:
                 b.position_at_start(self.fn.entry_basic_block)
                 slot = slots[bits.width] = b.alloca(bits, name=f"{name}{bits.width}{self._loop}")
                 b.store(ir.Constant(bits, 0), slot)
-        return slot, bits
+        return slot
 
     def _class(self, v: ir.Value) -> tuple[ir.Value, ir.Value]:
         """(isnan(v), isfinite(v)), computed once per value."""

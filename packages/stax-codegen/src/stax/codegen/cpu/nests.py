@@ -125,10 +125,9 @@ def _int32_index(index: Affine, ranges: Sequence[int], total: int) -> bool:
     if total >= 2 ** 31 or any(type(c) is not int
                                for c in (index.const, *dict(index.terms).values())):
         return False
-    low, high = index.bounds({xvar(d): n for d, n in enumerate(ranges)})
-    partial = [abs(c) * (ranges[int(v[1:])] - 1) for v, c in index.terms]
-    return -2 ** 31 <= low and high < 2 ** 31 and \
-        abs(index.const) + sum(partial) < 2 ** 31
+    extents = {xvar(d): n for d, n in enumerate(ranges)}  # (every partial sum within this
+    # bound: so is every value)
+    return abs(index.const) + sum(abs(c) * (extents[v] - 1) for v, c in index.terms) < 2 ** 31
 
 
 class LoopShapes:
