@@ -50,8 +50,9 @@ STORE = "stax.functional.setitem"
 #: ``np.array([s, i, r])`` of scalars and numbers (``stax.trace.creation``): likewise
 FROM_NUMBERS = "numpy.array"
 #: calls filling a new array with a value (``np.full_like(c, lo)``, ``np.full(shape, lo)``)
-FILLS = {"numpy.full_like": ("fill_value", frozenset({"fill_value", "dtype"})),
-         "numpy.full": ("fill_value", frozenset({"fill_value", "dtype"}))}
+FILLS = frozenset({"numpy.full_like", "numpy.full"})
+#: the keywords of those calls a fill value may come with (the value's own by name)
+_FILL_KEYWORDS = frozenset({"fill_value", "dtype"})
 ASSIGNING = frozenset({STORE, FROM_NUMBERS, *FILLS})
 #: the dtype of the input a scalar argument of each Python type is passed in
 INPUT_DTYPES = {"float": "float64", "int": "int64"}
@@ -184,17 +185,12 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
     if leaf in set(read):
         return f"the function reads argument {leaf}'s value in Python (a branch, a conversion, " \
             "range(), or arithmetic Stax does not follow)"
-    if leaf in set((program.info or {}).get("scalar_used", ())) and not any(
-            leaf in leaves_of(used) for node in program.graph.nodes
-            for _, used in node.meta.get("scalar_args", ())):
-        # a traced call took it, and a rewrite of the capture lost where: as an input its value
-        # would stay the capture's wherever that was (a safety net: rewrites keep the record)
-        return f"argument {leaf} was an operand of a traced call that the graph no longer " \
-            "records"
+    recorded = False  # a node records a use of it
     for node in program.graph.nodes:
         uses = [(path, kind if used == leaf else expression_kind(used))
                 for path, used in node.meta.get("scalar_args", ()) if leaf in leaves_of(used)]
         kinds = [k for _, k in uses]
+        recorded = recorded or bool(kinds)
         if not kinds or (node.target in TAKEN_WHOLE and not node.kwargs.keys() - {"loop"}):
             continue
         if node.target == INDEXING:
@@ -217,6 +213,11 @@ def input_refusal(program: GraphProgram, leaf: int, read: Sequence[int] = (),
         elif any(_weak_dtype(node, k) is None for k in kinds):
             return f"{node.name}: argument {leaf} is an operand of {node.target}(), " \
                    "which takes it other than as a weak scalar of a float array"
+    if not recorded and leaf in set((program.info or {}).get("scalar_used", ())):
+        # a traced call took it, and a rewrite of the capture lost where: as an input its value
+        # would stay the capture's wherever that was (a safety net: rewrites keep the record)
+        return f"argument {leaf} was an operand of a traced call that the graph no longer " \
+            "records"
     return None
 
 
@@ -404,10 +405,10 @@ def _stored_dtype(node: Node, path: Sequence[Any]) -> str | None:
     if node.op is not Opcode.CALL_FUNCTION:
         return None
     if node.target in FILLS:  # the fill value, cast to the new array's float dtype (NumPy's
-        keyword, keywords = FILLS[node.target]  # ``copyto``: as ``astype`` casts it)
-        where = ("args", 1) if len(node.args) >= 2 else ("kwargs", keyword)
+        # ``copyto``: as ``astype`` casts it)
+        where = ("args", 1) if len(node.args) >= 2 else ("kwargs", "fill_value")
         filled = tuple(path) == where and len(node.args) <= 2 and \
-            set(node.kwargs) <= keywords and node.tensor is not None
+            set(node.kwargs) <= _FILL_KEYWORDS and node.tensor is not None
         return node.tensor.dtype if filled and np.dtype(node.tensor.dtype).kind == "f" else None
     if node.target == FROM_NUMBERS:  # np.array([s, i, r]): each converted to the array's dtype
         flat = len(path) == 3 and tuple(path[:2]) == ("args", 0) and \
