@@ -22,65 +22,36 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir.scalar_inputs import numpy_kind, value_kind
+from stax.ir.scalar_inputs import value_kind
 from stax.ir.scalar_predicates import OTHER_OUTCOME
 from stax.ir.shape_env import ShapeEnv
 
 from .dynamic import SPECIALIZED_SIZES, stride_expressions
-from .key_entry import NOT_SCALAR, container_items, leaf_scalar, version_entry
+from .key_entry import NOT_SCALAR, leaf_scalar, version_entry
+from .pattern_items import (
+    ITEM,
+    SCALAR_VALUE,
+    changed_items,
+    described,
+    flat_item,
+    item_position,
+    items_of,
+    leaf_at,
+    scalar_kind,
+    scalar_positions,
+    split,
+)
 from .signature import (
     ARRAY,
     Unguardable,
     array_signature,
     diff_signature,
-    numpy_scalar_dtype,
     signature,
 )
 
-#: (argument, dimension) pairs that are dynamic; ``(argument, SCALAR_VALUE)``: a Python
-#: ``int``/``float`` argument whose value is a run-time input (``scalar_arguments.py``)
+#: (argument, dimension) pairs that are dynamic; ``(argument, SCALAR_VALUE)``: a scalar whose
+#: value is a run-time input (``pattern_items.py``: an argument or an item of one)
 Pattern = frozenset[tuple[int, int]]
-SCALAR_VALUE = -1
-#: a scalar inside a list or tuple argument (``f(x, [a, b, c])``, coefficients): its position
-#: in a pattern is ``ITEM * (i + 1) + j`` for item ``j`` of argument ``i`` (ints: the patterns
-#: stay pairs of ints, stored as such: ``dynamic_memory``)
-ITEM = 1 << 16
-
-
-def _item_position(argument: int, item: int) -> int:
-    """The pattern position of item ``item`` of list or tuple argument ``argument``."""
-    return ITEM * (argument + 1) + item
-
-
-def _split(position: int) -> tuple[int, int | None]:
-    """(the argument, the item of it or None) a pattern position names."""
-    return (position, None) if position < ITEM else (position // ITEM - 1, position % ITEM)
-
-
-def _leaf_at(positional: Sequence[Any], position: int) -> Any:
-    """A key's leaf at a pattern position: an argument's, or an item's of a list or tuple."""
-    argument, item = _split(position)
-    return positional[argument] if item is None else positional[argument][1][item]
-
-
-def _scalar_positions(positional: Sequence[Any]) -> list[int]:
-    """The positions of a key's scalars a generic version may take as inputs: its Python and
-    NumPy number arguments, and those items of its list and tuple arguments (not deeper)."""
-    found = []
-    for i, leaf in enumerate(positional):
-        if scalar_kind(leaf):
-            found.append(i)
-        elif _items(leaf) is not None:
-            found += [_item_position(i, j) for j, item in enumerate(leaf[1]) if scalar_kind(item)]
-    return found
-
-
-def _items(leaf: Any) -> tuple[Any, ...] | None:
-    """The items' leaves of a list or tuple argument's leaf (fewer than ``ITEM``), else None."""
-    items = container_items(leaf)
-    return items if items is not None and len(items) < ITEM else None
-
-
 @dataclass(frozen=True)
 class ShapeGuardFailure:
     """A shape guard of a size-generic version that a call fails (``explain()``)."""
@@ -138,23 +109,11 @@ def _layout(leaf: Any, dims: Sequence[int] = ()) -> tuple[Any, ...] | None:
     return (dtype, len(shape), stride_expressions(shape, elements, ones))
 
 
-def scalar_kind(leaf: Any) -> str | None:
-    """``"int"`` or ``"float"`` for the signature leaf of a Python int or float (not a bool),
-    ``"numpy.<dtype>"`` for a NumPy scalar a generic version can take as an input
-    (``scalar_arguments.value_kind``)."""
-    if isinstance(leaf, tuple) and len(leaf) == 2 and leaf[0] in ("int", "float"):
-        return leaf[0]
-    dtype = numpy_scalar_dtype(leaf)  # (type name, dtype, bytes)
-    if dtype is not None and dtype.isnative:
-        return numpy_kind(dtype)
-    return None
-
-
 def _every_scalar(sigma: Any) -> tuple[Pattern, Any | None]:
     """The pattern of every scalar's value among a key's positional arguments, and the generic
     key of it (None: no scalar, or keywords)."""
     positional, keywords = sigma
-    pattern = frozenset((i, SCALAR_VALUE) for i in _scalar_positions(positional))
+    pattern = frozenset((i, SCALAR_VALUE) for i in scalar_positions(positional))
     return pattern, generic_key(sigma, pattern) if pattern and not keywords else None
 
 
@@ -164,7 +123,7 @@ def _scalar_values(sigma: Any, positions: Sequence[int]) -> tuple[Any, ...] | No
     takes (``scalar_kind``)."""
     values = []
     for i in positions:
-        leaf = _leaf_at(sigma[0], i)
+        leaf = leaf_at(sigma[0], i)
         value = leaf_scalar(leaf) if scalar_kind(leaf) else NOT_SCALAR
         if value is NOT_SCALAR or value != value:
             return None
@@ -177,17 +136,17 @@ def generic_key(sigma: Any, pattern: Pattern) -> Any | None:
     (None when this call cannot use a generic version of that pattern: keywords, a dynamic
     dimension of size 0 or 1, another type where a scalar was)."""
     positional, keywords = sigma
-    if keywords or any(_split(i)[0] >= len(positional) for i, _ in pattern):  # (f(x) beside
+    if keywords or any(split(i)[0] >= len(positional) for i, _ in pattern):  # (f(x) beside
         return None  # f(x, k))
     items: dict[int, list[int]] = {}  # argument -> its items that are inputs
     for position, d in pattern:
-        argument, item = _split(position)
+        argument, item = split(position)
         if item is not None and d == SCALAR_VALUE:
             items.setdefault(argument, []).append(item)
     leaves = []
     for i, leaf in enumerate(positional):
         if i in items:  # a list or tuple with scalar items as inputs: their types alone
-            inner = _items(leaf)
+            inner = items_of(leaf)
             if inner is None or max(items[i]) >= len(inner):
                 return None
             kinds = {j: scalar_kind(inner[j]) for j in items[i]}
@@ -291,9 +250,9 @@ def changed_dimensions(old: Any, new: Any) -> Pattern | None:
         if scalar_kind(a) is not None and scalar_kind(a) == scalar_kind(b):
             changed.add((i, SCALAR_VALUE))  # a scalar's value changed: a run-time input
             continue
-        items = _changed_items(a, b)
+        items = changed_items(a, b)
         if items is not None:  # scalars in a list or tuple (coefficients): inputs too
-            changed |= {(_item_position(i, j), SCALAR_VALUE) for j in items}
+            changed |= {(item_position(i, j), SCALAR_VALUE) for j in items}
             continue
         if not (_array_leaf(a) and _array_leaf(b)) or len(a[2]) != len(b[2]) or a[3] != b[3]:
             return None
@@ -306,19 +265,6 @@ def changed_dimensions(old: Any, new: Any) -> Pattern | None:
     return frozenset(changed) or None
 
 
-def _changed_items(a: Any, b: Any) -> list[int] | None:
-    """The items of two list (or tuple) leaves of one length that differ, where each is a
-    scalar of one kind in both; None where anything else differs."""
-    old, new = _items(a), _items(b)
-    if old is None or new is None or a[0] != b[0] or len(old) != len(new):
-        return None
-    items = [j for j, (x, y) in enumerate(zip(old, new)) if x != y]
-    if not items or any(scalar_kind(old[j]) is None or scalar_kind(old[j]) != scalar_kind(new[j])
-                        for j in items):
-        return None
-    return items
-
-
 def every_dimension(sigma: Any) -> Pattern | None:
     """``dynamic=True``: every array dimension of size 2 or more."""
     positional, keywords = sigma
@@ -326,7 +272,7 @@ def every_dimension(sigma: Any) -> Pattern | None:
         return None
     dims = {(i, d) for i, leaf in enumerate(positional) if _array_leaf(leaf)
             for d, n in enumerate(leaf[2]) if n not in SPECIALIZED_SIZES}
-    dims |= {(i, SCALAR_VALUE) for i in _scalar_positions(positional)}
+    dims |= {(i, SCALAR_VALUE) for i in scalar_positions(positional)}
     return frozenset(dims) or None
 
 
@@ -339,7 +285,7 @@ def _smallest(sigma: Any, pattern: Pattern) -> int:
     """The smallest dynamic size of a generic key's attempt, an int scalar's value among them
     (a loop count of 2, too few items to lift the loop, is tried again at a larger count)."""
     sizes = [sigma[0][i][2][d] if d != SCALAR_VALUE else
-             _leaf_at(sigma[0], i)[1] if _leaf_at(sigma[0], i)[0] == "int" else SMALL_TRACE
+             leaf_at(sigma[0], i)[1] if leaf_at(sigma[0], i)[0] == "int" else SMALL_TRACE
              for i, d in pattern]
     return min(sizes, default=SMALL_TRACE)
 
@@ -470,7 +416,7 @@ class GenericVersions:
                 store: Any = None) -> Any:
         """The generic executable of this call's capture, or None (the exact version is
         compiled instead, and this generic key never tried again), logged either way."""
-        dims = ", ".join(_described(i, d) for i, d in sorted(pattern))
+        dims = ", ".join(described(i, d) for i, d in sorted(pattern))
         try:
             executable, env = compile_generic(capture, pattern, args, run_backend)
         except NotGeneric as exc:
@@ -509,27 +455,6 @@ def leaf_positions(args: Sequence[Any]) -> list[int]:
     return positions
 
 
-def _described(position: int, d: int) -> str:
-    """A pattern's dimension as a log names it: ``inputs[1]``, ``inputs[1][0]``,
-    ``inputs[0].shape[1]``."""
-    argument, item = _split(position)
-    if d != SCALAR_VALUE:
-        return f"inputs[{argument}].shape[{d}]"
-    return f"inputs[{argument}]" if item is None else f"inputs[{argument}][{item}]"
-
-
-def _flat_item(args: Sequence[Any], positions: Sequence[int], position: int) -> tuple[int, Any]:
-    """The flat leaf index and the value of a pattern position's scalar (an argument, or an
-    item of a list or tuple argument)."""
-    from stax.ir import tree_flatten
-
-    i, j = _split(position)
-    if j is None:
-        return positions[i], args[i]
-    before = sum(len(tree_flatten(item)[0]) for item in args[i][:j])
-    return positions[i] + before, args[i][j]
-
-
 def _scalars_refusal(program: Any) -> str | None:
     """Why a capture cannot take its scalars as inputs, what ``symbolize`` says first: a data
     gate (a number read from the data, which the scalar may decide: its replay would hold the
@@ -557,7 +482,7 @@ def compile_generic(capture: Any, pattern: Pattern, args: Sequence[Any],
     scalars: dict[int, str] = {}  # flat argument -> "int"/"float"
     for i, d in sorted(pattern):
         if d == SCALAR_VALUE:
-            flat, value = _flat_item(args, positions, i)
+            flat, value = flat_item(args, positions, i)
             scalars[flat] = value_kind(value)
         else:
             dynamic.setdefault(positions[i], []).append(d)
