@@ -259,7 +259,7 @@ def test_integer_sums_wrap_as_numpy():
 def test_selections_used_otherwise_keep_their_count_gate():
     def counted(x):
         t = x[x > 0]
-        return t.sum() / len(t)  # len() is a Python int: the count is read
+        return t.sum() / float(len(t))  # float() reads the count (test_selection_counts.py)
 
     def returned(x):
         t = x[x > 0]

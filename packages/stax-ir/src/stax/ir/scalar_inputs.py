@@ -160,6 +160,34 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
     return None
 
 
+#: true division of integer arrays: a weak int converts to their dtype, the quotient is float64
+_TRUE_DIVISIONS = frozenset({"operator.truediv", "numpy.divide", "numpy.true_divide"})
+
+
+def weak_int_target(node: Node) -> str | None:
+    """The dtype NumPy converts a weak Python ``int`` operand of ``node`` to (as ``_weak_dtype``
+    says, and the integer arrays' dtype where they are divided: ``n_int64 / 3``), or None
+    where ``node`` takes an int otherwise."""
+    target = _weak_dtype(node, "int")
+    if target is not None or node.target not in _TRUE_DIVISIONS or node.kwargs:
+        return target
+    arrays = {a.tensor.dtype for a in node.args if isinstance(a, Node) and a.tensor is not None}
+    if len(arrays) == 1 and np.dtype(next(iter(arrays))).kind in "iu" and \
+            node.tensor is not None and node.tensor.dtype == "float64":
+        return next(iter(arrays))
+    return None
+
+
+def weak_int_cast(graph: Any, value: Node, target: str) -> Node:
+    """The 0-d int64 ``value`` converted to ``target`` as NumPy converts a weak Python int
+    (``weak_int_target``): declining where it does not fit an integer ``target``."""
+    if target == "int64":
+        return value
+    cast = graph.call_method("astype", (value, target), name=f"{value.name}_as",
+                             meta={"tensor": TensorMeta((), target, ())})
+    return _in_range(graph, value, cast, target) if np.dtype(target).kind in "iu" else cast
+
+
 def _pinned(program: GraphProgram) -> tuple[dict[int, Any], set[int]]:
     """The arguments a recorded predicate pins to one value (``p == 2.0`` came out True: the
     version applies to that value alone), with their values, taken as constants where they are

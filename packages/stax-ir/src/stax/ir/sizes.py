@@ -433,7 +433,8 @@ def shape_env(env: Any) -> Iterator[Any]:
 
 def parse_size(text: str) -> int | Size:
     """A size from its text form (``str(size)``): sums, products, ``//`` and ``%`` by integers
-    of integers and symbols ``s<k>``."""
+    of integers and symbols ``s<k>`` (and ``c<k>``, the lengths of masked selections capture
+    follows until it resolves them: ``stax.trace.selection_counts``)."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
@@ -445,7 +446,7 @@ def _build(node: ast.AST, text: str) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and \
             not isinstance(node.value, bool):
         return node.value
-    if isinstance(node, ast.Name) and node.id[:1] == "s" and node.id[1:].isdigit():
+    if isinstance(node, ast.Name) and node.id[:1] in "sc" and node.id[1:].isdigit():
         return Size.symbol(node.id)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return -_build(node.operand, text)

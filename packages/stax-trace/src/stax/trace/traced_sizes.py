@@ -26,6 +26,9 @@ import numpy as np
 from stax.ir.scalar_inputs import leaves_of
 from stax.ir.sizes import Size
 
+from .selection_counts import PREFIX as COUNT
+from .selection_counts import compared, mask_of
+
 if TYPE_CHECKING:
     from .tracer import Tracer
 
@@ -176,6 +179,10 @@ def _compared(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def method(self: TracedSize, other: Any) -> Any:
         if traced_array(other):
             return NotImplemented
+        if isinstance(self.expression, Size) and not isinstance(other, TracedSize):
+            answer = compared(self.tracer, self.expression, fn.__name__, other)
+            if answer is not None:  # a selection's length: a gate on the program's test
+                return answer
         other = other.read() if isinstance(other, TracedSize) else other
         return fn(self.read(), other)
     return method
@@ -252,6 +259,7 @@ class SizeReads:
         self.symbols: dict[tuple[Any, int], str] = {}
         self.dims: dict[Any, set[int] | None] = {}  # node -> dimensions read (None: all)
         self._data_shaped: dict[Any, bool] = {}
+        self.counts: dict[str, tuple[Any, Any]] = {}  # count symbol -> (selection, mask)
 
     def shape_of(self, proxy: Any) -> tuple[Any, ...]:
         """``x.shape`` read by the user's code: each dimension a size that follows it. A value
@@ -260,8 +268,15 @@ class SizeReads:
         another version (a size that followed it was the traced count in every call)."""
         node, shape = proxy.node, proxy.value.shape
         if self.data_shaped(node):
-            self.read_dims(node, None)
-            return tuple(shape)
+            mask = mask_of(node, self.data_shaped) if node.graph is self.tracer.graph else None
+            if mask is None:
+                self.read_dims(node, None)
+                return tuple(shape)
+            # a selection's length: its mask's count, which the program computes where the
+            # length is an operand (``selection_counts.py``); any other use reads it
+            name = f"{COUNT}{len(self.counts)}"
+            self.counts[name] = (node, mask)
+            return (TracedSize(shape[0], Size.symbol(name), self.tracer),)
         return tuple(TracedSize(n, self._symbol(node, d), self.tracer)
                      for d, n in enumerate(shape))
 
@@ -297,6 +312,8 @@ class SizeReads:
         """Python decided something from a size: its dimensions stay exact."""
         if isinstance(expression, Size):
             names = expression.symbols
+            for name in names & self.counts.keys():  # a selection's length: its shape gate
+                self.read_dims(self.counts[name][0], None)
             for (node, dim), name in self.symbols.items():
                 if name in names:
                     self.read_dims(node, (dim,))

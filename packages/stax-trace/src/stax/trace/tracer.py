@@ -44,6 +44,7 @@ from .proxy import Proxy, escaped
 from .raised import caught_error, decided_by_key
 from .reach import plain_exception, scan, settle_stored, stand_in_error
 from .result_meta import meta_of, view_relation
+from .selection_counts import resolve as resolve_counts
 from .source import holding_warnings, traced_value, user_source
 from .traced_scalars import FOLLOWING, TracedScalar, retried_with_values, value_kind
 from .traced_sizes import SizeReads, TracedSize, size_arguments
@@ -74,13 +75,11 @@ class Tracer:
         # nodes computed from local arrays and constants alone (``np.arange(n) * 2``): their
         # values follow from the key, so Python may read them without a data gate
         self.constants: set[Any] = set()
-        # masked assignment (masked.py): reads x[m] by node, 0-d values by node, and the nodes
-        # whose shape Python read
-        self.masked_reads: dict[Any, tuple[tuple[Any, Any], Any]] = {}  # -> ((x, value), m)
+        # masked assignment (masked.py): reads x[m] by node -> ((x, value), m), 0-d values
+        self.masked_reads: dict[Any, tuple[tuple[Any, Any], Any]] = {}
         self.scalar_values: dict[Any, Any] = {}
-        self.shape_read: set[Any] = set()
-        # the dimensions the user's code read as sizes (``x.shape[0]``), each a size symbol
-        self.sizes = SizeReads(self)
+        self.shape_read: set[Any] = set()  # the nodes whose shape Python read
+        self.sizes = SizeReads(self)  # sizes the user's code read (``x.shape[0]``), as symbols
         self.scalar_read: set[int] = set()  # flat indices of scalar arguments Python read
         self.scalar_used: set[int] = set()  # ... and of those traced calls took (``size_arguments``)
         self.scalar_predicates: list[list[Any]] = []  # comparisons of them Python branched on
@@ -506,6 +505,7 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     # arguments updated in place: their final values are extra outputs, written back by the caller
     updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
     tracer.graph.output((*outputs, *(a.proxy.node for a in updated)))
+    resolve_counts(tracer)  # selections' lengths as operands: the program's counts
     # selections consumed only by reductions: whole-array reductions, no count (their gates go)
     reduced = masked_reductions.rewrite(tracer.graph, tracer.gates, tracer.shape_read)
     tracer.gates = masked.live_shape_gates(tracer.graph, tracer.gates, tracer.shape_read)

@@ -1,0 +1,172 @@
+"""The length of a masked selection as a value the program computes (issue 14, item 2:
+``len(x[m])`` with no data-dependent shape and no gate; ``stax.trace.selection_counts``)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+from stax.trace.tracer import trace
+
+RNG = np.random.default_rng(43)
+
+
+def floats(n, dtype=np.float64):
+    x = RNG.standard_normal(n).astype(dtype)
+    x[::13] = -0.0
+    return x
+
+
+def same(got, want):
+    assert type(got) is type(want), (got, want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    if np.asarray(want).dtype.kind == "f" and not np.isnan(want):
+        # a whole-array sum adds in another order than NumPy's pairwise one (masked_reductions)
+        rtol = 1e-5 if np.asarray(want).dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=rtol)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def mean_by_len(x):
+    t = x[x > 0]
+    return t.sum() / len(t)
+
+
+def mean_by_size(x):
+    t = x[x > 0.5]
+    return (t * 2).sum() / (t * 2).size
+
+
+def mean_by_shape(x):
+    t = np.abs(x[x < 0])
+    return t.max() * t.shape[0]
+
+
+def sample_variance(x):
+    t = x[x > -0.5]
+    m = t.sum() / t.size
+    return ((t - m) ** 2).sum() / (len(t) - 1)
+
+
+def positions_counted(x):
+    i = np.flatnonzero(x > 0.25)
+    return x[i].sum() / len(i)
+
+
+def nonzero_counted(x):
+    return x[x > 0].sum() + 3 * np.nonzero(x > 0)[0].shape[0]
+
+
+def matrix_selection(x):
+    m = x.reshape(20, -1)
+    t = m[m > 0]
+    return t.sum() / len(t)
+
+
+def integer_fraction(k):
+    t = k[k % 3 == 0]
+    return t.sum() / len(t)
+
+
+def int32_offset(k):
+    t = k[k > 0]
+    return (t + len(t)).sum()
+
+
+CASES = [
+    (mean_by_len, lambda: floats(1000)),
+    (mean_by_len, lambda: floats(999, np.float32)),
+    (mean_by_size, lambda: floats(1000)),
+    (mean_by_shape, lambda: floats(1000, np.float32)),
+    (sample_variance, lambda: floats(1000)),
+    (positions_counted, lambda: floats(1000)),
+    (nonzero_counted, lambda: floats(1000)),
+    (matrix_selection, lambda: floats(1000)),
+    (integer_fraction, lambda: RNG.integers(0, 1000, 1000)),
+    (int32_offset, lambda: RNG.integers(-9, 9, 1000).astype(np.int32)),
+]
+
+
+@pytest.mark.parametrize("fn, make", CASES, ids=[f"{c[0].__name__}-{i}" for i, c in
+                                                 enumerate(CASES)])
+def test_a_length_used_as_an_operand_is_computed_with_no_gate(fn, make):
+    x = make()
+    assert trace(fn, (x,)).gates == []
+    f = stax.compile(fn, strict_native=True)
+    for _ in range(6):  # new data, new counts: one version
+        x = make()
+        same(f(x), fn(x))
+    info = f.cache_info()
+    assert info.versions == 1 and info.misses == 1, info
+
+
+def test_a_comparison_of_a_length_gates_its_outcome_not_the_count():
+    def guarded(x):
+        t = x[x > 0.5]
+        if len(t) == 0:
+            return np.float64(0.0)
+        return t.sum() / len(t)
+
+    x = floats(500)
+    gates = trace(guarded, (x,)).gates
+    assert [g.kind for g in gates] == ["bool"]
+    f = stax.compile(guarded, strict_native=True)
+    for _ in range(5):
+        x = floats(500)
+        same(f(x), guarded(x))
+    assert f.cache_info().versions == 1
+    empty = -np.abs(floats(500))
+    same(f(empty), guarded(empty))  # the other outcome: its own version
+    same(f(x), guarded(x))
+    assert f.cache_info().versions == 2
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x[x > 0].sum() / float(len(x[x > 0])),
+    lambda x: np.zeros(len(x[x > 0])) + 1.0,
+    lambda x: sum(1.0 for _ in range(len(x[x > 0]))) + x[x > 0].sum(),
+    lambda x: x[x > 0].sum() / (len(x[x > 0]) // 2),
+], ids=["float", "shape", "range", "floor_quotient"])
+def test_a_length_python_decides_from_keeps_its_count_gate(fn):
+    x = floats(200)
+    assert "shape" in [g.kind for g in trace(fn, (x,)).gates]
+    f = stax.compile(fn)
+    for y in (x, np.abs(x), x + 0.5, x - 0.25):
+        got, want = f(y), fn(y)
+        if isinstance(want, np.ndarray):
+            np.testing.assert_array_equal(got, want)
+        else:
+            same(got, want)
+
+
+def test_a_length_past_an_integer_dtype_raises_numpys_overflow_error():
+    def offset(k):
+        t = k[k > 0]
+        return (t + len(t)).sum()
+
+    f = stax.compile(offset)
+    small = np.zeros(300, np.int8)
+    small[:5] = 3
+    same(f(small), offset(small))
+    big = np.ones(300, np.int8)  # 300 selected: past int8, NumPy raises
+    with pytest.raises(OverflowError):
+        offset(big)
+    with pytest.raises(OverflowError):
+        f(big)
+
+
+def test_an_empty_selection_divides_as_numpy_does():
+    f = stax.compile(mean_by_len)
+    x = floats(300)
+    same(f(x), mean_by_len(x))
+    empty = -np.abs(x) - 1.0
+    with warnings.catch_warnings(record=True) as eager:
+        warnings.simplefilter("always")
+        want = mean_by_len(empty)
+    with warnings.catch_warnings(record=True) as compiled:
+        warnings.simplefilter("always")
+        got = f(empty)
+    same(got, want)
+    assert [str(w.message) for w in compiled] == [str(w.message) for w in eager]

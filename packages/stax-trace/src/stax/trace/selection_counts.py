@@ -1,0 +1,204 @@
+"""The length of a masked selection as a value the program computes: ``len(x[m])``,
+``x[m].size``, ``x[m].shape[0]`` (issue 14, item 2).
+
+A selection's length is the number of true elements of its mask, which the data decides. Read
+by Python it was a number answered at capture, and a data gate on the selection's shape made
+every call with another count decline: ``y.sum() / len(y)`` ran eagerly after three compiles
+on a stream of new data. Here the length read by the user's code is a ``TracedSize`` over a
+*count symbol* (``c0``, ``c1``, ... beside the shapes' ``s0``...): integer arithmetic keeps it
+(``len(y) - 1``), and where it reaches a traced call as an operand the node records its place
+and expression (``meta["size_args"]``), as a shape's size does. Once the function returned,
+``resolve`` replaces each such operand by the program's own count of the mask (``m.sum()``, an
+int64) converted as NumPy converts a weak Python int for that call (``float32`` with float32
+arrays; an integer array's dtype, declining where the count does not fit, NumPy's
+``OverflowError``). The selection is then used by reductions alone, which
+``masked_reductions`` computes over the whole arrays: no count in the key, no gate.
+
+Every other use decides something in Python (``if len(y):``, ``range(len(y))``, ``float()``,
+a shape argument ``np.zeros(len(y))``, a call that takes the int otherwise): it reads the
+count, which keeps today's data gate on the selection's shape. So does a length whose mask is
+not found (``np.unique``'s result) and an expression mixing counts with shapes' sizes.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from stax.ir import Node, Opcode, TensorMeta
+from stax.ir.scalar_inputs import weak_int_cast, weak_int_target
+from stax.ir.sizes import Size, parse_size
+from stax.ir.symbolic_shapes import replaced_argument
+
+if TYPE_CHECKING:
+    from .tracer import Tracer
+
+#: calls whose result is a tuple of position arrays of their one mask argument
+_POSITIONS = ("numpy.where", "numpy.nonzero", "method:nonzero")
+#: the prefix of count symbols (a shape's are ``s0``, ``s1``...)
+PREFIX = "c"
+
+
+def _key(node: Node) -> str:
+    return f"method:{node.target}" if node.op is Opcode.CALL_METHOD else str(node.target)
+
+
+def _bool_mask(node: Any) -> Node | None:
+    ok = isinstance(node, Node) and node.tensor is not None and node.tensor.dtype == "bool" and \
+        node.tensor.ndim > 0
+    return node if ok else None
+
+
+def mask_of(node: Node, data_shaped: Callable[[Node], bool]) -> Node | None:
+    """The bool mask whose number of true elements is the length of the 1-D ``node``: a
+    selection ``a[m]``, positions ``np.flatnonzero(m)``/``np.nonzero(m)[k]``, a gather by them,
+    or element-wise work on such values (their lengths are equal, else NumPy raised); None
+    when there is none. ``data_shaped``: whether a node's shape comes from the data."""
+    while True:
+        if node.tensor is None or node.tensor.ndim != 1:
+            return None
+        key = _key(node)
+        args = node.args
+        if key == "numpy.flatnonzero" and len(args) == 1 and not node.kwargs:
+            return _bool_mask(args[0])
+        if key == "astype" and node.op is Opcode.CALL_METHOD and args and \
+                isinstance(args[0], Node):
+            node = args[0]
+            continue
+        if key == "operator.getitem" and len(args) == 2 and not node.kwargs:
+            base, index = args
+            if isinstance(base, Node) and _key(base) in _POSITIONS and len(base.args) == 1 and \
+                    isinstance(index, int) and not isinstance(index, bool):
+                return _bool_mask(base.args[0])  # np.nonzero(m)[k]
+            if isinstance(index, tuple) and index and isinstance(index[0], Node):
+                index = index[0]  # a[np.nonzero(m)]: as long as each of its position arrays
+            if not isinstance(index, Node) or index.tensor is None:
+                return None
+            if index.tensor.dtype == "bool" and isinstance(base, Node) and \
+                    base.tensor is not None and base.tensor.shape == index.tensor.shape:
+                return _bool_mask(index)  # a[m]
+            if index.tensor.dtype == "bool" or index.tensor.ndim != 1:
+                return None
+            node = index  # a[positions]: as long as the positions
+            continue
+        from .masked import elementwise_function  # (masked.py imports traced_sizes, this too)
+
+        if node.op is not Opcode.CALL_FUNCTION or elementwise_function(str(node.target)) is None:
+            return None
+        vectors = [a for a in args if isinstance(a, Node) and a.tensor is not None and
+                   a.tensor.shape == node.tensor.shape and data_shaped(a)]
+        if not vectors:
+            return None
+        node = vectors[0]
+
+
+def count_symbols(expression: Any) -> set[str]:
+    """The count symbols ``expression`` (a ``Size`` or an int) is written in."""
+    if not isinstance(expression, Size):
+        return set()
+    return {s for s in expression.symbols if s.startswith(PREFIX)}
+
+
+def resolve(tracer: Tracer) -> None:
+    """Put the program's count of each mask where a length was an operand (module doc); any
+    other length read is read: its selection keeps its shape gate."""
+    counts = tracer.sizes.counts
+    if not counts:
+        return
+    graph = tracer.graph
+    made: dict[Node, Node] = {}  # mask -> its count node (before the first use)
+    for node in list(graph.nodes):
+        records = node.meta.get("size_args")
+        if not records:
+            continue
+        kept = []
+        for path, text in records:
+            expression = parse_size(text)
+            symbols = count_symbols(expression)
+            if not symbols:
+                kept.append([path, text])
+                continue
+            value = _operand(graph, node, expression, counts, made) \
+                if symbols == expression.symbols else None
+            if value is None:
+                tracer.sizes.read(expression)  # Python's number stays: its gate too
+                continue
+            where, *rest = path
+            if where == "args":
+                node.set_args(replaced_argument(node.args, rest, value), node.kwargs)
+            else:
+                node.set_args(node.args, replaced_argument(node.kwargs, rest, value))
+        if kept:
+            node.meta["size_args"] = kept
+        else:
+            del node.meta["size_args"]
+
+
+def _operand(graph: Any, node: Node, expression: Size, counts: dict[str, tuple[Node, Node]],
+             made: dict[Node, Node]) -> Node | None:
+    """``expression``, a polynomial in counts, as a node converted for ``node``'s operand; None
+    where ``node`` does not take an int as a weak scalar or the expression divides."""
+    target = weak_int_target(node)
+    if target is None or not _computable(graph, expression, counts):
+        return None
+    with graph.inserting_before(node):
+        return weak_int_cast(graph, _polynomial(graph, expression, counts, made, node.source),
+                             target)
+
+
+def _computable(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]]) -> bool:
+    """A polynomial in counts alone (no floor quotient), of masks still in ``graph``."""
+    return all(isinstance(atom, str) and atom in counts and counts[atom][1].graph is graph
+               for monomial, _ in expression.terms for atom in monomial)
+
+
+def _polynomial(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]],
+                made: dict[Node, Node], source: Any) -> Node:
+    """The int64 node of ``expression``, each count its mask's ``m.sum()`` (one per mask in
+    ``made``), at the graph's insertion point."""
+    int64 = {"tensor": TensorMeta((), "int64", (), scalar=True), "source": source}
+
+    def call(op: Opcode, target: str, args: tuple[Any, ...], name: str) -> Node:
+        return graph.create_node(op, target, args, {}, name=name, meta=dict(int64))
+
+    total: Node | int = 0
+    for monomial, coefficient in expression.terms:
+        term: Node | int = coefficient
+        for symbol in monomial:
+            mask = counts[symbol][1]
+            if mask not in made:
+                made[mask] = call(Opcode.CALL_METHOD, "sum", (mask,), "selection_count")
+            term = made[mask] if isinstance(term, int) and term == 1 else \
+                call(Opcode.CALL_FUNCTION, "operator.mul", (term, made[mask]), "count_product")
+        total = term if isinstance(total, int) and total == 0 else \
+            call(Opcode.CALL_FUNCTION, "operator.add", (total, term), "count_sum")
+    assert isinstance(total, Node)  # the expression has a symbol
+    return total
+
+
+def compared(tracer: Tracer, expression: Any, relation: str, other: Any) -> bool | None:
+    """``len(y) == 0`` (``relation`` an ``operator`` name, ``other`` a Python or NumPy int or
+    float): Python's answer, recorded as a data gate on the program's own comparison of the
+    count, so a call where it holds the same way runs this version whatever the count; None
+    where the expression is not one of counts alone (the caller reads it)."""
+    counts = tracer.sizes.counts
+    if not isinstance(expression, Size) or not expression.symbols <= counts.keys() or \
+            isinstance(other, (bool, np.bool_)) or not isinstance(other, (int, float, np.integer,
+                                                                          np.floating)) or \
+            not _computable(tracer.graph, expression, counts):
+        return None
+    from .proxy import Proxy  # (proxy.py imports traced_sizes, which imports this)
+    from .source import user_source
+
+    value = expression.evaluate({s: counts[s][0].tensor.shape[0] for s in expression.symbols})
+    answer = bool(getattr(operator, relation)(value, other))
+    source = user_source()
+    node = tracer.graph.create_node(
+        Opcode.CALL_FUNCTION, f"operator.{relation}",
+        (_polynomial(tracer.graph, expression, counts, {}, source), other), {}, name="count_test",
+        meta={"tensor": TensorMeta((), "bool", (), scalar=True), "source": source})
+    tracer.adopt(node, np.bool_(answer))
+    return tracer.gate(Proxy(node, np.bool_(answer), tracer), "bool")
