@@ -170,3 +170,20 @@ def test_an_empty_selection_divides_as_numpy_does():
         got = f(empty)
     same(got, want)
     assert [str(w.message) for w in compiled] == [str(w.message) for w in eager]
+
+
+def test_a_returned_length_is_the_programs_count_as_a_python_int():
+    def total_and_count(x):
+        t = x[x > 0]
+        return t.sum(), len(t), t.size - 1
+
+    x = floats(400)
+    assert trace(total_and_count, (x,)).gates == []
+    f = stax.compile(total_and_count, strict_native=True)
+    for _ in range(4):
+        x = floats(400)
+        got, want = f(x), total_and_count(x)
+        assert [type(g) for g in got] == [type(w) for w in want]
+        same(got[0], want[0])
+        assert got[1:] == want[1:]
+    assert f.cache_info().versions == 1

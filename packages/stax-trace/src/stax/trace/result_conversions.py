@@ -31,10 +31,11 @@ import numpy as np
 from stax.ir import TreeDef, tree_flatten, tree_unflatten
 from stax.ir.pytree import RESULT_CONVERSIONS
 
+from . import selection_counts
 from .proxy import Proxy
 from .reach import plain_copy
 from .traced_scalars import TracedScalar
-from .traced_sizes import TracedNumber
+from .traced_sizes import TracedNumber, TracedSize
 
 #: the name the rewritten code reads ``converted`` from (a closure cell, as loops.py's helpers)
 HELPER = "__stax_result__"
@@ -295,7 +296,8 @@ def numbers_returned(tracer: Any, leaves: list[Any], kinds: dict[int, str]) -> d
     traced 0-d float64 the program outputs, ``1.0 * t`` (``t`` bit for bit: -0.0, a NaN),
     converted to a Python float, added to ``kinds``. Read, its value was a constant of the
     version and the scalars it came from part of the key: a version per value (a step
-    ``return x, t + dt``, a lifted loop's carried time)."""
+    ``return x, t + dt``, a lifted loop's carried time). Likewise a masked selection's length
+    (``return t.sum(), len(t)``): the program's count, converted to a Python int."""
     kinds = dict(kinds)
     for k, leaf in enumerate(leaves):
         if isinstance(leaf, TracedScalar) and type(leaf.value) is float and \
@@ -303,6 +305,10 @@ def numbers_returned(tracer: Any, leaves: list[Any], kinds: dict[int, str]) -> d
             one = tracer.created_array("numpy.ones", ((),), {"dtype": "float64"},
                                        np.ones(()), None)
             leaves[k], kinds[k] = np.multiply(one, leaf), "float"
+        elif isinstance(leaf, TracedSize) and leaf.tracer is tracer and not tracer.finished:
+            count = selection_counts.returned(tracer, leaf.expression)  # ``len(x[m])``
+            if count is not None:
+                leaves[k], kinds[k] = count, "int"
     return kinds
 
 

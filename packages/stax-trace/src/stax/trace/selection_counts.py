@@ -202,3 +202,20 @@ def compared(tracer: Tracer, expression: Any, relation: str, other: Any) -> bool
         meta={"tensor": TensorMeta((), "bool", (), scalar=True), "source": source})
     tracer.adopt(node, np.bool_(answer))
     return tracer.gate(Proxy(node, np.bool_(answer), tracer), "bool")
+
+
+def returned(tracer: Tracer, expression: Any) -> Any:
+    """A length the function returns (``return t.sum(), len(t)``): the traced int64 count the
+    program outputs, for the result's tree to convert to a Python int; None where the
+    expression is not one of counts alone (the number is then read)."""
+    counts = tracer.sizes.counts
+    if not isinstance(expression, Size) or not expression.symbols <= counts.keys() or \
+            not _computable(tracer.graph, expression, counts):
+        return None
+    from .proxy import Proxy
+
+    value = np.int64(expression.evaluate({s: counts[s][0].tensor.shape[0]
+                                          for s in expression.symbols}))
+    node = _polynomial(tracer.graph, expression, counts, {}, None)
+    tracer.adopt(node, value)
+    return Proxy(node, value, tracer)
