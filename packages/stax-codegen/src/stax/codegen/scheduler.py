@@ -48,6 +48,10 @@ class Group:
     after: set[str] = field(default_factory=set)
     #: how its loops are arranged (``nesting.py``), set once fusion is done; None for an extern
     nest: Nest | None = None
+    #: what pair tests ask of its nodes, kept up to the node count it was found at (a group
+    #: only grows): an unrolled loop of 800 operations fused into one group spent 2 s walking
+    #: the grown group at every pair test
+    _index: _NodeIndex | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, node: ComputedBuffer | ExternCall, after: str | None = None) -> Group:
@@ -81,6 +85,55 @@ class Group:
     @property
     def label(self) -> str:
         return "+".join(n.name for n in self.nodes)
+
+    def indexed(self, memo: dict[str, Any]) -> _NodeIndex:
+        """Its nodes' shared nest, producers by name and loads by buffer, brought up to date
+        (``memo``: each node's loads, as ``_pair_reason`` keeps them)."""
+        if self._index is None:
+            self._index = _NodeIndex()
+        index = self._index
+        if index.count != len(self.nodes):
+            index.add(self.nodes[index.count:], memo)
+        return index
+
+
+class _NodeIndex:
+    """A group's nodes as pair tests read them, extended as the group grows."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.nest: Any = None  # the loop nest every node shares (``_nest``), else ``MIXED``
+        self.scan: ComputedBuffer | None = None  # its first scan
+        self.update: ComputedBuffer | None = None  # its first region update
+        self.produced: dict[str, Any] = {}  # buffer name -> its node
+        #: buffer -> (reader's position, load's position, reader, load)
+        self.loads: dict[str, list[tuple[int, int, ComputedBuffer, Any]]] = {}
+        #: buffer -> the loops its reductions walk it along (``_walks_of``), first read first
+        self.walks: dict[str, set[Any]] = {}
+
+    def add(self, nodes: list[ComputedBuffer | ExternCall], memo: dict[str, Any]) -> None:
+        for node in nodes:
+            nest = _nest(node)
+            if self.count == 0:
+                self.nest = nest
+            elif self.nest is not MIXED and not same_size(nest, self.nest):
+                self.nest = MIXED
+            self.produced[node.name] = node
+            if not isinstance(node, ExternCall):
+                if self.scan is None and isinstance(node.data, Scan):
+                    self.scan = node
+                if self.update is None and node.updates is not None:
+                    self.update = node
+                for k, ld in enumerate(_loads_of(node, memo)):
+                    self.loads.setdefault(ld.buffer, []).append((self.count, k, node, ld))
+                if isinstance(node.data, Reduction):
+                    for buffer, variable in _walks_of(node, memo):
+                        self.walks.setdefault(buffer, set()).add(variable)
+            self.count += 1
+
+
+#: ``Group.uniform_nest`` of a group whose nodes run in different nests
+MIXED = ("mixed",)
 
 
 @dataclass(frozen=True)
@@ -117,34 +170,35 @@ def _pair_reason(a: Group, b: Group, memo: dict[str, Any] | None = None) -> str 
     for group in (a, b):
         if group.extern is not None:
             return f"{group.label} is an extern call ({group.extern.target}) run by NumPy"
-        if any(isinstance(n.data, Scan) for n in group.nodes):
+        index = group.indexed(memo)
+        if index.scan is not None:
             return f"{group.label} is a scan (its loop stores every step in order)"
-        updates = next((n for n in group.nodes if n.updates is not None), None)
-        if updates is not None:
-            return f"{updates.name} updates {updates.updates} in place (a region update runs alone)"
-    same_nest = same_size(a.domain, b.domain) and all(  # as expressions: a speed choice
-        same_size(_nest(n), _nest(a.nodes[0])) for n in (*a.nodes, *b.nodes))
-    rows = {n.ranges[0] if n.ranges else None for n in (*a.nodes, *b.nodes)}
-    if not same_nest and (len(rows) != 1 or None in rows):
-        return f"different iteration spaces {a.domain[1:]} and {b.domain[1:]}"
-    produced = {n.name: n for n in a.nodes}
-    for node in b.nodes:
-        for ld in _loads_of(node, memo):
-            src = produced.get(ld.buffer)
-            if src is None:
-                continue
-            if isinstance(ld, IndirectLoad):
-                return f"{node.name} reads {src.name} at computed positions"
-            if _nest(src) != _nest(node):  # an earlier phase of the same row: done before
-                if not _reads_own_row(_without_unit_loops(ld.index, node), src):
-                    return f"{node.name} reads {src.name} outside the row being computed"
-                continue
-            if isinstance(src.data, Reduction):
-                if src.ranges and _reads_own_row(ld.index, src):
-                    continue  # the emitter starts a new phase of the row after the reduction
-                return f"{node.name} reads reduction {src.name} inside the same loop nest"
-            if ld.index != src.store_index:
-                return f"{node.name} reads {src.name} at another element than the one computed"
+        if index.update is not None:
+            return f"{index.update.name} updates {index.update.updates} in place (a region " \
+                "update runs alone)"
+    first, second = a.indexed(memo), b.indexed(memo)
+    same_nest = same_size(a.domain, b.domain) and MIXED not in (first.nest, second.nest) and \
+        same_size(first.nest, second.nest)  # as expressions: a speed choice
+    if not same_nest:
+        rows = {n.ranges[0] if n.ranges else None for n in (*a.nodes, *b.nodes)}
+        if len(rows) != 1 or None in rows:
+            return f"different iteration spaces {a.domain[1:]} and {b.domain[1:]}"
+    reads = sorted(read for buffer in first.produced.keys() & second.loads.keys()
+                   for read in second.loads[buffer])  # in b's order, as its nodes load
+    for _, _, node, ld in reads:
+        src = first.produced[ld.buffer]
+        if isinstance(ld, IndirectLoad):
+            return f"{node.name} reads {src.name} at computed positions"
+        if _nest(src) != _nest(node):  # an earlier phase of the same row: done before
+            if not _reads_own_row(_without_unit_loops(ld.index, node), src):
+                return f"{node.name} reads {src.name} outside the row being computed"
+            continue
+        if isinstance(src.data, Reduction):
+            if src.ranges and _reads_own_row(ld.index, src):
+                continue  # the emitter starts a new phase of the row after the reduction
+            return f"{node.name} reads reduction {src.name} inside the same loop nest"
+        if ld.index != src.store_index:
+            return f"{node.name} reads {src.name} at another element than the one computed"
     return _crossing_reads(a, b, memo)
 
 
@@ -171,12 +225,9 @@ def _crossing_reads(a: Group, b: Group, memo: dict[str, Any] | None = None) -> s
     one buffer along different loops of a shared nest (``x.sum(0)`` and ``x.sum(1)``) would
     make one of them walk memory with a stride; apart, each runs along memory."""
     memo = {} if memo is None else memo
-    walks: dict[str, set[Any]] = {}
-    for node in (*a.nodes, *b.nodes):
-        if not isinstance(node.data, Reduction):
-            continue
-        for buffer, variable in _walks_of(node, memo):
-            walks.setdefault(buffer, set()).add(variable)
+    walks = {buffer: set(variables) for buffer, variables in a.indexed(memo).walks.items()}
+    for buffer, variables in b.indexed(memo).walks.items():
+        walks.setdefault(buffer, set()).update(variables)
     for buffer, variables in walks.items():
         if len(variables) > 1:
             return f"they read {buffer} along different loops (one would stride)"
