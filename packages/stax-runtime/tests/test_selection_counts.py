@@ -187,3 +187,41 @@ def test_a_returned_length_is_the_programs_count_as_a_python_int():
         same(got[0], want[0])
         assert got[1:] == want[1:]
     assert f.cache_info().versions == 1
+
+
+def _warned(fn, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args)
+    return result, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("fn, x", [
+    (lambda x: x[x < 5].sum() - len(x[x < 5]), np.array([0, 0, 9], np.uint8)),
+    (lambda x: len(x[x > 0]) + x.sum(), np.array([2**62, 2**62 - 1, 0], np.int64)),
+    (lambda x: len(x[x > 0]) * x[0], np.full(10, 100, np.int8)),
+    (lambda x: x.shape[0] * x[0], np.full(10, 100, np.int8)),
+    (lambda m: len(m) - m.sum(), np.array([True, False, False])),
+], ids=["uint_sub", "int64_add", "int8_mul", "size_int8_mul", "size_minus_sum"])
+def test_a_length_meets_a_numpy_integer_scalar_in_numpys_scalar_math(fn, x):
+    """A probe's finds: a size or count beside a traced NumPy integer scalar read the scalar
+    in Python (``isinstance`` of a traced scalar answers as its value: a gate, a Python int
+    result) or recorded the array operator, which wraps where NumPy's scalar math warns
+    "overflow encountered in scalar subtract"."""
+    want, eager = _warned(fn, x)
+    got, compiled = _warned(stax.compile(fn), x)
+    same(got, want)
+    assert compiled[-len(eager):] == eager if eager else not compiled
+
+
+def test_a_length_compared_with_a_scalar_argument_compiles():
+    def guard(x, k):
+        t = x[x > 0]
+        if len(t) > k:
+            return t.sum()
+        return x.sum()
+
+    f = stax.compile(guard, strict_native=True)
+    for k in (2, 3, 2.5, 7):
+        x = floats(8)
+        same(f(x, k), guard(x, k))

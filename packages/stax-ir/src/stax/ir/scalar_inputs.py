@@ -28,6 +28,7 @@ import numpy as np
 
 from .graph import Node, Opcode
 from .meta import TensorMeta
+from .ops import SCALAR_OPERATORS
 from .program import GraphProgram
 from .symbolic_shapes import replaced_argument
 
@@ -472,6 +473,11 @@ def _weak_dtype(node: Node, kind: str = "int") -> str | None:
     floating-point array operands' common dtype, or float64 for a float with integer arrays
     (``np.arange(n) * dx``); None where the call takes a scalar otherwise (an int with integer
     arrays: NumPy raises where it does not fit)."""
+    if node.target in SCALAR_OPERATORS and kind == "int" and not node.kwargs and \
+            node.tensor is not None and np.dtype(node.tensor.dtype).kind in "iu" and \
+            all(a.tensor is not None and a.tensor.dtype == node.tensor.dtype
+                for a in node.args if isinstance(a, Node)):
+        return node.tensor.dtype  # NumPy's scalar math: the int takes the scalars' type
     if not _weak_call(node) or node.tensor is None:
         return None
     arrays = [a.tensor.dtype for a in node.args if isinstance(a, Node) and a.tensor is not None]

@@ -21,7 +21,7 @@ from stax.ir.ops import same_index_key
 from .isolation import refused
 from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
 from .traced_scalars import note_power_exponent
-from .traced_sizes import plain
+from .traced_sizes import TracedNumber, plain
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -496,7 +496,8 @@ def scalar_math(fn: Any, operands: tuple[Any, ...]) -> bool:
     ``np.add`` loop, which does not check) NumPy decides again at run time, on the same types."""
     if fn not in _SCALAR_TARGETS:
         return False
-    values = [o.value if isinstance(o, Proxy) else o for o in operands]
+    # a size or count read from a shape (``TracedSize``), a scalar argument: their Python value
+    values = [o.value if isinstance(o, (Proxy, TracedNumber)) else o for o in operands]
     if fn in (operator.mul, operator.abs) and any(isinstance(v, np.complexfloating)
                                                    for v in values):
         # complex scalar math multiplies without an FMA and takes glibc's hypot, where the

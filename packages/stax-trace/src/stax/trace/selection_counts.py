@@ -22,6 +22,7 @@ not found (``np.unique``'s result) and an expression mixing counts with shapes' 
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -150,9 +151,14 @@ def _operand(graph: Any, node: Node, expression: Size, counts: dict[str, tuple[N
 
 
 def _computable(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]]) -> bool:
-    """A polynomial in counts alone (no floor quotient), of masks still in ``graph``."""
-    return all(isinstance(atom, str) and atom in counts and counts[atom][1].graph is graph
-               for monomial, _ in expression.terms for atom in monomial)
+    """A polynomial in counts alone (no floor quotient), of masks still in ``graph``, whose
+    value fits int64 whatever the counts (Python's int does not wrap)."""
+    if not all(isinstance(atom, str) and atom in counts and counts[atom][1].graph is graph
+               for monomial, _ in expression.terms for atom in monomial):
+        return False
+    bound = sum(abs(c) * math.prod(math.prod(counts[a][1].tensor.shape) for a in m)
+                for m, c in expression.terms)
+    return bound < 2 ** 63
 
 
 def _polynomial(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]],
@@ -186,10 +192,10 @@ def compared(tracer: Tracer, expression: Any, relation: str, other: Any) -> bool
     where the expression is not one of counts alone (the caller reads it)."""
     counts = tracer.sizes.counts
     if not isinstance(expression, Size) or not expression.symbols <= counts.keys() or \
-            isinstance(other, (bool, np.bool_)) or not isinstance(other, (int, float, np.integer,
-                                                                          np.floating)) or \
+            not issubclass(type(other), (int, float, np.integer, np.floating)) or \
+            issubclass(type(other), (bool, np.bool_)) or \
             not _computable(tracer.graph, expression, counts):
-        return None
+        return None  # (``type``: a traced scalar argument answers isinstance as its value)
     from .proxy import Proxy  # (proxy.py imports traced_sizes, which imports this)
     from .source import user_source
 

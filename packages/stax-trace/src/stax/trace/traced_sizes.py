@@ -108,6 +108,8 @@ class TracedSize(TracedNumber):
 
     # -- integer arithmetic that stays a size ---------------------------------------------
     def _combine(self, other: Any, fn: Callable[[Any, Any], Any], swap: bool = False) -> Any:
+        if traced_array(other):  # (a traced NumPy integer answers isinstance as its value)
+            return NotImplemented  # its own operator records the call
         if isinstance(other, TracedSize):
             value, expression = other.value, other.expression
         elif isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_)):
@@ -138,13 +140,13 @@ class TracedSize(TracedNumber):
 
     def __floordiv__(self, other: Any) -> Any:
         if isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_)) \
-                and other > 0:  # a floor quotient by a positive number stays a size
+                and not traced_array(other) and other > 0:  # by a positive number: a size
             return self._combine(other, operator.floordiv)
         return self._decided(other, operator.floordiv)
 
     def __mod__(self, other: Any) -> Any:
         if isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_)) \
-                and other > 0:
+                and not traced_array(other) and other > 0:
             return self._combine(other, operator.mod)
         return self._decided(other, operator.mod)
 
