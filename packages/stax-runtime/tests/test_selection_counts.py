@@ -225,3 +225,18 @@ def test_a_length_compared_with_a_scalar_argument_compiles():
     for k in (2, 3, 2.5, 7):
         x = floats(8)
         same(f(x, k), guard(x, k))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x[x > 0.5].sum() / len(x[x > 0.5]) if len(x[x > 0.5]) else np.float64(0.0),
+    lambda x: np.float64(0.0) if not x[x > 0.5].size else x[x > 0.5].max(),
+    lambda x: x.sum() if len(x[x > 0]) == len(x[x < 0]) else x.max(),
+], ids=["truth", "not_size", "two_lengths"])
+def test_truth_and_comparisons_of_lengths_gate_their_outcome(fn):
+    x = floats(300)
+    assert [g.kind for g in trace(fn, (x,)).gates] == ["bool"]
+    f = stax.compile(fn, strict_native=True)
+    for _ in range(4):
+        x = floats(300)
+        same(f(x), fn(x))
+    assert f.cache_info().versions == 1

@@ -101,6 +101,11 @@ class TracedSize(TracedNumber):
         self.expression = expression
         self.tracer = tracer
 
+    def __bool__(self) -> bool:
+        """``if len(t):`` of a selection's length: its test against 0 (``_compared``)."""
+        answer = compared(self.tracer, self.expression, "ne", 0)
+        return bool(self.read()) if answer is None else answer
+
     def read(self) -> int:
         """The int, the dimensions it came from marked as read (their sizes stay exact)."""
         self.tracer.sizes.read(self.expression)
@@ -181,9 +186,12 @@ def _compared(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def method(self: TracedSize, other: Any) -> Any:
         if traced_array(other):
             return NotImplemented
-        if isinstance(self.expression, Size) and not isinstance(other, TracedSize):
-            answer = compared(self.tracer, self.expression, fn.__name__, other)
-            if answer is not None:  # a selection's length: a gate on the program's test
+        if isinstance(self.expression, Size):  # a selection's length: a gate on the
+            # program's test (two lengths: their difference against 0)
+            answer = compared(self.tracer, self.expression, fn.__name__, other) \
+                if not isinstance(other, TracedSize) else \
+                compared(self.tracer, self.expression - other.expression, fn.__name__, 0)
+            if answer is not None:
                 return answer
         other = other.read() if isinstance(other, TracedSize) else other
         return fn(self.read(), other)
