@@ -65,6 +65,15 @@ def threshold_indices(x, t):
     return idx.sum(), x[idx].mean()
 
 
+def selected_moments(x, t):
+    """Mean and sample variance of the values above a threshold, by their count (``len``), and
+    the count: the selection's length is a value the program computes (no gate on it)."""
+    s = x[x > t]
+    n = len(s)
+    mean = s.sum() / n
+    return mean, ((s - mean) ** 2).sum() / (n - 1), n
+
+
 def sqrt_negative_fix(x):
     """``x[m] = f(x[m])``: square roots of the negative entries' magnitudes, negated (float32)."""
     y = x.copy()
@@ -165,6 +174,8 @@ PROGRAMS = [
             lambda r: (r.integers(-100, 100, 50000).astype(np.int32),), jax_port=relu_int_jax),
     Program("threshold_indices", "masks", threshold_indices,
             lambda r: (r.standard_normal(50000), 1.5), rtol=1e-12, atol=1e-12),
+    Program("selected_moments", "masks", selected_moments,
+            lambda r: (r.standard_normal(100000), 0.5), rtol=1e-12, atol=1e-12),
     Program("sqrt_negative_fix", "masks", sqrt_negative_fix,
             lambda r: (r.standard_normal(50000).astype(np.float32),), rtol=1e-6,
             jax_port=sqrt_negative_fix_jax),
