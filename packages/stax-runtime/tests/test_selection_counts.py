@@ -240,3 +240,23 @@ def test_truth_and_comparisons_of_lengths_gate_their_outcome(fn):
         x = floats(300)
         same(f(x), fn(x))
     assert f.cache_info().versions == 1
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_a_length_with_a_shapes_size_follows_both(dynamic):
+    """``x.size - len(t)``: the count is the program's, the size a size (``size_args`` on the
+    node that adds them), so a size-generic version follows the lengths too."""
+    def unselected_fraction(x):
+        t = x[x > 0.5]
+        # (``(x.size - len(t)) / x.size`` divides in Python: a float, read)
+        return x.sum() / (x.size - len(t)), t.sum() * (len(t) - x.shape[0])
+
+    x = floats(300)
+    assert trace(unselected_fraction, (x,)).gates == []
+    f = stax.compile(unselected_fraction, dynamic=dynamic, strict_native=True)
+    for n in (300, 300, 301, 500, 77, 300):
+        x = floats(n)
+        got, want = f(x), unselected_fraction(x)
+        for g, w in zip(got, want):
+            same(g, w)
+    assert f.cache_info().versions <= 2

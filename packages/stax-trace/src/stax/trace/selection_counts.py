@@ -122,8 +122,7 @@ def resolve(tracer: Tracer) -> None:
             if not symbols:
                 kept.append([path, text])
                 continue
-            value = _operand(graph, node, expression, counts, made) \
-                if symbols == expression.symbols else None
+            value = _operand(tracer, node, expression, made)
             if value is None:
                 tracer.sizes.read(expression)  # Python's number stays: its gate too
                 continue
@@ -138,16 +137,30 @@ def resolve(tracer: Tracer) -> None:
             del node.meta["size_args"]
 
 
-def _operand(graph: Any, node: Node, expression: Size, counts: dict[str, tuple[Node, Node]],
-             made: dict[Node, Node]) -> Node | None:
-    """``expression``, a polynomial in counts, as a node converted for ``node``'s operand; None
-    where ``node`` does not take an int as a weak scalar or the expression divides."""
+def _operand(tracer: Tracer, node: Node, expression: Size, made: dict[Node, Node]
+             ) -> Node | None:
+    """``expression``, counts and shapes' sizes, as a node converted for ``node``'s operand
+    (``x.size - len(t)``: the sizes' part an int the node records as a size, ``size_args``, for
+    a size-generic version to put back); None where ``node`` does not take an int as a weak
+    scalar, a term multiplies a count by a size, or a count's term divides."""
+    graph, counts = tracer.graph, tracer.sizes.counts
     target = weak_int_target(node)
-    if target is None or not _computable(graph, expression, counts):
+    counted = sum((c * math.prod(Size.symbol(a) for a in m) for m, c in expression.terms
+                   if m and all(isinstance(a, str) and a in counts for a in m)), 0)
+    sizes = expression - counted  # an int, or a Size over shapes' symbols alone
+    if target is None or not isinstance(counted, Size) or count_symbols(sizes) or \
+            not _computable(graph, counted, counts):
         return None
     with graph.inserting_before(node):
-        return weak_int_cast(graph, _polynomial(graph, expression, counts, made, node.source),
-                             target)
+        total = _polynomial(graph, counted, counts, made, node.source)
+        if isinstance(sizes, Size) or sizes:
+            value = sizes.evaluate(tracer.sizes.values()) if isinstance(sizes, Size) else sizes
+            meta = {"tensor": TensorMeta((), "int64", (), scalar=True), "source": node.source}
+            if isinstance(sizes, Size):
+                meta["size_args"] = [[["args", 0], str(sizes)]]
+            total = graph.create_node(Opcode.CALL_FUNCTION, "operator.add", (value, total), {},
+                                      name="count_and_size", meta=meta)
+        return weak_int_cast(graph, total, target)
 
 
 def _computable(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]]) -> bool:

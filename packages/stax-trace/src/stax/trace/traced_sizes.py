@@ -318,6 +318,10 @@ class SizeReads:
             name = self.symbols[(node, dim)] = f"s{len(self.symbols)}"
         return Size.symbol(name)
 
+    def values(self) -> dict[str, int]:
+        """Each shape's size symbol's traced value."""
+        return {name: node.tensor.shape[dim] for (node, dim), name in self.symbols.items()}
+
     def read(self, expression: Any) -> None:
         """Python decided something from a size: its dimensions stay exact."""
         if isinstance(expression, Size):
