@@ -32,6 +32,7 @@ from .fpevents import (
     events_of,
     fast_tests,
     flag_bits,
+    infinite_operand_tests,
     kept_operations,
     lane_guards,
     read_mxcsr,
@@ -69,6 +70,7 @@ class FloatEvents:
         self.real_lanes: ir.Value | None = None  # where the value emitted is real (``lanes_of``)
         self._lane_guards: dict[int, tuple[Expr, ...]] = {}
         self._tests: set[int] = set()
+        self._infinite_operands: set[int] = set()  # ``infinite_operand_tests``
         self._totals: set[str] = set()
         self._bits: ir.Value | None = None          # alloca i32: exact bits
         self._opaque_constants: dict[str, ir.Value] = {}
@@ -138,6 +140,7 @@ class FloatEvents:
     def events_plan(self, nodes: Sequence[ComputedBuffer], spills: dict[str, list[str]]) -> None:
         if self.events is not None and not self.precise:
             self._tests, self._totals = fast_tests(nodes, spills, self.flags)
+            self._infinite_operands = infinite_operand_tests(nodes)
             self._compared = kept_operations(nodes) if self.flags else set()
 
     def lanes_of(self, e: Expr) -> ir.Value | None:
@@ -359,6 +362,13 @@ class FloatEvents:
             return
         if id(e) in self._tests:
             self._test_finite(v)
+        if id(e) in self._infinite_operands:  # ``sin(x)``: x = +-inf is its event, NaN none
+            b = self.builder
+            x = operands[0]
+            fabs = self.fn.module.declare_intrinsic("llvm.fabs", [x.type])
+            infinite = ir.Constant(x.type, float("inf"))
+            self._test_finite(b.select(b.fcmp_ordered("==", b.call(fabs, [x]), infinite),
+                                       infinite, ir.Constant(x.type, 0.0)))
         elif id(e) in self._compared:
             self._keep(v)
         if spec is not None and spec.difference:  # finite results, events all the same

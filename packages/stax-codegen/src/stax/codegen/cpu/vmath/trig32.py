@@ -122,6 +122,17 @@ def _sin_cos_poly(b: ir.IRBuilder, y: ir.Value) -> tuple[ir.Value, ir.Value]:
     return b.fmul(y, sin_series), cos_series
 
 
+def _quiet_magnitude(b: ir.IRBuilder, module: ir.Module, x: ir.Value
+                     ) -> tuple[ir.Value, ir.Value]:
+    """(|x|, 0 where x is NaN or +-inf; whether it is), by quiet compares: no NaN reaches the
+    reduction, whose conversions and compares would raise the invalid flag, which a fast kernel
+    reading the flags cannot tell from ``sin(inf)``'s event (``vmath64.trig._nonfinite``)."""
+    ax = b.call(module.declare_intrinsic("llvm.fabs", [F32]), [x])
+    nonfinite = b.or_(b.fcmp_unordered("uno", x, x),
+                      b.fcmp_ordered("==", ax, ir.Constant(F32, math.inf)))
+    return b.select(nonfinite, ir.Constant(F32, 0.0), ax), nonfinite
+
+
 def _sincos32(b: ir.IRBuilder, module: ir.Module, x: ir.Value, want: str, reduce: Reduction
               ) -> ir.Value:
     """float32 sin/cos, computed in double and rounded once. Measured: 0.5 ulp (bound 1) over
@@ -129,8 +140,7 @@ def _sincos32(b: ir.IRBuilder, module: ir.Module, x: ir.Value, want: str, reduce
     def i(v: int) -> ir.Constant:
         return ir.Constant(I32, v)
 
-    fabs = module.declare_intrinsic("llvm.fabs", [F32])
-    ax = b.call(fabs, [x])
+    ax, nonfinite = _quiet_magnitude(b, module, x)
     q, y = reduce(b, module, ax)
     s, c = _sin_cos_poly(b, y)
     # sin(q pi/2 + y) over q = 0..3 is s, c, -s, -c; cos is sin one quarter turn on
@@ -142,23 +152,22 @@ def _sincos32(b: ir.IRBuilder, module: ir.Module, x: ir.Value, want: str, reduce
     if want == "sin":  # sin(-|x|) = -sin(|x|), and sin(-0.0) = -0.0
         negative = b.icmp_signed("<", b.bitcast(x, I32), i(0))
         result = b.select(negative, b.fneg(result), result)
-    finite = b.fcmp_ordered("<", ax, ir.Constant(F32, math.inf))
-    return b.select(finite, result, ir.Constant(F32, math.nan))
+    return b.select(nonfinite, ir.Constant(F32, math.nan), result)
 
 
 def _tan32(b: ir.IRBuilder, module: ir.Module, x: ir.Value, reduce: Reduction) -> ir.Value:
     """float32 tan from the sin/cos reduction: s/c, or -c/s in odd quadrants; odd in x."""
-    fabs = module.declare_intrinsic("llvm.fabs", [F32])
-    ax = b.call(fabs, [x])
+    ax, nonfinite = _quiet_magnitude(b, module, x)
     q, y = reduce(b, module, ax)
     s, c = _sin_cos_poly(b, y)
     odd = b.trunc(q, ir.IntType(1))
-    value = b.select(odd, b.fdiv(b.fneg(c), s), b.fdiv(s, c))
+    # one division of the selected quotient: -c / s beside an even quadrant's s = 0 (tan(0),
+    # and a NaN's stand-in) raised the divide flag, and the fast kernel ran again precisely
+    value = b.fdiv(b.select(odd, b.fneg(c), s), b.select(odd, s, c))
     result = b.fptrunc(value, F32)
     negative = b.icmp_signed("<", b.bitcast(x, I32), ir.Constant(I32, 0))
     result = b.select(negative, b.fneg(result), result)
-    finite = b.fcmp_ordered("<", ax, ir.Constant(F32, math.inf))
-    return b.select(finite, result, ir.Constant(F32, math.nan))
+    return b.select(nonfinite, ir.Constant(F32, math.nan), result)
 
 
 def _routines(reduce: Reduction) -> dict[str, Routine]:
