@@ -260,3 +260,21 @@ def test_a_length_with_a_shapes_size_follows_both(dynamic):
         for g, w in zip(got, want):
             same(g, w)
     assert f.cache_info().versions <= 2
+
+
+def test_a_length_in_a_lifted_loops_body():
+    """The loop's first iteration is recorded, then erased when the loop lifts
+    (``loop_state.forget``): its lengths' masks leave ``SizeReads.counts`` with it, and the
+    lifted body counts its own."""
+    def running(x, y):
+        acc = np.zeros_like(y)
+        for _ in range(300):
+            t = x[x > acc[0] * 0.001]
+            acc = acc + y * (t.sum() / len(t))
+        return acc
+
+    f = stax.compile(running)
+    for _ in range(3):
+        x, y = RNG.random(50), RNG.random(4)
+        np.testing.assert_allclose(f(x, y), running(x, y), rtol=1e-12)
+    assert f.cache_info().versions == 1

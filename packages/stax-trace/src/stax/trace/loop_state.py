@@ -138,6 +138,9 @@ def forget(tracer: Any, first: int, last: int) -> None:
     for keyed in (tracer.masked_reads, tracer.scalar_values):
         for node in gone & keyed.keys():
             del keyed[node]
+    counts = tracer.sizes.counts  # selections' lengths (``selection_counts``) of erased nodes
+    for name in [n for n, nodes in counts.items() if gone.intersection(nodes)]:
+        del counts[name]
 
 
 def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],

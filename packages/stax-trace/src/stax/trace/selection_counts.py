@@ -164,8 +164,9 @@ def _operand(tracer: Tracer, node: Node, expression: Size, made: dict[Node, Node
 
 
 def _computable(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]]) -> bool:
-    """A polynomial in counts alone (no floor quotient), of masks still in ``graph``, whose
-    value fits int64 whatever the counts (Python's int does not wrap)."""
+    """A polynomial in counts alone (no floor quotient), of masks of ``graph`` (``counts``
+    keeps none erased: ``loop_state.forget``), whose value fits int64 whatever the counts
+    (Python's int does not wrap)."""
     if not all(isinstance(atom, str) and atom in counts and counts[atom][1].graph is graph
                for monomial, _ in expression.terms for atom in monomial):
         return False
