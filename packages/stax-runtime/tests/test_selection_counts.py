@@ -278,3 +278,69 @@ def test_a_length_in_a_lifted_loops_body():
         x, y = RNG.random(50), RNG.random(4)
         np.testing.assert_allclose(f(x, y), running(x, y), rtol=1e-12)
     assert f.cache_info().versions == 1
+
+
+# -- a review's finds ---------------------------------------------------------------------------
+
+def test_a_gather_whose_index_arrays_broadcast_is_not_a_masks_count():
+    """``a[np.flatnonzero(m), np.arange(5)]`` has as many elements as its index arrays
+    broadcast to (5), not ``m.sum()`` (1): a tuple index counts only where every array in it is
+    positions of the one mask."""
+    def broadcast(a, m):
+        y = a[np.flatnonzero(m), np.arange(5)]
+        return y.sum() / len(y)
+
+    a = np.arange(50.0).reshape(10, 5)
+    m = np.zeros(10, bool)
+    m[3] = True
+    f = stax.compile(broadcast)
+    same(f(a, m), broadcast(a, m))
+    m[3], m[7] = False, True
+    same(f(a, m), broadcast(a, m))
+
+
+def test_a_product_of_lengths_is_read_not_computed_in_int64():
+    """``t.sum() / (n * n * n)``: a size-generic version runs at sizes past the traced ones,
+    where the product may pass int64 (Python's int does not): such a polynomial is read."""
+    def cubed(x):
+        t = x[x > 0.5]
+        n = len(t)
+        return t.sum() / (n * n * n)
+
+    x = floats(200)
+    assert "shape" in [g.kind for g in trace(cubed, (x,)).gates]
+    f = stax.compile(cubed, dynamic=True)
+    for n in (200, 300, 3_000_000):
+        x = RNG.random(n)
+        same(f(x), cubed(x))
+
+
+def test_a_length_kept_past_a_loop_stops_the_lift():
+    """``n = len(t)`` in a loop's body, read after it: a lifted step does not carry ``n`` out,
+    which stayed the first item's length (50 where NumPy's last was 47): the loop is not lifted
+    (``lift_plan``), and a stale length read after a lift refuses the capture."""
+    def kept(x, y):
+        acc = np.zeros_like(y)
+        for _ in range(300):
+            t = x[x > acc[0] * 0.001]
+            acc = acc + y * (t.sum() / len(t))
+            n = len(t)
+        return n * 1.0
+
+    f = stax.compile(kept)
+    for _ in range(2):
+        x, y = RNG.random(50), RNG.random(4)
+        assert f(x, y) == kept(x, y)
+
+
+def test_numpy_scalar_math_with_a_shapes_size_stays_size_generic():
+    """``k[0] + k.shape[0]`` is NumPy's scalar math (``stax.scalar.add``, overflow reported),
+    which has a size rule: one generic version for every length."""
+    def offset(k):
+        return k[0] + k.shape[0], k.sum() - k.size
+
+    f = stax.compile(offset, dynamic=True, strict_native=True)
+    for n in (50, 60, 100, 7):
+        k = (np.arange(n) % 7 + 1).astype(np.int32)
+        assert f(k) == offset(k)
+    assert f.cache_info().versions == 1

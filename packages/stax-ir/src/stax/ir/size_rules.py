@@ -18,7 +18,7 @@ import numpy as np
 
 from .graph import Node
 from .meta import TensorMeta
-from .ops import OPS, OpKind, capture_targets_of, elementwise_ops
+from .ops import OPS, SCALAR_OPERATORS, OpKind, capture_targets_of, elementwise_ops
 from .size_rules_library import concatenated_shape, library_rules, reduced_shape
 from .sizes import Size, product
 
@@ -27,6 +27,7 @@ Rule = Callable[[Node, list[TensorMeta]], "tuple[Any, ...] | None"]
 _EXTRA_ELEMENTWISE = frozenset({
     "operator.pow", "numpy.power", "numpy.float_power", "numpy.square", "numpy.where",
     "numpy.clip", "method:clip", "method:astype", "numpy.maximum", "numpy.minimum",
+    *SCALAR_OPERATORS,  # NumPy's scalar math on 0-d values (``k.sum() + k.shape[0]``)
 })
 
 

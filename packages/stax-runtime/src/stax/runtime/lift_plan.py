@@ -15,8 +15,9 @@ import numpy as np
 from stax.trace import Proxy
 from stax.trace.loops import ITEM_ARGUMENT, UNBOUND, LoopSite
 from stax.trace.reach import code_names
+from stax.trace.selection_counts import count_symbols
 from stax.trace.traced_scalars import TracedScalar
-from stax.trace.traced_sizes import read_number
+from stax.trace.traced_sizes import TracedSize, read_number
 
 #: Python values a body may hold as constants of its compiled program
 _CONSTANTS = (bool, int, float, complex, str, type(None), np.generic)
@@ -36,6 +37,11 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
         return f"the body binds {site.array!r}, whose rows it iterates over, anew"
     if site.target_rebound:
         return f"the body binds the loop's variable {site.target or site.row!r} too"
+    for name in (*site.params, *site.assigned):
+        value = state.get(name)
+        if isinstance(value, TracedSize) and count_symbols(value.expression):
+            # the lifted step would not carry it out: after the loop it was the first item's
+            return f"the local {name!r} holds the length of a selection the body made"
     inputs, constants = [], {}
     for name in site.params:
         value = state.get(name, UNBOUND)

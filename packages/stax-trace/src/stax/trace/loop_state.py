@@ -141,6 +141,7 @@ def forget(tracer: Any, first: int, last: int) -> None:
     counts = tracer.sizes.counts  # selections' lengths (``selection_counts``) of erased nodes
     for name in [n for n, nodes in counts.items() if gone.intersection(nodes)]:
         del counts[name]
+        tracer.sizes.stale.add(name)
 
 
 def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],

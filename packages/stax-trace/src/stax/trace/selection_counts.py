@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from stax.ir import Node, Opcode, TensorMeta
+from stax.ir import Node, Opcode, TensorMeta, UnsupportedError
 from stax.ir.scalar_inputs import weak_int_cast, weak_int_target
 from stax.ir.sizes import Size, parse_size
 from stax.ir.symbolic_shapes import replaced_argument
@@ -74,8 +74,8 @@ def mask_of(node: Node, data_shaped: Callable[[Node], bool]) -> Node | None:
             if isinstance(base, Node) and _key(base) in _POSITIONS and len(base.args) == 1 and \
                     isinstance(index, int) and not isinstance(index, bool):
                 return _bool_mask(base.args[0])  # np.nonzero(m)[k]
-            if isinstance(index, tuple) and index and isinstance(index[0], Node):
-                index = index[0]  # a[np.nonzero(m)]: as long as each of its position arrays
+            if isinstance(index, tuple):  # a[np.nonzero(m)], a[idx, 0]: as long as positions
+                return _one_mask(index, data_shaped)  # of one mask, which nothing broadcasts
             if not isinstance(index, Node) or index.tensor is None:
                 return None
             if index.tensor.dtype == "bool" and isinstance(base, Node) and \
@@ -94,6 +94,33 @@ def mask_of(node: Node, data_shaped: Callable[[Node], bool]) -> Node | None:
         if not vectors:
             return None
         node = vectors[0]
+
+
+def stale_length() -> UnsupportedError:
+    """A refusal: Python reads the length of a selection of a lifted loop's first iteration
+    after the loop (``n = len(t)`` in the body, ``n`` used after it): that number is the
+    first item's, eager Python's is the last item's."""
+    from .isolation import refused
+    from .source import user_source
+
+    return refused(UnsupportedError(
+        "the length of a selection made inside a lifted loop is used after the loop",
+        source=user_source(), hint="the function runs eagerly"))
+
+
+def _one_mask(index: tuple[Any, ...], data_shaped: Callable[[Node], bool]) -> Node | None:
+    """The mask of a tuple index whose arrays are all 1-D positions of that one mask (ints
+    beside them take one element each); None otherwise: another array broadcasts with them
+    (``a[np.flatnonzero(m), np.arange(5)]`` has 5 elements, ``m`` one true)."""
+    masks = [mask_of(i, data_shaped) if isinstance(i, Node) and i.tensor is not None and
+             i.tensor.dtype != "bool" else None for i in index if not _plain_int(i)]
+    if not masks or any(m is None or m is not masks[0] for m in masks):
+        return None
+    return masks[0]
+
+
+def _plain_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def count_symbols(expression: Any) -> set[str]:
@@ -119,6 +146,8 @@ def resolve(tracer: Tracer) -> None:
         for path, text in records:
             expression = parse_size(text)
             symbols = count_symbols(expression)
+            if symbols & tracer.sizes.stale:
+                raise stale_length()
             if not symbols:
                 kept.append([path, text])
                 continue
@@ -164,15 +193,14 @@ def _operand(tracer: Tracer, node: Node, expression: Size, made: dict[Node, Node
 
 
 def _computable(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]]) -> bool:
-    """A polynomial in counts alone (no floor quotient), of masks of ``graph`` (``counts``
-    keeps none erased: ``loop_state.forget``), whose value fits int64 whatever the counts
-    (Python's int does not wrap)."""
-    if not all(isinstance(atom, str) and atom in counts and counts[atom][1].graph is graph
-               for monomial, _ in expression.terms for atom in monomial):
-        return False
-    bound = sum(abs(c) * math.prod(math.prod(counts[a][1].tensor.shape) for a in m)
-                for m, c in expression.terms)
-    return bound < 2 ** 63
+    """A sum of counts of masks of ``graph`` (``counts`` keeps none erased: ``loop_state.
+    forget``) with small coefficients: an int64 whatever the counts, in a size-generic version
+    too, whose arrays may grow past the traced ones (a product of counts, ``len(t) ** 3``,
+    wrapped there; Python's int does not): a count is below 2^43 (8 TB of mask)."""
+    return all(len(monomial) == 1 and isinstance(monomial[0], str) and monomial[0] in counts
+               and counts[monomial[0]][1].graph is graph for monomial, _ in expression.terms
+               if monomial) and sum(abs(c) for m, c in expression.terms if m) < 2 ** 19 and \
+        all(abs(c) < 2 ** 62 for m, c in expression.terms if not m)
 
 
 def _polynomial(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]],

@@ -27,7 +27,7 @@ from stax.ir.scalar_inputs import leaves_of
 from stax.ir.sizes import Size
 
 from .selection_counts import PREFIX as COUNT
-from .selection_counts import compared, mask_of
+from .selection_counts import compared, mask_of, stale_length
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -270,6 +270,9 @@ class SizeReads:
         self.dims: dict[Any, set[int] | None] = {}  # node -> dimensions read (None: all)
         self._data_shaped: dict[Any, bool] = {}
         self.counts: dict[str, tuple[Any, Any]] = {}  # count symbol -> (selection, mask)
+        #: counts of a lifted loop's erased first iteration (``loop_state.forget``): a length
+        #: the loop's body read escaped it (``n = len(t)`` read after the loop) and is stale
+        self.stale: set[str] = set()
 
     def shape_of(self, proxy: Any) -> tuple[Any, ...]:
         """``x.shape`` read by the user's code: each dimension a size that follows it. A value
@@ -284,7 +287,7 @@ class SizeReads:
                 return tuple(shape)
             # a selection's length: its mask's count, which the program computes where the
             # length is an operand (``selection_counts.py``); any other use reads it
-            name = f"{COUNT}{len(self.counts)}"
+            name = f"{COUNT}{len(self.counts) + len(self.stale)}"  # (never one used before)
             self.counts[name] = (node, mask)
             return (TracedSize(shape[0], Size.symbol(name), self.tracer),)
         return tuple(TracedSize(n, self._symbol(node, d), self.tracer)
@@ -326,6 +329,8 @@ class SizeReads:
         """Python decided something from a size: its dimensions stay exact."""
         if isinstance(expression, Size):
             names = expression.symbols
+            if names & self.stale:  # the number of the first iteration, not of the last
+                raise stale_length()
             for name in names & self.counts.keys():  # a selection's length: its shape gate
                 self.read_dims(self.counts[name][0], None)
             for (node, dim), name in self.symbols.items():

@@ -362,6 +362,8 @@ class FloatEvents:
             return
         if id(e) in self._tests:
             self._test_finite(v)
+        elif id(e) in self._compared:
+            self._keep(v)
         if id(e) in self._infinite_operands:  # ``sin(x)``: x = +-inf is its event, NaN none
             b = self.builder
             x = operands[0]
@@ -369,8 +371,6 @@ class FloatEvents:
             infinite = ir.Constant(x.type, float("inf"))
             self._test_finite(b.select(b.fcmp_ordered("==", b.call(fabs, [x]), infinite),
                                        infinite, ir.Constant(x.type, 0.0)))
-        elif id(e) in self._compared:
-            self._keep(v)
         if spec is not None and spec.difference:  # finite results, events all the same
             self._test_finite(self.builder.fsub(*operands))
 
