@@ -344,3 +344,21 @@ def test_numpy_scalar_math_with_a_shapes_size_stays_size_generic():
         k = (np.arange(n) % 7 + 1).astype(np.int32)
         assert f(k) == offset(k)
     assert f.cache_info().versions == 1
+
+
+def test_a_selection_read_only_for_its_length_leaves_the_graph():
+    """After its length is the mask's count, ``x[x > 0]`` has no user: erased, so its
+    data-dependent shape no longer keeps a size-generic version from being made."""
+    def unselected(x):
+        t = x[x > 0]
+        return x.sum() / (x.size - len(t))
+
+    x = -np.ones(10)
+    x[5:] = 1.0
+    assert all(n.target != "operator.getitem" for n in trace(unselected, (x,)).graph.nodes)
+    f = stax.compile(unselected, dynamic=True, strict_native=True)
+    for n in (10, 12, 40):
+        x = -np.ones(n)
+        x[:3] = 1.0
+        same(f(x), unselected(x))
+    assert f.cache_info().versions == 1

@@ -130,12 +130,15 @@ def count_symbols(expression: Any) -> set[str]:
     return {s for s in expression.symbols if s.startswith(PREFIX)}
 
 
-def resolve(tracer: Tracer) -> None:
+def resolve(tracer: Tracer) -> list[Node]:
     """Put the program's count of each mask where a length was an operand (module doc); any
-    other length read is read: its selection keeps its shape gate."""
+    other length read is read: its selection keeps its shape gate. Returns the nodes of data-
+    dependent shape the lengths were read from and those they are computed from, for
+    ``masked_reductions.erase_unused`` (a selection read only for its length is then unused: left
+    in the graph, its shape kept a generic version from being made)."""
     counts = tracer.sizes.counts
     if not counts:
-        return
+        return []
     graph = tracer.graph
     made: dict[Node, Node] = {}  # mask -> its count node (before the first use)
     for node in list(graph.nodes):
@@ -164,6 +167,14 @@ def resolve(tracer: Tracer) -> None:
             node.meta["size_args"] = kept
         else:
             del node.meta["size_args"]
+    found: dict[Node, None] = {}
+    stack = [selection for selection, _ in counts.values()]
+    while stack:
+        top = stack.pop()
+        if top not in found and tracer.sizes.data_shaped(top):
+            found[top] = None
+            stack.extend(top.inputs)
+    return list(found)
 
 
 def _operand(tracer: Tracer, node: Node, expression: Size, made: dict[Node, Node]

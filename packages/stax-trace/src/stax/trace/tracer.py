@@ -505,9 +505,9 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
     # arguments updated in place: their final values are extra outputs, written back by the caller
     updated = [a for a in tracer.arguments.values() if a.proxy.node is not a.node]
     tracer.graph.output((*outputs, *(a.proxy.node for a in updated)))
-    resolve_counts(tracer)  # selections' lengths as operands: the program's counts
+    counted = resolve_counts(tracer)  # selections' lengths as operands: the program's counts
     # selections consumed only by reductions: whole-array reductions, no count (their gates go)
-    reduced = masked_reductions.rewrite(tracer.graph, tracer.gates, tracer.shape_read)
+    reduced = masked_reductions.rewrite(tracer.graph, tracer.gates, tracer.shape_read) + counted
     tracer.gates = masked.live_shape_gates(tracer.graph, tracer.gates, tracer.shape_read)
     masked.drop_superseded(tracer.graph, tracer.superseded, {g.node for g in tracer.gates})
     masked_reductions.erase_unused(tracer.graph, reduced, {g.node for g in tracer.gates})
