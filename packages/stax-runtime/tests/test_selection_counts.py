@@ -362,3 +362,18 @@ def test_a_selection_read_only_for_its_length_leaves_the_graph():
         x[:3] = 1.0
         same(f(x), unselected(x))
     assert f.cache_info().versions == 1
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: x[y.shape[0] % x.shape[0]] + x[x.shape[0] // y.shape[0]],
+    lambda x, y: x[len(x[x > 2.5]) % x.shape[0]],
+    lambda x, y: x[x.size // max(len(x[x > 2.5]), 1)],
+], ids=["sizes", "length_mod_size", "size_floordiv_length"])
+def test_a_size_divided_by_a_size_is_read(fn):
+    """A probe's find (also before lengths were followed): ``//`` and ``%`` by another size
+    combined the two expressions outside any compile (``RuntimeError: a symbolic size was
+    used outside a compile``): they are read, as every other operation with a result that is
+    not a size."""
+    x, y = np.arange(8.0), np.arange(11.0)
+    got, want = stax.compile(fn)(x, y), fn(x, y)
+    same(got, want)

@@ -145,13 +145,15 @@ class TracedSize(TracedNumber):
 
     def __floordiv__(self, other: Any) -> Any:
         if isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_)) \
-                and not traced_array(other) and other > 0:  # by a positive number: a size
+                and not traced_array(other) and not isinstance(other, TracedNumber) and \
+                other > 0:  # by a positive number: a size (by a size: read, ``_decided``)
             return self._combine(other, operator.floordiv)
         return self._decided(other, operator.floordiv)
 
     def __mod__(self, other: Any) -> Any:
         if isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_)) \
-                and not traced_array(other) and other > 0:
+                and not traced_array(other) and not isinstance(other, TracedNumber) and \
+                other > 0:
             return self._combine(other, operator.mod)
         return self._decided(other, operator.mod)
 
