@@ -37,6 +37,8 @@ from stax.ir.ops import reduction_identity
 
 from .declines import decline_if
 from .masked import elementwise_function, same_value
+from .selection_counts import POSITIONS as _POSITIONS
+from .selection_counts import call_key as _key
 from .traced_sizes import argument_records
 
 #: reduction targets (``method:`` for methods) -> the reduction they are
@@ -46,7 +48,6 @@ _REDUCTIONS = {
     "numpy.min": "min", "numpy.amin": "min", "numpy.prod": "prod", "numpy.any": "any",
     "numpy.all": "all", "numpy.count_nonzero": "count_nonzero",
 }
-_POSITIONS = ("numpy.where", "numpy.nonzero", "method:nonzero")  # one tuple of index arrays
 _SCALARS = (bool, int, float, np.generic)
 _EMPTY = "a reduction without identity (mean, max, min) of an empty masked selection"
 
@@ -114,10 +115,6 @@ def erase_unused(graph: Any, nodes: list[Node], gated: set[str]) -> None:
 
 
 # -- finding the selections -------------------------------------------------------------------
-
-def _key(node: Node) -> str:
-    return f"method:{node.target}" if node.op is Opcode.CALL_METHOD else node.target
-
 
 def _shape(node: Any) -> tuple[int, ...] | None:
     return tuple(node.tensor.shape) if isinstance(node, Node) and node.tensor is not None else None

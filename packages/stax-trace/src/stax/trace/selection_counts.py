@@ -37,13 +37,14 @@ from stax.ir.symbolic_shapes import replaced_argument
 if TYPE_CHECKING:
     from .tracer import Tracer
 
-#: calls whose result is a tuple of position arrays of their one mask argument
-_POSITIONS = ("numpy.where", "numpy.nonzero", "method:nonzero")
+#: calls whose result is a tuple of position arrays of their one mask argument (``call_key``)
+POSITIONS = ("numpy.where", "numpy.nonzero", "method:nonzero")
 #: the prefix of count symbols (a shape's are ``s0``, ``s1``...)
 PREFIX = "c"
 
 
-def _key(node: Node) -> str:
+def call_key(node: Node) -> str:
+    """A call's target, ``method:<name>`` for a method (``masked_reductions`` reads it too)."""
     return f"method:{node.target}" if node.op is Opcode.CALL_METHOD else str(node.target)
 
 
@@ -61,7 +62,7 @@ def mask_of(node: Node, data_shaped: Callable[[Node], bool]) -> Node | None:
     while True:
         if node.tensor is None or node.tensor.ndim != 1:
             return None
-        key = _key(node)
+        key = call_key(node)
         args = node.args
         if key == "numpy.flatnonzero" and len(args) == 1 and not node.kwargs:
             return _bool_mask(args[0])
@@ -71,8 +72,8 @@ def mask_of(node: Node, data_shaped: Callable[[Node], bool]) -> Node | None:
             continue
         if key == "operator.getitem" and len(args) == 2 and not node.kwargs:
             base, index = args
-            if isinstance(base, Node) and _key(base) in _POSITIONS and len(base.args) == 1 and \
-                    isinstance(index, int) and not isinstance(index, bool):
+            if isinstance(base, Node) and call_key(base) in POSITIONS and \
+                    len(base.args) == 1 and isinstance(index, int) and not isinstance(index, bool):
                 return _bool_mask(base.args[0])  # np.nonzero(m)[k]
             if isinstance(index, tuple):  # a[np.nonzero(m)], a[idx, 0]: as long as positions
                 return _one_mask(index, data_shaped)  # of one mask, which nothing broadcasts
@@ -182,7 +183,8 @@ def _operand(tracer: Tracer, node: Node, expression: Size, made: dict[Node, Node
     """``expression``, counts and shapes' sizes, as a node converted for ``node``'s operand
     (``x.size - len(t)``: the sizes' part an int the node records as a size, ``size_args``, for
     a size-generic version to put back); None where ``node`` does not take an int as a weak
-    scalar, a term multiplies a count by a size, or a count's term divides."""
+    scalar or the counts' part is not ``_computable`` (a product, a quotient, a count times
+    a size)."""
     graph, counts = tracer.graph, tracer.sizes.counts
     target = weak_int_target(node)
     counted = sum((c * math.prod(Size.symbol(a) for a in m) for m, c in expression.terms
@@ -216,22 +218,23 @@ def _computable(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node
 
 def _polynomial(graph: Any, expression: Size, counts: dict[str, tuple[Node, Node]],
                 made: dict[Node, Node], source: Any) -> Node:
-    """The int64 node of ``expression``, each count its mask's ``m.sum()`` (one per mask in
-    ``made``), at the graph's insertion point."""
+    """The int64 node of ``expression`` (a ``_computable`` sum of counts), each count its
+    mask's ``m.sum()`` (one per mask in ``made``), at the graph's insertion point."""
     int64 = {"tensor": TensorMeta((), "int64", (), scalar=True), "source": source}
 
     def call(op: Opcode, target: str, args: tuple[Any, ...], name: str) -> Node:
         return graph.create_node(op, target, args, {}, name=name, meta=dict(int64))
 
     total: Node | int = 0
-    for monomial, coefficient in expression.terms:
+    for monomial, coefficient in expression.terms:  # one count each, or none (``_computable``)
         term: Node | int = coefficient
-        for symbol in monomial:
-            mask = counts[symbol][1]
+        if monomial:
+            mask = counts[monomial[0]][1]
             if mask not in made:
                 made[mask] = call(Opcode.CALL_METHOD, "sum", (mask,), "selection_count")
-            term = made[mask] if isinstance(term, int) and term == 1 else \
-                call(Opcode.CALL_FUNCTION, "operator.mul", (term, made[mask]), "count_product")
+            term = made[mask] if coefficient == 1 else \
+                call(Opcode.CALL_FUNCTION, "operator.mul", (coefficient, made[mask]),
+                     "count_product")
         total = term if isinstance(total, int) and total == 0 else \
             call(Opcode.CALL_FUNCTION, "operator.add", (total, term), "count_sum")
     assert isinstance(total, Node)  # the expression has a symbol
@@ -243,21 +246,19 @@ def compared(tracer: Tracer, expression: Any, relation: str, other: Any) -> bool
     float): Python's answer, recorded as a data gate on the program's own comparison of the
     count, so a call where it holds the same way runs this version whatever the count; None
     where the expression is not one of counts alone (the caller reads it)."""
-    counts = tracer.sizes.counts
-    if not isinstance(expression, Size) or not expression.symbols <= counts.keys() or \
-            not issubclass(type(other), (int, float, np.integer, np.floating)) or \
-            issubclass(type(other), (bool, np.bool_)) or \
-            not _computable(tracer.graph, expression, counts):
+    value = _counted_value(tracer, expression)
+    if value is None or not issubclass(type(other), (int, float, np.integer, np.floating)) or \
+            issubclass(type(other), (bool, np.bool_)):
         return None  # (``type``: a traced scalar argument answers isinstance as its value)
     from .proxy import Proxy  # (proxy.py imports traced_sizes, which imports this)
     from .source import user_source
 
-    value = expression.evaluate({s: counts[s][0].tensor.shape[0] for s in expression.symbols})
     answer = bool(getattr(operator, relation)(value, other))
     source = user_source()
     node = tracer.graph.create_node(
         Opcode.CALL_FUNCTION, f"operator.{relation}",
-        (_polynomial(tracer.graph, expression, counts, {}, source), other), {}, name="count_test",
+        (_polynomial(tracer.graph, expression, tracer.sizes.counts, {}, source), other), {},
+        name="count_test",
         meta={"tensor": TensorMeta((), "bool", (), scalar=True), "source": source})
     tracer.adopt(node, np.bool_(answer))
     return tracer.gate(Proxy(node, np.bool_(answer), tracer), "bool")
@@ -267,14 +268,22 @@ def returned(tracer: Tracer, expression: Any) -> Any:
     """A length the function returns (``return t.sum(), len(t)``): the traced int64 count the
     program outputs, for the result's tree to convert to a Python int; None where the
     expression is not one of counts alone (the number is then read)."""
+    traced = _counted_value(tracer, expression)
+    if traced is None:
+        return None
+    from .proxy import Proxy
+
+    value = np.int64(traced)
+    node = _polynomial(tracer.graph, expression, tracer.sizes.counts, {}, None)
+    tracer.adopt(node, value)
+    return Proxy(node, value, tracer)
+
+
+def _counted_value(tracer: Tracer, expression: Any) -> int | None:
+    """The traced value of ``expression`` where it is a computable sum of counts alone
+    (``_computable``), else None."""
     counts = tracer.sizes.counts
     if not isinstance(expression, Size) or not expression.symbols <= counts.keys() or \
             not _computable(tracer.graph, expression, counts):
         return None
-    from .proxy import Proxy
-
-    value = np.int64(expression.evaluate({s: counts[s][0].tensor.shape[0]
-                                          for s in expression.symbols}))
-    node = _polynomial(tracer.graph, expression, counts, {}, None)
-    tracer.adopt(node, value)
-    return Proxy(node, value, tracer)
+    return expression.evaluate({s: counts[s][0].tensor.shape[0] for s in expression.symbols})
