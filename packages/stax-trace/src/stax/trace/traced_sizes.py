@@ -144,16 +144,12 @@ class TracedSize(TracedNumber):
         return self._arith(other, operator.mul, swap=True)
 
     def __floordiv__(self, other: Any) -> Any:
-        if isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_)) \
-                and not traced_array(other) and not isinstance(other, TracedNumber) and \
-                other > 0:  # by a positive number: a size (by a size: read, ``_decided``)
+        if _positive_int(other):  # by a positive number: a size (by a size: read, ``_decided``)
             return self._combine(other, operator.floordiv)
         return self._decided(other, operator.floordiv)
 
     def __mod__(self, other: Any) -> Any:
-        if isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_)) \
-                and not traced_array(other) and not isinstance(other, TracedNumber) and \
-                other > 0:
+        if _positive_int(other):
             return self._combine(other, operator.mod)
         return self._decided(other, operator.mod)
 
@@ -176,6 +172,13 @@ class TracedSize(TracedNumber):
             return NotImplemented
         other = other.read() if isinstance(other, TracedSize) else other
         return fn(other, self.read()) if swap else fn(self.read(), other)
+
+
+def _positive_int(value: Any) -> bool:
+    """A plain positive int (or NumPy integer): not a bool, a traced array or a followed
+    number (a traced NumPy integer, a size, answers ``isinstance`` as its value)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) \
+        and not traced_array(value) and not isinstance(value, TracedNumber) and value > 0
 
 
 def _binary_decided(fn: Callable[[Any, Any], Any], swap: bool = False) -> Callable[..., Any]:
