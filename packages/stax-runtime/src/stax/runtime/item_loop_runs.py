@@ -82,7 +82,8 @@ class ItemLoopRun:
             return None
         leaf = {name: 1 + n for n, name in enumerate(runner.call_params)}  # the item: leaf 0
         outputs = [None if name in (site.target, site.row) or name in runner.constants or
-                   name in runner.views or name in site.scratch else name
+                   name in runner.views or name in site.scratch or name in runner.counted
+                   else name
                    for name in site.returned] + runner.bases
         carried = {slots.index(leaf[name]): k for k, name in enumerate(outputs)
                    if name is not None and name in leaf and leaf[name] in slots}

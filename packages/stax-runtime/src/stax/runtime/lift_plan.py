@@ -23,12 +23,14 @@ from stax.trace.traced_sizes import TracedSize, read_number
 _CONSTANTS = (bool, int, float, complex, str, type(None), np.generic)
 
 
-def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
-          ) -> tuple[list[str], dict[str, Any], list[str], dict[str, Any]] | str:
+def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
+              counted: frozenset[str] | dict[str, Any] = frozenset()
+              ) -> tuple[list[str], dict[str, Any], list[str], dict[str, Any]] | str:
     """(traced inputs, constants, results, views) of the lifted step, or why the loop unrolls.
     ``views``: a local the body updates in place that is a view of another input (``u =
     U[1:-1, 1:-1]; u += ...``), by name: (the other's name, the key); such a loop runs in NumPy,
-    on a copy of the other and the same view of it."""
+    on a copy of the other and the same view of it. ``counted``: counters the body computes
+    from its item (``stepped_locals``), neither inputs nor constants."""
     if site.target is None and site.array is None and site.kind == "for":
         return "its target is not a plain name"
     if site.effect is not None:  # compiled, it would not happen; tried, it would happen twice
@@ -45,6 +47,8 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
     inputs, constants = [], {}
     for name in site.params:
         value = state.get(name, UNBOUND)
+        if name in counted:
+            continue
         if name in (site.target, site.row):
             constants[name] = 0  # bound to the item (its row) before the body reads it
         elif name in site.scratch:
@@ -74,8 +78,8 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any]
             return f"the local {name!r} holds a {type(value).__name__}, not a traced array"
     views: dict[str, Any] = {}
     for name in site.mutated:
-        if name == site.row:  # the item's row, a view of the array, made at each item
-            continue
+        if name == site.row or name in counted:  # the item's row, a view of the array, made
+            continue  # at each item; a counter, computed from the item
         value = state[name]
         if (isinstance(value, Proxy) and isinstance(value.value, np.generic)) or \
                 carried_float(site, name, value):

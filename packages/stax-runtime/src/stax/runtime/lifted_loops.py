@@ -61,7 +61,9 @@ from .item_loop_runs import LAST_ITEM, ItemLoopRun
 from .item_uses import ITEM, check_item_uses
 from .lift_plan import plan_step, scalar_inputs, taking_bases
 from .lifted_first_runs import Unstable, first_run
+from .result_identities import identities, standing_order
 from .steady_loops import SteadyCall, Tested
+from .stepped_locals import after_loop, count_at, counted_locals, counting
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
@@ -70,11 +72,12 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     reason logged under ``STAX_LOGS=loops``) when the loop must unroll. ``stop``: the traced
     end of ``items``, then an input of the step, whose items each call takes from it
     (``stax.trace.loop_ranges``)."""
-    plan = plan_step(tracer, site, state)
+    counted = counted_locals(site, state, items, stop is not None)
+    plan = plan_step(tracer, site, state, counted)
     if isinstance(plan, str):
         return unrolls(site, plan)
     inputs, constants, outputs, views = plan
-    compiled, key = None, _body_key(site, body, items, views)
+    compiled, key = None, _body_key(site, body, items, views, counted)
     bodies = tracer.__dict__.setdefault("lifted_bodies", {})  # this capture's, by loop
     cells = [c.cell_contents for c in body.__closure__ or ()]
     if key is not None:  # the same closure: the very objects
@@ -82,9 +85,13 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
                          if len(held) == len(cells) and all(a is b for a, b in zip(held, cells))),
                         None)
     if compiled is None:
+        params, stepped = site.params, body
+        if counted:
+            params = tuple(p for p in params if p not in counted)
+            stepped = counting(body, site.params, counted, items)
         compiled = CompiledFunction(
-            taking_bases(body, site.params, site.returned, views, site.scratch)
-            if views or site.scratch else body, strict_native=True)
+            taking_bases(stepped, params, site.returned, views, site.scratch)
+            if views or site.scratch else stepped, strict_native=True)
         compiled.capture_check = functools.partial(  # a run-time count: every item it allows
             check_item_uses, items=items if stop is None else
             range(items.start, items.start + DYNAMIC_ITEMS))
@@ -97,7 +104,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     runner = Runner(compiled, whole, site, items, inputs, constants, outputs, stop is not None,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
                               not isinstance(state[n], TracedScalar)},
-                     views=views)
+                     views=views, counted=counted)
     runner.body, runner.numbers = body, scalar_inputs(state, inputs)
     runner.carried = frozenset(n for n in runner.numbers if n in site.floats)
     runner.loops = compiled.item_loops
@@ -108,6 +115,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         return unrolls(site, first)
     results, how = first
     after = record_step(tracer, runner, state, results, stop)
+    after.update(after_loop(counted, items))  # Python ints, as the loop leaves them
     if site.target is not None:  # a range of two items at least (run_loop); after a break,
         # the last item run: the step's last result, a traced int64 returned as a Python int
         # (a run-time count's: no read after the loop sees it, ``LoopSite.target_unread``)
@@ -121,13 +129,15 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     return after
 
 
-def _body_key(site: LoopSite, body: Any, items: range, views: dict[str, Any]) -> Any:
+def _body_key(site: LoopSite, body: Any, items: range, views: dict[str, Any],
+              counted: dict[str, Any]) -> Any:
     """What a loop's compiled body is shared by within one capture (an inner loop lifted at each
     item of an outer loop that unrolls: Gauss-Seidel's row loop per sweep compiled its body
     again each time, 5.8 s for a first call): the loop, its body's code, its items and views
     (its closure is compared by identity); None where these cannot be compared."""
     try:
-        key = (site, body.__code__, items, tuple(sorted(views.items())))
+        key = (site, body.__code__, items, tuple(sorted(views.items())),
+               tuple(sorted(counted.items())))
         hash(key)
     except (TypeError, ValueError):
         return None
@@ -189,16 +199,19 @@ class Runner:
 
     def __init__(self, compiled: Any, whole: Any, site: LoopSite, items: range,
                  inputs: list[str], constants: dict[str, Any], outputs: list[str],
-                 stop_input: bool, scalars: set[str], views: dict[str, Any]) -> None:
+                 stop_input: bool, scalars: set[str], views: dict[str, Any],
+                 counted: dict[str, tuple[int, int]] | None = None) -> None:
         self.compiled, self.whole, self.site, self.items = compiled, whole, site, items
         self.stop_input = stop_input  # the last input: the end of this call's items
         self.inputs, self.constants, self.outputs = inputs, constants, outputs
         self.scalars = scalars  # inputs that were NumPy scalars at capture (0-d buffers here)
         self.views = views  # name -> (the input it views, the key), made again on a copy
+        self.counted = counted or {}  # counters the body computes from its item (stepped_locals)
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
         # the compiled body's parameters after the item: a view is made inside it from its
         # base, which it returns after the body's own results (``lift_plan.taking_bases``)
-        self.call_params = [p for p in site.params if p not in views and p not in site.scratch]
+        self.call_params = [p for p in site.params if p not in views and
+                            p not in site.scratch and p not in self.counted]
         self.bases = list(dict.fromkeys(base for base, _ in views.values()))
         self.eager = False
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
@@ -211,7 +224,7 @@ class Runner:
         self.body: Any = None  # the body function the lift was given (``_body_eagerly``)
         self.numbers: dict[str, type] = {}  # scalar inputs, and their types (``scalar_inputs``)
         self.carried: frozenset[str] = frozenset()  # of them, Python floats the body rebinds
-        self._order = _standing_order(outputs, site.mutated)  # (``_identities``)
+        self._order = standing_order(outputs, site.mutated)  # (``identities``)
         self._kept = self._kept_results()  # what ``_keep`` binds after a compiled item
         self.capturing = True  # the capture's runs (``first_run``): a version per carried value
         # then sends the loop to NumPy (later calls compile what they must, to the limit)
@@ -272,9 +285,9 @@ class Runner:
     def _results(self, values: dict[str, Any], given: dict[str, Any] | None, items: range
                  ) -> tuple[Any, ...]:
         """The step's results from the locals after a run, checked to be the objects capture
-        found them to be (``_identities``; ``given`` None: known to be, ``SteadyCall``)."""
+        found them to be (``identities``; ``given`` None: known to be, ``SteadyCall``)."""
         if given is not None:
-            same = _identities([None if name in self.scalars else values[name]
+            same = identities([None if name in self.scalars else values[name]
                                 for name in self.outputs], given, self._order)
             if self.identities is None:
                 self.identities = same
@@ -295,6 +308,7 @@ class Runner:
         """The loop as written, in NumPy: its locals bound in ``values``; its results."""
         site, constants = self.site, self.constants
         walked: Any = items
+        values.update(count_at(self.counted, self.items, items.start))
         if site.array is not None:  # the rows, as iterating the array gives them
             rows = values[site.array]
             walked = ((i, rows[i]) for i in items) if site.target else (rows[i] for i in items)
@@ -448,7 +462,8 @@ class Runner:
         site = self.site
         return [(k, name, self.constants.get(name, NO_CONSTANT))
                 for k, name in enumerate(site.returned)
-                if name not in (site.target, site.row) and name not in site.scratch] + \
+                if name not in (site.target, site.row) and name not in site.scratch and
+                name not in self.counted] + \
             [(len(site.returned) + j, base, NO_CONSTANT) for j, base in enumerate(self.bases)]
 
     def _compile_at(self, values: dict[str, Any], item: int) -> None:
@@ -487,6 +502,7 @@ class Runner:
         eagerly, its results bound; whether the loop goes on (what a body ending the loop at a
         test returns after them; True for another)."""
         site = self.site
+        values.update(count_at(self.counted, self.items, item))
         out = self.body(item, *[values.get(p, UNBOUND) for p in site.params])
         for name, value in zip(site.returned, out):
             if name in (site.target, site.row) or name in site.scratch:
@@ -546,36 +562,6 @@ NO_CONSTANT = object()  # no constant
 #: a call's ``values`` entry, where every item ran in the machine-code loop: that loop
 #: (``SteadyCall``)
 MACHINE_CODE = "__stax_machine_code"
-
-
-def _identities(results: list[Any], given: dict[str, Any], order: list[int]
-                ) -> tuple[int | str | None, ...]:
-    """Per result array, the result of one object that stands for the others (the first in
-    ``order``: those the body updates in place first, ``_standing_order``), else the input it
-    is (its name, among the inputs the runner does not copy), else None; None for the one
-    that stands."""
-    first: dict[int, int] = {}
-    for k in order:
-        if isinstance(results[k], np.ndarray):
-            first.setdefault(id(results[k]), k)
-    out: list[int | str | None] = []
-    for k, value in enumerate(results):
-        same: int | str | None = None
-        if isinstance(value, np.ndarray):
-            same = first[id(value)]
-            if same == k:
-                same = None
-                for name, v in given.items():
-                    if v is value:
-                        same = name
-                        break
-        out.append(same)
-    return tuple(out)
-
-
-def _standing_order(names: list[str], mutated: tuple[str, ...]) -> list[int]:
-    """The results' positions, those the body updates in place first (``_identities``)."""
-    return sorted(range(len(names)), key=lambda k: (names[k] not in mutated, k))
 
 
 def may_underflow(version: Any) -> bool:

@@ -263,5 +263,32 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
     return frozenset(found)
 
 
+def stepped(function: ast.FunctionDef, loop: ast.For) -> tuple[tuple[str, int], ...]:
+    """A ``for`` loop's counters (``n += 1`` in a Welford update, ``count += 1``), each with what
+    one iteration adds: locals the loop binds only by ``c += <int literal>`` (or ``-=``)
+    statements of its body's own block (each runs once per iteration: the loop has no
+    ``break`` or ``continue`` of its own, or it is not rewritten), not the loop's target, and
+    no nested scope, ``global``/``nonlocal`` or frame read naming them. Each holds, at an
+    item, its value before the loop plus the steps of the items before: a lifted step computes
+    it from the item (``stax.runtime.stepped_locals``) and the value after the loop is known
+    where the item count is; whether it holds a Python int is the lifter's to check."""
+    if any(isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None))
+           in _FRAME_READS for n in ast.walk(function)):
+        return ()
+    steps: dict[str, int] = {}
+    own: set[int] = set()
+    for statement in loop.body:
+        if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name) \
+                and _int_step(statement):
+            sign = 1 if isinstance(statement.op, ast.Add) else -1
+            name = statement.target.id
+            steps[name] = steps.get(name, 0) + sign * statement.value.value  # type: ignore
+            own.add(id(statement.target))
+    others = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and
+              not isinstance(n.ctx, ast.Load) and id(n) not in own}
+    return tuple(sorted((name, step) for name, step in steps.items()
+                        if name not in others and name not in _shared_names(function)))
+
+
 def _in_target(name: ast.Name, loop: ast.For) -> bool:
     return any(n is name for n in ast.walk(loop.target))

@@ -40,6 +40,9 @@ class LoopSite:
     #: a ``for`` loop's locals it may carry as Python floats (``loop_counters.carried_floats``):
     #: inputs and results of the lifted step where they hold floats, returned as floats
     floats: frozenset[str] = frozenset()
+    #: a ``for`` loop's counters and what an iteration adds to each (``n += 1``;
+    #: ``loop_counters.stepped``): a lifted step computes them from its item
+    steps: tuple[tuple[str, int], ...] = ()
     #: nothing outside the loop reads its target (``loop_body.unread_after``: not after it,
     #: nor before it, which an enclosing loop runs after it): a lifted step's count may be a
     #: run-time input (``loop_ranges``), the target's value after it unseen

@@ -272,6 +272,8 @@ class _Rewriter:
                 if isinstance(node, ast.For) else frozenset()
             counted = loop_counters.counters(self.function, node, self.results) \
                 if isinstance(node, ast.While) else frozenset()
+            steps = loop_counters.stepped(self.function, node) \
+                if isinstance(node, ast.For) and form is None else ()
             test = loop_counters.counted_test(getattr(node, "test", None), counted,  # (a for
                                               while_loops.GOES_ON_HELPER)  # loop: none)
         looping = isinstance(node, (ast.For, ast.While))
@@ -295,12 +297,14 @@ class _Rewriter:
         if form is not None and returned:
             self.converted.update(dict.fromkeys(returned, "int"))
         self.converted.update((at, "carried") for at, n in self.results.items() if n.id in floats)
-        return self.lift(node, form, *names, rebinds, unread, bool(form and returned), floats)
+        return self.lift(node, form, *names, rebinds, unread, bool(form and returned), floats,
+                         steps)
 
     def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
              assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,
              unread: frozenset[str], item_returned: bool = False,
-             floats: frozenset[str] = frozenset()) -> list[ast.stmt]:
+             floats: frozenset[str] = frozenset(), steps: tuple[tuple[str, int], ...] = ()
+             ) -> list[ast.stmt]:
         number = len(self.sites)
         rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
@@ -321,7 +325,8 @@ class _Rewriter:
                                    bound_first, loop_body.effects(statements), scratch,
                                    loop_body.rebound_before_update(statements, mutated),
                                    stops=form is not None, item_returned=item_returned,
-                                   floats=floats, target_unread=target in unread))
+                                   floats=floats, target_unread=target in unread,
+                                   steps=steps))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(body_name, [item, *params], [
