@@ -80,6 +80,20 @@ def cumulative_rows(M):
 
 # -- JAX ports ------------------------------------------------------------------------------------
 
+def welford_rows(X):
+    """Streaming column mean and sample variance over an array's rows (Welford's update), with
+    a Python int counter the update divides by."""
+    n = 0
+    mean = np.zeros(X.shape[1])
+    M2 = np.zeros(X.shape[1])
+    for row in X:
+        n += 1
+        delta = row - mean
+        mean += delta / n
+        M2 += delta * (row - mean)
+    return mean, M2 / (n - 1)
+
+
 def _jnp():
     import jax.numpy as jnp
     return jnp
@@ -211,4 +225,6 @@ PROGRAMS = [
             rtol=1e-12, atol=1e-14),
     Program("trailing_sum_from_zero", "loops", trailing_sum_from_zero,
             lambda r: (r.standard_normal(5000),), rtol=1e-12, atol=1e-14),
+    # a counter the body divides by (``n += 1``): computed from the item, the loop lifted
+    Program("welford_rows", "loops", welford_rows, lambda r: (r.standard_normal((1000, 32)),)),
 ]
