@@ -6,6 +6,7 @@ int32 events buffer, once per chunk, atomically."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from .fpevents import (
     lane_guards,
     read_mxcsr,
     reads_flags,
+    self_tests,
     underflow_unseen,
 )
 from .types import is_float, is_signed
@@ -71,6 +73,7 @@ class FloatEvents:
         self._lane_guards: dict[int, tuple[Expr, ...]] = {}
         self._tests: set[int] = set()
         self._infinite_operands: set[int] = set()  # ``infinite_operand_tests``
+        self._self_tests: set[int] = set()  # ``self_tests``
         self._totals: set[str] = set()
         self._bits: ir.Value | None = None          # alloca i32: exact bits
         self._opaque_constants: dict[str, ir.Value] = {}
@@ -141,6 +144,7 @@ class FloatEvents:
         if self.events is not None and not self.precise:
             self._tests, self._totals = fast_tests(nodes, spills, self.flags)
             self._infinite_operands = infinite_operand_tests(nodes)
+            self._self_tests = self_tests(nodes)
             self._compared = kept_operations(nodes) if self.flags else set()
 
     def lanes_of(self, e: Expr) -> ir.Value | None:
@@ -371,6 +375,14 @@ class FloatEvents:
             infinite = ir.Constant(x.type, float("inf"))
             self._test_finite(b.select(b.fcmp_ordered("==", b.call(fabs, [x]), infinite),
                                        infinite, ir.Constant(x.type, 0.0)))
+        if id(e) in self._self_tests:  # ``exp(x)``: finite where no operand is NaN
+            b = self.builder
+            ordered = [b.fcmp_ordered("ord", x, x) for x in operands
+                       if isinstance(x.type, (ir.DoubleType, ir.FloatType))]
+            if ordered:
+                both = functools.reduce(b.and_, ordered)
+                v = b.select(both, v, ir.Constant(v.type, 0.0))
+            self._test_finite(v)
         if spec is not None and spec.difference:  # finite results, events all the same
             self._test_finite(self.builder.fsub(*operands))
 
