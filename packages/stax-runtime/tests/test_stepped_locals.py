@@ -269,3 +269,124 @@ def test_capture_of_a_counted_loop_does_not_grow_with_its_count(monkeypatch):
     captured(300)  # warm the process's own first compiles
     short, long = min(captured(400) for _ in range(2)), min(captured(1600) for _ in range(2))
     assert long < 2.2 * short + 0.05, (short, long)
+
+
+@pytest.fixture
+def compiled_bodies(monkeypatch):
+    """Keep a lifted body compiled whatever NumPy's time per item (the body's own checks decide)."""
+    from stax.runtime.lifted_loops import Runner
+
+    monkeypatch.setattr(Runner, "eager_seconds_per_item", lambda self, arrays: None)
+
+
+def item_and_counter_f32(x):
+    n = 0
+    acc = np.zeros(x.shape[1], np.float32)
+    for i in range(x.shape[0]):
+        n += 1
+        acc = acc + x[i] * (i + n)  # NEP 50: float32 times a Python int stays float32
+    return acc, n
+
+
+def item_and_counter_u8(x):
+    n = 0
+    acc = np.zeros(x.shape[1], np.uint8)
+    for i in range(x.shape[0]):
+        n += 3
+        acc = acc + x[i] + (n + i)  # past 255: NumPy raises OverflowError
+    return acc
+
+
+def stored_into_int8(x):
+    out = np.zeros(x.shape[0], np.int8)
+    n = 0
+    for i in range(x.shape[0]):
+        n += 1
+        out[i] = n  # 128 is out of bounds for int8: NumPy raises
+    return out, n
+
+
+def item_stored_into_int8(x):
+    out = np.zeros(x.shape[0], np.int8)
+    for i in range(x.shape[0]):
+        out[i] = i + 1
+    return out
+
+
+@pytest.mark.parametrize("fn, x", [
+    (item_and_counter_f32, _RNG.random((300, 4)).astype(np.float32)),
+    (item_and_counter_u8, np.ones((40, 3), np.uint8)),
+    (stored_into_int8, np.zeros(300)),
+    (item_stored_into_int8, np.zeros(300)),
+    (stored_into_int8, np.zeros(100)),
+], ids=["float32", "uint8", "int8-store", "item-int8-store", "int8-in-range"])
+def test_a_use_of_two_values_from_the_item_is_judged_with_both(fn, x, compiled_bodies):
+    """``x32 * (i + n)`` reads two values computed from the item (the counter is one): judged
+    from the first alone, the second looked like a traced int64 and the sum passed as one
+    (float64 results; ``out8[i] = n`` wrapped where NumPy raises OverflowError)."""
+    try:
+        want = fn(x.copy())
+    except OverflowError:
+        with pytest.raises(OverflowError):
+            stax.compile(fn)(x.copy())
+        return
+    _same(stax.compile(fn)(x.copy()), want)
+
+
+def test_a_negative_literal_step_and_a_start_from_a_shape_are_counters(caplog, monkeypatch):
+    def negative_literal(X):
+        n = X.shape[0]
+        s = np.zeros(X.shape[1])
+        for row in X:
+            n -= -1
+            s = s + row / n
+        return s, n
+
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    x = _RNG.random((60, 3))
+    with caplog.at_level(logging.INFO, logger="stax"):
+        got = stax.compile(negative_literal)(x)
+    _same(got, negative_literal(x))
+    assert "lifted into one step" in caplog.text and "unrolls" not in caplog.text, caplog.text
+
+
+def test_a_number_the_body_changes_otherwise_says_so(caplog, monkeypatch):
+    def doubled(x):
+        n = 1
+        s = np.zeros(x.shape[1])
+        for i in range(x.shape[0]):
+            n *= 2
+            s = s + x[i]
+        return s, n
+
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    x = _RNG.random((40, 3))
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same(stax.compile(doubled)(x), doubled(x))
+    assert "the body steps 'n', a Python number" in caplog.text, caplog.text
+
+
+def test_the_sources_own_warnings_are_not_given_again(tmp_path, monkeypatch):
+    """Capture parses and compiles the function's source again (the loop rewrite): a warning
+    of that source (``x is 1``: a SyntaxWarning) was its import's, not each compile's."""
+    module = tmp_path / "warned_source.py"
+    module.write_text(textwrap.dedent("""
+        import numpy as np
+
+        def warned(x):
+            s = x * 0
+            for i in range(x.shape[0]):
+                s = s + x[i]
+            return s if 1 is 1 else x
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import warned_source
+    x = _RNG.random((40, 3))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        compiled = stax.compile(warned_source.warned)
+        _same(compiled(x), warned_source.warned(x))
+    assert not seen, [str(w.message) for w in seen]
+    assert LIFTED_LOOP in str(compiled._versions[-1].artifact)  # the source was rewritten

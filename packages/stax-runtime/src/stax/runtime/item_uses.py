@@ -67,30 +67,22 @@ def check_item_uses(capture: GraphProgram, items: range) -> None:
         gate = capture.gates[0]
         raise UnsupportedError(f"the loop body reads an array into Python ({gate.kind})",
                                source=gate.source)
-    users: dict[Any, list[Any]] = defaultdict(list)
-    item = None
-    for node in capture.graph.nodes:
-        if node.op == Opcode.PLACEHOLDER and node.target == ITEM:
-            item = node
-        for used in node.inputs:
-            users[used].append(node)
+    item = next((n for n in capture.graph.nodes
+                 if n.op == Opcode.PLACEHOLDER and n.target == ITEM), None)
     if item is None or not items:
         return
     derived: dict[Any, Interval | None] = {item: (min(items[0], items[-1]),
                                                   max(items[0], items[-1]))}
-    todo, seen = [item], set()
-    while todo:
-        node = todo.pop()
-        for user in users[node]:
-            if user in seen:
-                continue
-            seen.add(user)
+    # in the graph's order, each use of each derived operand: a node reading two (``i + n``,
+    # a counter computed from the item, ``stax.runtime.stepped_locals``) is judged with both
+    # known (from the first alone, the second looked like a traced int64: ``x32 * (i + n)``
+    # passed as float64, ``out8[i] = n`` as a store of an index)
+    for user in capture.graph.nodes:
+        for node in dict.fromkeys(n for n in user.inputs if n in derived):
             why = _use(user, node, derived)
             if why is not None:
                 raise UnsupportedError(f"the loop body uses its index where a Python int and an "
                                        f"int64 differ: {why}", node=user.name, source=user.source)
-            if user in derived:
-                todo.append(user)
     for node, span in derived.items():  # proven in range: no overflow to report
         if node.target in _PLAIN and span is not FLOAT:
             node.target = _PLAIN[node.target]

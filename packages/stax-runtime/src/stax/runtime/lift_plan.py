@@ -97,6 +97,9 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
             continue  # ``v = v * 0.95 + I[t]; v[s] = 0.0``: the item's own array is updated
         if name in site.rebound:
             return f"the body both updates {name!r} in place and binds it anew"
+        if isinstance(read_value(value), (int, float, complex)):
+            return (f"the body steps {name!r}, a Python number (a counter the item gives is "
+                    f"an int stepped by int literals in the body's own block)")
         if not isinstance(value, Proxy) or not isinstance(value.value, np.ndarray):
             return f"the body updates {name!r} in place, which is not a traced array"
         base = _viewed_input(tracer, site, state, inputs, value)

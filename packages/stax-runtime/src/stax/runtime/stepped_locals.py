@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from stax.trace.loops import LoopSite
+from stax.trace.selection_counts import count_symbols
+from stax.trace.traced_sizes import TracedSize
 
 from .lift_plan import named_parameters
 
@@ -27,12 +29,15 @@ def counted_locals(site: LoopSite, state: dict[str, Any], items: range, traced_s
                    ) -> dict[str, tuple[int, int]]:
     """Per counter of ``site`` the step computes: (its value at ``items``' first item, what an
     item adds). None where the count is a run-time input (the value after the loop would be
-    too), or where a counter holds no Python int (a float, an array: carried as before)."""
+    too), or where a counter holds no Python int (a float, an array: carried as before); a
+    size read from a shape is read (the version exact in it)."""
     if traced_stop:
         return {}
     counted = {}
     for name, step in site.steps:
         value = state.get(name)
+        if isinstance(value, TracedSize) and not count_symbols(value.expression):
+            value = value.read()  # ``n = len(X)``: a size, which unrolled the loop reads too
         if type(value) is int and abs(value) + abs(step) * (len(items) + 1) < _BOUND:
             counted[name] = (value, step)
     return counted

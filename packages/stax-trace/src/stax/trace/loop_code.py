@@ -8,10 +8,13 @@ from __future__ import annotations
 import __future__
 
 import ast
+import contextlib
 import dis
 import functools
 import operator
 import types
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 _FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, f).compiler_flag
@@ -49,12 +52,24 @@ def compiled_function(function: ast.FunctionDef, code: types.CodeType,
     ast.copy_location(factory, function)
     ast.fix_missing_locations(module)
     try:
-        compiled = compile(module, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS,
-                           dont_inherit=True)  # the user's __future__ imports, not this module's
+        with quiet_compile():
+            compiled = compile(module, code.co_filename, "exec",
+                               flags=code.co_flags & _FUTURE_FLAGS,
+                               dont_inherit=True)  # the user's __future__ imports, not ours
     except (SyntaxError, ValueError):
         return None
     inner = _function_code(compiled, "__stax_factory__")
     return _function_code(inner, code.co_name) if inner is not None else None
+
+
+@contextlib.contextmanager
+def quiet_compile() -> Iterator[None]:
+    """Parsing and compiling the user's source again: its warnings (``1 is 1``: a
+    ``SyntaxWarning``; an invalid escape) were the import's to give, not each compile's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
 
 
 def same_code(a: types.CodeType, b: types.CodeType) -> bool:

@@ -140,8 +140,15 @@ def _own_names(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> se
 
 
 def _int_step(node: ast.AugAssign) -> bool:
-    return isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.value, ast.Constant) \
-        and type(node.value.value) is int
+    """``c += <int literal>`` or ``c -= <int literal>`` (``-1`` too: a negation of one)."""
+    return isinstance(node.op, (ast.Add, ast.Sub)) and _int_literal(node.value) is not None
+
+
+def _int_literal(node: ast.expr) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        value = _int_literal(node.operand)
+        return None if value is None else -value if isinstance(node.op, ast.USub) else value
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _counter_use(name: ast.Name, parent: ast.AST, in_loop: bool, results: Mapping[int, Any]
@@ -282,7 +289,7 @@ def stepped(function: ast.FunctionDef, loop: ast.For) -> tuple[tuple[str, int], 
                 and _int_step(statement):
             sign = 1 if isinstance(statement.op, ast.Add) else -1
             name = statement.target.id
-            steps[name] = steps.get(name, 0) + sign * statement.value.value  # type: ignore
+            steps[name] = steps.get(name, 0) + sign * _int_literal(statement.value)  # type: ignore
             own.add(id(statement.target))
     others = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and
               not isinstance(n.ctx, ast.Load) and id(n) not in own}

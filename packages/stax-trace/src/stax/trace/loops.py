@@ -193,7 +193,8 @@ def _rewrite(fn: types.FunctionType, code: types.CodeType) -> Any:
         return None
     try:
         source = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(source)
+        with loop_code.quiet_compile():
+            tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
     if not tree.body or not isinstance(tree.body[0], ast.FunctionDef) or \
