@@ -16,6 +16,7 @@ from llvmlite import ir
 from stax.loop import Binary, Unary
 
 from . import vmath64
+from .fpevents import NAN_QUIET, QUIET_ROUTINES, ROUTINE_VALUE
 from .libm import python_pow
 from .registry import Emitter, binary, by_dtype, unary
 from .types import I64
@@ -67,23 +68,22 @@ BINARY_ROUTINES["ldexp"] = {"float64": vmath64.ldexp, "float32": ldexp32}
 BINARY_ROUTINES["python_pow"] = {"float64": python_pow, "float32": python_pow}
 
 
-#: routines that take a NaN quietly themselves (``vmath64.trig``, ``vmath.trig32``)
-_QUIET_OVER_NAN = frozenset({"sin", "cos", "tan"})
 #: what a NaN operand is replaced by inside a routine (in every routine's domain, of a finite
 #: result): 0.5, but arccosh's domain starts at 1
 _STAND_IN = {"arccosh": 2.0}
 #: per binary routine shielded from NaN operands, its result where one is NaN, from quiet
-#: operations (C99's and NumPy's: ``pow(nan, 0)`` and ``pow(1, nan)`` are 1, ``hypot(inf,
-#: nan)`` is inf; else a NaN of the operands)
+#: operations (C99's and NumPy's: ``hypot(inf, nan)`` is inf; else a NaN of the operands)
 _NAN_RESULTS: dict[str, Callable[[ir.IRBuilder, ir.Value, ir.Value], ir.Value]] = {
-    "pow": lambda b, a, c: b.select(
-        b.or_(b.fcmp_ordered("==", c, ir.Constant(c.type, 0.0)),
-              b.fcmp_ordered("==", a, ir.Constant(a.type, 1.0))),
-        ir.Constant(a.type, 1.0), b.fadd(a, c)),
     "hypot": lambda b, a, c: b.select(
         b.or_(_infinite(b, a), _infinite(b, c)), ir.Constant(a.type, float("inf")), b.fadd(a, c)),
     "arctan2": lambda b, a, c: b.fadd(a, c),
 }
+
+
+def _shields(e: Unary | Binary) -> bool:
+    """Whether the routine of ``e`` takes NaN operands behind a shield (``fpevents.NAN_QUIET``,
+    less those quiet themselves)."""
+    return e.op in NAN_QUIET.get(e.dtype, ()) and e.op not in QUIET_ROUTINES.get(e.dtype, ())
 
 
 def _infinite(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
@@ -115,17 +115,29 @@ def unary_function(em: Emitter, e: Unary, x: ir.Value) -> ir.Value:
     if e.dtype == "float32" and e.op in TRIG32["short"] and "float32" in em.spec.trig_checked:
         return TRIG32["short"][e.op](b, module, x)
     routine = by_dtype(e.op, UNARY_ROUTINES[e.op], e.dtype)
-    if e.op in _QUIET_OVER_NAN:
+    if not _shields(e):
         return routine(b, module, x)
     numbers, (safe,) = _shielded(b, e.op, (x,))
-    return b.select(numbers, routine(b, module, safe), x)  # f(nan) is that nan
+    return _unshielded(b, numbers, routine(b, module, safe), x)  # f(nan) is that nan
 
 
 @binary(*BINARY_ROUTINES)
 def binary_function(em: Emitter, e: Binary, a: ir.Value, c: ir.Value) -> ir.Value:
     b, module = em.builder, em.fn.module
     routine = by_dtype(e.op, BINARY_ROUTINES[e.op], e.dtype)
-    if e.op not in _NAN_RESULTS:
+    if not _shields(e):
         return routine(b, module, a, c)
     numbers, safe = _shielded(b, e.op, (a, c))
-    return b.select(numbers, routine(b, module, *safe), _NAN_RESULTS[e.op](b, a, c))
+    return _unshielded(b, numbers, routine(b, module, *safe), _NAN_RESULTS[e.op](b, a, c))
+
+
+def _unshielded(b: ir.IRBuilder, numbers: ir.Value, value: ir.Value, nan: ir.Value
+                ) -> ir.Value:
+    """The routine's ``value`` where no operand is NaN, else ``nan``. The select carries the
+    routine's own value (``ROUTINE_VALUE``): finite wherever no event happened, NaN operands
+    included (their stand-ins'), it is what a fast kernel tests (``fpchecks``), two
+    instructions as a chain's end test, instead of the select's value where no operand is NaN."""
+    out = b.select(numbers, value, nan)
+    setattr(out, ROUTINE_VALUE, value)
+    return out
+
