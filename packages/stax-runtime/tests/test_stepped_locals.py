@@ -390,3 +390,29 @@ def test_the_sources_own_warnings_are_not_given_again(tmp_path, monkeypatch):
         _same(compiled(x), warned_source.warned(x))
     assert not seen, [str(w.message) for w in seen]
     assert LIFTED_LOOP in str(compiled._versions[-1].artifact)  # the source was rewritten
+
+
+def test_a_counter_whose_type_the_body_asks_is_no_counter():
+    """``isinstance(n, int)``: a counter computed from the item is an int64 in the compiled
+    body, a Python int eagerly (a review found every item after the first skipped)."""
+    def typed(X):
+        n = 0
+        s = np.zeros(X.shape[1])
+        for row in X:
+            n += 1
+            if isinstance(n, int):
+                s = s + row
+        return s, n
+
+    x = _RNG.random((40, 3))
+    _same(stax.compile(typed)(x), typed(x))
+    assert _steps("""
+        def f(x):
+            n = k = 0
+            for i in range(9):
+                n += 1
+                k += 1
+                if hasattr(n + 1, "dtype"):
+                    pass
+            return n
+        """) == (("k", 1),)
