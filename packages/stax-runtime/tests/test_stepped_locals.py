@@ -416,3 +416,20 @@ def test_a_counter_whose_type_the_body_asks_is_no_counter():
                     pass
             return n
         """) == (("k", 1),)
+
+
+def test_a_body_asking_its_items_type_is_not_lifted(caplog, monkeypatch):
+    """``isinstance(i, int)`` of a range loop's item: an int64 in a lifted body, a Python int
+    eagerly (the review's counter case held for the item itself): such a loop unrolls."""
+    def typed_item(x):
+        s = np.zeros(x.shape[1])
+        for i in range(x.shape[0]):
+            if isinstance(i, int):
+                s = s + x[i]
+        return s
+
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    x = _RNG.random((40, 3))
+    with caplog.at_level(logging.INFO, logger="stax"):
+        _same(stax.compile(typed_item)(x), typed_item(x))
+    assert "a type query of the loop's item: isinstance(i, int)" in caplog.text, caplog.text

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from stax.trace import Proxy
+from stax.trace.loop_body import TYPE_QUERY
 from stax.trace.loops import ITEM_ARGUMENT, UNBOUND, LoopSite
 from stax.trace.reach import code_names
 from stax.trace.selection_counts import count_symbols
@@ -33,6 +34,8 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
     from its item (``stepped_locals``), neither inputs nor constants."""
     if site.target is None and site.array is None and site.kind == "for":
         return "its target is not a plain name"
+    if site.effect is not None and site.effect.startswith(TYPE_QUERY):
+        return f"{site.effect} (an int64 in a compiled body, a Python int eagerly)"
     if site.effect is not None:  # compiled, it would not happen; tried, it would happen twice
         return f"its body calls {site.effect}, an effect each iteration has once"
     if site.array is not None and site.array in site.rebound:

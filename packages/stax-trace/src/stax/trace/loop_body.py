@@ -187,9 +187,9 @@ def _fresh_container(value: ast.expr | None) -> bool:
         value.func.id in ("list", "dict", "set") and not value.args and not value.keywords
 
 
-def effects(body: list[ast.stmt]) -> str | None:
+def effects(body: list[ast.stmt], item: str | None = None) -> str | None:
     """The first call in the body with a Python effect (``print(...)``, ``log.append(...)``),
-    as source text, or None."""
+    as source text, or a type query of the loop's ``item`` (``TYPE_QUERY``), or None."""
     for statement in body:
         for node in ast.walk(statement):
             if not isinstance(node, ast.Call):
@@ -198,7 +198,31 @@ def effects(body: list[ast.stmt]) -> str | None:
             if (isinstance(func, ast.Name) and func.id in _EFFECT_FUNCTIONS) or \
                     (isinstance(func, ast.Attribute) and func.attr in _EFFECT_METHODS):
                 return ast.unparse(func)
-    return None
+    queried = next((c for c in _type_queries(body) if item in _names(c.args)), None)
+    return None if queried is None else f"{TYPE_QUERY}: {ast.unparse(queried)}"
+
+
+#: calls that answer from a value's type: the item of a lifted loop (and a counter computed
+#: from it) is an int64 in the compiled body (``isinstance(i, int)`` False), a Python int
+#: eagerly
+TYPE_QUERIES = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr", "vars",
+                          "dir", "id"})
+#: ``effects``' answer for a body asking the type of its item (the lift is refused)
+TYPE_QUERY = "a type query of the loop's item"
+
+
+def _type_queries(body: list[ast.stmt]) -> list[ast.Call]:
+    return [c for statement in body for c in ast.walk(statement) if isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Name) and c.func.id in TYPE_QUERIES]
+
+
+def _names(nodes: list[ast.expr]) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def type_queried(body: list[ast.stmt]) -> set[str]:
+    """The names an argument of a type query in ``body`` mentions (``isinstance(n, int)``)."""
+    return {name for call in _type_queries(body) for name in _names(call.args)}
 
 
 #: functions and methods that write into an array they are given

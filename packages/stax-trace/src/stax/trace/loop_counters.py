@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from .loop_body import type_queried
 from .proxy import Proxy
 
 HELPER = "__stax_all_of__"
@@ -295,20 +296,7 @@ def stepped(function: ast.FunctionDef, loop: ast.For) -> tuple[tuple[str, int], 
               not isinstance(n.ctx, ast.Load) and id(n) not in own}
     return tuple(sorted((name, step) for name, step in steps.items()
                         if name not in others and name not in _shared_names(function) and
-                        name not in _type_queried(loop)))
-
-
-#: calls that answer from a value's type: a counter computed from the item is an int64 there
-#: (``isinstance(n, int)`` False), a Python int eagerly
-_TYPE_QUERIES = frozenset({"isinstance", "issubclass", "type", "hasattr", "getattr", "vars",
-                           "dir", "id"})
-
-
-def _type_queried(loop: ast.For) -> set[str]:
-    """Names an argument of a type query in the loop mentions (``isinstance(n, int)``)."""
-    return {n.id for call in ast.walk(loop) if isinstance(call, ast.Call) and
-            isinstance(call.func, ast.Name) and call.func.id in _TYPE_QUERIES
-            for argument in call.args for n in ast.walk(argument) if isinstance(n, ast.Name)}
+                        name not in type_queried([loop])))
 
 
 def _in_target(name: ast.Name, loop: ast.For) -> bool:

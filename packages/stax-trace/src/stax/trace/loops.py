@@ -323,7 +323,7 @@ class _Rewriter:
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
-                                   bound_first, loop_body.effects(statements), scratch,
+                                   bound_first, loop_body.effects(statements, target), scratch,
                                    loop_body.rebound_before_update(statements, mutated),
                                    stops=form is not None, item_returned=item_returned,
                                    floats=floats, target_unread=target in unread,
