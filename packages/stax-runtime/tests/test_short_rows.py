@@ -152,3 +152,39 @@ def test_an_index_past_int32_in_a_merged_nest(fn, shape):
     f = stax.compile(fn)
     for _ in range(2):
         np.testing.assert_array_equal(f(x), fn(x))
+
+
+def lagged(x, lags):
+    n = x.shape[0] - lags + 1
+    out = np.empty((n, lags), dtype=x.dtype)
+    for j in range(lags):
+        out[:, j] = x[j:j + n]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16])
+@pytest.mark.parametrize("lags", [2, 5, 12, 15])
+def test_short_light_rows_run_row_by_row(dtype, lags):
+    """A time-delay embedding (rows of ``lags`` elements, each read from the series at the row
+    plus the column): LLVM unrolls the short row and vectorized the loop around it across rows,
+    a scatter per column (8000 x 12 float32: 26 us, NumPy 29); the loop around such a light row
+    now runs row by row (``loop_hints.light_rows``: two vector copies a row, 4.6 us). Results
+    bit for bit; slices and a weighted column slice too."""
+    x = _values((3000,), dtype, lags) if dtype != np.int16 else \
+        np.arange(3000, dtype=np.int16)
+    _check(lagged, x, lags)
+    X = _values((500, lags + 3), np.float64, 7)
+    _check(lambda X, w: X[:, :lags] * w, X, _values((lags,), np.float64, 8))
+    _check(lambda X: X[:, 1:] - X[:, :1], X)
+
+
+def test_the_loop_around_a_short_light_row_is_not_vectorized_across_rows():
+    from stax.codegen import generate
+    from stax.ir import lower_capture
+    from stax.loop import lower_opgraph
+    from stax.trace import trace
+
+    x = np.ones(8000, np.float32)
+    program = lower_opgraph(lower_capture(trace(lagged, (x, 12))))
+    text = generate(program).llvm_ir
+    assert '!"llvm.loop.vectorize.enable", i1 0' in text, text[-2000:]
