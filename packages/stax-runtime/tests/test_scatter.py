@@ -159,3 +159,30 @@ def test_a_numpy_step_that_raises_leaves_earlier_updates_as_eager_does():
         with pytest.raises(IndexError):
             fn(x, np.array([5]))
         np.testing.assert_array_equal(x, np.ones((2, 3)))  # the += happened, as in eager NumPy
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16])
+def test_index_arrays_read_as_they_are_are_not_copied(dtype):
+    """``out[np.arange(n), labels] = 1``: the positions of an ``arange`` (an index widened to
+    int64) and the labels (a load, widened where narrower) are read by the scatter and its
+    bounds check where they are; computed into buffers of their own, the labels were copied
+    beside the arange (one-hot of 20,000 labels: 42 -> 14 us, NumPy 62). Negative labels and
+    one out of bounds as NumPy."""
+    from stax.ir import lower_capture
+    from stax.loop import Pointwise, lower_opgraph
+    from stax.trace import trace
+
+    labels = np.random.default_rng(3).integers(-10, 10, 20000).astype(dtype)
+    compiled = stax.compile(one_hot, strict_native=True)
+    for _ in range(2):
+        np.testing.assert_array_equal(compiled(labels, 10), one_hot(labels, 10))
+    program = lower_opgraph(lower_capture(trace(one_hot, (labels, 10))))
+    copies = [b.name for b in program.buffers if isinstance(b.data, Pointwise) and
+              b.updates is None and b.shape == (20000,)]
+    assert not copies, program
+    bad = labels.copy()
+    bad[7] = 10
+    with pytest.raises(IndexError):
+        one_hot(bad, 10)
+    with pytest.raises(IndexError):
+        stax.compile(one_hot)(bad, 10)

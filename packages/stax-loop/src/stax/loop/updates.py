@@ -37,7 +37,7 @@ from .context import (
     output_strides,
     scalar_constant,
 )
-from .expr import Binary, Const, Expr, Index, IndirectLoad, Load, Select, loads, postorder
+from .expr import Binary, Cast, Const, Expr, Index, IndirectLoad, Load, Select, loads, postorder
 from .externs import op_as_extern
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, Pointwise, xvar
@@ -311,13 +311,13 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
     buffer, _, strides = base.memory
     index = tuple(Affine.var(xvar(d)) for d in range(len(ranges)))
     at_batch, at_rest = index[:len(batch)], index[len(batch):]
-    loaders = [ctx.operand(i, batch, "int64") for i in indices]
-    if any(_reads(loader(at_batch), buffer) for loader in loaders) or \
-            _worth_computing_first(batch, [ld(at_batch) for ld in loaders]):
-        # positions computed from x: fixed before it changes; or computed at all, over many
-        # elements: a parallel, vectorized kernel computes them, not the in-order scatter loop
-        loaders = [ctx.realize(Lazy(batch, "int64", ld), contiguous_strides(batch)).loader
-                   for ld in loaders]
+    # positions computed from x: fixed before it changes; or computed at all, over many
+    # elements: a parallel, vectorized kernel computes them, not the in-order scatter loop.
+    # Each index apart: one computed does not copy another that is read as it is (one-hot's
+    # ``out[np.arange(n), labels] = 1``: the labels were copied beside the arange)
+    loaders = [ctx.realize(Lazy(batch, "int64", ld), contiguous_strides(batch)).loader
+               if _reads(ld(at_batch), buffer) or _worth_computing_first(batch, [ld(at_batch)])
+               else ld for ld in (ctx.operand(i, batch, "int64") for i in indices)]
     _bounds_check(ctx, batch, loaders, tuple(meta.shape[a] for a in axes))
     offset: Expr | None = None
     for d, loader in enumerate(loaders):
@@ -370,7 +370,18 @@ def _worth_computing_first(shape: tuple[int, ...], values: list[Expr]) -> bool:
     some arithmetic (not only reads and constants) over at least ``KERNEL_ELEMENTS``."""
     plain = (Load, Const, Index)
     return math.prod(shape) >= KERNEL_ELEMENTS and any(
-        not isinstance(e, plain) for v in values for e in postorder(v))
+        not isinstance(e, plain) and not _integer_widening(e) for v in values
+        for e in postorder(v))
+
+
+def _integer_widening(e: Expr) -> bool:
+    """An integer value cast to a wider (or as wide) integer: ``np.arange(n)``'s positions as
+    int64, an int32 index array's: no arithmetic to compute first."""
+    if not isinstance(e, Cast):
+        return False
+    source, target = np.dtype(e.x.dtype), np.dtype(e.dtype)
+    return source.kind in "iu" and target.kind in "iu" and \
+        np.can_cast(source, target, "safe")
 
 
 def _reads(e: Expr, buffer: str) -> bool:
