@@ -59,7 +59,6 @@ from .loop_hints import (
     SEQUENTIAL_SUM,
     in_row_vectors,
     interleave_count,
-    light_rows,
     loop_id,
     masked_tail,
     short_loop,
@@ -201,8 +200,6 @@ class KernelEmitter(LoopShapes, FloatEvents):
         # the element-wise work (``costs.work``) emitted inside the loop being built; -1 once
         # it holds another loop (then it is not the innermost); None outside every loop
         self.inner_work: int | None = None
-        #: the loop being emitted holds a short light row LLVM unrolls (``light_rows``)
-        self.short_rows = False
         self.enclosing_iterations = 1  # of the loops around the one being built (0: unknown)
         self.local: dict[str, tuple[Affine, ir.Value]] = {}  # values computed in this iteration
         self.spills: dict[str, list[Spill]] = {}  # reduction -> values it also stores (rowshare)
@@ -283,7 +280,6 @@ class KernelEmitter(LoopShapes, FloatEvents):
         innermost loop may then be given LLVM's interleave hint, ``loop_hints.py``)."""
         b = self.builder
         enclosing, self.inner_work = self.inner_work, 0
-        outer_rows, self.short_rows = self.short_rows, False
         around = self.enclosing_iterations
         self.enclosing_iterations = around * hint(extent) if extent is not None and around and \
             not is_symbolic(extent) else 0  # (a size-generic count: unknown)
@@ -322,10 +318,6 @@ class KernelEmitter(LoopShapes, FloatEvents):
                                                    reduction=reduction))))
         scalar = self.flags and masked_tail(extent, self.lanes)  # (``loop_hints.loop_id``;
         # an outer loop too: LLVM vectorizes it across short rows it unrolled)
-        # a loop around short light rows LLVM unrolls runs row by row (``light_rows``)
-        scalar = scalar or self.short_rows
-        self.short_rows = outer_rows or (self.spec.nest.kind == "plain" and
-                                         light_rows(inside, extent, unroll, bool(carried)))
         if count > 1 or not unroll or scalar:
             branch.set_metadata("llvm.loop", loop_id(self.fn.module, interleave=count,
                                                      unroll=unroll, vectorize=not scalar))

@@ -88,17 +88,6 @@ def in_row_vectors(extent: int | None, around: int, lanes: int, reduction: bool 
         (hint(extent) % lanes == 0 or hint(extent) >= TINY_TRIP_COUNT)
 
 
-def light_rows(work: int | None, extent: int | None, unroll: bool, carried: bool) -> bool:
-    """Whether an innermost loop is a short row of light element-wise work that LLVM unrolls
-    (known extent below ``TINY_TRIP_COUNT``, no reduction). LLVM then vectorized the loop
-    around it across rows, a scatter per column where the rows' stores are not contiguous
-    across rows (time-delay embedding, ``out[:, j] = x[j:j + n]`` for twelve ``j``: 12 scatters
-    per 16 rows, 26 us, NumPy 29), where row by row the unrolled row is two vector copies
-    (its SLP vectorization). Heavy work (``HEAVY_WORK``: an exp) keeps the across-row vectors."""
-    return work is not None and 0 <= work < HEAVY_WORK and unroll and not carried and \
-        extent is not None and not is_symbolic(extent) and hint(extent) < TINY_TRIP_COUNT
-
-
 class _LoopID(ir.values.MDValue):
     """A loop's ID: ``distinct !{!self, hints...}``; LLVM takes a loop's hints only from a node
     whose first operand is itself, which ``Module.add_metadata`` cannot make."""
