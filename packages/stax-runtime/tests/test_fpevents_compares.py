@@ -116,10 +116,11 @@ def test_a_tiny_where_over_nan_data_runs_once():
 def test_nan_data_beside_a_real_event_of_single_ieee_operations():
     """A NaN beside a real invalid operation (inf - inf) in the same call: the flag comes from
     the subtraction, which the fast kernel (single IEEE operations and a select on data:
-    ``fpevents.flags_exact``) reports as its category, with no precise rerun."""
+    ``fpevents.flags_exact``) reports as its category, with no precise rerun (a loop of 16
+    elements at least: a shorter one may run in padded vectors, ``short_loop_seen``)."""
     fn = lambda x, y: np.where(x < y, x - y, y)  # noqa: E731
-    x = np.array([np.nan, np.inf, 1.0])
-    y = np.array([1.0, np.inf, 2.0])
+    x = np.array([np.nan, np.inf, 1.0] + [1.0] * 17)
+    y = np.array([1.0, np.inf, 2.0] + [2.0] * 17)
     executable, _ = _executable(fn, (x, y))
     with np.errstate(invalid="ignore"):
         np.testing.assert_array_equal(executable(x, y)[0], fn(x, y))

@@ -183,3 +183,23 @@ def test_a_division_over_sliced_short_rows_warns_as_numpy(k):
     X = np.full((3000, 16), 2.0, np.float32)
     _check(lambda X, Y: X[:, :k] / Y[:, :k], X, X + 1)
     _check(lambda X: 1.0 / X[:, :k], X * 3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [1, 2, 3])
+@pytest.mark.parametrize("n", [500, 1000])
+def test_divisions_over_a_short_last_axis_warn_as_numpy(dtype, width, n):
+    """``X[:, :, :3] / Y[:, :, 1:4]``: LLVM computed the short rows in vectors with padding
+    lanes (0 / 0), and a kernel whose flags were reported as their categories warned "invalid
+    value encountered in divide" where NumPy does not (pre-existing; a probe). A kernel with a
+    loop of fewer than 16 known iterations now hands its flags to the precise kernels. A real
+    zero divisor still warns, as NumPy's."""
+    X = np.full((n, 12, 4), 2.0, dtype)
+
+    def divided(X, Y):
+        return X[:, :, :width] / Y[:, :, 1:width + 1]
+
+    _check(divided, X, X)
+    Y = X.copy()
+    Y[3, 5, 1] = 0.0
+    _check(divided, X, Y)

@@ -120,7 +120,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
                           callers=frozenset(a for a in args if a in inputs),
                           shapes={a: shapes[a] for a in args if a in shapes} if symbolic else {},
                           vector_bits=identity.tuned_bits,
-                          flag_categories=reporting or (events is not None and flags_exact(group.nodes)))
+                          flag_categories=reporting or (events is not None and flags_exact(group.nodes)),
+                          late_reports=reporting)
         emitted = emitted_as.setdefault(kernel_key(spec), name)
         if emitted == name:
             functions += inlined_functions(group.nodes)

@@ -110,6 +110,8 @@ class KernelSpec:
     #: that reads the CPU's flags reports each flag as its category, not as ``MAYBE`` (the
     #: kernel is one IEEE operation, whose flags are NumPy's events; no precise rerun can follow)
     flag_categories: bool = False
+    #: such a late kernel: its flags' categories are reported whatever its loops (no rerun)
+    late_reports: bool = False
 
 
 #: a kernel visiting at most this many elements is optimized for size (``minsize``)
@@ -280,6 +282,8 @@ class KernelEmitter(LoopShapes, FloatEvents):
         innermost loop may then be given LLVM's interleave hint, ``loop_hints.py``)."""
         b = self.builder
         enclosing, self.inner_work = self.inner_work, 0
+        if not self.spec.late_reports:  # (fpchecks: the flags' categories then not trusted)
+            self.short_loop_seen(extent)
         around = self.enclosing_iterations
         self.enclosing_iterations = around * hint(extent) if extent is not None and around and \
             not is_symbolic(extent) else 0  # (a size-generic count: unknown)

@@ -54,6 +54,11 @@ def _empty_asm(builder: ir.IRBuilder, v: ir.Value, constraints: str) -> ir.Value
     return call
 
 
+#: loops shorter than this (known) may run in vectors with padding lanes (``short_loop_seen``):
+#: LLVM's widest vectors hold 16 float32
+PADDED_BELOW = 16
+
+
 class FloatEvents:
     """The checks, as methods of the kernel emitter: ``precise`` selects the kernel kind,
     ``events`` is the int32 buffer's name (None: the kernel reports nothing)."""
@@ -473,6 +478,16 @@ class FloatEvents:
         reduction or a scan, else the end): an event on the way leaves it infinite or NaN."""
         if self.events is not None and not self.precise and node.name in self._totals:
             self._test_finite(total)
+
+    def short_loop_seen(self, extent: Any) -> None:
+        """A loop of ``extent`` iterations is emitted. Below ``PADDED_BELOW`` (known), LLVM may
+        compute it in vectors wider than its elements (two float32 divisions as four, the
+        padding lanes 0 / 0: x86 has no 64-bit float vector), raising flags for values NumPy
+        never computes; such a kernel's flags then say ``MAYBE`` (the precise kernels decide)
+        instead of their categories (``X[:, :, :3] / Y[:, :, 1:4]`` warned "invalid value
+        encountered in divide" where NumPy does not: a probe)."""
+        if self.categories and isinstance(extent, int) and 1 < extent < PADDED_BELOW:
+            self.categories = False
 
     def events_finish(self) -> None:
         """At the kernel's exit: OR the chunk's events into the buffer, if any."""
