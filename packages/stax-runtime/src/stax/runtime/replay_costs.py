@@ -41,9 +41,11 @@ SLOWER = 1.25
 #: slower than the fastest eager one by ``WARM_SLOWER`` makes the key eager. Cold calls of
 #: both kinds take up to twice their steady time, too noisy for a 1.4x difference (Jacobi
 #: iterations on a 60x60 system: 64 us a call compiled, 45 eager; its first calls 73-162 us
-#: against eager's 78-95)
+#: against eager's 78-95). Seven eager calls: an eager call among compiled ones runs on caches
+#: they left, and the fastest of three was 166 us for Gauss-Seidel sweeps whose eager calls
+#: take 145 in a row (compiled 172: kept, 0.86x NumPy; with seven, 152: eager)
 WARM_FROM = 20
-WARM_EAGER_CALLS = (24, 30, 36)
+WARM_EAGER_CALLS = (22, 25, 28, 31, 34, 37, 40)
 WARM_SLOWER = 1.05
 
 
