@@ -433,3 +433,25 @@ def test_a_body_asking_its_items_type_is_not_lifted(caplog, monkeypatch):
     with caplog.at_level(logging.INFO, logger="stax"):
         _same(stax.compile(typed_item)(x), typed_item(x))
     assert "a type query of the loop's item: isinstance(i, int)" in caplog.text, caplog.text
+
+
+def _logged(x):
+    return np.log(x)
+
+
+def test_a_compile_keeps_the_warnings_python_already_showed():
+    """A warning shown once per line (the default filter) is not shown again after a compile:
+    the compile's own filter for the source's SyntaxWarnings (``loop_code.quiet_compile``) went
+    through ``catch_warnings``, which empties every module's record of warnings shown (a
+    probe)."""
+    def doubled(x):
+        return x * 2
+
+    compiled = stax.compile(doubled)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        for k in range(3):
+            with np.errstate(divide="warn"):
+                _logged(np.array([0.0]))
+            compiled(np.ones(k + 1))  # a new shape: a compile each time
+    assert len(seen) == 1, [str(w.message) for w in seen]

@@ -62,14 +62,25 @@ def compiled_function(function: ast.FunctionDef, code: types.CodeType,
     return _function_code(inner, code.co_name) if inner is not None else None
 
 
+#: the filters ``quiet_compile`` puts first for its block
+_QUIET = (("ignore", None, SyntaxWarning, None, 0), ("ignore", None, DeprecationWarning, None, 0))
+
+
 @contextlib.contextmanager
 def quiet_compile() -> Iterator[None]:
     """Parsing and compiling the user's source again: its warnings (``1 is 1``: a
-    ``SyntaxWarning``; an invalid escape) were the import's to give, not each compile's."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)
+    ``SyntaxWarning``; an invalid escape) were the import's to give, not each compile's. The
+    filters go into the list itself, not through ``catch_warnings``/``simplefilter``: those
+    mark the filters changed, which empties every module's record of the warnings it already
+    showed, and a NumPy warning shown once per line came again after each compile (a probe)."""
+    filters = warnings.filters
+    filters[0:0] = _QUIET
+    try:
         yield
+    finally:
+        for quiet in _QUIET:
+            if quiet in filters:
+                filters.remove(quiet)
 
 
 def same_code(a: types.CodeType, b: types.CodeType) -> bool:
