@@ -37,8 +37,7 @@ from stax.ir.ops import reduction_identity
 
 from .declines import decline_if
 from .masked import elementwise_function, same_value
-from .selection_counts import POSITIONS as _POSITIONS
-from .selection_counts import call_key as _key
+from .selection_counts import POSITIONS, call_key
 from .traced_sizes import argument_records
 
 #: reduction targets (``method:`` for methods) -> the reduction they are
@@ -100,7 +99,7 @@ def _exact(reduction: Node) -> bool:
     other elements in another order (``x[x > 0].sum() == s`` as a branch took the other way
     than NumPy's), a float extreme may differ in the sign of a zero, a mean is a float sum:
     where a data gate reads one, the selection keeps its recording (NumPy's own sum of it)."""
-    kind = _REDUCTIONS[_key(reduction)]
+    kind = _REDUCTIONS[call_key(reduction)]
     if kind in ("any", "all", "count_nonzero"):
         return True
     return kind != "mean" and np.dtype(reduction.args[0].tensor.dtype).kind in "biu"
@@ -139,7 +138,7 @@ def _selection(node: Node, member: dict[Node, _Group],
     """The group of ``node`` when it is a selection (a leaf, or element-wise work on them)."""
     if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or node.meta.get("random"):
         return None
-    key = _key(node)
+    key = call_key(node)
     if key == "numpy.flatnonzero" and len(node.args) == 1 and not node.kwargs:
         group = _group_of(node.args[0], groups)
         if group is not None:
@@ -148,7 +147,7 @@ def _selection(node: Node, member: dict[Node, _Group],
     if key != "operator.getitem" or len(node.args) != 2 or node.kwargs:
         return _work(node, member)
     base, index = node.args
-    if isinstance(base, Node) and _key(base) in _POSITIONS and len(base.args) == 1 and \
+    if isinstance(base, Node) and call_key(base) in POSITIONS and len(base.args) == 1 and \
             not base.kwargs and isinstance(index, int) and not isinstance(index, bool):
         group = _group_of(base.args[0], groups)  # np.where(m)[k]: positions along axis k
         if group is not None and 0 <= index < group.mask.tensor.ndim:
@@ -218,7 +217,7 @@ def _reduced(node: Node) -> Node | None:
     """The array ``node`` reduces over everything, when it is a reduction of ``_REDUCTIONS``
     with no argument but the axis of a 1-D operand (None, 0 or -1)."""
     if node.op not in (Opcode.CALL_FUNCTION, Opcode.CALL_METHOD) or \
-            _key(node) not in _REDUCTIONS or not node.args or not isinstance(node.args[0], Node):
+            call_key(node) not in _REDUCTIONS or not node.args or not isinstance(node.args[0], Node):
         return None
     rest = dict(node.kwargs)
     if len(node.args) > 2 or (len(node.args) == 2 and "axis" in rest):
@@ -316,7 +315,7 @@ class _Builder:
 
     def reduction(self, node: Node) -> Node:
         """The replacement of the reduction ``node``."""
-        kind = _REDUCTIONS[_key(node)]
+        kind = _REDUCTIONS[call_key(node)]
         value = self.of(node.args[0])
         dtype = np.dtype(value.tensor.dtype)
         identity = reduction_identity(kind, dtype)
