@@ -43,10 +43,13 @@ def counted_locals(site: LoopSite, state: dict[str, Any], items: range, traced_s
     return counted
 
 
-def count_at(counted: dict[str, tuple[int, int]], items: range, item: int) -> dict[str, int]:
-    """Each counter's value at ``item`` (one of ``items``, the step's), before the body runs."""
-    position = (item - items.start) // items.step
-    return {name: value + step * position for name, (value, step) in counted.items()}
+def count_at(counted: dict[str, tuple[int, int]], items: range, item: Any) -> dict[str, Any]:
+    """Each counter's value at ``item`` (one of ``items``, the step's), before the body runs;
+    the item an int, or the traced one of a compiled body (``counting``: its arithmetic, no
+    division by a unit step, no product by a zero one)."""
+    position = item - items.start if items.step == 1 else (item - items.start) // items.step
+    return {name: value + step * position if step else value
+            for name, (value, step) in counted.items()}
 
 
 def after_loop(counted: dict[str, tuple[int, int]], items: range) -> dict[str, int]:
@@ -59,13 +62,10 @@ def counting(body: Any, params: tuple[str, ...], counted: dict[str, tuple[int, i
     """``body`` (of the item and ``params``) as a function of the item and the parameters that
     are not counters: each counter is computed from the item (traced: the item's arithmetic)."""
     taken = [p for p in params if p not in counted]
-    start, stride = items.start, items.step
 
     def counting(item: Any, *args: Any) -> Any:
         values = dict(zip(taken, args))
-        position = item - start if stride == 1 else (item - start) // stride
-        values.update({name: value + step * position if step else value
-                       for name, (value, step) in counted.items()})
+        values.update(count_at(counted, items, item))
         return body(item, *[values[p] for p in params])
 
     counting.__name__ = counting.__qualname__ = getattr(body, "__name__", "body")

@@ -251,9 +251,7 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
     Whether each is a Python float is the lifter's to check (``lift_plan``); after the loop one
     is a traced 0-d float64, which only a returned result may be (converted to a float: a
     strong float64 would promote float32 arrays where the weak float does not)."""
-    if nested or any(isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
-                     and getattr(n.func, "id", getattr(n.func, "attr", None)) in _FRAME_READS
-                     for n in ast.walk(function)):
+    if nested or _reads_frame(function):
         # ``locals()["t"]``, ``eval("t")``: reads the source cannot see; a loop in a loop runs
         # again after itself, reading what it carried out as a traced (strong) float64
         return frozenset()
@@ -280,8 +278,7 @@ def stepped(function: ast.FunctionDef, loop: ast.For) -> tuple[tuple[str, int], 
     item, its value before the loop plus the steps of the items before: a lifted step computes
     it from the item (``stax.runtime.stepped_locals``) and the value after the loop is known
     where the item count is; whether it holds a Python int is the lifter's to check."""
-    if any(isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None))
-           in _FRAME_READS for n in ast.walk(function)):
+    if _reads_frame(function):
         return ()
     steps: dict[str, int] = {}
     own: set[int] = set()
@@ -294,9 +291,16 @@ def stepped(function: ast.FunctionDef, loop: ast.For) -> tuple[tuple[str, int], 
             own.add(id(statement.target))
     others = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and
               not isinstance(n.ctx, ast.Load) and id(n) not in own}
-    return tuple(sorted((name, step) for name, step in steps.items()
-                        if name not in others and name not in _shared_names(function) and
-                        name not in type_queried([loop])))
+    others |= _shared_names(function) | type_queried([loop])
+    return tuple(sorted((name, step) for name, step in steps.items() if name not in others))
+
+
+def _reads_frame(function: ast.FunctionDef) -> bool:
+    """Whether ``function`` calls something that reads a frame's locals (``locals()``,
+    ``eval("t")``): reads of a local the source cannot see."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) and
+               getattr(n.func, "id", getattr(n.func, "attr", None)) in _FRAME_READS
+               for n in ast.walk(function))
 
 
 def _in_target(name: ast.Name, loop: ast.For) -> bool:
