@@ -185,8 +185,8 @@ def _steps(source: str) -> tuple[tuple[str, int], ...]:
     return loop_counters.stepped(function, loop)
 
 
-def test_which_locals_are_counters():
-    assert _steps("""
+_COUNTERS = [  # (a function's source, the counters of its loop and their steps)
+    ("""
         def f(x):
             n = m = k = 0
             for i in range(9):
@@ -197,24 +197,24 @@ def test_which_locals_are_counters():
                 if i:
                     k += 1
             return n
-        """) == (("m", 3), ("n", 1))
-    assert _steps("""
+    """, (("m", 3), ("n", 1))),
+    ("""
         def f(x):
             n = 0
             for i in range(9):
                 n += 1
                 n = n * 2
             return n
-        """) == ()
-    assert _steps("""
+    """, ()),
+    ("""
         def f(x):
             n = 0
             for i in range(9):
                 n += 1
             g = lambda: n
             return g
-        """) == ()
-    assert _steps("""
+    """, ()),
+    ("""
         def f(x):
             n = 0
             for i in range(9):
@@ -222,21 +222,27 @@ def test_which_locals_are_counters():
                 for n in range(3):
                     pass
             return n
-        """) == ()
-    assert _steps("""
+    """, ()),
+    ("""
         def f(x):
             n = 0
             for n in range(9):
                 n += 1
             return n
-        """) == ()
-    assert _steps("""
+    """, ()),
+    ("""
         def f(x):
             n = 0
             for i in range(9):
                 n += 1.5
             return locals()
-        """) == ()
+    """, ()),
+]
+
+
+@pytest.mark.parametrize("source, steps", _COUNTERS)
+def test_which_locals_are_counters(source, steps):
+    assert _steps(source) == steps
 
 
 def test_a_float_counter_or_a_scalar_argument_start_is_carried_as_before():
