@@ -165,6 +165,34 @@ def test_in_place_and_unused_operations():
                 assert_like_eager(compiled, fn, x)
 
 
+
+def sum_in_place(a):
+    s = 0
+    for v in a:
+        s += v
+    return s
+
+
+def product_in_place(a):
+    s = 1
+    for v in a:
+        s *= v
+    return s
+
+
+@pytest.mark.parametrize("fn", [sum_in_place, product_in_place])
+def test_lifted_loop_updating_a_scalar_in_place(fn):
+    """A lifted loop carrying a NumPy integer scalar updated by ``s += v``, its body run by
+    NumPy (a tiny body): every item's scalar math reports as eager's (585 warnings, the raise),
+    in the compiling call and the cached version's (it ran the carried scalar as a 0-d array,
+    whose in-place add wraps silently)."""
+    compiled = stax.compile(fn)
+    for a in (np.full(1500, 100, np.uint8), np.full(1500, 3, np.int16), np.ones(40, np.int8)):
+        for state in STATES.values():
+            with np.errstate(**state):
+                assert_like_eager(compiled, fn, a)
+    assert compiled.versions()[0].native, "the loop lifts (not an eager fallback)"
+
 # mixed scalar types: NumPy computes in one operand's type (checked), or defers to its ufunc loop
 # (``np.uint8(1) + np.int8(1)``, ``np.True_ + s``: not checked); the compiled call does as NumPy
 MIXED = [np.bool_, np.int8, np.uint8, np.int16, np.int64, np.uint64]

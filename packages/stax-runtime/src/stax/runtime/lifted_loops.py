@@ -241,14 +241,15 @@ class Runner:
         for name, array in zip(self.inputs, arrays):
             if name in self.numbers:  # a Python float or int, as the body takes it
                 values[name] = self.numbers[name](array)
+            elif self.eager and name in self.scalars:  # ``s += v`` rebinds a NumPy scalar:
+                # NumPy's scalar math then reports integer overflow, as eager's does
+                values[name] = array[()] if isinstance(array, np.ndarray) else array
             elif name in self.copied:  # the body's eager runs update it
                 values[name] = np.array(array, copy=True, order="K")
             elif isinstance(array, np.ndarray) and array.ndim:
                 view = array.view()
                 view.flags.writeable = False
                 values[name] = view
-            elif self.eager and name in self.scalars:
-                values[name] = array[()] if isinstance(array, np.ndarray) else array
             else:
                 values[name] = np.asarray(array)
         for name, (base, key) in self.views.items():
