@@ -91,7 +91,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     shapes = {b.name: tuple(b.shape) for b in (*program.inputs, *program.buffers)}
     symbolic = any(is_symbolic(n) for shape in shapes.values() for n in shape)
     floats = False  # some kernel does float arithmetic that may report events
-    unseen = False  # some kernel may underflow without reporting it
+    # some kernel may underflow without reporting it, or a constant underflowed at capture
+    unseen = program.constant_underflow
     for group in groups:
         call = group.extern
         if call is not None:

@@ -27,8 +27,10 @@ from .index import Affine
 #: be size expressions, written as their text (``"16*s0"``, ``stax.ir.sizes``; issue 15);
 #: 1.8: late buffers that report their events after writing (``LoopProgram.late_reports``);
 #: 1.9: results converted to Python numbers ("python" nodes of ``output_tree``);
-#: 1.10: events reported on NumPy's behalf (``LoopProgram.event_reports``)
-LOOPIR_SCHEMA = "stax.loopir/1.10"
+#: 1.10: events reported on NumPy's behalf (``LoopProgram.event_reports``);
+#: 1.11: a constant that underflowed at capture (``LoopProgram.constant_underflow``)
+LOOPIR_SCHEMA = "stax.loopir/1.11"
+LOOPIR_1_10_SCHEMA = "stax.loopir/1.10"
 LOOPIR_1_9_SCHEMA = "stax.loopir/1.9"
 LOOPIR_1_8_SCHEMA = "stax.loopir/1.8"
 #: what a document with sizes but no late reports declares
@@ -316,6 +318,11 @@ class LoopProgram:
     #: those ufuncs from those lines, in the order of their places, and stand; events of a
     #: category not named decline the call as before.
     event_reports: dict[str, list[Any]] = field(default_factory=dict)
+    #: (1.11) a value the program holds as a constant underflowed when capture computed it
+    #: (``x * np.exp(-s)`` of a scalar argument ``s``): no kernel computes it again, so a code
+    #: generator declines every call while NumPy's error state heeds underflow (the eager run
+    #: reports it; NumPy's default ignores underflow)
+    constant_underflow: bool = False
 
     def buffer(self, name: str) -> InputBuffer | ComputedBuffer | ExternCall:
         for b in (*self.inputs, *self.buffers):
@@ -373,6 +380,8 @@ class LoopProgram:
                   for late, name in self.overwrites.items()]
         lines += [f"{category} events reported as {ufunc} from {source}"
                   for category, (ufunc, _, source, _) in self.event_reports.items()]
+        if self.constant_underflow:
+            lines.append("a constant underflowed: calls heeding underflow decline")
         lines.append("return " + ", ".join(outs))
         return "\n".join(lines)
 
@@ -380,8 +389,10 @@ class LoopProgram:
     @property
     def schema(self) -> str:
         """The schema the document declares: the oldest minor version that has its fields."""
-        if self.event_reports:
+        if self.constant_underflow:
             return LOOPIR_SCHEMA
+        if self.event_reports:
+            return LOOPIR_1_10_SCHEMA
         if self.output_tree.converts:
             return LOOPIR_1_9_SCHEMA
         if self.late_reports:
@@ -409,6 +420,7 @@ class LoopProgram:
             **({"sizes": self.sizes} if self.sizes else {}),
             **({"late_reports": self.late_reports} if self.late_reports else {}),
             **({"event_reports": self.event_reports} if self.event_reports else {}),
+            **({"constant_underflow": True} if self.constant_underflow else {}),
         }
 
     @classmethod
@@ -431,6 +443,7 @@ class LoopProgram:
             {str(k): [str(n) for n in v] for k, v in doc.get("late_reports", {}).items()},
             {str(k): [str(v[0]), str(v[1]), str(v[2]), int(v[3])]
              for k, v in doc.get("event_reports", {}).items()},
+            bool(doc.get("constant_underflow", False)),
         )
 
     def dump(self, path: str | Path) -> None:

@@ -98,7 +98,7 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
                        dict(ctx.trig_limits), overwrites, sizes,
                        {late: report for late, report in late_reports.items()
                         if any(b.name == late for b in buffers)},
-                       event_reports(program))
+                       event_reports(program), bool(program.info.get("constant_underflow")))
 
 
 def event_reports(program: Any) -> dict[str, list[Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from stax.ir import UnsupportedError
 from stax.ir.warning_marks import unmark
 
 _SKIP_PREFIXES = ("stax.", "numpy", "operator", "functools")
@@ -112,6 +113,9 @@ class HeldWarnings:
         # events NumPy reported outside a traced call: computing a constant (np.arccos of a
         # scalar argument), which a compiled version returns without reporting again
         self.untraced: list[str] = []
+        #: ... of them, the underflows (NumPy's default ignores them: a compiled version
+        #: declines a call whose state heeds them, ``info["constant_underflow"]``)
+        self.untraced_under: list[str] = []
         self.modes = modes or {}
         self.errcall = errcall  # the user's np.seterrcall, for the call and log modes
         self.emitting = False  # ``emit`` is giving the held reports
@@ -120,12 +124,25 @@ class HeldWarnings:
         #: issue them again (``issuer``)
         self.issued: list[str] = []
 
+    def refuse_unrepeated(self) -> None:
+        """Raise ``UnsupportedError`` where capture held a report a compiled version would not
+        give again: a warning of the function's own, an event computing a constant."""
+        if self.issued:
+            raise UnsupportedError(f"the function warns ({self.issued[0]}): a compiled version "
+                                   "would not warn again",
+                                   hint="as it is, the function runs eagerly")
+        if self.untraced:
+            raise UnsupportedError(f"NumPy reported '{self.untraced[0]}' computing a value that "
+                                   "does not depend on the traced arrays: a compiled version "
+                                   "would return it without reporting it again",
+                                   hint="as it is, the function runs eagerly")
+
     def write(self, text: str) -> None:  # NumPy: "Warning: divide by zero encountered in divide\n"
         message = text.strip().removeprefix("Warning: ")
         category = _CATEGORY_OF.get(message.split(" encountered")[0], "")
         mode = self.modes.get(category, "warn")
-        if not computing_traced_value() and category != "under":
-            self.untraced.append(message)
+        if not computing_traced_value():
+            (self.untraced if category != "under" else self.untraced_under).append(message)
         if mode == "ignore":
             return
         if mode != "warn":
@@ -152,8 +169,9 @@ class HeldWarnings:
                frame.f_globals.get("__warningregistry__") if frame is not None else None)
 
     def __call__(self, kind: str, flag: int) -> None:  # NumPy's call mode
-        if not computing_traced_value() and _CATEGORY_OF.get(kind) != "under":
-            self.untraced.append(f"{kind} encountered")
+        if not computing_traced_value():
+            (self.untraced if _CATEGORY_OF.get(kind) != "under" else
+             self.untraced_under).append(f"{kind} encountered")
         self.pending.append(("call", (kind, flag)))
 
     def emit(self) -> None:
@@ -283,13 +301,15 @@ def issuer() -> str:
     return frame.f_globals.get("__name__", "") if frame is not None else ""
 
 
-def held_mark() -> tuple[int, int] | None:
+def held_mark() -> tuple[int, int, int] | None:
     """Where the reports capture holds now end (None: none are held), for ``drop_held``."""
     held = getattr(_holding, "held", None)
-    return None if held is None else (len(held.pending), len(held.untraced))
+    return None if held is None else (len(held.pending), len(held.untraced),
+                                      len(held.untraced_under))
 
 
-def drop_held(mark: tuple[int, int] | None, end: tuple[int, int] | None = None) -> None:
+def drop_held(mark: tuple[int, int, int] | None, end: tuple[int, int, int] | None = None
+              ) -> None:
     """Forget the reports held since ``mark`` (until ``end``): work capture did again, or
     undid (a lifted loop's trial runs, its traced first iteration), whose reports eager NumPy
     gives once."""
@@ -297,3 +317,4 @@ def drop_held(mark: tuple[int, int] | None, end: tuple[int, int] | None = None) 
     if held is not None and mark is not None:
         del held.pending[mark[0]:end[0] if end is not None else None]
         del held.untraced[mark[1]:end[1] if end is not None else None]
+        del held.untraced_under[mark[2]:end[2] if end is not None else None]

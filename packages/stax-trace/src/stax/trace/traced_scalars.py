@@ -26,7 +26,13 @@ import numpy as np
 from stax.ir.scalar_inputs import FAST_EXPONENTS, expression_kind, value_kind
 from stax.ir.scalar_predicates import COMPARISONS, MAX_PREDICATES, testable
 
-from .traced_sizes import TracedNumber, TracedSize, traced_array, ufunc_on_values
+from .traced_sizes import (
+    TracedNumber,
+    TracedSize,
+    scalar_operator,
+    traced_array,
+    ufunc_on_values,
+)
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -85,7 +91,8 @@ class TracedScalar(TracedNumber):
             exprs = [o.expression if isinstance(o, TracedScalar) else _operand(o) for o in inputs]
             size = 1 + sum(o.size for o in inputs if isinstance(o, TracedScalar))
             if all(e is not None for e in exprs) and size <= MAX_EXPRESSION:
-                value = ufunc(*(o.value if isinstance(o, TracedScalar) else o for o in inputs))
+                apply = scalar_operator(ufunc, method, inputs, kwargs) or ufunc
+                value = apply(*(o.value if isinstance(o, TracedScalar) else o for o in inputs))
                 if type(value) in (np.float64, np.float32):  # (NumPy's reports given, as eagerly)
                     return TracedScalar(value, None, self.tracer,
                                         [f"numpy.{ufunc.__name__}", *exprs], size)

@@ -18,6 +18,7 @@ them (``range``, slicing), so every such use goes through ``__index__`` here and
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ import numpy as np
 from stax.ir.scalar_inputs import leaves_of
 from stax.ir.sizes import Size
 
+from .calls import operating
 from .selection_counts import PREFIX as COUNT
 from .selection_counts import compared, mask_of, stale_length
 
@@ -263,7 +265,42 @@ def ufunc_on_values(ufunc: Any, method: str, inputs: tuple[Any, ...],
     if any(traced_array(v) for v in (*inputs, *(kwargs.get("out") or ()))):
         return NotImplemented
     values = [v.read() if isinstance(v, TracedNumber) else v for v in inputs]
+    by_operator = scalar_operator(ufunc, method, inputs, kwargs)
+    if by_operator is not None:
+        return by_operator(*values)
     return getattr(ufunc, method)(*values, **kwargs)
+
+
+def scalar_operator(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]
+                    ) -> Callable[[Any, Any], Any] | None:
+    """The Python operator a ufunc call given to a traced number stands for, or None (a call
+    of the ufunc): ``t += dt`` of a NumPy scalar ``t`` defers to ``dt``'s ``__array_ufunc__``
+    by calling the ufunc, where eagerly it is NumPy's scalar math (its integer overflow
+    reported, its events named "in scalar add")."""
+    by_operator = _SCALAR_OPERATORS.get(ufunc.__name__)
+    if by_operator is not None and method == "__call__" and not kwargs and \
+            len(inputs) == 2 and isinstance(inputs[0], np.generic) and operating(_caller()):
+        return by_operator
+    return None
+
+
+#: NumPy's ufuncs that a NumPy scalar's Python operator calls, and the operator
+_SCALAR_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+    "true_divide": operator.truediv, "divide": operator.truediv,
+    "floor_divide": operator.floordiv, "remainder": operator.mod, "power": operator.pow,
+    "bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor,
+    "left_shift": operator.lshift, "right_shift": operator.rshift, "less": operator.lt,
+    "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge,
+    "equal": operator.eq, "not_equal": operator.ne}
+
+
+def _caller() -> Any:
+    """The innermost frame outside Stax: the code that applied the operator."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("stax."):
+        frame = frame.f_back
+    return frame
 
 
 class SizeReads:

@@ -460,16 +460,14 @@ def _trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
         outcome.finished, outcome.result = True, eager
         if (caught := tracer.caught()) is not None:
             raise caught
-        if outcome.warnings is not None and outcome.warnings.issued:
-            raise UnsupportedError(f"the function warns ({outcome.warnings.issued[0]}): a "
-                                   "compiled version would not warn again",
-                                   hint="as it is, the function runs eagerly")
-        if outcome.warnings is not None and outcome.warnings.untraced:
-            raise UnsupportedError(f"NumPy reported '{outcome.warnings.untraced[0]}' computing a "
-                                   "value that does not depend on the traced arrays: a compiled "
-                                   "version would return it without reporting it again",
-                                   hint="as it is, the function runs eagerly")
-        return _program(tracer, fn, name, result, inputs, input_tree, conversions)
+        if outcome.warnings is not None:  # reports a compiled version would not give again
+            outcome.warnings.refuse_unrepeated()
+        program = _program(tracer, fn, name, result, inputs, input_tree, conversions)
+        if outcome.warnings is not None and outcome.warnings.untraced_under:
+            # a constant underflowed (``x * np.exp(-s)``): calls whose state heeds underflow
+            # decline, and NumPy reports it (it is ignored by default)
+            program.info["constant_underflow"] = True
+        return program
     except UnsupportedError as exc:  # whether Python decided anything from a scalar's value
         # (the refusal may be that value's, or that of a comparison's outcome)
         exc.values_read = bool(tracer.scalar_read or tracer.scalar_predicates)
