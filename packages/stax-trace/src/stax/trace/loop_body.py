@@ -39,6 +39,8 @@ def bound_before_read(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
     for name in names:
         for statement in body:
             loads, stores = _mentions(statement, name)
+            if (loads or stores) and _inner_loop_binding(statement, name, bound_before_read):
+                continue  # an inner loop's own local (each of its items binds it first)
             if loads:
                 break
             if stores:
@@ -50,6 +52,18 @@ def bound_before_read(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+def _inner_loop_binding(statement: ast.stmt, name: str, rule: Any) -> bool:
+    """Whether ``statement`` is a ``for`` loop whose every item binds ``name`` (by ``rule``:
+    ``bound_before_read``, ``rebound_before_update``) before its body reads or updates it, and
+    whose header does not mention it: its reads there are of its items' own values. The loop
+    may run no item, so the statements after it decide as if it were not there (``d = pos[i] -
+    pos[j]; d -= L * np.round(d / L)`` in an inner ``for j`` loop: a local of each pair)."""
+    return isinstance(statement, ast.For) and not statement.orelse and \
+        not any(isinstance(n, ast.Name) and n.id == name
+                for part in (statement.target, statement.iter) for n in ast.walk(part)) and \
+        name in rule(statement.body, [name])
+
+
 def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
     """Those of ``names`` the body binds anew, by a plain top-level assignment, before any
     statement could update their object in place: the statements before it do not mention the
@@ -58,9 +72,13 @@ def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[s
     after (``v[s] = 0.0``) are then of the array this item made."""
     found = set()
     for name in names:
+        inner = False  # mentioned so far only by inner loops binding it anew themselves
         for statement in body:
             loads, stores = _mentions(statement, name)
             if not (loads or stores):
+                continue
+            if _inner_loop_binding(statement, name, rebound_before_update):
+                inner = True
                 continue
             if isinstance(statement, ast.Assign) and \
                     any(isinstance(t, ast.Name) and t.id == name for t in statement.targets) and \
@@ -68,6 +86,9 @@ def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[s
                     _operand_only(statement.value, name):
                 found.add(name)
             break
+        else:
+            if inner:
+                found.add(name)
     return frozenset(found)
 
 

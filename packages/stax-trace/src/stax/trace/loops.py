@@ -100,9 +100,7 @@ _cache_lock = threading.Lock()
 
 def rewritten(fn: Callable[..., Any]) -> Callable[..., Any] | None:
     """``fn`` with its loops rewritten (same globals, cells, defaults), or None (none, no source)."""
-    method_self = None
-    if isinstance(fn, types.MethodType):
-        method_self, fn = fn.__self__, fn.__func__
+    method_self, fn = (fn.__self__, fn.__func__) if isinstance(fn, types.MethodType) else (None, fn)
     code = getattr(fn, "__code__", None)
     if not isinstance(fn, types.FunctionType) or code is None:
         return None
@@ -278,6 +276,7 @@ class _Rewriter:
             test = loop_counters.counted_test(getattr(node, "test", None), counted,  # (a for
                                               while_loops.GOES_ON_HELPER)  # loop: none)
         looping = isinstance(node, (ast.For, ast.While))
+        written = node.body if looping else None  # its statements before inner loops' rewrite
         self.loops_around += looping
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
@@ -299,13 +298,13 @@ class _Rewriter:
             self.converted.update(dict.fromkeys(returned, "int"))
         self.converted.update((at, "carried") for at, n in self.results.items() if n.id in floats)
         return self.lift(node, form, *names, rebinds, unread, bool(form and returned), floats,
-                         steps)
+                         steps, written)
 
     def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
              assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,
              unread: frozenset[str], item_returned: bool = False,
-             floats: frozenset[str] = frozenset(), steps: tuple[tuple[str, int], ...] = ()
-             ) -> list[ast.stmt]:
+             floats: frozenset[str] = frozenset(), steps: tuple[tuple[str, int], ...] = (),
+             written: list[ast.stmt] | None = None) -> list[ast.stmt]:
         number = len(self.sites)
         rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
@@ -318,13 +317,14 @@ class _Rewriter:
         target = node.target.id if isinstance(node.target, ast.Name) and rows is None else \
             rows[1] if rows is not None else None
         statements = form.analysed(node).body if form else node.body
-        bound_first = loop_body.bound_before_read(statements, params)
+        written = statements if form or written is None else written  # the user's: an inner
+        bound_first = loop_body.bound_before_read(written, params)  # loop there is a ``for``
         scratch = (unread & bound_first) - {target, *(rows or ())}
         self.sites.append(LoopSite(f"{self.code.co_filename}:{node.lineno}", tuple(params),
                                    tuple(assigned), tuple(mutated), tuple(rebound), target,
                                    binds_target, *(rows[0], rows[2]) if rows else (None, None),
                                    bound_first, loop_body.effects(statements, target), scratch,
-                                   loop_body.rebound_before_update(statements, mutated),
+                                   loop_body.rebound_before_update(written, mutated),
                                    stops=form is not None, item_returned=item_returned,
                                    floats=floats, target_unread=target in unread,
                                    steps=steps))

@@ -1,0 +1,101 @@
+"""Nested Python loops (issue 13): a local each inner item binds before it reads or updates it
+(``d = pos[i] - pos[j]; d -= L * np.round(d / L)``) is a local of the inner loop's items, so the
+outer loop takes it as scratch too (``loop_body._inner_loop_binding``): the outer loop lifts
+instead of unrolling every pair ("the body both updates 'd' in place and binds it anew", "the
+local 'd' has no value after the first iteration": a 24-point pair energy captured 276 pairs in
+4 s). Results, and the arguments after the call, are eager NumPy's."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import stax.runtime as stax
+
+
+def pair_energy(pos, L):
+    E = 0.0
+    n = len(pos)
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = pos[i] - pos[j]
+            d -= L * np.round(d / L)
+            E += d @ d
+    return E
+
+
+def pair_energy_rebound(pos, L):
+    E = 0.0
+    n = len(pos)
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = pos[i] - pos[j]
+            d = d - L * np.round(d / L)
+            E += d @ d
+    return E
+
+
+def all_pairs(pos, L):
+    E = 0.0
+    n = len(pos)
+    for i in range(n):
+        for j in range(n):
+            d = pos[i] - pos[j]
+            d -= L * np.round(d / L)
+            E += d @ d
+    return E
+
+
+def last_pair_read_after(pos, L):  # d is read after the loops: no scratch, the last pair's
+    E = 0.0
+    for i in range(pos.shape[0]):
+        for j in range(i + 1, pos.shape[0]):
+            d = pos[i] - pos[j]
+            d -= L * np.round(d / L)
+            E += d @ d
+    return E, d
+
+
+def row_views_updated(pos, L):  # d is a view: each update writes into pos
+    for _ in range(3):
+        for i in range(pos.shape[0]):
+            d = pos[i]
+            d -= L * np.round(d / L)
+    return pos.sum()
+
+
+def updated_after_inner(pos, L):  # an update after the inner loop: of the last pair's d, or
+    d = np.zeros(3)  # of the one before the loops where the inner loop ran no item
+    for i in range(pos.shape[0]):
+        for j in range(i + 1, pos.shape[0]):
+            d = pos[i] - pos[j]
+        d *= 0.5
+    return d
+
+
+@pytest.mark.parametrize("fn", [pair_energy, pair_energy_rebound, all_pairs,
+                                last_pair_read_after, row_views_updated, updated_after_inner])
+@pytest.mark.parametrize("n", [2, 5, 24, 60])
+def test_nested_loops_as_eager(fn, n):
+    rng = np.random.default_rng(n)
+    compiled = stax.compile(fn)
+    for _ in range(2):
+        pos = rng.random((n, 3)) * 9
+        got_pos, want_pos = pos.copy(), pos.copy()
+        got, want = compiled(got_pos, 4.0), fn(want_pos, 4.0)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            assert type(g) is type(w) and np.array_equal(g, w), (g, w)
+        np.testing.assert_array_equal(got_pos, want_pos)
+
+
+@pytest.mark.parametrize("fn", [pair_energy, pair_energy_rebound, all_pairs])
+def test_the_outer_loop_lifts(fn, caplog, monkeypatch):
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    outer = f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno + 3}"
+    with caplog.at_level(logging.INFO, logger="stax"):
+        stax.compile(fn)(np.random.default_rng(0).random((24, 3)) * 5, 4.0)
+    assert f"loop at {outer}: 23 iterations lifted into one step" in caplog.text, caplog.text
+    assert f"loop at {outer} unrolls" not in caplog.text, caplog.text
