@@ -99,3 +99,66 @@ def test_the_outer_loop_lifts(fn, caplog, monkeypatch):
         stax.compile(fn)(np.random.default_rng(0).random((24, 3)) * 5, 4.0)
     assert f"loop at {outer}: 23 iterations lifted into one step" in caplog.text, caplog.text
     assert f"loop at {outer} unrolls" not in caplog.text, caplog.text
+
+
+# the outer loop's item inside an inner loop lifted in its body: eagerly a Python int
+def scaled(x32, m):  # NEP 50: float32 times a Python int is float32 (an int64: float64)
+    out = np.zeros((x32.shape[0], m), np.float32)
+    for i in range(x32.shape[0]):
+        for j in range(m):
+            out[i, j] = (x32[i] * i + j).sum()
+    return out
+
+
+def stored(x, m):  # 128 into int8: NumPy's OverflowError for a Python int
+    out = np.zeros((x.shape[0], m), np.int8)
+    for i in range(x.shape[0]):
+        for j in range(m):
+            out[i, j] = i
+    return out
+
+
+def mixed(x, m):
+    out = np.zeros((x.shape[0], m))
+    for i in range(x.shape[0]):
+        for j in range(m):
+            out[i, j] = x[i, j % 3] * (i - j) + i / (j + 1)
+    return out
+
+
+@pytest.mark.parametrize("fn, args", [
+    (scaled, (np.random.default_rng(0).random((30, 3)).astype(np.float32), 400)),
+    (stored, (np.ones((140, 3)), 300)),
+    (stored, (np.ones((20, 3)), 300)),
+    (mixed, (np.random.default_rng(1).random((30, 3)), 400)),
+], ids=["float32", "int8-overflow", "int8", "float64"])
+def test_the_outer_item_in_an_inner_lifted_loop_as_eager(fn, args):
+    compiled = stax.compile(fn)
+    for _ in range(2):
+        try:
+            want, error = fn(*args), None
+        except OverflowError as exc:
+            want, error = None, str(exc)
+        if error is not None:
+            with pytest.raises(OverflowError, match=error):
+                compiled(*args)
+            continue
+        got = compiled(*args)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_an_inner_lifted_loop_reading_the_outer_item_compiles_the_outer_body(caplog,
+                                                                             monkeypatch):
+    """The outer body takes the inner step as a NumPy step, its item an input the step takes as
+    the Python int (``enclosing_items``): "items run one call each", not "body run by NumPy"."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    pos = np.random.default_rng(2).random((120, 3)) * 5
+    compiled = stax.compile(all_pairs)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        got = compiled(pos, 4.0)
+    assert got == all_pairs(pos, 4.0)
+    outer = f"{all_pairs.__code__.co_filename}:{all_pairs.__code__.co_firstlineno + 3}"
+    assert f"loop at {outer}: items run one call each" in caplog.text, caplog.text
+    assert "body run by NumPy" not in caplog.text, caplog.text
+    assert compiled.versions()[0].native

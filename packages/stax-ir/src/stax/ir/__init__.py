@@ -3,7 +3,12 @@
 from .errors import SchemaError, StaxError, UnsupportedError, VerificationError
 from .graph import Graph, Node, Opcode, map_nodes
 from .interpreter import run_graph, run_program
-from .lifted_loops import LIFTED_LOOP, holds_lifted_loop, register_lifted_loop
+from .lifted_loops import (
+    LIFTED_LOOP,
+    holds_lifted_loop,
+    lifted_loop_runner,
+    register_lifted_loop,
+)
 from .meta import TensorMeta, contiguous_strides, dense_strides
 from .ops import (
     NN_FUNCTIONS,
@@ -77,6 +82,7 @@ __all__ = [
     "format_graph",
     "get_op",
     "holds_lifted_loop",
+    "lifted_loop_runner",
     "load_capture",
     "load_opgraph",
     "lower_capture",

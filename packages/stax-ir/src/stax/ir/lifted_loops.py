@@ -29,6 +29,11 @@ def register_lifted_loop(runner: Callable[..., tuple[Any, ...]]) -> str:
     return key
 
 
+def lifted_loop_runner(key: Any) -> Callable[..., tuple[Any, ...]] | None:
+    """The runner registered under ``key`` in this process, or None."""
+    return _runners.get(key) if isinstance(key, str) else None
+
+
 def run_lifted_loop(*arrays: Any, loop: str) -> tuple[Any, ...]:
     runner = _runners.get(loop)
     if runner is None:

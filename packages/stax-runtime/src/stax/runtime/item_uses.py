@@ -34,6 +34,8 @@ import numpy as np
 from stax.ir import GraphProgram, Node, Opcode, UnsupportedError, map_nodes
 from stax.trace.loops import ITEM_ARGUMENT
 
+from .enclosing_items import accepted_operand
+
 #: the body function's parameter for the item (``stax.trace.loops``)
 ITEM = ITEM_ARGUMENT
 EXACT = 2 ** 53  # every int below it is a float64 exactly
@@ -60,19 +62,23 @@ Interval = tuple[int, int]
 FLOAT = None  # a derived value that is a Python float eagerly (``i / 2``)
 
 
-def check_item_uses(capture: GraphProgram, items: range) -> None:
+def check_item_uses(capture: GraphProgram, items: range,
+                    others: dict[str, Interval] | None = None) -> None:
     """Refuse a body that reads data into Python or uses its item where a Python int and an
-    int64 would differ; make the item's integer arithmetic plain (see the module's docstring)."""
+    int64 would differ; make the item's integer arithmetic plain (see the module's docstring).
+    ``others``: inputs standing for an enclosing loop's item, checked as the item, with the
+    span of their values (``enclosing_items``)."""
     if capture.gates:
         gate = capture.gates[0]
         raise UnsupportedError(f"the loop body reads an array into Python ({gate.kind})",
                                source=gate.source)
-    item = next((n for n in capture.graph.nodes
-                 if n.op == Opcode.PLACEHOLDER and n.target == ITEM), None)
-    if item is None or not items:
+    spans = {ITEM: (min(items[0], items[-1]), max(items[0], items[-1])) if items else None,
+             **(others or {})}
+    derived: dict[Any, Interval | None] = {
+        n: spans[n.target] for n in capture.graph.nodes
+        if n.op == Opcode.PLACEHOLDER and spans.get(n.target) is not None}
+    if not derived:
         return
-    derived: dict[Any, Interval | None] = {item: (min(items[0], items[-1]),
-                                                  max(items[0], items[-1]))}
     # in the graph's order, each use of each derived operand: a node reading two (``i + n``,
     # a counter computed from the item, ``stax.runtime.stepped_locals``) is judged with both
     # known (from the first alone, the second looked like a traced int64: ``x32 * (i + n)``
@@ -108,6 +114,8 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
     if user.target in FLOAT_UFUNCS and len(operands) == 1 and not user.kwargs and \
             derived[node] is FLOAT:
         return None  # ``np.sin(i * dt)``: NumPy's float64 of the same double, strong either way
+    if accepted_operand(user, node, derived[node]):
+        return None  # an inner lifted loop's input it takes as the Python int (not derived)
     if user.kwargs or user.target not in _PINNABLE:
         return f"an operand of {user.target}"
     traced = [a for a in operands if isinstance(a, Node) and a not in derived]

@@ -57,6 +57,7 @@ from stax.trace.traced_scalars import TracedScalar
 
 from . import config, logs
 from .api import CompiledFunction
+from .enclosing_items import enclosing_items, spanning
 from .item_loop_runs import LAST_ITEM, ItemLoopRun
 from .item_uses import ITEM, check_item_uses
 from .lift_plan import plan_step, scalar_inputs, taking_bases
@@ -77,7 +78,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     if isinstance(plan, str):
         return unrolls(site, plan)
     inputs, constants, outputs, views = plan
-    compiled, key = None, _body_key(site, body, items, views, counted)
+    outer = enclosing_items(tracer, state, inputs, {*site.assigned, *site.mutated})
+    compiled, key = None, _body_key(site, body, items, views, {**counted, **outer})
     bodies = tracer.__dict__.setdefault("lifted_bodies", {})  # this capture's, by loop
     cells = [c.cell_contents for c in body.__closure__ or ()]
     if key is not None:  # the same closure: the very objects
@@ -89,12 +91,12 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         if counted:
             params = tuple(p for p in params if p not in counted)
             stepped = counting(body, site.params, counted, items)
-        compiled = CompiledFunction(
+        allowed = items if stop is None else range(items.start, items.start + DYNAMIC_ITEMS)
+        compiled = CompiledFunction(spanning(  # (the span: for loops lifted inside the body)
             taking_bases(stepped, params, site.returned, views, site.scratch)
-            if views or site.scratch else stepped, strict_native=True)
+            if views or site.scratch else stepped, allowed), strict_native=True)
         compiled.capture_check = functools.partial(  # a run-time count: every item it allows
-            check_item_uses, items=items if stop is None else
-            range(items.start, items.start + DYNAMIC_ITEMS))
+            check_item_uses, items=allowed, others=outer)
         compiled.donates_arguments = True  # it returns what it updates: no copy back per item
         compiled.declines_to_caller = True  # a call it declines: the loop runs in NumPy
         compiled.item_loops = {}  # machine-code loops, by argument layouts (its runners')
@@ -106,6 +108,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
                               not isinstance(state[n], TracedScalar)},
                      views=views, counted=counted)
     runner.body, runner.numbers = body, scalar_inputs(state, inputs)
+    runner.outer_items = outer  # the enclosing lifted loop's item: a Python int eagerly
     runner.carried = frozenset(n for n in runner.numbers if n in site.floats)
     runner.loops = compiled.item_loops
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
@@ -207,6 +210,7 @@ class Runner:
         self.scalars = scalars  # inputs that were NumPy scalars at capture (0-d buffers here)
         self.views = views  # name -> (the input it views, the key), made again on a copy
         self.counted = counted or {}  # counters the body computes from its item (stepped_locals)
+        self.outer_items: dict[str, tuple[int, int]] = {}  # (``enclosing_items``)
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
         # the compiled body's parameters after the item: a view is made inside it from its
         # base, which it returns after the body's own results (``lift_plan.taking_bases``)
@@ -241,6 +245,8 @@ class Runner:
         for name, array in zip(self.inputs, arrays):
             if name in self.numbers:  # a Python float or int, as the body takes it
                 values[name] = self.numbers[name](array)
+            elif self.eager and name in self.outer_items:  # the enclosing loop's item
+                values[name] = int(array)
             elif self.eager and name in self.scalars:  # ``s += v`` rebinds a NumPy scalar:
                 # NumPy's scalar math then reports integer overflow, as eager's does
                 values[name] = array[()] if isinstance(array, np.ndarray) else array
@@ -382,8 +388,8 @@ class Runner:
                 self._ran(values, t, underflowed, items)
                 values[MACHINE_CODE] = looped
                 return
-        with loop_index_argument(ITEM, *self.scalars), np.errstate(under="ignore"), \
-                not_watching():
+        with loop_index_argument(ITEM, *self.scalars, *self.outer_items), \
+                np.errstate(under="ignore"), not_watching():
             if t == 0 and len(items) > 2 and not compiled.versions():
                 self._compile_at(values, items[len(items) // 2])
             while t < len(items):
@@ -488,6 +494,8 @@ class Runner:
         for name in self.scalars:
             if isinstance(values.get(name), np.ndarray):
                 values[name] = values[name][()]
+        given = {name: values[name] for name in self.outer_items}
+        values.update((name, int(value)) for name, value in given.items())
         goes = True
         if self.site.stops:
             goes = bool(self._body_eagerly(values, item))
@@ -496,6 +504,7 @@ class Runner:
         for name in self.scalars:
             if isinstance(values.get(name), np.generic):
                 values[name] = np.asarray(values[name])
+        values.update(given)
         return goes
 
     def _body_eagerly(self, values: dict[str, Any], item: int) -> Any:
