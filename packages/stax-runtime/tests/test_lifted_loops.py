@@ -939,7 +939,9 @@ def test_an_inner_loop_lifted_at_each_outer_item_compiles_its_body_once(monkeypa
     A, b = M @ M.T + n * np.eye(n), rng.standard_normal(n)
     f = stax.compile(sweeps)
     np.testing.assert_allclose(f(A, b), sweeps(A, b), rtol=1e-12)
-    assert len(made) <= 2  # (a capture again with every loop lifted makes its own)
+    # the first sweep's row loop, then the sweep loop lifted too (an inner loop lifted in its
+    # first iteration: ``FirstIteration.recorded``): its body, and the row loop's inside it
+    assert len(made) <= 3
 
 
 def powered(y, k):

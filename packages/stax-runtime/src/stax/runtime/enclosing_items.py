@@ -62,14 +62,45 @@ def _is_item(value: Any, tracer: Any) -> bool:
 
 
 def accepted_operand(user: Node, node: Node, span: Span | None) -> bool:
-    """Whether ``user``, a lifted loop's step, takes the item ``node`` (of this span) only as
-    inputs its runner takes as the enclosing item (``Runner.outer_items``)."""
-    if user.target != LIFTED_LOOP or node.op != Opcode.PLACEHOLDER or span is None:
+    """Whether ``user``, a lifted loop's step, takes ``node`` (the item, or an int computed
+    from it, with this span of values) only as inputs its runner takes as the enclosing item
+    (``Runner.outer_items``) or as its start (``Runner.starts``)."""
+    if user.target != LIFTED_LOOP or span is None:
         return False
     runner = lifted_loop_runner(user.kwargs.get("loop"))
     outer = getattr(runner, "outer_items", None) or {}
     names = list(getattr(runner, "inputs", ()))
+    starts = getattr(runner, "starts", None)
     positions = [k for k, a in enumerate(user.args) if a is node]
+
+    def within(bounds: Span | None) -> bool:
+        return bounds is not None and bounds[0] <= span[0] and span[1] <= bounds[1]
     return bool(positions) and all(
-        k < len(names) and names[k] in outer and
-        outer[names[k]][0] <= span[0] and span[1] <= outer[names[k]][1] for k in positions)
+        within(outer.get(names[k])) if k < len(names) and node.op == Opcode.PLACEHOLDER
+        else k == len(names) and getattr(runner, "start_input", False) and within(starts)
+        for k in positions)
+
+
+#: integer arithmetic of the item and an int that a start may be (the span shifts by the int)
+_SHIFTS = {"operator.add": 1, "stax.scalar.add": 1, "operator.sub": -1, "stax.scalar.sub": -1}
+
+
+def begin_span(begin: Any, tracer: Any) -> Span | None:
+    """The span of a loop's start computed from the enclosing lifted body's item: the item
+    itself, or the item plus or minus an int (``range(i + 1, n)``); None for anything else."""
+    span = _ENCLOSING.get()
+    if span is None or not isinstance(begin, Proxy) or begin.tracer is not tracer:
+        return None
+    node = begin.node
+    if node.op == Opcode.PLACEHOLDER:
+        return span if node.target == ITEM else None
+    sign = _SHIFTS.get(node.target)
+    if sign is None or node.kwargs or len(node.args) != 2:
+        return None
+    item, shift = node.args
+    if sign == 1 and isinstance(shift, Node):
+        item, shift = shift, item  # ``1 + i``
+    if not (isinstance(item, Node) and item.op == Opcode.PLACEHOLDER and item.target == ITEM
+            and type(shift) is int):
+        return None
+    return span[0] + sign * shift, span[1] + sign * shift

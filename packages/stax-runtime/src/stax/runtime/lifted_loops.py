@@ -43,11 +43,6 @@ import numpy as np
 
 from stax.codegen import ExternResultMismatch, errstate
 from stax.codegen.cpu.fpevents import UNDERFLOW
-from stax.ir import (
-    LIFTED_LOOP,
-    Opcode,
-    register_lifted_loop,
-)
 from stax.trace.isolation import not_watching
 from stax.trace.loop_index import loop_index_argument
 from stax.trace.loop_ranges import DYNAMIC_ITEMS
@@ -57,23 +52,30 @@ from stax.trace.traced_scalars import TracedScalar
 
 from . import config, logs
 from .api import CompiledFunction
-from .enclosing_items import enclosing_items, spanning
+from .enclosing_items import begin_span, enclosing_items, spanning
 from .item_loop_runs import LAST_ITEM, ItemLoopRun
 from .item_uses import ITEM, check_item_uses
 from .lift_plan import plan_step, scalar_inputs, taking_bases
 from .lifted_first_runs import Unstable, first_run
+from .lifted_steps import record_step, unrolls
 from .result_identities import identities, standing_order
 from .steady_loops import SteadyCall, Tested
 from .stepped_locals import after_loop, count_at, counted_locals, counting
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
-         state: dict[str, Any], stop: TracedScalar | None = None) -> dict[str, Any] | None:
+         state: dict[str, Any], stop: TracedScalar | None = None, begin: Any = None
+         ) -> dict[str, Any] | None:
     """The state after running ``body`` for ``items`` as one recorded step, or None (with the
     reason logged under ``STAX_LOGS=loops``) when the loop must unroll. ``stop``: the traced
     end of ``items``, then an input of the step, whose items each call takes from it
-    (``stax.trace.loop_ranges``)."""
-    counted = counted_locals(site, state, items, stop is not None)
+    (``stax.trace.loop_ranges``); ``begin``: the traced start, computed from the enclosing
+    lifted body's item (``enclosing_items.begin_span``), an input the same way."""
+    counted = counted_locals(site, state, items, stop is not None or begin is not None)
+    starts = begin_span(begin, tracer) if begin is not None else None
+    if begin is not None and (starts is None or counted):
+        return unrolls(site, "its start is computed from data (not the enclosing loop's item "
+                             "plus an int), or it steps a counter")
     plan = plan_step(tracer, site, state, counted)
     if isinstance(plan, str):
         return unrolls(site, plan)
@@ -92,6 +94,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
             params = tuple(p for p in params if p not in counted)
             stepped = counting(body, site.params, counted, items)
         allowed = items if stop is None else range(items.start, items.start + DYNAMIC_ITEMS)
+        if starts is not None:  # every start the enclosing items give
+            allowed = range(starts[0], max(allowed.stop, starts[1], starts[0] + 1))
         compiled = CompiledFunction(spanning(  # (the span: for loops lifted inside the body)
             taking_bases(stepped, params, site.returned, views, site.scratch)
             if views or site.scratch else stepped, allowed), strict_native=True)
@@ -106,18 +110,20 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     runner = Runner(compiled, whole, site, items, inputs, constants, outputs, stop is not None,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
                               not isinstance(state[n], TracedScalar)},
-                     views=views, counted=counted)
+                     views=views, counted=counted, start_input=begin is not None)
     runner.body, runner.numbers = body, scalar_inputs(state, inputs)
     runner.outer_items = outer  # the enclosing lifted loop's item: a Python int eagerly
+    runner.starts = starts  # the span of a start computed from it (``begin``)
     runner.carried = frozenset(n for n in runner.numbers if n in site.floats)
     runner.loops = compiled.item_loops
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
-        first = first_run(runner, start if stop is None else [*start, stop.value])
+        first = first_run(runner, [*start, *([] if begin is None else [begin.value]),
+                                   *([] if stop is None else [stop.value])])
     runner.capturing = False
     if isinstance(first, str):
         return unrolls(site, first)
     results, how = first
-    after = record_step(tracer, runner, state, results, stop)
+    after = record_step(tracer, runner, state, results, stop, begin)
     after.update(after_loop(counted, items))  # Python ints, as the loop leaves them
     if site.target is not None:  # a range of two items at least (run_loop); after a break,
         # the last item run: the step's last result, a traced int64 returned as a Python int
@@ -127,7 +133,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         after[site.row] = state[site.array][items[-1]]
     logs.emit("loops", config.current().logs,
               f"loop at {site.source}: {len(items)} iterations lifted into one step "
-              f"({'the count a run-time input; ' if stop is not None else ''}{how}; "
+              f"({'the count a run-time input; ' if stop is not None else ''}"
+              f"{'the start a run-time input; ' if begin is not None else ''}{how}; "
               f"inputs {', '.join(inputs)}; results {', '.join(outputs)})")
     return after
 
@@ -147,48 +154,6 @@ def _body_key(site: LoopSite, body: Any, items: range, views: dict[str, Any],
     return key
 
 
-def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tuple[Any, ...],
-                stop: TracedScalar | None = None) -> dict[str, Any]:
-    """The step recorded as one capture node (the loop's stop its last input, where it is
-    traced), and the locals after it (the loop's target and row aside: the caller binds them)."""
-    site, inputs, constants, outputs = runner.site, runner.inputs, runner.constants, runner.outputs
-    key = register_lifted_loop(runner)
-    recorded = tracer.record(Opcode.CALL_FUNCTION, LIFTED_LOOP,
-                             (*(state[n] for n in inputs), *(() if stop is None else (stop,))),
-                             {"loop": key}, lambda *arrays, loop: results)
-    if site.item_returned:
-        runner.recorded_item = recorded[-1]
-    after = dict(state)
-    for name in site.assigned:
-        if name in constants and name not in (site.target, site.row):
-            after[name] = constants[name]  # the same after every iteration (Runner checks)
-    for name in site.scratch:  # nothing after the loop reads it: left as it was
-        after[name] = UNBOUND
-    # the results that stand for themselves first, then the names of the same objects
-    for name, value, same in sorted(zip(outputs, recorded, runner.identities),
-                                    key=lambda r: isinstance(r[2], int)):
-        # updated in place (x[k] = v, x += v): the same object, which every other name of it
-        # sees (an argument: written back; a view: its base too). Not a name each item binds
-        # anew before updating it (``u = u * 1.0; u[1:-1] += ...``, ``LoopSite.fresh``): the
-        # object before the loop is never updated (it was written back into an argument)
-        if name in site.mutated and not isinstance(same, int) and name not in runner.carried \
-                and name not in site.fresh:
-            state[name]._update_in_place("a lifted loop", lambda value=value: value)
-            after[name] = state[name]
-        elif same is not None:  # one object by two names (``a = b = c``, ``v = u``)
-            after[name] = after[outputs[same]] if isinstance(same, int) else state[same]
-        else:
-            after[name] = value
-        if name in runner.carried:  # a traced 0-d float64 that only a returned result reads
-            tracer.__dict__.setdefault("carried_floats", set()).add(id(after[name]))
-    return after
-
-
-def unrolls(site: LoopSite, why: str) -> None:
-    logs.emit("loops", config.current().logs, f"loop at {site.source} unrolls: {why}")
-    return None
-
-
 class Runner:
     """The lifted step: the remaining items through the compiled body, on private copies of the
     arrays it updates in place (its other inputs read-only: an update the analysis missed fails
@@ -203,14 +168,17 @@ class Runner:
     def __init__(self, compiled: Any, whole: Any, site: LoopSite, items: range,
                  inputs: list[str], constants: dict[str, Any], outputs: list[str],
                  stop_input: bool, scalars: set[str], views: dict[str, Any],
-                 counted: dict[str, tuple[int, int]] | None = None) -> None:
+                 counted: dict[str, tuple[int, int]] | None = None, start_input: bool = False
+                 ) -> None:
         self.compiled, self.whole, self.site, self.items = compiled, whole, site, items
         self.stop_input = stop_input  # the last input: the end of this call's items
+        self.start_input = start_input  # the one before it (or the last): their start
         self.inputs, self.constants, self.outputs = inputs, constants, outputs
         self.scalars = scalars  # inputs that were NumPy scalars at capture (0-d buffers here)
         self.views = views  # name -> (the input it views, the key), made again on a copy
         self.counted = counted or {}  # counters the body computes from its item (stepped_locals)
         self.outer_items: dict[str, tuple[int, int]] = {}  # (``enclosing_items``)
+        self.starts: tuple[int, int] | None = None
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
         # the compiled body's parameters after the item: a view is made inside it from its
         # base, which it returns after the body's own results (``lift_plan.taking_bases``)
@@ -275,6 +243,9 @@ class Runner:
         if self.stop_input:  # this call's count (at least the fewest its version lifts)
             *arrays, stop = arrays
             items = range(items.start, int(stop), items.step)
+        if self.start_input:  # (any count: none where the start is past the stop)
+            *arrays, begin = arrays
+            items = range(int(begin), items.stop, items.step)
         values = self._values(arrays, None if tested is None else tested.values)
         given = {name: values[name] for name in self.inputs if name not in self.copied}
         if tested is not None:  # (the test as an input: not run twice, nor its warnings)

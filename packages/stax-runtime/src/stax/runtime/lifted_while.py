@@ -45,9 +45,8 @@ from .lifted_loops import (
     Runner,
     layouts_of,
     may_underflow,
-    record_step,
-    unrolls,
 )
+from .lifted_steps import record_step, unrolls
 
 #: the step's input saying whether the loop goes on after an iteration traced as written, and
 #: the call's count of iterations (its ``values``)

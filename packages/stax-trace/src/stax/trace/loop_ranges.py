@@ -32,14 +32,17 @@ DYNAMIC_ITEMS = 2 ** 24
 
 class TracedRange:
     """A loop header's ``range(...)`` whose stop is a followed int argument (a Python int or a
-    NumPy integer): ``items`` the range of this capture's values, read from nothing yet;
-    ``stop`` the traced stop."""
+    NumPy integer), or whose start is a traced integer (``range(i + 1, n)`` in a lifted body,
+    ``i`` its item): ``items`` the range of this capture's values, read from nothing yet;
+    ``stop`` the traced stop, ``start`` the traced start (one of them)."""
 
-    __slots__ = ("args", "items", "stop")
+    __slots__ = ("args", "items", "start", "stop")
 
-    def __init__(self, args: tuple[Any, ...], stop: TracedScalar) -> None:
-        self.args, self.stop = args, stop
-        self.items = range(*(a.value if isinstance(a, TracedNumber) else a for a in args))
+    def __init__(self, args: tuple[Any, ...], stop: TracedScalar | None,
+                 start: Any = None) -> None:
+        self.args, self.stop, self.start = args, stop, start
+        self.items = range(*(a.value if isinstance(a, TracedNumber) else
+                             int(a.value) if a is start else a for a in args))
 
     def read(self) -> range:
         """The items, the stop read: its value part of the key (the loop unrolls, or lifts with
@@ -65,6 +68,10 @@ def range_call(fn: Any, *args: Any) -> Any:
         return fn(*args)
     stop = args[0] if len(args) == 1 else args[1]
     others = args[:1] + args[2:] if len(args) > 1 else ()  # the start and the step
+    if len(args) == 2 and _traced_integer(args[0]) and (
+            type(stop) is int or (isinstance(stop, TracedNumber) and _integer(stop.value))):
+        # (a traced stop is read: its value part of the key)
+        return TracedRange((args[0], operator.index(stop)), None, args[0])
     if not (isinstance(stop, TracedScalar) and _integer(stop.value)) or \
             any(isinstance(a, TracedNumber) or type(a) is not int for a in others) or \
             (len(args) == 3 and args[2] != 1):
@@ -75,6 +82,14 @@ def range_call(fn: Any, *args: Any) -> Any:
         stop = TracedScalar(int(stop.value), stop.leaf, stop.tracer)
         args = (*args[:-1], stop) if len(args) == 1 else (args[0], stop, *args[2:])
     return TracedRange(args, stop)
+
+
+def _traced_integer(value: Any) -> bool:
+    """A traced integer scalar (a 0-d value of an integer dtype), such as a lifted body's item
+    or arithmetic on it."""
+    from .proxy import Proxy  # the proxy module imports the tracer, which imports loops
+    return isinstance(value, Proxy) and np.ndim(value.value) == 0 and \
+        np.asarray(value.value).dtype.kind in "iu"
 
 
 def _integer(value: Any) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from stax.ir import Node, Opcode, ancestors
+from stax.ir import LIFTED_LOOP, Node, Opcode, ancestors
 
 from .proxy import Proxy
 from .source import drop_held, held_mark
@@ -26,6 +26,17 @@ from .traced_sizes import TracedNumber
 
 #: a local's state: the proxies it reaches (itself, the bases it views), each with its value
 Saved = list[tuple[Proxy, Any, Any]]
+
+
+class _Unbound:
+    """A local variable without a value (``del`` in the body makes it unbound again)."""
+
+    def __repr__(self) -> str:
+        return "<unbound>"
+
+
+UNBOUND = _Unbound()
+
 
 
 def save(values: Any) -> Saved:
@@ -67,9 +78,12 @@ class FirstIteration:
         self.held = held_mark()
         self.saved = save(self.state.values())
 
-    def recorded(self, tracer: Any) -> int:
-        """Operations the first iteration recorded (called right after it)."""
-        return len(tracer.graph.nodes) - self.marks[0]
+    def recorded(self, tracer: Any, limit: int) -> int:
+        """Operations the first iteration recorded (called right after it); an inner loop it
+        lifted into one step counts ``limit`` (unrolled, the outer loop would lift the inner
+        one at each item, each its own step: lifted, it compiles one body holding one)."""
+        nodes = tracer.graph.nodes[self.marks[0]:]
+        return len(nodes) + sum(limit for n in nodes if n.target == LIFTED_LOOP)
 
     def indexes_by_data(self, tracer: Any, item: str) -> bool:
         """Whether the first iteration read and then wrote one array at positions computed
@@ -157,6 +171,9 @@ def start_of_loop(tracer: Any, site: Any, before: dict[str, Any],
             start[name] = unbound
             continue
         old, new = before.get(name, unbound), after.get(name, unbound)
+        if name in (site.target, site.row) and old is not unbound:
+            start[name] = old  # (an earlier loop's): each item binds it before the body reads it
+            continue
         if old is unbound or (name in site.bound_first and isinstance(new, Proxy) and
                               not isinstance(old, Proxy)):
             # (bound before read: its value before the loop is read only where the loop runs
@@ -223,3 +240,18 @@ def bound_views(names: tuple[str, ...], before: dict[str, Any], after: dict[str,
             return None
         views[name] = base
     return views
+
+
+def step(site: Any, body: Callable[..., tuple[Any, ...]], item: Any,
+         state: dict[str, Any]) -> Any:
+    """Run one item, binding its results in ``state``; whether the loop goes on after it
+    (a body ending the loop at a test returns it, maybe traced: its truth is a gate)."""
+    if site.row is not None:
+        # the body binds the row first: the previous item's row, a view of the array, is not
+        # kept alive while this item's row updates the array in place (``for r in x: r *= 2``
+        # was refused: "an argument another value views")
+        state.pop(site.row, None)
+    out = body(item, *[state.get(name, UNBOUND) for name in site.params])
+    for name, value in zip(site.returned, out):
+        state[name] = value
+    return out[len(site.returned)] if site.stops else True

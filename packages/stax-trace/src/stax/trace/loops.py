@@ -65,6 +65,7 @@ from .loop_names import (
 from .loop_names import binds_target as target_bound
 from .loop_ranges import TracedRange, header, range_call
 from .loop_site import LoopSite
+from .loop_state import UNBOUND
 from .ndindex_loops import (
     INDEX_TUPLE,
     NdIndex,
@@ -74,17 +75,6 @@ from .ndindex_loops import (
     shaped_iter,
     unravel,
 )
-
-
-class _Unbound:
-    """A local variable without a value (``del`` in the body makes it unbound again)."""
-
-    def __repr__(self) -> str:
-        return "<unbound>"
-
-
-UNBOUND = _Unbound()
-
 
 #: names the rewritten code reads from its closure
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
@@ -528,13 +518,19 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
     if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
         first = loop_state.FirstIteration(tracer, state)
-        goes_on = _step(site, body, items[0], state)
+        goes_on = loop_state.step(site, body, items[0], state)
         rest = items[1:]
         views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
                                        first.state, state, items[0])
+        # a start computed from a lifted body's item (``range(i + 1, n)``): lifted whole, or
+        # read (its first item, traced here, is this capture's)
+        begin = traced.start if traced is not None and not views and not site.stops and \
+            site.target_unread else None
         fewest = _fewest_lifted(first, tracer, len(rest), while_loops.traced(goes_on) or
-                                _lift_every_loop.get() or (traced is not None and _lift_counted.get()))
-        if views is not None and fewest is not None:
+                                _lift_every_loop.get() or (traced is not None and _lift_counted.get())
+                                or begin is not None)
+        if views is not None and fewest is not None and \
+                (begin is not None or traced is None or traced.start is None):
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first (where it went on: a gate);
             # unrolled, a test that ends the loop would be a gate at every item. A traced
@@ -542,14 +538,14 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
             stop = traced.stop if traced is not None and not views and not site.stops and \
                 site.target_unread else None
             lifted = first.lift_all(tracer, site, state, UNBOUND, lambda start: _lifter(
-                tracer, site, body, whole, items, start, stop=stop))
-            if lifted is None:
+                tracer, site, body, whole, items, start, stop=stop, begin=begin))
+            if lifted is None and (traced is None or traced.start is None):
                 goes_on = bool(goes_on)  # a gate where traced
                 if goes_on:
                     lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop)
             if lifted is not None:
-                if traced is not None:  # a run-time count: as many items as lift the loop so
-                    traced.settle(fewest if stop is not None else None)
+                if traced is not None and begin is None:  # a run-time count: as many items
+                    traced.settle(fewest if stop is not None else None)  # as lift it so
                 for name, base in views.items():  # the row of the last item, a view again
                     lifted[name] = base[items[-1]]
                 return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
@@ -557,7 +553,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
     if traced is not None:
         traced.read()  # the loop unrolls: its count is part of the key
     for item in items:
-        if not _step(site, body, item, state):
+        if not loop_state.step(site, body, item, state):
             break
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
 
@@ -568,7 +564,7 @@ def _fewest_lifted(first: Any, tracer: Any, rest: int, forced: bool) -> int | No
     not lift. One iteration recorded ``per`` operations."""
     if forced:
         return 3
-    per = first.recorded(tracer)
+    per = first.recorded(tracer, UNROLL_LIMIT)
     if per * rest > UNROLL_LIMIT:
         return max(3, UNROLL_LIMIT // per + 2)
     if per * rest > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT):
@@ -583,18 +579,3 @@ run_loop.range = range_call  # type: ignore[attr-defined]
 def _traced_rows(value: Any) -> bool:
     from .proxy import Proxy  # the proxy module imports the tracer, which imports this one
     return isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and value.value.ndim > 0
-
-
-def _step(site: LoopSite, body: Callable[..., tuple[Any, ...]], item: Any,
-          state: dict[str, Any]) -> Any:
-    """Run one item, binding its results in ``state``; whether the loop goes on after it
-    (a body ending the loop at a test returns it, maybe traced: its truth is a gate)."""
-    if site.row is not None:
-        # the body binds the row first: the previous item's row, a view of the array, is not
-        # kept alive while this item's row updates the array in place (``for r in x: r *= 2``
-        # was refused: "an argument another value views")
-        state.pop(site.row, None)
-    out = body(item, *[state.get(name, UNBOUND) for name in site.params])
-    for name, value in zip(site.returned, out):
-        state[name] = value
-    return out[len(site.returned)] if site.stops else True
