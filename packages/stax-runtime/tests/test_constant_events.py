@@ -1,5 +1,7 @@
 """Events of values capture computes itself, from scalar arguments and constants (no traced
 array): a compiled version holds such a value as a constant and no kernel computes it again.
+A lifted loop's body is captured inside the outer capture's recorded step: its constants are
+its own (``stax.trace.source.holding_warnings`` starts a capture outside any traced value).
 
 - A NumPy scalar's Python operator with a scalar argument (``t += dt``, ``t`` an ``np.int16``)
   reaches the argument's stand-in as a ufunc call (``np.add``); eagerly it is NumPy's scalar
@@ -68,7 +70,26 @@ def series(x, n):
     return term
 
 
+def divided_in_a_loop(x, dt, n):  # a lifted body's constant: the step's scalar input, keyed
+    y = x.copy()
+    for _ in range(n):
+        y = y * 0.5 + 1.0 / dt
+    return y
+
+
+def squared_in_a_loop(x, dt, n):
+    h = dt * 2
+    y = x.copy()
+    for _ in range(n):
+        y = y * 0.5 + h * h
+    return y
+
+
 @pytest.mark.parametrize("fn, args", [
+    (divided_in_a_loop, (np.ones(4), np.float64(0.0), 1200)),  # a probe's finds: 1200 warnings
+    (divided_in_a_loop, (np.ones(4), np.float64(2.0), 1200)),  # (none were given, and no
+    (squared_in_a_loop, (np.ones(4, np.float32), np.float32(1e20), 1200)),  # raise)
+    (squared_in_a_loop, (np.ones(4, np.float32), np.float32(1e-30), 1200)),  # underflow
     (ticks, (np.ones(3), np.int16(1000), 100)),  # wraps twice: two scalar-add overflows
     (ticks, (np.ones(3), np.uint8(7), 40)),
     (ticks, (np.ones(3), np.int16(3), 100)),  # no overflow
@@ -76,7 +97,8 @@ def series(x, n):
     (decayed, (np.ones(3), 800.0)),
     (decayed, (np.ones(3), 1.0)),
     (series, (np.float32(0.5), 200)),
-], ids=["int16", "uint8", "int16-quiet", "float64", "exp-under", "exp-quiet", "series"])
+], ids=["loop-divide", "loop-quiet", "loop-over", "loop-under", "int16", "uint8", "int16-quiet",
+        "float64", "exp-under", "exp-quiet", "series"])
 def test_constants_report_as_eager(fn, args):
     compiled = stax.compile(fn)
     for state in STATES:

@@ -221,6 +221,9 @@ def holding_warnings() -> Iterator[HeldWarnings]:
                if mode in ("warn", "print", "log", "call", "ignore")}
     outer = getattr(_holding, "held", None)
     _holding.held = held
+    # a capture nested in a recorded call's work (a lifted loop's body compiled at its first
+    # run) judges its own constants: an event computing one is not the outer call's
+    depth, _traced.depth = getattr(_traced, "depth", 0), 0
     installed = _show_through_holding()
     warn = _warn_through_holding()
     try:
@@ -230,7 +233,7 @@ def holding_warnings() -> Iterator[HeldWarnings]:
         with np.errstate(call=held, **relayed):
             yield held
     finally:
-        _holding.held = outer
+        _holding.held, _traced.depth = outer, depth
         if installed is not None and warnings.showwarning is installed:
             warnings.showwarning = installed.shown
         if warn is not None and warnings.warn is warn:
