@@ -98,7 +98,7 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
             return f"the body updates {name!r} in place, bound to an array it did not make"
         if name in site.fresh:
             continue  # ``v = v * 0.95 + I[t]; v[s] = 0.0``: the item's own array is updated
-        if name in site.rebound:
+        if name in site.rebound and not _own_buffer(tracer, site, state, name):
             return f"the body both updates {name!r} in place and binds it anew"
         if isinstance(read_value(value), (int, float, complex)):
             return (f"the body steps {name!r}, a Python number (a counter the item gives is "
@@ -120,6 +120,26 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
     if not outputs:
         return "the body binds and updates no traced array"
     return inputs, constants, outputs, views
+
+
+def _own_buffer(tracer: Any, site: LoopSite, state: dict[str, Any], name: str) -> bool:
+    """Whether ``name``, updated in place and bound anew by the body (``a, b = b, a`` after
+    ``b[1:-1] = f(a)``: buffers swapped), holds an array of the function's own that only the
+    loop's names see, as does every other local the body updates in place: the step then
+    leaves each object holding the final value of the name it had before the loop, which only
+    the objects' identities tell from eager's (no argument, view or other name sees them)."""
+    outside = getattr(tracer, "outside_locals", ())
+    arrays = [n for n in site.rebound if isinstance(state.get(n), Proxy) and
+              isinstance(state[n].value, np.ndarray)]  # (what the swapped names held)
+    for other in dict.fromkeys([*site.mutated, *arrays]):
+        value = state.get(other)
+        if not (isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and
+                value.view_of is None and id(value) not in tracer.arguments and
+                tracer.shared(value) is None) or \
+                sum(state.get(n) is value for n in site.params) > 1 or \
+                any(held is value for held in outside):
+            return False
+    return name in site.mutated
 
 
 def scalar_inputs(state: dict[str, Any], inputs: list[str]) -> dict[str, type]:

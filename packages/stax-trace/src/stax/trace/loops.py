@@ -459,7 +459,19 @@ def _out(k: int) -> ast.Subscript:
 
 
 def _pack(scope: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    tracer = active_tracer()
+    if tracer is not None:  # what the locals the loop does not take hold, one level into
+        # containers (``tracer.outside_locals``): an object among them is seen after the loop
+        # by another name (``keep = a`` before a loop swapping ``a`` and ``b``)
+        tracer.outside_locals = [item for name, value in scope.items() if name not in names
+                                 and not name.startswith("__stax") for item in _held(value)]
     return tuple(scope.get(name, UNBOUND) for name in names)
+
+
+def _held(value: Any) -> list[Any]:
+    items = list(value.values()) if isinstance(value, dict) else \
+        list(value) if isinstance(value, (list, tuple, set)) else []
+    return [value, *items]
 
 
 # -- running a rewritten loop ----------------------------------------------------------------------
