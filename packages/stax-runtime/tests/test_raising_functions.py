@@ -101,3 +101,29 @@ def test_one_generator_passed_as_two_arguments_runs_eagerly():
         ours, theirs = np.random.default_rng(5), np.random.default_rng(5)
         np.testing.assert_array_equal(f(x, ours, ours), two_draws(x, theirs, theirs))
         assert ours.normal() == theirs.normal()
+
+
+def divided_then_cast(x, d):
+    y = x / d  # warns (a division by zero), then the in-place add raises (UFuncTypeError)
+    x += y
+    return x
+
+
+def test_warnings_before_a_type_error_are_given_once():
+    """NumPy's ``UFuncTypeError`` is a ``TypeError``: with a scalar argument, capture runs again
+    with the scalars as their values (``retried_with_values``), and the first run gave its
+    held warnings too (four on the first call, eager two; a probe's find)."""
+    import warnings
+
+    def seen(fn):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(TypeError):
+                fn(np.arange(5), 0)
+        return [str(w.message) for w in caught]
+
+    f = stax.compile(divided_then_cast)
+    want = seen(divided_then_cast)
+    assert want == ["divide by zero encountered in divide", "invalid value encountered in divide"]
+    for _ in range(3):
+        assert seen(f) == want

@@ -145,8 +145,8 @@ def retried_with_values(run: Callable[[], Any], leaves: list[Any], outcome: Any)
     ``SeedSequence``, ``json.dumps``) refuses the stand-in, where eagerly it works."""
     try:
         return run()
-    except TypeError:
-        if not FOLLOWING.get() or all(value_kind(leaf) is None for leaf in leaves):
+    except TypeError as exc:
+        if not retried(exc, leaves):
             raise
     if outcome is not None:  # what the first run recorded of the call
         outcome.undo_untraced_updates()
@@ -157,6 +157,13 @@ def retried_with_values(run: Callable[[], Any], leaves: list[Any], outcome: Any)
         return run()
     finally:
         FOLLOWING.reset(token)
+
+
+def retried(error: BaseException, leaves: list[Any]) -> bool:
+    """Whether ``retried_with_values`` captures again after ``error``: a capture that ends so
+    gives no reports of its own (the run again gives them, once)."""
+    return isinstance(error, TypeError) and FOLLOWING.get() and \
+        any(value_kind(leaf) is not None for leaf in leaves)
 
 
 def expression_leaves(expr: list[Any]) -> set[int]:

@@ -46,7 +46,7 @@ from .reach import plain_exception, scan, settle_stored, stand_in_error
 from .result_meta import meta_of, view_relation
 from .selection_counts import resolve as resolve_counts
 from .source import holding_warnings, traced_value, user_source
-from .traced_scalars import FOLLOWING, TracedScalar, retried_with_values, value_kind
+from .traced_scalars import FOLLOWING, TracedScalar, retried, retried_with_values, value_kind
 from .traced_sizes import SizeReads, TracedSize, size_arguments
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype, slice,
@@ -547,7 +547,8 @@ def _run_isolated(tracer: Tracer, fn: Callable[..., Any], args: tuple[Any, ...],
                     result = (loops.rewritten(fn) or fn)(*args, **kwargs)
                 except Exception as caught:
                     exc = stand_in_error(caught)  # (mostly the error itself: the user's own)
-                    if watch.refused is None and not isinstance(exc, UnsupportedError):
+                    if watch.refused is None and not isinstance(exc, UnsupportedError) and \
+                            not retried(exc, leaves):  # (a run again gives them)
                         warned.emit()  # the user's own error ends the call; eager warned first
                     settle_stored(tracer, fn, leaves, outcome)  # as eager left them
                     plain_exception(exc, tracer)
