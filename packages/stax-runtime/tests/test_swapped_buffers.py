@@ -3,7 +3,8 @@ updates on views of local arrays"): ``b[1:-1] = f(a); a, b = b, a``. The body up
 place and binds it anew, which the lift refused, so the loop unrolled: a 20-element Jacobi
 smoother of 1,200 steps took 56 s for its first call (a probe's find), 2-D 12x12 of 600 steps
 18 s. Where every array the loop's names hold is the function's own (no argument, view, other
-name or container sees one: ``lift_plan._own_buffer``, ``tracer.outside_locals``), the step
+name, container, attribute or closure can reach one: ``LoopSite.own_buffers``, judged on the
+function's source by ``stax.trace.swapped_buffers``; ``lift_plan._own_buffer``), the step
 leaves each object holding the final value of the name it had, which only the objects'
 identities tell from eager's; otherwise the loop unrolls as before. Results and arguments as
 eager NumPy's, for even and odd step counts."""
@@ -86,6 +87,64 @@ def swapped_viewed(u, n):
     return a, inner.copy()
 
 
+def swapped_kept_with_an_inner_loop(u, n):  # (a loop inside the body ran before the lift)
+    a = u.copy()
+    b = u.copy()
+    keep = a
+    for _ in range(n):
+        for k in range(2):
+            b[k + 1] = b[k + 1] * 1.0
+        b[1:-1] = 0.5 * (a[:-2] + a[2:])
+        a, b = b, a
+    return a, keep
+
+
+def swapped_in_an_outer_loop(u, n):  # the alias is outside the outer loop
+    a = u.copy()
+    b = u.copy()
+    keep = a
+    for _ in range(2):
+        for _ in range(n):
+            b[1:-1] = 0.5 * (a[:-2] + a[2:])
+            a, b = b, a
+    return a, keep
+
+
+class _Holder:
+    pass
+
+
+def swapped_held_by_an_attribute(u, n):
+    a = u.copy()
+    b = u.copy()
+    holder = _Holder()
+    holder.a = a
+    for _ in range(n):
+        b[1:-1] = 0.5 * (a[:-2] + a[2:])
+        a, b = b, a
+    return a, holder.a
+
+
+def swapped_held_in_a_nested_container(u, n):
+    a = u.copy()
+    b = u.copy()
+    held = {"k": (a,)}
+    for _ in range(n):
+        b[1:-1] = 0.5 * (a[:-2] + a[2:])
+        a, b = b, a
+    return a, held["k"][0]
+
+
+def swapped_held_by_a_default(u, n):
+    a = u.copy()
+    b = u.copy()
+    get = lambda x=a: x  # noqa: E731
+    for _ in range(n):
+        b[1:-1] = 0.5 * (a[:-2] + a[2:])
+        a, b = b, a
+    return a, get()
+
+
 def _check(fn, shape, counts):
     compiled = stax.compile(fn)
     for n in counts:
@@ -109,7 +168,10 @@ def test_swapped_buffers_lift_and_match_eager(fn, shape, caplog, monkeypatch):
     assert "binds it anew" not in caplog.text, caplog.text
 
 
-@pytest.mark.parametrize("fn", [swapped_argument, swapped_kept, swapped_listed, swapped_viewed])
+@pytest.mark.parametrize("fn", [swapped_argument, swapped_kept, swapped_listed, swapped_viewed,
+                                swapped_kept_with_an_inner_loop, swapped_in_an_outer_loop,
+                                swapped_held_by_an_attribute, swapped_held_in_a_nested_container,
+                                swapped_held_by_a_default])
 def test_swapped_buffers_another_name_sees_stay_eager_semantics(fn, caplog, monkeypatch):
     """Every loop offered to the lift, however short (``lifting_every_loop``): refused."""
     monkeypatch.setenv("STAX_LOGS", "loops")

@@ -124,22 +124,22 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
 
 def _own_buffer(tracer: Any, site: LoopSite, state: dict[str, Any], name: str) -> bool:
     """Whether ``name``, updated in place and bound anew by the body (``a, b = b, a`` after
-    ``b[1:-1] = f(a)``: buffers swapped), holds an array of the function's own that only the
-    loop's names see, as does every other local the body updates in place: the step then
-    leaves each object holding the final value of the name it had before the loop, which only
-    the objects' identities tell from eager's (no argument, view or other name sees them)."""
-    outside = getattr(tracer, "outside_locals", ())
+    ``b[1:-1] = f(a)``: buffers swapped), and every other array the body updates or swaps,
+    is an array of the function's own that only these names reach: nothing else in the source
+    keeps them (``LoopSite.own_buffers``), and no argument, live view or second name of the
+    loop's is one. The step then leaves each array holding the final value of the name it had
+    before the loop, which only the arrays' identities tell from eager's."""
     arrays = [n for n in site.rebound if isinstance(state.get(n), Proxy) and
               isinstance(state[n].value, np.ndarray)]  # (what the swapped names held)
-    for other in dict.fromkeys([*site.mutated, *arrays]):
+    for other in dict.fromkeys([name, *site.mutated, *arrays]):
         value = state.get(other)
-        if not (isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and
+        if other not in site.own_buffers or not (
+                isinstance(value, Proxy) and isinstance(value.value, np.ndarray) and
                 value.view_of is None and id(value) not in tracer.arguments and
                 tracer.shared(value) is None) or \
-                sum(state.get(n) is value for n in site.params) > 1 or \
-                any(held is value for held in outside):
+                sum(state.get(n) is value for n in site.params) > 1:
             return False
-    return name in site.mutated
+    return True
 
 
 def scalar_inputs(state: dict[str, Any], inputs: list[str]) -> dict[str, type]:

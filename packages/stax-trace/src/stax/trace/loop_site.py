@@ -47,6 +47,10 @@ class LoopSite:
     #: nor before it, which an enclosing loop runs after it): a lifted step's count may be a
     #: run-time input (``loop_ranges``), the target's value after it unseen
     target_unread: bool = False
+    #: locals the body swaps (``a, b = b, a``) that hold arrays nothing else in the function
+    #: can reach (``swapped_buffers.own_buffers``): a lifted step may leave the arrays' values
+    #: by name where eager's trade places
+    own_buffers: frozenset[str] = frozenset()
 
     @functools.cached_property
     def returned(self) -> tuple[str, ...]:

@@ -75,6 +75,7 @@ from .ndindex_loops import (
     shaped_iter,
     unravel,
 )
+from .swapped_buffers import own_buffers
 
 #: names the rewritten code reads from its closure
 ITEM_ARGUMENT = "__stax_item"  # the body function's parameter for the item (its placeholder)
@@ -317,7 +318,8 @@ class _Rewriter:
                                    loop_body.rebound_before_update(written, mutated),
                                    stops=form is not None, item_returned=item_returned,
                                    floats=floats, target_unread=target in unread,
-                                   steps=steps))
+                                   steps=steps, own_buffers=own_buffers(
+                                       self.function, node, {*mutated, *rebound})))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
         body = _function(body_name, [item, *params], [
@@ -459,19 +461,7 @@ def _out(k: int) -> ast.Subscript:
 
 
 def _pack(scope: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
-    tracer = active_tracer()
-    if tracer is not None:  # what the locals the loop does not take hold, one level into
-        # containers (``tracer.outside_locals``): an object among them is seen after the loop
-        # by another name (``keep = a`` before a loop swapping ``a`` and ``b``)
-        tracer.outside_locals = [item for name, value in scope.items() if name not in names
-                                 and not name.startswith("__stax") for item in _held(value)]
     return tuple(scope.get(name, UNBOUND) for name in names)
-
-
-def _held(value: Any) -> list[Any]:
-    items = list(value.values()) if isinstance(value, dict) else \
-        list(value) if isinstance(value, (list, tuple, set)) else []
-    return [value, *items]
 
 
 # -- running a rewritten loop ----------------------------------------------------------------------
