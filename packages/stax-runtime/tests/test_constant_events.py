@@ -6,7 +6,8 @@ its own (``stax.trace.source.holding_warnings`` starts a capture outside any tra
 - A NumPy scalar's Python operator with a scalar argument (``t += dt``, ``t`` an ``np.int16``)
   reaches the argument's stand-in as a ufunc call (``np.add``); eagerly it is NumPy's scalar
   math, which reports integer overflow ("overflow encountered in scalar add") where the ufunc
-  wraps silently. Capture runs the operator (``stax.trace.traced_sizes.scalar_operator``), so
+  wraps silently. Capture runs the operator unless the code calls the ufunc itself
+  (``stax.trace.traced_sizes.scalar_operator``), so
   the overflow is seen and the function runs eagerly for that key, as for any constant's event.
 - A constant that underflows (``x * np.exp(-s)``, ``term *= x / k`` of float32 scalars) is
   ignored by NumPy's default state; the version then declines calls whose state heeds underflow
@@ -123,6 +124,26 @@ def test_a_scalar_operator_is_the_scalar_math_and_a_ufunc_call_the_ufunc():
         assert len(observe(fn, np.ones(2), np.int16(1000))[2]) == reported
         assert_like_eager(compiled, fn, np.ones(2), np.int16(1000))
         assert_like_eager(compiled, fn, np.ones(2), np.int16(1000))
+
+
+def summed_by_c(x, dt):  # ``sum`` (C) applies the scalar's operator: scalar math eagerly
+    return x * sum([dt, dt], np.int16(32000))
+
+
+def added_by_operator_module(x, dt):
+    import operator
+    return x * operator.iadd(np.int16(32000), dt)
+
+
+@pytest.mark.parametrize("fn", [summed_by_c, added_by_operator_module])
+def test_operators_c_code_applies_are_the_scalar_math(fn):
+    """A review's find: only the user's own operator was taken as one (by its instruction);
+    now only a call of the ufunc itself is the ufunc."""
+    compiled = stax.compile(fn)
+    for state in STATES:
+        for _ in range(2):
+            with np.errstate(**state):
+                assert_like_eager(compiled, fn, np.ones(2), np.int16(1000))
 
 
 def test_an_underflowed_constant_stays_native_under_the_default_state():

@@ -247,3 +247,27 @@ def test_a_triangular_nest_lifts_both_loops(fn, caplog, monkeypatch):
     assert f"loop at {outer}: items run one call each" in caplog.text, caplog.text
     # (NumPy may still run the body where it measured faster: a timing, not a refusal)
     assert "does not compile on its own" not in caplog.text, caplog.text
+
+
+def forces(pos):  # a power that underflows: NumPy's default ignores it
+    n = pos.shape[0]
+    F = np.zeros_like(pos)
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = pos[i] - pos[j]
+            r2 = (d * d).sum()
+            F[i] += d / r2 ** 1.5
+    return F
+
+
+def test_a_nest_whose_inner_body_may_underflow_stays_compiled():
+    """The outer body's compiled call, run at the capture's first run of the outer loop,
+    allocated its events buffer with ``np.zeros`` inside the capture, which recorded it as a
+    traced array (the generated code counted as the user's); the inner step's underflow report
+    then looked like the function's own error state heeding underflow, and every call ran
+    eagerly (a probe's find). The generated code is Stax's (``__name__``)."""
+    pos = np.random.default_rng(0).standard_normal((150, 3))
+    compiled = stax.compile(forces)
+    for _ in range(3):  # (``** 1.5``: within an ulp of NumPy's pow, user guide)
+        np.testing.assert_allclose(compiled(pos), forces(pos), rtol=1e-13)
+    assert compiled.cache_info().fallbacks == 0 and not compiled._sets_errstate

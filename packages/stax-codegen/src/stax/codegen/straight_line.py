@@ -117,6 +117,9 @@ class _Writer:
     def __init__(self, plan: CallPlan, hooks: dict[str, Any], one: bool, keep: Any) -> None:
         self.plan, self.one = plan, one
         self.scope: dict[str, Any] = {name: hooks.get(name) for name in HOOKS}
+        # (Stax's code, not the user's: a capture around the call, a lifted loop's first run,
+        # records no array this code makes: its events buffer was traced, a probe's find)
+        self.scope["__name__"] = __name__
         self.scope.update({"ndarray": np.ndarray, "zeros": np.zeros, "int32": np.int32,
                            "method": call_method, "method_of": _method_of, "bound": bound_method,
                            "keep": keep})

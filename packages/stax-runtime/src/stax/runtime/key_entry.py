@@ -243,6 +243,7 @@ def _generate(sigma: Any, dispatch: Callable[..., Any], constants: dict[str, Any
         f"{run}"
         "    return dispatch(*args, **kwargs)\n")
     try:
+        constants["__name__"] = __name__  # Stax's code (``straight_line``: not the user's)
         exec(compile(source, "<stax key entry>", "exec"), constants)
     except (SyntaxError, RecursionError, MemoryError):  # nested past the compiler's limits
         return None

@@ -161,6 +161,7 @@ class CallForm:
                 lines += [f"    if not kwargs and len(args) <= {count}:",
                           "        return args, NO_KEYWORDS"]
         lines.append("    return general(args, kwargs)")
+        constants["__name__"] = __name__  # Stax's code (``straight_line``: not the user's)
         exec(compile("\n".join(lines) + "\n", "<stax call placement>", "exec"), constants)
         return constants["place"]  # type: ignore[no-any-return]
 

@@ -64,13 +64,15 @@ from .stepped_locals import after_loop, count_at, counted_locals, counting
 
 
 def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
-         state: dict[str, Any], stop: TracedScalar | None = None, begin: Any = None
-         ) -> dict[str, Any] | None:
+         state: dict[str, Any], stop: TracedScalar | None = None, begin: Any = None,
+         nested: bool = False) -> dict[str, Any] | None:
     """The state after running ``body`` for ``items`` as one recorded step, or None (with the
     reason logged under ``STAX_LOGS=loops``) when the loop must unroll. ``stop``: the traced
     end of ``items``, then an input of the step, whose items each call takes from it
     (``stax.trace.loop_ranges``); ``begin``: the traced start, computed from the enclosing
-    lifted body's item (``enclosing_items.begin_span``), an input the same way."""
+    lifted body's item (``enclosing_items.begin_span``), an input the same way. ``nested``: the
+    body holds a lifted loop; run by NumPy, its inner loop would run as Python, so it unrolls
+    unless its body compiles."""
     counted = counted_locals(site, state, items, stop is not None or begin is not None)
     starts = begin_span(begin, tracer) if begin is not None else None
     if begin is not None and (starts is None or counted):
@@ -123,6 +125,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     if isinstance(first, str):
         return unrolls(site, first)
     results, how = first
+    if nested and "does not compile on its own" in how:
+        return unrolls(site, how)
     after = record_step(tracer, runner, state, results, stop, begin)
     after.update(after_loop(counted, items))  # Python ints, as the loop leaves them
     if site.target is not None:  # a range of two items at least (run_loop); after a break,

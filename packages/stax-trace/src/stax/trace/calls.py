@@ -1,5 +1,4 @@
-"""Which function a frame of the user's code is calling at this moment, or whether it is
-applying a Python operator (``operating``).
+"""Which function a frame of the user's code is calling at this moment.
 
 A creation recorder (``creation.py``) runs both when the user writes ``np.zeros((n, m))`` and when
 C code the user called (a Cython ``np.random.PCG64(3)``) calls ``np.empty`` itself: C leaves no
@@ -86,22 +85,3 @@ def _callee(code: types.CodeType, lasti: int) -> tuple[tuple[str, str], ...] | N
             break
     return tuple(chain) if chain else None
 
-
-#: the instructions of Python's binary operators and comparisons (3.11 and later: one opcode
-#: each, the operator its argument; 3.10: one per operator)
-_OPERATOR_PREFIXES = ("BINARY_", "INPLACE_", "COMPARE_OP")
-
-
-def operating(frame: types.FrameType | None) -> bool:
-    """Whether ``frame`` is executing a binary operator or a comparison (``t + dt``, ``t += dt``),
-    not a call: NumPy's scalar operators defer to an operand's ``__array_ufunc__`` by calling the
-    ufunc (``np.int16(1) + k`` reaches it as ``np.add``), where eagerly they run NumPy's scalar
-    math, which reports integer overflow and names its events "scalar add"."""
-    return frame is not None and _operator_at(frame.f_code, frame.f_lasti)
-
-
-@functools.lru_cache(maxsize=4096)
-def _operator_at(code: types.CodeType, lasti: int) -> bool:
-    at = next((i for i in dis.get_instructions(code) if i.offset == lasti), None)
-    return at is not None and at.opname.startswith(_OPERATOR_PREFIXES) and \
-        at.opname != "BINARY_SUBSCR"

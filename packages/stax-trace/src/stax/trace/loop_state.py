@@ -78,6 +78,10 @@ class FirstIteration:
         self.held = held_mark()
         self.saved = save(self.state.values())
 
+    def lifted_inside(self, tracer: Any) -> bool:
+        """Whether the first iteration lifted an inner loop (called right after it)."""
+        return any(n.target == LIFTED_LOOP for n in tracer.graph.nodes[self.marks[0]:])
+
     def recorded(self, tracer: Any, limit: int) -> int:
         """Operations the first iteration recorded (called right after it); an inner loop it
         lifted into one step counts ``limit`` (unrolled, the outer loop would lift the inner

@@ -539,12 +539,14 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
             # count stays a run-time input of the step (no last item to bind: no view, unread)
             stop = traced.stop if traced is not None and not views and not site.stops and \
                 site.target_unread else None
+            nested = first.lifted_inside(tracer)  # (its body must compile: ``lift``)
             lifted = first.lift_all(tracer, site, state, UNBOUND, lambda start: _lifter(
-                tracer, site, body, whole, items, start, stop=stop, begin=begin))
+                tracer, site, body, whole, items, start, stop=stop, begin=begin, nested=nested))
             if lifted is None and (traced is None or traced.start is None):
                 goes_on = bool(goes_on)  # a gate where traced
                 if goes_on:
-                    lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop)
+                    lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop,
+                                     nested=nested)
             if lifted is not None:
                 if traced is not None and begin is None:  # a run-time count: as many items
                     traced.settle(fewest if stop is not None else None)  # as lift it so

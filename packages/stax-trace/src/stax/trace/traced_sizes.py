@@ -27,7 +27,7 @@ import numpy as np
 from stax.ir.scalar_inputs import leaves_of
 from stax.ir.sizes import Size
 
-from .calls import operating
+from .calls import calls
 from .selection_counts import PREFIX as COUNT
 from .selection_counts import compared, mask_of, stale_length
 
@@ -276,11 +276,15 @@ def scalar_operator(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: di
     """The Python operator a ufunc call given to a traced number stands for, or None (a call
     of the ufunc): ``t += dt`` of a NumPy scalar ``t`` defers to ``dt``'s ``__array_ufunc__``
     by calling the ufunc, where eagerly it is NumPy's scalar math (its integer overflow
-    reported, its events named "in scalar add")."""
+    reported, its events named "in scalar add"). Only the code calling the ufunc itself
+    (``np.add(t, dt)``) means the ufunc; an operator the user's code applies, or C code for it
+    (``sum([dt, dt], t)``, ``operator.iadd``), is the operator."""
     by_operator = _SCALAR_OPERATORS.get(ufunc.__name__)
     if by_operator is not None and method == "__call__" and not kwargs and \
-            len(inputs) == 2 and isinstance(inputs[0], np.generic) and operating(_caller()):
-        return by_operator
+            len(inputs) == 2 and isinstance(inputs[0], np.generic):
+        caller = _caller()
+        if caller is None or not calls(caller, ufunc):
+            return by_operator
     return None
 
 
