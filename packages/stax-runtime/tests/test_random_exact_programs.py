@@ -103,3 +103,17 @@ def test_random_float_programs_are_exact(program, dtype, transposed, seed):
     x.flat[:5] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
     w.flat[3:6] = [0.0, -0.0, np.nan]
     run(build(steps, finish, True), x, w)
+
+
+def test_heaviside_of_a_nan_is_numpys_own_nan():
+    """NumPy's heaviside gives its positive NaN at any NaN (``NPY_NAN``), which copysign shows;
+    the kernels gave the operand's (a negated NaN: negative). Found by the test above."""
+    steps = [("unary", "neg", 1), ("binary", "heaviside", 2, 0), ("unary", "abs", 0),
+             ("binary", "copysign", 0, 3)]
+    for dtype in (np.float32, np.float64):
+        x = np.array([[np.nan, np.inf, -np.inf, -0.0, 0.0, 1.5, 5.0]], dtype)
+        w = np.array([[1.0, -2.0, -0.5, 0.0, -0.0, np.nan, 6.0]], dtype)
+        run(build(steps, "concatenate", True), x, w)
+        with np.errstate(all="ignore"):
+            got = stax.compile(lambda a, h: np.heaviside(a, h))(-w, x)
+        assert got.view(np.uint8).tobytes() == np.heaviside(-w, x).view(np.uint8).tobytes()

@@ -152,7 +152,8 @@ def _float_binary(op: str) -> Rule:
             if op in ("fmax", "fmin"):  # a tie of different bits runs the call as NumPy
                 return fmax_select(op, x, y, dtype)
             zero = Const(0.0, dtype)  # heaviside(x, h): 0 below zero, h at either zero, 1 above
-            at_zero = Select(Binary("eq", x, zero, "bool"), y, x, dtype)
+            # and NumPy's own NaN at a NaN (``NPY_NAN``: positive, whatever the sign of x's)
+            at_zero = Select(Binary("eq", x, zero, "bool"), y, Const(float("nan"), dtype), dtype)
             below = Select(Binary("lt", x, zero, "bool"), zero, at_zero, dtype)
             return Select(Binary("gt", x, zero, "bool"), Const(1.0, dtype), below, dtype)
         return Lazy(meta.shape, dtype, value)
