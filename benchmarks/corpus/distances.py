@@ -107,7 +107,36 @@ def nearest_neighbour_jax(X, Y):
     return idx, jnp.sqrt(d[jnp.arange(X.shape[0]), idx])
 
 
+def pair_energy_triangle(pos, L):
+    """A periodic pair energy over the triangle of pairs (``range(i + 1, n)``), the minimum
+    image taken in place on a per-pair local."""
+    E = 0.0
+    n = len(pos)
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = pos[i] - pos[j]
+            d -= L * np.round(d / L)
+            E += d @ d
+    return E
+
+
+def symmetric_distances(X):
+    """A symmetric distance matrix filled pair by pair, both halves from one distance."""
+    n = X.shape[0]
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = np.sqrt(((X[i] - X[j]) ** 2).sum())
+            D[i, j] = d
+            D[j, i] = d
+    return D
+
+
 PROGRAMS = [
+    Program("pair_energy_triangle", "distances", pair_energy_triangle,
+            lambda r: (r.random((150, 3)) * 5, 4.0), rtol=1e-12),
+    Program("symmetric_distances", "distances", symmetric_distances,
+            lambda r: (r.standard_normal((120, 3)),), rtol=1e-12),
     Program("pairwise_broadcast", "distances", pairwise_broadcast,
             lambda r: (r.standard_normal((200, 3)), r.standard_normal((150, 3))), rtol=1e-12,
             jax_port=pairwise_broadcast_jax),

@@ -139,7 +139,19 @@ def advection_upwind_jax(q0, cfl, steps):
     return q
 
 
+def jacobi_double_buffer(u, steps):
+    """A 1-D Jacobi smoother writing into a second buffer, then swapping the two."""
+    a = u.copy()
+    b = u.copy()
+    for _ in range(steps):
+        b[1:-1] = 0.5 * (a[:-2] + a[2:])
+        a, b = b, a
+    return a
+
+
 PROGRAMS = [
+    Program("jacobi_double_buffer", "stencils", jacobi_double_buffer,
+            lambda r: (r.standard_normal(64), 1200), rtol=1e-12, atol=1e-14),
     Program("heat_1d", "stencils", heat_1d, lambda r: (r.standard_normal(2000), 0.25, 40),
             rtol=1e-12, atol=1e-14, jax_port=heat_1d_jax),
     Program("heat_2d_views", "stencils", heat_2d_views,
