@@ -61,6 +61,9 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
         elif carried_float(site, name, value):
             inputs.append(name)  # a Python float the loop carries (``t += dt``): an input and
             # a result of the step, which a generic version of the body takes at run time
+        elif carried_scalar(site, name, value):
+            inputs.append(name)  # a NumPy scalar the loop rebinds (``t += dt``, ``dt`` an
+            # ``np.float32`` argument): an input and a result, a 0-d buffer in the body
         elif isinstance(value, TracedScalar) and value.expression is not None and \
                 name not in site.assigned and name not in site.mutated:
             inputs.append(name)  # a scalar argument the body reads (or a number computed from
@@ -85,7 +88,7 @@ def plan_step(tracer: Any, site: LoopSite, state: dict[str, Any],
             continue  # at each item; a counter, computed from the item
         value = state[name]
         if (isinstance(value, Proxy) and isinstance(value.value, np.generic)) or \
-                carried_float(site, name, value):
+                carried_float(site, name, value) or carried_scalar(site, name, value):
             continue  # ``total += x[i]`` on a scalar binds a new one, as ``total = total + ...``
         if name in site.scratch:  # ``lap = np.zeros_like(u); lap[1:-1] = ...``
             if name in site.fresh:  # bound anew before each update (``u_next =
@@ -147,7 +150,16 @@ def scalar_inputs(state: dict[str, Any], inputs: list[str]) -> dict[str, type]:
     Python or NumPy type the body takes each as: a generic version passes a 0-d array, which the
     runner converts back (``Runner._values``)."""
     return {n: type(read_value(state[n])) for n in inputs
-            if isinstance(state[n], TracedScalar) or type(state[n]) is float}
+            if (isinstance(state[n], TracedScalar) and not isinstance(state[n].value, np.generic))
+            or type(state[n]) is float}
+
+
+def carried_scalar(site: LoopSite, name: str, value: Any) -> bool:
+    """Whether ``name`` is a NumPy scalar computed from scalar arguments alone (a followed
+    number, or one Python computed from keyed values: an ``np.int16`` or ``np.float16`` step)
+    that the body binds anew: carried as a 0-d buffer, as a traced NumPy scalar is."""
+    return not isinstance(value, Proxy) and isinstance(read_value(value), np.generic) and \
+        (name in site.assigned or name in site.mutated)
 
 
 def carried_float(site: LoopSite, name: str, value: Any) -> bool:

@@ -47,15 +47,17 @@ from stax.trace.isolation import not_watching
 from stax.trace.loop_index import loop_index_argument
 from stax.trace.loop_ranges import DYNAMIC_ITEMS
 from stax.trace.loops import UNBOUND, LoopSite, install_lifter
+from stax.trace.proxy import Proxy
 from stax.trace.source import traced_value
 from stax.trace.traced_scalars import TracedScalar
+from stax.trace.traced_sizes import TracedNumber
 
 from . import config, logs
 from .api import CompiledFunction
 from .enclosing_items import begin_span, enclosing_items, spanning
 from .item_loop_runs import LAST_ITEM, ItemLoopRun
 from .item_uses import ITEM, check_item_uses
-from .lift_plan import plan_step, scalar_inputs, taking_bases
+from .lift_plan import carried_scalar, plan_step, scalar_inputs, taking_bases
 from .lifted_first_runs import Unstable, first_run
 from .lifted_steps import record_step, unrolls
 from .result_identities import identities, standing_order
@@ -108,10 +110,12 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         compiled.item_loops = {}  # machine-code loops, by argument layouts (its runners')
         if key is not None:
             bodies.setdefault(key, []).append((cells, compiled))
-    start = [state[n] if type(state[n]) is float else state[n].value for n in inputs]
+    start = [state[n].value if isinstance(state[n], (Proxy, TracedNumber)) else state[n]
+             for n in inputs]
     runner = Runner(compiled, whole, site, items, inputs, constants, outputs, stop is not None,
                      scalars={n for n, v in zip(inputs, start) if isinstance(v, np.generic) and
-                              not isinstance(state[n], TracedScalar)},
+                              (not isinstance(state[n], TracedScalar) or
+                               carried_scalar(site, n, state[n]))},
                      views=views, counted=counted, start_input=begin is not None)
     runner.body, runner.numbers = body, scalar_inputs(state, inputs)
     runner.outer_items = outer  # the enclosing lifted loop's item: a Python int eagerly

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from stax.ir import LIFTED_LOOP, Opcode, register_lifted_loop
 from stax.trace.loops import UNBOUND, LoopSite
+from stax.trace.proxy import Proxy
 
 from . import config, logs
 
@@ -42,7 +43,7 @@ def record_step(tracer: Any, runner: Runner, state: dict[str, Any], results: tup
         # anew before updating it (``u = u * 1.0; u[1:-1] += ...``, ``LoopSite.fresh``): the
         # object before the loop is never updated (it was written back into an argument)
         if name in site.mutated and not isinstance(same, int) and name not in runner.carried \
-                and name not in site.fresh:
+                and name not in site.fresh and isinstance(state[name], Proxy):
             state[name]._update_in_place("a lifted loop", lambda value=value: value)
             after[name] = state[name]
         elif same is not None:  # one object by two names (``a = b = c``, ``v = u``)
