@@ -107,3 +107,50 @@ def test_a_masked_ufunc_computes_quietly_where_the_mask_is_false():
     kept = stax.compile(lambda a, d: np.divide(a, d, out=np.zeros_like(a), where=d > -1))
     with pytest.warns(RuntimeWarning, match="divide by zero"):
         kept(np.ones(3), np.zeros(3))
+
+
+def _clip_into(x, a):
+    k = np.clip(x * 3, 0.0, 1.0, a)
+    return a, k is a
+
+
+def _sum_into(x, o):
+    k = np.sum(x, 0, None, o)
+    return o, k is o
+
+
+def _cumsum_into(x, o):
+    k = np.cumsum(x, 0, None, o)
+    return o + 1, k is o
+
+
+def _round_into(x, o):
+    k = np.round(x * 7.3, 1, o)
+    return o, k is o
+
+
+def _max_into(x, o):
+    k = np.max(x, 0, o)
+    return o * 2, k is o
+
+
+def _dot_into(x, o):
+    k = np.dot(x, x.T, o)
+    return o, k is o
+
+
+@pytest.mark.parametrize("fn, out_shape", [
+    (_clip_into, (6, 4)), (_sum_into, (4,)), (_cumsum_into, (6, 4)), (_round_into, (6, 4)),
+    (_max_into, (4,)), (_dot_into, (6, 6))])
+def test_an_out_given_by_position_is_written(fn, out_shape):
+    """``np.clip(x, 0, 1, a)``: ``out`` by position was recorded as an argument of the
+    function, its write into ``a`` lost (the compiled call returned ``a`` unchanged, and a
+    result that was not ``a``; a review's find)."""
+    x = np.linspace(-1, 1, 24).reshape(6, 4)
+    compiled = stax.compile(fn)
+    for _ in range(2):
+        got_out, want_out = np.zeros(out_shape), np.zeros(out_shape)
+        got, want = compiled(x, got_out), fn(x, want_out)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] is want[1] is True
+        np.testing.assert_array_equal(got_out, want_out)

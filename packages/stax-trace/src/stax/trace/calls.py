@@ -1,4 +1,5 @@
-"""Which function a frame of the user's code is calling at this moment.
+"""Which function a frame of the user's code is calling at this moment, or whether it is
+applying a Python operator (``operating``).
 
 A creation recorder (``creation.py``) runs both when the user writes ``np.zeros((n, m))`` and when
 C code the user called (a Cython ``np.random.PCG64(3)``) calls ``np.empty`` itself: C leaves no
@@ -85,3 +86,23 @@ def _callee(code: types.CodeType, lasti: int) -> tuple[tuple[str, str], ...] | N
             break
     return tuple(chain) if chain else None
 
+
+#: Python's binary operators and comparisons (3.11 on: ``BINARY_OP`` for every operator, its
+#: argument saying which; 3.10: an instruction per operator)
+_OPERATOR_PREFIXES = ("BINARY_", "INPLACE_", "COMPARE_OP")
+
+
+def operating(frame: types.FrameType) -> bool:
+    """Whether ``frame`` is executing a binary operator or a comparison (``t + dt``), or a
+    call of a dunder method (``t.__add__(dt)``)."""
+    at = _instruction(frame.f_code, frame.f_lasti)
+    if at is not None and at.startswith(_OPERATOR_PREFIXES) and at != "BINARY_SUBSCR":
+        return True
+    chain = _callee(frame.f_code, frame.f_lasti)
+    return bool(chain) and len(chain) > 1 and chain[-1][1].startswith("__") and \
+        chain[-1][1].endswith("__")
+
+
+@functools.lru_cache(maxsize=4096)
+def _instruction(code: types.CodeType, lasti: int) -> str | None:
+    return next((i.opname for i in dis.get_instructions(code) if i.offset == lasti), None)

@@ -19,6 +19,7 @@ from stax.ir import NN_FUNCTIONS, SCALAR_OPERATORS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
 from .isolation import refused
+from .positional_out import keyword_out
 from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
 from .traced_scalars import note_power_exponent
 from .traced_sizes import TracedNumber, plain
@@ -133,6 +134,7 @@ class Proxy:
                                   getattr(ufunc, method))
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        args, kwargs = keyword_out(func, args, kwargs)  # ``np.clip(x, 0, 1, a)``: ``out=a``
         module = func.__module__ or "numpy"
         target = f"{module}.{func.__name__}"
         if target == "numpy.empty_like":  # unspecified contents: zeros, as np.empty (creation.py)

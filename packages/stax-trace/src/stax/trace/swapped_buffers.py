@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import ast
 
-#: NumPy functions reading their arguments and returning new arrays (or numbers), by name
-_READING = frozenset({
-    "abs", "absolute", "sqrt", "exp", "log", "sin", "cos", "tanh", "square", "sign",
-    "negative", "floor", "ceil", "rint", "add", "subtract", "multiply", "divide", "true_divide",
-    "maximum", "minimum", "power", "hypot", "arctan2", "round", "where", "clip", "sum", "mean",
-    "max", "min", "amax", "amin", "dot", "vdot", "inner", "allclose", "array_equal", "isclose",
-    "isnan", "isfinite", "any", "all", "linspace", "zeros_like", "ones_like", "empty_like",
-    "full_like", "copy", "diff", "cumsum", "roll", "concatenate", "stack"})
+#: NumPy functions reading their arguments and returning new arrays (or numbers), by name,
+#: with the most positional arguments before an ``out`` one
+_READING = {
+    **dict.fromkeys(("abs", "absolute", "sqrt", "exp", "log", "sin", "cos", "tanh", "square",
+                     "sign", "negative", "floor", "ceil", "rint", "isnan", "isfinite",
+                     "zeros_like", "ones_like", "empty_like", "copy", "sum", "mean", "max",
+                     "min", "amax", "amin", "any", "all", "cumsum"), 1),
+    **dict.fromkeys(("add", "subtract", "multiply", "divide", "true_divide", "maximum",
+                     "minimum", "power", "hypot", "arctan2", "dot", "vdot", "inner", "allclose",
+                     "array_equal", "isclose", "round", "roll", "diff"), 2),
+    **dict.fromkeys(("where", "clip"), 3)}
 
 
 def own_buffers(function: ast.FunctionDef, loop: ast.For, names: set[str]) -> frozenset[str]:
@@ -39,11 +42,13 @@ def own_buffers(function: ast.FunctionDef, loop: ast.For, names: set[str]) -> fr
         if not isinstance(node, ast.Name) or node.id not in names:
             continue
         parent = parents.get(id(node))
-        if isinstance(node.ctx, ast.Store):
+        if not isinstance(node.ctx, ast.Load):
             statement = _statement(parents, node)
-            if _within(parents, node, loop) and id(statement) not in swaps and \
-                    not isinstance(statement, ast.AugAssign):
-                kept.add(node.id)  # bound in the loop otherwise: another array
+            if _within(parents, node, loop):
+                if id(statement) not in swaps and not isinstance(statement, ast.AugAssign):
+                    kept.add(node.id)  # bound in the loop otherwise: another array
+            elif not _fresh_binding(statement, node):
+                kept.add(node.id)  # ``a = keep``, ``keep = a = ...``, ``a, b = pair``...
             continue
         if _nested(parents, node, function) or not _reads(node, parent, parents, swaps):
             kept.add(node.id)  # (a nested function's ``return a`` may keep it)
@@ -61,12 +66,44 @@ def _swap(node: ast.AST, names: set[str]) -> bool:
         sorted(e.id for e in left) == sorted(e.id for e in right)
 
 
+#: methods of an array that return another object (never the array itself)
+_OTHER_RESULTS = frozenset({
+    "sum", "mean", "max", "min", "std", "var", "prod", "any", "all", "argmax", "argmin",
+    "copy", "tolist", "item", "dot", "cumsum", "round", "clip"})
+#: a fresh array: what a swapped name may be bound to outside the loop
+_MAKERS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+                     "full_like", "array", "copy", "arange", "linspace"})
+
+
+def _fresh_binding(statement: ast.AST | None, node: ast.Name) -> bool:
+    """Whether ``statement`` binds ``node`` alone to a new array (``a = u.copy()``,
+    ``np.zeros(...)``, arithmetic), nothing else bound to it by the same statement."""
+    if not (isinstance(statement, ast.Assign) and statement.targets == [node]):
+        return False
+    value = statement.value
+    if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    func = value.func
+    if func.attr == "copy" and not value.args and not value.keywords:
+        return True  # ``u.copy()``
+    return isinstance(func.value, ast.Name) and func.value.id in ("np", "numpy") and \
+        func.attr in _MAKERS and not any(k.arg in ("out", "like") for k in value.keywords)
+
+
 def _reads(node: ast.Name, parent: ast.AST | None, parents: dict[int, ast.AST],
            swaps: set[int]) -> bool:
-    if isinstance(parent, (ast.Subscript, ast.Attribute)) and parent.value is node:
+    if isinstance(parent, ast.Subscript) and parent.value is node:
         # (a view kept before the loop is a live view the lift refuses; one kept after it
         # views the name's final array, as eagerly)
         return True
+    if isinstance(parent, ast.Attribute) and parent.value is node:
+        call = parents.get(id(parent))
+        if isinstance(call, ast.Call) and call.func is parent:  # a method: one that makes
+            return parent.attr in _OTHER_RESULTS and \
+                not any(k.arg == "out" for k in call.keywords)  # another object
+        return True  # ``a.shape``, ``a.T`` (a view: as a subscript's)
     if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.Return)):
         return True
     if isinstance(parent, ast.Tuple):
@@ -74,15 +111,20 @@ def _reads(node: ast.Name, parent: ast.AST | None, parents: dict[int, ast.AST],
         return isinstance(holder, ast.Return) or (isinstance(holder, ast.Assign) and
                                                    id(holder) in swaps)
     if isinstance(parent, ast.Call) and node in parent.args:
-        return _reading_call(parent.func)
+        return _reading_call(parent)
     return False
 
 
-def _reading_call(func: ast.expr) -> bool:
+def _reading_call(call: ast.Call) -> bool:
+    """``len(a)``, or a NumPy function of ``_READING`` given no ``out`` (by keyword, or by
+    position: no more positional arguments than its inputs)."""
+    func = call.func
     if isinstance(func, ast.Name):
         return func.id == "len"
     return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-        func.value.id in ("np", "numpy") and func.attr in _READING
+        func.value.id in ("np", "numpy") and func.attr in _READING and \
+        len(call.args) <= _READING[func.attr] and \
+        not any(k.arg == "out" or k.arg is None for k in call.keywords)
 
 
 def _statement(parents: dict[int, ast.AST], node: ast.AST) -> ast.AST | None:

@@ -27,7 +27,7 @@ import numpy as np
 from stax.ir.scalar_inputs import leaves_of
 from stax.ir.sizes import Size
 
-from .calls import calls
+from .calls import calls, operating
 from .selection_counts import PREFIX as COUNT
 from .selection_counts import compared, mask_of, stale_length
 
@@ -276,16 +276,24 @@ def scalar_operator(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: di
     """The Python operator a ufunc call given to a traced number stands for, or None (a call
     of the ufunc): ``t += dt`` of a NumPy scalar ``t`` defers to ``dt``'s ``__array_ufunc__``
     by calling the ufunc, where eagerly it is NumPy's scalar math (its integer overflow
-    reported, its events named "in scalar add"). Only the code calling the ufunc itself
-    (``np.add(t, dt)``) means the ufunc; an operator the user's code applies, or C code for it
-    (``sum([dt, dt], t)``, ``operator.iadd``), is the operator."""
+    reported, its events named "in scalar add"). The operator where the code applies one
+    (``t + dt``, ``t.__add__(dt)``) or calls a function of Python's that does (``sum([dt, dt],
+    t)``, ``operator.iadd``); the ufunc otherwise (``np.add(t, dt)``, ``functools.reduce(np.add,
+    ...)``)."""
     by_operator = _SCALAR_OPERATORS.get(ufunc.__name__)
     if by_operator is not None and method == "__call__" and not kwargs and \
             len(inputs) == 2 and isinstance(inputs[0], np.generic):
         caller = _caller()
-        if caller is None or not calls(caller, ufunc):
+        if caller is not None and (operating(caller) or any(calls(caller, f)
+                                                            for f in _APPLIERS)):
             return by_operator
     return None
+
+
+#: Python's functions that apply an operator to their arguments
+_APPLIERS = (sum, operator.add, operator.iadd, operator.sub, operator.isub, operator.mul,
+             operator.imul, operator.truediv, operator.itruediv, operator.floordiv,
+             operator.ifloordiv, operator.mod, operator.imod, operator.pow, operator.ipow)
 
 
 #: NumPy's ufuncs that a NumPy scalar's Python operator calls, and the operator
