@@ -145,6 +145,16 @@ def swapped_held_by_a_default(u, n):
     return a, get()
 
 
+def swapped_kept_by_a_zeroth_difference(u, n):  # ``np.diff(a, 0)`` is ``a`` itself
+    a = u.copy()
+    b = u.copy()
+    keep = np.diff(a, 0)
+    for _ in range(n):
+        b[1:-1] = 0.5 * (a[:-2] + a[2:])
+        a, b = b, a
+    return a, keep
+
+
 def _check(fn, shape, counts):
     compiled = stax.compile(fn)
     for n in counts:
@@ -171,7 +181,7 @@ def test_swapped_buffers_lift_and_match_eager(fn, shape, caplog, monkeypatch):
 @pytest.mark.parametrize("fn", [swapped_argument, swapped_kept, swapped_listed, swapped_viewed,
                                 swapped_kept_with_an_inner_loop, swapped_in_an_outer_loop,
                                 swapped_held_by_an_attribute, swapped_held_in_a_nested_container,
-                                swapped_held_by_a_default])
+                                swapped_held_by_a_default, swapped_kept_by_a_zeroth_difference])
 def test_swapped_buffers_another_name_sees_stay_eager_semantics(fn, caplog, monkeypatch):
     """Every loop offered to the lift, however short (``lifting_every_loop``): refused."""
     monkeypatch.setenv("STAX_LOGS", "loops")

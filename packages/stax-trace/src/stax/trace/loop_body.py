@@ -94,7 +94,7 @@ def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[s
 
 #: NumPy functions that read their arguments and return a new array (no view), with the most
 #: positional arguments before an ``out`` one (``np.add(u, 1, u)`` writes into ``u``)
-_NEW_ARRAYS = {
+NEW_ARRAYS = {
     **dict.fromkeys(("abs", "absolute", "sqrt", "exp", "exp2", "expm1", "log", "log1p", "log2",
                      "log10", "sin", "cos", "tan", "sinh", "cosh", "tanh", "arctan", "cbrt",
                      "square", "sign", "negative", "floor", "ceil", "rint"), 1),
@@ -115,7 +115,7 @@ def _operand_only(expr: ast.expr, name: str) -> bool:
             allowed.add(id(node.func.value))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy") \
-                and len(node.args) <= _NEW_ARRAYS.get(node.func.attr, -1) and \
+                and len(node.args) <= NEW_ARRAYS.get(node.func.attr, -1) and \
                 not any(k.arg == "out" for k in node.keywords) and \
                 (node.func.attr != "where" or len(node.args) == 3):  # (one: a tuple of indices)
             allowed.update(id(a) for a in node.args)  # (``np.roll(u, 1)``: read, not written)

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import ast
 
-#: NumPy functions reading their arguments and returning new arrays (or numbers), by name,
-#: with the most positional arguments before an ``out`` one
+from .loop_body import NEW_ARRAYS
+
+#: NumPy functions reading their arguments and returning another object, by name, with the
+#: most positional arguments before an ``out`` one: those making a new array
+#: (``loop_body.NEW_ARRAYS``), and reductions, predicates and products
 _READING = {
-    **dict.fromkeys(("abs", "absolute", "sqrt", "exp", "log", "sin", "cos", "tanh", "square",
-                     "sign", "negative", "floor", "ceil", "rint", "isnan", "isfinite",
-                     "zeros_like", "ones_like", "empty_like", "copy", "sum", "mean", "max",
-                     "min", "amax", "amin", "any", "all", "cumsum"), 1),
-    **dict.fromkeys(("add", "subtract", "multiply", "divide", "true_divide", "maximum",
-                     "minimum", "power", "hypot", "arctan2", "dot", "vdot", "inner", "allclose",
-                     "array_equal", "isclose", "round", "roll", "diff"), 2),
-    **dict.fromkeys(("where", "clip"), 3)}
+    **NEW_ARRAYS,
+    **dict.fromkeys(("isnan", "isfinite", "zeros_like", "ones_like", "empty_like", "copy", "sum",
+                     "mean", "max", "min", "amax", "amin", "any", "all"), 1),
+    **dict.fromkeys(("dot", "vdot", "inner", "allclose", "array_equal", "isclose"), 2)}
 
 
 def own_buffers(function: ast.FunctionDef, loop: ast.For, names: set[str]) -> frozenset[str]:
