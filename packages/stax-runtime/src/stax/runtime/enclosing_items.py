@@ -30,10 +30,15 @@ _ENCLOSING: contextvars.ContextVar[Span | None] = contextvars.ContextVar(
     "stax_enclosing_items", default=None)
 
 
+def span_of(items: range) -> Span | None:
+    """The least and the greatest of ``items`` (None: no item)."""
+    return (min(items[0], items[-1]), max(items[0], items[-1])) if items else None
+
+
 def spanning(body: Any, items: range) -> Any:
     """``body`` (a lifted loop's body function) capturing with its items' span known to the
     loops lifted inside it."""
-    span = (min(items[0], items[-1]), max(items[0], items[-1])) if items else None
+    span = span_of(items)
 
     @functools.wraps(body)
     def spanned(*args: Any) -> Any:
@@ -57,8 +62,12 @@ def enclosing_items(tracer: Any, state: dict[str, Any], inputs: list[str], taken
 
 
 def _is_item(value: Any, tracer: Any) -> bool:
-    return isinstance(value, Proxy) and value.tracer is tracer and \
-        value.node.op == Opcode.PLACEHOLDER and value.node.target == ITEM
+    return isinstance(value, Proxy) and value.tracer is tracer and _item_node(value.node)
+
+
+def _item_node(node: Any) -> bool:
+    """Whether ``node`` is the lifted body's item (its placeholder)."""
+    return isinstance(node, Node) and node.op == Opcode.PLACEHOLDER and node.target == ITEM
 
 
 def accepted_operand(user: Node, node: Node, span: Span | None) -> bool:
@@ -93,14 +102,13 @@ def begin_span(begin: Any, tracer: Any) -> Span | None:
         return None
     node = begin.node
     if node.op == Opcode.PLACEHOLDER:
-        return span if node.target == ITEM else None
+        return span if _item_node(node) else None
     sign = _SHIFTS.get(node.target)
     if sign is None or node.kwargs or len(node.args) != 2:
         return None
     item, shift = node.args
     if sign == 1 and isinstance(shift, Node):
         item, shift = shift, item  # ``1 + i``
-    if not (isinstance(item, Node) and item.op == Opcode.PLACEHOLDER and item.target == ITEM
-            and type(shift) is int):
+    if not (_item_node(item) and type(shift) is int):
         return None
     return span[0] + sign * shift, span[1] + sign * shift

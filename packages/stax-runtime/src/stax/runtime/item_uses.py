@@ -34,7 +34,7 @@ import numpy as np
 from stax.ir import GraphProgram, Node, Opcode, UnsupportedError, map_nodes
 from stax.trace.loops import ITEM_ARGUMENT
 
-from .enclosing_items import accepted_operand
+from .enclosing_items import accepted_operand, span_of
 
 #: the body function's parameter for the item (``stax.trace.loops``)
 ITEM = ITEM_ARGUMENT
@@ -72,8 +72,7 @@ def check_item_uses(capture: GraphProgram, items: range,
         gate = capture.gates[0]
         raise UnsupportedError(f"the loop body reads an array into Python ({gate.kind})",
                                source=gate.source)
-    spans = {ITEM: (min(items[0], items[-1]), max(items[0], items[-1])) if items else None,
-             **(others or {})}
+    spans = {ITEM: span_of(items), **(others or {})}
     derived: dict[Any, Interval | None] = {
         n: spans[n.target] for n in capture.graph.nodes
         if n.op == Opcode.PLACEHOLDER and spans.get(n.target) is not None}

@@ -54,6 +54,7 @@ def first_run(runner: Any, start: list[Any]) -> tuple[tuple[Any, ...], str] | st
         except Exception:
             drop_held(mark)
             return f"its body does not compile on its own ({why})"
+        runner.refusal = why
         return results, f"body run by NumPy: it does not compile on its own ({why})"
     kept = held_mark()
     with not_recording():  # NumPy's own calls, not the capture's
@@ -75,7 +76,7 @@ def first_run(runner: Any, start: list[Any]) -> tuple[tuple[Any, ...], str] | st
                     again = max(again * count - one, 0.0) / (count - 1)
             except Unstable as exc:  # (a body version per carried value past the first's)
                 drop_held(kept)
-                runner.eager = True
+                runner.eager, runner.refusal = True, str(exc)
                 return results, f"body run by NumPy: it does not compile on its own ({exc})"
         runner.seconds_per_item = min(runner.seconds_per_item, again)
     drop_held(kept)  # the timing runs' reports repeat the first run's

@@ -129,7 +129,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     if isinstance(first, str):
         return unrolls(site, first)
     results, how = first
-    if nested and "does not compile on its own" in how:
+    if nested and runner.refusal is not None:
         return unrolls(site, how)
     after = record_step(tracer, runner, state, results, stop, begin)
     after.update(after_loop(counted, items))  # Python ints, as the loop leaves them
@@ -194,6 +194,7 @@ class Runner:
                             p not in site.scratch and p not in self.counted]
         self.bases = list(dict.fromkeys(base for base, _ in views.values()))
         self.eager = False
+        self.refusal: str | None = None  # why the body does not compile on its own (capture)
         self.seconds_per_item = float("inf")  # the compiled body's, measured at capture
         self.loops: dict[Any, ItemLoopRun | None] = {}  # machine-code loops, by argument layouts
         self.may_underflow = False  # the body's kernels, called per item, may underflow
@@ -209,6 +210,19 @@ class Runner:
         self.capturing = True  # the capture's runs (``first_run``): a version per carried value
         # then sends the loop to NumPy (later calls compile what they must, to the limit)
         self.steady: SteadyCall | None = None  # calls like the last one that ran in machine code
+
+    def call_items(self, arrays: tuple[Any, ...]) -> tuple[tuple[Any, ...], range]:
+        """A call's inputs less its stop and start (the last two, where they are inputs), and
+        the items they give: a stop at least the fewest its version lifts; any start (none
+        where it is past the stop)."""
+        items = self.items
+        if self.stop_input:
+            *arrays, stop = arrays
+            items = range(items.start, int(stop), items.step)
+        if self.start_input:
+            *arrays, begin = arrays
+            items = range(int(begin), items.stop, items.step)
+        return tuple(arrays), items
 
     def _values(self, arrays: Any, made: list[Any] | None = None) -> dict[str, Any]:
         """The locals the step starts from: its constants, and its inputs as the body takes
@@ -247,13 +261,7 @@ class Runner:
             elif results is not None:
                 return results
         arrays_given = arrays
-        items = self.items
-        if self.stop_input:  # this call's count (at least the fewest its version lifts)
-            *arrays, stop = arrays
-            items = range(items.start, int(stop), items.step)
-        if self.start_input:  # (any count: none where the start is past the stop)
-            *arrays, begin = arrays
-            items = range(int(begin), items.stop, items.step)
+        arrays, items = self.call_items(arrays)
         values = self._values(arrays, None if tested is None else tested.values)
         given = {name: values[name] for name in self.inputs if name not in self.copied}
         if tested is not None:  # (the test as an input: not run twice, nor its warnings)

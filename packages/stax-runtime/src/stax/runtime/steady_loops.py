@@ -57,7 +57,6 @@ class SteadyCall:
     def __init__(self, runner: Any, looped: Any, arrays: tuple[Any, ...]) -> None:
         self.runner, self.looped = runner, looped
         self.layouts = _layouts(arrays)
-        self.stop_input, self.start_input = runner.stop_input, runner.start_input
         inputs = runner.inputs
         #: per input of the step: what a call makes of it, and the value's conversion
         self.kinds = [(_NUMBER, runner.numbers[name]) if name in runner.numbers
@@ -131,13 +130,7 @@ class SteadyCall:
         if _layouts(arrays) != self.layouts:
             return None
         runner, loop, going = self.runner, self.looped.loop, self.runner.going_input
-        items = runner.items
-        if self.stop_input:
-            *arrays, stop = arrays
-            items = range(items.start, int(stop), items.step)
-        if self.start_input:
-            *arrays, begin = arrays
-            items = range(int(begin), items.stop, items.step)
+        arrays, items = runner.call_items(arrays)
         if self.going is not None:
             if not bool(arrays[self.going]):
                 return None

@@ -38,7 +38,6 @@ class _Unbound:
 UNBOUND = _Unbound()
 
 
-
 def save(values: Any) -> Saved:
     """The node and value of every proxy among ``values`` and of the arrays they view."""
     saved: Saved = []
