@@ -53,15 +53,19 @@ def bound_before_read(body: list[ast.stmt], names: list[str]) -> frozenset[str]:
 
 
 def _inner_loop_binding(statement: ast.stmt, name: str, rule: Any) -> bool:
-    """Whether ``statement`` is a ``for`` loop whose every item binds ``name`` (by ``rule``:
-    ``bound_before_read``, ``rebound_before_update``) before its body reads or updates it, and
-    whose header does not mention it: its reads there are of its items' own values. The loop
+    """Whether ``statement`` is a ``for`` loop whose every item binds ``name`` (as its target, or
+    by ``rule``: ``bound_before_read``, ``rebound_before_update``) before its body reads or
+    updates it, and whose ``iter`` does not mention it: its reads there are of its items' own
+    values. The loop
     may run no item, so the statements after it decide as if it were not there (``d = pos[i] -
     pos[j]; d -= L * np.round(d / L)`` in an inner ``for j`` loop: a local of each pair)."""
-    return isinstance(statement, ast.For) and not statement.orelse and \
-        not any(isinstance(n, ast.Name) and n.id == name
-                for part in (statement.target, statement.iter) for n in ast.walk(part)) and \
-        name in rule(statement.body, [name])
+    if not isinstance(statement, ast.For) or statement.orelse or \
+            any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement.iter)):
+        return False
+    if isinstance(statement.target, ast.Name) and statement.target.id == name:
+        return True  # its target (``for j in range(i + 1, n)``): each item binds it first
+    return not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(statement.target)) \
+        and name in rule(statement.body, [name])
 
 
 def rebound_before_update(body: list[ast.stmt], names: list[str]) -> frozenset[str]:

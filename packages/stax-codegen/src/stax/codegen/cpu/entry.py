@@ -58,7 +58,7 @@ from ..artifact import KernelArtifact
 from ..block_pool import MIN_BYTES
 from .blas import numpys_gemm
 from .entry_api import Layout, MethodDef, api_addresses, array_layout, entry_available
-from .entry_blas import Product, emit_product, product
+from .entry_blas import Product, emit_product, product, refusal
 from .entry_events import report_late, settle_events, underflow_ignored
 from .entry_layouts import block_layout, byte_span, shared_block
 from .entry_results import (
@@ -168,9 +168,9 @@ class EntryPlan:
         body (``item_loop.py``), which allocates its buffers itself, calls parallel kernels over
         their whole range and takes a constant result as slot -1. ``pool``: the native pool
         that runs parallel kernels (None: they have no entry)."""
-        gemm = numpys_gemm() if artifact.externs and not loop else None
-        if artifact.externs and gemm is None:
-            return "it has NumPy steps"
+        if (refused := refusal(artifact.externs, loop)) is not None:
+            return refused
+        gemm = numpys_gemm() if artifact.externs else None
         parallel = [k.parallel for k in artifact.kernels]
         if any(parallel) and not loop and (pool is None or any(
                 len(k.args) > MAX_ARITY for k in artifact.kernels if k.parallel)):

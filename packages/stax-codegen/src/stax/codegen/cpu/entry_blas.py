@@ -27,7 +27,7 @@ from stax.loop import BufferRef
 from stax.loop.ir import decode_operands
 
 from ..artifact import ExternPlan
-from .blas import NO_TRANS, ROW_MAJOR, Gemm, operand
+from .blas import NO_TRANS, ROW_MAJOR, Gemm, numpys_gemm, operand
 from .fpevents import MXCSR_CATEGORIES, MXCSR_TINY, clear_mxcsr_flags, flag_bits, read_mxcsr
 from .types import I8P, I64
 
@@ -56,6 +56,15 @@ class Product:
     ldb: int
     ldc: int
     dtype: str
+
+
+def refusal(externs: Any, loop: bool) -> str | None:
+    """Why NumPy steps ``externs`` keep a program from an entry, or None: only matrix products
+    are called from one, through NumPy's BLAS (probed once, 0.2 s: not for other steps)."""
+    other = next((e.target for e in externs if e.method or e.target not in MATMUL_TARGETS), None)
+    if other is not None:
+        return f"it has NumPy steps ({other})"
+    return "it has NumPy steps" if externs and (loop or numpys_gemm() is None) else None
 
 
 def product(extern: ExternPlan, slots: dict[str, int], layouts: dict[str, Any], before: int,
