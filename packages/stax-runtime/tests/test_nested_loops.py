@@ -8,6 +8,7 @@ local 'd' has no value after the first iteration": a 24-point pair energy captur
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -214,8 +215,48 @@ def elimination(A):  # LU's row updates, in place on a copy
     return A
 
 
+# lower triangles: the inner stop computed from the outer item (``range(i)``), a run-time
+# input of the inner step; the first outer item runs no inner item (its work grows with the item)
+def lower_distances(X):
+    n = X.shape[0]
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i):
+            D[i, j] = np.sqrt(((X[i] - X[j]) ** 2).sum())
+    return D
+
+
+def lower_with_diagonal(X):
+    n = X.shape[0]
+    s = np.zeros(X.shape[1])
+    for i in range(n):
+        for j in range(0, i + 1):
+            s = s + X[i] * X[j]
+    return s
+
+
+def band_below(X):  # both ends from the item: at most three rows below the diagonal
+    n = X.shape[0]
+    acc = np.zeros(X.shape[1])
+    for i in range(n):
+        for j in range(i - 3, i):
+            acc = acc + X[j] * (i - j)
+    return acc
+
+
+def cholesky_rows(A):  # a row-oriented Cholesky: every inner loop's stop is the row
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i):
+            L[i, j] = (A[i, j] - L[i, :j] @ L[j, :j]) / L[j, j]
+        L[i, i] = np.sqrt(A[i, i] - L[i, :i] @ L[i, :i])
+    return L
+
+
+LOWER = [lower_distances, lower_with_diagonal, band_below, cholesky_rows]
 TRIANGULAR = [pair_energy, pair_energy_rebound, symmetric_distances, upper_with_diagonal,
-              from_before, last_inner_item_read, elimination]
+              from_before, last_inner_item_read, elimination, *LOWER]
 
 
 @pytest.mark.parametrize("fn", TRIANGULAR)
@@ -224,8 +265,8 @@ def test_triangular_nests_as_eager(fn, n):
     rng = np.random.default_rng(n)
     compiled = stax.compile(fn)
     for _ in range(2):
-        X = rng.random((n, 3)) * 5 if fn is not elimination else \
-            rng.random((n, n)) + n * np.eye(n)
+        X = rng.random((n, 3)) * 5 if fn not in (elimination, cholesky_rows) else \
+            (lambda M: M @ M.T + n * np.eye(n))(rng.random((n, n)))
         args = (X, 4.0) if fn in (pair_energy, pair_energy_rebound) else (X,)
         got, want = compiled(*args), fn(*args)
         for g, w in zip(got if isinstance(got, tuple) else (got,),
@@ -256,6 +297,26 @@ def test_a_triangular_nest_lifts_both_loops(fn, n, caplog, monkeypatch):
     assert "captured again" not in caplog.text, caplog.text
     # (NumPy may still run the body where it measured faster: a timing, not a refusal)
     assert "does not compile on its own" not in caplog.text, caplog.text
+
+
+@pytest.mark.parametrize("fn", [lower_distances, lower_with_diagonal])
+def test_a_lower_triangle_lifts_both_loops_from_the_start(fn, caplog, monkeypatch):
+    """The first outer item runs no inner item, so it records nothing: each later item is
+    judged by the first item's rule (its work times the items left), and the rest lifts from
+    the second or third (it unrolled to the node budget and fell back: 1.3 s first call at 130 rows). The
+    inner step takes its stop, computed from the outer item, as a run-time input."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    X = np.random.default_rng(6).random((130, 3))
+    compiled = stax.compile(fn)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        got = compiled(X)
+    np.testing.assert_array_equal(got, fn(X))
+    code = fn.__code__
+    outer = f"{code.co_filename}:{code.co_firstlineno + 3}"
+    assert "the count a run-time input" in caplog.text, caplog.text
+    lifted = re.search(rf"loop at {re.escape(outer)}: (\d+) iterations lifted", caplog.text)
+    assert lifted and int(lifted.group(1)) >= 127, caplog.text
+    assert "falls back" not in caplog.text and "does not compile" not in caplog.text
 
 
 def forces(pos):  # a power that underflows: NumPy's default ignores it

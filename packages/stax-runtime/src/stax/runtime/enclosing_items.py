@@ -73,20 +73,22 @@ def _item_node(node: Any) -> bool:
 def accepted_operand(user: Node, node: Node, span: Span | None) -> bool:
     """Whether ``user``, a lifted loop's step, takes ``node`` (the item, or an int computed
     from it, with this span of values) only as inputs its runner takes as the enclosing item
-    (``Runner.outer_items``) or as its start (``Runner.starts``)."""
+    (``Runner.outer_items``) or as its start or stop (``Runner.starts``, ``Runner.ends``)."""
     if user.target != LIFTED_LOOP or span is None:
         return False
     runner = lifted_loop_runner(user.kwargs.get("loop"))
     outer = getattr(runner, "outer_items", None) or {}
     names = list(getattr(runner, "inputs", ()))
-    starts = getattr(runner, "starts", None)
+    starts, ends = getattr(runner, "starts", None), getattr(runner, "ends", None)
+    start_at = len(names) if getattr(runner, "start_input", False) else None
+    stop_at = len(names) + (start_at is not None)  # (where the runner takes a stop)
     positions = [k for k, a in enumerate(user.args) if a is node]
 
     def within(bounds: Span | None) -> bool:
         return bounds is not None and bounds[0] <= span[0] and span[1] <= bounds[1]
     return bool(positions) and all(
         within(outer.get(names[k])) if k < len(names) and node.op == Opcode.PLACEHOLDER
-        else k == len(names) and getattr(runner, "start_input", False) and within(starts)
+        else within(starts) if k == start_at else k == stop_at and within(ends)
         for k in positions)
 
 
@@ -95,8 +97,9 @@ _SHIFTS = {"operator.add": 1, "stax.scalar.add": 1, "operator.sub": -1, "stax.sc
 
 
 def begin_span(begin: Any, tracer: Any) -> Span | None:
-    """The span of a loop's start computed from the enclosing lifted body's item: the item
-    itself, or the item plus or minus an int (``range(i + 1, n)``); None for anything else."""
+    """The span of a loop's start (or stop) computed from the enclosing lifted body's item: the
+    item itself, or the item plus or minus an int (``range(i + 1, n)``, ``range(i)``); None
+    for anything else."""
     span = _ENCLOSING.get()
     if span is None or not isinstance(begin, Proxy) or begin.tracer is not tracer:
         return None

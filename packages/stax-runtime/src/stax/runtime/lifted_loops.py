@@ -77,9 +77,14 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
     unless its body compiles."""
     counted = counted_locals(site, state, items, stop is not None or begin is not None)
     starts = begin_span(begin, tracer) if begin is not None else None
-    if begin is not None and (starts is None or counted):
-        return unrolls(site, "its start is computed from data (not the enclosing loop's item "
-                             "plus an int), or it steps a counter")
+    # a stop computed from the enclosing item (``range(i)``), not an argument's count
+    ends = begin_span(stop, tracer) if stop is not None and \
+        not isinstance(stop, TracedScalar) else None
+    if (begin is not None and starts is None) or (ends is None and stop is not None and
+                                                  not isinstance(stop, TracedScalar)) or \
+            ((begin is not None or ends is not None) and counted):
+        return unrolls(site, "its start or stop is computed from data (not the enclosing "
+                             "loop's item plus an int), or it steps a counter")
     plan = plan_step(tracer, site, state, counted)
     if isinstance(plan, str):
         return unrolls(site, plan)
@@ -97,7 +102,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
         if counted:
             params = tuple(p for p in params if p not in counted)
             stepped = counting(body, site.params, counted, items)
-        allowed = items if stop is None else range(items.start, items.start + DYNAMIC_ITEMS)
+        allowed = items if stop is None else range(items.start, items.start + DYNAMIC_ITEMS) \
+            if ends is None else range(items.start, max(items.start + 1, ends[1]))
         if starts is not None:  # every start the enclosing items give
             allowed = range(starts[0], max(allowed.stop, starts[1], starts[0] + 1))
         compiled = CompiledFunction(spanning(  # (the span: for loops lifted inside the body)
@@ -119,7 +125,8 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
                      views=views, counted=counted, start_input=begin is not None)
     runner.body, runner.numbers = body, scalar_inputs(state, inputs)
     runner.outer_items = outer  # the enclosing lifted loop's item: a Python int eagerly
-    runner.starts = starts  # the span of a start computed from it (``begin``)
+    runner.starts, runner.ends = starts, ends  # the spans of a start and a stop computed
+    # from it (``begin``, ``stop``)
     runner.carried = frozenset(n for n in runner.numbers if n in site.floats)
     runner.loops = compiled.item_loops
     with traced_value():  # NumPy's reports here are the recorded step's (not a constant's)
@@ -186,7 +193,8 @@ class Runner:
         self.views = views  # name -> (the input it views, the key), made again on a copy
         self.counted = counted or {}  # counters the body computes from its item (stepped_locals)
         self.outer_items: dict[str, tuple[int, int]] = {}  # (``enclosing_items``)
-        self.starts: tuple[int, int] | None = None
+        self.starts: tuple[int, int] | None = None  # (``accepted_operand``)
+        self.ends: tuple[int, int] | None = None
         self.copied = set(site.mutated) | {base for base, _ in views.values()}
         # the compiled body's parameters after the item: a view is made inside it from its
         # base, which it returns after the body's own results (``lift_plan.taking_bases``)

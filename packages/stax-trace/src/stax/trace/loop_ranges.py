@@ -32,17 +32,18 @@ DYNAMIC_ITEMS = 2 ** 24
 
 class TracedRange:
     """A loop header's ``range(...)`` whose stop is a followed int argument (a Python int or a
-    NumPy integer), or whose start is a traced integer (``range(i + 1, n)`` in a lifted body,
-    ``i`` its item): ``items`` the range of this capture's values, read from nothing yet;
-    ``stop`` the traced stop, ``start`` the traced start (one of them)."""
+    NumPy integer), or whose start or stop is a traced integer (``range(i + 1, n)``,
+    ``range(i)`` in a lifted body, ``i`` its item): ``items`` the range of this capture's
+    values, read from nothing yet; ``stop`` the traced argument stop, ``start`` and ``end`` the
+    traced integer start and stop."""
 
-    __slots__ = ("args", "items", "start", "stop")
+    __slots__ = ("args", "end", "items", "start", "stop")
 
     def __init__(self, args: tuple[Any, ...], stop: TracedScalar | None,
-                 start: Any = None) -> None:
-        self.args, self.stop, self.start = args, stop, start
+                 start: Any = None, end: Any = None) -> None:
+        self.args, self.stop, self.start, self.end = args, stop, start, end
         self.items = range(*(a.value if isinstance(a, TracedNumber) else
-                             int(a.value) if a is start else a for a in args))
+                             int(a.value) if a is start or a is end else a for a in args))
 
     def read(self) -> range:
         """The items, the stop read: its value part of the key (the loop unrolls, or lifts with
@@ -68,6 +69,10 @@ def range_call(fn: Any, *args: Any) -> Any:
         return fn(*args)
     stop = args[0] if len(args) == 1 else args[1]
     others = args[:1] + args[2:] if len(args) > 1 else ()  # the start and the step
+    if len(args) <= 2 and _traced_integer(stop) and (len(args) == 1 or type(args[0]) is int
+                                                      or _traced_integer(args[0])):
+        start = args[0] if len(args) == 2 else 0  # ``range(i)``, ``range(0, i + 1)``
+        return TracedRange((start, stop), None, start if _traced_integer(start) else None, stop)
     if len(args) == 2 and _traced_integer(args[0]) and (
             type(stop) is int or (isinstance(stop, TracedNumber) and _integer(stop.value))):
         # (a traced stop is read: its value part of the key)

@@ -82,11 +82,8 @@ class FirstIteration:
         return any(n.target == LIFTED_LOOP for n in tracer.graph.nodes[self.marks[0]:])
 
     def recorded(self, tracer: Any, limit: int) -> int:
-        """Operations the first iteration recorded (called right after it); an inner loop it
-        lifted into one step counts ``limit`` (unrolled, the outer loop would lift the inner
-        one at each item, each its own step: lifted, it compiles one body holding one)."""
-        nodes = tracer.graph.nodes[self.marks[0]:]
-        return len(nodes) + sum(limit for n in nodes if n.target == LIFTED_LOOP)
+        """Operations the first iteration recorded (called right after it; ``recorded_since``)."""
+        return recorded_since(tracer, self.marks[0], limit)
 
     def indexes_by_data(self, tracer: Any, item: str) -> bool:
         """Whether the first iteration read and then wrote one array at positions computed
@@ -124,6 +121,14 @@ class FirstIteration:
         forget(tracer, self.marks[0], end)
         drop_held(self.held, held_end)
         return lifted
+
+
+def recorded_since(tracer: Any, mark: int, limit: int) -> int:
+    """Operations recorded since the graph had ``mark`` nodes; an inner loop lifted into one
+    step counts ``limit`` (unrolled, the outer loop would lift the inner one at each item, each
+    its own step: lifted, it compiles one body holding one)."""
+    nodes = tracer.graph.nodes[mark:]
+    return len(nodes) + sum(limit for n in nodes if n.target == LIFTED_LOOP)
 
 
 def marks(tracer: Any) -> tuple[int, int, int]:

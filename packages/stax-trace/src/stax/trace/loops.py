@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import (
+    loop_ast,
     loop_body,
     loop_code,
     loop_counters,
@@ -322,25 +323,28 @@ class _Rewriter:
                                        self.function, node, {*mutated, *rebound})))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
-        body = _function(body_name, [item, *params], [
-            *_unbind(params), ast.Assign([node.target], ast.Name(item, ast.Load())),
-            *_iteration(node, form), _return_values(returned, form)])
+        body = loop_ast.function(body_name, [item, *params], [
+            *loop_ast.unbind(params), ast.Assign([node.target], ast.Name(item, ast.Load())),
+            *_iteration(node, form), _returns(returned, form)])
         # the whole loop as one function too: what runs outside capture, and a lifted loop's
         # step when NumPy runs its body faster than a compiled call per item would
-        whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [
-            *_unbind(params), ast.For(copy.deepcopy(node.target), ast.Name("__stax_items", ast.Load()),
-                                      copy.deepcopy(node.body), [], None),
-            _return_values(returned)])
+        whole = loop_ast.function(f"__stax_whole_{number}", ["__stax_items", *params], [
+            *loop_ast.unbind(params), ast.For(copy.deepcopy(node.target),
+                                              ast.Name("__stax_items", ast.Load()),
+                                              copy.deepcopy(node.body), [], None),
+            loop_ast.return_values(returned)])
         # over an array's rows: the same body taking the row's index as its item (lifted)
-        indexed = None if rows is None else _function(f"__stax_rows_{number}", [item, *params], [
-            *_unbind(params), ast.Assign([copy.deepcopy(node.target)], row_item(rows, item)),
-            *copy.deepcopy(_iteration(node, form)), _return_values(returned, form)])
-        run = _call("__stax_loop__", _site(number), header(shaped_iter(node.iter)),
-                    ast.Name(body_name, ast.Load()), ast.Name(whole.name, ast.Load()),
-                    ast.Name("__stax_state", ast.Load()),
-                    ast.Name(indexed.name, ast.Load()) if indexed else ast.Constant(None))
-        return _placed([body, whole, *([indexed] if indexed else []),
-                        *_run_and_rebind(params, run, assigned)], node)
+        indexed = None if rows is None else loop_ast.function(
+            f"__stax_rows_{number}", [item, *params], [
+                *loop_ast.unbind(params),
+                ast.Assign([copy.deepcopy(node.target)], row_item(rows, item)),
+                *copy.deepcopy(_iteration(node, form)), _returns(returned, form)])
+        run = loop_ast.call("__stax_loop__", loop_ast.site(number),
+                            header(shaped_iter(node.iter)), ast.Name(body_name, ast.Load()),
+                            ast.Name(whole.name, ast.Load()), ast.Name("__stax_state", ast.Load()),
+                            ast.Name(indexed.name, ast.Load()) if indexed else ast.Constant(None))
+        return loop_ast.placed([body, whole, *([indexed] if indexed else []),
+                                *loop_ast.run_and_rebind(params, run, assigned)], node)
 
     def lift_while(self, node: ast.While, form: BreakForm | None, params: list[str],
                    assigned: list[str], mutated: list[str], rebound: list[str],
@@ -362,24 +366,31 @@ class _Rewriter:
             fresh=loop_body.rebound_before_update(statements, mutated), kind="while",
             stops=form is not None, counters=counters))
         returned = [*assigned, *(m for m in mutated if m not in assigned)]
-        body = _function(f"__stax_body_{number}", [ITEM_ARGUMENT, *params], [
-            *_unbind(params), *_iteration(node, form), _return_values(returned, form)])
-        test = _function(f"__stax_test_{number}", params, [
-            *_unbind(params), ast.Return(counted_test or copy.deepcopy(node.test))])
-        whole = _function(f"__stax_whole_{number}", ["__stax_items", *params], [  # (and the
-            *_unbind(params), ast.parse(f"{RAN} = 0").body[0],  # iterations it ran, last)
+        body = loop_ast.function(f"__stax_body_{number}", [ITEM_ARGUMENT, *params], [
+            *loop_ast.unbind(params), *_iteration(node, form), _returns(returned, form)])
+        test = loop_ast.function(f"__stax_test_{number}", params, [
+            *loop_ast.unbind(params), ast.Return(counted_test or copy.deepcopy(node.test))])
+        whole = loop_ast.function(f"__stax_whole_{number}", ["__stax_items", *params], [
+            *loop_ast.unbind(params), ast.parse(f"{RAN} = 0").body[0],  # (and the iterations
+            # it ran, last)
             ast.While(copy.deepcopy(node.test), [ast.parse(f"{RAN} += 1").body[0],
                                                  *copy.deepcopy(node.body)], []),
-            _return_values([*returned, RAN])])
-        run = _call(while_loops.HELPER, _site(number), ast.Name(test.name, ast.Load()),
-                    ast.Name(body.name, ast.Load()), ast.Name(whole.name, ast.Load()),
-                    ast.Name("__stax_state", ast.Load()))
-        return _placed([body, test, whole, *_run_and_rebind(params, run, assigned)], node)
+            loop_ast.return_values([*returned, RAN])])
+        run = loop_ast.call(while_loops.HELPER, loop_ast.site(number),
+                            ast.Name(test.name, ast.Load()), ast.Name(body.name, ast.Load()),
+                            ast.Name(whole.name, ast.Load()), ast.Name("__stax_state", ast.Load()))
+        return loop_ast.placed([body, test, whole,
+                                *loop_ast.run_and_rebind(params, run, assigned)], node)
 
 
 #: the local a body ending the loop at a test (``BreakForm``) binds to whether the loop goes on
 GOES_ON = "__stax_goes_on"
 RAN = "__stax_ran"  # the iterations a while loop's whole function ran, its last result
+
+
+def _returns(names: list[str], form: BreakForm | None) -> ast.Try:
+    """The body's results: ``names``, and whether the loop goes on for a ``BreakForm``."""
+    return loop_ast.return_values(names, GOES_ON if form is not None else False)
 
 
 def _iteration(node: ast.For | ast.While, form: BreakForm | None) -> list[ast.stmt]:
@@ -388,76 +399,9 @@ def _iteration(node: ast.For | ast.While, form: BreakForm | None) -> list[ast.st
     if form is None:
         return node.body
     test = ast.Assign([ast.Name(GOES_ON, ast.Store())],
-                      _call(while_loops.GOES_ON_HELPER, copy.deepcopy(form.stop)))
+                      loop_ast.call(while_loops.GOES_ON_HELPER, copy.deepcopy(form.stop)))
     ast.copy_location(test, form.stop)
     return [*form.before, test, *form.after]
-
-
-def _function(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
-    return ast.FunctionDef(name=name, args=ast.arguments(
-        posonlyargs=[], args=list(map(ast.arg, params)), kwonlyargs=[], kw_defaults=[],
-        defaults=[]), body=body, decorator_list=[])
-
-
-def _unbind(params: list[str]) -> list[ast.stmt]:
-    """``if p is __stax_unbound__: del p`` for each parameter: unbound in the body as before."""
-    return [ast.If(ast.Compare(ast.Name(p, ast.Load()), [ast.Is()],
-                               [ast.Name("__stax_unbound__", ast.Load())]),
-                   [ast.Delete([ast.Name(p, ast.Del())])], []) for p in params]
-
-
-def _site(number: int) -> ast.Subscript:
-    return ast.Subscript(ast.Name("__stax_sites__", ast.Load()), ast.Constant(number), ast.Load())
-
-
-def _run_and_rebind(params: list[str], run: ast.Call, assigned: list[str]) -> list[ast.stmt]:
-    """The locals packed, the loop run, and each local it binds bound to its final value."""
-    state = ast.Assign([ast.Name("__stax_state", ast.Store())],
-                       _call("__stax_pack__", _locals(), _names(params)))
-    out = ast.Assign([ast.Name("__stax_out", ast.Store())], run)
-    rebind = [ast.If(ast.Compare(_out(k), [ast.IsNot()], [ast.Name("__stax_unbound__", ast.Load())]),
-                     [ast.Assign([ast.Name(name, ast.Store())], _out(k))], [])
-              for k, name in enumerate(assigned)]
-    return [state, out, *rebind]
-
-
-def _placed(statements: list[ast.stmt], node: ast.stmt) -> list[ast.stmt]:
-    """``statements`` at the loop's line; the user's own statements in them keep theirs."""
-    for statement in statements:
-        ast.copy_location(statement, node)
-        for child in ast.walk(statement):
-            if not hasattr(child, "lineno") or child is statement:
-                ast.copy_location(child, node)
-    return statements
-
-
-def _return_values(names: list[str], form: BreakForm | None = None) -> ast.Try:
-    """``return (a, b)``; where one has no value (``UnboundLocalError``), ``__stax_unbound__``
-    in its place (``_pack`` of ``locals()``); a ``BreakForm``'s body returns whether the loop
-    goes on last."""
-    names = [*names, GOES_ON] if form is not None else names
-    fallback = ast.Return(_call("__stax_pack__", _locals(), _names(names)))
-    return ast.Try(body=[ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in names],
-                                              ast.Load()))],
-                   handlers=[ast.ExceptHandler(ast.Name("UnboundLocalError", ast.Load()), None,
-                                               [fallback])],
-                   orelse=[], finalbody=[])
-
-
-def _call(name: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(ast.Name(name, ast.Load()), list(args), [])
-
-
-def _locals() -> ast.Call:
-    return ast.Call(ast.Name("locals", ast.Load()), [], [])
-
-
-def _names(names: list[str]) -> ast.Tuple:
-    return ast.Tuple([ast.Constant(n) for n in names], ast.Load())
-
-
-def _out(k: int) -> ast.Subscript:
-    return ast.Subscript(ast.Name("__stax_out", ast.Load()), ast.Constant(k), ast.Load())
 
 
 def _pack(scope: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
@@ -513,6 +457,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
     state = dict(zip(site.params, values))
     # a range of a traced count: not read yet
     traced, items = (items, items.items) if isinstance(items, TracedRange) else (None, items)
+    later = None  # (the first iteration and its views, where it found the loop too small)
     if rows is not None and _lifter is not None and _traced_rows(state.get(site.array)):
         # iterating a traced array walks its first axis: x[0], x[1], ... (Proxy.__iter__), a
         # read of its length, which a size-generic version must not take as any length
@@ -524,42 +469,61 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
         rest = items[1:]
         views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
                                        first.state, state, items[0])
-        # a start computed from a lifted body's item (``range(i + 1, n)``): lifted whole, or
-        # read (its first item, traced here, is this capture's)
-        begin = traced.start if traced is not None and not views and not site.stops and \
-            site.target_unread else None
+        # a traced count stays a run-time input of the step (no last item to bind: no view,
+        # unread); a start or stop computed from a lifted body's item (``range(i + 1, n)``,
+        # ``range(i)``) must: lifted whole, or read (its first item, traced here, is this
+        # capture's). ``fixed``: the items are this capture's wherever the loop lifts
+        free = traced is not None and not views and not site.stops and site.target_unread
+        fixed = traced is None or (traced.start is None and traced.end is None)
+        begin, stop = (traced.start, traced.end if traced.end is not None else traced.stop) \
+            if free else (None, None)  # type: ignore[union-attr]
         fewest = _fewest_lifted(first, tracer, len(rest), while_loops.traced(goes_on) or
                                 _lift_every_loop.get() or (traced is not None and _lift_counted.get())
-                                or begin is not None)
-        if views is not None and fewest is not None and \
-                (begin is not None or traced is None or traced.start is None):
+                                or not fixed)
+        if views is not None and fewest is not None and (free or fixed):
             # every item from the locals before the loop (the traced first iteration then
             # dropped), else the rest from after the first (where it went on: a gate);
-            # unrolled, a test that ends the loop would be a gate at every item. A traced
-            # count stays a run-time input of the step (no last item to bind: no view, unread)
-            stop = traced.stop if traced is not None and not views and not site.stops and \
-                site.target_unread else None
+            # unrolled, a test that ends the loop would be a gate at every item
             nested = first.lifted_inside(tracer)  # (its body must compile: ``lift``)
             lifted = first.lift_all(tracer, site, state, UNBOUND, lambda start: _lifter(
                 tracer, site, body, whole, items, start, stop=stop, begin=begin, nested=nested))
-            if lifted is None and (traced is None or traced.start is None):
+            if lifted is None and fixed:
                 goes_on = bool(goes_on)  # a gate where traced
                 if goes_on:
                     lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop,
                                      nested=nested)
             if lifted is not None:
-                if traced is not None and begin is None:  # a run-time count: as many items
-                    traced.settle(fewest if stop is not None else None)  # as lift it so
-                for name, base in views.items():  # the row of the last item, a view again
-                    lifted[name] = base[items[-1]]
-                return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
+                if traced is not None and fixed:  # a run-time count: as many items as lift
+                    traced.settle(fewest if stop is not None else None)  # it so
+                return _lifted_values(site, lifted, views, items[-1])
+        elif views is not None and fewest is None and traced is None:
+            later = first, views  # too small to lift from its first item: may grow
         items = rest if goes_on else ()
     if traced is not None:
         traced.read()  # the loop unrolls: its count is part of the key
-    for item in items:
+    for k, item in enumerate(items):
+        mark = len(tracer.graph.nodes)
         if not loop_state.step(site, body, item, state):
             break
+        if later is not None and len(items) - k > 3 and loop_state.recorded_since(
+                tracer, mark, UNROLL_LIMIT) * (len(items) - k - 1) > UNROLL_LIMIT:
+            # the first item's rule at a later item, whose work grew (``for j in range(i)``:
+            # the first item runs none): the rest lifted from here, once
+            lifted = _lifter(tracer, site, body, whole, items[k + 1:], state,  # type: ignore
+                             nested=later[0].lifted_inside(tracer))
+            if lifted is not None:
+                return _lifted_values(site, lifted, later[1], items[-1])
+            later = None
     return tuple(state.get(name, UNBOUND) for name in site.assigned)
+
+
+def _lifted_values(site: LoopSite, lifted: dict[str, Any], views: dict[str, Any], last: Any
+                   ) -> tuple[Any, ...]:
+    """The loop's final values from its lifted step's: a local bound to a row of an array
+    (``bound_views``) the row of the last item, a view again."""
+    for name, base in views.items():
+        lifted[name] = base[last]
+    return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
 
 
 def _fewest_lifted(first: Any, tracer: Any, rest: int, forced: bool) -> int | None:
