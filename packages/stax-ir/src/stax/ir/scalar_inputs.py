@@ -43,6 +43,11 @@ WEAK_OPERAND_TARGETS = frozenset({
     "operator.pow", "numpy.power",  # a float array's exponent: ``to_opgraph.arithmetic._power``
 })
 POWERS = frozenset({"operator.pow", "numpy.power"})
+#: those taking a weak Python complex: arithmetic (NumPy orders complex numbers by parts, which
+#: the kernels do not)
+COMPLEX_OPERAND_TARGETS = frozenset({
+    "operator.add", "operator.sub", "operator.mul", "operator.truediv", "numpy.add",
+    "numpy.subtract", "numpy.multiply", "numpy.divide", "numpy.true_divide"})
 #: a lifted loop's step takes a scalar input as the 0-d array itself: its runner hands the body
 #: the Python (or NumPy) number again (``stax.runtime.lifted_loops``), which nothing rounds
 TAKEN_WHOLE = frozenset({"stax.functional.lifted_loop"})
@@ -56,15 +61,16 @@ FILLS = frozenset({"numpy.full_like", "numpy.full"})
 _FILL_KEYWORDS = frozenset({"fill_value", "dtype"})
 ASSIGNING = frozenset({STORE, FROM_NUMBERS, *FILLS})
 #: the dtype of the input a scalar argument of each Python type is passed in
-INPUT_DTYPES = {"float": "float64", "int": "int64"}
+INPUT_DTYPES = {"float": "float64", "int": "int64", "complex": "complex128"}
 
 
 def value_kind(value: Any) -> str | None:
     """The kind of a scalar argument a generic version can take as a run-time input:
-    ``"float"`` or ``"int"`` (Python's; not a bool), ``"numpy.<dtype>"`` for a NumPy integer or
-    float32/float64 scalar of exactly its dtype's type; None for anything else."""
+    ``"float"``, ``"int"`` or ``"complex"`` (Python's; not a bool), ``"numpy.<dtype>"`` for a
+    NumPy integer, float32/float64 or complex64/complex128 scalar of exactly its dtype's type;
+    None for anything else."""
     t = type(value)
-    if t is float or t is int:
+    if t is float or t is int or t is complex:
         return t.__name__
     if isinstance(value, np.generic) and numpy_kind(value.dtype) is not None and \
             np.dtype(value.dtype.name).type is t:  # not np.longlong, say (another int64 type)
@@ -74,7 +80,8 @@ def value_kind(value: Any) -> str | None:
 
 def numpy_kind(dtype: np.dtype) -> str | None:
     """``"numpy.<dtype>"`` for the NumPy scalars taken as run-time inputs, else None."""
-    if dtype.kind in "iu" or (dtype.kind == "f" and dtype.itemsize in (4, 8)):
+    if dtype.kind in "iu" or (dtype.kind == "f" and dtype.itemsize in (4, 8)) or \
+            (dtype.kind == "c" and dtype.itemsize in (8, 16)):
         return f"numpy.{dtype.name}"
     return None
 
@@ -122,7 +129,7 @@ def scalar_inputs(program: GraphProgram, leaves: Mapping[int, str],
         uses = [(path, used) for path, used in node.meta.get("scalar_args", ())
                 if leaves_of(used) & placeholders.keys()]
         # the dtypes weak scalars convert to, before any operand is rewritten
-        targets = {k: _weak_dtype(node, k) for k in ("int", "float")} if uses else {}
+        targets = {k: _weak_dtype(node, k) for k in ("int", "float", "complex")} if uses else {}
         stored = {id(path): _stored_dtype(node, path) for path, _ in uses} \
             if node.target in ASSIGNING else {}
         for path, used in uses:
@@ -481,6 +488,12 @@ def _weak_dtype(node: Node, kind: str = "int") -> str | None:
     if not _weak_call(node) or node.tensor is None:
         return None
     arrays = [a.tensor.dtype for a in node.args if isinstance(a, Node) and a.tensor is not None]
+    if kind == "complex":  # arithmetic alone, NumPy's weak promotion (``x_f32 * 1j``: complex64)
+        if node.target not in COMPLEX_OPERAND_TARGETS or not arrays or \
+                any(np.dtype(d).kind not in "biufc" for d in arrays):
+            return None
+        dtype = np.result_type(*arrays, 1j).name
+        return dtype if node.tensor.dtype == dtype else None
     if node.target == "numpy.where":
         arrays = arrays[1:] if node.args and isinstance(node.args[0], Node) else []
         if kind == "float" and not arrays and node.tensor.dtype == "float64":

@@ -332,8 +332,8 @@ def _test(name: str, leaf: Any, constants: dict[str, Any]) -> str | None:
         return (f"type({name}) is ndarray and {name}.shape == {name}_shape and "
                 f"{name}.strides == {name}_strides and {name}.dtype == {name}_dtype")
     if len(leaf) == 2 and leaf[1] == "*":  # a run-time input (generic.SCALAR_VALUE)
-        if kind == "float":
-            return f"type({name}) is float"
+        if kind in ("float", "complex"):
+            return f"type({name}) is {kind}"
         if kind == "int":
             return f"type({name}) is int and -{EXACT_INT} < {name} < {EXACT_INT}"
         if kind.startswith("numpy."):  # a NumPy scalar of exactly this type
@@ -365,8 +365,11 @@ def leaf_scalar(leaf: Any) -> Any:
         return float.fromhex(leaf[1])
     if kind in ("int", "bool", "str") and len(leaf) == 2:
         return leaf[1]
+    if kind == "complex" and len(leaf) == 3:
+        real, imag = (leaf_scalar(("float", part)) for part in leaf[1:])
+        return NOT_SCALAR if NOT_SCALAR in (real, imag) else complex(real, imag)
     dtype = numpy_scalar_dtype(leaf)
-    if dtype is not None and dtype.kind in "biuf":
+    if dtype is not None and dtype.kind in "biufc":
         return np.frombuffer(leaf[2], dtype)[0]
     return NOT_SCALAR
 

@@ -61,6 +61,8 @@ def scalar_kind(leaf: Any) -> str | None:
     (``scalar_arguments.value_kind``)."""
     if isinstance(leaf, tuple) and len(leaf) == 2 and leaf[0] in ("int", "float"):
         return leaf[0]
+    if isinstance(leaf, tuple) and len(leaf) == 3 and leaf[0] == "complex":
+        return "complex"  # (``("complex", key of the real part, of the imaginary part)``)
     dtype = numpy_scalar_dtype(leaf)  # (type name, dtype, bytes)
     if dtype is not None and dtype.isnative:
         return numpy_kind(dtype)

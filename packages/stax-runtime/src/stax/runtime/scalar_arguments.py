@@ -27,7 +27,8 @@ from stax.ir.scalar_predicates import OTHER_OUTCOME, describe, holds
 
 #: an int argument converted to a float array's dtype exactly (as NumPy does, via a double)
 EXACT_INT = 2 ** 53
-_DTYPES = {"int": np.dtype(np.int64), "float": np.dtype(np.float64)}
+_DTYPES = {"int": np.dtype(np.int64), "float": np.dtype(np.float64),
+           "complex": np.dtype(np.complex128)}
 
 
 def input_dtype(kind: str) -> np.dtype:

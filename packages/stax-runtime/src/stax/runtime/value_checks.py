@@ -76,10 +76,10 @@ def scalar_test(name: str, x: Any, constants: dict[str, Any], tag: str) -> str |
                 f"== {tag}_keys")
     if isinstance(x, np.generic):
         dtype = x.dtype
-        if dtype.kind not in "biuf" or dtype.type is not t:
+        if dtype.kind not in "biufc" or dtype.type is not t:
             return None
         constants.update({f"{tag}_type": t, f"{tag}_value": x, f"{tag}_bytes": x.tobytes()})
-        if dtype.kind == "f" and (x != x or x == 0):
+        if dtype.kind == "c" or (dtype.kind == "f" and (x != x or x == 0)):  # (a part's sign)
             return f"type({name}) is {tag}_type and {name}.tobytes() == {tag}_bytes"
         return f"type({name}) is {tag}_type and {name} == {tag}_value"
     return None
@@ -128,7 +128,7 @@ class ValueChecks:
         if scalar is not None:
             return f"({bind}{scalar})"
         if isinstance(x, (np.generic, complex)) or type(x) in (float, *_BY_VALUE):
-            return None  # a scalar not handled above (a complex NumPy scalar)
+            return None  # a scalar not handled above (a float16, a longdouble)
         if isinstance(x, np.dtype):
             return f"({bind}type({name}) is {self.fresh(type(x))} and {name} == {self.fresh(x)})"
         if x is Ellipsis or x is NotImplemented or x is ABSENT:  # (singletons)

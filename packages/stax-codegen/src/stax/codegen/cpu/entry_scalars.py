@@ -38,6 +38,8 @@ def scalar_type(kind: str) -> type | None:
         return float
     if kind == "int":
         return int
+    if kind == "complex":
+        return complex
     if kind.startswith("numpy."):
         return np.dtype(kind.split(".", 1)[1]).type
     return None
@@ -46,13 +48,17 @@ def scalar_type(kind: str) -> type | None:
 @functools.cache
 def readable(kind: str, dtype: str) -> bool:
     """Whether the entry can read a scalar of ``kind`` passed as a 0-d ``dtype`` input."""
-    if kind in ("int", "float"):
-        return dtype == {"int": "int64", "float": "float64"}[kind]
+    if kind == "int":
+        return dtype == "int64"
     t = scalar_type(kind)
-    if t is None or np.dtype(t) != np.dtype(dtype) or np.dtype(dtype).kind not in "iuf":
+    if kind in ("float", "complex"):
+        if dtype != {"float": "float64", "complex": "complex128"}[kind]:
+            return False
+    elif t is None or np.dtype(t) != np.dtype(dtype) or np.dtype(dtype).kind not in "iufc":
         return False
-    probe = t(3)  # its value's bytes where the entry reads them
-    return ctypes.string_at(id(probe) + VALUE_OFFSET, probe.itemsize) == probe.tobytes()
+    probe = t(3 - 2j) if np.dtype(dtype).kind == "c" else t(3)  # its value's bytes where the
+    wanted = np.array(probe, dtype).tobytes()  # entry reads them (``Py_complex`` too)
+    return ctypes.string_at(id(probe) + VALUE_OFFSET, len(wanted)) == wanted
 
 
 def scalar_stand_in(b: ir.IRBuilder, fn: ir.Function, obj: ir.Value, kind: str, dtype: str,
