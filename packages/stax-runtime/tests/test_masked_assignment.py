@@ -131,6 +131,33 @@ def test_putmask_casting_errors_are_numpys():
         stax.compile(bad)(data(0))
 
 
+def copyto_casting(x):
+    ints = np.zeros(x.shape, np.int32)
+    np.copyto(ints, x * 2, casting="unsafe")  # truncated, as ``ints[...] = x * 2``
+    out = np.ones_like(x)
+    np.copyto(out, x * 3, "same_kind", x > 0)  # casting and where by position
+    return ints, out
+
+
+def test_copyto_with_casting_is_captured():
+    """``casting=`` (by keyword or position) only allows or refuses the copy: the values are
+    the assignment's (it fell back: "numpy.copyto() returned a NoneType, not an array")."""
+    f = stax.compile(copyto_casting, strict_native=True)
+    for seed in range(2):
+        x = data(seed)
+        for got, want in zip(f(x), copyto_casting(x)):
+            assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+    def refused(x):
+        ints = np.zeros(x.shape, np.int32)
+        np.copyto(ints, x, casting="safe")
+        return ints
+    with pytest.raises(TypeError):
+        refused(data(0))
+    with pytest.raises(TypeError):
+        stax.compile(refused)(data(0))
+
+
 @pytest.mark.parametrize("shape", [(5, 5), (4, 7), (7, 4)])
 def test_fill_diagonal_of_a_computed_matrix_is_a_select(shape):
     def zero_diagonal(p):

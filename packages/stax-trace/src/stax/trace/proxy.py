@@ -139,10 +139,13 @@ class Proxy:
         target = f"{module}.{func.__name__}"
         if target == "numpy.empty_like":  # unspecified contents: zeros, as np.empty (creation.py)
             func, target = np.zeros_like, "numpy.zeros_like"
-        if target == "numpy.copyto" and isinstance(args[0], Proxy) and set(kwargs) <= {"where"}:
-            dst, src = args  # np.copyto(dst, src) is dst[...] = src, with same_kind casting
-            where = kwargs.get("where", True)
-            np.copyto(np.copy(dst.value, order="K"), _plain(src), where=_plain(where))  # errors
+        if target == "numpy.copyto" and isinstance(args[0], Proxy) and 2 <= len(args) <= 4 and \
+                set(kwargs) <= {"where", "casting"}:
+            (dst, src), kwargs = args[:2], {**dict(zip(("casting", "where"), args[2:])), **kwargs}
+            where = kwargs.get("where", True)  # dst[...] = src where ``casting`` allows it
+            with np.errstate(all="ignore"):  # its errors (the assignment's are its events)
+                np.copyto(np.copy(dst.value, order="K"), _plain(src), where=_plain(where),
+                          casting=kwargs.get("casting", "same_kind"))
             if where is True:
                 dst[...] = src
             else:  # only where the mask is True: a select, the source cast as copyto casts
