@@ -126,15 +126,19 @@ INTERLEAVED_STRIDE = 8
 
 def interleaved_loads(nodes: Sequence[ComputedBuffer]) -> bool:
     """Whether a reduction of ``nodes`` loads with a stride of 2 to ``INTERLEAVED_STRIDE``
-    elements along a loop. Such kernels index in 64 bits: with 32-bit indices (sign-extended at
-    each load) LLVM's vectorizer did not see the loads as a group and gathered each lane (AMD
-    EPYC, one thread: 100,000 complex128 summed 76 -> 20 us, NumPy 27; ``np.abs(z).sum()`` of
-    (1000, 100) complex128 160 -> 96 us, NumPy 108). Element-wise kernels keep 32-bit ones: a
-    16-tap complex64 FIR filter ran 10% slower with 64-bit indices."""
-    return any(isinstance(n.data, Reduction) and any(
-        isinstance(e, Load) and any(1 < abs(c) <= INTERLEAVED_STRIDE
-                                    for _, c in e.index.terms if isinstance(c, int))
-        for e in postorder(n.data.body)) for n in nodes)
+    elements along a loop, or an element-wise node along a loop inside its outermost. Such
+    kernels index in 64 bits: with 32-bit indices (sign-extended at each load) LLVM's
+    vectorizer did not see the loads as a group and gathered each lane (AMD EPYC, one thread:
+    100,000 complex128 summed 76 -> 20 us, NumPy 27; ``np.abs(z).sum()`` of (1000, 100)
+    complex128 160 -> 96 us, NumPy 108; ``a * b`` of (80, 120) complex64 9.0 -> 1.5 us, NumPy
+    1.7). An element-wise kernel striding along its outermost loop (the range its callers
+    split: a 1-D complex array) keeps 32-bit ones, which LLVM groups there: a 16-tap complex64
+    FIR filter ran 10% slower with 64-bit indices."""
+    def strided(n: ComputedBuffer, e: Any) -> bool:
+        return isinstance(e, Load) and any(
+            1 < abs(c) <= INTERLEAVED_STRIDE and (isinstance(n.data, Reduction) or v != xvar(0))
+            for v, c in e.index.terms if isinstance(c, int))
+    return any(strided(n, e) for n in nodes for e in postorder(n.data.body))
 
 
 class KernelEmitter(LoopShapes, FloatEvents):
