@@ -151,6 +151,39 @@ def test_a_body_using_its_index_as_a_number_runs_in_numpy(caplog):
     np.testing.assert_array_equal(got, weighted(x))
 
 
+def phases(x):  # a hand-written DFT's twiddles: a Python complex times the item
+    n = np.arange(x.shape[0])
+    acc = np.zeros(x.shape[0], np.complex128)
+    for k in range(40):
+        acc = acc + x * np.exp(-2j * np.pi * k * n / 40) + (1 + 0.5j) * k
+    return acc
+
+
+def complex_by_complex(x):  # (1 + 2j) * k and then times another complex: rounded otherwise
+    acc = np.zeros(x.shape[0], np.complex128)
+    for k in range(40):
+        acc = acc + x * ((1 + 2j) * k * (0.5 - 1j))
+    return acc
+
+
+def test_a_complex_constant_times_the_item_compiles(caplog):
+    """``-2j * np.pi * k``: Python's complex product with a real factor rounds as the kernels'
+    (the imaginary part of ``k`` is zero: fused or not, one rounding), so the body compiles
+    (it ran in NumPy: "with a non-int constant"); a product of two complex numbers does not."""
+    x = np.random.default_rng(8).standard_normal(33)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        with stax_logs("loops"):
+            compiled, lifted = lifted_steps(phases, x)
+    assert lifted and "body compiled once" in caplog.text and "differ" not in caplog.text
+    np.testing.assert_allclose(compiled(x), phases(x), rtol=1e-13, atol=1e-13)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="stax"):
+        with stax_logs("loops"):
+            compiled, lifted = lifted_steps(complex_by_complex, x)
+    assert "a product of two complex numbers" in caplog.text, caplog.text
+    np.testing.assert_array_equal(compiled(x), complex_by_complex(x))
+
+
 def test_a_row_view_updated_through_stays_a_view():
     def fill(x):
         out = np.zeros((30, 4))

@@ -237,9 +237,13 @@ def _fma(x: Expr, y: Expr, z: Expr) -> Expr:
 @complex_lowers("mul")
 def _multiply(ctx: LoopLowering, node: Node) -> Lazy:
     """NumPy's vector loop (``_mm256_fmaddsub``): ``(fma(a, c, -(b*d)), fma(a, d, b*c))``, a real
-    operand being ``(r, +0.0)``. Where NumPy takes its plain loop, its call."""
+    operand being ``(r, +0.0)``. Where NumPy takes its plain loop or its scalar code (no FMA),
+    its call, unless an operand is real: ``b*d`` and ``a*d`` are then zeros, exact, and the
+    fused and the plain products round alike (``-2j * np.pi * k`` of a lifted loop's item)."""
     from .externs import op_as_extern
-    if not _numpy_vector_loop(node, reversed_ok=node.tensor.dtype == "complex128"):
+    real = any(not is_complex(a.tensor.dtype) if isinstance(a, Node) and a.tensor is not None
+               else isinstance(a, (int, float, np.integer, np.floating)) for a in node.args)
+    if not real and not _numpy_vector_loop(node, reversed_ok=node.tensor.dtype == "complex128"):
         return op_as_extern(ctx, node)
     (a, b), (c, d), dtype = _binary_parts(ctx, node)
 

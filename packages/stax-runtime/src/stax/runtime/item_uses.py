@@ -60,6 +60,7 @@ _PINNABLE = _INTEGER | {"operator.truediv"}
 
 Interval = tuple[int, int]
 FLOAT = None  # a derived value that is a Python float eagerly (``i / 2``)
+COMPLEX = "complex"  # one that is a Python complex eagerly (``-2j * np.pi * k``)
 
 
 def check_item_uses(capture: GraphProgram, items: range,
@@ -89,7 +90,7 @@ def check_item_uses(capture: GraphProgram, items: range,
                 raise UnsupportedError(f"the loop body uses its index where a Python int and an "
                                        f"int64 differ: {why}", node=user.name, source=user.source)
     for node, span in derived.items():  # proven in range: no overflow to report
-        if node.target in _PLAIN and span is not FLOAT:
+        if node.target in _PLAIN and span not in (FLOAT, COMPLEX):
             node.target = _PLAIN[node.target]
 
 
@@ -108,11 +109,12 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
             return "indexed"
         if user.target == "stax.functional.setitem" and _mentions(user.args[2:], node):
             return _stored(user, node, derived)
-        return None if derived[node] is not FLOAT else "a float as an index"
+        return None if derived[node] not in (FLOAT, COMPLEX) else "a float as an index"
     operands = list(user.args)
     if user.target in FLOAT_UFUNCS and len(operands) == 1 and not user.kwargs and \
-            derived[node] is FLOAT:
+            derived[node] in (FLOAT, COMPLEX):
         return None  # ``np.sin(i * dt)``: NumPy's float64 of the same double, strong either way
+        # (``np.exp(-2j * np.pi * k / n)``: its complex128)
     if accepted_operand(user, node, derived[node]):
         return None  # an inner lifted loop's input it takes as the Python int (not derived)
     if user.kwargs or user.target not in _PINNABLE:
@@ -123,7 +125,9 @@ def _use(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str | N
         if not all(d in STRONG for d in dtypes):
             return f"with a {'/'.join(sorted(set(dtypes) - STRONG))} operand (NEP 50 keeps it)"
         return None if _exact(node, derived) else "past 2**53"
-    floats = _float_arithmetic(user, operands, derived)
+    floats = _complex_arithmetic(user, operands, derived)
+    if floats is None:
+        floats = _float_arithmetic(user, operands, derived)
     if floats is not None:
         return floats or None
     if any(type(a) not in (int, bool) for a in operands if not isinstance(a, Node)):
@@ -159,6 +163,33 @@ def _float_arithmetic(user: Node, operands: list[Any], derived: dict[Any, Interv
     elif user.target not in _SUM | _DIFFERENCE | _PRODUCT | _NEGATION | {"operator.pos"}:
         return f"{user.target} of a float"
     derived[user] = FLOAT
+    return ""
+
+
+def _complex_arithmetic(user: Node, operands: list[Any], derived: dict[Any, Interval | None]
+                        ) -> str | None:
+    """``-2j * np.pi * k``: a Python complex times, plus or minus the item, a number computed
+    from it or a float (a complex computed so: ``COMPLEX``), which an int64 and a complex128
+    NumPy scalar compute as the same parts: the real operand's imaginary part is zero, so a
+    product's ``a*c - b*0`` is ``a*c`` rounded once, fused or not (a product of two complex
+    values is not: Python rounds ``a*c`` and ``b*d`` apart, the kernels fuse one). Not a
+    division (NumPy divides by a complex as ``x * (1 / c)``). "" where taken (the result
+    ``COMPLEX``), a reason where refused, None where no complex takes part."""
+    constants = [a for a in operands if not isinstance(a, Node)]
+    nodes = [a for a in operands if isinstance(a, Node)]
+    complexes = sum(type(a) is complex for a in constants) + \
+        sum(derived[a] is COMPLEX for a in nodes)
+    if not complexes:
+        return None
+    if any(type(a) not in (int, bool, float, complex) for a in constants):
+        return "with a constant of another type"
+    if user.target not in _SUM | _DIFFERENCE | _PRODUCT | _NEGATION | {"operator.pos"}:
+        return f"{user.target} of a complex"
+    if user.target in _PRODUCT and complexes > 1:
+        return "a product of two complex numbers (rounded otherwise when fused)"
+    if not all(_exact(a, derived) for a in nodes):
+        return "past 2**53"
+    derived[user] = COMPLEX  # type: ignore[assignment]
     return ""
 
 
@@ -213,7 +244,7 @@ def _chosen(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str 
     spanning both); the select's scalar, ``[()]``. None when allowed, a reason when refused,
     "" for any other use."""
     def integer(a: Any) -> bool:
-        return a in derived and derived[a] is not FLOAT if isinstance(a, Node) else \
+        return a in derived and derived[a] not in (FLOAT, COMPLEX) if isinstance(a, Node) else \
             isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
     if user.target in ("numpy.greater", "numpy.less") and not user.kwargs:
         return None if all(integer(a) for a in user.args) else "compared"
@@ -236,6 +267,8 @@ def _stored(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str 
     dtype = target.tensor.dtype if isinstance(target, Node) and target.tensor is not None \
         else "?"
     span = derived[node]
+    if span is COMPLEX:  # (NumPy refuses a complex stored into a real array)
+        return None if dtype == "complex128" else f"a complex stored into a {dtype} array"
     if dtype in STRONG:
         return None if _exact(node, derived) else "past 2**53"
     bound = STORED_BELOW.get(dtype)
@@ -246,12 +279,12 @@ def _stored(user: Node, node: Node, derived: dict[Any, Interval | None]) -> str 
 
 def _exact(node: Node, derived: dict[Any, Interval | None]) -> bool:
     span = derived[node]
-    return span is FLOAT or (-EXACT < span[0] and span[1] < EXACT)
+    return span in (FLOAT, COMPLEX) or (-EXACT < span[0] and span[1] < EXACT)
 
 
 def _interval(target: str, spans: list[Interval | None]) -> Interval | str | None:
     """The values ``target`` gives on ints in ``spans`` (FLOAT: a float), or why it is refused."""
-    if any(s is FLOAT for s in spans):
+    if any(s in (FLOAT, COMPLEX) for s in spans):
         return "arithmetic on a float computed from it"
     if target == "operator.truediv":
         low, high = spans[1]
