@@ -661,3 +661,30 @@ def test_a_generic_version_reading_globals_keeps_an_entry_per_size():
             np.testing.assert_array_equal(g(x[:n], 6), _shifted(x[:n], 6))
     finally:
         SHIFT = 1.5
+
+
+def _zip_rows(M, weights, offsets):
+    out = np.zeros(M.shape, dtype=np.float64)
+    for i, (row, w, o) in enumerate(zip(M, weights, offsets)):
+        out[i] = (row - o) * w
+        out[i][out[i] < 0] = 0.0
+    return out
+
+
+def test_a_size_made_exact_while_lowering_names_the_users_line(caplog, monkeypatch):
+    """A size decision Stax's own lowering takes (a region's division by a size) is reported at
+    the line of the user's operation being lowered, with Stax's own line after it (it named
+    ``updates.py:267`` alone)."""
+    monkeypatch.setenv("STAX_LOGS", "recompiles")
+    compiled = st.compile(_zip_rows)
+    rng = np.random.default_rng(1)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        for n in (5, 9, 17):
+            M = rng.integers(-5, 5, (3, n)).astype(np.int32)
+            w, o = rng.random(3), rng.integers(-2, 2, 3)
+            np.testing.assert_array_equal(compiled(M, w, o), _zip_rows(M, w, o))
+    exact = [line for line in caplog.text.splitlines() if "sizes made exact by" in line]
+    assert exact, caplog.text
+    line = _zip_rows.__code__.co_firstlineno
+    assert all(f"{__file__}:" in m and "(lowered at " in m for m in exact), exact
+    assert any(f":{line + k} " in m for m in exact for k in range(1, 6)), exact

@@ -4,6 +4,7 @@ decision a ``Size`` is asked for lands here, with the site that asked."""
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 from collections.abc import Mapping
@@ -184,15 +185,25 @@ def _ceil(x: float) -> int:
 _OWN = frozenset({__file__, os.path.join(os.path.dirname(__file__), "sizes.py")})
 
 
+#: the user's source line of the op a lowering is at (``stax.loop.lowering``): a decision Stax's
+#: own code asks for there is the user's line's (it named ``updates.py:267`` alone)
+LOWERING_SOURCE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "stax_lowering_source", default=None)
+
+
 def _site() -> str:
     """Where the decision was asked for: the first frame outside this module, and when that is
-    a library's (NumPy's ``np.prod``), the Stax or user frame that called it."""
+    a library's (NumPy's ``np.prod``), the Stax or user frame that called it; Stax's own frame
+    during a lowering, with the line of the user's operation being lowered."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename in _OWN:
         frame = frame.f_back
     if frame is None:
         return "?"
     first = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    lowering = LOWERING_SOURCE.get()
+    if lowering and str(frame.f_globals.get("__name__", "")).startswith("stax."):
+        return f"{lowering} (lowered at {first})"
     caller = frame
     while caller is not None and _library(caller.f_code.co_filename):
         caller = caller.f_back

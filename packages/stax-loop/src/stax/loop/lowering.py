@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stax.ir import GraphProgram, Node, Opcode, TensorMeta
+from stax.ir.shape_env import LOWERING_SOURCE
 from stax.ir.sizes import active_env, hint, product
 
 from .complex_values import as_parts, complex_native, involves_complex, is_complex, lower_complex
@@ -54,12 +55,22 @@ def lower_opgraph(program: GraphProgram, materialize: MaterializePolicy | None =
     """Lower a ``stax.opgraph/1`` program to a ``stax.loopir/1`` program. Pointwise values are
     inlined into every reader unless ``materialize`` (a backend's cost model) says otherwise;
     ``options`` are the backend's dtypes and numeric limits."""
+    token = LOWERING_SOURCE.set(None)
+    try:
+        return _lowered(program, materialize, options)
+    finally:
+        LOWERING_SOURCE.reset(token)
+
+
+def _lowered(program: GraphProgram, materialize: MaterializePolicy | None,
+             options: LoopOptions) -> LoopProgram:
     ctx = LoopLowering(program, options)
     events_only: list[str] = []  # buffers of unused values, kept for their events (unused.py)
     depth: dict[Node, int] = {}  # ops since the last value in memory, per unrealized value
     updated = finals(ctx)  # final values of arguments the late kernels write over
     for node in program.graph.nodes:
         ctx.node = node
+        LOWERING_SOURCE.set(node.source)  # (a size decision's line: ``shape_env._site``)
         if node.op is Opcode.PLACEHOLDER:
             ctx.values[node] = _input(ctx, node)
         elif node.op is Opcode.CALL_FUNCTION:
