@@ -14,8 +14,10 @@ import math
 from stax.ir import Node
 from stax.ir.sizes import Size, product
 
+from .complex_values import as_parts, complex_lowers
 from .context import (
     INDEX,
+    PARTS_OF,
     Lazy,
     Loader,
     LoopLowering,
@@ -309,9 +311,28 @@ def lower_take(ctx: LoopLowering, node: Node) -> Lazy:
     outside x is touched) and reported by a check buffer (``any`` over the indices), so the
     call runs eagerly and NumPy raises its IndexError."""
     meta = node.tensor
-    x_node, i_node = node.args
-    axis, dtype = node.kwargs["axis"], meta.dtype
-    lazy = _in_memory(ctx, x_node, node)
+    lazy = _in_memory(ctx, node.args[0], node)
+    return Lazy(meta.shape, meta.dtype, _taken(ctx, node, lazy, meta.dtype))
+
+
+@complex_lowers("take")
+def _complex_take(ctx: LoopLowering, node: Node) -> Lazy:
+    """``z[i]`` of a complex array at a run-time position: ``lower_take``'s reads of both parts
+    of each element (the parts' view of the array: its strides counted in parts, the part's own
+    last, which the load's index carries)."""
+    meta, x_node = node.tensor, node.args[0]
+    if meta.dtype != x_node.tensor.dtype:
+        return op_as_extern(ctx, node)
+    dtype = PARTS_OF[meta.dtype]
+    parts = as_parts(_in_memory(ctx, x_node, node), meta.dtype)
+    return Lazy((*meta.shape, 2), dtype, _taken(ctx, node, parts, dtype), parts=True)
+
+
+def _taken(ctx: LoopLowering, node: Node, lazy: Lazy, dtype: str) -> Loader:
+    """The loader of ``take``'s value from ``lazy`` (elements in memory), with the check of
+    its positions."""
+    i_node = node.args[1]
+    axis = node.kwargs["axis"]
     buffer, origin, strides = lazy.memory
     extent = lazy.shape[axis]
     i_shape = tuple(i_node.tensor.shape)
@@ -346,7 +367,7 @@ def lower_take(ctx: LoopLowering, node: Node) -> Lazy:
                         Index(rest, INDEX), INDEX)
         value: Expr = IndirectLoad(buffer, lazy.dtype, offset)
         return value if lazy.dtype == dtype else Cast(value, dtype)
-    return Lazy(meta.shape, dtype, load)
+    return load
 
 
 

@@ -20,6 +20,7 @@ so the update never reads an element it has already overwritten.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,16 @@ from stax.ir import Node, Opcode, contiguous_strides
 from stax.ir.sizes import hint, product, same_size
 from stax.ir.view_sizes import slice_length
 
+from .complex_values import (
+    as_parts,
+    complex_lowers,
+    complex_native,
+    from_parts,
+    is_complex,
+    parts_of,
+)
 from .context import (
+    PARTS_OF,
     Lazy,
     Loader,
     LoopLowering,
@@ -71,8 +81,15 @@ def _select(ctx: LoopLowering, node: Node, value: Loader) -> Lazy:
     """x with x[key] = value: inside the key's region (slices with step +-1, integers) the value,
     read at the position within the region (guarded), elsewhere x."""
     meta = node.tensor
-    dtype, key = meta.dtype, node.kwargs["key"]
-    x = ctx.operand(node.args[0], meta.shape, dtype)
+    x = ctx.operand(node.args[0], meta.shape, meta.dtype)
+    return Lazy(meta.shape, meta.dtype, selected(node.kwargs["key"], meta.shape, meta.dtype,
+                                                 value, x))
+
+
+def selected(key: tuple[Any, ...], shape: tuple[int, ...], dtype: str, value: Loader,
+             x: Loader) -> Loader:
+    """The loader of ``x`` (over ``shape``) with ``x[key] = value`` (over the key's region),
+    as ``_select`` makes it (a complex array's parts each: ``complex_updates``)."""
 
     def load(i: tuple[Affine, ...]) -> Expr:
         conditions: list[Expr] = []
@@ -83,8 +100,8 @@ def _select(ctx: LoopLowering, node: Node, value: Loader) -> Lazy:
                 continue
             _, start, stop, step = entry
             count = slice_length(start, stop, step)
-            if same_size(count, meta.shape[d]):  # the whole axis, in order or reversed
-                inner.append(i[d] if step == 1 else i[d] * -1 + (meta.shape[d] - 1))
+            if same_size(count, shape[d]):  # the whole axis, in order or reversed
+                inner.append(i[d] if step == 1 else i[d] * -1 + (shape[d] - 1))
                 continue
             low, high = (start, start + count) if step == 1 else (start - count + 1, start + 1)
             conditions += [index_compare("ge", i[d], low), index_compare("lt", i[d], high)]
@@ -93,7 +110,7 @@ def _select(ctx: LoopLowering, node: Node, value: Loader) -> Lazy:
             return value(tuple(inner))
         inside = all_of(conditions)
         return Select(inside, guarded(value(tuple(inner)), inside), x(i), dtype)
-    return Lazy(meta.shape, dtype, load)
+    return load
 
 
 def _updatable(ctx: LoopLowering, node: Node) -> Lazy | None:
@@ -403,3 +420,96 @@ def _bounds_check(ctx: LoopLowering, batch: tuple[int, ...], loaders: list[Loade
         return found
     check = ctx.reduce_values(outside, batch, tuple(range(len(batch))), False, "max", "bool")
     ctx.checks[check.buffer] = "an index is out of bounds"
+
+
+# -- complex arrays: each element's two parts (``complex_values``) ---------------------------------
+
+@complex_lowers("setitem")
+def _complex_setitem(ctx: LoopLowering, node: Node) -> Lazy:
+    """``x[key] = value`` into a complex array: each part a select (``selected``), the value
+    converted as NumPy's assignment does (a real one's imaginary part +0.0, a complex128 value
+    rounded part by part into complex64). A chain past ``options.select_chain`` is written to
+    memory first (each select reads the one before). A strided key, and a complex value stored
+    into a real array (NumPy warns that it discards the imaginary part), stay NumPy's calls."""
+    meta, key, x = node.tensor, node.kwargs["key"], node.args[0]
+    if not is_complex(meta.dtype) or any(e[0] == "slice" and abs(e[3]) > 1 for e in key):
+        return op_as_extern(ctx, node)
+    dtype = PARTS_OF[meta.dtype]
+    chain = 1 + (ctx.select_chain.get(x, 0) if isinstance(x, Node) else 0)
+    if chain > ctx.options.select_chain and ctx.values[x].memory is None:
+        ctx.values[x] = ctx.realize(ctx.values[x], output_strides(x.tensor), x)
+        chain = 1
+    ctx.select_chain[node] = chain
+    region = tuple(slice_length(*e[1:]) for e in key if e[0] == "slice")
+    real, imag = parts_of(ctx, x, meta.shape, dtype)
+    value = node.args[1] if len(node.args) > 1 else node.kwargs["scalar"]
+    value_real, value_imag = parts_of(ctx, value, region, dtype)
+    return from_parts(meta.shape, dtype, selected(key, meta.shape, dtype, value_real, real),
+                      selected(key, meta.shape, dtype, value_imag, imag))
+
+
+@complex_lowers("scatter")
+def _complex_scatter(ctx: LoopLowering, node: Node) -> Lazy:
+    """``x[i] = value`` into a complex array at positions computed at run time (a lifted loop's
+    item): ``lower_scatter``'s kernel with one more range, the part, storing both parts of each
+    element (positions counted in parts). ``np.add.at`` stays NumPy's call."""
+    meta, count = node.tensor, node.kwargs["count"]
+    x, indices = node.args[0], node.args[1:1 + count]
+    if not is_complex(meta.dtype) or node.kwargs.get("accumulate") or \
+            not ctx.options.update_in_place or not complex_native(ctx, meta.dtype) or \
+            not all(ctx.native(i.tensor.dtype) for i in indices):
+        return op_as_extern(ctx, node)
+    dtype = PARTS_OF[meta.dtype]
+    axes = tuple(node.kwargs.get("axes") or range(count))
+    others = tuple(a for a in range(len(meta.shape)) if a not in axes)
+    batch = tuple(np.broadcast_shapes(*(tuple(i.tensor.shape) for i in indices)))
+    ranges = (*batch, *(meta.shape[a] for a in others))
+    if math.prod(ranges) == 0:
+        return ctx.values[x]  # nothing assigned
+    base = _complex_base(ctx, node, x)
+    buffer, _, parts = base.memory  # strides counted in parts, the part's own last
+    index = tuple(Affine.var(xvar(d)) for d in range(len(ranges) + 1))
+    at_batch, at_rest, part = index[:len(batch)], index[len(batch):-1], index[-1]
+    loaders = [ctx.realize(Lazy(batch, "int64", ld), contiguous_strides(batch)).loader
+               if _reads(ld(at_batch), buffer) else ld
+               for ld in (ctx.operand(i, batch, "int64") for i in indices)]
+    _bounds_check(ctx, batch, loaders, tuple(meta.shape[a] for a in axes))
+    offset: Expr | None = None
+    for d, loader in enumerate(loaders):
+        i, n = loader(at_batch), meta.shape[axes[d]]
+        wrapped = Select(Binary("lt", i, Const(0, "int64"), "bool"),
+                         Binary("add", i, Const(n, "int64"), "int64"), i, "int64")
+        inside = Binary("and", Binary("ge", wrapped, Const(0, "int64"), "bool"),
+                        Binary("lt", wrapped, Const(n, "int64"), "bool"), "bool")
+        safe = Select(inside, wrapped, Const(0, "int64"), "int64")  # (the check fails)
+        term = Binary("mul", safe, Const(parts[axes[d]], "int64"), "int64")
+        offset = term if offset is None else Binary("add", offset, term, "int64")
+    assert offset is not None
+    value = node.args[1 + count] if len(node.args) > 1 + count else node.kwargs["scalar"]
+    parts_value = from_parts(ranges, dtype, *parts_of(ctx, value, ranges, dtype))
+    if _reads(parts_value.loader(index), buffer):  # computed before x changes
+        parts_value = ctx.realize(parts_value, contiguous_strides(ranges))
+    store = linear_index((*at_rest, part), (*(parts[a] for a in others), 1))
+    name = f"buf{len(ctx.buffers)}"
+    strides = tuple(s // 2 for s in parts[:-1])
+    ctx.buffers.append(ComputedBuffer(name, meta.shape, meta.dtype, strides, store,
+                                      Pointwise((*ranges, 2), parts_value.loader(index)),
+                                      updates=buffer, store_offset=offset))
+    ctx.made_by[name] = node
+    return ctx.stored_parts(name, meta.shape, dtype, parts)
+
+
+def _complex_base(ctx: LoopLowering, node: Node, x: Node) -> Lazy:
+    """x's parts in a complex buffer the scatter may overwrite (``_scatter_base``): x's own
+    when nothing after reads it, else a copy made for this node."""
+    lazy = as_parts(ctx.values[x], x.tensor.dtype)
+    if _read_only_on_the_way(x, node) and x.op is Opcode.CALL_FUNCTION and \
+            lazy.memory is not None and lazy.memory[1] == 0 and \
+            ctx.made_by.get(lazy.memory[0]) is x:
+        made = ctx.buffers[int(lazy.memory[0][3:])] if lazy.memory[0].startswith("buf") else None
+        if isinstance(made, ComputedBuffer) and made.name == lazy.memory[0] and \
+                tuple(made.shape) == tuple(x.tensor.shape) and \
+                tuple(made.strides) == tuple(s // 2 for s in lazy.memory[2][:-1]):
+            return lazy
+    return ctx.realize(Lazy(lazy.shape, lazy.dtype, lazy.loader, parts=True),
+                       output_strides(x.tensor))
