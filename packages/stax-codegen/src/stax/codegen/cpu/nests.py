@@ -118,6 +118,33 @@ def _merged_extent(nodes: Sequence[ComputedBuffer]) -> int | None:
     return total
 
 
+def _merged_parts_extent(nodes: Sequence[ComputedBuffer]) -> int | None:
+    """``_merged_extent`` for a complex value's nest (its last range the two parts, which each
+    index reads as a constant or a variable of its own): the iterations of the loops before the
+    parts run as one, the parts' two iterations inside it. A 2-D complex ``np.where`` ran a row
+    loop of 120 elements 80 times, 2.5x the flat array's time."""
+    ranges = nodes[0].ranges
+    if len(ranges) < 3 or ranges[-1] != 2 or any(type(n) is not int for n in ranges) or \
+            not all(isinstance(n.data, Pointwise) and n.ranges == ranges and not n.ordered and
+                    n.store_offset is None for n in nodes):
+        return None
+    outer = ranges[:-1]
+    inside = [int(np.prod(outer[d + 1:], dtype=np.int64)) for d in range(len(outer))]
+    names, part = [xvar(d) for d in range(len(outer))], xvar(len(outer))
+
+    def row_major(index: Affine) -> bool:
+        last = index.coefficient(names[-1])
+        return all(index.coefficient(v) == last * n for v, n in zip(names, inside))
+    for node in nodes:
+        if not row_major(node.store_index):
+            return None
+        for e in postorder(node.data.body):  # (an ``Index`` of the part alone: which one)
+            if isinstance(e, IndirectLoad) or (isinstance(e, Load) and not row_major(e.index)) \
+                    or (isinstance(e, Index) and set(dict(e.index.terms)) - {part}):
+                return None
+    return int(np.prod(outer, dtype=np.int64))
+
+
 def _int32_index(index: Affine, ranges: Sequence[int], total: int) -> bool:
     """Whether ``coordinates`` computes the ``Index`` ``index`` exactly in 32 bits over the
     merged nest: integer coefficients, and every value it takes (and the counter) an int32
@@ -182,6 +209,16 @@ class LoopShapes:
             self.loop(xvar(len(ranges) - 1), b.mul(self.start, inner), b.mul(self.stop, inner),
                       [], body, extent=merged)
             self.merged = None
+        elif (merged := _merged_parts_extent(nodes)) is not None:
+            # the same over a complex value's elements, their two parts inside the one loop
+            ranges, m = nodes[0].ranges, len(nodes[0].ranges) - 2
+            for d in range(m):
+                self.vars[xvar(d)] = ir.Constant(I64, 0)
+            inner = ir.Constant(I64, int(np.prod(ranges[1:m + 1], dtype=np.int64)))
+            b = self.builder
+            self.loop(xvar(m), b.mul(self.start, inner), b.mul(self.stop, inner), [],
+                      lambda _: self.nest([ranges[-1]], lambda d: xvar(m + 1), [], body),
+                      extent=merged)
         elif (rows := self.rows_to_jam(nodes)) > 1:
             self.jammed_nest(nodes, rows)
         elif nodes[0].ranges:
