@@ -1,5 +1,6 @@
-"""Complex signal code: a complex64 FIR filter, a DFT written by hand, phasor sums, spectra in
-decibels, quadrature demodulation, square roots on the branch cut (inputs with -0.0)."""
+"""Complex signal code: a complex64 FIR filter, a DFT written by hand (as a matrix product and
+one coefficient at a time), phasor sums, spectra in decibels, quadrature demodulation, square
+roots on the branch cut (inputs with -0.0), a Julia set's escape counts."""
 
 from __future__ import annotations
 
@@ -59,6 +60,30 @@ def complex_poly_roots_residual(roots, z):
 
 
 # -- JAX ports ------------------------------------------------------------------------------------
+
+def dft_loop(x):
+    """The DFT one coefficient at a time: twiddles from the loop's index, a complex array
+    filled at it."""
+    N = x.shape[0]
+    n = np.arange(N)
+    X = np.zeros(N, dtype=np.complex128)
+    for k in range(N):
+        X[k] = np.sum(x * np.exp(-2j * np.pi * k * n / N))
+    return X
+
+
+def julia_grid(c, width, height, steps):
+    """Escape counts of a Julia set on a complex64 grid, its constant a complex argument."""
+    x = np.linspace(-1.5, 1.5, width, dtype=np.float32)
+    y = np.linspace(-1.0, 1.0, height, dtype=np.float32)
+    z = (x[None, :] + 1j * y[:, None]).astype(np.complex64)
+    counts = np.zeros(z.shape, dtype=np.int32)
+    for _ in range(steps):
+        inside = np.abs(z) <= 2.0
+        z = np.where(inside, z * z + c, z)
+        counts += inside
+    return counts
+
 
 def _jnp():
     import jax.numpy as jnp
@@ -145,6 +170,10 @@ PROGRAMS = [
                        0.1, 1.0), rtol=1e-9, atol=1e-9, jax_port=fm_demodulate_jax),
     Program("sqrt_branch", "complex", sqrt_branch, _branch_inputs, rtol=1e-14, atol=1e-300,
             jax_port=sqrt_branch_jax),
+    Program("dft_loop", "complex", dft_loop, lambda r: (r.standard_normal(200),), rtol=1e-10,
+            atol=1e-10),
+    Program("julia_grid", "complex", julia_grid, lambda r: (complex(-0.4, 0.6), 120, 80, 40),
+            rtol=0.0),
     Program("complex_poly_residual", "complex", complex_poly_roots_residual,
             lambda r: (r.standard_normal(8) + 1j * r.standard_normal(8),
                        r.standard_normal(20000) + 1j * r.standard_normal(20000)), rtol=1e-12,

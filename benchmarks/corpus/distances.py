@@ -132,9 +132,21 @@ def symmetric_distances(X):
     return D
 
 
+def lower_distances(X):
+    """The lower triangle of a distance matrix, each row against the rows before it."""
+    n = X.shape[0]
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i):
+            D[i, j] = np.sqrt(((X[i] - X[j]) ** 2).sum())
+    return D
+
+
 PROGRAMS = [
     Program("pair_energy_triangle", "distances", pair_energy_triangle,
             lambda r: (r.random((150, 3)) * 5, 4.0), rtol=1e-12),
+    Program("lower_distances", "distances", lower_distances,
+            lambda r: (r.standard_normal((130, 3)),), rtol=1e-12),
     Program("symmetric_distances", "distances", symmetric_distances,
             lambda r: (r.standard_normal((120, 3)),), rtol=1e-12),
     Program("pairwise_broadcast", "distances", pairwise_broadcast,
