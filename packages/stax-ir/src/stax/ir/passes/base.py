@@ -122,7 +122,8 @@ def measure(graph: Graph) -> tuple[int, int, int]:
     with a constant on the left of a commutative operator)."""
     composite = sum(1 for n in graph.nodes if canonical_target(n) in COMPOSITE)
     left = sum(1 for n in graph.nodes if canonical_target(n) in COMMUTATIVE and len(n.args) == 2
-               and constant_value(n.args[0]) and isinstance(n.args[1], Node))
+               and constant_value(n.args[0]) and isinstance(n.args[1], Node) and
+               not (n.tensor is not None and n.tensor.dtype in ("complex64", "complex128")))
     return composite, len(graph.nodes), left
 
 

@@ -136,7 +136,9 @@ class NormalizeOperators:
                 continue
             if canonical_target(node) in COMMUTATIVE and len(node.args) == 2 and \
                     not call_kwargs(node) and constant_value(node.args[0]) \
-                    and isinstance(node.args[1], Node):
+                    and isinstance(node.args[1], Node) and _kind(node) != "c":
+                # (a complex product is not commutative bit for bit: NumPy's loop computes
+                # ``fma(a, d, b*c)``, so ``c * x`` and ``x * c`` differ in the last bits)
                 node.set_args((node.args[1], node.args[0]))
                 notes.append(f"constant of %{node.name} moved to the right")
             x = identity_operand(node)
