@@ -344,3 +344,22 @@ def test_a_nest_whose_inner_body_may_underflow_stays_compiled():
     for _ in range(3):  # (``** 1.5``: within an ulp of NumPy's pow, user guide)
         np.testing.assert_allclose(compiled(pos), forces(pos), rtol=1e-13)
     assert compiled.cache_info().fallbacks == 0 and not compiled._sets_errstate
+
+
+def lower_float_sum(x, n):  # s = 0.0 + np.float64: a NumPy float after the first inner item
+    s = 0.0
+    for i in range(n):
+        for j in range(i):
+            s = s + x[i] * x[j]
+    return s
+
+
+def test_a_carried_float_the_later_items_make_a_numpy_float_as_eager():
+    """The first outer item runs no inner item, so ``s`` looked like a Python float the loop
+    carries; run by NumPy, the later items made it an ``np.float64``, returned as a Python
+    float (a review's find). Such a run declines: the results' types are eager's."""
+    x = np.random.default_rng(0).standard_normal(40)
+    compiled = stax.compile(lower_float_sum)
+    for n in (5, 10, 0, 1, 2, 3, 40, 40, 30, 8, 17, 39):
+        got, want = compiled(x, n), lower_float_sum(x, n)
+        assert type(got) is type(want) and got == want, (n, got, want)

@@ -322,6 +322,9 @@ class Runner:
                 continue
             if name in constants:
                 check_stable(name, value, constants[name])
+            elif name in self.carried and type(value) is not float:  # (as ``_keep`` checks)
+                raise Unstable(f"the loop's local {name!r} is not a Python float after the "
+                               "loop (its first items left it one)")
             values[name] = value
         return out
 
