@@ -114,9 +114,11 @@ def _loop_rewrite(node: ast.stmt, function: ast.FunctionDef, state: dict[str, An
     if isinstance(leaving, ast.Break) and (not after or forever):
         return None  # the lifter's form already, or ``while_loops.rotate_breaks``' own
     if after and not forever and not _rebinds_only(after, function, node):
-        if isinstance(leaving, ast.Break) and _counted(node):
+        if isinstance(leaving, ast.Break) and _counted(node) and not any(
+                isinstance(n, ast.Name) and n.id == node.target.id  # type: ignore[union-attr]
+                for s in after for n in ast.walk(s)):
             return _peeled(node, before, test, after, state)
-        return None
+        return None  # (rotated, ``S3`` would read the next item: ``out[i] = total``)
     number = state["count"]
     state["count"] += 1
     stop = STOPPED.format(number)
