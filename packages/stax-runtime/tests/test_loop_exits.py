@@ -384,7 +384,7 @@ def _target_after_the_test(x):
     out = np.zeros(3)
     total = 0.0
     for i in range(3):
-        for j in range(1):
+        for _ in range(1):
             total = total + x[i]
         if i > 30:  # never true
             break

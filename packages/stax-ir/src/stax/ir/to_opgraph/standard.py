@@ -61,6 +61,10 @@ def lower_reduction(ctx: LoweringContext, node: Node, op: str, params: dict[str,
     if not isinstance(x, Node) or x.tensor is None or \
             (op in ("var", "std") and np.dtype(x.tensor.dtype).kind == "c"):
         raise NotNative  # a complex variance is real: its dtype= would cast the data to it
+    if op == "mean" and x.tensor.dtype == "float16" and params.get("dtype", NO_VALUE) not in (
+            NO_VALUE, None):
+        raise NotNative  # float16 asked for by name sums in float16 (NumPy's own call does);
+        # without it NumPy sums float16 in float32, what the op's ``dtype`` stands for there
     initial = params.pop("initial", NO_VALUE)
     if initial is not NO_VALUE:
         return _with_initial(ctx, node, op, x, params, initial)
