@@ -262,3 +262,25 @@ def test_from_the_disk_cache(tmp_path, monkeypatch):
         compiled = stax.compile(fn)
         want = assert_like_eager(compiled, fn, x)
         assert [w[1] for w in want[2]] == ["overflow encountered in scalar add"]
+
+
+def _scalar_on_the_left(x):
+    return np.int32(2 ** 31 - 1) + x.max()
+
+
+def test_a_numpy_scalar_on_the_left_of_a_traced_scalar_is_scalar_math():
+    """``np.int32(k) + x.max()``: the NumPy scalar's operator defers through ``np.add`` to the
+    traced value; eagerly it is NumPy's scalar math, which reports the overflow ("in scalar
+    add"), or raises under ``errstate(over='raise')``; compiled it was the silent array loop (a
+    probe's find)."""
+    import warnings
+    x = np.array([1, 2, 3], np.int32)
+    compiled = stax.compile(_scalar_on_the_left)
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = compiled(x)
+        assert got == _scalar_on_the_left(x) and type(got) is np.int32
+        assert [str(w.message) for w in caught] == ["overflow encountered in scalar add"]
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+            compiled(x)

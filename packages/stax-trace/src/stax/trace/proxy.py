@@ -22,7 +22,7 @@ from .isolation import refused
 from .positional_out import keyword_out
 from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
 from .traced_scalars import note_power_exponent
-from .traced_sizes import TracedNumber, plain
+from .traced_sizes import TracedNumber, plain, scalar_operator
 
 if TYPE_CHECKING:
     from .tracer import Tracer
@@ -128,6 +128,11 @@ class Proxy:
             raise _mutation(target, _IN_PLACE_FORMS)
         if "out" in kwargs:
             return _ufunc_into(self.tracer, ufunc, method, target, inputs, kwargs)
+        if isinstance(self.value, np.generic) and len(inputs) == 2 and inputs[1] is self and \
+                (by_operator := scalar_operator(ufunc, method, inputs, kwargs)) is not None:
+            # ``np.int32(k) + x.max()``: the NumPy scalar's operator (scalar math, its overflow
+            # reported), which defers through the ufunc to this value (a probe's find)
+            return _apply(self.tracer, by_operator, inputs)
         if ufunc is np.power and method == "__call__":
             note_power_exponent(inputs)
         return self.tracer.record(Opcode.CALL_FUNCTION, target, inputs, kwargs,
