@@ -336,19 +336,8 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
                if _reads(ld(at_batch), buffer) or _worth_computing_first(batch, [ld(at_batch)])
                else ld for ld in (ctx.operand(i, batch, "int64") for i in indices)]
     _bounds_check(ctx, batch, loaders, tuple(meta.shape[a] for a in axes))
-    offset: Expr | None = None
-    for d, loader in enumerate(loaders):
-        i, n = loader(at_batch), meta.shape[axes[d]]
-        wrapped = Select(Binary("lt", i, Const(0, "int64"), "bool"),
-                         Binary("add", i, Const(n, "int64"), "int64"), i, "int64")
-        # never a store outside the buffer: an index out of bounds writes element 0 instead
-        # (the check then fails and the call's results are NumPy's, from its eager run)
-        inside = Binary("and", Binary("ge", wrapped, Const(0, "int64"), "bool"),
-                        Binary("lt", wrapped, Const(n, "int64"), "bool"), "bool")
-        safe = Select(inside, wrapped, Const(0, "int64"), "int64")
-        term = Binary("mul", safe, Const(strides[axes[d]], "int64"), "int64")
-        offset = term if offset is None else Binary("add", offset, term, "int64")
-    assert offset is not None
+    offset = _scatter_offset(loaders, at_batch, tuple(meta.shape[a] for a in axes),
+                             tuple(strides[a] for a in axes))
     if len(node.args) > 1 + count:
         value = ctx.operand(node.args[1 + count], ranges, dtype)
     else:
@@ -369,6 +358,25 @@ def lower_scatter(ctx: LoopLowering, node: Node) -> Lazy:
                                       store_offset=offset))
     ctx.made_by[name] = node
     return ctx.stored(name, meta.shape, dtype, strides)
+
+
+def _scatter_offset(loaders: list[Loader], at: tuple[Affine, ...], extents: tuple[int, ...],
+                    strides: tuple[int, ...]) -> Expr:
+    """The element offset a scatter stores at: each index (negative ones from the end) times
+    its axis' stride. Never a store outside the buffer: an index out of bounds gives element 0
+    instead (the check then fails and the call's results are NumPy's, from its eager run)."""
+    offset: Expr | None = None
+    for loader, n, stride in zip(loaders, extents, strides):
+        i = loader(at)
+        wrapped = Select(Binary("lt", i, Const(0, "int64"), "bool"),
+                         Binary("add", i, Const(n, "int64"), "int64"), i, "int64")
+        inside = Binary("and", Binary("ge", wrapped, Const(0, "int64"), "bool"),
+                        Binary("lt", wrapped, Const(n, "int64"), "bool"), "bool")
+        safe = Select(inside, wrapped, Const(0, "int64"), "int64")
+        term = Binary("mul", safe, Const(stride, "int64"), "int64")
+        offset = term if offset is None else Binary("add", offset, term, "int64")
+    assert offset is not None
+    return offset
 
 
 def _scatter_base(ctx: LoopLowering, node: Node, x: Node) -> Lazy:
@@ -474,17 +482,8 @@ def _complex_scatter(ctx: LoopLowering, node: Node) -> Lazy:
                if _reads(ld(at_batch), buffer) else ld
                for ld in (ctx.operand(i, batch, "int64") for i in indices)]
     _bounds_check(ctx, batch, loaders, tuple(meta.shape[a] for a in axes))
-    offset: Expr | None = None
-    for d, loader in enumerate(loaders):
-        i, n = loader(at_batch), meta.shape[axes[d]]
-        wrapped = Select(Binary("lt", i, Const(0, "int64"), "bool"),
-                         Binary("add", i, Const(n, "int64"), "int64"), i, "int64")
-        inside = Binary("and", Binary("ge", wrapped, Const(0, "int64"), "bool"),
-                        Binary("lt", wrapped, Const(n, "int64"), "bool"), "bool")
-        safe = Select(inside, wrapped, Const(0, "int64"), "int64")  # (the check fails)
-        term = Binary("mul", safe, Const(parts[axes[d]], "int64"), "int64")
-        offset = term if offset is None else Binary("add", offset, term, "int64")
-    assert offset is not None
+    offset = _scatter_offset(loaders, at_batch, tuple(meta.shape[a] for a in axes),
+                             tuple(parts[a] for a in axes))
     value = node.args[1 + count] if len(node.args) > 1 + count else node.kwargs["scalar"]
     parts_value = from_parts(ranges, dtype, *parts_of(ctx, value, ranges, dtype))
     if _reads(parts_value.loader(index), buffer):  # computed before x changes
