@@ -93,13 +93,19 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
     floats = False  # some kernel does float arithmetic that may report events
     # some kernel may underflow without reporting it, or a constant underflowed at capture
     unseen = program.constant_underflow
+    # every kernel's spec first, the budget checked as they come, before LLVM runs: an
+    # unrolled loop past ``kernel_budget`` emitted its first 64 kernels (a second of a DFT's
+    # 60 coefficients) before the 65th refused the program
+    # (group, (spec, the kernel emitted with its code) or None for a NumPy step, args, late,
+    # reporting)
+    specs: list[tuple[Group, Any, tuple[str, ...], bool, bool]] = []
+    externs_seen = 0
     for group in groups:
-        call = group.extern
-        if call is not None:
-            externs.append(extern_plan(call))
-            steps.append(call.name)
+        if group.extern is not None:
+            specs.append((group, None, (), False, False))
+            externs_seen += 1
             continue
-        name = f"kernel_{len(kernels)}"
+        name = f"kernel_{len(specs) - externs_seen}"
         args = kernel_args(group, unstored)
         if symbolic:  # an input giving each size its buffers do not have as a dimension
             args = _with_size_sources(args, shapes, program.inputs)
@@ -127,6 +133,15 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         if emitted == name:
             functions += inlined_functions(group.nodes)
             check_kernel_budget(len(emitted_as), functions)
+        specs.append((group, (spec, emitted), args, bool(late), reporting))
+    for group, made, args, late, reporting in specs:
+        if made is None:
+            externs.append(extern_plan(group.extern))
+            steps.append(group.extern.name)
+            continue
+        spec, emitted = made
+        name = spec.name
+        if emitted == name:
             emit_kernel(module, spec, array_data_offset())
             emit_kernel(precise, replace(spec, precise=True), array_data_offset())
         else:  # the same code as an earlier kernel (an unrolled loop's steps): its alias
@@ -135,8 +150,8 @@ def generate(program: LoopProgram, options: CodegenOptions | None = None,
         # a reporting late kernel's underflow too: a precise rerun's kernels do not see it
         unseen = unseen or (underflows_late(group.nodes) if late else
                             underflow_unseen(group.nodes, identity.triple))
-        kernels.append(replace(_plan(name, group, args, nbytes, options, events, target, unstored,
-                                     dtypes),
+        kernels.append(replace(_plan(name, group, args, nbytes, options, spec.events, target,
+                                     unstored, dtypes),
                                copies=None if late else _copied_input(group, program)))
         steps.append(name)
     buffers = buffer_plans(plan)

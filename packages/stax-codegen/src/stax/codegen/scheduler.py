@@ -34,6 +34,7 @@ from stax.loop import (
     xvar,
 )
 
+from .group_order import Closure, Reach, path_through_others, topological
 from .nesting import Nest, choose_nest, same_row
 
 
@@ -157,7 +158,7 @@ def why_not_fusable(a: Group, b: Group, groups: list[Group], reach: Reach | None
         return local
     if reach is not None and not reach.path_through_others(a, b):
         return None
-    through = _path_through_others(a, b, groups)
+    through = path_through_others(a, b, groups)
     if through is not None:
         return f"fusing would create a cycle through {through.label}"
     return None
@@ -269,110 +270,6 @@ def _reads_own_row(index: Any, src: ComputedBuffer) -> bool:
     return same_row(index, _without_unit_loops(src.store_index, src), {xvar(0)})
 
 
-def _path_through_others(a: Group, b: Group, groups: list[Group]) -> Group | None:
-    """A group on a dependency path from ``a`` to ``b`` other than the direct edge, if any: such
-    a path makes one loop nest for ``a`` and ``b`` impossible (the acyclicity condition). The
-    walk goes from ``a`` through each group's consumers in list order; the first group reached
-    that ``b`` reads from is named."""
-    consumers: list[list[int]] = [[] for _ in groups]
-    for i, preds in enumerate(_producers(groups)):
-        for p in preds:
-            consumers[p].append(i)
-    position = {id(g): i for i, g in enumerate(groups)}
-    start, end = position[id(a)], position[id(b)]
-    reached: list[int] = []
-    seen = {start, end}
-    frontier = [start]
-    while frontier:
-        for c in sorted(consumers[frontier.pop()]):
-            if c not in seen:
-                seen.add(c)
-                reached.append(c)
-                frontier.append(c)
-    for i in reached:
-        if b.needs & groups[i].writes:
-            return groups[i]
-    return None
-
-
-class Reach:
-    """Which groups depend on which, transitively, as bitsets over the groups' positions (the
-    groups in topological order): the acyclicity test of a pair without a walk per pair, which
-    made scheduling an unrolled loop's hundreds of groups take minutes."""
-
-    def __init__(self, groups: list[Group]) -> None:
-        self.position = {id(g): i for i, g in enumerate(groups)}
-        self.ancestors: list[int] = []
-        for preds in _producers(groups):
-            mask = 0
-            for p in preds:
-                mask |= (1 << p) | self.ancestors[p]
-            self.ancestors.append(mask)
-
-    def through(self, a: Group, b: Group, groups: list[Group]) -> Group | None:
-        """A group other than ``a`` and ``b`` on a path from ``a`` to ``b`` (``groups`` in the
-        order this was built on): the first, by position, that ``b`` reads from, else the
-        first; None where there is none."""
-        i, j = self.position[id(a)], self.position[id(b)]
-        between = self.ancestors[j] & ~(1 << i) & ~(1 << j)
-        first = None
-        while between:
-            low = between & -between
-            k = low.bit_length() - 1
-            if self.ancestors[k] >> i & 1:
-                if b.needs & groups[k].writes:
-                    return groups[k]
-                first = groups[k] if first is None else first
-            between ^= low
-        return first
-
-    def path_through_others(self, a: Group, b: Group) -> bool:
-        """Whether some group other than ``a`` and ``b`` depends on ``a`` and ``b`` on it."""
-        i, j = self.position[id(a)], self.position[id(b)]
-        between = self.ancestors[j] & ~(1 << i) & ~(1 << j)
-        while between:
-            low = between & -between
-            if self.ancestors[low.bit_length() - 1] >> i & 1:
-                return True
-            between ^= low
-        return False
-
-
-def _producers(groups: list[Group]) -> list[set[int]]:
-    """For each group, the positions of the groups that write what it needs."""
-    owner: dict[str, int] = {}
-    for i, g in enumerate(groups):
-        for name in g.writes:
-            owner[name] = i
-    return [{owner[name] for name in g.needs if name in owner and owner[name] != i}
-            for i, g in enumerate(groups)]
-
-
-def _topological(groups: list[Group]) -> list[Group]:
-    """Groups in an order where producers come first, keeping the given order where free: each
-    step takes the earliest group whose producers are all placed (Kahn's algorithm, a heap by
-    position)."""
-    producers = _producers(groups)
-    waiting = [len(p) for p in producers]
-    consumers: list[list[int]] = [[] for _ in groups]
-    for i, preds in enumerate(producers):
-        for p in preds:
-            consumers[p].append(i)
-    ready = [i for i, n in enumerate(waiting) if n == 0]
-    heapq.heapify(ready)
-    ordered: list[Group] = []
-    while ready:
-        i = heapq.heappop(ready)
-        ordered.append(groups[i])
-        for c in consumers[i]:
-            waiting[c] -= 1
-            if waiting[c] == 0:
-                heapq.heappush(ready, c)
-    if len(ordered) != len(groups):
-        raise AssertionError("cycle among scheduled groups")
-    return ordered
-
-
 def bytes_saved(a: Group, b: Group, sizes: dict[str, int]) -> int:
     """Bytes one fused kernel avoids moving: shared inputs read once, a's outputs not reread."""
     return sum(sizes.get(name, 0) for name in (a.reads | a.writes) & b.reads)
@@ -438,7 +335,7 @@ def _merge(groups: list[Group], a: Group, b: Group, saved: int,
     a.writes |= b.writes
     a.after |= b.after
     groups.remove(b)
-    return _topological(groups)
+    return topological(groups)
 
 
 def _fuse_by_rounds(groups: list[Group], sizes: dict[str, int]
@@ -517,19 +414,19 @@ def _fuse_by_heap(groups: list[Group], sizes: dict[str, int]
         near.update(j for name in a.writes for j in readers.get(name, ()) if j > i)
         for j in sorted(near):
             push(a, groups[j])
-    reach = Reach(groups)
+    closure = Closure(groups)
     budget = PAIR_BUDGET
     while heap and budget:
         _, _, key, a, b = heapq.heappop(heap)
-        if key != _key(a, b) or id(a) not in reach.position or id(b) not in reach.position:
+        if key != _key(a, b) or id(a) not in closure.index or id(b) not in closure.index:
             continue  # a group of it has grown or joined another since
         budget -= 1
-        if reach.position[id(a)] > reach.position[id(b)]:
+        if closure.first(b, a):
             a, b = b, a  # the later group joins the earlier one's loop nest
         saved = bytes_saved(a, b, sizes)
         reason = _pair_reason(a, b, memo) if saved else "nothing to save"
         if reason is None:
-            through = reach.through(a, b, groups)
+            through = closure.through(a, b)
             reason = None if through is None else \
                 f"fusing would create a cycle through {through.label}"
         if reason is not None:
@@ -541,10 +438,14 @@ def _fuse_by_heap(groups: list[Group], sizes: dict[str, int]
             users = touching[name]
             users.pop(id(b), None)
             users[id(a)] = a
-        groups = _merge(groups, a, b, saved, decisions)
-        reach = Reach(groups)
+        decisions.append(FusionDecision(a.label, b.label, True, "same loop nest", saved))
+        a.nodes += b.nodes
+        a.reads |= b.reads
+        a.writes |= b.writes
+        a.after |= b.after
+        closure.join(a, b)
         near = {id(g): g for name in a.reads | a.writes for g in touching[name].values()}
         for g in near.values():
             if g is not a:
                 push(g, a)
-    return groups, decisions
+    return topological(closure.groups()), decisions
