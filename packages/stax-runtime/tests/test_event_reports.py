@@ -290,9 +290,11 @@ def test_an_entry_starts_with_the_precise_kernels_while_recent_calls_needed_them
         return executable(*arrays)[0]
 
     entry = executable.entry([x], slow)
-    np.testing.assert_array_equal(entry.function(x), safe_log(x))
+    # within the ulp our float64 log1p promises (NumPy's is the C library's on AVX2 hosts,
+    # whose last bit differs from ours in 7 of these 64: AMD Zen 3)
+    np.testing.assert_array_max_ulp(entry.function(x), safe_log(x), maxulp=1)
     assert (entry.hits, len(handed)) == (1, 0)
     executable._precise_left[0] = 2  # two calls start precise
     for _ in range(3):
-        np.testing.assert_array_equal(entry.function(x), safe_log(x))
+        np.testing.assert_array_max_ulp(entry.function(x), safe_log(x), maxulp=1)
     assert (entry.hits, len(handed)) == (2, 2)  # two handed over, then its own again

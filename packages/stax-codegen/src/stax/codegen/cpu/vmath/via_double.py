@@ -9,6 +9,7 @@ Each routine takes and returns doubles; the caller widens the operands and round
 from __future__ import annotations
 
 import math
+import struct
 
 from llvmlite import ir
 
@@ -96,13 +97,22 @@ def pow_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value, y: ir.Value) -> ir.Va
     return b.select(one, f64(1.0), result)
 
 
+def _above(b: ir.IRBuilder, a: ir.Value, bound: float) -> ir.Value:
+    """``a > bound`` for a positive ``bound`` and an ``a`` that is >= 0, -0.0 or NaN, compared
+    as integers: an ordered float compare is x86's signaling ``vcmppd`` on AVX2 hosts, whose
+    invalid flag on a quiet NaN sent every call over NaN data (missing values) to the precise
+    kernels (float32 ``arctan``, ``arcsin``, ``arccos``, ``arctan2``; AMD Zen 3). A NaN is
+    "above" (its result is NaN either way); -0.0, a negative integer, is not."""
+    return b.icmp_signed(">", b.bitcast(a, I64), i64(struct.unpack("<q", struct.pack("<d", bound))[0]))
+
+
 def _atan_positive(b: ir.IRBuilder, a: ir.Value) -> ir.Value:
     """atan of a >= 0 (inf included): a > 1 folds to pi/2 - atan(1/a); above tan(pi/12) the
     argument moves by pi/6 (atan t = pi/6 + atan((t sqrt3 - 1) / (t + sqrt3))); the odd Taylor
     series to t^23 then errs by 2e-16 at most."""
-    invert = b.fcmp_ordered(">", a, f64(1.0))
+    invert = _above(b, a, 1.0)
     t = b.select(invert, b.fdiv(f64(1.0), a), a)
-    shifted = b.fcmp_ordered(">", t, f64(math.tan(math.pi / 12)))
+    shifted = _above(b, t, math.tan(math.pi / 12))
     sqrt3 = math.sqrt(3.0)
     moved = b.fdiv(b.fsub(b.fmul(t, f64(sqrt3)), f64(1.0)), b.fadd(t, f64(sqrt3)))
     u = b.select(shifted, moved, t)
