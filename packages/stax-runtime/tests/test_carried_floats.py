@@ -136,12 +136,21 @@ def test_a_plan_too_big_unrolled_lifts_with_a_capture_cache(caplog, monkeypatch,
     always ran eagerly."""
     monkeypatch.setenv("STAX_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("STAX_LOGS", "loops")
-    compiled = st.compile(sir)
-    args = (0.99, 0.01, 0.0, 0.3, 0.1, 0.1, 300)
+    # (a loop of Python float state lifts at once now, ``FLOAT_STATE_LIMIT``: each row here
+    # a constant of the item's own, 300 kernels unrolled)
+    compiled = st.compile(residues)
+    args = (RNG.standard_normal(300), 300)
     with caplog.at_level(logging.INFO, logger="stax"):
-        _same(compiled(*args), sir(*args))
+        _same(compiled(*args), residues(*args))
     assert "captured again with them lifted" in caplog.text, caplog.text
     assert "iterations lifted into one step" in caplog.text, caplog.text
+
+
+def residues(x, n):
+    out = np.zeros(n)
+    for k in range(n):
+        out[k] = (k * k) % 7 + 0.5
+    return out + x
 
 
 def augmented_after(x, n):

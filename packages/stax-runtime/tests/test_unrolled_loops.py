@@ -201,3 +201,35 @@ def test_past_the_function_budget_a_loop_that_would_run_in_numpy_stays_unrolled(
     assert "compiled unrolled after all" in caplog.text, caplog.text
     version = compiled.versions()[0]
     assert version.native and not version.artifact.externs
+
+
+def _sir(s, i, r, beta, gamma, dt, steps):
+    out = np.zeros((steps, 3))
+    for k in range(steps):
+        infections = beta * s * i * dt
+        recoveries = gamma * i * dt
+        s, i, r = s - infections, i + infections - recoveries, r + recoveries
+        out[k] = s, i, r
+    return out
+
+
+def test_a_loop_storing_python_float_state_lifts_at_once(monkeypatch, caplog):
+    """An SIR model on Python floats, each step's state written as a row: the first call's
+    scalars are its key's values, so unrolled, each row is a constant of its own, no rerolling
+    joins them, and past the kernel budget the program was refused after 0.75 s of lowering
+    (1.05 s to a first call on AMD Zen 3). A loop that rebinds a Python float and stores
+    constant floats lifts at once past ``FLOAT_STATE_LIMIT`` items (0.34 s); a short one
+    unrolls."""
+    import logging
+
+    from stax.ir import LIFTED_LOOP
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    args = (0.99, 0.01, 0.0, 0.3, 0.1, 0.1)
+    for steps, lifted in ((400, True), (60, True), (20, False)):
+        compiled = stax.compile(_sir)
+        with caplog.at_level(logging.INFO, logger="stax"):
+            np.testing.assert_array_equal(compiled(*args, steps), _sir(*args, steps))
+            np.testing.assert_array_equal(compiled(*args, steps), _sir(*args, steps))
+        assert "captured again" not in caplog.text, caplog.text
+        assert (LIFTED_LOOP in str(compiled.versions()[0].artifact)) is lifted, steps
+        caplog.clear()

@@ -422,6 +422,12 @@ UNROLL_LIMIT = 1_000
 DATA_INDEXED_LIMIT = 512
 
 
+#: the items past which a loop that computes Python floats and stores them as constants lifts
+#: (``FirstIteration.stores_float_state``): unrolled, each item is a kernel of its own, and
+#: past ``stax.codegen``'s kernel budget of 64 the program is refused
+FLOAT_STATE_LIMIT = 48
+
+
 def install_lifter(lift: Callable[..., dict[str, Any] | None] | None) -> None:
     global _lifter
     _lifter = lift
@@ -477,7 +483,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
         fixed = traced is None or (traced.start is None and traced.end is None)
         begin, stop = (traced.start, traced.end if traced.end is not None else traced.stop) \
             if free else (None, None)  # type: ignore[union-attr]
-        fewest = _fewest_lifted(first, tracer, len(rest), while_loops.traced(goes_on) or
+        fewest = _fewest_lifted(first, tracer, len(rest), state, while_loops.traced(goes_on) or
                                 _lift_every_loop.get() or (traced is not None and _lift_counted.get())
                                 or not fixed)
         if views is not None and fewest is not None and (free or fixed):
@@ -526,15 +532,18 @@ def _lifted_values(site: LoopSite, lifted: dict[str, Any], views: dict[str, Any]
     return tuple(lifted.get(name, UNBOUND) for name in site.assigned)
 
 
-def _fewest_lifted(first: Any, tracer: Any, rest: int, forced: bool) -> int | None:
+def _fewest_lifted(first: Any, tracer: Any, rest: int, after: dict[str, Any], forced: bool
+                   ) -> int | None:
     """The fewest items with which the loop lifts as it does with ``rest`` after its first
     (where its count is a run-time input, the version applies from there on), or None: it does
-    not lift. One iteration recorded ``per`` operations."""
+    not lift. One iteration recorded ``per`` operations and left the locals ``after``."""
     if forced:
         return 3
     per = first.recorded(tracer, UNROLL_LIMIT)
     if per * rest > UNROLL_LIMIT:
         return max(3, UNROLL_LIMIT // per + 2)
+    if rest > FLOAT_STATE_LIMIT and first.stores_float_state(tracer, after):
+        return FLOAT_STATE_LIMIT + 2
     if per * rest > DATA_INDEXED_LIMIT and first.indexes_by_data(tracer, ITEM_ARGUMENT):
         return max(3, DATA_INDEXED_LIMIT // per + 2)
     return None
