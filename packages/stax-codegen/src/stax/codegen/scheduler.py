@@ -298,6 +298,10 @@ def schedule(program: LoopProgram, phased_columns: bool = False
     edges = effect_order(program.buffers)
     groups = [Group.of(node, edges.get(node.name)) for node in program.buffers]
     _after_old_readers(groups)
+    # (an ordering edge may point at a reader later in program order: a read of a region the
+    # update leaves untouched reads the old buffer. Fusion's dependences are built over groups
+    # in an order where producers come first: an IndexError sent such programs to NumPy)
+    groups = topological(groups)
     fuse = _fuse_by_rounds if len(groups) <= EXACT_SCAN_LIMIT else _fuse_by_heap
     groups, decisions = fuse(groups, sizes)
     for group in groups:

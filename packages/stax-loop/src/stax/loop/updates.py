@@ -229,6 +229,8 @@ def _read_only_on_the_way(x: Node, node: Node) -> bool:
             continue
         if user.op is not Opcode.CALL_FUNCTION or len(seen) > CONE_LIMIT:
             return False  # the result (OUTPUT) or too far to tell
+        if not user.users:  # a dead end kept for its floating-point events: it may run after
+            return False  # the update (``c = out[29] + a``, a from the old x, inlined in it)
         seen.add(user)
         frontier += user.users
     return True
