@@ -233,3 +233,16 @@ def test_a_loop_storing_python_float_state_lifts_at_once(monkeypatch, caplog):
         assert "captured again" not in caplog.text, caplog.text
         assert (LIFTED_LOOP in str(compiled.versions()[0].artifact)) is lifted, steps
         caplog.clear()
+    # a float rebound beside a constant that is not its value: the rows reroll (a review's find:
+    # lifted, 5.7 us a call against 1.4)
+    compiled = stax.compile(_constant_rows)
+    np.testing.assert_array_equal(compiled(60)[0], _constant_rows(60)[0])
+    assert LIFTED_LOOP not in str(compiled.versions()[0].artifact)
+
+
+def _constant_rows(n):
+    out, t = np.zeros(n), 0.0
+    for k in range(n):
+        t = t + 0.1
+        out[k] = 0.5
+    return out, t

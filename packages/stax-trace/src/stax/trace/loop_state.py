@@ -75,13 +75,14 @@ def _python_float(value: Any) -> float | None:
     return value if type(value) is float else None
 
 
-def _float_constant(value: Any) -> bool:
-    """Whether a stored value is a constant (no traced node) holding a float that is not a
-    whole number."""
+def _float_constants(value: Any) -> set[float]:
+    """The floats that are not whole numbers of a stored constant (none where a traced node
+    is part of it)."""
     if isinstance(value, tuple | list):
-        return all(not isinstance(v, Node) for v in value) and \
-            any(_float_constant(v) for v in value)
-    return isinstance(value, float) and not value.is_integer()
+        if any(isinstance(v, Node) for v in value):
+            return set()
+        return set().union(*(_float_constants(v) for v in value))
+    return {value} if isinstance(value, float) and not value.is_integer() else set()
 
 
 class FirstIteration:
@@ -119,17 +120,19 @@ class FirstIteration:
 
     def stores_float_state(self, tracer: Any, after: dict[str, Any]) -> bool:
         """Whether the first iteration rebound a local Python float (``s = s - ds``: state
-        the loop computes in Python) and wrote a constant float into an array (``out[k] = s,
-        i, r``): unrolled, each item stores other constants, which no rerolling joins (only
-        whole numbers that step by the same amount do), so each is a kernel of its own and
-        past the kernel budget the program is refused after seconds of lowering (an SIR
-        model of 400 steps on Python floats: 0.75 s of a 1.05 s first call). Called right
-        after it, ``after`` the locals it left."""
-        rebound = any(_python_float(value) is not None and
-                      _python_float(self.state.get(name)) not in (None, _python_float(value))
-                      for name, value in after.items())
-        return rebound and any(
-            n.target == "stax.functional.setitem" and len(n.args) > 2 and _float_constant(n.args[2])
+        the loop computes in Python) and wrote its new value into an array as a constant
+        (``out[k] = s, i, r``; not ``out[k] = 0.5`` beside ``t += 0.1``, which rerolls):
+        unrolled, each item stores other constants, which no rerolling joins (only whole
+        numbers that step by the same amount do), so each is a kernel of its own and past the
+        kernel budget the program is refused after seconds of lowering (an SIR model of 400
+        steps on Python floats: 0.75 s of a 1.05 s first call). Called right after it,
+        ``after`` the locals it left."""
+        rebound = {_python_float(value) for name, value in after.items()
+                   if _python_float(value) is not None and
+                   _python_float(self.state.get(name)) not in (None, _python_float(value))}
+        return bool(rebound) and any(
+            n.target == "stax.functional.setitem" and len(n.args) > 2 and
+            bool(_float_constants(n.args[2]) & rebound)
             for n in tracer.graph.nodes[self.marks[0]:])
 
     def lift_all(self, tracer: Any, site: Any, after: dict[str, Any], unbound: Any,
