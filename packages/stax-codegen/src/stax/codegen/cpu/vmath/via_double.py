@@ -129,14 +129,22 @@ def asin_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     """atan(x / sqrt((1 - x)(1 + x))): exact products for a float32 x; NaN beyond |x| = 1."""
     sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
     root = b.call(sqrt, [b.fmul(b.fsub(f64(1.0), x), b.fadd(f64(1.0), x))])
-    return atan_d(b, module, b.fdiv(x, root))
+    return _beyond_one(b, module, x, atan_d(b, module, b.fdiv(x, root)))
 
 
 def acos_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
     """2 atan(sqrt((1 - x) / (1 + x)))."""
     sqrt = module.declare_intrinsic("llvm.sqrt", [F64])
     ratio = b.call(sqrt, [b.fdiv(b.fsub(f64(1.0), x), b.fadd(f64(1.0), x))])
-    return b.fmul(f64(2.0), _atan_positive(b, ratio))
+    return _beyond_one(b, module, x, b.fmul(f64(2.0), _atan_positive(b, ratio)))
+
+
+def _beyond_one(b: ir.IRBuilder, module: ir.Module, x: ir.Value, value: ir.Value) -> ir.Value:
+    """``value``, or NumPy's NaN (sign bit clear, as its float64 routines and its float32 ones
+    give) where ``|x| > 1``: the square root of a negative gives x86's default NaN, whose sign
+    bit is set. A NaN ``x`` goes through as it came (a quiet ``ord`` compare)."""
+    outside = b.and_(b.fcmp_ordered("ord", x, x), _above(b, fabs_d(b, module, x), 1.0))
+    return b.select(outside, f64(math.nan), value)
 
 
 def asinh_d(b: ir.IRBuilder, module: ir.Module, x: ir.Value) -> ir.Value:
