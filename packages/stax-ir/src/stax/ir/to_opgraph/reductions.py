@@ -94,10 +94,23 @@ def _nan_reduction(kind: str) -> RuleFunction:
             # slice encountered" (warnings.warn, whatever the error state): such a call declines
             # and NumPy runs it
             extreme = ctx.emit(kind, (numbers,), attrs)
-            none = ctx.emit("all", (missing(),), attrs,
-                            meta=TensorMeta(node.tensor.shape, "bool", node.tensor.strides))
-            return ctx.emit("decline_if", (extreme, none),
-                            {"why": f"np.nan{kind} of a slice of only NaNs"}, meta=node.tensor)
+            reduced = TensorMeta(node.tensor.shape, "bool", node.tensor.strides)
+            none = ctx.emit("all", (missing(),), attrs, meta=reduced)
+            # fmax.reduce keeps the first of equal values, -0.0 or 0.0 (Stax's max the other:
+            # a probe's find): where the extreme is a zero and both zeros are in the slice,
+            # NumPy decides the sign
+            zero = ctx.emit("eq", (numbers, 0.0), meta=bool_meta)
+            negative = ctx.emit("signbit", (numbers,), meta=bool_meta)
+            signs = [ctx.emit("any", (ctx.emit("logical_and", (zero, sign), meta=bool_meta),),
+                              attrs, meta=reduced)
+                     for sign in (negative, ctx.emit("logical_not", (negative,), meta=bool_meta))]
+            both = ctx.emit("logical_and", (signs[0], signs[1]), meta=reduced)
+            tie = ctx.emit("logical_and", (both, ctx.emit("eq", (extreme, 0.0), meta=reduced)),
+                           meta=reduced)
+            return ctx.emit("decline_if", (extreme, ctx.emit("logical_or", (none, tie),
+                                                             meta=reduced)),
+                            {"why": f"np.nan{kind} of a slice of only NaNs, or of both zeros"},
+                            meta=node.tensor)
         # mean: float(total) / count, computed as NumPy's _divide_by_count does (in float64 for
         # float32 data, then rounded), a slice of only NaNs giving 0 / 0 = NaN
         total_meta = TensorMeta(node.tensor.shape, node.tensor.dtype, node.tensor.strides)
@@ -121,8 +134,10 @@ def _nan_reduction(kind: str) -> RuleFunction:
 #: what each NaN-ignoring reduction emits
 NAN_REDUCTIONS = {
     "sum": ("isnan", "where", "sum"), "prod": ("isnan", "where", "prod"),
-    "max": ("isnan", "where", "max", "all", "decline_if"),
-    "min": ("isnan", "where", "min", "all", "decline_if"),
+    "max": ("isnan", "where", "max", "all", "decline_if", "eq", "signbit", "logical_and",
+            "logical_not", "logical_or", "any"),
+    "min": ("isnan", "where", "min", "all", "decline_if", "eq", "signbit", "logical_and",
+            "logical_not", "logical_or", "any"),
     "mean": ("isnan", "where", "sum", "logical_not", "truediv", "cast", "eq", "decline_if"),
 }
 for _kind, _emits in NAN_REDUCTIONS.items():
