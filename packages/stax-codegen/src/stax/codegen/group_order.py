@@ -61,23 +61,6 @@ class Reach:
                 mask |= (1 << p) | self.ancestors[p]
             self.ancestors.append(mask)
 
-    def through(self, a: Group, b: Group, groups: list[Group]) -> Group | None:
-        """A group other than ``a`` and ``b`` on a path from ``a`` to ``b`` (``groups`` in the
-        order this was built on): the first, by position, that ``b`` reads from, else the
-        first; None where there is none."""
-        i, j = self.position[id(a)], self.position[id(b)]
-        between = self.ancestors[j] & ~(1 << i) & ~(1 << j)
-        first = None
-        while between:
-            low = between & -between
-            k = low.bit_length() - 1
-            if self.ancestors[k] >> i & 1:
-                if b.needs & groups[k].writes:
-                    return groups[k]
-                first = groups[k] if first is None else first
-            between ^= low
-        return first
-
     def path_through_others(self, a: Group, b: Group) -> bool:
         """Whether some group other than ``a`` and ``b`` depends on ``a`` and ``b`` on it."""
         i, j = self.position[id(a)], self.position[id(b)]
@@ -135,13 +118,9 @@ class Closure:
     def __init__(self, groups: list[Group]) -> None:
         self.index = {id(g): i for i, g in enumerate(groups)}
         self._groups = dict(enumerate(groups))
-        self.ancestors: list[int] = []
+        self.ancestors = Reach(groups).ancestors
         self.descendants = [0] * len(groups)
-        for i, preds in enumerate(group_producers(groups)):
-            mask = 0
-            for p in preds:
-                mask |= (1 << p) | self.ancestors[p]
-            self.ancestors.append(mask)
+        for i, mask in enumerate(self.ancestors):
             while mask:
                 low = mask & -mask
                 self.descendants[low.bit_length() - 1] |= 1 << i

@@ -331,13 +331,18 @@ def _key(a: Group, b: Group) -> PairKey:
     return id(a), len(a.nodes), id(b), len(b.nodes)
 
 
-def _merge(groups: list[Group], a: Group, b: Group, saved: int,
-           decisions: list[FusionDecision]) -> list[Group]:
+def _join(a: Group, b: Group, saved: int, decisions: list[FusionDecision]) -> None:
+    """``b``'s nodes join ``a``'s loop nest, after them."""
     decisions.append(FusionDecision(a.label, b.label, True, "same loop nest", saved))
     a.nodes += b.nodes
     a.reads |= b.reads
     a.writes |= b.writes
     a.after |= b.after
+
+
+def _merge(groups: list[Group], a: Group, b: Group, saved: int,
+           decisions: list[FusionDecision]) -> list[Group]:
+    _join(a, b, saved, decisions)
     groups.remove(b)
     return topological(groups)
 
@@ -442,11 +447,7 @@ def _fuse_by_heap(groups: list[Group], sizes: dict[str, int]
             users = touching[name]
             users.pop(id(b), None)
             users[id(a)] = a
-        decisions.append(FusionDecision(a.label, b.label, True, "same loop nest", saved))
-        a.nodes += b.nodes
-        a.reads |= b.reads
-        a.writes |= b.writes
-        a.after |= b.after
+        _join(a, b, saved, decisions)
         closure.join(a, b)
         near = {id(g): g for name in a.reads | a.writes for g in touching[name].values()}
         for g in near.values():
