@@ -166,8 +166,10 @@ ONLY_IMPORTED_BY_RULES = ["accumulators", "bitwise", "comparisons", "division", 
 def _registered() -> dict[str, str]:
     """Each registered operation (``"unary exp"``) and the module registering it."""
     tables = {"unary": registry.UNARY, "binary": registry.BINARY, "scan": registry.SCANS,
-              "reduction": registry.REDUCTIONS}
-    return {f"{what} {name}": getattr(entry, "identity", entry).__module__
+              "reduction": registry.REDUCTIONS, "two-pass": registry.TWO_PASSES}
+    return {f"{what} {name}": getattr(entry[1] if isinstance(entry, tuple) else entry,
+                                      "identity", entry[1] if isinstance(entry, tuple) else entry
+                                      ).__module__
             for what, table in tables.items() for name, entry in table.items()}
 
 
@@ -175,7 +177,7 @@ def test_every_registering_module_is_listed_in_rules():
     listed = {module.__name__ for module in EMITTER_MODULES}
     assert set(_registered().values()) == listed
     registering = {f"stax.codegen.cpu.{path.stem}" for path in (PACKAGE / "cpu").glob("*.py")
-                   if re.search(r"^@(unary|binary|scan)\(|^reduction\(", path.read_text(), re.M)}
+                   if re.search(r"^@(unary|binary|scan)\(|^reduction\(|^    two_passes\(", path.read_text(), re.M)}
     assert registering == listed
 
 

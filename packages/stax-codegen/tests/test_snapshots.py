@@ -3,7 +3,8 @@ reviewable diff of these files. Regenerate with ``STAX_UPDATE_SNAPSHOTS=1 pytest
 
 Code generation follows the host's features (AVX-512's ``vscalef`` scales exp's result where an
 AVX2 host takes integer arithmetic), so each snapshot is kept per instruction set: its name ends
-in ``.avx512`` or ``.avx2``, and a change shows on the hosts of that set."""
+in ``.avx512`` or ``.avx2``, and a change shows on the hosts of that set. ``python
+tools/other_isa_snapshots.py`` rewrites (or ``--check``s) the other set's on a host of one."""
 
 import os
 import re

@@ -1,6 +1,8 @@
-"""argmax and argmin in two passes (``cpu/accumulators.py``: the extreme, then the first index
-holding it): NumPy's index for every dtype, axis and layout, with NaNs (the first NaN wins),
-ties (the first of equal values), signed zeros and infinities."""
+"""argmax and argmin in one pass and a block (``cpu/arg_blocks.py``: each block's extreme, the
+first block holding the best kept, then the first index in it): NumPy's index for every dtype,
+axis and layout, with NaNs (the first NaN wins), ties (the first of equal values, across blocks
+too), signed zeros and infinities; a max beside an argmax of the same values is the argmax's
+pass one."""
 
 import numpy as np
 import pytest
@@ -74,3 +76,57 @@ def test_long_reductions_split_over_rows(dtype, shape):
         x = x.reshape(shape)
         assert argmax(x) == x.argmax()
         np.testing.assert_array_equal(argmin(x), np.argmin(x, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16, np.uint32, np.bool_])
+def test_blocks_keep_the_first_of_equal_extremes(dtype):
+    """Runs of several blocks (512 float32 on 256-bit vectors, 1024 on 512-bit ones): the
+    extreme in block 0 and again in a later block, in the last partial block only, a NaN in a
+    block after the extreme, both zeros as the extreme; reductions along rows longer than a
+    block and over a strided 2-D view (an outer reduced loop around the blocked one)."""
+    rng = np.random.default_rng(5)
+    whole = stax.compile(lambda x: x.argmax(), strict_native=True)
+    least = stax.compile(lambda x: x.argmin(), strict_native=True)
+    rows = stax.compile(lambda x: np.argmax(x, axis=1), strict_native=True)
+    view = stax.compile(lambda x: np.argmin(x[:, 1::2]), strict_native=True)
+    floating = np.dtype(dtype).kind == "f"
+    for n in (511, 512, 513, 1025, 3000, 7000):
+        for case in range(5):
+            x = values(rng, n, dtype)
+            if dtype != np.bool_:
+                top, bottom = (x.max(), x.min()) if not floating else (np.nanmax(x), np.nanmin(x))
+                at = sorted(rng.integers(0, n, 2))
+                x[at] = top if case != 1 else bottom
+                if case == 2:
+                    x[-1] = top + 1 if not floating else np.inf
+                    x[-3] = bottom - 1 if not floating else -np.inf
+            if floating:
+                x[np.isnan(x)] = 0.5
+                if case == 3:
+                    x[rng.integers(n // 2, n)] = np.nan
+                if case == 4:
+                    x[:] = -1.0
+                    x[rng.integers(0, n, 4)] = 0.0
+                    x[rng.integers(0, n, 4)] = -0.0
+            assert whole(x) == x.argmax() and least(x) == x.argmin(), (n, case)
+            grid = np.resize(x, (3, n))
+            np.testing.assert_array_equal(rows(grid), np.argmax(grid, axis=1))
+            assert view(grid) == np.argmin(grid[:, 1::2])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.bool_])
+def test_a_max_beside_an_argmax_of_the_same_values(dtype):
+    """``x.max()`` with ``x.argmax()`` (and min with argmin) in one function: the extreme comes
+    from the arg reduction's pass one; NaN where one is, as NumPy's max."""
+    rng = np.random.default_rng(9)
+    both = stax.compile(lambda x: (x.max(axis=-1), x.argmax(axis=-1), np.min(x * 2),
+                                   np.argmin(x * 2)), strict_native=True)
+    for shape in ((7,), (4, 1500), (100_000,)):
+        for case in range(3):
+            x = values(rng, shape, dtype)
+            if case == 1 and np.dtype(dtype).kind == "f":
+                x.flat[rng.integers(0, x.size)] = np.nan
+            got, want = both(x), (x.max(axis=-1), x.argmax(axis=-1), np.min(x * 2),
+                                  np.argmin(x * 2))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)

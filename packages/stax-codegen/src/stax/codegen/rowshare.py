@@ -76,6 +76,12 @@ def _key(e: Expr, names: Names, memo: Memo) -> object:
     return key
 
 
+def expr_key(e: Expr) -> object:
+    """A hashable structural key of ``e``: two expressions over the same loop variables with
+    equal keys compute the same values."""
+    return _key(e, {}, {})
+
+
 #: each expression kind's key, from its fields and its operands' keys
 _KEYS: KindTable[Callable[[Any, Names, Memo], object]] = KindTable("rowshare key", {
     IndirectLoad: lambda e, names, memo: ("indirect_load", e.buffer, e.dtype,

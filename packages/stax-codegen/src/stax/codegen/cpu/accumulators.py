@@ -12,11 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 from llvmlite import ir
 
-from stax.loop import ComputedBuffer, rvar
+from stax.loop import ComputedBuffer
 
 from .arithmetic import extreme
-from .registry import TWO_PASSES, Accumulator, Emitter, reduction, scan
-from .types import I64, is_float, is_signed, value_type
+from .nan_flags import nan_bits, nan_flag_type, nan_seen
+from .registry import Accumulator, Emitter, reduction, scan
+from .types import is_float, value_type
 
 
 def _first(em: Emitter, result: Sequence[ir.Value]) -> ir.Value:
@@ -75,7 +76,7 @@ def _extreme_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
     else:
         info = np.iinfo(dtype)
         first = ir.Constant(typ, int(info.min if kind == "max" else info.max))
-    return [first, ir.Constant(ir.IntType(1), 0)]
+    return [first, ir.Constant(nan_flag_type(typ), 0)]
 
 
 def _extreme_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Value,
@@ -104,17 +105,18 @@ def _extreme_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x
         return [b.call(fn, [acc, _identity_hidden(em, x, identity)])]
     [nan] = nan
     number = b.fcmp_ordered("ord", x, x)  # quiet: no flag for a quiet NaN
-    x = b.select(number, _identity_hidden(em, x, identity), em.hide(identity))
+    numbers = b.select(number, _identity_hidden(em, x, identity), em.hide(identity))
     fn = em.fn.module.declare_intrinsic(f"llvm.{kind}num", [acc.type],
                                         ir.FunctionType(acc.type, [acc.type] * 2))
-    return [b.call(fn, [acc, x], fastmath=("nnan", "nsz")), b.or_(nan, b.not_(number))]
+    return [b.call(fn, [acc, numbers], fastmath=("nnan", "nsz")), nan_bits(em, number, x, nan)]
 
 
 def _extreme_result(em: Emitter, result: Sequence[ir.Value]) -> ir.Value:
     extreme_, nan = result
     if not isinstance(extreme_.type, ir.HalfType | ir.FloatType | ir.DoubleType):
         return extreme_
-    return em.builder.select(nan, ir.Constant(extreme_.type, float("nan")), extreme_)
+    return em.builder.select(nan_seen(em, nan), ir.Constant(extreme_.type, float("nan")),
+                             extreme_)
 
 
 def _identity_hidden(em: Emitter, x: ir.Value, identity: ir.Constant) -> ir.Value:
@@ -134,102 +136,10 @@ def _identity_hidden(em: Emitter, x: ir.Value, identity: ir.Constant) -> ir.Valu
     return em.builder.select(cond, hidden if same(a) else a, hidden if same(c) else c)
 
 
-def _arg_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
-    dtype = node.data.body.dtype
-    typ = value_type(dtype)
-    if dtype == "bool":
-        first = ir.Constant(typ, 0 if node.data.reduction_type == "argmax" else 1)
-    elif is_float(dtype):
-        first = ir.Constant(typ, float("-inf") if node.data.reduction_type == "argmax"
-                            else float("inf"))
-    else:
-        info = np.iinfo(dtype)
-        first = ir.Constant(typ, int(info.min if node.data.reduction_type == "argmax"
-                                     else info.max))
-    return [first, ir.Constant(I64, 0)]
-
-
-def _arg_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Value,
-              checked: bool) -> list[ir.Value]:
-    """NumPy's rule: the first index of the extreme value, and a NaN beats every number (the
-    first NaN wins). Carries (best value, its flat index in the reduced loops)."""
-    b = em.builder
-    best, where = accs
-    dtype = node.data.body.dtype
-    greater = node.data.reduction_type == "argmax"
-    if is_float(dtype):
-        better = b.fcmp_ordered(">" if greater else "<", x, best)
-        nan_first = b.and_(b.fcmp_unordered("uno", x, x), b.fcmp_ordered("ord", best, best))
-        better = b.or_(better, nan_first)
-    else:
-        cmp = b.icmp_signed if is_signed(dtype) else b.icmp_unsigned
-        better = cmp(">" if greater else "<", x, best)
-    return [b.select(better, x, best), b.select(better, linear_index(em, node), where)]
-
-
-def linear_index(em: Emitter, node: ComputedBuffer) -> ir.Value:
-    """The flat index of the reduced loops' current element (C order)."""
-    b = em.builder
-    ranges = node.data.reduction_ranges
-    linear: ir.Value = ir.Constant(I64, 0)
-    for j in range(len(ranges)):
-        step = 1
-        for extent in ranges[j + 1:]:
-            step *= extent
-        linear = b.add(linear, b.mul(em.vars[rvar(j)], ir.Constant(I64, step)))
-    return linear
-
-
-# -- an arg reduction in two passes (``KernelEmitter.reductions``): the extreme value and
-# -- whether a NaN was seen, reductions LLVM vectorizes, then the first index holding the extreme
-# -- (or the first NaN), a vectorized unsigned minimum. One pass carries (best, index) through a
-# -- select per element, a chain the loop vectorizer does not take: 1M float64 argmax ran
-# -- 4.8 ms, NumPy 0.1. NaNs are kept from the max instructions, which raise the CPU's invalid
-# -- flag for a quiet NaN: a kernel that reads the flags would say ``MAYBE`` on NaN data.
-def _arg_extreme_identity(em: Emitter, node: ComputedBuffer) -> list[ir.Value]:
-    return [_arg_identity(em, node)[0], ir.Constant(ir.IntType(1), 0)]
-
-
-def _arg_extreme_step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Value,
-                      checked: bool) -> list[ir.Value]:
-    """(the extreme of the numbers so far, whether a NaN was seen)."""
-    b, (acc, nan) = em.builder, accs
-    dtype, greater = node.data.body.dtype, node.data.reduction_type == "argmax"
-    if dtype == "bool":
-        return [b.or_(acc, x) if greater else b.and_(acc, x), nan]
-    if is_float(dtype):
-        number = b.fcmp_ordered("ord", x, x)  # quiet
-        # the identity hidden from LLVM, which would fold the select out of the reduction
-        x = b.select(number, x, em.hide(_arg_identity(em, node)[0]))  # (``_identity_hidden``)
-        fn = em.fn.module.declare_intrinsic(f"llvm.{'max' if greater else 'min'}num",
-                                            [acc.type], ir.FunctionType(acc.type, [acc.type] * 2))
-        # ``nnan nsz`` as in ``_extreme_step``: pass two compares with ``==``, where zeros tie
-        return [b.call(fn, [acc, x], fastmath=("nnan", "nsz")), b.or_(nan, b.not_(number))]
-    return [extreme(em, "maximum" if greater else "minimum", acc, x, dtype), nan]
-
-
-def first_at(em: Emitter, node: ComputedBuffer, x: ir.Value, extreme_: Sequence[ir.Value],
-             past: ir.Value) -> ir.Value:
-    """Pass two's candidate: the element's flat index where ``x`` is the extreme (the first
-    NaN where one was seen), else ``past`` the end (the loop keeps their unsigned minimum)."""
-    b = em.builder
-    best, nan = extreme_
-    if is_float(node.data.body.dtype):
-        hit = b.select(nan, b.fcmp_unordered("uno", x, x), b.fcmp_ordered("==", x, best))
-    else:
-        hit = b.icmp_unsigned("==", x, best)
-    return b.select(hit, linear_index(em, node), past)
-
-
 reduction("sum", Accumulator(1, _sum_identity, _sum_step, _first))
 reduction("prod", Accumulator(1, _prod_identity, _prod_step, _first))
 reduction("max", Accumulator(2, _extreme_identity, _extreme_step, _extreme_result))
 reduction("min", Accumulator(2, _extreme_identity, _extreme_step, _extreme_result))
-reduction("argmax", Accumulator(2, _arg_identity, _arg_step, lambda em, result: result[1]))
-reduction("argmin", Accumulator(2, _arg_identity, _arg_step, lambda em, result: result[1]))
-for _kind in ("argmax", "argmin"):  # pass one: (the extreme number, a NaN seen)
-    TWO_PASSES[_kind] = (Accumulator(2, _arg_extreme_identity, _arg_extreme_step,
-                                      lambda em, result: list(result)), first_at)
 
 
 @scan("sum")

@@ -49,8 +49,9 @@ from stax.loop import (
 
 from ..nesting import Nest, rows_outermost
 from ..rowshare import Spill
-from . import pairwise, rules
+from . import arg_blocks, pairwise, rules
 from .alias_scopes import mark_alias_scopes
+from .blocks import Restarted, Restarts, blocked
 from .costs import work
 from .expressions import EXPRESSIONS
 from .fpchecks import FloatEvents
@@ -342,24 +343,24 @@ class KernelEmitter(LoopShapes, FloatEvents):
 
     def nest(self, ranges: Sequence[int], prefix: Callable[[int], str], carried: Sequence[ir.Value],
              body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]], split: bool = False,
-             unrolled: int = UNROLLED, sums: Sequence[int] = (), block: int = 0
+             unrolled: int = UNROLLED, restarted: Restarts | None = None, block: int = 0
              ) -> list[ir.Value]:
         """Nested loops over ``ranges``; with ``split`` the outermost runs over ``[start, stop)``;
-        an innermost loop of at most ``unrolled`` iterations as straight-line code. ``sums``:
-        the positions of float sums among ``carried`` (their first values are the identity):
-        an innermost loop longer than ``block`` then sums them in blocks of it, as a tree
-        (``pairwise.py``)."""
+        an innermost loop of at most ``unrolled`` iterations as straight-line code.
+        ``restarted(longer)``: the carried values restarted every ``block`` iterations of the
+        innermost loop (``blocks.py``: float sums as a tree, arg reductions' extremes), given
+        whether that loop is longer than a block; none: no blocks."""
         if not ranges:
             return list(body(carried))
 
         def level(d: int, values: Sequence[ir.Value]) -> Sequence[ir.Value]:
             if d == len(ranges):
                 return body(values)
-            if d == len(ranges) - 1 and sums and \
-                    (is_symbolic(ranges[d]) or ranges[d] > block):
-                return pairwise.blocked(self, prefix(d), ranges[d], values, sums,
-                                        [carried[s] for s in sums], block,
-                                        lambda v: level(d + 1, v))
+            parts = restarted(is_symbolic(ranges[d]) or ranges[d] > block) \
+                if d == len(ranges) - 1 and restarted is not None else []
+            if parts:
+                return blocked(self, prefix(d), ranges[d], values, parts, block,
+                               lambda v: level(d + 1, v))
             if d == len(ranges) - 1 and not values and not (split and d == 0) and \
                     not is_symbolic(ranges[d]) and ranges[d] <= unrolled:
                 # a complex value's two parts (``stax.loop.complex_values``): straight-line
@@ -494,8 +495,10 @@ class KernelEmitter(LoopShapes, FloatEvents):
         innermost kept loop's variable is the first of that many consecutive rows, each reduced
         with its own accumulators in the one pass (``row_jam.py``)."""
         # an arg reduction carries its extreme here, its index is found after (``first_index``)
-        accumulators = [TWO_PASSES[n.data.reduction_type][0] if n.data.reduction_type in
-                        TWO_PASSES else accumulator(n.data.reduction_type) for n in nodes]
+        shadow = arg_blocks.shadows(nodes)  # a max beside an argmax: its pass one
+        accumulators = [arg_blocks.SHADOW if i in shadow else TWO_PASSES[n.data.reduction_type][0]
+                        if n.data.reduction_type in TWO_PASSES
+                        else accumulator(n.data.reduction_type) for i, n in enumerate(nodes)]
         b = self.builder
         row_var = xvar(len(nodes[0].ranges) - 1) if rows > 1 else None
         first_row = self.vars.get(row_var) if row_var is not None else None
@@ -532,23 +535,39 @@ class KernelEmitter(LoopShapes, FloatEvents):
                     position += acc.carried
             return out
 
-        # float sums in NumPy's accuracy class: blocks summed as a tree (``pairwise.py``)
+        # float sums in NumPy's accuracy class: blocks summed as a tree (``pairwise.py``); an
+        # arg reduction's extreme per block, the block holding it read again (``arg_blocks.py``)
+        starts = list(itertools.accumulate([0] + [a.carried for a in accumulators]))
         summed = [] if self.in_order else \
-            [(p, n) for p, n in zip(itertools.accumulate([0] + [a.carried for a in accumulators]),
-                                    nodes) if n.data.reduction_type == "sum" and is_float(n.dtype)]
-        block = min((pairwise.block_elements(n.dtype, self.spec.vector_bits) for _, n in summed),
-                    default=0)
+            [(p, n) for p, n in zip(starts, nodes)
+             if n.data.reduction_type == "sum" and is_float(n.dtype)]
+        args = [(p, n) for p, n in zip(starts, nodes) if n.data.reduction_type in TWO_PASSES]
+        block = min([pairwise.block_elements(n.dtype, self.spec.vector_bits) for _, n in summed]
+                    + [pairwise.block_elements(n.data.body.dtype, self.spec.vector_bits)
+                       for _, n in args], default=0)
+        inner_var = rvar(len(nodes[0].reduction_ranges) - 1)
+        if nodes[0].reduction_ranges and not is_symbolic(nodes[0].reduction_ranges[-1]):
+            block = min(block, nodes[0].reduction_ranges[-1])  # a short run: one block
+
+        def restarted(longer: bool) -> list[Restarted]:
+            parts = [arg_blocks.restart(self, n, p, inner_var) for p, n in args]
+            if longer and summed:
+                sums = [r * per_row + p for r in range(rows) for p, _ in summed]
+                parts.append(pairwise.cascade(self, [inits[s % per_row] for s in sums], sums))
+            return parts
         finals = self.nest(nodes[0].reduction_ranges, rvar, inits * rows, inner,
-                           sums=[r * per_row + p for r in range(rows) for p, _ in summed],
-                           block=block)
+                           restarted=restarted if block else None, block=block)
         for r in range(rows):
             at_row(r)
             self.memo = copies[r][1]
             position = r * per_row
-            for node, acc in zip(nodes, accumulators):
+            for i, (node, acc) in enumerate(zip(nodes, accumulators)):
                 total = acc.result(self, finals[position:position + acc.carried])
-                if node.data.reduction_type in TWO_PASSES:
-                    total = self.first_index(node, total)
+                if i in shadow:
+                    at = r * per_row + starts[shadow[i]]
+                    total = arg_blocks.extreme_of(self, finals[at:at + 3])
+                elif node.data.reduction_type in TWO_PASSES:
+                    total = arg_blocks.first_index(self, node, total, block)
                 self.track_finish(node, total)
                 self.after_total(node, total)
                 self.store(node, total)
@@ -556,26 +575,6 @@ class KernelEmitter(LoopShapes, FloatEvents):
         self.memo = copies[0][1]
         if row_var is not None:
             self.vars[row_var] = first_row
-
-    def first_index(self, node: ComputedBuffer, best: Sequence[ir.Value]) -> ir.Value:
-        """Pass two of an arg reduction: the first flat index of the reduced loops holding its
-        extreme ``best`` (pass one's: the number, a NaN seen; NumPy's rule: the first of equal
-        values, the first NaN)."""
-        outer_memo = self.memo
-        umin = self.fn.module.declare_intrinsic("llvm.umin", [I64],
-                                                ir.FunctionType(I64, [I64, I64]))
-
-        past = self.size(math.prod(node.reduction_ranges))
-
-        def inner(accs: Sequence[ir.Value]) -> Sequence[ir.Value]:
-            self.memo = dict(outer_memo)
-            found = TWO_PASSES[node.data.reduction_type][1](self, node,
-                                                            self.value(node.data.body), best, past)
-            return [self.builder.call(umin, [accs[0], found])]
-
-        [first] = self.nest(node.reduction_ranges, rvar, [past], inner)
-        self.memo = outer_memo
-        return first
 
 
 def emit_kernel(module: ir.Module, spec: KernelSpec, data_offset: int) -> ir.Function:

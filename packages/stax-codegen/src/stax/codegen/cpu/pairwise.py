@@ -17,12 +17,13 @@ float sums in the same nest (a max, an integer count) carry straight through the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from llvmlite import ir
 
+from .blocks import Restarted
 from .types import I64
 
 #: elements an accumulator adds in a block: NumPy's eight accumulators add 16 each in its blocks
@@ -47,40 +48,24 @@ def block_elements(dtype: str, vector_bits: int) -> int:
 LEVELS = 64
 
 
-def blocked(em: Any, var: str, extent: Any, carried: Sequence[ir.Value], sums: Sequence[int],
-            identities: Sequence[ir.Value], block: int,
-            body: Callable[[Sequence[ir.Value]], Sequence[ir.Value]]) -> list[ir.Value]:
-    """``for var in range(extent)`` carrying ``carried`` through ``body``, where the values at
-    positions ``sums`` are float sums (each restarted at its ``identities`` entry every
-    ``block`` elements and combined by the cascade; see the module's doc); returns the final
-    values."""
+def cascade(em: Any, identities: Sequence[ir.Value], sums: Sequence[int]) -> Restarted:
+    """The float sums at positions ``sums`` (``identities``: their first values) in blocks
+    (``blocks.blocked``): each block's sum pushed into its cascade, the carried sum added to
+    once, after the run (see the module's doc)."""
     b = em.builder
-    stacks = [em.stack_array(carried[s].type, LEVELS) for s in sums]
-    n = em.size(extent)
-    width = ir.Constant(I64, block)
-    blocks = b.udiv(b.add(n, ir.Constant(I64, block - 1)), width, name=f"{var}_blocks")
+    stacks = [em.stack_array(first.type, LEVELS) for first in identities]
 
-    def one_block(values: Sequence[ir.Value]) -> Sequence[ir.Value]:
-        # one loop for the full blocks and the last (its bounds a select): a second copy of
-        # the body for constant-length blocks measured no faster and doubles the IR
-        k = em.vars[f"{var}_block"]
-        low = b.mul(k, width)
-        end = b.add(low, width)
-        fresh = list(values)
-        for s, first in zip(sums, identities):
-            fresh[s] = first
-        inner = em.loop(var, low, b.select(b.icmp_signed("<", end, n), end, n), fresh, body)
+    def end(k: ir.Value, low: ir.Value, before: Sequence[ir.Value],
+            after: Sequence[ir.Value]) -> dict[int, ir.Value]:
         for s, stack in zip(sums, stacks):
-            _push(b, em.fn, stack, k, inner[s])
-        out = list(inner)
-        for s in sums:
-            out[s] = values[s]  # the carried sum is added to once, after the run
-        return out
+            _push(b, em.fn, stack, k, after[s])
+        return {s: before[s] for s in sums}
 
-    finals = em.loop(f"{var}_block", ir.Constant(I64, 0), blocks, carried, one_block)
-    for s, stack, first in zip(sums, stacks, identities):
-        finals[s] = b.fadd(carried[s], _fold(b, em.fn, stack, blocks, first))
-    return finals
+    def finish(blocks: ir.Value, before: Sequence[ir.Value], finals: Sequence[ir.Value]
+               ) -> dict[int, ir.Value]:
+        return {s: b.fadd(before[s], _fold(b, em.fn, stack, blocks, first))
+                for s, stack, first in zip(sums, stacks, identities)}
+    return Restarted(tuple(sums), tuple(identities), end, finish)
 
 
 def _push(b: ir.IRBuilder, fn: ir.Function, stack: ir.Value, k: ir.Value,

@@ -77,9 +77,9 @@ BINARY: dict[str, BinaryEmitter] = {}
 TERNARY: dict[str, TernaryEmitter] = {}
 REDUCTIONS: dict[str, Accumulator] = {}
 SCANS: dict[str, ScanStep] = {}
-#: reductions emitted in two passes where their nest allows (``KernelEmitter.reductions``): pass
-#: one's accumulator, and ``found(em, node, x, pass_one_results, past)``, the candidate flat
-#: index of pass two (an unsigned minimum over the reduced loops, ``past`` where none)
+#: reductions emitted in two passes (``arg_blocks.py``): pass one's accumulator, and
+#: ``found(em, node, x, best, nan, past)``, the candidate flat index of pass two (an unsigned
+#: minimum over the block pass one kept, ``past`` where none)
 TWO_PASSES: dict[str, tuple[Accumulator, Callable[..., ir.Value]]] = {}
 
 F = TypeVar("F")
@@ -116,6 +116,10 @@ def scan(*kinds: str) -> Callable[[ScanStep], ScanStep]:
 
 def reduction(kind: str, accumulator: Accumulator) -> None:
     _register(REDUCTIONS, "reduction", (kind,))(accumulator)
+
+
+def two_passes(kind: str, pass_one: Accumulator, found: Callable[..., ir.Value]) -> None:
+    _register(TWO_PASSES, "two-pass reduction", (kind,))((pass_one, found))
 
 
 def _lookup(table: dict[str, Any], what: str, name: str) -> Any:

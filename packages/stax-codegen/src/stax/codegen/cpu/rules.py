@@ -4,6 +4,6 @@ anything is emitted; ``tests/test_emitters.py`` fails if a module is left out he
 
 from __future__ import annotations
 
-from . import accumulators, arithmetic, bitwise, comparisons, division, functions
+from . import accumulators, arg_blocks, arithmetic, bitwise, comparisons, division, functions
 
-EMITTER_MODULES = (accumulators, arithmetic, bitwise, comparisons, division, functions)
+EMITTER_MODULES = (accumulators, arg_blocks, arithmetic, bitwise, comparisons, division, functions)
