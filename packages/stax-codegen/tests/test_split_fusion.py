@@ -21,3 +21,17 @@ def test_a_stored_result_and_its_sum_share_one_kernel(build):
     want_y, want_total = b.expected(y, total)
     np.testing.assert_array_equal(got_y, want_y)
     np.testing.assert_allclose(got_total, want_total, rtol=1e-5)
+
+
+def test_a_float_to_int_cast_and_its_range_check_share_one_pass(build):
+    """``x.astype(np.int32)`` checks every value fits (NaN or out of range: the call runs as
+    NumPy); the check (a split reduction) and the cast (its sibling, reading the same elements)
+    run as phases of one row kernel: ``x`` read from memory once."""
+    x = (np.random.default_rng(1).standard_normal(400_000) * 1000).astype(np.float32)
+    b = build(x=x)
+    y = b("cast", b.inputs["x"], dtype="int32")
+    artifact = generate(lower_opgraph(b.program(y), materialize=keep_in_memory))
+    reading = [k for k in artifact.kernels if "x" in k.args]
+    assert len(reading) == 1 and len(reading[0].computes) == 2, artifact
+    (got,) = Executable(artifact)(x)
+    np.testing.assert_array_equal(got, x.astype(np.int32))

@@ -75,3 +75,26 @@ def test_chunks_are_whole_vectors_where_a_divisor_allows(build, lowered):
                        n.ranges != ())
         assert (partial.ranges[0], *partial.reduction_ranges) == want
         np.testing.assert_allclose(result.run.outputs[0], result.expected[0], rtol=1e-5)
+
+
+def test_a_sibling_reading_the_same_elements_takes_the_reductions_loops(build, lowered):
+    """An element-wise buffer reading, element by element, what a split reduction reads (a
+    float-to-int cast beside its range check; ``x * 2`` returned beside ``x.sum()``) iterates
+    over the reduction's loops too; one reading another buffer keeps its own."""
+    x = np.random.default_rng(5).standard_normal(200_000).astype(np.float32)
+    w = np.random.default_rng(6).standard_normal(200_000).astype(np.float32)
+    b = build(x=x, w=w)
+    doubled = b("mul", b.inputs["x"], 2.0)
+    other = b("mul", b.inputs["w"], 3.0)
+    total = b("sum", b("abs", b.inputs["x"]), axis=(0,), keepdims=False, dtype="float32")
+    result = lowered(b, doubled, other, total, materialize=KEEP)
+    partial = next(n for n in _buffers(result) if isinstance(n.data, Reduction) and
+                   n.ranges != ())
+    split = (partial.ranges[0], *partial.reduction_ranges)
+    by_input = {n.data.body.children()[0].buffer if n.data.body.children() else None: n
+                for n in _buffers(result) if isinstance(n.data, Pointwise)}
+    assert by_input["x"].ranges == split and by_input["x"].shape == (200_000,)
+    assert by_input["w"].ranges == (200_000,)
+    for got, want in zip(result.run.outputs[:2], result.expected[:2]):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(result.run.outputs[2], result.expected[2], rtol=1e-5)

@@ -33,6 +33,9 @@ def align_with_split_reductions(buffers: list[ComputedBuffer | ExternCall]
         match = _split_read(node, by_name)
         if match is not None:
             loops.setdefault(*match)
+    for node in buffers:
+        for sibling, split in _split_siblings(node, buffers):
+            loops.setdefault(sibling, split)
     if not loops:
         return buffers
     return [_iterated_as(b, *loops[b.name]) if b.name in loops else b for b in buffers]
@@ -55,6 +58,33 @@ def _split_read(node: ComputedBuffer | ExternCall,
             any(ld.index != want or type(ld) is not Load for ld in reads):
         return None
     return source.name, (chunks, chunk)
+
+
+def _split_siblings(node: ComputedBuffer | ExternCall, buffers: list[ComputedBuffer | ExternCall]
+                    ) -> list[tuple[str, tuple[int, int]]]:
+    """(buffer, (chunks, chunk)) for each 1-D element-wise buffer that reads, element by
+    element, what ``node`` (a split reduction reading its buffers whole, chunk by chunk) reads:
+    the two walk the same memory in the same order and, on the same loops, fuse into one pass
+    (a float-to-int cast and its range check, ``x.astype(np.int32)``: the check's pass and the
+    cast's read ``x`` twice)."""
+    if not isinstance(node, ComputedBuffer) or not isinstance(node.data, Reduction) or \
+            len(node.ranges) != 1 or len(node.reduction_ranges) != 1:
+        return []
+    (chunks,), (chunk,) = node.ranges, node.reduction_ranges
+    reads = affine_loads(node.data.body)
+    want = Affine.var(xvar(0)) * chunk + Affine.var(rvar(0))
+    if not reads or any(ld.index != want or type(ld) is not Load for ld in reads):
+        return []
+    read = {ld.buffer for ld in reads}
+    found = []
+    for other in buffers:
+        if not _plain_pointwise(other) or other.ranges != (chunks * chunk,):
+            continue
+        assert isinstance(other, ComputedBuffer)
+        loads = affine_loads(other.data.body)
+        if any(ld.buffer in read and ld.index == Affine.var(xvar(0)) for ld in loads):
+            found.append((other.name, (chunks, chunk)))
+    return found
 
 
 def _plain_pointwise(node: ComputedBuffer | ExternCall | None) -> bool:
