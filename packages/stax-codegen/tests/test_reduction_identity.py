@@ -1,7 +1,7 @@
 """A max/min reduction of a select whose arm is the reduction's identity (``np.nanmax``'s
 ``where(isnan(x), -inf, x)``, a masked ``x[m].max()``) stays a vectorized reduction: LLVM would
 otherwise fold the identity into a select of the accumulator and run the loop scalar
-(``accumulators._identity_hidden``)."""
+(``extremes.identity_hidden``)."""
 
 import numpy as np
 import pytest

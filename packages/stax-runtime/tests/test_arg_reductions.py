@@ -97,9 +97,9 @@ def test_blocks_keep_the_first_of_equal_extremes(dtype):
                 top, bottom = (x.max(), x.min()) if not floating else (np.nanmax(x), np.nanmin(x))
                 at = sorted(rng.integers(0, n, 2))
                 x[at] = top if case != 1 else bottom
-                if case == 2:
-                    x[-1] = top + 1 if not floating else np.inf
-                    x[-3] = bottom - 1 if not floating else -np.inf
+                if case == 2:  # (values lie in [-3, 3]: past them, not past the type's range)
+                    x[-1] = np.inf if floating else 9
+                    x[-3] = -np.inf if floating else 0 if np.dtype(dtype).kind == "u" else -9
             if floating:
                 x[np.isnan(x)] = 0.5
                 if case == 3:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -29,7 +30,7 @@ from stax.loop import ComputedBuffer, rvar
 from ..rowshare import expr_key
 from .arithmetic import extreme
 from .blocks import Restarted
-from .nan_flags import nan_bits, nan_flag_type, nan_seen
+from .extremes import identity_hidden, nan_bits, nan_flag_type, nan_seen
 from .registry import Accumulator, Emitter, reduction, two_passes
 from .types import I64, is_float, is_signed, value_type
 
@@ -80,7 +81,7 @@ def linear_index(em: Emitter, node: ComputedBuffer) -> ir.Value:
         step = 1
         for extent in ranges[j + 1:]:
             step *= extent
-        linear = b.add(linear, b.mul(em.vars[rvar(j)], ir.Constant(I64, step)))
+        linear = b.add(linear, b.mul(em.vars[rvar(j)], em.size(step)))
     return linear
 
 
@@ -100,8 +101,9 @@ def _step(em: Emitter, node: ComputedBuffer, accs: Sequence[ir.Value], x: ir.Val
     if is_float(dtype):
         number = b.fcmp_ordered("ord", x, x)  # quiet
         # the identity hidden from LLVM, which would fold the select out of the reduction
-        # (``accumulators._identity_hidden``)
-        numbers = b.select(number, x, em.hide(arg_identity(em, node)[0]))
+        # (``extremes.identity_hidden``; a masked argmax's body is such a select too)
+        identity = arg_identity(em, node)[0]
+        numbers = b.select(number, identity_hidden(em, x, identity), em.hide(identity))
         fn = em.fn.module.declare_intrinsic(f"llvm.{'max' if greater else 'min'}num",
                                             [acc.type], ir.FunctionType(acc.type, [acc.type] * 2))
         # ``nnan nsz`` as in ``_extreme_step``: pass two compares with ``==``, where zeros tie
@@ -174,11 +176,12 @@ def first_index(em: Emitter, node: ComputedBuffer, pass_one: Sequence[ir.Value],
         em.memo = outer_memo
         return found
     last = len(ranges) - 1
-    stride = 1
+    kept = {rvar(j): em.vars.get(rvar(j)) for j in range(len(ranges))}
+    stride: Any = 1
     for j in range(last, -1, -1):
-        at = b.udiv(where, ir.Constant(I64, stride)) if stride > 1 else where
+        at = b.udiv(where, em.size(stride)) if j < last else where
         em.vars[rvar(j)] = b.urem(at, em.size(ranges[j])) if j else at
-        stride *= ranges[j]
+        stride = stride * ranges[j]
     low = em.vars[rvar(last)]
     end = b.add(low, ir.Constant(I64, block))
     extent = em.size(ranges[last])
@@ -191,6 +194,11 @@ def first_index(em: Emitter, node: ComputedBuffer, pass_one: Sequence[ir.Value],
     em.memo = dict(outer_memo)
     [first] = em.loop(rvar(last), low, high, [past], inner)
     em.memo = outer_memo
+    for var, value in kept.items():  # (the reduced loops' variables as pass one left them)
+        if value is None:
+            em.vars.pop(var, None)
+        else:
+            em.vars[var] = value
     return first
 
 

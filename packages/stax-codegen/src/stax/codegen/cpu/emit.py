@@ -542,6 +542,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
             [(p, n) for p, n in zip(starts, nodes)
              if n.data.reduction_type == "sum" and is_float(n.dtype)]
         args = [(p, n) for p, n in zip(starts, nodes) if n.data.reduction_type in TWO_PASSES]
+        assert rows == 1 or not args, "row_jam takes no arg reduction: its blocks are row 0's"
         block = min([pairwise.block_elements(n.dtype, self.spec.vector_bits) for _, n in summed]
                     + [pairwise.block_elements(n.data.body.dtype, self.spec.vector_bits)
                        for _, n in args], default=0)
