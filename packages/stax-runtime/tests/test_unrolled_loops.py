@@ -246,3 +246,42 @@ def _constant_rows(n):
         t = t + 0.1
         out[k] = 0.5
     return out, t
+
+
+def _sir_total(beta, gamma, s0, i0, n, dt=0.1):
+    out = np.zeros((n, 3))
+    s, i, r = s0, i0, 0.0
+    for k in range(n):
+        ds = -beta * s * i
+        di = beta * s * i - gamma * i
+        dr = gamma * i
+        s, i, r = s + dt * ds, i + dt * di, r + dt * dr
+        out[k] = s, i, r
+    return out, s + i + r, -(1.0 - s) * 2
+
+
+def _sir_divided(beta, gamma, s0, i0, n, dt=0.1):
+    out, s, i = np.zeros(n), s0, i0
+    for k in range(n):
+        s, i = s - dt * beta * s * i, i + dt * (beta * s * i - gamma * i)
+        out[k] = s
+    return out, s / i  # Python raises where NumPy gives inf: no traced float
+
+
+def test_returned_arithmetic_of_carried_floats_lifts():
+    """``return out, s + i + r``: the floats a loop carries read after it in a returned
+    element of ``+ - *`` and numbers only (``result_conversions.arithmetic_results``): the loop
+    lifts, the element is the Python float eager computes (400 steps ran eagerly: the loop
+    unrolled past the kernel budget). A quotient keeps the floats Python's (no lift), still
+    eager's results."""
+    from stax.ir import LIFTED_LOOP
+    compiled = stax.compile(_sir_total, strict_native=True)
+    for args in ((0.3, 0.1, 0.99, 0.01, 400), (0.5, 0.2, 0.9, 0.1, 400)):
+        got, want = compiled(*args), _sir_total(*args)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert type(got[1]) is float and got[1] == want[1] and got[2] == want[2]
+    assert LIFTED_LOOP in str(compiled.versions()[0].artifact)
+    divided = stax.compile(_sir_divided)
+    got, want = divided(0.3, 0.1, 0.99, 0.01, 30), _sir_divided(0.3, 0.1, 0.99, 0.01, 30)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]

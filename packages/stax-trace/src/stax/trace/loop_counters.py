@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -242,11 +243,14 @@ def traced_counters(tracer: Any, state: dict[str, Any], names: frozenset[str]
 
 
 def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[int, Any],
-                   nested: bool) -> frozenset[str]:
+                   nested: bool, arithmetic: Mapping[int, tuple[ast.expr, list[ast.Name]]]
+                   = MappingProxyType({})) -> frozenset[str]:
     """Locals a ``for`` loop may carry as Python floats (``t += dt``, an SIR model's ``S, I, R
     = ...``): bound in the loop by plain assignments, not arguments of the loop's target, no
-    global, nonlocal or nested scope naming them, and read outside the loop only before it or
-    as an element of the returned results; none for a loop inside another loop (``nested``: it
+    global, nonlocal or nested scope naming them, and read outside the loop only before it, as
+    an element of the returned results, or in a returned element that is arithmetic of such
+    floats and numbers only (``arithmetic``: ``result_conversions.arithmetic_results``; ``return
+    out, s + i + r``); none for a loop inside another loop (``nested``: it
     runs again, reading what it carried out) or a function reading its frame (``locals()``).
     Whether each is a Python float is the lifter's to check (``lift_plan``); after the loop one
     is a traced 0-d float64, which only a returned result may be (converted to a float: a
@@ -260,13 +264,27 @@ def carried_floats(function: ast.FunctionDef, loop: ast.For, results: Mapping[in
     augmented = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
     stored = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and
               isinstance(n.ctx, ast.Store) and not _in_target(n, loop)} - target
-    found = set()
-    for name in stored - _shared_names(function):
-        outside = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name
-                   and id(n) not in inside and (isinstance(n.ctx, ast.Load) or id(n) in augmented)]
-        if all(id(n) in results or n.lineno < loop.lineno for n in outside):
-            found.add(name)
-    return frozenset(found)
+    candidates = stored - _shared_names(function)
+    # an arithmetic element's names bound again after the loop (``s = np.float32(1)``) may hold
+    # what a traced float64 is not: such an element takes none of its names
+    after = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and
+             isinstance(n.ctx, ast.Store) and id(n) not in inside and n.lineno > loop.lineno}
+    arithmetic = {at: (e, names) for at, (e, names) in arithmetic.items()
+                  if not any(n.id in after for n in names)}
+    while True:
+        # the reads allowed after the loop: results, and arithmetic of candidates only
+        allowed = set(results) | {id(n) for _, names in arithmetic.values()
+                                  if all(n.id in candidates for n in names) for n in names}
+        found = set()
+        for name in candidates:
+            outside = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name
+                       and id(n) not in inside and (isinstance(n.ctx, ast.Load) or
+                                                    id(n) in augmented)]
+            if all(id(n) in allowed or n.lineno < loop.lineno for n in outside):
+                found.add(name)
+        if found == candidates:
+            return frozenset(found)
+        candidates = found  # an expression reading a name refused refuses its others
 
 
 def stepped(function: ast.FunctionDef, loop: ast.For) -> tuple[tuple[str, int], ...]:

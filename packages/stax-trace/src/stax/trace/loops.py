@@ -223,7 +223,8 @@ class _Rewriter:
         self.code, self.function = code, function
         self.uses = loop_body.name_uses(function)  # before any loop of it is rewritten
         self.results = result_conversions.result_names(function)
-        self.converted: dict[int, str] = {}  # result names to convert, how (``convert_results``)
+        self.arithmetic = result_conversions.arithmetic_results(function)  # ``s + i + r``
+        self.converted: dict[int, Any] = {}  # result names to convert, how (``convert_results``)
         self.bindings = name_bindings(function)  # (node id or None, name)
         self.local_names = set(code.co_varnames)
         self.cell_names = set(code.co_cellvars)
@@ -259,7 +260,7 @@ class _Rewriter:
             rebinds = isinstance(node, ast.For) and target_bound(node)
             unread = loop_body.unread_after(self.uses, node, set(names[1]))
             floats = loop_counters.carried_floats(self.function, node, self.results,
-                                                  self.loops_around > 0) \
+                                                  self.loops_around > 0, self.arithmetic) \
                 if isinstance(node, ast.For) else frozenset()
             counted = loop_counters.counters(self.function, node, self.results) \
                 if isinstance(node, ast.While) else frozenset()
@@ -289,6 +290,9 @@ class _Rewriter:
         if form is not None and returned:
             self.converted.update(dict.fromkeys(returned, "int"))
         self.converted.update((at, "carried") for at, n in self.results.items() if n.id in floats)
+        self.converted.update((at, ("carried_arithmetic", names))
+                              for at, (_, names) in self.arithmetic.items()
+                              if all(n.id in floats for n in names))
         return self.lift(node, form, *names, rebinds, unread, bool(form and returned), floats,
                          steps, written)
 

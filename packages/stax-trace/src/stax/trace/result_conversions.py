@@ -70,6 +70,15 @@ def converted(conversion: Any, value: Any) -> Any:
                 return value
             conversion = "float"
         conversion = getattr(builtins, conversion)
+    elif isinstance(conversion, tuple):  # ``+ - *`` of carried floats and numbers
+        # (``arithmetic_results``), given its operands: traced where every traced one is a
+        # float a lifted loop carried (an array, a 0-d array of the user's: as it is)
+        carried = getattr(value.tracer, "carried_floats", ()) if isinstance(value, Proxy) \
+            else ()
+        if not carried or not all(id(v) in carried if isinstance(v, Proxy) else
+                                  type(v) in (int, float) for v in conversion[1:]):
+            return value
+        conversion = builtins.float
     kind = "item" if conversion is None else _BUILTINS.get(conversion)
     if kind is None or not isinstance(value, Proxy) or value.tracer.finished or \
             np.ndim(value.value) or np.asarray(value.value).dtype.kind not in "biufc" or \
@@ -152,6 +161,59 @@ def result_names(function: ast.FunctionDef) -> dict[int, ast.Name]:
     return found
 
 
+#: the operators of a returned expression of carried floats (``arithmetic_results``): IEEE
+#: double arithmetic on Python floats and NumPy float64 alike. Not ``/``, ``//``, ``%`` or
+#: ``**``: Python raises (``ZeroDivisionError``, ``OverflowError``) where NumPy gives inf or NaN
+EXACT_OPERATORS = (ast.Add, ast.Sub, ast.Mult)
+
+
+def arithmetic_results(function: ast.FunctionDef) -> dict[int, tuple[ast.expr, list[ast.Name]]]:
+    """The elements of ``function``'s own ``return`` displays that are arithmetic of names and
+    numbers (``return out, s + i + r``, ``1.0 - s``; ``EXACT_OPERATORS``, unary ``-``/``+``),
+    by id of the expression, with the Name nodes they read: where every name is a float a
+    lifted loop carried, the expression is the Python float eager computes (``"carried"``)."""
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FRAME_READS
+           for n in ast.walk(function)):
+        return {}
+    found: dict[int, tuple[ast.expr, list[ast.Name]]] = {}
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES) or isinstance(node, _HANDLED):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            _arithmetic_elements(node.value, found)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _arithmetic_elements(node: ast.expr, found: dict[int, tuple[ast.expr, list[ast.Name]]]
+                         ) -> None:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):
+        for element in node.elts if not isinstance(node, ast.Dict) else node.values:
+            _arithmetic_elements(element, found)
+    elif isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        names: list[ast.Name] = []
+        if _arithmetic(node, names) and names:
+            found[id(node)] = (node, names)
+
+
+def _arithmetic(node: ast.expr, names: list[ast.Name]) -> bool:
+    """Whether ``node`` is ``EXACT_OPERATORS`` and unary signs over names and numbers (its
+    names appended to ``names``)."""
+    if isinstance(node, ast.Name):
+        names.append(node)
+        return True
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, (ast.USub, ast.UAdd)) and _arithmetic(node.operand, names)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, EXACT_OPERATORS) and _arithmetic(node.left, names) and \
+            _arithmetic(node.right, names)
+    return False
+
+
 def _result_elements(node: ast.expr, found: dict[int, ast.Name]) -> None:
     if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):
         for element in node.elts if not isinstance(node, ast.Dict) else node.values:
@@ -160,11 +222,13 @@ def _result_elements(node: ast.expr, found: dict[int, ast.Name]) -> None:
         found[id(node)] = node
 
 
-def convert_results(function: ast.FunctionDef, kinds: dict[int, str]) -> None:
+def convert_results(function: ast.FunctionDef, kinds: dict[int, Any]) -> None:
     """Each Name node of ``kinds`` (result elements, ``result_names``, by id) wrapped in
-    ``converted`` with its kind: ``"int"`` (a lifted loop's last item, a counter) or
-    ``"carried"`` (a float a lifted loop carried): any Python value as it was, a traced 0-d
-    number a result converted to a Python int (float) each call."""
+    ``converted`` with its kind: ``"int"`` (a lifted loop's last item, a counter),
+    ``"carried"`` (a float a lifted loop carried) or ``("carried_arithmetic", names)`` (an
+    expression of such floats and numbers, ``arithmetic_results``, reading ``names``): any
+    Python value as it was, a traced 0-d number a result converted to a Python int (float)
+    each call."""
     def visit(node: ast.AST) -> None:
         for field, value in ast.iter_fields(node):
             if isinstance(value, list):
@@ -181,8 +245,12 @@ def convert_results(function: ast.FunctionDef, kinds: dict[int, str]) -> None:
     visit(function)
 
 
-def _converted_name(name: ast.Name, kind: str) -> ast.expr:
-    call = ast.Call(ast.Name(HELPER, ast.Load()), [ast.Constant(kind), name], [])
+def _converted_name(name: ast.expr, kind: str | tuple[str, list[ast.Name]]) -> ast.expr:
+    """``converted(kind, name)``; an arithmetic element's kind (``"carried_arithmetic"``, its
+    names) passes the names' values too: ``converted(("carried_arithmetic", s, i), s + i)``."""
+    how: ast.expr = ast.Constant(kind) if isinstance(kind, str) else ast.Tuple(
+        [ast.Constant(kind[0]), *[ast.Name(n.id, ast.Load()) for n in kind[1]]], ast.Load())
+    call = ast.Call(ast.Name(HELPER, ast.Load()), [how, name], [])
     return ast.copy_location(call, name)
 
 
