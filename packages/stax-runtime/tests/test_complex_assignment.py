@@ -150,3 +150,36 @@ def test_gathers_of_complex_arrays_as_eager():
         assert got.tobytes() == want.tobytes()
     with pytest.raises(IndexError):
         compiled(z, np.array([0, 40, 1, 2, 3, 4]))
+
+
+def _copied(real, z):
+    np.copyto(real, z, casting="unsafe")
+    return real
+
+
+def _assigned(x, z):
+    x[1:3] = z[1:3]
+    return x
+
+
+@pytest.mark.parametrize("fn", [_copied, _assigned])
+def test_complex_to_real_warnings_name_the_users_line(fn):
+    """``np.copyto(real, z, casting="unsafe")`` and ``x[1:3] = z[1:3]``: NumPy's ComplexWarning
+    from the user's line on every call, under Python's default filter once per line as eager
+    (it named Stax's ``ops.py`` line; copyto's own check copy warned a second time at capture,
+    taken for a constant's warning: the function ran eagerly)."""
+    z = _values(np.complex128)[:4]
+    line = fn.__code__.co_firstlineno + 1
+    compiled = stax.compile(fn, strict_native=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = fn(np.zeros(4), z)
+    for action, shown in (("always", 3), ("default", 1)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            globals().get("__warningregistry__", {}).clear()
+            for _ in range(3):
+                np.testing.assert_array_equal(compiled(np.zeros(4), z), want)
+        mine = [w for w in caught if w.category is np.exceptions.ComplexWarning]
+        assert [(w.filename, w.lineno) for w in mine] == [(__file__, line)] * shown, \
+            (action, [(w.filename, w.lineno) for w in mine])

@@ -18,6 +18,7 @@ capsule's error mask itself (``cpu/entry.py``).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import warnings
 from typing import Any
@@ -140,7 +141,9 @@ def forget_held() -> None:
     filter (a line warns once) the eager run's own warning would not show ("Degrees of freedom
     <= 0 for slice" was lost). Unmark them."""
     held, _target.unsettled = getattr(_target, "unsettled", None), None
-    for message, category, filename, lineno in held or ():
+    for message, category, filename, lineno, *scope in held or ():
+        if scope:  # (moved to the user's line: it left no mark there)
+            continue
         # held means shown: the filters passed it, so any mark it left is this call's
         unmark(message, category, lineno, getattr(module_of(filename), "__warningregistry__", None))
 
@@ -166,11 +169,35 @@ def _route_warnings() -> None:
              file: Any = None, line: Any = None) -> None:
         held = getattr(_target, "warnings", None)
         if held is not None and issubclass(category, RuntimeWarning):
-            held.append((message, category, filename, lineno))
+            held.append(_at_users_line(message, category, filename, lineno))
         else:
             shown(message, category, filename, lineno, file, line)
     show.held_by_stax_calls = True  # type: ignore[attr-defined]
     warnings.showwarning = show
+
+
+#: modules whose lines are not the user's: a warning there names the caller's line
+_NOT_USERS = ("stax.", "numpy", "warnings", "operator", "functools")
+
+
+def _at_users_line(message: Any, category: type[Warning], filename: str, lineno: int
+                   ) -> tuple[Any, ...]:
+    """A held warning: as issued, or where its line is Stax's own (a NumPy step's
+    implementation, ``stax.ir.ops``: ``y[key] = value`` casting complex values to real), at the
+    innermost line outside Stax and NumPy calling it (the step's call site on the user's line,
+    ``call_sites.py``) with that line's module, whose filters decide it when it is given, as
+    eager's (the mark it left at Stax's line taken back)."""
+    frame = sys._getframe(2)
+    while frame is not None and (frame.f_code.co_filename, frame.f_lineno) != (filename, lineno):
+        frame = frame.f_back
+    if frame is None or not frame.f_globals.get("__name__", "").startswith("stax."):
+        return message, category, filename, lineno
+    unmark(message, category, lineno, frame.f_globals.get("__warningregistry__"))
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_NOT_USERS):
+        frame = frame.f_back
+    if frame is None:
+        return message, category, filename, lineno
+    return message, category, frame.f_code.co_filename, frame.f_lineno, frame.f_globals
 
 
 def give_warnings(held: list[Any]) -> None:
@@ -178,8 +205,14 @@ def give_warnings(held: list[Any]) -> None:
     passed each one when NumPy issued it (and marked the line's registry, or the "once"
     registry): the filters are not asked again, which would drop it there."""
     _target.unsettled = None
-    for message, category, filename, lineno in held:
-        warnings.showwarning(message, category, filename, lineno)
+    for message, category, filename, lineno, *scope in held:
+        if scope:  # moved to the user's line (``_at_users_line``): its filters decide
+            warnings.warn_explicit(message, category, filename, lineno,
+                                   module=scope[0].get("__name__") or filename,
+                                   registry=scope[0].setdefault("__warningregistry__", {}),
+                                   module_globals=scope[0])
+        else:
+            warnings.showwarning(message, category, filename, lineno)
 
 
 _NO_CHANGE = contextlib.nullcontext()

@@ -148,9 +148,13 @@ class Proxy:
                 set(kwargs) <= {"where", "casting"}:
             (dst, src), kwargs = args[:2], {**dict(zip(("casting", "where"), args[2:])), **kwargs}
             where = kwargs.get("where", True)  # dst[...] = src where ``casting`` allows it
+            casting, plain = kwargs.get("casting", "same_kind"), _plain(src)
+            if casting == "unsafe" and np.iscomplexobj(plain) and \
+                    not np.iscomplexobj(dst.value):  # (its ComplexWarning: the assignment's)
+                plain = np.real(plain)
             with np.errstate(all="ignore"):  # its errors (the assignment's are its events)
-                np.copyto(np.copy(dst.value, order="K"), _plain(src), where=_plain(where),
-                          casting=kwargs.get("casting", "same_kind"))
+                np.copyto(np.copy(dst.value, order="K"), plain, where=_plain(where),
+                          casting=casting)
             if where is True:
                 dst[...] = src
             else:  # only where the mask is True: a select, the source cast as copyto casts

@@ -284,7 +284,9 @@ def _show_through_holding() -> Any:
         elif issubclass(category, RuntimeWarning) or not computing_traced_value():
             if not computing_traced_value():  # of a constant: a compiled version would
                 held.untraced.append(str(message))  # return it without warning again
-            held.hold(message, category, filename, lineno)
+            # a traced value's warning at Stax's own line (``stax.ir.ops``' ``y[key] = value``
+            # casting complex to real): at the user's line, as eager NumPy gives it
+            held.hold(message, category, *_users_line(message, category, filename, lineno))
         else:
             shown(message, category, filename, lineno, file, line)
     show.shown = shown  # type: ignore[attr-defined]
@@ -293,6 +295,20 @@ def _show_through_holding() -> Any:
 
 
 _holding = threading.local()  # this thread's HeldWarnings, while capture holds them
+
+
+def _users_line(message: Any, category: type[Warning], filename: str, lineno: int
+                ) -> tuple[str, int]:
+    """``filename:lineno``, or where that is Stax's own line, the user's line calling it (the
+    mark the warning left at Stax's line taken back: the user's line's filters decide)."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and (frame.f_code.co_filename, frame.f_lineno) != (filename, lineno):
+        frame = frame.f_back
+    if frame is None or not frame.f_globals.get("__name__", "").startswith("stax."):
+        return filename, lineno
+    unmark(message, category, lineno, frame.f_globals.get("__warningregistry__"))
+    user = user_frame(2)
+    return (filename, lineno) if user is None else (user.f_code.co_filename, user.f_lineno)
 
 
 def issuer() -> str:
