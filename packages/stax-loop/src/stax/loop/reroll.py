@@ -37,6 +37,7 @@ from stax.ir import contiguous_strides
 from .expr import Cast, Const, Expr, GuardedLoad, Index, IndirectLoad, Load, loads, postorder, rewrite
 from .index import Affine, linear_index
 from .ir import ComputedBuffer, ExternCall, Pointwise, Reduction, node_loads, rvar, xvar
+from .order_bound_scalars import inline_order_bound_scalars
 
 #: the fewest iterations worth one loop (two kernels cost about what one loop of two costs)
 MIN_RUN = 3
@@ -95,7 +96,9 @@ def reroll_updates(buffers: Sequence[Buffer], kept: Iterable[str] = (),
     check (a 0-d bool buffer nothing else reads: ``x[i] * 4`` of integer scalars must not
     overflow) is a satellite too, whose rerolled buffer one more reduction turns into one check."""
     checks = {} if checks is None else checks
-    out = list(buffers)
+    # values computed from the array an iteration updates, read by that update alone, inlined
+    # into it: the iteration is its update, which rerolls (``order_bound_scalars.py``)
+    out = inline_order_bound_scalars(buffers, _readers(buffers, kept, checks))
     try:
         while True:  # a nested loop: its inner loops first, then runs of those
             rolled = _reroll_once(out, _readers(out, kept, checks), checks)
