@@ -183,3 +183,22 @@ def test_complex_to_real_warnings_name_the_users_line(fn):
         mine = [w for w in caught if w.category is np.exceptions.ComplexWarning]
         assert [(w.filename, w.lineno) for w in mine] == [(__file__, line)] * shown, \
             (action, [(w.filename, w.lineno) for w in mine])
+
+
+def _assigned_then_raising(dst, z):
+    dst[:] = z
+    return dst + np.ones(3)  # a shape error: capture ends in the user's own error
+
+
+def test_the_warning_of_a_capture_that_raises_names_the_users_line():
+    """Capture ends in the user's error and gives the warnings it held: the ComplexWarning of
+    ``dst[:] = z`` named ``warnings.py`` (a probe's find: the walk to the user's line started
+    from the warnings module's frames, not from Stax's line)."""
+    line = _assigned_then_raising.__code__.co_firstlineno + 1
+    for fn in (_assigned_then_raising, stax.compile(_assigned_then_raising)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ValueError):
+                fn(np.zeros(4), np.arange(4) + 1j)
+        assert [(w.category, w.filename, w.lineno) for w in caught] == \
+            [(np.exceptions.ComplexWarning, __file__, line)]

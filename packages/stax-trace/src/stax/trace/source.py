@@ -307,8 +307,10 @@ def _users_line(message: Any, category: type[Warning], filename: str, lineno: in
     if frame is None or not frame.f_globals.get("__name__", "").startswith("stax."):
         return filename, lineno
     unmark(message, category, lineno, frame.f_globals.get("__warningregistry__"))
-    user = user_frame(2)
-    return (filename, lineno) if user is None else (user.f_code.co_filename, user.f_lineno)
+    # outward from Stax's line (from here, the warnings module's own frames come first)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_SKIP_PREFIXES):
+        frame = frame.f_back
+    return (filename, lineno) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
 def issuer() -> str:
