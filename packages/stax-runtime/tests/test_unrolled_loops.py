@@ -285,3 +285,32 @@ def test_returned_arithmetic_of_carried_floats_lifts():
     got, want = divided(0.3, 0.1, 0.99, 0.01, 30), _sir_divided(0.3, 0.1, 0.99, 0.01, 30)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1]
+
+
+def _with_a_numpy_scalar(x, n):
+    out, s = np.zeros(n), 0.0
+    for k in range(n):
+        m = x[k]
+        s = s + 0.1
+        out[k] = s
+    return out, s + m  # m an np.float32: eager's sum is a float32
+
+
+def _with_a_bool(x, n):
+    out, s = np.zeros(n), 0.0
+    for k in range(n):
+        flag = True
+        s = s + 0.5
+        out[k] = s
+    return out, s + flag
+
+
+@pytest.mark.parametrize("fn", [_with_a_numpy_scalar, _with_a_bool])
+def test_returned_arithmetic_reading_another_kind_of_value_keeps_eagers_type(fn):
+    """A returned element of a carried float and a name that is no Python float the loop
+    carries (a review's find): lifted, the float was a traced float64 and the element
+    np.float64 where eager gives np.float32 (or a Python float); the loop unrolls."""
+    x = np.arange(100, dtype=np.float32) / 3
+    got, want = stax.compile(fn)(x, 60), fn(x, 60)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert type(got[1]) is type(want[1]) and got[1] == want[1]

@@ -8,7 +8,9 @@ before it), so rerolling (``reroll.py``) cannot compute every iteration's value 
 buffer: the order of the iterations matters, and the run stayed unrolled. 20 steps were 41
 kernels and a second of compiling on a first call.
 
-Where such a value is read by that one update only, it is inlined there: the update computes
+Where such a value is read by that one update only, and reads none of the positions the update
+writes (it would see what the update wrote before it: a row normalized by its own sum), it is
+inlined there: the update computes
 it where it reads it (under the same guard, so once, with the same floating-point events), the
 iteration is its update alone, and the run rerolls into one loop run in order. Only 0-d
 element-wise values are inlined, and only small ones (``MAX_NODES``): a value the update read
@@ -17,13 +19,14 @@ at every element would be computed at every element.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import replace
 
 from .context import guarded
-from .expr import Const, Expr, GuardedLoad, Load, Select, postorder, rewrite
-from .ir import ComputedBuffer, ExternCall, Pointwise, node_loads
+from .expr import Const, Expr, GuardedLoad, Load, Select, loads, postorder, rewrite
+from .ir import ComputedBuffer, ExternCall, Pointwise, node_loads, xvar
 
 Buffer = ComputedBuffer | ExternCall
 
@@ -31,6 +34,8 @@ Buffer = ComputedBuffer | ExternCall
 MAX_NODES = 64
 #: the most elements of an update that reads the value unguarded (computed at each of them)
 MAX_UNGUARDED = 16
+#: the most elements of an update whose written positions are enumerated (``_reads_apart``)
+MAX_WRITTEN = 4096
 
 
 def inline_order_bound_scalars(buffers: Sequence[Buffer], readers: dict[str, set[str]]
@@ -48,8 +53,11 @@ def inline_order_bound_scalars(buffers: Sequence[Buffer], readers: dict[str, set
         found = readers.get(s.name, set())
         update = by_name.get(next(iter(found))) if len(found) == 1 else None
         if not isinstance(update, ComputedBuffer) or update.updates is None or \
-                not isinstance(update.data, Pointwise):
+                not isinstance(update.data, Pointwise) or update.store_offset is not None or \
+                update.ordered:
             continue
+        if not _reads_apart(s, update):
+            continue  # computed inside the update, it would read what the update wrote
         reads = [ld for ld in node_loads(update) if ld.buffer == s.name]
         once = all(type(ld) is GuardedLoad for ld in reads) or \
             math.prod(update.ranges) <= MAX_UNGUARDED  # (else computed at every element)
@@ -67,6 +75,22 @@ def inline_order_bound_scalars(buffers: Sequence[Buffer], readers: dict[str, set
             b = replace(b, data=replace(b.data, body=_inlined(b.data.body, inlined)))
         out.append(b)
     return out
+
+
+def _reads_apart(s: ComputedBuffer, update: ComputedBuffer) -> bool:
+    """Whether every read ``s`` makes of the array ``update`` updates lies outside the region
+    the update writes (``s, i, r = out[k]; out[k] = out[k] / (s + i + r)`` reads the row it
+    writes: inside the update, a later element would see an earlier one's new value)."""
+    reads = [ld for ld in loads(s.data.body) if ld.buffer == update.updates]
+    if any(not isinstance(ld, Load) or ld.index.terms for ld in reads):
+        return False  # computed positions, or a loop's (a 0-d value has none)
+    if math.prod(update.ranges) > MAX_WRITTEN:
+        return False
+    index = update.store_index
+    written = {index.const + sum(c * point[v] for v, c in index.terms)
+               for point in (dict(zip([xvar(d) for d in range(len(update.ranges))], at))
+                             for at in itertools.product(*(range(n) for n in update.ranges)))}
+    return all(ld.index.const not in written for ld in reads)
 
 
 def _scalar(b: Buffer) -> bool:

@@ -40,6 +40,11 @@ class LoopSite:
     #: a ``for`` loop's locals it may carry as Python floats (``loop_counters.carried_floats``):
     #: inputs and results of the lifted step where they hold floats, returned as floats
     floats: frozenset[str] = frozenset()
+    #: the names of each returned element of arithmetic on such floats (``return out, s + i``;
+    #: ``result_conversions.arithmetic_results``): the loop lifts only where each of a group's
+    #: names holds a Python float it carries (a NumPy scalar among them keeps eager's promotion
+    #: only unrolled)
+    float_groups: tuple[frozenset[str], ...] = ()
     #: a ``for`` loop's counters and what an iteration adds to each (``n += 1``;
     #: ``loop_counters.stepped``): a lifted step computes them from its item
     steps: tuple[tuple[str, int], ...] = ()

@@ -290,17 +290,19 @@ class _Rewriter:
         if form is not None and returned:
             self.converted.update(dict.fromkeys(returned, "int"))
         self.converted.update((at, "carried") for at, n in self.results.items() if n.id in floats)
-        self.converted.update((at, ("carried_arithmetic", names))
-                              for at, (_, names) in self.arithmetic.items()
-                              if all(n.id in floats for n in names))
+        groups = [(at, names) for at, (_, names) in self.arithmetic.items()
+                  if names and all(n.id in floats for n in names)]
+        self.converted.update((at, ("carried_arithmetic", names)) for at, names in groups)
         return self.lift(node, form, *names, rebinds, unread, bool(form and returned), floats,
-                         steps, written)
+                         steps, written,
+                         tuple(frozenset(n.id for n in names) for _, names in groups))
 
     def lift(self, node: ast.For, form: BreakForm | None, params: list[str],
              assigned: list[str], mutated: list[str], rebound: list[str], binds_target: bool,
              unread: frozenset[str], item_returned: bool = False,
              floats: frozenset[str] = frozenset(), steps: tuple[tuple[str, int], ...] = (),
-             written: list[ast.stmt] | None = None) -> list[ast.stmt]:
+             written: list[ast.stmt] | None = None,
+             float_groups: tuple[frozenset[str], ...] = ()) -> list[ast.stmt]:
         number = len(self.sites)
         rows = rows_of(node, self.local_names, assigned)
         if rows is not None and rows[0] not in params:
@@ -322,7 +324,8 @@ class _Rewriter:
                                    bound_first, loop_body.effects(statements, target), scratch,
                                    loop_body.rebound_before_update(written, mutated),
                                    stops=form is not None, item_returned=item_returned,
-                                   floats=floats, target_unread=target in unread,
+                                   floats=floats, float_groups=float_groups,
+                                   target_unread=target in unread,
                                    steps=steps, own_buffers=own_buffers(
                                        self.function, node, {*mutated, *rebound})))
         body_name, item = f"__stax_body_{number}", ITEM_ARGUMENT
