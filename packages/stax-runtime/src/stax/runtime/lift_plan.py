@@ -168,6 +168,18 @@ def carried_float(site: LoopSite, name: str, value: Any) -> bool:
     return name in site.floats and type(read_value(value)) is float
 
 
+def uncarried_group(site: LoopSite, state: dict[str, Any]) -> str | None:
+    """Why the loop cannot lift where a returned element of arithmetic on its floats
+    (``return out, s + i``: ``LoopSite.float_groups``) reads a name that is not a Python float
+    it carries (an ``np.float32``: lifted, the element would be a float64), else None."""
+    for group in site.float_groups:
+        others = sorted(n for n in group if not carried_float(site, n, state.get(n)))
+        if others:
+            return f"a returned expression of its floats reads {others[0]!r}, not a Python " \
+                "float the loop carries"
+    return None
+
+
 def read_value(value: Any) -> Any:
     """A followed scalar's value (not read: no key entry), else ``value``."""
     return value.value if isinstance(value, TracedScalar) else value

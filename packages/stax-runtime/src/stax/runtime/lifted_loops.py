@@ -57,7 +57,7 @@ from .api import CompiledFunction
 from .enclosing_items import begin_span, enclosing_items, spanning
 from .item_loop_runs import LAST_ITEM, ItemLoopRun
 from .item_uses import ITEM, check_item_uses
-from .lift_plan import carried_float, carried_scalar, plan_step, scalar_inputs, taking_bases
+from .lift_plan import carried_scalar, plan_step, scalar_inputs, taking_bases, uncarried_group
 from .lifted_first_runs import Unstable, first_run
 from .lifted_steps import record_step, unrolls
 from .result_identities import identities, standing_order
@@ -85,12 +85,7 @@ def lift(tracer: Any, site: LoopSite, body: Any, whole: Any, items: range,
             ((begin is not None or ends is not None) and counted):
         return unrolls(site, "its start or stop is computed from data (not the enclosing "
                              "loop's item plus an int), or it steps a counter")
-    for group in site.float_groups:  # ``return out, s + i``: each a float the loop carries
-        others = sorted(n for n in group if not carried_float(site, n, state.get(n)))
-        if others:
-            return unrolls(site, f"a returned expression of its floats reads {others[0]!r}, "
-                                 "not a Python float the loop carries")
-    plan = plan_step(tracer, site, state, counted)
+    plan = uncarried_group(site, state) or plan_step(tracer, site, state, counted)
     if isinstance(plan, str):
         return unrolls(site, plan)
     inputs, constants, outputs, views = plan
