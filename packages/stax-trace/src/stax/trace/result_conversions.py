@@ -146,19 +146,7 @@ def result_names(function: ast.FunctionDef) -> dict[int, ast.Name]:
     """The names ``function``'s own ``return`` statements read as elements of their results
     (``return x, k``), by id of their Name node: what ``converted`` may keep traced (a loop's
     target after a ``break``, ``loops``); none where the function reads its frame."""
-    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FRAME_READS
-           for n in ast.walk(function)):
-        return {}
-    found: dict[int, ast.Name] = {}
-    stack: list[ast.AST] = list(function.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _SCOPES) or isinstance(node, _HANDLED):
-            continue
-        if isinstance(node, ast.Return) and node.value is not None:
-            _result_elements(node.value, found)
-        stack.extend(ast.iter_child_nodes(node))
-    return found
+    return {id(e): e for e in _returned_elements(function) if isinstance(e, ast.Name)}
 
 
 #: the operators of a returned expression of carried floats (``arithmetic_results``): IEEE
@@ -172,30 +160,40 @@ def arithmetic_results(function: ast.FunctionDef) -> dict[int, tuple[ast.expr, l
     numbers (``return out, s + i + r``, ``1.0 - s``; ``EXACT_OPERATORS``, unary ``-``/``+``),
     by id of the expression, with the Name nodes they read: where every name is a float a
     lifted loop carried, the expression is the Python float eager computes (``"carried"``)."""
+    found: dict[int, tuple[ast.expr, list[ast.Name]]] = {}
+    for element in _returned_elements(function):
+        names: list[ast.Name] = []
+        if isinstance(element, (ast.BinOp, ast.UnaryOp)) and _arithmetic(element, names) and \
+                names:
+            found[id(element)] = (element, names)
+    return found
+
+
+def _returned_elements(function: ast.FunctionDef) -> list[ast.expr]:
+    """The elements of the displays (tuples, lists, dict values, nested) ``function``'s own
+    ``return`` statements return, outside ``try``/``with`` bodies; none where the function
+    reads its frame (``locals()`` would show the rewrite's helper)."""
     if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FRAME_READS
            for n in ast.walk(function)):
-        return {}
-    found: dict[int, tuple[ast.expr, list[ast.Name]]] = {}
+        return []
+    found: list[ast.expr] = []
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
         if isinstance(node, _SCOPES) or isinstance(node, _HANDLED):
             continue
         if isinstance(node, ast.Return) and node.value is not None:
-            _arithmetic_elements(node.value, found)
+            _display_elements(node.value, found)
         stack.extend(ast.iter_child_nodes(node))
     return found
 
 
-def _arithmetic_elements(node: ast.expr, found: dict[int, tuple[ast.expr, list[ast.Name]]]
-                         ) -> None:
+def _display_elements(node: ast.expr, found: list[ast.expr]) -> None:
     if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):
         for element in node.elts if not isinstance(node, ast.Dict) else node.values:
-            _arithmetic_elements(element, found)
-    elif isinstance(node, (ast.BinOp, ast.UnaryOp)):
-        names: list[ast.Name] = []
-        if _arithmetic(node, names) and names:
-            found[id(node)] = (node, names)
+            _display_elements(element, found)
+    else:
+        found.append(node)
 
 
 def _arithmetic(node: ast.expr, names: list[ast.Name]) -> bool:
@@ -212,14 +210,6 @@ def _arithmetic(node: ast.expr, names: list[ast.Name]) -> bool:
         return isinstance(node.op, EXACT_OPERATORS) and _arithmetic(node.left, names) and \
             _arithmetic(node.right, names)
     return False
-
-
-def _result_elements(node: ast.expr, found: dict[int, ast.Name]) -> None:
-    if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):
-        for element in node.elts if not isinstance(node, ast.Dict) else node.values:
-            _result_elements(element, found)
-    elif isinstance(node, ast.Name):
-        found[id(node)] = node
 
 
 def convert_results(function: ast.FunctionDef, kinds: dict[int, Any]) -> None:
