@@ -167,9 +167,7 @@ def _registered() -> dict[str, str]:
     """Each registered operation (``"unary exp"``) and the module registering it."""
     tables = {"unary": registry.UNARY, "binary": registry.BINARY, "scan": registry.SCANS,
               "reduction": registry.REDUCTIONS, "two-pass": registry.TWO_PASSES}
-    return {f"{what} {name}": getattr(entry[1] if isinstance(entry, tuple) else entry,
-                                      "identity", entry[1] if isinstance(entry, tuple) else entry
-                                      ).__module__
+    return {f"{what} {name}": getattr(entry, "identity", entry).__module__
             for what, table in tables.items() for name, entry in table.items()}
 
 

@@ -235,4 +235,4 @@ SHADOW = Accumulator(0, lambda em, node: [], lambda em, node, accs, x, checked: 
 
 for _kind in KINDS:
     reduction(_kind, Accumulator(2, arg_identity, _one_pass_step, lambda em, result: result[1]))
-    two_passes(_kind, Accumulator(3, _identity, _step, lambda em, result: list(result)), _found)
+    two_passes(_kind, Accumulator(3, _identity, _step, lambda em, result: list(result)))

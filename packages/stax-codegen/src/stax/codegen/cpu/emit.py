@@ -496,7 +496,7 @@ class KernelEmitter(LoopShapes, FloatEvents):
         with its own accumulators in the one pass (``row_jam.py``)."""
         # an arg reduction carries its extreme here, its index is found after (``first_index``)
         shadow = arg_blocks.shadows(nodes)  # a max beside an argmax: its pass one
-        accumulators = [arg_blocks.SHADOW if i in shadow else TWO_PASSES[n.data.reduction_type][0]
+        accumulators = [arg_blocks.SHADOW if i in shadow else TWO_PASSES[n.data.reduction_type]
                         if n.data.reduction_type in TWO_PASSES
                         else accumulator(n.data.reduction_type) for i, n in enumerate(nodes)]
         b = self.builder

@@ -78,10 +78,9 @@ BINARY: dict[str, BinaryEmitter] = {}
 TERNARY: dict[str, TernaryEmitter] = {}
 REDUCTIONS: dict[str, Accumulator] = {}
 SCANS: dict[str, ScanStep] = {}
-#: reductions emitted in two passes (``arg_blocks.py``): pass one's accumulator, and
-#: ``found(em, node, x, best, nan, past)``, the candidate flat index of pass two (an unsigned
-#: minimum over the block pass one kept, ``past`` where none)
-TWO_PASSES: dict[str, tuple[Accumulator, Callable[..., ir.Value]]] = {}
+#: reductions emitted in two passes (``arg_blocks.py``: pass two reads the block pass one
+#: kept), by kind: pass one's accumulator
+TWO_PASSES: dict[str, Accumulator] = {}
 
 F = TypeVar("F")
 
@@ -119,8 +118,8 @@ def reduction(kind: str, accumulator: Accumulator) -> None:
     _register(REDUCTIONS, "reduction", (kind,))(accumulator)
 
 
-def two_passes(kind: str, pass_one: Accumulator, found: Callable[..., ir.Value]) -> None:
-    _register(TWO_PASSES, "two-pass reduction", (kind,))((pass_one, found))
+def two_passes(kind: str, pass_one: Accumulator) -> None:
+    _register(TWO_PASSES, "two-pass reduction", (kind,))(pass_one)
 
 
 def _lookup(table: dict[str, Any], what: str, name: str) -> Any:
