@@ -18,14 +18,13 @@ capsule's error mask itself (``cpu/entry.py``).
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import warnings
 from typing import Any
 
 import numpy as np
 
-from stax.ir.warning_marks import unmark
+from stax.ir.warning_marks import moved_to_user, unmark
 
 from .call_sites import module_of
 from .cpu.fpevents import DIVIDE, INVALID, OVERFLOW, UNDERFLOW
@@ -176,25 +175,12 @@ def _route_warnings() -> None:
     warnings.showwarning = show
 
 
-#: modules whose lines are not the user's: a warning there names the caller's line
-_NOT_USERS = ("stax.", "numpy", "warnings", "operator", "functools")
-
-
 def _at_users_line(message: Any, category: type[Warning], filename: str, lineno: int
                    ) -> tuple[Any, ...]:
-    """A held warning: as issued, or where its line is Stax's own (a NumPy step's
-    implementation, ``stax.ir.ops``: ``y[key] = value`` casting complex values to real), at the
-    innermost line outside Stax and NumPy calling it (the step's call site on the user's line,
-    ``call_sites.py``) with that line's module, whose filters decide it when it is given, as
-    eager's (the mark it left at Stax's line taken back)."""
-    frame = sys._getframe(2)
-    while frame is not None and (frame.f_code.co_filename, frame.f_lineno) != (filename, lineno):
-        frame = frame.f_back
-    if frame is None or not frame.f_globals.get("__name__", "").startswith("stax."):
-        return message, category, filename, lineno
-    unmark(message, category, lineno, frame.f_globals.get("__warningregistry__"))
-    while frame is not None and frame.f_globals.get("__name__", "").startswith(_NOT_USERS):
-        frame = frame.f_back
+    """A held warning: as issued, or where its line is Stax's own, at the user's line calling
+    it (``warning_marks.moved_to_user``: the step's call site, ``call_sites.py``) with that
+    line's module, whose filters decide it when it is given, as eager's."""
+    frame = moved_to_user(message, category, filename, lineno)
     if frame is None:
         return message, category, filename, lineno
     return message, category, frame.f_code.co_filename, frame.f_lineno, frame.f_globals

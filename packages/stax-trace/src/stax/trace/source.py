@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from stax.ir import UnsupportedError
-from stax.ir.warning_marks import unmark
+from stax.ir.warning_marks import moved_to_user, unmark
 
 _SKIP_PREFIXES = ("stax.", "numpy", "operator", "functools")
 _STDLIB = os.path.join(sysconfig.get_paths()["stdlib"], "")
@@ -299,17 +299,9 @@ _holding = threading.local()  # this thread's HeldWarnings, while capture holds 
 
 def _users_line(message: Any, category: type[Warning], filename: str, lineno: int
                 ) -> tuple[str, int]:
-    """``filename:lineno``, or where that is Stax's own line, the user's line calling it (the
-    mark the warning left at Stax's line taken back: the user's line's filters decide)."""
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None and (frame.f_code.co_filename, frame.f_lineno) != (filename, lineno):
-        frame = frame.f_back
-    if frame is None or not frame.f_globals.get("__name__", "").startswith("stax."):
-        return filename, lineno
-    unmark(message, category, lineno, frame.f_globals.get("__warningregistry__"))
-    # outward from Stax's line (from here, the warnings module's own frames come first)
-    while frame is not None and frame.f_globals.get("__name__", "").startswith(_SKIP_PREFIXES):
-        frame = frame.f_back
+    """``filename:lineno``, or where that is Stax's own line, the user's line calling it
+    (``warning_marks.moved_to_user``)."""
+    frame = moved_to_user(message, category, filename, lineno)
     return (filename, lineno) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
