@@ -448,14 +448,19 @@ class Executable:
         return precise.run(*arrays)
 
     def entry(self, inputs: list[np.ndarray], slow: Callable[..., Any],
-              scalars: tuple[tuple[int, str], ...] = ()) -> Entry | str:
+              scalars: tuple[tuple[int, str], ...] = (), gates: tuple[Any, ...] = (),
+              live: np.ndarray | None = None) -> Entry | str:
         """A machine-code entry ``f(*arrays) -> output`` specialized to the layouts of ``inputs``
         that hands every other call to ``slow`` (``cpu/entry.py``), or why there is none;
         ``scalars``: inputs the call passes as Python or NumPy scalars, with their kinds
-        (``inputs`` has their 0-d arrays)."""
+        (``inputs`` has their 0-d arrays); ``gates``: the outcomes of the data gates
+        ``check_gates`` checks (``cpu/entry_gates.EntryGate``), tested while ``live[0]`` is
+        not zero."""
+        if len(gates) != (self._gates[0] if self._gates is not None else 0):
+            return "its data gates are not the ones its call checks"
         return make_entry(self.artifact, self.module, inputs, slow, self._cache,
                           self._hooks["native"], self._hooks["report_late"], scalars,
-                          judge(self._hooks["report_events"]), self._precise_left)
+                          judge(self._hooks["report_events"]), self._precise_left, gates, live)
 
     def item_loop(self, inputs: list[np.ndarray], item: int | None, carried: dict[int, int],
                   exit: int | None = None) -> ItemLoop | str:

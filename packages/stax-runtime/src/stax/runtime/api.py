@@ -543,12 +543,14 @@ class CompiledFunction(RecentCalls, OtherBranches, Reports, DirectCalls, DeviceC
         predicates = getattr(version.generic, "predicates", ())
         given, served = CallValues(args, self._names) if not kwargs else None, \
             served_exactly(sigma, pattern, self._versions) if version.generic else None
-        if predicates and not freed:  # another outcome's version's entry before dispatch
-            version.entry_key = key
+        make_entry, tested = (make_entry, False) if gate_check is None or make_entry is None \
+            else gate_check.testing(make_entry)  # its gates tested by the entry itself
+        if (predicates or tested) and not freed:  # another outcome's version's entry before
+            version.entry_key = key  # dispatch (another branch's: ``entry_gates``)
             dispatch = next((v.entry.function for v in reversed(self._versions) if v.entry_key ==
                              key and v.entry is not None and v.free is None), dispatch)
-        if make_entry is not None and version.gates is None and placement is None and \
-                not kwargs and not self._sets_errstate and \
+        if make_entry is not None and (version.gates is None or tested) and \
+                placement is None and not kwargs and not self._sets_errstate and \
                 not (capture.writeback and capture.writeback_plan().views):
             clock = time.perf_counter()  # the entry decides which results it can return
             entry = compiled_entry(make_entry, key, leaves, slots, plain_args, dispatch,
@@ -561,8 +563,7 @@ class CompiledFunction(RecentCalls, OtherBranches, Reports, DirectCalls, DeviceC
             version.gates is None and not self._free and placement is None and \
             not self._sets_errstate  # machine-code entries per size, as calls repeat one
         if version.generic is not None and flat_call and version.gates is None and \
-                not self._free and placement is None and \
-                not self._sets_errstate and \
+                not self._free and placement is None and not self._sets_errstate and \
                 (not plain_args or sized_scalars(version.generic)):  # scalars among them
             version.sized_entries = {}  # key entries per layout (``sized_entries.py``)
         if version.entry is None and (version.gates is None or gate_check is not None) and \

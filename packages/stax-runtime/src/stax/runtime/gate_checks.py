@@ -26,11 +26,13 @@ NumPy selection per call, replayed before the kernels).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from stax.codegen.cpu.entry_gates import EntryGate
 from stax.ir import (
     GATE_CONVERSIONS,
     LIFTED_LOOP,
@@ -290,13 +292,58 @@ class GateCheck:
     """Compares a call's gate values with the traced outcomes (``GateMismatch`` when they
     differ); ``passed`` counts the calls that matched. ``active`` is cleared when the program's
     values differ from NumPy's on the inputs it was traced on (a compiler defect: its gates
-    are then replayed, and the values not compared)."""
+    are then replayed, and the values not compared); ``live`` says so to a machine-code entry
+    that tests them itself (``entry_gates``)."""
 
     def __init__(self, capture: GraphProgram) -> None:
         by_name = {node.name: node for node in capture.graph.nodes}
         self.checks = [(_conversion(g.kind, by_name.get(g.node)), g.value) for g in capture.gates]
-        self.active = True
-        self.passed = 0
+        self._kinds = [g.kind for g in capture.gates]
+        #: read by a machine-code entry testing the gates: nonzero while active, and the
+        #: calls it found to match (``stax.codegen.cpu.entry_gates``)
+        self.live = np.array([1, 0], np.int64)
+        self._passed = 0
+
+    @property
+    def passed(self) -> int:
+        return self._passed + int(self.live[1])
+
+    @property
+    def active(self) -> bool:
+        return bool(self.live[0])
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        self.live[0] = int(value)
+
+    def entry_gates(self) -> tuple[EntryGate, ...] | None:
+        """What a machine-code entry compares each gate's program value with, or None where
+        one is read as something it does not compare (a list): the bool a branch took; the
+        count a mask's shape was made from (``counted_shape``); an int an integer read."""
+        gates = []
+        for kind, (convert, expected) in zip(self._kinds, self.checks):
+            if convert is GATE_CONVERSIONS["bool"] and type(expected) is bool:
+                gates.append(EntryGate("truth", expected))
+            elif kind in ("int", "index") and convert is GATE_CONVERSIONS[kind] and \
+                    type(expected) is int:
+                gates.append(EntryGate("equal", expected))
+            elif convert is not GATE_CONVERSIONS.get(kind):  # a shape from a count
+                count = _first_int(expected)
+                if count is None or not same_outcome(convert(count), expected):
+                    return None
+                gates.append(EntryGate("equal", count))
+            else:
+                return None
+        return tuple(gates)
+
+    def testing(self, make_entry: Callable[..., Any]) -> tuple[Callable[..., Any], bool]:
+        """``make_entry`` (an executable's ``entry``), the machine-code entry it makes testing
+        these gates itself (``entry_gates``), and whether it does: as it is, and False, where
+        the entry cannot test them."""
+        gates = self.entry_gates()
+        if gates is None:
+            return make_entry, False
+        return functools.partial(make_entry, gates=gates, live=self.live), True
 
     def __call__(self, *values: Any) -> None:
         if not self.active:
@@ -304,7 +351,16 @@ class GateCheck:
         for (convert, expected), value in zip(self.checks, values):
             if not same_outcome(convert(value), expected):
                 raise GateMismatch("a data gate took another branch", _outcomes(self.checks, values))
-        self.passed += 1
+        self._passed += 1
+
+
+def _first_int(value: Any) -> int | None:
+    """The first ``int`` in a shape, or in a list of shapes (a count's shape: ``counted_shape``)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, (tuple, list)) and value:
+        return _first_int(value[0])
+    return None
 
 
 def _outcomes(checks: list[tuple[Callable[[Any], Any], Any]], values: tuple[Any, ...]
@@ -345,3 +401,4 @@ def check_in_program(executable: Any, call_flat: Callable[..., list[Any]],
         check(*flat[-count:])
         return flat[:-count]
     return checked, check
+

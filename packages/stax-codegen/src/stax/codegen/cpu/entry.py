@@ -36,10 +36,10 @@ so a call handed to ``slow`` finds its arguments untouched. The guard adds what 
 write-back checks (``runners.writeback_runner``): each updated argument writable and apart from
 every other argument in memory (the bounds ``np.may_share_memory`` compares); a layout whose
 elements share memory gets no entry. A function that returns an updated argument gets the
-caller's own array. Buffers the storage plan puts in one block share one
-allocation (the result's own array when a result lives there, else bytes: kernels read only
-data pointers). The IR holds no addresses — they live in a context table
-filled at load time — so it is cached on disk with the kernels' object code.
+caller's own array. Buffers the storage plan puts in one block share one allocation (the
+result's own array when a result lives there, else bytes: kernels read only data pointers).
+Data gates checked in the program are tested after the kernels (``entry_gates.py``). The IR
+holds no addresses (a context table filled at load time), so it is cached on disk.
 """
 
 from __future__ import annotations
@@ -60,12 +60,14 @@ from .blas import numpys_gemm
 from .entry_api import Layout, MethodDef, api_addresses, array_layout, entry_available
 from .entry_blas import Product, emit_product, product, refusal
 from .entry_events import report_late, settle_events, underflow_ignored
-from .entry_layouts import block_layout, byte_span, shared_block
+from .entry_gates import EntryGate, emit_gates, tested_gates
+from .entry_layouts import apart, block_layout, same_extents, shared_block
 from .entry_results import (
     build,
     buildable,
     builder_signatures,
     convert,
+    converted_leaf,
     leaf_conversions,
     nesting_of,
     signatures,
@@ -85,8 +87,8 @@ CTX_ARRAY_TYPE, CTX_SLOW, CTX_VECTORCALL, CTX_NEW, CTX_RETURN, CTX_DECREF, CTX_I
     CTX_HITS, CTX_TUPLE_NEW, CTX_TUPLE_SET, CTX_CONTEXTVAR_GET, CTX_ERRSTATE, CTX_NONE, \
     CTX_LAUNCH, CTX_REPORT, CTX_LONG, CTX_GEMM32, CTX_GEMM64, CTX_REST, CTX_SAVE, CTX_RESTORE, \
     CTX_TO_FLOAT, CTX_TO_INT, CTX_IS_TRUE, CTX_TO_BOOL, CTX_LIST_NEW, CTX_LIST_SET, \
-    CTX_DICT_NEW, CTX_DICT_SET, CTX_AS_LONG, CTX_SETTLE, CTX_TRUE, CTX_PRECISE, \
-    CTX_FIXED = range(34)
+    CTX_DICT_NEW, CTX_DICT_SET, CTX_AS_LONG, CTX_SETTLE, CTX_TRUE, CTX_PRECISE, CTX_GATES, \
+    CTX_FIXED = range(35)
 #: the context slots of the conversions of results to Python numbers (``entry_results.py``)
 _CONVERTERS = {"PyNumber_Float": CTX_TO_FLOAT, "PyNumber_Long": CTX_TO_INT,
                "PyObject_IsTrue": CTX_IS_TRUE, "PyBool_FromLong": CTX_TO_BOOL}
@@ -98,12 +100,6 @@ NPY_ARRAY_WRITEABLE = 0x0400
 NONE_RESULT = -2
 #: the slot of a constant result, less its position among ``EntryPlan.constants``
 CONST_RESULT = -3
-
-
-def _converted_leaf(tree: Any) -> bool:
-    """A result converted to a Python number (a lifted loop's carried float): to the item loop,
-    which carries its 0-d buffer, a result as any other."""
-    return tree.kind == "python" and len(tree.children) == 1 and tree.children[0].kind == "leaf"
 
 
 @dataclass(frozen=True)
@@ -159,15 +155,20 @@ class EntryPlan:
     #: the executable has precise kernels, which a call starts with while a word says so
     #: (``Executable._precise_left``, at ``CTX_PRECISE``): such a call goes to ``slow``
     precise: bool = False
+    #: the data gates it tests after the early kernels, ``(slot, dtype, gate)`` each
+    #: (``entry_gates.py``): the last results of the artifact, not the user's
+    gates: tuple[tuple[int, str, EntryGate], ...] = ()
 
     @staticmethod
     def of(artifact: KernelArtifact, input_layouts: list[tuple[tuple[int, ...], tuple[int, ...]]],
            loop: bool = False, pool: NativePool | None = None,
-           scalars: tuple[tuple[int, str], ...] = ()) -> EntryPlan | str:
+           scalars: tuple[tuple[int, str], ...] = (), gates: tuple[EntryGate, ...] = ()
+           ) -> EntryPlan | str:
         """The plan, or why this artifact gets no entry. ``loop``: the slots of a lifted loop's
         body (``item_loop.py``), which allocates its buffers itself, calls parallel kernels over
         their whole range and takes a constant result as slot -1. ``pool``: the native pool
-        that runs parallel kernels (None: they have no entry)."""
+        that runs parallel kernels (None: they have no entry). ``gates``: what the last
+        results, data-gate values, must be (``entry_gates.py``)."""
         if (refused := refusal(artifact.externs, loop)) is not None:
             return refused
         gemm = numpys_gemm() if artifact.externs else None
@@ -179,11 +180,12 @@ class EntryPlan:
             return "it writes over an argument"
         tree = artifact.output_tree
         if not buildable(tree) or (loop and (tree.kind not in ("leaf", "tuple") or any(
-                c.kind != "leaf" and not _converted_leaf(c) for c in tree.children))):
+                c.kind != "leaf" and not converted_leaf(c) for c in tree.children))):
             return "its results are not one array or a tuple of arrays (or tuples of them)"
         # the user's results; after them, an updated argument's final value (``overwrites``)
-        n_user = tree.num_leaves
-        user, finals = artifact.outputs[:n_user], artifact.outputs[n_user:]
+        n_user, n_all = tree.num_leaves, len(artifact.outputs) - len(gates)
+        user, finals, gated = artifact.outputs[:n_user], artifact.outputs[n_user:n_all], \
+            artifact.outputs[n_all:]
         dtypes = {b.name: b.dtype for b in artifact.buffers}
         conversions = leaf_conversions(tree, [dtypes.get(o.get("buffer")) for o in user])
         if isinstance(conversions, str):
@@ -270,13 +272,15 @@ class EntryPlan:
         nesting = nesting_of(tree, iter(range(n_user)), kept) if tree.kind in ("list", "dict") \
             or any(c.kind != "leaf" for c in tree.children) else ()
         constants = tuple(kept)
+        if isinstance(tested := tested_gates(artifact.buffers, gated, gates, slots), str):
+            return tested
         return EntryPlan(tuple(inputs), tuple(allocs), kernels, outputs,
                          tree.kind in ("tuple", "list", "dict"),
                          checks, events, artifact.underflow_unseen, artifact.late_steps, updated,
                          pooled, bool(artifact.late_reports), events is not None and not loop,
                          tuple(products), apart, nesting,
                          constants, conversions if any(conversions) else (), tuple(scalars),
-                         artifact.precise_ir is not None and not loop)
+                         artifact.precise_ir is not None and not loop, tested)
 
 
 def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
@@ -301,9 +305,9 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
     def field(obj: ir.Value, offset: int, typ: ir.Type) -> ir.Value:
         return b.load(b.bitcast(b.gep(obj, [ir.Constant(I64, offset)]), typ.as_pointer()))
 
-    def require(cond: ir.Value) -> None:
+    def require(cond: ir.Value, otherwise: ir.Block | None = None) -> None:
         ok = fn.append_basic_block(f"ok{next(blocks)}")
-        b.cbranch(cond, ok, slow)
+        b.cbranch(cond, ok, otherwise or slow)
         b.position_at_end(ok)
 
     if plan.precise:  # recent calls' fast kernels could not tell: the precise ones first
@@ -328,29 +332,14 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         same = b.and_(same, b.icmp_signed("==", field(a, layout.nd, I32),
                                           ir.Constant(I32, len(shape))))
         require(same)
-        dims, steps = field(a, layout.dimensions, I64.as_pointer()), field(a, layout.strides,
-                                                                          I64.as_pointer())
-        same = ir.Constant(ir.IntType(1), 1)
-        for d, (extent, stride) in enumerate(zip(shape, strides)):
-            got_extent = b.load(b.gep(dims, [ir.Constant(I64, d)]))
-            same = b.and_(same, b.icmp_signed("==", got_extent, ir.Constant(I64, extent)))
-            if extent != 1:  # NumPy ignores the stride of a length-1 axis, and so does the kernel
-                got_stride = b.load(b.gep(steps, [ir.Constant(I64, d)]))
-                same = b.and_(same, b.icmp_signed("==", got_stride, ir.Constant(I64, stride)))
-        require(same)
+        require(same_extents(b, a, shape, strides, layout, field))
     for u in plan.updated:  # writable, and overlapping no other input
         flags = field(objs[u], layout.flags, I32)
         require(b.icmp_unsigned("!=", b.and_(flags, ir.Constant(I32, NPY_ARRAY_WRITEABLE)),
                                 ir.Constant(I32, 0)))
         for o in range(len(plan.inputs)):
-            mine, theirs = byte_span(plan.inputs[u]), byte_span(plan.inputs[o])
-            if o == u or mine is None or theirs is None:
-                continue
-            at_u, at_o = (b.ptrtoint(field(objs[i], layout.data, I8P), I64) for i in (u, o))
-            low_u, high_u, low_o, high_o = (b.add(at, ir.Constant(I64, offset)) for at, offset in (
-                (at_u, mine[0]), (at_u, mine[1]), (at_o, theirs[0]), (at_o, theirs[1])))
-            apart = b.or_(b.icmp_unsigned(">=", low_u, high_o), b.icmp_unsigned(">=", low_o, high_u))
-            require(apart)
+            if o != u:
+                require(apart(b, plan.inputs[u], plan.inputs[o], objs[u], objs[o], layout, field))
     for u, o in plan.apart:  # a product of an array with itself is NumPy's syrk: slow
         require(b.icmp_unsigned("!=", field(objs[u], layout.data, I64), field(objs[o], layout.data,
                                                                               I64)))
@@ -430,6 +419,9 @@ def _entry_ir(plan: EntryPlan, layout: Layout) -> str:
         launch(k)
     products_before(early)
     recheck = fn.append_basic_block("recheck")
+    if plan.gates:  # another branch's call: the dispatcher finds its version
+        emit_gates(b, plan.gates, lambda s: field(objs[s], layout.data, I8P),
+                   ctx_word(CTX_GATES), lambda ok: require(ok, recheck))
     if status is not None:  # any event: the dispatcher runs the call again and settles it
         ok, some, tiny = (fn.append_basic_block(n) for n in ("no_events", "events", "underflow"))
         reported = b.load(status)
@@ -522,14 +514,14 @@ class Entry:
 
     def __init__(self, plan: EntryPlan, kernels: CompiledModule, slow: Any, descrs: list[np.dtype],
                  cache: Any = None, pool: NativePool | None = None,
-                 report: Any = None, stands: Any = None, precise: np.ndarray | None = None
-                 ) -> None:
+                 report: Any = None, stands: Any = None, precise: np.ndarray | None = None,
+                 live: np.ndarray | None = None) -> None:
         api, layout = api_addresses(), array_layout()
         assert api is not None and layout is not None
         # straight-line guard code: a light optimization level compiles it in a few milliseconds
         self.module = CompiledModule(_entry_ir(plan, layout), cache, speed_level=1)
         # the context holds borrowed pointers to these (the pool lives as long as the process)
-        self._keep = (slow, descrs, kernels, pool, report, stands, plan.constants, precise)
+        self._keep = (slow, descrs, kernels, pool, report, stands, plan.constants, precise, live)
         context = [api["array_type"], id(slow), api["PyObject_Vectorcall"], api["new"],
                    api["return"], api["Py_DecRef"], api["Py_IncRef"], 0, api["PyTuple_New"],
                    api["PyTuple_SetItem"], api["PyContextVar_Get"], api["errstate"], id(None),
@@ -541,7 +533,8 @@ class Entry:
                     api["PyEval_RestoreThread"]]
         context += [api[name] for name in (*_CONVERTERS, *_BUILDERS)]
         context += [api["PyLong_AsLongLongAndOverflow"], id(stands), id(True),
-                    precise.ctypes.data if precise is not None else 0]
+                    precise.ctypes.data if precise is not None else 0,
+                    live.ctypes.data if live is not None else 0]
         context += [id(d) for d in descrs]
         context += [kernels.address(name) for name, _, _ in plan.kernels]
         if plan.pooled:
@@ -570,11 +563,14 @@ class Entry:
 def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[np.ndarray],
                slow: Any, cache: Any = None, pool: NativePool | None = None,
                report: Any = None, scalars: tuple[tuple[int, str], ...] = (),
-               stands: Any = None, precise: np.ndarray | None = None) -> Entry | str:
+               stands: Any = None, precise: np.ndarray | None = None,
+               gates: tuple[EntryGate, ...] = (), live: np.ndarray | None = None
+               ) -> Entry | str:
     """An entry for ``artifact`` specialized to the layouts of ``inputs``, or why there is none.
     ``report``: the executable's ``report_late`` (``late_reports.py``), for plans that have one.
     ``scalars``: the inputs the call passes as Python or NumPy scalars, with their kinds
-    (``EntryPlan.scalars``), here their 0-d arrays."""
+    (``EntryPlan.scalars``), here their 0-d arrays. ``gates``: what the artifact's last results,
+    data-gate values, must be, while ``live[0]`` is not zero (``entry_gates.py``)."""
     if not entry_available():
         return "this NumPy's array layout or C API is not the one the entry was written for"
     if any(type(a) is not np.ndarray for a in inputs):
@@ -582,8 +578,10 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
     if (artifact.events is not None or artifact.underflow_unseen) and not api_addresses()["errstate"]:
         return "its kernels report floating-point events and this NumPy's error state is not " \
             "the one the entry reads"
+    if gates and live is None:
+        return "its data gates have no word saying they hold"
     plan = EntryPlan.of(artifact, [(a.shape, a.strides) for a in inputs], pool=pool,
-                        scalars=scalars)
+                        scalars=scalars, gates=gates)
     if isinstance(plan, str):
         return plan
     # a scalar's slot holds its type instead (the guard compares the object's type)
@@ -597,4 +595,4 @@ def make_entry(artifact: KernelArtifact, kernels: CompiledModule, inputs: list[n
         return "its kernels report events and no judge of them was given"
     if plan.precise and precise is None:
         plan = replace(plan, precise=False)
-    return Entry(plan, kernels, slow, descrs, cache, pool, report, stands, precise)
+    return Entry(plan, kernels, slow, descrs, cache, pool, report, stands, precise, live)

@@ -1,12 +1,20 @@
 """The memory an entry's buffers take (``entry.py``): a storage block several buffers share as
 one allocation, and the bytes an input's elements span (the overlap guard of updated
-arguments)."""
+arguments); the guard's compares of an argument's extents and strides, and of two arguments'
+spans."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+from llvmlite import ir
 
 from ..artifact import KernelArtifact
+from .types import I8P, I64
+
+Field = Callable[[ir.Value, int, ir.Type], ir.Value]
 
 
 def shared_block(artifact: KernelArtifact, name: str) -> int | None:
@@ -54,3 +62,31 @@ def byte_span(layout: tuple[tuple[int, ...], tuple[int, ...], str]) -> tuple[int
     low = sum(s * (n - 1) for n, s in zip(shape, strides) if s < 0)
     high = sum(s * (n - 1) for n, s in zip(shape, strides) if s > 0)
     return low, high + np.dtype(dtype).itemsize
+
+
+def same_extents(b: ir.IRBuilder, a: ir.Value, shape: tuple[int, ...], strides: tuple[int, ...],
+                 layout: Any, field: Field) -> ir.Value:
+    """Whether array ``a`` (its type, dtype and ndim checked) has ``shape`` and ``strides``."""
+    dims, steps = field(a, layout.dimensions, I64.as_pointer()), field(a, layout.strides,
+                                                                      I64.as_pointer())
+    same = ir.Constant(ir.IntType(1), 1)
+    for d, (extent, stride) in enumerate(zip(shape, strides)):
+        got_extent = b.load(b.gep(dims, [ir.Constant(I64, d)]))
+        same = b.and_(same, b.icmp_signed("==", got_extent, ir.Constant(I64, extent)))
+        if extent != 1:  # NumPy ignores the stride of a length-1 axis, and so does the kernel
+            got_stride = b.load(b.gep(steps, [ir.Constant(I64, d)]))
+            same = b.and_(same, b.icmp_signed("==", got_stride, ir.Constant(I64, stride)))
+    return same
+
+
+def apart(b: ir.IRBuilder, mine: Any, theirs: Any, a: ir.Value, other: ir.Value, layout: Any,
+          field: Field) -> ir.Value:
+    """Whether the bytes of ``a`` and ``other`` (of input layouts ``mine`` and ``theirs``) do
+    not overlap (true where either has no elements)."""
+    span_a, span_o = byte_span(mine), byte_span(theirs)
+    if span_a is None or span_o is None:
+        return ir.Constant(ir.IntType(1), 1)
+    at_a, at_o = (b.ptrtoint(field(x, layout.data, I8P), I64) for x in (a, other))
+    low_a, high_a, low_o, high_o = (b.add(at, ir.Constant(I64, offset)) for at, offset in (
+        (at_a, span_a[0]), (at_a, span_a[1]), (at_o, span_o[0]), (at_o, span_o[1])))
+    return b.or_(b.icmp_unsigned(">=", low_a, high_o), b.icmp_unsigned(">=", low_o, high_a))

@@ -155,3 +155,9 @@ def builder_signatures() -> dict[str, ir.FunctionType]:
             "PyList_SetItem": ir.FunctionType(I32, [I8P, I64, I8P]),
             "PyDict_New": ir.FunctionType(I8P, []),
             "PyDict_SetItem": ir.FunctionType(I32, [I8P, I8P, I8P])}
+
+
+def converted_leaf(tree: Any) -> bool:
+    """A result converted to a Python number (a lifted loop's carried float): to the item loop,
+    which carries its 0-d buffer, a result as any other."""
+    return tree.kind == "python" and len(tree.children) == 1 and tree.children[0].kind == "leaf"
