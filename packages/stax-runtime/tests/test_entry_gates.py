@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import stax.runtime as stax
-from stax.codegen.cpu.entry import Entry
 from stax.codegen.cpu import entry_gates
+from stax.codegen.cpu.entry import Entry
 from stax.codegen.cpu.entry_gates import EntryGate
 from stax.runtime.gates import GateReplay
 
