@@ -120,6 +120,63 @@ def test_putmask_and_copyto_where_are_selects(dtype):
     assert all(b.role != "extern" for b in f.versions()[0].artifact.buffers)
 
 
+def putmask_patterns(x, pattern, m):
+    y = x.copy()
+    np.putmask(y, np.isnan(y), pattern)  # a short pattern, repeated over y's elements
+    z = x.T.copy()  # (C order over z's own shape, F in memory)
+    np.putmask(z, m.ravel(), [7.0, -1.0, 2.5])  # a mask of z's size, another shape
+    np.putmask(z, z > 1, x.T)  # values of z's shape
+    return y, z
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_putmask_repeats_a_short_pattern_in_c_order(dtype):
+    f = stax.compile(putmask_patterns, strict_native=True)
+    rng = np.random.default_rng(5)
+    for shape in ((6, 7), (5, 4)):
+        x = rng.standard_normal(shape).astype(dtype)
+        x[rng.uniform(size=shape) < 0.3] = np.nan
+        pattern, m = np.array([9, 8, 7, 6], dtype), rng.uniform(size=shape[::-1]) < 0.5
+        for _ in range(2):
+            for got, want in zip(f(x, pattern, m), putmask_patterns(x, pattern, m)):
+                np.testing.assert_array_equal(got, want)
+                assert got.dtype == want.dtype
+    assert all(b.role != "extern" for v in f.versions() for b in v.artifact.buffers)
+    with pytest.raises(ValueError, match="same size"):  # NumPy's own error
+        stax.compile(putmask_patterns)(x, pattern, m[:2])
+
+
+def place_values(x, vals):
+    y = x.copy()
+    np.place(y, y < 0, vals)  # the k-th negative takes vals[k % len(vals)]
+    np.place(y, np.isnan(y), [5.0])  # one value: a select
+    big = (np.abs(x) * 1000).astype(np.int64) + 2 ** 60  # kept exactly where not placed
+    np.place(big, x > 0.5, [1.5, -2.7, 3.2])  # cast as NumPy casts them (truncated)
+    np.putmask(big, x < -1, np.int32(7))
+    return y, big
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_place_takes_values_by_the_masks_count(dtype):
+    f = stax.compile(place_values, strict_native=True)
+    rng = np.random.default_rng(6)
+    for shape in ((50,), (6, 7)):
+        x = rng.standard_normal(shape).astype(dtype)
+        for layout in (x, x.T, x[::-1]):
+            y = layout.copy()
+            y[rng.uniform(size=y.shape) < 0.2] = np.nan
+            for a in (layout, y):
+                vals = np.array([9, 8, 7], dtype)
+                with np.errstate(invalid="ignore"):  # (the NaNs' cast: NumPy's own call)
+                    for got, want in zip(f(a, vals), place_values(a, vals)):
+                        np.testing.assert_array_equal(got, want)
+                        assert got.dtype == want.dtype
+    native = [v for v in f.versions() if v.native and v.artifact is not None]
+    assert native and all(b.role != "extern" for v in native for b in v.artifact.buffers)
+    with pytest.raises(ValueError, match="empty"):  # NumPy's own error
+        stax.compile(place_values)(x, np.array([], dtype))
+
+
 def test_putmask_casting_errors_are_numpys():
     def bad(x):
         y = np.zeros(x.shape, dtype=np.int64)

@@ -18,6 +18,7 @@ import numpy as np
 from stax.ir import NN_FUNCTIONS, SCALAR_OPERATORS, Opcode, UnsupportedError
 from stax.ir.ops import same_index_key
 
+from .in_place_calls import in_place_call
 from .isolation import refused
 from .positional_out import keyword_out
 from .source import UNTRACED_INDEXED, library_frame, user_source, user_subscript
@@ -144,38 +145,8 @@ class Proxy:
         target = f"{module}.{func.__name__}"
         if target == "numpy.empty_like":  # unspecified contents: zeros, as np.empty (creation.py)
             func, target = np.zeros_like, "numpy.zeros_like"
-        if target == "numpy.copyto" and isinstance(args[0], Proxy) and 2 <= len(args) <= 4 and \
-                set(kwargs) <= {"where", "casting"}:
-            (dst, src), kwargs = args[:2], {**dict(zip(("casting", "where"), args[2:])), **kwargs}
-            where = kwargs.get("where", True)  # dst[...] = src where ``casting`` allows it
-            casting, plain = kwargs.get("casting", "same_kind"), _plain(src)
-            if casting == "unsafe" and np.iscomplexobj(plain) and \
-                    not np.iscomplexobj(dst.value):  # (its ComplexWarning: the assignment's)
-                plain = np.real(plain)
-            with np.errstate(all="ignore"):  # its errors (the assignment's are its events)
-                np.copyto(np.copy(dst.value, order="K"), plain, where=_plain(where),
-                          casting=casting)
-            if where is True:
-                dst[...] = src
-            else:  # only where the mask is True: a select, the source cast as copyto casts
-                value = src.astype(dst.value.dtype) if isinstance(src, Proxy) else src
-                dst._update_in_place("np.copyto(..., where=)",
-                                     lambda: np.where(where, value, dst))
-            return None
-        if target == "numpy.putmask" and isinstance(args[0], Proxy) and not kwargs and \
-                len(args) == 3 and np.shape(_plain(args[2])) in ((), np.shape(args[0].value)):
-            a, mask, values = args  # values of a's shape or one value: a select
-            np.putmask(np.copy(a.value, order="K"), _plain(mask), _plain(values))  # its errors
-            a._update_in_place("np.putmask", lambda: np.where(mask, values, a))
-            return None
-        if target == "numpy.fill_diagonal" and isinstance(args[0], Proxy) and \
-                np.ndim(args[0].value) == 2 and np.ndim(_plain(args[1] if len(args) > 1 else
-                                                             kwargs.get("val"))) == 0 and \
-                not (args[2:] and args[2]) and not kwargs.get("wrap"):
-            a, value = args[0], (args[1] if len(args) > 1 else kwargs["val"])
-            np.fill_diagonal(np.copy(a.value), _plain(value))  # eager's own errors
-            diagonal = np.eye(*a.value.shape, dtype=bool)  # the main diagonal (no wrap)
-            a._update_in_place("np.fill_diagonal", lambda: np.where(diagonal, value, a))
+        if isinstance(args[0] if args else None, Proxy) and \
+                in_place_call(target, args, kwargs, _plain):  # np.copyto, np.putmask, ...
             return None
         if kwargs.get("out") is not None and module == "numpy" and func.__name__ in OUT_FUNCTIONS:
             return _into(self.tracer, Opcode.CALL_FUNCTION, target, func, args, kwargs)
@@ -486,7 +457,8 @@ def _plain(value: Any) -> Any:  # NumPy's own call's argument at capture, readin
 
 #: what the hint of a refused in-place function says compiles instead
 _IN_PLACE_FORMS = ("the function runs eagerly; assignments (x[idx] = v, x[m] = v), np.add.at, "
-                   "np.subtract.at, np.maximum.at, np.minimum.at, np.copyto, np.fill_diagonal")
+                   "np.subtract.at, np.maximum.at, np.minimum.at, np.copyto, np.putmask, "
+                   "np.place, np.fill_diagonal")
 
 
 def _mutation(what: str, hint: str = "write it out of place (y = x + 1, not x += 1)") -> Any:
