@@ -153,6 +153,7 @@ def place_values(x, vals):
     big = (np.abs(x) * 1000).astype(np.int64) + 2 ** 60  # kept exactly where not placed
     np.place(big, x > 0.5, [1.5, -2.7, 3.2])  # cast as NumPy casts them (truncated)
     np.putmask(big, x < -1, np.int32(7))
+    np.copyto(big, 2.5, casting="unsafe", where=x < -1.5)  # (2.5 cast first: 2)
     return y, big
 
 

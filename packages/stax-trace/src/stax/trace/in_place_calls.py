@@ -32,7 +32,7 @@ def in_place_call(target: str, args: tuple[Any, ...], kwargs: dict[str, Any],
         if where is True:
             dst[...] = src
         else:  # only where the mask is True: a select, the source cast as copyto casts
-            value = src.astype(dst.value.dtype) if isinstance(src, Proxy) else src
+            value = _cast(src, dst, Proxy)
             dst._update_in_place("np.copyto(..., where=)", lambda: np.where(where, value, dst))
         return True
     if target == "numpy.putmask" and not kwargs and len(args) == 3:
@@ -112,6 +112,8 @@ def _cast(values: Any, a: Any, proxy: type) -> Any:
     dtype = a.value.dtype
     if isinstance(values, proxy):
         return values if values.value.dtype == dtype else values.astype(dtype)
+    values = np.asarray(values)
+    if values.dtype.kind == "c" and dtype.kind != "c":  # (the warning is NumPy's own call's)
+        values = values.real
     with np.errstate(all="ignore"):
-        return np.asarray(values).astype(dtype)[()] if np.ndim(values) == 0 else \
-            np.asarray(values).astype(dtype).tolist()
+        return values.astype(dtype)[()] if values.ndim == 0 else values.astype(dtype).tolist()
