@@ -383,9 +383,9 @@ def multiply_at(a, i, v):
     return a
 
 
-def running_columns_kept(x):
-    v = x[:, :-1]
-    x[:, 1:] += v  # v still views x afterwards (eager: it shows the update)
+def transposed_kept(x):
+    v = x.T
+    x[:, 1:] += 1.0  # v still views x afterwards, not as x[key]: not captured
     return x + v.sum()
 
 
@@ -393,7 +393,7 @@ FALLBACKS = [
     ("multiply_at", multiply_at, (np.ones(5), np.array([0, 1, 1, 4]),
                                   np.array([1.0, 2.0, 3.0, 4.0])),
      "numpy.multiply.at is not captured yet"),
-    ("overlapping_update", running_columns_kept, (Y,), "of an argument another value views"),
+    ("overlapping_update", transposed_kept, (Y,), "of an argument another value views"),
     ("complex", lambda x: x * 2 + 1, (Y.astype(np.complex128),), "dtype complex128"),
 ]
 

@@ -49,7 +49,7 @@ STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nb
 
 
 class Proxy:
-    __slots__ = ("node", "tracer", "value", "view_of")
+    __slots__ = ("__weakref__", "node", "tracer", "value", "view_of")
     __array_priority__ = 1000.0
 
     def __new__(cls, node: Any, value: Any, tracer: Tracer) -> Proxy:
@@ -259,6 +259,7 @@ class Proxy:
                 np.may_share_memory(item.value, self.value) or
                 (item.value.size == 0 and _plain_key(key))):  # an empty view shares no memory
             item.view_of = (self, key)
+            self.tracer.views.add(item)
         elif _same_shape_mask(key, self):  # x[m]: may be lifted into x[m] = f(x[m])
             self.tracer.masked_reads[item.node] = ((self.node, self.value), key.node)
         return item
@@ -305,7 +306,8 @@ class Proxy:
         before it writes, as NumPy reads overlapping operands)."""
         if self.view_of is not None:
             return self._update_view_in_place(what, compute, ignore)
-        reason = self.tracer.shared(self, ignore)
+        views = [v for v in self.tracer.views.of(self) if all(v.value is not i for i in ignore)]
+        reason = self.tracer.shared(self, (*ignore, *(v.value for v in views)))
         if reason is not None:
             raise _mutation(f"{what} of {reason}")
         dtype = self.value.dtype
@@ -317,6 +319,8 @@ class Proxy:
         if isinstance(self.value, np.ndarray) and not isinstance(new.value, np.ndarray):
             new = np.copy(new)  # a 0-d array stays one (NumPy computed a scalar into it)
         self.node, self.value = new.node, new.value
+        for view in views:  # each shows the new value, as NumPy's views do (live_views.py)
+            view._view_again()
         return self
 
     def _check_same_shape(self, new: Proxy) -> None:

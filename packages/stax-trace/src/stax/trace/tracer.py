@@ -38,6 +38,7 @@ from .gate_budget import add_gate
 from .generator_proxy import GeneratorProxy
 from .isolation import private_generator, refused, refusing_draws
 from .leaves import leaf_names
+from .live_views import LiveViews
 from .loop_index import taking_loop_index_argument
 from .outcome import Argument, Outcome
 from .proxy import Proxy, escaped
@@ -70,6 +71,7 @@ class Tracer:
         self.created: dict[int, Created] = {}  # arrays made by np.zeros & co. during capture
         # every traced array value still alive, to decide what an in-place update can reach
         self.arrays: list[weakref.ref[np.ndarray]] = []
+        self.views = LiveViews()  # values taken as views ``x[key]``, made again after writes
         self.arguments: dict[int, Argument] = {}  # proxies standing for array arguments
         self.finished = False  # capture is over: its proxies must not be used any more
         # nodes computed from local arrays and constants alone (``np.arange(n) * 2``): their
