@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import stax.runtime as st
+from stax.trace import loops
 
 RNG = np.random.default_rng(3301)
 
@@ -345,3 +346,49 @@ def test_a_numpy_scalar_the_loop_rebinds_lifts(fn, x, dt, caplog, monkeypatch):
                         assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
                         np.testing.assert_array_equal(g, w)
     assert "iterations lifted into one step" in caplog.text, caplog.text
+
+
+def goertzel(x, k):
+    """A recurrence over the samples started from Python floats: ``s1`` is an ``np.float64``
+    after the first sample, ``s2 = s1`` after the second."""
+    n = x.shape[0]
+    w = 2 * np.pi * k / n
+    coeff = 2 * np.cos(w)
+    s1 = 0.0
+    s2 = 0.0
+    for v in x:
+        s0 = v + coeff * s1 - s2
+        s2 = s1
+        s1 = s0
+    return s1 * s1 + s2 * s2 - coeff * s1 * s2, s1 - np.exp(-1j * w) * s2
+
+
+def three_deep(x, a):
+    s1, s2, s3 = 0.0, 0.0, 1
+    for v in x:
+        s3 = s2
+        s2 = s1
+        s1 = v * a + s2 - 0.5 * s3
+    return s1, s2, s3
+
+
+@pytest.mark.parametrize("fn, extra", [(goertzel, 3), (three_deep, 0.7)])
+def test_python_numbers_that_turn_traced_one_by_one_are_peeled(fn, extra, caplog,
+                                                               monkeypatch):
+    """Each iteration recorded as written while it makes another local traced (``s2 = s1``);
+    the rest lifted from there (it unrolled: 1,000 samples 12 s for a first call). A small
+    ``UNROLL_LIMIT``: the loop is too long to unroll from its first item."""
+    monkeypatch.setenv("STAX_LOGS", "loops")
+    monkeypatch.setattr(loops, "UNROLL_LIMIT", 60)
+    compiled = st.compile(fn)
+    for n in (1, 2, 3, 4, 6, 300):
+        x = RNG.standard_normal(n)
+        for _ in range(2):
+            got, want = compiled(x, extra), fn(x, extra)
+            for g, w in zip(got, want):
+                assert type(g) is type(w)
+                np.testing.assert_allclose(g, w, rtol=1e-13)
+    with caplog.at_level(logging.INFO, logger="stax"):
+        st.compile(fn, strict_native=True)(RNG.standard_normal(300), extra)
+    assert "iterations lifted into one step" in caplog.text  # (not unrolled, then captured
+    assert "captured again" not in caplog.text  # again: the whole loop once per iteration)

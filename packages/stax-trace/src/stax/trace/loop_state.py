@@ -298,3 +298,11 @@ def step(site: Any, body: Callable[..., tuple[Any, ...]], item: Any,
     for name, value in zip(site.returned, out):
         state[name] = value
     return out[len(site.returned)] if site.stops else True
+
+
+def turned_traced(site: Any, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether an iteration bound a local that held a Python number to a traced value (``s1 =
+    v + c * s1`` of a float ``s1``): the next iteration may do so to another local it passes
+    that one on to (``s2 = s1``), which a lift from these locals would take as a constant."""
+    return any(isinstance(_number(before.get(name)), (int, float, complex)) and
+               isinstance(after.get(name), Proxy) for name in site.assigned)

@@ -478,6 +478,7 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
     if _lifter is not None and type(items) is range and len(items) > 2:
         # the first iteration unrolled: what one iteration records says whether to lift the rest
         first = loop_state.FirstIteration(tracer, state)
+        before = dict(state)
         goes_on = loop_state.step(site, body, items[0], state)
         rest = items[1:]
         views = loop_state.bound_views(tuple(n for n in site.assigned if n not in site.scratch),
@@ -505,6 +506,17 @@ def _run_loop(tracer: Any, site: LoopSite, items: Any, body: Callable[..., tuple
                 if goes_on:
                     lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop,
                                      nested=nested)
+                while lifted is None and goes_on and len(rest) > 2 and \
+                        loop_state.turned_traced(site, before, state):
+                    # a Python number the iteration made traced (``s1 = v + c * s1``, a float
+                    # 0.0 before) passes it on to another at the next (``s2 = s1``): one more
+                    # iteration recorded, the rest lifted from its locals
+                    before = dict(state)
+                    goes_on = bool(loop_state.step(site, body, rest[0], state))
+                    rest = rest[1:]
+                    if goes_on:
+                        lifted = _lifter(tracer, site, body, whole, rest, state, stop=stop,
+                                         nested=nested)
             if lifted is not None:
                 if traced is not None and fixed:  # a run-time count: as many items as lift
                     traced.settle(fewest if stop is not None else None)  # it so
