@@ -1,4 +1,4 @@
-"""Float -> int32/int64 casts compile natively (issue 13: ``((x - lo) / w).astype(np.int64)``
+"""Float -> integer casts compile natively (issue 13: ``((x - lo) / w).astype(np.int64)``
 was a NumPy step): C's truncation toward zero where the value fits; NaN or a value outside the
 type's range fails a check and the call runs as NumPy, which gives its minimum integer and its
 "invalid value encountered in cast" warning, once."""
@@ -66,3 +66,31 @@ def test_narrow_and_unsigned_targets_keep_numpys_cast():
         for _ in range(2):  # the compiling call, then the cached version's
             for g, w in zip(compiled(x), narrow(x)):
                 np.testing.assert_array_equal(g, w)
+
+
+NARROW = [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+@pytest.mark.parametrize("src", [np.float64, np.float32])
+@pytest.mark.parametrize("dst", NARROW)
+def test_narrow_and_unsigned_casts_of_values_that_fit_are_native(src, dst):
+    """``(x * 255).round().astype(np.uint8)`` of an image: truncation, C's and NumPy's alike,
+    where the value fits (above -1 for an unsigned type); the rest (NumPy's answer there is its C
+    compiler's) fails the check, and the call runs as NumPy, with its warning."""
+    info = np.iinfo(dst)
+    top = min(float(info.max), 2.0 ** 24)  # (float32 holds every integer below)
+    rng = np.random.default_rng(1)
+    x = rng.uniform(max(float(info.min), -1e6), min(top, 1e6), (30, 20)).astype(src)
+    x[0, :6] = [-0.0, 0.5, -0.5 if info.min == 0 else -1.5, -0.99, 1.99, top - 0.5]
+
+    def cast(a):
+        return a.astype(dst)
+
+    compiled = stax.compile(cast, strict_native=True)
+    for layout in (x, x.T, x[::2, 3:]):
+        _run(compiled, cast, layout)
+    assert all(s.startswith("kernel") for v in compiled.versions() for s in v.artifact.steps)
+    for edge in (np.nan, np.inf, float(info.max) * 4 + 8, float(info.min) - 8):
+        y = x.copy()
+        y[3, 4] = edge
+        _run(stax.compile(cast), cast, y)

@@ -167,17 +167,18 @@ def lower_where(ctx: LoopLowering, node: Node) -> Lazy:
     return Lazy(meta.shape, meta.dtype, lambda i: Select(cond(i), a(i), b(i), meta.dtype))
 
 
-#: float -> integer casts computed natively: C's truncation, where the value fits
-NATIVE_FLOAT_TO_INT = frozenset({"int32", "int64"})
+#: float -> integer casts computed natively: C's truncation, where the value fits (every
+#: integer type: a value that does not fit fails the check, ``checked_float_to_int``)
+NATIVE_FLOAT_TO_INT = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                                 "uint64"})
 
 
 @lowers("cast")
 def lower_cast(ctx: LoopLowering, node: Node) -> Lazy:
-    """Casts; from floats to int32/int64 natively where the value fits (truncation, C's and
-    NumPy's), with a check flagging NaN or a value outside the type's range: NumPy's answer
-    there (the minimum integer, and its "invalid value encountered in cast") comes from its
-    own call. Other float-to-integer casts run as NumPy (narrow and unsigned types: NumPy's
-    answer out of range is its C compiler's)."""
+    """Casts; from floats to integers natively where the value fits (truncation, C's and
+    NumPy's: above -1 for an unsigned type), with a check flagging NaN or a value outside the
+    type's range: NumPy's answer there (its C compiler's, and "invalid value encountered in
+    cast") comes from its own call. A float type the kernels do not compute in runs as NumPy."""
     meta = node.tensor
     src = node.args[0].tensor.dtype if isinstance(node.args[0], Node) else meta.dtype
     if np.dtype(src).kind == "f" and np.dtype(meta.dtype).kind in "iu":
