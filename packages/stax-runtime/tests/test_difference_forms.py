@@ -1,4 +1,4 @@
-"""np.diff, np.outer, np.tile, np.repeat, np.clip with array bounds and concatenations with
+"""np.diff, np.outer and ufunc.outer (a Python number an array of its own, as there), np.tile, np.repeat, np.clip with array bounds and concatenations with
 constant operands compile natively (issue 13: they ran as NumPy steps), with NumPy's bits on
 special values and layouts."""
 
@@ -28,6 +28,11 @@ FUNCTIONS = {
     "diff n=2": lambda x: np.diff(x, n=2, axis=1),
     "outer": lambda x: np.outer(x[0], x[:, 1]),
     "outer of rows": lambda x: np.outer(x[1], x[2]) - 1,
+    "ufunc outer": lambda x: np.subtract.outer(x[0], x[:, 1]) ** 2,
+    "ufunc outer of a matrix": lambda x: np.maximum.outer(x, x[0]),
+    "ufunc outer comparison": lambda x: np.greater.outer(x[1], x[2]),
+    "ufunc outer of a float": lambda x: np.multiply.outer(x[0], 2.0),
+    "ufunc outer of an int": lambda x: np.add.outer(3, x),
     "clip array bounds": lambda x: np.clip(x, x[0], x[1]),
     "clip array low": lambda x: np.clip(x, x[:, :1], 1),
     "concatenate list": lambda x: np.concatenate([x[0], [1.0, 2.5]]) * 2,

@@ -118,6 +118,14 @@ class Proxy:
     # -- NumPy protocols -----------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         target = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if method == "outer" and len(inputs) == 2 and not kwargs and ufunc.nin == 2 and \
+                all(isinstance(v, (Proxy, int, float, complex, np.generic)) for v in inputs):
+            # a's axes first, then b's, broadcast (``np.subtract.outer(x, y)``); a Python
+            # number an array of its own (strong: ``np.multiply.outer(x32, 2.0)`` is float64)
+            a, b = (v if isinstance(v, Proxy) else np.asarray(v)[()] for v in inputs)
+            if np.ndim(_plain(a)) and np.ndim(_plain(b)):
+                a = np.reshape(a, np.shape(_plain(a)) + (1,) * np.ndim(_plain(b)))
+            return ufunc(a, b)
         if method == "at":
             if ufunc in (np.add, np.subtract, np.maximum, np.minimum) and \
                     isinstance(inputs[0], Proxy) and not kwargs and len(inputs) in (2, 3):
