@@ -167,3 +167,25 @@ def _vector_norm(ctx: LoweringContext, x: Node, order: float, axes: tuple[int, .
         return ctx.emit("sum", (magnitude,), {**reduced, "dtype": dtype}, meta=meta)
     return ctx.emit("max" if order > 0 else "min", (magnitude,), reduced, meta=meta)
 
+
+
+@rule("numpy.trace", "method:trace", emits=("view", "sum"))
+def _trace(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> Node:
+    """``np.trace(a, offset)`` of a 2-D ``a``: the sum (NumPy's ``add.reduce``, in its
+    dtype) of its ``offset``-th diagonal, read as a strided view; other axes, ``dtype=`` and
+    ``out=``: NumPy's call."""
+    params = bind(lambda a, offset=0, axis1=0, axis2=1, dtype=None, out=None: None, args, kwargs)
+    a, k = params["a"], params.get("offset", 0)
+    if not isinstance(a, Node) or a.tensor is None or a.tensor.ndim != 2 or \
+            np.dtype(a.tensor.dtype).kind not in "biufc" or type(k) is not int or \
+            (params.get("axis1", 0), params.get("axis2", 1)) != (0, 1) or \
+            params.get("dtype") is not None or params.get("out") is not None or \
+            node.tensor is None:
+        raise NotNative
+    (n, m), (rows, columns) = a.tensor.shape, a.tensor.strides
+    length = max(0, min(n, m - k) if k >= 0 else min(n + k, m))
+    start = k * columns if k >= 0 else -k * rows
+    diagonal = ctx.view(a, start if length else 0, (rows + columns,), (length,))
+    return ctx.emit("sum", (diagonal,), {"axis": (0,), "keepdims": False,
+                                        "dtype": node.tensor.dtype}, meta=node.tensor)
