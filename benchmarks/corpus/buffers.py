@@ -132,6 +132,13 @@ def histogram_counts_jax(x, lo, hi, nbins):
     return jnp.zeros(nbins, dtype=jnp.int64).at[idx].add(1)
 
 
+
+def hilbert_trace(n_i, n_j):
+    """A Hilbert-like matrix from ``np.add.outer`` of index vectors, and its trace."""
+    H = 1.0 / np.add.outer(n_i, n_j)
+    return H, np.trace(H)
+
+
 PROGRAMS = [
     Program("affine_rows", "buffers", affine_rows,
             lambda r: (r.standard_normal((24, 256)), r.standard_normal(256), r.standard_normal(256)),
@@ -151,4 +158,6 @@ PROGRAMS = [
             lambda r: (r.standard_normal(20000), -3.0, 3.0, 32), jax_port=histogram_counts_jax),
     Program("lagged_matrix", "buffers", lagged_matrix,
             lambda r: (r.standard_normal(8000).astype(np.float32), 12)),
+    Program("hilbert_trace", "buffers", hilbert_trace,
+            lambda r: (np.arange(1, 401, dtype=np.float64), np.arange(0, 300, dtype=np.float64))),
 ]

@@ -154,6 +154,21 @@ def _branch_inputs(r):
     return (z,)
 
 
+
+def goertzel(x, k):
+    """Goertzel's single-bin DFT: a recurrence over the samples started from Python floats."""
+    n = x.shape[0]
+    w = 2 * np.pi * k / n
+    coeff = 2 * np.cos(w)
+    s1 = 0.0
+    s2 = 0.0
+    for v in x:
+        s0 = v + coeff * s1 - s2
+        s2 = s1
+        s1 = s0
+    return s1 * s1 + s2 * s2 - coeff * s1 * s2, s1 - np.exp(-1j * w) * s2
+
+
 PROGRAMS = [
     Program("fir_complex", "complex", fir_complex, lambda r: (_c64(r, 20000), _c64(r, 16) / 4),
             rtol=1e-5, atol=1e-5, jax_port=fir_complex_jax),
@@ -178,4 +193,6 @@ PROGRAMS = [
             lambda r: (r.standard_normal(8) + 1j * r.standard_normal(8),
                        r.standard_normal(20000) + 1j * r.standard_normal(20000)), rtol=1e-12,
             jax_port=complex_poly_roots_residual_jax),
+    Program("goertzel", "complex", goertzel, lambda r: (r.standard_normal(2000), 37),
+            rtol=1e-12, atol=1e-12),
 ]

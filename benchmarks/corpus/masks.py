@@ -152,6 +152,17 @@ def window_level_u8(img, lo, hi):
     return np.where(img < lo, 0, np.where(img > hi, 255, stretched)).astype(np.uint8)
 
 
+
+def putmask_pattern(x, pattern):
+    """Negative values squared with ``np.putmask``, NaNs filled with a repeating pattern
+    (``values`` shorter than the array: repeated over its elements), then ``np.place``."""
+    y = x.copy()
+    np.putmask(y, y < 0, y ** 2)
+    np.putmask(y, np.isnan(y), pattern)
+    np.place(y, y > 3, [3.0, 2.5])
+    return y
+
+
 PROGRAMS = [
     Program("window_level_u8", "masks", window_level_u8,
             lambda r: (r.integers(0, 256, (256, 256)).astype(np.uint8), 40, 200)),
@@ -179,4 +190,7 @@ PROGRAMS = [
     Program("sqrt_negative_fix", "masks", sqrt_negative_fix,
             lambda r: (r.standard_normal(50000).astype(np.float32),), rtol=1e-6,
             jax_port=sqrt_negative_fix_jax),
+    Program("putmask_pattern", "masks", putmask_pattern,
+            lambda r: (np.where(r.random(100000) < 0.05, np.nan, r.standard_normal(100000) * 2),
+                       np.array([9.0, 8.0, 7.0])), rtol=0.0),
 ]

@@ -149,6 +149,31 @@ def jacobi_double_buffer(u, steps):
     return a
 
 
+
+def heat_neumann_view(u0, r, steps):
+    """1-D heat with zero-flux ends; the interior a view bound once before the loop, the ends
+    written into the array it views."""
+    u = u0.copy()
+    inner = u[1:-1]
+    for _ in range(steps):
+        lap = u[2:] - 2.0 * u[1:-1] + u[:-2]
+        inner += r * lap
+        u[0] = u[1]
+        u[-1] = u[-2]
+    return u
+
+
+def rule30(cells, steps):
+    """Elementary cellular automaton rule 30 on uint8 cells, its history row by row (a row
+    view alive while the next row is written)."""
+    hist = np.zeros((steps + 1, cells.shape[0]), dtype=np.uint8)
+    hist[0] = cells
+    for t in range(steps):
+        row = hist[t]
+        hist[t + 1] = np.roll(row, 1) ^ (row | np.roll(row, -1))
+    return hist
+
+
 PROGRAMS = [
     Program("jacobi_double_buffer", "stencils", jacobi_double_buffer,
             lambda r: (r.standard_normal(64), 1200), rtol=1e-12, atol=1e-14),
@@ -178,4 +203,8 @@ PROGRAMS = [
             rtol=1e-12, atol=1e-14),
     Program("heat_2d_views_long", "stencils", heat_2d_views,
             lambda r: (r.standard_normal((100, 100)), 0.1, 200), rtol=1e-12, atol=1e-14),
+    Program("heat_neumann_view", "stencils", heat_neumann_view,
+            lambda r: (r.standard_normal(2000), 0.2, 200), rtol=1e-12, atol=1e-14),
+    Program("rule30", "stencils", rule30,
+            lambda r: ((r.random(256) < 0.5).astype(np.uint8), 120)),
 ]
