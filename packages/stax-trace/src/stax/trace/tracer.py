@@ -69,9 +69,9 @@ class Tracer:
         self.graph = Graph("capture")
         self.gates: list[Gate] = []
         self.created: dict[int, Created] = {}  # arrays made by np.zeros & co. during capture
-        # every traced array value still alive, to decide what an in-place update can reach
-        self.arrays: list[weakref.ref[np.ndarray]] = []
-        self.views = LiveViews()  # values taken as views ``x[key]``, made again after writes
+        # every traced array value still alive (what an in-place update can reach), and views
+        self.arrays: list[weakref.ref[np.ndarray]] = []  # ``x[key]``, made again after writes
+        self.views = LiveViews()
         self.arguments: dict[int, Argument] = {}  # proxies standing for array arguments
         self.finished = False  # capture is over: its proxies must not be used any more
         # nodes computed from local arrays and constants alone (``np.arange(n) * 2``): their
@@ -498,8 +498,7 @@ def _program(tracer: Tracer, fn: Callable[..., Any], name: str | None, result: A
         output = tracer._symbolic(leaf, None)
         if isinstance(leaf, Proxy) and output.target in _PARTS and (
                 output.meta.get("aliases") or not leaf.value.flags.writeable):
-            # ``z.real`` of an argument: NumPy's view of it; ``np.imag`` of a real array:
-            # NumPy's read-only zeros
+            # ``z.real`` of an argument: NumPy's view; ``np.imag`` of a real one: read-only zeros
             output.meta["numpy_call"] = True
         outputs.append(output)
     # arguments updated in place: their final values are extra outputs, written back by the caller
