@@ -55,6 +55,32 @@ def operand_kept(a):
     return b, v, w
 
 
+def written_view_with_views(x):
+    v = x[1:]
+    u = v[::2]  # a view of the view written below: made again after it (a review's find)
+    v *= 2.0
+    return u + 0
+
+
+def sibling_of_a_written_view(x):
+    y = x.copy()
+    v = y[1:]
+    w, u = v[1:], v[:2]
+    w[0] = 100.0
+    np.copyto(v[3:], 5.0)
+    return u + 0, w + 0
+
+
+def view_of_a_view_in_a_loop(a):
+    b = a.reshape(4, 2).copy()
+    top = b[0]
+    half = top[::2]
+    for i in range(1, b.shape[0]):
+        top += b[i]
+        b[i] = half.sum()
+    return b
+
+
 def neumann_heat(u0, r, steps):
     u = u0.copy()
     inner = u[1:-1]  # bound once, before the loop
@@ -97,7 +123,8 @@ def check(fn, *args):
 
 
 @pytest.mark.parametrize("fn", [base_then_view, view_of_a_view, siblings, row_and_column,
-                                argument_viewed, operand_kept])
+                                argument_viewed, operand_kept, written_view_with_views,
+                                sibling_of_a_written_view, view_of_a_view_in_a_loop])
 def test_views_show_writes_into_their_base(fn):
     check(fn, np.arange(1.0, 9.0) * np.array([1, -2, 3, -4, 5, -6, 7, -8]))
 

@@ -178,6 +178,21 @@ def test_place_takes_values_by_the_masks_count(dtype):
         stax.compile(place_values)(x, np.array([], dtype))
 
 
+def copyto_overflowing_constant(a, m):
+    b = a.copy()
+    np.copyto(b, 1e300, where=m)  # float32: "overflow encountered in cast", every call
+    return b
+
+
+def test_a_constant_whose_cast_warns_warns_on_every_call():
+    f = stax.compile(copyto_overflowing_constant, strict_native=True)
+    a, m = np.arange(3, dtype=np.float32), np.array([True, False, True])
+    for _ in range(2):
+        with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+            got = f(a, m)
+        np.testing.assert_array_equal(got, copyto_overflowing_constant(a, m))
+
+
 def test_putmask_casting_errors_are_numpys():
     def bad(x):
         y = np.zeros(x.shape, dtype=np.int64)

@@ -108,12 +108,17 @@ def _pattern(a: Any, values: Any, plain: Callable[[Any], Any], proxy: type) -> A
 def _cast(values: Any, a: Any, proxy: type) -> Any:
     """``values`` in ``a``'s dtype, as NumPy writes them (an unsafe cast, which its own call
     allowed): a select in a wider type would round the elements it keeps (int64 through
-    float64)."""
+    float64). A constant whose cast warns (overflow, NaN into an integer, a complex part
+    dropped) stays as it is: the program's cast reports it on every call, as NumPy's does."""
     dtype = a.value.dtype
     if isinstance(values, proxy):
         return values if values.value.dtype == dtype else values.astype(dtype)
-    values = np.asarray(values)
-    if values.dtype.kind == "c" and dtype.kind != "c":  # (the warning is NumPy's own call's)
-        values = values.real
-    with np.errstate(all="ignore"):
-        return values.astype(dtype)[()] if values.ndim == 0 else values.astype(dtype).tolist()
+    array = np.asarray(values)
+    if array.dtype.kind == "c" and dtype.kind != "c":
+        return values
+    try:
+        with np.errstate(all="raise"):
+            cast = array.astype(dtype)
+    except (FloatingPointError, OverflowError, ValueError, TypeError):
+        return values
+    return cast[()] if cast.ndim == 0 else cast.tolist()

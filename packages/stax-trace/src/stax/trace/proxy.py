@@ -119,7 +119,8 @@ class Proxy:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         target = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method == "outer" and len(inputs) == 2 and not kwargs and ufunc.nin == 2 and \
-                all(isinstance(v, (Proxy, int, float, complex, np.generic)) for v in inputs):
+                all(isinstance(v, Proxy) or (isinstance(v, (int, float, complex, np.generic)) and
+                                             np.asarray(v).dtype.kind in "biufc") for v in inputs):
             # a's axes first, then b's, broadcast (``np.subtract.outer(x, y)``); a Python
             # number an array of its own (strong: ``np.multiply.outer(x32, 2.0)`` is float64)
             a, b = (v if isinstance(v, Proxy) else np.asarray(v)[()] for v in inputs)
@@ -314,7 +315,9 @@ class Proxy:
         before it writes, as NumPy reads overlapping operands)."""
         if self.view_of is not None:
             return self._update_view_in_place(what, compute, ignore)
-        views = [v for v in self.tracer.views.of(self) if all(v.value is not i for i in ignore)]
+        # every view, the one written through included: made again in the order taken, a view
+        # before the views taken of it (those made from its stale value were wrong: a review)
+        views = self.tracer.views.of(self)
         reason = self.tracer.shared(self, (*ignore, *(v.value for v in views)))
         if reason is not None:
             raise _mutation(f"{what} of {reason}")
