@@ -102,7 +102,8 @@ def test_a_returned_view_in_numpys_own_layout_stays_numpys_view():
 @pytest.mark.parametrize("k", [0, 2, -3, 9])
 def test_trace_sums_a_diagonal_view(dtype, k):
     """``np.trace`` / ``a.trace()`` of a 2-D array: the sum of its k-th diagonal (in NumPy's
-    sum dtype: int64 for int8 and bool), read as a strided view; it was a NumPy step."""
+    sum dtype: int64 for int8 and bool), read as a strided view; it was a NumPy step. (A
+    version generic in sizes, made as the shapes change, keeps NumPy's call.)"""
     rng = np.random.default_rng(k + 3)
     a = (rng.standard_normal((6, 8)) * 4).astype(dtype) if dtype != "complex128" else \
         rng.standard_normal((6, 8)) + 1j * rng.standard_normal((6, 8))
@@ -116,4 +117,4 @@ def test_trace_sums_a_diagonal_view(dtype, k):
             for got, want in zip(compiled(x), fn(x)):
                 assert type(got) is type(want)
                 np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == "float32" else 1e-14)
-    assert all(b.role != "extern" for v in compiled.versions() for b in v.artifact.buffers)
+    assert all(b.role != "extern" for b in compiled.versions()[0].artifact.buffers)

@@ -410,10 +410,11 @@ def test_an_inner_block_stricter_than_the_caller(fn, x, state):
 
 
 def test_a_numpy_step_and_a_kernel_report_once():
-    """An extern NumPy step's events (a cast of NaN to a narrow int: NumPy's step) are held
-    while the kernels run: a declined call gives each warning once, from its eager run."""
+    """An extern NumPy step's events (a cast of NaN from float16 to a narrow int: NumPy's
+    steps) are held while the kernels run: a declined call gives each warning once, from its
+    eager run."""
     def fn(x, y):
-        return x.astype(np.int16) // y
+        return x.astype(np.float16).astype(np.int16) // y
     x = np.array([np.nan, 4.0])
     y = np.array([2, 0])
     compiled = stax.compile(fn)

@@ -32,7 +32,7 @@ def in_place_call(target: str, args: tuple[Any, ...], kwargs: dict[str, Any],
         if where is True:
             dst[...] = src
         else:  # only where the mask is True: a select, the source cast as copyto casts
-            value = _cast(src, dst, Proxy)
+            value = _cast(src, dst, Proxy, plain)
             dst._update_in_place("np.copyto(..., where=)", lambda: np.where(where, value, dst))
         return True
     if target == "numpy.putmask" and not kwargs and len(args) == 3:
@@ -64,7 +64,7 @@ def _putmask(a: Any, mask: Any, values: Any, plain: Callable[[Any], Any], proxy:
     if np.shape(example) not in ((), shape):  # repeated cyclically over a's elements
         pattern = _pattern(a, values, plain, proxy)
         values = np.tile(pattern, -(-size // pattern.size))[:size].reshape(shape)
-    a._update_in_place("np.putmask", lambda: np.where(mask, _cast(values, a, proxy), a))
+    a._update_in_place("np.putmask", lambda: np.where(mask, _cast(values, a, proxy, plain), a))
     return True
 
 
@@ -85,7 +85,7 @@ def _place(a: Any, mask: Any, values: Any, plain: Callable[[Any], Any], proxy: t
         pattern = _pattern(a, values, plain, proxy)
         rank = np.cumsum(mask.ravel() if isinstance(mask, proxy) else np.ravel(mask)) - 1
         values = pattern[rank % pattern.size].reshape(shape)
-    a._update_in_place("np.place", lambda: np.where(mask, _cast(values, a, proxy), a))
+    a._update_in_place("np.place", lambda: np.where(mask, _cast(values, a, proxy, plain), a))
     return True
 
 
@@ -105,7 +105,7 @@ def _pattern(a: Any, values: Any, plain: Callable[[Any], Any], proxy: type) -> A
         "dtype": pattern.dtype.name}, np.array(pattern), None)
 
 
-def _cast(values: Any, a: Any, proxy: type) -> Any:
+def _cast(values: Any, a: Any, proxy: type, plain: Callable[[Any], Any]) -> Any:
     """``values`` in ``a``'s dtype, as NumPy writes them (an unsafe cast, which its own call
     allowed): a select in a wider type would round the elements it keeps (int64 through
     float64). A constant whose cast warns (overflow, NaN into an integer, a complex part
@@ -113,6 +113,10 @@ def _cast(values: Any, a: Any, proxy: type) -> Any:
     dtype = a.value.dtype
     if isinstance(values, proxy):
         return values if values.value.dtype == dtype else values.astype(dtype)
+    number = plain(values) if not isinstance(values, np.ndarray) else None
+    if type(number) in (bool, int, float, complex) and _weak_in(dtype, number):
+        return values  # a Python number NumPy takes in a's dtype (weak): as it is, so that a
+        # scalar argument stays a run-time input of a generic version
     array = np.asarray(values)
     if array.dtype.kind == "c" and dtype.kind != "c":
         return values
@@ -122,3 +126,11 @@ def _cast(values: Any, a: Any, proxy: type) -> Any:
     except (FloatingPointError, OverflowError, ValueError, TypeError):
         return values
     return cast[()] if cast.ndim == 0 else cast.tolist()
+
+
+def _weak_in(dtype: np.dtype[Any], number: Any) -> bool:
+    """Whether NumPy takes the Python ``number`` beside ``dtype`` values in ``dtype`` itself."""
+    try:
+        return np.result_type(dtype, number) == dtype
+    except (OverflowError, TypeError, ValueError):
+        return False

@@ -124,8 +124,8 @@ class Proxy:
             # a's axes first, then b's, broadcast (``np.subtract.outer(x, y)``); a Python
             # number an array of its own (strong: ``np.multiply.outer(x32, 2.0)`` is float64)
             a, b = (v if isinstance(v, Proxy) else np.asarray(v)[()] for v in inputs)
-            if np.ndim(_plain(a)) and np.ndim(_plain(b)):
-                a = np.reshape(a, np.shape(_plain(a)) + (1,) * np.ndim(_plain(b)))
+            if np.ndim(_plain(a)) and np.ndim(_plain(b)):  # (new axes: any size, generic)
+                a = a[(Ellipsis, *(None,) * np.ndim(_plain(b)))]
             return ufunc(a, b)
         if method == "at":
             if ufunc in (np.add, np.subtract, np.maximum, np.minimum) and \

@@ -181,8 +181,8 @@ def _trace(ctx: LoweringContext, node: Node, args: tuple[Any, ...],
             np.dtype(a.tensor.dtype).kind not in "biufc" or type(k) is not int or \
             (params.get("axis1", 0), params.get("axis2", 1)) != (0, 1) or \
             params.get("dtype") is not None or params.get("out") is not None or \
-            node.tensor is None:
-        raise NotNative
+            node.tensor is None or not all(type(d) is int for d in a.tensor.shape):
+        raise NotNative  # (sizes of a generic version: NumPy's call, one version for all)
     (n, m), (rows, columns) = a.tensor.shape, a.tensor.strides
     length = max(0, min(n, m - k) if k >= 0 else min(n + k, m))
     start = k * columns if k >= 0 else -k * rows
