@@ -401,4 +401,3 @@ def check_in_program(executable: Any, call_flat: Callable[..., list[Any]],
         check(*flat[-count:])
         return flat[:-count]
     return checked, check
-
